@@ -1,0 +1,310 @@
+/**
+ * The subset of core/v1 that kubelet-operator reads and writes, in its JSON wire shape.
+ *
+ * Times are RFC3339 strings exactly as the API server sends them, so objects from a watch can be passed in
+ * unchanged and status patches are written without re-serialisation. Optional fields are optional here as
+ * they are on the wire; code must treat `undefined` and the zero value alike, as Go does.
+ */
+
+export type RestartPolicy = 'Always' | 'OnFailure' | 'Never';
+export type ContainerRestartPolicy = 'Always';
+export type PodPhase = 'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Unknown';
+export type ConditionStatus = 'True' | 'False' | 'Unknown';
+export type PullPolicy = 'Always' | 'IfNotPresent' | 'Never';
+
+export interface ObjectMeta {
+  name?: string;
+  namespace?: string;
+  uid?: string;
+  resourceVersion?: string;
+  generation?: number;
+  creationTimestamp?: string;
+  deletionTimestamp?: string;
+  deletionGracePeriodSeconds?: number;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  ownerReferences?: OwnerReference[];
+  finalizers?: string[];
+}
+
+export interface OwnerReference {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  uid: string;
+  controller?: boolean;
+  blockOwnerDeletion?: boolean;
+}
+
+export interface ExecAction {
+  command?: string[];
+}
+export interface HTTPHeader {
+  name: string;
+  value: string;
+}
+export interface HTTPGetAction {
+  path?: string;
+  port: number | string;
+  host?: string;
+  scheme?: 'HTTP' | 'HTTPS';
+  httpHeaders?: HTTPHeader[];
+}
+export interface TCPSocketAction {
+  port: number | string;
+  host?: string;
+}
+export interface GRPCAction {
+  port: number;
+  service?: string;
+}
+
+export interface ProbeHandler {
+  exec?: ExecAction;
+  httpGet?: HTTPGetAction;
+  tcpSocket?: TCPSocketAction;
+  grpc?: GRPCAction;
+}
+
+export interface Probe extends ProbeHandler {
+  initialDelaySeconds?: number;
+  timeoutSeconds?: number;
+  periodSeconds?: number;
+  successThreshold?: number;
+  failureThreshold?: number;
+  terminationGracePeriodSeconds?: number;
+}
+
+export interface LifecycleHandler {
+  exec?: ExecAction;
+  httpGet?: HTTPGetAction;
+  tcpSocket?: TCPSocketAction;
+  sleep?: { seconds: number };
+}
+
+export interface Lifecycle {
+  postStart?: LifecycleHandler;
+  preStop?: LifecycleHandler;
+}
+
+export interface EnvVarSource {
+  fieldRef?: { fieldPath: string; apiVersion?: string };
+  resourceFieldRef?: { resource: string; containerName?: string; divisor?: string | number };
+  configMapKeyRef?: { name: string; key: string; optional?: boolean };
+  secretKeyRef?: { name: string; key: string; optional?: boolean };
+}
+export interface EnvVar {
+  name: string;
+  value?: string;
+  valueFrom?: EnvVarSource;
+}
+export interface EnvFromSource {
+  prefix?: string;
+  configMapRef?: { name: string; optional?: boolean };
+  secretRef?: { name: string; optional?: boolean };
+}
+
+export interface ContainerPort {
+  name?: string;
+  containerPort: number;
+  hostPort?: number;
+  hostIP?: string;
+  protocol?: 'TCP' | 'UDP' | 'SCTP';
+}
+
+export interface ResourceRequirements {
+  limits?: Record<string, string | number>;
+  requests?: Record<string, string | number>;
+}
+
+export interface SecurityContext {
+  runAsUser?: number;
+  runAsGroup?: number;
+  runAsNonRoot?: boolean;
+  privileged?: boolean;
+  readOnlyRootFilesystem?: boolean;
+  allowPrivilegeEscalation?: boolean;
+  capabilities?: { add?: string[]; drop?: string[] };
+  seccompProfile?: { type: 'RuntimeDefault' | 'Unconfined' | 'Localhost'; localhostProfile?: string };
+}
+
+export interface VolumeMount {
+  name: string;
+  mountPath: string;
+  readOnly?: boolean;
+  subPath?: string;
+}
+
+export interface Container {
+  name: string;
+  image?: string;
+  imagePullPolicy?: PullPolicy;
+  command?: string[];
+  args?: string[];
+  workingDir?: string;
+  env?: EnvVar[];
+  envFrom?: EnvFromSource[];
+  ports?: ContainerPort[];
+  resources?: ResourceRequirements;
+  livenessProbe?: Probe;
+  readinessProbe?: Probe;
+  startupProbe?: Probe;
+  lifecycle?: Lifecycle;
+  /** Only on init containers: `Always` makes it a sidecar (restartable init container). */
+  restartPolicy?: ContainerRestartPolicy;
+  securityContext?: SecurityContext;
+  volumeMounts?: VolumeMount[];
+  terminationMessagePath?: string;
+  terminationMessagePolicy?: 'File' | 'FallbackToLogsOnError';
+  stdin?: boolean;
+  stdinOnce?: boolean;
+  tty?: boolean;
+}
+
+/** An ephemeral container has the shape of a container plus the name of the container it targets. */
+export interface EphemeralContainer extends Container {
+  targetContainerName?: string;
+}
+
+export interface Toleration {
+  key?: string;
+  operator?: 'Exists' | 'Equal';
+  value?: string;
+  effect?: 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute';
+  tolerationSeconds?: number;
+}
+
+export interface Volume {
+  name: string;
+  emptyDir?: Record<string, unknown>;
+  hostPath?: { path: string; type?: string };
+  configMap?: { name: string; optional?: boolean; items?: { key: string; path: string }[] };
+  secret?: { secretName: string; optional?: boolean; items?: { key: string; path: string }[] };
+  [other: string]: unknown;
+}
+
+export interface PodSpec {
+  nodeName?: string;
+  restartPolicy?: RestartPolicy;
+  hostNetwork?: boolean;
+  hostname?: string;
+  subdomain?: string;
+  initContainers?: Container[];
+  containers: Container[];
+  ephemeralContainers?: EphemeralContainer[];
+  readinessGates?: { conditionType: string }[];
+  terminationGracePeriodSeconds?: number;
+  activeDeadlineSeconds?: number;
+  tolerations?: Toleration[];
+  volumes?: Volume[];
+  serviceAccountName?: string;
+  priority?: number;
+  securityContext?: {
+    runAsUser?: number;
+    runAsGroup?: number;
+    fsGroup?: number;
+    seccompProfile?: SecurityContext['seccompProfile'];
+  };
+  nodeSelector?: Record<string, string>;
+  dnsPolicy?: string;
+  schedulerName?: string;
+}
+
+export interface ContainerStateWaiting {
+  reason?: string;
+  message?: string;
+}
+export interface ContainerStateRunning {
+  startedAt?: string;
+}
+export interface ContainerStateTerminated {
+  exitCode: number;
+  signal?: number;
+  reason?: string;
+  message?: string;
+  startedAt?: string;
+  finishedAt?: string;
+  containerID?: string;
+}
+export interface ContainerState {
+  waiting?: ContainerStateWaiting;
+  running?: ContainerStateRunning;
+  terminated?: ContainerStateTerminated;
+}
+
+export interface ContainerStatus {
+  name: string;
+  state?: ContainerState;
+  lastState?: ContainerState;
+  ready: boolean;
+  restartCount: number;
+  image?: string;
+  imageID?: string;
+  containerID?: string;
+  started?: boolean;
+}
+
+export interface PodCondition {
+  type: string;
+  status: ConditionStatus;
+  reason?: string;
+  message?: string;
+  lastProbeTime?: string | null;
+  lastTransitionTime?: string;
+  observedGeneration?: number;
+}
+
+export interface PodIP {
+  ip: string;
+}
+
+export type PodQOSClass = 'Guaranteed' | 'Burstable' | 'BestEffort';
+
+export interface PodStatus {
+  phase?: PodPhase;
+  conditions?: PodCondition[];
+  message?: string;
+  reason?: string;
+  hostIP?: string;
+  hostIPs?: PodIP[];
+  podIP?: string;
+  podIPs?: PodIP[];
+  startTime?: string;
+  initContainerStatuses?: ContainerStatus[];
+  containerStatuses?: ContainerStatus[];
+  ephemeralContainerStatuses?: ContainerStatus[];
+  qosClass?: PodQOSClass;
+  nominatedNodeName?: string;
+  observedGeneration?: number;
+  resourceClaimStatuses?: unknown[];
+}
+
+export interface Pod {
+  apiVersion?: 'v1';
+  kind?: 'Pod';
+  metadata: ObjectMeta;
+  spec: PodSpec;
+  status?: PodStatus;
+}
+
+/** Condition types the kubelet owns (it writes them and may overwrite them). */
+export const PodScheduled = 'PodScheduled';
+export const PodReady = 'Ready';
+export const PodInitialized = 'Initialized';
+export const ContainersReady = 'ContainersReady';
+export const PodReadyToStartContainers = 'PodReadyToStartContainers';
+/** Shared: set by the kubelet and by others (eviction, preemption). */
+export const DisruptionTarget = 'DisruptionTarget';
+
+export function isRestartableInitContainer(c: Pick<Container, 'restartPolicy'>): boolean {
+  return c.restartPolicy === 'Always';
+}
+
+/** The pod's restart policy with the API default applied (unset behaves as Always). */
+export function podRestartPolicy(spec: Pick<PodSpec, 'restartPolicy'>): RestartPolicy {
+  return spec.restartPolicy ?? 'Always';
+}
+
+export function isTerminalPhase(phase: PodPhase | undefined): boolean {
+  return phase === 'Succeeded' || phase === 'Failed';
+}

@@ -1,0 +1,84 @@
+/**
+ * The runtime view of a pod (the kubelet's `kubecontainer.PodStatus`): what the container runtime says
+ * exists, independent of what the API server says. This is the input to computePodActions, PLEG and the
+ * conversion to API container statuses.
+ *
+ * Times are epoch milliseconds. Lists are ordered newest first; a lookup by name takes the first match.
+ */
+
+declare const brand: unique symbol;
+type Brand<T, B extends string> = T & { readonly [brand]: B };
+
+export type PodUID = Brand<string, 'PodUID'>;
+export type ContainerID = Brand<string, 'ContainerID'>;
+export type SandboxID = Brand<string, 'SandboxID'>;
+
+export const asPodUID = (s: string): PodUID => s as PodUID;
+export const asContainerID = (s: string): ContainerID => s as ContainerID;
+export const asSandboxID = (s: string): SandboxID => s as SandboxID;
+
+export type ContainerState = 'created' | 'running' | 'exited' | 'unknown';
+export type SandboxState = 'ready' | 'notready';
+export type NamespaceMode = 'pod' | 'node';
+
+export interface SandboxStatus {
+  id: SandboxID;
+  state: SandboxState;
+  /** Sandbox attempt number (the kubelet's metadata.attempt). */
+  attempt: number;
+  /** Pod IP; `null` when the runtime reported no network status at all. */
+  ip: string | null;
+  /** Extra IPs beyond `ip` (dual stack). */
+  additionalIPs?: string[];
+  /** Network namespace mode: `node` for hostNetwork pods. */
+  netns: NamespaceMode;
+  createdAt?: number;
+}
+
+export interface ContainerStatus {
+  id: ContainerID;
+  name: string;
+  state: ContainerState;
+  /** The runtime type prefix of the ID as shown in the API (`containerd://<id>`). */
+  runtimeType?: string;
+  createdAt?: number;
+  startedAt?: number;
+  finishedAt?: number;
+  exitCode?: number;
+  reason?: string;
+  message?: string;
+  image?: string;
+  imageRef?: string;
+  /** The attempt label: how many times this container was restarted before this record. */
+  restartCount: number;
+  /** Hash of the spec (name + image) recorded when the container was created. */
+  hash: string;
+  /** Sandbox this record belongs to. */
+  sandboxID?: SandboxID;
+}
+
+/** Everything the runtime knows about one pod. */
+export interface RuntimePodStatus {
+  uid: PodUID;
+  name: string;
+  namespace: string;
+  /** Newest first. */
+  sandboxes: SandboxStatus[];
+  /** Newest first. */
+  containers: ContainerStatus[];
+  /** Pod IPs as last reported by the ready sandbox. */
+  ips: string[];
+}
+
+/** The newest record for a container name (kubelet: PodStatus.FindContainerStatusByName). */
+export function findContainerStatusByName(
+  status: Pick<RuntimePodStatus, 'containers'>,
+  name: string,
+): ContainerStatus | undefined {
+  return status.containers.find((c) => c.name === name);
+}
+
+/** The API form of a runtime container ID: `<type>://<id>`. */
+export function containerIDString(c: Pick<ContainerStatus, 'id' | 'runtimeType'>): string {
+  return `${c.runtimeType ?? 'containerd'}://${c.id}`;
+}

@@ -1,0 +1,47 @@
+import { expect } from 'chai';
+import { FakeClock } from '../../../src/util/clock.js';
+
+describe('FakeClock', () => {
+  it('fires timers in due order, each seeing its own due time', () => {
+    const clock = new FakeClock(1000);
+    const seen: [string, number][] = [];
+    clock.setTimer(30, () => seen.push(['b', clock.now()]));
+    clock.setTimer(10, () => {
+      seen.push(['a', clock.now()]);
+      clock.setTimer(5, () => seen.push(['a2', clock.now()]));
+    });
+    clock.advance(100);
+    expect(seen).to.deep.equal([
+      ['a', 1010],
+      ['a2', 1015],
+      ['b', 1030],
+    ]);
+    expect(clock.now()).to.equal(1100);
+  });
+
+  it('does not fire cancelled timers or timers beyond the target', () => {
+    const clock = new FakeClock(0);
+    let fired = 0;
+    const h = clock.setTimer(10, () => fired++);
+    clock.setTimer(50, () => fired++);
+    h.cancel();
+    clock.advance(49);
+    expect(fired).to.equal(0);
+    expect(clock.pendingTimers()).to.equal(1);
+    clock.advance(1);
+    expect(fired).to.equal(1);
+  });
+
+  it('resolves sleep on advance and rejects it on abort', async () => {
+    const clock = new FakeClock(0);
+    const p = clock.sleep(20);
+    clock.advance(20);
+    await p;
+    const ac = new AbortController();
+    const q = clock.sleep(20, ac.signal);
+    ac.abort(new Error('stop'));
+    let err: unknown;
+    await q.catch((e: unknown) => (err = e));
+    expect((err as Error).message).to.equal('stop');
+  });
+});
