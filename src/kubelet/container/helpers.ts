@@ -1,0 +1,53 @@
+/**
+ * Small pure helpers the kubelet keeps in pkg/kubelet/container/helpers.go and kuberuntime/helpers.go.
+ */
+import { podRestartPolicy, type Container, type Pod } from '../../api/core.js';
+import { findContainerStatusByName, type ContainerStatus, type RuntimePodStatus } from './types.js';
+
+/**
+ * The spec hash recorded on a container when it is created. Since Kubernetes 1.31 it covers only the
+ * name and the image, so no other spec change restarts a running container. FNV-1a 32-bit, hex.
+ */
+export function hashContainer(container: Pick<Container, 'name' | 'image'>): string {
+  const input = JSON.stringify({ name: container.name, image: container.image ?? '' });
+  let h = 0x811c9dc5;
+  for (let i = 0; i < input.length; i++) {
+    h ^= input.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h.toString(16).padStart(8, '0');
+}
+
+/** Whether the pod's newest record of `container` calls for (re)starting it. */
+export function shouldContainerBeRestarted(
+  container: Pick<Container, 'name'>,
+  pod: Pod,
+  status: Pick<RuntimePodStatus, 'containers'>,
+): boolean {
+  if (pod.metadata.deletionTimestamp) return false;
+  const record = findContainerStatusByName(status, container.name);
+  if (!record) return true;
+  if (record.state === 'running') return false;
+  if (record.state === 'unknown' || record.state === 'created') return true;
+  const policy = podRestartPolicy(pod.spec);
+  if (policy === 'Never') return false;
+  if (policy === 'OnFailure' && (record.exitCode ?? 0) === 0) return false;
+  return true;
+}
+
+/** An init container failed when it was OOM-killed, exited non-zero, or is in an unknown state. */
+export function isInitContainerFailed(
+  record: Pick<ContainerStatus, 'state' | 'exitCode' | 'reason'>,
+): boolean {
+  if (record.reason === 'OOMKilled') return true;
+  if (record.state === 'exited' && (record.exitCode ?? 0) !== 0) return true;
+  return record.state === 'unknown';
+}
+
+/** True when the recorded hash no longer matches the spec (name or image changed). */
+export function containerChanged(
+  container: Pick<Container, 'name' | 'image'>,
+  record: Pick<ContainerStatus, 'hash'>,
+): boolean {
+  return record.hash !== hashContainer(container);
+}
