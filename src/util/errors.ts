@@ -9,6 +9,7 @@ export type ErrorKind =
   | 'DeadlineExceeded'
   | 'Conflict'
   | 'Forbidden'
+  | 'Unimplemented'
   | 'Internal'
   | 'Unknown';
 

@@ -1,0 +1,214 @@
+#!/usr/bin/env bash
+# Ensures a real kube-apiserver, kube-scheduler, kube-controller-manager and etcd for the tests.
+#
+# The binaries are built once from the Go module proxy (there is no other download here) and cached
+# outside the repo, keyed by version:
+#   $CACHE/kube/<k8s-version>/bin/{kube-apiserver,kube-scheduler,kube-controller-manager}
+#   $CACHE/etcd/<etcd-version>/bin/etcd
+#   $CACHE/assets/kube-<k8s-version>_etcd-<etcd-version>/   (symlinks to all four: one bin dir)
+# with CACHE=${KUBELET_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubelet-operator}.
+# If KUBEBUILDER_ASSETS names a directory holding kube-apiserver and etcd, that directory is used instead.
+#
+# Progress goes to stderr; the last (and only) stdout line is the bin dir holding all the binaries.
+# Exit 2: a prerequisite (Go) is missing. Override the pins with KUBE_VERSION / ETCD_VERSION.
+set -euo pipefail
+
+KUBE_VERSION="${KUBE_VERSION:-v1.37.2}"
+ETCD_VERSION="${ETCD_VERSION:-v3.6.16}"
+# Oldest Go that builds the pinned releases (their go.mod `go` lines).
+GO_NEEDED="1.26"
+
+CACHE_ROOT="${KUBELET_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubelet-operator}"
+KUBE_DIR="$CACHE_ROOT/kube/$KUBE_VERSION"
+ETCD_DIR="$CACHE_ROOT/etcd/$ETCD_VERSION"
+ASSETS_DIR="$CACHE_ROOT/assets/kube-${KUBE_VERSION}_etcd-${ETCD_VERSION}"
+KUBE_BINS=(kube-apiserver kube-controller-manager kube-scheduler)
+
+log() { echo "kube-binaries: $*" >&2; }
+die() {
+  echo "kube-binaries: $*" >&2
+  exit 2
+}
+
+# --- 1. KUBEBUILDER_ASSETS (envtest convention): use it as is, build nothing.
+if [[ -n "${KUBEBUILDER_ASSETS:-}" ]]; then
+  if [[ -x "$KUBEBUILDER_ASSETS/kube-apiserver" && -x "$KUBEBUILDER_ASSETS/etcd" ]]; then
+    (cd "$KUBEBUILDER_ASSETS" && pwd -P)
+    exit 0
+  fi
+  log "KUBEBUILDER_ASSETS=$KUBEBUILDER_ASSETS holds no kube-apiserver and etcd; using the cache instead"
+fi
+
+kube_cached() {
+  local b
+  for b in "${KUBE_BINS[@]}"; do [[ -x "$KUBE_DIR/bin/$b" ]] || return 1; done
+}
+etcd_cached() { [[ -x "$ETCD_DIR/bin/etcd" ]]; }
+assets_ready() {
+  local b
+  for b in "${KUBE_BINS[@]}" etcd; do [[ -x "$ASSETS_DIR/$b" ]] || return 1; done
+}
+
+# --- 2. Fast path: everything cached; no Go needed.
+if kube_cached && etcd_cached && assets_ready; then
+  echo "$ASSETS_DIR"
+  exit 0
+fi
+
+# --- 3. Slow path, serialized by a lock so concurrent callers wait for one build.
+mkdir -p "$CACHE_ROOT/kube" "$CACHE_ROOT/etcd" "$CACHE_ROOT/assets"
+exec 9>"$CACHE_ROOT/.lock"
+if ! flock -n 9; then
+  log "another build holds $CACHE_ROOT/.lock; waiting for it"
+  flock 9
+fi
+
+STAGES=()
+WORKDIRS=()
+cleanup() {
+  local d
+  for d in "${STAGES[@]}" "${WORKDIRS[@]}"; do [[ -n "$d" ]] && rm -rf "$d"; done
+  return 0
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# Leftovers of a build that was killed hard (we hold the lock, so nobody else is building).
+rm -rf "$CACHE_ROOT"/kube/.partial-* "$CACHE_ROOT"/etcd/.partial-* "$CACHE_ROOT"/assets/.partial-*
+
+need_go() {
+  if ! command -v go >/dev/null 2>&1; then
+    die "Go ${GO_NEEDED}+ is needed to build kube-apiserver and etcd the first time (nothing cached in $CACHE_ROOT): install it from https://go.dev/doc/install (or apt-get install golang if your distribution's is new enough), or set KUBEBUILDER_ASSETS to a directory holding kube-apiserver and etcd."
+  fi
+  local v major minor
+  v="$(go env GOVERSION 2>/dev/null || true)"
+  v="${v#go}"
+  major="${v%%.*}"
+  minor="${v#*.}"
+  minor="${minor%%[!0-9]*}"
+  if [[ "$major" =~ ^[0-9]+$ && "$minor" =~ ^[0-9]+$ ]]; then
+    local need_minor="${GO_NEEDED#1.}"
+    if ((major == 1 && minor < need_minor)); then
+      if ((minor < 21)) || [[ "$(go env GOTOOLCHAIN)" == local* ]]; then
+        die "Go ${GO_NEEDED}+ is needed to build Kubernetes $KUBE_VERSION, found go$v: install a newer Go from https://go.dev/doc/install (or set GOTOOLCHAIN=auto with Go 1.21+ so go fetches one)."
+      fi
+      log "go$v is older than $GO_NEEDED; relying on GOTOOLCHAIN to fetch a newer toolchain"
+    fi
+  fi
+}
+
+# Prints the path of a module's go.mod from the module proxy.
+mod_gomod() {
+  local json
+  json="$(go mod download -json "$1")"
+  sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p' <<<"$json"
+}
+
+# Writes `-replace=M=M@VERSION` flags, one per line, for each module that the go.mod at $1 both
+# requires and replaces with a local directory (kubernetes' staging repos, etcd's sibling modules).
+local_replaces() {
+  local gomod="$1" version="$2" m
+  sed -n -E 's#^[[:space:]]*(replace[[:space:]]+)?([^[:space:]]+)[[:space:]]+=>[[:space:]]+\.{1,2}/.*#\2#p' "$gomod" |
+    while read -r m; do
+      if grep -Eq "^[[:space:]]*(require[[:space:]]+)?${m//./\\.}[[:space:]]+v" "$gomod"; then
+        echo "-replace=$m=$m@$version"
+      fi
+    done
+}
+
+new_workdir() {
+  local d
+  d="$(mktemp -d "${TMPDIR:-/tmp}/kubelet-operator-$1.XXXXXX")"
+  WORKDIRS+=("$d")
+  echo "$d"
+}
+
+new_stage() {
+  local d
+  d="$(mktemp -d "$1/.partial-XXXXXX")"
+  STAGES+=("$d")
+  echo "$d"
+}
+
+build_etcd() {
+  local start=$SECONDS work stage gomod
+  log "building etcd $ETCD_VERSION from the Go module proxy (once; cached in $ETCD_DIR)"
+  work="$(new_workdir etcd-build)"
+  stage="$(new_stage "$CACHE_ROOT/etcd")"
+  mkdir -p "$stage/bin"
+  (
+    cd "$work"
+    go mod init kubelet-operator.invalid/etcd-build >/dev/null 2>&1
+    gomod="$(mod_gomod "go.etcd.io/etcd/server/v3@$ETCD_VERSION")"
+    mapfile -t replaces < <(local_replaces "$gomod" "$ETCD_VERSION")
+    go mod edit "-require=go.etcd.io/etcd/server/v3@$ETCD_VERSION" "${replaces[@]}"
+    go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION"
+    CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$stage/bin/etcd" go.etcd.io/etcd/server/v3
+  )
+  printf 'etcd %s built with %s in %ss on %s\n' "$ETCD_VERSION" "$(go env GOVERSION)" $((SECONDS - start)) \
+    "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >"$stage/BUILD-INFO"
+  rm -rf "$ETCD_DIR"
+  mv -T "$stage" "$ETCD_DIR"
+  log "etcd $ETCD_VERSION built in $((SECONDS - start))s"
+}
+
+build_kube() {
+  local start=$SECONDS work stage gomod staging_version minor ldflags pkg b t0
+  log "building Kubernetes $KUBE_VERSION (${KUBE_BINS[*]}) from the Go module proxy (once; cached in $KUBE_DIR)."
+  log "a cold build takes a long time (tens of minutes on 2 cores)"
+  work="$(new_workdir kube-build)"
+  stage="$(new_stage "$CACHE_ROOT/kube")"
+  mkdir -p "$stage/bin"
+  # k8s.io/kubernetes v1.Y.Z publishes its staging repos as k8s.io/<name> v0.Y.Z.
+  staging_version="v0.${KUBE_VERSION#v1.}"
+  minor="${KUBE_VERSION#v1.}"
+  minor="${minor%%.*}"
+  ldflags="-s -w"
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldflags+=" -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+    ldflags+=" -X $pkg.gitTreeState=clean"
+  done
+  (
+    cd "$work"
+    go mod init kubelet-operator.invalid/kube-build >/dev/null 2>&1
+    gomod="$(mod_gomod "k8s.io/kubernetes@$KUBE_VERSION")"
+    mapfile -t replaces < <(local_replaces "$gomod" "$staging_version")
+    if ((${#replaces[@]} == 0)); then
+      echo "kube-binaries: found no staging modules in $gomod" >&2
+      exit 1
+    fi
+    go mod edit "-require=k8s.io/kubernetes@$KUBE_VERSION" "${replaces[@]}"
+    gets=()
+    for b in "${KUBE_BINS[@]}"; do gets+=("k8s.io/kubernetes/cmd/$b@$KUBE_VERSION"); done
+    go get "${gets[@]}"
+    # One go build per binary; they share the module and build caches, so later ones reuse packages.
+    for b in "${KUBE_BINS[@]}"; do
+      t0=$SECONDS
+      CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$stage/bin/$b" "k8s.io/kubernetes/cmd/$b"
+      echo "kube-binaries: built $b in $((SECONDS - t0))s" >&2
+    done
+  )
+  printf 'kubernetes %s built with %s in %ss on %s\n' "$KUBE_VERSION" "$(go env GOVERSION)" \
+    $((SECONDS - start)) "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >"$stage/BUILD-INFO"
+  rm -rf "$KUBE_DIR"
+  mv -T "$stage" "$KUBE_DIR"
+  log "Kubernetes $KUBE_VERSION built in $((SECONDS - start))s"
+}
+
+link_assets() {
+  local stage b
+  stage="$(new_stage "$CACHE_ROOT/assets")"
+  for b in "${KUBE_BINS[@]}"; do ln -s "$KUBE_DIR/bin/$b" "$stage/$b"; done
+  ln -s "$ETCD_DIR/bin/etcd" "$stage/etcd"
+  rm -rf "$ASSETS_DIR"
+  mv -T "$stage" "$ASSETS_DIR"
+}
+
+if ! etcd_cached || ! kube_cached; then
+  need_go
+  etcd_cached || build_etcd
+  kube_cached || build_kube
+fi
+assets_ready || link_assets
+echo "$ASSETS_DIR"

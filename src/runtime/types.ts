@@ -1,0 +1,255 @@
+/**
+ * The Runtime seam: what kubelet-operator needs from a container runtime, shaped by the CRI v1 API.
+ *
+ * Two implementations: `cri` (gRPC to containerd / CRI-O over a unix socket) and `sim` (in memory, for
+ * scale tests and demos). Both keep these contracts:
+ * - Every method may be called concurrently and more than once; none blocks past its deadline.
+ * - Failures are KindErrors (src/util/errors.ts): `NotFound` for an unknown ID, `Unavailable` when the runtime
+ *   cannot be reached, `DeadlineExceeded` when a call ran out of time, `InvalidArgument` for a request the
+ *   runtime refused as malformed, `AlreadyExists` for a reserved name. Callers branch on the kind.
+ * - Returned objects belong to the caller; the runtime never mutates them afterwards.
+ * - Timestamps are nanoseconds since the epoch as bigint (CRI int64 values exceed 2^53).
+ * - Labels and annotations round-trip unchanged; the kubelet's labels (labels.ts) are how state is rebuilt
+ *   after a restart, so a runtime must never drop them.
+ */
+
+export type NamespaceMode = 'POD' | 'CONTAINER' | 'NODE';
+
+export interface KeyValue {
+  key: string;
+  value: string;
+}
+
+export interface PortMapping {
+  protocol: 'TCP' | 'UDP' | 'SCTP';
+  containerPort: number;
+  hostPort?: number;
+  hostIp?: string;
+}
+
+export interface Mount {
+  containerPath: string;
+  hostPath: string;
+  readonly?: boolean;
+}
+
+export interface SecurityProfile {
+  /** RuntimeDefault, Unconfined or Localhost (with a path). */
+  profileType: 'RuntimeDefault' | 'Unconfined' | 'Localhost';
+  localhostRef?: string;
+}
+
+export interface PodSandboxMetadata {
+  name: string;
+  uid: string;
+  namespace: string;
+  attempt: number;
+}
+
+export interface PodSandboxConfig {
+  metadata: PodSandboxMetadata;
+  hostname?: string;
+  /** Directory for the pod's container logs (kubelet: `<root>/<ns>_<pod>_<uid>`); "" = no log files. */
+  logDirectory?: string;
+  dnsConfig?: { servers?: string[]; searches?: string[]; options?: string[] };
+  portMappings?: PortMapping[];
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  linux?: {
+    cgroupParent?: string;
+    securityContext?: {
+      namespaceOptions?: { network?: NamespaceMode; pid?: NamespaceMode; ipc?: NamespaceMode };
+      runAsUser?: number;
+      runAsGroup?: number;
+      readonlyRootfs?: boolean;
+      supplementalGroups?: number[];
+      privileged?: boolean;
+      seccomp?: SecurityProfile;
+    };
+    sysctls?: Record<string, string>;
+  };
+}
+
+export interface ContainerMetadata {
+  name: string;
+  attempt: number;
+}
+
+export interface LinuxContainerResources {
+  cpuPeriod?: number;
+  cpuQuota?: number;
+  cpuShares?: number;
+  memoryLimitInBytes?: number;
+  oomScoreAdj?: number;
+}
+
+export interface ContainerConfig {
+  metadata: ContainerMetadata;
+  image: string;
+  command?: string[];
+  args?: string[];
+  workingDir?: string;
+  envs?: KeyValue[];
+  mounts?: Mount[];
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  /** Relative to the sandbox's logDirectory (kubelet: `<container>/<attempt>.log`). */
+  logPath?: string;
+  stdin?: boolean;
+  stdinOnce?: boolean;
+  tty?: boolean;
+  linux?: {
+    resources?: LinuxContainerResources;
+    securityContext?: {
+      capabilities?: { addCapabilities?: string[]; dropCapabilities?: string[] };
+      privileged?: boolean;
+      namespaceOptions?: { network?: NamespaceMode; pid?: NamespaceMode; ipc?: NamespaceMode };
+      runAsUser?: number;
+      runAsGroup?: number;
+      readonlyRootfs?: boolean;
+      noNewPrivs?: boolean;
+      seccomp?: SecurityProfile;
+    };
+  };
+}
+
+export type SandboxState = 'ready' | 'notready';
+export type ContainerState = 'created' | 'running' | 'exited' | 'unknown';
+
+export interface PodSandbox {
+  id: string;
+  metadata: PodSandboxMetadata;
+  state: SandboxState;
+  createdAt: bigint;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+}
+
+export interface PodSandboxStatus extends PodSandbox {
+  /** Absent when the runtime reported no network status (host network sandboxes may still have one). */
+  network?: { ip: string; additionalIps: string[] };
+  /** The network namespace mode the sandbox was created with. */
+  networkMode: NamespaceMode;
+}
+
+export interface Container {
+  id: string;
+  podSandboxId: string;
+  metadata: ContainerMetadata;
+  image: string;
+  imageRef: string;
+  state: ContainerState;
+  createdAt: bigint;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+}
+
+export interface ContainerStatus extends Container {
+  startedAt: bigint;
+  finishedAt: bigint;
+  exitCode: number;
+  /** Completed, Error, OOMKilled, ... as the runtime words it; "" while not exited. */
+  reason: string;
+  message: string;
+  /** Absolute log path (sandbox log directory + container log path); "" when there is no log file. */
+  logPath: string;
+}
+
+export interface ExecSyncResult {
+  stdout: Buffer;
+  stderr: Buffer;
+  exitCode: number;
+}
+
+export interface Image {
+  id: string;
+  repoTags: string[];
+  repoDigests: string[];
+  size: number;
+}
+
+export interface RuntimeCondition {
+  type: 'RuntimeReady' | 'NetworkReady' | string;
+  status: boolean;
+  reason: string;
+  message: string;
+}
+
+export interface RuntimeVersion {
+  /** CRI API version, e.g. "v1". */
+  version: string;
+  runtimeName: string;
+  runtimeVersion: string;
+  runtimeApiVersion: string;
+}
+
+export interface SandboxFilter {
+  id?: string;
+  state?: SandboxState;
+  labelSelector?: Record<string, string>;
+}
+
+export interface ContainerFilter {
+  id?: string;
+  podSandboxId?: string;
+  state?: ContainerState;
+  labelSelector?: Record<string, string>;
+}
+
+/** Streaming requests return a URL that the node API proxies to (CRI streaming server). */
+export interface StreamingRequest {
+  containerId: string;
+  cmd?: string[];
+  tty?: boolean;
+  stdin?: boolean;
+  stdout?: boolean;
+  stderr?: boolean;
+}
+
+export interface Runtime {
+  /** Short implementation name: "cri" or "sim". */
+  readonly kind: 'cri' | 'sim';
+
+  version(): Promise<RuntimeVersion>;
+  /** RuntimeReady and NetworkReady conditions. */
+  status(): Promise<RuntimeCondition[]>;
+
+  /** Creates and starts a sandbox; resolves to its ID. */
+  runPodSandbox(config: PodSandboxConfig): Promise<string>;
+  /** Stops every container of the sandbox and the sandbox itself. Stopping a stopped sandbox succeeds. */
+  stopPodSandbox(id: string): Promise<void>;
+  /** Removes a sandbox and its containers. Removing an unknown ID succeeds (idempotent, like CRI). */
+  removePodSandbox(id: string): Promise<void>;
+  podSandboxStatus(id: string): Promise<PodSandboxStatus>;
+  listPodSandbox(filter?: SandboxFilter): Promise<PodSandbox[]>;
+
+  /** `sandboxConfig` is the config the sandbox was run with (containerd needs it on every create). */
+  createContainer(
+    podSandboxId: string,
+    config: ContainerConfig,
+    sandboxConfig: PodSandboxConfig,
+  ): Promise<string>;
+  startContainer(id: string): Promise<void>;
+  /** SIGTERM, then SIGKILL after `timeoutSeconds`. Stopping an exited container succeeds. */
+  stopContainer(id: string, timeoutSeconds: number): Promise<void>;
+  /** Removing an unknown ID succeeds. */
+  removeContainer(id: string): Promise<void>;
+  listContainers(filter?: ContainerFilter): Promise<Container[]>;
+  containerStatus(id: string): Promise<ContainerStatus>;
+
+  /** Runs a command in a running container. A non-zero exit is data; running out of time is DeadlineExceeded. */
+  execSync(id: string, cmd: string[], timeoutSeconds: number): Promise<ExecSyncResult>;
+  exec(req: StreamingRequest): Promise<{ url: string }>;
+  attach(req: StreamingRequest): Promise<{ url: string }>;
+  portForward(podSandboxId: string, ports: number[]): Promise<{ url: string }>;
+
+  /** Resolves to the image reference (ID) that was pulled. */
+  pullImage(image: string, sandboxConfig?: PodSandboxConfig): Promise<string>;
+  /** Null when the image is not present. */
+  imageStatus(image: string): Promise<Image | null>;
+  listImages(): Promise<Image[]>;
+  removeImage(image: string): Promise<void>;
+
+  /** Releases connections and timers. The runtime is unusable afterwards. */
+  close(): Promise<void>;
+}
