@@ -362,9 +362,11 @@ descendants() {
 
 # Shims that were started for this instance's socket (their command line names the address).
 instance_shims() {
-  local sock="$1" p cmd
+  local sock="$1" p cmd comm
   for p in /proc/[0-9]*; do
-    [[ "$(cat "$p/comm" 2>/dev/null)" == containerd-shim* ]] || continue
+    comm=''
+    read -r comm 2>/dev/null <"$p/comm" || true
+    [[ "$comm" == containerd-shim* ]] || continue
     cmd="$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null || true)"
     [[ " $cmd " == *" -address $sock "* ]] && echo "${p#/proc/}"
   done
@@ -387,11 +389,28 @@ remove_containers() {
 
 # Containers whose runc state survived (a shim killed hard): delete them with runc, which kills them.
 runc_leftovers() {
-  local dir="$1" bundle id
-  for bundle in "$dir/state/io.containerd.runtime.v2.task/$NAMESPACE"/*/; do
-    [[ -d "$bundle" ]] || continue
-    id="$(basename "$bundle")"
+  local dir="$1" id
+  for id in $(task_ids "$dir"); do
     /usr/sbin/runc --root "/run/containerd/runc/$NAMESPACE" delete --force "$id" >/dev/null 2>&1 || true
+  done
+}
+
+# Task ids this instance has bundles for (sandboxes and containers).
+task_ids() {
+  local dir="$1" bundle
+  for bundle in "$dir/state/io.containerd.runtime.v2.task/$NAMESPACE"/*/; do
+    [[ -d "$bundle" ]] && basename "$bundle"
+  done
+  return 0
+}
+
+# A shim killed hard leaves its socket in /run/containerd/s, named by sha256("<address>/<namespace>/<id>").
+remove_shim_sockets() {
+  local sock="$1" id hash
+  shift
+  for id in "$@"; do
+    hash="$(printf '%s' "$sock/$NAMESPACE/$id" | sha256sum | awk '{print $1}')"
+    rm -f "/run/containerd/s/$hash"
   done
 }
 
@@ -464,9 +483,11 @@ cmd_stop() {
   need_root
   local dir
   dir="$(abs_dir "${1:-}")"
-  local sock="$dir/containerd.sock" pid="" rc=0 p
+  local sock="$dir/containerd.sock" pid="" rc=0 p c
 
   pid="$(instance_pid "$dir" || true)"
+  local ids
+  mapfile -t ids < <(task_ids "$dir")
   if [[ -n "$pid" ]] && [[ -S "$sock" ]]; then
     remove_containers "$dir"
   fi
@@ -486,6 +507,8 @@ cmd_stop() {
     for c in $(descendants "$p" | tac); do kill -KILL "$c" 2>/dev/null || true; done
     kill -KILL "$p" 2>/dev/null || true
   done
+
+  remove_shim_sockets "$sock" "${ids[@]}"
 
   unmount_all "$dir" || rc=1
   remove_cgroups "$(basename "$dir")"

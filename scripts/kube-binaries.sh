@@ -127,6 +127,7 @@ new_workdir() {
 new_stage() {
   local d
   d="$(mktemp -d "$1/.partial-XXXXXX")"
+  chmod 755 "$d"
   STAGES+=("$d")
   echo "$d"
 }

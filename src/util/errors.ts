@@ -8,6 +8,7 @@ export type ErrorKind =
   | 'Unavailable'
   | 'DeadlineExceeded'
   | 'Conflict'
+  | 'Gone'
   | 'Forbidden'
   | 'Unimplemented'
   | 'Internal'

@@ -1,0 +1,262 @@
+/**
+ * The one client every API call goes through: a KubeConfig for credentials, a token bucket in front of every
+ * request (kubelet defaults 50 QPS, burst 100), typed errors by status code, and a hook that counts
+ * requests by verb and code. Objects travel as plain JSON in their wire shape; nothing is re-serialised.
+ */
+import https from 'node:https';
+import http from 'node:http';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { RealClock, type Clock } from '../util/clock.js';
+import { KindError, type ErrorKind } from '../util/errors.js';
+import { TokenBucket, Unlimited, type RateLimiter } from './tokenbucket.js';
+
+export type Verb = 'GET' | 'LIST' | 'WATCH' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+export interface RequestOptions {
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  path: string;
+  query?: Record<string, string | number | boolean | undefined>;
+  body?: unknown;
+  /** Defaults to application/json; patches name their type (strategic-merge, merge, json, apply). */
+  contentType?: string;
+  signal?: AbortSignal;
+  /** Whole-request timeout; defaults to 60 s. */
+  timeoutMs?: number;
+}
+
+export interface KubeClientOptions {
+  qps?: number;
+  burst?: number;
+  /** Lift the rate limit entirely (benchmarks). */
+  unlimited?: boolean;
+  clock?: Clock;
+  userAgent?: string;
+  /** Called once per finished request, for metrics. `code` is 0 when no HTTP response came back. */
+  onRequest?: (verb: Verb, resource: string, code: number, durationMs: number) => void;
+}
+
+export const PatchTypes = {
+  strategic: 'application/strategic-merge-patch+json',
+  merge: 'application/merge-patch+json',
+  json: 'application/json-patch+json',
+  apply: 'application/apply-patch+yaml',
+} as const;
+
+/** The API server's Status object, as far as we read it. */
+interface StatusBody {
+  kind?: string;
+  message?: string;
+  reason?: string;
+  code?: number;
+}
+
+function kindForStatus(code: number, reason: string | undefined): ErrorKind {
+  if (code === 404) return 'NotFound';
+  if (code === 409) return reason === 'AlreadyExists' ? 'AlreadyExists' : 'Conflict';
+  if (code === 410) return 'Gone';
+  if (code === 401 || code === 403) return 'Forbidden';
+  if (code === 400 || code === 422) return 'InvalidArgument';
+  if (code === 429 || code >= 500) return 'Unavailable';
+  return 'Unknown';
+}
+
+/** A KindError for an API error; `context.code` and `context.reason` carry the server's words. */
+export function apiError(code: number, body: string, what: string): KindError {
+  let status: StatusBody = {};
+  try {
+    status = JSON.parse(body) as StatusBody;
+  } catch {
+    status = { message: body.slice(0, 500) };
+  }
+  const kind = kindForStatus(code, status.reason);
+  return new KindError(kind, `${what}: ${code} ${status.reason ?? ''} ${status.message ?? ''}`.trim(), {
+    code,
+    reason: status.reason,
+  });
+}
+
+function resourceOf(path: string): string {
+  // /api/v1/namespaces/ns/pods/name/status -> pods/status; /apis/g/v/things -> things
+  const parts = path.split('?')[0]!.split('/').filter(Boolean);
+  const start = parts[0] === 'api' ? 2 : 3;
+  const rest = parts.slice(start);
+  if (rest[0] === 'namespaces' && rest.length > 2) rest.splice(0, 2);
+  const resource = rest[0] ?? '';
+  return rest.length >= 3 ? `${resource}/${rest[2]}` : resource;
+}
+
+/** True for a path that names a collection (a GET on it is a LIST). */
+function isCollection(path: string): boolean {
+  const parts = path.split('?')[0]!.split('/').filter(Boolean);
+  const rest = parts.slice(parts[0] === 'api' ? 2 : 3);
+  if (rest[0] === 'namespaces') return rest.length === 1 || rest.length === 3;
+  return rest.length === 1;
+}
+
+export class KubeClient {
+  private readonly limiter: RateLimiter;
+  private readonly agent: https.Agent | http.Agent;
+  private readonly userAgent: string;
+
+  private constructor(
+    readonly server: string,
+    private readonly baseOptions: https.RequestOptions,
+    private readonly opts: KubeClientOptions,
+  ) {
+    const clock = opts.clock ?? new RealClock();
+    this.limiter = opts.unlimited
+      ? new Unlimited()
+      : new TokenBucket(clock, opts.qps ?? 50, opts.burst ?? 100);
+    const url = new URL(server);
+    const { ca, cert, key, pfx, passphrase, rejectUnauthorized, servername } = baseOptions;
+    const tls = { ca, cert, key, pfx, passphrase, rejectUnauthorized, servername };
+    this.agent =
+      url.protocol === 'https:'
+        ? new https.Agent({ keepAlive: true, maxSockets: 256, ...tls })
+        : new http.Agent({ keepAlive: true, maxSockets: 256 });
+    this.userAgent = opts.userAgent ?? 'kubelet-operator';
+  }
+
+  /** Builds a client from a loaded KubeConfig (its current context). */
+  static async fromKubeConfig(kc: KubeConfig, opts: KubeClientOptions = {}): Promise<KubeClient> {
+    const cluster = kc.getCurrentCluster();
+    if (!cluster) throw new KindError('InvalidArgument', 'kubeconfig has no current cluster');
+    const base: https.RequestOptions = {};
+    await kc.applyToHTTPSOptions(base);
+    return new KubeClient(cluster.server.replace(/\/$/, ''), base, opts);
+  }
+
+  private url(path: string, query?: RequestOptions['query']): URL {
+    const u = new URL(this.server + path);
+    for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) u.searchParams.set(k, String(v));
+    return u;
+  }
+
+  private open(
+    method: string,
+    url: URL,
+    headers: Record<string, string>,
+    signal: AbortSignal | undefined,
+  ): http.ClientRequest {
+    const mod = url.protocol === 'https:' ? https : http;
+    return mod.request(url, {
+      ...this.baseOptions,
+      method,
+      agent: this.agent,
+      signal,
+      headers: {
+        ...(this.baseOptions.headers as Record<string, string> | undefined),
+        'User-Agent': this.userAgent,
+        Accept: 'application/json',
+        ...headers,
+      },
+    });
+  }
+
+  /** One request; resolves to the parsed JSON body (undefined for an empty body). Errors are KindErrors. */
+  async request<T = unknown>(req: RequestOptions): Promise<T> {
+    await this.limiter.acquire();
+    const url = this.url(req.path, req.query);
+    const verb: Verb = req.method === 'GET' && isCollection(req.path) ? 'LIST' : req.method;
+    const started = Date.now();
+    const body = req.body === undefined ? undefined : JSON.stringify(req.body);
+    const timeout = AbortSignal.timeout(req.timeoutMs ?? 60_000);
+    const signal = req.signal ? AbortSignal.any([req.signal, timeout]) : timeout;
+    const what = `${req.method} ${req.path}`;
+    let code = 0;
+    try {
+      const { status, text } = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+        const headers: Record<string, string> = {};
+        if (body !== undefined) {
+          headers['Content-Type'] = req.contentType ?? 'application/json';
+          headers['Content-Length'] = String(Buffer.byteLength(body));
+        }
+        const r = this.open(req.method, url, headers, signal);
+        r.on('response', (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () =>
+            resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }),
+          );
+          res.on('error', reject);
+        });
+        r.on('error', reject);
+        r.end(body);
+      });
+      code = status;
+      if (status < 200 || status >= 300) throw apiError(status, text, what);
+      return (text ? JSON.parse(text) : undefined) as T;
+    } catch (err) {
+      if (err instanceof KindError) throw err;
+      if (timeout.aborted) throw new KindError('DeadlineExceeded', `${what}: timed out`, {}, { cause: err });
+      throw new KindError('Unavailable', `${what}: ${(err as Error).message}`, {}, { cause: err });
+    } finally {
+      this.opts.onRequest?.(verb, resourceOf(req.path), code, Date.now() - started);
+    }
+  }
+
+  /**
+   * Streams a watch: calls `onEvent` for each event line until the server closes the stream (resolves) or
+   * the request fails (rejects with a KindError). Abort `signal` to stop; that resolves quietly.
+   */
+  async watch(
+    path: string,
+    query: RequestOptions['query'],
+    onEvent: (event: { type: string; object: unknown }) => void,
+    signal: AbortSignal,
+  ): Promise<void> {
+    await this.limiter.acquire();
+    const url = this.url(path, { ...query, watch: true });
+    const started = Date.now();
+    let code = 0;
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const r = this.open('GET', url, {}, signal);
+        r.on('response', (res) => {
+          code = res.statusCode ?? 0;
+          if (code !== 200) {
+            const chunks: Buffer[] = [];
+            res.on('data', (c: Buffer) => chunks.push(c));
+            res.on('end', () =>
+              reject(apiError(code, Buffer.concat(chunks).toString('utf8'), `WATCH ${path}`)),
+            );
+            return;
+          }
+          let buffered = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => {
+            buffered += chunk;
+            let nl: number;
+            while ((nl = buffered.indexOf('\n')) >= 0) {
+              const line = buffered.slice(0, nl).trim();
+              buffered = buffered.slice(nl + 1);
+              if (!line) continue;
+              try {
+                onEvent(JSON.parse(line) as { type: string; object: unknown });
+              } catch (err) {
+                r.destroy(err as Error);
+                return;
+              }
+            }
+          });
+          res.on('end', () => resolve());
+          res.on('error', reject);
+          res.on('aborted', () => reject(new Error('watch stream aborted by the server')));
+        });
+        r.on('error', reject);
+        r.end();
+      });
+    } catch (err) {
+      if (signal.aborted) return;
+      if (err instanceof KindError) throw err;
+      throw new KindError('Unavailable', `WATCH ${path}: ${(err as Error).message}`, {}, { cause: err });
+    } finally {
+      this.opts.onRequest?.('WATCH', resourceOf(path), code, Date.now() - started);
+    }
+  }
+
+  /** Closes idle keep-alive sockets. */
+  close(): void {
+    this.agent.destroy();
+  }
+}

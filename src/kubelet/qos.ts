@@ -1,0 +1,58 @@
+/**
+ * Pod quality-of-service class (k8s.io/kubernetes/pkg/apis/core/v1/helper/qos: GetPodQOS / ComputePodQOS).
+ */
+import type { Container, Pod, PodQOSClass } from '../api/core.js';
+import { parseQuantityNano } from '../api/quantity.js';
+
+/** Only these resources decide the class; extended resources and storage do not. */
+const QOS_RESOURCES = ['cpu', 'memory'] as const;
+
+function addPositive(into: Map<string, bigint>, list: Record<string, string | number> | undefined): Set<string> {
+  const found = new Set<string>();
+  for (const name of QOS_RESOURCES) {
+    const raw = list?.[name];
+    if (raw === undefined) continue;
+    const v = parseQuantityNano(raw);
+    // A zero (or negative) quantity counts as "not set", as in the API helper.
+    if (v <= 0n) continue;
+    found.add(name);
+    into.set(name, (into.get(name) ?? 0n) + v);
+  }
+  return found;
+}
+
+/**
+ * Computes the class from the spec alone: BestEffort when no container sets a cpu/memory request or
+ * limit; Guaranteed when every container (init included) sets both cpu and memory limits and the summed
+ * requests equal the summed limits for every resource; Burstable otherwise.
+ * Throws KindError('InvalidArgument') on a malformed quantity.
+ */
+export function computePodQOS(pod: Pick<Pod, 'spec'>): PodQOSClass {
+  const requests = new Map<string, bigint>();
+  const limits = new Map<string, bigint>();
+  let guaranteed = true;
+  const all: Container[] = [...(pod.spec.containers ?? []), ...(pod.spec.initContainers ?? [])];
+  for (const c of all) {
+    addPositive(requests, c.resources?.requests);
+    const limitsFound = addPositive(limits, c.resources?.limits);
+    if (!limitsFound.has('cpu') || !limitsFound.has('memory')) guaranteed = false;
+  }
+  if (requests.size === 0 && limits.size === 0) return 'BestEffort';
+  if (guaranteed) {
+    for (const [name, req] of requests) {
+      if (limits.get(name) !== req) {
+        guaranteed = false;
+        break;
+      }
+    }
+  }
+  return guaranteed && requests.size === limits.size ? 'Guaranteed' : 'Burstable';
+}
+
+/**
+ * The pod's QoS class. The class is immutable once the API server recorded it, so a value already in the
+ * status wins over recomputation (a later spec resize must not change it).
+ */
+export function getPodQOS(pod: Pick<Pod, 'spec' | 'status'>): PodQOSClass {
+  return pod.status?.qosClass || computePodQOS(pod);
+}

@@ -1,0 +1,217 @@
+/**
+ * Pod condition generators (kubelet: pkg/kubelet/status/generate.go). Pure: each takes the pod and the
+ * API container statuses (init + regular, as the kubelet passes them) and returns one condition without
+ * times; the status manager stamps lastTransitionTime.
+ *
+ * All generators are total: a missing list or a malformed entry yields a defined condition, so the status
+ * manager can call them on whatever it holds.
+ */
+import {
+  ContainersReady,
+  DisruptionTarget,
+  isRestartableInitContainer,
+  PodInitialized,
+  PodReady,
+  PodReadyToStartContainers,
+  PodScheduled,
+  type Container,
+  type ContainerStatus,
+  type Pod,
+  type PodCondition,
+  type PodPhase,
+} from '../../api/core.js';
+import type { RuntimePodStatus } from '../container/types.js';
+import { hasAnyRegularContainerStarted } from '../container/started.js';
+import { podSandboxChanged } from '../kuberuntime/sandbox.js';
+
+/** Condition reasons the kubelet writes. */
+export const UnknownContainerStatuses = 'UnknownContainerStatuses';
+export const PodCompleted = 'PodCompleted';
+export const PodFailed = 'PodFailed';
+export const ContainersNotReady = 'ContainersNotReady';
+export const ContainersNotInitialized = 'ContainersNotInitialized';
+export const ReadinessGatesNotReady = 'ReadinessGatesNotReady';
+
+/** In-place resize conditions, kubelet-owned since 1.33 (we never generate them, but must not carry them). */
+export const PodResizePending = 'PodResizePending';
+export const PodResizeInProgress = 'PodResizeInProgress';
+
+/**
+ * Condition types the kubelet owns (pkg/kubelet/types PodConditionsByKubelet, with the
+ * PodReadyToStartContainers gate on): generateAPIPodStatus regenerates them and drops API copies.
+ */
+export const kubeletOwnedConditionTypes: readonly string[] = [
+  PodScheduled,
+  PodReady,
+  PodInitialized,
+  ContainersReady,
+  PodResizeInProgress,
+  PodResizePending,
+  PodReadyToStartContainers,
+];
+
+/** Whether the kubelet owns this condition type (it writes it and overwrites others' values). */
+export function isKubeletOwnedCondition(type: string): boolean {
+  return kubeletOwnedConditionTypes.includes(type);
+}
+
+/** Whether the condition is shared: set by the kubelet and by others (eviction, preemption). */
+export function isKubeletSharedCondition(type: string): boolean {
+  return type === DisruptionTarget;
+}
+
+type Statuses = readonly ContainerStatus[] | undefined | null;
+
+function lookup(statuses: readonly ContainerStatus[], name: string): ContainerStatus | undefined {
+  return statuses.find((s) => typeof s === 'object' && s !== null && s.name === name);
+}
+
+/** Go's %s of a []string: `[a b]`. */
+function nameList(names: readonly string[]): string {
+  return `[${names.join(' ')}]`;
+}
+
+function condition(type: string, status: PodCondition['status'], reason?: string, message?: string): PodCondition {
+  const c: PodCondition = { type, status };
+  if (reason) c.reason = reason;
+  if (message) c.message = message;
+  return c;
+}
+
+function initContainers(pod: Pod): Container[] {
+  return Array.isArray(pod.spec?.initContainers) ? pod.spec.initContainers : [];
+}
+function regularContainers(pod: Pod): Container[] {
+  return Array.isArray(pod.spec?.containers) ? pod.spec.containers : [];
+}
+
+/** ContainersReady=False with the terminal-phase reason; the status manager forces it on terminal pods. */
+export function generateContainersReadyConditionForTerminalPhase(phase: PodPhase | undefined): PodCondition {
+  return condition(ContainersReady, 'False', terminalReason(phase));
+}
+
+/** Ready=False with the terminal-phase reason; the status manager forces it on terminal pods. */
+export function generatePodReadyConditionForTerminalPhase(phase: PodPhase | undefined): PodCondition {
+  return condition(PodReady, 'False', terminalReason(phase));
+}
+
+function terminalReason(phase: PodPhase | undefined): string | undefined {
+  if (phase === 'Failed') return PodFailed;
+  if (phase === 'Succeeded') return PodCompleted;
+  return undefined;
+}
+
+/**
+ * ContainersReady: True when every sidecar and every regular container has a status with ready=true.
+ * Regular init containers do not count. A nil list is "unknown"; Succeeded (with every status known) and
+ * Failed (always) give False with PodCompleted / PodFailed, since terminal pods serve nothing.
+ */
+export function generateContainersReadyCondition(
+  pod: Pod,
+  containerStatuses: Statuses,
+  phase: PodPhase | undefined,
+): PodCondition {
+  if (containerStatuses === null || containerStatuses === undefined || !Array.isArray(containerStatuses)) {
+    return condition(ContainersReady, 'False', UnknownContainerStatuses);
+  }
+  const unknown: string[] = [];
+  const unready: string[] = [];
+  const check = (c: Container) => {
+    const s = lookup(containerStatuses, c.name);
+    if (!s) unknown.push(c.name);
+    else if (s.ready !== true) unready.push(c.name);
+  };
+  initContainers(pod).filter(isRestartableInitContainer).forEach(check);
+  regularContainers(pod).forEach(check);
+
+  if (phase === 'Succeeded' && unknown.length === 0) return generateContainersReadyConditionForTerminalPhase(phase);
+  if (phase === 'Failed') return generateContainersReadyConditionForTerminalPhase(phase);
+
+  const messages: string[] = [];
+  if (unknown.length > 0) messages.push(`containers with unknown status: ${nameList(unknown)}`);
+  if (unready.length > 0) messages.push(`containers with unready status: ${nameList(unready)}`);
+  if (messages.length > 0) return condition(ContainersReady, 'False', ContainersNotReady, messages.join(', '));
+  return condition(ContainersReady, 'True');
+}
+
+/**
+ * Ready: ContainersReady's verdict when that is not True; otherwise True only if every readiness gate's
+ * condition exists in `conditions` with status True (the messages name each failing gate, in spec order).
+ */
+export function generatePodReadyCondition(
+  pod: Pod,
+  conditions: PodCondition[] | undefined,
+  containerStatuses: Statuses,
+  phase: PodPhase | undefined,
+): PodCondition {
+  const containersReady = generateContainersReadyCondition(pod, containerStatuses, phase);
+  if (containersReady.status !== 'True') {
+    return condition(PodReady, containersReady.status, containersReady.reason, containersReady.message);
+  }
+  const existing = Array.isArray(conditions) ? conditions : [];
+  const gates = Array.isArray(pod.spec?.readinessGates) ? pod.spec.readinessGates : [];
+  const messages: string[] = [];
+  for (const gate of gates) {
+    const type = gate?.conditionType ?? '';
+    const c = existing.find((x) => typeof x === 'object' && x !== null && x.type === type);
+    if (!c) {
+      messages.push(`corresponding condition of pod readiness gate ${JSON.stringify(type)} does not exist.`);
+    } else if (c.status !== 'True') {
+      messages.push(`the status of pod readiness gate ${JSON.stringify(type)} is not "True", but ${String(c.status)}`);
+    }
+  }
+  if (messages.length > 0) return condition(PodReady, 'False', ReadinessGatesNotReady, messages.join(', '));
+  return condition(PodReady, 'True');
+}
+
+/** A regular init container is done once ready (terminated 0); a sidecar once started. */
+function isInitContainerInitialized(c: Container, s: ContainerStatus): boolean {
+  return isRestartableInitContainer(c) ? s.started === true : s.ready === true;
+}
+
+/**
+ * Initialized: True when every init container is done. It also stays True once any regular container has
+ * run (a restarting sidecar must not un-initialize the pod), and is True/PodCompleted for a Succeeded pod
+ * whose init statuses are all known. A nil list with init containers is "unknown".
+ */
+export function generatePodInitializedCondition(
+  pod: Pod,
+  containerStatuses: Statuses,
+  phase: PodPhase | undefined,
+): PodCondition {
+  const inits = initContainers(pod);
+  const statuses = Array.isArray(containerStatuses) ? containerStatuses : null;
+  if (statuses === null && inits.length > 0) return condition(PodInitialized, 'False', UnknownContainerStatuses);
+
+  const unknown: string[] = [];
+  const incomplete: string[] = [];
+  for (const c of inits) {
+    const s = statuses ? lookup(statuses, c.name) : undefined;
+    if (!s) unknown.push(c.name);
+    else if (!isInitContainerInitialized(c, s)) incomplete.push(c.name);
+  }
+
+  if (phase === 'Succeeded' && unknown.length === 0) return condition(PodInitialized, 'True', PodCompleted);
+  if (hasAnyRegularContainerStarted({ containers: regularContainers(pod) }, statuses)) {
+    return condition(PodInitialized, 'True');
+  }
+
+  const messages: string[] = [];
+  if (unknown.length > 0) messages.push(`containers with unknown status: ${nameList(unknown)}`);
+  if (incomplete.length > 0) messages.push(`containers with incomplete status: ${nameList(incomplete)}`);
+  if (messages.length > 0) return condition(PodInitialized, 'False', ContainersNotInitialized, messages.join(', '));
+  return condition(PodInitialized, 'True');
+}
+
+/**
+ * PodReadyToStartContainers: True exactly when the pod's sandbox (with networking) exists and would be
+ * kept, i.e. podSandboxChanged says no new sandbox is needed.
+ */
+export function generatePodReadyToStartContainersCondition(
+  pod: Pod,
+  runtime: Pick<RuntimePodStatus, 'sandboxes'>,
+): PodCondition {
+  const sandboxes = Array.isArray(runtime?.sandboxes) ? runtime.sandboxes : [];
+  const { changed } = podSandboxChanged(pod, { sandboxes });
+  return condition(PodReadyToStartContainers, changed ? 'False' : 'True');
+}

@@ -1,0 +1,171 @@
+/**
+ * A real containerd for tests, driven through scripts/containerd.sh.
+ *
+ * `startContainerd()` installs the packages when missing, starts a private containerd (own config, root,
+ * state and socket in a fresh temp directory) with the busybox and pause images imported into namespace
+ * k8s.io, and resolves once the socket answers. `stop()` removes every pod and container, stops the
+ * daemon and its shims, unmounts and removes the directory and this instance's pod cgroups.
+ *
+ * Pods must use a `cgroup_parent` under `cgroupParentPrefix` so that stop() can remove their cgroups.
+ * If a test forgets stop(), a process 'exit' hook cleans up synchronously.
+ *
+ * A missing prerequisite (not Linux, not root, packages not installable) is an error with one clear
+ * message, never a silent skip.
+ */
+import { execFile, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export interface CtrResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export interface TestContainerd {
+  /** The instance directory (config, root, state, logs); removed by stop(). */
+  dir: string;
+  socketPath: string;
+  /** CRI endpoint for gRPC clients, `unix:///...`. */
+  endpoint: string;
+  /** Image references already present in namespace k8s.io. */
+  images: { busybox: string; pause: string };
+  /** cgroupfs parent under which this instance's pods must live, e.g. `/kubelet-operator-test/<id>`. */
+  cgroupParentPrefix: string;
+  /** Runs `ctr --address <socket> --namespace k8s.io <args>`; never throws on a non-zero exit. */
+  ctr(args: readonly string[]): Promise<CtrResult>;
+  /** Idempotent. */
+  stop(): Promise<void>;
+}
+
+export const SCRIPT = fileURLToPath(new URL('../../scripts/containerd.sh', import.meta.url));
+
+const IMAGES = {
+  busybox: 'docker.io/library/busybox:latest',
+  pause: 'registry.k8s.io/pause:3.10',
+} as const;
+
+const CGROUP_ROOT = '/kubelet-operator-test';
+const INSTALL_TIMEOUT_MS = 15 * 60_000;
+const START_TIMEOUT_MS = 5 * 60_000;
+const STOP_TIMEOUT_MS = 2 * 60_000;
+
+let installed: Promise<void> | undefined;
+
+function run(cmd: string, args: readonly string[], timeoutMs: number): Promise<CtrResult> {
+  return new Promise((resolve) => {
+    execFile(
+      cmd,
+      [...args],
+      { timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024, killSignal: 'SIGKILL' },
+      (err, stdout, stderr) => {
+        let code = 0;
+        if (err) {
+          const c = (err as { code?: unknown }).code;
+          code = typeof c === 'number' ? c : 1;
+          if (err.killed) stderr += `\n${cmd} timed out after ${timeoutMs} ms`;
+          else if (typeof c === 'string') stderr += `\n${cmd}: ${err.message}`;
+        }
+        resolve({ code, stdout: String(stdout), stderr: String(stderr) });
+      },
+    );
+  });
+}
+
+function checkPrerequisites(): void {
+  if (process.platform !== 'linux') {
+    throw new Error(`containerd tests need Linux (this is ${process.platform})`);
+  }
+  if (typeof process.getuid !== 'function' || process.getuid() !== 0) {
+    throw new Error('containerd tests need root: run as root or with sudo');
+  }
+}
+
+/** Installs containerd, runc and busybox-static once per process (a no-op when present). */
+export function ensureContainerdInstalled(): Promise<void> {
+  installed ??= (async () => {
+    checkPrerequisites();
+    const r = await run('bash', [SCRIPT, 'install'], INSTALL_TIMEOUT_MS);
+    if (r.code !== 0) {
+      installed = undefined;
+      throw new Error(
+        `containerd tests need the packages containerd, runc and busybox-static, and installing them failed ` +
+          `(bash scripts/containerd.sh install, exit ${r.code}): ${lastLines(r.stderr || r.stdout, 15)}`,
+      );
+    }
+  })();
+  return installed;
+}
+
+function lastLines(text: string, n: number): string {
+  return text.trim().split('\n').slice(-n).join('\n');
+}
+
+/** Starts a private containerd; see the module comment. */
+export async function startContainerd(): Promise<TestContainerd> {
+  await ensureContainerdInstalled();
+  // Short path: the socket path must fit in a unix socket address.
+  const dir = await mkdtemp(join(tmpdir(), 'ko-ctrd-'));
+  const socketPath = join(dir, 'containerd.sock');
+
+  // Synchronous, for process 'exit': the script's stop, or at least the daemon's process group.
+  const stopSync = (): void => {
+    const pid = readPidSync(dir);
+    const r = spawnSync('bash', [SCRIPT, 'stop', dir], { stdio: 'ignore', timeout: STOP_TIMEOUT_MS });
+    if (r.status !== 0 && pid !== undefined) {
+      try {
+        process.kill(-pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+  };
+  const onExit = (): void => stopSync();
+  // Registered before start: a start that dies half-way is cleaned up too.
+  process.on('exit', onExit);
+
+  const started = await run('bash', [SCRIPT, 'start', dir], START_TIMEOUT_MS);
+  if (started.code !== 0) {
+    await run('bash', [SCRIPT, 'stop', dir], STOP_TIMEOUT_MS);
+    process.off('exit', onExit);
+    throw new Error(
+      `containerd did not start (bash scripts/containerd.sh start ${dir}, exit ${started.code}): ` +
+        lastLines(started.stderr || started.stdout, 30),
+    );
+  }
+
+  let stopping: Promise<void> | undefined;
+  return {
+    dir,
+    socketPath,
+    endpoint: `unix://${socketPath}`,
+    images: { ...IMAGES },
+    cgroupParentPrefix: `${CGROUP_ROOT}/${basename(dir)}`,
+    ctr: (args) => run('ctr', ['--address', socketPath, '--namespace', 'k8s.io', ...args], 120_000),
+    stop: () => {
+      stopping ??= (async () => {
+        const r = await run('bash', [SCRIPT, 'stop', dir], STOP_TIMEOUT_MS);
+        if (r.code !== 0) {
+          stopping = undefined; // the exit hook stays armed, and a later stop() may retry
+          throw new Error(
+            `stopping containerd in ${dir} failed (exit ${r.code}): ${lastLines(r.stderr, 15)}`,
+          );
+        }
+        process.off('exit', onExit);
+      })();
+      return stopping;
+    },
+  };
+}
+
+function readPidSync(dir: string): number | undefined {
+  try {
+    const n = Number.parseInt(readFileSync(join(dir, 'containerd.pid'), 'utf8').trim(), 10);
+    return Number.isInteger(n) && n > 1 ? n : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,678 @@
+// A real Kubernetes control plane for tests: etcd + kube-apiserver, optionally kube-scheduler and
+// kube-controller-manager, built from source by scripts/kube-binaries.sh and cached outside the repo.
+//
+// Everything a control plane owns lives in one temp dir (certs, kubeconfigs, etcd data, component logs).
+// Components run detached in their own process groups; stop() ends the groups, and a synchronous
+// process 'exit' hook SIGKILLs any group still running, so no component outlives the test process. A
+// control plane whose owner died by SIGKILL is reaped by the next startControlPlane() (see reapOrphans).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { closeSync, existsSync, openSync, readFileSync, readdirSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import http from 'node:http';
+import https from 'node:https';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { KubeConfig } from '@kubernetes/client-node';
+import { stringify as toYaml } from 'yaml';
+
+export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const BINARIES_SCRIPT = path.join(REPO_ROOT, 'scripts/kube-binaries.sh');
+const DIR_PREFIX = 'kubelet-operator-cp-';
+/** First address of the service range: the `kubernetes` Service's ClusterIP. */
+const SERVICE_CIDR = '10.0.0.0/24';
+const KUBERNETES_SERVICE_IP = '10.0.0.1';
+
+export interface ControlPlaneOptions {
+  /** Also run kube-scheduler. */
+  scheduler?: boolean;
+  /** Also run kube-controller-manager (namespaces get their default ServiceAccount, GC runs, ...). */
+  controllerManager?: boolean;
+  /** Extra kube-apiserver flags, appended after ours (a later flag wins). */
+  apiserverArgs?: string[];
+  /** How long to wait for each component to become ready. Default 60 s. */
+  readyTimeoutMs?: number;
+}
+
+export interface ComponentProcess {
+  name: 'etcd' | 'kube-apiserver' | 'kube-scheduler' | 'kube-controller-manager';
+  /** Also the process group id: each component leads its own group. */
+  pid: number;
+  logPath: string;
+}
+
+export interface ControlPlane {
+  /** Temp dir holding certs, kubeconfigs, etcd data and logs; removed by stop(). */
+  dir: string;
+  /** https URL of kube-apiserver on loopback. */
+  server: string;
+  /** Admin kubeconfig (client cert in system:masters, certs embedded so it can be copied). */
+  kubeconfigPath: string;
+  binDir: string;
+  /** Milliseconds startControlPlane() took, binaries check included. */
+  startMs: number;
+  processes(): ComponentProcess[];
+  adminKubeConfig(): KubeConfig;
+  /** Ends every component (SIGTERM to its group, SIGKILL after a grace period) and removes dir. */
+  stop(opts?: { keepDir?: boolean }): Promise<void>;
+}
+
+export interface RunResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+class Component {
+  readonly exited: Promise<void>;
+  private done = false;
+
+  constructor(
+    readonly name: ComponentProcess['name'],
+    readonly child: ChildProcess,
+    readonly logPath: string,
+  ) {
+    this.exited = new Promise((resolve) => {
+      child.once('exit', () => {
+        this.done = true;
+        liveGroups.delete(child.pid!);
+        resolve();
+      });
+    });
+  }
+
+  get running(): boolean {
+    return !this.done;
+  }
+
+  get pid(): number {
+    return this.child.pid!;
+  }
+
+  signal(sig: NodeJS.Signals): void {
+    if (!this.done) killGroup(this.pid, sig);
+  }
+
+  /** SIGTERM, then SIGKILL after graceMs; resolves once the leader has exited. */
+  async stop(graceMs: number): Promise<void> {
+    if (this.done) return;
+    this.signal('SIGTERM');
+    let timer: NodeJS.Timeout | undefined;
+    const killed = new Promise<void>((resolve) => {
+      timer = setTimeout(() => {
+        this.signal('SIGKILL');
+        resolve();
+      }, graceMs);
+    });
+    await Promise.race([this.exited, killed]);
+    clearTimeout(timer);
+    await this.exited;
+    // The leader is gone; make sure nothing it forked lingers in the group.
+    killGroup(this.pid, 'SIGKILL');
+  }
+}
+
+// ---- process-exit safety net -------------------------------------------------------------------
+
+const liveGroups = new Set<number>();
+let exitHookInstalled = false;
+
+function killGroup(pgid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(-pgid, sig);
+  } catch {
+    // ESRCH: the group is already gone.
+  }
+}
+
+function killAllGroups(): void {
+  for (const pgid of liveGroups) killGroup(pgid, 'SIGKILL');
+  liveGroups.clear();
+}
+
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.on('exit', killAllGroups);
+  // A signal that nobody handles ends node without 'exit': then kill our groups and let the signal do
+  // what it would have done. When someone else handles it (mocha, scripts/up.ts), leave it to them;
+  // the 'exit' hook still runs when they exit.
+  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    const onSignal = (): void => {
+      if (process.listenerCount(sig) > 1) return;
+      killAllGroups();
+      process.removeListener(sig, onSignal);
+      process.kill(process.pid, sig);
+    };
+    process.on(sig, onSignal);
+  }
+}
+
+/**
+ * Kills the components of control planes whose owning process no longer exists (e.g. it was
+ * SIGKILLed, so its exit hook never ran). A component is only killed if its command line still
+ * names that control plane's dir, so a recycled PID is left alone.
+ */
+export function reapOrphans(): void {
+  const tmp = os.tmpdir();
+  let entries: string[];
+  try {
+    entries = readdirSync(tmp).filter((e) => e.startsWith(DIR_PREFIX));
+  } catch {
+    return;
+  }
+  for (const entry of entries) {
+    const dir = path.join(tmp, entry);
+    let owner: { ownerPid: number; pids: number[] };
+    try {
+      owner = JSON.parse(readFileSync(path.join(dir, 'owner.json'), 'utf8')) as typeof owner;
+    } catch {
+      continue;
+    }
+    if (pidAlive(owner.ownerPid)) continue;
+    for (const pid of owner.pids) {
+      if (commandLineOf(pid).includes(dir)) killGroup(pid, 'SIGKILL');
+    }
+  }
+}
+
+export function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+export function commandLineOf(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
+  } catch {
+    return '';
+  }
+}
+
+// ---- small helpers ---------------------------------------------------------------------------
+
+/** Runs a command to completion; a non-zero exit is data, not an error. */
+export function run(
+  cmd: string,
+  args: string[],
+  opts: { input?: string; env?: NodeJS.ProcessEnv; cwd?: string; stderr?: 'pipe' | 'inherit' } = {},
+): Promise<RunResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, {
+      cwd: opts.cwd,
+      env: opts.env ?? process.env,
+      stdio: ['pipe', 'pipe', opts.stderr ?? 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr?.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    child.once('error', reject);
+    child.once('close', (code, signal) => resolve({ code: code ?? (signal ? 128 : 1), stdout, stderr }));
+    child.stdin!.end(opts.input ?? '');
+  });
+}
+
+/** Runs the machine's kubectl against the control plane's admin kubeconfig. */
+export function kubectl(cp: Pick<ControlPlane, 'kubeconfigPath'>, args: string[], input?: string): Promise<RunResult> {
+  return run('kubectl', ['--kubeconfig', cp.kubeconfigPath, ...args], input === undefined ? {} : { input });
+}
+
+async function freePorts(n: number): Promise<number[]> {
+  // Hold all listeners open together so the same port is not handed out twice.
+  const servers = await Promise.all(
+    Array.from(
+      { length: n },
+      () =>
+        new Promise<net.Server>((resolve, reject) => {
+          const srv = net.createServer();
+          srv.unref();
+          srv.once('error', reject);
+          srv.listen({ host: '127.0.0.1', port: 0 }, () => resolve(srv));
+        }),
+    ),
+  );
+  const ports = servers.map((s) => (s.address() as net.AddressInfo).port);
+  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+  return ports;
+}
+
+function tail(file: string, lines = 40): string {
+  try {
+    return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+  } catch {
+    return '(no log)';
+  }
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+// ---- binaries ---------------------------------------------------------------------------------
+
+let binDirPromise: Promise<string> | undefined;
+
+/**
+ * Path of the dir holding kube-apiserver, etcd (and the scheduler and controller-manager when built
+ * here). Runs scripts/kube-binaries.sh once per process: instant when cached, a long build when cold
+ * (its progress goes to our stderr).
+ */
+export function ensureBinaries(): Promise<string> {
+  binDirPromise ??= (async () => {
+    const res = await run('bash', [BINARIES_SCRIPT], { stderr: 'inherit' });
+    const last = res.stdout.trim().split('\n').pop() ?? '';
+    if (res.code !== 0 || !last) {
+      throw new Error(`scripts/kube-binaries.sh exited ${res.code}; see its message above`);
+    }
+    return last;
+  })();
+  binDirPromise.catch(() => (binDirPromise = undefined));
+  return binDirPromise;
+}
+
+/** The Kubernetes release scripts/kube-binaries.sh pins (or KUBE_VERSION when set). */
+export function pinnedKubeVersion(): string {
+  if (process.env.KUBE_VERSION) return process.env.KUBE_VERSION;
+  const m = /KUBE_VERSION="\$\{KUBE_VERSION:-(v[^}]+)\}"/.exec(readFileSync(BINARIES_SCRIPT, 'utf8'));
+  if (!m) throw new Error(`no KUBE_VERSION pin found in ${BINARIES_SCRIPT}`);
+  return m[1]!;
+}
+
+// ---- certificates -----------------------------------------------------------------------------
+
+interface Pki {
+  caCert: string;
+  caKey: string;
+  serverCert: string;
+  serverKey: string;
+  saKey: string;
+  saPub: string;
+  client(name: string): { cert: string; key: string };
+}
+
+async function openssl(args: string[]): Promise<void> {
+  const res = await run('openssl', args);
+  if (res.code !== 0) throw new Error(`openssl ${args[0]} failed (${res.code}): ${res.stderr.trim()}`);
+}
+
+const EC_KEY = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
+
+/** A CA, a serving cert for the apiserver, client certs, and the service-account key pair (ECDSA P-256). */
+async function makePki(dir: string, clients: Record<string, string>): Promise<Pki> {
+  const p = (f: string): string => path.join(dir, f);
+  await mkdir(dir, { recursive: true });
+  await openssl([
+    'req',
+    '-x509',
+    ...EC_KEY,
+    '-keyout',
+    p('ca.key'),
+    '-out',
+    p('ca.crt'),
+    '-days',
+    '3650',
+    '-subj',
+    '/CN=kubelet-operator-test-ca',
+    '-addext',
+    'basicConstraints=critical,CA:TRUE',
+    '-addext',
+    'keyUsage=critical,keyCertSign,cRLSign,digitalSignature',
+  ]);
+
+  const leaf = async (name: string, subject: string, ext: string[]): Promise<void> => {
+    await writeFile(p(`${name}.ext`), ext.join('\n') + '\n');
+    await openssl(['req', '-new', ...EC_KEY, '-keyout', p(`${name}.key`), '-out', p(`${name}.csr`), '-subj', subject]);
+    await openssl([
+      'x509',
+      '-req',
+      '-in',
+      p(`${name}.csr`),
+      '-CA',
+      p('ca.crt'),
+      '-CAkey',
+      p('ca.key'),
+      '-set_serial',
+      `0x${randomBytes(12).toString('hex')}`,
+      '-days',
+      '3650',
+      '-extfile',
+      p(`${name}.ext`),
+      '-out',
+      p(`${name}.crt`),
+    ]);
+  };
+  const common = ['basicConstraints=critical,CA:FALSE', 'keyUsage=critical,digitalSignature,keyEncipherment'];
+  const sans = [
+    'IP:127.0.0.1',
+    `IP:${KUBERNETES_SERVICE_IP}`,
+    'DNS:localhost',
+    'DNS:kubernetes',
+    'DNS:kubernetes.default',
+    'DNS:kubernetes.default.svc',
+    'DNS:kubernetes.default.svc.cluster.local',
+  ];
+  await Promise.all([
+    leaf('apiserver', '/CN=kube-apiserver', [
+      ...common,
+      'extendedKeyUsage=serverAuth',
+      `subjectAltName=${sans.join(',')}`,
+    ]),
+    ...Object.entries(clients).map(([name, subject]) => leaf(name, subject, [...common, 'extendedKeyUsage=clientAuth'])),
+    (async () => {
+      await openssl(['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', p('sa.key')]);
+      await openssl(['pkey', '-in', p('sa.key'), '-pubout', '-out', p('sa.pub')]);
+    })(),
+  ]);
+  return {
+    caCert: p('ca.crt'),
+    caKey: p('ca.key'),
+    serverCert: p('apiserver.crt'),
+    serverKey: p('apiserver.key'),
+    saKey: p('sa.key'),
+    saPub: p('sa.pub'),
+    client: (name) => ({ cert: p(`${name}.crt`), key: p(`${name}.key`) }),
+  };
+}
+
+async function writeKubeconfig(
+  file: string,
+  server: string,
+  caCert: string,
+  user: string,
+  client: { cert: string; key: string },
+): Promise<void> {
+  const b64 = async (f: string): Promise<string> => (await readFile(f)).toString('base64');
+  const config = {
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [{ name: 'kubelet-operator-test', cluster: { server, 'certificate-authority-data': await b64(caCert) } }],
+    users: [
+      {
+        name: user,
+        user: {
+          'client-certificate-data': await b64(client.cert),
+          'client-key-data': await b64(client.key),
+        },
+      },
+    ],
+    contexts: [{ name: user, context: { cluster: 'kubelet-operator-test', user } }],
+    'current-context': user,
+  };
+  await writeFile(file, toYaml(config), { mode: 0o600 });
+}
+
+// ---- readiness --------------------------------------------------------------------------------
+
+interface TlsClient {
+  ca?: Buffer;
+  cert?: Buffer;
+  key?: Buffer;
+}
+
+function httpsGet(url: string, tls: TlsClient): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = https.get(
+      url,
+      { ...tls, rejectUnauthorized: Boolean(tls.ca), timeout: 2000, agent: false },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8').on('data', (d: string) => (body += d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+  });
+}
+
+function httpGet(url: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(url, { timeout: 2000, agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8').on('data', (d: string) => (body += d));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+  });
+}
+
+/** Polls `probe` until it returns true; fails early when the component exits, and on timeout. */
+async function waitReady(
+  component: Component,
+  what: string,
+  timeoutMs: number,
+  probe: () => Promise<boolean>,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError = '';
+  for (;;) {
+    if (!component.running) {
+      throw new Error(
+        `${component.name} exited before ${what}; log ${component.logPath}:\n${tail(component.logPath)}`,
+      );
+    }
+    try {
+      if (await probe()) return;
+    } catch (err) {
+      lastError = (err as Error).message;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(
+        `${component.name} not ready (${what}) after ${timeoutMs} ms${lastError ? ` (last error: ${lastError})` : ''}; ` +
+          `log ${component.logPath}:\n${tail(component.logPath)}`,
+      );
+    }
+    await sleep(100);
+  }
+}
+
+// ---- the control plane ------------------------------------------------------------------------
+
+/** Starts etcd and kube-apiserver (and optionally the scheduler and controller-manager); see ControlPlane. */
+export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
+  const t0 = Date.now();
+  const readyTimeoutMs = opts.readyTimeoutMs ?? 60_000;
+  installExitHook();
+  reapOrphans();
+  const binDir = await ensureBinaries();
+  for (const [wanted, bin] of [
+    [opts.scheduler, 'kube-scheduler'],
+    [opts.controllerManager, 'kube-controller-manager'],
+  ] as const) {
+    if (wanted && !existsSync(path.join(binDir, bin))) throw new Error(`${bin} is not in ${binDir}`);
+  }
+
+  const dir = await mkdtemp(path.join(os.tmpdir(), DIR_PREFIX));
+  const components: Component[] = [];
+  const ownerFile = path.join(dir, 'owner.json');
+  const recordOwner = (): Promise<void> =>
+    writeFile(ownerFile, JSON.stringify({ ownerPid: process.pid, pids: components.map((c) => c.pid) }));
+
+  const launch = async (name: ComponentProcess['name'], args: string[]): Promise<Component> => {
+    const logPath = path.join(dir, 'logs', `${name}.log`);
+    const fd = openSync(logPath, 'a');
+    let child: ChildProcess;
+    try {
+      child = spawn(path.join(binDir, name), args, { detached: true, stdio: ['ignore', fd, fd] });
+    } finally {
+      closeSync(fd);
+    }
+    await new Promise<void>((resolve, reject) => {
+      child.once('spawn', resolve);
+      child.once('error', reject);
+    });
+    child.unref();
+    liveGroups.add(child.pid!);
+    const c = new Component(name, child, logPath);
+    components.push(c);
+    await recordOwner();
+    return c;
+  };
+
+  const stopAll = async (graceMs: number): Promise<void> => {
+    // Clients of the apiserver first, then the apiserver, etcd last: no error spam from reconnects.
+    const order = ['kube-scheduler', 'kube-controller-manager', 'kube-apiserver', 'etcd'];
+    const byOrder = [...components].sort((a, b) => order.indexOf(a.name) - order.indexOf(b.name));
+    await Promise.all(byOrder.filter((c) => c.name !== 'etcd').map((c) => c.stop(graceMs)));
+    await Promise.all(byOrder.filter((c) => c.name === 'etcd').map((c) => c.stop(graceMs)));
+  };
+
+  try {
+    await mkdir(path.join(dir, 'logs'));
+    const [etcdClientPort, etcdPeerPort, apiPort, schedulerPort, cmPort] = (await freePorts(5)) as [
+      number,
+      number,
+      number,
+      number,
+      number,
+    ];
+    const server = `https://127.0.0.1:${apiPort}`;
+    const clients: Record<string, string> = {
+      admin: '/O=system:masters/CN=kubelet-operator-admin',
+      'apiserver-kubelet-client': '/O=system:masters/CN=kube-apiserver-kubelet-client',
+    };
+    if (opts.scheduler) clients['scheduler'] = '/CN=system:kube-scheduler';
+    if (opts.controllerManager) clients['controller-manager'] = '/CN=system:kube-controller-manager';
+    const pki = await makePki(path.join(dir, 'pki'), clients);
+
+    const kubeconfigPath = path.join(dir, 'admin.kubeconfig');
+    await writeKubeconfig(kubeconfigPath, server, pki.caCert, 'admin', pki.client('admin'));
+
+    // etcd: loopback only, both its ports picked free, no fsync (the data dir is thrown away).
+    const etcdUrl = `http://127.0.0.1:${etcdClientPort}`;
+    const peerUrl = `http://127.0.0.1:${etcdPeerPort}`;
+    const etcd = await launch('etcd', [
+      '--name=default',
+      `--data-dir=${path.join(dir, 'etcd')}`,
+      `--listen-client-urls=${etcdUrl}`,
+      `--advertise-client-urls=${etcdUrl}`,
+      `--listen-peer-urls=${peerUrl}`,
+      `--initial-advertise-peer-urls=${peerUrl}`,
+      `--initial-cluster=default=${peerUrl}`,
+      '--initial-cluster-state=new',
+      '--unsafe-no-fsync',
+      '--log-level=warn',
+    ]);
+    await waitReady(etcd, `${etcdUrl}/health`, readyTimeoutMs, async () => {
+      const res = await httpGet(`${etcdUrl}/health`);
+      return res.status === 200 && res.body.includes('"health":"true"');
+    });
+
+    const kubeletClient = pki.client('apiserver-kubelet-client');
+    const apiserver = await launch('kube-apiserver', [
+      `--etcd-servers=${etcdUrl}`,
+      `--secure-port=${apiPort}`,
+      '--bind-address=127.0.0.1',
+      '--advertise-address=127.0.0.1',
+      `--cert-dir=${path.join(dir, 'apiserver-certs')}`,
+      `--tls-cert-file=${pki.serverCert}`,
+      `--tls-private-key-file=${pki.serverKey}`,
+      `--client-ca-file=${pki.caCert}`,
+      `--kubelet-client-certificate=${kubeletClient.cert}`,
+      `--kubelet-client-key=${kubeletClient.key}`,
+      '--authorization-mode=Node,RBAC',
+      '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+      `--service-account-key-file=${pki.saPub}`,
+      `--service-account-signing-key-file=${pki.saKey}`,
+      `--service-cluster-ip-range=${SERVICE_CIDR}`,
+      '--allow-privileged=true',
+      '--profiling=false',
+      ...(opts.apiserverArgs ?? []),
+    ]);
+    const adminTls: TlsClient = {
+      ca: readFileSync(pki.caCert),
+      cert: readFileSync(pki.client('admin').cert),
+      key: readFileSync(pki.client('admin').key),
+    };
+    await waitReady(apiserver, `${server}/readyz`, readyTimeoutMs, async () => {
+      const res = await httpsGet(`${server}/readyz`, adminTls);
+      return res.status === 200;
+    });
+    // /readyz can pass a moment before the system namespaces exist; tests create things in them.
+    await waitReady(apiserver, 'namespace default', readyTimeoutMs, async () => {
+      const res = await httpsGet(`${server}/api/v1/namespaces/default`, adminTls);
+      return res.status === 200;
+    });
+
+    const componentKubeconfig = async (name: string, user: string): Promise<string> => {
+      const file = path.join(dir, `${name}.kubeconfig`);
+      await writeKubeconfig(file, server, pki.caCert, user, pki.client(name));
+      return file;
+    };
+    const waitHealthz = (c: Component, port: number): Promise<void> =>
+      waitReady(c, `https://127.0.0.1:${port}/healthz`, readyTimeoutMs, async () => {
+        // Their serving certs are self-signed; /healthz needs no credentials.
+        const res = await httpsGet(`https://127.0.0.1:${port}/healthz`, {});
+        return res.status === 200;
+      });
+    const extras: Promise<void>[] = [];
+    if (opts.controllerManager) {
+      const kc = await componentKubeconfig('controller-manager', 'system:kube-controller-manager');
+      const cm = await launch('kube-controller-manager', [
+        `--kubeconfig=${kc}`,
+        `--authentication-kubeconfig=${kc}`,
+        `--authorization-kubeconfig=${kc}`,
+        '--bind-address=127.0.0.1',
+        `--secure-port=${cmPort}`,
+        `--cert-dir=${path.join(dir, 'controller-manager-certs')}`,
+        '--leader-elect=false',
+        '--use-service-account-credentials=true',
+        `--service-account-private-key-file=${pki.saKey}`,
+        `--root-ca-file=${pki.caCert}`,
+        `--cluster-signing-cert-file=${pki.caCert}`,
+        `--cluster-signing-key-file=${pki.caKey}`,
+        `--service-cluster-ip-range=${SERVICE_CIDR}`,
+        '--controllers=*',
+      ]);
+      extras.push(waitHealthz(cm, cmPort));
+    }
+    if (opts.scheduler) {
+      const kc = await componentKubeconfig('scheduler', 'system:kube-scheduler');
+      const sched = await launch('kube-scheduler', [
+        `--kubeconfig=${kc}`,
+        `--authentication-kubeconfig=${kc}`,
+        `--authorization-kubeconfig=${kc}`,
+        '--bind-address=127.0.0.1',
+        `--secure-port=${schedulerPort}`,
+        `--cert-dir=${path.join(dir, 'scheduler-certs')}`,
+        '--leader-elect=false',
+      ]);
+      extras.push(waitHealthz(sched, schedulerPort));
+    }
+    await Promise.all(extras);
+
+    let stopped: Promise<void> | undefined;
+    return {
+      dir,
+      server,
+      kubeconfigPath,
+      binDir,
+      startMs: Date.now() - t0,
+      processes: () => components.map((c) => ({ name: c.name, pid: c.pid, logPath: c.logPath })),
+      adminKubeConfig: () => {
+        const kc = new KubeConfig();
+        kc.loadFromFile(kubeconfigPath);
+        return kc;
+      },
+      stop: (stopOpts = {}) =>
+        (stopped ??= (async () => {
+          await stopAll(3000);
+          if (stopOpts.keepDir) {
+            console.error(`control plane stopped; its logs are kept in ${path.join(dir, 'logs')}`);
+          } else {
+            await rm(dir, { recursive: true, force: true });
+          }
+        })()),
+    };
+  } catch (err) {
+    await stopAll(1000);
+    console.error(`control plane failed to start; logs are kept in ${path.join(dir, 'logs')}`);
+    throw err;
+  }
+}
