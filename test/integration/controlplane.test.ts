@@ -120,7 +120,12 @@ describe('control plane (etcd + kube-apiserver)', function () {
       15_000,
       'creating a Widget',
     );
-    const got = (await objects.getClusterCustomObject({ group, version: 'v1', plural: 'widgets', name: 'w1' })) as {
+    const got = (await objects.getClusterCustomObject({
+      group,
+      version: 'v1',
+      plural: 'widgets',
+      name: 'w1',
+    })) as {
       spec?: { size?: number };
       metadata?: { uid?: string };
     };

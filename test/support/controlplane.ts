@@ -220,7 +220,11 @@ export function run(
 }
 
 /** Runs the machine's kubectl against the control plane's admin kubeconfig. */
-export function kubectl(cp: Pick<ControlPlane, 'kubeconfigPath'>, args: string[], input?: string): Promise<RunResult> {
+export function kubectl(
+  cp: Pick<ControlPlane, 'kubeconfigPath'>,
+  args: string[],
+  input?: string,
+): Promise<RunResult> {
   return run('kubectl', ['--kubeconfig', cp.kubeconfigPath, ...args], input === undefined ? {} : { input });
 }
 
@@ -263,14 +267,24 @@ let binDirPromise: Promise<string> | undefined;
  * (its progress goes to our stderr).
  */
 export function ensureBinaries(): Promise<string> {
-  binDirPromise ??= (async () => {
-    const res = await run('bash', [BINARIES_SCRIPT], { stderr: 'inherit' });
-    const last = res.stdout.trim().split('\n').pop() ?? '';
-    if (res.code !== 0 || !last) {
-      throw new Error(`scripts/kube-binaries.sh exited ${res.code}; see its message above`);
-    }
-    return last;
-  })();
+  binDirPromise ??= new Promise<string>((resolve, reject) => {
+    const child = spawn('bash', [BINARIES_SCRIPT], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr!.setEncoding('utf8').on('data', (d: string) => {
+      // Show build progress as it happens; keep the text for the error message.
+      process.stderr.write(d);
+      stderr = (stderr + d).slice(-4000);
+    });
+    child.once('error', reject);
+    child.once('close', (code) => {
+      const last = stdout.trim().split('\n').pop() ?? '';
+      if (code === 0 && last) return resolve(last);
+      const lastLines = stderr.trimEnd().split('\n').slice(-5).join('\n');
+      reject(new Error(`scripts/kube-binaries.sh exited ${code}:\n${lastLines}`));
+    });
+  });
   binDirPromise.catch(() => (binDirPromise = undefined));
   return binDirPromise;
 }
@@ -326,7 +340,17 @@ async function makePki(dir: string, clients: Record<string, string>): Promise<Pk
 
   const leaf = async (name: string, subject: string, ext: string[]): Promise<void> => {
     await writeFile(p(`${name}.ext`), ext.join('\n') + '\n');
-    await openssl(['req', '-new', ...EC_KEY, '-keyout', p(`${name}.key`), '-out', p(`${name}.csr`), '-subj', subject]);
+    await openssl([
+      'req',
+      '-new',
+      ...EC_KEY,
+      '-keyout',
+      p(`${name}.key`),
+      '-out',
+      p(`${name}.csr`),
+      '-subj',
+      subject,
+    ]);
     await openssl([
       'x509',
       '-req',
@@ -362,9 +386,19 @@ async function makePki(dir: string, clients: Record<string, string>): Promise<Pk
       'extendedKeyUsage=serverAuth',
       `subjectAltName=${sans.join(',')}`,
     ]),
-    ...Object.entries(clients).map(([name, subject]) => leaf(name, subject, [...common, 'extendedKeyUsage=clientAuth'])),
+    ...Object.entries(clients).map(([name, subject]) =>
+      leaf(name, subject, [...common, 'extendedKeyUsage=clientAuth']),
+    ),
     (async () => {
-      await openssl(['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', p('sa.key')]);
+      await openssl([
+        'genpkey',
+        '-algorithm',
+        'EC',
+        '-pkeyopt',
+        'ec_paramgen_curve:P-256',
+        '-out',
+        p('sa.key'),
+      ]);
       await openssl(['pkey', '-in', p('sa.key'), '-pubout', '-out', p('sa.pub')]);
     })(),
   ]);
@@ -390,7 +424,9 @@ async function writeKubeconfig(
   const config = {
     apiVersion: 'v1',
     kind: 'Config',
-    clusters: [{ name: 'kubelet-operator-test', cluster: { server, 'certificate-authority-data': await b64(caCert) } }],
+    clusters: [
+      { name: 'kubelet-operator-test', cluster: { server, 'certificate-authority-data': await b64(caCert) } },
+    ],
     users: [
       {
         name: user,

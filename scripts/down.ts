@@ -1,0 +1,65 @@
+// `npm run down`: stops what `npm run up` started (from .local/up.json) and leaves no process behind.
+// First asks `up` to stop (SIGTERM: it shuts the components down gracefully), then SIGKILLs any
+// component group still alive. A PID is only signalled while its command line still shows it is ours.
+import { rm } from 'node:fs/promises';
+import { commandLineOf, pidAlive } from '../test/support/controlplane.js';
+import { readUpState, UP_KUBECONFIG, UP_STATE_FILE } from './up.js';
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+async function waitGone(pids: number[], timeoutMs: number): Promise<number[]> {
+  const deadline = Date.now() + timeoutMs;
+  let alive = pids.filter(pidAlive);
+  while (alive.length > 0 && Date.now() < deadline) {
+    await sleep(100);
+    alive = alive.filter(pidAlive);
+  }
+  return alive;
+}
+
+async function main(): Promise<void> {
+  const state = await readUpState();
+  if (!state) {
+    console.log('nothing to stop: no .local/up.json (is `npm run up` running?)');
+    return;
+  }
+  const ours = (pid: number): boolean => pidAlive(pid) && commandLineOf(pid).includes(state.dir);
+
+  if (pidAlive(state.upPid) && commandLineOf(state.upPid).includes('up.ts')) {
+    console.log(`asking npm run up (pid ${state.upPid}) to stop...`);
+    process.kill(state.upPid, 'SIGTERM');
+    const left = await waitGone([state.upPid], 20_000);
+    if (left.length > 0) {
+      console.log('it did not stop in 20 s; killing it');
+      process.kill(state.upPid, 'SIGKILL');
+    }
+  }
+
+  const leftovers = state.processes.filter((p) => ours(p.pid));
+  for (const p of leftovers) {
+    console.log(`killing ${p.name} (pid ${p.pid})`);
+    try {
+      process.kill(-p.pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  const stuck = await waitGone(
+    leftovers.map((p) => p.pid),
+    10_000,
+  );
+  if (stuck.length > 0) {
+    console.error(`processes still alive after SIGKILL: ${stuck.join(', ')}`);
+    process.exit(1);
+  }
+
+  await rm(state.dir, { recursive: true, force: true });
+  await rm(UP_STATE_FILE, { force: true });
+  await rm(UP_KUBECONFIG, { force: true });
+  console.log('control plane stopped.');
+}
+
+main().catch((err: unknown) => {
+  console.error(`npm run down failed: ${err instanceof Error ? err.message : String(err)}`);
+  process.exit(1);
+});

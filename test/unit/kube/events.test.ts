@@ -1,0 +1,79 @@
+import { expect } from 'chai';
+import { EventCorrelator, EventRecorder, type CoreEvent, type EventSink } from '../../../src/kube/events.js';
+import { FakeClock } from '../../../src/util/clock.js';
+
+const pod = { kind: 'Pod', apiVersion: 'v1', namespace: 'ns', name: 'p', uid: 'u1' };
+
+describe('EventCorrelator', () => {
+  it('creates once, then patches count and lastTimestamp for the same event', () => {
+    const c = new EventCorrelator({ component: 'kubelet', host: 'node-1' });
+    const t0 = Date.UTC(2026, 0, 1);
+    const first = c.correlate(pod, 'Warning', 'BackOff', 'Back-off restarting failed container', t0);
+    expect(first.action).to.equal('create');
+    if (first.action !== 'create') return;
+    expect(first.event.source).to.deep.equal({ component: 'kubelet', host: 'node-1' });
+    expect(first.event.reportingComponent).to.equal('kubelet');
+    expect(first.event.count).to.equal(1);
+    const second = c.correlate(pod, 'Warning', 'BackOff', 'Back-off restarting failed container', t0 + 5000);
+    expect(second.action).to.equal('patch');
+    if (second.action !== 'patch') return;
+    expect(second.event.metadata.name).to.equal(first.event.metadata.name);
+    expect(second.patch.count).to.equal(2);
+    expect(second.patch.lastTimestamp).to.equal('2026-01-01T00:00:05Z');
+  });
+
+  it('starts a new Event after the 10 minute window', () => {
+    const c = new EventCorrelator({ component: 'kubelet', host: 'n' });
+    c.correlate(pod, 'Normal', 'Pulled', 'x', 0);
+    expect(c.correlate(pod, 'Normal', 'Pulled', 'x', 10 * 60_000 + 1).action).to.equal('create');
+  });
+
+  it('combines more than ten distinct messages of one reason', () => {
+    const c = new EventCorrelator({ component: 'kubelet', host: 'n' });
+    const actions = Array.from({ length: 12 }, (_, i) =>
+      c.correlate(pod, 'Warning', 'Unhealthy', `m${i}`, i),
+    );
+    expect(actions.slice(0, 10).every((a) => a.action === 'create')).to.equal(true);
+    const eleventh = actions[10]!;
+    expect(eleventh.action).to.equal('create');
+    if (eleventh.action === 'create')
+      expect(eleventh.event.message).to.match(/^\(combined from similar events\): m10/);
+    expect(actions[11]!.action).to.equal('patch');
+  });
+
+  it('drops events beyond the per-object burst until tokens refill', () => {
+    const c = new EventCorrelator({ component: 'kubelet', host: 'n' });
+    let dropped = 0;
+    for (let i = 0; i < 30; i++)
+      if (c.correlate(pod, 'Normal', 'Same', 'same', 0).action === 'drop') dropped++;
+    expect(dropped).to.equal(5);
+    expect(c.correlate(pod, 'Normal', 'Same', 'same', 5 * 60_000).action).to.equal('patch');
+  });
+});
+
+describe('EventRecorder', () => {
+  it('writes in order through the sink and survives sink failures', async () => {
+    const calls: string[] = [];
+    let fail = true;
+    const sink: EventSink = {
+      async create(ns, e: CoreEvent) {
+        if (fail) {
+          fail = false;
+          throw new Error('apiserver down');
+        }
+        calls.push(`create ${ns} ${e.reason}`);
+      },
+      async patch(ns, name, p) {
+        calls.push(`patch ${ns} ${p.count}`);
+      },
+    };
+    const clock = new FakeClock(0);
+    const r = new EventRecorder(sink, clock, 'node-1');
+    r.event(pod, 'Normal', 'Pulling', 'Pulling image "busybox"');
+    r.event(pod, 'Normal', 'Created', 'Created container: c');
+    r.event(pod, 'Normal', 'Created', 'Created container: c');
+    await r.flush();
+    expect(calls).to.deep.equal(['create ns Created', 'patch ns 2']);
+    expect(r.stats).to.include({ created: 1, patched: 1, failed: 1 });
+  });
+});
