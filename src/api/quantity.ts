@@ -18,7 +18,8 @@ const QUANTITY = /^([+-]?)(\d+(?:\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?\d+|[
  * rounds. Throws KindError('InvalidArgument') on anything that is not a quantity.
  */
 export function parseQuantityNano(q: string | number): bigint {
-  const text = typeof q === 'number' ? (Number.isFinite(q) ? String(q) : '') : typeof q === 'string' ? q.trim() : '';
+  const text =
+    typeof q === 'number' ? (Number.isFinite(q) ? String(q) : '') : typeof q === 'string' ? q.trim() : '';
   const m = QUANTITY.exec(text);
   if (!m) throw new KindError('InvalidArgument', `invalid quantity ${JSON.stringify(q)}`);
   const [, sign = '', num = '', suffix = ''] = m;
@@ -33,7 +34,8 @@ export function parseQuantityNano(q: string | number): bigint {
     exponent += DECIMAL[suffix] ?? 0;
   }
   // Bounds keep a hostile exponent from building an enormous number; no real resource comes near them.
-  if (exponent > 60 || exponent < -60) throw new KindError('InvalidArgument', `quantity out of range ${JSON.stringify(q)}`);
+  if (exponent > 60 || exponent < -60)
+    throw new KindError('InvalidArgument', `quantity out of range ${JSON.stringify(q)}`);
   let value: bigint;
   if (exponent >= 0) {
     value = mantissa * 10n ** BigInt(exponent);

@@ -7,7 +7,10 @@ import { parseQuantityNano } from '../api/quantity.js';
 /** Only these resources decide the class; extended resources and storage do not. */
 const QOS_RESOURCES = ['cpu', 'memory'] as const;
 
-function addPositive(into: Map<string, bigint>, list: Record<string, string | number> | undefined): Set<string> {
+function addPositive(
+  into: Map<string, bigint>,
+  list: Record<string, string | number> | undefined,
+): Set<string> {
   const found = new Set<string>();
   for (const name of QOS_RESOURCES) {
     const raw = list?.[name];

@@ -201,18 +201,18 @@ export function commandLineOf(pid: number): string {
 export function run(
   cmd: string,
   args: string[],
-  opts: { input?: string; env?: NodeJS.ProcessEnv; cwd?: string; stderr?: 'pipe' | 'inherit' } = {},
+  opts: { input?: string; env?: NodeJS.ProcessEnv; cwd?: string } = {},
 ): Promise<RunResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, {
       cwd: opts.cwd,
       env: opts.env ?? process.env,
-      stdio: ['pipe', 'pipe', opts.stderr ?? 'pipe'],
+      stdio: ['pipe', 'pipe', 'pipe'],
     });
     let stdout = '';
     let stderr = '';
     child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr?.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
     child.once('error', reject);
     child.once('close', (code, signal) => resolve({ code: code ?? (signal ? 128 : 1), stdout, stderr }));
     child.stdin!.end(opts.input ?? '');

@@ -30,7 +30,10 @@ const unsupportedGates = ['LegacySidecarContainers', 'InPlacePodVerticalScaling'
  * The pod's newest record of `c` ended with exit code 0 (kubelet: `containerSucceeded`). Like the kubelet
  * this looks only at "not running, exit code 0", so a created-but-never-started record also counts.
  */
-function containerSucceeded(c: Pick<Container, 'name'>, status: Pick<RuntimePodStatus, 'containers'>): boolean {
+function containerSucceeded(
+  c: Pick<Container, 'name'>,
+  status: Pick<RuntimePodStatus, 'containers'>,
+): boolean {
   const s = findContainerStatusByName(status, c.name);
   if (!s || s.state === 'running') return false;
   return (s.exitCode ?? 0) === 0;
@@ -160,7 +163,13 @@ export function computePodActions(
       message = `${message}, will be restarted`;
       changes.containersToStart.push(idx);
     }
-    changes.containersToKill.set(s.id, { name: s.name, kind: 'regular', containerIndex: idx, message, reason });
+    changes.containersToKill.set(s.id, {
+      name: s.name,
+      kind: 'regular',
+      containerIndex: idx,
+      message,
+      reason,
+    });
   });
 
   if (keepCount === 0 && changes.containersToStart.length === 0) {

@@ -2,12 +2,7 @@
  * Runtime container records -> API container statuses (kubelet: kubelet_pods.go
  * convertToAPIContainerStatuses, v1.33 behaviour with default feature gates).
  */
-import type {
-  Container,
-  ContainerState,
-  ContainerStatus,
-  Pod,
-} from '../../api/core.js';
+import type { Container, ContainerState, ContainerStatus, Pod } from '../../api/core.js';
 import { formatRFC3339Optional } from '../../util/rfc3339.js';
 import { shouldContainerBeRestarted } from '../container/helpers.js';
 import {

@@ -71,7 +71,12 @@ function nameList(names: readonly string[]): string {
   return `[${names.join(' ')}]`;
 }
 
-function condition(type: string, status: PodCondition['status'], reason?: string, message?: string): PodCondition {
+function condition(
+  type: string,
+  status: PodCondition['status'],
+  reason?: string,
+  message?: string,
+): PodCondition {
   const c: PodCondition = { type, status };
   if (reason) c.reason = reason;
   if (message) c.message = message;
@@ -124,13 +129,15 @@ export function generateContainersReadyCondition(
   initContainers(pod).filter(isRestartableInitContainer).forEach(check);
   regularContainers(pod).forEach(check);
 
-  if (phase === 'Succeeded' && unknown.length === 0) return generateContainersReadyConditionForTerminalPhase(phase);
+  if (phase === 'Succeeded' && unknown.length === 0)
+    return generateContainersReadyConditionForTerminalPhase(phase);
   if (phase === 'Failed') return generateContainersReadyConditionForTerminalPhase(phase);
 
   const messages: string[] = [];
   if (unknown.length > 0) messages.push(`containers with unknown status: ${nameList(unknown)}`);
   if (unready.length > 0) messages.push(`containers with unready status: ${nameList(unready)}`);
-  if (messages.length > 0) return condition(ContainersReady, 'False', ContainersNotReady, messages.join(', '));
+  if (messages.length > 0)
+    return condition(ContainersReady, 'False', ContainersNotReady, messages.join(', '));
   return condition(ContainersReady, 'True');
 }
 
@@ -157,7 +164,9 @@ export function generatePodReadyCondition(
     if (!c) {
       messages.push(`corresponding condition of pod readiness gate ${JSON.stringify(type)} does not exist.`);
     } else if (c.status !== 'True') {
-      messages.push(`the status of pod readiness gate ${JSON.stringify(type)} is not "True", but ${String(c.status)}`);
+      messages.push(
+        `the status of pod readiness gate ${JSON.stringify(type)} is not "True", but ${String(c.status)}`,
+      );
     }
   }
   if (messages.length > 0) return condition(PodReady, 'False', ReadinessGatesNotReady, messages.join(', '));
@@ -181,7 +190,8 @@ export function generatePodInitializedCondition(
 ): PodCondition {
   const inits = initContainers(pod);
   const statuses = Array.isArray(containerStatuses) ? containerStatuses : null;
-  if (statuses === null && inits.length > 0) return condition(PodInitialized, 'False', UnknownContainerStatuses);
+  if (statuses === null && inits.length > 0)
+    return condition(PodInitialized, 'False', UnknownContainerStatuses);
 
   const unknown: string[] = [];
   const incomplete: string[] = [];
@@ -199,7 +209,8 @@ export function generatePodInitializedCondition(
   const messages: string[] = [];
   if (unknown.length > 0) messages.push(`containers with unknown status: ${nameList(unknown)}`);
   if (incomplete.length > 0) messages.push(`containers with incomplete status: ${nameList(incomplete)}`);
-  if (messages.length > 0) return condition(PodInitialized, 'False', ContainersNotInitialized, messages.join(', '));
+  if (messages.length > 0)
+    return condition(PodInitialized, 'False', ContainersNotInitialized, messages.join(', '));
   return condition(PodInitialized, 'True');
 }
 

@@ -18,8 +18,13 @@ export function ipFamily(ip: string): Family | undefined {
  * At most two pod IPs: the first one of the node's primary family (IPv4 when the node has no IP), then the
  * first one of the other family. The runtime may report any number in any order; the API wants this one.
  */
-export function sortPodIPs(podIPs: readonly string[] | undefined | null, nodeIPs: readonly string[] = []): string[] {
-  const ips = (Array.isArray(podIPs) ? podIPs : []).filter((ip): ip is string => typeof ip === 'string').map((s) => s.trim());
+export function sortPodIPs(
+  podIPs: readonly string[] | undefined | null,
+  nodeIPs: readonly string[] = [],
+): string[] {
+  const ips = (Array.isArray(podIPs) ? podIPs : [])
+    .filter((ip): ip is string => typeof ip === 'string')
+    .map((s) => s.trim());
   const primary: Family = nodeIPs[0] !== undefined && ipFamily(nodeIPs[0]) === 6 ? 6 : 4;
   const secondary: Family = primary === 4 ? 6 : 4;
   const out: string[] = [];

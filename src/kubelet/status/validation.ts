@@ -8,7 +8,10 @@ import { KindError } from '../../util/errors.js';
 
 const RESTART_POLICIES: ReadonlySet<string> = new Set(['Always', 'OnFailure', 'Never']);
 
-function containerList(spec: PodSpec, field: 'containers' | 'initContainers' | 'ephemeralContainers'): Container[] {
+function containerList(
+  spec: PodSpec,
+  field: 'containers' | 'initContainers' | 'ephemeralContainers',
+): Container[] {
   const list: unknown = spec[field];
   if (list === undefined || list === null) return [];
   if (!Array.isArray(list)) throw new KindError('InvalidArgument', `spec.${field} is not a list`, { field });
@@ -29,8 +32,14 @@ function containerList(spec: PodSpec, field: 'containers' | 'initContainers' | '
 export function validatePodSpecForStatus(spec: PodSpec | undefined | null): RestartPolicy {
   if (typeof spec !== 'object' || spec === null) throw new KindError('InvalidArgument', 'pod has no spec');
   const policy: unknown = spec.restartPolicy;
-  if (policy !== undefined && policy !== null && (typeof policy !== 'string' || !RESTART_POLICIES.has(policy))) {
-    throw new KindError('InvalidArgument', `unknown restartPolicy ${JSON.stringify(policy)}`, { restartPolicy: policy });
+  if (
+    policy !== undefined &&
+    policy !== null &&
+    (typeof policy !== 'string' || !RESTART_POLICIES.has(policy))
+  ) {
+    throw new KindError('InvalidArgument', `unknown restartPolicy ${JSON.stringify(policy)}`, {
+      restartPolicy: policy,
+    });
   }
   const seen = new Set<string>();
   for (const field of ['initContainers', 'containers', 'ephemeralContainers'] as const) {

@@ -1,0 +1,293 @@
+/**
+ * Pod workers (kubelet: pod_workers.go): one serialized worker per pod UID that drives the pod through
+ *
+ *     syncing ──► terminating ──► terminated ──► (forgotten)
+ *
+ * Invariants, which everything else relies on:
+ * - At most one sync function runs for a UID at any moment; updates that arrive meanwhile coalesce into one
+ *   pending update (the newest pod object wins; a kill request is sticky and is never lost to a later update).
+ * - A UID moves only forward through the states. Once terminating, `syncPod` is never called again for it;
+ *   once terminated, only `forgetPod` (via `syncKnownPods`) removes it, and a terminated UID never syncs again
+ *   even if the same pod object is offered (a recreated pod has a new UID).
+ * - Termination starts when the pod is deleted (deletionTimestamp), when a kill is requested, or when
+ *   `syncPod` reports the pod terminal (Succeeded/Failed). A running `syncPod` is aborted (its signal fires)
+ *   when a kill arrives, so termination is not delayed by a long sync.
+ * - The grace period is fixed when termination starts and may only shrink afterwards (a second delete with a
+ *   shorter grace period shortens it, as the kubelet allows).
+ * - After each successful `syncPod` the worker schedules a resync (level-triggered: the next sync recomputes
+ *   everything); after a failure it retries after a back-off. Both use the injected Clock.
+ */
+import type { Pod } from '../api/core.js';
+import type { Clock, TimerHandle } from '../util/clock.js';
+import { errorMessage } from '../util/errors.js';
+
+export type UpdateType = 'create' | 'update' | 'sync' | 'kill';
+
+export interface KillPodOptions {
+  /** Overrides the pod's grace period (seconds). */
+  gracePeriodSeconds?: number;
+  /** Status to set once terminated, e.g. an eviction or admission failure (phase Failed + reason). */
+  reason?: string;
+  message?: string;
+}
+
+export interface UpdatePodOptions {
+  type: UpdateType;
+  pod: Pod;
+  kill?: KillPodOptions;
+}
+
+export interface SyncContext {
+  signal: AbortSignal;
+}
+
+/** What the worker calls; implemented by the kubelet's sync (syncPod / killPod) on a runtime. */
+export interface PodSyncer {
+  /** Brings the pod toward its spec. Resolves `{ isTerminal: true }` when the pod has reached Succeeded/Failed. */
+  syncPod(ctx: SyncContext, type: UpdateType, pod: Pod): Promise<{ isTerminal: boolean }>;
+  /** Stops every container with the grace period (seconds). Must be safe to call again after a failure. */
+  syncTerminatingPod(
+    ctx: SyncContext,
+    pod: Pod,
+    gracePeriodSeconds: number,
+    kill?: KillPodOptions,
+  ): Promise<void>;
+  /** Cleans up after all containers stopped (final status, sandbox removal, deleting the API object). */
+  syncTerminatedPod(ctx: SyncContext, pod: Pod): Promise<void>;
+}
+
+export type WorkerState = 'syncing' | 'terminating' | 'terminated';
+
+export interface PodWorkersOptions {
+  clock: Clock;
+  /** Resync period after a successful sync (kubelet: 1 minute with jitter). */
+  resyncIntervalMs?: number;
+  /** Retry delay after a failed sync (kubelet: 10 s with jitter). */
+  backOffMs?: number;
+  /** [0,1) source for jitter. */
+  random?: () => number;
+  logger?: { warn(msg: string, meta?: Record<string, unknown>): void };
+  /** Called after each sync function finishes, for metrics: operation, duration, error or not. */
+  onSync?: (op: 'sync' | 'terminating' | 'terminated', durationMs: number, failed: boolean) => void;
+}
+
+interface PodSyncStatus {
+  state: WorkerState;
+  /** Latest pod object seen. */
+  pod: Pod;
+  /** The update waiting for the worker, if any. */
+  pending?: UpdatePodOptions;
+  working: boolean;
+  /** Aborts the running sync (a kill arrived). */
+  active?: AbortController;
+  /** Set when termination was requested; grace only ever shrinks. */
+  gracePeriodSeconds?: number;
+  kill?: KillPodOptions;
+  timer?: TimerHandle;
+  startedAt?: number;
+  terminatingAt?: number;
+  terminatedAt?: number;
+}
+
+const DEFAULT_GRACE_SECONDS = 30;
+
+/** The grace period the kubelet uses: the kill override, else the deletion's, else the spec's, else 30 s. */
+export function effectiveGracePeriod(pod: Pod, kill?: KillPodOptions): number {
+  const candidates = [
+    kill?.gracePeriodSeconds,
+    pod.metadata.deletionGracePeriodSeconds,
+    pod.spec.terminationGracePeriodSeconds,
+  ];
+  for (const c of candidates) if (typeof c === 'number' && Number.isFinite(c) && c >= 0) return c;
+  return DEFAULT_GRACE_SECONDS;
+}
+
+export class PodWorkers {
+  private readonly pods = new Map<string, PodSyncStatus>();
+  private readonly resyncMs: number;
+  private readonly backOffMs: number;
+  private readonly random: () => number;
+  private idleWaiters: (() => void)[] = [];
+
+  constructor(
+    private readonly syncer: PodSyncer,
+    private readonly opts: PodWorkersOptions,
+  ) {
+    this.resyncMs = opts.resyncIntervalMs ?? 60_000;
+    this.backOffMs = opts.backOffMs ?? 10_000;
+    this.random = opts.random ?? Math.random;
+  }
+
+  /** Offers an update for a pod. Never blocks; the worker for its UID picks it up. */
+  updatePod(update: UpdatePodOptions): void {
+    const uid = update.pod.metadata.uid;
+    if (!uid) {
+      this.opts.logger?.warn('pod without a UID ignored', { pod: update.pod.metadata.name });
+      return;
+    }
+    let status = this.pods.get(uid);
+    if (!status) {
+      status = { state: 'syncing', pod: update.pod, working: false, startedAt: this.opts.clock.now() };
+      this.pods.set(uid, status);
+    }
+    if (status.state === 'terminated') return;
+
+    const wantsTermination = update.type === 'kill' || update.pod.metadata.deletionTimestamp !== undefined;
+    if (wantsTermination) this.beginTermination(status, update);
+
+    // Coalesce: the newest pod wins; a pending kill stays a kill.
+    const pendingKill = status.pending?.type === 'kill' ? status.pending.kill : undefined;
+    status.pending =
+      update.type !== 'kill' && status.pending?.type === 'kill'
+        ? { type: 'kill', pod: update.pod, kill: pendingKill }
+        : update;
+    status.pod = update.pod;
+    status.timer?.cancel();
+    status.timer = undefined;
+    if (wantsTermination) status.active?.abort(new Error('pod is being terminated'));
+    if (!status.working) void this.work(uid, status);
+  }
+
+  /** Lifecycle state of a UID, or undefined when unknown or forgotten. */
+  state(uid: string): WorkerState | undefined {
+    return this.pods.get(uid)?.state;
+  }
+
+  isWorking(uid: string): boolean {
+    return this.pods.get(uid)?.working ?? false;
+  }
+
+  /** UIDs whose worker still exists. */
+  knownPods(): string[] {
+    return [...this.pods.keys()];
+  }
+
+  /** Whether the kubelet should still treat the pod as possibly running containers. */
+  couldHaveRunningContainers(uid: string): boolean {
+    const s = this.pods.get(uid);
+    return s !== undefined && s.state !== 'terminated';
+  }
+
+  /**
+   * Forgets terminated workers whose pods are no longer desired, and starts termination of workers whose
+   * pods vanished from the desired set (deleted from the API without our seeing a deletion timestamp).
+   */
+  syncKnownPods(desired: Set<string>): void {
+    for (const [uid, s] of this.pods) {
+      if (desired.has(uid)) continue;
+      if (s.state === 'terminated' && !s.working) {
+        s.timer?.cancel();
+        this.pods.delete(uid);
+      } else if (s.state === 'syncing') {
+        this.updatePod({ type: 'kill', pod: s.pod, kill: { gracePeriodSeconds: 1 } });
+      }
+    }
+  }
+
+  /** Resolves when no worker is running a sync function (tests and shutdown). */
+  async waitIdle(): Promise<void> {
+    while ([...this.pods.values()].some((s) => s.working)) {
+      await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+    }
+  }
+
+  /** Cancels timers and aborts running syncs; workers stop after their current call. */
+  stop(): void {
+    for (const s of this.pods.values()) {
+      s.timer?.cancel();
+      s.active?.abort(new Error('pod workers stopped'));
+      s.pending = undefined;
+    }
+  }
+
+  private beginTermination(status: PodSyncStatus, update: UpdatePodOptions): void {
+    const grace = effectiveGracePeriod(update.pod, update.kill);
+    if (status.state === 'syncing') {
+      status.state = 'terminating';
+      status.terminatingAt = this.opts.clock.now();
+      status.gracePeriodSeconds = grace;
+      status.kill = update.kill;
+    } else if (status.gracePeriodSeconds === undefined || grace < status.gracePeriodSeconds) {
+      status.gracePeriodSeconds = grace;
+    }
+    if (update.kill?.reason && !status.kill?.reason) status.kill = { ...status.kill, ...update.kill };
+  }
+
+  private async work(uid: string, status: PodSyncStatus): Promise<void> {
+    status.working = true;
+    try {
+      while (status.pending && this.pods.get(uid) === status) {
+        const update = status.pending;
+        status.pending = undefined;
+        const ac = new AbortController();
+        status.active = ac;
+        const ctx = { signal: ac.signal };
+        let failed = false;
+        const started = this.opts.clock.now();
+        let op: 'sync' | 'terminating' | 'terminated' = 'sync';
+        try {
+          if (status.state === 'syncing') {
+            const { isTerminal } = await this.syncer.syncPod(ctx, update.type, update.pod);
+            if (isTerminal && status.state === 'syncing') {
+              // The pod finished on its own: stop what remains without waiting for a grace period.
+              status.state = 'terminating';
+              status.terminatingAt = this.opts.clock.now();
+              status.gracePeriodSeconds = 1;
+              status.pending ??= { type: 'sync', pod: status.pod };
+            }
+          } else if (status.state === 'terminating') {
+            op = 'terminating';
+            await this.syncer.syncTerminatingPod(
+              ctx,
+              status.pod,
+              status.gracePeriodSeconds ?? 0,
+              status.kill,
+            );
+            status.state = 'terminated';
+            status.terminatedAt = this.opts.clock.now();
+            op = 'terminated';
+            await this.syncer.syncTerminatedPod(ctx, status.pod);
+          } else {
+            op = 'terminated';
+            await this.syncer.syncTerminatedPod(ctx, status.pod);
+          }
+        } catch (err) {
+          failed = true;
+          if (!ac.signal.aborted) {
+            this.opts.logger?.warn('pod sync failed', {
+              pod: `${status.pod.metadata.namespace}/${status.pod.metadata.name}`,
+              uid,
+              state: status.state,
+              error: errorMessage(err),
+            });
+          }
+        } finally {
+          status.active = undefined;
+          this.opts.onSync?.(op, this.opts.clock.now() - started, failed);
+        }
+        if (!status.pending) this.scheduleNext(uid, status, failed, ac.signal.aborted);
+      }
+    } finally {
+      status.working = false;
+      for (const w of this.idleWaiters.splice(0)) w();
+    }
+  }
+
+  /** Level-triggered follow-up: resync, retry after back-off, or (terminating) retry termination. */
+  private scheduleNext(uid: string, status: PodSyncStatus, failed: boolean, aborted: boolean): void {
+    if (status.state === 'terminated' && !failed) return;
+    if (aborted && status.state !== 'syncing') {
+      // A kill aborted the sync: continue with termination at once.
+      status.pending = { type: 'kill', pod: status.pod };
+      return;
+    }
+    const base = failed ? this.backOffMs : this.resyncMs;
+    const delay = base * (1 + 0.5 * this.random());
+    status.timer = this.opts.clock.setTimer(delay, () => {
+      status.timer = undefined;
+      if (this.pods.get(uid) !== status || status.working) return;
+      status.pending ??= { type: 'sync', pod: status.pod };
+      void this.work(uid, status);
+    });
+  }
+}

@@ -1,0 +1,108 @@
+/**
+ * normalizeStatus (kubelet: status_manager.go normalizeStatus): the form in which the status manager
+ * caches a status and compares it with the API server's, so that differences the API cannot carry
+ * (sub-second times, status order, over-long termination messages) never count as changes.
+ */
+import type { ContainerState, ContainerStatus, Pod, PodCondition, PodStatus } from '../../api/core.js';
+import { formatRFC3339, parseRFC3339 } from '../../util/rfc3339.js';
+
+/** Total bytes of termination message the kubelet keeps for a whole pod (kubecontainer, 12 KiB). */
+export const MaxPodTerminationMessageLogLength = 1024 * 12;
+
+/**
+ * An RFC3339 time truncated to whole seconds, in UTC with a `Z` suffix (metav1.Time's Rfc3339Copy).
+ * A value that does not parse is returned unchanged: the status manager has no better value to put there.
+ */
+export function truncateTime<T extends string | null | undefined>(t: T): T | string {
+  if (typeof t !== 'string' || t === '') return t;
+  const ms = parseRFC3339(t);
+  return ms === undefined ? t : formatRFC3339(ms);
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder('utf-8', { fatal: false });
+
+/**
+ * The first `maxBytes` bytes of `s` in UTF-8. Go slices the byte string and may split a character; we
+ * drop the partial character instead, because a JSON string cannot carry half of one (Go's encoder would
+ * replace it with U+FFFD, which is longer and would make the message differ again on the next compare).
+ */
+export function truncateUTF8(s: string, maxBytes: number): string {
+  const bytes = encoder.encode(s);
+  if (bytes.length <= maxBytes) return s;
+  let end = Math.max(0, maxBytes);
+  // Back up over continuation bytes (10xxxxxx) so the cut falls on a character boundary.
+  while (end > 0 && end < bytes.length && ((bytes[end] ?? 0) & 0xc0) === 0x80) end--;
+  return decoder.decode(bytes.subarray(0, end));
+}
+
+function normalizeState(state: ContainerState | undefined, bytesPerStatus: number): void {
+  if (!state) return;
+  if (state.running?.startedAt) state.running.startedAt = truncateTime(state.running.startedAt);
+  const t = state.terminated;
+  if (t) {
+    if (t.startedAt) t.startedAt = truncateTime(t.startedAt);
+    if (t.finishedAt) t.finishedAt = truncateTime(t.finishedAt);
+    if (typeof t.message === 'string') t.message = truncateUTF8(t.message, bytesPerStatus);
+  }
+}
+
+function normalizeContainerStatuses(statuses: ContainerStatus[] | undefined, bytesPerStatus: number): void {
+  for (const s of statuses ?? []) {
+    normalizeState(s.state, bytesPerStatus);
+    normalizeState(s.lastState, bytesPerStatus);
+  }
+}
+
+function byName(a: ContainerStatus, b: ContainerStatus): number {
+  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+}
+
+/**
+ * Orders init container statuses as the init containers are ordered in the spec (kubelet:
+ * SortInitContainerStatuses). Statuses naming no init container keep their place after the matched ones.
+ */
+export function sortInitContainerStatuses(pod: Pod, statuses: ContainerStatus[]): void {
+  let current = 0;
+  for (const c of pod.spec?.initContainers ?? []) {
+    for (let j = current; j < statuses.length; j++) {
+      if (statuses[j]?.name === c.name) {
+        const tmp = statuses[current] as ContainerStatus;
+        statuses[current] = statuses[j] as ContainerStatus;
+        statuses[j] = tmp;
+        current++;
+        break;
+      }
+    }
+  }
+}
+
+/**
+ * A normalized deep copy of `status`: every time truncated to whole seconds, each terminated message cut
+ * to 12 KiB divided by the number of containers in the spec (init + regular + ephemeral), regular and
+ * ephemeral statuses sorted by name, init statuses in spec order. The input is not modified. Idempotent.
+ */
+export function normalizeStatus(pod: Pod, status: PodStatus): PodStatus {
+  const out = structuredClone(status);
+  const spec = pod.spec;
+  const containers =
+    (spec?.containers?.length ?? 0) + (spec?.initContainers?.length ?? 0) + (spec?.ephemeralContainers?.length ?? 0);
+  const bytesPerStatus =
+    containers > 0 ? Math.floor(MaxPodTerminationMessageLogLength / containers) : MaxPodTerminationMessageLogLength;
+
+  if (out.startTime) out.startTime = truncateTime(out.startTime);
+  for (const c of out.conditions ?? []) normalizeConditionTimes(c);
+
+  normalizeContainerStatuses(out.containerStatuses, bytesPerStatus);
+  out.containerStatuses?.sort(byName);
+  normalizeContainerStatuses(out.initContainerStatuses, bytesPerStatus);
+  if (out.initContainerStatuses) sortInitContainerStatuses(pod, out.initContainerStatuses);
+  normalizeContainerStatuses(out.ephemeralContainerStatuses, bytesPerStatus);
+  out.ephemeralContainerStatuses?.sort(byName);
+  return out;
+}
+
+function normalizeConditionTimes(c: PodCondition): void {
+  if (c.lastProbeTime) c.lastProbeTime = truncateTime(c.lastProbeTime);
+  if (c.lastTransitionTime) c.lastTransitionTime = truncateTime(c.lastTransitionTime);
+}

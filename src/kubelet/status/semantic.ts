@@ -1,0 +1,89 @@
+/**
+ * Go-semantic comparison of API objects held in their JSON wire shape.
+ *
+ * The kubelet compares typed Go structs with apimachinery's `Semantic.DeepEqual`, where an absent field
+ * and its zero value are the same thing (a missing `ready` is `false`, a missing list is an empty one) and
+ * times compare as instants. Our objects are JSON, where `undefined`, `""`, `0`, `false`, `[]` and `{}`
+ * all differ. `wireCanonical` removes that difference by dropping every zero value, except where Go uses
+ * a pointer: there "set to the zero value" and "unset" are different facts (`started: false` is news,
+ * `state.running: {}` says the container runs). Both the kubelet-equality check and the status patch are
+ * computed on this canonical form, so a server status that spells out zero values never looks changed.
+ */
+
+/**
+ * Keys whose Go field is a pointer in the pod status types (ContainerStatus.started, ContainerState's
+ * waiting / running / terminated): a present zero value is kept.
+ */
+const POINTER_KEYS: ReadonlySet<string> = new Set(['started', 'waiting', 'running', 'terminated']);
+
+/** Keys whose values are metav1.Time: equal when they denote the same instant, whatever the spelling. */
+export const TIME_KEYS: ReadonlySet<string> = new Set([
+  'startTime',
+  'startedAt',
+  'finishedAt',
+  'lastProbeTime',
+  'lastTransitionTime',
+]);
+
+export type JSONObject = Record<string, unknown>;
+
+export function isJSONObject(v: unknown): v is JSONObject {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/**
+ * The canonical wire form of a JSON value: zero values dropped (unless under a pointer key), list
+ * elements always kept (a zero element of a list is still an element). Returns undefined for a value that
+ * is entirely zero. Never mutates its input; non-JSON values (functions, symbols) count as absent.
+ */
+export function wireCanonical(value: unknown): unknown {
+  return canonical(value, false);
+}
+
+function canonical(value: unknown, keepZero: boolean): unknown {
+  if (value === null || value === undefined) return undefined;
+  if (typeof value === 'string') return value === '' && !keepZero ? undefined : value;
+  if (typeof value === 'number') return (value === 0 || !Number.isFinite(value)) && !keepZero ? undefined : value;
+  if (typeof value === 'boolean') return value === false && !keepZero ? undefined : value;
+  if (Array.isArray(value)) {
+    if (value.length === 0) return keepZero ? [] : undefined;
+    return value.map((e) => canonical(e, true) ?? null);
+  }
+  if (isJSONObject(value)) {
+    const out: JSONObject = {};
+    for (const [k, v] of Object.entries(value)) {
+      const c = canonical(v, POINTER_KEYS.has(k));
+      if (c !== undefined) out[k] = c;
+    }
+    return Object.keys(out).length === 0 && !keepZero ? undefined : out;
+  }
+  return undefined;
+}
+
+function sameInstant(a: string, b: string): boolean {
+  if (a === b) return true;
+  const ta = Date.parse(a);
+  const tb = Date.parse(b);
+  return !Number.isNaN(ta) && ta === tb;
+}
+
+/** Deep equality of two canonical values; `key` is the field the values sit under (for time fields). */
+export function canonicalEqual(a: unknown, b: unknown, key = ''): boolean {
+  if (a === b) return true;
+  if (typeof a === 'string' && typeof b === 'string') return TIME_KEYS.has(key) && sameInstant(a, b);
+  if (Array.isArray(a) || Array.isArray(b)) {
+    if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
+    return a.every((x, i) => canonicalEqual(x, b[i], key));
+  }
+  if (isJSONObject(a) && isJSONObject(b)) {
+    const ka = Object.keys(a);
+    if (ka.length !== Object.keys(b).length) return false;
+    return ka.every((k) => Object.hasOwn(b, k) && canonicalEqual(a[k], b[k], k));
+  }
+  return false;
+}
+
+/** `Semantic.DeepEqual` on wire-shaped values: zero values equal absence; times compare as instants. */
+export function semanticEqual(a: unknown, b: unknown): boolean {
+  return canonicalEqual(wireCanonical(a), wireCanonical(b));
+}

@@ -1,0 +1,221 @@
+/**
+ * The CRI v1 messages as @grpc/proto-loader hands them over and accepts them, loaded with
+ * `{ keepCase: true, longs: String, enums: String, defaults: true }`: snake_case field names, enums as
+ * their names, int64/uint64 as decimal strings (nanosecond timestamps exceed 2^53), absent sub-messages as
+ * null. Only the fields kubelet-operator sends or reads are declared; see proto/api.proto.
+ */
+
+export type WireNamespaceMode = 'POD' | 'CONTAINER' | 'NODE' | 'TARGET';
+export type WireProtocol = 'TCP' | 'UDP' | 'SCTP';
+export type WireSandboxState = 'SANDBOX_READY' | 'SANDBOX_NOTREADY';
+export type WireContainerState = 'CONTAINER_CREATED' | 'CONTAINER_RUNNING' | 'CONTAINER_EXITED' | 'CONTAINER_UNKNOWN';
+export type WireProfileType = 'RuntimeDefault' | 'Unconfined' | 'Localhost';
+
+/** int64 on the way out: a decimal string keeps every bit; proto-loader also takes numbers. */
+export type Int64 = string;
+
+export interface WireKeyValue {
+  key: string;
+  value: string;
+}
+
+export interface WirePortMapping {
+  protocol: WireProtocol;
+  container_port: number;
+  host_port: number;
+  host_ip: string;
+}
+
+export interface WireMount {
+  container_path: string;
+  host_path: string;
+  readonly: boolean;
+}
+
+export interface WireNamespaceOption {
+  network: WireNamespaceMode;
+  pid: WireNamespaceMode;
+  ipc: WireNamespaceMode;
+}
+
+export interface WireInt64Value {
+  value: Int64;
+}
+
+export interface WireSecurityProfile {
+  profile_type: WireProfileType;
+  localhost_ref: string;
+}
+
+export interface WireSandboxSecurityContext {
+  namespace_options: WireNamespaceOption;
+  run_as_user?: WireInt64Value | null;
+  run_as_group?: WireInt64Value | null;
+  readonly_rootfs: boolean;
+  supplemental_groups: Int64[];
+  privileged: boolean;
+  seccomp: WireSecurityProfile;
+}
+
+export interface WireLinuxSandboxConfig {
+  cgroup_parent: string;
+  security_context: WireSandboxSecurityContext;
+  sysctls: Record<string, string>;
+}
+
+export interface WireSandboxMetadata {
+  name: string;
+  uid: string;
+  namespace: string;
+  attempt: number;
+}
+
+export interface WireDnsConfig {
+  servers: string[];
+  searches: string[];
+  options: string[];
+}
+
+export interface WirePodSandboxConfig {
+  metadata: WireSandboxMetadata;
+  hostname: string;
+  log_directory: string;
+  dns_config?: WireDnsConfig | null;
+  port_mappings: WirePortMapping[];
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  linux: WireLinuxSandboxConfig;
+}
+
+export interface WireContainerResources {
+  cpu_period: Int64;
+  cpu_quota: Int64;
+  cpu_shares: Int64;
+  memory_limit_in_bytes: Int64;
+  oom_score_adj: Int64;
+}
+
+export interface WireContainerSecurityContext {
+  capabilities?: { add_capabilities: string[]; drop_capabilities: string[] } | null;
+  privileged: boolean;
+  namespace_options: WireNamespaceOption;
+  run_as_user?: WireInt64Value | null;
+  run_as_group?: WireInt64Value | null;
+  readonly_rootfs: boolean;
+  no_new_privs: boolean;
+  seccomp: WireSecurityProfile;
+}
+
+export interface WireContainerMetadata {
+  name: string;
+  attempt: number;
+}
+
+export interface WireImageSpec {
+  image: string;
+}
+
+export interface WireContainerConfig {
+  metadata: WireContainerMetadata;
+  image: WireImageSpec;
+  command: string[];
+  args: string[];
+  working_dir: string;
+  envs: WireKeyValue[];
+  mounts: WireMount[];
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  log_path: string;
+  stdin: boolean;
+  stdin_once: boolean;
+  tty: boolean;
+  linux: {
+    resources?: WireContainerResources | null;
+    security_context: WireContainerSecurityContext;
+  };
+}
+
+export interface WireSandboxFilter {
+  id?: string;
+  state?: { state: WireSandboxState } | null;
+  label_selector?: Record<string, string>;
+}
+
+export interface WireContainerFilter {
+  id?: string;
+  pod_sandbox_id?: string;
+  state?: { state: WireContainerState } | null;
+  label_selector?: Record<string, string>;
+}
+
+// ---------------------------------------------------------------------------- responses (as decoded)
+
+export interface WirePodSandbox {
+  id: string;
+  metadata: WireSandboxMetadata | null;
+  state: WireSandboxState;
+  created_at: string;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+}
+
+export interface WirePodSandboxStatus extends WirePodSandbox {
+  network: { ip: string; additional_ips: { ip: string }[] } | null;
+  linux: { namespaces: { options: WireNamespaceOption | null } | null } | null;
+}
+
+export interface WireContainer {
+  id: string;
+  pod_sandbox_id: string;
+  metadata: WireContainerMetadata | null;
+  image: WireImageSpec | null;
+  image_ref: string;
+  state: WireContainerState;
+  created_at: string;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+}
+
+export interface WireContainerStatus {
+  id: string;
+  metadata: WireContainerMetadata | null;
+  state: WireContainerState;
+  created_at: string;
+  started_at: string;
+  finished_at: string;
+  exit_code: number;
+  image: WireImageSpec | null;
+  image_ref: string;
+  reason: string;
+  message: string;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  log_path: string;
+}
+
+export interface WireImage {
+  id: string;
+  repo_tags: string[];
+  repo_digests: string[];
+  size: string;
+}
+
+export interface WireRuntimeCondition {
+  type: string;
+  status: boolean;
+  reason: string;
+  message: string;
+}
+
+export interface WireVersionResponse {
+  version: string;
+  runtime_name: string;
+  runtime_version: string;
+  runtime_api_version: string;
+}
+
+export interface WireExecSyncResponse {
+  stdout: Buffer;
+  stderr: Buffer;
+  exit_code: number;
+}

@@ -1,0 +1,92 @@
+/**
+ * Pod IP allocation for the simulated runtime, in the manner of the CNI host-local plugin: addresses come
+ * from one IPv4 CIDR, the network address, the gateway (first host) and the broadcast address are never
+ * handed out, and released addresses are reused only after every fresh one has been used (oldest release
+ * first), so a just-freed IP is not given straight to the next pod. Allocate and release are O(1).
+ */
+import { KindError } from '../../util/errors.js';
+
+export class IPAllocator {
+  readonly cidr: string;
+  private readonly base: number;
+  private readonly last: number;
+  private nextFresh: number;
+  private readonly released: number[] = [];
+  private releasedHead = 0;
+  private readonly used = new Set<number>();
+
+  /** Throws InvalidArgument for anything but an IPv4 CIDR with room for at least one pod. */
+  constructor(cidr: string) {
+    const m = /^(\d{1,3}(?:\.\d{1,3}){3})\/(\d{1,2})$/.exec(cidr);
+    const prefix = m ? Number(m[2]) : NaN;
+    const addr = m ? parseIPv4(m[1]!) : undefined;
+    if (addr === undefined || !(prefix >= 8 && prefix <= 30)) {
+      throw new KindError('InvalidArgument', `sim runtime: podCIDR ${JSON.stringify(cidr)} is not an IPv4 CIDR /8../30`, {
+        field: 'podCIDR',
+      });
+    }
+    const size = 2 ** (32 - prefix);
+    this.cidr = cidr;
+    this.base = addr - (addr % size);
+    this.last = this.base + size - 2; // broadcast excluded
+    this.nextFresh = this.base + 2; // network and gateway excluded
+  }
+
+  /** Number of addresses currently allocated. */
+  get allocated(): number {
+    return this.used.size;
+  }
+
+  /** Throws Unknown (as a CNI ADD failure surfaces through containerd) when the range is exhausted. */
+  allocate(sandboxId: string): string {
+    let ip: number | undefined;
+    if (this.nextFresh <= this.last) {
+      ip = this.nextFresh++;
+    } else {
+      while (this.releasedHead < this.released.length) {
+        const candidate = this.released[this.releasedHead++]!;
+        if (!this.used.has(candidate)) {
+          ip = candidate;
+          break;
+        }
+      }
+      if (this.releasedHead > 1024 && this.releasedHead * 2 > this.released.length) {
+        this.released.splice(0, this.releasedHead);
+        this.releasedHead = 0;
+      }
+    }
+    if (ip === undefined) {
+      throw new KindError(
+        'Unknown',
+        `failed to setup network for sandbox "${sandboxId}": no IP addresses available in range set ${this.cidr}`,
+        { sandboxId, cidr: this.cidr },
+      );
+    }
+    this.used.add(ip);
+    return formatIPv4(ip);
+  }
+
+  /** Releasing an address that is not allocated (or not ours) is a no-op. */
+  release(ip: string): void {
+    const n = parseIPv4(ip);
+    if (n === undefined || !this.used.delete(n)) return;
+    this.released.push(n);
+  }
+}
+
+export function parseIPv4(s: string): number | undefined {
+  const parts = s.split('.');
+  if (parts.length !== 4) return undefined;
+  let n = 0;
+  for (const p of parts) {
+    if (!/^\d{1,3}$/.test(p)) return undefined;
+    const v = Number(p);
+    if (v > 255) return undefined;
+    n = n * 256 + v;
+  }
+  return n;
+}
+
+function formatIPv4(n: number): string {
+  return `${Math.floor(n / 16777216) % 256}.${Math.floor(n / 65536) % 256}.${Math.floor(n / 256) % 256}.${n % 256}`;
+}
