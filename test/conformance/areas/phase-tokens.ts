@@ -85,14 +85,21 @@ export function parseAPIState(v: unknown, where: string): ContainerState {
   if (v.terminated !== undefined) {
     const t = v.terminated ?? {};
     if (!isRecord(t)) throw new Uninterpretable(`${where}.terminated: not an object`);
-    checkKeys(t, ['exitCode', 'signal', 'reason', 'message', 'containerID', ...TIME_FIELDS], `${where}.terminated`);
-    out.terminated = { exitCode: t.exitCode === undefined ? 0 : int(t.exitCode, `${where}.terminated.exitCode`) };
+    checkKeys(
+      t,
+      ['exitCode', 'signal', 'reason', 'message', 'containerID', ...TIME_FIELDS],
+      `${where}.terminated`,
+    );
+    out.terminated = {
+      exitCode: t.exitCode === undefined ? 0 : int(t.exitCode, `${where}.terminated.exitCode`),
+    };
     if (t.signal !== undefined) out.terminated.signal = int(t.signal, `${where}.terminated.signal`);
     for (const k of ['reason', 'message', 'containerID'] as const) {
       if (t[k] !== undefined) out.terminated[k] = str(t[k], `${where}.terminated.${k}`);
     }
     for (const k of ['startedAt', 'finishedAt'] as const) {
-      if (t[k] !== undefined && t[k] !== null) out.terminated[k] = timeToRFC3339(t[k], `${where}.terminated.${k}`);
+      if (t[k] !== undefined && t[k] !== null)
+        out.terminated[k] = timeToRFC3339(t[k], `${where}.terminated.${k}`);
     }
   }
   return out;
@@ -128,7 +135,8 @@ export function parseStatusToken(name: string, token: string, where: string): Co
       .map((a) => a.trim())
       .filter((a) => a !== '');
     if (call[1] === 'terminated') {
-      if (args.length < 1 || args.length > 2) throw new Uninterpretable(`${where}: bad token ${JSON.stringify(t)}`);
+      if (args.length < 1 || args.length > 2)
+        throw new Uninterpretable(`${where}: bad token ${JSON.stringify(t)}`);
       const terminated: NonNullable<ContainerState['terminated']> = { exitCode: int(args[0], where) };
       if (args[1] !== undefined) terminated.reason = args[1];
       return { ...base, state: { terminated } };
@@ -155,14 +163,26 @@ export function parseAPIContainerStatus(name: string, v: unknown, where: string)
   if (!isRecord(v)) throw new Uninterpretable(`${where}: not a container status: ${JSON.stringify(v)}`);
   checkKeys(
     v,
-    ['name', 'state', 'lastTerminationState', 'lastState', 'restartCount', 'ready', 'started', 'containerID', 'image', 'imageID'],
+    [
+      'name',
+      'state',
+      'lastTerminationState',
+      'lastState',
+      'restartCount',
+      'ready',
+      'started',
+      'containerID',
+      'image',
+      'imageID',
+    ],
     where,
   );
   const status: ContainerStatus =
     typeof v.state === 'string'
       ? parseStatusToken(name, v.state, `${where}.state`)
       : { name, ready: false, restartCount: 0, state: parseAPIState(v.state, `${where}.state`) };
-  if (v.name !== undefined && v.name !== name) throw new Uninterpretable(`${where}: name ${String(v.name)} != ${name}`);
+  if (v.name !== undefined && v.name !== name)
+    throw new Uninterpretable(`${where}: name ${String(v.name)} != ${name}`);
   const last = v.lastTerminationState ?? v.lastState;
   if (last !== undefined) status.lastState = parseAPIState(last, `${where}.lastTerminationState`);
   if (v.restartCount !== undefined) status.restartCount = int(v.restartCount, `${where}.restartCount`);

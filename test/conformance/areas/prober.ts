@@ -1,6 +1,20 @@
+/**
+ * The prober area: `worker.doProbe` step cases and `manager.UpdatePodStatus` cases, told apart by
+ * `given.function`. Any other function is Uninterpretable.
+ */
 import { Uninterpretable, type AreaInterpreter } from '../types.js';
+import { interpretDoProbe } from './prober-doprobe.js';
+import { interpretUpdatePodStatus } from './prober-manager.js';
+import { functionName } from './prober-read.js';
 
-// Placeholder until the prober interpreter lands; every case of the area fails by name meanwhile.
 export const interpretProber: AreaInterpreter = (c) => {
-  throw new Uninterpretable(`area prober has no interpreter yet (case ${c.id})`);
+  const fn = functionName(c.given.function, 'given.function');
+  switch (fn) {
+    case 'worker.doProbe':
+      return interpretDoProbe(c);
+    case 'manager.UpdatePodStatus':
+      return interpretUpdatePodStatus(c);
+    default:
+      throw new Uninterpretable(`prober: unknown function '${fn}'`);
+  }
 };

@@ -1,0 +1,298 @@
+/**
+ * The generic pod lifecycle event generator (kubelet: pkg/kubelet/pleg/generic.go, GenericPLEG): each
+ * relist lists every pod on the runtime, diffs it against the previous listing, inspects the pods that
+ * changed into the pod cache, and sends the resulting events to a bounded channel.
+ *
+ * No timers here: the shell calls `relist()` once a second and `healthy(now)` from its health check. The
+ * runtime is reached only through the injected PodLister, time only through the injected clock.
+ */
+import { emptyPodStatus, type PodCache } from '../container/cache.js';
+import type { PodUID, RuntimePodStatus } from '../container/types.js';
+import { BoundedChannel } from '../../util/channel.js';
+import type { Clock } from '../../util/clock.js';
+import { KindError } from '../../util/errors.js';
+import { computePodEvents, isSentEvent, type ListedContainer, type PodLifecycleEvent } from './events.js';
+
+/** One pod as the runtime lists it (kubelet: kubecontainer.Pod): identity plus container/sandbox states. */
+export interface RuntimePod {
+  readonly uid: PodUID;
+  readonly name: string;
+  readonly namespace: string;
+  readonly containers: readonly ListedContainer[];
+  /** Sandboxes as container-like records: ready = running, not ready = exited. */
+  readonly sandboxes: readonly ListedContainer[];
+}
+
+/**
+ * The runtime as the PLEG sees it.
+ * - `getPods` lists every pod, including exited containers and sandboxes (kubelet: GetPods(all=true)).
+ *   Rejecting aborts the relist.
+ * - `getPodStatus` inspects one pod (kubelet: GetPodStatus). Rejecting marks the pod for reinspection.
+ * Neither result is mutated by the PLEG.
+ */
+export interface PodLister {
+  getPods(): Promise<readonly RuntimePod[]>;
+  getPodStatus(uid: PodUID, name: string, namespace: string): Promise<RuntimePodStatus>;
+}
+
+/** A predicate over a freshly inspected status; once it holds, the PLEG emits ConditionMet and forgets it. */
+export type WatchCondition = (status: RuntimePodStatus) => boolean;
+
+/** Default capacity of the event channel (kubelet: plegChannelCapacity). */
+export const DEFAULT_PLEG_CHANNEL_CAPACITY = 1000;
+/** Default longest quiet time before the PLEG counts as unhealthy (kubelet: genericPlegRelistThreshold). */
+export const DEFAULT_RELIST_THRESHOLD_MS = 3 * 60 * 1000;
+
+export interface GenericPLEGConfig {
+  lister: PodLister;
+  cache: PodCache;
+  clock: Pick<Clock, 'now'>;
+  channelCapacity?: number;
+  relistThresholdMs?: number;
+}
+
+/** What one relist did: either the listing failed (nothing else happened) or counts of what it sent. */
+export type RelistResult =
+  | { readonly listed: false; readonly error: unknown }
+  | {
+      readonly listed: true;
+      readonly eventsSent: number;
+      readonly eventsDropped: number;
+      readonly inspected: readonly string[];
+      readonly inspectionFailed: readonly string[];
+    };
+
+export type PLEGHealth = { readonly healthy: true } | { readonly healthy: false; readonly message: string };
+
+/** `old` is the listing the last successful inspection saw; `current` is this relist's (absent = gone). */
+interface PodRecord {
+  old: RuntimePod | undefined;
+  current: RuntimePod | undefined;
+}
+
+interface VersionedCondition {
+  condition: WatchCondition;
+  version: number;
+}
+
+function isRuntimePod(p: unknown): p is RuntimePod {
+  if (typeof p !== 'object' || p === null) return false;
+  const r = p as Record<string, unknown>;
+  return typeof r.uid === 'string' && Array.isArray(r.containers) && Array.isArray(r.sandboxes);
+}
+
+/**
+ * Invariants: a pod's record advances (`old = current`) only after a successful inspection, so a failed
+ * one is retried with the same diff; the reinspection set holds exactly the pods whose inspection failed
+ * in the last completed relist; watch conditions exist only for pods present in the last listing; relists
+ * never overlap (calls queue behind each other).
+ */
+export class GenericPLEG {
+  /** Events for the sync loop. Full channel: the event is dropped and counted in `discardedEvents`. */
+  readonly events: BoundedChannel<PodLifecycleEvent>;
+  readonly relistThresholdMs: number;
+  private readonly lister: PodLister;
+  private readonly cache: PodCache;
+  private readonly clock: Pick<Clock, 'now'>;
+  private readonly records = new Map<string, PodRecord>();
+  private podsToReinspect = new Set<string>();
+  private readonly watchConditions = new Map<string, Map<string, VersionedCondition>>();
+  private relistTime: number | undefined;
+  private discarded = 0;
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(config: GenericPLEGConfig) {
+    if (!config?.lister || !config.cache || typeof config.clock?.now !== 'function') {
+      throw new KindError('InvalidArgument', 'GenericPLEG needs a lister, a cache and a clock');
+    }
+    const threshold = config.relistThresholdMs ?? DEFAULT_RELIST_THRESHOLD_MS;
+    if (!Number.isFinite(threshold) || threshold <= 0) {
+      throw new KindError('InvalidArgument', `relist threshold must be positive: ${threshold}`);
+    }
+    this.lister = config.lister;
+    this.cache = config.cache;
+    this.clock = config.clock;
+    this.relistThresholdMs = threshold;
+    this.events = new BoundedChannel(config.channelCapacity ?? DEFAULT_PLEG_CHANNEL_CAPACITY);
+  }
+
+  /** Epoch ms of the start of the last relist whose listing succeeded. */
+  get lastRelistTime(): number | undefined {
+    return this.relistTime;
+  }
+
+  /** Events dropped so far because the channel was full. */
+  get discardedEvents(): number {
+    return this.discarded;
+  }
+
+  /** Pods that will be inspected on the next relist because their last inspection failed. */
+  get reinspectionSet(): ReadonlySet<string> {
+    return this.podsToReinspect;
+  }
+
+  /** Unhealthy before the first successful relist and when the last one is older than the threshold. */
+  healthy(now: number): PLEGHealth {
+    if (this.relistTime === undefined) return { healthy: false, message: 'pleg has yet to be successful' };
+    const elapsed = now - this.relistTime;
+    if (elapsed > this.relistThresholdMs) {
+      return {
+        healthy: false,
+        message: `pleg was last seen active ${elapsed}ms ago; threshold is ${this.relistThresholdMs}ms`,
+      };
+    }
+    return { healthy: true };
+  }
+
+  /**
+   * Registers (or replaces) the condition under `key` for a pod. Replacing bumps the version, so a check
+   * that started before the replacement does not remove it. While a pod has conditions it is inspected on
+   * every relist.
+   */
+  setPodWatchCondition(uid: string, key: string, condition: WatchCondition): void {
+    if (typeof condition !== 'function') throw new KindError('InvalidArgument', 'watch condition is not a function');
+    const conditions = this.watchConditions.get(uid) ?? new Map<string, VersionedCondition>();
+    const existing = conditions.get(key);
+    conditions.set(key, { condition, version: existing ? existing.version + 1 : 0 });
+    this.watchConditions.set(uid, conditions);
+  }
+
+  /** The pod's registered condition keys with their versions. */
+  podWatchConditions(uid: string): ReadonlyMap<string, number> {
+    const m = this.watchConditions.get(uid);
+    return new Map([...(m ?? [])].map(([k, v]) => [k, v.version]));
+  }
+
+  /** Lists, diffs, inspects and sends (SEMANTICS §7.3). Calls are serialized. Never rejects. */
+  relist(): Promise<RelistResult> {
+    const run = this.queue.then(() => this.relistOnce());
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private async relistOnce(): Promise<RelistResult> {
+    const timestamp = this.clock.now();
+    let pods: readonly RuntimePod[];
+    try {
+      const listed: unknown = await this.lister.getPods();
+      if (!Array.isArray(listed) || !listed.every(isRuntimePod)) {
+        throw new KindError('InvalidArgument', 'runtime pod listing is malformed');
+      }
+      pods = listed;
+    } catch (error) {
+      return { listed: false, error };
+    }
+    this.relistTime = timestamp;
+    this.setCurrent(pods);
+    for (const uid of [...this.watchConditions.keys()]) {
+      if (!this.records.get(uid)?.current) this.watchConditions.delete(uid);
+    }
+
+    const needsReinspection = new Set<string>();
+    const inspected: string[] = [];
+    let eventsSent = 0;
+    let eventsDropped = 0;
+    for (const [uid, record] of [...this.records]) {
+      const events = computePodEvents(uid, record.old, record.current);
+      const conditions = [...(this.watchConditions.get(uid) ?? [])].map(([key, v]) => ({ key, ...v }));
+      if (events.length === 0 && conditions.length === 0 && !this.podsToReinspect.has(uid)) continue;
+
+      const pod = record.current;
+      let status: RuntimePodStatus | undefined;
+      if (!pod) {
+        this.cache.delete(uid);
+      } else {
+        inspected.push(uid);
+        status = await this.inspect(pod);
+        if (!status) {
+          needsReinspection.add(uid);
+          continue;
+        }
+      }
+
+      if (status) {
+        const met = conditions.filter((c) => this.holds(c.condition, status));
+        if (met.length > 0) {
+          this.completeWatchConditions(uid, met);
+          events.push({ podUID: uid, type: 'ConditionMet' });
+        }
+      }
+
+      if (record.current) {
+        record.old = record.current;
+        record.current = undefined;
+      } else {
+        this.records.delete(uid);
+      }
+
+      for (const e of events) {
+        if (!isSentEvent(e.type)) continue;
+        if (this.events.trySend(e)) eventsSent++;
+        else {
+          eventsDropped++;
+          this.discarded++;
+        }
+      }
+    }
+
+    this.cache.updateTime(timestamp);
+    this.podsToReinspect = needsReinspection;
+    return { listed: true, eventsSent, eventsDropped, inspected, inspectionFailed: [...needsReinspection] };
+  }
+
+  private setCurrent(pods: readonly RuntimePod[]): void {
+    for (const r of this.records.values()) r.current = undefined;
+    for (const p of pods) {
+      const r = this.records.get(p.uid);
+      if (r) r.current = p;
+      else this.records.set(p.uid, { old: undefined, current: p });
+    }
+  }
+
+  /** Inspects one pod into the cache; undefined when the inspection failed (the error is cached). */
+  private async inspect(pod: RuntimePod): Promise<RuntimePodStatus | undefined> {
+    const timestamp = this.clock.now();
+    let status: RuntimePodStatus;
+    try {
+      const got: unknown = await this.lister.getPodStatus(pod.uid, pod.name, pod.namespace);
+      if (typeof got !== 'object' || got === null) {
+        throw new KindError('InvalidArgument', 'runtime returned no pod status', { pod: pod.uid });
+      }
+      status = got as RuntimePodStatus;
+    } catch (error) {
+      this.cache.set(pod.uid, emptyPodStatus(pod.uid, pod.name, pod.namespace), error, timestamp);
+      return undefined;
+    }
+    const withIPs = this.keepPodIPs(pod.uid, status);
+    this.cache.set(pod.uid, withIPs, undefined, timestamp);
+    return withIPs;
+  }
+
+  /**
+   * A torn-down pod keeps its last known IPs: when the new status has none and no sandbox is ready, the
+   * previously cached (error-free) IPs are kept, because the API expects a finished pod's IP to remain.
+   */
+  private keepPodIPs(uid: string, status: RuntimePodStatus): RuntimePodStatus {
+    if ((status.ips ?? []).length > 0) return status;
+    const old = this.cache.entry(uid);
+    if (!old || old.error !== undefined || (old.status.ips ?? []).length === 0) return status;
+    if ((status.sandboxes ?? []).some((s) => s.state === 'ready')) return status;
+    return { ...status, ips: [...old.status.ips] };
+  }
+
+  private holds(condition: WatchCondition, status: RuntimePodStatus): boolean {
+    try {
+      return condition(status) === true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Removes the conditions that held, unless they were re-registered (version bumped) meanwhile. */
+  private completeWatchConditions(uid: string, met: readonly { key: string; version: number }[]): void {
+    const conditions = this.watchConditions.get(uid);
+    if (!conditions) return;
+    for (const m of met) if (conditions.get(m.key)?.version === m.version) conditions.delete(m.key);
+    if (conditions.size === 0) this.watchConditions.delete(uid);
+  }
+}

@@ -1,0 +1,106 @@
+/**
+ * The body of the kubelet's pod status PATCH (kubelet: pkg/util/pod PatchPodStatus): a two-way strategic
+ * merge patch from the server's status to the status to send, computed on the Go wire form of both
+ * (semantic.ts), with the pod UID in `metadata` as a precondition so a pod recreated under the same name
+ * is never patched with another pod's status.
+ *
+ * Strategic-merge rules of core/v1 PodStatus that apply: `conditions` merge by `type`, `podIPs` and
+ * `hostIPs` by `ip`, `resourceClaimStatuses` by `name`; every other list (container statuses included) is
+ * atomic and replaced whole. Changed list entries carry their merge key and only the changed fields (a
+ * removed field is `null`), removed entries a `$patch: delete` directive, and the list's new order comes in
+ * `$setElementOrder/<list>`, as apimachinery's CreateTwoWayMergePatch writes them.
+ */
+import type { PodStatus } from '../../api/core.js';
+import { KindError } from '../../util/errors.js';
+import { canonicalEqual, isJSONObject, wireCanonical, type JSONObject } from './semantic.js';
+
+/** Merge keys of the PodStatus lists whose patch strategy is `merge`. */
+export const podStatusMergeKeys: Readonly<Record<string, string>> = {
+  conditions: 'type',
+  podIPs: 'ip',
+  hostIPs: 'ip',
+  resourceClaimStatuses: 'name',
+};
+
+export const setElementOrderPrefix = '$setElementOrder/';
+
+/** A status patch: always the UID precondition, and the status changes. */
+export interface PodStatusPatch {
+  metadata: { uid: string };
+  status: JSONObject;
+}
+
+function canonicalObject(v: unknown): JSONObject {
+  const c = wireCanonical(v);
+  return isJSONObject(c) ? c : {};
+}
+
+function diffMaps(old: JSONObject, next: JSONObject, mergeKeys: Readonly<Record<string, string>>): JSONObject {
+  const patch: JSONObject = {};
+  for (const key of new Set([...Object.keys(old), ...Object.keys(next)])) {
+    const o = old[key];
+    const n = next[key];
+    const mergeKey = mergeKeys[key];
+    if (n === undefined) {
+      if (o !== undefined) patch[key] = null;
+    } else if (mergeKey !== undefined && Array.isArray(n) && (o === undefined || Array.isArray(o))) {
+      diffMergeList(patch, key, mergeKey, (o as unknown[] | undefined) ?? [], n);
+    } else if (o === undefined) {
+      patch[key] = n;
+    } else if (canonicalEqual(o, n, key)) {
+      continue;
+    } else if (isJSONObject(o) && isJSONObject(n)) {
+      const sub = diffMaps(o, n, {});
+      if (Object.keys(sub).length > 0) patch[key] = sub;
+    } else {
+      patch[key] = n;
+    }
+  }
+  return patch;
+}
+
+function keyOf(entry: unknown, list: string, mergeKey: string): string {
+  const k = isJSONObject(entry) ? entry[mergeKey] : undefined;
+  if (typeof k !== 'string' || k === '') {
+    throw new KindError('InvalidArgument', `status.${list}: an entry has no ${mergeKey}`, { list, mergeKey });
+  }
+  return k;
+}
+
+function diffMergeList(patch: JSONObject, list: string, mergeKey: string, old: unknown[], next: unknown[]): void {
+  const oldByKey = new Map(old.map((e) => [keyOf(e, list, mergeKey), e as JSONObject]));
+  const nextKeys = new Set<string>();
+  const entries: JSONObject[] = [];
+  for (const e of next) {
+    const k = keyOf(e, list, mergeKey);
+    nextKeys.add(k);
+    const o = oldByKey.get(k);
+    const n = e as JSONObject;
+    if (o === undefined) {
+      entries.push(n);
+    } else if (!canonicalEqual(o, n)) {
+      entries.push({ ...diffMaps(o, n, {}), [mergeKey]: k });
+    }
+  }
+  for (const k of oldByKey.keys()) {
+    if (!nextKeys.has(k)) entries.push({ $patch: 'delete', [mergeKey]: k });
+  }
+  if (entries.length === 0) return;
+  patch[`${setElementOrderPrefix}${list}`] = next.map((e) => ({ [mergeKey]: keyOf(e, list, mergeKey) }));
+  patch[list] = entries;
+}
+
+/**
+ * The PATCH body that takes the server from `serverStatus` to `status` for the pod with `uid`, or null
+ * when the two are semantically equal: then no request must be made at all. Throws
+ * KindError('InvalidArgument') when a merge-keyed list entry lacks its key (such a patch cannot be
+ * written), or when `uid` is empty (the precondition is the point).
+ */
+export function createPodStatusPatch(uid: string, serverStatus: PodStatus, status: PodStatus): PodStatusPatch | null {
+  if (typeof uid !== 'string' || uid === '') {
+    throw new KindError('InvalidArgument', 'a status patch needs the pod UID as precondition');
+  }
+  const diff = diffMaps(canonicalObject(serverStatus), canonicalObject(status), podStatusMergeKeys);
+  if (Object.keys(diff).length === 0) return null;
+  return { metadata: { uid }, status: diff };
+}

@@ -1,0 +1,69 @@
+/**
+ * Entry checks of the status manager's mutators: the shapes the algorithms index into. A malformed pod or
+ * status is rejected with KindError('InvalidArgument') before it reaches the cache, so nothing deep inside
+ * (normalization, merge, patch) ever meets it.
+ */
+import type { Pod, PodStatus } from '../../api/core.js';
+import { KindError } from '../../util/errors.js';
+import { validatePodSpecForStatus } from './validation.js';
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function invalid(message: string, context: Record<string, unknown> = {}): never {
+  throw new KindError('InvalidArgument', message, context);
+}
+
+/**
+ * A pod the status manager can key and sync: an object with metadata.uid (non-empty), string name and
+ * namespace when present, and a spec that validatePodSpecForStatus accepts.
+ */
+export function validatePodForStatusManager(pod: unknown): asserts pod is Pod & { metadata: { uid: string } } {
+  if (!isObject(pod) || !isObject(pod.metadata)) invalid('pod has no metadata');
+  const { uid, name, namespace } = pod.metadata;
+  if (typeof uid !== 'string' || uid === '') invalid('pod has no metadata.uid', { name, namespace });
+  for (const [field, v] of [
+    ['name', name],
+    ['namespace', namespace],
+  ] as const) {
+    if (v !== undefined && typeof v !== 'string') invalid(`pod metadata.${field} is not a string`, { uid });
+  }
+  validatePodSpecForStatus(pod.spec as Pod['spec']);
+}
+
+const STATUS_LISTS = ['initContainerStatuses', 'containerStatuses', 'ephemeralContainerStatuses'] as const;
+
+/**
+ * A status whose lists are lists of the right things: conditions with a string type and status, container
+ * statuses with a string name and object states. Scalars are not checked beyond their type: an
+ * unrecognised phase is a value the algorithms define (TerminatePod makes it Failed).
+ */
+export function validatePodStatus(status: unknown): asserts status is PodStatus {
+  if (!isObject(status)) invalid('pod status is not an object');
+  for (const field of ['phase', 'reason', 'message', 'startTime'] as const) {
+    const v = status[field];
+    if (v !== undefined && v !== null && typeof v !== 'string') invalid(`status.${field} is not a string`);
+  }
+  const conditions = status.conditions;
+  if (conditions !== undefined && conditions !== null) {
+    if (!Array.isArray(conditions)) invalid('status.conditions is not a list');
+    conditions.forEach((c: unknown, i) => {
+      if (!isObject(c) || typeof c.type !== 'string' || c.type === '' || typeof c.status !== 'string') {
+        invalid(`status.conditions[${i}] needs a type and a status`, { index: i });
+      }
+    });
+  }
+  for (const field of STATUS_LISTS) {
+    const list = status[field];
+    if (list === undefined || list === null) continue;
+    if (!Array.isArray(list)) invalid(`status.${field} is not a list`);
+    list.forEach((s: unknown, i) => {
+      if (!isObject(s) || typeof s.name !== 'string') invalid(`status.${field}[${i}] has no name`, { index: i });
+      for (const k of ['state', 'lastState'] as const) {
+        const st = s[k];
+        if (st !== undefined && st !== null && !isObject(st)) invalid(`status.${field}[${i}].${k} is not an object`);
+      }
+    });
+  }
+}

@@ -1,0 +1,174 @@
+/**
+ * Pod admission as the kubelet does it before it runs a pod (lifecycle.predicateAdmitHandler): the pod must
+ * fit the node's allocatable resources next to the pods already admitted, match the node's labels (node
+ * selector and required node affinity), find its host ports free, and tolerate every NoExecute taint.
+ * A rejected pod is set Failed with the returned reason and message, and an Event is recorded.
+ *
+ * Pure: inputs are the node view and the other pods; the answer is data.
+ */
+import type { Pod, Toleration } from '../api/core.js';
+import { podRequests } from '../api/resources.js';
+import { errorMessage } from '../util/errors.js';
+
+export interface NodeTaint {
+  key: string;
+  value?: string;
+  effect: 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute';
+}
+
+export interface AdmissionNode {
+  name: string;
+  labels: Record<string, string>;
+  taints: NodeTaint[];
+  /** Allocatable: cpu in millicores, memory and ephemeral-storage in bytes, pods as a count, others whole. */
+  allocatable: Map<string, number>;
+}
+
+export type AdmitResult = { admit: true } | { admit: false; reason: string; message: string };
+
+const OutOfReasons: Record<string, string> = {
+  cpu: 'OutOfcpu',
+  memory: 'OutOfmemory',
+  'ephemeral-storage': 'OutOfephemeral-storage',
+  pods: 'OutOfpods',
+};
+
+function insufficient(resource: string, requested: number, used: number, capacity: number): AdmitResult {
+  return {
+    admit: false,
+    reason: OutOfReasons[resource] ?? `OutOf${resource}`,
+    message: `Node didn't have enough resource: ${resource}, requested: ${requested}, used: ${used}, capacity: ${capacity}`,
+  };
+}
+
+function predicateFailed(name: string, desc: string): AdmitResult {
+  return { admit: false, reason: name, message: `Predicate ${name} failed: ${desc}` };
+}
+
+/** Whether the node's labels satisfy one node-selector term (all expressions must hold). */
+function termMatches(
+  term: { matchExpressions?: { key: string; operator: string; values?: string[] }[] },
+  labels: Record<string, string>,
+): boolean {
+  for (const e of term.matchExpressions ?? []) {
+    const has = Object.hasOwn(labels, e.key);
+    const v = labels[e.key];
+    const values = e.values ?? [];
+    switch (e.operator) {
+      case 'In':
+        if (!has || !values.includes(v!)) return false;
+        break;
+      case 'NotIn':
+        if (has && values.includes(v!)) return false;
+        break;
+      case 'Exists':
+        if (!has) return false;
+        break;
+      case 'DoesNotExist':
+        if (has) return false;
+        break;
+      case 'Gt':
+      case 'Lt': {
+        const n = Number(v);
+        const bound = Number(values[0]);
+        if (!has || !Number.isInteger(n) || !Number.isInteger(bound)) return false;
+        if (e.operator === 'Gt' ? !(n > bound) : !(n < bound)) return false;
+        break;
+      }
+      default:
+        return false;
+    }
+  }
+  return true;
+}
+
+function matchesNodeSelectorAndAffinity(pod: Pod, labels: Record<string, string>): boolean {
+  for (const [k, v] of Object.entries(pod.spec.nodeSelector ?? {})) if (labels[k] !== v) return false;
+  const affinity = (pod.spec as { affinity?: { nodeAffinity?: Record<string, unknown> } }).affinity
+    ?.nodeAffinity;
+  const required = affinity?.requiredDuringSchedulingIgnoredDuringExecution as
+    | { nodeSelectorTerms?: { matchExpressions?: { key: string; operator: string; values?: string[] }[] }[] }
+    | undefined;
+  const terms = required?.nodeSelectorTerms;
+  if (!terms || terms.length === 0) return true;
+  return terms.some((t) => termMatches(t, labels));
+}
+
+function tolerates(t: Toleration, taint: NodeTaint): boolean {
+  if (t.effect && t.effect !== taint.effect) return false;
+  if (t.operator === 'Exists') return !t.key || t.key === taint.key;
+  return t.key === taint.key && (t.value ?? '') === (taint.value ?? '');
+}
+
+function hostPorts(pod: Pod): string[] {
+  const out: string[] = [];
+  for (const c of [...(pod.spec.initContainers ?? []), ...pod.spec.containers]) {
+    for (const p of c.ports ?? []) {
+      if (p.hostPort) out.push(`${p.protocol ?? 'TCP'}/${p.hostIP ?? '0.0.0.0'}/${p.hostPort}`);
+    }
+  }
+  return out;
+}
+
+function portsConflict(a: string, b: string): boolean {
+  const [pa, ia, na] = a.split('/');
+  const [pb, ib, nb] = b.split('/');
+  return pa === pb && na === nb && (ia === ib || ia === '0.0.0.0' || ib === '0.0.0.0');
+}
+
+/**
+ * Decides whether `pod` may run on `node` next to `admitted` (pods already running or admitted there, not
+ * terminal). The first failing check gives the reason, in the kubelet's order: resources (pods count first,
+ * then cpu, memory, ephemeral storage, extended), node affinity, node name, host ports, NoExecute taints.
+ */
+export function admitPod(pod: Pod, node: AdmissionNode, admitted: Pod[]): AdmitResult {
+  let requests: Map<string, number>;
+  const used = new Map<string, number>();
+  try {
+    requests = podRequests(pod.spec);
+    for (const other of admitted)
+      for (const [k, v] of podRequests(other.spec)) used.set(k, (used.get(k) ?? 0) + v);
+  } catch (err) {
+    return {
+      admit: false,
+      reason: 'UnexpectedAdmissionError',
+      message: `Invalid resource request: ${errorMessage(err)}`,
+    };
+  }
+
+  const podsCapacity = node.allocatable.get('pods');
+  if (podsCapacity !== undefined && admitted.length + 1 > podsCapacity) {
+    return insufficient('pods', 1, admitted.length, podsCapacity);
+  }
+  const ordered = [
+    'cpu',
+    'memory',
+    'ephemeral-storage',
+    ...[...requests.keys()].filter((k) => !OutOfReasons[k]).sort(),
+  ];
+  for (const resource of ordered) {
+    const req = requests.get(resource) ?? 0;
+    if (req === 0) continue;
+    const capacity = node.allocatable.get(resource) ?? 0;
+    const u = used.get(resource) ?? 0;
+    if (req + u > capacity) return insufficient(resource, req, u, capacity);
+  }
+
+  if (!matchesNodeSelectorAndAffinity(pod, node.labels)) {
+    return predicateFailed('NodeAffinity', "node(s) didn't match Pod's node affinity/selector");
+  }
+  if (pod.spec.nodeName && pod.spec.nodeName !== node.name) {
+    return predicateFailed('NodeName', "node(s) didn't match the requested node name");
+  }
+  const taken = admitted.flatMap(hostPorts);
+  if (hostPorts(pod).some((p) => taken.some((t) => portsConflict(p, t)))) {
+    return predicateFailed('NodePorts', "node(s) didn't have free ports for the requested pod ports");
+  }
+  const untolerated = node.taints.find(
+    (taint) => taint.effect === 'NoExecute' && !(pod.spec.tolerations ?? []).some((t) => tolerates(t, taint)),
+  );
+  if (untolerated) {
+    return predicateFailed('TaintToleration', 'node(s) had untolerated taint(s)');
+  }
+  return { admit: true };
+}

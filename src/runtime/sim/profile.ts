@@ -1,0 +1,182 @@
+/**
+ * Behaviour profiles: the policy half of the simulated runtime (kwok's rule: mechanism in code, policy in
+ * data). A profile says how long a pull or a start takes, whether it fails, how the main process runs and
+ * exits, how it answers SIGTERM, exec and probes, and what it logs. Every field is optional; the runtime
+ * layers profiles from least to most specific and each layer replaces only the fields it names:
+ *
+ *   1. derived from the container's command (command.ts: `sleep 5` exits 0 after 5 s, ...)
+ *   2. `defaults` of the SimProfiles data, then the entry in `images` for the image
+ *      (keys are references in any form: `busybox`, `docker.io/library/busybox:1.36`, or a repository
+ *      without a tag, which matches every tag)
+ *   3. the container annotation `sim.kubelet-operator.dev/behaviour` (all containers of the pod), then
+ *      `sim.kubelet-operator.dev/behaviour.<container name>`; values are YAML or JSON profiles. The kubelet
+ *      layer copies these from the pod's annotations.
+ *
+ * Merging: `ports` merge per port; `exec` rules of the more specific layer come first (first match wins);
+ * every other field, `run` included, is replaced whole. Invalid data is an InvalidArgument error that names
+ * the source and the field.
+ */
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { KindError } from '../../util/errors.js';
+
+export const SimAnnotationPrefix = 'sim.kubelet-operator.dev/';
+export const SimBehaviourAnnotation = `${SimAnnotationPrefix}behaviour`;
+/** The per-container form: `sim.kubelet-operator.dev/behaviour.<container name>`. */
+export const simContainerBehaviourAnnotation = (container: string): string => `${SimBehaviourAnnotation}.${container}`;
+
+const ms = z.number().int().nonnegative();
+const exitCode = z.number().int().min(0).max(255);
+
+const ExecRuleSchema = z
+  .strictObject({
+    /** Matches when the exec command equals this argv exactly. */
+    argv: z.array(z.string()).min(1).optional(),
+    /** Matches when this regular expression finds a match in the argv joined by single spaces. */
+    pattern: z
+      .string()
+      .refine((p) => compiles(p), 'not a valid regular expression')
+      .optional(),
+    exitCode: exitCode.optional(),
+    stdout: z.string().optional(),
+    stderr: z.string().optional(),
+    /** How long the command runs; longer than the exec timeout gives DeadlineExceeded. */
+    delayMs: ms.optional(),
+    /** The rule applies only this long after the container started (and before `untilMs`). */
+    fromMs: ms.optional(),
+    untilMs: ms.optional(),
+  })
+  .refine((r) => (r.argv === undefined) !== (r.pattern === undefined), 'exactly one of argv or pattern is required');
+
+const PortRuleSchema = z.strictObject({
+  /** Probes fail until this long after the container started. */
+  readyAfterMs: ms.optional(),
+  /** Probes fail from this long after the container started (a server that goes bad). */
+  failAfterMs: ms.optional(),
+  /** Probes always fail (connection refused for tcp, HTTP 500 for http). */
+  fails: z.boolean().optional(),
+});
+
+const LogLineSchema = z.preprocess(
+  (v) => (typeof v === 'string' ? { line: v } : v),
+  z.strictObject({
+    line: z.string(),
+    stream: z.enum(['stdout', 'stderr']).optional(),
+    /** Written this long after the container started. */
+    afterMs: ms.optional(),
+  }),
+);
+
+const RunSchema = z.strictObject({
+  /** Absent: the process runs until stopped. */
+  exitAfterMs: ms.optional(),
+  /** Default 0, or 137 when oomKilled. */
+  exitCode: exitCode.optional(),
+  oomKilled: z.boolean().optional(),
+});
+
+export const SimProfileSchema = z
+  .strictObject({
+    pullLatencyMs: ms,
+    /** Every pull of the image fails with this message (after containerd's prefix). */
+    pullError: z.string().min(1),
+    /** CreateContainer fails with this message. */
+    createError: z.string().min(1),
+    /** StartContainer fails with this message; the container is left exited 128, reason StartError. */
+    startError: z.string().min(1),
+    startLatencyMs: ms,
+    /** The image's ENTRYPOINT and CMD, used as the runtime uses them when the container gives none. */
+    entrypoint: z.array(z.string()),
+    cmd: z.array(z.string()),
+    run: RunSchema,
+    /** True: SIGTERM does nothing and stop waits its full timeout, then kills (137). */
+    ignoresSigterm: z.boolean(),
+    /** Exit code after a SIGTERM that the process honours (default 143). */
+    sigtermExitCode: exitCode,
+    exec: z.array(ExecRuleSchema),
+    ports: z.record(
+      z.string().refine((k) => /^\d{1,5}$/.test(k) && Number(k) >= 1 && Number(k) <= 65535, 'port must be 1-65535'),
+      PortRuleSchema,
+    ),
+    logs: z.array(LogLineSchema),
+  })
+  .partial();
+
+export const SimProfilesSchema = z.strictObject({
+  defaults: SimProfileSchema.optional(),
+  images: z.record(z.string().min(1), SimProfileSchema).optional(),
+});
+
+export type SimProfile = z.output<typeof SimProfileSchema>;
+export type SimProfiles = z.output<typeof SimProfilesSchema>;
+export type ExecRule = z.output<typeof ExecRuleSchema>;
+export type PortRule = z.output<typeof PortRuleSchema>;
+export type LogLine = z.output<typeof LogLineSchema>;
+
+/** Validates profile data (already parsed from YAML/JSON). `source` names it in errors. */
+export function parseSimProfiles(data: unknown, source = 'sim profiles'): SimProfiles {
+  return check(SimProfilesSchema, data ?? {}, source);
+}
+
+/** Validates YAML (or JSON) text holding SimProfiles. */
+export function parseSimProfilesYaml(text: string, source = 'sim profiles'): SimProfiles {
+  return parseSimProfiles(parseText(text, source), source);
+}
+
+export function parseSimProfile(data: unknown, source: string): SimProfile {
+  return check(SimProfileSchema, data, source);
+}
+
+/** The profile layers a container's annotations add, general first; [] when there are none. */
+export function annotationProfiles(annotations: Record<string, string>, containerName: string): SimProfile[] {
+  const out: SimProfile[] = [];
+  for (const key of [SimBehaviourAnnotation, simContainerBehaviourAnnotation(containerName)]) {
+    const text = annotations[key];
+    if (text === undefined) continue;
+    const source = `annotation ${key}`;
+    out.push(parseSimProfile(parseText(text, source), source));
+  }
+  return out;
+}
+
+/** Layers `over` on `base` (see the module comment for the rules). Neither argument is modified. */
+export function mergeProfiles(base: SimProfile, over: SimProfile): SimProfile {
+  const out: SimProfile = { ...base, ...over };
+  if (base.ports && over.ports) out.ports = { ...base.ports, ...over.ports };
+  if (base.exec && over.exec) out.exec = [...over.exec, ...base.exec];
+  return out;
+}
+
+function parseText(text: string, source: string): unknown {
+  try {
+    return parseYaml(text);
+  } catch (err) {
+    const msg = err instanceof Error ? err.message.split('\n')[0] : String(err);
+    throw new KindError('InvalidArgument', `${source}: not valid YAML or JSON: ${msg}`, { source });
+  }
+}
+
+function check<S extends z.ZodType>(schema: S, data: unknown, source: string): z.output<S> {
+  const r = schema.safeParse(data);
+  if (r.success) return r.data;
+  const problems = r.error.issues.flatMap((issue) => {
+    const at = issue.path.map(String);
+    if (issue.code === 'unrecognized_keys') {
+      return issue.keys.map((k) => `${[...at, k].join('.')}: unknown field`);
+    }
+    return [`${at.length ? at.join('.') : '(top level)'}: ${issue.message}`];
+  });
+  throw new KindError('InvalidArgument', `${source}: invalid behaviour profile: ${problems.join('; ')}`, {
+    source,
+    fields: problems,
+  });
+}
+
+function compiles(pattern: string): boolean {
+  try {
+    new RegExp(pattern);
+    return true;
+  } catch {
+    return false;
+  }
+}

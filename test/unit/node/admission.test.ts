@@ -1,0 +1,114 @@
+import { expect } from 'chai';
+import type { Container, Pod } from '../../../src/api/core.js';
+import { podRequests } from '../../../src/api/resources.js';
+import { admitPod, type AdmissionNode } from '../../../src/node/admission.js';
+
+const c = (
+  name: string,
+  requests: Record<string, string> = {},
+  extra: Partial<Container> = {},
+): Container => ({
+  name,
+  image: 'busybox',
+  resources: { requests },
+  ...extra,
+});
+
+const pod = (name: string, containers: Container[], spec: Partial<Pod['spec']> = {}): Pod => ({
+  metadata: { name, namespace: 'ns', uid: name },
+  spec: { containers, ...spec },
+});
+
+const node = (allocatable: Record<string, number>, extra: Partial<AdmissionNode> = {}): AdmissionNode => ({
+  name: 'vn-1',
+  labels: { 'kubernetes.io/hostname': 'vn-1' },
+  taints: [],
+  allocatable: new Map(Object.entries(allocatable)),
+  ...extra,
+});
+
+describe('podRequests', () => {
+  it('sums regular containers and sidecars, floors by init containers', () => {
+    const r = podRequests({
+      initContainers: [
+        c('sidecar', { cpu: '100m' }, { restartPolicy: 'Always' }),
+        c('init', { cpu: '2', memory: '1Gi' }),
+      ],
+      containers: [c('a', { cpu: '500m', memory: '128Mi' }), c('b', { cpu: '250m' })],
+    });
+    // regular 750m + sidecar 100m = 850m < init 2000m + sidecar 100m = 2100m
+    expect(r.get('cpu')).to.equal(2100);
+    expect(r.get('memory')).to.equal(1024 ** 3);
+  });
+
+  it('treats a limit without a request as the request', () => {
+    const r = podRequests({ containers: [{ name: 'x', resources: { limits: { cpu: '1' } } }] });
+    expect(r.get('cpu')).to.equal(1000);
+  });
+});
+
+describe('admitPod', () => {
+  it('admits a pod that fits', () => {
+    expect(
+      admitPod(pod('p', [c('a', { cpu: '1' })]), node({ cpu: 2000, memory: 1e9, pods: 10 }), []),
+    ).to.deep.equal({
+      admit: true,
+    });
+  });
+
+  it('rejects with OutOfcpu in the kubelet wording', () => {
+    const running = [pod('r', [c('a', { cpu: '1500m' })])];
+    const res = admitPod(
+      pod('p', [c('a', { cpu: '600m' })]),
+      node({ cpu: 2000, memory: 1e9, pods: 10 }),
+      running,
+    );
+    expect(res).to.deep.equal({
+      admit: false,
+      reason: 'OutOfcpu',
+      message: "Node didn't have enough resource: cpu, requested: 600, used: 1500, capacity: 2000",
+    });
+  });
+
+  it('checks the pod count before cpu and memory', () => {
+    const res = admitPod(pod('p', [c('a', { cpu: '100' })]), node({ cpu: 1, pods: 1 }), [pod('r', [c('a')])]);
+    expect(res).to.include({ reason: 'OutOfpods' });
+  });
+
+  it('rejects OutOfmemory', () => {
+    const res = admitPod(
+      pod('p', [c('a', { memory: '2Gi' })]),
+      node({ cpu: 1000, memory: 1024 ** 3, pods: 5 }),
+      [],
+    );
+    expect(res).to.include({ reason: 'OutOfmemory' });
+  });
+
+  it('rejects a pod whose node selector does not match', () => {
+    const res = admitPod(pod('p', [c('a')], { nodeSelector: { disk: 'ssd' } }), node({ pods: 5 }), []);
+    expect(res).to.deep.equal({
+      admit: false,
+      reason: 'NodeAffinity',
+      message: "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector",
+    });
+  });
+
+  it('rejects untolerated NoExecute taints but not NoSchedule ones', () => {
+    const tainted = node({ pods: 5 }, { taints: [{ key: 'k', value: 'v', effect: 'NoSchedule' }] });
+    expect(admitPod(pod('p', [c('a')]), tainted, [])).to.deep.equal({ admit: true });
+    const noExec = node({ pods: 5 }, { taints: [{ key: 'k', value: 'v', effect: 'NoExecute' }] });
+    expect(admitPod(pod('p', [c('a')]), noExec, [])).to.include({ reason: 'TaintToleration' });
+    const tolerating = pod('p', [c('a')], { tolerations: [{ key: 'k', operator: 'Exists' }] });
+    expect(admitPod(tolerating, noExec, [])).to.deep.equal({ admit: true });
+  });
+
+  it('rejects host port conflicts', () => {
+    const withPort = (n: string) => pod(n, [c('a', {}, { ports: [{ containerPort: 80, hostPort: 8080 }] })]);
+    expect(admitPod(withPort('p'), node({ pods: 5 }), [withPort('q')])).to.include({ reason: 'NodePorts' });
+  });
+
+  it('turns an unparsable quantity into a defined rejection, not a crash', () => {
+    const res = admitPod(pod('p', [c('a', { cpu: 'lots' })]), node({ cpu: 1000, pods: 5 }), []);
+    expect(res).to.include({ admit: false, reason: 'UnexpectedAdmissionError' });
+  });
+});
