@@ -168,7 +168,7 @@ export function admitPod(pod: Pod, node: AdmissionNode, admitted: Pod[]): AdmitR
     (taint) => taint.effect === 'NoExecute' && !(pod.spec.tolerations ?? []).some((t) => tolerates(t, taint)),
   );
   if (untolerated) {
-    return predicateFailed('TaintToleration', 'node(s) had untolerated taint(s)');
+    return predicateFailed('TaintToleration', "node(s) had taints that the pod didn't tolerate");
   }
   return { admit: true };
 }

@@ -60,7 +60,7 @@ export function zeroEqual(actual: unknown, expected: unknown): boolean {
 
 const STATE_KINDS = ['waiting', 'running', 'terminated'] as const;
 
-function kinds(s: ContainerState | undefined): string[] {
+function kinds(s: ContainerState | undefined): (typeof STATE_KINDS)[number][] {
   return STATE_KINDS.filter((k) => s?.[k] !== undefined && s?.[k] !== null);
 }
 

@@ -97,7 +97,11 @@ describe('admitPod', () => {
     const tainted = node({ pods: 5 }, { taints: [{ key: 'k', value: 'v', effect: 'NoSchedule' }] });
     expect(admitPod(pod('p', [c('a')]), tainted, [])).to.deep.equal({ admit: true });
     const noExec = node({ pods: 5 }, { taints: [{ key: 'k', value: 'v', effect: 'NoExecute' }] });
-    expect(admitPod(pod('p', [c('a')]), noExec, [])).to.include({ reason: 'TaintToleration' });
+    expect(admitPod(pod('p', [c('a')]), noExec, [])).to.deep.equal({
+      admit: false,
+      reason: 'TaintToleration',
+      message: "Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate",
+    });
     const tolerating = pod('p', [c('a')], { tolerations: [{ key: 'k', operator: 'Exists' }] });
     expect(admitPod(tolerating, noExec, [])).to.deep.equal({ admit: true });
   });

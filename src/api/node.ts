@@ -1,0 +1,74 @@
+/**
+ * core/v1 Node and coordination/v1 Lease, the subset we write, in JSON wire shape.
+ */
+import type { ObjectMeta } from './core.js';
+
+export interface NodeCondition {
+  type: string;
+  status: 'True' | 'False' | 'Unknown';
+  reason?: string;
+  message?: string;
+  lastHeartbeatTime?: string;
+  lastTransitionTime?: string;
+}
+
+export interface NodeAddress {
+  type: 'InternalIP' | 'ExternalIP' | 'Hostname' | 'InternalDNS' | 'ExternalDNS';
+  address: string;
+}
+
+export interface NodeSystemInfo {
+  machineID: string;
+  systemUUID: string;
+  bootID: string;
+  kernelVersion: string;
+  osImage: string;
+  containerRuntimeVersion: string;
+  kubeletVersion: string;
+  kubeProxyVersion: string;
+  operatingSystem: string;
+  architecture: string;
+}
+
+export interface NodeStatus {
+  capacity?: Record<string, string>;
+  allocatable?: Record<string, string>;
+  conditions?: NodeCondition[];
+  addresses?: NodeAddress[];
+  daemonEndpoints?: { kubeletEndpoint: { Port: number } };
+  nodeInfo?: NodeSystemInfo;
+  images?: { names: string[]; sizeBytes?: number }[];
+}
+
+export interface NodeTaintSpec {
+  key: string;
+  value?: string;
+  effect: 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute';
+  timeAdded?: string;
+}
+
+export interface Node {
+  apiVersion?: 'v1';
+  kind?: 'Node';
+  metadata: ObjectMeta;
+  spec?: {
+    taints?: NodeTaintSpec[];
+    unschedulable?: boolean;
+    podCIDR?: string;
+    podCIDRs?: string[];
+    providerID?: string;
+  };
+  status?: NodeStatus;
+}
+
+export interface Lease {
+  apiVersion: 'coordination.k8s.io/v1';
+  kind: 'Lease';
+  metadata: ObjectMeta;
+  spec: {
+    holderIdentity?: string;
+    leaseDurationSeconds?: number;
+    renewTime?: string;
+    acquireTime?: string;
+  };
+}

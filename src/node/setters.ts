@@ -1,0 +1,155 @@
+/**
+ * Node status as a list of small setters (kubelet: nodestatus/setters.go). Each setter takes its inputs as
+ * values and turns a status into the next one; adding a field is adding a setter. `computeNodeStatus` runs
+ * them in order; `nodeStatusChanged` tells whether a write is due. Pure: time arrives as `now`.
+ */
+import type { NodeAddress, NodeCondition, NodeStatus, NodeSystemInfo } from '../api/node.js';
+
+export type Setter = (status: NodeStatus, now: string) => NodeStatus;
+
+/** InternalIP then Hostname, the order the API server tries when it dials the node. */
+export function nodeAddresses(internalIP: string, hostname: string): Setter {
+  return (s) => {
+    const addresses: NodeAddress[] = [
+      { type: 'InternalIP', address: internalIP },
+      { type: 'Hostname', address: hostname },
+    ];
+    return { ...s, addresses };
+  };
+}
+
+/** Capacity and allocatable as quantity strings (allocatable = capacity minus reservations). */
+export function machineInfo(capacity: Record<string, string>, allocatable: Record<string, string>): Setter {
+  return (s) => ({ ...s, capacity: { ...capacity }, allocatable: { ...allocatable } });
+}
+
+export function versionInfo(info: NodeSystemInfo): Setter {
+  return (s) => ({ ...s, nodeInfo: { ...info } });
+}
+
+export function daemonEndpoints(port: number): Setter {
+  return (s) => ({ ...s, daemonEndpoints: { kubeletEndpoint: { Port: port } } });
+}
+
+/**
+ * Replaces (or adds) a condition, keeping its lastTransitionTime unless the status flipped. The heartbeat
+ * time is always `now`.
+ */
+export function setCondition(
+  conditions: NodeCondition[] | undefined,
+  next: Omit<NodeCondition, 'lastHeartbeatTime' | 'lastTransitionTime'>,
+  now: string,
+): NodeCondition[] {
+  const list = [...(conditions ?? [])];
+  const i = list.findIndex((c) => c.type === next.type);
+  const prev = i >= 0 ? list[i] : undefined;
+  const cond: NodeCondition = {
+    ...next,
+    lastHeartbeatTime: now,
+    lastTransitionTime: prev && prev.status === next.status ? (prev.lastTransitionTime ?? now) : now,
+  };
+  if (i >= 0) list[i] = cond;
+  else list.push(cond);
+  return list;
+}
+
+/**
+ * Ready: True with KubeletReady when nothing is wrong, else False with KubeletNotReady and the problems
+ * joined with ", " (runtime down, network not ready, PLEG unhealthy...), as the kubelet words it.
+ */
+export function readyCondition(errors: string[]): Setter {
+  return (s, now) => {
+    const ready = errors.length === 0;
+    return {
+      ...s,
+      conditions: setCondition(
+        s.conditions,
+        ready
+          ? {
+              type: 'Ready',
+              status: 'True',
+              reason: 'KubeletReady',
+              message: 'kubelet is posting ready status',
+            }
+          : { type: 'Ready', status: 'False', reason: 'KubeletNotReady', message: errors.join(', ') },
+        now,
+      ),
+    };
+  };
+}
+
+/** The three pressure conditions a kubelet reports; a virtual node reports no pressure. */
+export function pressureConditions(): Setter {
+  return (s, now) => {
+    let conditions = setCondition(
+      s.conditions,
+      {
+        type: 'MemoryPressure',
+        status: 'False',
+        reason: 'KubeletHasSufficientMemory',
+        message: 'kubelet has sufficient memory available',
+      },
+      now,
+    );
+    conditions = setCondition(
+      conditions,
+      {
+        type: 'DiskPressure',
+        status: 'False',
+        reason: 'KubeletHasNoDiskPressure',
+        message: 'kubelet has no disk pressure',
+      },
+      now,
+    );
+    conditions = setCondition(
+      conditions,
+      {
+        type: 'PIDPressure',
+        status: 'False',
+        reason: 'KubeletHasSufficientPID',
+        message: 'kubelet has sufficient PID available',
+      },
+      now,
+    );
+    return { ...s, conditions };
+  };
+}
+
+/** Condition order as kubectl shows it for a kubelet's node. */
+const conditionOrder = ['MemoryPressure', 'DiskPressure', 'PIDPressure', 'Ready'];
+
+export function computeNodeStatus(
+  previous: NodeStatus | undefined,
+  setters: Setter[],
+  now: string,
+): NodeStatus {
+  let s: NodeStatus = { ...(previous ?? {}) };
+  for (const set of setters) s = set(s, now);
+  if (s.conditions) {
+    s.conditions = [...s.conditions].sort(
+      (a, b) => (conditionOrder.indexOf(a.type) >>> 0) - (conditionOrder.indexOf(b.type) >>> 0),
+    );
+  }
+  return s;
+}
+
+function withoutHeartbeats(s: NodeStatus | undefined): unknown {
+  if (!s) return undefined;
+  return { ...s, conditions: (s.conditions ?? []).map(({ lastHeartbeatTime: _h, ...rest }) => rest) };
+}
+
+/**
+ * Whether a node status write is due: something other than heartbeat times changed, or the last report
+ * is older than the report frequency (kubelet: nodeStatusReportFrequency, 5 minutes, since the Lease is
+ * the heartbeat).
+ */
+export function nodeStatusChanged(
+  reported: NodeStatus | undefined,
+  next: NodeStatus,
+  lastReportMs: number | undefined,
+  nowMs: number,
+  reportFrequencyMs = 5 * 60_000,
+): boolean {
+  if (lastReportMs === undefined || nowMs - lastReportMs >= reportFrequencyMs) return true;
+  return JSON.stringify(withoutHeartbeats(reported)) !== JSON.stringify(withoutHeartbeats(next));
+}

@@ -1,0 +1,61 @@
+import { expect } from 'chai';
+import {
+  computeNodeStatus,
+  daemonEndpoints,
+  machineInfo,
+  nodeAddresses,
+  nodeStatusChanged,
+  pressureConditions,
+  readyCondition,
+} from '../../../src/node/setters.js';
+
+const t0 = '2026-01-01T00:00:00Z';
+const t1 = '2026-01-01T00:00:10Z';
+
+const setters = (errors: string[]) => [
+  nodeAddresses('127.0.0.2', 'vn-1'),
+  machineInfo({ cpu: '4', memory: '8Gi', pods: '110' }, { cpu: '4', memory: '8Gi', pods: '110' }),
+  daemonEndpoints(10250),
+  pressureConditions(),
+  readyCondition(errors),
+];
+
+describe('node status setters', () => {
+  it('builds a kubelet-like status with Ready last', () => {
+    const s = computeNodeStatus(undefined, setters([]), t0);
+    expect(s.conditions!.map((c) => c.type)).to.deep.equal([
+      'MemoryPressure',
+      'DiskPressure',
+      'PIDPressure',
+      'Ready',
+    ]);
+    expect(s.conditions![3]).to.include({ status: 'True', reason: 'KubeletReady', lastTransitionTime: t0 });
+    expect(s.addresses![0]).to.deep.equal({ type: 'InternalIP', address: '127.0.0.2' });
+    expect(s.daemonEndpoints).to.deep.equal({ kubeletEndpoint: { Port: 10250 } });
+  });
+
+  it('keeps lastTransitionTime until the status flips; heartbeats always move', () => {
+    const a = computeNodeStatus(undefined, setters([]), t0);
+    const b = computeNodeStatus(a, setters([]), t1);
+    const readyB = b.conditions!.find((c) => c.type === 'Ready')!;
+    expect(readyB).to.include({ lastTransitionTime: t0, lastHeartbeatTime: t1 });
+    const c = computeNodeStatus(b, setters(['container runtime is down']), t1);
+    const readyC = c.conditions!.find((x) => x.type === 'Ready')!;
+    expect(readyC).to.include({
+      status: 'False',
+      reason: 'KubeletNotReady',
+      message: 'container runtime is down',
+      lastTransitionTime: t1,
+    });
+  });
+
+  it('reports on real change or after the report frequency, not for heartbeats alone', () => {
+    const a = computeNodeStatus(undefined, setters([]), t0);
+    const b = computeNodeStatus(a, setters([]), t1);
+    expect(nodeStatusChanged(a, b, 0, 10_000)).to.equal(false);
+    expect(nodeStatusChanged(a, b, 0, 5 * 60_000)).to.equal(true);
+    expect(nodeStatusChanged(undefined, b, undefined, 0)).to.equal(true);
+    const c = computeNodeStatus(b, setters(['PLEG is not healthy']), t1);
+    expect(nodeStatusChanged(b, c, 0, 10_000)).to.equal(true);
+  });
+});
