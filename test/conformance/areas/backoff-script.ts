@@ -29,7 +29,15 @@ export type Stmt =
   | { kind: 'setClock'; time: TimeExpr }
   | { kind: 'call'; call: Call; record: boolean };
 
-const unitMs: Record<string, number> = { h: 3_600_000, m: 60_000, s: 1000, ms: 1, us: 1e-3, µs: 1e-3, ns: 1e-6 };
+const unitMs: Record<string, number> = {
+  h: 3_600_000,
+  m: 60_000,
+  s: 1000,
+  ms: 1,
+  us: 1e-3,
+  µs: 1e-3,
+  ns: 1e-6,
+};
 
 /** "1m30s" / "500ms" / "6s" / 6 -> milliseconds. */
 export function parseDuration(v: unknown, where: string): number {

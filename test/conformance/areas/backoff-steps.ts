@@ -20,7 +20,16 @@ import type { BackoffWorld, PullStepOutcome, SyncOutcome } from './backoff-world
 import { isRecord, onlyKeys } from './computePodActions-build.js';
 import { parseDuration } from './backoff-script.js';
 
-const syncExpectKeys = ['inBackOff', 'backoffAfter', 'nextBackoff', 'action', 'error', 'message', 'event', 'why'];
+const syncExpectKeys = [
+  'inBackOff',
+  'backoffAfter',
+  'nextBackoff',
+  'action',
+  'error',
+  'message',
+  'event',
+  'why',
+];
 const pullExpectKeys = ['error', 'message', 'backoffAfter', 'pullAttempted', 'why'];
 const scriptExpectKeys = ['entryPresent', 'why'];
 
@@ -32,7 +41,8 @@ function checkSync(out: SyncOutcome, e: Record<string, unknown>, where: string):
     if (e[k] !== undefined) v.push(expectEqual(out.backoffAfterMs / 1000, e[k], `${where} ${k}`));
   }
   if (e.action !== undefined) {
-    if (e.action !== 'start container') throw new Uninterpretable(`${where}: unknown action ${JSON.stringify(e.action)}`);
+    if (e.action !== 'start container')
+      throw new Uninterpretable(`${where}: unknown action ${JSON.stringify(e.action)}`);
     v.push(expectEqual(out.started, true, `${where} container started`));
   }
   if (e.error !== undefined) v.push(expectEqual(r.error ?? null, e.error, `${where} error`));
@@ -46,8 +56,10 @@ function checkPull(out: PullStepOutcome, e: Record<string, unknown>, where: stri
   const r = out.result;
   if (e.error !== undefined) v.push(expectEqual(r.ok ? null : r.error, e.error, `${where} error`));
   if (e.message !== undefined) v.push(expectEqual(r.ok ? '' : r.message, e.message, `${where} message`));
-  if (e.pullAttempted !== undefined) v.push(expectEqual(r.pullAttempted, e.pullAttempted, `${where} pullAttempted`));
-  if (e.backoffAfter !== undefined) v.push(expectEqual(out.backoffAfterMs / 1000, e.backoffAfter, `${where} backoffAfter`));
+  if (e.pullAttempted !== undefined)
+    v.push(expectEqual(r.pullAttempted, e.pullAttempted, `${where} pullAttempted`));
+  if (e.backoffAfter !== undefined)
+    v.push(expectEqual(out.backoffAfterMs / 1000, e.backoffAfter, `${where} backoffAfter`));
   return v;
 }
 
@@ -65,14 +77,21 @@ function countExpectations(e: Record<string, unknown>): number {
   return Object.keys(e).filter((k) => k !== 'why').length;
 }
 
-export async function runSteps(world: BackoffWorld, steps: unknown): Promise<{ verdicts: Verdict[]; expectations: number }> {
+export async function runSteps(
+  world: BackoffWorld,
+  steps: unknown,
+): Promise<{ verdicts: Verdict[]; expectations: number }> {
   if (!Array.isArray(steps)) throw new Uninterpretable('given.steps: expected a list or a script');
   const verdicts: Verdict[] = [];
   let expectations = 0;
   for (const [i, raw] of steps.entries()) {
     const where = `step ${i}`;
     if (!isRecord(raw)) throw new Uninterpretable(`${where}: expected a mapping`);
-    onlyKeys(raw, ['t', 'op', 'finishedAt', 'exitCode', 'container', 'pull', 'expect', 'why', 'expectEntryPresent'], where);
+    onlyKeys(
+      raw,
+      ['t', 'op', 'finishedAt', 'exitCode', 'container', 'pull', 'expect', 'why', 'expectEntryPresent'],
+      where,
+    );
     if (raw.t !== undefined) world.setClock(resolveTime(parseTime(raw.t, `${where}.t`), world.now), where);
     if (typeof raw.op !== 'string') throw new Uninterpretable(`${where}: op must be a string`);
     const op = raw.op.trim();
@@ -81,7 +100,8 @@ export async function runSteps(world: BackoffWorld, steps: unknown): Promise<{ v
     expectations += countExpectations(e);
     const argsAllowed = (...keys: string[]) => {
       for (const k of ['finishedAt', 'exitCode', 'container', 'pull', 'expectEntryPresent']) {
-        if (raw[k] !== undefined && !keys.includes(k)) throw new Uninterpretable(`${where}: '${k}' does not apply to ${op}`);
+        if (raw[k] !== undefined && !keys.includes(k))
+          throw new Uninterpretable(`${where}: '${k}' does not apply to ${op}`);
       }
     };
     const syncIfAsked = () => {
@@ -97,7 +117,8 @@ export async function runSteps(world: BackoffWorld, steps: unknown): Promise<{ v
       verdicts.push(...checkSync(world.syncPod(world.container(raw.container, where)), e, where));
     } else if (op === 'containerExited') {
       argsAllowed('container', 'finishedAt', 'exitCode');
-      const finishedAt = raw.finishedAt === undefined ? world.now : resolveTime(parseTime(raw.finishedAt, where), world.now);
+      const finishedAt =
+        raw.finishedAt === undefined ? world.now : resolveTime(parseTime(raw.finishedAt, where), world.now);
       const exitCode = raw.exitCode === undefined ? 1 : raw.exitCode;
       if (typeof exitCode !== 'number') throw new Uninterpretable(`${where}.exitCode: expected a number`);
       world.containerExited(world.container(raw.container, where), finishedAt, exitCode);
@@ -105,7 +126,11 @@ export async function runSteps(world: BackoffWorld, steps: unknown): Promise<{ v
     } else if (op === 'EnsureImageExists') {
       argsAllowed('container', 'pull');
       onlyKeys(e, pullExpectKeys, `${where}.expect`);
-      const out = await world.ensureImage(world.container(raw.container, where), parsePull(raw.pull, where), where);
+      const out = await world.ensureImage(
+        world.container(raw.container, where),
+        parsePull(raw.pull, where),
+        where,
+      );
       verdicts.push(...checkPull(out, e, where));
     } else if (/^crash loop reaches backoff /.test(op)) {
       argsAllowed('container');

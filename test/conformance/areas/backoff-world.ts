@@ -6,7 +6,11 @@
 import type { Container, Pod } from '../../../src/api/core.js';
 import { doBackOff, getStableKey, type Backoff, type DoBackOffResult } from '../../../src/kubelet/backoff.js';
 import { asContainerID, type ContainerStatus } from '../../../src/kubelet/container/types.js';
-import { ImagePullBackOff, imagePullBackOffKey, type EnsureImageResult } from '../../../src/kubelet/images/pullbackoff.js';
+import {
+  ImagePullBackOff,
+  imagePullBackOffKey,
+  type EnsureImageResult,
+} from '../../../src/kubelet/images/pullbackoff.js';
 import { Uninterpretable } from '../types.js';
 import { resolveTime, type Stmt } from './backoff-script.js';
 
@@ -52,7 +56,8 @@ export class BackoffWorld {
 
   /** Moves the clock to `ms`; the fake clock never runs backwards. */
   setClock(ms: number, where: string): void {
-    if (ms < this.now) throw new Uninterpretable(`${where}: time goes backwards (${ms / 1000}s < ${this.now / 1000}s)`);
+    if (ms < this.now)
+      throw new Uninterpretable(`${where}: time goes backwards (${ms / 1000}s < ${this.now / 1000}s)`);
     this.now = ms;
   }
 
@@ -205,7 +210,8 @@ export class BackoffWorld {
       uid,
       image,
       () => {
-        if (!pull) throw new Uninterpretable(`${where}: a pull happens but the step does not say how it ends`);
+        if (!pull)
+          throw new Uninterpretable(`${where}: a pull happens but the step does not say how it ends`);
         return pull.ok ? { ok: true, imageRef: `sha256:${image}` } : { ok: false, message: pull.message };
       },
       { now: () => this.now },

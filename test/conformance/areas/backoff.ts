@@ -66,7 +66,11 @@ function buildBackoff(g: Record<string, unknown>): { backoff: Backoff; verdict: 
   }
   if (g.featureGates !== undefined || g.maxContainerRestartPeriodSeconds !== undefined || !hasInitial) {
     let backoff: Backoff;
-    if (g.featureGates === undefined && g.maxContainerRestartPeriodSeconds === undefined && usesImageOps(g.steps)) {
+    if (
+      g.featureGates === undefined &&
+      g.maxContainerRestartPeriodSeconds === undefined &&
+      usesImageOps(g.steps)
+    ) {
       backoff = newImagePullBackOff();
     } else {
       if (g.featureGates !== undefined && !isRecord(g.featureGates)) {
@@ -82,12 +86,16 @@ function buildBackoff(g: Record<string, unknown>): { backoff: Backoff; verdict: 
       const period = g.maxContainerRestartPeriodSeconds;
       backoff = newCrashLoopBackOff({
         featureGates: gates as Record<string, boolean>,
-        ...(period === undefined ? {} : { maxContainerRestartPeriodSeconds: seconds(period, 'restart period') }),
+        ...(period === undefined
+          ? {}
+          : { maxContainerRestartPeriodSeconds: seconds(period, 'restart period') }),
       });
     }
     const checks: Verdict[] = [];
     if (hasInitial) {
-      checks.push(expectEqual(backoff.initialMs / 1000, seconds(g.initialSeconds, 'initialSeconds'), 'initial'));
+      checks.push(
+        expectEqual(backoff.initialMs / 1000, seconds(g.initialSeconds, 'initialSeconds'), 'initial'),
+      );
       checks.push(expectEqual(backoff.maxMs / 1000, seconds(g.maxSeconds, 'maxSeconds'), 'max'));
     }
     if (expiry.thresholdMs !== undefined) {
@@ -98,9 +106,13 @@ function buildBackoff(g: Record<string, unknown>): { backoff: Backoff; verdict: 
     }
     return { backoff, verdict: all(...checks) };
   }
-  const backoff = new Backoff(seconds(g.initialSeconds, 'initialSeconds') * 1000, seconds(g.maxSeconds, 'maxSeconds') * 1000, {
-    ...(expiry.fn ? { hasExpired: expiry.fn } : {}),
-  });
+  const backoff = new Backoff(
+    seconds(g.initialSeconds, 'initialSeconds') * 1000,
+    seconds(g.maxSeconds, 'maxSeconds') * 1000,
+    {
+      ...(expiry.fn ? { hasExpired: expiry.fn } : {}),
+    },
+  );
   return { backoff, verdict: pass };
 }
 
@@ -121,7 +133,11 @@ function buildPod(g: Record<string, unknown>): Pod {
     return v;
   };
   const pod: Pod = {
-    metadata: { name: str(p.name, 'p', 'name'), namespace: str(p.namespace, 'ns', 'namespace'), uid: str(p.uid, 'uid', 'uid') },
+    metadata: {
+      name: str(p.name, 'p', 'name'),
+      namespace: str(p.namespace, 'ns', 'namespace'),
+      uid: str(p.uid, 'uid', 'uid'),
+    },
     spec: { containers: (names as string[]).map((name) => ({ name, image })) },
   };
   if (p.restartPolicy !== undefined) {
@@ -177,7 +193,19 @@ export const interpretBackoff: AreaInterpreter = async (c) => {
   const g = c.given;
   if (g.lastSyncResult !== undefined) return interpretReasonCase(c);
   onlyKeys(g, givenKeys, 'given');
-  onlyKeys(c.expect, ['perStep', 'backoffAfterEachNextSeconds', 'getBeforeEachNextSeconds', 'afterReset', 'finalBackoffSeconds', 'initialSeconds', 'maxSeconds'], 'expect');
+  onlyKeys(
+    c.expect,
+    [
+      'perStep',
+      'backoffAfterEachNextSeconds',
+      'getBeforeEachNextSeconds',
+      'afterReset',
+      'finalBackoffSeconds',
+      'initialSeconds',
+      'maxSeconds',
+    ],
+    'expect',
+  );
   checkEventTimeForm(g);
 
   const { backoff, verdict: configVerdict } = buildBackoff(g);
@@ -188,7 +216,8 @@ export const interpretBackoff: AreaInterpreter = async (c) => {
   let stepExpectations = 0;
   if (g.steps !== undefined) {
     if (typeof g.steps === 'string') {
-      if (!isScript(g.steps)) throw new Uninterpretable(`given.steps: unknown form ${JSON.stringify(g.steps)}`);
+      if (!isScript(g.steps))
+        throw new Uninterpretable(`given.steps: unknown form ${JSON.stringify(g.steps)}`);
       world.run(parseScript(g.steps, 'given.steps'));
     } else {
       const r = await runSteps(world, g.steps);
@@ -202,7 +231,8 @@ export const interpretBackoff: AreaInterpreter = async (c) => {
   if (e.perStep !== undefined && e.perStep !== true && e.perStep !== false) {
     throw new Uninterpretable('expect.perStep: expected a boolean');
   }
-  if (e.perStep === true && stepExpectations === 0) throw new Uninterpretable('expect.perStep but no step expects anything');
+  if (e.perStep === true && stepExpectations === 0)
+    throw new Uninterpretable('expect.perStep but no step expects anything');
   if (e.initialSeconds !== undefined) {
     verdicts.push(expectEqual(backoff.initialMs / 1000, e.initialSeconds, 'initialSeconds'));
     asserted++;
@@ -212,15 +242,33 @@ export const interpretBackoff: AreaInterpreter = async (c) => {
     asserted++;
   }
   if (e.backoffAfterEachNextSeconds !== undefined) {
-    verdicts.push(expectEqual(secondsList(world.nexts.map((n) => n.afterMs)), e.backoffAfterEachNextSeconds, 'backoff after each Next'));
+    verdicts.push(
+      expectEqual(
+        secondsList(world.nexts.map((n) => n.afterMs)),
+        e.backoffAfterEachNextSeconds,
+        'backoff after each Next',
+      ),
+    );
     asserted++;
   }
   if (e.getBeforeEachNextSeconds !== undefined) {
-    verdicts.push(expectEqual(secondsList(world.nexts.map((n) => n.beforeMs)), e.getBeforeEachNextSeconds, 'Get before each Next'));
+    verdicts.push(
+      expectEqual(
+        secondsList(world.nexts.map((n) => n.beforeMs)),
+        e.getBeforeEachNextSeconds,
+        'Get before each Next',
+      ),
+    );
     asserted++;
   }
   if (e.finalBackoffSeconds !== undefined) {
-    verdicts.push(expectEqual(backoff.get(soleKey(world, 'finalBackoffSeconds')) / 1000, e.finalBackoffSeconds, 'final backoff'));
+    verdicts.push(
+      expectEqual(
+        backoff.get(soleKey(world, 'finalBackoffSeconds')) / 1000,
+        e.finalBackoffSeconds,
+        'final backoff',
+      ),
+    );
     asserted++;
   }
   if (e.afterReset !== undefined) {

@@ -1,0 +1,141 @@
+/**
+ * VirtualNode (kubelet-operator.dev/v1alpha1), the operator's own API. The CRD (crds/virtualnode.yaml)
+ * rejects malformed objects at the API server; this schema checks again inside the operator, because an
+ * object may predate the CRD's validation or come from a relaxed CRD. A spec that fails here gets a Ready=False
+ * condition naming the field, and the node is not started; nothing crashes.
+ */
+import { z } from 'zod';
+import type { ObjectMeta } from './core.js';
+
+export const GROUP = 'kubelet-operator.dev';
+export const VERSION = 'v1alpha1';
+export const PLURAL = 'virtualnodes';
+export const FINALIZER = 'kubelet-operator.dev/drain';
+
+const quantity = z.union([
+  z.number().int().nonnegative(),
+  z
+    .string()
+    .regex(/^\+?([0-9]+(\.[0-9]*)?|\.[0-9]+)(([KMGTPE]i)|[numkMGTPE]|([eE]\+?[0-9]+))?$/, 'not a quantity'),
+]);
+
+const dnsSubdomain = z
+  .string()
+  .max(253)
+  .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/, 'not a DNS subdomain');
+
+export const VirtualNodeSpecSchema = z
+  .object({
+    nodeName: dnsSubdomain.optional(),
+    labels: z.record(z.string(), z.string().max(63)).default({}),
+    taints: z
+      .array(
+        z.object({
+          key: z.string().min(1).max(316),
+          value: z.string().max(63).optional(),
+          effect: z.enum(['NoSchedule', 'PreferNoSchedule', 'NoExecute']),
+        }),
+      )
+      .max(32)
+      .default([]),
+    capacity: z
+      .object({
+        cpu: quantity.default('4'),
+        memory: quantity.default('16Gi'),
+        'ephemeral-storage': quantity.default('100Gi'),
+        pods: z.number().int().min(0).max(100_000).default(110),
+      })
+      .default({ cpu: '4', memory: '16Gi', 'ephemeral-storage': '100Gi', pods: 110 }),
+    internalIP: z.string().optional(),
+    runtime: z.discriminatedUnion('type', [
+      z.object({
+        type: z.literal('cri'),
+        cri: z.object({
+          endpoint: z.string().regex(/^unix:\/\/\/\S*[^/\s]$/, 'must be unix:///absolute/path'),
+          cgroupRoot: z.string().startsWith('/').default('/kubelet-operator'),
+          logRoot: z.string().startsWith('/').default('/var/log/pods'),
+          podNetwork: z.enum(['host', 'cni']).default('host'),
+        }),
+      }),
+      z.object({
+        type: z.literal('sim'),
+        sim: z
+          .object({
+            podCIDR: z.string().default('10.88.0.0/16'),
+            profile: z.record(z.string(), z.unknown()).optional(),
+          })
+          .default({ podCIDR: '10.88.0.0/16' }),
+      }),
+    ]),
+    heartbeat: z
+      .object({
+        leaseDurationSeconds: z.number().int().min(10).max(3600).default(40),
+        renewIntervalSeconds: z.number().int().min(1).max(600).default(10),
+        statusUpdateFrequencySeconds: z.number().int().min(1).max(600).default(10),
+        statusReportFrequencySeconds: z.number().int().min(10).max(3600).default(300),
+      })
+      .default({
+        leaseDurationSeconds: 40,
+        renewIntervalSeconds: 10,
+        statusUpdateFrequencySeconds: 10,
+        statusReportFrequencySeconds: 300,
+      })
+      .refine((h) => h.renewIntervalSeconds < h.leaseDurationSeconds, {
+        message: 'renewIntervalSeconds must be less than leaseDurationSeconds',
+        path: ['renewIntervalSeconds'],
+      }),
+  })
+  .strict();
+
+export type VirtualNodeSpec = z.infer<typeof VirtualNodeSpecSchema>;
+
+export interface VirtualNodeCondition {
+  type: string;
+  status: 'True' | 'False' | 'Unknown';
+  reason?: string;
+  message?: string;
+  lastTransitionTime?: string;
+  observedGeneration?: number;
+}
+
+export interface VirtualNodeStatus {
+  observedGeneration?: number;
+  nodeName?: string;
+  internalIP?: string;
+  lastHeartbeatTime?: string;
+  runtime?: { name?: string; version?: string };
+  pods?: { total?: number; running?: number; pending?: number };
+  conditions?: VirtualNodeCondition[];
+}
+
+export interface VirtualNode {
+  apiVersion: `${typeof GROUP}/${typeof VERSION}`;
+  kind: 'VirtualNode';
+  metadata: ObjectMeta;
+  /** Raw as stored; parse with `parseVirtualNodeSpec` before use. */
+  spec: unknown;
+  status?: VirtualNodeStatus;
+}
+
+export type ParsedSpec = { ok: true; spec: VirtualNodeSpec } | { ok: false; message: string };
+
+/** Validates and defaults a spec; on failure the message names each bad field as `spec.<path>: <problem>`. */
+export function parseVirtualNodeSpec(raw: unknown): ParsedSpec {
+  const r = VirtualNodeSpecSchema.safeParse(raw ?? {});
+  if (r.success) return { ok: true, spec: r.data };
+  const message = r.error.issues
+    .map(
+      (i) =>
+        `spec${i.path.map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`)).join('')}: ${i.message}`,
+    )
+    .join('; ');
+  return { ok: false, message };
+}
+
+/** The Node name a VirtualNode registers: spec.nodeName, else its own name. */
+export function nodeNameOf(
+  vn: Pick<VirtualNode, 'metadata'>,
+  spec: Pick<VirtualNodeSpec, 'nodeName'>,
+): string {
+  return spec.nodeName ?? vn.metadata.name ?? '';
+}

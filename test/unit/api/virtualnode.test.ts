@@ -1,0 +1,48 @@
+import { expect } from 'chai';
+import { parseVirtualNodeSpec } from '../../../src/api/virtualnode.js';
+
+describe('parseVirtualNodeSpec', () => {
+  it('applies defaults to a minimal sim spec', () => {
+    const r = parseVirtualNodeSpec({ runtime: { type: 'sim' } });
+    expect(r.ok).to.equal(true);
+    if (!r.ok) return;
+    expect(r.spec.capacity).to.deep.equal({
+      cpu: '4',
+      memory: '16Gi',
+      'ephemeral-storage': '100Gi',
+      pods: 110,
+    });
+    expect(r.spec.heartbeat.leaseDurationSeconds).to.equal(40);
+    expect(r.spec.runtime).to.deep.equal({ type: 'sim', sim: { podCIDR: '10.88.0.0/16' } });
+  });
+
+  it('names the field for a relative CRI endpoint', () => {
+    const r = parseVirtualNodeSpec({ runtime: { type: 'cri', cri: { endpoint: 'unix://run/c.sock' } } });
+    expect(r).to.deep.equal({
+      ok: false,
+      message: 'spec.runtime.cri.endpoint: must be unix:///absolute/path',
+    });
+  });
+
+  it('names the field for a negative capacity and a bad taint effect', () => {
+    const r = parseVirtualNodeSpec({
+      runtime: { type: 'sim' },
+      capacity: { cpu: '-1' },
+      taints: [{ key: 'a', effect: 'Sometimes' }],
+    });
+    expect(r.ok).to.equal(false);
+    if (r.ok) return;
+    expect(r.message).to.contain('spec.capacity.cpu');
+    expect(r.message).to.contain('spec.taints[0].effect');
+  });
+
+  it('rejects unknown fields and a lease renewed slower than it lasts', () => {
+    expect(parseVirtualNodeSpec({ runtime: { type: 'sim' }, bogus: 1 }).ok).to.equal(false);
+    const r = parseVirtualNodeSpec({
+      runtime: { type: 'sim' },
+      heartbeat: { leaseDurationSeconds: 10, renewIntervalSeconds: 20 },
+    });
+    expect(r).to.deep.include({ ok: false });
+    if (!r.ok) expect(r.message).to.contain('spec.heartbeat.renewIntervalSeconds');
+  });
+});
