@@ -2,7 +2,7 @@
  * Pod quality-of-service class (k8s.io/kubernetes/pkg/apis/core/v1/helper/qos: GetPodQOS / ComputePodQOS).
  */
 import type { Container, Pod, PodQOSClass } from '../api/core.js';
-import { parseQuantityNano } from '../api/quantity.js';
+import { parseQuantityNano } from '../util/quantity.js';
 
 /** Only these resources decide the class; extended resources and storage do not. */
 const QOS_RESOURCES = ['cpu', 'memory'] as const;

@@ -47,17 +47,26 @@ interface FakeTimer {
   at: number;
   seq: number;
   fn: () => void;
-  cancelled: boolean;
+  /** Cancelled or fired: no longer pending. */
+  done: boolean;
 }
+
+/** Earlier due time first; equal due times in creation order. */
+const before = (a: FakeTimer, b: FakeTimer): boolean => a.at < b.at || (a.at === b.at && a.seq < b.seq);
 
 /**
  * A clock that moves only when told to. `advance(ms)` fires due timers in time order, each seeing `now()`
  * equal to its own due time, so a chain of timers behaves as it would in real time.
+ *
+ * Timers live in a binary min-heap: setTimer and each firing are O(log n), cancel is O(1) (the entry is
+ * dropped lazily when it reaches the top, and the heap is compacted once cancelled entries outnumber live
+ * ones), so a simulation with 100,000 pending timers stays fast.
  */
 export class FakeClock implements Clock {
   private current: number;
   private seq = 0;
-  private timers: FakeTimer[] = [];
+  private heap: FakeTimer[] = [];
+  private live = 0;
 
   constructor(start = Date.UTC(2026, 0, 1)) {
     this.current = start;
@@ -68,11 +77,15 @@ export class FakeClock implements Clock {
   }
 
   setTimer(ms: number, fn: () => void): TimerHandle {
-    const timer: FakeTimer = { at: this.current + Math.max(0, ms), seq: this.seq++, fn, cancelled: false };
-    this.timers.push(timer);
+    const timer: FakeTimer = { at: this.current + Math.max(0, ms), seq: this.seq++, fn, done: false };
+    this.push(timer);
+    this.live++;
     return {
       cancel: () => {
-        timer.cancelled = true;
+        if (timer.done) return;
+        timer.done = true;
+        this.live--;
+        if (this.heap.length > 64 && this.heap.length > 2 * this.live) this.compact();
       },
     };
   }
@@ -94,21 +107,23 @@ export class FakeClock implements Clock {
 
   /** Number of timers that have neither fired nor been cancelled. */
   pendingTimers(): number {
-    return this.timers.filter((t) => !t.cancelled).length;
+    return this.live;
   }
 
   /** Moves time forward, firing every timer due on the way (including ones those timers create). */
   advance(ms: number): void {
     const target = this.current + ms;
     for (;;) {
-      this.timers = this.timers.filter((t) => !t.cancelled);
-      let next: FakeTimer | undefined;
-      for (const t of this.timers) {
-        if (t.at <= target && (!next || t.at < next.at || (t.at === next.at && t.seq < next.seq))) next = t;
+      let next = this.heap[0];
+      while (next?.done) {
+        this.pop();
+        next = this.heap[0];
       }
-      if (!next) break;
+      if (!next || next.at > target) break;
+      this.pop();
       this.current = Math.max(this.current, next.at);
-      next.cancelled = true;
+      next.done = true;
+      this.live--;
       next.fn();
     }
     this.current = target;
@@ -117,5 +132,45 @@ export class FakeClock implements Clock {
   /** Sets the time (never backwards) and fires what became due. */
   set(time: number): void {
     this.advance(Math.max(0, time - this.current));
+  }
+
+  private push(t: FakeTimer): void {
+    const h = this.heap;
+    let i = h.length;
+    h.push(t);
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (!before(t, h[parent]!)) break;
+      h[i] = h[parent]!;
+      i = parent;
+    }
+    h[i] = t;
+  }
+
+  private pop(): void {
+    const h = this.heap;
+    const last = h.pop();
+    if (last === undefined || h.length === 0) return;
+    this.siftDown(0, last);
+  }
+
+  private siftDown(start: number, t: FakeTimer): void {
+    const h = this.heap;
+    const n = h.length;
+    let i = start;
+    for (;;) {
+      let child = 2 * i + 1;
+      if (child >= n) break;
+      if (child + 1 < n && before(h[child + 1]!, h[child]!)) child++;
+      if (!before(h[child]!, t)) break;
+      h[i] = h[child]!;
+      i = child;
+    }
+    h[i] = t;
+  }
+
+  private compact(): void {
+    this.heap = this.heap.filter((t) => !t.done);
+    for (let i = (this.heap.length >> 1) - 1; i >= 0; i--) this.siftDown(i, this.heap[i]!);
   }
 }

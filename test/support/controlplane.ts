@@ -606,6 +606,9 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       `--secure-port=${apiPort}`,
       '--bind-address=127.0.0.1',
       '--advertise-address=127.0.0.1',
+      // The lease endpoint reconciler refuses a loopback advertise address; nothing here needs the
+      // `kubernetes` Service's endpoints (the Service itself is still created).
+      '--endpoint-reconciler-type=none',
       `--cert-dir=${path.join(dir, 'apiserver-certs')}`,
       `--tls-cert-file=${pki.serverCert}`,
       `--tls-private-key-file=${pki.serverKey}`,

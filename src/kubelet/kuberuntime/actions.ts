@@ -175,6 +175,7 @@ export function computePodActions(
   if (keepCount === 0 && changes.containersToStart.length === 0) {
     changes.killPod = true;
     // Sidecars alone must not keep a finished pod alive.
-    }
+    changes.initContainersToStart = [];
+  }
   return changes;
 }

@@ -150,7 +150,8 @@ export class GenericPLEG {
    * every relist.
    */
   setPodWatchCondition(uid: string, key: string, condition: WatchCondition): void {
-    if (typeof condition !== 'function') throw new KindError('InvalidArgument', 'watch condition is not a function');
+    if (typeof condition !== 'function')
+      throw new KindError('InvalidArgument', 'watch condition is not a function');
     const conditions = this.watchConditions.get(uid) ?? new Map<string, VersionedCondition>();
     const existing = conditions.get(key);
     conditions.set(key, { condition, version: existing ? existing.version + 1 : 0 });

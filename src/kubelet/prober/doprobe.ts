@@ -216,7 +216,8 @@ export function decideProbe(
   }
 
   // 8. Initial delay: keep the initial value.
-  if (secondsRunning(running.startedAt, now) < target.timing.initialDelaySeconds) return finish(s, true, writes);
+  if (secondsRunning(running.startedAt, now) < target.timing.initialDelaySeconds)
+    return finish(s, true, writes);
 
   // 9. Startup gating: startup probes only before `started`, the others only after.
   const started = c.started === true;

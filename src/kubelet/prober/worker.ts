@@ -108,7 +108,8 @@ export class ProbeWorker {
   constructor(pod: Pod, container: Container, probeType: ProbeType, deps: ProbeWorkerDeps) {
     const uid = pod?.metadata?.uid;
     if (!uid) throw new KindError('InvalidArgument', 'probe worker for a pod without a UID');
-    if (!container?.name) throw new KindError('InvalidArgument', 'probe worker for a container without a name');
+    if (!container?.name)
+      throw new KindError('InvalidArgument', 'probe worker for a container without a name');
     const probe = probeOf(container, probeType);
     if (!probe) {
       throw new KindError('InvalidArgument', `container has no ${probeType} probe`, {
@@ -120,7 +121,10 @@ export class ProbeWorker {
       if (!deps?.[k]) throw new KindError('InvalidArgument', `probe worker needs ${k}`);
     }
     if (deps.results.probeType !== probeType) {
-      throw new KindError('InvalidArgument', `${probeType} worker given the ${deps.results.probeType} results`);
+      throw new KindError(
+        'InvalidArgument',
+        `${probeType} worker given the ${deps.results.probeType} results`,
+      );
     }
     this.pod = pod;
     this.currentPod = pod;
@@ -167,7 +171,11 @@ export class ProbeWorker {
     try {
       const pod = this.currentPod;
       const status = this.deps.getPodStatus(this.podUID);
-      const decision = decideProbe(this.target, this.workerState, { pod, status, now: this.deps.clock.now() });
+      const decision = decideProbe(this.target, this.workerState, {
+        pod,
+        status,
+        now: this.deps.clock.now(),
+      });
       this.workerState = decision.state;
       this.apply(decision.writes);
       if (decision.action === 'finish') return decision.keepGoing;

@@ -41,7 +41,6 @@ import type {
   WireContainerStatus,
   WireExecSyncResponse,
   WireImage,
-  WireNamespaceMode,
   WireNamespaceOption,
   WirePodSandbox,
   WirePodSandboxConfig,
@@ -57,7 +56,7 @@ import type {
 
 type NamespaceOptions = { network?: NamespaceMode; pid?: NamespaceMode; ipc?: NamespaceMode };
 
-const KUBELET_NAMESPACE_DEFAULTS: Required<NamespaceOptions> = { network: 'POD', pid: 'CONTAINER', ipc: 'POD' };
+const KUBELET_NAMESPACE_DEFAULTS: WireNamespaceOption = { network: 'POD', pid: 'CONTAINER', ipc: 'POD' };
 
 // ------------------------------------------------------------------------------------ scalars
 
@@ -137,13 +136,13 @@ function namespaceModeFromWire(s: string | undefined): NamespaceMode {
 
 function namespaceOptionsToWire(
   opts: NamespaceOptions | undefined,
-  defaults: Required<NamespaceOptions>,
+  defaults: WireNamespaceOption,
 ): WireNamespaceOption {
   return {
     network: opts?.network ?? defaults.network,
     pid: opts?.pid ?? defaults.pid,
     ipc: opts?.ipc ?? defaults.ipc,
-  } satisfies Record<keyof NamespaceOptions, WireNamespaceMode>;
+  };
 }
 
 /** Unspecified means RuntimeDefault, sent explicitly: containerd reads an absent profile as unconfined. */

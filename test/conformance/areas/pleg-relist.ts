@@ -41,7 +41,14 @@ export const EVENT_TYPES = [
   'ConditionMet',
 ] as const;
 
-const RELIST_KEYS = ['pods', 'getPodStatusErrors', 'podStatus', 'repeat', 'expectEvents', 'expectCache'] as const;
+const RELIST_KEYS = [
+  'pods',
+  'getPodStatusErrors',
+  'podStatus',
+  'repeat',
+  'expectEvents',
+  'expectCache',
+] as const;
 
 interface Harness {
   pleg: GenericPLEG;
@@ -98,9 +105,10 @@ function checkCacheEntry(h: Harness, uid: string, v: unknown, inspected: Readonl
   }
   const phrase = readString(v, what).trim();
   if (phrase === 'absent') return entry ? `${what}: expected no cache entry` : undefined;
-  const m = /^(status|good status|empty status|bad status)( \(re-inspected\))?(, no error| \+ error| \+ inspection error)?$/.exec(
-    phrase,
-  );
+  const m =
+    /^(status|good status|empty status|bad status)( \(re-inspected\))?(, no error| \+ error| \+ inspection error)?$/.exec(
+      phrase,
+    );
   if (!m) throw new Uninterpretable(`${what}: unknown cache phrase ${show(phrase)}`);
   if (!entry) return `${what}: pod is not cached`;
   if (m[2] && !inspected.has(uid)) return `${what}: expected the pod to be re-inspected in this relist`;
@@ -113,15 +121,20 @@ function checkCacheEntry(h: Harness, uid: string, v: unknown, inspected: Readonl
     sandboxes: entry.status.sandboxes.map((s) => s.id as string).sort(),
   };
   const reported = h.runtime.recordIDs(uid);
-  const want = m[1]!.startsWith('empty') || m[1]!.startsWith('bad') || !reported
-    ? { containers: [], sandboxes: [] }
-    : { containers: [...reported.containers].sort(), sandboxes: [...reported.sandboxes].sort() };
+  const want =
+    m[1]!.startsWith('empty') || m[1]!.startsWith('bad') || !reported
+      ? { containers: [], sandboxes: [] }
+      : { containers: [...reported.containers].sort(), sandboxes: [...reported.sandboxes].sort() };
   const d = firstDifference(got, want);
   return d && `${what}: cached records: ${d}`;
 }
 
 /** Runs one relist entry (relists form) or Relist step; returns a failure message or undefined. */
-async function runRelist(h: Harness, o: Obj, what: string): Promise<{ failure?: string; inspected: string[] }> {
+async function runRelist(
+  h: Harness,
+  o: Obj,
+  what: string,
+): Promise<{ failure?: string; inspected: string[] }> {
   if (o.pods !== undefined) h.runtime.setListing(o.pods, `${what}.pods`);
   h.runtime.failing = new Set(
     o.getPodStatusErrors === undefined
@@ -135,7 +148,8 @@ async function runRelist(h: Harness, o: Obj, what: string): Promise<{ failure?: 
     ps.ips === undefined ? [] : readList(ps.ips, `${what}.podStatus.ips`).map((x) => readString(x, 'ip'));
   const repeat = readInt(o.repeat, `${what}.repeat`, 1);
   if (repeat < 1) throw new Uninterpretable(`${what}.repeat must be at least 1`);
-  const expectedEvents = o.expectEvents === undefined ? undefined : readExpectedEvents(o.expectEvents, `${what}.expectEvents`);
+  const expectedEvents =
+    o.expectEvents === undefined ? undefined : readExpectedEvents(o.expectEvents, `${what}.expectEvents`);
   if (expectedEvents === undefined) throw new Uninterpretable(`${what}: expectEvents is required`);
 
   h.runtime.inspections = [];
@@ -193,18 +207,30 @@ export async function interpretSteps(c: ConformanceCase): Promise<Verdict> {
       const pod = readString(o.pod, `${what}.pod`);
       const key = readString(o.key, `${what}.key`);
       h.runtime.ensurePod(pod);
-      h.pleg.setPodWatchCondition(pod, key, h.runtime.compileCondition(pod, o.condition, `${what}.condition`));
+      h.pleg.setPodWatchCondition(
+        pod,
+        key,
+        h.runtime.compileCondition(pod, o.condition, `${what}.condition`),
+      );
       lastCondition = { pod, key };
       continue;
     }
-    const o = readObj(raw, what, [...RELIST_KEYS, 'op', 'runtime', 'expectInspected', 'expectConditionRemoved']);
+    const o = readObj(raw, what, [
+      ...RELIST_KEYS,
+      'op',
+      'runtime',
+      'expectInspected',
+      'expectConditionRemoved',
+    ]);
     if (o.runtime !== undefined) h.runtime.applyProse(o.runtime, `${what}.runtime`);
     const r = await runRelist(h, o, what);
     if (r.failure) return fail(r.failure);
     if (o.expectInspected !== undefined) {
       if (typeof o.expectInspected === 'boolean') {
         if (o.expectInspected !== r.inspected.length > 0) {
-          return fail(`${what}: expected ${o.expectInspected ? 'an' : 'no'} inspection, got ${show(r.inspected)}`);
+          return fail(
+            `${what}: expected ${o.expectInspected ? 'an' : 'no'} inspection, got ${show(r.inspected)}`,
+          );
         }
       } else {
         for (const [pod, b] of Object.entries(readObj(o.expectInspected, `${what}.expectInspected`))) {
@@ -218,7 +244,8 @@ export async function interpretSteps(c: ConformanceCase): Promise<Verdict> {
       const want = readBool(o.expectConditionRemoved, `${what}.expectConditionRemoved`);
       if (!lastCondition) throw new Uninterpretable(`${what}: expectConditionRemoved without a condition`);
       const removed = !h.pleg.podWatchConditions(lastCondition.pod).has(lastCondition.key);
-      if (removed !== want) return fail(`${what}: condition ${lastCondition.key} removed=${removed}, expected ${want}`);
+      if (removed !== want)
+        return fail(`${what}: condition ${lastCondition.key} removed=${removed}, expected ${want}`);
     }
   }
   return pass;

@@ -7,7 +7,12 @@
  * by default), and container resources set by `inspected status has <field> <value>`. A container that a
  * watch condition names but the listing lacks appears in the inspected status only, as running.
  */
-import type { ContainerState, ContainerStatus, PodUID, RuntimePodStatus } from '../../../src/kubelet/container/types.js';
+import type {
+  ContainerState,
+  ContainerStatus,
+  PodUID,
+  RuntimePodStatus,
+} from '../../../src/kubelet/container/types.js';
 import type { ListedContainer } from '../../../src/kubelet/pleg/events.js';
 import type { PodLister, RuntimePod, WatchCondition } from '../../../src/kubelet/pleg/generic.js';
 import { Uninterpretable } from '../types.js';

@@ -10,7 +10,8 @@ import { interpretEventTable } from './pleg-table.js';
 export const interpretPleg: AreaInterpreter = (c) => {
   const fn = c.given.function === undefined ? undefined : functionName(c.given.function, 'given.function');
   if (fn === 'generateEvents') return interpretEventTable(c);
-  if (fn !== undefined && fn !== 'GenericPLEG.Relist') throw new Uninterpretable(`pleg: unknown function '${fn}'`);
+  if (fn !== undefined && fn !== 'GenericPLEG.Relist')
+    throw new Uninterpretable(`pleg: unknown function '${fn}'`);
   const hasRelists = c.given.relists !== undefined;
   const hasSteps = c.given.steps !== undefined;
   if (hasRelists && !hasSteps) return interpretRelists(c);

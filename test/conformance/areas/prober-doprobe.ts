@@ -8,7 +8,14 @@
  * After the call, `expect.result` is read from the results cache for the worker's current container ID
  * (`unset` = nothing cached, or no container ID yet); `onHold` and `resultRun` from the worker.
  */
-import type { ContainerStatus, Pod, PodPhase, PodStatus, Probe, RestartPolicy } from '../../../src/api/core.js';
+import type {
+  ContainerStatus,
+  Pod,
+  PodPhase,
+  PodStatus,
+  Probe,
+  RestartPolicy,
+} from '../../../src/api/core.js';
 import { asPodUID } from '../../../src/kubelet/container/types.js';
 import type { ProbeOutcome } from '../../../src/kubelet/prober/doprobe.js';
 import { ResultsManager } from '../../../src/kubelet/prober/results.js';
@@ -41,7 +48,8 @@ function readProbe(v: unknown): Probe {
   const o = readObj(v, 'given.probe', [...PROBE_FIELDS, ...PROBE_HANDLERS]);
   const probe: Probe = {};
   for (const f of PROBE_FIELDS) if (o[f] !== undefined) probe[f] = readInt(o[f], `given.probe.${f}`);
-  for (const h of PROBE_HANDLERS) if (o[h] !== undefined) Object.assign(probe, { [h]: readObj(o[h], `probe.${h}`) });
+  for (const h of PROBE_HANDLERS)
+    if (o[h] !== undefined) Object.assign(probe, { [h]: readObj(o[h], `probe.${h}`) });
   return probe;
 }
 
@@ -109,7 +117,8 @@ function readStepExpect(v: unknown, what: string): StepExpect {
 export async function interpretDoProbe(c: ConformanceCase): Promise<Verdict> {
   const g = readObj(c.given, 'given', ['function', 'probeType', 'probe', 'podRestartPolicy', 'steps']);
   const ex = readObj(c.expect, 'expect', ['perStep']);
-  if (ex.perStep !== true) throw new Uninterpretable(`expect.perStep: expected true, got ${String(ex.perStep)}`);
+  if (ex.perStep !== true)
+    throw new Uninterpretable(`expect.perStep: expected true, got ${String(ex.perStep)}`);
   const probeType: ProbeType = readToken(g.probeType, PROBE_TYPES, 'given.probeType');
   const probe = readProbe(g.probe);
   const restartPolicy =
@@ -147,14 +156,20 @@ export async function interpretDoProbe(c: ConformanceCase): Promise<Verdict> {
   for (const [i, raw] of steps.entries()) {
     const what = `steps[${i}]`;
     const step: Obj = readObj(raw, what, ['podStatus', 'probeOutcome', 'deletionRequested', 'expect']);
-    if (!('podStatus' in step)) throw new Uninterpretable(`${what}: podStatus is required (null = no status)`);
+    if (!('podStatus' in step))
+      throw new Uninterpretable(`${what}: podStatus is required (null = no status)`);
     status = readPodStatus(step.podStatus, clock.now(), `${what}.podStatus`);
     outcome =
-      step.probeOutcome === undefined ? undefined : readToken(step.probeOutcome, OUTCOMES, `${what}.probeOutcome`);
+      step.probeOutcome === undefined
+        ? undefined
+        : readToken(step.probeOutcome, OUTCOMES, `${what}.probeOutcome`);
     const deleting = readBool(step.deletionRequested, `${what}.deletionRequested`, false);
     worker.setPod(
       deleting
-        ? { ...basePod, metadata: { ...basePod.metadata, deletionTimestamp: new Date(clock.now()).toISOString() } }
+        ? {
+            ...basePod,
+            metadata: { ...basePod.metadata, deletionTimestamp: new Date(clock.now()).toISOString() },
+          }
         : basePod,
     );
     const expected = readStepExpect(step.expect, `${what}.expect`);

@@ -170,6 +170,7 @@ export function interpretUpdatePodStatus(c: ConformanceCase): Verdict {
     const d = firstDifference(actual, expected);
     if (d) return fail(`${field}: ${d}`);
   }
-  if (!isObj(ex.started) && !isObj(ex.ready)) throw new Uninterpretable('expect: neither started nor ready given');
+  if (!isObj(ex.started) && !isObj(ex.ready))
+    throw new Uninterpretable('expect: neither started nor ready given');
   return pass;
 }

@@ -66,7 +66,12 @@ export function functionName(v: unknown, what: string): string {
  * naming the missing and unexpected items, or undefined when equal.
  */
 export function multisetDifference(actual: readonly Obj[], expected: readonly Obj[]): string | undefined {
-  const key = (o: Obj) => JSON.stringify(Object.keys(o).sort().map((k) => [k, o[k]]));
+  const key = (o: Obj) =>
+    JSON.stringify(
+      Object.keys(o)
+        .sort()
+        .map((k) => [k, o[k]]),
+    );
   const left = actual.map(key);
   const missing: string[] = [];
   for (const e of expected.map(key)) {

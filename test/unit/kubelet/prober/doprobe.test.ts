@@ -25,14 +25,22 @@ describe('prober doProbe (pure)', () => {
       successThreshold: 1,
       failureThreshold: 3,
     });
-    expect(() => probeTiming({ periodSeconds: -1 })).to.throw().satisfy(isInvalidArgument);
-    expect(() => probeTiming({ failureThreshold: Number.NaN })).to.throw().satisfy(isInvalidArgument);
+    expect(() => probeTiming({ periodSeconds: -1 }))
+      .to.throw()
+      .satisfy(isInvalidArgument);
+    expect(() => probeTiming({ failureThreshold: Number.NaN }))
+      .to.throw()
+      .satisfy(isInvalidArgument);
   });
 
   it('holds a startup worker after a published success too, until a new container ID', () => {
     const t = target('startup');
     const pod = makePod([{ name: 'c', startupProbe: probe() }]);
-    const d = decideProbe(t, initialWorkerState, { pod, status: podStatus([running('c', 'x://1')]), now: NOW });
+    const d = decideProbe(t, initialWorkerState, {
+      pod,
+      status: podStatus([running('c', 'x://1')]),
+      now: NOW,
+    });
     expect(d.action).to.equal('runProbe');
     const r = recordProbeOutcome(t, d.state, 'success');
     expect(r.writes).to.deep.equal([{ op: 'set', containerID: 'x://1', result: 'success' }]);
@@ -49,16 +57,30 @@ describe('prober doProbe (pure)', () => {
 
   it('keeps the run count across a container change (a kubelet quirk)', () => {
     const t = target('readiness', probe({ successThreshold: 3 }));
-    const state: ProbeWorkerState = { phase: 'probing', containerID: 'x://1', lastResult: 'success', resultRun: 2 };
+    const state: ProbeWorkerState = {
+      phase: 'probing',
+      containerID: 'x://1',
+      lastResult: 'success',
+      resultRun: 2,
+    };
     const pod = makePod([{ name: 'c', readinessProbe: probe() }]);
-    const d = decideProbe(t, state, { pod, status: podStatus([running('c', 'x://2', { started: true })]), now: NOW });
+    const d = decideProbe(t, state, {
+      pod,
+      status: podStatus([running('c', 'x://2', { started: true })]),
+      now: NOW,
+    });
     const r = recordProbeOutcome(t, d.state, 'success');
     expect(r.writes).to.deep.equal([{ op: 'set', containerID: 'x://2', result: 'success' }]);
   });
 
   it('counts warning as success and throws an error outcome away', () => {
     const t = target('liveness', probe({ failureThreshold: 1 }));
-    const s: ProbeWorkerState = { phase: 'probing', containerID: 'x://1', lastResult: undefined, resultRun: 0 };
+    const s: ProbeWorkerState = {
+      phase: 'probing',
+      containerID: 'x://1',
+      lastResult: undefined,
+      resultRun: 0,
+    };
     expect(recordProbeOutcome(t, s, 'warning').writes).to.deep.equal([
       { op: 'set', containerID: 'x://1', result: 'success' },
     ]);
@@ -85,20 +107,32 @@ describe('prober doProbe (pure)', () => {
     const t = target('liveness', probe({ initialDelaySeconds: 60 }));
     const pod = makePod([{ name: 'c', livenessProbe: probe() }]);
     const at = (s: string) => podStatus([running('c', 'x://1', { started: true, startedAt: s })]);
-    expect(decideProbe(t, initialWorkerState, { pod, status: at('2026-01-01T00:00:01Z'), now: NOW }).action).to.equal(
-      'finish',
-    );
-    expect(decideProbe(t, initialWorkerState, { pod, status: at('2026-01-01T00:00:00Z'), now: NOW }).action).to.equal(
-      'runProbe',
-    );
+    expect(
+      decideProbe(t, initialWorkerState, { pod, status: at('2026-01-01T00:00:01Z'), now: NOW }).action,
+    ).to.equal('finish');
+    expect(
+      decideProbe(t, initialWorkerState, { pod, status: at('2026-01-01T00:00:00Z'), now: NOW }).action,
+    ).to.equal('runProbe');
   });
 
   it('stops on a terminated container only under restartPolicy Never (unset behaves as Always)', () => {
     const t = target('readiness');
-    const term = podStatus([{ name: 'c', containerID: 'x://1', ready: false, restartCount: 0, state: { terminated: { exitCode: 1 } } }]);
+    const term = podStatus([
+      {
+        name: 'c',
+        containerID: 'x://1',
+        ready: false,
+        restartCount: 0,
+        state: { terminated: { exitCode: 1 } },
+      },
+    ]);
     const unset = makePod([{ name: 'c', readinessProbe: probe() }]);
     const never = makePod([{ name: 'c', readinessProbe: probe() }], [], { restartPolicy: 'Never' });
-    expect(decideProbe(t, initialWorkerState, { pod: unset, status: term, now: NOW })).to.deep.include({ keepGoing: true });
-    expect(decideProbe(t, initialWorkerState, { pod: never, status: term, now: NOW })).to.deep.include({ keepGoing: false });
+    expect(decideProbe(t, initialWorkerState, { pod: unset, status: term, now: NOW })).to.deep.include({
+      keepGoing: true,
+    });
+    expect(decideProbe(t, initialWorkerState, { pod: never, status: term, now: NOW })).to.deep.include({
+      keepGoing: false,
+    });
   });
 });

@@ -7,14 +7,22 @@ export function probe(extra: Probe = {}): Probe {
   return { exec: { command: ['true'] }, periodSeconds: 10, ...extra };
 }
 
-export function makePod(containers: Container[], init: Container[] = [], extra: Partial<Pod['spec']> = {}): Pod {
+export function makePod(
+  containers: Container[],
+  init: Container[] = [],
+  extra: Partial<Pod['spec']> = {},
+): Pod {
   return {
     metadata: { uid: POD_UID, name: 'p', namespace: 'default' },
     spec: { containers, initContainers: init, ...extra },
   };
 }
 
-export function running(name: string, id: string, opts: { started?: boolean; startedAt?: string } = {}): ContainerStatus {
+export function running(
+  name: string,
+  id: string,
+  opts: { started?: boolean; startedAt?: string } = {},
+): ContainerStatus {
   return {
     name,
     containerID: id,
@@ -29,7 +37,11 @@ export function terminated(name: string, id: string, exitCode: number): Containe
   return { name, containerID: id, ready: false, restartCount: 0, state: { terminated: { exitCode } } };
 }
 
-export function podStatus(containers: ContainerStatus[], init: ContainerStatus[] = [], phase: PodStatus['phase'] = 'Running'): PodStatus {
+export function podStatus(
+  containers: ContainerStatus[],
+  init: ContainerStatus[] = [],
+  phase: PodStatus['phase'] = 'Running',
+): PodStatus {
   return { phase, containerStatuses: containers, initContainerStatuses: init };
 }
 

@@ -1,5 +1,9 @@
 import { expect } from 'chai';
-import { containerIDKey, ResultsManager, type ProbeResultUpdate } from '../../../../src/kubelet/prober/results.js';
+import {
+  containerIDKey,
+  ResultsManager,
+  type ProbeResultUpdate,
+} from '../../../../src/kubelet/prober/results.js';
 import { isInvalidArgument } from '../../../../src/util/errors.js';
 
 describe('prober ResultsManager', () => {
@@ -35,7 +39,9 @@ describe('prober ResultsManager', () => {
 
   it('rejects an empty ID or an unknown result with InvalidArgument; unsubscribe works', () => {
     const m = new ResultsManager('startup');
-    expect(() => m.set('', 'success', 'uid')).to.throw().satisfy(isInvalidArgument);
+    expect(() => m.set('', 'success', 'uid'))
+      .to.throw()
+      .satisfy(isInvalidArgument);
     try {
       m.set('a', 'maybe' as never, 'uid');
       expect.fail('no error');

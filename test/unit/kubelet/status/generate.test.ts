@@ -10,7 +10,10 @@ import {
   isKubeletSharedCondition,
 } from '../../../../src/kubelet/status/generate.js';
 
-const pod = (spec: Partial<Pod['spec']>): Pod => ({ metadata: { name: 'p' }, spec: { containers: [], ...spec } });
+const pod = (spec: Partial<Pod['spec']>): Pod => ({
+  metadata: { name: 'p' },
+  spec: { containers: [], ...spec },
+});
 const st = (name: string, extra: Partial<ContainerStatus> = {}): ContainerStatus => ({
   name,
   ready: false,
@@ -40,14 +43,24 @@ describe('condition generators', () => {
         initContainers: [{ name: 'init' }, { name: 'side', restartPolicy: 'Always' }],
         containers: [{ name: 'a' }, { name: 'b' }, { name: 'c' }],
       });
-      const c = generateContainersReadyCondition(p, [st('b'), st('side'), st('a', { ready: true })], undefined);
-      expect(c.message).to.equal('containers with unknown status: [c], containers with unready status: [side b]');
+      const c = generateContainersReadyCondition(
+        p,
+        [st('b'), st('side'), st('a', { ready: true })],
+        undefined,
+      );
+      expect(c.message).to.equal(
+        'containers with unknown status: [c], containers with unready status: [side b]',
+      );
     });
 
     it('reports Succeeded as PodCompleted only when every status is known; Failed always wins', () => {
       const p = pod({ containers: [{ name: 'a' }, { name: 'b' }] });
-      expect(generateContainersReadyCondition(p, [st('a')], 'Succeeded').reason).to.equal('ContainersNotReady');
-      expect(generateContainersReadyCondition(p, [st('a'), st('b')], 'Succeeded').reason).to.equal('PodCompleted');
+      expect(generateContainersReadyCondition(p, [st('a')], 'Succeeded').reason).to.equal(
+        'ContainersNotReady',
+      );
+      expect(generateContainersReadyCondition(p, [st('a'), st('b')], 'Succeeded').reason).to.equal(
+        'PodCompleted',
+      );
       expect(generateContainersReadyCondition(p, [], 'Failed').reason).to.equal('PodFailed');
     });
 
@@ -55,15 +68,17 @@ describe('condition generators', () => {
       const bad = { metadata: {}, spec: {} } as unknown as Pod;
       expect(generateContainersReadyCondition(bad, [], 'Running').status).to.equal('True');
       const withNull = [null, st('a', { ready: true })] as unknown as ContainerStatus[];
-      expect(generateContainersReadyCondition(pod({ containers: [{ name: 'a' }] }), withNull, 'Running').status).to.equal(
-        'True',
-      );
+      expect(
+        generateContainersReadyCondition(pod({ containers: [{ name: 'a' }] }), withNull, 'Running').status,
+      ).to.equal('True');
     });
   });
 
   describe('Ready', () => {
     it('joins every failing readiness gate, in spec order', () => {
-      const p = pod({ readinessGates: [{ conditionType: 'g1' }, { conditionType: 'g2' }, { conditionType: 'g3' }] });
+      const p = pod({
+        readinessGates: [{ conditionType: 'g1' }, { conditionType: 'g2' }, { conditionType: 'g3' }],
+      });
       const c = generatePodReadyCondition(
         p,
         [
@@ -95,9 +110,9 @@ describe('condition generators', () => {
 
   describe('Initialized', () => {
     it('is True without init containers even for a nil list', () => {
-      expect(generatePodInitializedCondition(pod({ containers: [{ name: 'a' }] }), null, 'Pending').status).to.equal(
-        'True',
-      );
+      expect(
+        generatePodInitializedCondition(pod({ containers: [{ name: 'a' }] }), null, 'Pending').status,
+      ).to.equal('True');
     });
 
     it('names unknown and incomplete init containers (a sidecar completes when started)', () => {
@@ -105,8 +120,14 @@ describe('condition generators', () => {
         initContainers: [{ name: 'i1' }, { name: 's', restartPolicy: 'Always' }, { name: 'i2' }],
         containers: [{ name: 'a' }],
       });
-      const c = generatePodInitializedCondition(p, [st('i1', { ready: true }), st('s', { ready: true })], 'Pending');
-      expect(c.message).to.equal('containers with unknown status: [i2], containers with incomplete status: [s]');
+      const c = generatePodInitializedCondition(
+        p,
+        [st('i1', { ready: true }), st('s', { ready: true })],
+        'Pending',
+      );
+      expect(c.message).to.equal(
+        'containers with unknown status: [i2], containers with incomplete status: [s]',
+      );
     });
 
     it('stays True once a regular container ran, and only those count', () => {
@@ -128,14 +149,16 @@ describe('condition generators', () => {
       netns,
     });
     it('follows podSandboxChanged, including the network namespace mode', () => {
-      expect(generatePodReadyToStartContainersCondition(pod({}), { sandboxes: [sandbox('pod')] }).status).to.equal('True');
-      expect(generatePodReadyToStartContainersCondition(pod({}), { sandboxes: [sandbox('node')] }).status).to.equal(
-        'False',
-      );
+      expect(
+        generatePodReadyToStartContainersCondition(pod({}), { sandboxes: [sandbox('pod')] }).status,
+      ).to.equal('True');
+      expect(
+        generatePodReadyToStartContainersCondition(pod({}), { sandboxes: [sandbox('node')] }).status,
+      ).to.equal('False');
       const host = pod({ hostNetwork: true });
-      expect(generatePodReadyToStartContainersCondition(host, { sandboxes: [sandbox('node', '')] }).status).to.equal(
-        'True',
-      );
+      expect(
+        generatePodReadyToStartContainersCondition(host, { sandboxes: [sandbox('node', '')] }).status,
+      ).to.equal('True');
     });
     it('treats a missing sandbox list as no sandbox', () => {
       const r = { sandboxes: undefined } as unknown as { sandboxes: [] };
@@ -144,7 +167,13 @@ describe('condition generators', () => {
   });
 
   it('knows which condition types the kubelet owns and shares', () => {
-    for (const t of ['PodScheduled', 'Ready', 'Initialized', 'ContainersReady', 'PodReadyToStartContainers']) {
+    for (const t of [
+      'PodScheduled',
+      'Ready',
+      'Initialized',
+      'ContainersReady',
+      'PodReadyToStartContainers',
+    ]) {
       expect(isKubeletOwnedCondition(t), t).to.equal(true);
     }
     expect(isKubeletOwnedCondition('DisruptionTarget')).to.equal(false);

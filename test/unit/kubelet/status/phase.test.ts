@@ -90,7 +90,9 @@ describe('getPhase', () => {
   it('fails on a failed regular init container only under Never', () => {
     const init = { initContainers: [{ name: 'i' }], containers: [{ name: 'a' }] };
     expect(getPhase({ ...init, restartPolicy: 'Never' }, [waiting('i', 2)], false, false)).to.equal('Failed');
-    expect(getPhase({ ...init, restartPolicy: 'OnFailure' }, [waiting('i', 2)], false, false)).to.equal('Pending');
+    expect(getPhase({ ...init, restartPolicy: 'OnFailure' }, [waiting('i', 2)], false, false)).to.equal(
+      'Pending',
+    );
   });
 
   it('does not let podIsTerminal make a static pod terminal', () => {

@@ -1,0 +1,165 @@
+import { expect } from 'chai';
+import { PodCache } from '../../../../src/kubelet/container/cache.js';
+import type { PodUID, RuntimePodStatus } from '../../../../src/kubelet/container/types.js';
+import { computePodEvents } from '../../../../src/kubelet/pleg/events.js';
+import { GenericPLEG, type PodLister, type RuntimePod } from '../../../../src/kubelet/pleg/generic.js';
+import { FakeClock } from '../../../../src/util/clock.js';
+import { isInvalidArgument } from '../../../../src/util/errors.js';
+
+type Records = { id: string; state: 'running' | 'exited' | 'created' | 'unknown' }[];
+
+class Lister implements PodLister {
+  pods: RuntimePod[] = [];
+  listError: Error | undefined;
+  inspected: string[] = [];
+  /** Called during an inspection, before it resolves. */
+  duringInspect: (() => void) | undefined;
+  status: (uid: string) => Partial<RuntimePodStatus> = () => ({});
+
+  set(uid: string, containers: Records, sandboxes: Records = []): void {
+    this.pods = this.pods.filter((p) => p.uid !== uid);
+    this.pods.push({ uid: uid as PodUID, name: uid, namespace: 'ns', containers, sandboxes });
+  }
+  getPods(): Promise<readonly RuntimePod[]> {
+    return this.listError ? Promise.reject(this.listError) : Promise.resolve(this.pods);
+  }
+  async getPodStatus(uid: PodUID): Promise<RuntimePodStatus> {
+    this.inspected.push(uid);
+    this.duringInspect?.();
+    return { uid, name: uid, namespace: 'ns', sandboxes: [], containers: [], ips: [], ...this.status(uid) };
+  }
+}
+
+function setup(capacity = 100) {
+  const clock = new FakeClock(1_000_000);
+  const lister = new Lister();
+  const cache = new PodCache();
+  const pleg = new GenericPLEG({ lister, cache, clock, channelCapacity: capacity });
+  return { clock, lister, cache, pleg };
+}
+
+describe('GenericPLEG', () => {
+  it('diffs container IDs across containers and sandboxes once each', () => {
+    const events = computePodEvents(
+      'p',
+      { containers: [{ id: 'a', state: 'running' }], sandboxes: [{ id: 'a', state: 'exited' }] },
+      { containers: [], sandboxes: [{ id: 's', state: 'running' }] },
+    );
+    expect(events.map((e) => e.type)).to.deep.equal([
+      'ContainerDied',
+      'ContainerRemoved',
+      'ContainerStarted',
+    ]);
+  });
+
+  it('is unhealthy before the first relist, healthy after, unhealthy past the threshold', async () => {
+    const { clock, pleg, lister } = setup();
+    expect(pleg.healthy(clock.now()).healthy).to.equal(false);
+    await pleg.relist();
+    const t = clock.now();
+    expect(pleg.lastRelistTime).to.equal(t);
+    expect(pleg.healthy(t + 3 * 60_000).healthy).to.equal(true);
+    expect(pleg.healthy(t + 3 * 60_000 + 1).healthy).to.equal(false);
+    lister.listError = new Error('runtime down');
+    clock.advance(5_000);
+    const r = await pleg.relist();
+    expect(r.listed).to.equal(false);
+    expect(pleg.lastRelistTime).to.equal(t);
+  });
+
+  it('drops and counts events when the channel is full', async () => {
+    const { pleg, lister } = setup(2);
+    lister.set('p', [
+      { id: 'a', state: 'running' },
+      { id: 'b', state: 'running' },
+      { id: 'c', state: 'running' },
+    ]);
+    const r = await pleg.relist();
+    expect(r).to.deep.include({ listed: true, eventsSent: 2, eventsDropped: 1 });
+    expect(pleg.discardedEvents).to.equal(1);
+    expect(pleg.events.drain()).to.have.length(2);
+  });
+
+  it('deletes the cache entry and the record of a pod that disappeared, without inspecting it', async () => {
+    const { pleg, lister, cache } = setup();
+    lister.set('p', [{ id: 'a', state: 'exited' }]);
+    await pleg.relist();
+    expect(cache.entry('p')).to.not.equal(undefined);
+    lister.pods = [];
+    lister.inspected = [];
+    await pleg.relist();
+    expect(cache.entry('p')).to.equal(undefined);
+    expect(lister.inspected).to.deep.equal([]);
+    expect(pleg.events.drain().map((e) => e.type)).to.deep.equal(['ContainerDied', 'ContainerRemoved']);
+    await pleg.relist();
+    expect(pleg.events.drain()).to.deep.equal([]);
+  });
+
+  it('sets the cache global timestamp to the relist start', async () => {
+    const { pleg, cache, clock } = setup();
+    await pleg.relist();
+    expect(cache.globalTimestamp).to.equal(clock.now());
+  });
+
+  it('keeps a condition that was re-registered while its check was in flight', async () => {
+    const { pleg, lister } = setup();
+    lister.set('p', []);
+    pleg.setPodWatchCondition('p', 'k', () => true);
+    lister.duringInspect = () => pleg.setPodWatchCondition('p', 'k', () => true);
+    await pleg.relist();
+    expect(pleg.events.drain().map((e) => e.type)).to.deep.equal(['ConditionMet']);
+    expect(pleg.podWatchConditions('p').get('k')).to.equal(1);
+    lister.duringInspect = undefined;
+    await pleg.relist();
+    expect(pleg.podWatchConditions('p').size).to.equal(0);
+  });
+
+  it('emits one ConditionMet however many conditions hold; drops conditions of vanished pods', async () => {
+    const { pleg, lister } = setup();
+    lister.set('p', []);
+    pleg.setPodWatchCondition('p', 'a', () => true);
+    pleg.setPodWatchCondition('p', 'b', () => true);
+    pleg.setPodWatchCondition('p', 'c', () => {
+      throw new Error('bad condition');
+    });
+    await pleg.relist();
+    expect(pleg.events.drain()).to.deep.equal([{ podUID: 'p', type: 'ConditionMet' }]);
+    expect([...pleg.podWatchConditions('p').keys()]).to.deep.equal(['c']);
+    pleg.setPodWatchCondition('gone', 'x', () => true);
+    await pleg.relist();
+    expect(pleg.podWatchConditions('gone').size).to.equal(0);
+  });
+
+  it('keeps cached IPs only while no sandbox is ready', async () => {
+    const { pleg, lister, cache } = setup();
+    lister.set('p', [{ id: 'a', state: 'running' }]);
+    lister.status = () => ({ ips: ['10.0.0.1'] });
+    await pleg.relist();
+    lister.set('p', [{ id: 'a', state: 'exited' }]);
+    lister.status = (uid) => ({
+      ips: [],
+      sandboxes: [{ id: 's' as never, state: 'ready', attempt: 0, ip: null, netns: 'pod' }],
+      uid: uid as PodUID,
+    });
+    await pleg.relist();
+    expect(cache.get('p').status.ips).to.deep.equal([]);
+  });
+
+  it('serializes overlapping relists', async () => {
+    const { pleg, lister } = setup();
+    lister.set('p', [{ id: 'a', state: 'running' }]);
+    const [r1, r2] = await Promise.all([pleg.relist(), pleg.relist()]);
+    expect(r1).to.deep.include({ eventsSent: 1 });
+    expect(r2).to.deep.include({ eventsSent: 0 });
+  });
+
+  it('treats a malformed listing as a failed relist and rejects bad configuration', async () => {
+    const { pleg, lister } = setup();
+    lister.pods = [{ uid: 'p' } as unknown as RuntimePod];
+    const r = await pleg.relist();
+    expect(r.listed).to.equal(false);
+    expect(() => new GenericPLEG({} as never))
+      .to.throw()
+      .satisfy(isInvalidArgument);
+  });
+});
