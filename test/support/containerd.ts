@@ -12,8 +12,8 @@
  * A missing prerequisite (not Linux, not root, packages not installable) is an error with one clear
  * message, never a silent skip.
  */
-import { execFile, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { execFile, spawn, spawnSync } from 'node:child_process';
+import { closeSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
@@ -37,6 +37,12 @@ export interface TestContainerd {
   cgroupParentPrefix: string;
   /** Runs `ctr --address <socket> --namespace k8s.io <args>`; never throws on a non-zero exit. */
   ctr(args: readonly string[]): Promise<CtrResult>;
+  /**
+   * Stops the containerd process only (SIGTERM, then SIGKILL after 15 s) and starts it again on the same
+   * config, directories and socket; resolves once it answers. Pods and their shims keep running meanwhile,
+   * and containerd reattaches to them. `whileDown` runs between the two, with the socket dead.
+   */
+  restartDaemon(whileDown?: () => Promise<void>): Promise<void>;
   /** Idempotent. */
   stop(): Promise<void>;
 }
@@ -145,6 +151,15 @@ export async function startContainerd(): Promise<TestContainerd> {
     images: { ...IMAGES },
     cgroupParentPrefix: `${CGROUP_ROOT}/${basename(dir)}`,
     ctr: (args) => run('ctr', ['--address', socketPath, '--namespace', 'k8s.io', ...args], 120_000),
+    restartDaemon: async (whileDown) => {
+      if (stopping) throw new Error(`containerd in ${dir} is stopped or stopping`);
+      await stopDaemonOnly(dir);
+      try {
+        await whileDown?.();
+      } finally {
+        await startDaemonOnly(dir, socketPath);
+      }
+    },
     stop: () => {
       stopping ??= (async () => {
         const r = await run('bash', [SCRIPT, 'stop', dir], STOP_TIMEOUT_MS);
@@ -159,6 +174,56 @@ export async function startContainerd(): Promise<TestContainerd> {
       return stopping;
     },
   };
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** SIGTERM to the daemon's own pid (not its group: shims must survive), SIGKILL after 15 s. */
+async function stopDaemonOnly(dir: string): Promise<void> {
+  const pid = readPidSync(dir);
+  if (pid === undefined || !alive(pid)) throw new Error(`no containerd running for ${dir}`);
+  process.kill(pid, 'SIGTERM');
+  const deadline = Date.now() + 15_000;
+  while (alive(pid) && Date.now() < deadline) await sleep(50);
+  if (alive(pid)) {
+    process.kill(pid, 'SIGKILL');
+    while (alive(pid)) await sleep(20);
+  }
+}
+
+/** Starts containerd on the instance's existing config, in its own session as the script does. */
+async function startDaemonOnly(dir: string, socketPath: string): Promise<void> {
+  const log = openSync(join(dir, 'containerd.log'), 'a');
+  let pid: number | undefined;
+  try {
+    const child = spawn('containerd', ['--config', join(dir, 'config.toml')], {
+      detached: true,
+      stdio: ['ignore', log, log],
+    });
+    child.unref();
+    pid = child.pid;
+  } finally {
+    closeSync(log);
+  }
+  if (pid === undefined) throw new Error(`containerd did not start for ${dir}`);
+  writeFileSync(join(dir, 'containerd.pid'), `${pid}\n`);
+  const deadline = Date.now() + START_TIMEOUT_MS;
+  for (;;) {
+    const r = await run('ctr', ['--address', socketPath, 'version'], 10_000);
+    if (r.code === 0) return;
+    if (!alive(pid)) throw new Error(`containerd exited during restart (log: ${join(dir, 'containerd.log')})`);
+    if (Date.now() > deadline) throw new Error(`containerd did not answer on ${socketPath} after restart`);
+    await sleep(50);
+  }
 }
 
 function readPidSync(dir: string): number | undefined {

@@ -270,8 +270,8 @@ export function describeRuntimeBehaviour(name: string, setup: () => Promise<Runt
       const id = await startContainer(pod, 'polite', ['sh', '-c', 'trap "exit 7" TERM; sleep 3600 & wait']);
       // Let the shell reach `wait` with its trap installed (a real process needs a moment).
       await env.waitFor(async () => (await rt.containerStatus(id)).state === 'running', 10_000);
-      const settleShell = track(new Promise((r) => setTimeout(r, 500)));
-      await env.waitFor(() => settleShell.done, 10_000);
+      const ready = now();
+      await env.waitFor(() => now() - ready >= 500, 10_000);
       const t0 = now();
       await settle(rt.stopContainer(id, 30), 40_000);
       expect(now() - t0).to.be.below(10_000);

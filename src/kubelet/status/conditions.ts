@@ -44,7 +44,10 @@ export function updateLastTransitionTime(
 }
 
 /** Replaces the first condition of the same type, or appends a copy when there is none. */
-export function replaceOrAppendPodCondition(conditions: PodCondition[], condition: PodCondition): PodCondition[] {
+export function replaceOrAppendPodCondition(
+  conditions: PodCondition[],
+  condition: PodCondition,
+): PodCondition[] {
   const { index } = getPodConditionFromList(conditions, condition.type);
   if (index >= 0) conditions[index] = { ...condition };
   else conditions.push({ ...condition });

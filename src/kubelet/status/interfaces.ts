@@ -23,7 +23,10 @@ export interface StatusPodManager {
    * Both directions of the static/mirror mapping. Every static pod appears in `podToMirror`, with the
    * empty string when it has no mirror pod yet; `mirrorToPod` holds only mirrors whose static pod is known.
    */
-  getUIDTranslations(): { podToMirror: ReadonlyMap<string, string>; mirrorToPod: ReadonlyMap<string, string> };
+  getUIDTranslations(): {
+    podToMirror: ReadonlyMap<string, string>;
+    mirrorToPod: ReadonlyMap<string, string>;
+  };
 }
 
 /** Whether a pod's containers may still be running (kubelet: PodDeletionSafetyProvider). */

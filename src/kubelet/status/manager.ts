@@ -8,7 +8,13 @@
  * and the deletion-safety check are injected (interfaces.ts). The shell runs the loop: it awaits
  * `waitForUpdate()` and calls `syncBatch(false)` per signal, and calls `syncBatch(true)` every 10 s.
  */
-import { DisruptionTarget, isTerminalPhase, type ContainerStatus, type Pod, type PodStatus } from '../../api/core.js';
+import {
+  DisruptionTarget,
+  isTerminalPhase,
+  type ContainerStatus,
+  type Pod,
+  type PodStatus,
+} from '../../api/core.js';
 import {
   ContainersReady,
   PodInitialized,
@@ -23,7 +29,12 @@ import { isMirrorPod, isStaticPod } from '../types/podupdate.js';
 import { replaceOrAppendPodCondition, updateLastTransitionTime } from './conditions.js';
 import { isPodStatusByKubeletEqual } from './equality.js';
 import { generateContainersReadyCondition, generatePodReadyCondition } from './generate.js';
-import type { PodDeletionSafetyProvider, PodStatusClient, StatusManagerLogger, StatusPodManager } from './interfaces.js';
+import type {
+  PodDeletionSafetyProvider,
+  PodStatusClient,
+  StatusManagerLogger,
+  StatusPodManager,
+} from './interfaces.js';
 import { mergePodStatus } from './merge.js';
 import { normalizeStatus } from './normalize.js';
 import { createPodStatusPatch } from './patch.js';
@@ -247,7 +258,10 @@ export class StatusManager {
     if (!pod) return undefined;
     const cached = this.podStatuses.get(pod.metadata?.uid ?? '');
     if (!cached) {
-      this.log.info('container status changed before the pod has a status', { pod: podRef(pod), containerID });
+      this.log.info('container status changed before the pod has a status', {
+        pod: podRef(pod),
+        containerID,
+      });
       return undefined;
     }
     const container = findContainerStatus(cached.status, containerID);
@@ -262,14 +276,21 @@ export class StatusManager {
    * The one place a status enters the cache (kubelet: updateStatusInternal). `status` is the caller's
    * private copy and may be modified. Returns whether a new version was stored.
    */
-  private updateStatusInternal(pod: Pod, status: PodStatus, forceUpdate: boolean, podIsFinished: boolean): boolean {
+  private updateStatusInternal(
+    pod: Pod,
+    status: PodStatus,
+    forceUpdate: boolean,
+    podIsFinished: boolean,
+  ): boolean {
     const uid = pod.metadata.uid as string;
     const cached = this.podStatuses.get(uid);
     let oldStatus: PodStatus;
     if (cached) {
       oldStatus = cached.status;
       if (!isStaticPod(pod) && cached.podIsFinished && !podIsFinished) {
-        this.log.info('podIsFinished=false for a finished pod, keeping true (programmer error)', { pod: podRef(pod) });
+        this.log.info('podIsFinished=false for a finished pod, keeping true (programmer error)', {
+          pod: podRef(pod),
+        });
         podIsFinished = true;
       }
     } else {
@@ -395,7 +416,11 @@ export class StatusManager {
     const serverUID = pod.metadata?.uid ?? '';
     const translated = this.podManager.translatePodUID(serverUID);
     if (translated !== '' && translated !== uid) {
-      this.log.info('pod was deleted and recreated, dropping its status', { pod: ref, podUID: uid, serverUID });
+      this.log.info('pod was deleted and recreated, dropping its status', {
+        pod: ref,
+        podUID: uid,
+        serverUID,
+      });
       this.podStatuses.delete(uid);
       return;
     }
@@ -406,7 +431,12 @@ export class StatusManager {
     const patch = createPodStatusPatch(serverUID, serverStatus, merged);
     if (patch) {
       try {
-        pod = await this.client.patchPodStatus(pod.metadata.namespace ?? '', pod.metadata.name ?? '', serverUID, patch);
+        pod = await this.client.patchPodStatus(
+          pod.metadata.namespace ?? '',
+          pod.metadata.name ?? '',
+          serverUID,
+          patch,
+        );
       } catch (err) {
         this.log.info('failed to update status for pod', { pod: ref, err: errorMessage(err) });
         return;

@@ -3,7 +3,13 @@
  * the server's, so that conditions owned by others survive and a pod is never published as terminal while
  * its containers may still hold exclusive resources.
  */
-import { DisruptionTarget, isTerminalPhase, PodReady, ContainersReady, type PodStatus } from '../../api/core.js';
+import {
+  DisruptionTarget,
+  isTerminalPhase,
+  PodReady,
+  ContainersReady,
+  type PodStatus,
+} from '../../api/core.js';
 import {
   generateContainersReadyConditionForTerminalPhase,
   generatePodReadyConditionForTerminalPhase,
@@ -79,7 +85,11 @@ export function mergePodStatus(
   return merged;
 }
 
-function setOrDelete<K extends 'phase' | 'reason' | 'message'>(s: PodStatus, key: K, value: PodStatus[K]): void {
+function setOrDelete<K extends 'phase' | 'reason' | 'message'>(
+  s: PodStatus,
+  key: K,
+  value: PodStatus[K],
+): void {
   if (value === undefined) delete s[key];
   else s[key] = value;
 }

@@ -86,9 +86,13 @@ export function normalizeStatus(pod: Pod, status: PodStatus): PodStatus {
   const out = structuredClone(status);
   const spec = pod.spec;
   const containers =
-    (spec?.containers?.length ?? 0) + (spec?.initContainers?.length ?? 0) + (spec?.ephemeralContainers?.length ?? 0);
+    (spec?.containers?.length ?? 0) +
+    (spec?.initContainers?.length ?? 0) +
+    (spec?.ephemeralContainers?.length ?? 0);
   const bytesPerStatus =
-    containers > 0 ? Math.floor(MaxPodTerminationMessageLogLength / containers) : MaxPodTerminationMessageLogLength;
+    containers > 0
+      ? Math.floor(MaxPodTerminationMessageLogLength / containers)
+      : MaxPodTerminationMessageLogLength;
 
   if (out.startTime) out.startTime = truncateTime(out.startTime);
   for (const c of out.conditions ?? []) normalizeConditionTimes(c);

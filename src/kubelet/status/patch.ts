@@ -35,7 +35,11 @@ function canonicalObject(v: unknown): JSONObject {
   return isJSONObject(c) ? c : {};
 }
 
-function diffMaps(old: JSONObject, next: JSONObject, mergeKeys: Readonly<Record<string, string>>): JSONObject {
+function diffMaps(
+  old: JSONObject,
+  next: JSONObject,
+  mergeKeys: Readonly<Record<string, string>>,
+): JSONObject {
   const patch: JSONObject = {};
   for (const key of new Set([...Object.keys(old), ...Object.keys(next)])) {
     const o = old[key];
@@ -67,7 +71,13 @@ function keyOf(entry: unknown, list: string, mergeKey: string): string {
   return k;
 }
 
-function diffMergeList(patch: JSONObject, list: string, mergeKey: string, old: unknown[], next: unknown[]): void {
+function diffMergeList(
+  patch: JSONObject,
+  list: string,
+  mergeKey: string,
+  old: unknown[],
+  next: unknown[],
+): void {
   const oldByKey = new Map(old.map((e) => [keyOf(e, list, mergeKey), e as JSONObject]));
   const nextKeys = new Set<string>();
   const entries: JSONObject[] = [];
@@ -96,7 +106,11 @@ function diffMergeList(patch: JSONObject, list: string, mergeKey: string, old: u
  * KindError('InvalidArgument') when a merge-keyed list entry lacks its key (such a patch cannot be
  * written), or when `uid` is empty (the precondition is the point).
  */
-export function createPodStatusPatch(uid: string, serverStatus: PodStatus, status: PodStatus): PodStatusPatch | null {
+export function createPodStatusPatch(
+  uid: string,
+  serverStatus: PodStatus,
+  status: PodStatus,
+): PodStatusPatch | null {
   if (typeof uid !== 'string' || uid === '') {
     throw new KindError('InvalidArgument', 'a status patch needs the pod UID as precondition');
   }

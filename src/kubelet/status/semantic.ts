@@ -43,7 +43,8 @@ export function wireCanonical(value: unknown): unknown {
 function canonical(value: unknown, keepZero: boolean): unknown {
   if (value === null || value === undefined) return undefined;
   if (typeof value === 'string') return value === '' && !keepZero ? undefined : value;
-  if (typeof value === 'number') return (value === 0 || !Number.isFinite(value)) && !keepZero ? undefined : value;
+  if (typeof value === 'number')
+    return (value === 0 || !Number.isFinite(value)) && !keepZero ? undefined : value;
   if (typeof value === 'boolean') return value === false && !keepZero ? undefined : value;
   if (Array.isArray(value)) {
     if (value.length === 0) return keepZero ? [] : undefined;

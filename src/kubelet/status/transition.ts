@@ -25,7 +25,10 @@ function mayRestart(old: ContainerStatus, spec: PodSpec): boolean {
   return (old.state?.terminated?.exitCode ?? 0) !== 0 && podRestartPolicy(spec) === 'OnFailure';
 }
 
-function revived(old: ContainerStatus, next: readonly ContainerStatus[] | undefined): ContainerStatus | undefined {
+function revived(
+  old: ContainerStatus,
+  next: readonly ContainerStatus[] | undefined,
+): ContainerStatus | undefined {
   return (next ?? []).find((n) => n.name === old.name && !n.state?.terminated);
 }
 

@@ -19,7 +19,9 @@ function invalid(message: string, context: Record<string, unknown> = {}): never 
  * A pod the status manager can key and sync: an object with metadata.uid (non-empty), string name and
  * namespace when present, and a spec that validatePodSpecForStatus accepts.
  */
-export function validatePodForStatusManager(pod: unknown): asserts pod is Pod & { metadata: { uid: string } } {
+export function validatePodForStatusManager(
+  pod: unknown,
+): asserts pod is Pod & { metadata: { uid: string } } {
   if (!isObject(pod) || !isObject(pod.metadata)) invalid('pod has no metadata');
   const { uid, name, namespace } = pod.metadata;
   if (typeof uid !== 'string' || uid === '') invalid('pod has no metadata.uid', { name, namespace });
@@ -59,10 +61,12 @@ export function validatePodStatus(status: unknown): asserts status is PodStatus 
     if (list === undefined || list === null) continue;
     if (!Array.isArray(list)) invalid(`status.${field} is not a list`);
     list.forEach((s: unknown, i) => {
-      if (!isObject(s) || typeof s.name !== 'string') invalid(`status.${field}[${i}] has no name`, { index: i });
+      if (!isObject(s) || typeof s.name !== 'string')
+        invalid(`status.${field}[${i}] has no name`, { index: i });
       for (const k of ['state', 'lastState'] as const) {
         const st = s[k];
-        if (st !== undefined && st !== null && !isObject(st)) invalid(`status.${field}[${i}].${k} is not an object`);
+        if (st !== undefined && st !== null && !isObject(st))
+          invalid(`status.${field}[${i}].${k} is not an object`);
       }
     });
   }

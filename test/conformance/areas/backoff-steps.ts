@@ -15,10 +15,9 @@
  */
 import { expectEqual } from '../compare.js';
 import { Uninterpretable, type Verdict } from '../types.js';
-import { isScript, parseScript, parseTime, resolveTime } from './backoff-script.js';
+import { isScript, parseDuration, parseScript, parseTime, resolveTime } from './backoff-script.js';
 import type { BackoffWorld, PullStepOutcome, SyncOutcome } from './backoff-world.js';
 import { isRecord, onlyKeys } from './computePodActions-build.js';
-import { parseDuration } from './backoff-script.js';
 
 const syncExpectKeys = [
   'inBackOff',

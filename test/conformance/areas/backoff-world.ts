@@ -156,12 +156,11 @@ export class BackoffWorld {
     const key = getStableKey(this.pod, c);
     this.touch(key);
     const before = this.backoff.get(key);
-    const had = this.backoff.has(key);
     const result = doBackOff(this.pod, c, { containers: this.records }, this.backoff, this.now);
     const after = this.backoff.get(key);
     if (!result.inBackOff && this.records.some((r) => r.name === c.name && r.state === 'exited')) {
       // doBackOff advanced the schedule; keep the observation like a direct Next call.
-      this.nexts.push({ key, beforeMs: had ? before : 0, afterMs: after });
+      this.nexts.push({ key, beforeMs: before, afterMs: after });
     }
     if (!result.inBackOff) {
       this.records.unshift({

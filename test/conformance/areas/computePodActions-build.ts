@@ -103,7 +103,11 @@ export function buildPod(given: unknown, file: CaseFile): Pod {
       throw new Uninterpretable(`given.pod.fixture: unknown fixture ${JSON.stringify(g.fixture)}`);
     }
     base = asRecord(file.fixtures.pods[g.fixture], `fixtures.pods.${g.fixture}`);
-    onlyKeys(base, ['initContainers', 'containers', 'ephemeralContainers'], `fixtures.pods.${g.fixture}`);
+    onlyKeys(
+      base,
+      ['initContainers', 'containers', 'ephemeralContainers', 'restartPolicy', 'hostNetwork'],
+      `fixtures.pods.${g.fixture}`,
+    );
   }
   const list = (field: 'initContainers' | 'containers' | 'ephemeralContainers'): Container[] => {
     if (g[field] !== undefined && g.fixture !== undefined) {
@@ -124,14 +128,13 @@ export function buildPod(given: unknown, file: CaseFile): Pod {
   const inits = list('initContainers');
   if (inits.length) pod.spec.initContainers = inits;
   if (ephemeral.length) pod.spec.ephemeralContainers = ephemeral;
-  if (g.restartPolicy !== undefined && g.restartPolicy !== null) {
-    pod.spec.restartPolicy = oneOf(
-      g.restartPolicy,
-      ['Always', 'OnFailure', 'Never'] as const,
-      'restartPolicy',
-    );
+  // The case's own settings override the fixture's.
+  const restartPolicy = Object.hasOwn(g, 'restartPolicy') ? g.restartPolicy : base.restartPolicy;
+  if (restartPolicy !== undefined && restartPolicy !== null) {
+    pod.spec.restartPolicy = oneOf(restartPolicy, ['Always', 'OnFailure', 'Never'] as const, 'restartPolicy');
   }
-  if (optBool(g.hostNetwork, 'given.pod.hostNetwork')) pod.spec.hostNetwork = true;
+  const hostNetwork = Object.hasOwn(g, 'hostNetwork') ? g.hostNetwork : base.hostNetwork;
+  if (optBool(hostNetwork, 'given.pod.hostNetwork')) pod.spec.hostNetwork = true;
   if (optBool(g.deletionRequested, 'given.pod.deletionRequested')) {
     pod.metadata.deletionTimestamp = '2026-01-01T00:00:00Z';
   }

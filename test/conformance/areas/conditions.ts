@@ -1,8 +1,9 @@
 /**
- * Interpreter for area `conditions`: one condition generator per case (given.function), compared on
+ * Interpreter for area `conditions`: one condition generator per case (given.function; the upstream
+ * Go name or ours), on a pod from given.spec / given.pod (inline or a fixture), compared on
  * expect.compareFields when present, else on type/status/reason/message and whatever the case lists.
  */
-import type { ContainerStatus, Pod, PodPhase } from '../../../src/api/core.js';
+import type { ContainerStatus, PodPhase } from '../../../src/api/core.js';
 import {
   generateContainersReadyCondition,
   generatePodInitializedCondition,
@@ -18,43 +19,10 @@ import {
   type ConformanceCase,
 } from '../types.js';
 import { diffCondition } from './phase-compare.js';
-import { buildPod, buildRuntime, parseConditions, parseContainers } from './phase-pod.js';
+import { buildPod, buildRuntime, parseConditions } from './phase-pod.js';
 import { bool, checkKeys, isRecord, parseAPIContainerStatus } from './phase-tokens.js';
 
 const PHASES = ['Pending', 'Running', 'Succeeded', 'Failed', 'Unknown'];
-
-/** given.spec: {initContainers?, containers?, readinessGates?, restartPolicy?}. */
-function podFromSpec(v: unknown): Pod {
-  const spec = v ?? {};
-  if (!isRecord(spec)) throw new Uninterpretable('given.spec: not an object');
-  checkKeys(spec, ['initContainers', 'containers', 'readinessGates', 'restartPolicy'], 'given.spec');
-  const pod: Pod = {
-    metadata: { name: 'pod', namespace: 'default', uid: 'case-pod-uid' },
-    spec: {
-      initContainers: parseContainers(spec.initContainers, 'given.spec.initContainers'),
-      containers: parseContainers(spec.containers, 'given.spec.containers'),
-    },
-  };
-  if (spec.readinessGates !== undefined && spec.readinessGates !== null) {
-    if (!Array.isArray(spec.readinessGates))
-      throw new Uninterpretable('given.spec.readinessGates: expected a list');
-    pod.spec.readinessGates = spec.readinessGates.map((g, i) => {
-      if (typeof g === 'string') return { conditionType: g };
-      if (isRecord(g) && typeof g.conditionType === 'string') return { conditionType: g.conditionType };
-      throw new Uninterpretable(`given.spec.readinessGates[${i}]`);
-    });
-  }
-  if (
-    spec.restartPolicy === 'Always' ||
-    spec.restartPolicy === 'OnFailure' ||
-    spec.restartPolicy === 'Never'
-  ) {
-    pod.spec.restartPolicy = spec.restartPolicy;
-  } else if (spec.restartPolicy !== undefined && spec.restartPolicy !== null) {
-    throw new Uninterpretable(`given.spec.restartPolicy: ${JSON.stringify(spec.restartPolicy)}`);
-  }
-  return pod;
-}
 
 /** given.statuses: null (nil list) or [{name, ready?, started?, state?, ...}] (state: token or object). */
 function statuses(v: unknown): ContainerStatus[] | null {
@@ -91,8 +59,11 @@ export const interpretConditions: AreaInterpreter = (c: ConformanceCase, file: C
     case 'generateContainersReadyCondition':
     case 'generatePodReadyCondition':
     case 'generatePodInitializedCondition': {
-      checkKeys(g, ['function', 'spec', 'statuses', 'phase', 'podConditions'], 'given');
-      const pod = podFromSpec(g.spec);
+      checkKeys(g, ['function', 'spec', 'pod', 'statuses', 'phase', 'podConditions'], 'given');
+      if (g.spec !== undefined && g.pod !== undefined)
+        throw new Uninterpretable('given has both spec and pod');
+      // `spec` lists containers and readiness gates; a fixture or any pod key works the same way.
+      const pod = buildPod(g.spec ?? g.pod ?? {}, file, g.spec !== undefined ? 'given.spec' : 'given.pod');
       const list = statuses(g.statuses);
       const p = phase(g.phase);
       if (name === 'generateContainersReadyCondition') {

@@ -13,7 +13,7 @@
 import type { ContainerState, ContainerStatus, PodCondition, PodStatus } from '../../../src/api/core.js';
 import { show } from '../compare.js';
 import { Uninterpretable } from '../types.js';
-import { isRecord, parseAPIContainerStatus, parseAPIState } from './phase-tokens.js';
+import { isRecord, parseAPIContainerStatus } from './phase-tokens.js';
 
 export type Selector =
   | { field: string; kind: 'whole' }
@@ -293,5 +293,3 @@ export function diffPodStatus(
   }
   return undefined;
 }
-
-export { parseAPIState };

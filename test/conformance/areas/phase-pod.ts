@@ -26,9 +26,9 @@ import {
   bool,
   checkKeys,
   isRecord,
-  parseAPIState,
   parseStatusList,
   parseTimeSeconds,
+  timeToRFC3339,
 } from './phase-tokens.js';
 
 export const CASE_POD_UID = 'case-pod-uid';
@@ -114,9 +114,7 @@ export function parseConditions(v: unknown, where: string): PodCondition[] {
     if (typeof c.reason === 'string') out.reason = c.reason;
     if (typeof c.message === 'string') out.message = c.message;
     if (c.lastTransitionTime !== undefined) {
-      out.lastTransitionTime = new Date(parseTimeSeconds(c.lastTransitionTime, `${where}[${i}]`) * 1000)
-        .toISOString()
-        .replace(/\.\d{3}Z$/, 'Z');
+      out.lastTransitionTime = timeToRFC3339(c.lastTransitionTime, `${where}[${i}].lastTransitionTime`);
     }
     return out;
   });
@@ -188,14 +186,15 @@ const POD_KEYS = [
   'ephemeralContainers',
   'readinessGates',
   'apiStatus',
+  'status',
   'uid',
   'name',
   'namespace',
 ];
 
 /**
- * A pod from a case: inline containers, or a fixture from the case file plus overrides. `apiStatus` is the
- * API server's status of the pod. `change` is descriptive only (the schema says so).
+ * A pod from a case: inline containers, or a fixture from the case file plus overrides (containers,
+ * readiness gates, restart policy, host network...). `apiStatus` is the API server's status of the pod. `change` is descriptive only (the schema says so).
  */
 export function buildPod(v: unknown, file: CaseFile, where: string): Pod {
   if (!isRecord(v)) throw new Uninterpretable(`${where}: not a pod`);
@@ -249,7 +248,12 @@ export function buildPod(v: unknown, file: CaseFile, where: string): Pod {
   if (v.deletionRequested !== undefined && bool(v.deletionRequested, `${where}.deletionRequested`)) {
     pod.metadata.deletionTimestamp = '2026-01-01T00:00:00Z';
   }
-  if (v.apiStatus !== undefined) pod.status = parsePodStatus(v.apiStatus, pod, `${where}.apiStatus`);
+  if (v.apiStatus !== undefined && v.status !== undefined)
+    throw new Uninterpretable(`${where}: both apiStatus and status`);
+  // `status` and `apiStatus` both name the API server's status of the pod.
+  const api = v.apiStatus ?? v.status;
+  if (api !== undefined)
+    pod.status = parsePodStatus(api, pod, `${where}.${v.apiStatus !== undefined ? 'apiStatus' : 'status'}`);
   return pod;
 }
 
@@ -374,5 +378,3 @@ export function buildReasonCache(v: unknown, pod: Pod, where: string): ReasonCac
   }
   return cache;
 }
-
-export { parseAPIState };

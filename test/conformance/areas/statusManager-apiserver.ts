@@ -5,7 +5,11 @@
  */
 import type { Pod, PodStatus } from '../../../src/api/core.js';
 import type { PodStatusClient } from '../../../src/kubelet/status/interfaces.js';
-import { podStatusMergeKeys, setElementOrderPrefix, type PodStatusPatch } from '../../../src/kubelet/status/patch.js';
+import {
+  podStatusMergeKeys,
+  setElementOrderPrefix,
+  type PodStatusPatch,
+} from '../../../src/kubelet/status/patch.js';
 import { KindError } from '../../../src/util/errors.js';
 
 type Obj = Record<string, unknown>;
@@ -35,7 +39,9 @@ function applyMap(target: Obj, patch: Obj, mergeKeys: Readonly<Record<string, st
     if (key === undefined || !Array.isArray(order) || !Array.isArray(out[list])) continue;
     const rank = new Map(order.map((e, i) => [isObj(e) ? e[key] : undefined, i]));
     const items = out[list] as Obj[];
-    const ordered = items.filter((e) => rank.has(e[key])).sort((a, b) => rank.get(a[key])! - rank.get(b[key])!);
+    const ordered = items
+      .filter((e) => rank.has(e[key]))
+      .sort((a, b) => rank.get(a[key])! - rank.get(b[key])!);
     out[list] = [...ordered, ...items.filter((e) => !rank.has(e[key]))];
   }
   return out;
@@ -83,7 +89,10 @@ export class FakeApiServer implements PodStatusClient {
 
   /** Stores (or replaces) a pod, as if created by someone else. */
   put(pod: Pod): void {
-    this.pods.set(FakeApiServer.key(pod.metadata.namespace ?? '', pod.metadata.name ?? ''), structuredClone(pod));
+    this.pods.set(
+      FakeApiServer.key(pod.metadata.namespace ?? '', pod.metadata.name ?? ''),
+      structuredClone(pod),
+    );
   }
 
   /** The stored pod with this UID (for the pod manager's informer-like view), or undefined. */
@@ -107,7 +116,9 @@ export class FakeApiServer implements PodStatusClient {
     this.actions.push({ verb: 'patch/status', namespace, name, uid, patch: structuredClone(patch) });
     const pod = this.find(namespace, name);
     if (patch.metadata.uid !== pod.metadata.uid) {
-      throw new KindError('Conflict', `precondition failed: UID in object meta: ${pod.metadata.uid}`, { uid });
+      throw new KindError('Conflict', `precondition failed: UID in object meta: ${pod.metadata.uid}`, {
+        uid,
+      });
     }
     pod.status = applyPodStatusPatch(pod.status ?? {}, patch.status);
     return structuredClone(pod);

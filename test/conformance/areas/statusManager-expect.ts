@@ -44,24 +44,36 @@ function unchanged(actual: unknown, get: Getter, ctx: ExpectContext, where: stri
   const first = seen[0];
   const moved = seen.find((v) => !semanticEqual(v, first));
   if (moved !== undefined) return `${where}: changed from ${show(first)} to ${show(moved)}`;
-  return semanticEqual(actual, first) ? undefined : `${where}: changed from ${show(first)} to ${show(actual)}`;
+  return semanticEqual(actual, first)
+    ? undefined
+    : `${where}: changed from ${show(first)} to ${show(actual)}`;
 }
 
 /** A time field against a time expectation (see the module comment). */
-export function checkTime(actual: unknown, expected: unknown, ctx: ExpectContext, where: string, get?: Getter) {
+export function checkTime(
+  actual: unknown,
+  expected: unknown,
+  ctx: ExpectContext,
+  where: string,
+  get?: Getter,
+) {
   if (expected === 'unchanged') {
     if (!get) throw new Uninterpretable(`${where}: 'unchanged' has no history here`);
     return unchanged(actual, get, ctx, where);
   }
   if (expected === 'none' || expected === null) {
-    return actual === undefined || actual === null || actual === '' ? undefined : `${where}: expected unset, got ${show(actual)}`;
+    return actual === undefined || actual === null || actual === ''
+      ? undefined
+      : `${where}: expected unset, got ${show(actual)}`;
   }
   const got = typeof actual === 'string' ? Date.parse(actual) : NaN;
   if (Number.isNaN(got)) return `${where}: expected a time, got ${show(actual)}`;
   const trunc = typeof expected === 'string' ? /^(.+?)\s+truncated to whole seconds$/.exec(expected) : null;
   if (trunc) {
     const want = Math.floor(parseTimeMs(trunc[1], ctx.now) / 1000) * 1000;
-    return got === want ? undefined : `${where}: expected ${new Date(want).toISOString()}, got ${show(actual)}`;
+    return got === want
+      ? undefined
+      : `${where}: expected ${new Date(want).toISOString()}, got ${show(actual)}`;
   }
   const want = parseTimeMs(expected, ctx.now);
   return Math.floor(got / 1000) === Math.floor(want / 1000)
@@ -75,7 +87,8 @@ const CORE_CONDITION_FIELDS = ['type', 'status', 'reason', 'message'];
 function rawConditions(expected: unknown, where: string): Obj[] {
   if (Array.isArray(expected)) {
     return expected.map((c, i) => {
-      if (!isObj(c) || typeof c.type !== 'string') throw new Uninterpretable(`${where}[${i}]: condition without type`);
+      if (!isObj(c) || typeof c.type !== 'string')
+        throw new Uninterpretable(`${where}[${i}]: condition without type`);
       return c;
     });
   }
@@ -123,8 +136,10 @@ export function checkConditions(
 }
 
 function assertedKeys(raw: unknown, parsed: ContainerStatus): string[] {
-  if (typeof raw === 'string') return Object.keys(parsed).filter((k) => !['name', 'ready', 'restartCount'].includes(k));
-  if (isObj(raw) && Object.keys(raw).every((k) => ['waiting', 'running', 'terminated'].includes(k))) return ['state'];
+  if (typeof raw === 'string')
+    return Object.keys(parsed).filter((k) => !['name', 'ready', 'restartCount'].includes(k));
+  if (isObj(raw) && Object.keys(raw).every((k) => ['waiting', 'running', 'terminated'].includes(k)))
+    return ['state'];
   if (isObj(raw)) return Object.keys(raw).map((k) => (k === 'last' ? 'lastState' : k));
   return [];
 }
@@ -140,7 +155,8 @@ export function checkStatusList(
   const list = actual ?? [];
   let pairs: [ContainerStatus | undefined, unknown, ContainerStatus, string][];
   if (Array.isArray(expected)) {
-    if (list.length !== expected.length) return `${where}: expected ${expected.length} entries, got ${show(list)}`;
+    if (list.length !== expected.length)
+      return `${where}: expected ${expected.length} entries, got ${show(list)}`;
     pairs = expected.map((e, i) => [
       list[i],
       e,
@@ -176,29 +192,55 @@ const LIST_SPEC = {
   ephemeralContainerStatuses: 'ephemeralContainers',
 } as const;
 
-const SCALARS = ['phase', 'message', 'reason', 'hostIP', 'podIP', 'qosClass', 'nominatedNodeName', 'observedGeneration'];
+const SCALARS = [
+  'phase',
+  'message',
+  'reason',
+  'hostIP',
+  'podIP',
+  'qosClass',
+  'nominatedNodeName',
+  'observedGeneration',
+];
 
 /** `expect.cached`-style check: only the listed fields are asserted. */
-export function checkStatusSubset(actual: PodStatus | undefined, expected: unknown, ctx: ExpectContext, where: string) {
+export function checkStatusSubset(
+  actual: PodStatus | undefined,
+  expected: unknown,
+  ctx: ExpectContext,
+  where: string,
+) {
   if (expected === 'unchanged') {
     const first = ctx.snapshots[0];
-    return semanticEqual(actual, first) ? undefined : `${where}: changed: ${firstDifference(wireCanonical(actual), wireCanonical(first))}`;
+    return semanticEqual(actual, first)
+      ? undefined
+      : `${where}: changed: ${firstDifference(wireCanonical(actual), wireCanonical(first))}`;
   }
   if (!isObj(expected)) throw new Uninterpretable(`${where}: cannot read ${show(expected)}`);
-  checkKeys(expected, [...SCALARS, 'startTime', 'startTimeSet', 'conditions', ...Object.keys(LIST_SPEC)], where);
+  checkKeys(
+    expected,
+    [...SCALARS, 'startTime', 'startTimeSet', 'conditions', ...Object.keys(LIST_SPEC)],
+    where,
+  );
   if (!actual) return `${where}: no cached status`;
   for (const [k, w] of Object.entries(expected)) {
     let d: string | undefined;
     if (k === 'startTime') d = checkTime(actual.startTime, w, ctx, `${where}.startTime`, (s) => s?.startTime);
     else if (k === 'startTimeSet') {
       if (typeof w !== 'boolean') throw new Uninterpretable(`${where}.startTimeSet: ${show(w)}`);
-      d = !!actual.startTime === w ? undefined : `${where}.startTime: expected ${w ? 'set' : 'unset'}, got ${show(actual.startTime)}`;
-    } else if (k === 'conditions') d = checkConditions(actual.conditions, w, 'subset', ctx, `${where}.conditions`);
+      d =
+        !!actual.startTime === w
+          ? undefined
+          : `${where}.startTime: expected ${w ? 'set' : 'unset'}, got ${show(actual.startTime)}`;
+    } else if (k === 'conditions')
+      d = checkConditions(actual.conditions, w, 'subset', ctx, `${where}.conditions`);
     else if (k in LIST_SPEC) {
       const key = k as keyof typeof LIST_SPEC;
       d = checkStatusList(actual[key], w, ctx.spec[LIST_SPEC[key]], ctx, `${where}.${k}`);
-    } else if (w === 'unchanged') d = unchanged((actual as Obj)[k], (s) => (s as Obj | undefined)?.[k], ctx, `${where}.${k}`);
-    else if (!semanticEqual((actual as Obj)[k], w)) d = `${where}.${k}: expected ${show(w)}, got ${show((actual as Obj)[k])}`;
+    } else if (w === 'unchanged')
+      d = unchanged((actual as Obj)[k], (s) => (s as Obj | undefined)?.[k], ctx, `${where}.${k}`);
+    else if (!semanticEqual((actual as Obj)[k], w))
+      d = `${where}.${k}: expected ${show(w)}, got ${show((actual as Obj)[k])}`;
     if (d) return d;
   }
   return undefined;

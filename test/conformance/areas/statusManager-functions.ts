@@ -20,7 +20,16 @@ import { normalizeStatus } from '../../../src/kubelet/status/normalize.js';
 import { TIME_KEYS } from '../../../src/kubelet/status/semantic.js';
 import { fail, pass, Uninterpretable, type CaseFile, type ConformanceCase, type Verdict } from '../types.js';
 import { checkStatusFull, checkTime, type ExpectContext } from './statusManager-expect.js';
-import { checkKeys, isObj, NO_SPEC, parseStatus, parseTime, show, START_MS, type Obj } from './statusManager-tokens.js';
+import {
+  checkKeys,
+  isObj,
+  NO_SPEC,
+  parseStatus,
+  parseTime,
+  show,
+  START_MS,
+  type Obj,
+} from './statusManager-tokens.js';
 import { buildPod, specNames } from './statusManager-world.js';
 
 interface Call {
@@ -63,20 +72,37 @@ function parseExpression(src: string): Call {
   return e;
 }
 
-type Value = { kind: 'status'; status: PodStatus; from: string } | { kind: 'bool'; value: boolean } | { kind: 'time'; value: unknown };
+type Value =
+  | { kind: 'status'; status: PodStatus; from: string }
+  | { kind: 'bool'; value: boolean }
+  | { kind: 'time'; value: unknown };
 
-const GIVEN_KEYS = ['function', 'a', 'b', 'status', 'old', 'new', 'couldHaveRunningContainers', 'conditionType', 'pod'];
+const GIVEN_KEYS = [
+  'function',
+  'a',
+  'b',
+  'status',
+  'old',
+  'new',
+  'couldHaveRunningContainers',
+  'conditionType',
+  'pod',
+];
 
 export function interpretFunctionCase(c: ConformanceCase, file: CaseFile): Verdict {
   const g = c.given;
   checkKeys(g, GIVEN_KEYS, 'given');
   if (typeof g.function !== 'string') throw new Uninterpretable(`given.function: ${show(g.function)}`);
   const now = START_MS;
-  const pod: Pod = g.pod !== undefined ? buildPod(g.pod, file, now, 'given.pod') : { metadata: {}, spec: { containers: [] } };
+  const pod: Pod =
+    g.pod !== undefined
+      ? buildPod(g.pod, file, now, 'given.pod')
+      : { metadata: {}, spec: { containers: [] } };
   const spec = g.pod !== undefined ? specNames(pod.spec) : NO_SPEC;
   const ctx: ExpectContext = { now, spec, snapshots: [] };
   const statusOf = (key: string): PodStatus => {
-    if (!Object.hasOwn(g, key) || key === 'function') throw new Uninterpretable(`function: no given '${key}'`);
+    if (!Object.hasOwn(g, key) || key === 'function')
+      throw new Uninterpretable(`function: no given '${key}'`);
     return parseStatus(g[key], spec, now, `given.${key}`);
   };
   const arity = (call: Call, n: number, bare: string[]): Call[] => {
@@ -93,7 +119,11 @@ export function interpretFunctionCase(c: ConformanceCase, file: CaseFile): Verdi
     switch (call.name) {
       case 'normalizeStatus': {
         const [s] = arity(call, 1, ['status']);
-        return { kind: 'status', status: normalizeStatus(pod, asStatus(evaluate(s as Call), call.name)), from: call.name };
+        return {
+          kind: 'status',
+          status: normalizeStatus(pod, asStatus(evaluate(s as Call), call.name)),
+          from: call.name,
+        };
       }
       case 'isPodStatusByKubeletEqual': {
         const [a, b] = arity(call, 2, ['a', 'b']).map((x) => asStatus(evaluate(x), call.name));
@@ -102,8 +132,13 @@ export function interpretFunctionCase(c: ConformanceCase, file: CaseFile): Verdi
       case 'mergePodStatus': {
         const [o, n] = arity(call, 2, ['old', 'new']).map((x) => asStatus(evaluate(x), call.name));
         const couldRun = g.couldHaveRunningContainers ?? false;
-        if (typeof couldRun !== 'boolean') throw new Uninterpretable(`couldHaveRunningContainers: ${show(couldRun)}`);
-        return { kind: 'status', status: mergePodStatus(o as PodStatus, n as PodStatus, couldRun, now), from: call.name };
+        if (typeof couldRun !== 'boolean')
+          throw new Uninterpretable(`couldHaveRunningContainers: ${show(couldRun)}`);
+        return {
+          kind: 'status',
+          status: mergePodStatus(o as PodStatus, n as PodStatus, couldRun, now),
+          from: call.name,
+        };
       }
       case 'updateLastTransitionTime': {
         if (call.args) throw new Uninterpretable('updateLastTransitionTime takes its inputs from given');
@@ -129,7 +164,13 @@ export function interpretFunctionCase(c: ConformanceCase, file: CaseFile): Verdi
   const result = evaluate(expr);
   const e = c.expect;
   const expectKey =
-    result.kind === 'bool' ? 'equal' : result.kind === 'time' ? 'lastTransitionTime' : result.from === 'mergePodStatus' ? 'merged' : 'status';
+    result.kind === 'bool'
+      ? 'equal'
+      : result.kind === 'time'
+        ? 'lastTransitionTime'
+        : result.from === 'mergePodStatus'
+          ? 'merged'
+          : 'status';
   checkKeys(e, [expectKey, 'note'], 'expect');
   if (!Object.hasOwn(e, expectKey)) throw new Uninterpretable(`expect: '${expectKey}' missing`);
   const want = e[expectKey];
@@ -140,7 +181,8 @@ export function interpretFunctionCase(c: ConformanceCase, file: CaseFile): Verdi
     d = result.value === want ? undefined : `expected ${want}, got ${result.value}`;
   } else if (result.kind === 'time') {
     const old = g.old;
-    const oldTime = isObj(old) && old.lastTransitionTime !== undefined ? parseTime(old.lastTransitionTime, now) : undefined;
+    const oldTime =
+      isObj(old) && old.lastTransitionTime !== undefined ? parseTime(old.lastTransitionTime, now) : undefined;
     d =
       want === 'unchanged'
         ? result.value === oldTime
@@ -165,7 +207,11 @@ function checkAllTimesTruncated(input: PodStatus, output: PodStatus): string | u
       const names = a.map((x) => (isObj(x) ? x.name : undefined));
       const byName = names.every((n) => typeof n === 'string') && new Set(names).size === names.length;
       for (let i = 0; i < a.length; i++) {
-        const other = Array.isArray(b) ? (byName ? b.find((x) => isObj(x) && x.name === names[i]) : b[i]) : undefined;
+        const other = Array.isArray(b)
+          ? byName
+            ? b.find((x) => isObj(x) && x.name === names[i])
+            : b[i]
+          : undefined;
         const d = walk(a[i], other, `${path}[${i}]`);
         if (d) return d;
       }

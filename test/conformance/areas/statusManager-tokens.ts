@@ -83,7 +83,8 @@ function parseStateObject(o: Obj, now: number, where: string): ContainerState {
           : ['exitCode', 'signal', 'reason', 'message', 'startedAt', 'finishedAt', 'containerID'];
     checkKeys(v, allowed, `${where}.${k}`);
     const inner: Obj = {};
-    for (const [ik, iv] of Object.entries(v)) inner[ik] = STATE_TIME_KEYS.includes(ik) ? parseTime(iv, now) : iv;
+    for (const [ik, iv] of Object.entries(v))
+      inner[ik] = STATE_TIME_KEYS.includes(ik) ? parseTime(iv, now) : iv;
     if (k === 'terminated' && typeof inner.exitCode !== 'number') inner.exitCode = 0;
     (out as Obj)[k] = inner;
   }
@@ -144,7 +145,8 @@ export function parseContainerStatus(v: unknown, name: string, now: number, wher
   if (!isObj(v)) throw new Uninterpretable(`${where}: cannot read container status ${show(v)}`);
   if (isBareState(v)) return { ...base, state: parseStateObject(v, now, where) };
   checkKeys(v, STATUS_ENTRY_KEYS, where);
-  if (v.last !== undefined && v.lastState !== undefined) throw new Uninterpretable(`${where}: both last and lastState`);
+  if (v.last !== undefined && v.lastState !== undefined)
+    throw new Uninterpretable(`${where}: both last and lastState`);
   const out: ContainerStatus = { ...base };
   for (const [k, val] of Object.entries(v)) {
     if (k === 'state') out.state = parseState(val, now, `${where}.state`);
@@ -196,7 +198,15 @@ export function parseStatusList(
   throw new Uninterpretable(`${where}: cannot read ${show(v)}`);
 }
 
-const CONDITION_KEYS = ['type', 'status', 'reason', 'message', 'lastTransitionTime', 'lastProbeTime', 'observedGeneration'];
+const CONDITION_KEYS = [
+  'type',
+  'status',
+  'reason',
+  'message',
+  'lastTransitionTime',
+  'lastProbeTime',
+  'observedGeneration',
+];
 
 function parseCondition(o: Obj, now: number, where: string): PodCondition {
   checkKeys(o, CONDITION_KEYS, where);
@@ -219,7 +229,11 @@ export function parseConditions(v: unknown, now: number, where: string): PodCond
   }
   if (isObj(v)) {
     return Object.entries(v).map(([type, c]) =>
-      parseCondition(typeof c === 'string' ? { type, status: c } : { type, ...(isObj(c) ? c : {}) }, now, `${where}.${type}`),
+      parseCondition(
+        typeof c === 'string' ? { type, status: c } : { type, ...(isObj(c) ? c : {}) },
+        now,
+        `${where}.${type}`,
+      ),
     );
   }
   throw new Uninterpretable(`${where}: cannot read conditions ${show(v)}`);
@@ -261,8 +275,19 @@ export function parseStatus(v: unknown, spec: SpecNames, now: number, where: str
   for (const [k, val] of Object.entries(v)) {
     if (k === 'conditions') out[k] = parseConditions(val, now, `${where}.conditions`);
     else if (k === 'startTime') out[k] = val === null ? undefined : parseTime(val, now);
-    else if (k === 'initContainerStatuses' || k === 'containerStatuses' || k === 'ephemeralContainerStatuses') {
-      const names = spec[k === 'initContainerStatuses' ? 'initContainers' : k === 'containerStatuses' ? 'containers' : 'ephemeralContainers'];
+    else if (
+      k === 'initContainerStatuses' ||
+      k === 'containerStatuses' ||
+      k === 'ephemeralContainerStatuses'
+    ) {
+      const names =
+        spec[
+          k === 'initContainerStatuses'
+            ? 'initContainers'
+            : k === 'containerStatuses'
+              ? 'containers'
+              : 'ephemeralContainers'
+        ];
       out[k] = parseStatusList(val, names, now, `${where}.${k}`);
     } else out[k] = val;
   }

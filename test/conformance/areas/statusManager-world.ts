@@ -29,7 +29,15 @@ import { FakeClock } from '../../../src/util/clock.js';
 import type { CaseFile } from '../types.js';
 import { Uninterpretable } from '../types.js';
 import { FakeApiServer } from './statusManager-apiserver.js';
-import { checkKeys, isObj, ORIGIN_MS, parseStatus, show, START_MS, type SpecNames } from './statusManager-tokens.js';
+import {
+  checkKeys,
+  isObj,
+  ORIGIN_MS,
+  parseStatus,
+  show,
+  START_MS,
+  type SpecNames,
+} from './statusManager-tokens.js';
 
 export const DEFAULT_IDENTITY = { uid: '12345678', name: 'foo', namespace: 'new' };
 
@@ -102,7 +110,8 @@ export function buildPod(v: unknown, file: CaseFile, now: number, where: string,
   const str = (k: 'uid' | 'name' | 'namespace') => {
     const x = v[k];
     if (x === undefined) return base?.metadata[k] ?? DEFAULT_IDENTITY[k];
-    if (typeof x !== 'string' && typeof x !== 'number') throw new Uninterpretable(`${where}.${k}: ${show(x)}`);
+    if (typeof x !== 'string' && typeof x !== 'number')
+      throw new Uninterpretable(`${where}.${k}: ${show(x)}`);
     return String(x);
   };
   const pod: Pod = { metadata: { uid: str('uid'), name: str('name'), namespace: str('namespace') }, spec };
@@ -114,9 +123,15 @@ export function buildPod(v: unknown, file: CaseFile, now: number, where: string,
   else if (v.deletionRequested !== undefined && v.deletionRequested !== false) {
     throw new Uninterpretable(`${where}.deletionRequested: ${show(v.deletionRequested)}`);
   }
-  if (v.status !== undefined && v.apiStatus !== undefined) throw new Uninterpretable(`${where}: status and apiStatus`);
+  if (v.status !== undefined && v.apiStatus !== undefined)
+    throw new Uninterpretable(`${where}: status and apiStatus`);
   const status = v.status ?? v.apiStatus;
-  pod.status = parseStatus(status, specNames(spec), now, `${where}.${v.status !== undefined ? 'status' : 'apiStatus'}`);
+  pod.status = parseStatus(
+    status,
+    specNames(spec),
+    now,
+    `${where}.${v.status !== undefined ? 'status' : 'apiStatus'}`,
+  );
   return pod;
 }
 

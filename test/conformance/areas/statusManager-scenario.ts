@@ -1,0 +1,502 @@
+/**
+ * statusManager scenario cases: `given.steps` run in order on the real StatusManager (statusManager-world.ts).
+ * The clock starts at `now` and moves one second after each step, so a time re-stamped by a later step
+ * is visible.
+ *
+ * Setup keys: pod, apiServer (pods on the server), mirrorPod, podManager (UIDs it holds),
+ *   podCouldHaveRunningContainers, cachedStatus (stored with SetPodStatus before the steps; its sync signal
+ *   stays pending), initialStatus and other statuses that steps name.
+ * Ops (`op`), with a pod reference REF = pod | staticPod | mirrorPod | <uid> (an unknown UID makes a pod
+ * with the test pod's name and namespace; `pod` without given.pod is the upstream test pod, uid 12345678,
+ * foo in namespace new; pods made this way are not in the pod manager):
+ *   SetPodStatus[(REF | pod.status | <given key>)]   status: step.status, the named status, or a fresh one
+ *   TerminatePod[(REF)]
+ *   SetContainerReadiness {id, ready} / SetContainerStartup {id, started}       on given.pod
+ *   consumeUpdates                                    drain the channel: syncBatch(false) per signal
+ *   syncBatch {all}                                   one syncBatch(all)
+ *   seedApiStatusVersions {entries: {uid: version}}
+ *   addMirrorPod[(<uid>)][ and its static pod]        register the mirror (and a static pod of its name)
+ *   replaceMirrorPod {newUID, status}                 the pod manager sees a new mirror; the server does not
+ *   GetPodStatus(REF | mirrorUID)
+ * Step expectations: expectSynced (the op's sync count; after other ops, what draining then syncs),
+ *   expectApiActions (calls during the step: get, patch/status, delete), expectCached (none | cached
+ *   spec), expect: {<container>: bool (ready, or started in startup scenarios), podReady: bool} or a
+ *   phrase: `returns the static pod status...`, `none`, `(both|all) entries (removed|kept)`,
+ *   `entry <uid> (removed|kept)`.
+ * Case expectations: updatesSynced (total of consumeUpdates and expectSynced drains), cached (subset,
+ *   statusManager-expect.ts), cacheVersion, cachedPodIsFinished, queued (a step stored a new version),
+ *   apiActions (all calls), deleteOptions {gracePeriodSeconds, preconditionUID}.
+ * Descriptive keys (why, note, before, state) carry no assertion and are not read.
+ */
+import type { Pod, PodStatus } from '../../../src/api/core.js';
+import { asPodUID } from '../../../src/kubelet/container/types.js';
+import { isStaticPod } from '../../../src/kubelet/types/podupdate.js';
+import { semanticEqual } from '../../../src/kubelet/status/semantic.js';
+import { fail, pass, Uninterpretable, type CaseFile, type ConformanceCase, type Verdict } from '../types.js';
+import { checkStatusSubset, type ExpectContext } from './statusManager-expect.js';
+import { checkKeys, isObj, parseStatus, show, type Obj } from './statusManager-tokens.js';
+import { asMirror, buildPod, DEFAULT_IDENTITY, specNames, World } from './statusManager-world.js';
+
+const SETUP_KEYS = [
+  'pod',
+  'apiServer',
+  'mirrorPod',
+  'podManager',
+  'podCouldHaveRunningContainers',
+  'cachedStatus',
+];
+const NAMED_STATUS_KEYS = ['initialStatus'];
+const DESCRIPTIVE = ['why', 'note', 'before', 'state'];
+const STEP_EXPECT = ['expectSynced', 'expectApiActions', 'expectCached', 'expect'];
+
+/** Builds the world of a scenario (or a variant) from the setup keys of `given`. */
+export function setupWorld(g: Obj, file: CaseFile): World {
+  const w = new World();
+  const couldRun = g.podCouldHaveRunningContainers ?? false;
+  if (typeof couldRun !== 'boolean')
+    throw new Uninterpretable(`podCouldHaveRunningContainers: ${show(couldRun)}`);
+  w.couldHaveRunningContainers = couldRun;
+  if (g.pod !== undefined) {
+    w.main = buildPod(g.pod, file, w.now, 'given.pod');
+    w.remember(w.main);
+  }
+  if (g.apiServer !== undefined) {
+    if (!Array.isArray(g.apiServer)) throw new Uninterpretable('given.apiServer: not a list');
+    g.apiServer.forEach((e, i) => {
+      const pod = buildPod(e, file, w.now, `given.apiServer[${i}]`, w.main);
+      w.server.put(pod);
+      if (!w.known.has(pod.metadata.uid ?? '')) w.remember(pod);
+    });
+  }
+  if (g.mirrorPod !== undefined) {
+    w.mirror = asMirror(buildPod(g.mirrorPod, file, w.now, 'given.mirrorPod', w.main));
+    w.server.put(w.mirror);
+    w.remember(w.mirror);
+  }
+  if (g.podManager !== undefined) {
+    if (!Array.isArray(g.podManager)) throw new Uninterpretable('given.podManager: not a list');
+    for (const uid of g.podManager) {
+      const pod = w.known.get(String(uid));
+      if (!pod) throw new Uninterpretable(`given.podManager: unknown pod ${show(uid)}`);
+      w.podManager.add(pod);
+    }
+  } else if (w.main) {
+    w.podManager.add(w.main);
+  }
+  if (g.cachedStatus !== undefined) {
+    const main = requireMain(w);
+    w.manager.setPodStatus(
+      main,
+      parseStatus(g.cachedStatus, specNames(main.spec), w.now, 'given.cachedStatus'),
+    );
+    if (!w.manager.cachedEntry(asPodUID(main.metadata.uid ?? ''))) {
+      throw new Error('setup: the status manager refused given.cachedStatus');
+    }
+  }
+  return w;
+}
+
+/** given.pod; without one, the upstream test pod (which the pod manager does not hold). */
+function requireMain(w: World): Pod {
+  if (!w.main) {
+    w.main = { metadata: { ...DEFAULT_IDENTITY }, spec: { containers: [] }, status: {} };
+    w.remember(w.main);
+  }
+  return w.main;
+}
+
+function mainUID(w: World): string {
+  return requireMain(w).metadata.uid ?? '';
+}
+
+/** Resolves a pod reference (see the module comment). */
+function resolvePod(w: World, ref: string | undefined, file: CaseFile): Pod {
+  if (ref === undefined || ref === 'pod') return requireMain(w);
+  if (ref === 'staticPod') {
+    const p = requireMain(w);
+    if (!isStaticPod(p)) throw new Uninterpretable('staticPod: given.pod is not a static pod');
+    return p;
+  }
+  if (ref === 'mirrorPod') {
+    if (!w.mirror) throw new Uninterpretable('mirrorPod: no mirror pod');
+    return w.mirror;
+  }
+  if (!/^[\w.-]+$/.test(ref)) throw new Uninterpretable(`unknown pod reference ${show(ref)}`);
+  const known = w.known.get(ref);
+  if (known) return known;
+  const pod = buildPod({ uid: ref }, file, w.now, `pod ${ref}`);
+  w.remember(pod);
+  w.main ??= pod;
+  return pod;
+}
+
+interface Scenario {
+  w: World;
+  g: Obj;
+  file: CaseFile;
+  snapshots: (PodStatus | undefined)[];
+  totalSynced: number;
+  fresh: number;
+  seeded: string[];
+  flagField: 'ready' | 'started' | undefined;
+}
+
+function cachedMain(s: Scenario): PodStatus | undefined {
+  return s.w.main ? s.w.manager.getPodStatus(asPodUID(mainUID(s.w))) : undefined;
+}
+
+function ctxOf(s: Scenario): ExpectContext {
+  return { now: s.w.now, spec: specNames(s.w.main?.spec ?? { containers: [] }), snapshots: s.snapshots };
+}
+
+const OP = /^(\w+)(?:\(([^)]*)\))?(\s+and its static pod)?$/;
+
+/** Runs one step; resolves to a failure message or undefined. */
+async function runStep(s: Scenario, step: Obj, where: string): Promise<string | undefined> {
+  const { w } = s;
+  if (typeof step.op !== 'string') throw new Uninterpretable(`${where}: op is not a string`);
+  const m = OP.exec(step.op.trim());
+  if (!m) throw new Uninterpretable(`${where}: cannot read op ${show(step.op)}`);
+  const [, name, rawArg, andStatic] = m;
+  const arg = rawArg?.trim() || undefined;
+  if (andStatic && name !== 'addMirrorPod')
+    throw new Uninterpretable(`${where}: 'and its static pod' on ${name}`);
+  const allow = (keys: string[]) => checkKeys(step, ['op', ...keys, ...STEP_EXPECT, ...DESCRIPTIVE], where);
+  const actionsBefore = w.server.actions.length;
+  let synced: number | undefined;
+  let phraseHandled = false;
+
+  switch (name) {
+    case 'SetPodStatus': {
+      allow(['status']);
+      let pod: Pod;
+      let status: PodStatus | undefined;
+      if (arg === 'pod.status') {
+        pod = requireMain(w);
+        status = pod.status ?? {};
+      } else if (arg !== undefined && (NAMED_STATUS_KEYS.includes(arg) || arg === 'cachedStatus')) {
+        if (!Object.hasOwn(s.g, arg)) throw new Uninterpretable(`${where}: no given.${arg}`);
+        pod = requireMain(w);
+        status = parseStatus(s.g[arg], specNames(pod.spec), w.now, `given.${arg}`);
+      } else {
+        pod = resolvePod(w, arg, s.file);
+      }
+      if (step.status !== undefined) {
+        if (status) throw new Uninterpretable(`${where}: both a named status and step.status`);
+        status = parseStatus(step.status, specNames(pod.spec), w.now, `${where}.status`);
+      }
+      w.manager.setPodStatus(pod, status ?? { message: `status-${++s.fresh}` });
+      break;
+    }
+    case 'TerminatePod':
+      allow([]);
+      w.manager.terminatePod(resolvePod(w, arg, s.file));
+      break;
+    case 'SetContainerReadiness':
+    case 'SetContainerStartup': {
+      const field = name === 'SetContainerReadiness' ? 'ready' : 'started';
+      allow(['id', field]);
+      if (arg !== undefined) throw new Uninterpretable(`${where}: ${name} takes no argument`);
+      if (typeof step.id !== 'string' || typeof step[field] !== 'boolean') {
+        throw new Uninterpretable(`${where}: needs id (string) and ${field} (boolean)`);
+      }
+      const uid = asPodUID(mainUID(w));
+      if (field === 'ready') w.manager.setContainerReadiness(uid, step.id, step.ready as boolean);
+      else w.manager.setContainerStartup(uid, step.id, step.started as boolean);
+      break;
+    }
+    case 'consumeUpdates':
+      allow([]);
+      synced = await w.manager.drain();
+      s.totalSynced += synced;
+      break;
+    case 'syncBatch': {
+      allow(['all']);
+      const all = step.all ?? false;
+      if (typeof all !== 'boolean') throw new Uninterpretable(`${where}.all: ${show(all)}`);
+      synced = await w.manager.syncBatch(all);
+      if (typeof step.expect === 'string') {
+        phraseHandled = true;
+        const d = checkEntriesPhrase(s, step.expect, where);
+        if (d) return d;
+      }
+      break;
+    }
+    case 'seedApiStatusVersions': {
+      allow(['entries']);
+      if (!isObj(step.entries)) throw new Uninterpretable(`${where}.entries: ${show(step.entries)}`);
+      s.seeded = [];
+      for (const [uid, v] of Object.entries(step.entries)) {
+        if (typeof v !== 'number') throw new Uninterpretable(`${where}.entries.${uid}: ${show(v)}`);
+        w.manager.apiStatusVersions.set(uid, v);
+        s.seeded.push(uid);
+      }
+      break;
+    }
+    case 'addMirrorPod': {
+      allow([]);
+      addMirrorPod(s, arg, !!andStatic, where);
+      break;
+    }
+    case 'replaceMirrorPod': {
+      allow(['newUID', 'status']);
+      if (!w.mirror) throw new Uninterpretable(`${where}: no mirror pod to replace`);
+      if (typeof step.newUID !== 'string') throw new Uninterpretable(`${where}.newUID: ${show(step.newUID)}`);
+      w.podManager.remove(w.mirror.metadata.uid ?? '');
+      const next = structuredClone(w.mirror);
+      next.metadata.uid = step.newUID;
+      next.status = parseStatus(step.status, specNames(next.spec), w.now, `${where}.status`);
+      w.mirror = next;
+      w.remember(next);
+      w.podManager.add(next);
+      break;
+    }
+    case 'GetPodStatus': {
+      allow([]);
+      const uid =
+        arg === 'mirrorUID' ? (w.mirror?.metadata.uid ?? '') : resolvePod(w, arg, s.file).metadata.uid;
+      if (!uid) throw new Uninterpretable(`${where}: no pod for ${show(arg)}`);
+      const got = w.manager.getPodStatus(asPodUID(uid));
+      if (typeof step.expect === 'string') {
+        phraseHandled = true;
+        const d = checkGetPhrase(s, got, step.expect, where);
+        if (d) return d;
+      }
+      break;
+    }
+    default:
+      throw new Uninterpretable(`${where}: unknown op '${name}'`);
+  }
+
+  if (step.expectSynced !== undefined) {
+    if (typeof step.expectSynced !== 'number')
+      throw new Uninterpretable(`${where}.expectSynced: ${show(step.expectSynced)}`);
+    if (synced === undefined) {
+      synced = await w.manager.drain();
+      s.totalSynced += synced;
+    }
+    if (synced !== step.expectSynced) return `${where}: expected ${step.expectSynced} synced, got ${synced}`;
+  }
+  if (step.expectApiActions !== undefined) {
+    const d = checkActions(w, actionsBefore, step.expectApiActions, `${where}.expectApiActions`);
+    if (d) return d;
+  }
+  if (step.expectCached !== undefined) {
+    const got = cachedMain(s);
+    if (step.expectCached === 'none') {
+      if (got !== undefined) return `${where}: expected no cached status, got ${show(got)}`;
+    } else {
+      const d = checkStatusSubset(got, step.expectCached, ctxOf(s), `${where}.expectCached`);
+      if (d) return d;
+    }
+  }
+  if (step.expect !== undefined && !phraseHandled) {
+    if (!isObj(step.expect))
+      throw new Uninterpretable(`${where}.expect: cannot read ${show(step.expect)} here`);
+    const d = checkFlags(
+      s,
+      step.expect,
+      name === 'SetContainerStartup' ? 'started' : name === 'SetContainerReadiness' ? 'ready' : s.flagField,
+      where,
+    );
+    if (d) return d;
+  }
+  return undefined;
+}
+
+function addMirrorPod(s: Scenario, arg: string | undefined, andStatic: boolean, where: string): void {
+  const { w } = s;
+  let mirror = w.mirror;
+  if (arg !== undefined && mirror?.metadata.uid !== arg) {
+    if (!/^[\w.-]+$/.test(arg)) throw new Uninterpretable(`${where}: bad mirror UID ${show(arg)}`);
+    const namespace = w.main?.metadata.namespace ?? 'new';
+    mirror = asMirror({ metadata: { uid: arg, name: arg, namespace }, spec: { containers: [] }, status: {} });
+    w.mirror = mirror;
+    w.remember(mirror);
+  }
+  if (!mirror) throw new Uninterpretable(`${where}: no given.mirrorPod`);
+  if (!w.server.byUID(mirror.metadata.uid ?? '')) w.server.put(mirror);
+  if (andStatic) {
+    const staticPod = structuredClone(mirror);
+    staticPod.metadata.uid = `static-${mirror.metadata.uid}`;
+    staticPod.metadata.annotations = { 'kubernetes.io/config.source': 'file' };
+    w.remember(staticPod);
+    w.podManager.add(staticPod);
+  }
+  w.podManager.add(mirror);
+}
+
+function checkEntriesPhrase(s: Scenario, phrase: string, where: string): string | undefined {
+  const versions = s.w.manager.apiStatusVersions;
+  const all = /^(both|all) entries (removed|kept)$/.exec(phrase.trim());
+  const one = /^entry (\S+) (removed|kept)$/.exec(phrase.trim());
+  const uids = all ? s.seeded : one ? [one[1] as string] : undefined;
+  const verdict = all?.[2] ?? one?.[2];
+  if (!uids || !verdict) throw new Uninterpretable(`${where}.expect: unknown phrase ${show(phrase)}`);
+  if (uids.length === 0) throw new Uninterpretable(`${where}.expect: no seeded entries to check`);
+  for (const uid of uids) {
+    if (versions.has(uid) !== (verdict === 'kept'))
+      return `${where}: apiStatusVersions[${uid}] expected ${verdict}`;
+  }
+  return undefined;
+}
+
+function checkGetPhrase(
+  s: Scenario,
+  got: PodStatus | undefined,
+  phrase: string,
+  where: string,
+): string | undefined {
+  const p = phrase.trim();
+  if (/^returns the static pod('s)? status\b/.test(p)) {
+    const staticPod = requireMain(s.w);
+    if (!isStaticPod(staticPod)) throw new Uninterpretable(`${where}: given.pod is not static`);
+    const own = s.w.manager.cachedEntry(asPodUID(staticPod.metadata.uid ?? ''));
+    if (!own) return `${where}: the static pod has no cached status`;
+    if (!got) return `${where}: expected the static pod's status, got none`;
+    return semanticEqual(got, own.status)
+      ? undefined
+      : `${where}: got ${show(got)}, not the static pod's status`;
+  }
+  if (/^(returns )?(none|nothing|not found)$/.test(p))
+    return got ? `${where}: expected none, got ${show(got)}` : undefined;
+  throw new Uninterpretable(`${where}.expect: unknown phrase ${show(phrase)}`);
+}
+
+function checkFlags(s: Scenario, expect: Obj, field: 'ready' | 'started' | undefined, where: string) {
+  const got = cachedMain(s);
+  if (!got) return `${where}: no cached status`;
+  for (const [k, want] of Object.entries(expect)) {
+    if (typeof want !== 'boolean') throw new Uninterpretable(`${where}.expect.${k}: ${show(want)}`);
+    if (k === 'podReady' || k === 'containersReady') {
+      const type = k === 'podReady' ? 'Ready' : 'ContainersReady';
+      const c = got.conditions?.find((x) => x.type === type);
+      if ((c?.status === 'True') !== want) return `${where}: ${type} expected ${want}, got ${show(c)}`;
+      continue;
+    }
+    const spec = specNames(requireMain(s.w).spec);
+    if (![...spec.containers, ...spec.initContainers].includes(k)) {
+      throw new Uninterpretable(`${where}.expect: '${k}' is neither podReady nor a container of the pod`);
+    }
+    if (!field) throw new Uninterpretable(`${where}.expect.${k}: cannot tell readiness from startup here`);
+    const cs = [...(got.containerStatuses ?? []), ...(got.initContainerStatuses ?? [])].find(
+      (x) => x.name === k,
+    );
+    if (!cs) return `${where}: no status for container ${k}`;
+    if ((cs[field] === true) !== want)
+      return `${where}: ${k}.${field} expected ${want}, got ${show(cs[field])}`;
+  }
+  return undefined;
+}
+
+function checkActions(w: World, from: number, expected: unknown, where: string): string | undefined {
+  if (
+    !Array.isArray(expected) ||
+    !expected.every((v) => ['get', 'patch/status', 'delete'].includes(v as string))
+  ) {
+    throw new Uninterpretable(`${where}: ${show(expected)}`);
+  }
+  const got = w.server.actions.slice(from).map((a) => a.verb);
+  return show(got) === show(expected) ? undefined : `${where}: expected ${show(expected)}, got ${show(got)}`;
+}
+
+const CASE_EXPECT = [
+  'updatesSynced',
+  'cached',
+  'cacheVersion',
+  'cachedPodIsFinished',
+  'queued',
+  'apiActions',
+  'deleteOptions',
+  'note',
+];
+
+export async function interpretScenario(c: ConformanceCase, file: CaseFile): Promise<Verdict> {
+  const g = c.given;
+  checkKeys(g, [...SETUP_KEYS, ...NAMED_STATUS_KEYS, 'steps'], 'given');
+  if (!Array.isArray(g.steps)) throw new Uninterpretable('given.steps: not a list');
+  const e = c.expect;
+  checkKeys(e, CASE_EXPECT, 'expect');
+  if (e.note !== undefined && typeof e.note !== 'string') throw new Uninterpretable('expect.note: not prose');
+
+  const w = setupWorld(g, file);
+  const ops = g.steps.map((st) => (isObj(st) && typeof st.op === 'string' ? st.op : ''));
+  const readiness = ops.some((o) => o.startsWith('SetContainerReadiness'));
+  const startup = ops.some((o) => o.startsWith('SetContainerStartup'));
+  const s: Scenario = {
+    w,
+    g,
+    file,
+    snapshots: [],
+    totalSynced: 0,
+    fresh: 0,
+    seeded: [],
+    flagField: readiness === startup ? undefined : readiness ? 'ready' : 'started',
+  };
+  const versionOf = () => (w.main ? w.manager.cachedEntry(asPodUID(mainUID(w)))?.version : undefined);
+  s.snapshots.push(cachedMain(s));
+  const setupVersion = versionOf();
+  for (const [i, step] of g.steps.entries()) {
+    if (!isObj(step)) throw new Uninterpretable(`step ${i}: not an object`);
+    const d = await runStep(s, step, `step ${i} (${String(step.op)})`);
+    if (d) return fail(d);
+    w.clock.advance(1000);
+    s.snapshots.push(cachedMain(s));
+  }
+
+  const entry = w.main ? w.manager.cachedEntry(asPodUID(mainUID(w))) : undefined;
+  const checks: [string, () => string | undefined][] = [
+    [
+      'updatesSynced',
+      () =>
+        s.totalSynced === e.updatesSynced
+          ? undefined
+          : `updatesSynced: expected ${show(e.updatesSynced)}, got ${s.totalSynced}`,
+    ],
+    ['cached', () => checkStatusSubset(cachedMain(s), e.cached, ctxOf(s), 'cached')],
+    [
+      'cacheVersion',
+      () =>
+        entry?.version === e.cacheVersion
+          ? undefined
+          : `cacheVersion: expected ${show(e.cacheVersion)}, got ${show(entry?.version)}`,
+    ],
+    [
+      'cachedPodIsFinished',
+      () =>
+        entry?.podIsFinished === e.cachedPodIsFinished
+          ? undefined
+          : `podIsFinished: expected ${show(e.cachedPodIsFinished)}, got ${show(entry?.podIsFinished)}`,
+    ],
+    [
+      'queued',
+      () =>
+        (versionOf() !== setupVersion) === e.queued
+          ? undefined
+          : `queued: expected ${show(e.queued)} (version ${show(setupVersion)} -> ${show(versionOf())})`,
+    ],
+    ['apiActions', () => checkActions(w, 0, e.apiActions, 'apiActions')],
+    ['deleteOptions', () => checkDeleteOptions(w, e.deleteOptions)],
+  ];
+  for (const [key, check] of checks) {
+    if (e[key] === undefined) continue;
+    const d = check();
+    if (d) return fail(d);
+  }
+  return pass;
+}
+
+function checkDeleteOptions(w: World, want: unknown): string | undefined {
+  if (!isObj(want)) throw new Uninterpretable(`deleteOptions: ${show(want)}`);
+  checkKeys(want, ['gracePeriodSeconds', 'preconditionUID'], 'deleteOptions');
+  const deletes = w.server.actions.filter((a) => a.verb === 'delete');
+  const last = deletes[deletes.length - 1];
+  if (!last) return 'deleteOptions: no delete was sent';
+  if (want.gracePeriodSeconds !== undefined && last.gracePeriodSeconds !== want.gracePeriodSeconds) {
+    return `deleteOptions.gracePeriodSeconds: expected ${show(want.gracePeriodSeconds)}, got ${show(last.gracePeriodSeconds)}`;
+  }
+  if (want.preconditionUID !== undefined && last.uid !== String(want.preconditionUID)) {
+    return `deleteOptions.preconditionUID: expected ${show(want.preconditionUID)}, got ${show(last.uid)}`;
+  }
+  return undefined;
+}
