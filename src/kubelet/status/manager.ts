@@ -330,129 +330,13 @@ export class StatusManager {
    * false, only pods whose cached version is newer than the last one synced. With `all` true, first
    * forgets synced versions of pods that have neither a cached status nor a mirror mapping, then also
    * syncs pods that can be deleted now and pods whose server status (the mirror's, for static pods) no
-   * longer matches the cache by kubelet rules. Static pods without a mirror pod are skipped. Runs one at a
-   * time; never rejects (API failures are logged and retried on a later sync).
+   * longer matches the cache by kubelet rules. Static pods without a mirror pod are skipped. A sync GETs
+   * the pod, drops the entry if the server's pod is another incarnation (UID), PATCHes the merged status
+   * only when it differs, records the version, and DELETEs a finished pod (grace 0, UID precondition).
+   * Runs one at a time; never rejects (failures are logged and retried by a later sync).
    */
   syncBatch(all: boolean): Promise<number> {
-    const run = this.syncChain.then(() => this.syncBatchNow(all));
-    this.syncChain = run.catch(() => undefined);
-    return run;
-  }
-
-  private async syncBatchNow(all: boolean): Promise<number> {
-    const { podToMirror, mirrorToPod } = this.podManager.getUIDTranslations();
-    if (all) {
-      for (const uid of [...this.apiStatusVersions.keys()]) {
-        if (!this.podStatuses.has(uid) && !mirrorToPod.has(uid)) this.apiStatusVersions.delete(uid);
-      }
-    }
-    const updates: { podUID: string; status: VersionedPodStatus }[] = [];
-    for (const [uid, status] of this.podStatuses) {
-      let uidOfStatus = uid;
-      const mirrorUID = podToMirror.get(uid);
-      if (mirrorUID !== undefined) {
-        if (mirrorUID === '') continue;
-        uidOfStatus = mirrorUID;
-      }
-      if (!all) {
-        if ((this.apiStatusVersions.get(uidOfStatus) ?? 0) >= status.version) continue;
-        updates.push({ podUID: uid, status });
-      } else if (this.needsUpdate(uidOfStatus, status)) {
-        updates.push({ podUID: uid, status });
-      } else if (this.needsReconcile(uid, status.status)) {
-        this.apiStatusVersions.delete(uidOfStatus);
-        updates.push({ podUID: uid, status });
-      }
-    }
-    for (const u of updates) {
-      try {
-        await this.syncPod(u.podUID, u.status);
-      } catch (err) {
-        this.log.info('status sync failed', { podUID: u.podUID, err: errorMessage(err) });
-      }
-    }
-    return updates.length;
-  }
-
-  /** A pod needs a sync when the server has not seen this version, or when it can be deleted now. */
-  private needsUpdate(uidOfStatus: string, status: VersionedPodStatus): boolean {
-    const latest = this.apiStatusVersions.get(uidOfStatus);
-    if (latest === undefined || latest < status.version) return true;
-    const pod = this.podManager.getPodByUID(asPodUID(uidOfStatus));
-    return pod ? this.canBeDeleted(pod, status.podIsFinished) : false;
-  }
-
-  /** The server's status (as the pod manager last saw it) disagrees with the cache by kubelet rules. */
-  private needsReconcile(uid: string, status: PodStatus): boolean {
-    let pod = this.podManager.getPodByUID(asPodUID(uid));
-    if (!pod) return false;
-    if (isStaticPod(pod)) {
-      pod = this.podManager.getMirrorPodByPod(pod);
-      if (!pod) return false;
-    }
-    return !isPodStatusByKubeletEqual(normalizeStatus(pod, pod.status ?? {}), status);
-  }
-
-  /** Deletion waits for a deletion request, a non-mirror pod, a terminal phase on the server, and terminatePod. */
-  private canBeDeleted(pod: Pod, podIsFinished: boolean): boolean {
-    if (!pod.metadata?.deletionTimestamp || isMirrorPod(pod)) return false;
-    if (!isTerminalPhase(pod.status?.phase)) return false;
-    return podIsFinished;
-  }
-
-  private async syncPod(uid: string, status: VersionedPodStatus): Promise<void> {
-    const ref = `${status.podNamespace}/${status.podName}`;
-    let pod: Pod;
-    try {
-      pod = await this.client.getPod(status.podNamespace, status.podName);
-    } catch (err) {
-      this.log.info(isNotFound(err) ? 'pod does not exist on the server' : 'failed to get pod', {
-        pod: ref,
-        podUID: uid,
-        err: errorMessage(err),
-      });
-      return;
-    }
-    const serverUID = pod.metadata?.uid ?? '';
-    const translated = this.podManager.translatePodUID(serverUID);
-    if (translated !== '' && translated !== uid) {
-      this.log.info('pod was deleted and recreated, dropping its status', {
-        pod: ref,
-        podUID: uid,
-        serverUID,
-      });
-      this.podStatuses.delete(uid);
-      return;
-    }
-
-    const serverStatus = pod.status ?? {};
-    const couldRun = this.podDeletionSafety.podCouldHaveRunningContainers(pod);
-    const merged = mergePodStatus(serverStatus, status.status, couldRun, this.clock.now());
-    const patch = createPodStatusPatch(serverUID, serverStatus, merged);
-    if (patch) {
-      try {
-        pod = await this.client.patchPodStatus(
-          pod.metadata.namespace ?? '',
-          pod.metadata.name ?? '',
-          serverUID,
-          patch,
-        );
-      } catch (err) {
-        this.log.info('failed to update status for pod', { pod: ref, err: errorMessage(err) });
-        return;
-      }
-    }
-    this.apiStatusVersions.set(pod.metadata?.uid || serverUID, status.version);
-
-    if (this.canBeDeleted(pod, status.podIsFinished)) {
-      try {
-        await this.client.deletePod(pod.metadata.namespace ?? '', pod.metadata.name ?? '', serverUID, 0);
-      } catch (err) {
-        this.log.info('failed to delete pod', { pod: ref, err: errorMessage(err) });
-        return;
-      }
-      this.podStatuses.delete(uid);
-    }
+    return this.syncer.syncBatch(all);
   }
 }
 

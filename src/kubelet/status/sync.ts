@@ -1,0 +1,155 @@
+/**
+ * The sync half of the status manager (kubelet: status_manager.go syncBatch, syncPod, needsUpdate,
+ * needsReconcile, canBeDeleted): from the versioned cache to the API server. It reads the cache the
+ * manager writes and owns `apiStatusVersions`; the manager owns everything else.
+ */
+import { isTerminalPhase, type Pod, type PodStatus } from '../../api/core.js';
+import type { Clock } from '../../util/clock.js';
+import { errorMessage, isNotFound } from '../../util/errors.js';
+import { asPodUID } from '../container/types.js';
+import { isMirrorPod, isStaticPod } from '../types/podupdate.js';
+import { isPodStatusByKubeletEqual } from './equality.js';
+import type { PodDeletionSafetyProvider, PodStatusClient, StatusManagerLogger, StatusPodManager } from './interfaces.js';
+import { mergePodStatus } from './merge.js';
+import { normalizeStatus } from './normalize.js';
+import { createPodStatusPatch } from './patch.js';
+import type { VersionedPodStatus } from './versioned.js';
+
+export interface StatusSyncerDeps {
+  client: PodStatusClient;
+  podManager: StatusPodManager;
+  podDeletionSafety: PodDeletionSafetyProvider;
+  clock: Clock;
+  log: StatusManagerLogger;
+  /** The manager's cache, keyed by pod UID (static pods by their own UID). Entries are replaced, never mutated. */
+  podStatuses: Map<string, VersionedPodStatus>;
+}
+
+/**
+ * A pod can be deleted from the API once deletion was requested, it is not a mirror pod (the kubelet
+ * does not gracefully delete those), the server's phase is terminal and terminatePod has finished it.
+ */
+export function canBeDeleted(pod: Pod, podIsFinished: boolean): boolean {
+  if (!pod.metadata?.deletionTimestamp || isMirrorPod(pod)) return false;
+  if (!isTerminalPhase(pod.status?.phase)) return false;
+  return podIsFinished;
+}
+
+/**
+ * Invariant: `apiStatusVersions[uid]` is only raised by a sync that reached the server (patched, or found
+ * nothing to patch); a failed GET or PATCH leaves it, so the next syncBatch retries.
+ */
+export class StatusSyncer {
+  /** API pod UID (the mirror UID for static pods) -> last version synced. */
+  readonly apiStatusVersions = new Map<string, number>();
+  private chain: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly d: StatusSyncerDeps) {}
+
+  /** See StatusManager.syncBatch. Calls run one at a time, in call order. */
+  syncBatch(all: boolean): Promise<number> {
+    const run = this.chain.then(() => this.syncBatchNow(all));
+    this.chain = run.catch(() => undefined);
+    return run;
+  }
+
+  private async syncBatchNow(all: boolean): Promise<number> {
+    const { podToMirror, mirrorToPod } = this.d.podManager.getUIDTranslations();
+    if (all) {
+      for (const uid of [...this.apiStatusVersions.keys()]) {
+        if (!this.d.podStatuses.has(uid) && !mirrorToPod.has(uid)) this.apiStatusVersions.delete(uid);
+      }
+    }
+    const updates: { podUID: string; status: VersionedPodStatus }[] = [];
+    for (const [uid, status] of this.d.podStatuses) {
+      // Static pods are synced through their mirror pod; without one there is nothing to write to.
+      let uidOfStatus = uid;
+      const mirrorUID = podToMirror.get(uid);
+      if (mirrorUID !== undefined) {
+        if (mirrorUID === '') continue;
+        uidOfStatus = mirrorUID;
+      }
+      if (!all) {
+        if ((this.apiStatusVersions.get(uidOfStatus) ?? 0) >= status.version) continue;
+        updates.push({ podUID: uid, status });
+      } else if (this.needsUpdate(uidOfStatus, status)) {
+        updates.push({ podUID: uid, status });
+      } else if (this.needsReconcile(uid, status.status)) {
+        // Forget the synced version so the sync below records the one it writes.
+        this.apiStatusVersions.delete(uidOfStatus);
+        updates.push({ podUID: uid, status });
+      }
+    }
+    for (const u of updates) {
+      try {
+        await this.syncPod(u.podUID, u.status);
+      } catch (err) {
+        this.d.log.info('status sync failed', { podUID: u.podUID, err: errorMessage(err) });
+      }
+    }
+    return updates.length;
+  }
+
+  private needsUpdate(uidOfStatus: string, status: VersionedPodStatus): boolean {
+    const latest = this.apiStatusVersions.get(uidOfStatus);
+    if (latest === undefined || latest < status.version) return true;
+    const pod = this.d.podManager.getPodByUID(asPodUID(uidOfStatus));
+    return pod ? canBeDeleted(pod, status.podIsFinished) : false;
+  }
+
+  /** The server's status, as the pod manager last saw it, disagrees with the cache by kubelet rules. */
+  private needsReconcile(uid: string, status: PodStatus): boolean {
+    let pod = this.d.podManager.getPodByUID(asPodUID(uid));
+    if (!pod) return false;
+    if (isStaticPod(pod)) {
+      pod = this.d.podManager.getMirrorPodByPod(pod);
+      if (!pod) return false;
+    }
+    return !isPodStatusByKubeletEqual(normalizeStatus(pod, pod.status ?? {}), status);
+  }
+
+  private async syncPod(uid: string, status: VersionedPodStatus): Promise<void> {
+    const { client, log } = this.d;
+    const ref = `${status.podNamespace}/${status.podName}`;
+    let pod: Pod;
+    try {
+      pod = await client.getPod(status.podNamespace, status.podName);
+    } catch (err) {
+      // NotFound: the pod is gone; RemoveOrphanedStatuses will drop the entry.
+      const message = isNotFound(err) ? 'pod does not exist on the server' : 'failed to get pod';
+      log.info(message, { pod: ref, podUID: uid, err: errorMessage(err) });
+      return;
+    }
+    const serverUID = pod.metadata?.uid ?? '';
+    const translated = this.d.podManager.translatePodUID(serverUID);
+    if (translated !== '' && translated !== uid) {
+      log.info('pod was deleted and recreated, dropping its status', { pod: ref, podUID: uid, serverUID });
+      this.d.podStatuses.delete(uid);
+      return;
+    }
+
+    const serverStatus = pod.status ?? {};
+    const couldRun = this.d.podDeletionSafety.podCouldHaveRunningContainers(pod);
+    const merged = mergePodStatus(serverStatus, status.status, couldRun, this.d.clock.now());
+    const patch = createPodStatusPatch(serverUID, serverStatus, merged);
+    if (patch) {
+      try {
+        pod = await client.patchPodStatus(pod.metadata.namespace ?? '', pod.metadata.name ?? '', serverUID, patch);
+      } catch (err) {
+        log.info('failed to update status for pod', { pod: ref, podUID: uid, err: errorMessage(err) });
+        return;
+      }
+    }
+    this.apiStatusVersions.set(pod.metadata?.uid || serverUID, status.version);
+
+    if (canBeDeleted(pod, status.podIsFinished)) {
+      try {
+        await client.deletePod(pod.metadata.namespace ?? '', pod.metadata.name ?? '', serverUID, 0);
+      } catch (err) {
+        log.info('failed to delete pod', { pod: ref, podUID: uid, err: errorMessage(err) });
+        return;
+      }
+      this.d.podStatuses.delete(uid);
+    }
+  }
+}

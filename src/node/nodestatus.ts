@@ -1,0 +1,399 @@
+/**
+ * Node status for one node: the inputs the setters need (runtime version and conditions, health checks), the
+ * kubelet's wording for what makes a node NotReady, the Node events the kubelet records on condition
+ * changes, and `NodeStatusLoop`, which every statusUpdateFrequency reads the Node, computes its status and
+ * writes `nodes/<name>/status` only when `nodeStatusChanged` says a write is due (kubelet:
+ * kubelet_node_status.go syncNodeStatus / tryUpdateNodeStatus, nodestatus/setters.go).
+ *
+ * The functions above the loop are pure; the loop is the shell (Clock, API, Runtime).
+ */
+import { createHash } from 'node:crypto';
+import type { NodeCondition, NodeStatus, NodeSystemInfo } from '../api/node.js';
+import type { Runtime, RuntimeCondition, RuntimeVersion } from '../runtime/types.js';
+import type { Clock } from '../util/clock.js';
+import { KindError, errorKind, errorMessage } from '../util/errors.js';
+import { formatRFC3339 } from '../util/rfc3339.js';
+import {
+  computeNodeStatus,
+  daemonEndpoints,
+  machineInfo,
+  nodeAddresses,
+  nodeStatusChanged,
+  pressureConditions,
+  readyCondition,
+  versionInfo,
+  type Setter,
+} from './setters.js';
+import { nodeRef, silentLogger, type NodeAPI, type NodeEventRecorder, type NodeLogger } from './api.js';
+
+/** Kubernetes release we implement, and our own version: `kubectl get nodes` shows both. */
+export const KUBE_VERSION = 'v1.37.2';
+export const OPERATOR_VERSION = '0.1.0';
+export const KUBELET_VERSION = `${KUBE_VERSION}-kubelet-operator-${OPERATOR_VERSION}`;
+export const DEFAULT_KUBELET_PORT = 10250;
+export const DEFAULT_STATUS_UPDATE_FREQUENCY_MS = 10_000;
+export const DEFAULT_STATUS_REPORT_FREQUENCY_MS = 5 * 60_000;
+
+export const RUNTIME_NOT_CHECKED = 'container runtime status check may not have completed yet';
+export const RUNTIME_DOWN = 'container runtime is down';
+
+/** What a runtime status check found: not yet done, the call failed, or the runtime's conditions. */
+export type RuntimeCheck =
+  | { state: 'unchecked' }
+  | { state: 'failed'; error: string }
+  | { state: 'ok'; conditions: RuntimeCondition[] };
+
+function conditionString(c: RuntimeCondition | undefined, type: string): string {
+  // The kubelet prints the CRI condition with %v: "RuntimeReady=false reason:X message:Y".
+  return c
+    ? `${c.type}=${String(c.status)} reason:${c.reason} message:${c.message}`
+    : `${type}=false reason:ConditionMissing message:runtime reported no ${type} condition`;
+}
+
+/**
+ * The Ready condition's errors in the kubelet's order and wording (runtime_state.go and updateRuntimeUp):
+ * runtime, then health checks (PLEG and friends), then network. A network that is not ready does not count
+ * when the node's pods use the host network, since no pod then needs the runtime's network.
+ */
+export function readinessErrors(check: RuntimeCheck, hostNetwork: boolean, healthErrors: string[]): string[] {
+  const errors: string[] = [];
+  if (check.state === 'unchecked') errors.push(RUNTIME_NOT_CHECKED);
+  else if (check.state === 'failed') errors.push(RUNTIME_DOWN);
+  else {
+    const runtimeReady = check.conditions.find((c) => c.type === 'RuntimeReady');
+    if (!runtimeReady?.status) {
+      errors.push(`container runtime not ready: ${conditionString(runtimeReady, 'RuntimeReady')}`);
+    }
+  }
+  errors.push(...healthErrors);
+  if (check.state === 'ok' && !hostNetwork) {
+    const networkReady = check.conditions.find((c) => c.type === 'NetworkReady');
+    if (!networkReady?.status) {
+      errors.push(`container runtime network not ready: ${conditionString(networkReady, 'NetworkReady')}`);
+    }
+  }
+  return errors;
+}
+
+/** A UUID-shaped stable digest of `seed` (version-4 layout, so tools that parse UUIDs accept it). */
+function stableUUID(seed: string): string {
+  const h = createHash('sha256').update(seed).digest('hex');
+  const variant = ((parseInt(h[16]!, 16) & 0x3) | 0x8).toString(16);
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+export interface SystemInfoParams {
+  nodeName: string;
+  kubeletVersion: string;
+  /** The runtime's own report; undefined until it has answered once (the field is then left empty). */
+  runtimeVersion: RuntimeVersion | undefined;
+  kernelVersion: string;
+  osImage: string;
+}
+
+/**
+ * nodeInfo: our kubelet version, `<runtimeName>://<runtimeVersion>`, linux/amd64, and IDs derived from the
+ * node name so that they are stable across operator restarts and distinct between nodes.
+ */
+export function systemInfo(p: SystemInfoParams): NodeSystemInfo {
+  return {
+    machineID: createHash('sha256').update(`machine-id/${p.nodeName}`).digest('hex').slice(0, 32),
+    systemUUID: stableUUID(`system-uuid/${p.nodeName}`),
+    bootID: stableUUID(`boot-id/${p.nodeName}`),
+    kernelVersion: p.kernelVersion,
+    osImage: p.osImage,
+    containerRuntimeVersion: p.runtimeVersion
+      ? `${p.runtimeVersion.runtimeName}://${p.runtimeVersion.runtimeVersion}`
+      : '',
+    kubeletVersion: p.kubeletVersion,
+    // Deprecated upstream; kubelets no longer fill it.
+    kubeProxyVersion: '',
+    operatingSystem: 'linux',
+    architecture: 'amd64',
+  };
+}
+
+/** Everything about the node that does not come from the runtime. */
+export interface NodeStatusParams {
+  nodeName: string;
+  internalIP: string;
+  capacity: Record<string, string>;
+  allocatable: Record<string, string>;
+  daemonPort: number;
+  kubeletVersion: string;
+  kernelVersion: string;
+  osImage: string;
+}
+
+/** The setters in the kubelet's order for one computation. */
+export function nodeStatusSetters(
+  p: NodeStatusParams,
+  runtimeVersion: RuntimeVersion | undefined,
+  readyErrors: string[],
+): Setter[] {
+  return [
+    nodeAddresses(p.internalIP, p.nodeName),
+    machineInfo(p.capacity, p.allocatable),
+    versionInfo(systemInfo({ ...p, runtimeVersion })),
+    daemonEndpoints(p.daemonPort),
+    pressureConditions(),
+    readyCondition(readyErrors),
+  ];
+}
+
+const pressureEvents: Record<string, { False: string; True: string }> = {
+  MemoryPressure: { False: 'NodeHasSufficientMemory', True: 'NodeHasInsufficientMemory' },
+  DiskPressure: { False: 'NodeHasNoDiskPressure', True: 'NodeHasDiskPressure' },
+  PIDPressure: { False: 'NodeHasSufficientPID', True: 'NodeHasInsufficientPID' },
+};
+
+/**
+ * Event reasons the kubelet records when conditions move from `prev` to `next`: a pressure condition on
+ * its first report and on every flip; Ready only on a flip (NodeReady / NodeNotReady), not when it first
+ * appears.
+ */
+export function nodeConditionEvents(prev: NodeCondition[] | undefined, next: NodeCondition[]): string[] {
+  const reasons: string[] = [];
+  for (const c of next) {
+    const before = prev?.find((p) => p.type === c.type);
+    const pressure = pressureEvents[c.type];
+    if (pressure && c.status !== 'Unknown' && before?.status !== c.status) reasons.push(pressure[c.status]);
+    if (c.type === 'Ready' && before && before.status !== c.status) {
+      reasons.push(c.status === 'True' ? 'NodeReady' : 'NodeNotReady');
+    }
+  }
+  return reasons;
+}
+
+/** The status fields this module owns: the body of the strategic merge patch. */
+export function ownedStatus(s: NodeStatus): NodeStatus {
+  const { addresses, capacity, allocatable, conditions, daemonEndpoints, nodeInfo } = s;
+  return { addresses, capacity, allocatable, conditions, daemonEndpoints, nodeInfo };
+}
+
+/** Rejects with DeadlineExceeded if `p` takes longer than `ms` on `clock`. */
+export function withTimeout<T>(p: Promise<T>, ms: number, clock: Clock, what: string): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const t = clock.setTimer(ms, () =>
+      reject(new KindError('DeadlineExceeded', `${what}: no answer within ${ms} ms`)),
+    );
+    p.then(
+      (v) => {
+        t.cancel();
+        resolve(v);
+      },
+      (err: unknown) => {
+        t.cancel();
+        reject(err instanceof Error ? err : new Error(String(err)));
+      },
+    );
+  });
+}
+
+export interface NodeStatusLoopConfig {
+  api: Pick<NodeAPI, 'getNode' | 'patchNodeStatus'>;
+  clock: Clock;
+  runtime: Pick<Runtime, 'version' | 'status'>;
+  recorder: NodeEventRecorder;
+  params: NodeStatusParams;
+  /** The node's pods use the host network: NetworkReady=false does not make it NotReady. */
+  hostNetwork: boolean;
+  /** Extra readiness errors (e.g. "PLEG is not healthy: ..."); empty when healthy. */
+  healthChecks?: () => string[];
+  updateFrequencyMs?: number;
+  reportFrequencyMs?: number;
+  /** Deadline for each runtime call. Default: the update frequency, at most 5 s. */
+  runtimeTimeoutMs?: number;
+  /** Called when the Node is gone (NotFound on read or write); the owner re-registers it. */
+  onNodeMissing?: () => void;
+  logger?: NodeLogger;
+}
+
+/**
+ * Computes and reports node status. Invariants: one sync at a time; a write happens only when
+ * `nodeStatusChanged` holds against the Node as last read; after `stop()` resolves no request starts.
+ */
+export class NodeStatusLoop {
+  /** Resolves after the first sync (whatever it found); rejects if stopped before. */
+  readonly ready: Promise<void>;
+  readonly done: Promise<void>;
+  /** Clock time of the last accepted status write. */
+  lastReportTime: number | undefined;
+  /** The status as last computed (written or not). */
+  lastComputed: NodeStatus | undefined;
+  /** Count of accepted status writes, for health and tests. */
+  writes = 0;
+  lastError: string | undefined;
+
+  private readonly updateFrequencyMs: number;
+  private readonly reportFrequencyMs: number;
+  private readonly runtimeTimeoutMs: number;
+  private readonly logger: NodeLogger;
+  private readonly abort = new AbortController();
+  private runtimeCheck: RuntimeCheck = { state: 'unchecked' };
+  private runtimeVersion: RuntimeVersion | undefined;
+  private started = false;
+  private resolveReady!: () => void;
+  private rejectReady!: (err: Error) => void;
+  private resolveDone!: () => void;
+
+  constructor(private readonly cfg: NodeStatusLoopConfig) {
+    if (!cfg.api || !cfg.clock || !cfg.runtime || !cfg.recorder || !cfg.params?.nodeName) {
+      throw new KindError('InvalidArgument', 'node status loop needs api, clock, runtime, recorder, params', {
+        node: cfg.params?.nodeName,
+      });
+    }
+    this.updateFrequencyMs = cfg.updateFrequencyMs ?? DEFAULT_STATUS_UPDATE_FREQUENCY_MS;
+    this.reportFrequencyMs = cfg.reportFrequencyMs ?? DEFAULT_STATUS_REPORT_FREQUENCY_MS;
+    this.runtimeTimeoutMs = cfg.runtimeTimeoutMs ?? Math.min(this.updateFrequencyMs, 5_000);
+    this.logger = cfg.logger ?? silentLogger;
+    this.ready = new Promise((resolve, reject) => {
+      this.resolveReady = resolve;
+      this.rejectReady = reject;
+    });
+    this.ready.catch(() => {});
+    this.done = new Promise((resolve) => (this.resolveDone = resolve));
+  }
+
+  private get nodeName(): string {
+    return this.cfg.params.nodeName;
+  }
+
+  /**
+   * The status the Node is registered with (kubelet: initialNode): the runtime's version if it answers, but
+   * no status check yet, so Ready=False until the first sync. Records the pressure events.
+   */
+  async initialStatus(): Promise<NodeStatus> {
+    await this.refreshVersion();
+    return this.compute(undefined);
+  }
+
+  start(): void {
+    if (this.started) return;
+    this.started = true;
+    void this.run();
+  }
+
+  stop(): Promise<void> {
+    this.abort.abort();
+    this.rejectReady(new KindError('Unavailable', 'node status loop stopped', { node: this.nodeName }));
+    if (!this.started) this.resolveDone();
+    return this.done;
+  }
+
+  /** Whether the last computed status says Ready=True. */
+  isReady(): boolean {
+    return this.readyCondition()?.status === 'True';
+  }
+
+  readyCondition(): NodeCondition | undefined {
+    return this.lastComputed?.conditions?.find((c) => c.type === 'Ready');
+  }
+
+  private async run(): Promise<void> {
+    const { clock } = this.cfg;
+    try {
+      while (!this.abort.signal.aborted) {
+        const began = clock.now();
+        await this.syncOnce();
+        this.resolveReady();
+        if (this.abort.signal.aborted) break;
+        await clock.sleep(Math.max(0, this.updateFrequencyMs - (clock.now() - began)), this.abort.signal);
+      }
+    } catch {
+      // Only the abort of a sleep lands here.
+    } finally {
+      this.resolveDone();
+    }
+  }
+
+  /** One round: check the runtime, read the Node, compute, write if due. Never throws. */
+  async syncOnce(): Promise<void> {
+    await Promise.all([this.refreshVersion(), this.checkRuntime()]);
+    if (this.abort.signal.aborted) return;
+    const { api, clock } = this.cfg;
+    try {
+      const node = await api.getNode(this.nodeName, { fromCache: true });
+      const next = this.compute(node.status);
+      if (!nodeStatusChanged(node.status, next, this.lastReportTime, clock.now(), this.reportFrequencyMs)) {
+        this.lastError = undefined;
+        return;
+      }
+      if (this.abort.signal.aborted) return;
+      await api.patchNodeStatus(this.nodeName, { status: ownedStatus(next) });
+      this.lastReportTime = clock.now();
+      this.writes++;
+      this.lastError = undefined;
+    } catch (err) {
+      this.lastError = errorMessage(err);
+      this.logger.warn('node status update failed', { node: this.nodeName, error: this.lastError });
+      if (errorKind(err) === 'NotFound') this.cfg.onNodeMissing?.();
+    }
+  }
+
+  /** Runs the setters on `base`, records events for condition changes since the last computation. */
+  private compute(base: NodeStatus | undefined): NodeStatus {
+    const { clock, params, hostNetwork } = this.cfg;
+    const errors = readinessErrors(this.runtimeCheck, hostNetwork, this.healthErrors());
+    const next = computeNodeStatus(
+      base,
+      nodeStatusSetters(params, this.runtimeVersion, errors),
+      formatRFC3339(clock.now()),
+    );
+    const prev = this.lastComputed ?? base;
+    for (const reason of nodeConditionEvents(prev?.conditions, next.conditions ?? [])) {
+      this.cfg.recorder.event(
+        nodeRef(this.nodeName),
+        'Normal',
+        reason,
+        `Node ${this.nodeName} status is now: ${reason}`,
+      );
+    }
+    this.lastComputed = next;
+    return next;
+  }
+
+  private healthErrors(): string[] {
+    if (!this.cfg.healthChecks) return [];
+    try {
+      return this.cfg.healthChecks();
+    } catch (err) {
+      return [`health check failed: ${errorMessage(err)}`];
+    }
+  }
+
+  private async checkRuntime(): Promise<void> {
+    try {
+      const conditions = await withTimeout(
+        this.cfg.runtime.status(),
+        this.runtimeTimeoutMs,
+        this.cfg.clock,
+        'runtime status',
+      );
+      this.runtimeCheck = { state: 'ok', conditions };
+    } catch (err) {
+      this.runtimeCheck = { state: 'failed', error: errorMessage(err) };
+      this.logger.warn('container runtime status check failed', {
+        node: this.nodeName,
+        error: errorMessage(err),
+      });
+    }
+  }
+
+  /** The kubelet asks for the version every time; on failure it keeps what it had. */
+  private async refreshVersion(): Promise<void> {
+    try {
+      this.runtimeVersion = await withTimeout(
+        this.cfg.runtime.version(),
+        this.runtimeTimeoutMs,
+        this.cfg.clock,
+        'runtime version',
+      );
+    } catch (err) {
+      this.logger.warn('container runtime version check failed', {
+        node: this.nodeName,
+        error: errorMessage(err),
+      });
+    }
+  }
+}
