@@ -4,6 +4,7 @@
  * them in order; `nodeStatusChanged` tells whether a write is due. Pure: time arrives as `now`.
  */
 import type { NodeAddress, NodeCondition, NodeStatus, NodeSystemInfo } from '../api/node.js';
+import { parseQuantityNano } from '../util/quantity.js';
 
 export type Setter = (status: NodeStatus, now: string) => NodeStatus;
 
@@ -133,15 +134,57 @@ export function computeNodeStatus(
   return s;
 }
 
-function withoutHeartbeats(s: NodeStatus | undefined): unknown {
-  if (!s) return undefined;
-  return { ...s, conditions: (s.conditions ?? []).map(({ lastHeartbeatTime: _h, ...rest }) => rest) };
+/** Canonical form of a quantity, so "1Gi" and "1073741824" compare equal. */
+function canonicalQuantity(q: string): string {
+  try {
+    return parseQuantityNano(q).toString();
+  } catch {
+    return q;
+  }
+}
+
+/**
+ * A canonical form for comparison: object keys sorted (the API server answers in Go field order, we build
+ * in ours), zero values dropped (Go omits them), quantities by value, conditions by type without heartbeats.
+ */
+function canonical(v: unknown): unknown {
+  if (Array.isArray(v)) {
+    const items = v.map(canonical).filter((x) => x !== undefined);
+    return items.length ? items : undefined;
+  }
+  if (v && typeof v === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const k of Object.keys(v).sort()) {
+      const c = canonical((v as Record<string, unknown>)[k]);
+      if (c !== undefined) out[k] = c;
+    }
+    return Object.keys(out).length ? out : undefined;
+  }
+  return v === null || v === '' ? undefined : v;
+}
+
+function comparable(s: NodeStatus | undefined): string {
+  if (!s) return '';
+  const quantities = (m: Record<string, string> | undefined) =>
+    m && Object.fromEntries(Object.entries(m).map(([k, q]) => [k, canonicalQuantity(String(q))]));
+  const conditions = [...(s.conditions ?? [])]
+    .map(({ lastHeartbeatTime: _h, ...rest }) => rest)
+    .sort((a, b) => (a.type < b.type ? -1 : a.type > b.type ? 1 : 0));
+  return JSON.stringify(
+    canonical({
+      ...s,
+      capacity: quantities(s.capacity),
+      allocatable: quantities(s.allocatable),
+      conditions,
+    }) ?? null,
+  );
 }
 
 /**
  * Whether a node status write is due: something other than heartbeat times changed, or the last report
  * is older than the report frequency (kubelet: nodeStatusReportFrequency, 5 minutes, since the Lease is
- * the heartbeat).
+ * the heartbeat). `reported` is usually the Node as read back from the API server, so the comparison is
+ * semantic: key order, omitted zero values, quantity spelling and condition order do not count.
  */
 export function nodeStatusChanged(
   reported: NodeStatus | undefined,
@@ -151,5 +194,5 @@ export function nodeStatusChanged(
   reportFrequencyMs = 5 * 60_000,
 ): boolean {
   if (lastReportMs === undefined || nowMs - lastReportMs >= reportFrequencyMs) return true;
-  return JSON.stringify(withoutHeartbeats(reported)) !== JSON.stringify(withoutHeartbeats(next));
+  return comparable(reported) !== comparable(next);
 }

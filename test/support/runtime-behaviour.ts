@@ -12,11 +12,17 @@
  * exits 7 at once.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { ContainerNameLabel, ManagedByLabel, PodNameLabel, PodNamespaceLabel, PodUIDLabel } from '../../src/runtime/labels.js';
+import {
+  ContainerNameLabel,
+  ManagedByLabel,
+  PodNameLabel,
+  PodNamespaceLabel,
+  PodUIDLabel,
+} from '../../src/runtime/labels.js';
 import type { ContainerConfig, ContainerStatus, PodSandboxConfig, Runtime } from '../../src/runtime/types.js';
 import { KindError, errorKind } from '../../src/util/errors.js';
 
@@ -102,7 +108,12 @@ export function describeRuntimeBehaviour(name: string, setup: () => Promise<Runt
         metadata: { name: pod, uid, namespace: NAMESPACE, attempt: 0 },
         hostname: pod,
         logDirectory: join(logRoot, `${NAMESPACE}_${pod}_${uid}`),
-        labels: { [PodNameLabel]: pod, [PodNamespaceLabel]: NAMESPACE, [PodUIDLabel]: uid, [ManagedByLabel]: NODE },
+        labels: {
+          [PodNameLabel]: pod,
+          [PodNamespaceLabel]: NAMESPACE,
+          [PodUIDLabel]: uid,
+          [ManagedByLabel]: NODE,
+        },
         annotations: { 'kubernetes.io/config.source': 'api' },
         linux: {
           ...(env.cgroupParent && { cgroupParent: `${env.cgroupParent}/pod${uid}` }),
@@ -119,7 +130,14 @@ export function describeRuntimeBehaviour(name: string, setup: () => Promise<Runt
       return { id, config };
     }
 
-    function containerConfig(sb: PodSandboxConfig, cname: string, argv: string[], attempt = 0): ContainerConfig {
+    function containerConfig(
+      sb: PodSandboxConfig,
+      cname: string,
+      argv: string[],
+      attempt = 0,
+    ): ContainerConfig {
+      // The kubelet creates the container's log directory before CreateContainer; so does this suite.
+      mkdirSync(join(sb.logDirectory!, cname), { recursive: true });
       return {
         metadata: { name: cname, attempt },
         image: env.images.busybox,
@@ -131,13 +149,22 @@ export function describeRuntimeBehaviour(name: string, setup: () => Promise<Runt
           [PodUIDLabel]: sb.metadata.uid,
           [ContainerNameLabel]: cname,
         },
-        annotations: { 'io.kubernetes.container.restartCount': String(attempt), 'example.com/note': 'kept as is' },
+        annotations: {
+          'io.kubernetes.container.restartCount': String(attempt),
+          'example.com/note': 'kept as is',
+        },
         logPath: `${cname}/${attempt}.log`,
       };
     }
 
-    async function startContainer(pod: { id: string; config: PodSandboxConfig }, cname: string, argv: string[]) {
-      const id = await settle(rt.createContainer(pod.id, containerConfig(pod.config, cname, argv), pod.config));
+    async function startContainer(
+      pod: { id: string; config: PodSandboxConfig },
+      cname: string,
+      argv: string[],
+    ) {
+      const id = await settle(
+        rt.createContainer(pod.id, containerConfig(pod.config, cname, argv), pod.config),
+      );
       await settle(rt.startContainer(id));
       return id;
     }
@@ -222,11 +249,17 @@ export function describeRuntimeBehaviour(name: string, setup: () => Promise<Runt
 
     it('rejects the same container name and attempt (AlreadyExists) and accepts attempt + 1', async () => {
       const pod = await runPod('rb-reserved');
-      const first = await settle(rt.createContainer(pod.id, containerConfig(pod.config, 'app', ['true']), pod.config));
-      const err = await rejection(settle(rt.createContainer(pod.id, containerConfig(pod.config, 'app', ['true']), pod.config)));
+      const first = await settle(
+        rt.createContainer(pod.id, containerConfig(pod.config, 'app', ['true']), pod.config),
+      );
+      const err = await rejection(
+        settle(rt.createContainer(pod.id, containerConfig(pod.config, 'app', ['true']), pod.config)),
+      );
       expect(errorKind(err), String(err)).to.equal('AlreadyExists');
       expect((err as Error).message).to.match(/is reserved/);
-      const second = await settle(rt.createContainer(pod.id, containerConfig(pod.config, 'app', ['true'], 1), pod.config));
+      const second = await settle(
+        rt.createContainer(pod.id, containerConfig(pod.config, 'app', ['true'], 1), pod.config),
+      );
       expect(second).to.not.equal(first);
       expect((await rt.containerStatus(second)).metadata.attempt).to.equal(1);
     });
@@ -293,7 +326,13 @@ export function describeRuntimeBehaviour(name: string, setup: () => Promise<Runt
       expect(ids(await rt.listContainers({ podSandboxId: b.id }))).to.deep.equal([b1]);
       const uidB = b.config.metadata.uid;
       expect(ids(await rt.listContainers({ labelSelector: { [PodUIDLabel]: uidB } }))).to.deep.equal([b1]);
-      expect(ids(await rt.listContainers({ labelSelector: { [PodUIDLabel]: a.config.metadata.uid, [ContainerNameLabel]: 'two' } }))).to.deep.equal([a2]);
+      expect(
+        ids(
+          await rt.listContainers({
+            labelSelector: { [PodUIDLabel]: a.config.metadata.uid, [ContainerNameLabel]: 'two' },
+          }),
+        ),
+      ).to.deep.equal([a2]);
       expect(ids(await rt.listContainers({ podSandboxId: a.id, state: 'running' }))).to.deep.equal([a1]);
       expect(ids(await rt.listContainers({ podSandboxId: a.id, state: 'exited' }))).to.deep.equal([a2]);
 
@@ -320,7 +359,8 @@ export function describeRuntimeBehaviour(name: string, setup: () => Promise<Runt
 
       await settle(rt.removePodSandbox(pod.id), 30_000);
       pods = pods.filter((p) => p !== pod.id);
-      for (const id of [running, done]) expect(errorKind(await rejection(rt.containerStatus(id)))).to.equal('NotFound');
+      for (const id of [running, done])
+        expect(errorKind(await rejection(rt.containerStatus(id)))).to.equal('NotFound');
       expect(await rt.listContainers({ podSandboxId: pod.id })).to.deep.equal([]);
       expect(errorKind(await rejection(rt.podSandboxStatus(pod.id)))).to.equal('NotFound');
       await rt.removePodSandbox(pod.id);

@@ -9,23 +9,21 @@
  * `waitForUpdate()` and calls `syncBatch(false)` per signal, and calls `syncBatch(true)` every 10 s.
  */
 import {
-  DisruptionTarget,
-  isTerminalPhase,
-  type ContainerStatus,
-  type Pod,
-  type PodStatus,
-} from '../../api/core.js';
-import {
   ContainersReady,
+  DisruptionTarget,
   PodInitialized,
   PodReady,
   PodReadyToStartContainers,
   PodScheduled,
+  type ContainerStatus,
+  type Pod,
+  type PodStatus,
 } from '../../api/core.js';
 import type { Clock } from '../../util/clock.js';
-import { errorMessage, isNotFound, KindError } from '../../util/errors.js';
-import { asPodUID, type PodUID } from '../container/types.js';
-import { isMirrorPod, isStaticPod } from '../types/podupdate.js';
+import { errorMessage, KindError } from '../../util/errors.js';
+import type { PodUID } from '../container/types.js';
+import { isStaticPod } from '../types/podupdate.js';
+import { UpdateChannel } from './channel.js';
 import { replaceOrAppendPodCondition, updateLastTransitionTime } from './conditions.js';
 import { isPodStatusByKubeletEqual } from './equality.js';
 import { generateContainersReadyCondition, generatePodReadyCondition } from './generate.js';
@@ -35,12 +33,14 @@ import type {
   StatusManagerLogger,
   StatusPodManager,
 } from './interfaces.js';
-import { mergePodStatus } from './merge.js';
 import { normalizeStatus } from './normalize.js';
-import { createPodStatusPatch } from './patch.js';
+import { StatusSyncer } from './sync.js';
 import { terminatedPodStatus } from './terminate.js';
 import { checkContainerStateTransition } from './transition.js';
 import { validatePodForStatusManager, validatePodStatus } from './validate.js';
+import type { VersionedPodStatus } from './versioned.js';
+
+export type { VersionedPodStatus } from './versioned.js';
 
 /** How often the shell should call syncBatch(true) (kubelet: syncPeriod). */
 export const StatusSyncPeriodMs = 10_000;
@@ -55,22 +55,6 @@ const TRANSITION_TIMED_CONDITIONS = [
   DisruptionTarget,
 ];
 
-/**
- * A cached status (kubelet: versionedPodStatus). Invariants: `version` grows by one with every stored
- * change of this pod's status and never goes back; `status` is normalized; `podIsFinished`, once true for
- * a non-static pod, stays true for as long as the entry lives.
- */
-export interface VersionedPodStatus {
-  readonly version: number;
-  readonly podName: string;
-  readonly podNamespace: string;
-  /** When the oldest change not yet known to be synced was detected (epoch ms); for latency metrics. */
-  readonly at: number;
-  /** Set by terminatePod: the pod is done and may be deleted once the server agrees it is terminal. */
-  readonly podIsFinished: boolean;
-  readonly status: PodStatus;
-}
-
 export interface StatusManagerConfig {
   client: PodStatusClient;
   podManager: StatusPodManager;
@@ -81,27 +65,20 @@ export interface StatusManagerConfig {
 
 const silent: StatusManagerLogger = { info: () => undefined };
 
+/**
+ * Invariants: the cache holds at most one entry per pod UID (static pods under their own UID, never the
+ * mirror's); every stored change raises the entry's version and signals the channel; a status that is
+ * equal by kubelet rules to the cached one is not stored (unless forced) and signals nothing.
+ */
 export class StatusManager {
-  private readonly client: PodStatusClient;
   private readonly podManager: StatusPodManager;
-  private readonly podDeletionSafety: PodDeletionSafetyProvider;
   private readonly clock: Clock;
   private readonly log: StatusManagerLogger;
 
   /** Pod UID (static pods by their own UID) -> cached status. */
   private readonly podStatuses = new Map<string, VersionedPodStatus>();
-  /**
-   * API pod UID (the mirror UID for static pods) -> last version synced to the server. Only the sync path
-   * writes it; exposed for diagnostics and tests.
-   */
-  readonly apiStatusVersions = new Map<string, number>();
-
-  /** The update channel: capacity one, so any number of changes before a sync make one signal. */
-  private pending = false;
-  private readonly listeners = new Set<() => void>();
-  private waiters: (() => void)[] = [];
-  /** syncBatch runs one at a time, as the kubelet's single sync goroutine does. */
-  private syncChain: Promise<unknown> = Promise.resolve();
+  private readonly channel: UpdateChannel;
+  private readonly syncer: StatusSyncer;
 
   /** Rejects a missing dependency with KindError('InvalidArgument') before anything runs. */
   constructor(cfg: StatusManagerConfig) {
@@ -111,11 +88,28 @@ export class StatusManager {
     if (missing.length > 0) {
       throw new KindError('InvalidArgument', `status manager: missing ${missing.join(', ')}`, { missing });
     }
-    this.client = cfg.client;
     this.podManager = cfg.podManager;
-    this.podDeletionSafety = cfg.podDeletionSafety;
     this.clock = cfg.clock;
     this.log = cfg.logger ?? silent;
+    this.channel = new UpdateChannel((err) =>
+      this.log.info('status update listener failed', { err: errorMessage(err) }),
+    );
+    this.syncer = new StatusSyncer({
+      client: cfg.client,
+      podManager: cfg.podManager,
+      podDeletionSafety: cfg.podDeletionSafety,
+      clock: cfg.clock,
+      log: this.log,
+      podStatuses: this.podStatuses,
+    });
+  }
+
+  /**
+   * API pod UID (the mirror UID for static pods) -> last version synced to the server. Written only by
+   * the sync path; exposed for diagnostics and tests.
+   */
+  get apiStatusVersions(): Map<string, number> {
+    return this.syncer.apiStatusVersions;
   }
 
   // ---- reading ----
@@ -201,26 +195,22 @@ export class StatusManager {
 
   /** Whether a signal is waiting (a change was stored since the last takeUpdateSignal). */
   hasPendingUpdate(): boolean {
-    return this.pending;
+    return this.channel.peek();
   }
 
   /** Receives from the channel: clears the signal and says whether there was one. */
   takeUpdateSignal(): boolean {
-    const had = this.pending;
-    this.pending = false;
-    return had;
+    return this.channel.take();
   }
 
   /** Calls `listener` each time the channel goes from empty to signalled. Returns the unsubscribe. */
   onUpdate(listener: () => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    return this.channel.subscribe(listener);
   }
 
   /** Resolves when a signal is pending (at once if one already is). Does not consume it. */
   waitForUpdate(): Promise<void> {
-    if (this.pending) return Promise.resolve();
-    return new Promise((resolve) => this.waiters.push(resolve));
+    return this.channel.wait();
   }
 
   /**
@@ -229,23 +219,8 @@ export class StatusManager {
    */
   async drain(): Promise<number> {
     let synced = 0;
-    while (this.takeUpdateSignal()) synced += await this.syncBatch(false);
+    while (this.channel.take()) synced += await this.syncBatch(false);
     return synced;
-  }
-
-  private signal(): void {
-    if (this.pending) return;
-    this.pending = true;
-    const waiters = this.waiters;
-    this.waiters = [];
-    for (const w of waiters) w();
-    for (const l of this.listeners) {
-      try {
-        l();
-      } catch (err) {
-        this.log.info('status update listener failed', { err: errorMessage(err) });
-      }
-    }
   }
 
   // ---- the cache ----
@@ -319,7 +294,7 @@ export class StatusManager {
       podIsFinished,
       at: cached?.at || now,
     });
-    this.signal();
+    this.channel.send();
     return true;
   }
 

@@ -9,7 +9,12 @@ import { errorMessage, isNotFound } from '../../util/errors.js';
 import { asPodUID } from '../container/types.js';
 import { isMirrorPod, isStaticPod } from '../types/podupdate.js';
 import { isPodStatusByKubeletEqual } from './equality.js';
-import type { PodDeletionSafetyProvider, PodStatusClient, StatusManagerLogger, StatusPodManager } from './interfaces.js';
+import type {
+  PodDeletionSafetyProvider,
+  PodStatusClient,
+  StatusManagerLogger,
+  StatusPodManager,
+} from './interfaces.js';
 import { mergePodStatus } from './merge.js';
 import { normalizeStatus } from './normalize.js';
 import { createPodStatusPatch } from './patch.js';
@@ -134,7 +139,12 @@ export class StatusSyncer {
     const patch = createPodStatusPatch(serverUID, serverStatus, merged);
     if (patch) {
       try {
-        pod = await client.patchPodStatus(pod.metadata.namespace ?? '', pod.metadata.name ?? '', serverUID, patch);
+        pod = await client.patchPodStatus(
+          pod.metadata.namespace ?? '',
+          pod.metadata.name ?? '',
+          serverUID,
+          patch,
+        );
       } catch (err) {
         log.info('failed to update status for pod', { pod: ref, podUID: uid, err: errorMessage(err) });
         return;

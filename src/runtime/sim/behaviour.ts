@@ -99,14 +99,20 @@ export class BehaviourResolver {
     const argv =
       config.command && config.command.length > 0
         ? [...config.command, ...(config.args ?? [])]
-        : [...(imageLayer.entrypoint ?? []), ...(config.args && config.args.length > 0 ? config.args : (imageLayer.cmd ?? []))];
-    const env = argv.some((a) => a.includes('$')) ? Object.fromEntries((config.envs ?? []).map((e) => [e.key, e.value])) : {};
+        : [
+            ...(imageLayer.entrypoint ?? []),
+            ...(config.args && config.args.length > 0 ? config.args : (imageLayer.cmd ?? [])),
+          ];
+    const env = argv.some((a) => a.includes('$'))
+      ? Object.fromEntries((config.envs ?? []).map((e) => [e.key, e.value]))
+      : {};
     const key = JSON.stringify([image.ref, argv, env, config.stdin === true, general ?? null, own ?? null]);
     const hit = this.cache.get(key);
     if (hit) return hit;
 
     let profile = mergeProfiles(deriveProfile(argv, { env, stdin: config.stdin === true }), imageLayer);
-    for (const layer of annotationProfiles(config.annotations ?? {}, name)) profile = mergeProfiles(profile, layer);
+    for (const layer of annotationProfiles(config.annotations ?? {}, name))
+      profile = mergeProfiles(profile, layer);
     const behaviour = compile(profile);
     if (this.cache.size >= CACHE_LIMIT) this.cache.clear();
     this.cache.set(key, behaviour);
@@ -143,21 +149,35 @@ function compile(p: SimProfile): Behaviour {
     ports: new Map(
       Object.entries(p.ports ?? {}).map(([port, r]) => [
         Number(port),
-        { readyAfterMs: r.readyAfterMs ?? 0, failAfterMs: r.failAfterMs ?? Infinity, fails: r.fails ?? false },
+        {
+          readyAfterMs: r.readyAfterMs ?? 0,
+          failAfterMs: r.failAfterMs ?? Infinity,
+          fails: r.fails ?? false,
+        },
       ]),
     ),
-    logs: (p.logs ?? []).map((l) => ({ line: l.line, stream: l.stream ?? 'stdout', afterMs: l.afterMs ?? 0 })),
+    logs: (p.logs ?? []).map((l) => ({
+      line: l.line,
+      stream: l.stream ?? 'stdout',
+      afterMs: l.afterMs ?? 0,
+    })),
   });
 }
 
 /** The first exec rule that matches argv `sinceStartMs` after the container started. */
-export function matchExec(b: Behaviour, argv: readonly string[], sinceStartMs: number): ExecMatcher | undefined {
+export function matchExec(
+  b: Behaviour,
+  argv: readonly string[],
+  sinceStartMs: number,
+): ExecMatcher | undefined {
   if (b.exec.length === 0) return undefined;
   const joined = argv.join(' ');
   return b.exec.find(
     (r) =>
       sinceStartMs >= r.fromMs &&
       sinceStartMs < r.untilMs &&
-      (r.argv ? r.argv.length === argv.length && r.argv.every((a, i) => a === argv[i]) : r.pattern!.test(joined)),
+      (r.argv
+        ? r.argv.length === argv.length && r.argv.every((a, i) => a === argv[i])
+        : r.pattern!.test(joined)),
   );
 }

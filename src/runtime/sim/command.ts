@@ -175,7 +175,8 @@ class Interpreter {
         if (rest.length === 0 && this.mode === 'run' && this.stdin) return this.forever('foreground');
         return void (this.status = 0);
       case 'tail':
-        if (rest.some((r) => /^-[a-zA-Z]*[fF]/.test(r)) && this.mode === 'run') return this.forever('foreground');
+        if (rest.some((r) => /^-[a-zA-Z]*[fF]/.test(r)) && this.mode === 'run')
+          return this.forever('foreground');
         return void (this.status = 0);
       default:
         if (QUICK.has(name)) return void (this.status = 0);
@@ -194,7 +195,8 @@ class Interpreter {
     if (args[i] === '--') i++;
     const operand = args[i];
     if (!hasC) {
-      if (operand !== undefined) return this.mode === 'exec' ? void (this.status = 0) : this.forever('foreground');
+      if (operand !== undefined)
+        return this.mode === 'exec' ? void (this.status = 0) : this.forever('foreground');
       if (this.mode === 'run' && this.stdin) return this.forever('foreground');
       return void (this.status = 0);
     }
@@ -262,7 +264,9 @@ class Interpreter {
   private printf(args: readonly string[], stream: Stream | null): void {
     const [format = '', ...values] = args;
     let k = 0;
-    const text = unescape(format).replace(/%([%sd])/g, (_m, f: string) => (f === '%' ? '%' : (values[k++] ?? '')));
+    const text = unescape(format).replace(/%([%sd])/g, (_m, f: string) =>
+      f === '%' ? '%' : (values[k++] ?? ''),
+    );
     if (stream) this.write(stream, text);
     this.status = 0;
   }
@@ -290,7 +294,9 @@ class Interpreter {
     else if (action === '') this.trap = { kind: 'ignore' };
     else {
       const m = /(?:^|[\s;&|])exit(?:\s+(\d+))?(?:$|[\s;&|])/.exec(action!);
-      this.trap = m ? { kind: 'exit', ...(m[1] !== undefined && { code: Number(m[1]) & 255 }) } : { kind: 'ignore' };
+      this.trap = m
+        ? { kind: 'exit', ...(m[1] !== undefined && { code: Number(m[1]) & 255 }) }
+        : { kind: 'ignore' };
     }
   }
 
@@ -348,13 +354,18 @@ export function deriveProfile(argv: readonly string[], ctx: CommandContext = {})
     );
   }
   if (it.ports.size > 0) {
-    profile.ports = Object.fromEntries([...it.ports].map(([port, at]) => [String(port), { readyAfterMs: at }]));
+    profile.ports = Object.fromEntries(
+      [...it.ports].map(([port, at]) => [String(port), { readyAfterMs: at }]),
+    );
   }
   Object.assign(profile, sigterm(argv, it));
   return profile;
 }
 
-function sigterm(argv: readonly string[], it: Interpreter): Pick<SimProfile, 'ignoresSigterm' | 'sigtermExitCode'> {
+function sigterm(
+  argv: readonly string[],
+  it: Interpreter,
+): Pick<SimProfile, 'ignoresSigterm' | 'sigtermExitCode'> {
   const pid1 = it.execed ?? (argv.length > 0 ? basename(argv[0]!) : '');
   const handles = { ignoresSigterm: false, sigtermExitCode: 143 };
   if (it.execed !== undefined || !SHELLS.has(pid1)) {
@@ -376,7 +387,10 @@ export interface ExecOutcome {
 }
 
 /** What `execSync(argv)` does by default (see the module comment). */
-export function evaluateExec(argv: readonly string[], env: Readonly<Record<string, string>> = {}): ExecOutcome {
+export function evaluateExec(
+  argv: readonly string[],
+  env: Readonly<Record<string, string>> = {},
+): ExecOutcome {
   const it = new Interpreter('exec', env, false, false);
   it.top(argv);
   const text = (s: Stream): string =>

@@ -7,7 +7,10 @@ import { KindError, type ErrorKind } from '../../util/errors.js';
 import type { Runtime } from '../types.js';
 
 /** The Runtime calls that can fail (close never does). */
-export type RuntimeOp = Exclude<{ [K in keyof Runtime]: Runtime[K] extends (...args: never[]) => unknown ? K : never }[keyof Runtime], 'close'>;
+export type RuntimeOp = Exclude<
+  { [K in keyof Runtime]: Runtime[K] extends (...args: never[]) => unknown ? K : never }[keyof Runtime],
+  'close'
+>;
 
 export interface Fault {
   /** The call that fails; '*' for any call. */
@@ -40,9 +43,13 @@ export class FaultInjector {
   inject(f: Fault): void {
     const count = f.count ?? 1;
     if (!(count === Infinity || (Number.isInteger(count) && count >= 1))) {
-      throw new KindError('InvalidArgument', `sim runtime: fault count must be a positive integer or Infinity, got ${count}`, {
-        field: 'count',
-      });
+      throw new KindError(
+        'InvalidArgument',
+        `sim runtime: fault count must be a positive integer or Infinity, got ${count}`,
+        {
+          field: 'count',
+        },
+      );
     }
     this.faults.push({
       op: f.op,

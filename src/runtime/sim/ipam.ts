@@ -21,9 +21,13 @@ export class IPAllocator {
     const prefix = m ? Number(m[2]) : NaN;
     const addr = m ? parseIPv4(m[1]!) : undefined;
     if (addr === undefined || !(prefix >= 8 && prefix <= 30)) {
-      throw new KindError('InvalidArgument', `sim runtime: podCIDR ${JSON.stringify(cidr)} is not an IPv4 CIDR /8../30`, {
-        field: 'podCIDR',
-      });
+      throw new KindError(
+        'InvalidArgument',
+        `sim runtime: podCIDR ${JSON.stringify(cidr)} is not an IPv4 CIDR /8../30`,
+        {
+          field: 'podCIDR',
+        },
+      );
     }
     const size = 2 ** (32 - prefix);
     this.cidr = cidr;

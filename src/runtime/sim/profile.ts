@@ -23,7 +23,8 @@ import { KindError } from '../../util/errors.js';
 export const SimAnnotationPrefix = 'sim.kubelet-operator.dev/';
 export const SimBehaviourAnnotation = `${SimAnnotationPrefix}behaviour`;
 /** The per-container form: `sim.kubelet-operator.dev/behaviour.<container name>`. */
-export const simContainerBehaviourAnnotation = (container: string): string => `${SimBehaviourAnnotation}.${container}`;
+export const simContainerBehaviourAnnotation = (container: string): string =>
+  `${SimBehaviourAnnotation}.${container}`;
 
 const ms = z.number().int().nonnegative();
 const exitCode = z.number().int().min(0).max(255);
@@ -46,7 +47,10 @@ const ExecRuleSchema = z
     fromMs: ms.optional(),
     untilMs: ms.optional(),
   })
-  .refine((r) => (r.argv === undefined) !== (r.pattern === undefined), 'exactly one of argv or pattern is required');
+  .refine(
+    (r) => (r.argv === undefined) !== (r.pattern === undefined),
+    'exactly one of argv or pattern is required',
+  );
 
 const PortRuleSchema = z.strictObject({
   /** Probes fail until this long after the container started. */
@@ -95,7 +99,9 @@ export const SimProfileSchema = z
     sigtermExitCode: exitCode,
     exec: z.array(ExecRuleSchema),
     ports: z.record(
-      z.string().refine((k) => /^\d{1,5}$/.test(k) && Number(k) >= 1 && Number(k) <= 65535, 'port must be 1-65535'),
+      z
+        .string()
+        .refine((k) => /^\d{1,5}$/.test(k) && Number(k) >= 1 && Number(k) <= 65535, 'port must be 1-65535'),
       PortRuleSchema,
     ),
     logs: z.array(LogLineSchema),

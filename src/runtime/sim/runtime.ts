@@ -84,14 +84,22 @@ export class SimRuntime implements Runtime {
     this.ipam = new IPAllocator(opts.podCIDR ?? '10.88.0.0/16');
     this.nodeIP = opts.nodeIP ?? '10.0.0.2';
     if (parseIPv4(this.nodeIP) === undefined) {
-      throw new KindError('InvalidArgument', `sim runtime: nodeIP ${JSON.stringify(this.nodeIP)} is not an IPv4 address`, {
-        field: 'nodeIP',
-      });
+      throw new KindError(
+        'InvalidArgument',
+        `sim runtime: nodeIP ${JSON.stringify(this.nodeIP)} is not an IPv4 address`,
+        {
+          field: 'nodeIP',
+        },
+      );
     }
     this.behaviours = new BehaviourResolver(opts.profiles);
     for (const image of opts.images ?? []) {
       const r = parseImageReference(image);
-      if (!r) throw new KindError('InvalidArgument', `sim runtime: images: ${JSON.stringify(image)} is not an image reference`);
+      if (!r)
+        throw new KindError(
+          'InvalidArgument',
+          `sim runtime: images: ${JSON.stringify(image)} is not an image reference`,
+        );
       this.images.add(r);
     }
     this.idSeed = opts.idSeed ?? 'sim';
@@ -102,7 +110,12 @@ export class SimRuntime implements Runtime {
 
   async version(): Promise<RuntimeVersion> {
     this.enter('version');
-    return { version: '0.1.0', runtimeName: RUNTIME_NAME, runtimeVersion: this.runtimeVersion, runtimeApiVersion: 'v1' };
+    return {
+      version: '0.1.0',
+      runtimeName: RUNTIME_NAME,
+      runtimeVersion: this.runtimeVersion,
+      runtimeApiVersion: 'v1',
+    };
   }
 
   async status(): Promise<RuntimeCondition[]> {
@@ -119,7 +132,10 @@ export class SimRuntime implements Runtime {
     this.enter('runPodSandbox');
     const md = config?.metadata;
     if (!md || !md.name || !md.namespace || !md.uid) {
-      throw new KindError('InvalidArgument', 'sandbox config must include metadata with name, namespace and uid');
+      throw new KindError(
+        'InvalidArgument',
+        'sandbox config must include metadata with name, namespace and uid',
+      );
     }
     const nameKey = `${md.name}_${md.namespace}_${md.uid}_${md.attempt ?? 0}`;
     this.reserve(nameKey, { pod: `${md.namespace}/${md.name}` });
@@ -180,19 +196,29 @@ export class SimRuntime implements Runtime {
 
   // ---------------------------------------------------------------------------------------- containers
 
-  async createContainer(podSandboxId: string, config: ContainerConfig, sandboxConfig: PodSandboxConfig): Promise<string> {
+  async createContainer(
+    podSandboxId: string,
+    config: ContainerConfig,
+    sandboxConfig: PodSandboxConfig,
+  ): Promise<string> {
     const name = config?.metadata?.name;
     this.enter('createContainer', { sandboxId: podSandboxId, container: name });
     if (!name) throw new KindError('InvalidArgument', 'container config must include metadata with a name');
     if (!sandboxConfig?.metadata) {
-      throw new KindError('InvalidArgument', 'sandbox config is required on CreateContainer (containerd needs it)', {
-        sandboxId: podSandboxId,
-        container: name,
-      });
+      throw new KindError(
+        'InvalidArgument',
+        'sandbox config is required on CreateContainer (containerd needs it)',
+        {
+          sandboxId: podSandboxId,
+          container: name,
+        },
+      );
     }
     const sandbox = this.store.getSandbox(podSandboxId);
     if (!sandbox) {
-      throw new KindError('NotFound', `failed to find sandbox id "${podSandboxId}": not found`, { sandboxId: podSandboxId });
+      throw new KindError('NotFound', `failed to find sandbox id "${podSandboxId}": not found`, {
+        sandboxId: podSandboxId,
+      });
     }
     if (sandbox.state !== 'ready') {
       throw new KindError('InvalidArgument', `sandbox container "${podSandboxId}" is not running`, {
@@ -214,9 +240,14 @@ export class SimRuntime implements Runtime {
     this.reserve(nameKey, { container: name, sandboxId: podSandboxId });
     const behaviour = this.behaviours.forContainer(config, ref);
     if (behaviour.createError !== undefined) {
-      throw new KindError('Unknown', behaviour.createError, { container: name, sandboxId: podSandboxId, injected: true });
+      throw new KindError('Unknown', behaviour.createError, {
+        container: name,
+        sandboxId: podSandboxId,
+        injected: true,
+      });
     }
-    const logPath = sandbox.logDirectory && config.logPath ? posix.join(sandbox.logDirectory, config.logPath) : '';
+    const logPath =
+      sandbox.logDirectory && config.logPath ? posix.join(sandbox.logDirectory, config.logPath) : '';
     const c: ContainerRecord = {
       id: this.newId('container'),
       sandboxId: podSandboxId,
@@ -272,7 +303,10 @@ export class SimRuntime implements Runtime {
       c.exitCode = 128;
       c.reason = 'StartError';
       c.message = b.startError;
-      throw new KindError('Unknown', `failed to create containerd task: ${b.startError}`, { containerId: id, injected: true });
+      throw new KindError('Unknown', `failed to create containerd task: ${b.startError}`, {
+        containerId: id,
+        injected: true,
+      });
     }
     c.state = 'running';
     c.startedAt = this.nowNs();
@@ -333,11 +367,16 @@ export class SimRuntime implements Runtime {
     this.enter('execSync', { containerId: id });
     const c = this.container(id);
     if (c.state !== 'running') {
-      throw new KindError('InvalidArgument', `container ${id} is not running: in CONTAINER_${c.state.toUpperCase()} state`, {
-        containerId: id,
-      });
+      throw new KindError(
+        'InvalidArgument',
+        `container ${id} is not running: in CONTAINER_${c.state.toUpperCase()} state`,
+        {
+          containerId: id,
+        },
+      );
     }
-    if (!Array.isArray(cmd) || cmd.length === 0) throw new KindError('InvalidArgument', 'exec command must not be empty');
+    if (!Array.isArray(cmd) || cmd.length === 0)
+      throw new KindError('InvalidArgument', 'exec command must not be empty');
     const rule = matchExec(c.behaviour, cmd, this.clock.now() - c.startedMs);
     const outcome = rule
       ? { durationMs: rule.delayMs, exitCode: rule.exitCode, stdout: rule.stdout, stderr: rule.stderr }
@@ -346,10 +385,14 @@ export class SimRuntime implements Runtime {
     const duration = outcome.durationMs ?? Infinity;
     if (duration > limitMs) {
       await this.delay(limitMs);
-      throw new KindError('DeadlineExceeded', `timeout ${timeoutSeconds}s exceeded: context deadline exceeded`, {
-        containerId: id,
-        cmd,
-      });
+      throw new KindError(
+        'DeadlineExceeded',
+        `timeout ${timeoutSeconds}s exceeded: context deadline exceeded`,
+        {
+          containerId: id,
+          cmd,
+        },
+      );
     }
     if (duration === Infinity) {
       // Runs until the container's PID 1 dies, which takes the exec'd process with it.
@@ -357,7 +400,11 @@ export class SimRuntime implements Runtime {
       return { stdout: Buffer.alloc(0), stderr: Buffer.alloc(0), exitCode: 137 };
     }
     if (duration > 0) await this.delay(duration);
-    return { stdout: Buffer.from(outcome.stdout), stderr: Buffer.from(outcome.stderr), exitCode: outcome.exitCode };
+    return {
+      stdout: Buffer.from(outcome.stdout),
+      stderr: Buffer.from(outcome.stderr),
+      exitCode: outcome.exitCode,
+    };
   }
 
   async exec(req: StreamingRequest): Promise<{ url: string }> {
@@ -383,12 +430,19 @@ export class SimRuntime implements Runtime {
   async pullImage(image: string, sandboxConfig?: PodSandboxConfig): Promise<string> {
     this.enter('pullImage', { image });
     const r = parseImageReference(image);
-    if (!r) throw new KindError('InvalidArgument', `failed to pull and unpack image "${image}": invalid reference format`);
+    if (!r)
+      throw new KindError(
+        'InvalidArgument',
+        `failed to pull and unpack image "${image}": invalid reference format`,
+      );
     const profile = this.behaviours.pullProfile(r, sandboxConfig);
     if (profile.pullLatencyMs) await this.delay(profile.pullLatencyMs);
-    const cause = profile.pullError ?? (r.host.endsWith('.invalid') ? unreachableRegistryMessage(r) : undefined);
+    const cause =
+      profile.pullError ?? (r.host.endsWith('.invalid') ? unreachableRegistryMessage(r) : undefined);
     if (cause !== undefined) {
-      throw new KindError('Unknown', `failed to pull and unpack image "${r.ref}": ${cause}`, { image: r.ref });
+      throw new KindError('Unknown', `failed to pull and unpack image "${r.ref}": ${cause}`, {
+        image: r.ref,
+      });
     }
     return this.images.add(r);
   }
@@ -430,13 +484,18 @@ export class SimRuntime implements Runtime {
   probePort(containerId: string, port: number, kind: 'http' | 'tcp'): ProbeOutcome {
     const c = this.container(containerId);
     const ip = this.store.sandboxes.get(c.sandboxId)?.ip ?? '';
-    const refused = { result: 'failure' as const, output: `dial tcp ${ip}:${port}: connect: connection refused` };
+    const refused = {
+      result: 'failure' as const,
+      output: `dial tcp ${ip}:${port}: connect: connection refused`,
+    };
     const rule = c.behaviour.ports.get(port);
     if (c.state !== 'running' || !rule) return refused;
     const since = this.clock.now() - c.startedMs;
     if (since < rule.readyAfterMs) return refused;
     if (rule.fails || since >= rule.failAfterMs) {
-      return kind === 'http' ? { result: 'failure', output: 'HTTP probe failed with statuscode: 500' } : refused;
+      return kind === 'http'
+        ? { result: 'failure', output: 'HTTP probe failed with statuscode: 500' }
+        : refused;
     }
     return { result: 'success', output: '' };
   }
@@ -484,32 +543,46 @@ export class SimRuntime implements Runtime {
 
   private sandbox(id: string): SandboxRecord {
     const s = this.store.getSandbox(id);
-    if (!s) throw new KindError('NotFound', `an error occurred when try to find sandbox "${id}": not found`, { sandboxId: id });
+    if (!s)
+      throw new KindError('NotFound', `an error occurred when try to find sandbox "${id}": not found`, {
+        sandboxId: id,
+      });
     return s;
   }
 
   private container(id: string): ContainerRecord {
     const c = this.store.getContainer(id);
-    if (!c) throw new KindError('NotFound', `an error occurred when try to find container "${id}": not found`, { containerId: id });
+    if (!c)
+      throw new KindError('NotFound', `an error occurred when try to find container "${id}": not found`, {
+        containerId: id,
+      });
     return c;
   }
 
   private reserve(nameKey: string, context: Record<string, unknown>): void {
     const holder = this.store.reservedBy(nameKey);
     if (holder !== undefined) {
-      throw new KindError('AlreadyExists', `failed to reserve name "${nameKey}": name "${nameKey}" is reserved for "${holder}"`, {
-        ...context,
-        holder,
-      });
+      throw new KindError(
+        'AlreadyExists',
+        `failed to reserve name "${nameKey}": name "${nameKey}" is reserved for "${holder}"`,
+        {
+          ...context,
+          holder,
+        },
+      );
     }
   }
 
   private checkStartable(c: ContainerRecord): void {
     if (c.state !== 'created' || c.starting) {
       const state = c.starting ? 'starting' : `CONTAINER_${c.state.toUpperCase()}`;
-      throw new KindError('InvalidArgument', `failed to set starting state for container "${c.id}": container is in ${state} state`, {
-        containerId: c.id,
-      });
+      throw new KindError(
+        'InvalidArgument',
+        `failed to set starting state for container "${c.id}": container is in ${state} state`,
+        {
+          containerId: c.id,
+        },
+      );
     }
     if (this.store.sandboxes.get(c.sandboxId)?.state !== 'ready') {
       throw new KindError('InvalidArgument', `sandbox container "${c.sandboxId}" is not running`, {
@@ -547,7 +620,9 @@ export class SimRuntime implements Runtime {
   }
 
   private waitForExit(c: ContainerRecord): Promise<void> {
-    return new Promise((resolve, reject) => (c.waiters ??= []).push((err) => (err ? reject(err) : resolve())));
+    return new Promise((resolve, reject) =>
+      (c.waiters ??= []).push((err) => (err ? reject(err) : resolve())),
+    );
   }
 
   private release(c: ContainerRecord, err?: Error): void {
@@ -619,4 +694,3 @@ function rfc3339Nano(ns: bigint): string {
   const frac = (ns % 1_000_000_000n).toString().padStart(9, '0').replace(/0+$/, '');
   return `${new Date(ms).toISOString().slice(0, 19)}${frac ? `.${frac}` : ''}Z`;
 }
-

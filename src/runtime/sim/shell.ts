@@ -113,7 +113,12 @@ export function tokenize(src: string, env: Readonly<Record<string, string>>): To
 }
 
 /** Reads a double-quoted string starting after its opening quote; returns the index after the closing one. */
-function readDouble(src: string, start: number, env: Readonly<Record<string, string>>, emit: (s: string) => void): number {
+function readDouble(
+  src: string,
+  start: number,
+  env: Readonly<Record<string, string>>,
+  emit: (s: string) => void,
+): number {
   let i = start;
   let buf = '';
   while (i < src.length) {

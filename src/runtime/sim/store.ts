@@ -161,7 +161,8 @@ function* lookup<T>(map: ReadonlyMap<string, T>, ids: Iterable<string>): Iterabl
 }
 
 function matches(labels: Record<string, string>, selector: Record<string, string>): boolean {
-  for (const k of Object.keys(selector)) if (!Object.hasOwn(labels, k) || labels[k] !== selector[k]) return false;
+  for (const k of Object.keys(selector))
+    if (!Object.hasOwn(labels, k) || labels[k] !== selector[k]) return false;
   return true;
 }
 

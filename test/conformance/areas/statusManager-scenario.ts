@@ -30,124 +30,34 @@
  */
 import type { Pod, PodStatus } from '../../../src/api/core.js';
 import { asPodUID } from '../../../src/kubelet/container/types.js';
-import { isStaticPod } from '../../../src/kubelet/types/podupdate.js';
-import { semanticEqual } from '../../../src/kubelet/status/semantic.js';
 import { fail, pass, Uninterpretable, type CaseFile, type ConformanceCase, type Verdict } from '../types.js';
-import { checkStatusSubset, type ExpectContext } from './statusManager-expect.js';
+import { checkStatusSubset } from './statusManager-expect.js';
+import {
+  addMirrorPod,
+  mainUID,
+  NAMED_STATUS_KEYS,
+  requireMain,
+  resolvePod,
+  SETUP_KEYS,
+  setupWorld,
+} from './statusManager-setup.js';
+import {
+  cachedMain,
+  checkActions,
+  checkDeleteOptions,
+  checkEntriesPhrase,
+  checkFlags,
+  checkGetPhrase,
+  ctxOf,
+  type Scenario,
+} from './statusManager-stepchecks.js';
 import { checkKeys, isObj, parseStatus, show, type Obj } from './statusManager-tokens.js';
-import { asMirror, buildPod, DEFAULT_IDENTITY, specNames, World } from './statusManager-world.js';
+import { specNames } from './statusManager-world.js';
 
-const SETUP_KEYS = [
-  'pod',
-  'apiServer',
-  'mirrorPod',
-  'podManager',
-  'podCouldHaveRunningContainers',
-  'cachedStatus',
-];
-const NAMED_STATUS_KEYS = ['initialStatus'];
+export { setupWorld } from './statusManager-setup.js';
+
 const DESCRIPTIVE = ['why', 'note', 'before', 'state'];
 const STEP_EXPECT = ['expectSynced', 'expectApiActions', 'expectCached', 'expect'];
-
-/** Builds the world of a scenario (or a variant) from the setup keys of `given`. */
-export function setupWorld(g: Obj, file: CaseFile): World {
-  const w = new World();
-  const couldRun = g.podCouldHaveRunningContainers ?? false;
-  if (typeof couldRun !== 'boolean')
-    throw new Uninterpretable(`podCouldHaveRunningContainers: ${show(couldRun)}`);
-  w.couldHaveRunningContainers = couldRun;
-  if (g.pod !== undefined) {
-    w.main = buildPod(g.pod, file, w.now, 'given.pod');
-    w.remember(w.main);
-  }
-  if (g.apiServer !== undefined) {
-    if (!Array.isArray(g.apiServer)) throw new Uninterpretable('given.apiServer: not a list');
-    g.apiServer.forEach((e, i) => {
-      const pod = buildPod(e, file, w.now, `given.apiServer[${i}]`, w.main);
-      w.server.put(pod);
-      if (!w.known.has(pod.metadata.uid ?? '')) w.remember(pod);
-    });
-  }
-  if (g.mirrorPod !== undefined) {
-    w.mirror = asMirror(buildPod(g.mirrorPod, file, w.now, 'given.mirrorPod', w.main));
-    w.server.put(w.mirror);
-    w.remember(w.mirror);
-  }
-  if (g.podManager !== undefined) {
-    if (!Array.isArray(g.podManager)) throw new Uninterpretable('given.podManager: not a list');
-    for (const uid of g.podManager) {
-      const pod = w.known.get(String(uid));
-      if (!pod) throw new Uninterpretable(`given.podManager: unknown pod ${show(uid)}`);
-      w.podManager.add(pod);
-    }
-  } else if (w.main) {
-    w.podManager.add(w.main);
-  }
-  if (g.cachedStatus !== undefined) {
-    const main = requireMain(w);
-    w.manager.setPodStatus(
-      main,
-      parseStatus(g.cachedStatus, specNames(main.spec), w.now, 'given.cachedStatus'),
-    );
-    if (!w.manager.cachedEntry(asPodUID(main.metadata.uid ?? ''))) {
-      throw new Error('setup: the status manager refused given.cachedStatus');
-    }
-  }
-  return w;
-}
-
-/** given.pod; without one, the upstream test pod (which the pod manager does not hold). */
-function requireMain(w: World): Pod {
-  if (!w.main) {
-    w.main = { metadata: { ...DEFAULT_IDENTITY }, spec: { containers: [] }, status: {} };
-    w.remember(w.main);
-  }
-  return w.main;
-}
-
-function mainUID(w: World): string {
-  return requireMain(w).metadata.uid ?? '';
-}
-
-/** Resolves a pod reference (see the module comment). */
-function resolvePod(w: World, ref: string | undefined, file: CaseFile): Pod {
-  if (ref === undefined || ref === 'pod') return requireMain(w);
-  if (ref === 'staticPod') {
-    const p = requireMain(w);
-    if (!isStaticPod(p)) throw new Uninterpretable('staticPod: given.pod is not a static pod');
-    return p;
-  }
-  if (ref === 'mirrorPod') {
-    if (!w.mirror) throw new Uninterpretable('mirrorPod: no mirror pod');
-    return w.mirror;
-  }
-  if (!/^[\w.-]+$/.test(ref)) throw new Uninterpretable(`unknown pod reference ${show(ref)}`);
-  const known = w.known.get(ref);
-  if (known) return known;
-  const pod = buildPod({ uid: ref }, file, w.now, `pod ${ref}`);
-  w.remember(pod);
-  w.main ??= pod;
-  return pod;
-}
-
-interface Scenario {
-  w: World;
-  g: Obj;
-  file: CaseFile;
-  snapshots: (PodStatus | undefined)[];
-  totalSynced: number;
-  fresh: number;
-  seeded: string[];
-  flagField: 'ready' | 'started' | undefined;
-}
-
-function cachedMain(s: Scenario): PodStatus | undefined {
-  return s.w.main ? s.w.manager.getPodStatus(asPodUID(mainUID(s.w))) : undefined;
-}
-
-function ctxOf(s: Scenario): ExpectContext {
-  return { now: s.w.now, spec: specNames(s.w.main?.spec ?? { containers: [] }), snapshots: s.snapshots };
-}
 
 const OP = /^(\w+)(?:\(([^)]*)\))?(\s+and its static pod)?$/;
 
@@ -235,7 +145,7 @@ async function runStep(s: Scenario, step: Obj, where: string): Promise<string | 
     }
     case 'addMirrorPod': {
       allow([]);
-      addMirrorPod(s, arg, !!andStatic, where);
+      addMirrorPod(w, arg, !!andStatic, where);
       break;
     }
     case 'replaceMirrorPod': {
@@ -302,102 +212,6 @@ async function runStep(s: Scenario, step: Obj, where: string): Promise<string | 
     if (d) return d;
   }
   return undefined;
-}
-
-function addMirrorPod(s: Scenario, arg: string | undefined, andStatic: boolean, where: string): void {
-  const { w } = s;
-  let mirror = w.mirror;
-  if (arg !== undefined && mirror?.metadata.uid !== arg) {
-    if (!/^[\w.-]+$/.test(arg)) throw new Uninterpretable(`${where}: bad mirror UID ${show(arg)}`);
-    const namespace = w.main?.metadata.namespace ?? 'new';
-    mirror = asMirror({ metadata: { uid: arg, name: arg, namespace }, spec: { containers: [] }, status: {} });
-    w.mirror = mirror;
-    w.remember(mirror);
-  }
-  if (!mirror) throw new Uninterpretable(`${where}: no given.mirrorPod`);
-  if (!w.server.byUID(mirror.metadata.uid ?? '')) w.server.put(mirror);
-  if (andStatic) {
-    const staticPod = structuredClone(mirror);
-    staticPod.metadata.uid = `static-${mirror.metadata.uid}`;
-    staticPod.metadata.annotations = { 'kubernetes.io/config.source': 'file' };
-    w.remember(staticPod);
-    w.podManager.add(staticPod);
-  }
-  w.podManager.add(mirror);
-}
-
-function checkEntriesPhrase(s: Scenario, phrase: string, where: string): string | undefined {
-  const versions = s.w.manager.apiStatusVersions;
-  const all = /^(both|all) entries (removed|kept)$/.exec(phrase.trim());
-  const one = /^entry (\S+) (removed|kept)$/.exec(phrase.trim());
-  const uids = all ? s.seeded : one ? [one[1] as string] : undefined;
-  const verdict = all?.[2] ?? one?.[2];
-  if (!uids || !verdict) throw new Uninterpretable(`${where}.expect: unknown phrase ${show(phrase)}`);
-  if (uids.length === 0) throw new Uninterpretable(`${where}.expect: no seeded entries to check`);
-  for (const uid of uids) {
-    if (versions.has(uid) !== (verdict === 'kept'))
-      return `${where}: apiStatusVersions[${uid}] expected ${verdict}`;
-  }
-  return undefined;
-}
-
-function checkGetPhrase(
-  s: Scenario,
-  got: PodStatus | undefined,
-  phrase: string,
-  where: string,
-): string | undefined {
-  const p = phrase.trim();
-  if (/^returns the static pod('s)? status\b/.test(p)) {
-    const staticPod = requireMain(s.w);
-    if (!isStaticPod(staticPod)) throw new Uninterpretable(`${where}: given.pod is not static`);
-    const own = s.w.manager.cachedEntry(asPodUID(staticPod.metadata.uid ?? ''));
-    if (!own) return `${where}: the static pod has no cached status`;
-    if (!got) return `${where}: expected the static pod's status, got none`;
-    return semanticEqual(got, own.status)
-      ? undefined
-      : `${where}: got ${show(got)}, not the static pod's status`;
-  }
-  if (/^(returns )?(none|nothing|not found)$/.test(p))
-    return got ? `${where}: expected none, got ${show(got)}` : undefined;
-  throw new Uninterpretable(`${where}.expect: unknown phrase ${show(phrase)}`);
-}
-
-function checkFlags(s: Scenario, expect: Obj, field: 'ready' | 'started' | undefined, where: string) {
-  const got = cachedMain(s);
-  if (!got) return `${where}: no cached status`;
-  for (const [k, want] of Object.entries(expect)) {
-    if (typeof want !== 'boolean') throw new Uninterpretable(`${where}.expect.${k}: ${show(want)}`);
-    if (k === 'podReady' || k === 'containersReady') {
-      const type = k === 'podReady' ? 'Ready' : 'ContainersReady';
-      const c = got.conditions?.find((x) => x.type === type);
-      if ((c?.status === 'True') !== want) return `${where}: ${type} expected ${want}, got ${show(c)}`;
-      continue;
-    }
-    const spec = specNames(requireMain(s.w).spec);
-    if (![...spec.containers, ...spec.initContainers].includes(k)) {
-      throw new Uninterpretable(`${where}.expect: '${k}' is neither podReady nor a container of the pod`);
-    }
-    if (!field) throw new Uninterpretable(`${where}.expect.${k}: cannot tell readiness from startup here`);
-    const cs = [...(got.containerStatuses ?? []), ...(got.initContainerStatuses ?? [])].find(
-      (x) => x.name === k,
-    );
-    if (!cs) return `${where}: no status for container ${k}`;
-    if ((cs[field] === true) !== want)
-      return `${where}: ${k}.${field} expected ${want}, got ${show(cs[field])}`;
-  }
-  return undefined;
-}
-
-function checkActions(w: World, from: number, expected: unknown, where: string): string | undefined {
-  if (
-    !Array.isArray(expected) ||
-    !expected.every((v) => ['get', 'patch/status', 'delete'].includes(v as string))
-  ) {
-    throw new Uninterpretable(`${where}: ${show(expected)}`);
-  }
-  const got = w.server.actions.slice(from).map((a) => a.verb);
-  return show(got) === show(expected) ? undefined : `${where}: expected ${show(expected)}, got ${show(got)}`;
 }
 
 const CASE_EXPECT = [
@@ -484,19 +298,4 @@ export async function interpretScenario(c: ConformanceCase, file: CaseFile): Pro
     if (d) return fail(d);
   }
   return pass;
-}
-
-function checkDeleteOptions(w: World, want: unknown): string | undefined {
-  if (!isObj(want)) throw new Uninterpretable(`deleteOptions: ${show(want)}`);
-  checkKeys(want, ['gracePeriodSeconds', 'preconditionUID'], 'deleteOptions');
-  const deletes = w.server.actions.filter((a) => a.verb === 'delete');
-  const last = deletes[deletes.length - 1];
-  if (!last) return 'deleteOptions: no delete was sent';
-  if (want.gracePeriodSeconds !== undefined && last.gracePeriodSeconds !== want.gracePeriodSeconds) {
-    return `deleteOptions.gracePeriodSeconds: expected ${show(want.gracePeriodSeconds)}, got ${show(last.gracePeriodSeconds)}`;
-  }
-  if (want.preconditionUID !== undefined && last.uid !== String(want.preconditionUID)) {
-    return `deleteOptions.preconditionUID: expected ${show(want.preconditionUID)}, got ${show(last.uid)}`;
-  }
-  return undefined;
 }

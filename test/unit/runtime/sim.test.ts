@@ -52,7 +52,9 @@ async function rejection(p: Promise<unknown> | (() => unknown)): Promise<Error> 
 }
 
 let podSeq = 0;
-function sandboxConfig(opts: { hostNetwork?: boolean; annotations?: Record<string, string> } = {}): PodSandboxConfig {
+function sandboxConfig(
+  opts: { hostNetwork?: boolean; annotations?: Record<string, string> } = {},
+): PodSandboxConfig {
   const n = podSeq++;
   const uid = `uid-${n}`;
   return {
@@ -112,11 +114,16 @@ images:
   busybox:1.36:
     startLatencyMs: 200
 `);
-      const { sim, clock, pod, run } = newSim({ profiles, images: [BUSYBOX, 'example.com/crasher:v1', 'busybox:1.36'] });
+      const { sim, clock, pod, run } = newSim({
+        profiles,
+        images: [BUSYBOX, 'example.com/crasher:v1', 'busybox:1.36'],
+      });
       const p = await pod();
       const crash = await run(p, 'crash', undefined, { image: 'example.com/crasher:v1' });
       clock.advance(3999);
-      expect(sim.readLogs(crash).map((l) => l.split(' ').slice(1).join(' '))).to.deep.equal(['stdout F starting']);
+      expect(sim.readLogs(crash).map((l) => l.split(' ').slice(1).join(' '))).to.deep.equal([
+        'stdout F starting',
+      ]);
       clock.advance(1000);
       expect((await sim.containerStatus(crash)).state).to.equal('running');
       expect(sim.readLogs(crash)[1]).to.match(/ stderr F boom$/);
@@ -137,7 +144,11 @@ images:
       expect((await sim.containerStatus(overridden)).state).to.equal('running');
 
       // startLatencyMs: start resolves only after the clock moved.
-      const id = await sim.createContainer(p.id, containerConfig(p.config, 'slow', ['sleep', '60'], { image: 'busybox:1.36' }), p.config);
+      const id = await sim.createContainer(
+        p.id,
+        containerConfig(p.config, 'slow', ['sleep', '60'], { image: 'busybox:1.36' }),
+        p.config,
+      );
       let started = false;
       const starting = sim.startContainer(id).then(() => (started = true));
       await Promise.resolve();
@@ -170,7 +181,9 @@ images:
       const bad = await sim.createContainer(
         p.id,
         containerConfig(p.config, 'nostart', ['app'], {
-          annotations: { [SimBehaviourAnnotation]: 'startError: \'exec: "app": executable file not found in $PATH\'' },
+          annotations: {
+            [SimBehaviourAnnotation]: 'startError: \'exec: "app": executable file not found in $PATH\'',
+          },
         }),
         p.config,
       );
@@ -183,7 +196,9 @@ images:
       const created = containerConfig(p.config, 'nocreate', ['app'], {
         annotations: { [SimBehaviourAnnotation]: 'createError: no space left on device' },
       });
-      expect((await rejection(sim.createContainer(p.id, created, p.config))).message).to.equal('no space left on device');
+      expect((await rejection(sim.createContainer(p.id, created, p.config))).message).to.equal(
+        'no space left on device',
+      );
       // The failed create released its name.
       const ok = containerConfig(p.config, 'nocreate', ['app']);
       expect(await sim.createContainer(p.id, ok, p.config)).to.be.a('string');
@@ -193,7 +208,12 @@ images:
       const { sim, clock, pod, run } = newSim();
       const p = await pod();
       const rules = [
-        { argv: ['cat', '/tmp/healthy'], fromMs: 30_000, exitCode: 1, stderr: 'cat: /tmp/healthy: No such file' },
+        {
+          argv: ['cat', '/tmp/healthy'],
+          fromMs: 30_000,
+          exitCode: 1,
+          stderr: 'cat: /tmp/healthy: No such file',
+        },
         { pattern: '^check ', stdout: 'fine\n', delayMs: 500 },
       ];
       const id = await run(p, 'main', ['sleep', '3600'], {
@@ -221,7 +241,10 @@ images:
         [{ images: { busybox: { startLatency: 5 } } }, /images\.busybox\.startLatency: unknown field/],
         [{ defaults: { ports: { http: {} } } }, /defaults\.ports\.http/],
         [{ defaults: { exec: [{ exitCode: 1 }] } }, /defaults\.exec\.0: exactly one of argv or pattern/],
-        [{ defaults: { exec: [{ pattern: '(' }] } }, /defaults\.exec\.0\.pattern: not a valid regular expression/],
+        [
+          { defaults: { exec: [{ pattern: '(' }] } },
+          /defaults\.exec\.0\.pattern: not a valid regular expression/,
+        ],
         [{ defaults: { logs: [42] } }, /defaults\.logs\.0/],
         [{ images: { 'Not A Ref': {} } }, /images\.Not A Ref: not an image reference/],
         [{ nodes: {} }, /nodes: unknown field/],
@@ -237,7 +260,11 @@ images:
       const { sim, pod } = newSim();
       const p = await pod();
       for (const [key, value, message] of [
-        [SimBehaviourAnnotation, 'run: [', /annotation sim\.kubelet-operator\.dev\/behaviour: not valid YAML/],
+        [
+          SimBehaviourAnnotation,
+          'run: [',
+          /annotation sim\.kubelet-operator\.dev\/behaviour: not valid YAML/,
+        ],
         [simContainerBehaviourAnnotation('c'), 'ignoresSigterm: maybe', /behaviour\.c: .*ignoresSigterm/],
       ] as const) {
         const cfg = containerConfig(p.config, 'c', ['true'], { annotations: { [key]: value } });
@@ -291,7 +318,9 @@ images:
       const { sim, pod } = newSim();
       const p = await pod();
       const missingImage = containerConfig(p.config, 'x', ['true'], { image: 'example.com/absent:1' });
-      expect(errorKind(await rejection(sim.createContainer(p.id, missingImage, p.config)))).to.equal('NotFound');
+      expect(errorKind(await rejection(sim.createContainer(p.id, missingImage, p.config)))).to.equal(
+        'NotFound',
+      );
       const cfg = containerConfig(p.config, 'x', ['true']);
       expect(errorKind(await rejection(sim.createContainer('nope', cfg, p.config)))).to.equal('NotFound');
       const noSandboxConfig = sim.createContainer(p.id, cfg, undefined as unknown as PodSandboxConfig);
@@ -300,7 +329,9 @@ images:
       await sim.stopPodSandbox(p.id);
       expect(errorKind(await rejection(sim.startContainer(id)))).to.equal('InvalidArgument');
       const late = containerConfig(p.config, 'late', ['true']);
-      expect(errorKind(await rejection(sim.createContainer(p.id, late, p.config)))).to.equal('InvalidArgument');
+      expect(errorKind(await rejection(sim.createContainer(p.id, late, p.config)))).to.equal(
+        'InvalidArgument',
+      );
       expect(errorKind(await rejection(sim.runPodSandbox(p.config)))).to.equal('AlreadyExists');
       expect((await sim.containerStatus(id)).state).to.equal('created');
     });
@@ -337,7 +368,9 @@ images:
       const err = await rejection(sim.status());
       expect([errorKind(err), err.message]).to.deep.equal(['Internal', 'boom']);
       expect(await sim.status()).to.have.length(2);
-      expect(() => sim.injectFault({ op: 'status', kind: 'Internal', count: 0 })).to.throw(/positive integer/);
+      expect(() => sim.injectFault({ op: 'status', kind: 'Internal', count: 0 })).to.throw(
+        /positive integer/,
+      );
     });
 
     it('rejects pending calls and every later call once closed, leaving no timers', async () => {
@@ -430,7 +463,12 @@ images:
       expect(parseImageReference('quay.io/x/y@sha256:abc')?.ref).to.equal('quay.io/x/y@sha256:abc');
       expect(parseImageReference('Upper/Case')).to.equal(undefined);
 
-      const profiles = { images: { 'example.com/slow': { pullLatencyMs: 3000 }, 'example.com/denied': { pullError: 'unauthorized' } } };
+      const profiles = {
+        images: {
+          'example.com/slow': { pullLatencyMs: 3000 },
+          'example.com/denied': { pullError: 'unauthorized' },
+        },
+      };
       const { sim, clock } = newSim({ profiles });
       const ref = await sim.pullImage('nginx:1.27');
       expect((await sim.imageStatus('docker.io/library/nginx:1.27'))?.id).to.equal(ref);
@@ -467,7 +505,8 @@ images:
       for (let i = 0; i < containers / 10; i++) {
         const p = await env.pod();
         pods.push(p);
-        for (let j = 0; j < 10; j++) await env.run(p, `c${j}`, j % 2 === 0 ? ['sleep', '60'] : ['sleep', 'infinity']);
+        for (let j = 0; j < 10; j++)
+          await env.run(p, `c${j}`, j % 2 === 0 ? ['sleep', '60'] : ['sleep', 'infinity']);
       }
       return { ...env, pods };
     }
@@ -516,7 +555,7 @@ images:
 describe('FakeClock (heap) ordering', () => {
   it('fires random timers in (due, creation) order and skips cancelled ones', () => {
     let seed = 42;
-    const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     const clock = new FakeClock(0);
     const fired: number[] = [];
     const expected: { at: number; seq: number }[] = [];

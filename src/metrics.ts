@@ -1,0 +1,89 @@
+/**
+ * Prometheus metrics with the kubelet's names where a kubelet metric exists, so existing dashboards and
+ * alerts read them: pod start duration, pod worker duration, PLEG relist duration, prober results, and REST
+ * client requests by verb and code. One registry per operator process; every series carries the node.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export class Metrics {
+  readonly registry = new Registry();
+  readonly podStartDuration: Histogram<'node'>;
+  readonly podWorkerDuration: Histogram<'node' | 'operation'>;
+  readonly plegRelistDuration: Histogram<'node'>;
+  readonly proberProbeTotal: Counter<'node' | 'probe_type' | 'result'>;
+  readonly restClientRequests: Counter<'verb' | 'resource' | 'code'>;
+  readonly restClientLatency: Histogram<'verb'>;
+  readonly runningPods: Gauge<'node'>;
+  readonly runningContainers: Gauge<'node'>;
+  readonly virtualNodes: Gauge<'state'>;
+
+  constructor(defaultMetrics = true) {
+    const registers = [this.registry];
+    if (defaultMetrics) collectDefaultMetrics({ register: this.registry });
+    const secs = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+    this.podStartDuration = new Histogram({
+      name: 'kubelet_pod_start_duration_seconds',
+      help: 'Duration from a pod being seen by the node agent to all its containers running.',
+      labelNames: ['node'],
+      buckets: secs,
+      registers,
+    });
+    this.podWorkerDuration = new Histogram({
+      name: 'kubelet_pod_worker_duration_seconds',
+      help: 'Duration of one pod worker sync, by operation.',
+      labelNames: ['node', 'operation'],
+      buckets: secs,
+      registers,
+    });
+    this.plegRelistDuration = new Histogram({
+      name: 'kubelet_pleg_relist_duration_seconds',
+      help: 'Duration of one PLEG relist.',
+      labelNames: ['node'],
+      buckets: secs,
+      registers,
+    });
+    this.proberProbeTotal = new Counter({
+      name: 'prober_probe_total',
+      help: 'Probe results by probe type and result.',
+      labelNames: ['node', 'probe_type', 'result'],
+      registers,
+    });
+    this.restClientRequests = new Counter({
+      name: 'rest_client_requests_total',
+      help: 'API server requests by verb, resource and HTTP code (0 = no response).',
+      labelNames: ['verb', 'resource', 'code'],
+      registers,
+    });
+    this.restClientLatency = new Histogram({
+      name: 'rest_client_request_duration_seconds',
+      help: 'API server request latency by verb.',
+      labelNames: ['verb'],
+      buckets: secs,
+      registers,
+    });
+    this.runningPods = new Gauge({
+      name: 'kubelet_running_pods',
+      help: 'Pods with a running sandbox.',
+      labelNames: ['node'],
+      registers,
+    });
+    this.runningContainers = new Gauge({
+      name: 'kubelet_running_containers',
+      help: 'Running containers.',
+      labelNames: ['node'],
+      registers,
+    });
+    this.virtualNodes = new Gauge({
+      name: 'kubelet_operator_virtual_nodes',
+      help: 'VirtualNodes served by this process, by state.',
+      labelNames: ['state'],
+      registers,
+    });
+  }
+
+  /** Hook for KubeClient's onRequest. */
+  readonly onRequest = (verb: string, resource: string, code: number, durationMs: number): void => {
+    this.restClientRequests.inc({ verb, resource, code: String(code) });
+    this.restClientLatency.observe({ verb }, durationMs / 1000);
+  };
+}
