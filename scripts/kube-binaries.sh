@@ -117,26 +117,26 @@ local_replaces() {
     done
 }
 
+# Both set DIR (not echoed: a $(...) subshell would lose the cleanup registration).
 new_workdir() {
-  local d
-  d="$(mktemp -d "${TMPDIR:-/tmp}/kubelet-operator-$1.XXXXXX")"
-  WORKDIRS+=("$d")
-  echo "$d"
+  DIR="$(mktemp -d "${TMPDIR:-/tmp}/kubelet-operator-$1.XXXXXX")"
+  WORKDIRS+=("$DIR")
 }
 
+# A staging dir on the cache's filesystem, so the final mv is an atomic rename.
 new_stage() {
-  local d
-  d="$(mktemp -d "$1/.partial-XXXXXX")"
-  chmod 755 "$d"
-  STAGES+=("$d")
-  echo "$d"
+  DIR="$(mktemp -d "$1/.partial-XXXXXX")"
+  chmod 755 "$DIR"
+  STAGES+=("$DIR")
 }
 
 build_etcd() {
   local start=$SECONDS work stage gomod
   log "building etcd $ETCD_VERSION from the Go module proxy (once; cached in $ETCD_DIR)"
-  work="$(new_workdir etcd-build)"
-  stage="$(new_stage "$CACHE_ROOT/etcd")"
+  new_workdir etcd-build
+  work="$DIR"
+  new_stage "$CACHE_ROOT/etcd"
+  stage="$DIR"
   mkdir -p "$stage/bin"
   (
     cd "$work"
@@ -158,8 +158,10 @@ build_kube() {
   local start=$SECONDS work stage gomod staging_version minor ldflags pkg b t0
   log "building Kubernetes $KUBE_VERSION (${KUBE_BINS[*]}) from the Go module proxy (once; cached in $KUBE_DIR)."
   log "a cold build takes a long time (tens of minutes on 2 cores)"
-  work="$(new_workdir kube-build)"
-  stage="$(new_stage "$CACHE_ROOT/kube")"
+  new_workdir kube-build
+  work="$DIR"
+  new_stage "$CACHE_ROOT/kube"
+  stage="$DIR"
   mkdir -p "$stage/bin"
   # k8s.io/kubernetes v1.Y.Z publishes its staging repos as k8s.io/<name> v0.Y.Z.
   staging_version="v0.${KUBE_VERSION#v1.}"
@@ -199,7 +201,8 @@ build_kube() {
 
 link_assets() {
   local stage b
-  stage="$(new_stage "$CACHE_ROOT/assets")"
+  new_stage "$CACHE_ROOT/assets"
+  stage="$DIR"
   for b in "${KUBE_BINS[@]}"; do ln -s "$KUBE_DIR/bin/$b" "$stage/$b"; done
   ln -s "$ETCD_DIR/bin/etcd" "$stage/etcd"
   rm -rf "$ASSETS_DIR"

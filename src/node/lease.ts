@@ -13,8 +13,9 @@
  * once its UID is known; a Lease without that reference (created before the Node was, or left from an
  * earlier Node of the same name) gets it on the next write.
  *
- * Syncs start every renewInterval measured from the start of the previous one; a sync that overruns (back-off)
- * is followed by the next at once. Time and timers come from the injected Clock.
+ * Syncs start every renewInterval measured from the start of the previous one; after a sync that overran
+ * (back-off) the next waits a whole interval from its end, as the kubelet's sliding loop does. Time and timers
+ * come from the injected Clock.
  */
 import type { Lease } from '../api/node.js';
 import type { OwnerReference } from '../api/core.js';
@@ -122,7 +123,8 @@ export class LeaseController {
         const began = clock.now();
         await this.sync();
         if (this.stopped) break;
-        const wait = Math.max(0, this.renewIntervalMs - (clock.now() - began));
+        const elapsed = clock.now() - began;
+        const wait = elapsed < this.renewIntervalMs ? this.renewIntervalMs - elapsed : this.renewIntervalMs;
         await clock.sleep(wait, this.abort.signal);
       }
     } catch {
@@ -153,9 +155,9 @@ export class LeaseController {
           kind,
           error: errorMessage(err),
         });
-        // A conflict means our copy is stale: re-read at once the first time (the kubelet does), back off
-        // if it keeps happening. Anything else backs off.
-        if (kind === 'Conflict' && this.failures === 0) {
+        // A conflict (or a deleted Lease) means our copy is stale: re-read at once the first time, as the
+        // kubelet does; back off if it keeps happening. Anything else backs off.
+        if ((kind === 'Conflict' || kind === 'NotFound') && this.failures === 0) {
           this.failures++;
           continue;
         }

@@ -306,6 +306,9 @@ interface Pki {
   serverKey: string;
   saKey: string;
   saPub: string;
+  /** A second CA for the aggregation layer's request-header authentication, and its client. */
+  frontProxyCaCert: string;
+  frontProxyClient: { cert: string; key: string };
   client(name: string): { cert: string; key: string };
 }
 
@@ -315,30 +318,35 @@ async function openssl(args: string[]): Promise<void> {
 }
 
 const EC_KEY = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
+const DAYS = ['-days', '3650'];
 
-/** A CA, a serving cert for the apiserver, client certs, and the service-account key pair (ECDSA P-256). */
+/**
+ * The cluster CA with a serving cert for the apiserver and the given client certs (name -> subject),
+ * the front-proxy CA with its client, and the service-account key pair. All keys are ECDSA P-256
+ * (fast to generate; every component accepts them).
+ */
 async function makePki(dir: string, clients: Record<string, string>): Promise<Pki> {
   const p = (f: string): string => path.join(dir, f);
   await mkdir(dir, { recursive: true });
-  await openssl([
-    'req',
-    '-x509',
-    ...EC_KEY,
-    '-keyout',
-    p('ca.key'),
-    '-out',
-    p('ca.crt'),
-    '-days',
-    '3650',
-    '-subj',
-    '/CN=kubelet-operator-test-ca',
-    '-addext',
-    'basicConstraints=critical,CA:TRUE',
-    '-addext',
-    'keyUsage=critical,keyCertSign,cRLSign,digitalSignature',
-  ]);
 
-  const leaf = async (name: string, subject: string, ext: string[]): Promise<void> => {
+  const ca = (name: string, cn: string): Promise<void> =>
+    openssl([
+      'req',
+      '-x509',
+      ...EC_KEY,
+      '-keyout',
+      p(`${name}.key`),
+      '-out',
+      p(`${name}.crt`),
+      ...DAYS,
+      '-subj',
+      `/CN=${cn}`,
+      '-addext',
+      'basicConstraints=critical,CA:TRUE',
+      '-addext',
+      'keyUsage=critical,keyCertSign,cRLSign,digitalSignature',
+    ]);
+  const leaf = async (caName: string, name: string, subject: string, ext: string[]): Promise<void> => {
     await writeFile(p(`${name}.ext`), ext.join('\n') + '\n');
     await openssl([
       'req',
@@ -357,13 +365,13 @@ async function makePki(dir: string, clients: Record<string, string>): Promise<Pk
       '-in',
       p(`${name}.csr`),
       '-CA',
-      p('ca.crt'),
+      p(`${caName}.crt`),
       '-CAkey',
-      p('ca.key'),
+      p(`${caName}.key`),
+      // A random serial instead of -CAcreateserial: the leaves are signed in parallel.
       '-set_serial',
       `0x${randomBytes(12).toString('hex')}`,
-      '-days',
-      '3650',
+      ...DAYS,
       '-extfile',
       p(`${name}.ext`),
       '-out',
@@ -371,6 +379,7 @@ async function makePki(dir: string, clients: Record<string, string>): Promise<Pk
     ]);
   };
   const common = ['basicConstraints=critical,CA:FALSE', 'keyUsage=critical,digitalSignature,keyEncipherment'];
+  const clientExt = [...common, 'extendedKeyUsage=clientAuth'];
   const sans = [
     'IP:127.0.0.1',
     `IP:${KUBERNETES_SERVICE_IP}`,
@@ -381,14 +390,21 @@ async function makePki(dir: string, clients: Record<string, string>): Promise<Pk
     'DNS:kubernetes.default.svc.cluster.local',
   ];
   await Promise.all([
-    leaf('apiserver', '/CN=kube-apiserver', [
-      ...common,
-      'extendedKeyUsage=serverAuth',
-      `subjectAltName=${sans.join(',')}`,
-    ]),
-    ...Object.entries(clients).map(([name, subject]) =>
-      leaf(name, subject, [...common, 'extendedKeyUsage=clientAuth']),
-    ),
+    (async () => {
+      await ca('ca', 'kubelet-operator-test-ca');
+      await Promise.all([
+        leaf('ca', 'apiserver', '/CN=kube-apiserver', [
+          ...common,
+          'extendedKeyUsage=serverAuth',
+          `subjectAltName=${sans.join(',')}`,
+        ]),
+        ...Object.entries(clients).map(([name, subject]) => leaf('ca', name, subject, clientExt)),
+      ]);
+    })(),
+    (async () => {
+      await ca('front-proxy-ca', 'kubelet-operator-test-front-proxy-ca');
+      await leaf('front-proxy-ca', 'front-proxy-client', '/CN=front-proxy-client', clientExt);
+    })(),
     (async () => {
       await openssl([
         'genpkey',
@@ -402,6 +418,10 @@ async function makePki(dir: string, clients: Record<string, string>): Promise<Pk
       await openssl(['pkey', '-in', p('sa.key'), '-pubout', '-out', p('sa.pub')]);
     })(),
   ]);
+  const pair = (name: string): { cert: string; key: string } => ({
+    cert: p(`${name}.crt`),
+    key: p(`${name}.key`),
+  });
   return {
     caCert: p('ca.crt'),
     caKey: p('ca.key'),
@@ -409,7 +429,9 @@ async function makePki(dir: string, clients: Record<string, string>): Promise<Pk
     serverKey: p('apiserver.key'),
     saKey: p('sa.key'),
     saPub: p('sa.pub'),
-    client: (name) => ({ cert: p(`${name}.crt`), key: p(`${name}.key`) }),
+    frontProxyCaCert: p('front-proxy-ca.crt'),
+    frontProxyClient: pair('front-proxy-client'),
+    client: pair,
   };
 }
 
@@ -584,13 +606,13 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     const etcdUrl = `http://127.0.0.1:${etcdClientPort}`;
     const peerUrl = `http://127.0.0.1:${etcdPeerPort}`;
     const etcd = await launch('etcd', [
-      '--name=default',
+      '--name=kubelet-operator-test',
       `--data-dir=${path.join(dir, 'etcd')}`,
       `--listen-client-urls=${etcdUrl}`,
       `--advertise-client-urls=${etcdUrl}`,
       `--listen-peer-urls=${peerUrl}`,
       `--initial-advertise-peer-urls=${peerUrl}`,
-      `--initial-cluster=default=${peerUrl}`,
+      `--initial-cluster=kubelet-operator-test=${peerUrl}`,
       '--initial-cluster-state=new',
       '--unsafe-no-fsync',
       '--log-level=warn',
@@ -620,6 +642,15 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       `--service-account-key-file=${pki.saPub}`,
       `--service-account-signing-key-file=${pki.saKey}`,
       `--service-cluster-ip-range=${SERVICE_CIDR}`,
+      // Request-header (front-proxy) authentication: the aggregation layer works, and the scheduler
+      // and controller-manager find a complete extension-apiserver-authentication ConfigMap.
+      `--requestheader-client-ca-file=${pki.frontProxyCaCert}`,
+      '--requestheader-allowed-names=front-proxy-client',
+      '--requestheader-username-headers=X-Remote-User',
+      '--requestheader-group-headers=X-Remote-Group',
+      '--requestheader-extra-headers-prefix=X-Remote-Extra-',
+      `--proxy-client-cert-file=${pki.frontProxyClient.cert}`,
+      `--proxy-client-key-file=${pki.frontProxyClient.key}`,
       '--allow-privileged=true',
       '--profiling=false',
       ...(opts.apiserverArgs ?? []),

@@ -37,7 +37,7 @@ import { normalizeStatus } from './normalize.js';
 import { StatusSyncer } from './sync.js';
 import { terminatedPodStatus } from './terminate.js';
 import { checkContainerStateTransition } from './transition.js';
-import { validatePodForStatusManager, validatePodStatus } from './validate.js';
+import { isValidPodStatus, validatePodForStatusManager, validatePodStatus } from './validate.js';
 import type { VersionedPodStatus } from './versioned.js';
 
 export type { VersionedPodStatus } from './versioned.js';
@@ -143,8 +143,10 @@ export class StatusManager {
    * Sets the readiness of the container with this ID (as in the status's containerID, e.g.
    * `containerd://abc`) and recomputes Ready and ContainersReady. No-op when the pod is unknown to the pod
    * manager, has no cached status, has no status with that ID, or the readiness is already `ready`.
+   * Throws KindError('InvalidArgument') when the ID is not a string or `ready` not a boolean.
    */
   setContainerReadiness(podUID: PodUID, containerID: string, ready: boolean): void {
+    checkContainerFlag(containerID, ready, 'ready');
     const found = this.findForContainerUpdate(podUID, containerID);
     if (!found || (found.container.ready ?? false) === ready) return;
     const { pod, status } = found;
@@ -162,6 +164,7 @@ export class StatusManager {
    * an unset `started` differs from false. No condition depends on it, so none is recomputed.
    */
   setContainerStartup(podUID: PodUID, containerID: string, started: boolean): void {
+    checkContainerFlag(containerID, started, 'started');
     const found = this.findForContainerUpdate(podUID, containerID);
     const current = found?.container.started;
     if (!found || (current !== undefined && current !== null && current === started)) return;
@@ -269,7 +272,12 @@ export class StatusManager {
         podIsFinished = true;
       }
     } else {
-      oldStatus = this.podManager.getMirrorPodByPod(pod)?.status ?? pod.status ?? {};
+      const mirrorStatus = this.podManager.getMirrorPodByPod(pod)?.status;
+      oldStatus = mirrorStatus ?? pod.status ?? {};
+      if (!isValidPodStatus(oldStatus)) {
+        this.log.info('ignoring a malformed previous status', { pod: podRef(pod) });
+        oldStatus = {};
+      }
     }
 
     const violation = checkContainerStateTransition(oldStatus, status, pod.spec);
@@ -312,6 +320,14 @@ export class StatusManager {
    */
   syncBatch(all: boolean): Promise<number> {
     return this.syncer.syncBatch(all);
+  }
+}
+
+function checkContainerFlag(containerID: unknown, value: unknown, name: string): void {
+  if (typeof containerID !== 'string' || typeof value !== 'boolean') {
+    throw new KindError('InvalidArgument', `container ${name}: needs a container ID and a boolean`, {
+      containerID,
+    });
   }
 }
 

@@ -17,7 +17,7 @@ function invalid(message: string, context: Record<string, unknown> = {}): never 
 
 /**
  * A pod the status manager can key and sync: an object with metadata.uid (non-empty), string name and
- * namespace when present, and a spec that validatePodSpecForStatus accepts.
+ * namespace when present, a spec that validatePodSpecForStatus accepts, and a valid status if it has one.
  */
 export function validatePodForStatusManager(
   pod: unknown,
@@ -32,6 +32,7 @@ export function validatePodForStatusManager(
     if (v !== undefined && typeof v !== 'string') invalid(`pod metadata.${field} is not a string`, { uid });
   }
   validatePodSpecForStatus(pod.spec as Pod['spec']);
+  if (pod.status !== undefined && pod.status !== null) validatePodStatus(pod.status);
 }
 
 const STATUS_LISTS = ['initContainerStatuses', 'containerStatuses', 'ephemeralContainerStatuses'] as const;
@@ -69,5 +70,15 @@ export function validatePodStatus(status: unknown): asserts status is PodStatus 
           invalid(`status.${field}[${i}].${k} is not an object`);
       }
     });
+  }
+}
+
+/** validatePodStatus as a predicate, for statuses read from injected collaborators. */
+export function isValidPodStatus(status: unknown): status is PodStatus {
+  try {
+    validatePodStatus(status);
+    return true;
+  } catch {
+    return false;
   }
 }

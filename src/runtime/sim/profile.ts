@@ -170,6 +170,9 @@ function check<S extends z.ZodType>(schema: S, data: unknown, source: string): z
     if (issue.code === 'unrecognized_keys') {
       return issue.keys.map((k) => `${[...at, k].join('.')}: unknown field`);
     }
+    if (issue.code === 'invalid_key') {
+      return [`${at.join('.')}: invalid key: ${issue.issues.map((i) => i.message).join(', ')}`];
+    }
     return [`${at.length ? at.join('.') : '(top level)'}: ${issue.message}`];
   });
   throw new KindError('InvalidArgument', `${source}: invalid behaviour profile: ${problems.join('; ')}`, {

@@ -12,7 +12,7 @@
 import { createHash } from 'node:crypto';
 import { posix } from 'node:path';
 import { KindError } from '../../util/errors.js';
-import type { Clock, TimerHandle } from '../../util/clock.js';
+import type { Clock } from '../../util/clock.js';
 import type {
   Container,
   ContainerConfig,
@@ -31,9 +31,28 @@ import type {
 } from '../types.js';
 import { BehaviourResolver, matchExec } from './behaviour.js';
 import { evaluateExec } from './command.js';
+import { criLogLines, toContainer, toContainerStatus, toPodSandbox, toPodSandboxStatus } from './convert.js';
+import {
+  closedError,
+  containerNotFound,
+  criState,
+  execTimedOut,
+  imageNotFound,
+  nameReserved,
+  noStreaming,
+  notRunning,
+  notStartable,
+  optionError,
+  pullFailed,
+  sandboxIdNotFound,
+  sandboxNotFound,
+  sandboxNotRunning,
+  startFailed,
+} from './errors.js';
 import { FaultInjector, type Fault, type RuntimeOp } from './faults.js';
 import { ImageStore, parseImageReference, unreachableRegistryMessage } from './images.js';
 import { IPAllocator, parseIPv4 } from './ipam.js';
+import { Processes } from './process.js';
 import { SimStore, type ContainerRecord, type SandboxRecord } from './store.js';
 
 export interface SimRuntimeOptions {
@@ -70,36 +89,25 @@ export class SimRuntime implements Runtime {
   private readonly faults = new FaultInjector();
   private readonly idSeed: string;
   private readonly runtimeVersion: string;
-  private readonly delays = new Set<{ handle: TimerHandle; reject: (e: Error) => void }>();
+  private readonly processes: Processes;
   private seq = 0;
-  private lastNs = 0n;
   private closed = false;
 
   /** Throws InvalidArgument for a bad CIDR, node IP, image reference or profile data. */
   constructor(opts: SimRuntimeOptions) {
-    if (!opts || typeof opts.clock?.setTimer !== 'function') {
-      throw new KindError('InvalidArgument', 'sim runtime: options.clock is required', { field: 'clock' });
-    }
+    if (!opts || typeof opts.clock?.setTimer !== 'function')
+      throw optionError('clock', 'options.clock is required');
     this.clock = opts.clock;
+    this.processes = new Processes(opts.clock);
     this.ipam = new IPAllocator(opts.podCIDR ?? '10.88.0.0/16');
     this.nodeIP = opts.nodeIP ?? '10.0.0.2';
     if (parseIPv4(this.nodeIP) === undefined) {
-      throw new KindError(
-        'InvalidArgument',
-        `sim runtime: nodeIP ${JSON.stringify(this.nodeIP)} is not an IPv4 address`,
-        {
-          field: 'nodeIP',
-        },
-      );
+      throw optionError('nodeIP', `nodeIP ${JSON.stringify(this.nodeIP)} is not an IPv4 address`);
     }
     this.behaviours = new BehaviourResolver(opts.profiles);
     for (const image of opts.images ?? []) {
       const r = parseImageReference(image);
-      if (!r)
-        throw new KindError(
-          'InvalidArgument',
-          `sim runtime: images: ${JSON.stringify(image)} is not an image reference`,
-        );
+      if (!r) throw optionError('images', `images: ${JSON.stringify(image)} is not an image reference`);
       this.images.add(r);
     }
     this.idSeed = opts.idSeed ?? 'sim';
@@ -146,7 +154,7 @@ export class SimRuntime implements Runtime {
       id,
       metadata: { name: md.name, uid: md.uid, namespace: md.namespace, attempt: md.attempt ?? 0 },
       state: 'ready',
-      createdAt: this.nowNs(),
+      createdAt: this.processes.nowNs(),
       labels: { ...config.labels },
       annotations: { ...config.annotations },
       networkMode,
@@ -165,7 +173,7 @@ export class SimRuntime implements Runtime {
     const sandbox = this.sandbox(id);
     for (const cid of sandbox.containers) {
       const c = this.store.containers.get(cid);
-      if (c?.state === 'running') this.exit(c, 137, 'Error');
+      if (c) this.processes.kill(c);
     }
     sandbox.state = 'notready';
   }
@@ -186,7 +194,7 @@ export class SimRuntime implements Runtime {
   async podSandboxStatus(id: string): Promise<PodSandboxStatus> {
     this.enter('podSandboxStatus', { sandboxId: id });
     const s = this.sandbox(id);
-    return { ...toPodSandbox(s), network: { ip: s.ip, additionalIps: [] }, networkMode: s.networkMode };
+    return toPodSandboxStatus(s);
   }
 
   async listPodSandbox(filter?: SandboxFilter): Promise<PodSandbox[]> {
@@ -204,47 +212,27 @@ export class SimRuntime implements Runtime {
     const name = config?.metadata?.name;
     this.enter('createContainer', { sandboxId: podSandboxId, container: name });
     if (!name) throw new KindError('InvalidArgument', 'container config must include metadata with a name');
+    const context = { sandboxId: podSandboxId, container: name };
     if (!sandboxConfig?.metadata) {
       throw new KindError(
         'InvalidArgument',
-        'sandbox config is required on CreateContainer (containerd needs it)',
-        {
-          sandboxId: podSandboxId,
-          container: name,
-        },
+        'CreateContainer needs the sandbox config (containerd does)',
+        context,
       );
     }
     const sandbox = this.store.getSandbox(podSandboxId);
-    if (!sandbox) {
-      throw new KindError('NotFound', `failed to find sandbox id "${podSandboxId}": not found`, {
-        sandboxId: podSandboxId,
-      });
-    }
-    if (sandbox.state !== 'ready') {
-      throw new KindError('InvalidArgument', `sandbox container "${podSandboxId}" is not running`, {
-        sandboxId: podSandboxId,
-        container: name,
-      });
-    }
+    if (!sandbox) throw sandboxIdNotFound(podSandboxId, context);
+    if (sandbox.state !== 'ready') throw sandboxNotRunning(podSandboxId, context);
     const ref = parseImageReference(config.image ?? '');
     const image = ref && this.images.get(ref.ref);
-    if (!ref || !image) {
-      throw new KindError('NotFound', `failed to resolve image "${config.image}": not found`, {
-        image: config.image,
-        container: name,
-      });
-    }
+    if (!ref || !image) throw imageNotFound(config.image, context);
     const md = sandbox.metadata;
     const attempt = config.metadata.attempt ?? 0;
     const nameKey = `${name}_${md.name}_${md.namespace}_${md.uid}_${attempt}`;
-    this.reserve(nameKey, { container: name, sandboxId: podSandboxId });
+    this.reserve(nameKey, context);
     const behaviour = this.behaviours.forContainer(config, ref);
     if (behaviour.createError !== undefined) {
-      throw new KindError('Unknown', behaviour.createError, {
-        container: name,
-        sandboxId: podSandboxId,
-        injected: true,
-      });
+      throw new KindError('Unknown', behaviour.createError, { ...context, injected: true });
     }
     const logPath =
       sandbox.logDirectory && config.logPath ? posix.join(sandbox.logDirectory, config.logPath) : '';
@@ -262,7 +250,7 @@ export class SimRuntime implements Runtime {
       env: config.envs?.length ? Object.fromEntries(config.envs.map((e) => [e.key, e.value])) : {},
       behaviour,
       nameKey,
-      createdAt: this.nowNs(),
+      createdAt: this.processes.nowNs(),
       state: 'created',
       starting: false,
       startedAt: 0n,
@@ -289,7 +277,7 @@ export class SimRuntime implements Runtime {
     if (b.startLatencyMs > 0) {
       c.starting = true;
       try {
-        await this.delay(b.startLatencyMs);
+        await this.processes.delay(b.startLatencyMs);
       } finally {
         c.starting = false;
       }
@@ -297,41 +285,15 @@ export class SimRuntime implements Runtime {
       this.checkStartable(c);
     }
     if (b.startError !== undefined) {
-      c.state = 'exited';
-      c.finishedAt = this.nowNs();
-      c.finishedMs = this.clock.now();
-      c.exitCode = 128;
-      c.reason = 'StartError';
-      c.message = b.startError;
-      throw new KindError('Unknown', `failed to create containerd task: ${b.startError}`, {
-        containerId: id,
-        injected: true,
-      });
+      this.processes.failStart(c, b.startError);
+      throw startFailed(id, b.startError);
     }
-    c.state = 'running';
-    c.startedAt = this.nowNs();
-    c.startedMs = this.clock.now();
-    if (b.exitAfterMs === 0) this.naturalExit(c);
-    else if (b.exitAfterMs !== undefined) {
-      const rec = c;
-      c.exitTimer = this.clock.setTimer(b.exitAfterMs, () => this.naturalExit(rec));
-    }
+    this.processes.start(c);
   }
 
   async stopContainer(id: string, timeoutSeconds: number): Promise<void> {
     this.enter('stopContainer', { containerId: id });
-    const c = this.container(id);
-    if (c.state !== 'running') return;
-    const b = c.behaviour;
-    if (!b.ignoresSigterm) return this.exit(c, b.sigtermExitCode, reasonFor(b.sigtermExitCode));
-    if (!(timeoutSeconds > 0)) return this.exit(c, 137, 'Error');
-    const killAt = this.clock.now() + timeoutSeconds * 1000;
-    if (killAt < c.killAt) {
-      c.killTimer?.cancel();
-      c.killAt = killAt;
-      c.killTimer = this.clock.setTimer(timeoutSeconds * 1000, () => this.exit(c, 137, 'Error'));
-    }
-    await this.waitForExit(c);
+    await this.processes.stop(this.container(id), timeoutSeconds);
   }
 
   async removeContainer(id: string): Promise<void> {
@@ -347,18 +309,7 @@ export class SimRuntime implements Runtime {
 
   async containerStatus(id: string): Promise<ContainerStatus> {
     this.enter('containerStatus', { containerId: id });
-    const c = this.container(id);
-    return {
-      ...toContainer(c),
-      image: c.statusImage,
-      imageRef: c.statusImageRef,
-      startedAt: c.startedAt,
-      finishedAt: c.finishedAt,
-      exitCode: c.exitCode,
-      reason: c.reason,
-      message: c.message,
-      logPath: c.logPath,
-    };
+    return toContainerStatus(this.container(id));
   }
 
   // ----------------------------------------------------------------------------------------------- exec
@@ -366,15 +317,7 @@ export class SimRuntime implements Runtime {
   async execSync(id: string, cmd: string[], timeoutSeconds: number): Promise<ExecSyncResult> {
     this.enter('execSync', { containerId: id });
     const c = this.container(id);
-    if (c.state !== 'running') {
-      throw new KindError(
-        'InvalidArgument',
-        `container ${id} is not running: in CONTAINER_${c.state.toUpperCase()} state`,
-        {
-          containerId: id,
-        },
-      );
-    }
+    if (c.state !== 'running') throw notRunning(id, criState(c.state));
     if (!Array.isArray(cmd) || cmd.length === 0)
       throw new KindError('InvalidArgument', 'exec command must not be empty');
     const rule = matchExec(c.behaviour, cmd, this.clock.now() - c.startedMs);
@@ -384,22 +327,15 @@ export class SimRuntime implements Runtime {
     const limitMs = timeoutSeconds > 0 ? timeoutSeconds * 1000 : Infinity;
     const duration = outcome.durationMs ?? Infinity;
     if (duration > limitMs) {
-      await this.delay(limitMs);
-      throw new KindError(
-        'DeadlineExceeded',
-        `timeout ${timeoutSeconds}s exceeded: context deadline exceeded`,
-        {
-          containerId: id,
-          cmd,
-        },
-      );
+      await this.processes.delay(limitMs);
+      throw execTimedOut(id, timeoutSeconds, cmd);
     }
     if (duration === Infinity) {
       // Runs until the container's PID 1 dies, which takes the exec'd process with it.
-      await this.waitForExit(c);
+      await this.processes.waitForExit(c);
       return { stdout: Buffer.alloc(0), stderr: Buffer.alloc(0), exitCode: 137 };
     }
-    if (duration > 0) await this.delay(duration);
+    if (duration > 0) await this.processes.delay(duration);
     return {
       stdout: Buffer.from(outcome.stdout),
       stderr: Buffer.from(outcome.stderr),
@@ -410,19 +346,19 @@ export class SimRuntime implements Runtime {
   async exec(req: StreamingRequest): Promise<{ url: string }> {
     this.enter('exec', { containerId: req.containerId });
     this.container(req.containerId);
-    throw new KindError('Unimplemented', 'the simulated runtime has no streaming server (exec)');
+    throw noStreaming('exec');
   }
 
   async attach(req: StreamingRequest): Promise<{ url: string }> {
     this.enter('attach', { containerId: req.containerId });
     this.container(req.containerId);
-    throw new KindError('Unimplemented', 'the simulated runtime has no streaming server (attach)');
+    throw noStreaming('attach');
   }
 
   async portForward(podSandboxId: string, _ports: number[]): Promise<{ url: string }> {
     this.enter('portForward', { sandboxId: podSandboxId });
     this.sandbox(podSandboxId);
-    throw new KindError('Unimplemented', 'the simulated runtime has no streaming server (port-forward)');
+    throw noStreaming('port-forward');
   }
 
   // --------------------------------------------------------------------------------------------- images
@@ -430,19 +366,18 @@ export class SimRuntime implements Runtime {
   async pullImage(image: string, sandboxConfig?: PodSandboxConfig): Promise<string> {
     this.enter('pullImage', { image });
     const r = parseImageReference(image);
-    if (!r)
+    if (!r) {
       throw new KindError(
         'InvalidArgument',
         `failed to pull and unpack image "${image}": invalid reference format`,
       );
+    }
     const profile = this.behaviours.pullProfile(r, sandboxConfig);
-    if (profile.pullLatencyMs) await this.delay(profile.pullLatencyMs);
+    if (profile.pullLatencyMs) await this.processes.delay(profile.pullLatencyMs);
     const cause =
       profile.pullError ?? (r.host.endsWith('.invalid') ? unreachableRegistryMessage(r) : undefined);
     if (cause !== undefined) {
-      throw new KindError('Unknown', `failed to pull and unpack image "${r.ref}": ${cause}`, {
-        image: r.ref,
-      });
+      throw pullFailed(r.ref, cause);
     }
     return this.images.add(r);
   }
@@ -465,17 +400,7 @@ export class SimRuntime implements Runtime {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    const gone = new KindError('Unavailable', 'sim runtime closed');
-    for (const d of this.delays) {
-      d.handle.cancel();
-      d.reject(gone);
-    }
-    this.delays.clear();
-    for (const c of this.store.containers.values()) {
-      c.exitTimer?.cancel();
-      c.killTimer?.cancel();
-      this.release(c, gone);
-    }
+    this.processes.close(this.store.containers.values(), closedError());
   }
 
   // ----------------------------------------------------------------------------------------- sim only
@@ -502,12 +427,7 @@ export class SimRuntime implements Runtime {
 
   /** The container's log as CRI-format lines (`<RFC3339Nano> <stream> F <line>`), as written so far. */
   readLogs(containerId: string): string[] {
-    const c = this.container(containerId);
-    if (c.startedAt === 0n) return [];
-    const until = (c.state === 'exited' ? c.finishedMs : this.clock.now()) - c.startedMs;
-    return c.behaviour.logs
-      .filter((l) => l.afterMs <= until)
-      .map((l) => `${rfc3339Nano(c.startedAt + BigInt(l.afterMs) * 1_000_000n)} ${l.stream} F ${l.line}`);
+    return criLogLines(this.container(containerId), this.clock.now());
   }
 
   /** While down, every Runtime call fails Unavailable; containers keep running and exiting. */
@@ -537,160 +457,42 @@ export class SimRuntime implements Runtime {
   // ---------------------------------------------------------------------------------------- internals
 
   private enter(op: RuntimeOp, context: Record<string, unknown> = {}): void {
-    if (this.closed) throw new KindError('Unavailable', 'sim runtime closed', { op });
+    if (this.closed) throw closedError(op);
     this.faults.check(op, context);
   }
 
   private sandbox(id: string): SandboxRecord {
     const s = this.store.getSandbox(id);
-    if (!s)
-      throw new KindError('NotFound', `an error occurred when try to find sandbox "${id}": not found`, {
-        sandboxId: id,
-      });
+    if (!s) throw sandboxNotFound(id);
     return s;
   }
 
   private container(id: string): ContainerRecord {
     const c = this.store.getContainer(id);
-    if (!c)
-      throw new KindError('NotFound', `an error occurred when try to find container "${id}": not found`, {
-        containerId: id,
-      });
+    if (!c) throw containerNotFound(id);
     return c;
   }
 
   private reserve(nameKey: string, context: Record<string, unknown>): void {
     const holder = this.store.reservedBy(nameKey);
-    if (holder !== undefined) {
-      throw new KindError(
-        'AlreadyExists',
-        `failed to reserve name "${nameKey}": name "${nameKey}" is reserved for "${holder}"`,
-        {
-          ...context,
-          holder,
-        },
-      );
-    }
+    if (holder !== undefined) throw nameReserved(nameKey, holder, context);
   }
 
   private checkStartable(c: ContainerRecord): void {
-    if (c.state !== 'created' || c.starting) {
-      const state = c.starting ? 'starting' : `CONTAINER_${c.state.toUpperCase()}`;
-      throw new KindError(
-        'InvalidArgument',
-        `failed to set starting state for container "${c.id}": container is in ${state} state`,
-        {
-          containerId: c.id,
-        },
-      );
-    }
+    if (c.state !== 'created' || c.starting)
+      throw notStartable(c.id, c.starting ? 'starting' : criState(c.state));
     if (this.store.sandboxes.get(c.sandboxId)?.state !== 'ready') {
-      throw new KindError('InvalidArgument', `sandbox container "${c.sandboxId}" is not running`, {
-        containerId: c.id,
-        sandboxId: c.sandboxId,
-      });
+      throw sandboxNotRunning(c.sandboxId, { containerId: c.id });
     }
-  }
-
-  private naturalExit(c: ContainerRecord): void {
-    const b = c.behaviour;
-    this.exit(c, b.exitCode, b.oomKilled ? 'OOMKilled' : reasonFor(b.exitCode));
-  }
-
-  private exit(c: ContainerRecord, code: number, reason: string): void {
-    if (c.state !== 'running') return;
-    c.state = 'exited';
-    c.finishedAt = this.nowNs();
-    c.finishedMs = this.clock.now();
-    c.exitCode = code;
-    c.reason = reason;
-    c.exitTimer?.cancel();
-    c.killTimer?.cancel();
-    c.exitTimer = c.killTimer = undefined;
-    c.killAt = Infinity;
-    this.release(c);
   }
 
   /** Kills (if running) and forgets a container. */
   private dropContainer(c: ContainerRecord): void {
-    this.exit(c, 137, 'Error');
-    c.exitTimer?.cancel();
-    this.release(c);
+    this.processes.forget(c);
     this.store.deleteContainer(c);
-  }
-
-  private waitForExit(c: ContainerRecord): Promise<void> {
-    return new Promise((resolve, reject) =>
-      (c.waiters ??= []).push((err) => (err ? reject(err) : resolve())),
-    );
-  }
-
-  private release(c: ContainerRecord, err?: Error): void {
-    const waiters = c.waiters;
-    if (!waiters) return;
-    c.waiters = undefined;
-    for (const w of waiters) w(err);
-  }
-
-  /** Waits on the clock; close() cancels it with Unavailable. */
-  private delay(ms: number): Promise<void> {
-    return new Promise((resolve, reject) => {
-      const entry = {
-        handle: this.clock.setTimer(ms, () => {
-          this.delays.delete(entry);
-          resolve();
-        }),
-        reject,
-      };
-      this.delays.add(entry);
-    });
-  }
-
-  /** Nanoseconds since the epoch, strictly increasing across the runtime so that records order by time. */
-  private nowNs(): bigint {
-    let ns = BigInt(Math.floor(this.clock.now())) * 1_000_000n;
-    if (ns <= this.lastNs) ns = this.lastNs + 1n;
-    this.lastNs = ns;
-    return ns;
   }
 
   private newId(kind: string): string {
     return createHash('sha256').update(`${this.idSeed}/${kind}/${this.seq++}`).digest('hex');
   }
-}
-
-function reasonFor(code: number): string {
-  return code === 0 ? 'Completed' : 'Error';
-}
-
-function toPodSandbox(s: SandboxRecord): PodSandbox {
-  return {
-    id: s.id,
-    metadata: { ...s.metadata },
-    state: s.state,
-    createdAt: s.createdAt,
-    labels: { ...s.labels },
-    annotations: { ...s.annotations },
-  };
-}
-
-function toContainer(c: ContainerRecord): Container {
-  return {
-    id: c.id,
-    podSandboxId: c.sandboxId,
-    metadata: { ...c.metadata },
-    image: c.image,
-    imageRef: c.imageId,
-    state: c.state,
-    createdAt: c.createdAt,
-    labels: { ...c.labels },
-    annotations: { ...c.annotations },
-  };
-}
-
-/** Go's time.RFC3339Nano in UTC: fractional seconds without trailing zeros. */
-function rfc3339Nano(ns: bigint): string {
-  const ms = Number(ns / 1_000_000n);
-  const frac = (ns % 1_000_000_000n).toString().padStart(9, '0').replace(/0+$/, '');
-  return `${new Date(ms).toISOString().slice(0, 19)}${frac ? `.${frac}` : ''}Z`;
 }

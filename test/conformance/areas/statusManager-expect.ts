@@ -4,7 +4,8 @@
  *
  * Times: a time token (compared at the API's precision, whole seconds); `<token> truncated to whole
  * seconds` (the value must be exactly that, sub-second part dropped); `unchanged` (the same value in
- * every snapshot of the cache in which it existed); `none` (unset).
+ * every snapshot of the cache in which it existed); `changed` (differs from the first value the cache
+ * had); `set` (any time); `none` (unset).
  * Conditions: compared by type, never by position (the API merges them by type). In `subset` mode only
  * the listed types and fields are checked; in `full` mode the type sets must match and type, status,
  * reason and message are always compared (an unlisted one must be empty).
@@ -60,6 +61,18 @@ export function checkTime(
   if (expected === 'unchanged') {
     if (!get) throw new Uninterpretable(`${where}: 'unchanged' has no history here`);
     return unchanged(actual, get, ctx, where);
+  }
+  if (expected === 'changed') {
+    if (!get) throw new Uninterpretable(`${where}: 'changed' has no history here`);
+    const first = ctx.snapshots.map(get).find((v) => v !== undefined && v !== null && v !== '');
+    if (first === undefined || actual === undefined)
+      return `${where}: expected a changed value, got ${show(actual)}`;
+    return semanticEqual(actual, first) ? `${where}: expected a change from ${show(first)}` : undefined;
+  }
+  if (expected === 'set') {
+    return typeof actual === 'string' && !Number.isNaN(Date.parse(actual))
+      ? undefined
+      : `${where}: expected a time, got ${show(actual)}`;
   }
   if (expected === 'none' || expected === null) {
     return actual === undefined || actual === null || actual === ''

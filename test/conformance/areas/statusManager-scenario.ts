@@ -3,7 +3,8 @@
  * The clock starts at `now` and moves one second after each step, so a time re-stamped by a later step
  * is visible.
  *
- * Setup keys: pod, apiServer (pods on the server), mirrorPod, podManager (UIDs it holds),
+ * Setup keys: pod, apiServer (pods on the server), mirrorPod (in the pod manager from the start unless a
+ *   step adds it with addMirrorPod), podManager (exactly the UIDs it holds),
  *   podCouldHaveRunningContainers, cachedStatus (stored with SetPodStatus before the steps; its sync signal
  *   stays pending), initialStatus and other statuses that steps name.
  * Ops (`op`), with a pod reference REF = pod | staticPod | mirrorPod | <uid> (an unknown UID makes a pod
@@ -18,6 +19,7 @@
  *   addMirrorPod[(<uid>)][ and its static pod]        register the mirror (and a static pod of its name)
  *   replaceMirrorPod {newUID, status}                 the pod manager sees a new mirror; the server does not
  *   GetPodStatus(REF | mirrorUID)
+ *   RemoveOrphanedStatuses(<uid>, ...)                keep only these UIDs' statuses
  * Step expectations: expectSynced (the op's sync count; after other ops, what draining then syncs),
  *   expectApiActions (calls during the step: get, patch/status, delete), expectCached (none | cached
  *   spec), expect: {<container>: bool (ready, or started in startup scenarios), podReady: bool} or a
@@ -159,6 +161,15 @@ async function runStep(s: Scenario, step: Obj, where: string): Promise<string | 
       w.mirror = next;
       w.remember(next);
       w.podManager.add(next);
+      break;
+    }
+    case 'RemoveOrphanedStatuses': {
+      allow([]);
+      const keep = (arg ?? '')
+        .split(',')
+        .map((x) => x.trim())
+        .filter((x) => x !== '');
+      w.manager.removeOrphanedStatuses(new Set(keep));
       break;
     }
     case 'GetPodStatus': {

@@ -6,7 +6,7 @@ import type { Pod } from '../../../src/api/core.js';
 import { asPodUID } from '../../../src/kubelet/container/types.js';
 import { ConfigSourceAnnotationKey, isStaticPod } from '../../../src/kubelet/types/podupdate.js';
 import { Uninterpretable, type CaseFile } from '../types.js';
-import { parseStatus, show, type Obj } from './statusManager-tokens.js';
+import { isObj, parseStatus, show, type Obj } from './statusManager-tokens.js';
 import { asMirror, buildPod, DEFAULT_IDENTITY, specNames, World } from './statusManager-world.js';
 
 export const SETUP_KEYS = [
@@ -50,8 +50,12 @@ export function setupWorld(g: Obj, file: CaseFile): World {
       if (!pod) throw new Uninterpretable(`given.podManager: unknown pod ${show(uid)}`);
       w.podManager.add(pod);
     }
-  } else if (w.main) {
-    w.podManager.add(w.main);
+  } else {
+    if (w.main) w.podManager.add(w.main);
+    // A given mirror pod is known to the pod manager from the start, unless a step adds it.
+    const addsMirror =
+      Array.isArray(g.steps) && g.steps.some((st) => isObj(st) && String(st.op).startsWith('addMirrorPod'));
+    if (w.mirror && !addsMirror) w.podManager.add(w.mirror);
   }
   if (g.cachedStatus !== undefined) {
     const main = requireMain(w);

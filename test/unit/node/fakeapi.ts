@@ -35,10 +35,13 @@ function mergeByType<T extends { type: string }>(base: T[] | undefined, patch: T
 export class FakeNodeAPI implements NodeAPI {
   nodes = new Map<string, Node>();
   leases = new Map<string, Lease>();
-  calls: { method: Method; name: string }[] = [];
+  /** Every call, stamped with the clock's time when one was given. */
+  calls: { method: Method; name: string; at: number }[] = [];
   private failures = new Map<Method, KindError[]>();
   private rv = 1;
   private uidSeq = 0;
+
+  constructor(private readonly clock?: { now(): number }) {}
 
   /** The next `count` calls of `method` fail with `kind`. */
   fail(method: Method, kind: KindError['kind'], count = 1): void {
@@ -52,7 +55,7 @@ export class FakeNodeAPI implements NodeAPI {
   }
 
   private enter(method: Method, name: string): void {
-    this.calls.push({ method, name });
+    this.calls.push({ method, name, at: this.clock?.now() ?? 0 });
     const err = this.failures.get(method)?.shift();
     if (err) throw err;
   }

@@ -239,7 +239,7 @@ images:
       const cases: [unknown, RegExp][] = [
         [{ images: { busybox: { run: { exitCode: 300 } } } }, /images\.busybox\.run\.exitCode: Too big/],
         [{ images: { busybox: { startLatency: 5 } } }, /images\.busybox\.startLatency: unknown field/],
-        [{ defaults: { ports: { http: {} } } }, /defaults\.ports\.http/],
+        [{ defaults: { ports: { http: {} } } }, /defaults\.ports\.http: invalid key: port must be 1-65535/],
         [{ defaults: { exec: [{ exitCode: 1 }] } }, /defaults\.exec\.0: exactly one of argv or pattern/],
         [
           { defaults: { exec: [{ pattern: '(' }] } },

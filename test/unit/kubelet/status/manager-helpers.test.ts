@@ -1,0 +1,275 @@
+import { expect } from 'chai';
+import type { Pod, PodStatus } from '../../../../src/api/core.js';
+import { isPodStatusByKubeletEqual } from '../../../../src/kubelet/status/equality.js';
+import { mergePodStatus } from '../../../../src/kubelet/status/merge.js';
+import {
+  MaxPodTerminationMessageLogLength,
+  normalizeStatus,
+  truncateUTF8,
+} from '../../../../src/kubelet/status/normalize.js';
+import { createPodStatusPatch } from '../../../../src/kubelet/status/patch.js';
+import { semanticEqual } from '../../../../src/kubelet/status/semantic.js';
+import { hasPodInitialized, terminatedPodStatus } from '../../../../src/kubelet/status/terminate.js';
+import { checkContainerStateTransition } from '../../../../src/kubelet/status/transition.js';
+import { isInvalidArgument } from '../../../../src/util/errors.js';
+import { applyPodStatusPatch } from '../../../conformance/areas/statusManager-apiserver.js';
+
+const NOW = Date.UTC(2026, 0, 1, 12, 0, 0, 250);
+
+function pod(spec: Partial<Pod['spec']> = {}, status: PodStatus = {}): Pod {
+  return { metadata: { uid: 'u1', name: 'p', namespace: 'ns' }, spec: { containers: [], ...spec }, status };
+}
+
+describe('status manager helpers', () => {
+  describe('semanticEqual', () => {
+    it('treats zero values as absent but keeps pointer fields', () => {
+      expect(semanticEqual({ ready: false, restartCount: 0, image: '' }, {})).to.equal(true);
+      expect(semanticEqual({ name: 'a', started: false }, { name: 'a' })).to.equal(false);
+      expect(semanticEqual({ state: { running: {} } }, { state: {} })).to.equal(false);
+      expect(
+        semanticEqual({ state: { terminated: { exitCode: 0 } } }, { state: { terminated: {} } }),
+      ).to.equal(true);
+      expect(semanticEqual({ conditions: [], lastProbeTime: null }, {})).to.equal(true);
+    });
+
+    it('compares times as instants', () => {
+      expect(
+        semanticEqual({ startTime: '2026-01-01T00:00:00Z' }, { startTime: '2026-01-01T01:00:00+01:00' }),
+      ).to.equal(true);
+      expect(
+        semanticEqual({ message: '2026-01-01T00:00:00Z' }, { message: '2026-01-01T01:00:00+01:00' }),
+      ).to.equal(false);
+    });
+  });
+
+  describe('normalizeStatus', () => {
+    it('splits the 12 KiB message budget over all containers of the spec', () => {
+      const names = Array.from({ length: 48 }, (_, i) => `c${i}`);
+      const p = pod({ containers: names.map((name) => ({ name })) });
+      const status: PodStatus = {
+        containerStatuses: names.map((name) => ({
+          name,
+          ready: false,
+          restartCount: 0,
+          lastState: { terminated: { exitCode: 1, message: 'x'.repeat(1000) } },
+        })),
+      };
+      const out = normalizeStatus(p, status);
+      const lengths = (out.containerStatuses ?? []).map((s) => s.lastState?.terminated?.message?.length);
+      expect(new Set(lengths)).to.deep.equal(new Set([Math.floor(MaxPodTerminationMessageLogLength / 48)]));
+      expect(status.containerStatuses?.[0]?.lastState?.terminated?.message).to.have.length(1000);
+    });
+
+    it('never splits a UTF-8 character when truncating', () => {
+      expect(truncateUTF8('aé', 2)).to.equal('a');
+      expect(truncateUTF8('aé', 3)).to.equal('aé');
+      expect(truncateUTF8('€€', 4)).to.equal('€');
+    });
+
+    it('sorts init statuses by spec order, keeping unknown names after them, and is idempotent', () => {
+      const p = pod({ initContainers: [{ name: 'b' }, { name: 'a' }] });
+      const s = (name: string) => ({ name, ready: false, restartCount: 0 });
+      const out = normalizeStatus(p, {
+        initContainerStatuses: [s('x'), s('a'), s('b')],
+        containerStatuses: [s('z'), s('y')],
+        startTime: '2026-01-01T00:00:00.999999Z',
+      });
+      expect(out.initContainerStatuses?.map((c) => c.name)).to.deep.equal(['b', 'a', 'x']);
+      expect(out.containerStatuses?.map((c) => c.name)).to.deep.equal(['y', 'z']);
+      expect(out.startTime).to.equal('2026-01-01T00:00:00Z');
+      expect(normalizeStatus(p, out)).to.deep.equal(out);
+    });
+
+    it('leaves an unparsable time as it is', () => {
+      expect(normalizeStatus(pod(), { startTime: 'yesterday' }).startTime).to.equal('yesterday');
+    });
+  });
+
+  describe('isPodStatusByKubeletEqual', () => {
+    it('ignores condition times and foreign conditions but not kubelet-owned reasons', () => {
+      const a: PodStatus = {
+        conditions: [
+          { type: 'Ready', status: 'True', lastTransitionTime: '2026-01-01T00:00:00Z' },
+          { type: 'example.com/x', status: 'True' },
+        ],
+      };
+      const b: PodStatus = {
+        conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: '2026-01-02T00:00:00Z' }],
+      };
+      expect(isPodStatusByKubeletEqual(a, b)).to.equal(true);
+      const c: PodStatus = { conditions: [{ type: 'Ready', status: 'True', reason: 'Other' }] };
+      expect(isPodStatusByKubeletEqual(a, c)).to.equal(false);
+      // A kubelet condition the old status lacks is a difference.
+      expect(
+        isPodStatusByKubeletEqual({}, { conditions: [{ type: 'Initialized', status: 'True' }] }),
+      ).to.equal(false);
+    });
+  });
+
+  describe('createPodStatusPatch', () => {
+    const server: PodStatus = {
+      phase: 'Running',
+      message: 'old',
+      conditions: [
+        {
+          type: 'PodScheduled',
+          status: 'True',
+          lastProbeTime: null,
+          lastTransitionTime: '2026-01-01T00:00:00Z',
+        },
+        { type: 'Ready', status: 'False', reason: 'ContainersNotReady' },
+        { type: 'example.com/gone', status: 'True' },
+      ],
+      containerStatuses: [
+        { name: 'a', ready: false, restartCount: 0, image: '', state: { running: {} } },
+        { name: 'b', ready: false, restartCount: 0, state: { waiting: {} } },
+      ],
+    };
+
+    it('is null when only zero values and time spellings differ', () => {
+      const same: PodStatus = structuredClone(server);
+      delete same.conditions![0]!.lastProbeTime;
+      same.conditions![0]!.lastTransitionTime = '2026-01-01T00:00:00.000Z';
+      same.containerStatuses = [
+        { name: 'a', ready: false, restartCount: 0, state: { running: {} } },
+        { name: 'b', ready: false, restartCount: 0, state: { waiting: {} } },
+      ];
+      expect(createPodStatusPatch('u1', server, same)).to.equal(null);
+    });
+
+    it('merges conditions by type, replaces container statuses whole, nulls removed fields', () => {
+      const next: PodStatus = {
+        phase: 'Running',
+        conditions: [
+          { type: 'PodScheduled', status: 'True', lastTransitionTime: '2026-01-01T00:00:00Z' },
+          { type: 'Ready', status: 'True', lastTransitionTime: '2026-01-01T00:01:00Z' },
+        ],
+        containerStatuses: [
+          { name: 'a', ready: true, restartCount: 0, state: { running: {} } },
+          { name: 'b', ready: false, restartCount: 0, state: { waiting: {} } },
+        ],
+      };
+      const patch = createPodStatusPatch('u1', server, next);
+      expect(patch).to.deep.equal({
+        metadata: { uid: 'u1' },
+        status: {
+          message: null,
+          '$setElementOrder/conditions': [{ type: 'PodScheduled' }, { type: 'Ready' }],
+          conditions: [
+            { type: 'Ready', status: 'True', reason: null, lastTransitionTime: '2026-01-01T00:01:00Z' },
+            { $patch: 'delete', type: 'example.com/gone' },
+          ],
+          containerStatuses: [
+            { name: 'a', ready: true, state: { running: {} } },
+            { name: 'b', state: { waiting: {} } },
+          ],
+        },
+      });
+      const applied = applyPodStatusPatch(server, patch!.status);
+      expect(semanticEqual(applied, next)).to.equal(true);
+    });
+
+    it('requires the UID and well-keyed conditions', () => {
+      expect(() => createPodStatusPatch('', {}, { phase: 'Running' }))
+        .to.throw()
+        .that.satisfies(isInvalidArgument);
+      const bad = { conditions: [{ status: 'True' }] } as unknown as PodStatus;
+      expect(() => createPodStatusPatch('u1', {}, bad))
+        .to.throw()
+        .that.satisfies(isInvalidArgument);
+    });
+  });
+
+  describe('checkContainerStateTransition', () => {
+    const terminated = (name: string, exitCode: number) => ({
+      name,
+      ready: false,
+      restartCount: 0,
+      state: { terminated: { exitCode } },
+    });
+    const running = (name: string) => ({ name, ready: false, restartCount: 0, state: { running: {} } });
+
+    it('guards init containers too, exempting sidecars and OnFailure failures', () => {
+      const spec = (restartPolicy: 'Never' | 'OnFailure', sidecar = false) => ({
+        restartPolicy,
+        containers: [],
+        initContainers: [{ name: 'i', ...(sidecar ? { restartPolicy: 'Always' as const } : {}) }],
+      });
+      const old = (code: number) => ({ initContainerStatuses: [terminated('i', code)] });
+      const next = { initContainerStatuses: [running('i')] };
+      expect(checkContainerStateTransition(old(0), next, spec('Never'))).to.match(/init container i/);
+      expect(checkContainerStateTransition(old(0), next, spec('Never', true))).to.equal(undefined);
+      expect(checkContainerStateTransition(old(1), next, spec('OnFailure'))).to.equal(undefined);
+      expect(checkContainerStateTransition(old(0), next, spec('OnFailure'))).to.match(/illegal/);
+    });
+
+    it('rejects init statuses that do not line up with the spec, except under Always', () => {
+      const old = { initContainerStatuses: [terminated('other', 0)] };
+      const spec = { containers: [], initContainers: [{ name: 'i' }] };
+      expect(checkContainerStateTransition(old, {}, { ...spec, restartPolicy: 'Never' })).to.match(
+        /mismatch/,
+      );
+      expect(checkContainerStateTransition(old, {}, spec)).to.equal(undefined);
+    });
+  });
+
+  describe('terminatedPodStatus', () => {
+    it('counts a running, started sidecar as the last init container as initialized', () => {
+      const p = pod(
+        { initContainers: [{ name: 's', restartPolicy: 'Always' }], containers: [{ name: 'c' }] },
+        {
+          initContainerStatuses: [
+            { name: 's', ready: true, restartCount: 0, started: true, state: { running: {} } },
+          ],
+          containerStatuses: [{ name: 'c', ready: false, restartCount: 0, state: { waiting: {} } }],
+        },
+      );
+      expect(hasPodInitialized(p)).to.equal(true);
+      const out = terminatedPodStatus(p, p.status!);
+      expect(out.containerStatuses?.[0]?.state?.terminated?.exitCode).to.equal(137);
+      expect(out.initContainerStatuses?.[0]?.state?.terminated?.reason).to.equal('ContainerStatusUnknown');
+      expect(out.phase).to.equal('Failed');
+      expect(p.status?.containerStatuses?.[0]?.state).to.deep.equal({ waiting: {} });
+    });
+  });
+
+  describe('mergePodStatus', () => {
+    it('keeps resource claims and foreign conditions from the server, times DisruptionTarget at the merge', () => {
+      const old: PodStatus = {
+        phase: 'Running',
+        resourceClaimStatuses: [{ name: 'gpu' }],
+        conditions: [{ type: 'example.com/x', status: 'True' }],
+      };
+      const next: PodStatus = {
+        phase: 'Failed',
+        resourceClaimStatuses: [],
+        conditions: [
+          {
+            type: 'DisruptionTarget',
+            status: 'True',
+            reason: 'TerminationByKubelet',
+            lastTransitionTime: '2020-01-01T00:00:00Z',
+          },
+        ],
+      };
+      const merged = mergePodStatus(old, next, false, NOW);
+      expect(merged.resourceClaimStatuses).to.deep.equal([{ name: 'gpu' }]);
+      expect(merged.conditions?.map((c) => c.type)).to.deep.equal(['example.com/x', 'DisruptionTarget']);
+      expect(merged.conditions?.[1]?.lastTransitionTime).to.equal('2026-01-01T12:00:00Z');
+      expect(next.conditions?.[0]?.lastTransitionTime).to.equal('2020-01-01T00:00:00Z');
+    });
+
+    it('forces readiness off on a Succeeded pod with PodCompleted', () => {
+      const merged = mergePodStatus(
+        { phase: 'Succeeded' },
+        { phase: 'Succeeded', conditions: [{ type: 'ContainersReady', status: 'True' }] },
+        true,
+        NOW,
+      );
+      expect(merged.conditions?.map((c) => [c.type, c.status, c.reason])).to.deep.equal([
+        ['ContainersReady', 'False', 'PodCompleted'],
+        ['Ready', 'False', 'PodCompleted'],
+      ]);
+    });
+  });
+});

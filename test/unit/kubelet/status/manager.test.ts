@@ -1,0 +1,265 @@
+import { expect } from 'chai';
+import type { Pod, PodStatus } from '../../../../src/api/core.js';
+import { asPodUID } from '../../../../src/kubelet/container/types.js';
+import type { PodStatusClient } from '../../../../src/kubelet/status/interfaces.js';
+import { StatusManager } from '../../../../src/kubelet/status/manager.js';
+import { ConfigSourceAnnotationKey } from '../../../../src/kubelet/types/podupdate.js';
+import { FakeClock } from '../../../../src/util/clock.js';
+import { isInvalidArgument, KindError } from '../../../../src/util/errors.js';
+import { FakeApiServer } from '../../../conformance/areas/statusManager-apiserver.js';
+import { asMirror, FakePodManager } from '../../../conformance/areas/statusManager-world.js';
+
+const UID = asPodUID('u1');
+
+function testPod(over: Partial<Pod['spec']> = {}, meta: Partial<Pod['metadata']> = {}): Pod {
+  return {
+    metadata: { uid: 'u1', name: 'p', namespace: 'ns', ...meta },
+    spec: { containers: [{ name: 'c1' }, { name: 'c2' }], ...over },
+    status: {},
+  };
+}
+
+function setup(opts: { client?: PodStatusClient; couldRun?: () => boolean } = {}) {
+  const clock = new FakeClock(Date.UTC(2026, 0, 1, 0, 0, 0, 500));
+  const server = new FakeApiServer();
+  const podManager = new FakePodManager(server);
+  const manager = new StatusManager({
+    client: opts.client ?? server,
+    podManager,
+    podDeletionSafety: { podCouldHaveRunningContainers: opts.couldRun ?? (() => false) },
+    clock,
+  });
+  const verbs = () => server.actions.splice(0).map((a) => a.verb);
+  return { clock, server, podManager, manager, verbs };
+}
+
+const cs = (name: string, extra: object = {}) => ({ name, ready: false, restartCount: 0, ...extra });
+
+describe('StatusManager', () => {
+  it('keeps a condition transition time while its status holds, re-stamps it when it flips', () => {
+    const { manager, clock } = setup();
+    const pod = testPod();
+    manager.setPodStatus(pod, { message: 'a', conditions: [{ type: 'Ready', status: 'False' }] });
+    const first = manager.getPodStatus(UID)?.conditions?.[0]?.lastTransitionTime;
+    expect(first).to.equal('2026-01-01T00:00:00Z');
+    clock.advance(5000);
+    manager.setPodStatus(pod, { message: 'b', conditions: [{ type: 'Ready', status: 'False' }] });
+    expect(manager.cachedEntry(UID)?.version).to.equal(2);
+    expect(manager.getPodStatus(UID)?.conditions?.[0]?.lastTransitionTime).to.equal(first);
+    clock.advance(5000);
+    manager.setPodStatus(pod, { message: 'b', conditions: [{ type: 'Ready', status: 'True' }] });
+    expect(manager.getPodStatus(UID)?.conditions?.[0]?.lastTransitionTime).to.equal('2026-01-01T00:00:10Z');
+  });
+
+  it('stores foreign-condition-only changes as no change; a kubelet condition message is one', () => {
+    const { manager } = setup();
+    const pod = testPod();
+    manager.setPodStatus(pod, { conditions: [{ type: 'example.com/x', status: 'True' }] });
+    manager.setPodStatus(pod, { conditions: [{ type: 'example.com/x', status: 'False' }] });
+    expect(manager.cachedEntry(UID)?.version).to.equal(1);
+    manager.setPodStatus(pod, { conditions: [{ type: 'Initialized', status: 'False', message: 'm' }] });
+    expect(manager.cachedEntry(UID)?.version).to.equal(2);
+  });
+
+  it('takes the first old status from the mirror pod for a static pod', () => {
+    const { manager, podManager, server } = setup();
+    const staticPod = testPod({}, { annotations: { [ConfigSourceAnnotationKey]: 'file' } });
+    const mirror = asMirror({ ...testPod(), metadata: { uid: 'm1', name: 'p', namespace: 'ns' } });
+    mirror.status = { startTime: '2025-06-01T00:00:00Z' };
+    server.put(mirror);
+    podManager.add(staticPod);
+    podManager.add(mirror);
+    manager.setPodStatus(staticPod, { message: 'x' });
+    expect(manager.getPodStatus(asPodUID('m1'))?.startTime).to.equal('2025-06-01T00:00:00Z');
+  });
+
+  it('keeps podIsFinished sticky for regular pods only', () => {
+    const regular = setup();
+    regular.manager.terminatePod(testPod());
+    regular.manager.setPodStatus(testPod(), { message: 'later' });
+    expect(regular.manager.cachedEntry(UID)?.podIsFinished).to.equal(true);
+
+    const stat = setup();
+    const staticPod = testPod({}, { annotations: { [ConfigSourceAnnotationKey]: 'file' } });
+    stat.manager.terminatePod(staticPod);
+    stat.manager.setPodStatus(staticPod, { message: 'later' });
+    expect(stat.manager.cachedEntry(UID)?.podIsFinished).to.equal(false);
+  });
+
+  it('coalesces signals: many changes, one pending signal, listeners and waiters woken once', async () => {
+    const { manager } = setup();
+    let calls = 0;
+    const unsubscribe = manager.onUpdate(() => {
+      calls++;
+      throw new Error('listener failures stay in the listener');
+    });
+    const waited = manager.waitForUpdate();
+    manager.setPodStatus(testPod(), { message: '1' });
+    manager.setPodStatus(testPod(), { message: '2' });
+    await waited;
+    expect(calls).to.equal(1);
+    expect(manager.hasPendingUpdate()).to.equal(true);
+    expect(await manager.drain()).to.equal(1);
+    expect(manager.hasPendingUpdate()).to.equal(false);
+    unsubscribe();
+    manager.setPodStatus(testPod(), { message: '3' });
+    expect(calls).to.equal(1);
+  });
+
+  it('sends no PATCH for a stale version whose status the server already has', async () => {
+    const { manager, server, verbs } = setup();
+    server.put(testPod());
+    manager.setPodStatus(testPod(), { message: 'm' });
+    expect(await manager.syncBatch(true)).to.equal(1);
+    expect(verbs()).to.deep.equal(['get', 'patch/status']);
+    manager.apiStatusVersions.set('u1', 0);
+    expect(await manager.syncBatch(true)).to.equal(1);
+    expect(verbs()).to.deep.equal(['get']);
+    expect(manager.apiStatusVersions.get('u1')).to.equal(1);
+  });
+
+  it('reconciles when the server status drifts from the cache', async () => {
+    const { manager, server, podManager, verbs } = setup();
+    server.put(testPod());
+    podManager.add(testPod());
+    manager.setPodStatus(testPod(), { message: 'm' });
+    await manager.drain();
+    verbs();
+    expect(await manager.syncBatch(true)).to.equal(0);
+    server.put({ ...testPod(), status: { message: 'edited by someone' } });
+    expect(await manager.syncBatch(true)).to.equal(1);
+    expect(verbs()).to.deep.equal(['get', 'patch/status']);
+    expect((await server.getPod('ns', 'p')).status?.message).to.equal('m');
+  });
+
+  it('does not record a version whose PATCH failed, so the next full sync retries', async () => {
+    const server = new FakeApiServer();
+    let failNext = true;
+    const client: PodStatusClient = {
+      getPod: (ns, name) => server.getPod(ns, name),
+      patchPodStatus: async (ns, name, uid, patch) => {
+        if (failNext) {
+          failNext = false;
+          throw new KindError('Unavailable', 'apiserver down');
+        }
+        return server.patchPodStatus(ns, name, uid, patch);
+      },
+      deletePod: (ns, name, uid, grace) => server.deletePod(ns, name, uid, grace),
+    };
+    const { manager } = setup({ client });
+    server.put(testPod());
+    manager.setPodStatus(testPod(), { message: 'm' });
+    expect(await manager.drain()).to.equal(1);
+    expect(manager.apiStatusVersions.has('u1')).to.equal(false);
+    expect(await manager.syncBatch(true)).to.equal(1);
+    expect(manager.apiStatusVersions.get('u1')).to.equal(1);
+  });
+
+  it('delays the terminal phase and the DELETE while containers may run, then finishes', async () => {
+    let couldRun = true;
+    const { manager, server, podManager, verbs } = setup({ couldRun: () => couldRun });
+    const pod = testPod({}, { deletionTimestamp: '2026-01-01T00:00:00Z' });
+    server.put({ ...pod, status: { phase: 'Running' } });
+    podManager.add(pod);
+    manager.setPodStatus(pod, { phase: 'Running', message: 'up' });
+    manager.terminatePod(pod);
+    await manager.drain();
+    expect(verbs()).to.deep.equal(['get', 'patch/status']);
+    expect((await server.getPod('ns', 'p')).status?.phase).to.equal('Running');
+    verbs();
+    couldRun = false;
+    expect(await manager.syncBatch(true)).to.equal(1);
+    expect(verbs()).to.deep.equal(['get', 'patch/status', 'delete']);
+    expect(manager.getPodStatus(UID)).to.equal(undefined);
+  });
+
+  it('never deletes a mirror pod', async () => {
+    const { manager, server, podManager, verbs } = setup();
+    const staticPod = testPod({}, { annotations: { [ConfigSourceAnnotationKey]: 'file' } });
+    const mirror = asMirror({ ...testPod(), metadata: { uid: 'm1', name: 'p', namespace: 'ns' } });
+    mirror.metadata.deletionTimestamp = '2026-01-01T00:00:00Z';
+    mirror.status = { phase: 'Failed' };
+    server.put(mirror);
+    podManager.add(staticPod);
+    podManager.add(mirror);
+    manager.terminatePod(staticPod);
+    await manager.drain();
+    expect(verbs()).to.deep.equal(['get', 'patch/status']);
+  });
+
+  it('runs concurrent syncBatch calls one after the other', async () => {
+    const { manager, server, verbs } = setup();
+    server.put(testPod());
+    manager.setPodStatus(testPod(), { message: 'm' });
+    const [a, b] = await Promise.all([manager.syncBatch(false), manager.syncBatch(false)]);
+    expect([a, b]).to.deep.equal([1, 0]);
+    expect(verbs()).to.deep.equal(['get', 'patch/status']);
+  });
+
+  it('recomputes Ready against readiness gates, appending the conditions it lacks', () => {
+    const { manager, podManager } = setup();
+    const pod = testPod({
+      containers: [{ name: 'c1' }],
+      readinessGates: [{ conditionType: 'example.com/gate' }],
+    });
+    podManager.add(pod);
+    manager.setPodStatus(pod, { containerStatuses: [cs('c1', { containerID: 'test://1' })] });
+    manager.setContainerReadiness(UID, 'test://1', true);
+    const status = manager.getPodStatus(UID);
+    expect(status?.conditions?.map((c) => [c.type, c.status, c.reason])).to.deep.equal([
+      ['Ready', 'False', 'ReadinessGatesNotReady'],
+      ['ContainersReady', 'True', undefined],
+    ]);
+  });
+
+  it('hands out copies and forgets orphans', () => {
+    const { manager } = setup();
+    manager.setPodStatus(testPod(), { message: 'm' });
+    const copy = manager.getPodStatus(UID) as PodStatus;
+    copy.message = 'mutated';
+    expect(manager.getPodStatus(UID)?.message).to.equal('m');
+    manager.removeOrphanedStatuses(new Set(['u1']));
+    expect(manager.getPodStatus(UID)).to.not.equal(undefined);
+    manager.removeOrphanedStatuses(new Set());
+    expect(manager.getPodStatus(UID)).to.equal(undefined);
+  });
+
+  it('rejects malformed input with InvalidArgument before touching the cache', () => {
+    const { manager } = setup();
+    expect(() => manager.setPodStatus(testPod({}, { uid: '' }), {}))
+      .to.throw()
+      .that.satisfies(isInvalidArgument);
+    const badStatus = { conditions: [{ status: 'True' }] } as unknown as PodStatus;
+    expect(() => manager.setPodStatus(testPod(), badStatus))
+      .to.throw()
+      .that.satisfies(isInvalidArgument);
+    const badPolicy = testPod({ restartPolicy: 'Sometimes' as never });
+    expect(() => manager.terminatePod(badPolicy))
+      .to.throw()
+      .that.satisfies(isInvalidArgument);
+    expect(manager.getPodStatus(UID)).to.equal(undefined);
+    expect(() => new StatusManager({} as never))
+      .to.throw()
+      .that.satisfies(isInvalidArgument);
+  });
+});
+
+describe('StatusManager input edges', () => {
+  it('ignores a malformed previous status from the pod manager instead of failing', () => {
+    const { manager, podManager } = setup();
+    const staticPod = testPod({}, { annotations: { [ConfigSourceAnnotationKey]: 'file' } });
+    const mirror = asMirror({ ...testPod(), metadata: { uid: 'm1', name: 'p', namespace: 'ns' } });
+    mirror.status = { conditions: 'garbage' } as unknown as PodStatus;
+    podManager.add(staticPod);
+    podManager.add(mirror);
+    manager.setPodStatus(staticPod, { message: 'x' });
+    expect(manager.getPodStatus(UID)?.message).to.equal('x');
+  });
+
+  it('rejects a non-boolean readiness', () => {
+    const { manager } = setup();
+    expect(() => manager.setContainerReadiness(UID, 'test://1', 'yes' as never))
+      .to.throw()
+      .that.satisfies(isInvalidArgument);
+  });
+});

@@ -1,0 +1,176 @@
+import { expect } from 'chai';
+import type { Node } from '../../../src/api/node.js';
+import { parseVirtualNodeSpec, type VirtualNodeSpec } from '../../../src/api/virtualnode.js';
+import { NodeAgent, type NodeAgentConfig } from '../../../src/node/agent.js';
+import { FakeClock } from '../../../src/util/clock.js';
+import { isInvalidArgument } from '../../../src/util/errors.js';
+import { FakeNodeAPI, FakeRuntime, RecordingRecorder, flush } from './fakeapi.js';
+
+const T0 = Date.UTC(2026, 0, 1);
+
+function spec(extra: Record<string, unknown> = {}): VirtualNodeSpec {
+  const r = parseVirtualNodeSpec({ runtime: { type: 'sim' }, ...extra });
+  if (!r.ok) throw new Error(r.message);
+  return r.spec;
+}
+
+async function advance(clock: FakeClock, ms: number, step = 500): Promise<void> {
+  for (let done = 0; done < ms; done += step) {
+    clock.advance(Math.min(step, ms - done));
+    await flush(5);
+  }
+}
+
+function setup(over: Partial<NodeAgentConfig> = {}) {
+  const clock = new FakeClock(T0);
+  const api = new FakeNodeAPI(clock);
+  const runtime = new FakeRuntime();
+  const recorder = new RecordingRecorder();
+  const registered: Node[] = [];
+  const cfg: NodeAgentConfig = {
+    virtualNodeName: 'vn-1',
+    nodeName: 'vn-1',
+    spec: spec({ labels: { team: 'a' }, capacity: { cpu: '8', memory: '32Gi', pods: 50 } }),
+    internalIP: '127.0.0.2',
+    api,
+    runtime,
+    recorder,
+    clock,
+    hostNetwork: true,
+    onRegistered: (n) => void registered.push(n),
+    ...over,
+  };
+  return { clock, api, runtime, recorder, registered, cfg, agent: new NodeAgent(cfg) };
+}
+
+describe('NodeAgent', () => {
+  it('validates its config with typed InvalidArgument errors', () => {
+    const { cfg } = setup();
+    const bad: Partial<NodeAgentConfig>[] = [
+      { api: undefined },
+      { runtime: undefined },
+      { runtime: { version: cfg.runtime.version } as never },
+      { recorder: undefined },
+      { clock: undefined },
+      { nodeName: '' },
+      { virtualNodeName: '' },
+      { internalIP: 'not-an-ip' },
+      { spec: undefined },
+      { hostNetwork: undefined as never },
+      { daemonPort: 70000 },
+    ];
+    for (const b of bad) {
+      let err: unknown;
+      try {
+        new NodeAgent({ ...cfg, ...b });
+      } catch (e) {
+        err = e;
+      }
+      expect(isInvalidArgument(err), JSON.stringify(Object.keys(b))).to.equal(true);
+    }
+  });
+
+  it('registers the Node, heartbeats and reports Ready; ready resolves', async () => {
+    const { clock, api, recorder, registered, agent } = setup();
+    agent.start();
+    await flush();
+    await agent.ready;
+    const node = api.nodes.get('vn-1')!;
+    expect(node.metadata.labels).to.include({
+      'kubernetes.io/hostname': 'vn-1',
+      'kubelet-operator.dev/virtual-node': 'vn-1',
+      team: 'a',
+    });
+    expect(node.spec).to.deep.equal({});
+    expect(node.status!.capacity).to.deep.equal({ cpu: '8', memory: '32Gi', 'ephemeral-storage': '100Gi', pods: '50' });
+    expect(node.status!.allocatable).to.deep.equal(node.status!.capacity);
+    expect(node.status!.addresses).to.deep.equal([
+      { type: 'InternalIP', address: '127.0.0.2' },
+      { type: 'Hostname', address: 'vn-1' },
+    ]);
+    expect(node.status!.daemonEndpoints).to.deep.equal({ kubeletEndpoint: { Port: 10250 } });
+    expect(node.status!.nodeInfo!.kubeletVersion).to.equal('v1.37.2-kubelet-operator-0.1.0');
+    expect(api.leases.get('vn-1')!.metadata.ownerReferences![0]!.uid).to.equal(node.metadata.uid);
+    expect(agent.nodeUID).to.equal(node.metadata.uid);
+    expect(registered.map((n) => n.metadata.uid)).to.deep.equal([node.metadata.uid]);
+    expect(recorder.reasons()).to.deep.equal([
+      'Starting',
+      'NodeHasSufficientMemory',
+      'NodeHasNoDiskPressure',
+      'NodeHasSufficientPID',
+      'NodeReady',
+    ]);
+    expect(recorder.events[0]).to.deep.include({ kind: 'Node', uid: 'vn-1', message: 'Starting kubelet.' });
+    expect(agent.health()).to.deep.include({
+      registered: true,
+      ready: true,
+      leaseFresh: true,
+      lastRenewTime: clock.now(),
+      statusWrites: 1,
+    });
+    await agent.stop();
+  });
+
+  it('uses the heartbeat settings of the spec', async () => {
+    const { clock, api, agent } = setup({
+      spec: spec({ heartbeat: { leaseDurationSeconds: 20, renewIntervalSeconds: 2, statusUpdateFrequencySeconds: 5 } }),
+    });
+    agent.start();
+    await flush();
+    await advance(clock, 20_000);
+    expect(api.leases.get('vn-1')!.spec.leaseDurationSeconds).to.equal(20);
+    expect(api.count('updateLease')).to.equal(10);
+    expect(api.count('getNode')).to.equal(5);
+    await agent.stop();
+  });
+
+  it('registers again, with a new UID and Lease owner, when the Node is deleted behind its back', async () => {
+    const { clock, api, registered, agent } = setup();
+    agent.start();
+    await flush();
+    await agent.ready;
+    const first = agent.nodeUID;
+    api.nodes.delete('vn-1');
+    await advance(clock, 20_000);
+    const second = api.nodes.get('vn-1')!.metadata.uid;
+    expect(second).to.be.a('string').and.not.equal(first);
+    expect(agent.nodeUID).to.equal(second);
+    expect(registered).to.have.length(2);
+    expect(api.leases.get('vn-1')!.metadata.ownerReferences).to.deep.equal([
+      { apiVersion: 'v1', kind: 'Node', name: 'vn-1', uid: second },
+    ]);
+    await agent.stop();
+  });
+
+  it('keeps retrying registration, and stop() ends it without deleting anything', async () => {
+    const { clock, api, agent } = setup();
+    api.fail('createNode', 'Unavailable', 1000);
+    agent.start();
+    await flush();
+    await advance(clock, 10_000);
+    expect(agent.health().registered).to.equal(false);
+    await agent.stop();
+    let rejected = false;
+    await agent.ready.catch(() => (rejected = true));
+    expect(rejected).to.equal(true);
+    const calls = api.calls.length;
+    await advance(clock, 30_000, 1000);
+    expect(api.calls.length).to.equal(calls);
+    expect(clock.pendingTimers()).to.equal(0);
+  });
+
+  it('stop() leaves the Node and Lease in place and issues no more requests', async () => {
+    const { clock, api, agent } = setup();
+    agent.start();
+    await flush();
+    await agent.ready;
+    await agent.stop();
+    await agent.done;
+    const calls = api.calls.length;
+    await advance(clock, 60_000, 1000);
+    expect(api.calls.length).to.equal(calls);
+    expect(api.nodes.has('vn-1')).to.equal(true);
+    expect(api.leases.has('vn-1')).to.equal(true);
+    expect(api.count('deleteNode') + api.count('deleteLease')).to.equal(0);
+  });
+});
