@@ -129,7 +129,9 @@ export class EventCorrelator {
     }
     if (bucket.tokens < 1) return { action: 'drop' };
     bucket.tokens -= 1;
-    const name = `${ref.name}.${(now * 1e6 + this.seq++).toString(16)}`;
+    // Nanosecond-style suffix as client-go makes it; in bigint, since now * 1e6 is past 2^53 and a float would
+    // give events recorded in the same millisecond the same name (the second create then fails AlreadyExists).
+    const name = `${ref.name}.${(BigInt(Math.floor(now)) * 1_000_000n + BigInt(this.seq++)).toString(16)}`;
     const event: CoreEvent = {
       apiVersion: 'v1',
       kind: 'Event',

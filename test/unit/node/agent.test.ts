@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import type { Node } from '../../../src/api/node.js';
 import { parseVirtualNodeSpec, type VirtualNodeSpec } from '../../../src/api/virtualnode.js';
+import { EventRecorder, type CoreEvent } from '../../../src/kube/events.js';
 import { NodeAgent, type NodeAgentConfig } from '../../../src/node/agent.js';
 import { FakeClock } from '../../../src/util/clock.js';
 import { isInvalidArgument } from '../../../src/util/errors.js';
@@ -172,5 +173,31 @@ describe('NodeAgent', () => {
     expect(api.nodes.has('vn-1')).to.equal(true);
     expect(api.leases.has('vn-1')).to.equal(true);
     expect(api.count('deleteNode') + api.count('deleteLease')).to.equal(0);
+  });
+
+  it('gives the Node events it records in one millisecond distinct names (real EventRecorder)', async () => {
+    const created: CoreEvent[] = [];
+    const clock = new FakeClock(T0);
+    const recorder = new EventRecorder(
+      { create: async (_ns, e) => void created.push(e), patch: async () => {} },
+      clock,
+      'vn-1',
+    );
+    const { agent } = setup({ recorder, clock, api: new FakeNodeAPI(clock) });
+    agent.start();
+    await flush();
+    await agent.ready;
+    await recorder.flush();
+    expect(created.map((e) => e.reason)).to.deep.equal([
+      'Starting',
+      'NodeHasSufficientMemory',
+      'NodeHasNoDiskPressure',
+      'NodeHasSufficientPID',
+      'NodeReady',
+    ]);
+    expect(new Set(created.map((e) => e.metadata.name)).size).to.equal(created.length);
+    expect(created[0]).to.deep.include({ source: { component: 'kubelet', host: 'vn-1' }, metadata: created[0]!.metadata });
+    expect(created[0]!.involvedObject).to.deep.equal({ kind: 'Node', name: 'vn-1', uid: 'vn-1' });
+    await agent.stop();
   });
 });

@@ -1,0 +1,118 @@
+/**
+ * The dependencies of the runtime manager, as its parts (sandboxes, containers, hooks, GC) share them.
+ * Internal to kuberuntime: the public surface is KubeGenericRuntimeManager (manager.ts).
+ */
+import type { Container, Pod } from '../../api/core.js';
+import type { NodeSettings } from '../../runtime/cri/podconfig.js';
+import type { Runtime } from '../../runtime/types.js';
+import type { Clock } from '../../util/clock.js';
+import type { Backoff } from '../backoff.js';
+import type { ImagePullBackOff } from '../images/pullbackoff.js';
+import type { HookHttpGet } from './hooks.js';
+
+export type EventType = 'Normal' | 'Warning';
+
+/**
+ * Records an Event about `pod` (kubelet wording). `fieldPath` names the container the event is about, as the
+ * kubelet's container references do (`spec.containers{web}`); absent for pod-level events. Must not throw or
+ * block: the recorder queues the write.
+ */
+export type EventRecorderFunc = (pod: Pod, type: EventType, reason: string, message: string, fieldPath?: string) => void;
+
+export interface RuntimeManagerLogger {
+  info(message: string, fields?: Record<string, unknown>): void;
+  warn(message: string, fields?: Record<string, unknown>): void;
+}
+
+/**
+ * Where referenced ConfigMaps and Secrets come from (an informer cache, or a GET). Resolves undefined when the
+ * object does not exist; rejects on any other failure. Secret values are already base64-decoded.
+ */
+export interface EnvSource {
+  getConfigMap(namespace: string, name: string): Promise<Record<string, string> | undefined>;
+  getSecret(namespace: string, name: string): Promise<Record<string, string> | undefined>;
+}
+
+/** The node-level inputs: the kubelet flags that shape sandboxes and containers. */
+export interface RuntimeManagerNodeSettings extends NodeSettings {
+  /** `host`: every pod runs in the node's network namespace, whatever its spec says. `cni`: as the spec says. */
+  podNetwork: 'host' | 'cni';
+  /** The node's primary IP: `status.hostIP` for the downward API and the pod IP of host-network pods. */
+  nodeIP: string;
+  /** All node IPs (dual stack), primary first; defaults to `[nodeIP]`. */
+  nodeIPs?: string[];
+  /** Node allocatable, for `resourceFieldRef` on `limits.*` of a container without that limit. */
+  allocatable?: Record<string, string | number>;
+}
+
+export interface ManagerContext {
+  runtime: Runtime;
+  clock: Clock;
+  node: RuntimeManagerNodeSettings;
+  record: EventRecorderFunc;
+  logger: RuntimeManagerLogger;
+  envSource: EnvSource;
+  httpGet: HookHttpGet;
+  hookHttpTimeoutMs: number;
+  crashLoopBackOff: Backoff;
+  imagePullBackOff: ImagePullBackOff;
+  /** Create and remove log directories and files on this host (the runtime writes the files). */
+  manageLogDirectories: boolean;
+  /** rmdir the pod cgroup left behind by the runtime when a pod is removed. */
+  removePodCgroups: boolean;
+  /** The runtime name that prefixes container IDs in the API (`containerd://...`). */
+  runtimeType(): Promise<string>;
+}
+
+/** The container's place in the pod spec, as event references name it (`spec.initContainers{setup}`). */
+export function containerFieldPath(pod: Pod, name: string): string | undefined {
+  if (pod.spec.containers.some((c) => c.name === name)) return `spec.containers{${name}}`;
+  if ((pod.spec.initContainers ?? []).some((c) => c.name === name)) return `spec.initContainers{${name}}`;
+  if ((pod.spec.ephemeralContainers ?? []).some((c) => c.name === name)) return `spec.ephemeralContainers{${name}}`;
+  return undefined;
+}
+
+/** The spec of the named container in any of the pod's three lists. */
+export function containerSpec(pod: Pod, name: string): Container | undefined {
+  return (
+    pod.spec.containers.find((c) => c.name === name) ??
+    pod.spec.initContainers?.find((c) => c.name === name) ??
+    pod.spec.ephemeralContainers?.find((c) => c.name === name)
+  );
+}
+
+/**
+ * Records a container event (kubelet: recordContainerEvent): runtime errors often contain the container ID,
+ * which would make every event distinct, so the ID is replaced by the container's name.
+ */
+export function recordContainerEvent(
+  ctx: Pick<ManagerContext, 'record' | 'logger'>,
+  pod: Pod,
+  containerName: string,
+  containerId: string,
+  type: EventType,
+  reason: string,
+  message: string,
+): void {
+  const text = containerId ? message.split(containerId).join(containerName) : message;
+  try {
+    ctx.record(pod, type, reason, text, containerFieldPath(pod, containerName));
+  } catch (err) {
+    ctx.logger.warn('event recorder failed', { reason, err: String(err) });
+  }
+}
+
+/** Records a pod-level event; a throwing recorder is logged, never propagated. */
+export function recordPodEvent(
+  ctx: Pick<ManagerContext, 'record' | 'logger'>,
+  pod: Pod,
+  type: EventType,
+  reason: string,
+  message: string,
+): void {
+  try {
+    ctx.record(pod, type, reason, message);
+  } catch (err) {
+    ctx.logger.warn('event recorder failed', { reason, err: String(err) });
+  }
+}

@@ -1,0 +1,205 @@
+/**
+ * The runtime view of pods, rebuilt from the runtime alone (kubelet: GetPodStatus, GetPods,
+ * toKubeContainerStatus, determinePodSandboxIPs). Sandboxes and containers are found by the kubelet's labels,
+ * never by memory, so a restarted operator sees exactly what the previous one left.
+ *
+ * Every lookup is scoped to one node by ManagedByLabel: a runtime shared by several VirtualNodes shows each
+ * node only its own objects.
+ */
+import {
+  ContainerHashAnnotation,
+  ContainerNameLabel,
+  ContainerRestartCountAnnotation,
+  ManagedByLabel,
+  PodNameLabel,
+  PodNamespaceLabel,
+  PodUIDLabel,
+} from '../../runtime/labels.js';
+import type {
+  Container as RuntimeContainer,
+  ContainerStatus as RuntimeContainerStatus,
+  PodSandbox,
+  PodSandboxStatus,
+  Runtime,
+} from '../../runtime/types.js';
+import { isNotFound } from '../../util/errors.js';
+import {
+  asContainerID,
+  asPodUID,
+  asSandboxID,
+  type ContainerStatus,
+  type PodUID,
+  type RuntimePodStatus,
+  type SandboxStatus,
+} from '../container/types.js';
+import type { ListedContainer } from '../pleg/events.js';
+import type { RuntimePod } from '../pleg/generic.js';
+
+/** Epoch ms of a CRI nanosecond timestamp; undefined for the zero value (never happened). */
+export function nsToMs(ns: bigint): number | undefined {
+  if (ns <= 0n) return undefined;
+  return Number(ns / 1_000_000n);
+}
+
+/** The pod IPs a sandbox reports: its IP, then the additional ones, empty ones dropped. */
+export function sandboxIPs(status: Pick<PodSandboxStatus, 'network'>): string[] {
+  if (!status.network) return [];
+  return [status.network.ip, ...status.network.additionalIps].filter((ip) => ip !== '');
+}
+
+export function toSandboxStatus(s: PodSandboxStatus): SandboxStatus {
+  const out: SandboxStatus = {
+    id: asSandboxID(s.id),
+    state: s.state,
+    attempt: s.metadata.attempt,
+    ip: s.network ? s.network.ip : null,
+    netns: s.networkMode === 'NODE' ? 'node' : 'pod',
+  };
+  if (s.network && s.network.additionalIps.length > 0) out.additionalIPs = [...s.network.additionalIps];
+  const created = nsToMs(s.createdAt);
+  if (created !== undefined) out.createdAt = created;
+  return out;
+}
+
+function restartCountOf(annotations: Record<string, string>): number {
+  const n = Number.parseInt(annotations[ContainerRestartCountAnnotation] ?? '', 10);
+  return Number.isInteger(n) && n >= 0 ? n : 0;
+}
+
+/** One container record of the runtime view (kubelet: toKubeContainerStatus). */
+export function toContainerStatus(s: RuntimeContainerStatus, runtimeType: string): ContainerStatus {
+  const out: ContainerStatus = {
+    id: asContainerID(s.id),
+    name: s.labels[ContainerNameLabel] ?? s.metadata.name,
+    state: s.state,
+    runtimeType,
+    restartCount: restartCountOf(s.annotations),
+    hash: s.annotations[ContainerHashAnnotation] ?? '',
+    sandboxID: asSandboxID(s.podSandboxId),
+    image: s.image,
+    imageRef: s.imageRef,
+  };
+  const created = nsToMs(s.createdAt);
+  if (created !== undefined) out.createdAt = created;
+  // A container past `created` has been started (or tried to be).
+  if (s.state !== 'created') {
+    const started = nsToMs(s.startedAt);
+    if (started !== undefined) out.startedAt = started;
+  }
+  if (s.state === 'exited') {
+    out.exitCode = s.exitCode;
+    out.reason = s.reason;
+    out.message = s.message;
+    const finished = nsToMs(s.finishedAt);
+    if (finished !== undefined) out.finishedAt = finished;
+  }
+  return out;
+}
+
+/** Newest first, by creation time (CRI nanoseconds, so ties within a millisecond still order). */
+function byCreatedDesc<T extends { createdAt: bigint }>(a: T, b: T): number {
+  return a.createdAt === b.createdAt ? 0 : a.createdAt > b.createdAt ? -1 : 1;
+}
+
+/**
+ * Everything the runtime has for one pod (kubelet: GetPodStatus). Objects removed between the listing and their
+ * status call are skipped, as the kubelet does; any other runtime error rejects (the PLEG retries).
+ */
+export async function readPodStatus(
+  runtime: Runtime,
+  nodeName: string,
+  runtimeType: string,
+  uid: string,
+  name: string,
+  namespace: string,
+): Promise<RuntimePodStatus> {
+  const selector = { [PodUIDLabel]: uid, [ManagedByLabel]: nodeName };
+  const listed = (await runtime.listPodSandbox({ labelSelector: selector })).sort(byCreatedDesc);
+  // Objects can go between the listing and their status call: skip those, as the kubelet does.
+  const orMissing = async <T>(p: Promise<T>): Promise<T | undefined> => {
+    try {
+      return await p;
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  };
+  const sandboxStatuses = await Promise.all(listed.map((sb) => orMissing(runtime.podSandboxStatus(sb.id))));
+  const sandboxes: SandboxStatus[] = [];
+  let ips: string[] = [];
+  sandboxStatuses.forEach((st, idx) => {
+    if (!st) return;
+    sandboxes.push(toSandboxStatus(st));
+    // Only the newest sandbox, and only while ready, gives the pod its IPs.
+    if (idx === 0 && st.state === 'ready') ips = sandboxIPs(st);
+  });
+
+  const listedContainers = await runtime.listContainers({ labelSelector: selector });
+  const statuses = await Promise.all(listedContainers.map((c) => orMissing(runtime.containerStatus(c.id))));
+  const containers = statuses
+    .filter((st): st is RuntimeContainerStatus => st !== undefined)
+    .sort(byCreatedDesc)
+    .map((st) => toContainerStatus(st, runtimeType));
+  return {
+    uid: asPodUID(uid),
+    name,
+    namespace,
+    sandboxes,
+    containers,
+    ips,
+  };
+}
+
+interface MutablePod {
+  uid: PodUID;
+  name: string;
+  namespace: string;
+  containers: ListedContainer[];
+  sandboxes: ListedContainer[];
+  createdAt: bigint;
+}
+
+/**
+ * Every pod of this node on the runtime, exited containers and sandboxes included (kubelet: GetPods(all)).
+ * Pods are grouped by the pod UID label; sandboxes appear as ready = running, not ready = exited. Pods are
+ * ordered by their newest sandbox, newest first.
+ */
+export async function listRuntimePods(runtime: Runtime, nodeName: string): Promise<RuntimePod[]> {
+  const selector = { [ManagedByLabel]: nodeName };
+  const [sandboxes, containers] = await Promise.all([
+    runtime.listPodSandbox({ labelSelector: selector }),
+    runtime.listContainers({ labelSelector: selector }),
+  ]);
+  const pods = new Map<string, MutablePod>();
+  const podOf = (obj: PodSandbox | RuntimeContainer, fallback: { uid: string; name: string; namespace: string }): MutablePod | undefined => {
+    const uid = obj.labels[PodUIDLabel] ?? fallback.uid;
+    if (!uid) return undefined;
+    let p = pods.get(uid);
+    if (!p) {
+      p = {
+        uid: asPodUID(uid),
+        name: obj.labels[PodNameLabel] ?? fallback.name,
+        namespace: obj.labels[PodNamespaceLabel] ?? fallback.namespace,
+        containers: [],
+        sandboxes: [],
+        createdAt: 0n,
+      };
+      pods.set(uid, p);
+    }
+    return p;
+  };
+  for (const sb of [...sandboxes].sort(byCreatedDesc)) {
+    const p = podOf(sb, sb.metadata);
+    if (!p) continue;
+    p.sandboxes.push({ id: sb.id, state: sb.state === 'ready' ? 'running' : 'exited' });
+    if (sb.createdAt > p.createdAt) p.createdAt = sb.createdAt;
+  }
+  for (const c of [...containers].sort(byCreatedDesc)) {
+    const p = podOf(c, { uid: '', name: '', namespace: '' });
+    if (!p) continue;
+    p.containers.push({ id: c.id, state: c.state });
+  }
+  return [...pods.values()]
+    .sort(byCreatedDesc)
+    .map(({ uid, name, namespace, containers: cs, sandboxes: sbs }) => ({ uid, name, namespace, containers: cs, sandboxes: sbs }));
+}
