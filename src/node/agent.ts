@@ -75,19 +75,30 @@ function validate(cfg: NodeAgentConfig): void {
   if (!cfg.nodeName) throw invalid('nodeName is required');
   if (!cfg.virtualNodeName) throw invalid('virtualNodeName is required', node);
   if (!cfg.spec?.capacity || !cfg.spec.heartbeat) throw invalid('a parsed spec is required', node);
-  if (!cfg.internalIP || !isIP(cfg.internalIP)) throw invalid(`internalIP ${String(cfg.internalIP)} is not an IP`, node);
+  if (!cfg.internalIP || !isIP(cfg.internalIP))
+    throw invalid(`internalIP ${String(cfg.internalIP)} is not an IP`, node);
   const api = cfg.api as Partial<NodeAPI> | undefined;
-  for (const m of ['getNode', 'createNode', 'patchNode', 'patchNodeStatus', 'getLease', 'createLease', 'updateLease'] as const) {
+  for (const m of [
+    'getNode',
+    'createNode',
+    'patchNode',
+    'patchNodeStatus',
+    'getLease',
+    'createLease',
+    'updateLease',
+  ] as const) {
     if (typeof api?.[m] !== 'function') throw invalid(`api.${m} is required`, node);
   }
   if (typeof cfg.runtime?.version !== 'function' || typeof cfg.runtime.status !== 'function') {
     throw invalid('runtime with version() and status() is required', node);
   }
   if (typeof cfg.recorder?.event !== 'function') throw invalid('recorder is required', node);
-  if (typeof cfg.clock?.now !== 'function' || typeof cfg.clock.sleep !== 'function') throw invalid('clock is required', node);
+  if (typeof cfg.clock?.now !== 'function' || typeof cfg.clock.sleep !== 'function')
+    throw invalid('clock is required', node);
   if (typeof cfg.hostNetwork !== 'boolean') throw invalid('hostNetwork must be true or false', node);
   const port = cfg.daemonPort ?? DEFAULT_KUBELET_PORT;
-  if (!Number.isInteger(port) || port < 1 || port > 65535) throw invalid(`daemonPort ${port} is not a port`, node);
+  if (!Number.isInteger(port) || port < 1 || port > 65535)
+    throw invalid(`daemonPort ${port} is not a port`, node);
 }
 
 /** Capacity quantities as strings (the spec allows integers). */
@@ -227,7 +238,8 @@ export class NodeAgent {
       await Promise.all([this.lease.ready, this.status.ready]);
       this.resolveReady();
     } catch (err) {
-      if (!this.abort.signal.aborted) this.logger.warn('node agent failed to start', { node: this.nodeName, error: errorMessage(err) });
+      if (!this.abort.signal.aborted)
+        this.logger.warn('node agent failed to start', { node: this.nodeName, error: errorMessage(err) });
     }
   }
 

@@ -107,7 +107,11 @@ export function restNodeAPI(client: KubeClient): NodeAPI {
 export function restEventSink(client: KubeClient): EventSink {
   return {
     async create(namespace: string, event: CoreEvent): Promise<void> {
-      await client.request({ method: 'POST', path: `/api/v1/namespaces/${enc(namespace)}/events`, body: event });
+      await client.request({
+        method: 'POST',
+        path: `/api/v1/namespaces/${enc(namespace)}/events`,
+        body: event,
+      });
     },
     async patch(namespace: string, name: string, patch: Partial<CoreEvent>): Promise<void> {
       await client.request({

@@ -56,12 +56,18 @@ function desiredTaints(id: NodeIdentity): NodeTaintSpec[] {
   // One taint per key and effect, the last one winning, as the API server would insist.
   const byKey = new Map<string, NodeTaintSpec>();
   for (const t of id.taints) {
-    byKey.set(taintKey(t), t.value ? { key: t.key, value: t.value, effect: t.effect } : { key: t.key, effect: t.effect });
+    byKey.set(
+      taintKey(t),
+      t.value ? { key: t.key, value: t.value, effect: t.effect } : { key: t.key, effect: t.effect },
+    );
   }
   return [...byKey.values()];
 }
 
-function ownershipAnnotations(labels: Record<string, string>, taints: NodeTaintSpec[]): Record<string, string> {
+function ownershipAnnotations(
+  labels: Record<string, string>,
+  taints: NodeTaintSpec[],
+): Record<string, string> {
   return {
     [OWNED_LABELS_ANNOTATION]: Object.keys(labels).sort().join(','),
     [OWNED_TAINTS_ANNOTATION]: taints.map(taintKey).sort().join(','),

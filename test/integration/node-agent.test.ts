@@ -27,7 +27,12 @@ class FakeRuntime {
     return [
       { type: 'RuntimeReady', status: true, reason: '', message: '' },
       // Host networking: a NetworkReady=false runtime must not make the node NotReady.
-      { type: 'NetworkReady', status: false, reason: 'NetworkPluginNotReady', message: 'cni config uninitialized' },
+      {
+        type: 'NetworkReady',
+        status: false,
+        reason: 'NetworkPluginNotReady',
+        message: 'cni config uninitialized',
+      },
     ];
   }
 }
@@ -44,7 +49,8 @@ async function eventually<T>(fn: () => Promise<T | undefined>, timeoutMs: number
     } catch (err) {
       last = err;
     }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
     await sleep(50);
   }
 }
@@ -123,7 +129,9 @@ describe('NodeAgent against a real API server', function () {
     });
     // We register without taints; the API server's TaintNodesByCondition admission adds not-ready, which
     // the node lifecycle controller (not running here) removes once the Node is Ready, as for a kubelet.
-    expect((node.spec?.taints ?? []).filter((t) => t.key !== 'node.kubernetes.io/not-ready')).to.deep.equal([]);
+    expect((node.spec?.taints ?? []).filter((t) => t.key !== 'node.kubernetes.io/not-ready')).to.deep.equal(
+      [],
+    );
     expect(node.status!.addresses).to.deep.equal([
       { type: 'InternalIP', address: '127.0.0.2' },
       { type: 'Hostname', address: NODE },
@@ -243,6 +251,30 @@ describe('NodeAgent against a real API server', function () {
       query: { fieldSelector: `involvedObject.name=${NODE},reason=NodeNotReady` },
     });
     expect(events.items).to.have.length(1);
+  });
+
+  it('registers the Node again when it is deleted behind its back, and moves the Lease owner to it', async function () {
+    this.timeout(20_000);
+    const oldUID = (await getNode()).metadata.uid;
+    await client.request({ method: 'DELETE', path: `/api/v1/nodes/${NODE}` });
+    const node = await eventually(
+      async () => {
+        const n = await getNode();
+        return n.metadata.uid !== oldUID && readyOf(n)?.status === 'True' ? n : undefined;
+      },
+      10_000,
+      'the Node registered again',
+    );
+    expect(agent.nodeUID).to.equal(node.metadata.uid);
+    const lease = await eventually(
+      async () => {
+        const l = await getLease();
+        return l.metadata.ownerReferences?.[0]?.uid === node.metadata.uid ? l : undefined;
+      },
+      5_000,
+      'the Lease owned by the new Node',
+    );
+    expect(lease.metadata.ownerReferences).to.have.length(1);
   });
 
   it('deleteNode removes the Node and its Lease', async () => {

@@ -7,7 +7,7 @@
 // control plane whose owner died by SIGKILL is reaped by the next startControlPlane() (see reapOrphans).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, openSync, readFileSync, readdirSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, readdirSync, rmSync, writeSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import https from 'node:https';
@@ -116,7 +116,8 @@ class Component {
 
 // ---- process-exit safety net -------------------------------------------------------------------
 
-const liveGroups = new Set<number>();
+/** Process group -> the control plane dir it belongs to, for every component still running. */
+const liveGroups = new Map<number, string>();
 let exitHookInstalled = false;
 
 function killGroup(pgid: number, sig: NodeJS.Signals): void {
@@ -128,8 +129,19 @@ function killGroup(pgid: number, sig: NodeJS.Signals): void {
 }
 
 function killAllGroups(): void {
-  for (const pgid of liveGroups) killGroup(pgid, 'SIGKILL');
+  const dirs = new Set(liveGroups.values());
+  for (const pgid of liveGroups.keys()) killGroup(pgid, 'SIGKILL');
   liveGroups.clear();
+  for (const dir of dirs) {
+    // Synchronous on purpose: this runs in the 'exit' hook.
+    dropEtcdData(dir);
+    writeSync(2, `control plane killed at process exit; its logs are kept in ${path.join(dir, 'logs')}\n`);
+  }
+}
+
+/** A kept dir is for its logs; etcd's data (~120 MB of preallocated WAL) is not worth keeping. */
+function dropEtcdData(dir: string): void {
+  rmSync(path.join(dir, 'etcd'), { recursive: true, force: true });
 }
 
 function installExitHook(): void {
@@ -172,8 +184,18 @@ export function reapOrphans(): void {
       continue;
     }
     if (pidAlive(owner.ownerPid)) continue;
+    let killed = false;
     for (const pid of owner.pids) {
-      if (commandLineOf(pid).includes(dir)) killGroup(pid, 'SIGKILL');
+      if (commandLineOf(pid).includes(dir)) {
+        killGroup(pid, 'SIGKILL');
+        killed = true;
+      }
+    }
+    if (killed) {
+      dropEtcdData(dir);
+      console.error(
+        `killed an orphaned control plane (owner pid ${owner.ownerPid} is gone); logs in ${dir}/logs`,
+      );
     }
   }
 }
@@ -207,7 +229,7 @@ export function run(
     const child = spawn(cmd, args, {
       cwd: opts.cwd,
       env: opts.env ?? process.env,
-      stdio: ['pipe', 'pipe', 'pipe'],
+      stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
     });
     let stdout = '';
     let stderr = '';
@@ -215,7 +237,11 @@ export function run(
     child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
     child.once('error', reject);
     child.once('close', (code, signal) => resolve({ code: code ?? (signal ? 128 : 1), stdout, stderr }));
-    child.stdin!.end(opts.input ?? '');
+    if (child.stdin) {
+      // A command that exits without reading its input must not crash us with EPIPE.
+      child.stdin.on('error', () => undefined);
+      child.stdin.end(opts.input);
+    }
   });
 }
 
@@ -566,7 +592,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       child.once('error', reject);
     });
     child.unref();
-    liveGroups.add(child.pid!);
+    liveGroups.set(child.pid!, dir);
     const c = new Component(name, child, logPath);
     components.push(c);
     await recordOwner();
@@ -734,6 +760,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         (stopped ??= (async () => {
           await stopAll(3000);
           if (stopOpts.keepDir) {
+            dropEtcdData(dir);
             console.error(`control plane stopped; its logs are kept in ${path.join(dir, 'logs')}`);
           } else {
             await rm(dir, { recursive: true, force: true });
@@ -742,6 +769,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     };
   } catch (err) {
     await stopAll(1000);
+    dropEtcdData(dir);
     console.error(`control plane failed to start; logs are kept in ${path.join(dir, 'logs')}`);
     throw err;
   }

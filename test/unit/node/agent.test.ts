@@ -83,7 +83,12 @@ describe('NodeAgent', () => {
       team: 'a',
     });
     expect(node.spec).to.deep.equal({});
-    expect(node.status!.capacity).to.deep.equal({ cpu: '8', memory: '32Gi', 'ephemeral-storage': '100Gi', pods: '50' });
+    expect(node.status!.capacity).to.deep.equal({
+      cpu: '8',
+      memory: '32Gi',
+      'ephemeral-storage': '100Gi',
+      pods: '50',
+    });
     expect(node.status!.allocatable).to.deep.equal(node.status!.capacity);
     expect(node.status!.addresses).to.deep.equal([
       { type: 'InternalIP', address: '127.0.0.2' },
@@ -114,7 +119,9 @@ describe('NodeAgent', () => {
 
   it('uses the heartbeat settings of the spec', async () => {
     const { clock, api, agent } = setup({
-      spec: spec({ heartbeat: { leaseDurationSeconds: 20, renewIntervalSeconds: 2, statusUpdateFrequencySeconds: 5 } }),
+      spec: spec({
+        heartbeat: { leaseDurationSeconds: 20, renewIntervalSeconds: 2, statusUpdateFrequencySeconds: 5 },
+      }),
     });
     agent.start();
     await flush();
@@ -196,7 +203,10 @@ describe('NodeAgent', () => {
       'NodeReady',
     ]);
     expect(new Set(created.map((e) => e.metadata.name)).size).to.equal(created.length);
-    expect(created[0]).to.deep.include({ source: { component: 'kubelet', host: 'vn-1' }, metadata: created[0]!.metadata });
+    expect(created[0]).to.deep.include({
+      source: { component: 'kubelet', host: 'vn-1' },
+      metadata: created[0]!.metadata,
+    });
     expect(created[0]!.involvedObject).to.deep.equal({ kind: 'Node', name: 'vn-1', uid: 'vn-1' });
     await agent.stop();
   });

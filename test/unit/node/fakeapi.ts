@@ -13,7 +13,9 @@ const clone = <T>(v: T): T => structuredClone(v);
 function mergePatch(target: unknown, patch: unknown): unknown {
   if (!patch || typeof patch !== 'object' || Array.isArray(patch)) return patch;
   const out: Record<string, unknown> =
-    target && typeof target === 'object' && !Array.isArray(target) ? { ...(target as Record<string, unknown>) } : {};
+    target && typeof target === 'object' && !Array.isArray(target)
+      ? { ...(target as Record<string, unknown>) }
+      : {};
   for (const [k, v] of Object.entries(patch as Record<string, unknown>)) {
     if (v === null) delete out[k];
     else out[k] = mergePatch(out[k], v);
@@ -21,7 +23,10 @@ function mergePatch(target: unknown, patch: unknown): unknown {
   return out;
 }
 
-function mergeByType<T extends { type: string }>(base: T[] | undefined, patch: T[] | undefined): T[] | undefined {
+function mergeByType<T extends { type: string }>(
+  base: T[] | undefined,
+  patch: T[] | undefined,
+): T[] | undefined {
   if (!patch) return base;
   const out = [...(base ?? [])];
   for (const p of patch) {
@@ -91,7 +96,8 @@ export class FakeNodeAPI implements NodeAPI {
     this.enter('patchNode', name);
     const cur = this.mustNode(name);
     const rv = (patch as { metadata?: { resourceVersion?: string } }).metadata?.resourceVersion;
-    if (rv && rv !== cur.metadata.resourceVersion) throw new KindError('Conflict', 'the object has been modified');
+    if (rv && rv !== cur.metadata.resourceVersion)
+      throw new KindError('Conflict', 'the object has been modified');
     const next = mergePatch(cur, patch) as Node;
     next.metadata.resourceVersion = this.nextRV();
     this.nodes.set(name, next);
@@ -116,7 +122,8 @@ export class FakeNodeAPI implements NodeAPI {
   async deleteNode(name: string, opts?: { uid?: string }): Promise<void> {
     this.enter('deleteNode', name);
     const cur = this.mustNode(name);
-    if (opts?.uid && cur.metadata.uid !== opts.uid) throw new KindError('Conflict', 'precondition failed: UID');
+    if (opts?.uid && cur.metadata.uid !== opts.uid)
+      throw new KindError('Conflict', 'precondition failed: UID');
     this.nodes.delete(name);
   }
 
@@ -176,15 +183,30 @@ export class FakeRuntime {
     this.statusCalls++;
     if (this.down) throw new KindError('Unavailable', 'connection refused');
     return [
-      { type: 'RuntimeReady', status: this.runtimeReady, reason: this.runtimeReady ? '' : 'Broken', message: '' },
-      { type: 'NetworkReady', status: this.networkReady, reason: this.networkReady ? '' : 'NoCNI', message: '' },
+      {
+        type: 'RuntimeReady',
+        status: this.runtimeReady,
+        reason: this.runtimeReady ? '' : 'Broken',
+        message: '',
+      },
+      {
+        type: 'NetworkReady',
+        status: this.networkReady,
+        reason: this.networkReady ? '' : 'NoCNI',
+        message: '',
+      },
     ];
   }
 }
 
 export class RecordingRecorder implements NodeEventRecorder {
   events: { kind: string; name: string; uid?: string; type: string; reason: string; message: string }[] = [];
-  event(ref: { kind: string; name: string; uid?: string }, type: string, reason: string, message: string): void {
+  event(
+    ref: { kind: string; name: string; uid?: string },
+    type: string,
+    reason: string,
+    message: string,
+  ): void {
     this.events.push({ kind: ref.kind, name: ref.name, uid: ref.uid, type, reason, message });
   }
   reasons(): string[] {

@@ -37,8 +37,18 @@ describe('readinessErrors', () => {
   const ok = (runtime: boolean, network: boolean) => ({
     state: 'ok' as const,
     conditions: [
-      { type: 'RuntimeReady', status: runtime, reason: runtime ? '' : 'Broken', message: runtime ? '' : 'boom' },
-      { type: 'NetworkReady', status: network, reason: network ? '' : 'NoCNI', message: network ? '' : 'cni' },
+      {
+        type: 'RuntimeReady',
+        status: runtime,
+        reason: runtime ? '' : 'Broken',
+        message: runtime ? '' : 'boom',
+      },
+      {
+        type: 'NetworkReady',
+        status: network,
+        reason: network ? '' : 'NoCNI',
+        message: network ? '' : 'cni',
+      },
     ],
   });
 
@@ -89,7 +99,12 @@ describe('systemInfo', () => {
 describe('nodeConditionEvents', () => {
   const cond = (type: string, status: 'True' | 'False') => ({ type, status });
   it('reports pressure conditions when first seen and on flips, Ready only on flips', () => {
-    const first = [cond('MemoryPressure', 'False'), cond('DiskPressure', 'False'), cond('PIDPressure', 'False'), cond('Ready', 'False')];
+    const first = [
+      cond('MemoryPressure', 'False'),
+      cond('DiskPressure', 'False'),
+      cond('PIDPressure', 'False'),
+      cond('Ready', 'False'),
+    ];
     expect(nodeConditionEvents(undefined, first)).to.deep.equal([
       'NodeHasSufficientMemory',
       'NodeHasNoDiskPressure',
@@ -99,9 +114,9 @@ describe('nodeConditionEvents', () => {
     expect(nodeConditionEvents(first, ready)).to.deep.equal(['NodeReady']);
     expect(nodeConditionEvents(ready, ready)).to.deep.equal([]);
     expect(nodeConditionEvents(ready, first)).to.deep.equal(['NodeNotReady']);
-    expect(nodeConditionEvents([cond('MemoryPressure', 'False')], [cond('MemoryPressure', 'True')])).to.deep.equal([
-      'NodeHasInsufficientMemory',
-    ]);
+    expect(
+      nodeConditionEvents([cond('MemoryPressure', 'False')], [cond('MemoryPressure', 'True')]),
+    ).to.deep.equal(['NodeHasInsufficientMemory']);
   });
 });
 
@@ -109,24 +124,58 @@ describe('nodeStatusChanged against a status as the API server returns it', () =
   const ours: NodeStatus = {
     capacity: { cpu: '4', memory: '17179869184', pods: '110' },
     conditions: [
-      { type: 'MemoryPressure', status: 'False', reason: 'R', message: 'm', lastHeartbeatTime: 'a', lastTransitionTime: 't' },
-      { type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'ok', lastHeartbeatTime: 'a', lastTransitionTime: 't' },
+      {
+        type: 'MemoryPressure',
+        status: 'False',
+        reason: 'R',
+        message: 'm',
+        lastHeartbeatTime: 'a',
+        lastTransitionTime: 't',
+      },
+      {
+        type: 'Ready',
+        status: 'True',
+        reason: 'KubeletReady',
+        message: 'ok',
+        lastHeartbeatTime: 'a',
+        lastTransitionTime: 't',
+      },
     ],
     nodeInfo: { ...systemInfo({ ...params, runtimeVersion: undefined }) },
   };
   it('ignores key order, quantity spelling, condition order and omitted zero values', () => {
     const server = {
-      nodeInfo: Object.fromEntries(Object.entries(ours.nodeInfo!).reverse().filter(([, v]) => v !== '')),
+      nodeInfo: Object.fromEntries(
+        Object.entries(ours.nodeInfo!)
+          .reverse()
+          .filter(([, v]) => v !== ''),
+      ),
       conditions: [
-        { lastTransitionTime: 't', lastHeartbeatTime: 'b', message: 'ok', reason: 'KubeletReady', status: 'True', type: 'Ready' },
-        { message: 'm', reason: 'R', status: 'False', type: 'MemoryPressure', lastHeartbeatTime: 'b', lastTransitionTime: 't' },
+        {
+          lastTransitionTime: 't',
+          lastHeartbeatTime: 'b',
+          message: 'ok',
+          reason: 'KubeletReady',
+          status: 'True',
+          type: 'Ready',
+        },
+        {
+          message: 'm',
+          reason: 'R',
+          status: 'False',
+          type: 'MemoryPressure',
+          lastHeartbeatTime: 'b',
+          lastTransitionTime: 't',
+        },
       ],
       capacity: { pods: '110', memory: '16Gi', cpu: '4' },
     } as unknown as NodeStatus;
     expect(nodeStatusChanged(server, ours, 0, 1000)).to.equal(false);
     const flipped = { ...ours, conditions: [{ ...ours.conditions![1]!, status: 'False' as const }] };
     expect(nodeStatusChanged(server, flipped, 0, 1000)).to.equal(true);
-    expect(nodeStatusChanged(server, { ...ours, capacity: { ...ours.capacity, cpu: '5' } }, 0, 1000)).to.equal(true);
+    expect(
+      nodeStatusChanged(server, { ...ours, capacity: { ...ours.capacity, cpu: '5' } }, 0, 1000),
+    ).to.equal(true);
   });
 });
 
@@ -153,20 +202,33 @@ function setup(opts: { hostNetwork?: boolean; healthChecks?: () => string[] } = 
   return { clock, api, runtime, recorder, loop, register, missing: () => missing };
 }
 
-const readyOf = (api: FakeNodeAPI) => api.nodes.get('vn-1')!.status!.conditions!.find((c) => c.type === 'Ready')!;
+const readyOf = (api: FakeNodeAPI) =>
+  api.nodes.get('vn-1')!.status!.conditions!.find((c) => c.type === 'Ready')!;
 
 describe('NodeStatusLoop', () => {
   it('registers NotReady (runtime not checked yet), then turns Ready on the first sync', async () => {
     const { api, loop, register, recorder } = setup();
     const node = await register();
     const initialReady = node.status!.conditions!.find((c) => c.type === 'Ready')!;
-    expect(initialReady).to.include({ status: 'False', reason: 'KubeletNotReady', message: RUNTIME_NOT_CHECKED });
+    expect(initialReady).to.include({
+      status: 'False',
+      reason: 'KubeletNotReady',
+      message: RUNTIME_NOT_CHECKED,
+    });
     expect(node.status!.nodeInfo!.containerRuntimeVersion).to.equal('fake://1.2.3');
-    expect(recorder.reasons()).to.deep.equal(['NodeHasSufficientMemory', 'NodeHasNoDiskPressure', 'NodeHasSufficientPID']);
+    expect(recorder.reasons()).to.deep.equal([
+      'NodeHasSufficientMemory',
+      'NodeHasNoDiskPressure',
+      'NodeHasSufficientPID',
+    ]);
     loop.start();
     await flush();
     await loop.ready;
-    expect(readyOf(api)).to.include({ status: 'True', reason: 'KubeletReady', message: 'kubelet is posting ready status' });
+    expect(readyOf(api)).to.include({
+      status: 'True',
+      reason: 'KubeletReady',
+      message: 'kubelet is posting ready status',
+    });
     expect(recorder.reasons().slice(3)).to.deep.equal(['NodeReady']);
     expect(recorder.events.at(-1)).to.deep.include({
       kind: 'Node',
@@ -207,7 +269,9 @@ describe('NodeStatusLoop', () => {
     runtime.down = false;
     runtime.runtimeReady = false;
     await advance(clock, 10_000);
-    expect(readyOf(api).message).to.equal('container runtime not ready: RuntimeReady=false reason:Broken message:');
+    expect(readyOf(api).message).to.equal(
+      'container runtime not ready: RuntimeReady=false reason:Broken message:',
+    );
     runtime.runtimeReady = true;
     await advance(clock, 10_000);
     expect(readyOf(api)).to.include({ status: 'True', lastTransitionTime: '2026-01-01T00:00:30Z' });

@@ -83,7 +83,12 @@ describe('reconcileNodePatch', () => {
 
   it('is undefined when the Node already matches', () => {
     const built = buildNode(id({ taints: [{ key: 'a', effect: 'NoSchedule' }] }), {});
-    expect(reconcileNodePatch({ ...built, metadata: { ...built.metadata, resourceVersion: '3' } }, id({ taints: [{ key: 'a', effect: 'NoSchedule' }] }))).to.equal(undefined);
+    expect(
+      reconcileNodePatch(
+        { ...built, metadata: { ...built.metadata, resourceVersion: '3' } },
+        id({ taints: [{ key: 'a', effect: 'NoSchedule' }] }),
+      ),
+    ).to.equal(undefined);
   });
 
   it('sets our labels, removes ones we owned and dropped, and leaves foreign labels alone', () => {
@@ -101,7 +106,7 @@ describe('reconcileNodePatch', () => {
     expect(patch.metadata.labels).to.not.have.property('kubernetes.io/hostname');
   });
 
-  it('replaces taints we owned, keeps others (the node lifecycle controller\'s), adds new ones', () => {
+  it("replaces taints we owned, keeps others (the node lifecycle controller's), adds new ones", () => {
     const patch = reconcileNodePatch(
       existing(
         { annotations: { [OWNED_TAINTS_ANNOTATION]: 'old:NoSchedule' } },
@@ -124,7 +129,10 @@ describe('reconcileNodePatch', () => {
 
   it('clears the taint list when nothing is left', () => {
     const patch = reconcileNodePatch(
-      existing({ annotations: { [OWNED_TAINTS_ANNOTATION]: 'a:NoSchedule' } }, { taints: [{ key: 'a', effect: 'NoSchedule' }] }),
+      existing(
+        { annotations: { [OWNED_TAINTS_ANNOTATION]: 'a:NoSchedule' } },
+        { taints: [{ key: 'a', effect: 'NoSchedule' }] },
+      ),
       id(),
     ) as { spec: { taints: unknown } };
     expect(patch.spec.taints).to.equal(null);
@@ -145,7 +153,12 @@ describe('registerNode', () => {
     const api = new FakeNodeAPI(clock);
     await api.createNode({ metadata: { name: 'vn-1', labels: { admin: 'x' } }, spec: {} });
     const uid = api.nodes.get('vn-1')!.metadata.uid;
-    const node = await registerNode(api, buildNode(id({ labels: { a: 'b' } }), {}), id({ labels: { a: 'b' } }), { clock });
+    const node = await registerNode(
+      api,
+      buildNode(id({ labels: { a: 'b' } }), {}),
+      id({ labels: { a: 'b' } }),
+      { clock },
+    );
     expect(node.metadata.uid).to.equal(uid);
     expect(node.metadata.labels).to.include({ admin: 'x', a: 'b', 'kubernetes.io/hostname': 'vn-1' });
     expect(api.count('patchNode')).to.equal(1);
@@ -189,7 +202,9 @@ describe('registerNode', () => {
     await p.catch((e: unknown) => (err = e));
     expect((err as { kind?: string }).kind).to.equal('Unavailable');
     // Back-off 100 ms doubling, capped at 7 s: attempts at 0, 0.1, 0.3, 0.7, 1.5, 3.1, 6.3, 12.7, 19.7 s.
-    expect(api.calls.map((c) => c.at - T0)).to.deep.equal([0, 100, 300, 700, 1500, 3100, 6300, 12_700, 19_700]);
+    expect(api.calls.map((c) => c.at - T0)).to.deep.equal([
+      0, 100, 300, 700, 1500, 3100, 6300, 12_700, 19_700,
+    ]);
   });
 });
 
@@ -197,7 +212,12 @@ describe('deleteNode', () => {
   it('deletes the Node and its Lease, and tolerates either being gone', async () => {
     const api = new FakeNodeAPI();
     await api.createNode({ metadata: { name: 'vn-1' } });
-    await api.createLease({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'vn-1' }, spec: {} });
+    await api.createLease({
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: { name: 'vn-1' },
+      spec: {},
+    });
     await deleteNode(api, 'vn-1');
     expect(api.nodes.size).to.equal(0);
     expect(api.leases.size).to.equal(0);
