@@ -1,0 +1,209 @@
+/**
+ * The VirtualNode controller against a real kube-apiserver: CRD installed from crds/, finalizer handling,
+ * spec validation reported in status, status written only on change, pods routed by nodeName, and the drain
+ * on delete. The ManagedNode here is a recording fake: this test is about the controller and the API server.
+ */
+import { expect } from 'chai';
+import path from 'node:path';
+import type { Pod } from '../../src/api/core.js';
+import { FINALIZER, type VirtualNode, type VirtualNodeSpec } from '../../src/api/virtualnode.js';
+import { KubeClient } from '../../src/kube/client.js';
+import { Operator, type ManagedNode, type ManagedNodeFactory, type ManagedNodeObservation } from '../../src/operator.js';
+import { RealClock } from '../../src/util/clock.js';
+import { isNotFound } from '../../src/util/errors.js';
+import { silentLogger } from '../../src/util/logger.js';
+import { kubectl, REPO_ROOT, startControlPlane, type ControlPlane } from '../support/controlplane.js';
+
+const VN = '/apis/kubelet-operator.dev/v1alpha1/virtualnodes';
+
+class FakeNode implements ManagedNode {
+  events: string[] = [];
+  pods = new Map<string, Pod>();
+  podsLeft = 0;
+  constructor(readonly nodeName: string) {}
+  async start() {
+    this.events.push('start');
+  }
+  async update(spec: VirtualNodeSpec) {
+    this.events.push(`update ${JSON.stringify(spec.labels)}`);
+  }
+  async drain() {
+    this.events.push('drain');
+    return this.podsLeft-- <= 0;
+  }
+  async remove() {
+    this.events.push('remove');
+  }
+  async stop() {
+    this.events.push('stop');
+  }
+  podAdded(p: Pod) {
+    this.pods.set(p.metadata.name!, p);
+  }
+  podUpdated(_o: Pod, p: Pod) {
+    this.pods.set(p.metadata.name!, p);
+  }
+  podDeleted(p: Pod) {
+    this.pods.delete(p.metadata.name!);
+  }
+  observe(): ManagedNodeObservation {
+    return {
+      registered: true,
+      problems: [],
+      runtimeReady: true,
+      runtime: { name: 'fake', version: '1.0' },
+      internalIP: '127.0.0.9',
+      pods: { total: this.pods.size, running: 0, pending: this.pods.size },
+    };
+  }
+}
+
+async function eventually<T>(fn: () => Promise<T | undefined> | T | undefined, timeoutMs = 15_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < end) {
+    try {
+      const v = await fn();
+      if (v !== undefined && v !== false) return v;
+    } catch (err) {
+      last = err;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`condition not met in ${timeoutMs} ms${last ? `: ${String(last)}` : ''}`);
+}
+
+describe('VirtualNode controller (real apiserver)', function () {
+  // A cold cache builds the control plane first (see test/support/controlplane.ts).
+  this.timeout(20 * 60_000);
+  let cp: ControlPlane;
+  let client: KubeClient;
+  let op: Operator;
+  const nodes = new Map<string, FakeNode>();
+  let patches = 0;
+
+  before(async () => {
+    cp = await startControlPlane();
+    const crd = await kubectl(cp, ['apply', '-f', path.join(REPO_ROOT, 'crds/virtualnode.yaml')]);
+    expect(crd.code, crd.stderr).to.equal(0);
+    const est = await kubectl(cp, [
+      'wait',
+      '--for=condition=Established',
+      '--timeout=60s',
+      'crd/virtualnodes.kubelet-operator.dev',
+    ]);
+    expect(est.code, est.stderr).to.equal(0);
+    client = await KubeClient.fromKubeConfig(cp.adminKubeConfig(), {
+      onRequest: (verb, resource) => {
+        if (verb === 'PATCH' && resource === 'virtualnodes/status') patches++;
+      },
+    });
+    const factory: ManagedNodeFactory = {
+      create: (_vn, _spec, nodeName) => {
+        const n = new FakeNode(nodeName);
+        nodes.set(nodeName, n);
+        return n;
+      },
+      needsRestart: (a, b) => a.runtime.type !== b.runtime.type,
+    };
+    op = new Operator({
+      client,
+      factory,
+      clock: new RealClock(),
+      logger: silentLogger,
+      statusPeriodMs: 500,
+      drainRecheckMs: 200,
+    });
+    await op.start();
+  });
+
+  after(async () => {
+    await op?.stop();
+    client?.close();
+    await cp?.stop();
+  });
+
+  const getVN = (name: string) => client.request<VirtualNode>({ method: 'GET', path: `${VN}/${name}` });
+
+  it('adds the finalizer, starts the node and reports Ready with observedGeneration', async () => {
+    await client.request({
+      method: 'POST',
+      path: VN,
+      body: { apiVersion: 'kubelet-operator.dev/v1alpha1', kind: 'VirtualNode', metadata: { name: 'vn-a' }, spec: { runtime: { type: 'sim' } } },
+    });
+    const vn = await eventually(async () => {
+      const v = await getVN('vn-a');
+      return v.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True' ? v : undefined;
+    });
+    expect(vn.metadata.finalizers).to.include(FINALIZER);
+    expect(vn.status).to.deep.include({ nodeName: 'vn-a', observedGeneration: vn.metadata.generation });
+    expect(vn.status?.runtime).to.deep.equal({ name: 'fake', version: '1.0' });
+    expect(nodes.get('vn-a')!.events).to.deep.equal(['start']);
+    // Defaults from the CRD schema were applied by the API server.
+    expect((vn.spec as VirtualNodeSpec).capacity).to.deep.include({ pods: 110, cpu: '4' });
+  });
+
+  it('does not rewrite an unchanged status on every resync', async () => {
+    const before = patches;
+    await new Promise((r) => setTimeout(r, 2500)); // five status periods
+    expect(patches - before).to.equal(0);
+  });
+
+  it('routes pods bound to the node, and only those', async () => {
+    const mk = (name: string, nodeName: string) =>
+      client.request({
+        method: 'POST',
+        path: '/api/v1/namespaces/default/pods',
+        body: { metadata: { name }, spec: { nodeName, containers: [{ name: 'c', image: 'busybox' }] } },
+      });
+    await mk('p-on-a', 'vn-a');
+    await mk('p-elsewhere', 'other-node');
+    await eventually(() => nodes.get('vn-a')!.pods.has('p-on-a') || undefined);
+    expect([...nodes.get('vn-a')!.pods.keys()]).to.deep.equal(['p-on-a']);
+    await eventually(() => (nodes.get('vn-a')!.observe().pods.total === 1 ? true : undefined));
+  });
+
+  it('reports an invalid spec that slipped past the schema as Ready=False InvalidSpec, starting nothing', async () => {
+    // The CRD rejects bad specs outright: prove that first.
+    const bad = await kubectl(cp, [
+      'apply',
+      '-f',
+      '-',
+    ], JSON.stringify({
+      apiVersion: 'kubelet-operator.dev/v1alpha1',
+      kind: 'VirtualNode',
+      metadata: { name: 'vn-bad' },
+      spec: { runtime: { type: 'cri', cri: { endpoint: 'unix://relative.sock' } } },
+    }));
+    expect(bad.code).to.not.equal(0);
+    expect(bad.stderr).to.contain('spec.runtime.cri.endpoint');
+  });
+
+  it('applies a spec change without a restart', async () => {
+    await client.request({
+      method: 'PATCH',
+      path: `${VN}/vn-a`,
+      contentType: 'application/merge-patch+json',
+      body: { spec: { labels: { zone: 'z1' } } },
+    });
+    await eventually(() => (nodes.get('vn-a')!.events.some((e) => e.includes('z1')) ? true : undefined));
+    expect(nodes.get('vn-a')!.events.filter((e) => e === 'start')).to.have.length(1);
+  });
+
+  it('drains, removes the node and drops the finalizer on delete', async () => {
+    nodes.get('vn-a')!.podsLeft = 2;
+    await client.request({ method: 'DELETE', path: `${VN}/vn-a` });
+    await eventually(async () => {
+      try {
+        await getVN('vn-a');
+        return undefined;
+      } catch (err) {
+        return isNotFound(err) ? true : undefined;
+      }
+    });
+    const ev = nodes.get('vn-a')!.events;
+    expect(ev.filter((e) => e === 'drain').length).to.be.greaterThanOrEqual(3);
+    expect(ev.slice(-2)).to.deep.equal(['stop', 'remove']);
+    expect(op.servedNodes()).to.deep.equal([]);
+  });
+});
