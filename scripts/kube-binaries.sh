@@ -70,9 +70,29 @@ cleanup() {
   for d in "${STAGES[@]}" "${WORKDIRS[@]}"; do [[ -n "$d" ]] && rm -rf "$d"; done
   return 0
 }
+# Signals a process and all its descendants (the build runs as go -> compile/link children).
+kill_tree() {
+  local child
+  for child in $(ps -o pid= --ppid "$1" 2>/dev/null); do kill_tree "$child"; done
+  kill -TERM "$1" 2>/dev/null || true
+}
+BG_PID=""
+on_signal() {
+  trap - INT TERM
+  [[ -n "$BG_PID" ]] && kill_tree "$BG_PID"
+  exit "$1"
+}
+# Runs a step in the background and waits for it: a waiting bash runs its traps at once (a
+# foreground child would delay them until it finished), so INT/TERM stop the build promptly.
+run_step() {
+  "$@" &
+  BG_PID=$!
+  wait "$BG_PID"
+  BG_PID=""
+}
 trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+trap 'on_signal 130' INT
+trap 'on_signal 143' TERM
 
 # Leftovers of a build that was killed hard (we hold the lock, so nobody else is building).
 rm -rf "$CACHE_ROOT"/kube/.partial-* "$CACHE_ROOT"/etcd/.partial-* "$CACHE_ROOT"/assets/.partial-*
@@ -130,23 +150,48 @@ new_stage() {
   STAGES+=("$DIR")
 }
 
+etcd_steps() {
+  local work="$1" stage="$2" gomod replaces
+  cd "$work"
+  go mod init kubelet-operator.invalid/etcd-build >/dev/null 2>&1
+  gomod="$(mod_gomod "go.etcd.io/etcd/server/v3@$ETCD_VERSION")"
+  mapfile -t replaces < <(local_replaces "$gomod" "$ETCD_VERSION")
+  go mod edit "-require=go.etcd.io/etcd/server/v3@$ETCD_VERSION" "${replaces[@]}"
+  go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION"
+  CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$stage/bin/etcd" go.etcd.io/etcd/server/v3
+}
+
+kube_steps() {
+  local work="$1" stage="$2" staging_version="$3" ldflags="$4" gomod replaces gets b t0
+  cd "$work"
+  go mod init kubelet-operator.invalid/kube-build >/dev/null 2>&1
+  gomod="$(mod_gomod "k8s.io/kubernetes@$KUBE_VERSION")"
+  mapfile -t replaces < <(local_replaces "$gomod" "$staging_version")
+  if ((${#replaces[@]} == 0)); then
+    echo "kube-binaries: found no staging modules in $gomod" >&2
+    return 1
+  fi
+  go mod edit "-require=k8s.io/kubernetes@$KUBE_VERSION" "${replaces[@]}"
+  gets=()
+  for b in "${KUBE_BINS[@]}"; do gets+=("k8s.io/kubernetes/cmd/$b@$KUBE_VERSION"); done
+  go get "${gets[@]}"
+  # One go build per binary; they share the module and build caches, so later ones reuse packages.
+  for b in "${KUBE_BINS[@]}"; do
+    t0=$SECONDS
+    CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$stage/bin/$b" "k8s.io/kubernetes/cmd/$b"
+    echo "kube-binaries: built $b in $((SECONDS - t0))s" >&2
+  done
+}
+
 build_etcd() {
-  local start=$SECONDS work stage gomod
+  local start=$SECONDS work stage
   log "building etcd $ETCD_VERSION from the Go module proxy (once; cached in $ETCD_DIR)"
   new_workdir etcd-build
   work="$DIR"
   new_stage "$CACHE_ROOT/etcd"
   stage="$DIR"
   mkdir -p "$stage/bin"
-  (
-    cd "$work"
-    go mod init kubelet-operator.invalid/etcd-build >/dev/null 2>&1
-    gomod="$(mod_gomod "go.etcd.io/etcd/server/v3@$ETCD_VERSION")"
-    mapfile -t replaces < <(local_replaces "$gomod" "$ETCD_VERSION")
-    go mod edit "-require=go.etcd.io/etcd/server/v3@$ETCD_VERSION" "${replaces[@]}"
-    go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION"
-    CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$stage/bin/etcd" go.etcd.io/etcd/server/v3
-  )
+  run_step etcd_steps "$work" "$stage"
   printf 'etcd %s built with %s in %ss on %s\n' "$ETCD_VERSION" "$(go env GOVERSION)" $((SECONDS - start)) \
     "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >"$stage/BUILD-INFO"
   rm -rf "$ETCD_DIR"
@@ -155,7 +200,7 @@ build_etcd() {
 }
 
 build_kube() {
-  local start=$SECONDS work stage gomod staging_version minor ldflags pkg b t0
+  local start=$SECONDS work stage staging_version minor ldflags pkg
   log "building Kubernetes $KUBE_VERSION (${KUBE_BINS[*]}) from the Go module proxy (once; cached in $KUBE_DIR)."
   log "a cold build takes a long time (tens of minutes on 2 cores)"
   new_workdir kube-build
@@ -172,26 +217,7 @@ build_kube() {
     ldflags+=" -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
     ldflags+=" -X $pkg.gitTreeState=clean"
   done
-  (
-    cd "$work"
-    go mod init kubelet-operator.invalid/kube-build >/dev/null 2>&1
-    gomod="$(mod_gomod "k8s.io/kubernetes@$KUBE_VERSION")"
-    mapfile -t replaces < <(local_replaces "$gomod" "$staging_version")
-    if ((${#replaces[@]} == 0)); then
-      echo "kube-binaries: found no staging modules in $gomod" >&2
-      exit 1
-    fi
-    go mod edit "-require=k8s.io/kubernetes@$KUBE_VERSION" "${replaces[@]}"
-    gets=()
-    for b in "${KUBE_BINS[@]}"; do gets+=("k8s.io/kubernetes/cmd/$b@$KUBE_VERSION"); done
-    go get "${gets[@]}"
-    # One go build per binary; they share the module and build caches, so later ones reuse packages.
-    for b in "${KUBE_BINS[@]}"; do
-      t0=$SECONDS
-      CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$stage/bin/$b" "k8s.io/kubernetes/cmd/$b"
-      echo "kube-binaries: built $b in $((SECONDS - t0))s" >&2
-    done
-  )
+  run_step kube_steps "$work" "$stage" "$staging_version" "$ldflags"
   printf 'kubernetes %s built with %s in %ss on %s\n' "$KUBE_VERSION" "$(go env GOVERSION)" \
     $((SECONDS - start)) "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >"$stage/BUILD-INFO"
   rm -rf "$KUBE_DIR"

@@ -358,7 +358,7 @@ export class Operator {
     };
     // Heartbeat times move every renewal; they alone do not justify a write more often than the period.
     const comparable = (x: VirtualNodeStatus | undefined) =>
-      JSON.stringify({ ...(x ?? {}), lastHeartbeatTime: undefined });
+      canonicalJSON({ ...(x ?? {}), lastHeartbeatTime: undefined });
     if (comparable(status) === comparable(vn.status)) return;
     try {
       await this.opts.client.request({

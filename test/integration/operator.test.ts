@@ -4,11 +4,18 @@
  * on delete. The ManagedNode here is a recording fake: this test is about the controller and the API server.
  */
 import { expect } from 'chai';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { parse } from 'yaml';
 import type { Pod } from '../../src/api/core.js';
 import { FINALIZER, type VirtualNode, type VirtualNodeSpec } from '../../src/api/virtualnode.js';
 import { KubeClient } from '../../src/kube/client.js';
-import { Operator, type ManagedNode, type ManagedNodeFactory, type ManagedNodeObservation } from '../../src/operator.js';
+import {
+  Operator,
+  type ManagedNode,
+  type ManagedNodeFactory,
+  type ManagedNodeObservation,
+} from '../../src/operator.js';
 import { RealClock } from '../../src/util/clock.js';
 import { isNotFound } from '../../src/util/errors.js';
 import { silentLogger } from '../../src/util/logger.js';
@@ -58,7 +65,10 @@ class FakeNode implements ManagedNode {
   }
 }
 
-async function eventually<T>(fn: () => Promise<T | undefined> | T | undefined, timeoutMs = 15_000): Promise<T> {
+async function eventually<T>(
+  fn: () => Promise<T | undefined> | T | undefined,
+  timeoutMs = 15_000,
+): Promise<T> {
   const end = Date.now() + timeoutMs;
   let last: unknown;
   while (Date.now() < end) {
@@ -115,6 +125,12 @@ describe('VirtualNode controller (real apiserver)', function () {
       drainRecheckMs: 200,
     });
     await op.start();
+    // No controller-manager here, so the default ServiceAccount that pod admission wants is made by hand.
+    await client.request({
+      method: 'POST',
+      path: '/api/v1/namespaces/default/serviceaccounts',
+      body: { metadata: { name: 'default' } },
+    });
   });
 
   after(async () => {
@@ -129,7 +145,12 @@ describe('VirtualNode controller (real apiserver)', function () {
     await client.request({
       method: 'POST',
       path: VN,
-      body: { apiVersion: 'kubelet-operator.dev/v1alpha1', kind: 'VirtualNode', metadata: { name: 'vn-a' }, spec: { runtime: { type: 'sim' } } },
+      body: {
+        apiVersion: 'kubelet-operator.dev/v1alpha1',
+        kind: 'VirtualNode',
+        metadata: { name: 'vn-a' },
+        spec: { runtime: { type: 'sim' } },
+      },
     });
     const vn = await eventually(async () => {
       const v = await getVN('vn-a');
@@ -163,20 +184,86 @@ describe('VirtualNode controller (real apiserver)', function () {
     await eventually(() => (nodes.get('vn-a')!.observe().pods.total === 1 ? true : undefined));
   });
 
-  it('reports an invalid spec that slipped past the schema as Ready=False InvalidSpec, starting nothing', async () => {
-    // The CRD rejects bad specs outright: prove that first.
-    const bad = await kubectl(cp, [
-      'apply',
-      '-f',
-      '-',
-    ], JSON.stringify({
-      apiVersion: 'kubelet-operator.dev/v1alpha1',
-      kind: 'VirtualNode',
-      metadata: { name: 'vn-bad' },
-      spec: { runtime: { type: 'cri', cri: { endpoint: 'unix://relative.sock' } } },
-    }));
-    expect(bad.code).to.not.equal(0);
-    expect(bad.stderr).to.contain('spec.runtime.cri.endpoint');
+  it('the CRD rejects malformed specs with a message naming the field', async () => {
+    const cases: [unknown, string][] = [
+      [{ runtime: { type: 'cri', cri: { endpoint: 'unix://relative.sock' } } }, 'spec.runtime.cri.endpoint'],
+      [{ runtime: { type: 'sim' }, capacity: { cpu: '-2' } }, 'spec.capacity.cpu'],
+      [{ runtime: { type: 'sim' }, capacity: { pods: -1 } }, 'spec.capacity.pods'],
+      [{ runtime: { type: 'sim' }, taints: [{ key: 'k', effect: 'Sometimes' }] }, 'spec.taints[0].effect'],
+      [{ runtime: { type: 'cri' } }, 'runtime.cri is required'],
+    ];
+    for (const [spec, field] of cases) {
+      const bad = await kubectl(
+        cp,
+        ['apply', '-f', '-'],
+        JSON.stringify({
+          apiVersion: 'kubelet-operator.dev/v1alpha1',
+          kind: 'VirtualNode',
+          metadata: { name: 'vn-bad' },
+          spec,
+        }),
+      );
+      expect(bad.code, JSON.stringify(spec)).to.not.equal(0);
+      expect(bad.stderr, JSON.stringify(spec)).to.contain(field);
+    }
+  });
+
+  it('reports a spec that predates the schema as Ready=False InvalidSpec and starts nothing', async () => {
+    // Relax the stored schema (as for objects written before validation existed), store a bad spec,
+    // then restore the real CRD: the operator must catch it itself.
+    const crd = parse(readFileSync(path.join(REPO_ROOT, 'crds/virtualnode.yaml'), 'utf8')) as {
+      spec: { versions: { schema: { openAPIV3Schema: { properties: Record<string, unknown> } } }[] };
+    };
+    crd.spec.versions[0]!.schema.openAPIV3Schema.properties.spec = {
+      type: 'object',
+      'x-kubernetes-preserve-unknown-fields': true,
+    };
+    const relaxed = await kubectl(cp, ['apply', '-f', '-'], JSON.stringify(crd));
+    expect(relaxed.code, relaxed.stderr).to.equal(0);
+    await eventually(async () => {
+      const r = await kubectl(
+        cp,
+        ['create', '--dry-run=server', '-f', '-'],
+        JSON.stringify({
+          apiVersion: 'kubelet-operator.dev/v1alpha1',
+          kind: 'VirtualNode',
+          metadata: { name: 'vn-probe' },
+          spec: { runtime: { type: 'cri', cri: { endpoint: 'relative' } } },
+        }),
+      );
+      return r.code === 0 ? true : undefined;
+    });
+    await client.request({
+      method: 'POST',
+      path: VN,
+      body: {
+        apiVersion: 'kubelet-operator.dev/v1alpha1',
+        kind: 'VirtualNode',
+        metadata: { name: 'vn-old' },
+        spec: { runtime: { type: 'cri', cri: { endpoint: 'unix://relative.sock' } } },
+      },
+    });
+    const restored = await kubectl(cp, ['apply', '-f', path.join(REPO_ROOT, 'crds/virtualnode.yaml')]);
+    expect(restored.code, restored.stderr).to.equal(0);
+    const ready = await eventually(async () => {
+      const v = await getVN('vn-old');
+      return v.status?.conditions?.find((c) => c.type === 'Ready');
+    });
+    expect(ready).to.deep.include({
+      status: 'False',
+      reason: 'InvalidSpec',
+      message: 'spec.runtime.cri.endpoint: must be unix:///absolute/path',
+    });
+    expect(nodes.has('vn-old')).to.equal(false);
+    await client.request({ method: 'DELETE', path: `${VN}/vn-old` });
+    await eventually(async () => {
+      try {
+        await getVN('vn-old');
+        return undefined;
+      } catch (err) {
+        return isNotFound(err) ? true : undefined;
+      }
+    });
   });
 
   it('applies a spec change without a restart', async () => {

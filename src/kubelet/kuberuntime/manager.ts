@@ -1,0 +1,488 @@
+/**
+ * KubeGenericRuntimeManager (kubelet: kuberuntime_manager.go): turns computePodActions' record into runtime
+ * calls, in the kubelet's order and with its events, results and errors; reads pods back from the runtime by
+ * label; kills, removes and garbage-collects.
+ *
+ * Contract:
+ * - Every piece of state that matters lives on the runtime (labels and annotations); the manager keeps none
+ *   besides a cached runtime name. A new manager over the same runtime sees and does exactly what the old
+ *   one would (restart safety). The back-off and reason caches are injected and shared with the kubelet.
+ * - Callers serialize per pod (the pod workers do): at most one of syncPod / killPod / removePod runs for a
+ *   pod at a time. Different pods may be handled concurrently.
+ * - syncPod, killPod and removePod never throw for runtime failures: they resolve a PodSyncResult whose
+ *   `error` is set when anything failed. They reject only on programming errors.
+ * - Only objects labelled with this node (ManagedByLabel) are ever listed, changed or removed.
+ */
+import type { Pod } from '../../api/core.js';
+import { isRestartableInitContainer } from '../../api/core.js';
+import { buildPodSandboxConfig } from '../../runtime/cri/podconfig.js';
+import type { PodSandboxConfig, Runtime } from '../../runtime/types.js';
+import type { Clock } from '../../util/clock.js';
+import { errorMessage, KindError } from '../../util/errors.js';
+import { doBackOff, formatPod, type Backoff } from '../backoff.js';
+import type { RuntimePodStatus } from '../container/types.js';
+import type { ImagePullBackOff } from '../images/pullbackoff.js';
+import type { RuntimePod } from '../pleg/generic.js';
+import type { ProbeResultsReader } from '../prober/types.js';
+import type { ReasonCache } from '../reasoncache.js';
+import { computePodActions } from './actions.js';
+import {
+  containerSpec,
+  recordContainerEvent,
+  recordPodEvent,
+  type EnvSource,
+  type EventRecorderFunc,
+  type ManagerContext,
+  type RuntimeManagerLogger,
+  type RuntimeManagerNodeSettings,
+} from './context.js';
+import { killContainer, removeContainer, startContainer, TerminationOrdering } from './containers.js';
+import { garbageCollect, type GarbageCollectOptions, type GarbageCollectResult } from './gc.js';
+import type { HookHttpGet } from './hooks.js';
+import { listRuntimePods, readPodStatus, sandboxIPs } from './podstatus.js';
+import { createPodSandbox, effectivePod, removePodCgroup, removePodLogDirectory, removePodSandbox, stopPodSandbox } from './sandboxes.js';
+import { failResult, SyncResultBuilder, type PodSyncResult } from './syncresult.js';
+
+export type { EnvSource, EventRecorderFunc, RuntimeManagerLogger, RuntimeManagerNodeSettings } from './context.js';
+export type { GarbageCollectOptions, GarbageCollectResult } from './gc.js';
+export type { HookHttpGet } from './hooks.js';
+export type { PodSyncResult, SyncAction, SyncErrorReason, SyncResult } from './syncresult.js';
+export { PodSyncError } from './syncresult.js';
+
+export interface KubeGenericRuntimeManagerDeps {
+  runtime: Runtime;
+  clock: Clock;
+  nodeSettings: RuntimeManagerNodeSettings;
+  recorder: EventRecorderFunc;
+  envSource: EnvSource;
+  /** Performs httpGet lifecycle hooks. */
+  httpGet: HookHttpGet;
+  /** The kubelet's crash-loop back-off (newCrashLoopBackOff). */
+  crashLoopBackOff: Backoff;
+  imagePullBackOff: ImagePullBackOff;
+  /** Updated from every syncPod's StartContainer results. */
+  reasonCache: ReasonCache;
+  logger: RuntimeManagerLogger;
+  /** Create and delete pod/container log directories and files on this host. Default: true for `cri`. */
+  manageLogDirectories?: boolean;
+  /** Remove pod cgroups the runtime leaves behind. Default: true for `cri`. */
+  removePodCgroups?: boolean;
+  /** Time limit of an httpGet hook request (default 10 s). */
+  hookHttpTimeoutMs?: number;
+}
+
+/** Ends a sync early; the pod workers abort it when the pod must terminate. */
+export interface RuntimeSyncContext {
+  signal: AbortSignal;
+}
+
+/** The probe result caches computePodActions reads. */
+export interface SyncPodProbes {
+  liveness: ProbeResultsReader;
+  startup: ProbeResultsReader;
+}
+
+const DEFAULT_HOOK_HTTP_TIMEOUT_MS = 10_000;
+
+function invalid(field: string, what: string): KindError {
+  return new KindError('InvalidArgument', `KubeGenericRuntimeManager: ${field} ${what}`, { field });
+}
+
+function isFn(v: unknown): boolean {
+  return typeof v === 'function';
+}
+
+/** Checks the deps' shape (virtual-kubelet style: constructors check, methods assume). */
+function validateDeps(d: KubeGenericRuntimeManagerDeps): void {
+  if (typeof d !== 'object' || d === null) throw invalid('deps', 'are required');
+  if (typeof d.runtime !== 'object' || d.runtime === null || (d.runtime.kind !== 'cri' && d.runtime.kind !== 'sim')) {
+    throw invalid('runtime', 'must be a Runtime');
+  }
+  if (!d.clock || !isFn(d.clock.now) || !isFn(d.clock.sleep) || !isFn(d.clock.setTimer)) throw invalid('clock', 'must be a Clock');
+  const n = d.nodeSettings;
+  if (!n || typeof n.nodeName !== 'string' || n.nodeName === '') throw invalid('nodeSettings.nodeName', 'is required');
+  if (typeof n.podLogsRoot !== 'string' || n.podLogsRoot === '') throw invalid('nodeSettings.podLogsRoot', 'is required');
+  if (typeof n.cgroupRoot !== 'string' || n.cgroupRoot === '') throw invalid('nodeSettings.cgroupRoot', 'is required');
+  if (n.podNetwork !== 'host' && n.podNetwork !== 'cni') throw invalid('nodeSettings.podNetwork', "must be 'host' or 'cni'");
+  if (typeof n.nodeIP !== 'string' || n.nodeIP === '') throw invalid('nodeSettings.nodeIP', 'is required');
+  if (!isFn(d.recorder)) throw invalid('recorder', 'must be a function');
+  if (!d.envSource || !isFn(d.envSource.getConfigMap) || !isFn(d.envSource.getSecret)) {
+    throw invalid('envSource', 'must have getConfigMap and getSecret');
+  }
+  if (!isFn(d.httpGet)) throw invalid('httpGet', 'must be a function');
+  if (!d.crashLoopBackOff || !isFn(d.crashLoopBackOff.isInBackOffSince) || !isFn(d.crashLoopBackOff.next)) {
+    throw invalid('crashLoopBackOff', 'must be a Backoff');
+  }
+  if (!d.imagePullBackOff || !isFn(d.imagePullBackOff.check) || !isFn(d.imagePullBackOff.recordFailure)) {
+    throw invalid('imagePullBackOff', 'must be an ImagePullBackOff');
+  }
+  if (!d.reasonCache || !isFn(d.reasonCache.update)) throw invalid('reasonCache', 'must be a ReasonCache');
+  if (!d.logger || !isFn(d.logger.info) || !isFn(d.logger.warn)) throw invalid('logger', 'must have info and warn');
+  const t = d.hookHttpTimeoutMs;
+  if (t !== undefined && !(Number.isFinite(t) && t > 0)) throw invalid('hookHttpTimeoutMs', 'must be a positive number');
+}
+
+function asKindError(err: unknown): KindError {
+  return err instanceof KindError ? err : new KindError('Unknown', errorMessage(err), {}, { cause: err });
+}
+
+export class KubeGenericRuntimeManager {
+  readonly runtime: Runtime;
+  private readonly ctx: ManagerContext;
+  private readonly reasonCache: ReasonCache;
+  private runtimeName: string | undefined;
+
+  /** Throws KindError('InvalidArgument') for a missing or malformed dependency. */
+  constructor(deps: KubeGenericRuntimeManagerDeps) {
+    validateDeps(deps);
+    this.runtime = deps.runtime;
+    this.reasonCache = deps.reasonCache;
+    const cri = deps.runtime.kind === 'cri';
+    this.ctx = {
+      runtime: deps.runtime,
+      clock: deps.clock,
+      node: deps.nodeSettings,
+      record: deps.recorder,
+      logger: deps.logger,
+      envSource: deps.envSource,
+      httpGet: deps.httpGet,
+      hookHttpTimeoutMs: deps.hookHttpTimeoutMs ?? DEFAULT_HOOK_HTTP_TIMEOUT_MS,
+      crashLoopBackOff: deps.crashLoopBackOff,
+      imagePullBackOff: deps.imagePullBackOff,
+      manageLogDirectories: deps.manageLogDirectories ?? cri,
+      removePodCgroups: deps.removePodCgroups ?? cri,
+      runtimeType: () => this.runtimeType(),
+    };
+  }
+
+  /**
+   * The runtime's name as container IDs carry it in the API (`containerd://<id>`): `sim` for the simulated
+   * runtime, else the CRI runtime's own name (containerd, cri-o). Cached once known.
+   */
+  async runtimeType(): Promise<string> {
+    if (this.runtime.kind === 'sim') return 'sim';
+    if (this.runtimeName !== undefined) return this.runtimeName;
+    try {
+      const name = (await this.runtime.version()).runtimeName;
+      if (name) this.runtimeName = name;
+      return name || 'containerd';
+    } catch {
+      return 'containerd';
+    }
+  }
+
+  // ------------------------------------------------------------------------------------------ reading
+
+  /** Every pod of this node on the runtime, exited objects included (the PLEG's listing). */
+  async getPods(): Promise<RuntimePod[]> {
+    return listRuntimePods(this.runtime, this.ctx.node.nodeName);
+  }
+
+  /**
+   * The runtime view of one pod, rebuilt from labels only: sandboxes and containers newest first, hash and
+   * restart count from annotations, times in ms, pod IPs from the newest sandbox when it is ready.
+   */
+  async getPodStatus(uid: string, name: string, namespace: string): Promise<RuntimePodStatus> {
+    return readPodStatus(this.runtime, this.ctx.node.nodeName, await this.runtimeType(), uid, name, namespace);
+  }
+
+  // ------------------------------------------------------------------------------------------ syncing
+
+  /**
+   * Brings the pod toward its spec (kubelet: SyncPod): compute the actions; kill the pod or the unwanted
+   * containers; prune old init containers; create the sandbox; start ephemeral, init and regular containers,
+   * each after its crash-loop back-off check. `podStatus` must be fresh (the PLEG cache); `podIPs` overrides
+   * the IPs it reports. The reason cache is updated from the StartContainer results before this resolves.
+   */
+  async syncPod(
+    ctx: RuntimeSyncContext,
+    pod: Pod,
+    podStatus: RuntimePodStatus,
+    probes: SyncPodProbes,
+    podIPs?: readonly string[],
+  ): Promise<PodSyncResult> {
+    const b = new SyncResultBuilder();
+    await this.doSyncPod(ctx, pod, podStatus, probes, podIPs, b);
+    const result = b.build({ pod: formatPod(pod) });
+    this.reasonCache.update(pod.metadata.uid ?? '', result.results);
+    return result;
+  }
+
+  private async doSyncPod(
+    sync: RuntimeSyncContext,
+    original: Pod,
+    podStatus: RuntimePodStatus,
+    probes: SyncPodProbes,
+    podIPsIn: readonly string[] | undefined,
+    b: SyncResultBuilder,
+  ): Promise<void> {
+    const ctx = this.ctx;
+    const pod = effectivePod(original, ctx.node.podNetwork);
+    const podDesc = formatPod(pod);
+
+    // Step 1: what to do.
+    let actions;
+    try {
+      actions = computePodActions(pod, podStatus, probes);
+    } catch (err) {
+      b.fail(asKindError(err));
+      return;
+    }
+    if (actions.createSandbox && actions.sandboxID !== '') {
+      recordPodEvent(ctx, original, 'Normal', 'SandboxChanged', 'Pod sandbox changed, it will be killed and re-created.');
+    }
+
+    // Steps 2 and 3: kill the pod, or the containers that must not run.
+    const hookIP = this.hookPodIP(pod, podIPsIn ?? podStatus.ips);
+    if (actions.killPod) {
+      const killed = await this.killPodWithSyncResult(pod, podStatus, undefined);
+      b.addAll(killed);
+      if (killed.error) return;
+      if (actions.createSandbox) await this.purgeInitContainers(pod, podStatus);
+    } else {
+      for (const [id, info] of actions.containersToKill) {
+        const r = b.add('KillContainer', info.name);
+        try {
+          await killContainer(ctx, pod, id, info.name, info.message, info.reason, { podIP: hookIP });
+        } catch (err) {
+          failResult(r, 'KillContainerError', errorMessage(err));
+          ctx.logger.warn('killContainer for pod failed', { pod: podDesc, container: info.name, err: errorMessage(err) });
+          return;
+        }
+      }
+    }
+
+    // Keep only the last run of each init container (the kubelet's optimisation ahead of GC).
+    await this.pruneInitContainersBeforeStart(pod, podStatus);
+
+    // Step 4: the sandbox.
+    let podIPs = [...(podIPsIn ?? podStatus.ips)];
+    let sandboxId: string = actions.sandboxID;
+    let sandboxConfig: PodSandboxConfig | undefined;
+    if (actions.createSandbox) {
+      const r = b.add('CreatePodSandbox', podDesc);
+      const created = await createPodSandbox(ctx, pod, podDesc, actions.attempt);
+      if (!created.ok) {
+        // Failing because the pod is being deleted is not an error.
+        if (sync.signal.aborted) return;
+        failResult(r, 'CreatePodSandboxError', created.message);
+        ctx.logger.warn('CreatePodSandbox for pod failed', { pod: podDesc, err: created.error.message });
+        recordPodEvent(ctx, original, 'Warning', 'FailedCreatePodSandBox', `Failed to create pod sandbox: ${created.error.message}`);
+        return;
+      }
+      sandboxId = created.id;
+      sandboxConfig = created.config;
+      try {
+        const st = await ctx.runtime.podSandboxStatus(sandboxId);
+        // Only a pod-network sandbox has IPs of its own.
+        if (!pod.spec.hostNetwork) podIPs = sandboxIPs(st);
+      } catch (err) {
+        recordPodEvent(ctx, original, 'Warning', 'FailedPodSandBoxStatus', `Unable to get pod sandbox status: ${errorMessage(err)}`);
+        b.fail(asKindError(err));
+        return;
+      }
+    }
+    const podIP = podIPs[0] ?? '';
+
+    const cr = b.add('ConfigPodSandbox', sandboxId);
+    if (!sandboxConfig) {
+      try {
+        sandboxConfig = buildPodSandboxConfig(pod, ctx.node, actions.attempt);
+      } catch (err) {
+        failResult(cr, 'ConfigPodSandboxError', `GeneratePodSandboxConfig for pod ${JSON.stringify(podDesc)} failed: ${errorMessage(err)}`);
+        return;
+      }
+    }
+    const config = sandboxConfig;
+
+    const start = async (typeName: string, containerName: string, ephemeral: boolean): Promise<boolean> => {
+      const container = containerSpec(pod, containerName)!;
+      const r = b.add('StartContainer', containerName);
+      const bo = doBackOff(pod, container, podStatus, ctx.crashLoopBackOff, ctx.clock.now());
+      if (bo.inBackOff) {
+        recordContainerEvent(ctx, original, containerName, '', 'Warning', bo.event.reason, bo.event.message);
+        failResult(r, bo.error, bo.message);
+        return false;
+      }
+      const out = await startContainer(ctx, {
+        pod,
+        container,
+        ephemeral,
+        sandboxId,
+        sandboxConfig: config,
+        podStatus,
+        podIP,
+        podIPs,
+        signal: sync.signal,
+      });
+      if (!out.ok) {
+        failResult(r, out.error, out.message);
+        const log = out.error === 'ImagePullBackOff' ? ctx.logger.info : ctx.logger.warn;
+        log.call(ctx.logger, `${typeName} start failed in pod`, { pod: podDesc, container: containerName, reason: out.error, message: out.message });
+        return false;
+      }
+      return true;
+    };
+
+    // Step 5: ephemeral containers, before init containers so that debugging works while init is stuck.
+    for (const idx of actions.ephemeralContainersToStart) {
+      if (sync.signal.aborted) return;
+      await start('ephemeral container', pod.spec.ephemeralContainers![idx]!.name, true);
+    }
+    // Step 6: init containers, in order; a failed regular one ends the sync, a failed sidecar is skipped.
+    for (const idx of actions.initContainersToStart) {
+      if (sync.signal.aborted) return;
+      const c = pod.spec.initContainers![idx]!;
+      if (!(await start('init container', c.name, false)) && !isRestartableInitContainer(c)) return;
+    }
+    // Step 7 (in-place resize) is not supported. Step 8: regular containers.
+    for (const idx of actions.containersToStart) {
+      if (sync.signal.aborted) return;
+      await start('container', pod.spec.containers[idx]!.name, false);
+    }
+  }
+
+  private hookPodIP(pod: Pod, ips: readonly string[]): string {
+    return ips[0] ?? (pod.spec.hostNetwork ? this.ctx.node.nodeIP : '');
+  }
+
+  private async removeQuietly(pod: Pod, id: string, name: string, why: string): Promise<void> {
+    try {
+      await removeContainer(this.ctx, id);
+    } catch (err) {
+      this.ctx.logger.warn(`failed to remove pod init container ${JSON.stringify(name)}: ${errorMessage(err)}; Skipping pod ${JSON.stringify(formatPod(pod))}`, { why });
+    }
+  }
+
+  /** Keeps the newest exited or unknown record of each init container, removes older ones. */
+  private async pruneInitContainersBeforeStart(pod: Pod, status: RuntimePodStatus): Promise<void> {
+    for (const ic of pod.spec.initContainers ?? []) {
+      let count = 0;
+      for (const s of status.containers) {
+        if (s.name !== ic.name || (s.state !== 'exited' && s.state !== 'unknown')) continue;
+        if (++count === 1) continue;
+        await this.removeQuietly(pod, s.id, s.name, 'prune');
+      }
+    }
+  }
+
+  /** Removes every init container record: a new sandbox starts initialization over. */
+  private async purgeInitContainers(pod: Pod, status: RuntimePodStatus): Promise<void> {
+    const names = new Set((pod.spec.initContainers ?? []).map((c) => c.name));
+    for (const s of status.containers) {
+      if (names.has(s.name)) await this.removeQuietly(pod, s.id, s.name, 'purge');
+    }
+  }
+
+  // ------------------------------------------------------------------------------------------ killing
+
+  /**
+   * Stops every running container of the pod in parallel, then every sandbox (kubelet: KillPod). Each
+   * container gets its preStop hook, a Killing event and StopContainer with its grace period: the pod's
+   * (deletion grace period, else terminationGracePeriodSeconds) unless `gracePeriodSeconds` overrides it;
+   * never less than 2 s. Sidecars stop after the regular containers. `pod` may be undefined (the API object is
+   * gone): the specs are then restored from the containers' labels. Idempotent.
+   */
+  async killPod(
+    _ctx: RuntimeSyncContext,
+    pod: Pod | undefined,
+    running: RuntimePodStatus,
+    gracePeriodSeconds?: number,
+  ): Promise<PodSyncResult> {
+    const p = pod ? effectivePod(pod, this.ctx.node.podNetwork) : undefined;
+    return this.killPodWithSyncResult(p, running, gracePeriodSeconds);
+  }
+
+  private async killPodWithSyncResult(
+    pod: Pod | undefined,
+    running: RuntimePodStatus,
+    gracePeriodOverride: number | undefined,
+  ): Promise<PodSyncResult> {
+    const ctx = this.ctx;
+    const b = new SyncResultBuilder();
+    const containers = running.containers.filter((c) => c.state === 'running');
+    const ordering =
+      pod && (pod.spec.initContainers ?? []).some(isRestartableInitContainer)
+        ? new TerminationOrdering(pod, containers.map((c) => c.name), ctx.clock)
+        : undefined;
+    const podIP = running.ips[0] ?? (pod?.spec.hostNetwork ? ctx.node.nodeIP : '');
+    await Promise.all(
+      containers.map(async (c) => {
+        const r = b.add('KillContainer', c.name);
+        try {
+          await killContainer(ctx, pod, c.id, c.name, '', 'Unknown', {
+            ...(gracePeriodOverride !== undefined ? { gracePeriodOverride } : {}),
+            ...(ordering ? { ordering } : {}),
+            podIP,
+          });
+        } catch (err) {
+          failResult(r, 'KillContainerError', errorMessage(err));
+          ctx.logger.warn('Kill container failed', { pod: `${running.namespace}/${running.name}`, container: c.name, err: errorMessage(err) });
+        }
+      }),
+    );
+    const r = b.add('KillPodSandbox', running.uid);
+    for (const sb of running.sandboxes) {
+      try {
+        await stopPodSandbox(ctx, sb.id);
+      } catch (err) {
+        failResult(r, 'KillPodSandboxError', errorMessage(err));
+        ctx.logger.warn('Failed to stop sandbox', { sandboxID: sb.id, err: errorMessage(err) });
+      }
+    }
+    return b.build({ podUID: running.uid });
+  }
+
+  // ----------------------------------------------------------------------------------------- removing
+
+  /**
+   * Removes everything the runtime holds for a terminated pod: containers (and their logs), sandboxes, the
+   * pod's log directory and, on CRI, its cgroup. Works from `running` plus a fresh listing of the pod, so
+   * objects created after `running` was read go too. Idempotent.
+   */
+  async removePod(running: RuntimePodStatus): Promise<PodSyncResult> {
+    const ctx = this.ctx;
+    const b = new SyncResultBuilder();
+    let fresh: RuntimePodStatus | undefined;
+    try {
+      fresh = await this.getPodStatus(running.uid, running.name, running.namespace);
+    } catch (err) {
+      ctx.logger.warn('could not list the pod before removal', { podUID: running.uid, err: errorMessage(err) });
+    }
+    const containers = new Map<string, string>();
+    for (const c of [...running.containers, ...(fresh?.containers ?? [])]) containers.set(c.id, c.name);
+    const sandboxes = new Set([...running.sandboxes, ...(fresh?.sandboxes ?? [])].map((s) => s.id));
+
+    for (const [id, name] of containers) {
+      const r = b.add('RemoveContainer', name);
+      try {
+        await removeContainer(ctx, id);
+      } catch (err) {
+        failResult(r, 'RemoveContainerError', errorMessage(err));
+      }
+    }
+    for (const id of sandboxes) {
+      const r = b.add('RemovePodSandbox', id);
+      try {
+        await removePodSandbox(ctx, id);
+      } catch (err) {
+        failResult(r, 'RemovePodSandboxError', errorMessage(err));
+      }
+    }
+    const result = b.build({ podUID: running.uid });
+    if (!result.error) {
+      try {
+        await removePodLogDirectory(ctx, running.namespace, running.name, running.uid);
+        await removePodCgroup(ctx, running.uid);
+      } catch (err) {
+        ctx.logger.warn('could not clean up pod directories', { podUID: running.uid, err: errorMessage(err) });
+      }
+    }
+    return result;
+  }
+
+  /** The kubelet's container GC for this node (see gc.ts). Failures are reported, never thrown. */
+  async garbageCollect(opts: GarbageCollectOptions): Promise<GarbageCollectResult> {
+    return garbageCollect(this.ctx, opts);
+  }
+}

@@ -1,0 +1,237 @@
+import { expect } from 'chai';
+import type { Container, Pod } from '../../../src/api/core.js';
+import {
+  envSourceNames,
+  expand,
+  expandContainerCommandAndArgs,
+  makeEnvironmentVariables,
+  type EnvContext,
+  type EnvSources,
+} from '../../../src/kubelet/envvars.js';
+import { KindError } from '../../../src/util/errors.js';
+
+const ctx: EnvContext = {
+  podIP: '10.88.0.5',
+  podIPs: ['10.88.0.5', 'fd00::5'],
+  hostIP: '192.168.1.10',
+  hostIPs: ['192.168.1.10', 'fd00::10'],
+  nodeName: 'node-a',
+  serviceAccountName: 'builder',
+};
+
+function pod(container: Container): Pod {
+  return {
+    metadata: {
+      name: 'web',
+      namespace: 'prod',
+      uid: 'uid-1',
+      labels: { app: 'web', tier: 'front' },
+      annotations: { note: 'a "quoted" value' },
+    },
+    spec: { nodeName: 'node-a', serviceAccountName: 'builder', containers: [container] },
+  };
+}
+
+function sources(configMaps: Record<string, Record<string, string>> = {}, secrets: Record<string, Record<string, string>> = {}): EnvSources {
+  return { configMaps: new Map(Object.entries(configMaps)), secrets: new Map(Object.entries(secrets)) };
+}
+
+function env(container: Container, src: EnvSources = sources(), c: EnvContext = ctx): Record<string, string> {
+  const r = makeEnvironmentVariables(pod(container), container, src, c);
+  return Object.fromEntries(r.env.map((e) => [e.name, e.value]));
+}
+
+function thrown(fn: () => unknown): KindError {
+  try {
+    fn();
+  } catch (err) {
+    expect(err).to.be.instanceOf(KindError);
+    return err as KindError;
+  }
+  return expect.fail('expected an error');
+}
+
+describe('envvars: $(VAR) expansion', () => {
+  const map = (m: Record<string, string>) => (name: string) => m[name];
+
+  it('expands known references and keeps unknown ones as written', () => {
+    expect(expand('$(A)-$(B)', map({ A: 'x' }))).to.equal('x-$(B)');
+  });
+
+  it('treats $$ as an escaped $ and keeps a lone or unclosed $', () => {
+    expect(expand('$$(A)', map({ A: 'x' }))).to.equal('$(A)');
+    expect(expand('cost: $5 and $', map({}))).to.equal('cost: $5 and $');
+    expect(expand('$(A', map({ A: 'x' }))).to.equal('$(A');
+    expect(expand('a$$b', map({}))).to.equal('a$b');
+  });
+
+  it('expands command and args against the final environment', () => {
+    const out = expandContainerCommandAndArgs(
+      { command: ['echo', '$(GREETING)'], args: ['$(WHO)', '$(MISSING)'] },
+      [
+        { name: 'GREETING', value: 'hello' },
+        { name: 'WHO', value: 'world' },
+      ],
+    );
+    expect(out).to.deep.equal({ command: ['echo', 'hello'], args: ['world', '$(MISSING)'] });
+    expect(expandContainerCommandAndArgs({}, [])).to.deep.equal({});
+  });
+});
+
+describe('envvars: makeEnvironmentVariables', () => {
+  it('resolves literals in order, expanding references to earlier variables only', () => {
+    const c: Container = {
+      name: 'app',
+      env: [
+        { name: 'A', value: 'a' },
+        { name: 'B', value: '$(A)-b-$(C)' },
+        { name: 'C', value: 'c' },
+      ],
+    };
+    expect(env(c)).to.deep.equal({ A: 'a', B: 'a-b-$(C)', C: 'c' });
+  });
+
+  it('takes envFrom first, with prefixes, and lets env override it (position kept)', () => {
+    const c: Container = {
+      name: 'app',
+      envFrom: [{ configMapRef: { name: 'cfg' } }, { prefix: 'S_', secretRef: { name: 'sec' } }],
+      env: [{ name: 'MODE', value: 'override-$(S_TOKEN)' }],
+    };
+    const r = makeEnvironmentVariables(pod(c), c, sources({ cfg: { MODE: 'prod', LEVEL: '3' } }, { sec: { TOKEN: 't0k' } }), ctx);
+    expect(r.env).to.deep.equal([
+      { name: 'MODE', value: 'override-t0k' },
+      { name: 'LEVEL', value: '3' },
+      { name: 'S_TOKEN', value: 't0k' },
+    ]);
+    expect(r.skipped).to.deep.equal([]);
+  });
+
+  it('skips unusable envFrom keys and reports them (relaxed by default, strict on request)', () => {
+    const c: Container = { name: 'app', envFrom: [{ configMapRef: { name: 'cfg' } }] };
+    const data = { 'GOOD': '1', 'has=equals': '2', '1starts-with-digit': '3' };
+    const relaxed = makeEnvironmentVariables(pod(c), c, sources({ cfg: data }), ctx);
+    expect(relaxed.env.map((e) => e.name)).to.deep.equal(['GOOD', '1starts-with-digit']);
+    expect(relaxed.skipped).to.deep.equal([{ kind: 'ConfigMap', name: 'cfg', keys: ['has=equals'] }]);
+    const strict = makeEnvironmentVariables(pod(c), c, sources({ cfg: data }), { ...ctx, envVarNames: 'strict' });
+    expect(strict.env.map((e) => e.name)).to.deep.equal(['GOOD']);
+    expect(strict.skipped[0]?.keys).to.deep.equal(['1starts-with-digit', 'has=equals']);
+  });
+
+  it('ignores missing optional sources and keys', () => {
+    const c: Container = {
+      name: 'app',
+      envFrom: [{ configMapRef: { name: 'absent', optional: true } }],
+      env: [
+        { name: 'X', valueFrom: { configMapKeyRef: { name: 'absent', key: 'k', optional: true } } },
+        { name: 'Y', valueFrom: { secretKeyRef: { name: 'sec', key: 'nope', optional: true } } },
+        { name: 'Z', value: 'z' },
+      ],
+    };
+    expect(env(c, sources({}, { sec: {} }))).to.deep.equal({ Z: 'z' });
+  });
+
+  it('fails with the kubelet messages on missing objects and keys', () => {
+    const cm = (name: string, key: string): Container => ({ name: 'app', env: [{ name: 'V', valueFrom: { configMapKeyRef: { name, key } } }] });
+    const sk = (name: string, key: string): Container => ({ name: 'app', env: [{ name: 'V', valueFrom: { secretKeyRef: { name, key } } }] });
+    let e = thrown(() => env(cm('x', 'k')));
+    expect(e.kind).to.equal('NotFound');
+    expect(e.message).to.equal('configmap "x" not found');
+    e = thrown(() => env(sk('s', 'k')));
+    expect(e.message).to.equal('secret "s" not found');
+    e = thrown(() => env(cm('x', 'k'), sources({ x: {} })));
+    expect(e.message).to.equal("couldn't find key k in ConfigMap prod/x");
+    e = thrown(() => env(sk('s', 'k'), sources({}, { s: {} })));
+    expect(e.message).to.equal("couldn't find key k in Secret prod/s");
+    e = thrown(() => env({ name: 'app', envFrom: [{ secretRef: { name: 'gone' } }] }));
+    expect(e.message).to.equal('secret "gone" not found');
+  });
+
+  it('resolves the downward API field references', () => {
+    const ref = (fieldPath: string) => ({ valueFrom: { fieldRef: { fieldPath } } });
+    const c: Container = {
+      name: 'app',
+      env: [
+        { name: 'NAME', ...ref('metadata.name') },
+        { name: 'NS', ...ref('metadata.namespace') },
+        { name: 'UID', ...ref('metadata.uid') },
+        { name: 'APP', ...ref("metadata.labels['app']") },
+        { name: 'NONE', ...ref("metadata.labels['none']") },
+        { name: 'NOTE', ...ref("metadata.annotations['note']") },
+        { name: 'LABELS', ...ref('metadata.labels') },
+        { name: 'NODE', ...ref('spec.nodeName') },
+        { name: 'SA', ...ref('spec.serviceAccountName') },
+        { name: 'HOST_IP', ...ref('status.hostIP') },
+        { name: 'HOST_IPS', ...ref('status.hostIPs') },
+        { name: 'POD_IP', ...ref('status.podIP') },
+        { name: 'POD_IPS', ...ref('status.podIPs') },
+      ],
+    };
+    expect(env(c)).to.deep.equal({
+      NAME: 'web',
+      NS: 'prod',
+      UID: 'uid-1',
+      APP: 'web',
+      NONE: '',
+      NOTE: 'a "quoted" value',
+      LABELS: 'app="web"\ntier="front"',
+      NODE: 'node-a',
+      SA: 'builder',
+      HOST_IP: '192.168.1.10',
+      HOST_IPS: '192.168.1.10,fd00::10',
+      POD_IP: '10.88.0.5',
+      POD_IPS: '10.88.0.5,fd00::5',
+    });
+  });
+
+  it('rejects unsupported field paths and versions', () => {
+    const c = (fieldPath: string, apiVersion?: string): Container => ({
+      name: 'app',
+      env: [{ name: 'V', valueFrom: { fieldRef: { fieldPath, ...(apiVersion ? { apiVersion } : {}) } } }],
+    });
+    expect(thrown(() => env(c('spec.hostname'))).message).to.equal('field label not supported: spec.hostname');
+    expect(thrown(() => env(c('status.phase'))).message).to.equal('unsupported fieldPath: status.phase');
+    expect(thrown(() => env(c('metadata.name', 'v2'))).message).to.equal('unsupported pod version: v2');
+  });
+
+  it('resolves resource references with divisors, rounding up, and node allocatable for unset limits', () => {
+    const c: Container = {
+      name: 'app',
+      resources: { requests: { cpu: '250m', memory: '64Mi' }, limits: { cpu: '1500m' } },
+      env: [
+        { name: 'CPU_REQ', valueFrom: { resourceFieldRef: { resource: 'requests.cpu' } } },
+        { name: 'CPU_REQ_M', valueFrom: { resourceFieldRef: { resource: 'requests.cpu', divisor: '1m' } } },
+        { name: 'CPU_LIM', valueFrom: { resourceFieldRef: { resource: 'limits.cpu' } } },
+        { name: 'MEM_REQ_MI', valueFrom: { resourceFieldRef: { resource: 'requests.memory', divisor: '1Mi' } } },
+        { name: 'MEM_LIM', valueFrom: { resourceFieldRef: { resource: 'limits.memory', divisor: '1Gi' } } },
+      ],
+    };
+    expect(env(c, sources(), { ...ctx, nodeAllocatable: { cpu: '4', memory: '8Gi' } })).to.deep.equal({
+      CPU_REQ: '1',
+      CPU_REQ_M: '250',
+      CPU_LIM: '2',
+      MEM_REQ_MI: '64',
+      MEM_LIM: '8',
+    });
+    const bad: Container = { name: 'app', env: [{ name: 'V', valueFrom: { resourceFieldRef: { resource: 'limits.gpu' } } }] };
+    expect(thrown(() => env(bad)).message).to.equal('unsupported container resource : limits.gpu');
+  });
+
+  it('adds service variables last, without overriding the container', () => {
+    const c: Container = { name: 'app', env: [{ name: 'KUBERNETES_SERVICE_HOST', value: 'mine' }, { name: 'URL', value: 'http://$(SVC_HOST)' }] };
+    const r = env(c, sources(), { ...ctx, serviceEnv: { KUBERNETES_SERVICE_HOST: '10.0.0.1', SVC_HOST: 'svc' } });
+    expect(r).to.deep.equal({ KUBERNETES_SERVICE_HOST: 'mine', URL: 'http://svc', SVC_HOST: 'svc' });
+  });
+
+  it('lists the referenced config maps and secrets once each', () => {
+    expect(
+      envSourceNames({
+        envFrom: [{ configMapRef: { name: 'a' } }, { secretRef: { name: 's' } }],
+        env: [
+          { name: 'X', valueFrom: { configMapKeyRef: { name: 'a', key: 'k' } } },
+          { name: 'Y', valueFrom: { configMapKeyRef: { name: 'b', key: 'k' } } },
+          { name: 'Z', valueFrom: { secretKeyRef: { name: 't', key: 'k' } } },
+        ],
+      }),
+    ).to.deep.equal({ configMaps: ['a', 'b'], secrets: ['s', 't'] });
+  });
+});
