@@ -121,7 +121,9 @@ export function expand(input: string, mapping: (name: string) => string | undefi
 }
 
 /** First map that has the name wins (expansion.MappingFuncFor). */
-function mappingFor(...contexts: (ReadonlyMap<string, string> | Readonly<Record<string, string>> | undefined)[]) {
+function mappingFor(
+  ...contexts: (ReadonlyMap<string, string> | Readonly<Record<string, string>> | undefined)[]
+) {
   return (name: string): string | undefined => {
     for (const c of contexts) {
       if (!c) continue;
@@ -195,14 +197,12 @@ const SUPPORTED_FIELD_LABELS = new Set([
 
 const SUBSCRIPTED = /^(metadata\.(?:annotations|labels))\['(.*)'\]$/;
 
-function fieldRefValue(
-  ref: NonNullable<EnvVarSource['fieldRef']>,
-  pod: Pod,
-  ctx: EnvContext,
-): string {
+function fieldRefValue(ref: NonNullable<EnvVarSource['fieldRef']>, pod: Pod, ctx: EnvContext): string {
   const version = ref.apiVersion ?? '';
   if (version !== '' && version !== 'v1') {
-    throw new KindError('InvalidArgument', `unsupported pod version: ${version}`, { fieldPath: ref.fieldPath });
+    throw new KindError('InvalidArgument', `unsupported pod version: ${version}`, {
+      fieldPath: ref.fieldPath,
+    });
   }
   const path = ref.fieldPath;
   const sub = SUBSCRIPTED.exec(path);
@@ -268,7 +268,8 @@ function resourceFieldRefValue(
   const dot = ref.resource.indexOf('.');
   const kind = ref.resource.slice(0, dot);
   const name = ref.resource.slice(dot + 1);
-  const known = name === 'cpu' || name === 'memory' || name === 'ephemeral-storage' || name.startsWith('hugepages-');
+  const known =
+    name === 'cpu' || name === 'memory' || name === 'ephemeral-storage' || name.startsWith('hugepages-');
   if ((kind !== 'limits' && kind !== 'requests') || !known) {
     throw new KindError('InvalidArgument', `unsupported container resource : ${ref.resource}`, {
       resource: ref.resource,

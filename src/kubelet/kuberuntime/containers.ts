@@ -4,7 +4,12 @@
  */
 import { mkdir, readdir, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { isRestartableInitContainer, type Container, type LifecycleHandler, type Pod } from '../../api/core.js';
+import {
+  isRestartableInitContainer,
+  type Container,
+  type LifecycleHandler,
+  type Pod,
+} from '../../api/core.js';
 import { buildContainerConfig, podLogsDirectory } from '../../runtime/cri/podconfig.js';
 import {
   ContainerNameLabel,
@@ -40,7 +45,8 @@ export const MinimumGracePeriodSeconds = 2;
 /** Where the kubelet records a container's preStop handler, so a kill without the pod can still run it. */
 export const PreStopHandlerAnnotation = 'io.kubernetes.container.preStopHandler';
 
-export type StartOutcome = { ok: true; containerId: string } | { ok: false; error: SyncErrorReason; message: string };
+export type StartOutcome =
+  { ok: true; containerId: string } | { ok: false; error: SyncErrorReason; message: string };
 
 export interface StartContainerArgs {
   /** The pod as the node runs it (see effectivePod). */
@@ -56,7 +62,12 @@ export interface StartContainerArgs {
 }
 
 function hookDeps(ctx: ManagerContext): HookRunnerDeps {
-  return { runtime: ctx.runtime, clock: ctx.clock, httpGet: ctx.httpGet, httpTimeoutMs: ctx.hookHttpTimeoutMs };
+  return {
+    runtime: ctx.runtime,
+    clock: ctx.clock,
+    httpGet: ctx.httpGet,
+    httpTimeoutMs: ctx.hookHttpTimeoutMs,
+  };
 }
 
 /** The restart count implied by the log files `<n>.log` in the container's log directory (calcRestartCountByLogDir). */
@@ -76,7 +87,11 @@ async function restartCountFromLogDir(dir: string): Promise<number> {
 }
 
 /** Fetches the ConfigMaps and Secrets the container's environment refers to. */
-async function fetchEnvSources(ctx: ManagerContext, namespace: string, container: Container): Promise<EnvSources> {
+async function fetchEnvSources(
+  ctx: ManagerContext,
+  namespace: string,
+  container: Container,
+): Promise<EnvSources> {
   const names = envSourceNames(container);
   const configMaps = new Map<string, Record<string, string> | undefined>();
   const secrets = new Map<string, Record<string, string> | undefined>();
@@ -152,7 +167,12 @@ function toKeyValues(env: readonly EnvVarValue[]): { key: string; value: string 
 export async function startContainer(ctx: ManagerContext, a: StartContainerArgs): Promise<StartOutcome> {
   const { pod, container } = a;
   const name = container.name;
-  const failed = (error: SyncErrorReason, message: string, containerId = '', eventMessage = message): StartOutcome => {
+  const failed = (
+    error: SyncErrorReason,
+    message: string,
+    containerId = '',
+    eventMessage = message,
+  ): StartOutcome => {
     recordContainerEvent(ctx, pod, name, containerId, 'Warning', 'Failed', `Error: ${eventMessage}`);
     return { ok: false, error, message };
   };
@@ -167,7 +187,9 @@ export async function startContainer(ctx: ManagerContext, a: StartContainerArgs)
   if (!previous && ctx.manageLogDirectories) {
     // Runtimes that lose their state on a node reboot would restart counting at 0 and overwrite 0.log.
     const { namespace = '', name: podName = '', uid = '' } = pod.metadata;
-    restartCount = await restartCountFromLogDir(join(podLogsDirectory(ctx.node.podLogsRoot, namespace, podName, uid), name));
+    restartCount = await restartCountFromLogDir(
+      join(podLogsDirectory(ctx.node.podLogsRoot, namespace, podName, uid), name),
+    );
   }
   const target = (container as { targetContainerName?: string }).targetContainerName;
   if (a.ephemeral && target && !findContainerStatusByName(a.podStatus, target)) {
@@ -216,13 +238,25 @@ export async function startContainer(ctx: ManagerContext, a: StartContainerArgs)
         err: outcome.error.message,
       });
       // The hook's message may hold secrets: the event does not carry it.
-      recordContainerEvent(ctx, pod, name, containerId, 'Warning', 'FailedPostStartHook', 'PostStartHook failed');
+      recordContainerEvent(
+        ctx,
+        pod,
+        name,
+        containerId,
+        'Warning',
+        'FailedPostStartHook',
+        'PostStartHook failed',
+      );
       try {
         await killContainer(ctx, pod, containerId, name, 'FailedPostStartHook', 'FailedPostStartHook', {
           podIP: a.podIPs[0] ?? a.podIP,
         });
       } catch (err) {
-        ctx.logger.warn('Failed to kill container', { pod: formatPod(pod), container: name, err: errorMessage(err) });
+        ctx.logger.warn('Failed to kill container', {
+          pod: formatPod(pod),
+          container: name,
+          err: errorMessage(err),
+        });
       }
       return { ok: false, error: 'PostStartHookError', message: outcome.message };
     }
@@ -243,7 +277,12 @@ export function terminationGracePeriod(
 ): number {
   if (pod.metadata.deletionGracePeriodSeconds !== undefined) return pod.metadata.deletionGracePeriodSeconds;
   if (pod.spec.terminationGracePeriodSeconds !== undefined) {
-    const probe = reason === 'StartupProbe' ? spec.startupProbe : reason === 'LivenessProbe' ? spec.livenessProbe : undefined;
+    const probe =
+      reason === 'StartupProbe'
+        ? spec.startupProbe
+        : reason === 'LivenessProbe'
+          ? spec.livenessProbe
+          : undefined;
     if (probe?.terminationGracePeriodSeconds !== undefined) return probe.terminationGracePeriodSeconds;
     return pod.spec.terminationGracePeriodSeconds;
   }
@@ -287,7 +326,11 @@ export async function restoreSpecsFromContainerLabels(
     }
   }
   const pod: Pod = {
-    metadata: { uid: l[PodUIDLabel] ?? '', name: l[PodNameLabel] ?? '', namespace: l[PodNamespaceLabel] ?? '' },
+    metadata: {
+      uid: l[PodUIDLabel] ?? '',
+      name: l[PodNameLabel] ?? '',
+      namespace: l[PodNamespaceLabel] ?? '',
+    },
     spec: { containers: [container] },
   };
   const deletionGrace = parseIntOr(an[PodDeletionGracePeriodAnnotation]);
@@ -327,7 +370,15 @@ async function executePreStopHook(
       containerID: containerId,
       err: outcome.error.message,
     });
-    recordContainerEvent(ctx, pod, spec.name, containerId, 'Warning', 'FailedPreStopHook', 'PreStopHook failed');
+    recordContainerEvent(
+      ctx,
+      pod,
+      spec.name,
+      containerId,
+      'Warning',
+      'FailedPreStopHook',
+      'PreStopHook failed',
+    );
   });
   const deadline = ctx.clock.sleep(graceSeconds * 1000, done.signal).then(
     () => {
@@ -387,7 +438,10 @@ export class TerminationOrdering {
     if (deps.length === 0) return 0;
     const start = this.clock.now();
     const stop = new AbortController();
-    await Promise.race([Promise.all(deps), this.clock.sleep(graceSeconds * 1000, stop.signal).catch(() => undefined)]);
+    await Promise.race([
+      Promise.all(deps),
+      this.clock.sleep(graceSeconds * 1000, stop.signal).catch(() => undefined),
+    ]);
     stop.abort();
     return (this.clock.now() - start) / 1000;
   }
@@ -444,7 +498,15 @@ export async function killContainer(
   }
 
   let grace = terminationGracePeriod(p, spec, reason);
-  recordContainerEvent(ctx, p, containerName, containerId, 'Normal', 'Killing', message || `Stopping container ${spec.name}`);
+  recordContainerEvent(
+    ctx,
+    p,
+    containerName,
+    containerId,
+    'Normal',
+    'Killing',
+    message || `Stopping container ${spec.name}`,
+  );
   if (opts.gracePeriodOverride !== undefined) grace = opts.gracePeriodOverride;
   if (spec.lifecycle?.preStop && grace > 0) {
     grace -= await executePreStopHook(ctx, p, containerId, spec, grace, opts.podIP ?? '');
@@ -486,7 +548,9 @@ export async function removeContainer(ctx: ManagerContext, containerId: string):
       } catch {
         // No directory: nothing rotated.
       }
-      await Promise.all(names.filter((n) => n.startsWith(prefix)).map((n) => rm(join(dir, n), { force: true })));
+      await Promise.all(
+        names.filter((n) => n.startsWith(prefix)).map((n) => rm(join(dir, n), { force: true })),
+      );
     }
   }
   await ctx.runtime.removeContainer(containerId);

@@ -17,7 +17,13 @@ export type EventType = 'Normal' | 'Warning';
  * kubelet's container references do (`spec.containers{web}`); absent for pod-level events. Must not throw or
  * block: the recorder queues the write.
  */
-export type EventRecorderFunc = (pod: Pod, type: EventType, reason: string, message: string, fieldPath?: string) => void;
+export type EventRecorderFunc = (
+  pod: Pod,
+  type: EventType,
+  reason: string,
+  message: string,
+  fieldPath?: string,
+) => void;
 
 export interface RuntimeManagerLogger {
   info(message: string, fields?: Record<string, unknown>): void;
@@ -68,7 +74,8 @@ export interface ManagerContext {
 export function containerFieldPath(pod: Pod, name: string): string | undefined {
   if (pod.spec.containers.some((c) => c.name === name)) return `spec.containers{${name}}`;
   if ((pod.spec.initContainers ?? []).some((c) => c.name === name)) return `spec.initContainers{${name}}`;
-  if ((pod.spec.ephemeralContainers ?? []).some((c) => c.name === name)) return `spec.ephemeralContainers{${name}}`;
+  if ((pod.spec.ephemeralContainers ?? []).some((c) => c.name === name))
+    return `spec.ephemeralContainers{${name}}`;
   return undefined;
 }
 

@@ -50,7 +50,10 @@ interface DeadContainer {
 const newestFirst = (a: { createdAt: bigint }, b: { createdAt: bigint }): number =>
   a.createdAt === b.createdAt ? 0 : a.createdAt > b.createdAt ? -1 : 1;
 
-export async function garbageCollect(ctx: ManagerContext, opts: GarbageCollectOptions): Promise<GarbageCollectResult> {
+export async function garbageCollect(
+  ctx: ManagerContext,
+  opts: GarbageCollectOptions,
+): Promise<GarbageCollectResult> {
   const result: GarbageCollectResult = { removedContainers: [], removedSandboxes: [], errors: [] };
   const minAgeNs = BigInt(Math.max(0, Math.floor(opts.minAgeMs ?? 0))) * 1_000_000n;
   const newestGCTime = BigInt(Math.floor(ctx.clock.now())) * 1_000_000n - minAgeNs;
@@ -79,7 +82,14 @@ export async function garbageCollect(ctx: ManagerContext, opts: GarbageCollectOp
       try {
         if (c.unknown) {
           // It might still run: stop it before removal.
-          await killContainer(ctx, undefined, c.id, c.name, 'Container is in unknown state, try killing it before removal', 'Unknown');
+          await killContainer(
+            ctx,
+            undefined,
+            c.id,
+            c.name,
+            'Container is in unknown state, try killing it before removal',
+            'Unknown',
+          );
         }
         await removeContainer(ctx, c.id);
         result.removedContainers.push(c.id);
@@ -117,7 +127,10 @@ export async function garbageCollect(ctx: ManagerContext, opts: GarbageCollectOp
 
   // ---- sandboxes
   const withContainers = new Set((await ctx.runtime.listContainers(selector)).map((c) => c.podSandboxId));
-  const byPod = new Map<string, { id: string; createdAt: bigint; active: boolean; name: string; namespace: string }[]>();
+  const byPod = new Map<
+    string,
+    { id: string; createdAt: bigint; active: boolean; name: string; namespace: string }[]
+  >();
   for (const sb of await ctx.runtime.listPodSandbox(selector)) {
     const uid = sb.labels[PodUIDLabel] ?? sb.metadata.uid;
     let list = byPod.get(uid);

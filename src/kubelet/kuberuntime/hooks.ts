@@ -74,7 +74,8 @@ export function hookURL(
 function hookHeaders(action: NonNullable<LifecycleHandler['httpGet']>): Record<string, string> {
   const headers: Record<string, string> = {};
   for (const h of action.httpHeaders ?? []) headers[h.name] = h.value;
-  const has = (name: string): boolean => Object.keys(headers).some((k) => k.toLowerCase() === name.toLowerCase());
+  const has = (name: string): boolean =>
+    Object.keys(headers).some((k) => k.toLowerCase() === name.toLowerCase());
   if (!has('User-Agent')) headers['User-Agent'] = LifecycleUserAgent;
   if (!has('Accept')) headers.Accept = '*/*';
   return headers;
@@ -96,10 +97,18 @@ export async function runLifecycleHandler(deps: HookRunnerDeps, inv: HookInvocat
       const r = await deps.runtime.execSync(inv.containerId, cmd, 0);
       output = r.stdout.toString() + r.stderr.toString();
       if (r.exitCode === 0) return { ok: true };
-      const error = new KindError('Unknown', `command '${cmd.join(' ')}' exited with ${r.exitCode}: ${r.stderr.toString()}`, {
-        exitCode: r.exitCode,
-      });
-      return { ok: false, error, message: `Exec lifecycle hook (${goList(cmd)}) ${where} failed - error: ${error.message}, message: ${JSON.stringify(output)}` };
+      const error = new KindError(
+        'Unknown',
+        `command '${cmd.join(' ')}' exited with ${r.exitCode}: ${r.stderr.toString()}`,
+        {
+          exitCode: r.exitCode,
+        },
+      );
+      return {
+        ok: false,
+        error,
+        message: `Exec lifecycle hook (${goList(cmd)}) ${where} failed - error: ${error.message}, message: ${JSON.stringify(output)}`,
+      };
     } catch (err) {
       const error = err instanceof Error ? err : new Error(String(err));
       return {
@@ -130,7 +139,11 @@ export async function runLifecycleHandler(deps: HookRunnerDeps, inv: HookInvocat
       return { ok: true };
     } catch {
       const error = new KindError('Unavailable', 'container terminated before sleep hook finished');
-      return { ok: false, error, message: `Sleep lifecycle hook (${seconds}) ${where} failed - error: ${error.message}` };
+      return {
+        ok: false,
+        error,
+        message: `Sleep lifecycle hook (${seconds}) ${where} failed - error: ${error.message}`,
+      };
     }
   }
   const error = new KindError('InvalidArgument', `invalid handler: ${JSON.stringify(handler)}`);

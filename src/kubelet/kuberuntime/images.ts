@@ -11,8 +11,7 @@ import { recordContainerEvent, type ManagerContext } from './context.js';
 import type { SyncErrorReason } from './syncresult.js';
 
 export type EnsureImageOutcome =
-  | { ok: true; imageRef: string }
-  | { ok: false; error: SyncErrorReason; message: string };
+  { ok: true; imageRef: string } | { ok: false; error: SyncErrorReason; message: string };
 
 /** The reference with `:latest` added when it names neither a tag nor a digest (kubelet applyDefaultImageTag). */
 export function applyDefaultImageTag(image: string): string {

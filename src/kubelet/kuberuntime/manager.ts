@@ -40,10 +40,22 @@ import { killContainer, removeContainer, startContainer, TerminationOrdering } f
 import { garbageCollect, type GarbageCollectOptions, type GarbageCollectResult } from './gc.js';
 import type { HookHttpGet } from './hooks.js';
 import { listRuntimePods, readPodStatus, sandboxIPs } from './podstatus.js';
-import { createPodSandbox, effectivePod, removePodCgroup, removePodLogDirectory, removePodSandbox, stopPodSandbox } from './sandboxes.js';
+import {
+  createPodSandbox,
+  effectivePod,
+  removePodCgroup,
+  removePodLogDirectory,
+  removePodSandbox,
+  stopPodSandbox,
+} from './sandboxes.js';
 import { failResult, SyncResultBuilder, type PodSyncResult } from './syncresult.js';
 
-export type { EnvSource, EventRecorderFunc, RuntimeManagerLogger, RuntimeManagerNodeSettings } from './context.js';
+export type {
+  EnvSource,
+  EventRecorderFunc,
+  RuntimeManagerLogger,
+  RuntimeManagerNodeSettings,
+} from './context.js';
 export type { GarbageCollectOptions, GarbageCollectResult } from './gc.js';
 export type { HookHttpGet } from './hooks.js';
 export type { PodSyncResult, SyncAction, SyncErrorReason, SyncResult } from './syncresult.js';
@@ -95,15 +107,24 @@ function isFn(v: unknown): boolean {
 /** Checks the deps' shape (virtual-kubelet style: constructors check, methods assume). */
 function validateDeps(d: KubeGenericRuntimeManagerDeps): void {
   if (typeof d !== 'object' || d === null) throw invalid('deps', 'are required');
-  if (typeof d.runtime !== 'object' || d.runtime === null || (d.runtime.kind !== 'cri' && d.runtime.kind !== 'sim')) {
+  if (
+    typeof d.runtime !== 'object' ||
+    d.runtime === null ||
+    (d.runtime.kind !== 'cri' && d.runtime.kind !== 'sim')
+  ) {
     throw invalid('runtime', 'must be a Runtime');
   }
-  if (!d.clock || !isFn(d.clock.now) || !isFn(d.clock.sleep) || !isFn(d.clock.setTimer)) throw invalid('clock', 'must be a Clock');
+  if (!d.clock || !isFn(d.clock.now) || !isFn(d.clock.sleep) || !isFn(d.clock.setTimer))
+    throw invalid('clock', 'must be a Clock');
   const n = d.nodeSettings;
-  if (!n || typeof n.nodeName !== 'string' || n.nodeName === '') throw invalid('nodeSettings.nodeName', 'is required');
-  if (typeof n.podLogsRoot !== 'string' || n.podLogsRoot === '') throw invalid('nodeSettings.podLogsRoot', 'is required');
-  if (typeof n.cgroupRoot !== 'string' || n.cgroupRoot === '') throw invalid('nodeSettings.cgroupRoot', 'is required');
-  if (n.podNetwork !== 'host' && n.podNetwork !== 'cni') throw invalid('nodeSettings.podNetwork', "must be 'host' or 'cni'");
+  if (!n || typeof n.nodeName !== 'string' || n.nodeName === '')
+    throw invalid('nodeSettings.nodeName', 'is required');
+  if (typeof n.podLogsRoot !== 'string' || n.podLogsRoot === '')
+    throw invalid('nodeSettings.podLogsRoot', 'is required');
+  if (typeof n.cgroupRoot !== 'string' || n.cgroupRoot === '')
+    throw invalid('nodeSettings.cgroupRoot', 'is required');
+  if (n.podNetwork !== 'host' && n.podNetwork !== 'cni')
+    throw invalid('nodeSettings.podNetwork', "must be 'host' or 'cni'");
   if (typeof n.nodeIP !== 'string' || n.nodeIP === '') throw invalid('nodeSettings.nodeIP', 'is required');
   if (!isFn(d.recorder)) throw invalid('recorder', 'must be a function');
   if (!d.envSource || !isFn(d.envSource.getConfigMap) || !isFn(d.envSource.getSecret)) {
@@ -117,9 +138,11 @@ function validateDeps(d: KubeGenericRuntimeManagerDeps): void {
     throw invalid('imagePullBackOff', 'must be an ImagePullBackOff');
   }
   if (!d.reasonCache || !isFn(d.reasonCache.update)) throw invalid('reasonCache', 'must be a ReasonCache');
-  if (!d.logger || !isFn(d.logger.info) || !isFn(d.logger.warn)) throw invalid('logger', 'must have info and warn');
+  if (!d.logger || !isFn(d.logger.info) || !isFn(d.logger.warn))
+    throw invalid('logger', 'must have info and warn');
   const t = d.hookHttpTimeoutMs;
-  if (t !== undefined && !(Number.isFinite(t) && t > 0)) throw invalid('hookHttpTimeoutMs', 'must be a positive number');
+  if (t !== undefined && !(Number.isFinite(t) && t > 0))
+    throw invalid('hookHttpTimeoutMs', 'must be a positive number');
 }
 
 function asKindError(err: unknown): KindError {
@@ -183,7 +206,14 @@ export class KubeGenericRuntimeManager {
    * restart count from annotations, times in ms, pod IPs from the newest sandbox when it is ready.
    */
   async getPodStatus(uid: string, name: string, namespace: string): Promise<RuntimePodStatus> {
-    return readPodStatus(this.runtime, this.ctx.node.nodeName, await this.runtimeType(), uid, name, namespace);
+    return readPodStatus(
+      this.runtime,
+      this.ctx.node.nodeName,
+      await this.runtimeType(),
+      uid,
+      name,
+      namespace,
+    );
   }
 
   // ------------------------------------------------------------------------------------------ syncing
@@ -229,7 +259,13 @@ export class KubeGenericRuntimeManager {
       return;
     }
     if (actions.createSandbox && actions.sandboxID !== '') {
-      recordPodEvent(ctx, original, 'Normal', 'SandboxChanged', 'Pod sandbox changed, it will be killed and re-created.');
+      recordPodEvent(
+        ctx,
+        original,
+        'Normal',
+        'SandboxChanged',
+        'Pod sandbox changed, it will be killed and re-created.',
+      );
     }
 
     // Steps 2 and 3: kill the pod, or the containers that must not run.
@@ -246,7 +282,11 @@ export class KubeGenericRuntimeManager {
           await killContainer(ctx, pod, id, info.name, info.message, info.reason, { podIP: hookIP });
         } catch (err) {
           failResult(r, 'KillContainerError', errorMessage(err));
-          ctx.logger.warn('killContainer for pod failed', { pod: podDesc, container: info.name, err: errorMessage(err) });
+          ctx.logger.warn('killContainer for pod failed', {
+            pod: podDesc,
+            container: info.name,
+            err: errorMessage(err),
+          });
           return;
         }
       }
@@ -267,7 +307,13 @@ export class KubeGenericRuntimeManager {
         if (sync.signal.aborted) return;
         failResult(r, 'CreatePodSandboxError', created.message);
         ctx.logger.warn('CreatePodSandbox for pod failed', { pod: podDesc, err: created.error.message });
-        recordPodEvent(ctx, original, 'Warning', 'FailedCreatePodSandBox', `Failed to create pod sandbox: ${created.error.message}`);
+        recordPodEvent(
+          ctx,
+          original,
+          'Warning',
+          'FailedCreatePodSandBox',
+          `Failed to create pod sandbox: ${created.error.message}`,
+        );
         return;
       }
       sandboxId = created.id;
@@ -277,7 +323,13 @@ export class KubeGenericRuntimeManager {
         // Only a pod-network sandbox has IPs of its own.
         if (!pod.spec.hostNetwork) podIPs = sandboxIPs(st);
       } catch (err) {
-        recordPodEvent(ctx, original, 'Warning', 'FailedPodSandBoxStatus', `Unable to get pod sandbox status: ${errorMessage(err)}`);
+        recordPodEvent(
+          ctx,
+          original,
+          'Warning',
+          'FailedPodSandBoxStatus',
+          `Unable to get pod sandbox status: ${errorMessage(err)}`,
+        );
         b.fail(asKindError(err));
         return;
       }
@@ -289,7 +341,11 @@ export class KubeGenericRuntimeManager {
       try {
         sandboxConfig = buildPodSandboxConfig(pod, ctx.node, actions.attempt);
       } catch (err) {
-        failResult(cr, 'ConfigPodSandboxError', `GeneratePodSandboxConfig for pod ${JSON.stringify(podDesc)} failed: ${errorMessage(err)}`);
+        failResult(
+          cr,
+          'ConfigPodSandboxError',
+          `GeneratePodSandboxConfig for pod ${JSON.stringify(podDesc)} failed: ${errorMessage(err)}`,
+        );
         return;
       }
     }
@@ -318,7 +374,12 @@ export class KubeGenericRuntimeManager {
       if (!out.ok) {
         failResult(r, out.error, out.message);
         const log = out.error === 'ImagePullBackOff' ? ctx.logger.info : ctx.logger.warn;
-        log.call(ctx.logger, `${typeName} start failed in pod`, { pod: podDesc, container: containerName, reason: out.error, message: out.message });
+        log.call(ctx.logger, `${typeName} start failed in pod`, {
+          pod: podDesc,
+          container: containerName,
+          reason: out.error,
+          message: out.message,
+        });
         return false;
       }
       return true;
@@ -350,7 +411,10 @@ export class KubeGenericRuntimeManager {
     try {
       await removeContainer(this.ctx, id);
     } catch (err) {
-      this.ctx.logger.warn(`failed to remove pod init container ${JSON.stringify(name)}: ${errorMessage(err)}; Skipping pod ${JSON.stringify(formatPod(pod))}`, { why });
+      this.ctx.logger.warn(
+        `failed to remove pod init container ${JSON.stringify(name)}: ${errorMessage(err)}; Skipping pod ${JSON.stringify(formatPod(pod))}`,
+        { why },
+      );
     }
   }
 
@@ -403,7 +467,11 @@ export class KubeGenericRuntimeManager {
     const containers = running.containers.filter((c) => c.state === 'running');
     const ordering =
       pod && (pod.spec.initContainers ?? []).some(isRestartableInitContainer)
-        ? new TerminationOrdering(pod, containers.map((c) => c.name), ctx.clock)
+        ? new TerminationOrdering(
+            pod,
+            containers.map((c) => c.name),
+            ctx.clock,
+          )
         : undefined;
     const podIP = running.ips[0] ?? (pod?.spec.hostNetwork ? ctx.node.nodeIP : '');
     await Promise.all(
@@ -417,7 +485,11 @@ export class KubeGenericRuntimeManager {
           });
         } catch (err) {
           failResult(r, 'KillContainerError', errorMessage(err));
-          ctx.logger.warn('Kill container failed', { pod: `${running.namespace}/${running.name}`, container: c.name, err: errorMessage(err) });
+          ctx.logger.warn('Kill container failed', {
+            pod: `${running.namespace}/${running.name}`,
+            container: c.name,
+            err: errorMessage(err),
+          });
         }
       }),
     );
@@ -447,7 +519,10 @@ export class KubeGenericRuntimeManager {
     try {
       fresh = await this.getPodStatus(running.uid, running.name, running.namespace);
     } catch (err) {
-      ctx.logger.warn('could not list the pod before removal', { podUID: running.uid, err: errorMessage(err) });
+      ctx.logger.warn('could not list the pod before removal', {
+        podUID: running.uid,
+        err: errorMessage(err),
+      });
     }
     const containers = new Map<string, string>();
     for (const c of [...running.containers, ...(fresh?.containers ?? [])]) containers.set(c.id, c.name);
@@ -475,7 +550,10 @@ export class KubeGenericRuntimeManager {
         await removePodLogDirectory(ctx, running.namespace, running.name, running.uid);
         await removePodCgroup(ctx, running.uid);
       } catch (err) {
-        ctx.logger.warn('could not clean up pod directories', { podUID: running.uid, err: errorMessage(err) });
+        ctx.logger.warn('could not clean up pod directories', {
+          podUID: running.uid,
+          err: errorMessage(err),
+        });
       }
     }
     return result;

@@ -171,7 +171,10 @@ export async function listRuntimePods(runtime: Runtime, nodeName: string): Promi
     runtime.listContainers({ labelSelector: selector }),
   ]);
   const pods = new Map<string, MutablePod>();
-  const podOf = (obj: PodSandbox | RuntimeContainer, fallback: { uid: string; name: string; namespace: string }): MutablePod | undefined => {
+  const podOf = (
+    obj: PodSandbox | RuntimeContainer,
+    fallback: { uid: string; name: string; namespace: string },
+  ): MutablePod | undefined => {
     const uid = obj.labels[PodUIDLabel] ?? fallback.uid;
     if (!uid) return undefined;
     let p = pods.get(uid);
@@ -201,5 +204,11 @@ export async function listRuntimePods(runtime: Runtime, nodeName: string): Promi
   }
   return [...pods.values()]
     .sort(byCreatedDesc)
-    .map(({ uid, name, namespace, containers: cs, sandboxes: sbs }) => ({ uid, name, namespace, containers: cs, sandboxes: sbs }));
+    .map(({ uid, name, namespace, containers: cs, sandboxes: sbs }) => ({
+      uid,
+      name,
+      namespace,
+      containers: cs,
+      sandboxes: sbs,
+    }));
 }

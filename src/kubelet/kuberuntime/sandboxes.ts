@@ -23,8 +23,7 @@ export function effectivePod(pod: Pod, podNetwork: 'host' | 'cni'): Pod {
 }
 
 export type CreateSandboxOutcome =
-  | { ok: true; id: string; config: PodSandboxConfig }
-  | { ok: false; error: Error; message: string };
+  { ok: true; id: string; config: PodSandboxConfig } | { ok: false; error: Error; message: string };
 
 /**
  * Creates the pod's `attempt`-th sandbox (kubelet: createPodSandbox): builds the config, makes the log
@@ -46,7 +45,11 @@ export async function createPodSandbox(
     return { ok: true, id, config };
   } catch (err) {
     const error = err instanceof Error ? err : new Error(String(err));
-    return { ok: false, error, message: `Failed to create pod sandbox for pod ${JSON.stringify(podDesc)}: ${error.message}` };
+    return {
+      ok: false,
+      error,
+      message: `Failed to create pod sandbox for pod ${JSON.stringify(podDesc)}: ${error.message}`,
+    };
   }
 }
 
@@ -107,7 +110,9 @@ export async function removePodCgroup(ctx: ManagerContext, uid: string): Promise
   const rel = podCgroupParent(ctx.node.cgroupRoot, uid);
   let hierarchies: string[];
   try {
-    hierarchies = (await readdir(CGROUP_MOUNT, { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => join(CGROUP_MOUNT, e.name));
+    hierarchies = (await readdir(CGROUP_MOUNT, { withFileTypes: true }))
+      .filter((e) => e.isDirectory())
+      .map((e) => join(CGROUP_MOUNT, e.name));
   } catch {
     return;
   }

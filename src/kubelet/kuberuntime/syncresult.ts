@@ -54,7 +54,12 @@ export interface PodSyncResult {
 /** The aggregate failure of a sync; `results` are the failed entries. */
 export class PodSyncError extends KindError {
   readonly failures: readonly SyncResult[];
-  constructor(kind: ErrorKind, message: string, failures: readonly SyncResult[], context: Record<string, unknown> = {}) {
+  constructor(
+    kind: ErrorKind,
+    message: string,
+    failures: readonly SyncResult[],
+    context: Record<string, unknown> = {},
+  ) {
     super(kind, message, context);
     this.failures = failures;
   }
@@ -85,7 +90,8 @@ export class SyncResultBuilder {
   build(context: Record<string, unknown> = {}): PodSyncResult {
     const failures = this.results.filter((r) => r.error);
     const parts = failures.map(
-      (r) => `failed to ${JSON.stringify(r.action)} for ${JSON.stringify(r.target)} with ${r.error}: ${JSON.stringify(r.message ?? '')}`,
+      (r) =>
+        `failed to ${JSON.stringify(r.action)} for ${JSON.stringify(r.target)} with ${r.error}: ${JSON.stringify(r.message ?? '')}`,
     );
     if (this.syncError) parts.push(this.syncError.message);
     if (parts.length === 0) return { results: this.results };

@@ -32,7 +32,10 @@ function pod(container: Container): Pod {
   };
 }
 
-function sources(configMaps: Record<string, Record<string, string>> = {}, secrets: Record<string, Record<string, string>> = {}): EnvSources {
+function sources(
+  configMaps: Record<string, Record<string, string>> = {},
+  secrets: Record<string, Record<string, string>> = {},
+): EnvSources {
   return { configMaps: new Map(Object.entries(configMaps)), secrets: new Map(Object.entries(secrets)) };
 }
 
@@ -97,7 +100,12 @@ describe('envvars: makeEnvironmentVariables', () => {
       envFrom: [{ configMapRef: { name: 'cfg' } }, { prefix: 'S_', secretRef: { name: 'sec' } }],
       env: [{ name: 'MODE', value: 'override-$(S_TOKEN)' }],
     };
-    const r = makeEnvironmentVariables(pod(c), c, sources({ cfg: { MODE: 'prod', LEVEL: '3' } }, { sec: { TOKEN: 't0k' } }), ctx);
+    const r = makeEnvironmentVariables(
+      pod(c),
+      c,
+      sources({ cfg: { MODE: 'prod', LEVEL: '3' } }, { sec: { TOKEN: 't0k' } }),
+      ctx,
+    );
     expect(r.env).to.deep.equal([
       { name: 'MODE', value: 'override-t0k' },
       { name: 'LEVEL', value: '3' },
@@ -108,11 +116,14 @@ describe('envvars: makeEnvironmentVariables', () => {
 
   it('skips unusable envFrom keys and reports them (relaxed by default, strict on request)', () => {
     const c: Container = { name: 'app', envFrom: [{ configMapRef: { name: 'cfg' } }] };
-    const data = { 'GOOD': '1', 'has=equals': '2', '1starts-with-digit': '3' };
+    const data = { GOOD: '1', 'has=equals': '2', '1starts-with-digit': '3' };
     const relaxed = makeEnvironmentVariables(pod(c), c, sources({ cfg: data }), ctx);
     expect(relaxed.env.map((e) => e.name)).to.deep.equal(['GOOD', '1starts-with-digit']);
     expect(relaxed.skipped).to.deep.equal([{ kind: 'ConfigMap', name: 'cfg', keys: ['has=equals'] }]);
-    const strict = makeEnvironmentVariables(pod(c), c, sources({ cfg: data }), { ...ctx, envVarNames: 'strict' });
+    const strict = makeEnvironmentVariables(pod(c), c, sources({ cfg: data }), {
+      ...ctx,
+      envVarNames: 'strict',
+    });
     expect(strict.env.map((e) => e.name)).to.deep.equal(['GOOD']);
     expect(strict.skipped[0]?.keys).to.deep.equal(['1starts-with-digit', 'has=equals']);
   });
@@ -131,8 +142,14 @@ describe('envvars: makeEnvironmentVariables', () => {
   });
 
   it('fails with the kubelet messages on missing objects and keys', () => {
-    const cm = (name: string, key: string): Container => ({ name: 'app', env: [{ name: 'V', valueFrom: { configMapKeyRef: { name, key } } }] });
-    const sk = (name: string, key: string): Container => ({ name: 'app', env: [{ name: 'V', valueFrom: { secretKeyRef: { name, key } } }] });
+    const cm = (name: string, key: string): Container => ({
+      name: 'app',
+      env: [{ name: 'V', valueFrom: { configMapKeyRef: { name, key } } }],
+    });
+    const sk = (name: string, key: string): Container => ({
+      name: 'app',
+      env: [{ name: 'V', valueFrom: { secretKeyRef: { name, key } } }],
+    });
     let e = thrown(() => env(cm('x', 'k')));
     expect(e.kind).to.equal('NotFound');
     expect(e.message).to.equal('configmap "x" not found');
@@ -188,7 +205,9 @@ describe('envvars: makeEnvironmentVariables', () => {
       name: 'app',
       env: [{ name: 'V', valueFrom: { fieldRef: { fieldPath, ...(apiVersion ? { apiVersion } : {}) } } }],
     });
-    expect(thrown(() => env(c('spec.hostname'))).message).to.equal('field label not supported: spec.hostname');
+    expect(thrown(() => env(c('spec.hostname'))).message).to.equal(
+      'field label not supported: spec.hostname',
+    );
     expect(thrown(() => env(c('status.phase'))).message).to.equal('unsupported fieldPath: status.phase');
     expect(thrown(() => env(c('metadata.name', 'v2'))).message).to.equal('unsupported pod version: v2');
   });
@@ -201,7 +220,10 @@ describe('envvars: makeEnvironmentVariables', () => {
         { name: 'CPU_REQ', valueFrom: { resourceFieldRef: { resource: 'requests.cpu' } } },
         { name: 'CPU_REQ_M', valueFrom: { resourceFieldRef: { resource: 'requests.cpu', divisor: '1m' } } },
         { name: 'CPU_LIM', valueFrom: { resourceFieldRef: { resource: 'limits.cpu' } } },
-        { name: 'MEM_REQ_MI', valueFrom: { resourceFieldRef: { resource: 'requests.memory', divisor: '1Mi' } } },
+        {
+          name: 'MEM_REQ_MI',
+          valueFrom: { resourceFieldRef: { resource: 'requests.memory', divisor: '1Mi' } },
+        },
         { name: 'MEM_LIM', valueFrom: { resourceFieldRef: { resource: 'limits.memory', divisor: '1Gi' } } },
       ],
     };
@@ -212,13 +234,25 @@ describe('envvars: makeEnvironmentVariables', () => {
       MEM_REQ_MI: '64',
       MEM_LIM: '8',
     });
-    const bad: Container = { name: 'app', env: [{ name: 'V', valueFrom: { resourceFieldRef: { resource: 'limits.gpu' } } }] };
+    const bad: Container = {
+      name: 'app',
+      env: [{ name: 'V', valueFrom: { resourceFieldRef: { resource: 'limits.gpu' } } }],
+    };
     expect(thrown(() => env(bad)).message).to.equal('unsupported container resource : limits.gpu');
   });
 
   it('adds service variables last, without overriding the container', () => {
-    const c: Container = { name: 'app', env: [{ name: 'KUBERNETES_SERVICE_HOST', value: 'mine' }, { name: 'URL', value: 'http://$(SVC_HOST)' }] };
-    const r = env(c, sources(), { ...ctx, serviceEnv: { KUBERNETES_SERVICE_HOST: '10.0.0.1', SVC_HOST: 'svc' } });
+    const c: Container = {
+      name: 'app',
+      env: [
+        { name: 'KUBERNETES_SERVICE_HOST', value: 'mine' },
+        { name: 'URL', value: 'http://$(SVC_HOST)' },
+      ],
+    };
+    const r = env(c, sources(), {
+      ...ctx,
+      serviceEnv: { KUBERNETES_SERVICE_HOST: '10.0.0.1', SVC_HOST: 'svc' },
+    });
     expect(r).to.deep.equal({ KUBERNETES_SERVICE_HOST: 'mine', URL: 'http://svc', SVC_HOST: 'svc' });
   });
 

@@ -26,7 +26,12 @@ export interface RecordedEvent {
 }
 
 /** Awaits `p` while advancing the fake clock in `stepMs` steps whenever nothing else can make progress. */
-export async function drive<T>(clock: FakeClock, p: Promise<T>, stepMs = 100, maxMs = 30 * 60_000): Promise<T> {
+export async function drive<T>(
+  clock: FakeClock,
+  p: Promise<T>,
+  stepMs = 100,
+  maxMs = 30 * 60_000,
+): Promise<T> {
   let settled = false;
   p.then(
     () => (settled = true),
@@ -40,7 +45,11 @@ export async function drive<T>(clock: FakeClock, p: Promise<T>, stepMs = 100, ma
   }
 }
 
-export function container(name: string, command: string[] | undefined, extra: Partial<Container> = {}): Container {
+export function container(
+  name: string,
+  command: string[] | undefined,
+  extra: Partial<Container> = {},
+): Container {
   return { name, image: IMAGE, imagePullPolicy: 'IfNotPresent', ...(command ? { command } : {}), ...extra };
 }
 
@@ -55,7 +64,12 @@ export function makePod(opts: {
 }): Pod {
   const n = ++seq;
   const pod: Pod = {
-    metadata: { name: `web-${n}`, namespace: 'default', uid: `uid-${n}`, ...(opts.annotations ? { annotations: opts.annotations } : {}) },
+    metadata: {
+      name: `web-${n}`,
+      namespace: 'default',
+      uid: `uid-${n}`,
+      ...(opts.annotations ? { annotations: opts.annotations } : {}),
+    },
     spec: { nodeName: NODE, containers: opts.containers, terminationGracePeriodSeconds: opts.grace ?? 30 },
   };
   if (opts.init) pod.spec.initContainers = opts.init;
@@ -64,7 +78,10 @@ export function makePod(opts: {
   return pod;
 }
 
-export function probes(liveness: Record<string, ProbeResult> = {}, startup: Record<string, ProbeResult> = {}): SyncPodProbes {
+export function probes(
+  liveness: Record<string, ProbeResult> = {},
+  startup: Record<string, ProbeResult> = {},
+): SyncPodProbes {
   return { liveness: { get: (id) => liveness[id] }, startup: { get: (id) => startup[id] } };
 }
 
@@ -87,7 +104,11 @@ export class Harness {
   manager!: KubeGenericRuntimeManager;
 
   constructor(private readonly opts: HarnessOptions = {}) {
-    this.runtime = new SimRuntime({ clock: this.clock, images: opts.images ?? [IMAGE], profiles: opts.profiles });
+    this.runtime = new SimRuntime({
+      clock: this.clock,
+      images: opts.images ?? [IMAGE],
+      profiles: opts.profiles,
+    });
     const create = this.runtime.createContainer.bind(this.runtime);
     this.runtime.createContainer = async (sb, config, sbConfig) => {
       this.createdConfigs.push(config);
@@ -139,7 +160,10 @@ export class Harness {
   }
 
   async kill(pod: Pod | undefined, status: RuntimePodStatus, grace?: number): Promise<PodSyncResult> {
-    return drive(this.clock, this.manager.killPod({ signal: new AbortController().signal }, pod, status, grace));
+    return drive(
+      this.clock,
+      this.manager.killPod({ signal: new AbortController().signal }, pod, status, grace),
+    );
   }
 
   /** Events as `Reason: message`, then forgets them. */

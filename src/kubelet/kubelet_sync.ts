@@ -1,0 +1,243 @@
+/**
+ * The kubelet's pod sync functions (kubelet.go SyncPod, SyncTerminatingPod, SyncTerminatedPod, plus the
+ * admission of HandlePodAdditions): what a pod worker runs for one pod. Each reads the runtime view fresh,
+ * tells the status manager the pod's status, and asks the runtime manager to act; nothing here writes to the
+ * API server or keeps runtime state across calls, so a restarted operator resumes where the last one stopped.
+ */
+import { isTerminalPhase, type Pod, type PodStatus } from '../api/core.js';
+import { admitPod, type AdmissionNode } from '../node/admission.js';
+import type { Clock } from '../util/clock.js';
+import { errorMessage, KindError } from '../util/errors.js';
+import type { RuntimePodStatus } from './container/types.js';
+import type { EventRecorderFunc } from './kuberuntime/context.js';
+import type { KubeGenericRuntimeManager, SyncPodProbes } from './kuberuntime/manager.js';
+import { effectivePod } from './kuberuntime/sandboxes.js';
+import type { KubeletPodManager } from './podmanager.js';
+import type { KillPodOptions, PodSyncer, SyncContext, UpdateType, WorkerState } from './podworkers.js';
+import type { ProberManager } from './prober/manager.js';
+import { getPodQOS } from './qos.js';
+import type { ReasonCacheReader } from './reasoncache.js';
+import { generateAPIPodStatus } from './status/apistatus.js';
+import type { StatusManager } from './status/manager.js';
+
+export interface KubeletPodSyncerDeps {
+  nodeIPs: readonly string[];
+  podNetwork: 'host' | 'cni';
+  clock: Pick<Clock, 'now'>;
+  logger: { info(msg: string, meta?: Record<string, unknown>): void; warn(msg: string, meta?: Record<string, unknown>): void };
+  record: EventRecorderFunc;
+  /** The node as admission sees it, read at each admission (allocatable, labels, taints). */
+  node: () => AdmissionNode;
+  podManager: Pick<KubeletPodManager, 'getPodByUID'>;
+  statusManager: Pick<StatusManager, 'getPodStatus' | 'setPodStatus' | 'terminatePod'>;
+  prober: Pick<ProberManager, 'addPod' | 'updatePod' | 'stopLivenessAndStartup' | 'removePod' | 'updatePodStatus'>;
+  runtime: Pick<KubeGenericRuntimeManager, 'getPodStatus' | 'syncPod' | 'killPod' | 'removePod'>;
+  probes: SyncPodProbes;
+  reasonCache: ReasonCacheReader;
+  /** The pod worker state of a UID (admission counts only pods still syncing). */
+  workerState: (uid: string) => WorkerState | undefined;
+  /** Called once per pod when all its containers run for the first time, with ms since it was first seen. */
+  onPodStarted?: (latencyMs: number) => void;
+}
+
+type Rejection = { reason: string; message: string };
+
+function podUID(pod: Pod): string {
+  const uid = pod.metadata?.uid;
+  if (!uid) throw new KindError('InvalidArgument', 'pod without a UID', { pod: pod.metadata?.name });
+  return uid;
+}
+
+function allContainersRunning(status: PodStatus, pod: Pod): boolean {
+  const statuses = status.containerStatuses ?? [];
+  return statuses.length === pod.spec.containers.length && statuses.every((c) => c.state?.running !== undefined);
+}
+
+/**
+ * Invariants: a pod is admitted or rejected once, at its first sync, against the pods admitted before it
+ * that are still active; a rejected pod never reaches the runtime; the runtime view is read fresh for every
+ * status this syncer generates.
+ */
+export class KubeletPodSyncer implements PodSyncer {
+  private readonly admitted = new Map<string, Pod>();
+  private readonly rejected = new Map<string, Rejection>();
+  private readonly firstSeen = new Map<string, number>();
+  private readonly startRecorded = new Set<string>();
+
+  constructor(private readonly d: KubeletPodSyncerDeps) {}
+
+  /** Forgets per-pod bookkeeping of UIDs no longer known to the pod workers. */
+  retain(uids: ReadonlySet<string>): void {
+    for (const m of [this.admitted, this.rejected, this.firstSeen]) {
+      for (const uid of [...m.keys()]) if (!uids.has(uid)) m.delete(uid);
+    }
+    for (const uid of [...this.startRecorded]) if (!uids.has(uid)) this.startRecorded.delete(uid);
+  }
+
+  isRejected(uid: string): boolean {
+    return this.rejected.has(uid);
+  }
+
+  // ---- PodSyncer ----
+
+  async syncPod(ctx: SyncContext, _type: UpdateType, pod: Pod): Promise<{ isTerminal: boolean }> {
+    const uid = podUID(pod);
+    if (!this.firstSeen.has(uid)) this.firstSeen.set(uid, this.d.clock.now());
+    if (this.admit(pod)) return { isTerminal: true };
+
+    const before = await this.readRuntime(pod);
+    const status = this.generate(pod, before, false);
+    this.d.statusManager.setPodStatus(pod, status);
+    if (isTerminalPhase(status.phase)) return { isTerminal: true };
+    if (ctx.signal.aborted) return { isTerminal: false };
+
+    this.d.prober.addPod(pod);
+    this.d.prober.updatePod(pod);
+    const result = await this.d.runtime.syncPod(ctx, pod, before, this.d.probes);
+
+    // Read back what the actions did, so the new containers show in the status without waiting for the PLEG.
+    const after = this.generate(pod, await this.readRuntime(pod), false);
+    this.d.statusManager.setPodStatus(pod, after);
+    this.observeStart(uid, pod, after);
+    if (result.error && !ctx.signal.aborted) throw result.error;
+    return { isTerminal: isTerminalPhase(after.phase) };
+  }
+
+  async syncTerminatingPod(
+    ctx: SyncContext,
+    pod: Pod,
+    gracePeriodSeconds: number,
+    kill?: KillPodOptions,
+  ): Promise<void> {
+    const uid = podUID(pod);
+    if (this.rejected.has(uid)) return;
+    const running = await this.readRuntime(pod);
+    this.d.statusManager.setPodStatus(pod, this.generate(pod, running, false));
+    this.d.prober.stopLivenessAndStartup(pod);
+
+    const result = await this.d.runtime.killPod(ctx, pod, running, gracePeriodSeconds);
+    if (result.error) throw result.error;
+    this.d.prober.removePod(pod);
+
+    // Guard against a kill that left something running: termination must not be declared early.
+    const stopped = await this.readRuntime(pod);
+    const stillRunning = stopped.containers.filter((c) => c.state === 'running').map((c) => c.name);
+    if (stillRunning.length > 0) {
+      throw new KindError('Internal', `detected running containers after a successful KillPod: ${stillRunning.join(', ')}`, {
+        pod: `${pod.metadata.namespace}/${pod.metadata.name}`,
+      });
+    }
+    // The final status is computed here, while the exited containers (exit codes) are still there.
+    const final = this.generate(pod, stopped, true);
+    if (kill?.reason) {
+      final.phase = 'Failed';
+      final.reason = kill.reason;
+      if (kill.message) final.message = kill.message;
+    }
+    this.d.statusManager.setPodStatus(pod, final);
+  }
+
+  async syncTerminatedPod(_ctx: SyncContext, pod: Pod): Promise<void> {
+    const uid = podUID(pod);
+    this.d.prober.removePod(pod);
+    if (!this.rejected.has(uid)) {
+      const stopped = await this.readRuntime(pod);
+      this.d.statusManager.setPodStatus(pod, this.generate(pod, stopped, true));
+      // A finished pod that stays in the API keeps its last containers (logs, exit codes) until it is deleted;
+      // the container GC removes them then. A deleted or vanished pod is cleaned up now.
+      const deleted = !!pod.metadata.deletionTimestamp || !this.d.podManager.getPodByUID(pod.metadata.uid as never);
+      if (deleted) {
+        const removed = await this.d.runtime.removePod(stopped);
+        if (removed.error) throw removed.error;
+      }
+    }
+    // Marks the status finished: the status manager may now publish the terminal phase and, for a deleted
+    // pod, delete the API object (grace 0, UID precondition).
+    this.d.statusManager.terminatePod(pod);
+  }
+
+  // ---- helpers ----
+
+  /**
+   * Admission on first sight (kubelet: HandlePodAdditions -> canAdmitPod). Returns true when the pod is
+   * rejected (now or before): then its status is Failed with the kubelet's reason and it never runs.
+   */
+  private admit(pod: Pod): boolean {
+    const uid = pod.metadata.uid as string;
+    if (this.rejected.has(uid)) return true;
+    if (this.admitted.has(uid)) return false;
+    // A pod the API already reports finished is not running here; it only needs terminating.
+    if (isTerminalPhase(pod.status?.phase)) {
+      this.admitted.set(uid, pod);
+      return false;
+    }
+    const others = [...this.admitted].filter(([u]) => u !== uid && this.isActive(u)).map(([, p]) => p);
+    const result = admitPod(pod, this.d.node(), others);
+    if (result.admit) {
+      this.admitted.set(uid, pod);
+      return false;
+    }
+    this.rejected.set(uid, { reason: result.reason, message: result.message });
+    this.d.logger.info('pod rejected by admission', {
+      pod: `${pod.metadata.namespace}/${pod.metadata.name}`,
+      reason: result.reason,
+      message: result.message,
+    });
+    try {
+      this.d.record(pod, 'Warning', result.reason, result.message);
+    } catch (err) {
+      this.d.logger.warn('event recorder failed', { err: errorMessage(err) });
+    }
+    this.d.statusManager.setPodStatus(pod, {
+      phase: 'Failed',
+      reason: result.reason,
+      message: `Pod was rejected: ${result.message}`,
+      qosClass: getPodQOS(pod),
+    });
+    return true;
+  }
+
+  /** Active = admitted, still syncing, and not reported terminal by the status manager. */
+  private isActive(uid: string): boolean {
+    if (this.d.workerState(uid) !== 'syncing') return false;
+    return !isTerminalPhase(this.d.statusManager.getPodStatus(uid as never)?.phase);
+  }
+
+  private readRuntime(pod: Pod): Promise<RuntimePodStatus> {
+    return this.d.runtime.getPodStatus(pod.metadata.uid as string, pod.metadata.name ?? '', pod.metadata.namespace ?? '');
+  }
+
+  /**
+   * generateAPIPodStatus with the node's view: the pod as the node runs it (host network when podNetwork is
+   * `host`), node IPs as host IPs (and pod IPs for host-network pods), and the last pod IPs kept once the
+   * sandbox is gone, as the API expects a finished pod to keep its IP.
+   */
+  private generate(pod: Pod, runtimeStatus: RuntimePodStatus, podIsTerminal: boolean): PodStatus {
+    const uid = pod.metadata.uid as string;
+    const cached = this.d.statusManager.getPodStatus(uid as never);
+    const asRun = effectivePod(pod, this.d.podNetwork);
+    let rs = runtimeStatus;
+    if (asRun.spec.hostNetwork) {
+      // A host-network sandbox's address is the runtime's idea of the host; the API wants the node's IPs.
+      rs = { ...rs, ips: [] };
+    } else if (rs.ips.length === 0 && !rs.sandboxes.some((s) => s.state === 'ready')) {
+      const previous = (cached ?? pod.status)?.podIPs?.map((p) => p.ip) ?? [];
+      if (previous.length > 0) rs = { ...rs, ips: previous };
+    }
+    return generateAPIPodStatus(asRun, rs, {
+      podIsTerminal,
+      cachedStatus: cached ?? null,
+      reasonCache: this.d.reasonCache,
+      prober: this.d.prober,
+      nodeIPs: this.d.nodeIPs,
+      staticPod: false,
+    });
+  }
+
+  private observeStart(uid: string, pod: Pod, status: PodStatus): void {
+    if (this.startRecorded.has(uid) || !allContainersRunning(status, pod)) return;
+    this.startRecorded.add(uid);
+    const first = this.firstSeen.get(uid);
+    if (first !== undefined) this.d.onPodStarted?.(this.d.clock.now() - first);
+  }
+}

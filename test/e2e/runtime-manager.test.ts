@@ -1,0 +1,144 @@
+// KubeGenericRuntimeManager against a real containerd: a pod with an init container and a long-running
+// container reaches running through repeated syncs, then killPod + removePod leave nothing behind (no
+// containers, sandboxes, log directory or pod cgroup).
+import { expect } from 'chai';
+import { randomUUID } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Pod } from '../../src/api/core.js';
+import { newCrashLoopBackOff } from '../../src/kubelet/backoff.js';
+import type { RuntimePodStatus } from '../../src/kubelet/container/types.js';
+import { ImagePullBackOff } from '../../src/kubelet/images/pullbackoff.js';
+import { KubeGenericRuntimeManager } from '../../src/kubelet/kuberuntime/manager.js';
+import { ReasonCache } from '../../src/kubelet/reasoncache.js';
+import { CriRuntime } from '../../src/runtime/cri/client.js';
+import { podCgroupParent, podLogsDirectory } from '../../src/runtime/cri/podconfig.js';
+import { PodUIDLabel } from '../../src/runtime/labels.js';
+import { RealClock } from '../../src/util/clock.js';
+import { startContainerd, type TestContainerd } from '../support/containerd.js';
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const NODE = 'rm-e2e';
+
+/** The pod cgroup's directory in every mounted hierarchy that has it. */
+function podCgroupDirs(cgroupRoot: string, uid: string): string[] {
+  const rel = podCgroupParent(cgroupRoot, uid);
+  const base = '/sys/fs/cgroup';
+  return [base, ...readdirSync(base).map((d) => join(base, d))]
+    .map((h) => join(h, rel))
+    .filter((d) => existsSync(d));
+}
+
+describe('KubeGenericRuntimeManager on real containerd', function () {
+  this.timeout(180_000);
+
+  let ctd: TestContainerd;
+  let runtime: CriRuntime;
+  let logRoot: string;
+  let manager: KubeGenericRuntimeManager;
+  const events: string[] = [];
+
+  before(async function () {
+    this.timeout(15 * 60_000); // may apt-get install on a fresh machine
+    ctd = await startContainerd();
+    runtime = new CriRuntime({ endpoint: ctd.endpoint });
+    logRoot = await mkdtemp(join(tmpdir(), 'ko-rm-logs-'));
+    manager = new KubeGenericRuntimeManager({
+      runtime,
+      clock: new RealClock(),
+      nodeSettings: {
+        nodeName: NODE,
+        podLogsRoot: logRoot,
+        cgroupRoot: ctd.cgroupParentPrefix,
+        podNetwork: 'host',
+        nodeIP: '127.0.0.1',
+      },
+      recorder: (_pod, type, reason, message) => events.push(`${type} ${reason}: ${message}`),
+      envSource: { getConfigMap: async () => undefined, getSecret: async () => undefined },
+      httpGet: async () => ({ status: 200 }),
+      crashLoopBackOff: newCrashLoopBackOff(),
+      imagePullBackOff: new ImagePullBackOff(),
+      reasonCache: new ReasonCache(),
+      logger: { info: () => undefined, warn: () => undefined },
+    });
+  });
+
+  after(async function () {
+    this.timeout(3 * 60_000);
+    await runtime?.close();
+    await ctd?.stop();
+    if (logRoot) await rm(logRoot, { recursive: true, force: true });
+  });
+
+  it('runs init then main, and killPod + removePod leave nothing', async () => {
+    const uid = randomUUID();
+    const pod: Pod = {
+      metadata: { name: 'init-and-sleep', namespace: 'default', uid },
+      spec: {
+        nodeName: NODE,
+        terminationGracePeriodSeconds: 2,
+        initContainers: [
+          {
+            name: 'init',
+            image: ctd.images.busybox,
+            imagePullPolicy: 'IfNotPresent',
+            command: ['sh', '-c', 'echo init done'],
+          },
+        ],
+        containers: [
+          {
+            name: 'main',
+            image: ctd.images.busybox,
+            imagePullPolicy: 'IfNotPresent',
+            command: ['sleep', '3600'],
+            env: [{ name: 'POD', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }],
+          },
+        ],
+      },
+    };
+    const probes = { liveness: { get: () => undefined }, startup: { get: () => undefined } };
+    const signal = new AbortController().signal;
+
+    let status: RuntimePodStatus = await manager.getPodStatus(uid, pod.metadata.name!, 'default');
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const main = status.containers.find((c) => c.name === 'main');
+      if (main?.state === 'running') break;
+      if (Date.now() > deadline) throw new Error(`main never ran; events: ${events.join(' | ')}`);
+      const r = await manager.syncPod({ signal }, pod, status, probes);
+      expect(r.error?.message ?? '', events.join(' | ')).to.equal('');
+      await sleep(200);
+      status = await manager.getPodStatus(uid, pod.metadata.name!, 'default');
+    }
+
+    expect(status.sandboxes).to.have.length(1);
+    expect(status.sandboxes[0]).to.include({ state: 'ready', netns: 'node' });
+    expect(status.containers.map((c) => `${c.name}:${c.state}`)).to.deep.equal([
+      'main:running',
+      'init:exited',
+    ]);
+    expect(status.containers[1]).to.include({ exitCode: 0, reason: 'Completed', runtimeType: 'containerd' });
+    expect(events).to.include('Normal Started: Started container init');
+    expect(events).to.include('Normal Started: Started container main');
+    const logDir = podLogsDirectory(logRoot, 'default', pod.metadata.name!, uid);
+    expect(readFileSync(join(logDir, 'init', '0.log'), 'utf8')).to.match(/ stdout F init done\n$/);
+    expect(podCgroupDirs(ctd.cgroupParentPrefix, uid)).to.not.deep.equal([]);
+
+    // sleep as PID 1 ignores SIGTERM: the 2 s grace period runs out, then SIGKILL.
+    const killed = await manager.killPod({ signal }, pod, status);
+    expect(killed.error).to.equal(undefined);
+    status = await manager.getPodStatus(uid, pod.metadata.name!, 'default');
+    expect(status.containers.find((c) => c.name === 'main')).to.include({ state: 'exited', exitCode: 137 });
+    expect(status.sandboxes[0]!.state).to.equal('notready');
+
+    const removed = await manager.removePod(status);
+    expect(removed.error).to.equal(undefined);
+    expect(await runtime.listContainers({ labelSelector: { [PodUIDLabel]: uid } })).to.deep.equal([]);
+    expect(await runtime.listPodSandbox({ labelSelector: { [PodUIDLabel]: uid } })).to.deep.equal([]);
+    expect(await manager.getPods()).to.deep.equal([]);
+    expect(existsSync(logDir)).to.equal(false);
+    expect(podCgroupDirs(ctd.cgroupParentPrefix, uid)).to.deep.equal([]);
+  });
+});

@@ -1,0 +1,266 @@
+// KubeGenericRuntimeManager beyond starting: killing (grace, preStop, sidecar order), state rebuilt from labels
+// by a new manager, garbage collection, removal, and construction checks.
+import { expect } from 'chai';
+import { PodCache } from '../../../../src/kubelet/container/cache.js';
+import { KubeGenericRuntimeManager } from '../../../../src/kubelet/kuberuntime/manager.js';
+import { GenericPLEG } from '../../../../src/kubelet/pleg/generic.js';
+import { ManagedByLabel, PodUIDLabel } from '../../../../src/runtime/labels.js';
+import { KindError } from '../../../../src/util/errors.js';
+import { container, drive, Harness, makePod, NODE } from './manager-fixtures.js';
+
+const forever = ['sleep', 'infinity']; // busybox sleep as PID 1 ignores SIGTERM
+const server = ['server']; // exits on SIGTERM
+
+describe('KubeGenericRuntimeManager.killPod', function () {
+  this.timeout(10_000);
+
+  it('runs the preStop hook, subtracts its time from the grace period, then stops', async () => {
+    const h = new Harness();
+    const pod = makePod({
+      grace: 30,
+      containers: [container('app', forever, { lifecycle: { preStop: { sleep: { seconds: 5 } } } })],
+    });
+    await h.sync(pod);
+    h.takeEvents();
+    const t0 = h.clock.now();
+    const r = await h.kill(pod, await h.status(pod));
+    expect(r.error).to.equal(undefined);
+    expect(r.results.map((x) => `${x.action} ${x.target}`)).to.deep.equal([
+      'KillContainer app',
+      `KillPodSandbox ${pod.metadata.uid}`,
+    ]);
+    expect(h.takeEvents()).to.deep.equal(['Killing: Stopping container app']);
+    const st = await h.status(pod);
+    // 5 s of hook, then the remaining 25 s of SIGTERM the process ignores, then SIGKILL.
+    expect(st.containers[0]).to.include({ state: 'exited', exitCode: 137, finishedAt: t0 + 30_000 });
+    expect(st.sandboxes[0]!.state).to.equal('notready');
+    // Idempotent.
+    expect((await h.kill(pod, st)).error).to.equal(undefined);
+  });
+
+  it('records FailedPreStopHook without the hook output, and still stops the container', async () => {
+    const h = new Harness();
+    const pod = makePod({
+      grace: 10,
+      containers: [
+        container('app', server, {
+          lifecycle: { preStop: { exec: { command: ['sh', '-c', 'echo secret; exit 3'] } } },
+        }),
+      ],
+    });
+    await h.sync(pod);
+    h.takeEvents();
+    await h.kill(pod, await h.status(pod));
+    expect(h.takeEvents()).to.deep.equal([
+      'Killing: Stopping container app',
+      'FailedPreStopHook: PreStopHook failed',
+    ]);
+    expect((await h.status(pod)).containers[0]).to.include({ state: 'exited', exitCode: 143 });
+  });
+
+  it('gives at least 2 s even when the override is 0', async () => {
+    const h = new Harness();
+    const pod = makePod({ containers: [container('app', forever)] });
+    await h.sync(pod);
+    const t0 = h.clock.now();
+    await h.kill(pod, await h.status(pod), 0);
+    expect((await h.status(pod)).containers[0]).to.include({ exitCode: 137, finishedAt: t0 + 2000 });
+  });
+
+  it('uses the deletion grace period of a deleted pod', async () => {
+    const h = new Harness();
+    const pod = makePod({ grace: 30, containers: [container('app', forever)] });
+    await h.sync(pod);
+    const t0 = h.clock.now();
+    const deleted = {
+      ...pod,
+      metadata: { ...pod.metadata, deletionTimestamp: '2026-01-01T00:00:00Z', deletionGracePeriodSeconds: 7 },
+    };
+    await h.kill(deleted, await h.status(pod));
+    expect((await h.status(pod)).containers[0]).to.include({ finishedAt: t0 + 7000 });
+  });
+
+  it('stops sidecars after the regular containers', async () => {
+    const h = new Harness();
+    const pod = makePod({
+      init: [container('proxy', server, { restartPolicy: 'Always' })],
+      containers: [container('app', server, { lifecycle: { preStop: { sleep: { seconds: 3 } } } })],
+    });
+    await h.sync(pod);
+    await h.sync(pod);
+    const t0 = h.clock.now();
+    await h.kill(pod, await h.status(pod));
+    const st = await h.status(pod);
+    const finished = Object.fromEntries(st.containers.map((c) => [c.name, c.finishedAt! - t0]));
+    // The proxy would stop at once; it waited for the app's 3 s preStop hook and stop.
+    expect(finished).to.deep.equal({ app: 3000, proxy: 3000 });
+  });
+});
+
+describe('KubeGenericRuntimeManager: state rebuilt from the runtime', function () {
+  this.timeout(10_000);
+
+  it('a new manager over the same runtime sees the same pods and does nothing new', async () => {
+    const h = new Harness();
+    const pod = makePod({
+      init: [container('init', ['sh', '-c', 'exit 0'])],
+      containers: [container('app', forever, { lifecycle: { preStop: { sleep: { seconds: 2 } } } })],
+    });
+    await h.sync(pod);
+    await h.sync(pod);
+    const before = await h.status(pod);
+    const pods = await h.manager.getPods();
+
+    h.restart();
+    expect(await h.status(pod)).to.deep.equal(before);
+    expect(await h.manager.getPods()).to.deep.equal(pods);
+    expect(pods).to.have.length(1);
+    expect(pods[0]).to.deep.include({ uid: pod.metadata.uid, name: pod.metadata.name, namespace: 'default' });
+    expect(pods[0]!.sandboxes).to.deep.equal([{ id: before.sandboxes[0]!.id, state: 'running' }]);
+    expect(pods[0]!.containers.map((c) => c.state)).to.deep.equal(['running', 'exited']);
+
+    h.takeEvents();
+    const r = await h.sync(pod);
+    expect(r.results.filter((x) => x.action !== 'ConfigPodSandbox')).to.deep.equal([]);
+    expect(h.takeEvents()).to.deep.equal([]);
+  });
+
+  it('kills a pod whose API object is gone, with the grace period and preStop hook from the labels', async () => {
+    const h = new Harness();
+    const pod = makePod({
+      grace: 20,
+      containers: [container('app', forever, { lifecycle: { preStop: { sleep: { seconds: 4 } } } })],
+    });
+    await h.sync(pod);
+    h.restart();
+    h.takeEvents();
+    const t0 = h.clock.now();
+    const r = await h.kill(undefined, await h.status(pod));
+    expect(r.error).to.equal(undefined);
+    expect(h.events).to.deep.equal([
+      {
+        type: 'Normal',
+        reason: 'Killing',
+        message: 'Stopping container app',
+        fieldPath: 'spec.containers{app}',
+      },
+    ]);
+    expect((await h.status(pod)).containers[0]).to.include({ exitCode: 137, finishedAt: t0 + 20_000 });
+  });
+
+  it('serves as the PLEG pod lister', async () => {
+    const h = new Harness();
+    const cache = new PodCache();
+    const pleg = new GenericPLEG({ lister: h.manager, cache, clock: h.clock });
+    const pod = makePod({ containers: [container('app', forever)] });
+    await h.sync(pod);
+    const result = await pleg.relist();
+    expect(result).to.include({ listed: true });
+    const events = pleg.events.drain().map((e) => e.type);
+    expect(events).to.deep.equal(['ContainerStarted', 'ContainerStarted']);
+    expect(cache.get(pod.metadata.uid!).status).to.deep.equal(await h.status(pod));
+  });
+});
+
+describe('KubeGenericRuntimeManager: garbage collection and removal', function () {
+  this.timeout(10_000);
+
+  async function crashLoop(h: Harness, runs: number) {
+    const pod = makePod({ containers: [container('app', ['sh', '-c', 'exit 1'])] });
+    for (let i = 0; i < runs; i++) {
+      await h.sync(pod);
+      h.clock.advance(300_000);
+    }
+    return pod;
+  }
+
+  it('keeps one dead instance per container of a live pod', async () => {
+    const h = new Harness();
+    const pod = await crashLoop(h, 4);
+    expect((await h.status(pod)).containers.map((c) => c.restartCount)).to.deep.equal([3, 2, 1, 0]);
+    const gc = await h.manager.garbageCollect({ shouldPodContentBeRemoved: () => false });
+    expect(gc.errors).to.deep.equal([]);
+    expect(gc.removedContainers).to.have.length(3);
+    expect(gc.removedSandboxes).to.deep.equal([]);
+    const st = await h.status(pod);
+    expect(st.containers.map((c) => c.restartCount)).to.deep.equal([3]);
+    // The restart count survives: the next attempt is 4.
+    await h.sync(pod);
+    expect((await h.status(pod)).containers[0]!.restartCount).to.equal(4);
+  });
+
+  it('respects minAge, then removes everything of a deleted pod but never another node’s objects', async () => {
+    const h = new Harness();
+    const pod = await crashLoop(h, 2);
+    const foreign = await h.runtime.runPodSandbox({
+      metadata: { name: 'other', namespace: 'default', uid: 'uid-other', attempt: 0 },
+      labels: { [PodUIDLabel]: 'uid-other', [ManagedByLabel]: 'node-b' },
+      annotations: {},
+    });
+    await h.runtime.stopPodSandbox(foreign);
+    await h.kill(pod, await h.status(pod));
+
+    let gc = await h.manager.garbageCollect({ shouldPodContentBeRemoved: () => true, minAgeMs: 3_600_000 });
+    expect(gc.removedContainers.length + gc.removedSandboxes.length).to.equal(0);
+    // Until all sources are ready the pod may just be unknown yet: only the per-container limit applies.
+    gc = await h.manager.garbageCollect({ shouldPodContentBeRemoved: () => true, allSourcesReady: false });
+    expect(gc.removedContainers).to.have.length(1);
+    expect(gc.removedSandboxes).to.deep.equal([]);
+
+    gc = await h.manager.garbageCollect({ shouldPodContentBeRemoved: () => true });
+    expect(gc.errors).to.deep.equal([]);
+    expect(gc.removedContainers).to.have.length(1);
+    expect(gc.removedSandboxes).to.have.length(1);
+    expect(await h.manager.getPods()).to.deep.equal([]);
+    expect((await h.runtime.listPodSandbox()).map((s) => s.id)).to.deep.equal([foreign]);
+  });
+
+  it('removePod leaves nothing of the pod, and is idempotent', async () => {
+    const h = new Harness();
+    const pod = makePod({
+      init: [container('init', ['sh', '-c', 'exit 0'])],
+      containers: [container('app', server)],
+    });
+    await h.sync(pod);
+    await h.sync(pod);
+    const st = await h.status(pod);
+    await h.kill(pod, st);
+    const r = await drive(h.clock, h.manager.removePod(st));
+    expect(r.error).to.equal(undefined);
+    expect(r.results.map((x) => x.action)).to.deep.equal([
+      'RemoveContainer',
+      'RemoveContainer',
+      'RemovePodSandbox',
+    ]);
+    expect(await h.manager.getPods()).to.deep.equal([]);
+    const empty = await h.status(pod);
+    expect(empty).to.deep.include({ sandboxes: [], containers: [], ips: [] });
+    expect((await drive(h.clock, h.manager.removePod(st))).error).to.equal(undefined);
+  });
+});
+
+describe('KubeGenericRuntimeManager construction', () => {
+  it('rejects missing or malformed dependencies with InvalidArgument', () => {
+    const h = new Harness();
+    const cases: [string, Record<string, unknown>][] = [
+      ['recorder', { recorder: undefined }],
+      ['envSource', { envSource: { getConfigMap: () => undefined } }],
+      ['nodeSettings.podNetwork', { nodeSettings: { ...h.deps.nodeSettings, podNetwork: 'bridge' } }],
+      ['nodeSettings.nodeIP', { nodeSettings: { ...h.deps.nodeSettings, nodeIP: '' } }],
+      ['clock', { clock: {} }],
+      ['httpGet', { httpGet: 'nope' }],
+    ];
+    for (const [field, patch] of cases) {
+      let err: unknown;
+      try {
+        new KubeGenericRuntimeManager({ ...h.deps, ...patch } as never);
+      } catch (e) {
+        err = e;
+      }
+      expect(err, field).to.be.instanceOf(KindError);
+      expect((err as KindError).kind).to.equal('InvalidArgument');
+      expect((err as KindError).context.field).to.equal(field);
+    }
+    expect(NODE).to.equal(h.deps.nodeSettings.nodeName);
+  });
+});
