@@ -8,7 +8,7 @@ import { isTerminalPhase, type Pod, type PodStatus } from '../api/core.js';
 import { admitPod, type AdmissionNode } from '../node/admission.js';
 import type { Clock } from '../util/clock.js';
 import { errorMessage, KindError } from '../util/errors.js';
-import type { RuntimePodStatus } from './container/types.js';
+import { asPodUID, type RuntimePodStatus } from './container/types.js';
 import type { EventRecorderFunc } from './kuberuntime/context.js';
 import type { KubeGenericRuntimeManager, SyncPodProbes } from './kuberuntime/manager.js';
 import { effectivePod } from './kuberuntime/sandboxes.js';
@@ -145,7 +145,7 @@ export class KubeletPodSyncer implements PodSyncer {
       this.d.statusManager.setPodStatus(pod, this.generate(pod, stopped, true));
       // A finished pod that stays in the API keeps its last containers (logs, exit codes) until it is deleted;
       // the container GC removes them then. A deleted or vanished pod is cleaned up now.
-      const deleted = !!pod.metadata.deletionTimestamp || !this.d.podManager.getPodByUID(pod.metadata.uid as never);
+      const deleted = !!pod.metadata.deletionTimestamp || !this.d.podManager.getPodByUID(asPodUID(uid));
       if (deleted) {
         const removed = await this.d.runtime.removePod(stopped);
         if (removed.error) throw removed.error;
@@ -200,7 +200,7 @@ export class KubeletPodSyncer implements PodSyncer {
   /** Active = admitted, still syncing, and not reported terminal by the status manager. */
   private isActive(uid: string): boolean {
     if (this.d.workerState(uid) !== 'syncing') return false;
-    return !isTerminalPhase(this.d.statusManager.getPodStatus(uid as never)?.phase);
+    return !isTerminalPhase(this.d.statusManager.getPodStatus(asPodUID(uid))?.phase);
   }
 
   private readRuntime(pod: Pod): Promise<RuntimePodStatus> {
@@ -214,7 +214,7 @@ export class KubeletPodSyncer implements PodSyncer {
    */
   private generate(pod: Pod, runtimeStatus: RuntimePodStatus, podIsTerminal: boolean): PodStatus {
     const uid = pod.metadata.uid as string;
-    const cached = this.d.statusManager.getPodStatus(uid as never);
+    const cached = this.d.statusManager.getPodStatus(asPodUID(uid));
     const asRun = effectivePod(pod, this.d.podNetwork);
     let rs = runtimeStatus;
     if (asRun.spec.hostNetwork) {

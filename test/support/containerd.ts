@@ -220,7 +220,8 @@ async function startDaemonOnly(dir: string, socketPath: string): Promise<void> {
   for (;;) {
     const r = await run('ctr', ['--address', socketPath, 'version'], 10_000);
     if (r.code === 0) return;
-    if (!alive(pid)) throw new Error(`containerd exited during restart (log: ${join(dir, 'containerd.log')})`);
+    if (!alive(pid))
+      throw new Error(`containerd exited during restart (log: ${join(dir, 'containerd.log')})`);
     if (Date.now() > deadline) throw new Error(`containerd did not answer on ${socketPath} after restart`);
     await sleep(50);
   }

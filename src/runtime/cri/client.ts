@@ -125,7 +125,10 @@ export function loadCriServices(protoPath: string = DEFAULT_PROTO): CriServices 
     const root = grpc.loadPackageDefinition(def) as unknown as { runtime?: { v1?: Partial<CriServices> } };
     const v1 = root.runtime?.v1;
     if (!v1?.RuntimeService || !v1.ImageService) {
-      throw new KindError('InvalidArgument', `${protoPath} does not declare runtime.v1 RuntimeService and ImageService`);
+      throw new KindError(
+        'InvalidArgument',
+        `${protoPath} does not declare runtime.v1 RuntimeService and ImageService`,
+      );
     }
     services = { RuntimeService: v1.RuntimeService, ImageService: v1.ImageService };
     loaded.set(protoPath, services);
@@ -148,10 +151,16 @@ export function parseEndpoint(endpoint: string): { endpoint: string; socketPath:
   if (endpoint.startsWith('unix://')) path = endpoint.slice('unix://'.length);
   else if (endpoint.startsWith('/')) path = endpoint;
   else {
-    throw new KindError('InvalidArgument', `CRI endpoint must be unix:///<absolute path>, got ${JSON.stringify(endpoint)}`);
+    throw new KindError(
+      'InvalidArgument',
+      `CRI endpoint must be unix:///<absolute path>, got ${JSON.stringify(endpoint)}`,
+    );
   }
   if (!path.startsWith('/') || path.length < 2) {
-    throw new KindError('InvalidArgument', `CRI endpoint must name an absolute socket path, got ${JSON.stringify(endpoint)}`);
+    throw new KindError(
+      'InvalidArgument',
+      `CRI endpoint must name an absolute socket path, got ${JSON.stringify(endpoint)}`,
+    );
   }
   return { endpoint: `unix://${path}`, socketPath: path };
 }
@@ -203,7 +212,12 @@ export class CriRuntime implements Runtime {
   // ---------------------------------------------------------------------------------- runtime
 
   async version(): Promise<RuntimeVersion> {
-    const r = await this.call<WireVersionResponse>('runtime', 'Version', { version: KUBE_RUNTIME_API_VERSION }, this.shortTimeoutMs);
+    const r = await this.call<WireVersionResponse>(
+      'runtime',
+      'Version',
+      { version: KUBE_RUNTIME_API_VERSION },
+      this.shortTimeoutMs,
+    );
     return versionFromWire(r);
   }
 
@@ -239,7 +253,9 @@ export class CriRuntime implements Runtime {
 
   async removePodSandbox(id: string): Promise<void> {
     await this.ignoreNotFound(
-      this.call('runtime', 'RemovePodSandbox', { pod_sandbox_id: id }, this.requestTimeoutMs, { sandbox: id }),
+      this.call('runtime', 'RemovePodSandbox', { pod_sandbox_id: id }, this.requestTimeoutMs, {
+        sandbox: id,
+      }),
     );
     for (const [c, s] of this.sandboxOf) if (s === id) this.sandboxOf.delete(c);
   }
@@ -252,7 +268,8 @@ export class CriRuntime implements Runtime {
       this.shortTimeoutMs,
       { sandbox: id },
     );
-    if (!r.status) throw new KindError('NotFound', `CRI PodSandboxStatus: no status for sandbox ${id}`, { sandbox: id });
+    if (!r.status)
+      throw new KindError('NotFound', `CRI PodSandboxStatus: no status for sandbox ${id}`, { sandbox: id });
     return sandboxStatusFromWire(r.status);
   }
 
@@ -291,7 +308,9 @@ export class CriRuntime implements Runtime {
   }
 
   async startContainer(id: string): Promise<void> {
-    await this.call('runtime', 'StartContainer', { container_id: id }, this.requestTimeoutMs, { container: id });
+    await this.call('runtime', 'StartContainer', { container_id: id }, this.requestTimeoutMs, {
+      container: id,
+    });
   }
 
   async stopContainer(id: string, timeoutSeconds: number): Promise<void> {
@@ -410,7 +429,9 @@ export class CriRuntime implements Runtime {
   async pullImage(image: string, sandboxConfig?: PodSandboxConfig): Promise<string> {
     const request: Record<string, unknown> = { image: { image } };
     if (sandboxConfig) request.sandbox_config = sandboxConfigToWire(sandboxConfig);
-    const r = await this.call<{ image_ref: string }>('image', 'PullImage', request, this.pullTimeoutMs, { image });
+    const r = await this.call<{ image_ref: string }>('image', 'PullImage', request, this.pullTimeoutMs, {
+      image,
+    });
     return r.image_ref;
   }
 
@@ -431,7 +452,9 @@ export class CriRuntime implements Runtime {
   }
 
   async removeImage(image: string): Promise<void> {
-    await this.ignoreNotFound(this.call('image', 'RemoveImage', { image: { image } }, this.requestTimeoutMs, { image }));
+    await this.ignoreNotFound(
+      this.call('image', 'RemoveImage', { image: { image } }, this.requestTimeoutMs, { image }),
+    );
   }
 
   async close(): Promise<void> {
@@ -468,7 +491,9 @@ export class CriRuntime implements Runtime {
   ): Promise<T> {
     const ctx: CriCallContext = { ...subject, method, endpoint: this.endpoint, timeoutMs };
     if (this.closed) {
-      return Promise.reject(new KindError('Unavailable', `CRI ${method}: client for ${this.endpoint} is closed`, ctx));
+      return Promise.reject(
+        new KindError('Unavailable', `CRI ${method}: client for ${this.endpoint} is closed`, ctx),
+      );
     }
     const client = service === 'runtime' ? this.runtimeClient : this.imageClient;
     const fn = (client as unknown as Record<string, UnaryMethod | undefined>)[method];
@@ -488,7 +513,11 @@ export class CriRuntime implements Runtime {
         });
       } catch (err) {
         // protobufjs refuses a malformed request before anything is sent.
-        reject(new KindError('InvalidArgument', `CRI ${method}: request not encodable: ${String(err)}`, ctx, { cause: err }));
+        reject(
+          new KindError('InvalidArgument', `CRI ${method}: request not encodable: ${String(err)}`, ctx, {
+            cause: err,
+          }),
+        );
       }
     });
   }

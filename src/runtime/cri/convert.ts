@@ -8,6 +8,8 @@
  * - Absent namespace modes take the kubelet's defaults (network POD, pid CONTAINER, ipc POD); a container
  *   without its own namespace options inherits the sandbox's, as the kubelet builds them.
  * - int64 values travel as decimal strings and timestamps come back as bigint, so nothing is rounded.
+ * - A host-network sandbox gets no hostname: it shares the node's UTS namespace, and runc refuses to set
+ *   one there ("unable to set hostname without a private UTS namespace"). The kubelet never sends it.
  */
 import { KindError } from '../../util/errors.js';
 import type {
@@ -64,7 +66,8 @@ const KUBELET_NAMESPACE_DEFAULTS: WireNamespaceOption = { network: 'POD', pid: '
 export function int64ToBigint(v: string | number | null | undefined): bigint {
   if (v === null || v === undefined || v === '') return 0n;
   if (typeof v === 'number') {
-    if (!Number.isSafeInteger(v)) throw new KindError('Internal', `int64 value ${v} lost precision in transit`);
+    if (!Number.isSafeInteger(v))
+      throw new KindError('Internal', `int64 value ${v} lost precision in transit`);
     return BigInt(v);
   }
   if (!/^-?\d+$/.test(v)) throw new KindError('Internal', `malformed int64 value ${JSON.stringify(v)}`);
@@ -81,7 +84,8 @@ export function bigintToInt64(v: bigint | number): Int64 {
 }
 
 function numberToInt64(v: number, what: string): Int64 {
-  if (!Number.isSafeInteger(v)) throw new KindError('InvalidArgument', `${what} must be an integer, got ${v}`);
+  if (!Number.isSafeInteger(v))
+    throw new KindError('InvalidArgument', `${what} must be an integer, got ${v}`);
   return String(v);
 }
 
@@ -151,7 +155,10 @@ export function securityProfileToWire(p: SecurityProfile | undefined): WireSecur
   if (profileType === 'Localhost' && !p?.localhostRef) {
     throw new KindError('InvalidArgument', 'a Localhost seccomp profile needs localhostRef');
   }
-  return { profile_type: profileType, localhost_ref: profileType === 'Localhost' ? (p?.localhostRef ?? '') : '' };
+  return {
+    profile_type: profileType,
+    localhost_ref: profileType === 'Localhost' ? (p?.localhostRef ?? '') : '',
+  };
 }
 
 // ------------------------------------------------------------------------------------ requests
@@ -173,11 +180,12 @@ export function sandboxConfigToWire(c: PodSandboxConfig): WirePodSandboxConfig {
     seccomp: securityProfileToWire(sc?.seccomp),
   };
   if (sc?.runAsUser !== undefined) security.run_as_user = { value: numberToInt64(sc.runAsUser, 'runAsUser') };
-  if (sc?.runAsGroup !== undefined) security.run_as_group = { value: numberToInt64(sc.runAsGroup, 'runAsGroup') };
+  if (sc?.runAsGroup !== undefined)
+    security.run_as_group = { value: numberToInt64(sc.runAsGroup, 'runAsGroup') };
 
   const wire: WirePodSandboxConfig = {
     metadata: metadataToWire(c.metadata),
-    hostname: c.hostname ?? '',
+    hostname: security.namespace_options.network === 'NODE' ? '' : (c.hostname ?? ''),
     log_directory: c.logDirectory ?? '',
     port_mappings: (c.portMappings ?? []).map((p) => ({
       protocol: p.protocol,
@@ -239,7 +247,8 @@ export function containerConfigToWire(c: ContainerConfig, sandbox: PodSandboxCon
     };
   }
   if (sc?.runAsUser !== undefined) security.run_as_user = { value: numberToInt64(sc.runAsUser, 'runAsUser') };
-  if (sc?.runAsGroup !== undefined) security.run_as_group = { value: numberToInt64(sc.runAsGroup, 'runAsGroup') };
+  if (sc?.runAsGroup !== undefined)
+    security.run_as_group = { value: numberToInt64(sc.runAsGroup, 'runAsGroup') };
 
   const wire: WireContainerConfig = {
     metadata: { name: c.metadata.name, attempt: uint32(c.metadata.attempt, 'container attempt') },

@@ -42,7 +42,8 @@ export function grpcCodeName(code: number | undefined): string {
 export function kindForGrpcError(err: GrpcErrorLike): ErrorKind {
   const code = err.code;
   if (code === undefined) return 'Unknown';
-  if (code === GrpcStatus.UNKNOWN && RESERVED_NAME.test(err.details ?? err.message ?? '')) return 'AlreadyExists';
+  if (code === GrpcStatus.UNKNOWN && RESERVED_NAME.test(err.details ?? err.message ?? ''))
+    return 'AlreadyExists';
   return CODE_TO_KIND[code] ?? 'Unknown';
 }
 
@@ -63,7 +64,8 @@ export interface CriCallContext {
  */
 export function criError(err: unknown, ctx: CriCallContext): KindError {
   if (err instanceof KindError) return err;
-  const e: GrpcErrorLike = typeof err === 'object' && err !== null ? (err as GrpcErrorLike) : { message: String(err) };
+  const e: GrpcErrorLike =
+    typeof err === 'object' && err !== null ? (err as GrpcErrorLike) : { message: String(err) };
   const kind = kindForGrpcError(e);
   const details = e.details || e.message || 'no details';
   let message: string;

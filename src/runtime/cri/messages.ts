@@ -8,7 +8,8 @@
 export type WireNamespaceMode = 'POD' | 'CONTAINER' | 'NODE' | 'TARGET';
 export type WireProtocol = 'TCP' | 'UDP' | 'SCTP';
 export type WireSandboxState = 'SANDBOX_READY' | 'SANDBOX_NOTREADY';
-export type WireContainerState = 'CONTAINER_CREATED' | 'CONTAINER_RUNNING' | 'CONTAINER_EXITED' | 'CONTAINER_UNKNOWN';
+export type WireContainerState =
+  'CONTAINER_CREATED' | 'CONTAINER_RUNNING' | 'CONTAINER_EXITED' | 'CONTAINER_UNKNOWN';
 export type WireProfileType = 'RuntimeDefault' | 'Unconfined' | 'Localhost';
 
 /** int64 on the way out: a decimal string keeps every bit; proto-loader also takes numbers. */

@@ -127,7 +127,11 @@ export function podCgroupParent(cgroupRoot: string, uid: string): string {
   return `${cgroupRoot.replace(/\/+$/, '')}/pod${uid}`;
 }
 
-export function podNamespaceOptions(pod: Pod): { network: NamespaceMode; pid: NamespaceMode; ipc: NamespaceMode } {
+export function podNamespaceOptions(pod: Pod): {
+  network: NamespaceMode;
+  pid: NamespaceMode;
+  ipc: NamespaceMode;
+} {
   const spec = pod.spec as Pod['spec'] & PodSpecExtras;
   return {
     network: spec.hostNetwork ? 'NODE' : 'POD',
@@ -137,7 +141,11 @@ export function podNamespaceOptions(pod: Pod): { network: NamespaceMode; pid: Na
 }
 
 function allContainers(pod: Pod): Container[] {
-  return [...(pod.spec.initContainers ?? []), ...pod.spec.containers, ...(pod.spec.ephemeralContainers ?? [])];
+  return [
+    ...(pod.spec.initContainers ?? []),
+    ...pod.spec.containers,
+    ...(pod.spec.ephemeralContainers ?? []),
+  ];
 }
 
 export function hasPrivilegedContainer(pod: Pod): boolean {
@@ -153,7 +161,8 @@ function seccompFrom(profile: SecurityContext['seccompProfile'] | undefined): Se
 }
 
 function supplementalGroups(pod: Pod): number[] | undefined {
-  const sc = pod.spec.securityContext as (Pod['spec']['securityContext'] & PodSpecExtras['securityContext']) | undefined;
+  const sc = pod.spec.securityContext as
+    (Pod['spec']['securityContext'] & PodSpecExtras['securityContext']) | undefined;
   const groups = [...(sc?.fsGroup !== undefined ? [sc.fsGroup] : []), ...(sc?.supplementalGroups ?? [])];
   return groups.length > 0 ? groups : undefined;
 }
@@ -227,7 +236,10 @@ export function milliCPUToQuota(milliCPU: number, periodUs: number): number {
   return Math.max(MIN_QUOTA_PERIOD_US, Math.floor((milliCPU * periodUs) / 1000));
 }
 
-function quantityOf(list: Record<string, string | number> | undefined, name: string): string | number | undefined {
+function quantityOf(
+  list: Record<string, string | number> | undefined,
+  name: string,
+): string | number | undefined {
   return list?.[name];
 }
 
@@ -250,7 +262,11 @@ export function containerOOMScoreAdj(pod: Pod, container: Container, memoryCapac
 }
 
 /** The Linux resources the kubelet sets for a container (cgroup v1). */
-export function containerResources(pod: Pod, container: Container, node?: Pick<NodeSettings, 'memoryCapacityBytes'>): LinuxContainerResources {
+export function containerResources(
+  pod: Pod,
+  container: Container,
+  node?: Pick<NodeSettings, 'memoryCapacityBytes'>,
+): LinuxContainerResources {
   const cpuRequestQ = quantityOf(container.resources?.requests, 'cpu');
   const cpuLimitQ = quantityOf(container.resources?.limits, 'cpu');
   const memLimitQ = quantityOf(container.resources?.limits, 'memory');
@@ -263,7 +279,8 @@ export function containerResources(pod: Pod, container: Container, node?: Pick<N
   };
   const memLimit = memLimitQ === undefined ? 0 : quantityValue(memLimitQ);
   if (memLimit > 0) r.memoryLimitInBytes = memLimit;
-  if (node?.memoryCapacityBytes) r.oomScoreAdj = containerOOMScoreAdj(pod, container, node.memoryCapacityBytes);
+  if (node?.memoryCapacityBytes)
+    r.oomScoreAdj = containerOOMScoreAdj(pod, container, node.memoryCapacityBytes);
   return r;
 }
 
@@ -288,11 +305,17 @@ export function buildContainerConfig(
 ): ContainerConfig {
   const { name, namespace, uid } = podIdentity(pod);
   if (!Number.isInteger(inputs.restartCount) || inputs.restartCount < 0) {
-    throw new KindError('InvalidArgument', `restartCount must be a non-negative integer, got ${inputs.restartCount}`);
+    throw new KindError(
+      'InvalidArgument',
+      `restartCount must be a non-negative integer, got ${inputs.restartCount}`,
+    );
   }
   const image = inputs.image ?? container.image;
   if (!image) {
-    throw new KindError('InvalidArgument', `container ${container.name} of pod ${namespace}/${name} has no image`);
+    throw new KindError(
+      'InvalidArgument',
+      `container ${container.name} of pod ${namespace}/${name} has no image`,
+    );
   }
   const csc = container.securityContext;
   const psc = pod.spec.securityContext;
@@ -303,7 +326,8 @@ export function buildContainerConfig(
     readonlyRootfs: csc?.readOnlyRootFilesystem ?? false,
     // kubelet AddNoNewPrivileges: only an explicit allowPrivilegeEscalation=false sets it.
     noNewPrivs: csc?.allowPrivilegeEscalation === false,
-    seccomp: seccompFrom(csc?.seccompProfile) ?? seccompFrom(psc?.seccompProfile) ?? { profileType: 'RuntimeDefault' },
+    seccomp: seccompFrom(csc?.seccompProfile) ??
+      seccompFrom(psc?.seccompProfile) ?? { profileType: 'RuntimeDefault' },
   };
   const runAsUser = csc?.runAsUser ?? psc?.runAsUser;
   if (runAsUser !== undefined) security.runAsUser = runAsUser;
@@ -319,7 +343,8 @@ export function buildContainerConfig(
   const annotations: Record<string, string> = {
     [ContainerHashAnnotation]: hashContainer(container),
     [ContainerRestartCountAnnotation]: String(inputs.restartCount),
-    [ContainerTerminationMessagePathAnnotation]: container.terminationMessagePath ?? DEFAULT_TERMINATION_MESSAGE_PATH,
+    [ContainerTerminationMessagePathAnnotation]:
+      container.terminationMessagePath ?? DEFAULT_TERMINATION_MESSAGE_PATH,
     [ContainerTerminationMessagePolicyAnnotation]:
       container.terminationMessagePolicy ?? DEFAULT_TERMINATION_MESSAGE_POLICY,
   };
@@ -329,7 +354,8 @@ export function buildContainerConfig(
   if (pod.spec.terminationGracePeriodSeconds !== undefined) {
     annotations[PodTerminationGracePeriodAnnotation] = String(pod.spec.terminationGracePeriodSeconds);
   }
-  if (container.ports && container.ports.length > 0) annotations[ContainerPortsAnnotation] = portsAnnotation(container);
+  if (container.ports && container.ports.length > 0)
+    annotations[ContainerPortsAnnotation] = portsAnnotation(container);
 
   const config: ContainerConfig = {
     metadata: { name: container.name, attempt: inputs.restartCount },

@@ -31,7 +31,10 @@ const sandbox: PodSandboxConfig = {
   hostname: 'web',
   logDirectory: '/var/log/pods/default_web_u-1',
   dnsConfig: { servers: ['10.0.0.10'], searches: ['default.svc.cluster.local'], options: ['ndots:5'] },
-  portMappings: [{ protocol: 'TCP', containerPort: 80, hostPort: 8080 }, { protocol: 'UDP', containerPort: 53 }],
+  portMappings: [
+    { protocol: 'TCP', containerPort: 80, hostPort: 8080 },
+    { protocol: 'UDP', containerPort: 53 },
+  ],
   labels: { app: 'web' },
   annotations: { note: 'x' },
   linux: {
@@ -82,7 +85,13 @@ describe('runtime/cri convert', () => {
     it('maps every field to its CRI name', () => {
       const w = sandboxConfigToWire(sandbox);
       expect(w.metadata).to.deep.equal({ name: 'web', uid: 'u-1', namespace: 'default', attempt: 2 });
-      expect(w.hostname).to.equal('web');
+      // Host network: the node's UTS namespace, so no hostname (runc would refuse it).
+      expect(w.hostname).to.equal('');
+      const podNet = {
+        ...sandbox,
+        linux: { securityContext: { namespaceOptions: { network: 'POD' as const } } },
+      };
+      expect(sandboxConfigToWire(podNet).hostname).to.equal('web');
       expect(w.log_directory).to.equal('/var/log/pods/default_web_u-1');
       expect(w.dns_config).to.deep.equal({
         servers: ['10.0.0.10'],
@@ -106,8 +115,15 @@ describe('runtime/cri convert', () => {
 
     it('sends RuntimeDefault seccomp explicitly and the kubelet namespace defaults', () => {
       const w = sandboxConfigToWire({ metadata: sandbox.metadata, labels: {}, annotations: {} });
-      expect(w.linux.security_context.seccomp).to.deep.equal({ profile_type: 'RuntimeDefault', localhost_ref: '' });
-      expect(w.linux.security_context.namespace_options).to.deep.equal({ network: 'POD', pid: 'CONTAINER', ipc: 'POD' });
+      expect(w.linux.security_context.seccomp).to.deep.equal({
+        profile_type: 'RuntimeDefault',
+        localhost_ref: '',
+      });
+      expect(w.linux.security_context.namespace_options).to.deep.equal({
+        network: 'POD',
+        pid: 'CONTAINER',
+        ipc: 'POD',
+      });
       expect(w.hostname).to.equal('');
       expect(w.log_directory).to.equal('');
       expect(w).to.not.have.property('dns_config');
@@ -139,7 +155,9 @@ describe('runtime/cri convert', () => {
         profile_type: 'Localhost',
         localhost_ref: 'p.json',
       });
-      expect(errorKind(catchErr(() => securityProfileToWire({ profileType: 'Localhost' })))).to.equal('InvalidArgument');
+      expect(errorKind(catchErr(() => securityProfileToWire({ profileType: 'Localhost' })))).to.equal(
+        'InvalidArgument',
+      );
     });
   });
 
@@ -168,16 +186,27 @@ describe('runtime/cri convert', () => {
 
     it("inherits the sandbox's namespace modes unless it names its own", () => {
       const w = containerConfigToWire(container, sandbox);
-      expect(w.linux.security_context.namespace_options).to.deep.equal({ network: 'NODE', pid: 'CONTAINER', ipc: 'POD' });
+      expect(w.linux.security_context.namespace_options).to.deep.equal({
+        network: 'NODE',
+        pid: 'CONTAINER',
+        ipc: 'POD',
+      });
       const own = containerConfigToWire(
         { ...container, linux: { securityContext: { namespaceOptions: { pid: 'POD' } } } },
         sandbox,
       );
-      expect(own.linux.security_context.namespace_options).to.deep.equal({ network: 'NODE', pid: 'POD', ipc: 'POD' });
+      expect(own.linux.security_context.namespace_options).to.deep.equal({
+        network: 'NODE',
+        pid: 'POD',
+        ipc: 'POD',
+      });
     });
 
     it('leaves resources out when none are given', () => {
-      const w = containerConfigToWire({ metadata: { name: 'a', attempt: 0 }, image: 'i', labels: {}, annotations: {} }, sandbox);
+      const w = containerConfigToWire(
+        { metadata: { name: 'a', attempt: 0 }, image: 'i', labels: {}, annotations: {} },
+        sandbox,
+      );
       expect(w.linux).to.not.have.property('resources');
       expect(w.linux.security_context.seccomp.profile_type).to.equal('RuntimeDefault');
       expect(w.stdin).to.equal(false);
@@ -296,15 +325,27 @@ describe('runtime/cri convert', () => {
     });
 
     it('maps images, version and exec results', () => {
-      expect(imageFromWire({ id: 'sha256:x', repo_tags: ['a:1'], repo_digests: [], size: '1234567' })).to.deep.equal({
+      expect(
+        imageFromWire({ id: 'sha256:x', repo_tags: ['a:1'], repo_digests: [], size: '1234567' }),
+      ).to.deep.equal({
         id: 'sha256:x',
         repoTags: ['a:1'],
         repoDigests: [],
         size: 1234567,
       });
       expect(
-        versionFromWire({ version: '0.1.0', runtime_name: 'containerd', runtime_version: '1.6.20', runtime_api_version: 'v1' }),
-      ).to.deep.equal({ version: '0.1.0', runtimeName: 'containerd', runtimeVersion: '1.6.20', runtimeApiVersion: 'v1' });
+        versionFromWire({
+          version: '0.1.0',
+          runtime_name: 'containerd',
+          runtime_version: '1.6.20',
+          runtime_api_version: 'v1',
+        }),
+      ).to.deep.equal({
+        version: '0.1.0',
+        runtimeName: 'containerd',
+        runtimeVersion: '1.6.20',
+        runtimeApiVersion: 'v1',
+      });
       const out = Buffer.from('hi\n');
       const r = execSyncFromWire({ stdout: out, stderr: Buffer.alloc(0), exit_code: 3 });
       expect(r.stdout.toString()).to.equal('hi\n');
@@ -335,12 +376,17 @@ describe('runtime/cri convert', () => {
 
     it('RunPodSandbox with a default config keeps the explicit RuntimeDefault seccomp', () => {
       const method = svc.RunPodSandbox!;
-      const request = { config: sandboxConfigToWire({ metadata: sandbox.metadata, labels: {}, annotations: {} }) };
+      const request = {
+        config: sandboxConfigToWire({ metadata: sandbox.metadata, labels: {}, annotations: {} }),
+      };
       const back = method.requestDeserialize(method.requestSerialize(request)) as {
         config: { linux: { security_context: { seccomp: unknown } } };
       };
       // Present (not null) on the wire: containerd 1.6 reads an absent profile as unconfined.
-      expect(back.config.linux.security_context.seccomp).to.deep.equal({ profile_type: 'RuntimeDefault', localhost_ref: '' });
+      expect(back.config.linux.security_context.seccomp).to.deep.equal({
+        profile_type: 'RuntimeDefault',
+        localhost_ref: '',
+      });
     });
   });
 
@@ -360,7 +406,8 @@ describe('runtime/cri convert', () => {
         [status.FAILED_PRECONDITION, 'Conflict'],
         [status.PERMISSION_DENIED, 'Forbidden'],
       ];
-      for (const [code, kind] of table) expect(kindForGrpcError({ code, details: 'x' }), String(code)).to.equal(kind);
+      for (const [code, kind] of table)
+        expect(kindForGrpcError({ code, details: 'x' }), String(code)).to.equal(kind);
     });
 
     it("reads containerd's reserved-name UNKNOWN as AlreadyExists", () => {
@@ -373,7 +420,10 @@ describe('runtime/cri convert', () => {
     });
 
     it('names the socket on Unavailable and keeps the cause', () => {
-      const cause = { code: status.UNAVAILABLE, details: 'No connection established. Last error: connect ENOENT' };
+      const cause = {
+        code: status.UNAVAILABLE,
+        details: 'No connection established. Last error: connect ENOENT',
+      };
       const err = criError(cause, ctx);
       expect(err).to.be.instanceOf(KindError);
       expect(err.kind).to.equal('Unavailable');
@@ -385,7 +435,10 @@ describe('runtime/cri convert', () => {
 
     it("keeps the runtime's words for a pull failure", () => {
       const details = 'failed to pull and unpack image "docker.io/library/nope:1": ... no such host';
-      const err = criError({ code: status.UNKNOWN, details }, { ...ctx, method: 'PullImage', image: 'nope:1' });
+      const err = criError(
+        { code: status.UNKNOWN, details },
+        { ...ctx, method: 'PullImage', image: 'nope:1' },
+      );
       expect(err.message).to.equal(details);
       expect(err.kind).to.equal('Unknown');
       expect(err.context.image).to.equal('nope:1');

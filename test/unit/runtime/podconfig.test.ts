@@ -16,7 +16,14 @@ const node: NodeSettings = { nodeName: 'vn-1', podLogsRoot: '/var/log/pods/', cg
 
 function pod(overrides: Partial<Pod['spec']> = {}, meta: Partial<Pod['metadata']> = {}): Pod {
   return {
-    metadata: { name: 'web', namespace: 'prod', uid: 'uid-1', labels: { app: 'web' }, annotations: { a: 'b' }, ...meta },
+    metadata: {
+      name: 'web',
+      namespace: 'prod',
+      uid: 'uid-1',
+      labels: { app: 'web' },
+      annotations: { a: 'b' },
+      ...meta,
+    },
     spec: { containers: [{ name: 'app', image: 'busybox' }], ...overrides },
   };
 }
@@ -37,7 +44,11 @@ describe('runtime/cri podconfig', () => {
         'kubelet-operator.dev/node': 'vn-1',
       });
       expect(c.annotations).to.deep.equal({ a: 'b' });
-      expect(c.linux?.securityContext?.namespaceOptions).to.deep.equal({ network: 'POD', pid: 'CONTAINER', ipc: 'POD' });
+      expect(c.linux?.securityContext?.namespaceOptions).to.deep.equal({
+        network: 'POD',
+        pid: 'CONTAINER',
+        ipc: 'POD',
+      });
       expect(c.linux?.securityContext?.seccomp).to.deep.equal({ profileType: 'RuntimeDefault' });
       expect(c.linux?.securityContext?.privileged).to.equal(false);
       expect(c.portMappings).to.deep.equal([]);
@@ -51,13 +62,17 @@ describe('runtime/cri podconfig', () => {
 
     it('takes hostPID, hostIPC and shareProcessNamespace from the wire spec', () => {
       const spec = { hostPID: true, hostIPC: true } as Partial<Pod['spec']>;
-      expect(buildPodSandboxConfig(pod(spec), node, 0).linux?.securityContext?.namespaceOptions).to.deep.equal({
+      expect(
+        buildPodSandboxConfig(pod(spec), node, 0).linux?.securityContext?.namespaceOptions,
+      ).to.deep.equal({
         network: 'POD',
         pid: 'NODE',
         ipc: 'NODE',
       });
       const shared = { shareProcessNamespace: true } as Partial<Pod['spec']>;
-      expect(buildPodSandboxConfig(pod(shared), node, 0).linux?.securityContext?.namespaceOptions?.pid).to.equal('POD');
+      expect(
+        buildPodSandboxConfig(pod(shared), node, 0).linux?.securityContext?.namespaceOptions?.pid,
+      ).to.equal('POD');
     });
 
     it('prefers spec.hostname and cuts long names to 63 characters without a trailing dash or dot', () => {
@@ -71,7 +86,12 @@ describe('runtime/cri podconfig', () => {
     it('is privileged when any container (init too) is, and takes the pod security context', () => {
       const p = pod({
         initContainers: [{ name: 'init', image: 'busybox', securityContext: { privileged: true } }],
-        securityContext: { runAsUser: 1000, runAsGroup: 2000, fsGroup: 3000, seccompProfile: { type: 'Unconfined' } },
+        securityContext: {
+          runAsUser: 1000,
+          runAsGroup: 2000,
+          fsGroup: 3000,
+          seccompProfile: { type: 'Unconfined' },
+        },
       });
       const sc = buildPodSandboxConfig(p, node, 0).linux?.securityContext;
       expect(sc?.privileged).to.equal(true);
@@ -84,8 +104,22 @@ describe('runtime/cri podconfig', () => {
     it('lists every container port, hostPort when set, duplicates once', () => {
       const p = pod({
         containers: [
-          { name: 'a', image: 'i', ports: [{ containerPort: 80, hostPort: 8080 }, { containerPort: 53, protocol: 'UDP' }] },
-          { name: 'b', image: 'i', ports: [{ containerPort: 80, hostPort: 8080 }, { containerPort: 9000, hostIP: '127.0.0.1', hostPort: 9 }] },
+          {
+            name: 'a',
+            image: 'i',
+            ports: [
+              { containerPort: 80, hostPort: 8080 },
+              { containerPort: 53, protocol: 'UDP' },
+            ],
+          },
+          {
+            name: 'b',
+            image: 'i',
+            ports: [
+              { containerPort: 80, hostPort: 8080 },
+              { containerPort: 9000, hostIP: '127.0.0.1', hostPort: 9 },
+            ],
+          },
         ],
       });
       expect(buildPodSandboxConfig(p, node, 0).portMappings).to.deep.equal([
@@ -96,7 +130,9 @@ describe('runtime/cri podconfig', () => {
     });
 
     it('passes node DNS settings and pod sysctls through', () => {
-      const p = pod({ securityContext: { sysctls: [{ name: 'net.core.somaxconn', value: '1024' }] } } as Partial<Pod['spec']>);
+      const p = pod({
+        securityContext: { sysctls: [{ name: 'net.core.somaxconn', value: '1024' }] },
+      } as Partial<Pod['spec']>);
       const c = buildPodSandboxConfig(p, { ...node, dnsConfig: { servers: ['10.96.0.10'] } }, 0);
       expect(c.dnsConfig).to.deep.equal({ servers: ['10.96.0.10'] });
       expect(c.linux?.sysctls).to.deep.equal({ 'net.core.somaxconn': '1024' });
@@ -120,8 +156,16 @@ describe('runtime/cri podconfig', () => {
     };
 
     it('sets the kubelet labels, annotations, attempt and log path', () => {
-      const p = pod({ containers: [app], terminationGracePeriodSeconds: 30 }, { deletionGracePeriodSeconds: 10 });
-      const c = buildContainerConfig(p, app, { restartCount: 4, envs: [{ key: 'K', value: 'v' }], mounts: [] }, node);
+      const p = pod(
+        { containers: [app], terminationGracePeriodSeconds: 30 },
+        { deletionGracePeriodSeconds: 10 },
+      );
+      const c = buildContainerConfig(
+        p,
+        app,
+        { restartCount: 4, envs: [{ key: 'K', value: 'v' }], mounts: [] },
+        node,
+      );
       expect(c.metadata).to.deep.equal({ name: 'app', attempt: 4 });
       expect(c.image).to.equal('busybox:1.36');
       expect(c.logPath).to.equal('app/4.log');
@@ -156,7 +200,9 @@ describe('runtime/cri podconfig', () => {
       );
       expect(c.image).to.equal('sha256:abc');
       expect(c.annotations['io.kubernetes.container.terminationMessagePath']).to.equal('/tmp/msg');
-      expect(c.annotations['io.kubernetes.container.terminationMessagePolicy']).to.equal('FallbackToLogsOnError');
+      expect(c.annotations['io.kubernetes.container.terminationMessagePolicy']).to.equal(
+        'FallbackToLogsOnError',
+      );
     });
 
     it('sizes cpu and memory like the kubelet on cgroup v1', () => {
@@ -167,16 +213,27 @@ describe('runtime/cri podconfig', () => {
         memoryLimitInBytes: 128 * 1024 * 1024,
       });
       // No requests or limits: minimum shares, no quota, no memory limit.
-      expect(containerResources(pod(), { name: 'x' })).to.deep.equal({ cpuShares: 2, cpuPeriod: 100000, cpuQuota: 0 });
+      expect(containerResources(pod(), { name: 'x' })).to.deep.equal({
+        cpuShares: 2,
+        cpuPeriod: 100000,
+        cpuQuota: 0,
+      });
       // Only a limit: shares follow the limit (the API would default the request to it).
-      expect(containerResources(pod(), { name: 'x', resources: { limits: { cpu: '1', memory: '1Gi' } } })).to.deep.equal({
+      expect(
+        containerResources(pod(), { name: 'x', resources: { limits: { cpu: '1', memory: '1Gi' } } }),
+      ).to.deep.equal({
         cpuShares: 1024,
         cpuPeriod: 100000,
         cpuQuota: 100000,
         memoryLimitInBytes: 1024 ** 3,
       });
       // Tiny limits are floored: quota at least 1000, shares at least 2.
-      expect(containerResources(pod(), { name: 'x', resources: { requests: { cpu: '1m' }, limits: { cpu: '1m' } } })).to.deep.equal({
+      expect(
+        containerResources(pod(), {
+          name: 'x',
+          resources: { requests: { cpu: '1m' }, limits: { cpu: '1m' } },
+        }),
+      ).to.deep.equal({
         cpuShares: 2,
         cpuPeriod: 100000,
         cpuQuota: 1000,
@@ -197,21 +254,38 @@ describe('runtime/cri podconfig', () => {
     it('sets oom_score_adj by QoS class when the node memory is known', () => {
       const mem = 8 * 1024 ** 3;
       const withMem = { ...node, memoryCapacityBytes: mem };
-      const guaranteed: Container = { name: 'g', image: 'i', resources: { limits: { cpu: '1', memory: '1Gi' } } };
+      const guaranteed: Container = {
+        name: 'g',
+        image: 'i',
+        resources: { limits: { cpu: '1', memory: '1Gi' } },
+      };
       const gPod = pod({ containers: [guaranteed] });
       gPod.spec.containers[0]!.resources!.requests = { cpu: '1', memory: '1Gi' };
-      expect(buildContainerConfig(gPod, guaranteed, { restartCount: 0 }, withMem).linux?.resources?.oomScoreAdj).to.equal(-997);
+      expect(
+        buildContainerConfig(gPod, guaranteed, { restartCount: 0 }, withMem).linux?.resources?.oomScoreAdj,
+      ).to.equal(-997);
       const be = pod();
-      expect(buildContainerConfig(be, be.spec.containers[0]!, { restartCount: 0 }, withMem).linux?.resources?.oomScoreAdj).to.equal(1000);
+      expect(
+        buildContainerConfig(be, be.spec.containers[0]!, { restartCount: 0 }, withMem).linux?.resources
+          ?.oomScoreAdj,
+      ).to.equal(1000);
       const burst = pod({ containers: [app] });
       // 1000 - 1000*64Mi/8Gi = 1000 - 7.8 -> 993
-      expect(buildContainerConfig(burst, app, { restartCount: 0 }, withMem).linux?.resources?.oomScoreAdj).to.equal(993);
-      expect(buildContainerConfig(burst, app, { restartCount: 0 }, node).linux?.resources).to.not.have.property('oomScoreAdj');
+      expect(
+        buildContainerConfig(burst, app, { restartCount: 0 }, withMem).linux?.resources?.oomScoreAdj,
+      ).to.equal(993);
+      expect(
+        buildContainerConfig(burst, app, { restartCount: 0 }, node).linux?.resources,
+      ).to.not.have.property('oomScoreAdj');
     });
 
     it('merges pod and container security contexts; seccomp container > pod > RuntimeDefault', () => {
-      const p = pod({ hostNetwork: true, securityContext: { runAsUser: 1000, seccompProfile: { type: 'Unconfined' } } });
-      const c1 = buildContainerConfig(p, { name: 'a', image: 'i' }, { restartCount: 0 }, node).linux?.securityContext;
+      const p = pod({
+        hostNetwork: true,
+        securityContext: { runAsUser: 1000, seccompProfile: { type: 'Unconfined' } },
+      });
+      const c1 = buildContainerConfig(p, { name: 'a', image: 'i' }, { restartCount: 0 }, node).linux
+        ?.securityContext;
       expect(c1).to.deep.equal({
         namespaceOptions: { network: 'NODE', pid: 'CONTAINER', ipc: 'POD' },
         privileged: false,
@@ -245,17 +319,18 @@ describe('runtime/cri podconfig', () => {
         seccomp: { profileType: 'Localhost', localhostRef: 'profiles/x.json' },
         capabilities: { addCapabilities: ['NET_ADMIN'], dropCapabilities: ['ALL'] },
       });
-      const c3 = buildContainerConfig(pod(), { name: 'c', image: 'i' }, { restartCount: 0 }, node).linux?.securityContext;
+      const c3 = buildContainerConfig(pod(), { name: 'c', image: 'i' }, { restartCount: 0 }, node).linux
+        ?.securityContext;
       expect(c3?.seccomp).to.deep.equal({ profileType: 'RuntimeDefault' });
     });
 
     it('rejects a missing image, a bad restart count and a malformed quantity', () => {
-      expect(errorKind(catchErr(() => buildContainerConfig(pod(), { name: 'x' }, { restartCount: 0 }, node)))).to.equal(
-        'InvalidArgument',
-      );
-      expect(errorKind(catchErr(() => buildContainerConfig(pod(), app, { restartCount: -1 }, node)))).to.equal(
-        'InvalidArgument',
-      );
+      expect(
+        errorKind(catchErr(() => buildContainerConfig(pod(), { name: 'x' }, { restartCount: 0 }, node))),
+      ).to.equal('InvalidArgument');
+      expect(
+        errorKind(catchErr(() => buildContainerConfig(pod(), app, { restartCount: -1 }, node))),
+      ).to.equal('InvalidArgument');
       const bad: Container = { name: 'x', image: 'i', resources: { limits: { memory: '12 Mi' } } };
       expect(errorKind(catchErr(() => buildContainerConfig(pod(), bad, { restartCount: 0 }, node)))).to.equal(
         'InvalidArgument',

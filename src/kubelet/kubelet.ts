@@ -1,0 +1,629 @@
+/**
+ * Kubelet: the pod half of a kubelet for one VirtualNode (kubelet.go). It wires the pieces the way the
+ * kubelet's sync loop does:
+ *
+ *   pod informer ─► pod manager ─► pod workers ─► KubeletPodSyncer ─► runtime manager ─► Runtime
+ *   PLEG relist (1 s) ─► events ─► pod workers (every event but ContainerRemoved; ContainerDied → GC)
+ *   probe results ─► liveness failure: sync; readiness/startup: status manager, then sync
+ *   status manager ─► on each change syncBatch(false); every 10 s syncBatch(true) ─► pods/status, final DELETE
+ *   housekeeping (2 s) ─► desired pods, orphaned statuses, probe workers, orphaned runtime pods, container GC
+ *
+ * Lifecycle: `start()` once; `ready` resolves when the pod informer has synced, the node's pods were handed
+ * to pod workers (containers already on the runtime are adopted by their labels, never recreated), runtime
+ * pods unknown to the API were sent off to be killed and removed, and the PLEG relisted once. `stop()` ends
+ * every loop and parks the pod workers without touching the runtime or the API (a crash and a shutdown look
+ * the same to the next Kubelet). Time comes only from the injected Clock.
+ */
+import { isIP } from 'node:net';
+import type { Pod } from '../api/core.js';
+import type { KubeClient } from '../kube/client.js';
+import type { Informer } from '../kube/informer.js';
+import type { Metrics } from '../metrics.js';
+import type { AdmissionNode } from '../node/admission.js';
+import type { PodSandboxConfig, Runtime } from '../runtime/types.js';
+import type { Clock, TimerHandle } from '../util/clock.js';
+import { errorMessage, KindError } from '../util/errors.js';
+import type { Logger } from '../util/logger.js';
+import { newCrashLoopBackOff, type CrashLoopBackOffOptions } from './backoff.js';
+import { PodCache } from './container/cache.js';
+import { asPodUID } from './container/types.js';
+import { ImagePullBackOff } from './images/pullbackoff.js';
+import { KubeletPodSyncer } from './kubelet_sync.js';
+import { nodeHookHttpGet, podEventRecorder, restEnvSource, type PodEventSink } from './kubelet_shell.js';
+import type { EnvSource } from './kuberuntime/context.js';
+import type { HookHttpGet } from './kuberuntime/hooks.js';
+import { KubeGenericRuntimeManager } from './kuberuntime/manager.js';
+import { GenericPLEG } from './pleg/generic.js';
+import type { PodLifecycleEvent } from './pleg/events.js';
+import { KubeletPodManager, PodsByNodeIndex } from './podmanager.js';
+import { PodWorkers, type PodSyncer } from './podworkers.js';
+import { ProberManager } from './prober/manager.js';
+import { ResultsManager } from './prober/results.js';
+import { createProbeRunner, type PortProber } from './prober/runners.js';
+import { ReasonCache } from './reasoncache.js';
+import { StatusManager, StatusSyncPeriodMs } from './status/manager.js';
+import { restPodStatusClient } from './statusclient.js';
+
+/** Node-level settings (kubelet flags and config). Periods default to the kubelet's. */
+export interface KubeletSettings {
+  /** `host`: every pod runs in the node's network namespace; `cni`: as its spec says. */
+  podNetwork: 'host' | 'cni';
+  /** Root of pod log directories (kubelet: /var/log/pods). */
+  podLogsRoot: string;
+  /** cgroupfs parent of pod cgroups. */
+  cgroupRoot: string;
+  memoryCapacityBytes?: number;
+  dnsConfig?: PodSandboxConfig['dnsConfig'];
+  /** Pod worker resync after a successful sync (default 60 s). */
+  resyncIntervalMs?: number;
+  /** Pod worker retry after a failed sync (default 10 s). */
+  podWorkerBackOffMs?: number;
+  /** PLEG relist period (default 1 s). */
+  plegRelistPeriodMs?: number;
+  /** Housekeeping period (default 2 s). */
+  housekeepingPeriodMs?: number;
+  /** Full status reconcile period (default 10 s). */
+  statusSyncPeriodMs?: number;
+  /** Container garbage collection period (default 1 min). */
+  containerGCPeriodMs?: number;
+  crashLoopBackOff?: CrashLoopBackOffOptions;
+}
+
+export interface KubeletDeps {
+  nodeName: string;
+  /** The node's InternalIP: pods' hostIP, and the pod IP of host-network pods. */
+  nodeIP: string;
+  /** All node IPs, primary first (dual stack); defaults to [nodeIP]. */
+  nodeIPs?: string[];
+  runtime: Runtime;
+  /** Must equal runtime.kind (a guard against wiring the wrong runtime). */
+  runtimeKind: 'cri' | 'sim';
+  client: Pick<KubeClient, 'request'>;
+  /** The shared pod informer, with the PodsByNodeIndex index (podNodeNameIndexFunc). */
+  podInformer: Pick<Informer<Pod>, 'waitForSync' | 'byIndex'>;
+  /** Index name on the informer; defaults to PodsByNodeIndex. */
+  podIndexName?: string;
+  recorder: PodEventSink;
+  clock: Clock;
+  logger: Logger;
+  metrics?: Metrics;
+  /** The node as admission sees it (allocatable, labels, taints); read at each admission. */
+  node: () => AdmissionNode;
+  settings: KubeletSettings;
+  /** ConfigMaps and Secrets for container environments; defaults to GETs through `client`. */
+  envSource?: EnvSource;
+  /** HTTP GET of httpGet lifecycle hooks; defaults to node:http(s). */
+  hookHttpGet?: HookHttpGet;
+}
+
+const DEFAULTS = {
+  resyncIntervalMs: 60_000,
+  podWorkerBackOffMs: 10_000,
+  plegRelistPeriodMs: 1_000,
+  housekeepingPeriodMs: 2_000,
+  statusSyncPeriodMs: StatusSyncPeriodMs,
+  containerGCPeriodMs: 60_000,
+};
+
+function invalid(what: string, node?: string): KindError {
+  return new KindError('InvalidArgument', `kubelet: ${what}`, { node });
+}
+
+function validate(d: KubeletDeps): void {
+  if (!d || typeof d !== 'object') throw invalid('missing deps');
+  const node = typeof d.nodeName === 'string' ? d.nodeName : undefined;
+  if (!d.nodeName) throw invalid('nodeName is required');
+  if (!d.nodeIP || !isIP(d.nodeIP)) throw invalid(`nodeIP ${String(d.nodeIP)} is not an IP`, node);
+  for (const ip of d.nodeIPs ?? []) if (!isIP(ip)) throw invalid(`nodeIPs: ${String(ip)} is not an IP`, node);
+  if (!d.runtime || (d.runtime.kind !== 'cri' && d.runtime.kind !== 'sim')) throw invalid('runtime is required', node);
+  if (d.runtimeKind !== d.runtime.kind) throw invalid(`runtimeKind ${String(d.runtimeKind)} but runtime is ${d.runtime.kind}`, node);
+  if (typeof d.client?.request !== 'function') throw invalid('client is required', node);
+  if (typeof d.podInformer?.waitForSync !== 'function' || typeof d.podInformer.byIndex !== 'function') {
+    throw invalid('podInformer is required', node);
+  }
+  if (typeof d.recorder?.event !== 'function') throw invalid('recorder is required', node);
+  if (typeof d.clock?.now !== 'function' || typeof d.clock.setTimer !== 'function') throw invalid('clock is required', node);
+  if (typeof d.logger?.info !== 'function') throw invalid('logger is required', node);
+  if (typeof d.node !== 'function') throw invalid('node (admission view) is required', node);
+  const s = d.settings;
+  if (!s || (s.podNetwork !== 'host' && s.podNetwork !== 'cni')) throw invalid("settings.podNetwork must be 'host' or 'cni'", node);
+  if (!s.podLogsRoot) throw invalid('settings.podLogsRoot is required', node);
+  if (!s.cgroupRoot) throw invalid('settings.cgroupRoot is required', node);
+  for (const k of Object.keys(DEFAULTS) as (keyof typeof DEFAULTS)[]) {
+    const v = s[k];
+    if (v !== undefined && !(Number.isFinite(v) && v > 0)) throw invalid(`settings.${k} must be a positive number`, node);
+  }
+}
+
+/** Node allocatable as resourceFieldRef reads it (cpu in millicores, the rest as plain numbers). */
+function allocatableForEnv(node: AdmissionNode): Record<string, string | number> {
+  const out: Record<string, string | number> = {};
+  for (const [k, v] of node.allocatable) out[k] = k === 'cpu' ? `${v}m` : v;
+  return out;
+}
+
+type LoopName = 'pleg' | 'housekeeping' | 'status' | 'gc';
+
+/**
+ * Invariants: every pod of this node in the API has at most one pod worker, created only after start;
+ * only the pod workers and the orphan cleanup call mutating runtime methods, never for the same UID; after
+ * `stop()` no timer is armed, no sync function runs again and nothing is written by this Kubelet.
+ */
+export class Kubelet {
+  readonly nodeName: string;
+  /** Resolves once started (see the module comment); rejects if stopped first. */
+  readonly ready: Promise<void>;
+  /** Resolves once stopped. */
+  readonly done: Promise<void>;
+
+  readonly podManager = new KubeletPodManager();
+  readonly statusManager: StatusManager;
+  readonly proberManager: ProberManager;
+  readonly runtimeManager: KubeGenericRuntimeManager;
+  readonly podWorkers: PodWorkers;
+  readonly pleg: GenericPLEG;
+  readonly podCache = new PodCache();
+  readonly results = {
+    liveness: new ResultsManager('liveness'),
+    readiness: new ResultsManager('readiness'),
+    startup: new ResultsManager('startup'),
+  };
+  readonly reasonCache = new ReasonCache();
+
+  private readonly d: KubeletDeps;
+  private readonly settings: Required<Pick<KubeletSettings, keyof typeof DEFAULTS>>;
+  private readonly log: Logger;
+  private readonly syncer: KubeletPodSyncer;
+  private readonly timers = new Map<LoopName, TimerHandle>();
+  private readonly inflight = new Set<Promise<unknown>>();
+  private readonly unsubscribe: (() => void)[] = [];
+  private readonly orphans = new Set<string>();
+  private phase: 'new' | 'starting' | 'running' | 'stopped' = 'new';
+  private statusDraining = false;
+  private gcRunning = false;
+  private gcAgain = false;
+  private lastGC = 0;
+  private resolveReady!: () => void;
+  private rejectReady!: (err: Error) => void;
+  private resolveDone!: () => void;
+
+  /** Checks the deps and builds every part; nothing runs until start(). Throws KindError('InvalidArgument'). */
+  constructor(deps: KubeletDeps) {
+    validate(deps);
+    this.d = deps;
+    this.nodeName = deps.nodeName;
+    this.log = deps.logger.child({ node: deps.nodeName });
+    const s = deps.settings;
+    this.settings = {
+      resyncIntervalMs: s.resyncIntervalMs ?? DEFAULTS.resyncIntervalMs,
+      podWorkerBackOffMs: s.podWorkerBackOffMs ?? DEFAULTS.podWorkerBackOffMs,
+      plegRelistPeriodMs: s.plegRelistPeriodMs ?? DEFAULTS.plegRelistPeriodMs,
+      housekeepingPeriodMs: s.housekeepingPeriodMs ?? DEFAULTS.housekeepingPeriodMs,
+      statusSyncPeriodMs: s.statusSyncPeriodMs ?? DEFAULTS.statusSyncPeriodMs,
+      containerGCPeriodMs: s.containerGCPeriodMs ?? DEFAULTS.containerGCPeriodMs,
+    };
+    this.ready = new Promise((resolve, reject) => {
+      this.resolveReady = resolve;
+      this.rejectReady = reject;
+    });
+    this.ready.catch(() => undefined);
+    this.done = new Promise((resolve) => (this.resolveDone = resolve));
+
+    const nodeIPs = deps.nodeIPs && deps.nodeIPs.length > 0 ? [...deps.nodeIPs] : [deps.nodeIP];
+    const record = podEventRecorder(deps.recorder);
+    const metrics = deps.metrics;
+    const node = deps.nodeName;
+
+    this.runtimeManager = new KubeGenericRuntimeManager({
+      runtime: deps.runtime,
+      clock: deps.clock,
+      nodeSettings: {
+        nodeName: deps.nodeName,
+        podLogsRoot: s.podLogsRoot,
+        cgroupRoot: s.cgroupRoot,
+        ...(s.memoryCapacityBytes !== undefined ? { memoryCapacityBytes: s.memoryCapacityBytes } : {}),
+        ...(s.dnsConfig ? { dnsConfig: s.dnsConfig } : {}),
+        podNetwork: s.podNetwork,
+        nodeIP: deps.nodeIP,
+        nodeIPs,
+        allocatable: allocatableForEnv(deps.node()),
+      },
+      recorder: record,
+      envSource: deps.envSource ?? restEnvSource(deps.client),
+      httpGet: deps.hookHttpGet ?? nodeHookHttpGet,
+      crashLoopBackOff: newCrashLoopBackOff(s.crashLoopBackOff),
+      imagePullBackOff: new ImagePullBackOff(),
+      reasonCache: this.reasonCache,
+      logger: this.log.child({ component: 'kuberuntime' }),
+    });
+
+    const sm = this.log.child({ component: 'status_manager' });
+    this.statusManager = new StatusManager({
+      client: restPodStatusClient(deps.client),
+      podManager: this.podManager,
+      podDeletionSafety: { podCouldHaveRunningContainers: (pod) => this.podCouldHaveRunningContainers(pod) },
+      clock: deps.clock,
+      logger: { info: (m, f) => (m.startsWith('failed') ? sm.warn(m, f) : sm.debug(m, f)) },
+    });
+
+    const sim = deps.runtime as Partial<{ probePort: PortProber }>;
+    const portProber: PortProber | undefined =
+      deps.runtime.kind === 'sim' && typeof sim.probePort === 'function'
+        ? (id, port, kind) => (sim.probePort as PortProber).call(deps.runtime, id, port, kind)
+        : undefined;
+    this.proberManager = new ProberManager({
+      clock: deps.clock,
+      getPodStatus: (uid) => this.statusManager.getPodStatus(uid),
+      runner: createProbeRunner({
+        runtime: deps.runtime,
+        record,
+        ...(portProber ? { portProber } : {}),
+        onProbe: (probeType, result) => metrics?.proberProbeTotal.inc({ node, probe_type: probeType, result }),
+        logger: { info: (m, f) => this.log.debug(m, f) },
+      }),
+      results: this.results,
+    });
+
+    this.syncer = new KubeletPodSyncer({
+      nodeIPs,
+      podNetwork: s.podNetwork,
+      clock: deps.clock,
+      logger: this.log,
+      record,
+      node: deps.node,
+      podManager: this.podManager,
+      statusManager: this.statusManager,
+      prober: this.proberManager,
+      runtime: this.runtimeManager,
+      probes: { liveness: this.results.liveness, startup: this.results.startup },
+      reasonCache: this.reasonCache,
+      workerState: (uid) => this.podWorkers.state(uid),
+      onPodStarted: (ms) => metrics?.podStartDuration.observe({ node }, ms / 1000),
+    });
+    this.podWorkers = new PodWorkers(this.guardedSyncer(), {
+      clock: deps.clock,
+      resyncIntervalMs: this.settings.resyncIntervalMs,
+      backOffMs: this.settings.podWorkerBackOffMs,
+      logger: this.log.child({ component: 'pod_workers' }),
+      onSync: (op, ms) => metrics?.podWorkerDuration.observe({ node, operation: op }, ms / 1000),
+    });
+    this.pleg = new GenericPLEG({ lister: this.runtimeManager, cache: this.podCache, clock: deps.clock });
+  }
+
+  // ---- lifecycle ----
+
+  /** Starts the Kubelet (once). Progress is reported through `ready`. */
+  start(): void {
+    if (this.phase !== 'new') return;
+    this.phase = 'starting';
+    this.track(
+      this.run().catch((err: unknown) => {
+        this.log.error('kubelet failed to start', { err: errorMessage(err) });
+        this.rejectReady(err instanceof Error ? err : new Error(String(err)));
+      }),
+    );
+  }
+
+  /**
+   * Stops every loop, probe worker and pod worker, and waits (up to `waitMs`) for syncs in flight to end.
+   * Never kills containers, never writes to the API: the runtime keeps running and the next Kubelet adopts it.
+   */
+  async stop(waitMs = 5_000): Promise<void> {
+    if (this.phase === 'stopped') return this.done;
+    this.phase = 'stopped';
+    this.rejectReady(new KindError('Unavailable', 'kubelet stopped before it was ready', { node: this.nodeName }));
+    for (const t of this.timers.values()) t.cancel();
+    this.timers.clear();
+    for (const u of this.unsubscribe.splice(0)) u();
+    this.podWorkers.stop();
+    this.proberManager.cleanupPods(new Set());
+    // Syncs in flight are tracked; a worker that would start another one after this point parks instead.
+    const settled = Promise.allSettled([...this.inflight]);
+    const abort = new AbortController();
+    await Promise.race([settled, this.d.clock.sleep(waitMs, abort.signal).catch(() => undefined)]);
+    abort.abort();
+    this.log.info('kubelet stopped');
+    this.resolveDone();
+  }
+
+  /** Problems that make the node not ready (consumed by the node status loop); empty when healthy. */
+  health(): string[] {
+    const out: string[] = [];
+    const pleg = this.pleg.healthy(this.d.clock.now());
+    if (!pleg.healthy) out.push(`PLEG is not healthy: ${pleg.message}`);
+    return out;
+  }
+
+  // ---- pod source (the operator calls these from the shared informer's handlers) ----
+
+  /** A pod appeared in the informer. Pods of other nodes are ignored. */
+  handlePodAdd(pod: Pod): void {
+    if (!this.isMine(pod) || this.phase === 'stopped') return;
+    this.podManager.upsert(pod);
+    if (this.phase === 'running') this.dispatch(pod, 'create');
+  }
+
+  /** A pod changed (`old` is the previous object, when known). */
+  handlePodUpdate(pod: Pod, old?: Pod): void {
+    if (this.phase === 'stopped') return;
+    if (!this.isMine(pod)) {
+      if (old && this.isMine(old)) this.handlePodDelete(old);
+      return;
+    }
+    this.podManager.upsert(pod);
+    this.proberManager.updatePod(pod);
+    if (this.phase === 'running') this.dispatch(pod, 'update');
+  }
+
+  /** A pod left the informer (deleted from the API, or no longer bound here). */
+  handlePodDelete(pod: Pod): void {
+    if (this.phase === 'stopped' || !pod?.metadata?.uid) return;
+    this.podManager.remove(pod);
+    if (this.phase !== 'running') return;
+    const state = this.podWorkers.state(pod.metadata.uid);
+    if (state === 'syncing' || state === 'terminating') this.podWorkers.updatePod({ type: 'kill', pod });
+  }
+
+  // ---- internals: startup ----
+
+  private async run(): Promise<void> {
+    await this.d.podInformer.waitForSync();
+    if (this.phase !== 'starting') return;
+    const pods = this.desiredPods();
+    this.podManager.setPods(pods);
+
+    // Runtime pods the API does not know (deleted while we were away) are killed and removed in the background.
+    await this.cleanupOrphans();
+    if (this.phase !== 'starting') return;
+
+    this.unsubscribe.push(
+      this.results.liveness.subscribe((u) => {
+        if (u.result === 'failure') this.syncByUID(u.podUID);
+      }),
+      this.results.readiness.subscribe((u) => {
+        this.statusManager.setContainerReadiness(u.podUID, u.containerID, u.result === 'success');
+        this.syncByUID(u.podUID);
+      }),
+      this.results.startup.subscribe((u) => {
+        this.statusManager.setContainerStartup(u.podUID, u.containerID, u.result === 'success');
+        this.syncByUID(u.podUID);
+      }),
+      this.statusManager.onUpdate(() => this.kickStatusSync()),
+    );
+
+    // Pods go to their workers oldest first, so admission sees them in the order they were created.
+    const ordered = [...pods].sort((a, b) =>
+      (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? ''),
+    );
+    this.phase = 'running';
+    for (const p of ordered) this.dispatch(p, 'create');
+
+    await this.relist();
+    if (this.phase !== 'running') return;
+    this.every('pleg', this.settings.plegRelistPeriodMs, () => this.relist());
+    this.every('housekeeping', this.settings.housekeepingPeriodMs, () => this.housekeeping());
+    this.every('status', this.settings.statusSyncPeriodMs, async () => {
+      await this.statusManager.syncBatch(true);
+    });
+    this.kickStatusSync();
+    this.lastGC = this.d.clock.now();
+    this.log.info('kubelet started', { pods: pods.length });
+    this.resolveReady();
+  }
+
+  // ---- internals: loops ----
+
+  /** Runs `fn` every `periodMs` after the previous run ended (never overlapping), until stopped. */
+  private every(name: LoopName, periodMs: number, fn: () => Promise<void> | void): void {
+    const arm = (): void => {
+      if (this.phase === 'stopped') return;
+      this.timers.set(
+        name,
+        this.d.clock.setTimer(periodMs, () => {
+          this.timers.delete(name);
+          if (this.phase === 'stopped') return;
+          this.track(
+            Promise.resolve()
+              .then(fn)
+              .catch((err: unknown) => this.log.warn(`${name} loop failed`, { err: errorMessage(err) }))
+              .finally(arm),
+          );
+        }),
+      );
+    };
+    arm();
+  }
+
+  private track<T>(p: Promise<T>): Promise<T> {
+    this.inflight.add(p);
+    void p.finally(() => this.inflight.delete(p)).catch(() => undefined);
+    return p;
+  }
+
+  private async relist(): Promise<void> {
+    const started = this.d.clock.now();
+    const r = await this.pleg.relist();
+    this.d.metrics?.plegRelistDuration.observe({ node: this.nodeName }, (this.d.clock.now() - started) / 1000);
+    if (!r.listed) this.log.warn('PLEG relist failed', { err: errorMessage(r.error) });
+    if (this.phase === 'stopped') return;
+    let gc = false;
+    for (const e of this.pleg.events.drain()) gc = this.handlePlegEvent(e) || gc;
+    if (gc) this.requestGC();
+  }
+
+  /** kubelet isSyncPodWorthy: every event but ContainerRemoved syncs a known pod. True when GC is due. */
+  private handlePlegEvent(e: PodLifecycleEvent): boolean {
+    if (e.type === 'ContainerRemoved') return false;
+    this.syncByUID(e.podUID);
+    return e.type === 'ContainerDied';
+  }
+
+  private syncByUID(uid: string): void {
+    if (this.phase !== 'running') return;
+    const pod = this.podManager.getPodByUID(asPodUID(uid));
+    if (pod) this.podWorkers.updatePod({ type: 'sync', pod });
+  }
+
+  /** Drains the status manager's update channel (kubelet: the status manager's sync loop). */
+  private kickStatusSync(): void {
+    if (this.phase !== 'running' || this.statusDraining) return;
+    this.statusDraining = true;
+    this.track(
+      (async () => {
+        try {
+          while (this.phase === 'running' && this.statusManager.takeUpdateSignal()) {
+            await this.statusManager.syncBatch(false);
+          }
+        } finally {
+          this.statusDraining = false;
+        }
+      })(),
+    );
+  }
+
+  /**
+   * Level-triggered cleanup (kubelet: HandlePodCleanups): the desired pods from the informer, workers for
+   * pods without one, termination of workers whose pods vanished, orphaned statuses and probe workers,
+   * runtime pods the API does not know, and container GC when due.
+   */
+  private async housekeeping(): Promise<void> {
+    const pods = this.desiredPods();
+    this.podManager.setPods(pods);
+    const desired = new Set<string>();
+    for (const p of pods) {
+      const uid = p.metadata.uid as string;
+      desired.add(uid);
+      const state = this.podWorkers.state(uid);
+      if (state === undefined) this.dispatch(p, 'create');
+      else if (state === 'syncing' && p.metadata.deletionTimestamp) this.dispatch(p, 'update');
+    }
+    this.podWorkers.syncKnownPods(desired);
+    const known = new Set(this.podWorkers.knownPods());
+    this.syncer.retain(new Set([...known, ...desired]));
+    this.statusManager.removeOrphanedStatuses(desired);
+    const probed = new Set([...desired].filter((uid) => this.podWorkers.state(uid) === 'syncing'));
+    this.proberManager.cleanupPods(probed);
+    await this.cleanupOrphans();
+    if (this.d.clock.now() - this.lastGC >= this.settings.containerGCPeriodMs) this.requestGC();
+  }
+
+  /** Kills and removes, in the background, runtime pods whose UID is neither in the API nor in a worker. */
+  private async cleanupOrphans(): Promise<void> {
+    const listed = await this.runtimeManager.getPods();
+    let runningPods = 0;
+    let runningContainers = 0;
+    for (const rp of listed) {
+      if (rp.sandboxes.some((s) => s.state === 'running')) runningPods++;
+      runningContainers += rp.containers.filter((c) => c.state === 'running').length;
+      const uid = rp.uid as string;
+      if (this.podManager.getPodByUID(rp.uid) || this.podWorkers.state(uid) !== undefined || this.orphans.has(uid)) continue;
+      if (!rp.sandboxes.some((s) => s.state === 'running') && !rp.containers.some((c) => c.state === 'running')) {
+        continue; // nothing runs: the container GC removes what is left
+      }
+      this.orphans.add(uid);
+      this.log.info('killing orphaned runtime pod', { podUID: uid, pod: `${rp.namespace}/${rp.name}` });
+      this.track(
+        (async () => {
+          try {
+            const status = await this.runtimeManager.getPodStatus(uid, rp.name, rp.namespace);
+            const killed = await this.runtimeManager.killPod({ signal: new AbortController().signal }, undefined, status);
+            if (killed.error) throw killed.error;
+            if (this.phase === 'stopped') return;
+            const removed = await this.runtimeManager.removePod(status);
+            if (removed.error) throw removed.error;
+          } catch (err) {
+            this.log.warn('failed to clean up an orphaned runtime pod', { podUID: uid, err: errorMessage(err) });
+          } finally {
+            this.orphans.delete(uid);
+          }
+        })(),
+      );
+    }
+    this.d.metrics?.runningPods.set({ node: this.nodeName }, runningPods);
+    this.d.metrics?.runningContainers.set({ node: this.nodeName }, runningContainers);
+  }
+
+  /** Container GC, coalesced: one run at a time, and one more if asked meanwhile. */
+  private requestGC(): void {
+    if (this.phase !== 'running') return;
+    if (this.gcRunning) {
+      this.gcAgain = true;
+      return;
+    }
+    this.gcRunning = true;
+    this.lastGC = this.d.clock.now();
+    this.track(
+      (async () => {
+        try {
+          do {
+            this.gcAgain = false;
+            const r = await this.runtimeManager.garbageCollect({
+              shouldPodContentBeRemoved: (uid) => this.shouldPodContentBeRemoved(uid),
+            });
+            for (const e of r.errors) this.log.warn('container GC', { err: e });
+          } while (this.gcAgain && this.phase === 'running');
+        } catch (err) {
+          this.log.warn('container GC failed', { err: errorMessage(err) });
+        } finally {
+          this.gcRunning = false;
+        }
+      })(),
+    );
+  }
+
+  // ---- internals: pods ----
+
+  private isMine(pod: Pod): boolean {
+    return pod?.spec?.nodeName === this.nodeName && !!pod.metadata?.uid;
+  }
+
+  private desiredPods(): Pod[] {
+    return this.d.podInformer.byIndex(this.d.podIndexName ?? PodsByNodeIndex, this.nodeName).filter((p) => this.isMine(p));
+  }
+
+  private dispatch(pod: Pod, type: 'create' | 'update'): void {
+    const uid = pod.metadata.uid as string;
+    if (this.podWorkers.state(uid) === 'terminated') {
+      // A finished pod that is now deleted: the status manager's full sync deletes the API object and the
+      // container GC its leftovers; nudge both instead of waiting for their periods.
+      if (pod.metadata.deletionTimestamp) {
+        this.track(this.statusManager.syncBatch(true));
+        this.requestGC();
+      }
+      return;
+    }
+    this.podWorkers.updatePod({ type, pod });
+  }
+
+  /** kubelet podCouldHaveRunningContainers: a pod worker's word; before start, any pod might be running. */
+  private podCouldHaveRunningContainers(pod: Pod): boolean {
+    const uid = pod.metadata?.uid ?? '';
+    const state = this.podWorkers.state(uid);
+    if (state !== undefined) return state !== 'terminated';
+    return this.phase !== 'running' || this.orphans.has(uid);
+  }
+
+  /** A pod's runtime objects may all go: it is unknown to the API and to the workers, or deleted and done. */
+  private shouldPodContentBeRemoved(uid: string): boolean {
+    if (this.orphans.has(uid)) return false;
+    const pod = this.podManager.getPodByUID(asPodUID(uid));
+    const state = this.podWorkers.state(uid);
+    if (state === undefined) return !pod;
+    return state === 'terminated' && (!pod || !!pod.metadata.deletionTimestamp);
+  }
+
+  /**
+   * The syncer as the pod workers see it: once stopped, a sync function that is called anyway (a worker that
+   * was mid-sync and schedules its next step) parks forever instead of acting, so a stopped Kubelet never
+   * touches the runtime again.
+   */
+  private guardedSyncer(): PodSyncer {
+    const guard = <T>(call: () => Promise<T>): Promise<T> =>
+      this.phase === 'stopped' ? new Promise<T>(() => undefined) : this.track(call());
+    return {
+      syncPod: (ctx, type, pod) => guard(() => this.syncer.syncPod(ctx, type, pod)),
+      syncTerminatingPod: (ctx, pod, grace, kill) => guard(() => this.syncer.syncTerminatingPod(ctx, pod, grace, kill)),
+      syncTerminatedPod: (ctx, pod) => guard(() => this.syncer.syncTerminatedPod(ctx, pod)),
+    };
+  }
+}
