@@ -29,6 +29,7 @@ import {
 import { PatchTypes, type KubeClient } from './kube/client.js';
 import { Informer, objectKey, restListWatcher } from './kube/informer.js';
 import { WorkQueue, runWorkers } from './kube/workqueue.js';
+import { PodsByNodeIndex } from './kubelet/podmanager.js';
 import { canonicalJSON } from './util/canonical.js';
 import type { Clock } from './util/clock.js';
 import { errorMessage, isNotFound } from './util/errors.js';
@@ -126,7 +127,7 @@ export class Operator {
       restListWatcher(opts.client, '/api/v1/pods', { fieldSelector: 'spec.nodeName!=' }),
       { clock: opts.clock, name: 'pods', logger: log },
     );
-    this.podInformer.addIndex('nodeName', (p) => (p.spec?.nodeName ? [p.spec.nodeName] : []));
+    this.podInformer.addIndex(PodsByNodeIndex, (p) => (p.spec?.nodeName ? [p.spec.nodeName] : []));
     this.vnInformer.addHandlers({
       add: (vn) => this.queue.add(objectKey(vn)),
       update: (_o, vn) => this.queue.add(objectKey(vn)),
@@ -146,7 +147,7 @@ export class Operator {
 
   /** Pods of a node from the shared cache (for ManagedNodes). */
   podsOfNode(nodeName: string): Pod[] {
-    return this.podInformer.byIndex('nodeName', nodeName);
+    return this.podInformer.byIndex(PodsByNodeIndex, nodeName);
   }
 
   async start(): Promise<void> {

@@ -14,140 +14,46 @@
  * every loop and parks the pod workers without touching the runtime or the API (a crash and a shutdown look
  * the same to the next Kubelet). Time comes only from the injected Clock.
  */
-import { isIP } from 'node:net';
 import type { Pod } from '../api/core.js';
-import type { KubeClient } from '../kube/client.js';
-import type { Informer } from '../kube/informer.js';
-import type { Metrics } from '../metrics.js';
-import type { AdmissionNode } from '../node/admission.js';
-import type { PodSandboxConfig, Runtime } from '../runtime/types.js';
-import type { Clock, TimerHandle } from '../util/clock.js';
+import type { TimerHandle } from '../util/clock.js';
 import { errorMessage, KindError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
-import { newCrashLoopBackOff, type CrashLoopBackOffOptions } from './backoff.js';
+import { newCrashLoopBackOff } from './backoff.js';
 import { PodCache } from './container/cache.js';
 import { asPodUID } from './container/types.js';
 import { ImagePullBackOff } from './images/pullbackoff.js';
+import { RuntimeCleanup } from './kubelet_cleanup.js';
+import {
+  allocatableForEnv,
+  kubeletPeriods,
+  meaningfulChange,
+  validateKubeletDeps,
+  type KubeletDeps,
+  type KubeletPeriods,
+} from './kubelet_config.js';
+import { nodeHookHttpGet, podEventRecorder, restEnvSource } from './kubelet_shell.js';
 import { KubeletPodSyncer } from './kubelet_sync.js';
-import { nodeHookHttpGet, podEventRecorder, restEnvSource, type PodEventSink } from './kubelet_shell.js';
-import type { EnvSource } from './kuberuntime/context.js';
-import type { HookHttpGet } from './kuberuntime/hooks.js';
 import { KubeGenericRuntimeManager } from './kuberuntime/manager.js';
-import { GenericPLEG } from './pleg/generic.js';
 import type { PodLifecycleEvent } from './pleg/events.js';
+import { GenericPLEG } from './pleg/generic.js';
 import { KubeletPodManager, PodsByNodeIndex } from './podmanager.js';
 import { PodWorkers, type PodSyncer } from './podworkers.js';
 import { ProberManager } from './prober/manager.js';
 import { ResultsManager } from './prober/results.js';
 import { createProbeRunner, type PortProber } from './prober/runners.js';
 import { ReasonCache } from './reasoncache.js';
-import { StatusManager, StatusSyncPeriodMs } from './status/manager.js';
+import { StatusManager } from './status/manager.js';
 import { restPodStatusClient } from './statusclient.js';
 
-/** Node-level settings (kubelet flags and config). Periods default to the kubelet's. */
-export interface KubeletSettings {
-  /** `host`: every pod runs in the node's network namespace; `cni`: as its spec says. */
-  podNetwork: 'host' | 'cni';
-  /** Root of pod log directories (kubelet: /var/log/pods). */
-  podLogsRoot: string;
-  /** cgroupfs parent of pod cgroups. */
-  cgroupRoot: string;
-  memoryCapacityBytes?: number;
-  dnsConfig?: PodSandboxConfig['dnsConfig'];
-  /** Pod worker resync after a successful sync (default 60 s). */
-  resyncIntervalMs?: number;
-  /** Pod worker retry after a failed sync (default 10 s). */
-  podWorkerBackOffMs?: number;
-  /** PLEG relist period (default 1 s). */
-  plegRelistPeriodMs?: number;
-  /** Housekeeping period (default 2 s). */
-  housekeepingPeriodMs?: number;
-  /** Full status reconcile period (default 10 s). */
-  statusSyncPeriodMs?: number;
-  /** Container garbage collection period (default 1 min). */
-  containerGCPeriodMs?: number;
-  crashLoopBackOff?: CrashLoopBackOffOptions;
-}
+export { meaningfulChange, type KubeletDeps, type KubeletSettings } from './kubelet_config.js';
 
-export interface KubeletDeps {
-  nodeName: string;
-  /** The node's InternalIP: pods' hostIP, and the pod IP of host-network pods. */
-  nodeIP: string;
-  /** All node IPs, primary first (dual stack); defaults to [nodeIP]. */
-  nodeIPs?: string[];
-  runtime: Runtime;
-  /** Must equal runtime.kind (a guard against wiring the wrong runtime). */
-  runtimeKind: 'cri' | 'sim';
-  client: Pick<KubeClient, 'request'>;
-  /** The shared pod informer, with the PodsByNodeIndex index (podNodeNameIndexFunc). */
-  podInformer: Pick<Informer<Pod>, 'waitForSync' | 'byIndex'>;
-  /** Index name on the informer; defaults to PodsByNodeIndex. */
-  podIndexName?: string;
-  recorder: PodEventSink;
-  clock: Clock;
-  logger: Logger;
-  metrics?: Metrics;
-  /** The node as admission sees it (allocatable, labels, taints); read at each admission. */
-  node: () => AdmissionNode;
-  settings: KubeletSettings;
-  /** ConfigMaps and Secrets for container environments; defaults to GETs through `client`. */
-  envSource?: EnvSource;
-  /** HTTP GET of httpGet lifecycle hooks; defaults to node:http(s). */
-  hookHttpGet?: HookHttpGet;
-}
-
-const DEFAULTS = {
-  resyncIntervalMs: 60_000,
-  podWorkerBackOffMs: 10_000,
-  plegRelistPeriodMs: 1_000,
-  housekeepingPeriodMs: 2_000,
-  statusSyncPeriodMs: StatusSyncPeriodMs,
-  containerGCPeriodMs: 60_000,
-};
-
-function invalid(what: string, node?: string): KindError {
-  return new KindError('InvalidArgument', `kubelet: ${what}`, { node });
-}
-
-function validate(d: KubeletDeps): void {
-  if (!d || typeof d !== 'object') throw invalid('missing deps');
-  const node = typeof d.nodeName === 'string' ? d.nodeName : undefined;
-  if (!d.nodeName) throw invalid('nodeName is required');
-  if (!d.nodeIP || !isIP(d.nodeIP)) throw invalid(`nodeIP ${String(d.nodeIP)} is not an IP`, node);
-  for (const ip of d.nodeIPs ?? []) if (!isIP(ip)) throw invalid(`nodeIPs: ${String(ip)} is not an IP`, node);
-  if (!d.runtime || (d.runtime.kind !== 'cri' && d.runtime.kind !== 'sim')) throw invalid('runtime is required', node);
-  if (d.runtimeKind !== d.runtime.kind) throw invalid(`runtimeKind ${String(d.runtimeKind)} but runtime is ${d.runtime.kind}`, node);
-  if (typeof d.client?.request !== 'function') throw invalid('client is required', node);
-  if (typeof d.podInformer?.waitForSync !== 'function' || typeof d.podInformer.byIndex !== 'function') {
-    throw invalid('podInformer is required', node);
-  }
-  if (typeof d.recorder?.event !== 'function') throw invalid('recorder is required', node);
-  if (typeof d.clock?.now !== 'function' || typeof d.clock.setTimer !== 'function') throw invalid('clock is required', node);
-  if (typeof d.logger?.info !== 'function') throw invalid('logger is required', node);
-  if (typeof d.node !== 'function') throw invalid('node (admission view) is required', node);
-  const s = d.settings;
-  if (!s || (s.podNetwork !== 'host' && s.podNetwork !== 'cni')) throw invalid("settings.podNetwork must be 'host' or 'cni'", node);
-  if (!s.podLogsRoot) throw invalid('settings.podLogsRoot is required', node);
-  if (!s.cgroupRoot) throw invalid('settings.cgroupRoot is required', node);
-  for (const k of Object.keys(DEFAULTS) as (keyof typeof DEFAULTS)[]) {
-    const v = s[k];
-    if (v !== undefined && !(Number.isFinite(v) && v > 0)) throw invalid(`settings.${k} must be a positive number`, node);
-  }
-}
-
-/** Node allocatable as resourceFieldRef reads it (cpu in millicores, the rest as plain numbers). */
-function allocatableForEnv(node: AdmissionNode): Record<string, string | number> {
-  const out: Record<string, string | number> = {};
-  for (const [k, v] of node.allocatable) out[k] = k === 'cpu' ? `${v}m` : v;
-  return out;
-}
-
-type LoopName = 'pleg' | 'housekeeping' | 'status' | 'gc';
+type LoopName = 'pleg' | 'housekeeping' | 'status';
 
 /**
  * Invariants: every pod of this node in the API has at most one pod worker, created only after start;
  * only the pod workers and the orphan cleanup call mutating runtime methods, never for the same UID; after
- * `stop()` no timer is armed, no sync function runs again and nothing is written by this Kubelet.
+ * `stop()` no loop runs again, no sync function starts (a pod worker that tries parks) and nothing is
+ * written by this Kubelet beyond what was already in flight.
  */
 export class Kubelet {
   readonly nodeName: string;
@@ -171,37 +77,27 @@ export class Kubelet {
   readonly reasonCache = new ReasonCache();
 
   private readonly d: KubeletDeps;
-  private readonly settings: Required<Pick<KubeletSettings, keyof typeof DEFAULTS>>;
+  private readonly settings: KubeletPeriods;
   private readonly log: Logger;
   private readonly syncer: KubeletPodSyncer;
   private readonly timers = new Map<LoopName, TimerHandle>();
   private readonly inflight = new Set<Promise<unknown>>();
   private readonly unsubscribe: (() => void)[] = [];
-  private readonly orphans = new Set<string>();
+  private readonly cleanup: RuntimeCleanup;
   private phase: 'new' | 'starting' | 'running' | 'stopped' = 'new';
   private statusDraining = false;
-  private gcRunning = false;
-  private gcAgain = false;
-  private lastGC = 0;
   private resolveReady!: () => void;
   private rejectReady!: (err: Error) => void;
   private resolveDone!: () => void;
 
   /** Checks the deps and builds every part; nothing runs until start(). Throws KindError('InvalidArgument'). */
   constructor(deps: KubeletDeps) {
-    validate(deps);
+    validateKubeletDeps(deps);
     this.d = deps;
     this.nodeName = deps.nodeName;
     this.log = deps.logger.child({ node: deps.nodeName });
     const s = deps.settings;
-    this.settings = {
-      resyncIntervalMs: s.resyncIntervalMs ?? DEFAULTS.resyncIntervalMs,
-      podWorkerBackOffMs: s.podWorkerBackOffMs ?? DEFAULTS.podWorkerBackOffMs,
-      plegRelistPeriodMs: s.plegRelistPeriodMs ?? DEFAULTS.plegRelistPeriodMs,
-      housekeepingPeriodMs: s.housekeepingPeriodMs ?? DEFAULTS.housekeepingPeriodMs,
-      statusSyncPeriodMs: s.statusSyncPeriodMs ?? DEFAULTS.statusSyncPeriodMs,
-      containerGCPeriodMs: s.containerGCPeriodMs ?? DEFAULTS.containerGCPeriodMs,
-    };
+    this.settings = kubeletPeriods(s);
     this.ready = new Promise((resolve, reject) => {
       this.resolveReady = resolve;
       this.rejectReady = reject;
@@ -258,7 +154,8 @@ export class Kubelet {
         runtime: deps.runtime,
         record,
         ...(portProber ? { portProber } : {}),
-        onProbe: (probeType, result) => metrics?.proberProbeTotal.inc({ node, probe_type: probeType, result }),
+        onProbe: (probeType, result) =>
+          metrics?.proberProbeTotal.inc({ node, probe_type: probeType, result }),
         logger: { info: (m, f) => this.log.debug(m, f) },
       }),
       results: this.results,
@@ -287,6 +184,17 @@ export class Kubelet {
       logger: this.log.child({ component: 'pod_workers' }),
       onSync: (op, ms) => metrics?.podWorkerDuration.observe({ node, operation: op }, ms / 1000),
     });
+    this.cleanup = new RuntimeCleanup({
+      nodeName: node,
+      clock: deps.clock,
+      log: this.log,
+      ...(metrics ? { metrics } : {}),
+      runtime: this.runtimeManager,
+      apiPod: (uid) => this.podManager.getPodByUID(asPodUID(uid)),
+      workerState: (uid) => this.podWorkers.state(uid),
+      active: () => this.phase === 'running',
+      track: (p) => void this.track(p),
+    });
     this.pleg = new GenericPLEG({ lister: this.runtimeManager, cache: this.podCache, clock: deps.clock });
   }
 
@@ -296,32 +204,36 @@ export class Kubelet {
   start(): void {
     if (this.phase !== 'new') return;
     this.phase = 'starting';
-    this.track(
-      this.run().catch((err: unknown) => {
-        this.log.error('kubelet failed to start', { err: errorMessage(err) });
-        this.rejectReady(err instanceof Error ? err : new Error(String(err)));
-      }),
-    );
+    // Not tracked: startup may wait on the informer forever; stop() must not wait for it.
+    void this.run().catch((err: unknown) => {
+      this.log.error('kubelet failed to start', { err: errorMessage(err) });
+      this.rejectReady(err instanceof Error ? err : new Error(String(err)));
+    });
   }
 
   /**
-   * Stops every loop, probe worker and pod worker, and waits (up to `waitMs`) for syncs in flight to end.
-   * Never kills containers, never writes to the API: the runtime keeps running and the next Kubelet adopts it.
+   * Stops every loop, probe worker and pod worker, and waits (up to `waitMs` of the clock; 0 = not at all)
+   * for syncs in flight to end. Never kills containers, never writes to the API: the runtime keeps running
+   * and the next Kubelet adopts it.
    */
   async stop(waitMs = 5_000): Promise<void> {
     if (this.phase === 'stopped') return this.done;
     this.phase = 'stopped';
-    this.rejectReady(new KindError('Unavailable', 'kubelet stopped before it was ready', { node: this.nodeName }));
+    this.rejectReady(
+      new KindError('Unavailable', 'kubelet stopped before it was ready', { node: this.nodeName }),
+    );
     for (const t of this.timers.values()) t.cancel();
     this.timers.clear();
     for (const u of this.unsubscribe.splice(0)) u();
     this.podWorkers.stop();
     this.proberManager.cleanupPods(new Set());
     // Syncs in flight are tracked; a worker that would start another one after this point parks instead.
-    const settled = Promise.allSettled([...this.inflight]);
-    const abort = new AbortController();
-    await Promise.race([settled, this.d.clock.sleep(waitMs, abort.signal).catch(() => undefined)]);
-    abort.abort();
+    if (waitMs > 0 && this.inflight.size > 0) {
+      const settled = Promise.allSettled([...this.inflight]);
+      const abort = new AbortController();
+      await Promise.race([settled, this.d.clock.sleep(waitMs, abort.signal).catch(() => undefined)]);
+      abort.abort();
+    }
     this.log.info('kubelet stopped');
     this.resolveDone();
   }
@@ -343,7 +255,11 @@ export class Kubelet {
     if (this.phase === 'running') this.dispatch(pod, 'create');
   }
 
-  /** A pod changed (`old` is the previous object, when known). */
+  /**
+   * A pod changed (`old` is the previous object, when known). Only a change the kubelet acts on (spec,
+   * labels, annotations, deletion) reaches the pod worker; a status-only change, such as our own status
+   * writes coming back, just refreshes the pod manager (kubelet: config's checkAndUpdatePod / reconcile).
+   */
   handlePodUpdate(pod: Pod, old?: Pod): void {
     if (this.phase === 'stopped') return;
     if (!this.isMine(pod)) {
@@ -352,7 +268,7 @@ export class Kubelet {
     }
     this.podManager.upsert(pod);
     this.proberManager.updatePod(pod);
-    if (this.phase === 'running') this.dispatch(pod, 'update');
+    if (this.phase === 'running' && (!old || meaningfulChange(old, pod))) this.dispatch(pod, 'update');
   }
 
   /** A pod left the informer (deleted from the API, or no longer bound here). */
@@ -373,7 +289,7 @@ export class Kubelet {
     this.podManager.setPods(pods);
 
     // Runtime pods the API does not know (deleted while we were away) are killed and removed in the background.
-    await this.cleanupOrphans();
+    await this.cleanup.cleanupOrphans();
     if (this.phase !== 'starting') return;
 
     this.unsubscribe.push(
@@ -406,7 +322,6 @@ export class Kubelet {
       await this.statusManager.syncBatch(true);
     });
     this.kickStatusSync();
-    this.lastGC = this.d.clock.now();
     this.log.info('kubelet started', { pods: pods.length });
     this.resolveReady();
   }
@@ -443,12 +358,15 @@ export class Kubelet {
   private async relist(): Promise<void> {
     const started = this.d.clock.now();
     const r = await this.pleg.relist();
-    this.d.metrics?.plegRelistDuration.observe({ node: this.nodeName }, (this.d.clock.now() - started) / 1000);
+    this.d.metrics?.plegRelistDuration.observe(
+      { node: this.nodeName },
+      (this.d.clock.now() - started) / 1000,
+    );
     if (!r.listed) this.log.warn('PLEG relist failed', { err: errorMessage(r.error) });
     if (this.phase === 'stopped') return;
     let gc = false;
     for (const e of this.pleg.events.drain()) gc = this.handlePlegEvent(e) || gc;
-    if (gc) this.requestGC();
+    if (gc) this.cleanup.requestGC();
   }
 
   /** kubelet isSyncPodWorthy: every event but ContainerRemoved syncs a known pod. True when GC is due. */
@@ -503,72 +421,8 @@ export class Kubelet {
     this.statusManager.removeOrphanedStatuses(desired);
     const probed = new Set([...desired].filter((uid) => this.podWorkers.state(uid) === 'syncing'));
     this.proberManager.cleanupPods(probed);
-    await this.cleanupOrphans();
-    if (this.d.clock.now() - this.lastGC >= this.settings.containerGCPeriodMs) this.requestGC();
-  }
-
-  /** Kills and removes, in the background, runtime pods whose UID is neither in the API nor in a worker. */
-  private async cleanupOrphans(): Promise<void> {
-    const listed = await this.runtimeManager.getPods();
-    let runningPods = 0;
-    let runningContainers = 0;
-    for (const rp of listed) {
-      if (rp.sandboxes.some((s) => s.state === 'running')) runningPods++;
-      runningContainers += rp.containers.filter((c) => c.state === 'running').length;
-      const uid = rp.uid as string;
-      if (this.podManager.getPodByUID(rp.uid) || this.podWorkers.state(uid) !== undefined || this.orphans.has(uid)) continue;
-      if (!rp.sandboxes.some((s) => s.state === 'running') && !rp.containers.some((c) => c.state === 'running')) {
-        continue; // nothing runs: the container GC removes what is left
-      }
-      this.orphans.add(uid);
-      this.log.info('killing orphaned runtime pod', { podUID: uid, pod: `${rp.namespace}/${rp.name}` });
-      this.track(
-        (async () => {
-          try {
-            const status = await this.runtimeManager.getPodStatus(uid, rp.name, rp.namespace);
-            const killed = await this.runtimeManager.killPod({ signal: new AbortController().signal }, undefined, status);
-            if (killed.error) throw killed.error;
-            if (this.phase === 'stopped') return;
-            const removed = await this.runtimeManager.removePod(status);
-            if (removed.error) throw removed.error;
-          } catch (err) {
-            this.log.warn('failed to clean up an orphaned runtime pod', { podUID: uid, err: errorMessage(err) });
-          } finally {
-            this.orphans.delete(uid);
-          }
-        })(),
-      );
-    }
-    this.d.metrics?.runningPods.set({ node: this.nodeName }, runningPods);
-    this.d.metrics?.runningContainers.set({ node: this.nodeName }, runningContainers);
-  }
-
-  /** Container GC, coalesced: one run at a time, and one more if asked meanwhile. */
-  private requestGC(): void {
-    if (this.phase !== 'running') return;
-    if (this.gcRunning) {
-      this.gcAgain = true;
-      return;
-    }
-    this.gcRunning = true;
-    this.lastGC = this.d.clock.now();
-    this.track(
-      (async () => {
-        try {
-          do {
-            this.gcAgain = false;
-            const r = await this.runtimeManager.garbageCollect({
-              shouldPodContentBeRemoved: (uid) => this.shouldPodContentBeRemoved(uid),
-            });
-            for (const e of r.errors) this.log.warn('container GC', { err: e });
-          } while (this.gcAgain && this.phase === 'running');
-        } catch (err) {
-          this.log.warn('container GC failed', { err: errorMessage(err) });
-        } finally {
-          this.gcRunning = false;
-        }
-      })(),
-    );
+    await this.cleanup.cleanupOrphans();
+    if (this.cleanup.gcDue(this.settings.containerGCPeriodMs)) this.cleanup.requestGC();
   }
 
   // ---- internals: pods ----
@@ -578,7 +432,9 @@ export class Kubelet {
   }
 
   private desiredPods(): Pod[] {
-    return this.d.podInformer.byIndex(this.d.podIndexName ?? PodsByNodeIndex, this.nodeName).filter((p) => this.isMine(p));
+    return this.d.podInformer
+      .byIndex(this.d.podIndexName ?? PodsByNodeIndex, this.nodeName)
+      .filter((p) => this.isMine(p));
   }
 
   private dispatch(pod: Pod, type: 'create' | 'update'): void {
@@ -588,7 +444,7 @@ export class Kubelet {
       // container GC its leftovers; nudge both instead of waiting for their periods.
       if (pod.metadata.deletionTimestamp) {
         this.track(this.statusManager.syncBatch(true));
-        this.requestGC();
+        this.cleanup.requestGC();
       }
       return;
     }
@@ -600,16 +456,7 @@ export class Kubelet {
     const uid = pod.metadata?.uid ?? '';
     const state = this.podWorkers.state(uid);
     if (state !== undefined) return state !== 'terminated';
-    return this.phase !== 'running' || this.orphans.has(uid);
-  }
-
-  /** A pod's runtime objects may all go: it is unknown to the API and to the workers, or deleted and done. */
-  private shouldPodContentBeRemoved(uid: string): boolean {
-    if (this.orphans.has(uid)) return false;
-    const pod = this.podManager.getPodByUID(asPodUID(uid));
-    const state = this.podWorkers.state(uid);
-    if (state === undefined) return !pod;
-    return state === 'terminated' && (!pod || !!pod.metadata.deletionTimestamp);
+    return this.phase !== 'running' || this.cleanup.isCleaningUp(uid);
   }
 
   /**
@@ -622,7 +469,8 @@ export class Kubelet {
       this.phase === 'stopped' ? new Promise<T>(() => undefined) : this.track(call());
     return {
       syncPod: (ctx, type, pod) => guard(() => this.syncer.syncPod(ctx, type, pod)),
-      syncTerminatingPod: (ctx, pod, grace, kill) => guard(() => this.syncer.syncTerminatingPod(ctx, pod, grace, kill)),
+      syncTerminatingPod: (ctx, pod, grace, kill) =>
+        guard(() => this.syncer.syncTerminatingPod(ctx, pod, grace, kill)),
       syncTerminatedPod: (ctx, pod) => guard(() => this.syncer.syncTerminatedPod(ctx, pod)),
     };
   }

@@ -62,7 +62,8 @@ export function restEnvSource(client: Pick<KubeClient, 'request'>): EnvSource {
       const cm = await get(`/api/v1/namespaces/${enc(namespace)}/configmaps/${enc(name)}`);
       if (!cm) return undefined;
       const out: Record<string, string> = { ...(cm.data ?? {}) };
-      for (const [k, v] of Object.entries(cm.binaryData ?? {})) out[k] = Buffer.from(v, 'base64').toString('utf8');
+      for (const [k, v] of Object.entries(cm.binaryData ?? {}))
+        out[k] = Buffer.from(v, 'base64').toString('utf8');
       return out;
     },
     async getSecret(namespace, name) {
@@ -80,7 +81,11 @@ export function restEnvSource(client: Pick<KubeClient, 'request'>): EnvSource {
  * as in the kubelet), rejects on a transport error or when `timeoutMs` passes. Certificates are not
  * verified, as the kubelet's hook client does not verify them.
  */
-export function nodeHookHttpGet(url: string, headers: Record<string, string>, timeoutMs: number): Promise<{ status: number }> {
+export function nodeHookHttpGet(
+  url: string,
+  headers: Record<string, string>,
+  timeoutMs: number,
+): Promise<{ status: number }> {
   return new Promise((resolve, reject) => {
     const u = new URL(url);
     const mod = u.protocol === 'https:' ? https : http;

@@ -24,13 +24,19 @@ export interface KubeletPodSyncerDeps {
   nodeIPs: readonly string[];
   podNetwork: 'host' | 'cni';
   clock: Pick<Clock, 'now'>;
-  logger: { info(msg: string, meta?: Record<string, unknown>): void; warn(msg: string, meta?: Record<string, unknown>): void };
+  logger: {
+    info(msg: string, meta?: Record<string, unknown>): void;
+    warn(msg: string, meta?: Record<string, unknown>): void;
+  };
   record: EventRecorderFunc;
   /** The node as admission sees it, read at each admission (allocatable, labels, taints). */
   node: () => AdmissionNode;
   podManager: Pick<KubeletPodManager, 'getPodByUID'>;
   statusManager: Pick<StatusManager, 'getPodStatus' | 'setPodStatus' | 'terminatePod'>;
-  prober: Pick<ProberManager, 'addPod' | 'updatePod' | 'stopLivenessAndStartup' | 'removePod' | 'updatePodStatus'>;
+  prober: Pick<
+    ProberManager,
+    'addPod' | 'updatePod' | 'stopLivenessAndStartup' | 'removePod' | 'updatePodStatus'
+  >;
   runtime: Pick<KubeGenericRuntimeManager, 'getPodStatus' | 'syncPod' | 'killPod' | 'removePod'>;
   probes: SyncPodProbes;
   reasonCache: ReasonCacheReader;
@@ -50,17 +56,22 @@ function podUID(pod: Pod): string {
 
 function allContainersRunning(status: PodStatus, pod: Pod): boolean {
   const statuses = status.containerStatuses ?? [];
-  return statuses.length === pod.spec.containers.length && statuses.every((c) => c.state?.running !== undefined);
+  return (
+    statuses.length === pod.spec.containers.length && statuses.every((c) => c.state?.running !== undefined)
+  );
 }
 
 /**
  * Invariants: a pod is admitted or rejected once, at its first sync, against the pods admitted before it
- * that are still active; a rejected pod never reaches the runtime; the runtime view is read fresh for every
- * status this syncer generates.
+ * that are still active; a rejected pod never reaches the runtime, and neither does a pod the API already
+ * reports finished while the runtime holds nothing of it (its status is left as it is); the runtime view is
+ * read fresh for every status this syncer generates.
  */
 export class KubeletPodSyncer implements PodSyncer {
   private readonly admitted = new Map<string, Pod>();
   private readonly rejected = new Map<string, Rejection>();
+  /** Pods that never reach the runtime: rejected, or already finished with nothing left on the runtime. */
+  private readonly untouched = new Set<string>();
   private readonly firstSeen = new Map<string, number>();
   private readonly startRecorded = new Set<string>();
 
@@ -71,9 +82,12 @@ export class KubeletPodSyncer implements PodSyncer {
     for (const m of [this.admitted, this.rejected, this.firstSeen]) {
       for (const uid of [...m.keys()]) if (!uids.has(uid)) m.delete(uid);
     }
-    for (const uid of [...this.startRecorded]) if (!uids.has(uid)) this.startRecorded.delete(uid);
+    for (const set of [this.startRecorded, this.untouched]) {
+      for (const uid of [...set]) if (!uids.has(uid)) set.delete(uid);
+    }
   }
 
+  /** Whether the pod was rejected by admission. */
   isRejected(uid: string): boolean {
     return this.rejected.has(uid);
   }
@@ -83,9 +97,22 @@ export class KubeletPodSyncer implements PodSyncer {
   async syncPod(ctx: SyncContext, _type: UpdateType, pod: Pod): Promise<{ isTerminal: boolean }> {
     const uid = podUID(pod);
     if (!this.firstSeen.has(uid)) this.firstSeen.set(uid, this.d.clock.now());
-    if (this.admit(pod)) return { isTerminal: true };
+    if (this.untouched.has(uid)) return { isTerminal: true };
+    if (this.admit(pod)) {
+      this.untouched.add(uid);
+      return { isTerminal: true };
+    }
 
     const before = await this.readRuntime(pod);
+    if (
+      isTerminalPhase(pod.status?.phase) &&
+      before.sandboxes.length === 0 &&
+      before.containers.length === 0
+    ) {
+      // Finished before we saw it (a restart after GC, or a rejection): its API status is final as it is.
+      this.untouched.add(uid);
+      return { isTerminal: true };
+    }
     const status = this.generate(pod, before, false);
     this.d.statusManager.setPodStatus(pod, status);
     if (isTerminalPhase(status.phase)) return { isTerminal: true };
@@ -110,7 +137,7 @@ export class KubeletPodSyncer implements PodSyncer {
     kill?: KillPodOptions,
   ): Promise<void> {
     const uid = podUID(pod);
-    if (this.rejected.has(uid)) return;
+    if (this.untouched.has(uid)) return;
     const running = await this.readRuntime(pod);
     this.d.statusManager.setPodStatus(pod, this.generate(pod, running, false));
     this.d.prober.stopLivenessAndStartup(pod);
@@ -123,9 +150,13 @@ export class KubeletPodSyncer implements PodSyncer {
     const stopped = await this.readRuntime(pod);
     const stillRunning = stopped.containers.filter((c) => c.state === 'running').map((c) => c.name);
     if (stillRunning.length > 0) {
-      throw new KindError('Internal', `detected running containers after a successful KillPod: ${stillRunning.join(', ')}`, {
-        pod: `${pod.metadata.namespace}/${pod.metadata.name}`,
-      });
+      throw new KindError(
+        'Internal',
+        `detected running containers after a successful KillPod: ${stillRunning.join(', ')}`,
+        {
+          pod: `${pod.metadata.namespace}/${pod.metadata.name}`,
+        },
+      );
     }
     // The final status is computed here, while the exited containers (exit codes) are still there.
     const final = this.generate(pod, stopped, true);
@@ -140,7 +171,7 @@ export class KubeletPodSyncer implements PodSyncer {
   async syncTerminatedPod(_ctx: SyncContext, pod: Pod): Promise<void> {
     const uid = podUID(pod);
     this.d.prober.removePod(pod);
-    if (!this.rejected.has(uid)) {
+    if (!this.untouched.has(uid)) {
       const stopped = await this.readRuntime(pod);
       this.d.statusManager.setPodStatus(pod, this.generate(pod, stopped, true));
       // A finished pod that stays in the API keeps its last containers (logs, exit codes) until it is deleted;
@@ -166,11 +197,9 @@ export class KubeletPodSyncer implements PodSyncer {
     const uid = pod.metadata.uid as string;
     if (this.rejected.has(uid)) return true;
     if (this.admitted.has(uid)) return false;
-    // A pod the API already reports finished is not running here; it only needs terminating.
-    if (isTerminalPhase(pod.status?.phase)) {
-      this.admitted.set(uid, pod);
-      return false;
-    }
+    // A pod the API already reports finished is not running here; it only needs terminating, and it takes
+    // no room from the others.
+    if (isTerminalPhase(pod.status?.phase)) return false;
     const others = [...this.admitted].filter(([u]) => u !== uid && this.isActive(u)).map(([, p]) => p);
     const result = admitPod(pod, this.d.node(), others);
     if (result.admit) {
@@ -181,7 +210,7 @@ export class KubeletPodSyncer implements PodSyncer {
     this.d.logger.info('pod rejected by admission', {
       pod: `${pod.metadata.namespace}/${pod.metadata.name}`,
       reason: result.reason,
-      message: result.message,
+      detail: result.message,
     });
     try {
       this.d.record(pod, 'Warning', result.reason, result.message);
@@ -197,14 +226,19 @@ export class KubeletPodSyncer implements PodSyncer {
     return true;
   }
 
-  /** Active = admitted, still syncing, and not reported terminal by the status manager. */
+  /** Active = admitted, still syncing, and reported terminal neither by the status manager nor by the API. */
   private isActive(uid: string): boolean {
     if (this.d.workerState(uid) !== 'syncing') return false;
-    return !isTerminalPhase(this.d.statusManager.getPodStatus(asPodUID(uid))?.phase);
+    if (isTerminalPhase(this.d.statusManager.getPodStatus(asPodUID(uid))?.phase)) return false;
+    return !isTerminalPhase(this.d.podManager.getPodByUID(asPodUID(uid))?.status?.phase);
   }
 
   private readRuntime(pod: Pod): Promise<RuntimePodStatus> {
-    return this.d.runtime.getPodStatus(pod.metadata.uid as string, pod.metadata.name ?? '', pod.metadata.namespace ?? '');
+    return this.d.runtime.getPodStatus(
+      pod.metadata.uid as string,
+      pod.metadata.name ?? '',
+      pod.metadata.namespace ?? '',
+    );
   }
 
   /**

@@ -78,7 +78,10 @@ export class KubeletPodManager implements StatusPodManager {
     return uid as PodUID;
   }
 
-  getUIDTranslations(): { podToMirror: ReadonlyMap<string, string>; mirrorToPod: ReadonlyMap<string, string> } {
+  getUIDTranslations(): {
+    podToMirror: ReadonlyMap<string, string>;
+    mirrorToPod: ReadonlyMap<string, string>;
+  } {
     return { podToMirror: EMPTY, mirrorToPod: EMPTY };
   }
 }

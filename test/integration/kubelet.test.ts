@@ -21,7 +21,7 @@ import { SimRuntime, simContainerBehaviourAnnotation } from '../../src/runtime/s
 import type { ContainerConfig, PodSandboxConfig } from '../../src/runtime/types.js';
 import { RealClock } from '../../src/util/clock.js';
 import { isNotFound } from '../../src/util/errors.js';
-import { silentLogger } from '../../src/util/logger.js';
+import { createLogger, silentLogger } from '../../src/util/logger.js';
 import { startControlPlane, type ControlPlane } from '../support/controlplane.js';
 
 const COLD_BUILD_TIMEOUT_MS = 20 * 60_000;
@@ -33,7 +33,11 @@ const BUSYBOX = 'busybox:1.36';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-async function eventually<T>(fn: () => Promise<T | undefined> | T | undefined, timeoutMs: number, what: string): Promise<T> {
+async function eventually<T>(
+  fn: () => Promise<T | undefined> | T | undefined,
+  timeoutMs: number,
+  what: string,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -43,7 +47,8 @@ async function eventually<T>(fn: () => Promise<T | undefined> | T | undefined, t
     } catch (err) {
       last = err;
     }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
     await sleep(100);
   }
 }
@@ -95,8 +100,10 @@ describe('Kubelet against a real API server (simulated runtime)', function () {
     },
   };
   const statusPatches = (name: string, since = 0): number =>
-    calls.filter((c) => c.method === 'PATCH' && c.path === `/api/v1/namespaces/${NS}/pods/${name}/status` && c.at >= since)
-      .length;
+    calls.filter(
+      (c) =>
+        c.method === 'PATCH' && c.path === `/api/v1/namespaces/${NS}/pods/${name}/status` && c.at >= since,
+    ).length;
   const getPod = (name: string): Promise<Pod> =>
     client.request<Pod>({ method: 'GET', path: `/api/v1/namespaces/${NS}/pods/${name}` });
   const createPod = async (pod: Pod): Promise<Pod> => {
@@ -117,7 +124,12 @@ describe('Kubelet against a real API server (simulated runtime)', function () {
     });
     return res.items;
   };
-  const waitStatus = (name: string, pred: (s: PodStatus) => boolean, timeoutMs: number, what: string): Promise<PodStatus> =>
+  const waitStatus = (
+    name: string,
+    pred: (s: PodStatus) => boolean,
+    timeoutMs: number,
+    what: string,
+  ): Promise<PodStatus> =>
     eventually(
       async () => {
         const s = (await getPod(name)).status ?? {};
@@ -128,8 +140,18 @@ describe('Kubelet against a real API server (simulated runtime)', function () {
     );
 
   /** The first status in the informer's history of `name` (after `from`) that satisfies `pred`. */
-  const waitSeen = (name: string, pred: (s: PodStatus) => boolean, timeoutMs: number, what: string, from = 0): Promise<Seen> =>
-    eventually(() => (history.get(name) ?? []).slice(from).find((h) => pred(h.status)), timeoutMs, `${name}: ${what}`);
+  const waitSeen = (
+    name: string,
+    pred: (s: PodStatus) => boolean,
+    timeoutMs: number,
+    what: string,
+    from = 0,
+  ): Promise<Seen> =>
+    eventually(
+      () => (history.get(name) ?? []).slice(from).find((h) => pred(h.status)),
+      timeoutMs,
+      `${name}: ${what}`,
+    );
   const indexOfSeen = (name: string, seen: Seen): number => (history.get(name) ?? []).indexOf(seen);
 
   const admissionNode: AdmissionNode = {
@@ -154,10 +176,17 @@ describe('Kubelet against a real API server (simulated runtime)', function () {
       podInformer: informer,
       recorder,
       clock,
-      logger: silentLogger,
+      logger: process.env.KUBELET_TEST_LOG
+        ? createLogger(process.env.KUBELET_TEST_LOG as 'debug')
+        : silentLogger,
       metrics: new Metrics(false),
       node: () => admissionNode,
-      settings: { podNetwork: 'cni', podLogsRoot: logDir, cgroupRoot: '/kubepods', containerGCPeriodMs: 5_000 },
+      settings: {
+        podNetwork: 'cni',
+        podLogsRoot: logDir,
+        cgroupRoot: '/kubepods',
+        containerGCPeriodMs: 5_000,
+      },
     });
     return k;
   };
@@ -182,7 +211,11 @@ describe('Kubelet against a real API server (simulated runtime)', function () {
 
     runtime = new SimRuntime({ clock, nodeIP: NODE_IP, images: [IMAGE, BUSYBOX], idSeed: 'kubelet-int' });
     const createContainer = runtime.createContainer.bind(runtime);
-    runtime.createContainer = (sandboxId: string, config: ContainerConfig, sandboxConfig: PodSandboxConfig) => {
+    runtime.createContainer = (
+      sandboxId: string,
+      config: ContainerConfig,
+      sandboxConfig: PodSandboxConfig,
+    ) => {
       creates.push({
         pod: sandboxConfig.metadata.name,
         uid: sandboxConfig.metadata.uid,
@@ -193,16 +226,20 @@ describe('Kubelet against a real API server (simulated runtime)', function () {
       return createContainer(sandboxId, config, sandboxConfig);
     };
 
-    informer = new Informer<Pod>(restListWatcher<Pod>(client, '/api/v1/pods', { fieldSelector: `spec.nodeName=${NODE}` }), {
-      clock,
-      name: 'pods',
-    });
+    informer = new Informer<Pod>(
+      restListWatcher<Pod>(client, '/api/v1/pods', { fieldSelector: `spec.nodeName=${NODE}` }),
+      {
+        clock,
+        name: 'pods',
+      },
+    );
     informer.addIndex(PodsByNodeIndex, podNodeNameIndexFunc);
     const record = (p: Pod): void => {
       const name = p.metadata.name!;
       const list = history.get(name) ?? [];
       const status = p.status ?? {};
-      if (JSON.stringify(list.at(-1)?.status) !== JSON.stringify(status)) list.push({ at: Date.now(), status });
+      if (JSON.stringify(list.at(-1)?.status) !== JSON.stringify(status))
+        list.push({ at: Date.now(), status });
       history.set(name, list);
     };
     informer.addHandlers({
@@ -230,7 +267,14 @@ describe('Kubelet against a real API server (simulated runtime)', function () {
       createPod(
         podSpec('plain', {
           containers: [
-            { name: 'app', image: IMAGE, resources: { requests: { cpu: '100m', memory: '64Mi' }, limits: { cpu: '100m', memory: '64Mi' } } },
+            {
+              name: 'app',
+              image: IMAGE,
+              resources: {
+                requests: { cpu: '100m', memory: '64Mi' },
+                limits: { cpu: '100m', memory: '64Mi' },
+              },
+            },
           ],
         }),
       ),
@@ -244,12 +288,20 @@ describe('Kubelet against a real API server (simulated runtime)', function () {
       ),
       createPod(podSpec('sidecar', sidecarSpec)),
       createPod(
-        podSpec('never-ok', { restartPolicy: 'Never', containers: [{ name: 'job', image: BUSYBOX, command: ['sh', '-c', 'sleep 1; exit 0'] }] }),
+        podSpec('never-ok', {
+          restartPolicy: 'Never',
+          containers: [{ name: 'job', image: BUSYBOX, command: ['sh', '-c', 'sleep 1; exit 0'] }],
+        }),
       ),
       createPod(
-        podSpec('never-fail', { restartPolicy: 'Never', containers: [{ name: 'job', image: BUSYBOX, command: ['sh', '-c', 'sleep 1; exit 1'] }] }),
+        podSpec('never-fail', {
+          restartPolicy: 'Never',
+          containers: [{ name: 'job', image: BUSYBOX, command: ['sh', '-c', 'sleep 1; exit 1'] }],
+        }),
       ),
-      createPod(podSpec('crash', { containers: [{ name: 'app', image: BUSYBOX, command: ['sh', '-c', 'exit 1'] }] })),
+      createPod(
+        podSpec('crash', { containers: [{ name: 'app', image: BUSYBOX, command: ['sh', '-c', 'exit 1'] }] }),
+      ),
       createPod(
         podSpec(
           'ready-flip',
@@ -259,11 +311,19 @@ describe('Kubelet against a real API server (simulated runtime)', function () {
                 name: 'web',
                 image: IMAGE,
                 ports: [{ name: 'http', containerPort: 8080 }],
-                readinessProbe: { httpGet: { path: '/healthz', port: 'http' }, periodSeconds: 1, failureThreshold: 1 },
+                readinessProbe: {
+                  httpGet: { path: '/healthz', port: 'http' },
+                  periodSeconds: 1,
+                  failureThreshold: 1,
+                },
               },
             ],
           },
-          { [simContainerBehaviourAnnotation('web')]: JSON.stringify({ ports: { '8080': { readyAfterMs: 2500, failAfterMs: 7000 } } }) },
+          {
+            [simContainerBehaviourAnnotation('web')]: JSON.stringify({
+              ports: { '8080': { readyAfterMs: 2500, failAfterMs: 7000 } },
+            }),
+          },
         ),
       ),
       createPod(
@@ -274,23 +334,42 @@ describe('Kubelet against a real API server (simulated runtime)', function () {
               {
                 name: 'app',
                 image: IMAGE,
-                livenessProbe: { exec: { command: ['cat', '/tmp/healthy'] }, periodSeconds: 1, failureThreshold: 2 },
+                livenessProbe: {
+                  exec: { command: ['cat', '/tmp/healthy'] },
+                  periodSeconds: 1,
+                  failureThreshold: 2,
+                },
               },
             ],
           },
           {
             [simContainerBehaviourAnnotation('app')]: JSON.stringify({
-              exec: [{ argv: ['cat', '/tmp/healthy'], exitCode: 1, stderr: 'cat: /tmp/healthy: No such file or directory\n', fromMs: 3000 }],
+              exec: [
+                {
+                  argv: ['cat', '/tmp/healthy'],
+                  exitCode: 1,
+                  stderr: 'cat: /tmp/healthy: No such file or directory\n',
+                  fromMs: 3000,
+                },
+              ],
             }),
           },
         ),
       ),
       createPod(podSpec('no-image', { containers: [{ name: 'app', image: 'registry.invalid/nope:1' }] })),
-      createPod(podSpec('too-big', { containers: [{ name: 'app', image: IMAGE, resources: { requests: { cpu: '100' } } }] })),
+      createPod(
+        podSpec('too-big', {
+          containers: [{ name: 'app', image: IMAGE, resources: { requests: { cpu: '100' } } }],
+        }),
+      ),
       createPod(
         podSpec('no-config', {
           containers: [
-            { name: 'app', image: IMAGE, env: [{ name: 'X', valueFrom: { configMapKeyRef: { name: 'missing', key: 'k' } } }] },
+            {
+              name: 'app',
+              image: IMAGE,
+              env: [{ name: 'X', valueFrom: { configMapKeyRef: { name: 'missing', key: 'k' } } }],
+            },
           ],
         }),
       ),
@@ -312,7 +391,13 @@ describe('Kubelet against a real API server (simulated runtime)', function () {
     this.timeout(20_000);
     const s = await waitStatus('plain', (st) => cond(st, 'Ready')?.status === 'True', 15_000, 'Ready');
     expect(s.phase).to.equal('Running');
-    for (const t of ['PodReadyToStartContainers', 'Initialized', 'ContainersReady', 'Ready', 'PodScheduled']) {
+    for (const t of [
+      'PodReadyToStartContainers',
+      'Initialized',
+      'ContainersReady',
+      'Ready',
+      'PodScheduled',
+    ]) {
       expect(cond(s, t), t).to.include({ status: 'True' });
       expect(cond(s, t)!.lastTransitionTime, t).to.be.a('string');
     }
@@ -337,7 +422,12 @@ describe('Kubelet against a real API server (simulated runtime)', function () {
 
   it('runs init containers in order before the app', async function () {
     this.timeout(20_000);
-    const s = await waitStatus('init', (st) => st.phase === 'Running' && cond(st, 'Ready')?.status === 'True', 15_000, 'Running');
+    const s = await waitStatus(
+      'init',
+      (st) => st.phase === 'Running' && cond(st, 'Ready')?.status === 'True',
+      15_000,
+      'Running',
+    );
     expect(cond(s, 'Initialized')).to.include({ status: 'True' });
     for (const name of ['setup', 'migrate']) {
       const st = ics(s, name)!;
@@ -349,7 +439,9 @@ describe('Kubelet against a real API server (simulated runtime)', function () {
     const migrateStarted = Date.parse(ics(s, 'migrate')!.state!.terminated!.startedAt!);
     expect(migrateStarted).to.be.at.least(setupDone);
     // While initializing, the pod was Pending with Initialized False.
-    const initializing = (history.get('init') ?? []).find((h) => cond(h.status, 'Initialized')?.status === 'False');
+    const initializing = (history.get('init') ?? []).find(
+      (h) => cond(h.status, 'Initialized')?.status === 'False',
+    );
     expect(initializing?.status.phase).to.equal('Pending');
   });
 
@@ -378,12 +470,16 @@ describe('Kubelet against a real API server (simulated runtime)', function () {
     this.timeout(45_000);
     const s = await waitStatus(
       'crash',
-      (st) => (cs(st, 'app')?.restartCount ?? 0) >= 2 && cs(st, 'app')?.state?.waiting?.reason === 'CrashLoopBackOff',
+      (st) =>
+        (cs(st, 'app')?.restartCount ?? 0) >= 2 &&
+        cs(st, 'app')?.state?.waiting?.reason === 'CrashLoopBackOff',
       40_000,
       'restartCount >= 2 in CrashLoopBackOff',
     );
     const app = cs(s, 'app')!;
-    expect(app.state!.waiting!.message).to.match(/^back-off \d+s restarting failed container=app pod=crash_kubelet-int\(/);
+    expect(app.state!.waiting!.message).to.match(
+      /^back-off \d+s restarting failed container=app pod=crash_kubelet-int\(/,
+    );
     expect(app.lastState?.terminated).to.include({ exitCode: 1, reason: 'Error' });
     expect(s.phase).to.equal('Running');
     const starts = creates.filter((c) => c.pod === 'crash').map((c) => c.at);
@@ -406,24 +502,40 @@ describe('Kubelet against a real API server (simulated runtime)', function () {
       indexOfSeen('ready-flip', ready),
     );
     expect(cs(unready.status, 'web')!.ready).to.equal(false);
-    expect(cond(unready.status, 'ContainersReady')).to.include({ status: 'False', reason: 'ContainersNotReady' });
+    expect(cond(unready.status, 'ContainersReady')).to.include({
+      status: 'False',
+      reason: 'ContainersNotReady',
+    });
     // Ready came 2.5 s after the start and went with the first failed probe after 7 s (period 1 s).
     expect(unready.at - ready.at).to.be.within(3_000, 7_000);
-    const readySeq = (history.get('ready-flip') ?? []).map((h) => cond(h.status, 'Ready')?.status).filter(Boolean);
+    const readySeq = (history.get('ready-flip') ?? [])
+      .map((h) => cond(h.status, 'Ready')?.status)
+      .filter(Boolean);
     const flips = readySeq.filter((v, i) => i > 0 && v !== readySeq[i - 1]);
     expect(flips).to.deep.equal(['True', 'False']);
-    const unhealthy = (await eventsOf('ready-flip')).filter((e) => e.reason === 'Unhealthy').map((e) => e.message);
+    const unhealthy = (await eventsOf('ready-flip'))
+      .filter((e) => e.reason === 'Unhealthy')
+      .map((e) => e.message);
     expect(unhealthy.some((m) => m.startsWith('Readiness probe failed: '))).to.equal(true);
-    expect(unhealthy.some((m) => m === 'Readiness probe failed: HTTP probe failed with statuscode: 500')).to.equal(true);
+    expect(
+      unhealthy.some((m) => m === 'Readiness probe failed: HTTP probe failed with statuscode: 500'),
+    ).to.equal(true);
   });
 
   it('restarts a container whose liveness probe fails', async function () {
     this.timeout(30_000);
-    const s = await waitStatus('liveness', (st) => (cs(st, 'app')?.restartCount ?? 0) >= 1, 25_000, 'restarted');
+    const s = await waitStatus(
+      'liveness',
+      (st) => (cs(st, 'app')?.restartCount ?? 0) >= 1,
+      25_000,
+      'restarted',
+    );
     expect(cs(s, 'app')!.lastState?.terminated).to.not.equal(undefined);
     const events = await eventsOf('liveness');
     const unhealthy = events.find((e) => e.reason === 'Unhealthy');
-    expect(unhealthy?.message).to.equal('Liveness probe failed: cat: /tmp/healthy: No such file or directory\n');
+    expect(unhealthy?.message).to.equal(
+      'Liveness probe failed: cat: /tmp/healthy: No such file or directory\n',
+    );
     expect(unhealthy?.source).to.deep.equal({ component: 'kubelet', host: NODE });
     expect(unhealthy?.involvedObject.fieldPath).to.equal('spec.containers{app}');
     const killing = events.find((e) => e.reason === 'Killing');
@@ -432,7 +544,12 @@ describe('Kubelet against a real API server (simulated runtime)', function () {
 
   it('reports ErrImagePull, then ImagePullBackOff, for an image that cannot be pulled', async function () {
     this.timeout(45_000);
-    const pull = await waitSeen('no-image', (st) => cs(st, 'app')?.state?.waiting?.reason === 'ErrImagePull', 15_000, 'ErrImagePull');
+    const pull = await waitSeen(
+      'no-image',
+      (st) => cs(st, 'app')?.state?.waiting?.reason === 'ErrImagePull',
+      15_000,
+      'ErrImagePull',
+    );
     expect(cs(pull.status, 'app')!.state!.waiting!.message).to.match(/registry\.invalid.*no such host/);
     const backoff = await waitSeen(
       'no-image',
@@ -442,7 +559,9 @@ describe('Kubelet against a real API server (simulated runtime)', function () {
       indexOfSeen('no-image', pull),
     );
     const s = backoff.status;
-    expect(cs(s, 'app')!.state!.waiting!.message).to.match(/^Back-off pulling image "registry.invalid\/nope:1"/);
+    expect(cs(s, 'app')!.state!.waiting!.message).to.match(
+      /^Back-off pulling image "registry.invalid\/nope:1"/,
+    );
     expect(s.phase).to.equal('Pending');
     const reasons = (await eventsOf('no-image')).map((e) => e.reason);
     expect(reasons).to.include.members(['Pulling', 'Failed']);
@@ -452,9 +571,15 @@ describe('Kubelet against a real API server (simulated runtime)', function () {
     this.timeout(15_000);
     const s = await waitStatus('too-big', (st) => st.phase === 'Failed', 10_000, 'Failed');
     expect(s.reason).to.equal('OutOfcpu');
-    expect(s.message).to.match(/^Pod was rejected: Node didn't have enough resource: cpu, requested: 100000, used: \d+, capacity: 4000$/);
+    expect(s.message).to.match(
+      /^Pod was rejected: Node didn't have enough resource: cpu, requested: 100000, used: \d+, capacity: 4000$/,
+    );
     expect(creates.filter((c) => c.pod === 'too-big')).to.deep.equal([]);
-    const ev = await eventually(async () => (await eventsOf('too-big')).find((e) => e.reason === 'OutOfcpu'), 5_000, 'OutOfcpu event');
+    const ev = await eventually(
+      async () => (await eventsOf('too-big')).find((e) => e.reason === 'OutOfcpu'),
+      5_000,
+      'OutOfcpu event',
+    );
     expect(ev.type).to.equal('Warning');
   });
 
@@ -467,7 +592,11 @@ describe('Kubelet against a real API server (simulated runtime)', function () {
       'CreateContainerConfigError',
     );
     expect(cs(s, 'app')!.state!.waiting!.message).to.equal('configmap "missing" not found');
-    const ev = await eventually(async () => (await eventsOf('no-config')).find((e) => e.reason === 'Failed'), 5_000, 'Failed event');
+    const ev = await eventually(
+      async () => (await eventsOf('no-config')).find((e) => e.reason === 'Failed'),
+      5_000,
+      'Failed event',
+    );
     expect(ev.message).to.equal('Error: configmap "missing" not found');
   });
 
@@ -494,7 +623,12 @@ describe('Kubelet against a real API server (simulated runtime)', function () {
   it('deletes gracefully: the grace period is honoured and the pod object disappears', async function () {
     this.timeout(30_000);
     // `sleep` as PID 1 ignores SIGTERM, so the stop waits the whole grace period before SIGKILL.
-    await createPod(podSpec('graceful', { terminationGracePeriodSeconds: 3, containers: [{ name: 'app', image: BUSYBOX, command: ['sleep', '3600'] }] }));
+    await createPod(
+      podSpec('graceful', {
+        terminationGracePeriodSeconds: 3,
+        containers: [{ name: 'app', image: BUSYBOX, command: ['sleep', '3600'] }],
+      }),
+    );
     await waitStatus('graceful', (st) => st.phase === 'Running', 10_000, 'Running');
     const t0 = Date.now();
     await deletePod('graceful');
@@ -518,7 +652,9 @@ describe('Kubelet against a real API server (simulated runtime)', function () {
     const reasons = (await eventsOf('graceful')).map((e) => e.reason);
     expect(reasons).to.include('Killing');
     // The runtime no longer holds anything of the pod.
-    const left = (await runtime.listContainers()).filter((c) => c.labels['io.kubernetes.pod.name'] === 'graceful');
+    const left = (await runtime.listContainers()).filter(
+      (c) => c.labels['io.kubernetes.pod.name'] === 'graceful',
+    );
     expect(left).to.deep.equal([]);
   });
 
@@ -559,8 +695,14 @@ describe('Kubelet against a real API server (simulated runtime)', function () {
     await kubelet.ready;
     await sleep(8_000);
 
-    for (const [name, count] of before) expect(stableCreates(name), `${name} containers created again`).to.equal(count);
-    const plain = await waitStatus('plain', (st) => cond(st, 'Ready')?.status === 'True', 10_000, 'Ready after restart');
+    for (const [name, count] of before)
+      expect(stableCreates(name), `${name} containers created again`).to.equal(count);
+    const plain = await waitStatus(
+      'plain',
+      (st) => cond(st, 'Ready')?.status === 'True',
+      10_000,
+      'Ready after restart',
+    );
     expect(cs(plain, 'app')!.restartCount).to.equal(0);
     expect(statusPatches('plain', since), 'plain status patches after restart').to.equal(0);
     const init = (await getPod('init')).status!;
@@ -568,7 +710,9 @@ describe('Kubelet against a real API server (simulated runtime)', function () {
     expect(statusPatches('init', since), 'init status patches after restart').to.equal(0);
     const orphans = await eventually(
       async () => {
-        const left = (await runtime.listContainers()).filter((c) => c.labels['io.kubernetes.pod.uid'] === orphanUID);
+        const left = (await runtime.listContainers()).filter(
+          (c) => c.labels['io.kubernetes.pod.uid'] === orphanUID,
+        );
         return left.length === 0 ? true : undefined;
       },
       15_000,

@@ -65,7 +65,10 @@ export function probeTypeTitle(t: ProbeType): string {
 }
 
 /** A port reference: a number, a numeric string, or the name of a container port. */
-export function resolveProbePort(port: number | string | undefined, ports: readonly ContainerPort[] | undefined): number {
+export function resolveProbePort(
+  port: number | string | undefined,
+  ports: readonly ContainerPort[] | undefined,
+): number {
   let n: number;
   if (typeof port === 'number') n = port;
   else if (typeof port === 'string') {
@@ -89,7 +92,9 @@ function truncate(text: string): string {
 }
 
 function containerSpec(pod: Pod, name: string): Container | undefined {
-  return pod.spec.containers.find((c) => c.name === name) ?? pod.spec.initContainers?.find((c) => c.name === name);
+  return (
+    pod.spec.containers.find((c) => c.name === name) ?? pod.spec.initContainers?.find((c) => c.name === name)
+  );
 }
 
 function fieldPathOf(pod: Pod, name: string): string | undefined {
@@ -113,7 +118,8 @@ export async function execProbe(
     return { result: r.exitCode === 0 ? 'success' : 'failure', output };
   } catch (err) {
     // The CRI client turns DeadlineExceeded into a timeout error; the exec prober reports it as a failure.
-    if (isDeadlineExceeded(err)) return { result: 'failure', output: `command ${JSON.stringify(command.join(' '))} timed out` };
+    if (isDeadlineExceeded(err))
+      return { result: 'failure', output: `command ${JSON.stringify(command.join(' '))} timed out` };
     throw err;
   }
 }
@@ -135,7 +141,8 @@ export function probeHeaders(action: NonNullable<Probe['httpGet']>): Record<stri
     const key = Object.keys(headers).find((k) => k.toLowerCase() === h.name.toLowerCase()) ?? h.name;
     (headers[key] ??= []).push(h.value);
   }
-  const has = (name: string): boolean => Object.keys(headers).some((k) => k.toLowerCase() === name.toLowerCase());
+  const has = (name: string): boolean =>
+    Object.keys(headers).some((k) => k.toLowerCase() === name.toLowerCase());
   if (!has('User-Agent')) headers['User-Agent'] = [ProbeUserAgent];
   if (!has('Accept')) headers['Accept'] = ['*/*'];
   return headers;
@@ -152,7 +159,10 @@ function goHTTPError(url: URL, err: unknown, timedOut: boolean): string {
   const where = `Get ${JSON.stringify(url.toString())}`;
   if (timedOut) return `${where}: context deadline exceeded (Client.Timeout exceeded while awaiting headers)`;
   const code = (err as { code?: unknown })?.code;
-  const addr = joinHostPort(url.hostname.replace(/^\[|\]$/g, ''), Number(url.port || (url.protocol === 'https:' ? 443 : 80)));
+  const addr = joinHostPort(
+    url.hostname.replace(/^\[|\]$/g, ''),
+    Number(url.port || (url.protocol === 'https:' ? 443 : 80)),
+  );
   if (code === 'ECONNREFUSED') return `${where}: dial tcp ${addr}: connect: connection refused`;
   if (code === 'EHOSTUNREACH') return `${where}: dial tcp ${addr}: connect: no route to host`;
   if (code === 'ECONNRESET') return `${where}: read tcp ${addr}: read: connection reset by peer`;
@@ -184,7 +194,11 @@ function requestOnce(url: URL, headers: Record<string, string[]>, signal: AbortS
       });
       res.on('end', () => {
         const location = res.headers.location;
-        resolve({ status: res.statusCode ?? 0, location, body: truncate(Buffer.concat(chunks).toString('utf8')) });
+        resolve({
+          status: res.statusCode ?? 0,
+          location,
+          body: truncate(Buffer.concat(chunks).toString('utf8')),
+        });
       });
       res.on('error', reject);
     });
@@ -199,7 +213,11 @@ function requestOnce(url: URL, headers: Record<string, string[]>, signal: AbortS
  * (`HTTP probe failed with statuscode: <code>`); a transport error or timeout is a failure with Go's error
  * text. Redirects are followed to the same host only, at most 10 times.
  */
-export async function httpProbe(url: URL, headers: Record<string, string[]>, timeoutMs: number): Promise<ProbeExecution> {
+export async function httpProbe(
+  url: URL,
+  headers: Record<string, string[]>,
+  timeoutMs: number,
+): Promise<ProbeExecution> {
   const signal = AbortSignal.timeout(Math.max(1, timeoutMs));
   let current = url;
   for (let redirects = 0; ; redirects++) {
@@ -215,11 +233,17 @@ export async function httpProbe(url: URL, headers: Record<string, string[]>, tim
       try {
         next = new URL(res.location as string, current);
       } catch (err) {
-        return { result: 'failure', output: `Get ${JSON.stringify(current.toString())}: ${errorMessage(err)}` };
+        return {
+          result: 'failure',
+          output: `Get ${JSON.stringify(current.toString())}: ${errorMessage(err)}`,
+        };
       }
       if (next.hostname === url.hostname) {
         if (redirects + 1 >= MaxRedirects) {
-          return { result: 'failure', output: `Get ${JSON.stringify(next.toString())}: stopped after 10 redirects` };
+          return {
+            result: 'failure',
+            output: `Get ${JSON.stringify(next.toString())}: stopped after 10 redirects`,
+          };
         }
         current = next;
         continue;
@@ -227,7 +251,8 @@ export async function httpProbe(url: URL, headers: Record<string, string[]>, tim
       // A redirect to another host is not followed: its response is the answer.
     }
     if (res.status >= 200 && res.status < 400) {
-      if (res.status >= 300) return { result: 'warning', output: `Probe terminated redirects, Response body: ${res.body}` };
+      if (res.status >= 300)
+        return { result: 'warning', output: `Probe terminated redirects, Response body: ${res.body}` };
       return { result: 'success', output: res.body };
     }
     return { result: 'failure', output: `HTTP probe failed with statuscode: ${res.status}` };
@@ -246,7 +271,10 @@ export function tcpProbe(host: string, port: number, timeoutMs: number): Promise
       socket.destroy();
       resolve(r);
     };
-    const timer = setTimeout(() => done({ result: 'failure', output: `dial tcp ${addr}: i/o timeout` }), Math.max(1, timeoutMs));
+    const timer = setTimeout(
+      () => done({ result: 'failure', output: `dial tcp ${addr}: i/o timeout` }),
+      Math.max(1, timeoutMs),
+    );
     socket.once('connect', () => done({ result: 'success', output: '' }));
     socket.once('error', (err: NodeJS.ErrnoException) => {
       const why =
@@ -301,8 +329,10 @@ export function decodeHealthCheckResponse(buf: Buffer): number {
     if (wire === 0) {
       const v = varint();
       if (field === 1) status = v;
-    } else if (wire === 2) i += varint();
-    else if (wire === 5) i += 4;
+    } else if (wire === 2) {
+      const len = varint(); // read before adding: `i += varint()` would add to the old index
+      i += len;
+    } else if (wire === 5) i += 4;
     else if (wire === 1) i += 8;
     else throw new KindError('InvalidArgument', `unexpected wire type ${wire} in health check response`);
   }
@@ -314,7 +344,12 @@ export function decodeHealthCheckResponse(buf: Buffer): number {
  * (`service healthy`), any other status, a failed connection or a failed call is a failure worded as the
  * kubelet words it.
  */
-export async function grpcProbe(host: string, port: number, service: string, timeoutMs: number): Promise<ProbeExecution> {
+export async function grpcProbe(
+  host: string,
+  port: number,
+  service: string,
+  timeoutMs: number,
+): Promise<ProbeExecution> {
   const addr = joinHostPort(host, port);
   const timeout = formatGoDuration(timeoutMs);
   const deadline = Date.now() + timeoutMs;
@@ -322,7 +357,9 @@ export async function grpcProbe(host: string, port: number, service: string, tim
     'grpc.primary_user_agent': ProbeUserAgent,
   });
   try {
-    const connected = await new Promise<Error | undefined>((resolve) => client.waitForReady(deadline, resolve));
+    const connected = await new Promise<Error | undefined>((resolve) =>
+      client.waitForReady(deadline, resolve),
+    );
     if (connected) {
       return {
         result: 'failure',
@@ -385,7 +422,9 @@ async function runProbeOnce(
     if (deps.portProber) {
       const r = deps.portProber(runtimeId, port, 'http');
       if (r.result === 'success') return { result: 'success', output: '' };
-      const output = r.output.startsWith('dial ') ? `Get ${JSON.stringify(url.toString())}: ${r.output}` : r.output;
+      const output = r.output.startsWith('dial ')
+        ? `Get ${JSON.stringify(url.toString())}: ${r.output}`
+        : r.output;
       return { result: 'failure', output };
     }
     if (!host) throw new KindError('Unavailable', 'the pod has no IP to probe yet');

@@ -1,0 +1,147 @@
+/**
+ * The Kubelet's configuration: its dependencies and node-level settings, checked at construction (a missing
+ * or inconsistent dependency is a KindError('InvalidArgument') before anything runs), with the kubelet's
+ * default periods.
+ */
+import { isIP } from 'node:net';
+import type { Pod } from '../api/core.js';
+import type { KubeClient } from '../kube/client.js';
+import type { Informer } from '../kube/informer.js';
+import type { Metrics } from '../metrics.js';
+import type { AdmissionNode } from '../node/admission.js';
+import type { PodSandboxConfig, Runtime } from '../runtime/types.js';
+import type { Clock } from '../util/clock.js';
+import { KindError } from '../util/errors.js';
+import type { Logger } from '../util/logger.js';
+import type { CrashLoopBackOffOptions } from './backoff.js';
+import type { PodEventSink } from './kubelet_shell.js';
+import type { EnvSource } from './kuberuntime/context.js';
+import type { HookHttpGet } from './kuberuntime/hooks.js';
+import { StatusSyncPeriodMs } from './status/manager.js';
+
+/** Node-level settings (kubelet flags and config). Periods default to the kubelet's. */
+export interface KubeletSettings {
+  /** `host`: every pod runs in the node's network namespace; `cni`: as its spec says. */
+  podNetwork: 'host' | 'cni';
+  /** Root of pod log directories (kubelet: /var/log/pods). */
+  podLogsRoot: string;
+  /** cgroupfs parent of pod cgroups. */
+  cgroupRoot: string;
+  memoryCapacityBytes?: number;
+  dnsConfig?: PodSandboxConfig['dnsConfig'];
+  /** Pod worker resync after a successful sync (default 60 s). */
+  resyncIntervalMs?: number;
+  /** Pod worker retry after a failed sync (default 10 s). */
+  podWorkerBackOffMs?: number;
+  /** PLEG relist period (default 1 s). */
+  plegRelistPeriodMs?: number;
+  /** Housekeeping period (default 2 s). */
+  housekeepingPeriodMs?: number;
+  /** Full status reconcile period (default 10 s). */
+  statusSyncPeriodMs?: number;
+  /** Container garbage collection period (default 1 min). */
+  containerGCPeriodMs?: number;
+  crashLoopBackOff?: CrashLoopBackOffOptions;
+}
+
+export interface KubeletDeps {
+  nodeName: string;
+  /** The node's InternalIP: pods' hostIP, and the pod IP of host-network pods. */
+  nodeIP: string;
+  /** All node IPs, primary first (dual stack); defaults to [nodeIP]. */
+  nodeIPs?: string[];
+  runtime: Runtime;
+  /** Must equal runtime.kind (a guard against wiring the wrong runtime). */
+  runtimeKind: 'cri' | 'sim';
+  client: Pick<KubeClient, 'request'>;
+  /** The shared pod informer, with the PodsByNodeIndex index (podNodeNameIndexFunc). */
+  podInformer: Pick<Informer<Pod>, 'waitForSync' | 'byIndex'>;
+  /** Index name on the informer; defaults to PodsByNodeIndex. */
+  podIndexName?: string;
+  recorder: PodEventSink;
+  clock: Clock;
+  logger: Logger;
+  metrics?: Metrics;
+  /** The node as admission sees it (allocatable, labels, taints); read at each admission. */
+  node: () => AdmissionNode;
+  settings: KubeletSettings;
+  /** ConfigMaps and Secrets for container environments; defaults to GETs through `client`. */
+  envSource?: EnvSource;
+  /** HTTP GET of httpGet lifecycle hooks; defaults to node:http(s). */
+  hookHttpGet?: HookHttpGet;
+}
+
+/** The kubelet's periods, used for every setting left unset. */
+export const KubeletDefaults = {
+  resyncIntervalMs: 60_000,
+  podWorkerBackOffMs: 10_000,
+  plegRelistPeriodMs: 1_000,
+  housekeepingPeriodMs: 2_000,
+  statusSyncPeriodMs: StatusSyncPeriodMs,
+  containerGCPeriodMs: 60_000,
+};
+
+function invalid(what: string, node?: string): KindError {
+  return new KindError('InvalidArgument', `kubelet: ${what}`, { node });
+}
+
+/** Checks the deps' shape; throws KindError('InvalidArgument') naming the first problem. */
+export function validateKubeletDeps(d: KubeletDeps): void {
+  if (!d || typeof d !== 'object') throw invalid('missing deps');
+  const node = typeof d.nodeName === 'string' ? d.nodeName : undefined;
+  if (!d.nodeName) throw invalid('nodeName is required');
+  if (!d.nodeIP || !isIP(d.nodeIP)) throw invalid(`nodeIP ${String(d.nodeIP)} is not an IP`, node);
+  for (const ip of d.nodeIPs ?? []) if (!isIP(ip)) throw invalid(`nodeIPs: ${String(ip)} is not an IP`, node);
+  if (!d.runtime || (d.runtime.kind !== 'cri' && d.runtime.kind !== 'sim'))
+    throw invalid('runtime is required', node);
+  if (d.runtimeKind !== d.runtime.kind)
+    throw invalid(`runtimeKind ${String(d.runtimeKind)} but runtime is ${d.runtime.kind}`, node);
+  if (typeof d.client?.request !== 'function') throw invalid('client is required', node);
+  if (typeof d.podInformer?.waitForSync !== 'function' || typeof d.podInformer.byIndex !== 'function') {
+    throw invalid('podInformer is required', node);
+  }
+  if (typeof d.recorder?.event !== 'function') throw invalid('recorder is required', node);
+  if (typeof d.clock?.now !== 'function' || typeof d.clock.setTimer !== 'function')
+    throw invalid('clock is required', node);
+  if (typeof d.logger?.info !== 'function') throw invalid('logger is required', node);
+  if (typeof d.node !== 'function') throw invalid('node (admission view) is required', node);
+  const s = d.settings;
+  if (!s || (s.podNetwork !== 'host' && s.podNetwork !== 'cni'))
+    throw invalid("settings.podNetwork must be 'host' or 'cni'", node);
+  if (!s.podLogsRoot) throw invalid('settings.podLogsRoot is required', node);
+  if (!s.cgroupRoot) throw invalid('settings.cgroupRoot is required', node);
+  for (const k of Object.keys(KubeletDefaults) as (keyof typeof KubeletDefaults)[]) {
+    const v = s[k];
+    if (v !== undefined && !(Number.isFinite(v) && v > 0))
+      throw invalid(`settings.${k} must be a positive number`, node);
+  }
+}
+
+/** Node allocatable as resourceFieldRef reads it (cpu in millicores, the rest as plain numbers). */
+export function allocatableForEnv(node: AdmissionNode): Record<string, string | number> {
+  const out: Record<string, string | number> = {};
+  for (const [k, v] of node.allocatable) out[k] = k === 'cpu' ? `${v}m` : v;
+  return out;
+}
+
+/** Whether an update changes what the kubelet acts on: spec, labels, annotations or the deletion fields. */
+export function meaningfulChange(old: Pod, pod: Pod): boolean {
+  const a = old.metadata ?? {};
+  const b = pod.metadata ?? {};
+  if (a.uid !== b.uid || a.deletionTimestamp !== b.deletionTimestamp) return true;
+  if (a.deletionGracePeriodSeconds !== b.deletionGracePeriodSeconds) return true;
+  const same = (x: unknown, y: unknown): boolean => JSON.stringify(x ?? {}) === JSON.stringify(y ?? {});
+  return !same(a.labels, b.labels) || !same(a.annotations, b.annotations) || !same(old.spec, pod.spec);
+}
+
+/** The settings' periods with the defaults filled in. */
+export type KubeletPeriods = { [K in keyof typeof KubeletDefaults]: number };
+
+export function kubeletPeriods(s: KubeletSettings): KubeletPeriods {
+  const out = { ...KubeletDefaults };
+  for (const k of Object.keys(KubeletDefaults) as (keyof typeof KubeletDefaults)[]) {
+    const v = s[k];
+    if (v !== undefined) out[k] = v;
+  }
+  return out;
+}

@@ -1,0 +1,122 @@
+/**
+ * kubelet-operator's entry point: configuration, the API client, the operator, the health/metrics server,
+ * and a graceful shutdown on SIGTERM/SIGINT (loops stop; Nodes, Leases and pods stay for the next process).
+ */
+import { KubeConfig } from '@kubernetes/client-node';
+import { loadConfig, usage } from './config.js';
+import { KubeClient } from './kube/client.js';
+import { PodsByNodeIndex } from './kubelet/podmanager.js';
+import { kubeletNodeFactory } from './managednode.js';
+import { Metrics } from './metrics.js';
+import { Operator } from './operator.js';
+import { HealthServer } from './server/http.js';
+import { RealClock } from './util/clock.js';
+import { errorMessage } from './util/errors.js';
+import { createLogger } from './util/logger.js';
+
+export const VERSION = '0.1.0';
+
+async function main(argv: string[]): Promise<number> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    console.log(usage());
+    return 0;
+  }
+  const loaded = loadConfig(argv, process.env);
+  if (!loaded.ok) {
+    console.error(`kubelet-operator: ${loaded.message}\n${usage()}`);
+    return 2;
+  }
+  const cfg = loaded.config;
+  const logger = createLogger(cfg.logLevel, { component: 'kubelet-operator' });
+  const clock = new RealClock();
+  const metrics = new Metrics();
+
+  const kc = new KubeConfig();
+  try {
+    if (cfg.kubeconfig) kc.loadFromFile(cfg.kubeconfig);
+    else kc.loadFromDefault();
+  } catch (err) {
+    logger.error('cannot load a kubeconfig', {
+      kubeconfig: cfg.kubeconfig || '(default)',
+      error: errorMessage(err),
+    });
+    return 2;
+  }
+  const client = await KubeClient.fromKubeConfig(kc, {
+    qps: cfg.kubeApiQps,
+    burst: cfg.kubeApiBurst,
+    unlimited: cfg.unlimitedQps,
+    clock,
+    userAgent: `kubelet-operator/${VERSION}`,
+    onRequest: metrics.onRequest,
+  });
+
+  // The informer and its index are created by the Operator; the factory reads them lazily through it.
+  let operator!: Operator;
+  const factory = kubeletNodeFactory({
+    client,
+    clock,
+    logger,
+    metrics,
+    get podInformer() {
+      return operator.podInformer;
+    },
+    podIndexName: PodsByNodeIndex,
+    defaultInternalIP: cfg.defaultInternalIP,
+    nodeApiPort: cfg.nodeApiPort,
+  });
+  operator = new Operator({
+    client,
+    factory,
+    clock,
+    logger,
+    workers: cfg.workers,
+    virtualNodeSelector: cfg.virtualNodeSelector || undefined,
+  });
+
+  const server = new HealthServer(metrics.registry);
+  server.addHealthCheck('ping', () => undefined);
+  server.addReadyCheck('informers', () => operator.ready());
+  const port = await server.listen(cfg.httpPort, cfg.httpAddress);
+  logger.info('serving health and metrics', { address: cfg.httpAddress, port });
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info('shutting down', { signal });
+    const deadline = setTimeout(() => {
+      logger.error('shutdown took too long, exiting');
+      process.exit(1);
+    }, 25_000);
+    deadline.unref();
+    await operator
+      .stop()
+      .catch((err: unknown) => logger.warn('operator stop failed', { error: errorMessage(err) }));
+    await server.close();
+    client.close();
+    logger.info('stopped');
+  };
+  const done = new Promise<void>((resolve) => {
+    process.once('SIGTERM', () => void stop('SIGTERM').then(resolve));
+    process.once('SIGINT', () => void stop('SIGINT').then(resolve));
+  });
+  process.on('unhandledRejection', (reason) =>
+    logger.error('unhandled rejection', { error: errorMessage(reason) }),
+  );
+
+  await operator.start();
+  logger.info('operator started', { server: client.server });
+  await done;
+  return 0;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    console.error(`kubelet-operator: ${errorMessage(err)}`);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,271 @@
+/**
+ * One served VirtualNode: its Runtime (CRI or simulated), its NodeAgent (Node, Lease, node status) and its
+ * Kubelet (pods), assembled from the parsed spec. Implements the controller's ManagedNode seam.
+ *
+ * Order matters and is fixed here: the runtime first, then the NodeAgent (the Node must exist before pods
+ * are admitted against it), then the Kubelet. Stopping goes the other way. Nothing here deletes API objects
+ * except `drain` (this node's pods) and `remove` (the Node and its Lease).
+ */
+import type { Pod } from './api/core.js';
+import type { VirtualNode, VirtualNodeSpec } from './api/virtualnode.js';
+import { quantityMilliValue, quantityValue } from './util/quantity.js';
+import type { KubeClient } from './kube/client.js';
+import { EventRecorder } from './kube/events.js';
+import type { Informer } from './kube/informer.js';
+import { Kubelet } from './kubelet/kubelet.js';
+import type { Metrics } from './metrics.js';
+import type { AdmissionNode } from './node/admission.js';
+import { NodeAgent } from './node/agent.js';
+import { restEventSink, restNodeAPI, type NodeAPI } from './node/api.js';
+import { deleteNode, desiredLabels } from './node/registration.js';
+import type { ManagedNode, ManagedNodeFactory, ManagedNodeObservation } from './operator.js';
+import { CriRuntime } from './runtime/cri/index.js';
+import { SimRuntime } from './runtime/sim/index.js';
+import type { Runtime } from './runtime/types.js';
+import type { Clock } from './util/clock.js';
+import { errorMessage, isNotFound } from './util/errors.js';
+import type { Logger } from './util/logger.js';
+
+export interface ManagedNodeDeps {
+  client: KubeClient;
+  clock: Clock;
+  logger: Logger;
+  metrics?: Metrics;
+  /** The operator's shared informer of bound pods, indexed by node name under `podIndexName`. */
+  podInformer: Informer<Pod>;
+  podIndexName: string;
+  /** InternalIP for VirtualNodes that set none. */
+  defaultInternalIP: string;
+  /** Port advertised as the node API. */
+  nodeApiPort: number;
+  /** Builds the runtime; tests inject their own (e.g. one SimRuntime shared across restarts). */
+  runtimeFor?: (spec: VirtualNodeSpec, nodeName: string, nodeIP: string) => Runtime;
+}
+
+function defaultRuntime(
+  deps: ManagedNodeDeps,
+  spec: VirtualNodeSpec,
+  nodeName: string,
+  nodeIP: string,
+): Runtime {
+  const rt = spec.runtime;
+  if (rt.type === 'sim') {
+    return new SimRuntime({
+      clock: deps.clock,
+      podCIDR: rt.sim.podCIDR,
+      nodeIP,
+      profiles: rt.sim.profile,
+      idSeed: nodeName,
+    });
+  }
+  return new CriRuntime({ endpoint: rt.cri.endpoint, logger: deps.logger.child({ node: nodeName }) });
+}
+
+/** Allocatable as admission reads it: cpu in millicores, the rest in whole units. */
+function admissionAllocatable(spec: VirtualNodeSpec): Map<string, number> {
+  const m = new Map<string, number>();
+  for (const [k, v] of Object.entries(spec.capacity))
+    m.set(k, k === 'cpu' ? quantityMilliValue(v) : quantityValue(v));
+  return m;
+}
+
+export class KubeletManagedNode implements ManagedNode {
+  readonly nodeName: string;
+  private spec: VirtualNodeSpec;
+  private readonly internalIP: string;
+  private readonly runtime: Runtime;
+  private readonly recorder: EventRecorder;
+  private readonly api: NodeAPI;
+  private agent: NodeAgent;
+  private readonly kubelet: Kubelet;
+  private readonly log: Logger;
+  private runtimeState: { ready: boolean; message?: string; name?: string; version?: string } = {
+    ready: false,
+  };
+  private stopped = false;
+
+  constructor(
+    private readonly vn: VirtualNode,
+    spec: VirtualNodeSpec,
+    nodeName: string,
+    private readonly deps: ManagedNodeDeps,
+  ) {
+    this.nodeName = nodeName;
+    this.spec = spec;
+    this.internalIP = spec.internalIP ?? deps.defaultInternalIP;
+    this.log = deps.logger.child({ node: nodeName, virtualNode: vn.metadata.name });
+    this.runtime = (deps.runtimeFor ?? ((s, n, ip) => defaultRuntime(deps, s, n, ip)))(
+      spec,
+      nodeName,
+      this.internalIP,
+    );
+    this.api = restNodeAPI(deps.client);
+    this.recorder = new EventRecorder(restEventSink(deps.client), deps.clock, nodeName, this.log);
+    this.agent = this.newAgent(spec);
+    this.kubelet = new Kubelet({
+      nodeName,
+      nodeIP: this.internalIP,
+      runtime: this.runtime,
+      runtimeKind: this.runtime.kind,
+      client: deps.client,
+      podInformer: deps.podInformer,
+      podIndexName: deps.podIndexName,
+      recorder: this.recorder,
+      clock: deps.clock,
+      logger: this.log,
+      metrics: deps.metrics,
+      node: () => this.admissionNode(),
+      settings: {
+        podNetwork: spec.runtime.type === 'cri' ? spec.runtime.cri.podNetwork : 'cni',
+        podLogsRoot: spec.runtime.type === 'cri' ? spec.runtime.cri.logRoot : '/var/log/pods',
+        cgroupRoot: spec.runtime.type === 'cri' ? spec.runtime.cri.cgroupRoot : '/kubelet-operator',
+        memoryCapacityBytes: quantityValue(spec.capacity.memory),
+      },
+    });
+  }
+
+  private newAgent(spec: VirtualNodeSpec): NodeAgent {
+    return new NodeAgent({
+      virtualNodeName: this.vn.metadata.name ?? this.nodeName,
+      nodeName: this.nodeName,
+      spec,
+      internalIP: this.internalIP,
+      api: this.api,
+      runtime: this.runtime,
+      recorder: this.recorder,
+      clock: this.deps.clock,
+      hostNetwork: spec.runtime.type === 'cri' && spec.runtime.cri.podNetwork === 'host',
+      healthChecks: () => this.kubelet.health(),
+      daemonPort: this.deps.nodeApiPort,
+      logger: this.log,
+    });
+  }
+
+  private admissionNode(): AdmissionNode {
+    return {
+      name: this.nodeName,
+      labels: desiredLabels({
+        nodeName: this.nodeName,
+        virtualNodeName: this.vn.metadata.name ?? this.nodeName,
+        labels: this.spec.labels,
+        taints: this.spec.taints,
+      }),
+      taints: this.spec.taints,
+      allocatable: admissionAllocatable(this.spec),
+    };
+  }
+
+  async start(): Promise<void> {
+    await this.refreshRuntime();
+    this.agent.start();
+    await this.agent.ready;
+    this.kubelet.start();
+  }
+
+  async update(spec: VirtualNodeSpec): Promise<void> {
+    this.spec = spec;
+    // Labels, taints, capacity and heartbeat live in the NodeAgent; registration reconciles what we own.
+    const old = this.agent;
+    await old.stop();
+    this.agent = this.newAgent(spec);
+    this.agent.start();
+    await this.agent.ready;
+  }
+
+  async drain(): Promise<boolean> {
+    const pods = this.deps.podInformer.byIndex(this.deps.podIndexName, this.nodeName);
+    for (const p of pods) {
+      if (p.metadata.deletionTimestamp) continue;
+      try {
+        await this.deps.client.request({
+          method: 'DELETE',
+          path: `/api/v1/namespaces/${p.metadata.namespace}/pods/${p.metadata.name}`,
+          body: { preconditions: { uid: p.metadata.uid } },
+        });
+      } catch (err) {
+        if (!isNotFound(err))
+          this.log.warn('drain: pod delete failed', { pod: p.metadata.name, error: errorMessage(err) });
+      }
+    }
+    return pods.length === 0;
+  }
+
+  async remove(): Promise<void> {
+    await deleteNode(this.api, this.nodeName);
+  }
+
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    await this.kubelet.stop().catch(() => undefined);
+    await this.agent.stop().catch(() => undefined);
+    await this.recorder.flush();
+    await this.runtime.close().catch(() => undefined);
+  }
+
+  podAdded(pod: Pod): void {
+    this.kubelet.handlePodAdd(pod);
+  }
+  podUpdated(oldPod: Pod, pod: Pod): void {
+    this.kubelet.handlePodUpdate(pod, oldPod);
+  }
+  podDeleted(pod: Pod): void {
+    this.kubelet.handlePodDelete(pod);
+  }
+
+  private async refreshRuntime(): Promise<void> {
+    try {
+      const [v, conditions] = await Promise.all([this.runtime.version(), this.runtime.status()]);
+      const rr = conditions.find((c) => c.type === 'RuntimeReady');
+      this.runtimeState = {
+        ready: rr?.status === true,
+        message: rr && !rr.status ? `${rr.reason}: ${rr.message}` : undefined,
+        name: v.runtimeName,
+        version: v.runtimeVersion,
+      };
+    } catch (err) {
+      this.runtimeState = { ...this.runtimeState, ready: false, message: errorMessage(err) };
+    }
+  }
+
+  observe(): ManagedNodeObservation {
+    void this.refreshRuntime();
+    const h = this.agent.health();
+    const pods = this.deps.podInformer.byIndex(this.deps.podIndexName, this.nodeName);
+    const problems = [
+      ...(h.ready ? [] : [h.readyMessage ?? 'node not ready']),
+      ...(h.lastError && !h.registered ? [h.lastError] : []),
+    ];
+    return {
+      registered: h.registered,
+      problems,
+      runtimeReady: this.runtimeState.ready,
+      runtimeMessage: this.runtimeState.message,
+      runtime:
+        this.runtimeState.name !== undefined
+          ? { name: this.runtimeState.name, version: this.runtimeState.version ?? '' }
+          : undefined,
+      internalIP: this.internalIP,
+      lastHeartbeatTime:
+        h.lastRenewTime !== undefined
+          ? new Date(h.lastRenewTime).toISOString().replace(/\.\d{3}Z$/, 'Z')
+          : undefined,
+      pods: {
+        total: pods.length,
+        running: pods.filter((p) => p.status?.phase === 'Running').length,
+        pending: pods.filter((p) => (p.status?.phase ?? 'Pending') === 'Pending').length,
+      },
+    };
+  }
+}
+
+export function kubeletNodeFactory(deps: ManagedNodeDeps): ManagedNodeFactory {
+  return {
+    create: (vn, spec, nodeName) => new KubeletManagedNode(vn, spec, nodeName, deps),
+    // A different runtime, endpoint, address or node name needs a fresh runtime and kubelet.
+    needsRestart: (a, b) =>
+      JSON.stringify(a.runtime) !== JSON.stringify(b.runtime) ||
+      a.internalIP !== b.internalIP ||
+      a.nodeName !== b.nodeName,
+  };
+}

@@ -1,0 +1,199 @@
+/**
+ * The whole operator in-process against a real kube-apiserver, with simulated runtimes: a VirtualNode becomes
+ * a Ready Node with a renewed Lease, a pod bound to it runs and goes Ready, a deleted pod disappears (final
+ * delete), and deleting the VirtualNode drains its pods and removes the Node and Lease.
+ */
+import { expect } from 'chai';
+import path from 'node:path';
+import type { Pod } from '../../src/api/core.js';
+import type { Lease, Node } from '../../src/api/node.js';
+import { KubeClient } from '../../src/kube/client.js';
+import { PodsByNodeIndex } from '../../src/kubelet/podmanager.js';
+import { kubeletNodeFactory } from '../../src/managednode.js';
+import { Operator } from '../../src/operator.js';
+import { RealClock } from '../../src/util/clock.js';
+import { isNotFound } from '../../src/util/errors.js';
+import { silentLogger } from '../../src/util/logger.js';
+import { kubectl, REPO_ROOT, startControlPlane, type ControlPlane } from '../support/controlplane.js';
+
+async function eventually<T>(
+  fn: () => Promise<T | undefined> | T | undefined,
+  timeoutMs = 30_000,
+): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < end) {
+    try {
+      const v = await fn();
+      if (v !== undefined && v !== false) return v;
+    } catch (err) {
+      last = err;
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`condition not met in ${timeoutMs} ms${last ? `: ${String(last)}` : ''}`);
+}
+
+describe('kubelet-operator end to end (real apiserver, sim runtime)', function () {
+  this.timeout(20 * 60_000);
+  let cp: ControlPlane;
+  let client: KubeClient;
+  let op: Operator;
+
+  const gone = async (p: string) => {
+    try {
+      await client.request({ method: 'GET', path: p });
+      return undefined;
+    } catch (err) {
+      return isNotFound(err) ? true : undefined;
+    }
+  };
+
+  before(async () => {
+    cp = await startControlPlane();
+    const crd = await kubectl(cp, ['apply', '-f', path.join(REPO_ROOT, 'crds/virtualnode.yaml')]);
+    expect(crd.code, crd.stderr).to.equal(0);
+    await kubectl(cp, [
+      'wait',
+      '--for=condition=Established',
+      '--timeout=60s',
+      'crd/virtualnodes.kubelet-operator.dev',
+    ]);
+    client = await KubeClient.fromKubeConfig(cp.adminKubeConfig());
+    await client.request({
+      method: 'POST',
+      path: '/api/v1/namespaces/default/serviceaccounts',
+      body: { metadata: { name: 'default' } },
+    });
+    const clock = new RealClock();
+    let operator!: Operator;
+    const factory = kubeletNodeFactory({
+      client,
+      clock,
+      logger: silentLogger,
+      get podInformer() {
+        return operator.podInformer;
+      },
+      podIndexName: PodsByNodeIndex,
+      defaultInternalIP: '127.0.0.1',
+      nodeApiPort: 10250,
+    });
+    operator = new Operator({
+      client,
+      factory,
+      clock,
+      logger: silentLogger,
+      statusPeriodMs: 1000,
+      drainRecheckMs: 300,
+    });
+    op = operator;
+    await op.start();
+  });
+
+  after(async () => {
+    await op?.stop();
+    client?.close();
+    await cp?.stop();
+  });
+
+  it('registers a Ready Node with a Lease owned by it, renewed on time', async () => {
+    await client.request({
+      method: 'POST',
+      path: '/apis/kubelet-operator.dev/v1alpha1/virtualnodes',
+      body: {
+        apiVersion: 'kubelet-operator.dev/v1alpha1',
+        kind: 'VirtualNode',
+        metadata: { name: 'vn-e2e' },
+        spec: { runtime: { type: 'sim' }, heartbeat: { renewIntervalSeconds: 2, leaseDurationSeconds: 10 } },
+      },
+    });
+    const node = await eventually(async () => {
+      const n = await client.request<Node>({ method: 'GET', path: '/api/v1/nodes/vn-e2e' });
+      return n.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True' ? n : undefined;
+    });
+    expect(node.metadata.labels).to.include({ 'kubernetes.io/hostname': 'vn-e2e', type: 'virtual-kubelet' });
+    const lease1 = await client.request<Lease>({
+      method: 'GET',
+      path: '/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/vn-e2e',
+    });
+    expect(lease1.metadata.ownerReferences?.[0]).to.include({
+      kind: 'Node',
+      name: 'vn-e2e',
+      uid: node.metadata.uid,
+    });
+    expect(lease1.spec.holderIdentity).to.equal('vn-e2e');
+    await new Promise((r) => setTimeout(r, 2500));
+    const lease2 = await client.request<Lease>({
+      method: 'GET',
+      path: '/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/vn-e2e',
+    });
+    expect(Date.parse(lease2.spec.renewTime!)).to.be.greaterThan(Date.parse(lease1.spec.renewTime!));
+  });
+
+  it('runs a bound pod to Running and Ready with kubelet-shaped status', async () => {
+    await client.request({
+      method: 'POST',
+      path: '/api/v1/namespaces/default/pods',
+      body: {
+        metadata: { name: 'web' },
+        spec: {
+          nodeName: 'vn-e2e',
+          terminationGracePeriodSeconds: 5,
+          containers: [{ name: 'app', image: 'busybox', command: ['sleep', '3600'] }],
+        },
+      },
+    });
+    const pod = await eventually(async () => {
+      const p = await client.request<Pod>({ method: 'GET', path: '/api/v1/namespaces/default/pods/web' });
+      return p.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True' ? p : undefined;
+    });
+    expect(pod.status?.phase).to.equal('Running');
+    expect(pod.status?.hostIP).to.equal('127.0.0.1');
+    expect(pod.status?.podIP).to.be.a('string').and.not.equal('');
+    expect(pod.status?.qosClass).to.equal('BestEffort');
+    const cs = pod.status?.containerStatuses?.[0];
+    expect(cs).to.include({ name: 'app', ready: true, started: true, restartCount: 0 });
+    expect(cs?.state?.running?.startedAt).to.be.a('string');
+    expect(cs?.containerID).to.match(/^[a-z-]+:\/\//);
+    expect(pod.status?.conditions?.map((c) => c.type).sort()).to.deep.equal(
+      ['ContainersReady', 'Initialized', 'PodReadyToStartContainers', 'PodScheduled', 'Ready'].sort(),
+    );
+  });
+
+  it('a deleted pod is terminated and its object removed (final delete)', async () => {
+    await client.request({ method: 'DELETE', path: '/api/v1/namespaces/default/pods/web' });
+    await eventually(() => gone('/api/v1/namespaces/default/pods/web'), 20_000);
+  });
+
+  it('deleting the VirtualNode drains its pods and removes the Node and Lease', async () => {
+    await client.request({
+      method: 'POST',
+      path: '/api/v1/namespaces/default/pods',
+      body: {
+        metadata: { name: 'left-behind' },
+        spec: {
+          nodeName: 'vn-e2e',
+          terminationGracePeriodSeconds: 1,
+          containers: [{ name: 'c', image: 'busybox', command: ['sleep', '3600'] }],
+        },
+      },
+    });
+    await eventually(async () => {
+      const p = await client.request<Pod>({
+        method: 'GET',
+        path: '/api/v1/namespaces/default/pods/left-behind',
+      });
+      return p.status?.phase === 'Running' ? true : undefined;
+    });
+    await client.request({
+      method: 'DELETE',
+      path: '/apis/kubelet-operator.dev/v1alpha1/virtualnodes/vn-e2e',
+    });
+    await eventually(() => gone('/apis/kubelet-operator.dev/v1alpha1/virtualnodes/vn-e2e'), 60_000);
+    expect(await gone('/api/v1/namespaces/default/pods/left-behind')).to.equal(true);
+    expect(await gone('/api/v1/nodes/vn-e2e')).to.equal(true);
+    expect(await gone('/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/vn-e2e')).to.equal(
+      true,
+    );
+  });
+});

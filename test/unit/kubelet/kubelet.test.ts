@@ -1,0 +1,211 @@
+// Kubelet wiring under a FakeClock, on the simulated runtime, with an in-memory pod source and API: the
+// constructor's checks, adoption after a restart (nothing recreated), orphan cleanup, PLEG health, and a
+// stop that leaves the runtime alone.
+import { expect } from 'chai';
+import type { Pod } from '../../../src/api/core.js';
+import type { RequestOptions } from '../../../src/kube/client.js';
+import { Kubelet, meaningfulChange, type KubeletDeps } from '../../../src/kubelet/kubelet.js';
+import { SimRuntime } from '../../../src/runtime/sim/index.js';
+import type { ContainerConfig, PodSandboxConfig } from '../../../src/runtime/types.js';
+import { FakeClock } from '../../../src/util/clock.js';
+import { KindError } from '../../../src/util/errors.js';
+import { silentLogger } from '../../../src/util/logger.js';
+
+const NODE = 'n1';
+
+function mkPod(uid: string, extra: Partial<Pod['spec']> = {}): Pod {
+  return {
+    metadata: {
+      uid,
+      name: `p-${uid}`,
+      namespace: 'ns',
+      creationTimestamp: '2026-01-01T00:00:00Z',
+      resourceVersion: '1',
+    },
+    spec: {
+      nodeName: NODE,
+      terminationGracePeriodSeconds: 1,
+      containers: [{ name: 'app', image: 'img:1' }],
+      ...extra,
+    },
+    status: { phase: 'Pending' },
+  };
+}
+
+/** Pods by name; GET answers from it, PATCH and DELETE are recorded. */
+class FakeAPI {
+  pods = new Map<string, Pod>();
+  patches: string[] = [];
+  deletes: string[] = [];
+  async request<T>(req: RequestOptions): Promise<T> {
+    const name = req.path.split('/')[6] ?? '';
+    if (req.path.includes('/pods/')) {
+      const pod = this.pods.get(name);
+      if (!pod) throw new KindError('NotFound', `pods "${name}" not found`);
+      if (req.method === 'PATCH') {
+        this.patches.push(name);
+        const body = req.body as { status: Pod['status'] };
+        pod.status = { ...pod.status, phase: body.status?.phase ?? pod.status?.phase };
+      }
+      if (req.method === 'DELETE') this.deletes.push(name);
+      return structuredClone(pod) as T;
+    }
+    throw new KindError('NotFound', 'not found');
+  }
+}
+
+const flush = async (n = 20): Promise<void> => {
+  for (let i = 0; i < n; i++) await new Promise((r) => setImmediate(r));
+};
+
+async function advance(clock: FakeClock, ms: number, step = 100): Promise<void> {
+  for (let t = 0; t < ms; t += step) {
+    clock.advance(step);
+    await flush();
+  }
+}
+
+function setup() {
+  const clock = new FakeClock();
+  const runtime = new SimRuntime({ clock, images: ['img:1'], nodeIP: '10.1.0.1' });
+  const creates: string[] = [];
+  const create = runtime.createContainer.bind(runtime);
+  runtime.createContainer = (id: string, c: ContainerConfig, sb: PodSandboxConfig) => {
+    creates.push(`${sb.metadata.name}/${c.metadata.name}`);
+    return create(id, c, sb);
+  };
+  const api = new FakeAPI();
+  const informer = {
+    waitForSync: () => Promise.resolve(),
+    byIndex: (_index: string, node: string) => [...api.pods.values()].filter((p) => p.spec.nodeName === node),
+  };
+  const events: string[] = [];
+  const deps = (): KubeletDeps => ({
+    nodeName: NODE,
+    nodeIP: '10.1.0.1',
+    runtime,
+    runtimeKind: 'sim',
+    client: api,
+    podInformer: informer,
+    recorder: { event: (_ref, type, reason) => events.push(`${type} ${reason}`) },
+    clock,
+    logger: silentLogger,
+    node: () => ({
+      name: NODE,
+      labels: {},
+      taints: [],
+      allocatable: new Map([
+        ['cpu', 4000],
+        ['pods', 10],
+      ]),
+    }),
+    settings: { podNetwork: 'cni', podLogsRoot: '/tmp/unused-logs', cgroupRoot: '/kubepods' },
+  });
+  return { clock, runtime, creates, api, deps, events };
+}
+
+async function start(k: Kubelet, clock: FakeClock): Promise<void> {
+  k.start();
+  for (let i = 0; i < 50; i++) {
+    await flush();
+    const done = await Promise.race([k.ready.then(() => true), Promise.resolve(false)]);
+    if (done) return;
+    clock.advance(10);
+  }
+  await k.ready;
+}
+
+describe('Kubelet', () => {
+  it('rejects missing or inconsistent dependencies before anything runs', () => {
+    const { deps } = setup();
+    const ok = deps();
+    const bad: [string, Partial<KubeletDeps>][] = [
+      ['nodeName is required', { nodeName: '' }],
+      ['is not an IP', { nodeIP: 'nope' }],
+      ['runtimeKind cri but runtime is sim', { runtimeKind: 'cri' }],
+      ['podInformer is required', { podInformer: undefined as never }],
+      [
+        "settings.podNetwork must be 'host' or 'cni'",
+        { settings: { ...ok.settings, podNetwork: 'x' as never } },
+      ],
+      [
+        'settings.plegRelistPeriodMs must be a positive number',
+        { settings: { ...ok.settings, plegRelistPeriodMs: 0 } },
+      ],
+    ];
+    for (const [msg, over] of bad) {
+      expect(() => new Kubelet({ ...ok, ...over }), msg).to.throw(KindError, msg);
+    }
+  });
+
+  it('treats only spec, metadata and deletion changes as worth a sync', () => {
+    const a = mkPod('a');
+    const statusOnly = {
+      ...a,
+      status: { phase: 'Running' as const },
+      metadata: { ...a.metadata, resourceVersion: '2' },
+    };
+    expect(meaningfulChange(a, statusOnly)).to.equal(false);
+    expect(meaningfulChange(a, { ...a, metadata: { ...a.metadata, deletionTimestamp: 'x' } })).to.equal(true);
+    expect(meaningfulChange(a, { ...a, metadata: { ...a.metadata, labels: { x: 'y' } } })).to.equal(true);
+    expect(meaningfulChange(a, { ...a, spec: { ...a.spec, activeDeadlineSeconds: 5 } })).to.equal(true);
+  });
+
+  it('runs pods, is healthy after relisting, and stops without touching the runtime', async () => {
+    const { clock, runtime, creates, api, deps } = setup();
+    api.pods.set('p-a', mkPod('a'));
+    const k = new Kubelet(deps());
+    expect(k.health()).to.deep.equal(['PLEG is not healthy: pleg has yet to be successful']);
+    await start(k, clock);
+    await advance(clock, 3_000);
+    expect(creates).to.deep.equal(['p-a/app']);
+    expect(k.health()).to.deep.equal([]);
+    expect(api.patches).to.include('p-a');
+    await k.stop(0);
+    const running = (await runtime.listContainers()).filter((c) => c.state === 'running');
+    expect(running.length).to.equal(1);
+    // Nothing happens after stop, however much time passes.
+    const patches = api.patches.length;
+    await advance(clock, 70_000, 1_000);
+    expect(api.patches.length).to.equal(patches);
+    expect(creates.length).to.equal(1);
+  });
+
+  it('adopts running containers after a restart and kills pods the API no longer has', async () => {
+    const { clock, runtime, creates, api, deps } = setup();
+    api.pods.set('p-a', mkPod('a'));
+    api.pods.set('p-b', mkPod('b'));
+    const first = new Kubelet(deps());
+    await start(first, clock);
+    await advance(clock, 3_000);
+    expect([...creates].sort()).to.deep.equal(['p-a/app', 'p-b/app']);
+    await first.stop(0);
+
+    api.pods.delete('p-b'); // deleted while no kubelet ran
+    const second = new Kubelet(deps());
+    await start(second, clock);
+    await advance(clock, 6_000);
+    expect([...creates].sort()).to.deep.equal(['p-a/app', 'p-b/app']);
+    const left = await runtime.listContainers();
+    expect(left.map((c) => c.labels['io.kubernetes.pod.name'])).to.deep.equal(['p-a']);
+    expect((await runtime.listPodSandbox()).map((s) => s.metadata.name)).to.deep.equal(['p-a']);
+    await second.stop(0);
+  });
+
+  it('rejects ready when stopped before it started', async () => {
+    const { deps } = setup();
+    const k = new Kubelet({
+      ...deps(),
+      podInformer: { waitForSync: () => new Promise(() => undefined), byIndex: () => [] },
+    });
+    k.start();
+    await k.stop(0);
+    let err: unknown;
+    try {
+      await k.ready;
+    } catch (e) {
+      err = e;
+    }
+    expect((err as KindError).kind).to.equal('Unavailable');
+  });
+});

@@ -1,0 +1,137 @@
+// The kubelet's shell adapters: the status client over KubeClient, the pod manager, pod event references
+// and the environment source.
+import { expect } from 'chai';
+import type { Pod } from '../../../src/api/core.js';
+import type { RequestOptions } from '../../../src/kube/client.js';
+import { podEventRecorder, podRef, restEnvSource } from '../../../src/kubelet/kubelet_shell.js';
+import { KubeletPodManager, podNodeNameIndexFunc } from '../../../src/kubelet/podmanager.js';
+import { restPodStatusClient } from '../../../src/kubelet/statusclient.js';
+import { asPodUID } from '../../../src/kubelet/container/types.js';
+import { KindError } from '../../../src/util/errors.js';
+
+class FakeClient {
+  requests: RequestOptions[] = [];
+  reply: (req: RequestOptions) => unknown = () => ({});
+  async request<T>(req: RequestOptions): Promise<T> {
+    this.requests.push(req);
+    return this.reply(req) as T;
+  }
+}
+
+const pod = (uid: string, name = `p-${uid}`, extra: Partial<Pod['metadata']> = {}): Pod => ({
+  metadata: { uid, name, namespace: 'ns', ...extra },
+  spec: { nodeName: 'n1', containers: [{ name: 'c' }] },
+});
+
+describe('kubelet shell adapters', () => {
+  describe('restPodStatusClient', () => {
+    it('GETs the pod, PATCHes pods/status strategically with the UID in the body, DELETEs with grace 0 and a UID precondition', async () => {
+      const c = new FakeClient();
+      const sc = restPodStatusClient(c);
+      await sc.getPod('ns', 'web-1');
+      const patch = { metadata: { uid: 'u1' }, status: { phase: 'Running' } };
+      await sc.patchPodStatus('ns', 'web-1', 'u1', patch);
+      await sc.deletePod('ns', 'web-1', 'u1', 0);
+      expect(c.requests).to.deep.equal([
+        { method: 'GET', path: '/api/v1/namespaces/ns/pods/web-1' },
+        {
+          method: 'PATCH',
+          path: '/api/v1/namespaces/ns/pods/web-1/status',
+          body: patch,
+          contentType: 'application/strategic-merge-patch+json',
+        },
+        {
+          method: 'DELETE',
+          path: '/api/v1/namespaces/ns/pods/web-1',
+          body: {
+            apiVersion: 'v1',
+            kind: 'DeleteOptions',
+            gracePeriodSeconds: 0,
+            preconditions: { uid: 'u1' },
+          },
+        },
+      ]);
+    });
+  });
+
+  describe('KubeletPodManager', () => {
+    it('keeps pods by UID and by name, replaces on setPods, ignores mirror pods', () => {
+      const pm = new KubeletPodManager();
+      pm.upsert(pod('a'));
+      pm.upsert(pod('m', 'mirror', { annotations: { 'kubernetes.io/config.mirror': 'x' } }));
+      expect(pm.getPodByUID(asPodUID('a'))?.metadata.name).to.equal('p-a');
+      expect(pm.getPodByUID(asPodUID('m'))).to.equal(undefined);
+      // A recreated pod (new UID, same name) takes the name; removing the old UID leaves it.
+      pm.upsert(pod('b', 'p-a'));
+      pm.remove(pod('a'));
+      expect(pm.getPodByFullName('ns', 'p-a')?.metadata.uid).to.equal('b');
+      pm.setPods([pod('c')]);
+      expect(pm.getPods().map((p) => p.metadata.uid)).to.deep.equal(['c']);
+    });
+
+    it('has no static pods: identity translation and empty maps', () => {
+      const pm = new KubeletPodManager();
+      expect(pm.translatePodUID('x')).to.equal('x');
+      expect(pm.getMirrorPodByPod()).to.equal(undefined);
+      expect(pm.getUIDTranslations().podToMirror.size).to.equal(0);
+      expect(pm.getUIDTranslations().mirrorToPod.size).to.equal(0);
+    });
+
+    it('indexes pods by spec.nodeName', () => {
+      expect(podNodeNameIndexFunc(pod('a'))).to.deep.equal(['n1']);
+      expect(podNodeNameIndexFunc({ metadata: { name: 'x' } })).to.deep.equal([]);
+    });
+  });
+
+  describe('pod events', () => {
+    it('refer to the pod (and the container by field path)', () => {
+      const got: unknown[] = [];
+      const record = podEventRecorder({
+        event: (ref, type, reason, message) => got.push({ ref, type, reason, message }),
+      });
+      record(pod('a'), 'Warning', 'Unhealthy', 'Liveness probe failed: x', 'spec.containers{c}');
+      expect(got).to.deep.equal([
+        {
+          ref: {
+            kind: 'Pod',
+            apiVersion: 'v1',
+            namespace: 'ns',
+            name: 'p-a',
+            uid: 'a',
+            fieldPath: 'spec.containers{c}',
+          },
+          type: 'Warning',
+          reason: 'Unhealthy',
+          message: 'Liveness probe failed: x',
+        },
+      ]);
+      expect(podRef(pod('a'))).to.not.have.property('fieldPath');
+    });
+  });
+
+  describe('restEnvSource', () => {
+    it('reads ConfigMaps (binaryData decoded) and Secrets (base64 decoded); a missing object is undefined', async () => {
+      const c = new FakeClient();
+      c.reply = (req) => {
+        if (req.path.endsWith('/configmaps/cm'))
+          return { data: { a: '1' }, binaryData: { b: Buffer.from('2').toString('base64') } };
+        if (req.path.endsWith('/secrets/s')) return { data: { k: Buffer.from('v').toString('base64') } };
+        throw new KindError('NotFound', 'not found');
+      };
+      const env = restEnvSource(c);
+      expect(await env.getConfigMap('ns', 'cm')).to.deep.equal({ a: '1', b: '2' });
+      expect(await env.getSecret('ns', 's')).to.deep.equal({ k: 'v' });
+      expect(await env.getConfigMap('ns', 'missing')).to.equal(undefined);
+      c.reply = () => {
+        throw new KindError('Unavailable', 'down');
+      };
+      let err: unknown;
+      try {
+        await env.getSecret('ns', 's');
+      } catch (e) {
+        err = e;
+      }
+      expect((err as KindError).kind).to.equal('Unavailable');
+    });
+  });
+});

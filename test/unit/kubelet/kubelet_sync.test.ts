@@ -1,0 +1,351 @@
+// KubeletPodSyncer (src/kubelet/kubelet_sync.ts) with fakes around it: admission, the order of status and
+// runtime calls in syncPod / syncTerminatingPod / syncTerminatedPod, and the node's view of pod IPs.
+import { expect } from 'chai';
+import type { Pod, PodStatus } from '../../../src/api/core.js';
+import {
+  asContainerID,
+  asPodUID,
+  asSandboxID,
+  type ContainerStatus as RuntimeRecord,
+  type RuntimePodStatus,
+} from '../../../src/kubelet/container/types.js';
+import { KubeletPodSyncer, type KubeletPodSyncerDeps } from '../../../src/kubelet/kubelet_sync.js';
+import { PodSyncError, type PodSyncResult } from '../../../src/kubelet/kuberuntime/manager.js';
+import type { KillPodOptions, WorkerState } from '../../../src/kubelet/podworkers.js';
+import { ResultsManager } from '../../../src/kubelet/prober/results.js';
+import { ReasonCache } from '../../../src/kubelet/reasoncache.js';
+import { FakeClock } from '../../../src/util/clock.js';
+import { silentLogger } from '../../../src/util/logger.js';
+
+const NODE_IP = '192.168.1.10';
+const ctx = () => ({ signal: new AbortController().signal });
+
+function mkPod(
+  uid: string,
+  cpu?: string,
+  extra: { status?: PodStatus; deleted?: boolean; hostNetwork?: boolean } = {},
+): Pod {
+  return {
+    metadata: {
+      uid,
+      name: `p-${uid}`,
+      namespace: 'ns',
+      ...(extra.deleted ? { deletionTimestamp: '2026-01-01T00:00:00Z', deletionGracePeriodSeconds: 5 } : {}),
+    },
+    spec: {
+      nodeName: 'n1',
+      containers: [{ name: 'app', image: 'img', ...(cpu ? { resources: { requests: { cpu } } } : {}) }],
+      ...(extra.hostNetwork ? { hostNetwork: true } : {}),
+    },
+    status: extra.status ?? { phase: 'Pending' },
+  };
+}
+
+const rec = (state: RuntimeRecord['state'], extra: Partial<RuntimeRecord> = {}): RuntimeRecord => ({
+  id: asContainerID(`c-${state}`),
+  name: 'app',
+  state,
+  runtimeType: 'sim',
+  restartCount: 0,
+  hash: 'h',
+  startedAt: Date.UTC(2026, 0, 1),
+  ...(state === 'exited' ? { exitCode: 0, reason: 'Completed', finishedAt: Date.UTC(2026, 0, 1, 0, 1) } : {}),
+  ...extra,
+});
+
+function rt(uid: string, containers: RuntimeRecord[], sandboxReady = true): RuntimePodStatus {
+  return {
+    uid: asPodUID(uid),
+    name: `p-${uid}`,
+    namespace: 'ns',
+    sandboxes:
+      containers.length || sandboxReady
+        ? [
+            {
+              id: asSandboxID('sb'),
+              state: sandboxReady ? 'ready' : 'notready',
+              attempt: 0,
+              ip: '10.88.0.5',
+              netns: 'pod',
+            },
+          ]
+        : [],
+    containers,
+    ips: sandboxReady ? ['10.88.0.5'] : [],
+  };
+}
+
+class Fakes {
+  calls: string[] = [];
+  statuses = new Map<string, PodStatus>();
+  events: string[] = [];
+  states = new Map<string, WorkerState>();
+  pods = new Map<string, Pod>();
+  runtimeViews: RuntimePodStatus[] = [];
+  lastView: RuntimePodStatus | undefined;
+  syncError: PodSyncError | undefined;
+  started: number[] = [];
+  clock = new FakeClock();
+
+  deps(over: Partial<KubeletPodSyncerDeps> = {}): KubeletPodSyncerDeps {
+    const ok = (): PodSyncResult => ({ results: [] });
+    return {
+      nodeIPs: [NODE_IP],
+      podNetwork: 'cni',
+      clock: this.clock,
+      logger: silentLogger,
+      record: (pod, type, reason, message) => this.events.push(`${type} ${reason} ${message}`),
+      node: () => ({
+        name: 'n1',
+        labels: {},
+        taints: [],
+        allocatable: new Map([
+          ['cpu', 1000],
+          ['pods', 10],
+        ]),
+      }),
+      podManager: { getPodByUID: (uid) => this.pods.get(uid) },
+      statusManager: {
+        getPodStatus: (uid) => this.statuses.get(uid),
+        setPodStatus: (pod, status) => {
+          this.calls.push(`setPodStatus ${status.phase}`);
+          this.statuses.set(pod.metadata.uid!, structuredClone(status));
+        },
+        terminatePod: () => this.calls.push('terminatePod'),
+      },
+      prober: {
+        addPod: () => this.calls.push('prober.addPod'),
+        updatePod: () => undefined,
+        stopLivenessAndStartup: () => this.calls.push('prober.stopLivenessAndStartup'),
+        removePod: () => this.calls.push('prober.removePod'),
+        updatePodStatus: (_pod, s) => {
+          for (const c of s.containerStatuses ?? []) {
+            c.started = !!c.state?.running;
+            if (c.started) c.ready = true;
+          }
+        },
+      },
+      runtime: {
+        getPodStatus: async () => {
+          this.calls.push('getPodStatus');
+          this.lastView = this.runtimeViews.length > 1 ? this.runtimeViews.shift()! : this.runtimeViews[0]!;
+          return this.lastView;
+        },
+        syncPod: async () => {
+          this.calls.push('runtime.syncPod');
+          return this.syncError ? { results: [], error: this.syncError } : ok();
+        },
+        killPod: async (_c, _p, _r, grace) => {
+          this.calls.push(`runtime.killPod grace=${grace}`);
+          return ok();
+        },
+        removePod: async () => {
+          this.calls.push('runtime.removePod');
+          return ok();
+        },
+      },
+      probes: { liveness: new ResultsManager('liveness'), startup: new ResultsManager('startup') },
+      reasonCache: new ReasonCache(),
+      workerState: (uid) => this.states.get(uid) ?? 'syncing',
+      onPodStarted: (ms) => this.started.push(ms),
+      ...over,
+    };
+  }
+}
+
+describe('KubeletPodSyncer', () => {
+  it('admits pods in order and rejects one that does not fit: Event, Failed status, never the runtime', async () => {
+    const f = new Fakes();
+    const s = new KubeletPodSyncer(f.deps());
+    f.runtimeViews = [rt('a', [rec('running')])];
+    expect(await s.syncPod(ctx(), 'create', mkPod('a', '800m'))).to.deep.equal({ isTerminal: false });
+    f.calls = [];
+    const b = mkPod('b', '500m');
+    expect(await s.syncPod(ctx(), 'create', b)).to.deep.equal({ isTerminal: true });
+    expect(f.events).to.deep.equal([
+      "Warning OutOfcpu Node didn't have enough resource: cpu, requested: 500, used: 800, capacity: 1000",
+    ]);
+    expect(f.statuses.get('b')).to.deep.equal({
+      phase: 'Failed',
+      reason: 'OutOfcpu',
+      message:
+        "Pod was rejected: Node didn't have enough resource: cpu, requested: 500, used: 800, capacity: 1000",
+      qosClass: 'Burstable',
+    });
+    expect(s.isRejected('b')).to.equal(true);
+    // Terminating and terminated: nothing on the runtime; the status is finished as it is.
+    await s.syncTerminatingPod(ctx(), b, 30);
+    await s.syncTerminatedPod(ctx(), b);
+    expect(f.calls).to.deep.equal(['setPodStatus Failed', 'prober.removePod', 'terminatePod']);
+    // A later sync of the same UID does not admit it again.
+    expect(await s.syncPod(ctx(), 'update', b)).to.deep.equal({ isTerminal: true });
+    expect(f.events.length).to.equal(1);
+  });
+
+  it('does not count pods that finished (per the API or the status manager) or stopped syncing', async () => {
+    const f = new Fakes();
+    const s = new KubeletPodSyncer(f.deps());
+    f.runtimeViews = [rt('x', [rec('running')])];
+    for (const uid of ['a', 'b', 'c']) {
+      f.pods.set(uid, mkPod(uid, '600m'));
+      await s.syncPod(ctx(), 'create', mkPod(uid, '600m', { status: { phase: 'Running' } }));
+      if (uid === 'a') {
+        // finished per the status manager
+        f.statuses.set('a', { phase: 'Succeeded' });
+      }
+      if (uid === 'b') f.states.set('b', 'terminated');
+    }
+    // c was admitted (a and b no longer count); d does not fit next to c.
+    expect(s.isRejected('c')).to.equal(false);
+    await s.syncPod(ctx(), 'create', mkPod('d', '600m'));
+    expect(s.isRejected('d')).to.equal(true);
+    // A pod the API already reports finished is not admitted at all and takes no room.
+    const f2 = new Fakes();
+    const s2 = new KubeletPodSyncer(f2.deps());
+    f2.runtimeViews = [rt('z', [rec('exited')], false)];
+    const done = mkPod('done', '900m', { status: { phase: 'Succeeded' } });
+    f2.pods.set('done', done);
+    await s2.syncPod(ctx(), 'create', done);
+    f2.runtimeViews = [rt('e', [rec('running')])];
+    await s2.syncPod(ctx(), 'create', mkPod('e', '900m'));
+    expect(s2.isRejected('e')).to.equal(false);
+  });
+
+  it('syncPod: status before the actions, runtime sync, status again after; errors surface after the status', async () => {
+    const f = new Fakes();
+    const s = new KubeletPodSyncer(f.deps());
+    f.runtimeViews = [rt('a', [], false), rt('a', [rec('running')])];
+    f.clock.advance(0);
+    const p = mkPod('a');
+    const pending = s.syncPod(ctx(), 'create', p);
+    expect(await pending).to.deep.equal({ isTerminal: false });
+    expect(f.calls).to.deep.equal([
+      'getPodStatus',
+      'setPodStatus Pending',
+      'prober.addPod',
+      'runtime.syncPod',
+      'getPodStatus',
+      'setPodStatus Running',
+    ]);
+    const st = f.statuses.get('a')!;
+    expect(st.podIP).to.equal('10.88.0.5');
+    expect(st.hostIP).to.equal(NODE_IP);
+    expect(st.containerStatuses![0]!.containerID).to.equal('sim://c-running');
+    expect(f.started).to.deep.equal([0]);
+
+    f.syncError = new PodSyncError(
+      'Unknown',
+      'failed to "StartContainer" for "app" with CrashLoopBackOff',
+      [],
+    );
+    f.calls = [];
+    let err: unknown;
+    try {
+      await s.syncPod(ctx(), 'sync', p);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).to.equal(f.syncError);
+    expect(f.calls.at(-1)).to.equal('setPodStatus Running');
+    expect(f.started.length).to.equal(1);
+  });
+
+  it('reports a pod terminal without acting when its containers finished', async () => {
+    const f = new Fakes();
+    const s = new KubeletPodSyncer(f.deps());
+    f.runtimeViews = [rt('a', [rec('exited')])];
+    const p = mkPod('a');
+    p.spec.restartPolicy = 'Never';
+    expect(await s.syncPod(ctx(), 'sync', p)).to.deep.equal({ isTerminal: true });
+    expect(f.calls).to.deep.equal(['getPodStatus', 'setPodStatus Succeeded']);
+  });
+
+  it('leaves the status of a pod the API reports finished alone when the runtime holds nothing of it', async () => {
+    const f = new Fakes();
+    const s = new KubeletPodSyncer(f.deps());
+    f.runtimeViews = [{ ...rt('a', []), sandboxes: [], ips: [] }];
+    const p = mkPod('a', undefined, { status: { phase: 'Failed', reason: 'OutOfcpu' } });
+    expect(await s.syncPod(ctx(), 'create', p)).to.deep.equal({ isTerminal: true });
+    await s.syncTerminatingPod(ctx(), p, 1);
+    await s.syncTerminatedPod(ctx(), p);
+    expect(f.calls).to.deep.equal(['getPodStatus', 'prober.removePod', 'terminatePod']);
+  });
+
+  it('gives host-network pods (and every pod with podNetwork host) the node IP as pod IP', async () => {
+    for (const [podNetwork, hostNetwork] of [
+      ['cni', true],
+      ['host', false],
+    ] as const) {
+      const f = new Fakes();
+      const s = new KubeletPodSyncer(f.deps({ podNetwork }));
+      f.runtimeViews = [{ ...rt('a', [rec('running')]), ips: ['10.0.0.2'] }];
+      await s.syncPod(ctx(), 'create', mkPod('a', undefined, { hostNetwork }));
+      const st = f.statuses.get('a')!;
+      expect(st.podIP, podNetwork).to.equal(NODE_IP);
+      expect(st.podIPs, podNetwork).to.deep.equal([{ ip: NODE_IP }]);
+    }
+  });
+
+  it('terminating: stops liveness/startup probes, kills with the grace period, final status while exit codes are known', async () => {
+    const f = new Fakes();
+    const s = new KubeletPodSyncer(f.deps());
+    const p = mkPod('a', undefined, { deleted: true });
+    f.statuses.set('a', { phase: 'Running', podIP: '10.88.0.5', podIPs: [{ ip: '10.88.0.5' }] });
+    f.runtimeViews = [
+      rt('a', [rec('running')]),
+      { ...rt('a', [rec('exited', { exitCode: 137, reason: 'Error' })], false) },
+    ];
+    const kill: KillPodOptions = { reason: 'Evicted', message: 'The node was low on resource: memory.' };
+    await s.syncTerminatingPod(ctx(), p, 5, kill);
+    expect(f.calls).to.deep.equal([
+      'getPodStatus',
+      'setPodStatus Running',
+      'prober.stopLivenessAndStartup',
+      'runtime.killPod grace=5',
+      'prober.removePod',
+      'getPodStatus',
+      'setPodStatus Failed',
+    ]);
+    const st = f.statuses.get('a')!;
+    expect(st).to.include({
+      phase: 'Failed',
+      reason: 'Evicted',
+      message: 'The node was low on resource: memory.',
+    });
+    // The sandbox is gone, but the pod keeps its IP.
+    expect(st.podIP).to.equal('10.88.0.5');
+    expect(st.containerStatuses![0]!.state!.terminated).to.include({ exitCode: 137 });
+  });
+
+  it('terminating fails (to be retried) when a container still runs after the kill', async () => {
+    const f = new Fakes();
+    const s = new KubeletPodSyncer(f.deps());
+    f.runtimeViews = [rt('a', [rec('running')])];
+    let err: unknown;
+    try {
+      await s.syncTerminatingPod(ctx(), mkPod('a'), 1);
+    } catch (e) {
+      err = e;
+    }
+    expect(String(err)).to.match(/detected running containers after a successful KillPod: app/);
+  });
+
+  it('terminated: removes the runtime objects of a deleted pod only, then finishes the status', async () => {
+    const f = new Fakes();
+    const s = new KubeletPodSyncer(f.deps());
+    f.runtimeViews = [rt('a', [rec('exited')], false)];
+    const kept = mkPod('a');
+    f.pods.set('a', kept);
+    await s.syncTerminatedPod(ctx(), kept);
+    expect(f.calls).to.deep.equal([
+      'prober.removePod',
+      'getPodStatus',
+      'setPodStatus Succeeded',
+      'terminatePod',
+    ]);
+    f.calls = [];
+    await s.syncTerminatedPod(ctx(), mkPod('a', undefined, { deleted: true }));
+    expect(f.calls).to.include('runtime.removePod');
+    expect(f.calls.at(-1)).to.equal('terminatePod');
+  });
+});
