@@ -157,9 +157,11 @@ export class KubeletManagedNode implements ManagedNode {
 
   async start(): Promise<void> {
     await this.refreshRuntime();
+    // The Kubelet first: its PLEG relists at once, so the first node status already sees it healthy
+    // (otherwise the Node would wait a whole status period NotReady). Admission reads the spec, not the Node.
+    this.kubelet.start();
     this.agent.start();
     await this.agent.ready;
-    this.kubelet.start();
   }
 
   async update(spec: VirtualNodeSpec): Promise<void> {
