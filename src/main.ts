@@ -5,7 +5,6 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { loadConfig, usage } from './config.js';
 import { KubeClient } from './kube/client.js';
-import { PodsByNodeIndex } from './kubelet/podmanager.js';
 import { kubeletNodeFactory } from './managednode.js';
 import { Metrics } from './metrics.js';
 import { Operator } from './operator.js';
@@ -50,22 +49,15 @@ async function main(argv: string[]): Promise<number> {
     userAgent: `kubelet-operator/${VERSION}`,
     onRequest: metrics.onRequest,
   });
-
-  // The informer and its index are created by the Operator; the factory reads them lazily through it.
-  let operator!: Operator;
   const factory = kubeletNodeFactory({
     client,
     clock,
     logger,
     metrics,
-    get podInformer() {
-      return operator.podInformer;
-    },
-    podIndexName: PodsByNodeIndex,
     defaultInternalIP: cfg.defaultInternalIP,
     nodeApiPort: cfg.nodeApiPort,
   });
-  operator = new Operator({
+  const operator = new Operator({
     client,
     factory,
     clock,

@@ -13,6 +13,7 @@ import type { KubeClient } from './kube/client.js';
 import { EventRecorder } from './kube/events.js';
 import type { Informer } from './kube/informer.js';
 import { Kubelet } from './kubelet/kubelet.js';
+import { PodsByNodeIndex } from './kubelet/podmanager.js';
 import type { Metrics } from './metrics.js';
 import type { AdmissionNode } from './node/admission.js';
 import { NodeAgent } from './node/agent.js';
@@ -31,9 +32,6 @@ export interface ManagedNodeDeps {
   clock: Clock;
   logger: Logger;
   metrics?: Metrics;
-  /** The operator's shared informer of bound pods, indexed by node name under `podIndexName`. */
-  podInformer: Informer<Pod>;
-  podIndexName: string;
   /** InternalIP for VirtualNodes that set none. */
   defaultInternalIP: string;
   /** Port advertised as the node API. */
@@ -89,6 +87,8 @@ export class KubeletManagedNode implements ManagedNode {
     spec: VirtualNodeSpec,
     nodeName: string,
     private readonly deps: ManagedNodeDeps,
+    /** The operator's shared informer of bound pods, indexed by PodsByNodeIndex. */
+    private readonly pods: Informer<Pod>,
   ) {
     this.nodeName = nodeName;
     this.spec = spec;
@@ -108,8 +108,8 @@ export class KubeletManagedNode implements ManagedNode {
       runtime: this.runtime,
       runtimeKind: this.runtime.kind,
       client: deps.client,
-      podInformer: deps.podInformer,
-      podIndexName: deps.podIndexName,
+      podInformer: pods,
+      podIndexName: PodsByNodeIndex,
       recorder: this.recorder,
       clock: deps.clock,
       logger: this.log,
@@ -175,7 +175,7 @@ export class KubeletManagedNode implements ManagedNode {
   }
 
   async drain(): Promise<boolean> {
-    const pods = this.deps.podInformer.byIndex(this.deps.podIndexName, this.nodeName);
+    const pods = this.pods.byIndex(PodsByNodeIndex, this.nodeName);
     for (const p of pods) {
       if (p.metadata.deletionTimestamp) continue;
       try {
@@ -233,7 +233,7 @@ export class KubeletManagedNode implements ManagedNode {
   observe(): ManagedNodeObservation {
     void this.refreshRuntime();
     const h = this.agent.health();
-    const pods = this.deps.podInformer.byIndex(this.deps.podIndexName, this.nodeName);
+    const pods = this.pods.byIndex(PodsByNodeIndex, this.nodeName);
     const problems = [
       ...(h.ready ? [] : [h.readyMessage ?? 'node not ready']),
       ...(h.lastError && !h.registered ? [h.lastError] : []),
@@ -263,7 +263,7 @@ export class KubeletManagedNode implements ManagedNode {
 
 export function kubeletNodeFactory(deps: ManagedNodeDeps): ManagedNodeFactory {
   return {
-    create: (vn, spec, nodeName) => new KubeletManagedNode(vn, spec, nodeName, deps),
+    create: (vn, spec, nodeName, pods) => new KubeletManagedNode(vn, spec, nodeName, deps, pods),
     // A different runtime, endpoint, address or node name needs a fresh runtime and kubelet.
     needsRestart: (a, b) =>
       JSON.stringify(a.runtime) !== JSON.stringify(b.runtime) ||

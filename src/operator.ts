@@ -69,7 +69,8 @@ export interface ManagedNodeObservation {
 }
 
 export interface ManagedNodeFactory {
-  create(vn: VirtualNode, spec: VirtualNodeSpec, nodeName: string): ManagedNode;
+  /** `pods` is the operator's shared informer of bound pods, indexed by node name (PodsByNodeIndex). */
+  create(vn: VirtualNode, spec: VirtualNodeSpec, nodeName: string, pods: Informer<Pod>): ManagedNode;
   /** Whether a spec change needs a fresh ManagedNode (e.g. another runtime). */
   needsRestart(oldSpec: VirtualNodeSpec, newSpec: VirtualNodeSpec): boolean;
 }
@@ -222,7 +223,7 @@ export class Operator {
       served = undefined;
     }
     if (!served) {
-      const node = this.opts.factory.create(vn, spec, nodeName);
+      const node = this.opts.factory.create(vn, spec, nodeName, this.podInformer);
       const entry: Served = { node, spec, started: Promise.resolve() };
       entry.started = node.start().catch((err: unknown) => {
         entry.startError = errorMessage(err);

@@ -8,7 +8,6 @@ import path from 'node:path';
 import type { Pod } from '../../src/api/core.js';
 import type { Lease, Node } from '../../src/api/node.js';
 import { KubeClient } from '../../src/kube/client.js';
-import { PodsByNodeIndex } from '../../src/kubelet/podmanager.js';
 import { kubeletNodeFactory } from '../../src/managednode.js';
 import { Operator } from '../../src/operator.js';
 import { RealClock } from '../../src/util/clock.js';
@@ -66,19 +65,14 @@ describe('kubelet-operator end to end (real apiserver, sim runtime)', function (
       body: { metadata: { name: 'default' } },
     });
     const clock = new RealClock();
-    let operator!: Operator;
     const factory = kubeletNodeFactory({
       client,
       clock,
       logger: silentLogger,
-      get podInformer() {
-        return operator.podInformer;
-      },
-      podIndexName: PodsByNodeIndex,
       defaultInternalIP: '127.0.0.1',
       nodeApiPort: 10250,
     });
-    operator = new Operator({
+    const operator = new Operator({
       client,
       factory,
       clock,
