@@ -33,8 +33,12 @@ class WinstonLogger implements Logger {
   }
 }
 
-/** JSON lines on stderr (stdout stays free for command output). */
-export function createLogger(level: LogLevel = 'info', base: Record<string, unknown> = {}): Logger {
+/** JSON lines on stderr (stdout stays free for command output), or appended to `file` when given. */
+export function createLogger(
+  level: LogLevel = 'info',
+  base: Record<string, unknown> = {},
+  file?: string,
+): Logger {
   const w = winston.createLogger({
     level,
     defaultMeta: base,
@@ -43,7 +47,11 @@ export function createLogger(level: LogLevel = 'info', base: Record<string, unkn
       winston.format.errors({ stack: true }),
       winston.format.json(),
     ),
-    transports: [new winston.transports.Console({ stderrLevels: ['error', 'warn', 'info', 'debug'] })],
+    transports: [
+      file
+        ? new winston.transports.File({ filename: file })
+        : new winston.transports.Console({ stderrLevels: ['error', 'warn', 'info', 'debug'] }),
+    ],
   });
   return new WinstonLogger(w);
 }
