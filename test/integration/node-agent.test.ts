@@ -265,7 +265,12 @@ describe('NodeAgent against a real API server', function () {
       10_000,
       'the Node registered again',
     );
-    expect(agent.nodeUID).to.equal(node.metadata.uid);
+    // The new Node can be seen before the agent has handled its own create response: wait for it.
+    await eventually(
+      async () => (agent.nodeUID === node.metadata.uid ? true : undefined),
+      5_000,
+      'the agent to adopt the new Node UID',
+    );
     const lease = await eventually(
       async () => {
         const l = await getLease();
