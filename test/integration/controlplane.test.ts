@@ -10,28 +10,12 @@ import {
   type V1CustomResourceDefinition,
 } from '@kubernetes/client-node';
 import { kubectl, pinnedKubeVersion, startControlPlane, type ControlPlane } from '../support/controlplane.js';
+import { eventually } from '../support/eventually.js';
 
 // The first run on a machine builds kube-apiserver & co from source (scripts/kube-binaries.sh), which
 // takes tens of minutes on 2 cores: the `before` hooks get 20 minutes so a cold cache does not time out.
 // With the binaries cached a control plane starts in a few seconds.
 const COLD_BUILD_TIMEOUT_MS = 20 * 60_000;
-
-async function eventually<T>(fn: () => Promise<T | undefined>, timeoutMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let lastError: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v !== undefined) return v;
-    } catch (err) {
-      lastError = err;
-    }
-    if (Date.now() > deadline) {
-      throw new Error(`timed out waiting for ${what}${lastError ? `: ${String(lastError)}` : ''}`);
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 function failedIn(ctx: Mocha.Context): boolean {
   return ctx.test?.parent?.tests.some((t) => t.state === 'failed') ?? false;

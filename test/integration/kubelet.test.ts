@@ -23,6 +23,7 @@ import { RealClock } from '../../src/util/clock.js';
 import { isNotFound } from '../../src/util/errors.js';
 import { createLogger, silentLogger } from '../../src/util/logger.js';
 import { startControlPlane, type ControlPlane } from '../support/controlplane.js';
+import { eventually } from '../support/eventually.js';
 
 const COLD_BUILD_TIMEOUT_MS = 20 * 60_000;
 const NODE = 'vn-kubelet-int';
@@ -32,26 +33,6 @@ const IMAGE = 'registry.local/app:1';
 const BUSYBOX = 'busybox:1.36';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-async function eventually<T>(
-  fn: () => Promise<T | undefined> | T | undefined,
-  timeoutMs: number,
-  what: string,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v !== undefined) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline)
-      throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await sleep(100);
-  }
-}
 
 const cond = (s: PodStatus | undefined, type: string): PodCondition | undefined =>
   s?.conditions?.find((c) => c.type === type);

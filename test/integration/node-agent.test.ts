@@ -13,6 +13,7 @@ import type { RuntimeCondition, RuntimeVersion } from '../../src/runtime/types.j
 import { RealClock } from '../../src/util/clock.js';
 import { KindError, errorKind } from '../../src/util/errors.js';
 import { startControlPlane, type ControlPlane } from '../support/controlplane.js';
+import { eventually } from '../support/eventually.js';
 
 const COLD_BUILD_TIMEOUT_MS = 20 * 60_000;
 const NODE = 'vn-int-1';
@@ -38,22 +39,6 @@ class FakeRuntime {
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-async function eventually<T>(fn: () => Promise<T | undefined>, timeoutMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v !== undefined) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline)
-      throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await sleep(50);
-  }
-}
 
 const readyOf = (n: Node) => n.status?.conditions?.find((c) => c.type === 'Ready');
 

@@ -20,6 +20,7 @@ import { RealClock } from '../../src/util/clock.js';
 import { isNotFound } from '../../src/util/errors.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { kubectl, REPO_ROOT, startControlPlane, type ControlPlane } from '../support/controlplane.js';
+import { eventually } from '../support/eventually.js';
 
 const VN = '/apis/kubelet-operator.dev/v1alpha1/virtualnodes';
 
@@ -63,24 +64,6 @@ class FakeNode implements ManagedNode {
       pods: { total: this.pods.size, running: 0, pending: this.pods.size },
     };
   }
-}
-
-async function eventually<T>(
-  fn: () => Promise<T | undefined> | T | undefined,
-  timeoutMs = 15_000,
-): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < end) {
-    try {
-      const v = await fn();
-      if (v !== undefined && v !== false) return v;
-    } catch (err) {
-      last = err;
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`condition not met in ${timeoutMs} ms${last ? `: ${String(last)}` : ''}`);
 }
 
 describe('VirtualNode controller (real apiserver)', function () {

@@ -14,24 +14,7 @@ import { RealClock } from '../../src/util/clock.js';
 import { isNotFound } from '../../src/util/errors.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { kubectl, REPO_ROOT, startControlPlane, type ControlPlane } from '../support/controlplane.js';
-
-async function eventually<T>(
-  fn: () => Promise<T | undefined> | T | undefined,
-  timeoutMs = 30_000,
-): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < end) {
-    try {
-      const v = await fn();
-      if (v !== undefined && v !== false) return v;
-    } catch (err) {
-      last = err;
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`condition not met in ${timeoutMs} ms${last ? `: ${String(last)}` : ''}`);
-}
+import { eventually } from '../support/eventually.js';
 
 describe('kubelet-operator end to end (real apiserver, sim runtime)', function () {
   this.timeout(20 * 60_000);
