@@ -4,7 +4,38 @@
  *
  * Flags win over environment variables; every flag has an env form (KO_<UPPER_SNAKE>).
  */
+import { isIP } from 'node:net';
 import { z } from 'zod';
+
+// Label selector syntax (apimachinery labels.Parse): requirements separated by commas, each `key`, `!key`,
+// `key=v`, `key==v`, `key!=v`, `key in (v,...)`, `key notin (v,...)`, `key > n` or `key < n`. Checked here so
+// that a typo stops the process at start instead of failing every list the operator makes.
+const LABEL_NAME = '[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?';
+const LABEL_KEY = `(?:[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*/)?${LABEL_NAME}`;
+const LABEL_VALUE = `(?:${LABEL_NAME})?`;
+const REQUIREMENT = new RegExp(
+  `^\\s*(?:!\\s*${LABEL_KEY}|${LABEL_KEY}(?:\\s*(?:==|=|!=)\\s*${LABEL_VALUE}` +
+    `|\\s+(?:in|notin)\\s*\\(\\s*${LABEL_VALUE}(?:\\s*,\\s*${LABEL_VALUE})*\\s*\\)|\\s*[<>]\\s*[0-9]+)?)\\s*$`,
+);
+
+/** Whether `s` parses as a label selector (empty = everything). */
+export function isLabelSelector(s: string): boolean {
+  if (s.trim() === '') return true;
+  const parts: string[] = [];
+  let depth = 0;
+  let start = 0;
+  for (let i = 0; i < s.length; i++) {
+    if (s[i] === '(') depth++;
+    else if (s[i] === ')') depth--;
+    else if (s[i] === ',' && depth === 0) {
+      parts.push(s.slice(start, i));
+      start = i + 1;
+    }
+    if (depth < 0 || depth > 1) return false;
+  }
+  parts.push(s.slice(start));
+  return depth === 0 && parts.every((p) => REQUIREMENT.test(p));
+}
 
 export const ConfigSchema = z.object({
   /** Path to a kubeconfig; empty = in-cluster, or ~/.kube/config outside a cluster. */
@@ -22,10 +53,20 @@ export const ConfigSchema = z.object({
   httpPort: z.coerce.number().int().min(0).max(65535).default(8080),
   /** Port advertised as the node API (daemonEndpoints). */
   nodeApiPort: z.coerce.number().int().min(1).max(65535).default(10250),
+  /** Address the node API listens on (one HTTPS server for every served VirtualNode). */
+  nodeApiAddress: z.string().default('0.0.0.0'),
+  /** Node API serving certificate and key (PEM); SANs must hold the nodes' InternalIPs. Empty = no node API. */
+  nodeApiCertFile: z.string().default(''),
+  nodeApiKeyFile: z.string().default(''),
+  /** CA bundle for client certificates (the API server's kubelet client cert). Empty = tokens only. */
+  nodeApiClientCaFile: z.string().default(''),
   /** InternalIP for VirtualNodes that do not set one (the operator pod's IP in a cluster). */
-  defaultInternalIP: z.string().default('127.0.0.1'),
+  defaultInternalIP: z
+    .string()
+    .refine((s) => isIP(s) !== 0, 'not an IP address')
+    .default('127.0.0.1'),
   /** Only VirtualNodes matching this label selector are served (sharding across processes). */
-  virtualNodeSelector: z.string().default(''),
+  virtualNodeSelector: z.string().refine(isLabelSelector, 'not a label selector').default(''),
   logLevel: z.enum(['error', 'warn', 'info', 'debug']).default('info'),
   /** Workers for the VirtualNode controller queue. */
   workers: z.coerce.number().int().min(1).max(64).default(4),
@@ -33,11 +74,18 @@ export const ConfigSchema = z.object({
 
 export type Config = z.infer<typeof ConfigSchema>;
 
+/** Words of a camelCase name; a run of capitals is one word (defaultInternalIP -> default, internal, ip). */
+function words(s: string): string[] {
+  return s
+    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
+    .toLowerCase()
+    .split(' ');
+}
 function camelToKebab(s: string): string {
-  return s.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+  return words(s).join('-');
 }
 function camelToEnv(s: string): string {
-  return `KO_${s.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}`;
+  return `KO_${words(s).join('_').toUpperCase()}`;
 }
 
 export type ConfigResult = { ok: true; config: Config } | { ok: false; message: string };

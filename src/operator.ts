@@ -216,24 +216,13 @@ export class Operator {
       return;
     }
     const spec = parsed.spec;
-    const nodeName = nodeNameOf(vn, spec);
     let served = this.served.get(name);
     if (served && this.opts.factory.needsRestart(served.spec, spec)) {
       await this.forget(name);
       served = undefined;
     }
     if (!served) {
-      const node = this.opts.factory.create(vn, spec, nodeName, this.podInformer);
-      const entry: Served = { node, spec, started: Promise.resolve() };
-      entry.started = node.start().catch((err: unknown) => {
-        entry.startError = errorMessage(err);
-        this.opts.logger.warn('virtual node failed to start', { virtualNode: name, error: entry.startError });
-      });
-      this.served.set(name, entry);
-      this.byNode.set(nodeName, name);
-      served = entry;
-      // Hand over pods that are already bound to the node (restart safety).
-      for (const p of this.podsOfNode(nodeName)) node.podAdded(p);
+      served = this.serve(vn, spec);
     } else if (canonicalJSON(served.spec) !== canonicalJSON(spec)) {
       served.spec = spec;
       await served.node.update(spec);
@@ -243,13 +232,37 @@ export class Operator {
     this.queue.addAfter(name, this.statusPeriodMs);
   }
 
+  /** Creates and starts the ManagedNode of a VirtualNode, and hands it the pods already bound to it. */
+  private serve(vn: VirtualNode, spec: VirtualNodeSpec): Served {
+    const name = vn.metadata.name ?? '';
+    const nodeName = nodeNameOf(vn, spec);
+    const node = this.opts.factory.create(vn, spec, nodeName, this.podInformer);
+    const entry: Served = { node, spec, started: Promise.resolve() };
+    entry.started = node.start().catch((err: unknown) => {
+      entry.startError = errorMessage(err);
+      this.opts.logger.warn('virtual node failed to start', { virtualNode: name, error: entry.startError });
+    });
+    this.served.set(name, entry);
+    this.byNode.set(nodeName, name);
+    // Hand over pods that are already bound to the node (restart safety).
+    for (const p of this.podsOfNode(nodeName)) node.podAdded(p);
+    return entry;
+  }
+
   private async finalize(vn: VirtualNode): Promise<void> {
     const name = vn.metadata.name ?? '';
     if (!(vn.metadata.finalizers ?? []).includes(FINALIZER)) {
       await this.forget(name);
       return;
     }
-    const served = this.served.get(name);
+    let served = this.served.get(name);
+    if (!served) {
+      // Deleted while no process served it (or before this one got to it): serve it now, so that a kubelet
+      // terminates its pods, then drain and remove it like any other. Only an invalid spec, which never
+      // started anything, goes without.
+      const parsed = parseVirtualNodeSpec(vn.spec);
+      if (parsed.ok) served = this.serve(vn, parsed.spec);
+    }
     if (served) {
       await served.started;
       const empty = await served.node.drain();

@@ -10,9 +10,10 @@
  *
  * Lifecycle: `start()` once; `ready` resolves when the pod informer has synced, the node's pods were handed
  * to pod workers (containers already on the runtime are adopted by their labels, never recreated), runtime
- * pods unknown to the API were sent off to be killed and removed, and the PLEG relisted once. `stop()` ends
- * every loop and parks the pod workers without touching the runtime or the API (a crash and a shutdown look
- * the same to the next Kubelet). Time comes only from the injected Clock.
+ * pods unknown to the API were sent off to be killed and removed (start-up waits, retrying, for a runtime
+ * that does not answer yet), and the PLEG relisted once. `stop()` ends every loop and parks the pod workers
+ * without touching the runtime or the API (a crash and a shutdown look the same to the next Kubelet). Time
+ * comes only from the injected Clock.
  */
 import type { Pod } from '../api/core.js';
 import type { TimerHandle } from '../util/clock.js';
@@ -86,6 +87,8 @@ export class Kubelet {
   private readonly cleanup: RuntimeCleanup;
   private phase: 'new' | 'starting' | 'running' | 'stopped' = 'new';
   private statusDraining = false;
+  /** Ends the start-up's waits when the Kubelet is stopped first. */
+  private readonly startAbort = new AbortController();
   private resolveReady!: () => void;
   private rejectReady!: (err: Error) => void;
   private resolveDone!: () => void;
@@ -159,6 +162,8 @@ export class Kubelet {
         logger: { info: (m, f) => this.log.debug(m, f) },
       }),
       results: this.results,
+      // A restarted operator adopts running containers without flipping their readiness (kubelet 1.35+).
+      keepStatusOnRestart: true,
     });
 
     this.syncer = new KubeletPodSyncer({
@@ -219,6 +224,7 @@ export class Kubelet {
   async stop(waitMs = 5_000): Promise<void> {
     if (this.phase === 'stopped') return this.done;
     this.phase = 'stopped';
+    this.startAbort.abort();
     this.rejectReady(
       new KindError('Unavailable', 'kubelet stopped before it was ready', { node: this.nodeName }),
     );
@@ -289,7 +295,22 @@ export class Kubelet {
     this.podManager.setPods(pods);
 
     // Runtime pods the API does not know (deleted while we were away) are killed and removed in the background.
-    await this.cleanup.cleanupOrphans();
+    // The runtime may not answer yet (containerd restarting, socket not there): wait for it, never give up.
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.cleanup.cleanupOrphans();
+        break;
+      } catch (err) {
+        if (this.phase !== 'starting') return;
+        const delayMs = Math.min(500 * 2 ** attempt, 10_000);
+        this.log.warn('runtime not reachable at start; retrying', { err: errorMessage(err), delayMs });
+        try {
+          await this.d.clock.sleep(delayMs, this.startAbort.signal);
+        } catch {
+          return; // stopped
+        }
+      }
+    }
     if (this.phase !== 'starting') return;
 
     this.unsubscribe.push(

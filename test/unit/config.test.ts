@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { loadConfig } from '../../src/config.js';
+import { isLabelSelector, loadConfig } from '../../src/config.js';
 
 describe('loadConfig', () => {
   it('uses defaults, env, then flags', () => {
@@ -30,5 +30,45 @@ describe('loadConfig', () => {
       ok: false,
       message: 'flag --log-level needs a value',
     });
+  });
+
+  it('rejects a virtual node selector that is not a label selector, and a default IP that is not an IP', () => {
+    expect(loadConfig(['--virtual-node-selector', 'a b c!!'], {})).to.deep.equal({
+      ok: false,
+      message: '--virtual-node-selector: not a label selector',
+    });
+    expect(loadConfig(['--default-internal-ip=node-1'], {})).to.deep.equal({
+      ok: false,
+      message: '--default-internal-ip: not an IP address',
+    });
+    // One word for an acronym, in the flag and in its environment form.
+    expect(loadConfig([], { KO_DEFAULT_INTERNAL_IP: '10.0.0.7' })).to.deep.nested.include({
+      'config.defaultInternalIP': '10.0.0.7',
+    });
+    const ok = loadConfig(
+      ['--virtual-node-selector=shard in (a, b),!legacy', '--default-internal-ip=fd00::1'],
+      {},
+    );
+    expect(ok.ok).to.equal(true);
+  });
+
+  it('accepts label selectors as the API server does (checked against kube-apiserver)', () => {
+    const valid = ['', 'a', '!a', 'a=b', 'a==b', 'a!=b', 'a=', ' a = b ', 'a in (x,y)', 'a notin(x)', 'a>3'];
+    const more = ['a=b,c!=d, e in (f, g)', 'example.com/zone=z1', 'a.b_c=d-e', 'a in (x),b'];
+    for (const s of [...valid, ...more]) expect(isLabelSelector(s), s).to.equal(true);
+    const invalid = [
+      'a b c!!',
+      'a,',
+      ',a',
+      'Example.com/x',
+      'a/b/c',
+      'a=b=c',
+      'a in (x',
+      'a=(x)',
+      '-a',
+      'a-',
+    ];
+    const worse = ['x'.repeat(64), `a=${'v'.repeat(64)}`, '!a=b', 'a>b', 'a < -1', 'ain (x)'];
+    for (const s of [...invalid, ...worse]) expect(isLabelSelector(s), s).to.equal(false);
   });
 });

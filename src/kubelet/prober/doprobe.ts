@@ -128,6 +128,13 @@ export interface DoProbeInputs {
   status: PodStatus | undefined;
   /** Epoch milliseconds. */
   now: number;
+  /**
+   * Epoch ms at which this kubelet started, when it keeps container statuses across its own restarts
+   * (kubelet 1.35+ default, KEP-4781). A readiness or startup worker then caches no initial value for a
+   * container already running before that time: until a probe publishes, the prober manager keeps the
+   * container's previous `ready`/`started`. Undefined = the initial value is always cached (1.33).
+   */
+  adoptedBefore?: number;
 }
 
 /**
@@ -163,6 +170,12 @@ function secondsRunning(startedAt: string | undefined, now: number): number {
   return Number.isNaN(t) ? 0 : Math.trunc((now - t) / 1000);
 }
 
+/** True when the container is running and its start time is before `epochMs`. */
+export function startedBefore(c: ContainerStatus, epochMs: number): boolean {
+  const t = Date.parse(c.state?.running?.startedAt ?? '');
+  return !Number.isNaN(t) && t < epochMs;
+}
+
 /** The steps of doProbe up to the probe execution (SEMANTICS §6.3, steps 1-9). */
 export function decideProbe(
   target: ProbeTarget,
@@ -191,7 +204,11 @@ export function decideProbe(
   if (currentContainerID(s) !== id) {
     const old = currentContainerID(s);
     if (old !== undefined) writes.push({ op: 'remove', containerID: old });
-    writes.push({ op: 'set', containerID: id, result: initialProbeResult(target.probeType) });
+    const adopted =
+      target.probeType !== 'liveness' &&
+      inputs.adoptedBefore !== undefined &&
+      startedBefore(c, inputs.adoptedBefore);
+    if (!adopted) writes.push({ op: 'set', containerID: id, result: initialProbeResult(target.probeType) });
     s =
       s.phase === 'awaitingContainer'
         ? { phase: 'probing', containerID: id, lastResult: undefined, resultRun: 0 }

@@ -19,6 +19,7 @@ import type { Clock } from '../../util/clock.js';
 import { KindError } from '../../util/errors.js';
 import type { ResultsManager } from './results.js';
 import type { ProbeType } from './types.js';
+import { startedBefore } from './doprobe.js';
 import { ProbeWorker, type ProbeRunner } from './worker.js';
 
 /** The probe types in the order AddPod creates workers for one container. */
@@ -32,6 +33,13 @@ export interface ProberManagerDeps {
   getPodStatus: (uid: PodUID) => PodStatus | undefined;
   runner: ProbeRunner;
   results: { liveness: ResultsManager; readiness: ResultsManager; startup: ResultsManager };
+  /**
+   * Keep `ready` and `started` of containers that were already running when this manager was created (a
+   * restarted kubelet adopting them) until their probes publish a result, instead of resetting them to the
+   * initial values: the kubelet 1.35+ default (KEP-4781; gate ChangeContainerStatusOnKubeletRestart off).
+   * Off = the 1.33 behaviour, where a restart briefly makes every probed container unready.
+   */
+  keepStatusOnRestart?: boolean;
 }
 
 function workerKey(uid: string, containerName: string, probeType: ProbeType): string {
@@ -119,6 +127,7 @@ export class ProberManager {
       results: this.deps.results[probeType],
       runner: this.deps.runner,
       proberStartedAt: this.startedAt,
+      ...(this.deps.keepStatusOnRestart ? { adoptedBefore: this.startedAt } : {}),
       onExit: (w) => {
         if (this.workers.get(key) === w) this.workers.delete(key);
       },
@@ -169,43 +178,55 @@ export class ProberManager {
    *   without a success is triggered to probe at once.
    * - Regular init containers: `started` as above; `ready` becomes true when terminated with exit 0 and is
    *   otherwise left alone. A status whose name is not an init container of the spec is left alone.
+   * - With `keepStatusOnRestart`, a container running since before this manager started whose probe has
+   *   no result yet keeps the `started`/`ready` that `pod.status` (the API's) shows for the same container
+   *   ID, instead of false.
    */
   updatePodStatus(pod: Pod, status: PodStatus): void {
     const uid = pod?.metadata?.uid;
     if (!uid || !status) return;
+    const previous = (list: ContainerStatus[] | undefined, c: ContainerStatus) =>
+      this.deps.keepStatusOnRestart && c.containerID && startedBefore(c, this.startedAt)
+        ? list?.find((p) => p?.name === c.name && p.containerID === c.containerID)
+        : undefined;
     for (const c of status.containerStatuses ?? []) {
       if (!c) continue;
-      c.started = this.isContainerStarted(uid, c);
-      if (c.started) c.ready = this.isContainerReady(uid, c);
+      const prev = previous(pod.status?.containerStatuses, c);
+      c.started = this.isContainerStarted(uid, c, prev);
+      if (c.started) c.ready = this.isContainerReady(uid, c, prev);
     }
     const initSpecs = new Map((pod.spec?.initContainers ?? []).filter((c) => c).map((c) => [c.name, c]));
     for (const c of status.initContainerStatuses ?? []) {
       if (!c) continue;
-      c.started = this.isContainerStarted(uid, c);
+      const prev = previous(pod.status?.initContainerStatuses, c);
+      c.started = this.isContainerStarted(uid, c, prev);
       const spec = initSpecs.get(c.name);
       if (!spec) continue;
       if (!isRestartableInitContainer(spec)) {
         if (c.state?.terminated && c.state.terminated.exitCode === 0) c.ready = true;
         continue;
       }
-      if (c.started) c.ready = this.isContainerReady(uid, c);
+      if (c.started) c.ready = this.isContainerReady(uid, c, prev);
     }
   }
 
-  private isContainerStarted(uid: string, c: ContainerStatus): boolean {
+  /** `prev`: the API status of the same container from before a restart (keepStatusOnRestart only). */
+  private isContainerStarted(uid: string, c: ContainerStatus, prev?: ContainerStatus): boolean {
     if (!c.state?.running) return false;
     const result = this.deps.results.startup.get(c.containerID ?? '');
     if (result !== undefined) return result === 'success';
-    return !this.getWorker(uid, c.name, 'startup');
+    if (!this.getWorker(uid, c.name, 'startup')) return true;
+    return prev?.started === true;
   }
 
-  private isContainerReady(uid: string, c: ContainerStatus): boolean {
+  private isContainerReady(uid: string, c: ContainerStatus, prev?: ContainerStatus): boolean {
     if (!c.state?.running) return false;
-    if (this.deps.results.readiness.get(c.containerID ?? '') === 'success') return true;
+    const result = this.deps.results.readiness.get(c.containerID ?? '');
+    if (result === 'success') return true;
     const w = this.getWorker(uid, c.name, 'readiness');
     if (!w) return true;
     w.manualTrigger();
-    return false;
+    return result === undefined && prev?.ready === true;
   }
 
   private stopWorkers(pod: Pod, containers: readonly Container[], types: readonly ProbeType[]): void {

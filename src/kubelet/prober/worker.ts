@@ -51,6 +51,8 @@ export interface ProbeWorkerDeps {
   runner: ProbeRunner;
   /** Epoch ms at which the prober (the kubelet) started; workers started within one period jitter first. */
   proberStartedAt: number;
+  /** Keep the state of containers running since before this epoch ms (see DoProbeInputs.adoptedBefore). */
+  adoptedBefore?: number;
   /** Called once when the loop has exited and cleaned up (the manager forgets the worker here). */
   onExit?: (worker: ProbeWorker) => void;
 }
@@ -175,6 +177,7 @@ export class ProbeWorker {
         pod,
         status,
         now: this.deps.clock.now(),
+        adoptedBefore: this.deps.adoptedBefore,
       });
       this.workerState = decision.state;
       this.apply(decision.writes);

@@ -192,6 +192,42 @@ describe('Kubelet', () => {
     await second.stop(0);
   });
 
+  it('waits for a runtime that does not answer at start, then starts', async () => {
+    const { clock, runtime, creates, api, deps } = setup();
+    api.pods.set('p-a', mkPod('a'));
+    const list = runtime.listPodSandbox.bind(runtime);
+    let down = true;
+    runtime.listPodSandbox = (f) =>
+      down ? Promise.reject(new KindError('Unavailable', 'runtime unavailable')) : list(f);
+    const k = new Kubelet(deps());
+    k.start();
+    let ready = false;
+    void k.ready.then(() => (ready = true));
+    await advance(clock, 5_000);
+    expect(ready).to.equal(false);
+    expect(creates).to.deep.equal([]);
+    down = false;
+    await advance(clock, 11_000);
+    expect(ready).to.equal(true);
+    expect(creates).to.deep.equal(['p-a/app']);
+    await k.stop(0);
+  });
+
+  it('a stop ends the wait for a runtime that never answers', async () => {
+    const { clock, runtime, deps } = setup();
+    runtime.listPodSandbox = () => Promise.reject(new KindError('Unavailable', 'runtime unavailable'));
+    const k = new Kubelet(deps());
+    k.start();
+    await advance(clock, 2_000);
+    await k.stop(0);
+    const err = await k.ready.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect((err as KindError).kind).to.equal('Unavailable');
+    expect(clock.pendingTimers(), 'timers left after stop').to.equal(0);
+  });
+
   it('rejects ready when stopped before it started', async () => {
     const { deps } = setup();
     const k = new Kubelet({

@@ -55,6 +55,28 @@ describe('prober doProbe (pure)', () => {
     ]);
   });
 
+  it('adoptedBefore: no initial readiness/startup value for a container running since before', () => {
+    const pod = makePod([
+      { name: 'c', readinessProbe: probe(), startupProbe: probe(), livenessProbe: probe() },
+    ]);
+    const adoptedBefore = Date.parse('2026-01-01T00:00:30Z');
+    const old = podStatus([running('c', 'x://1', { started: true, startedAt: '2026-01-01T00:00:00Z' })]);
+    const fresh = podStatus([running('c', 'x://2', { started: true, startedAt: '2026-01-01T00:00:40Z' })]);
+    const writes = (type: ProbeTarget['probeType'], status: typeof old) =>
+      decideProbe(target(type), initialWorkerState, { pod, status, now: NOW, adoptedBefore }).writes;
+    expect(writes('readiness', old)).to.deep.equal([]);
+    expect(writes('startup', old)).to.deep.equal([]);
+    // Liveness keeps its initial success; a container started later gets the initial values as always.
+    expect(writes('liveness', old)).to.deep.equal([{ op: 'set', containerID: 'x://1', result: 'success' }]);
+    expect(writes('readiness', fresh)).to.deep.equal([
+      { op: 'set', containerID: 'x://2', result: 'failure' },
+    ]);
+    // Without adoptedBefore: the 1.33 behaviour.
+    expect(
+      decideProbe(target('readiness'), initialWorkerState, { pod, status: old, now: NOW }).writes,
+    ).to.deep.equal([{ op: 'set', containerID: 'x://1', result: 'failure' }]);
+  });
+
   it('keeps the run count across a container change (a kubelet quirk)', () => {
     const t = target('readiness', probe({ successThreshold: 3 }));
     const state: ProbeWorkerState = {

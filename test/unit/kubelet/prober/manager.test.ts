@@ -6,7 +6,7 @@ import { FakeClock } from '../../../../src/util/clock.js';
 import { isInvalidArgument } from '../../../../src/util/errors.js';
 import { flush, makePod, POD_UID, podStatus, probe, running, terminated } from './fixtures.js';
 
-function setup(status?: () => PodStatus | undefined) {
+function setup(status?: () => PodStatus | undefined, keepStatusOnRestart = false) {
   const clock = new FakeClock(Date.parse('2026-01-01T00:00:00Z'));
   const results = {
     liveness: new ResultsManager('liveness'),
@@ -23,6 +23,7 @@ function setup(status?: () => PodStatus | undefined) {
       return Promise.resolve('success');
     },
     results,
+    keepStatusOnRestart,
   });
   return { clock, results, manager, runs: () => runs };
 }
@@ -126,6 +127,53 @@ describe('prober manager', () => {
     manager.updatePodStatus(pod, podStatus([running('a', 'x://other')]));
     await flush();
     expect(runs()).to.equal(2);
+    manager.removePod(pod);
+  });
+
+  it('keepStatusOnRestart: an adopted container keeps the API ready/started until a probe publishes', () => {
+    const { manager, results } = setup(undefined, true);
+    const pod = makePod([
+      { name: 'r', readinessProbe: probe() },
+      { name: 's', startupProbe: probe(), readinessProbe: probe() },
+      { name: 'n', readinessProbe: probe() },
+    ]);
+    // Started before the manager (the clock starts at 00:00:00Z): adopted from a previous kubelet.
+    const before = '2025-12-31T23:59:00Z';
+    pod.status = podStatus([
+      { ...running('r', 'x://r', { started: true, startedAt: before }), ready: true },
+      { ...running('s', 'x://s', { started: true, startedAt: before }), ready: true },
+      { ...running('n', 'x://old', { started: true, startedAt: before }), ready: true },
+    ]);
+    for (const c of pod.spec.containers) {
+      if (c.startupProbe) manager.startWorker(pod, c, 'startup');
+      if (c.readinessProbe) manager.startWorker(pod, c, 'readiness');
+    }
+    const generate = () => {
+      const status = podStatus([
+        running('r', 'x://r', { startedAt: before }),
+        running('s', 'x://s', { startedAt: before }),
+        running('n', 'x://new', { startedAt: before }), // another container than the API's: no carry-over
+      ]);
+      manager.updatePodStatus(pod, status);
+      return Object.fromEntries(status.containerStatuses!.map((c) => [c.name, [c.started, c.ready]]));
+    };
+    expect(generate()).to.deep.equal({ r: [true, true], s: [true, true], n: [true, false] });
+    // A published result wins over the carried value.
+    results.readiness.set('x://r', 'failure', POD_UID);
+    expect(generate().r).to.deep.equal([true, false]);
+    manager.removePod(pod);
+  });
+
+  it('keepStatusOnRestart: a container started after the manager gets no carried value', () => {
+    const { manager, clock } = setup(undefined, true);
+    clock.advance(5_000);
+    const pod = makePod([{ name: 'r', readinessProbe: probe() }]);
+    const after = new Date(clock.now()).toISOString();
+    pod.status = podStatus([{ ...running('r', 'x://r', { started: true, startedAt: after }), ready: true }]);
+    manager.startWorker(pod, pod.spec.containers[0]!, 'readiness');
+    const status = podStatus([running('r', 'x://r', { startedAt: after })]);
+    manager.updatePodStatus(pod, status);
+    expect(status.containerStatuses![0]!.ready).to.equal(false);
     manager.removePod(pod);
   });
 

@@ -1,0 +1,423 @@
+/**
+ * The whole operator in-process against a real kube-apiserver with a `cri` VirtualNode on a real containerd:
+ * plain pods run with containerd container IDs, exec and httpGet readiness probes flip Ready, a failing
+ * liveness probe restarts its container, restartPolicy Never pods end Succeeded or Failed, a graceful delete
+ * waits out the grace period of a container that ignores SIGTERM, and in the end nothing of ours is left in
+ * containerd or in the cgroup tree.
+ *
+ * OPERATOR_TEST_LOG=debug shows the operator's log.
+ */
+import { expect } from 'chai';
+import { existsSync, readdirSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { ContainerStatus, Pod, PodStatus } from '../../src/api/core.js';
+import type { Node } from '../../src/api/node.js';
+import { KubeClient } from '../../src/kube/client.js';
+import type { CoreEvent } from '../../src/kube/events.js';
+import { kubeletNodeFactory } from '../../src/managednode.js';
+import { Operator } from '../../src/operator.js';
+import { CriRuntime } from '../../src/runtime/cri/client.js';
+import { podCgroupParent } from '../../src/runtime/cri/podconfig.js';
+import { ManagedByLabel, PodUIDLabel } from '../../src/runtime/labels.js';
+import { RealClock } from '../../src/util/clock.js';
+import { isNotFound } from '../../src/util/errors.js';
+import { createLogger, silentLogger, type LogLevel } from '../../src/util/logger.js';
+import { startContainerd, type TestContainerd } from '../support/containerd.js';
+import { kubectl, REPO_ROOT, startControlPlane, type ControlPlane } from '../support/controlplane.js';
+import { eventually } from '../support/eventually.js';
+
+const NODE = 'vn-cri';
+/** A second node on the same containerd, created while containerd is down. */
+const LATE_NODE = 'vn-cri-late';
+const NS = 'cri-e2e';
+const VN_PATH = '/apis/kubelet-operator.dev/v1alpha1/virtualnodes';
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** The pod cgroup's directory in every mounted hierarchy that has it. */
+function podCgroupDirs(cgroupRoot: string, uid: string): string[] {
+  const rel = podCgroupParent(cgroupRoot, uid);
+  const base = '/sys/fs/cgroup';
+  return [base, ...readdirSync(base).map((d) => path.join(base, d))]
+    .map((h) => path.join(h, rel))
+    .filter((d) => existsSync(d));
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen({ host: '127.0.0.1', port: 0 }, () => {
+      const port = (srv.address() as net.AddressInfo).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+const ready = (s: PodStatus | undefined): string | undefined =>
+  s?.conditions?.find((c) => c.type === 'Ready')?.status;
+const cstatus = (s: PodStatus | undefined, name = 'c'): ContainerStatus | undefined =>
+  s?.containerStatuses?.find((c) => c.name === name);
+
+describe('kubelet-operator end to end on containerd (real apiserver, cri runtime)', function () {
+  this.timeout(5 * 60_000);
+  let cp: ControlPlane | undefined;
+  let ctd: TestContainerd | undefined;
+  let client: KubeClient;
+  let cri: CriRuntime | undefined;
+  let op: Operator | undefined;
+  let logRoot = '';
+  let busybox = '';
+  const uids = new Set<string>();
+
+  const podPath = (name: string) => `/api/v1/namespaces/${NS}/pods/${name}`;
+  const getPod = (name: string) => client.request<Pod>({ method: 'GET', path: podPath(name) });
+  const createPod = async (
+    name: string,
+    containers: Record<string, unknown>[],
+    spec: Record<string, unknown> = {},
+  ): Promise<Pod> => {
+    const pod = await client.request<Pod>({
+      method: 'POST',
+      path: `/api/v1/namespaces/${NS}/pods`,
+      body: {
+        metadata: { name, namespace: NS },
+        spec: {
+          nodeName: NODE,
+          automountServiceAccountToken: false,
+          terminationGracePeriodSeconds: 1,
+          containers: containers.map((c) => ({
+            name: 'c',
+            image: busybox,
+            imagePullPolicy: 'IfNotPresent',
+            ...c,
+          })),
+          ...spec,
+        },
+      },
+    });
+    uids.add(pod.metadata.uid!);
+    return pod;
+  };
+  const waitPod = (name: string, pred: (s: PodStatus) => boolean, what: string, timeoutMs = 60_000) =>
+    eventually(
+      async () => {
+        const p = await getPod(name);
+        return pred(p.status ?? {}) ? p : undefined;
+      },
+      timeoutMs,
+      `${name}: ${what}`,
+    );
+  const eventsOf = async (name: string): Promise<CoreEvent[]> =>
+    (
+      await client.request<{ items: CoreEvent[] }>({
+        method: 'GET',
+        path: `/api/v1/namespaces/${NS}/events`,
+        query: { fieldSelector: `involvedObject.name=${name}` },
+      })
+    ).items;
+  const gone = async (p: string): Promise<true | undefined> => {
+    try {
+      await client.request({ method: 'GET', path: p });
+      return undefined;
+    } catch (err) {
+      return isNotFound(err) ? true : undefined;
+    }
+  };
+
+  before(async function () {
+    this.timeout(20 * 60_000); // cold binaries build, package install
+    [cp, ctd] = await Promise.all([startControlPlane(), startContainerd()]);
+    busybox = 'busybox'; // normalised by containerd to the harness's docker.io/library/busybox:latest
+    expect(ctd.images.busybox).to.equal('docker.io/library/busybox:latest');
+    cri = new CriRuntime({ endpoint: ctd.endpoint });
+    logRoot = await mkdtemp(path.join(tmpdir(), 'ko-op-cri-logs-'));
+    const crd = await kubectl(cp, ['apply', '-f', path.join(REPO_ROOT, 'crds/virtualnode.yaml')]);
+    expect(crd.code, crd.stderr).to.equal(0);
+    await kubectl(cp, [
+      'wait',
+      '--for=condition=Established',
+      '--timeout=60s',
+      'crd/virtualnodes.kubelet-operator.dev',
+    ]);
+    client = await KubeClient.fromKubeConfig(cp.adminKubeConfig(), { qps: 200, burst: 400 });
+    await client.request({ method: 'POST', path: '/api/v1/namespaces', body: { metadata: { name: NS } } });
+    // No controller-manager: the ServiceAccount admission plugin still wants the default account.
+    await client.request({
+      method: 'POST',
+      path: `/api/v1/namespaces/${NS}/serviceaccounts`,
+      body: { metadata: { name: 'default' } },
+    });
+
+    const clock = new RealClock();
+    const level = process.env.OPERATOR_TEST_LOG as LogLevel | undefined;
+    const logger = level ? createLogger(level) : silentLogger;
+    const factory = kubeletNodeFactory({
+      client,
+      clock,
+      logger,
+      defaultInternalIP: '127.0.0.1',
+      nodeApiPort: 10250,
+    });
+    const operator = new Operator({
+      client,
+      factory,
+      clock,
+      logger,
+      statusPeriodMs: 1000,
+      drainRecheckMs: 300,
+    });
+    op = operator;
+    await op.start();
+
+    await client.request({
+      method: 'POST',
+      path: VN_PATH,
+      body: {
+        apiVersion: 'kubelet-operator.dev/v1alpha1',
+        kind: 'VirtualNode',
+        metadata: { name: NODE },
+        spec: {
+          runtime: {
+            type: 'cri',
+            cri: {
+              endpoint: ctd.endpoint,
+              cgroupRoot: ctd.cgroupParentPrefix,
+              logRoot,
+              podNetwork: 'host',
+            },
+          },
+        },
+      },
+    });
+  });
+
+  after(async function () {
+    this.timeout(5 * 60_000);
+    await op?.stop().catch(() => undefined);
+    await cri?.close().catch(() => undefined);
+    client?.close();
+    await Promise.allSettled([cp?.stop(), ctd?.stop()]);
+    if (logRoot) await rm(logRoot, { recursive: true, force: true });
+  });
+
+  it('registers a Ready Node reporting the containerd runtime', async () => {
+    const node = await eventually(
+      async () => {
+        const n = await client.request<Node>({ method: 'GET', path: `/api/v1/nodes/${NODE}` });
+        return n.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True' ? n : undefined;
+      },
+      60_000,
+      'Node Ready',
+    );
+    expect(node.status?.nodeInfo?.containerRuntimeVersion).to.match(/^containerd:\/\/\S+/);
+  });
+
+  it('runs a plain pod to Running and Ready with a containerd:// container ID', async () => {
+    await createPod('plain', [{ command: ['sleep', '3600'] }]);
+    const pod = await waitPod('plain', (s) => ready(s) === 'True', 'Ready');
+    expect(pod.status?.phase).to.equal('Running');
+    expect(pod.status?.podIP).to.equal('127.0.0.1'); // host network: the node's IP
+    const c = cstatus(pod.status);
+    expect(c).to.include({ ready: true, started: true, restartCount: 0 });
+    expect(c?.containerID).to.match(/^containerd:\/\/[0-9a-f]{64}$/);
+    expect(c?.state?.running?.startedAt).to.be.a('string');
+    // containerd reports one of the image's tags (the harness tags busybox twice).
+    expect(c?.image).to.match(/^docker\.io\/library\/busybox:/);
+    expect(c?.imageID).to.be.a('string').and.not.equal('');
+    const reasons = (await eventsOf('plain')).map((e) => e.reason);
+    expect(reasons).to.include.members(['Pulled', 'Created', 'Started']);
+  });
+
+  it('an exec readiness probe turns Ready from False to True once the file exists', async () => {
+    await createPod('exec-ready', [
+      {
+        command: ['sh', '-c', 'sleep 4; touch /tmp/ready; exec sleep 3600'],
+        readinessProbe: { exec: { command: ['cat', '/tmp/ready'] }, periodSeconds: 1 },
+      },
+    ]);
+    const running = await waitPod('exec-ready', (s) => s.phase === 'Running', 'Running');
+    expect(ready(running.status), 'Ready before the file exists').to.equal('False');
+    expect(cstatus(running.status)?.ready).to.equal(false);
+    const t0 = Date.now();
+    const pod = await waitPod('exec-ready', (s) => ready(s) === 'True', 'Ready');
+    expect(Date.now() - t0).to.be.greaterThan(1000);
+    expect(cstatus(pod.status)).to.include({ ready: true, restartCount: 0 });
+  });
+
+  it('an httpGet readiness probe against busybox httpd goes Ready', async () => {
+    const port = await freePort();
+    await createPod('http-ready', [
+      {
+        command: [
+          'sh',
+          '-c',
+          `mkdir -p /www && echo ok > /www/index.html && exec httpd -f -p ${port} -h /www`,
+        ],
+        readinessProbe: { httpGet: { path: '/index.html', port }, periodSeconds: 1 },
+      },
+    ]);
+    const pod = await waitPod('http-ready', (s) => ready(s) === 'True', 'Ready');
+    expect(cstatus(pod.status)).to.include({ ready: true, restartCount: 0 });
+    const res = await fetch(`http://127.0.0.1:${port}/index.html`);
+    expect((await res.text()).trim()).to.equal('ok');
+  });
+
+  it('a liveness probe that starts failing restarts the container', async () => {
+    await createPod('liveness', [
+      {
+        command: ['sh', '-c', 'touch /tmp/healthy; sleep 3; rm /tmp/healthy; exec sleep 3600'],
+        livenessProbe: { exec: { command: ['cat', '/tmp/healthy'] }, periodSeconds: 1, failureThreshold: 1 },
+      },
+    ]);
+    const first = await waitPod('liveness', (s) => s.phase === 'Running', 'Running');
+    const firstID = cstatus(first.status)?.containerID;
+    const pod = await waitPod('liveness', (s) => (cstatus(s)?.restartCount ?? 0) >= 1, 'restartCount >= 1');
+    const c = cstatus(pod.status)!;
+    expect(c.containerID).to.not.equal(firstID);
+    expect(c.lastState?.terminated?.containerID).to.equal(firstID);
+    expect(c.lastState?.terminated?.exitCode).to.equal(137);
+    const events = await eventually(
+      async () => {
+        const ev = await eventsOf('liveness');
+        return ev.some((e) => e.reason === 'Unhealthy' && e.message.startsWith('Liveness probe failed'))
+          ? ev
+          : undefined;
+      },
+      20_000,
+      'Unhealthy event',
+    );
+    const unhealthy = events.find((e) => e.reason === 'Unhealthy')!;
+    expect(unhealthy.type).to.equal('Warning');
+    expect(unhealthy.source).to.include({ component: 'kubelet', host: NODE });
+    expect(events.map((e) => e.reason)).to.include('Killing');
+  });
+
+  it('restartPolicy Never: exit 0 -> Succeeded, exit 1 -> Failed with reason Error', async () => {
+    await createPod('never-ok', [{ command: ['sh', '-c', 'exit 0'] }], { restartPolicy: 'Never' });
+    await createPod('never-fail', [{ command: ['sh', '-c', 'exit 1'] }], { restartPolicy: 'Never' });
+    const ok = await waitPod('never-ok', (s) => s.phase === 'Succeeded', 'Succeeded');
+    expect(cstatus(ok.status)?.state?.terminated).to.include({ exitCode: 0, reason: 'Completed' });
+    const failed = await waitPod('never-fail', (s) => s.phase === 'Failed', 'Failed');
+    const t = cstatus(failed.status)?.state?.terminated;
+    expect(t).to.include({ exitCode: 1, reason: 'Error' });
+    expect(t?.containerID).to.match(/^containerd:\/\//);
+    expect(cstatus(failed.status)?.restartCount).to.equal(0);
+  });
+
+  it('a graceful delete of a container ignoring SIGTERM takes the grace period, then the pod is gone', async () => {
+    // sleep as PID 1 has no SIGTERM handler, so the kernel drops the signal: only SIGKILL ends it.
+    await createPod('graceful', [{ command: ['sleep', '3600'] }], { terminationGracePeriodSeconds: 3 });
+    await waitPod('graceful', (s) => ready(s) === 'True', 'Ready');
+    const t0 = Date.now();
+    await client.request({ method: 'DELETE', path: podPath('graceful') });
+    await eventually(() => gone(podPath('graceful')), 30_000, 'graceful pod gone');
+    const took = Date.now() - t0;
+    expect(took, `delete took ${took} ms`).to.be.within(2800, 10_000);
+    const reasons = (await eventsOf('graceful')).map((e) => e.reason);
+    expect(reasons).to.include('Killing');
+  });
+
+  it('a node whose runtime is down when it starts runs its pods once the runtime answers', async () => {
+    await ctd!.restartDaemon(async () => {
+      await client.request({
+        method: 'POST',
+        path: VN_PATH,
+        body: {
+          apiVersion: 'kubelet-operator.dev/v1alpha1',
+          kind: 'VirtualNode',
+          metadata: { name: LATE_NODE },
+          spec: {
+            runtime: {
+              type: 'cri',
+              cri: {
+                endpoint: ctd!.endpoint,
+                cgroupRoot: ctd!.cgroupParentPrefix,
+                logRoot,
+                podNetwork: 'host',
+              },
+            },
+          },
+        },
+      });
+      await createPod('late', [{ command: ['sleep', '3600'] }], { nodeName: LATE_NODE });
+      // The node registers while its kubelet finds no runtime to start on.
+      await eventually(
+        () => client.request<Node>({ method: 'GET', path: `/api/v1/nodes/${LATE_NODE}` }),
+        30_000,
+        'the late Node registered',
+      );
+      await sleep(3000);
+      expect((await getPod('late')).status?.phase ?? 'Pending').to.equal('Pending');
+    });
+    const pod = await waitPod('late', (s) => ready(s) === 'True', 'Ready once containerd is back', 90_000);
+    expect(cstatus(pod.status)?.containerID).to.match(/^containerd:\/\//);
+    // The first node's pods lived through the containerd restart without a new container.
+    const plain = await getPod('plain');
+    expect(ready(plain.status)).to.equal('True');
+    expect(cstatus(plain.status)?.restartCount).to.equal(0);
+  });
+
+  it('after deleting every pod nothing of ours is left in containerd or the cgroup tree', async () => {
+    const pods = await client.request<{ items: Pod[] }>({
+      method: 'GET',
+      path: `/api/v1/namespaces/${NS}/pods`,
+    });
+    await Promise.all(
+      pods.items.map((p) => client.request({ method: 'DELETE', path: podPath(p.metadata.name!) })),
+    );
+    await eventually(
+      async () => {
+        const left = await client.request<{ items: Pod[] }>({
+          method: 'GET',
+          path: `/api/v1/namespaces/${NS}/pods`,
+        });
+        return left.items.length === 0 ? true : undefined;
+      },
+      60_000,
+      'every pod object gone',
+    );
+    expect(uids.size).to.equal(8);
+    await eventually(
+      async () => {
+        const [sandboxes, containers] = await Promise.all([
+          cri!.listPodSandbox({ labelSelector: { [ManagedByLabel]: NODE } }),
+          cri!.listContainers({ labelSelector: { [ManagedByLabel]: NODE } }),
+        ]);
+        return sandboxes.length === 0 && containers.length === 0 ? true : undefined;
+      },
+      60_000,
+      'no sandboxes or containers of ours in containerd',
+    );
+    // Nothing at all, labelled or not, and no cgroup or log directory of any of our pods.
+    expect(await cri!.listPodSandbox()).to.deep.equal([]);
+    expect(await cri!.listContainers()).to.deep.equal([]);
+    for (const uid of uids) {
+      expect(await cri!.listPodSandbox({ labelSelector: { [PodUIDLabel]: uid } })).to.deep.equal([]);
+      await eventually(
+        () => (podCgroupDirs(ctd!.cgroupParentPrefix, uid).length === 0 ? true : undefined),
+        20_000,
+        `pod ${uid} cgroup removed`,
+      );
+    }
+    await eventually(
+      () => (readdirSync(logRoot).length === 0 ? true : undefined),
+      20_000,
+      'pod log directories removed',
+    );
+  });
+
+  it('deleting the VirtualNodes removes their Nodes and Leases', async () => {
+    for (const node of [NODE, LATE_NODE]) {
+      await client.request({ method: 'DELETE', path: `${VN_PATH}/${node}` });
+      await eventually(() => gone(`${VN_PATH}/${node}`), 60_000, `VirtualNode ${node} gone`);
+      expect(await gone(`/api/v1/nodes/${node}`)).to.equal(true);
+      expect(await gone(`/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/${node}`)).to.equal(
+        true,
+      );
+    }
+  });
+});

@@ -1,0 +1,507 @@
+/**
+ * Restart safety of the real operator process: `node --import tsx src/main.ts` runs against a real
+ * kube-apiserver with a `cri` VirtualNode on a real containerd. Three pods (one with a readiness probe) run
+ * and go Ready; the process is SIGKILLed and a new one started. The new process adopts what is there: no
+ * container is created twice, no sandbox is added, the pods stay Ready, and once converged a 60 s steady
+ * window sees no pods/status write at all (counted twice: in the API server's audit log, which also shows
+ * no-op patches, and as status changes on a watch). The new process deletes a pod; then it is killed too and
+ * the VirtualNode deleted while no process runs: the third process drains it and removes its Node and Lease,
+ * leaving nothing behind in the API, in containerd or in the cgroup tree.
+ *
+ * The processes' logs go to files in a temp dir; KEEP_OPERATOR_LOGS=1 keeps them (their path is printed).
+ */
+import { expect } from 'chai';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, openSync, closeSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { Pod, PodStatus } from '../../src/api/core.js';
+import type { Lease, Node } from '../../src/api/node.js';
+import { KubeClient } from '../../src/kube/client.js';
+import { CriRuntime } from '../../src/runtime/cri/client.js';
+import { podCgroupParent } from '../../src/runtime/cri/podconfig.js';
+import { ContainerNameLabel, ManagedByLabel, PodUIDLabel } from '../../src/runtime/labels.js';
+import { canonicalJSON } from '../../src/util/canonical.js';
+import { isNotFound } from '../../src/util/errors.js';
+import { startContainerd, type TestContainerd } from '../support/containerd.js';
+import { kubectl, REPO_ROOT, startControlPlane, type ControlPlane } from '../support/controlplane.js';
+import { eventually } from '../support/eventually.js';
+
+const NODE = 'vn-restart';
+const NS = 'restart-e2e';
+const VN_PATH = '/apis/kubelet-operator.dev/v1alpha1/virtualnodes';
+const LEASE_PATH = `/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/${NODE}`;
+const STEADY_WINDOW_MS = 60_000;
+const POD_NAMES = ['sleeper-a', 'sleeper-b', 'probed'] as const;
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+function podCgroupDirs(cgroupRoot: string, uid: string): string[] {
+  const rel = podCgroupParent(cgroupRoot, uid);
+  const base = '/sys/fs/cgroup';
+  return [base, ...readdirSync(base).map((d) => path.join(base, d))]
+    .map((h) => path.join(h, rel))
+    .filter((d) => existsSync(d));
+}
+
+const ready = (s: PodStatus | undefined): string | undefined =>
+  s?.conditions?.find((c) => c.type === 'Ready')?.status;
+
+/** Only pods/status writes reach the audit log; the API server writes it synchronously (blocking mode). */
+const AUDIT_POLICY = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+  - level: Metadata
+    verbs: [patch, update]
+    resources:
+      - group: ''
+        resources: [pods/status]
+  - level: None
+`;
+
+interface AuditEvent {
+  verb: string;
+  stage: string;
+  userAgent?: string;
+  objectRef?: { resource?: string; subresource?: string; namespace?: string; name?: string };
+  stageTimestamp: string;
+  responseStatus?: { code?: number };
+}
+
+/** One operator process; its output goes to `logPath`. */
+class OperatorProcess {
+  readonly child: ChildProcess;
+  readonly exited: Promise<number | null>;
+  private exitedFlag = false;
+
+  constructor(
+    readonly logPath: string,
+    kubeconfig: string,
+  ) {
+    const fd = openSync(logPath, 'a');
+    try {
+      // `node --import tsx` (not the tsx CLI) so that the pid is the operator itself, not a wrapper.
+      this.child = spawn(
+        process.execPath,
+        [
+          '--import',
+          'tsx',
+          'src/main.ts',
+          '--kubeconfig',
+          kubeconfig,
+          '--http-port',
+          '0',
+          '--http-address',
+          '127.0.0.1',
+          '--log-level',
+          'debug',
+        ],
+        { cwd: REPO_ROOT, stdio: ['ignore', fd, fd], env: { ...process.env, KUBECONFIG: '' } },
+      );
+    } finally {
+      closeSync(fd);
+    }
+    live.add(this.child);
+    this.exited = new Promise((resolve) =>
+      this.child.once('exit', (code) => {
+        this.exitedFlag = true;
+        live.delete(this.child);
+        resolve(code);
+      }),
+    );
+  }
+
+  get running(): boolean {
+    return !this.exitedFlag;
+  }
+
+  /** The health port from the process's log line, then /readyz = 200. */
+  async waitReady(timeoutMs = 60_000): Promise<number> {
+    const port = await eventually(
+      () => {
+        if (!this.running) throw new Error(`operator exited; log:\n${this.tail()}`);
+        for (const line of readFileSync(this.logPath, 'utf8').split('\n')) {
+          if (!line.includes('serving health and metrics')) continue;
+          const port = (JSON.parse(line) as { port?: number }).port;
+          if (port) return port;
+        }
+        return undefined;
+      },
+      timeoutMs,
+      'the operator to serve health',
+    );
+    await eventually(
+      async () => {
+        if (!this.running) throw new Error(`operator exited; log:\n${this.tail()}`);
+        const res = await fetch(`http://127.0.0.1:${port}/readyz`);
+        return res.status === 200 ? true : undefined;
+      },
+      timeoutMs,
+      'the operator to be ready',
+    );
+    return port;
+  }
+
+  async kill(signal: NodeJS.Signals): Promise<number | null> {
+    if (this.running) this.child.kill(signal);
+    return this.exited;
+  }
+
+  tail(lines = 30): string {
+    try {
+      return readFileSync(this.logPath, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+    } catch {
+      return '(no log)';
+    }
+  }
+}
+
+/** Every operator child still running; SIGKILLed in `after` and, as a last resort, at process exit. */
+const live = new Set<ChildProcess>();
+const killLive = (): void => {
+  for (const c of live) c.kill('SIGKILL');
+};
+process.on('exit', killLive);
+
+describe('kubelet-operator process restart on containerd (real apiserver, real process)', function () {
+  this.timeout(6 * 60_000);
+  let cp: ControlPlane | undefined;
+  let ctd: TestContainerd | undefined;
+  let client: KubeClient;
+  let cri: CriRuntime | undefined;
+  let dir = '';
+  let logRoot = '';
+  let auditLog = '';
+  const procs: OperatorProcess[] = [];
+  const watchAbort = new AbortController();
+  /** Every pod event of the namespace, with its arrival time and whether the status changed. */
+  const seen: { at: number; type: string; name: string; statusChanged: boolean; status: PodStatus }[] = [];
+  const uids = new Map<string, string>();
+  let killedAt = 0;
+  let failed = false;
+
+  const podPath = (name: string) => `/api/v1/namespaces/${NS}/pods/${name}`;
+  const getPod = (name: string) => client.request<Pod>({ method: 'GET', path: podPath(name) });
+  const gone = async (p: string): Promise<true | undefined> => {
+    try {
+      await client.request({ method: 'GET', path: p });
+      return undefined;
+    } catch (err) {
+      return isNotFound(err) ? true : undefined;
+    }
+  };
+  const startOperator = (): OperatorProcess => {
+    const p = new OperatorProcess(path.join(dir, `operator-${procs.length + 1}.log`), cp!.kubeconfigPath);
+    procs.push(p);
+    return p;
+  };
+  const statusWrites = (since: number, until = Infinity): AuditEvent[] =>
+    readFileSync(auditLog, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as AuditEvent)
+      .filter(
+        (e) =>
+          e.stage === 'ResponseComplete' &&
+          e.objectRef?.resource === 'pods' &&
+          e.objectRef.subresource === 'status' &&
+          e.objectRef.namespace === NS &&
+          Date.parse(e.stageTimestamp) >= since &&
+          Date.parse(e.stageTimestamp) < until,
+      );
+  /** Containers and sandboxes of one pod in containerd. */
+  const runtimeOf = async (uid: string) => {
+    const [sandboxes, containers] = await Promise.all([
+      cri!.listPodSandbox({ labelSelector: { [PodUIDLabel]: uid } }),
+      cri!.listContainers({ labelSelector: { [PodUIDLabel]: uid } }),
+    ]);
+    return {
+      sandboxes: sandboxes.map((s) => `${s.id}:${s.metadata.attempt}:${s.state}`).sort(),
+      containers: containers
+        .map((c) => `${c.labels[ContainerNameLabel]}:${c.metadata.attempt}:${c.id}:${c.state}`)
+        .sort(),
+    };
+  };
+
+  before(async function () {
+    this.timeout(20 * 60_000); // cold binaries build, package install
+    dir = await mkdtemp(path.join(tmpdir(), 'ko-op-restart-'));
+    logRoot = path.join(dir, 'pod-logs');
+    auditLog = path.join(dir, 'audit.log');
+    const policy = path.join(dir, 'audit-policy.yaml');
+    await writeFile(policy, AUDIT_POLICY);
+    await writeFile(auditLog, '');
+    [cp, ctd] = await Promise.all([
+      startControlPlane({
+        apiserverArgs: [
+          `--audit-policy-file=${policy}`,
+          `--audit-log-path=${auditLog}`,
+          '--audit-log-mode=blocking',
+        ],
+      }),
+      startContainerd(),
+    ]);
+    cri = new CriRuntime({ endpoint: ctd.endpoint });
+    const crd = await kubectl(cp, ['apply', '-f', path.join(REPO_ROOT, 'crds/virtualnode.yaml')]);
+    expect(crd.code, crd.stderr).to.equal(0);
+    await kubectl(cp, [
+      'wait',
+      '--for=condition=Established',
+      '--timeout=60s',
+      'crd/virtualnodes.kubelet-operator.dev',
+    ]);
+    client = await KubeClient.fromKubeConfig(cp.adminKubeConfig(), { qps: 200, burst: 400 });
+    await client.request({ method: 'POST', path: '/api/v1/namespaces', body: { metadata: { name: NS } } });
+    await client.request({
+      method: 'POST',
+      path: `/api/v1/namespaces/${NS}/serviceaccounts`,
+      body: { metadata: { name: 'default' } },
+    });
+    // The watch that sees every pod status change for the whole test.
+    const last = new Map<string, string>();
+    void client
+      .watch(
+        `/api/v1/namespaces/${NS}/pods`,
+        { timeoutSeconds: 1800 },
+        (e) => {
+          const pod = e.object as Pod;
+          const name = pod.metadata?.name ?? '';
+          const status = canonicalJSON(pod.status ?? {});
+          seen.push({
+            at: Date.now(),
+            type: e.type,
+            name,
+            statusChanged: last.get(name) !== status,
+            status: pod.status ?? {},
+          });
+          last.set(name, status);
+        },
+        watchAbort.signal,
+      )
+      .catch(() => undefined);
+  });
+
+  afterEach(function () {
+    if (this.currentTest?.state === 'failed') failed = true;
+  });
+
+  after(async function () {
+    this.timeout(5 * 60_000);
+    watchAbort.abort();
+    await Promise.all(procs.map((p) => p.kill('SIGKILL')));
+    killLive();
+    if (failed) for (const p of procs) console.error(`--- ${p.logPath} (tail)\n${p.tail(40)}`);
+    await cri?.close().catch(() => undefined);
+    client?.close();
+    await Promise.allSettled([cp?.stop(), ctd?.stop()]);
+    if (process.env.KEEP_OPERATOR_LOGS) console.error(`operator logs kept in ${dir}`);
+    else if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('the first process serves a cri VirtualNode and runs three pods to Ready', async () => {
+    await startOperator().waitReady();
+    await client.request({
+      method: 'POST',
+      path: VN_PATH,
+      body: {
+        apiVersion: 'kubelet-operator.dev/v1alpha1',
+        kind: 'VirtualNode',
+        metadata: { name: NODE },
+        spec: {
+          runtime: {
+            type: 'cri',
+            cri: {
+              endpoint: ctd!.endpoint,
+              cgroupRoot: ctd!.cgroupParentPrefix,
+              logRoot,
+              podNetwork: 'host',
+            },
+          },
+        },
+      },
+    });
+    await eventually(
+      async () => {
+        const n = await client.request<Node>({ method: 'GET', path: `/api/v1/nodes/${NODE}` });
+        return n.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True' ? n : undefined;
+      },
+      60_000,
+      'Node Ready',
+    );
+    for (const name of POD_NAMES) {
+      const container: Record<string, unknown> = {
+        name: 'c',
+        image: ctd!.images.busybox,
+        imagePullPolicy: 'IfNotPresent',
+        command: ['sleep', '3600'],
+      };
+      if (name === 'probed') {
+        container.command = ['sh', '-c', 'touch /tmp/ready; exec sleep 3600'];
+        container.readinessProbe = { exec: { command: ['test', '-f', '/tmp/ready'] }, periodSeconds: 2 };
+      }
+      const pod = await client.request<Pod>({
+        method: 'POST',
+        path: `/api/v1/namespaces/${NS}/pods`,
+        body: {
+          metadata: { name },
+          spec: {
+            nodeName: NODE,
+            automountServiceAccountToken: false,
+            terminationGracePeriodSeconds: 1,
+            containers: [container],
+          },
+        },
+      });
+      uids.set(name, pod.metadata.uid!);
+    }
+    for (const name of POD_NAMES) {
+      await eventually(
+        async () => {
+          const p = await getPod(name);
+          return p.status?.phase === 'Running' && ready(p.status) === 'True' ? p : undefined;
+        },
+        60_000,
+        `${name} Running and Ready`,
+      );
+    }
+  });
+
+  it('after SIGKILL a new process adopts everything: nothing created twice, pods stay Ready, no status writes', async () => {
+    const before = new Map<string, Awaited<ReturnType<typeof runtimeOf>>>();
+    for (const [name, uid] of uids) {
+      const rt = await runtimeOf(uid);
+      expect(rt.sandboxes, `${name} sandboxes`).to.have.length(1);
+      expect(rt.containers, `${name} containers`).to.have.length(1);
+      expect(rt.containers[0]).to.match(/^c:0:[0-9a-f]{64}:running$/);
+      before.set(name, rt);
+    }
+    const leaseBefore = await client.request<Lease>({ method: 'GET', path: LEASE_PATH });
+
+    const first = procs[0]!;
+    expect(await first.kill('SIGKILL')).to.equal(null);
+    killedAt = Date.now();
+    const second = startOperator();
+    await second.waitReady();
+
+    // The new process holds the node: its Lease is renewed again.
+    await eventually(
+      async () => {
+        const l = await client.request<Lease>({ method: 'GET', path: LEASE_PATH });
+        return Date.parse(l.spec.renewTime!) > Math.max(killedAt, Date.parse(leaseBefore.spec.renewTime!))
+          ? l
+          : undefined;
+      },
+      30_000,
+      'the Lease renewed by the new process',
+    );
+    // Converged: every pod Ready and no pod status change for 10 s (the new kubelet has probed and synced).
+    await eventually(
+      async () => {
+        for (const name of POD_NAMES) if (ready((await getPod(name)).status) !== 'True') return undefined;
+        const lastChange = Math.max(killedAt, ...seen.filter((s) => s.statusChanged).map((s) => s.at));
+        return Date.now() - lastChange >= 10_000 ? true : undefined;
+      },
+      90_000,
+      'pods Ready with no status change for 10 s',
+    );
+    const converged = Date.now();
+    const writesWhileConverging = statusWrites(killedAt, converged);
+
+    await sleep(STEADY_WINDOW_MS);
+    const windowEnd = Date.now();
+
+    // No pods/status request at all in the window (the audit log shows no-op patches too).
+    const writes = statusWrites(converged, windowEnd);
+    expect(
+      writes.map((w) => `${w.stageTimestamp} ${w.verb} ${w.objectRef?.name} by ${w.userAgent}`),
+      'pods/status writes in the steady window',
+    ).to.deep.equal([]);
+    const changes = seen.filter((s) => s.at >= converged && s.at < windowEnd && s.statusChanged);
+    expect(
+      changes.map((c) => `${c.type} ${c.name}`),
+      'status changes in the steady window',
+    ).to.deep.equal([]);
+    // Since the kill, no pod ever stopped being Ready or Running.
+    const dips = seen.filter(
+      (s) => s.at >= killedAt && (ready(s.status) !== 'True' || s.status.phase !== 'Running'),
+    );
+    expect(
+      dips.map((d) => `${d.type} ${d.name} Ready=${ready(d.status)} phase=${d.status.phase}`),
+      'pods that dipped after the restart',
+    ).to.deep.equal([]);
+    // Adoption itself writes nothing either: the new process computes the very status that is stored.
+    expect(
+      writesWhileConverging.map(
+        (w) => `${w.stageTimestamp} ${w.verb} ${w.objectRef?.name} by ${w.userAgent}`,
+      ),
+      'pods/status writes while the new process adopted the pods',
+    ).to.deep.equal([]);
+
+    // Nothing was created twice: the very same sandboxes and containers, still attempt 0 and running.
+    for (const [name, uid] of uids) expect(await runtimeOf(uid), name).to.deep.equal(before.get(name));
+    for (const name of POD_NAMES) {
+      const p = await getPod(name);
+      expect(p.status?.containerStatuses?.[0]?.restartCount, name).to.equal(0);
+      expect(p.status?.containerStatuses?.[0]?.containerID).to.equal(
+        `containerd://${before.get(name)!.containers[0]!.split(':')[2]}`,
+      );
+    }
+    // The old process is gone; the new one keeps running.
+    expect(first.running).to.equal(false);
+    expect(second.running).to.equal(true);
+  });
+
+  it('the new process deletes a pod; a VirtualNode deleted while no process runs is drained and removed by the next', async () => {
+    // A pod deleted under the adopting process: killed, removed, its object gone.
+    await client.request({ method: 'DELETE', path: podPath('sleeper-a') });
+    await eventually(() => gone(podPath('sleeper-a')), 60_000, 'sleeper-a gone');
+    expect(await runtimeOf(uids.get('sleeper-a')!)).to.deep.equal({ sandboxes: [], containers: [] });
+
+    // The process dies; the VirtualNode is deleted meanwhile. Its finalizer holds it, its pods keep running.
+    const second = procs[1]!;
+    expect(second.running, second.tail()).to.equal(true);
+    await second.kill('SIGKILL');
+    await client.request({ method: 'DELETE', path: `${VN_PATH}/${NODE}` });
+    await sleep(2000);
+    const pending = await client.request<{ metadata: { deletionTimestamp?: string } }>({
+      method: 'GET',
+      path: `${VN_PATH}/${NODE}`,
+    });
+    expect(pending.metadata.deletionTimestamp).to.be.a('string');
+    for (const name of ['sleeper-b', 'probed']) expect(ready((await getPod(name)).status)).to.equal('True');
+
+    // The next process finishes the job: drains the pods through its kubelet, removes the Node and Lease.
+    const third = startOperator();
+    await third.waitReady();
+    for (const name of ['sleeper-b', 'probed'])
+      await eventually(() => gone(podPath(name)), 60_000, `${name} gone`);
+    await eventually(() => gone(`${VN_PATH}/${NODE}`), 60_000, 'VirtualNode gone');
+    expect(await gone(`/api/v1/nodes/${NODE}`)).to.equal(true);
+    expect(await gone(LEASE_PATH)).to.equal(true);
+    await eventually(
+      async () => {
+        const [sandboxes, containers] = await Promise.all([
+          cri!.listPodSandbox({ labelSelector: { [ManagedByLabel]: NODE } }),
+          cri!.listContainers({ labelSelector: { [ManagedByLabel]: NODE } }),
+        ]);
+        return sandboxes.length === 0 && containers.length === 0 ? true : undefined;
+      },
+      60_000,
+      'no sandboxes or containers of ours in containerd',
+    );
+    expect(await cri!.listPodSandbox()).to.deep.equal([]);
+    expect(await cri!.listContainers()).to.deep.equal([]);
+    for (const [name, uid] of uids)
+      await eventually(
+        () => (podCgroupDirs(ctd!.cgroupParentPrefix, uid).length === 0 ? true : undefined),
+        20_000,
+        `${name} cgroup removed`,
+      );
+    expect(existsSync(logRoot) ? readdirSync(logRoot) : []).to.deep.equal([]);
+    // The process keeps running with nothing to serve, and shuts down cleanly on SIGTERM.
+    expect(third.running, third.tail()).to.equal(true);
+    expect(await third.kill('SIGTERM')).to.equal(0);
+  });
+});
