@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Checks the Dockerfile without a docker engine:
+#   1. lint: rules the image must keep (Node LTS base, multi-stage, npm ci --omit=dev, non-root numeric
+#      USER, OCI labels, no HEALTHCHECK, no ADD, no :latest);
+#   2. build: replays the Dockerfile's COPY/RUN/ENV steps stage by stage in a temp dir (a dir per stage
+#      stands in for its filesystem; COPY sources are filtered by .dockerignore's allow list);
+#   3. run: `node dist/main.js --help` and the CRI proto load in the final stage, as the image's uid.
+# Exits non-zero on the first failure. KEEP_TMP=1 keeps the temp dir.
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+dockerfile="$repo/Dockerfile"
+fail() { echo "image-build-check: $*" >&2; exit 1; }
+
+# ---- 1. lint ------------------------------------------------------------------------------------
+grep -Eq '^FROM node:(22|24)[-.a-z0-9]* AS build$' "$dockerfile" || fail "build stage must be FROM node:22|24... AS build"
+[ "$(grep -c '^FROM ' "$dockerfile")" -ge 2 ] || fail "Dockerfile must be multi-stage"
+final_from="$(grep '^FROM ' "$dockerfile" | tail -1)"
+[[ "$final_from" =~ ^FROM\ node:(22|24) ]] || fail "final stage must be a Node 22 or 24 image: $final_from"
+grep -q 'npm ci --omit=dev' "$dockerfile" || fail "final stage must install with npm ci --omit=dev"
+! grep -Eq '^HEALTHCHECK' "$dockerfile" || fail "no HEALTHCHECK: Kubernetes probes do that"
+! grep -Eq '^ADD ' "$dockerfile" || fail "use COPY, not ADD"
+! grep -Eq '^FROM [^ ]*:latest' "$dockerfile" || fail "pin the base image, not :latest"
+grep -q 'org.opencontainers.image.source=' "$dockerfile" || fail "missing label org.opencontainers.image.source"
+grep -q 'org.opencontainers.image.version=' "$dockerfile" || fail "missing label org.opencontainers.image.version"
+user_line="$(grep '^USER ' "$dockerfile" | tail -1)"
+[[ "$user_line" =~ ^USER\ ([1-9][0-9]*)(:([0-9]+))?$ ]] || fail "last USER must be a numeric non-root uid: ${user_line:-none}"
+uid="${BASH_REMATCH[1]}"
+gid="${BASH_REMATCH[3]:-$uid}"
+echo "lint: ok"
+if command -v hadolint >/dev/null; then hadolint "$dockerfile"; echo "hadolint: ok"; fi
+
+# ---- 2. build -----------------------------------------------------------------------------------
+tmp="$(mktemp -d -t kubelet-operator-image-XXXXXX)"
+cleanup() { if [ "${KEEP_TMP:-}" = 1 ]; then echo "kept $tmp"; else rm -rf "$tmp"; fi; }
+trap cleanup EXIT
+
+# The build context: only what .dockerignore lets through (its `!path` lines after `*`).
+ctx="$tmp/context"
+mkdir -p "$ctx"
+while read -r line; do
+  [[ "$line" == '!'* ]] || continue
+  p="${line#!}"; p="${p%/}"
+  [ -e "$repo/$p" ] && cp -a "$repo/$p" "$ctx/$p"
+done <"$repo/.dockerignore"
+
+# Join continuation lines, drop comments, then replay instruction by instruction.
+stage=""
+stages=0
+declare -A stage_dir=()
+env_prefix=()
+while IFS= read -r ins; do
+  read -r op rest <<<"$ins"
+  case "$op" in
+    FROM)
+      name="stage$stages"; stages=$((stages + 1))
+      [[ "$rest" =~ \ AS\ ([a-z0-9_-]+)$ ]] && name="${BASH_REMATCH[1]}"
+      stage="$name"; stage_dir[$stage]="$tmp/$stage"; mkdir -p "${stage_dir[$stage]}"; env_prefix=()
+      workdir=""
+      ;;
+    WORKDIR) workdir="$rest" ;;
+    ENV) env_prefix+=("$rest") ;;
+    ARG | LABEL | EXPOSE | USER | ENTRYPOINT | CMD) ;;
+    COPY)
+      read -ra words <<<"$rest"
+      from="$ctx"
+      if [[ "${words[0]}" == --from=* ]]; then
+        src_stage="${words[0]#--from=}"; words=("${words[@]:1}")
+        from="${stage_dir[$src_stage]:?unknown stage $src_stage}"
+      fi
+      dest="${words[-1]}"; unset 'words[-1]'
+      for s in "${words[@]}"; do
+        # A --from path is absolute in that stage; its WORKDIR is the stage dir's root.
+        s="${s#/src/}"; s="${s#/app/}"
+        cp -a "$from/$s" "${stage_dir[$stage]}/${dest%/}/" 2>/dev/null || cp -a "$from/$s" "${stage_dir[$stage]}/$dest"
+      done
+      ;;
+    RUN)
+      echo "[$stage] RUN $rest"
+      # A private npm cache: the Dockerfile's `npm cache clean` must not empty this machine's cache.
+      (cd "${stage_dir[$stage]}" && env npm_config_cache="$tmp/npm-cache" "${env_prefix[@]}" bash -euo pipefail -c "$rest") || fail "[$stage] RUN failed: $rest"
+      ;;
+    *) fail "image-build-check does not know instruction $op" ;;
+  esac
+done < <(sed -e '/^[[:space:]]*#/d' "$dockerfile" | sed -e ':a' -e '/\\$/N; s/\\\n[[:space:]]*/ /; ta' | sed -e '/^[[:space:]]*$/d')
+[ -n "$workdir" ] || fail "final stage has no WORKDIR"
+
+# ---- 3. run as the image's uid ------------------------------------------------------------------
+final="${stage_dir[$stage]}"
+[ ! -d "$final/src" ] || fail "final stage must hold compiled JS only, found src/"
+[ -f "$final/dist/runtime/cri/proto/api.proto" ] || fail "dist/runtime/cri/proto/api.proto missing"
+chmod -R a+rX "$tmp"
+as_user=(setpriv --reuid "$uid" --regid "$gid" --clear-groups)
+[ "$(id -u)" = 0 ] || as_user=()
+(cd "$final" && "${as_user[@]}" env HOME=/nonexistent node dist/main.js --help) | grep -q -- '--kubeconfig' \
+  || fail "node dist/main.js --help did not print the flags"
+(cd "$final" && "${as_user[@]}" node --input-type=module -e \
+  "const m = await import('./dist/runtime/cri/client.js'); m.loadCriServices(); console.log('cri proto: ok');") \
+  || fail "the compiled CRI client cannot load its proto"
+echo "image-build-check: ok (ran as uid ${as_user:+$uid})"

@@ -1,0 +1,639 @@
+/**
+ * The install manifests against a real kube-apiserver: every overlay renders and passes a server-side dry
+ * run; the CRD gives `kubectl get vn` its columns and `kubectl explain` its descriptions; and the operator,
+ * run in-process with a token of its own ServiceAccount (TokenRequest) under the rendered RBAC and admission
+ * policy, serves a VirtualNode end to end, uses every rule it is granted, and is refused what it is not.
+ *
+ * Invalid VirtualNodes (bad endpoint, negative capacity, bad taint effect) failing with the field's name:
+ * test/integration/operator.test.ts, "the CRD rejects malformed specs with a message naming the field".
+ */
+import { expect } from 'chai';
+import { readFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
+import { parse, parseAllDocuments, stringify } from 'yaml';
+import type { Pod } from '../../src/api/core.js';
+import type { Node } from '../../src/api/node.js';
+import { KubeClient, type Verb } from '../../src/kube/client.js';
+import { kubeletNodeFactory } from '../../src/managednode.js';
+import { Operator } from '../../src/operator.js';
+import { simContainerBehaviourAnnotation } from '../../src/runtime/sim/index.js';
+import { RealClock } from '../../src/util/clock.js';
+import { KindError, isNotFound } from '../../src/util/errors.js';
+import { silentLogger } from '../../src/util/logger.js';
+import { kubectl, REPO_ROOT, run, startControlPlane, type ControlPlane } from '../support/controlplane.js';
+import { eventually } from '../support/eventually.js';
+
+const OVERLAYS = ['sim', 'cri'] as const;
+const NS = 'kubelet-operator-system';
+const SA = 'kubelet-operator';
+const APPS = 'install-apps';
+const OTHER = 'install-other';
+const VN = 'vn-install';
+const VN_PATH = '/apis/kubelet-operator.dev/v1alpha1/virtualnodes';
+
+interface K8sObject {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
+  [k: string]: unknown;
+}
+interface Rule {
+  apiGroups: string[];
+  resources: string[];
+  verbs: string[];
+}
+
+const overlayDir = (o: string): string => path.join(REPO_ROOT, 'manifests/overlays', o);
+
+async function render(overlay: string): Promise<K8sObject[]> {
+  const res = await run('kubectl', ['kustomize', overlayDir(overlay)]);
+  expect(res.code, res.stderr).to.equal(0);
+  return parseAllDocuments(res.stdout).map((d) => d.toJSON() as K8sObject);
+}
+
+function find(objs: K8sObject[], kind: string, name?: string): K8sObject {
+  const o = objs.find((x) => x.kind === kind && (name === undefined || x.metadata.name === name));
+  if (!o) throw new Error(`no ${kind} ${name ?? ''} in the rendered manifests`);
+  return o;
+}
+
+/** The client's verb as RBAC names it. */
+const RBAC_VERB: Record<Verb, string> = {
+  GET: 'get',
+  LIST: 'list',
+  WATCH: 'watch',
+  POST: 'create',
+  PUT: 'update',
+  PATCH: 'patch',
+  DELETE: 'delete',
+};
+
+/** Resolves the HTTP status of a refused request, or fails if it was allowed. */
+async function statusOf(p: Promise<unknown>): Promise<number> {
+  try {
+    await p;
+  } catch (err) {
+    if (err instanceof KindError) return Number(err.context.code ?? 0);
+    throw err;
+  }
+  return 200;
+}
+
+describe('install manifests (real apiserver)', function () {
+  this.timeout(10 * 60_000);
+  let cp: ControlPlane;
+  let admin: KubeClient;
+
+  before(async () => {
+    cp = await startControlPlane();
+    admin = await KubeClient.fromKubeConfig(cp.adminKubeConfig());
+  });
+
+  after(async () => {
+    admin?.close();
+    await cp?.stop();
+  });
+
+  it('kubectl kustomize builds every overlay, with the hardened Deployment', async () => {
+    for (const overlay of OVERLAYS) {
+      const objs = await render(overlay);
+      const kinds = objs.map((o) => o.kind).sort();
+      expect(kinds, overlay).to.include.members([
+        'ClusterRole',
+        'ClusterRoleBinding',
+        'CustomResourceDefinition',
+        'Deployment',
+        'Namespace',
+        'Role',
+        'RoleBinding',
+        'ServiceAccount',
+        'ValidatingAdmissionPolicy',
+        'ValidatingAdmissionPolicyBinding',
+      ]);
+      const dep = find(objs, 'Deployment') as unknown as {
+        spec: { replicas: number; template: { spec: Record<string, unknown> } };
+      };
+      const pod = dep.spec.template.spec as {
+        automountServiceAccountToken: boolean;
+        securityContext: Record<string, unknown>;
+        containers: {
+          securityContext: Record<string, unknown>;
+          resources: { requests: object; limits: object };
+          livenessProbe: { httpGet: { path: string } };
+          readinessProbe: { httpGet: { path: string } };
+          env: { name: string }[];
+        }[];
+        volumes: { hostPath?: { path: string } }[];
+      };
+      const c = pod.containers[0]!;
+      expect(dep.spec.replicas).to.equal(1);
+      expect(pod.automountServiceAccountToken).to.equal(true);
+      expect(pod.securityContext).to.deep.include({ seccompProfile: { type: 'RuntimeDefault' } });
+      expect(c.securityContext).to.deep.equal({
+        allowPrivilegeEscalation: false,
+        readOnlyRootFilesystem: true,
+        capabilities: { drop: ['ALL'] },
+      });
+      expect(c.resources.requests).to.have.keys('cpu', 'memory');
+      expect(c.resources.limits).to.have.keys('cpu', 'memory');
+      expect(c.livenessProbe.httpGet.path).to.equal('/healthz');
+      expect(c.readinessProbe.httpGet.path).to.equal('/readyz');
+      expect(c.env.map((e) => e.name)).to.include('POD_IP');
+      const hostPaths = pod.volumes.flatMap((v) => (v.hostPath ? [v.hostPath.path] : []));
+      if (overlay === 'sim') {
+        expect(pod.securityContext.runAsNonRoot).to.equal(true);
+        expect(hostPaths).to.deep.equal([]);
+      } else {
+        expect(hostPaths.sort()).to.deep.equal(['/run/containerd', '/sys/fs/cgroup', '/var/log/pods']);
+      }
+      expect(objs.some((o) => o.kind === 'PodDisruptionBudget')).to.equal(false);
+    }
+  });
+
+  it('every overlay passes kubectl apply --server-side --dry-run=server', async () => {
+    // A dry-run Namespace is not created, so the namespaced objects would not find it: create it first.
+    const ns = await kubectl(cp, ['create', 'namespace', NS]);
+    expect(ns.code, ns.stderr).to.equal(0);
+    for (const overlay of OVERLAYS) {
+      const res = await kubectl(cp, [
+        'apply',
+        '--server-side',
+        '--dry-run=server',
+        '-k',
+        overlayDir(overlay),
+      ]);
+      expect(res.code, `${overlay}: ${res.stderr}`).to.equal(0);
+      expect(res.stdout, overlay).to.contain(
+        'deployment.apps/kubelet-operator serverside-applied (server dry run)',
+      );
+    }
+  });
+
+  it('the examples pass a server-side dry run once the CRD is installed', async () => {
+    const crd = await kubectl(cp, ['apply', '--server-side', '-k', path.join(REPO_ROOT, 'crds')]);
+    expect(crd.code, crd.stderr).to.equal(0);
+    const est = await kubectl(cp, [
+      'wait',
+      '--for=condition=Established',
+      '--timeout=60s',
+      'crd/virtualnodes.kubelet-operator.dev',
+    ]);
+    expect(est.code, est.stderr).to.equal(0);
+    const res = await kubectl(cp, [
+      'apply',
+      '--dry-run=server',
+      '-f',
+      path.join(REPO_ROOT, 'manifests/examples'),
+    ]);
+    expect(res.code, res.stderr).to.equal(0);
+  });
+
+  it('kubectl explain describes every spec field', async () => {
+    // Statically: every property of the schema has a description.
+    const crd = parse(readFileSync(path.join(REPO_ROOT, 'crds/virtualnode.yaml'), 'utf8')) as {
+      spec: { versions: { schema: { openAPIV3Schema: Schema } }[] };
+    };
+    interface Schema {
+      description?: string;
+      properties?: Record<string, Schema>;
+      items?: Schema;
+      additionalProperties?: Schema | boolean;
+    }
+    const missing: string[] = [];
+    const walk = (s: Schema, at: string): void => {
+      for (const [k, v] of Object.entries(s.properties ?? {})) {
+        // apiVersion, kind and metadata are described by the API server itself.
+        if (at === 'virtualnode' && ['apiVersion', 'kind', 'metadata'].includes(k)) continue;
+        if (!v.description) missing.push(`${at}.${k}`);
+        walk(v, `${at}.${k}`);
+      }
+      if (s.items) walk(s.items, `${at}[]`);
+      if (typeof s.additionalProperties === 'object') walk(s.additionalProperties, `${at}{}`);
+    };
+    const root = crd.spec.versions[0]!.schema.openAPIV3Schema;
+    walk(root, 'virtualnode');
+    expect(missing).to.deep.equal([]);
+    // And as a user sees it.
+    const res = await kubectl(cp, ['explain', 'virtualnode.spec']);
+    expect(res.code, res.stderr).to.equal(0);
+    expect(res.stdout).to.contain('DESCRIPTION');
+    for (const field of Object.keys(root.properties!.spec!.properties!)) {
+      expect(res.stdout, field).to.match(new RegExp(`^\\s+${field}\\s+<`, 'm'));
+    }
+    expect(res.stdout).to.not.contain('<empty>');
+  });
+
+  describe('the operator under its own ServiceAccount', () => {
+    let sa: KubeClient;
+    let op: Operator | undefined;
+    /** `verb resource` -> HTTP codes the operator's requests got. */
+    const seen = new Map<string, number[]>();
+    let granted: string[] = [];
+
+    before(async () => {
+      const objs = await render('sim');
+      const applied = await kubectl(cp, ['apply', '--server-side', '-k', overlayDir('sim')]);
+      expect(applied.code, applied.stderr).to.equal(0);
+      const rules = [
+        ...((find(objs, 'ClusterRole', SA) as unknown as { rules: Rule[] }).rules ?? []),
+        ...((find(objs, 'Role') as unknown as { rules: Rule[] }).rules ?? []),
+      ];
+      granted = rules.flatMap((r) => r.resources.flatMap((res) => r.verbs.map((v) => `${v} ${res}`)));
+
+      // A short-lived token of the ServiceAccount, and a kubeconfig that holds only it and the cluster CA.
+      const tr = await admin.request<{ status: { token: string } }>({
+        method: 'POST',
+        path: `/api/v1/namespaces/${NS}/serviceaccounts/${SA}/token`,
+        body: {
+          apiVersion: 'authentication.k8s.io/v1',
+          kind: 'TokenRequest',
+          spec: { expirationSeconds: 3600 },
+        },
+      });
+      const cluster = cp.adminKubeConfig().getCurrentCluster()!;
+      const kubeconfigPath = path.join(cp.dir, 'operator-sa.kubeconfig');
+      await writeFile(
+        kubeconfigPath,
+        stringify({
+          apiVersion: 'v1',
+          kind: 'Config',
+          clusters: [
+            {
+              name: 'test',
+              cluster: {
+                server: cluster.server,
+                'certificate-authority-data':
+                  cluster.caData ?? Buffer.from(readFileSync(cluster.caFile!)).toString('base64'),
+              },
+            },
+          ],
+          users: [{ name: SA, user: { token: tr.status.token } }],
+          contexts: [{ name: SA, context: { cluster: 'test', user: SA } }],
+          'current-context': SA,
+        }),
+      );
+      const kc = new KubeConfig();
+      kc.loadFromFile(kubeconfigPath);
+      sa = await KubeClient.fromKubeConfig(kc, {
+        onRequest: (verb, resource, code) => {
+          const key = `${RBAC_VERB[verb]} ${resource}`;
+          seen.set(key, [...(seen.get(key) ?? []), code]);
+        },
+      });
+
+      for (const ns of [APPS, OTHER]) {
+        await admin.request({ method: 'POST', path: '/api/v1/namespaces', body: { metadata: { name: ns } } });
+        // No controller-manager here: pods need their namespace's default ServiceAccount to exist.
+        await admin.request({
+          method: 'POST',
+          path: `/api/v1/namespaces/${ns}/serviceaccounts`,
+          body: { metadata: { name: 'default' } },
+        });
+        await admin.request({
+          method: 'POST',
+          path: `/api/v1/namespaces/${ns}/configmaps`,
+          body: { metadata: { name: 'settings' }, data: { mode: 'fast' } },
+        });
+        await admin.request({
+          method: 'POST',
+          path: `/api/v1/namespaces/${ns}/secrets`,
+          body: { metadata: { name: 'creds' }, stringData: { password: 'hunter2' } },
+        });
+      }
+
+      const clock = new RealClock();
+      op = new Operator({
+        client: sa,
+        factory: kubeletNodeFactory({
+          client: sa,
+          clock,
+          logger: silentLogger,
+          defaultInternalIP: '127.0.0.1',
+          nodeApiPort: 10250,
+        }),
+        clock,
+        logger: silentLogger,
+        statusPeriodMs: 1000,
+        drainRecheckMs: 300,
+      });
+      await op.start();
+    });
+
+    after(async () => {
+      await op?.stop();
+      sa?.close();
+    });
+
+    const podReady = (name: string) =>
+      eventually(
+        async () => {
+          const p = await admin.request<Pod>({
+            method: 'GET',
+            path: `/api/v1/namespaces/${APPS}/pods/${name}`,
+          });
+          return p.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True' ? p : undefined;
+        },
+        30_000,
+        `pod ${name} Ready`,
+      );
+
+    it('serves a VirtualNode: Ready Node, plain pod Running and Ready with env from a ConfigMap and a Secret', async () => {
+      await admin.request({
+        method: 'POST',
+        path: VN_PATH,
+        body: {
+          apiVersion: 'kubelet-operator.dev/v1alpha1',
+          kind: 'VirtualNode',
+          metadata: { name: VN },
+          spec: {
+            runtime: { type: 'sim' },
+            heartbeat: { renewIntervalSeconds: 2, leaseDurationSeconds: 10 },
+          },
+        },
+      });
+      await eventually(
+        async () => {
+          const n = await admin.request<Node>({ method: 'GET', path: `/api/v1/nodes/${VN}` });
+          return n.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
+        },
+        30_000,
+        'Node Ready',
+      );
+      await admin.request({
+        method: 'POST',
+        path: `/api/v1/namespaces/${APPS}/pods`,
+        body: {
+          metadata: { name: 'plain' },
+          spec: {
+            nodeName: VN,
+            automountServiceAccountToken: false,
+            terminationGracePeriodSeconds: 1,
+            containers: [
+              {
+                name: 'app',
+                image: 'registry.local/app:1',
+                env: [
+                  { name: 'MODE', valueFrom: { configMapKeyRef: { name: 'settings', key: 'mode' } } },
+                  { name: 'PASSWORD', valueFrom: { secretKeyRef: { name: 'creds', key: 'password' } } },
+                ],
+              },
+            ],
+          },
+        },
+      });
+      const pod = await podReady('plain');
+      expect(pod.status?.phase).to.equal('Running');
+      const got = await eventually(
+        async () => {
+          const r = await kubectl(cp, ['get', 'vn', VN]);
+          return r.code === 0 && /\bTrue\s+1\s/.test(r.stdout) ? r.stdout : undefined;
+        },
+        20_000,
+        'kubectl get vn to show the node Ready with one pod',
+      );
+      const [header, row] = got.trim().split('\n');
+      expect(header!.split(/\s+/)).to.deep.equal(['NAME', 'NODE', 'RUNTIME', 'READY', 'PODS', 'AGE']);
+      expect(row!.split(/\s+/).slice(0, 5)).to.deep.equal([VN, VN, 'sim', 'True', '1']);
+    });
+
+    it('flips a pod Ready both ways with a readiness probe, and patches the repeated Unhealthy event', async () => {
+      await admin.request({
+        method: 'POST',
+        path: `/api/v1/namespaces/${APPS}/pods`,
+        body: {
+          metadata: {
+            name: 'probed',
+            annotations: {
+              [simContainerBehaviourAnnotation('web')]: JSON.stringify({
+                ports: { '8080': { readyAfterMs: 1500, failAfterMs: 4000 } },
+              }),
+            },
+          },
+          spec: {
+            nodeName: VN,
+            automountServiceAccountToken: false,
+            terminationGracePeriodSeconds: 1,
+            containers: [
+              {
+                name: 'web',
+                image: 'registry.local/app:1',
+                ports: [{ name: 'http', containerPort: 8080 }],
+                readinessProbe: {
+                  httpGet: { path: '/healthz', port: 'http' },
+                  periodSeconds: 1,
+                  failureThreshold: 1,
+                },
+              },
+            ],
+          },
+        },
+      });
+      await podReady('probed');
+      await eventually(
+        async () => {
+          const p = await admin.request<Pod>({
+            method: 'GET',
+            path: `/api/v1/namespaces/${APPS}/pods/probed`,
+          });
+          const ready = p.status?.conditions?.find((c) => c.type === 'Ready');
+          return ready?.status === 'False' && p.status?.phase === 'Running';
+        },
+        20_000,
+        'pod probed not Ready again',
+      );
+      // The probe keeps failing: the kubelet's event recorder counts the repeats with a patch.
+      await eventually(
+        async () => {
+          const list = await admin.request<{ items: { reason: string; count?: number }[] }>({
+            method: 'GET',
+            path: `/api/v1/namespaces/${APPS}/events`,
+            query: { fieldSelector: 'involvedObject.name=probed' },
+          });
+          return list.items.some((e) => e.reason === 'Unhealthy' && (e.count ?? 1) > 1);
+        },
+        20_000,
+        'a repeated Unhealthy event',
+      );
+    });
+
+    it('applies a label change to its Node (patch), deletes pods, and drains on VirtualNode delete', async () => {
+      await admin.request({
+        method: 'PATCH',
+        path: `${VN_PATH}/${VN}`,
+        contentType: 'application/merge-patch+json',
+        body: { spec: { labels: { 'install-test': 'yes' } } },
+      });
+      await eventually(
+        async () => {
+          const n = await admin.request<Node>({ method: 'GET', path: `/api/v1/nodes/${VN}` });
+          return n.metadata.labels?.['install-test'] === 'yes';
+        },
+        20_000,
+        'the Node label',
+      );
+      await admin.request({ method: 'DELETE', path: `/api/v1/namespaces/${APPS}/pods/plain` });
+      const gone = async (p: string): Promise<boolean | undefined> => {
+        try {
+          await admin.request({ method: 'GET', path: p });
+          return undefined;
+        } catch (err) {
+          return isNotFound(err) ? true : undefined;
+        }
+      };
+      await eventually(() => gone(`/api/v1/namespaces/${APPS}/pods/plain`), 20_000, 'pod plain gone');
+      await admin.request({ method: 'DELETE', path: `${VN_PATH}/${VN}` });
+      await eventually(() => gone(`${VN_PATH}/${VN}`), 60_000, 'the VirtualNode gone');
+      expect(await gone(`/api/v1/namespaces/${APPS}/pods/probed`)).to.equal(true);
+      expect(await gone(`/api/v1/nodes/${VN}`)).to.equal(true);
+      expect(await gone(`/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/${VN}`)).to.equal(
+        true,
+      );
+    });
+
+    it('was never refused, and used every verb and resource it is granted', async () => {
+      // A watch is reported to onRequest when it ends: stop the operator so its informers' watches count.
+      await op?.stop();
+      op = undefined;
+      const refused = [...seen].filter(([, codes]) => codes.some((c) => c === 401 || c === 403));
+      expect(refused.map(([k]) => k)).to.deep.equal([]);
+      const used = new Set(seen.keys());
+      expect(
+        [...used].filter((k) => !granted.includes(k)),
+        'used but not granted',
+      ).to.deep.equal([]);
+      expect(
+        granted.filter((k) => !used.has(k)),
+        'granted but not used',
+      ).to.deep.equal([]);
+    });
+
+    it('is refused (403) what it is not granted', async () => {
+      const forbidden: [string, () => Promise<unknown>][] = [
+        [
+          'list secrets in a namespace',
+          () => sa.request({ method: 'GET', path: `/api/v1/namespaces/${OTHER}/secrets` }),
+        ],
+        ['list secrets cluster-wide', () => sa.request({ method: 'GET', path: '/api/v1/secrets' })],
+        [
+          'list configmaps',
+          () => sa.request({ method: 'GET', path: `/api/v1/namespaces/${OTHER}/configmaps` }),
+        ],
+        [
+          "update another namespace's ConfigMap",
+          () =>
+            sa.request({
+              method: 'PUT',
+              path: `/api/v1/namespaces/${OTHER}/configmaps/settings`,
+              body: { metadata: { name: 'settings', namespace: OTHER }, data: { mode: 'slow' } },
+            }),
+        ],
+        [
+          "patch another namespace's ConfigMap",
+          () =>
+            sa.request({
+              method: 'PATCH',
+              path: `/api/v1/namespaces/${OTHER}/configmaps/settings`,
+              contentType: 'application/merge-patch+json',
+              body: { data: { mode: 'slow' } },
+            }),
+        ],
+        [
+          'delete a Secret',
+          () => sa.request({ method: 'DELETE', path: `/api/v1/namespaces/${OTHER}/secrets/creds` }),
+        ],
+        [
+          'create a ConfigMap in kube-system',
+          () =>
+            sa.request({
+              method: 'POST',
+              path: '/api/v1/namespaces/kube-system/configmaps',
+              body: { metadata: { name: 'x' } },
+            }),
+        ],
+        [
+          'create a pod',
+          () =>
+            sa.request({
+              method: 'POST',
+              path: `/api/v1/namespaces/${APPS}/pods`,
+              body: { metadata: { name: 'x' }, spec: { containers: [{ name: 'c', image: 'i' }] } },
+            }),
+        ],
+        ['list nodes', () => sa.request({ method: 'GET', path: '/api/v1/nodes' })],
+        [
+          'get a Lease outside kube-node-lease',
+          () =>
+            sa.request({
+              method: 'GET',
+              path: '/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/x',
+            }),
+        ],
+        [
+          'read RBAC',
+          () => sa.request({ method: 'GET', path: '/apis/rbac.authorization.k8s.io/v1/clusterroles' }),
+        ],
+      ];
+      for (const [what, p] of forbidden) expect(await statusOf(p()), what).to.equal(403);
+      // What it may, stated as a test: get any ConfigMap or Secret by name. RBAC cannot narrow that to
+      // the objects its pods reference (the kubelet gets that from the Node authorizer).
+      expect(
+        await statusOf(sa.request({ method: 'GET', path: `/api/v1/namespaces/${OTHER}/secrets/creds` })),
+      ).to.equal(200);
+    });
+
+    it('may not create, change or delete a Node without the virtual-node label (admission policy)', async () => {
+      await admin.request({
+        method: 'POST',
+        path: '/api/v1/nodes',
+        body: { metadata: { name: 'real-node', labels: { 'kubernetes.io/hostname': 'real-node' } } },
+      });
+      const denied = async (what: string, p: Promise<unknown>): Promise<void> => {
+        try {
+          await p;
+        } catch (err) {
+          expect(err, what).to.be.instanceOf(KindError);
+          expect((err as KindError).context.code, what).to.equal(403);
+          expect((err as Error).message, what).to.contain('kubelet-operator-owned-nodes');
+          return;
+        }
+        expect.fail(`${what} was allowed`);
+      };
+      // The policy binding takes a moment to reach the admission plugin: retry until it denies.
+      await eventually(
+        async () => {
+          await denied('delete', sa.request({ method: 'DELETE', path: '/api/v1/nodes/real-node' }));
+          return true;
+        },
+        20_000,
+        'the admission policy to deny',
+      );
+      await denied(
+        'patch',
+        sa.request({
+          method: 'PATCH',
+          path: '/api/v1/nodes/real-node',
+          contentType: 'application/merge-patch+json',
+          body: { metadata: { labels: { hijacked: 'yes' } } },
+        }),
+      );
+      await denied(
+        'patch status',
+        sa.request({
+          method: 'PATCH',
+          path: '/api/v1/nodes/real-node/status',
+          contentType: 'application/merge-patch+json',
+          body: { status: { conditions: [{ type: 'Ready', status: 'False' }] } },
+        }),
+      );
+      await denied(
+        'create unlabelled',
+        sa.request({ method: 'POST', path: '/api/v1/nodes', body: { metadata: { name: 'unlabelled' } } }),
+      );
+      // The admin may; the node is still there.
+      const n = await admin.request<Node>({ method: 'GET', path: '/api/v1/nodes/real-node' });
+      expect(n.metadata.labels?.hijacked).to.equal(undefined);
+    });
+  });
+});
