@@ -2,6 +2,7 @@
  * kubelet-operator's entry point: configuration, the API client, the operator, the health/metrics server,
  * and a graceful shutdown on SIGTERM/SIGINT (loops stop; Nodes, Leases and pods stay for the next process).
  */
+import { readFileSync } from 'node:fs';
 import { KubeConfig } from '@kubernetes/client-node';
 import { loadConfig, usage } from './config.js';
 import { KubeClient } from './kube/client.js';
@@ -9,6 +10,9 @@ import { kubeletNodeFactory } from './managednode.js';
 import { Metrics } from './metrics.js';
 import { Operator } from './operator.js';
 import { HealthServer } from './server/http.js';
+import { WebhookAuth } from './server/nodeapi/auth.js';
+import { NodeApiRegistry } from './server/nodeapi/registry.js';
+import { NodeApiServer } from './server/nodeapi/server.js';
 import { RealClock } from './util/clock.js';
 import { errorMessage } from './util/errors.js';
 import { createLogger } from './util/logger.js';
@@ -49,7 +53,9 @@ async function main(argv: string[]): Promise<number> {
     userAgent: `kubelet-operator/${VERSION}`,
     onRequest: metrics.onRequest,
   });
+  const nodeApi = new NodeApiRegistry();
   const factory = kubeletNodeFactory({
+    nodeApi,
     client,
     clock,
     logger,
@@ -72,6 +78,26 @@ async function main(argv: string[]): Promise<number> {
   const port = await server.listen(cfg.httpPort, cfg.httpAddress);
   logger.info('serving health and metrics', { address: cfg.httpAddress, port });
 
+  // The node API (kubectl logs through the API server); needs a serving certificate.
+  let nodeApiServer: NodeApiServer | undefined;
+  if (cfg.nodeApiCertFile && cfg.nodeApiKeyFile) {
+    nodeApiServer = new NodeApiServer({
+      lookup: nodeApi,
+      auth: new WebhookAuth(client, clock),
+      tls: {
+        cert: readFileSync(cfg.nodeApiCertFile),
+        key: readFileSync(cfg.nodeApiKeyFile),
+        clientCA: cfg.nodeApiClientCaFile ? readFileSync(cfg.nodeApiClientCaFile) : undefined,
+      },
+      clock,
+      logger: logger.child({ component: 'node-api' }),
+    });
+    const p = await nodeApiServer.listen(cfg.nodeApiPort, cfg.nodeApiAddress);
+    logger.info('serving the node API', { address: cfg.nodeApiAddress, port: p });
+  } else {
+    logger.warn('node API disabled: set --node-api-cert-file and --node-api-key-file to serve logs');
+  }
+
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
@@ -86,6 +112,7 @@ async function main(argv: string[]): Promise<number> {
       .stop()
       .catch((err: unknown) => logger.warn('operator stop failed', { error: errorMessage(err) }));
     await server.close();
+    await nodeApiServer?.close();
     client.close();
     logger.info('stopped');
   };

@@ -23,6 +23,7 @@ import type { ManagedNode, ManagedNodeFactory, ManagedNodeObservation } from './
 import { CriRuntime } from './runtime/cri/index.js';
 import { SimRuntime } from './runtime/sim/index.js';
 import type { Runtime } from './runtime/types.js';
+import type { NodeApiRegistry } from './server/nodeapi/registry.js';
 import type { Clock } from './util/clock.js';
 import { errorMessage, isNotFound } from './util/errors.js';
 import type { Logger } from './util/logger.js';
@@ -38,6 +39,8 @@ export interface ManagedNodeDeps {
   nodeApiPort: number;
   /** Builds the runtime; tests inject their own (e.g. one SimRuntime shared across restarts). */
   runtimeFor?: (spec: VirtualNodeSpec, nodeName: string, nodeIP: string) => Runtime;
+  /** The process's node API routing table; each started node registers itself (logs, /pods). */
+  nodeApi?: NodeApiRegistry;
 }
 
 function defaultRuntime(
@@ -81,6 +84,7 @@ export class KubeletManagedNode implements ManagedNode {
     ready: false,
   };
   private stopped = false;
+  private unregisterNodeApi: (() => void) | undefined;
 
   constructor(
     private readonly vn: VirtualNode,
@@ -161,6 +165,16 @@ export class KubeletManagedNode implements ManagedNode {
     // (otherwise the Node would wait a whole status period NotReady). Admission reads the spec, not the Node.
     this.kubelet.start();
     this.agent.start();
+    this.unregisterNodeApi = this.deps.nodeApi?.register({
+      nodeName: this.nodeName,
+      internalIP: this.internalIP,
+      runtime: this.runtime,
+      pods: () => this.pods.byIndex(PodsByNodeIndex, this.nodeName),
+      pod: (namespace, name) => {
+        const p = this.pods.get(`${namespace}/${name}`);
+        return p?.spec?.nodeName === this.nodeName ? p : undefined;
+      },
+    });
     await this.agent.ready;
   }
 
@@ -199,6 +213,7 @@ export class KubeletManagedNode implements ManagedNode {
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
+    this.unregisterNodeApi?.();
     await this.kubelet.stop().catch(() => undefined);
     await this.agent.stop().catch(() => undefined);
     await this.recorder.flush();

@@ -1,0 +1,60 @@
+/**
+ * How the one node API server of a process finds the node that serves a request: every running
+ * ManagedNode registers a NodeApiTarget; requests for a pod go to the node the pod is bound to, others to
+ * the node whose InternalIP the client dialled.
+ */
+import type { Pod } from '../../api/core.js';
+import type { Runtime } from '../../runtime/types.js';
+
+/** What the node API needs from one served node. Methods read caches; none blocks. */
+export interface NodeApiTarget {
+  readonly nodeName: string;
+  readonly internalIP: string;
+  readonly runtime: Runtime;
+  /** Pods bound to this node, from the informer cache (not copies: do not mutate). */
+  pods(): Pod[];
+  /** A pod bound to this node, or undefined. */
+  pod(namespace: string, name: string): Pod | undefined;
+}
+
+export interface NodeLookup {
+  nodeForPod(namespace: string, name: string): { node: NodeApiTarget; pod: Pod } | undefined;
+  /** The node advertising this address (the local address of the connection), else undefined. */
+  nodeByAddress(address: string): NodeApiTarget | undefined;
+  nodes(): NodeApiTarget[];
+}
+
+/** Strips the IPv4-mapped IPv6 prefix node reports for dual-stack sockets. */
+export function normalizeAddress(a: string | undefined): string {
+  return (a ?? '').replace(/^::ffff:/, '');
+}
+
+export class NodeApiRegistry implements NodeLookup {
+  private readonly byName = new Map<string, NodeApiTarget>();
+
+  /** Adds a node; the returned function removes it (only if it is still the registered one). */
+  register(t: NodeApiTarget): () => void {
+    this.byName.set(t.nodeName, t);
+    return () => {
+      if (this.byName.get(t.nodeName) === t) this.byName.delete(t.nodeName);
+    };
+  }
+
+  nodes(): NodeApiTarget[] {
+    return [...this.byName.values()];
+  }
+
+  nodeForPod(namespace: string, name: string): { node: NodeApiTarget; pod: Pod } | undefined {
+    for (const node of this.byName.values()) {
+      const pod = node.pod(namespace, name);
+      if (pod) return { node, pod };
+    }
+    return undefined;
+  }
+
+  nodeByAddress(address: string): NodeApiTarget | undefined {
+    const a = normalizeAddress(address);
+    for (const node of this.byName.values()) if (node.internalIP === a) return node;
+    return undefined;
+  }
+}

@@ -1,0 +1,399 @@
+/**
+ * The node API through the real API server path: kube-apiserver dials the VirtualNode's InternalIP
+ * (a loopback address of its own) on :10250, verifies our serving certificate with
+ * --kubelet-certificate-authority and presents its kubelet client certificate; `kubectl logs` must return
+ * exactly what the (simulated) container wrote. Authentication and authorization are checked directly
+ * (invalid token 401, a ServiceAccount without nodes/proxy 403, with it 200) and through the API server's
+ * nodes/proxy subresource.
+ */
+import { expect } from 'chai';
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import https from 'node:https';
+import os from 'node:os';
+import path from 'node:path';
+import type { Pod } from '../../src/api/core.js';
+import type { Node } from '../../src/api/node.js';
+import { KubeClient } from '../../src/kube/client.js';
+import { kubeletNodeFactory } from '../../src/managednode.js';
+import { Operator } from '../../src/operator.js';
+import { WebhookAuth } from '../../src/server/nodeapi/auth.js';
+import { NodeApiRegistry } from '../../src/server/nodeapi/registry.js';
+import { NodeApiServer } from '../../src/server/nodeapi/server.js';
+import { RealClock } from '../../src/util/clock.js';
+import { isNotFound } from '../../src/util/errors.js';
+import { silentLogger } from '../../src/util/logger.js';
+import { kubectl, REPO_ROOT, run, startControlPlane, type ControlPlane } from '../support/controlplane.js';
+import { eventually } from '../support/eventually.js';
+
+const NODE_IP = '127.0.0.23';
+const NODE = 'vn-nodeapi';
+
+async function openssl(args: string[]): Promise<void> {
+  const r = await run('openssl', args);
+  if (r.code !== 0) throw new Error(`openssl ${args[0]}: ${r.stderr}`);
+}
+
+/** A CA and a serving certificate for the node's address, signed by it. */
+async function servingPki(dir: string): Promise<{ ca: string; cert: string; key: string }> {
+  const p = (f: string) => path.join(dir, f);
+  const key = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
+  await openssl([
+    'req',
+    '-x509',
+    ...key,
+    '-keyout',
+    p('ca.key'),
+    '-out',
+    p('ca.crt'),
+    '-days',
+    '2',
+    '-subj',
+    '/CN=node-serving-ca',
+    '-addext',
+    'basicConstraints=critical,CA:TRUE',
+    '-addext',
+    'keyUsage=critical,keyCertSign',
+  ]);
+  await openssl([
+    'req',
+    '-new',
+    ...key,
+    '-keyout',
+    p('serving.key'),
+    '-out',
+    p('serving.csr'),
+    '-subj',
+    `/O=system:nodes/CN=system:node:${NODE}`,
+  ]);
+  await writeFile(
+    p('serving.ext'),
+    `basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:${NODE_IP},DNS:${NODE}\n`,
+  );
+  await openssl([
+    'x509',
+    '-req',
+    '-in',
+    p('serving.csr'),
+    '-CA',
+    p('ca.crt'),
+    '-CAkey',
+    p('ca.key'),
+    '-set_serial',
+    `0x${randomBytes(8).toString('hex')}`,
+    '-days',
+    '2',
+    '-extfile',
+    p('serving.ext'),
+    '-out',
+    p('serving.crt'),
+  ]);
+  return { ca: p('ca.crt'), cert: p('serving.crt'), key: p('serving.key') };
+}
+
+describe('node API through the real API server (sim runtime)', function () {
+  this.timeout(10 * 60_000);
+  let cp: ControlPlane;
+  let client: KubeClient;
+  let op: Operator;
+  let nodeApi: NodeApiServer;
+  let dir: string;
+  let servingCa: Buffer;
+
+  /** A request straight to our node API (not through the API server). */
+  const direct = (p: string, token?: string): Promise<{ status: number; body: string }> =>
+    new Promise((resolve, reject) => {
+      const req = https.request(
+        {
+          host: NODE_IP,
+          port: 10250,
+          path: p,
+          ca: servingCa,
+          headers: token ? { Authorization: `Bearer ${token}` } : {},
+        },
+        (res) => {
+          let body = '';
+          res.setEncoding('utf8').on('data', (d: string) => (body += d));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        },
+      );
+      req.on('error', reject);
+      req.end();
+    });
+
+  const createPod = async (name: string, script: string) => {
+    await client.request({
+      method: 'POST',
+      path: '/api/v1/namespaces/default/pods',
+      body: {
+        metadata: { name },
+        spec: {
+          nodeName: NODE,
+          terminationGracePeriodSeconds: 1,
+          containers: [{ name: 'app', image: 'busybox', command: ['sh', '-c', script] }],
+        },
+      },
+    });
+    return eventually(
+      async () => {
+        const p = await client.request<Pod>({
+          method: 'GET',
+          path: `/api/v1/namespaces/default/pods/${name}`,
+        });
+        const cs = p.status?.containerStatuses?.[0];
+        return cs?.containerID && cs.state?.running ? p : undefined;
+      },
+      30_000,
+      `pod ${name} running`,
+    );
+  };
+
+  const saToken = async (name: string): Promise<string> => {
+    const sa = await kubectl(cp, ['create', 'serviceaccount', name]);
+    expect(sa.code, sa.stderr).to.equal(0);
+    const t = await kubectl(cp, ['create', 'token', name]);
+    expect(t.code, t.stderr).to.equal(0);
+    return t.stdout.trim();
+  };
+
+  before(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'nodeapi-it-'));
+    const pki = await servingPki(dir);
+    servingCa = await readFile(pki.ca);
+    cp = await startControlPlane({
+      apiserverArgs: [
+        `--kubelet-certificate-authority=${pki.ca}`,
+        '--kubelet-preferred-address-types=InternalIP',
+      ],
+    });
+    const crd = await kubectl(cp, ['apply', '-f', path.join(REPO_ROOT, 'crds/virtualnode.yaml')]);
+    expect(crd.code, crd.stderr).to.equal(0);
+    await kubectl(cp, [
+      'wait',
+      '--for=condition=Established',
+      '--timeout=60s',
+      'crd/virtualnodes.kubelet-operator.dev',
+    ]);
+    client = await KubeClient.fromKubeConfig(cp.adminKubeConfig());
+    await client.request({
+      method: 'POST',
+      path: '/api/v1/namespaces/default/serviceaccounts',
+      body: { metadata: { name: 'default' } },
+    });
+    const clock = new RealClock();
+    const registry = new NodeApiRegistry();
+    nodeApi = new NodeApiServer({
+      lookup: registry,
+      auth: new WebhookAuth(client, clock),
+      tls: {
+        cert: await readFile(pki.cert),
+        key: await readFile(pki.key),
+        // The API server's kubelet client certificate is signed by the cluster CA.
+        clientCA: await readFile(path.join(cp.dir, 'pki', 'ca.crt')),
+      },
+      clock,
+      logger: silentLogger,
+      followPollMs: 100,
+    });
+    await nodeApi.listen(10250, NODE_IP);
+    op = new Operator({
+      client,
+      factory: kubeletNodeFactory({
+        client,
+        clock,
+        logger: silentLogger,
+        defaultInternalIP: '127.0.0.1',
+        nodeApiPort: 10250,
+        nodeApi: registry,
+      }),
+      clock,
+      logger: silentLogger,
+      statusPeriodMs: 1000,
+      drainRecheckMs: 300,
+    });
+    await op.start();
+    await client.request({
+      method: 'POST',
+      path: '/apis/kubelet-operator.dev/v1alpha1/virtualnodes',
+      body: {
+        apiVersion: 'kubelet-operator.dev/v1alpha1',
+        kind: 'VirtualNode',
+        metadata: { name: NODE },
+        spec: { runtime: { type: 'sim' }, internalIP: NODE_IP },
+      },
+    });
+    await eventually(
+      async () => {
+        const n = await client.request<Node>({ method: 'GET', path: `/api/v1/nodes/${NODE}` });
+        return n.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True' ? n : undefined;
+      },
+      30_000,
+      'node Ready',
+    );
+    await createPod('echo', 'echo one; echo two; echo three >&2; sleep 3600');
+  });
+
+  after(async () => {
+    await op?.stop();
+    await nodeApi?.close();
+    client?.close();
+    await cp?.stop();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('kubectl logs returns exactly what the container wrote (plain, --tail, --timestamps)', async () => {
+    const plain = await kubectl(cp, ['logs', 'echo']);
+    expect(plain.code, plain.stderr).to.equal(0);
+    expect(plain.stdout).to.equal('one\ntwo\nthree\n');
+    const tail = await kubectl(cp, ['logs', 'echo', '--tail=2']);
+    expect(tail.stdout).to.equal('two\nthree\n');
+    const limited = await kubectl(cp, ['logs', 'echo', '--limit-bytes=6']);
+    expect(limited.stdout).to.equal('one\ntw');
+    const ts = await kubectl(cp, ['logs', 'echo', '--timestamps']);
+    const lines = ts.stdout.trimEnd().split('\n');
+    expect(lines).to.have.length(3);
+    lines.forEach((l, i) =>
+      expect(l).to.match(
+        new RegExp(`^\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(\\.\\d+)?Z ${['one', 'two', 'three'][i]}$`),
+      ),
+    );
+    const since = await kubectl(cp, ['logs', 'echo', '--since=1h']);
+    expect(since.stdout).to.equal('one\ntwo\nthree\n');
+  });
+
+  it('kubectl logs -f streams, and the stream ends cleanly when the pod is deleted', async () => {
+    await createPod('follow', 'echo start; sleep 3600');
+    const child = spawn('kubectl', ['--kubeconfig', cp.kubeconfigPath, 'logs', '-f', 'follow'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    try {
+      await eventually(() => out === 'start\n', 20_000, 'followed output');
+      await client.request({ method: 'DELETE', path: '/api/v1/namespaces/default/pods/follow' });
+      const code = await Promise.race([
+        exited,
+        new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 30_000)),
+      ]);
+      expect(code).to.equal(0);
+      expect(out).to.equal('start\n');
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    }
+  });
+
+  it('refuses anonymous and invalid tokens (401), and malformed requests (400), unknown pods (404)', async () => {
+    expect((await direct('/containerLogs/default/echo/app')).status).to.equal(401);
+    const bad = await direct('/containerLogs/default/echo/app', 'not-a-token');
+    expect(bad.status).to.equal(401);
+    expect(bad.body).to.contain('Unauthorized');
+  });
+
+  it('a ServiceAccount without nodes/proxy gets 403; one with it reads logs', async () => {
+    const nobody = await saToken('nobody');
+    const denied = await direct('/containerLogs/default/echo/app', nobody);
+    expect(denied.status).to.equal(403);
+    expect(denied.body).to.contain('system:serviceaccount:default:nobody');
+
+    const reader = await saToken('reader');
+    const role = await kubectl(cp, [
+      'create',
+      'clusterrole',
+      'node-proxy',
+      '--verb=get',
+      '--resource=nodes/proxy',
+    ]);
+    expect(role.code, role.stderr).to.equal(0);
+    const bind = await kubectl(cp, [
+      'create',
+      'clusterrolebinding',
+      'reader-node-proxy',
+      '--clusterrole=node-proxy',
+      '--serviceaccount=default:reader',
+      '--user=alice',
+    ]);
+    expect(bind.code, bind.stderr).to.equal(0);
+    const ok = await eventually(
+      async () => {
+        const r = await direct('/containerLogs/default/echo/app?tailLines=1', reader);
+        return r.status === 200 ? r : undefined;
+      },
+      20_000,
+      'reader allowed',
+    );
+    expect(ok.body).to.equal('three\n');
+    const pods = await direct('/pods', reader);
+    expect(pods.status).to.equal(200);
+    const list = JSON.parse(pods.body) as { kind: string; items: Pod[] };
+    expect(list.kind).to.equal('PodList');
+    expect(list.items.map((p) => p.metadata.name)).to.include('echo');
+    const running = await direct('/runningpods/', reader);
+    expect((JSON.parse(running.body) as { items: Pod[] }).items.map((p) => p.metadata.name)).to.include(
+      'echo',
+    );
+    expect((await direct('/healthz', reader)).body).to.equal('ok\n');
+
+    // Malformed and unknown requests, with a caller that is allowed in.
+    const malformed = await direct('/containerLogs/default/echo', reader);
+    expect(malformed.status).to.equal(400);
+    expect(malformed.body).to.match(/malformed path/);
+    const badQuery = await direct('/containerLogs/default/echo/app?tailLines=x', reader);
+    expect(badQuery.status).to.equal(400);
+    expect(badQuery.body).to.contain('tailLines');
+    expect((await direct('/containerLogs/default/nope/app', reader)).status).to.equal(404);
+    expect((await direct('/containerLogs/default/echo/nope', reader)).status).to.equal(404);
+    expect((await direct('/nope', reader)).status).to.equal(404);
+  });
+
+  it('through the API server: nodes/proxy is enforced, and the proxied node API answers', async () => {
+    const asBob = await kubectl(cp, ['--as=bob', 'get', '--raw', `/api/v1/nodes/${NODE}/proxy/pods`]);
+    expect(asBob.code).to.not.equal(0);
+    expect(asBob.stderr).to.match(/forbidden/i);
+    // alice is bound to nodes/proxy get by the previous test: she passes the API server's authorization,
+    // which then refuses to proxy to a loopback node address (proxyutil's "address not allowed").
+    const asAlice = await eventually(
+      async () => {
+        const r = await kubectl(cp, ['--as=alice', 'get', '--raw', `/api/v1/nodes/${NODE}/proxy/pods`]);
+        return /forbidden/i.test(r.stderr) ? undefined : r;
+      },
+      20_000,
+      'alice allowed',
+    );
+    expect(asAlice.stderr).to.contain('address not allowed');
+    // pods/log goes through the API server's own kubelet client (checked against our client CA).
+    const bobLogs = await kubectl(cp, ['--as=bob', 'logs', 'echo']);
+    expect(bobLogs.code).to.not.equal(0);
+    expect(bobLogs.stderr).to.match(/forbidden/i);
+    const role = await kubectl(cp, [
+      'create',
+      'role',
+      'log-reader',
+      '--verb=get',
+      '--resource=pods,pods/log',
+    ]);
+    expect(role.code, role.stderr).to.equal(0);
+    await kubectl(cp, ['create', 'rolebinding', 'bob-logs', '--role=log-reader', '--user=bob']);
+    const allowed = await eventually(
+      async () => {
+        const r = await kubectl(cp, ['--as=bob', 'logs', 'echo', '--tail=1']);
+        return r.code === 0 ? r : undefined;
+      },
+      20_000,
+      'bob reads logs',
+    );
+    expect(allowed.stdout).to.equal('three\n');
+  });
+
+  it('the deleted pod is gone', async () => {
+    await eventually(async () => {
+      try {
+        await client.request({ method: 'GET', path: '/api/v1/namespaces/default/pods/follow' });
+        return undefined;
+      } catch (err) {
+        return isNotFound(err) ? true : undefined;
+      }
+    }, 30_000);
+  });
+});
