@@ -1,8 +1,11 @@
 // `npm run down`: stops what `npm run up` started (from .local/up.json) and leaves no process behind.
 // First asks `up` to stop (SIGTERM: it shuts the components down gracefully), then SIGKILLs any
-// component group still alive. A PID is only signalled while its command line still shows it is ours.
+// component group still alive and stops a containerd that `up` left behind. A PID is only signalled
+// while its command line still shows it is ours.
+import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
-import { commandLineOf, pidAlive } from '../test/support/controlplane.js';
+import { commandLineOf, pidAlive, run } from '../test/support/controlplane.js';
+import { SCRIPT as CONTAINERD_SCRIPT } from '../test/support/containerd.js';
 import { readUpState, UP_KUBECONFIG, UP_STATE_FILE } from './up.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -51,6 +54,16 @@ async function main(): Promise<void> {
   if (stuck.length > 0) {
     console.error(`processes still alive after SIGKILL: ${stuck.join(', ')}`);
     process.exit(1);
+  }
+
+  // `up` stops its containerd on a clean shutdown; after a crash its pods, shims and mounts remain.
+  if (state.containerdDir && existsSync(state.containerdDir)) {
+    console.log(`stopping containerd in ${state.containerdDir} (its pods, shims and mounts)`);
+    const r = await run('bash', [CONTAINERD_SCRIPT, 'stop', state.containerdDir]);
+    if (r.code !== 0) {
+      console.error(`stopping containerd failed: ${r.stderr.trim()}`);
+      process.exit(1);
+    }
   }
 
   await rm(state.dir, { recursive: true, force: true });

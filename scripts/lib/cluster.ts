@@ -1,0 +1,95 @@
+// Shared by `npm run up` and test/cluster: the CRD on a control plane, an in-process operator serving the
+// VirtualNodes that carry one label value, and VirtualNodes created and awaited through the API only.
+import path from 'node:path';
+import type { Node } from '../../src/api/node.js';
+import type { KubeClient } from '../../src/kube/client.js';
+import { kubeletNodeFactory } from '../../src/managednode.js';
+import { Operator } from '../../src/operator.js';
+import type { Clock } from '../../src/util/clock.js';
+import type { Logger } from '../../src/util/logger.js';
+import { kubectl, REPO_ROOT, type ControlPlane } from '../../test/support/controlplane.js';
+
+/** The label whose value says which in-process operator serves a VirtualNode. */
+export const SERVED_BY_LABEL = 'kubelet-operator.dev/served-by';
+
+const VN_PATH = '/apis/kubelet-operator.dev/v1alpha1/virtualnodes';
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Applies the VirtualNode CRD and waits until it is Established. */
+export async function applyCrd(cp: ControlPlane): Promise<void> {
+  const crd = await kubectl(cp, ['apply', '-f', path.join(REPO_ROOT, 'crds/virtualnode.yaml')]);
+  if (crd.code !== 0) throw new Error(`applying the CRD failed: ${crd.stderr}`);
+  const wait = await kubectl(cp, [
+    'wait',
+    '--for=condition=Established',
+    '--timeout=60s',
+    'crd/virtualnodes.kubelet-operator.dev',
+  ]);
+  if (wait.code !== 0) throw new Error(`the CRD was not Established: ${wait.stderr}`);
+}
+
+/** An operator serving only the VirtualNodes labelled `SERVED_BY_LABEL=<servedBy>`; started. */
+export async function startOperator(opts: {
+  client: KubeClient;
+  clock: Clock;
+  logger: Logger;
+  servedBy: string;
+  statusPeriodMs?: number;
+}): Promise<Operator> {
+  const operator = new Operator({
+    client: opts.client,
+    clock: opts.clock,
+    logger: opts.logger,
+    virtualNodeSelector: `${SERVED_BY_LABEL}=${opts.servedBy}`,
+    statusPeriodMs: opts.statusPeriodMs,
+    factory: kubeletNodeFactory({
+      client: opts.client,
+      clock: opts.clock,
+      logger: opts.logger,
+      defaultInternalIP: '127.0.0.1',
+      nodeApiPort: 10250,
+    }),
+  });
+  await operator.start();
+  return operator;
+}
+
+/** Creates a VirtualNode (an existing one is left as it is). `spec` is the VirtualNode spec. */
+export async function createVirtualNode(
+  client: KubeClient,
+  name: string,
+  servedBy: string,
+  spec: Record<string, unknown>,
+): Promise<void> {
+  await client
+    .request({
+      method: 'POST',
+      path: VN_PATH,
+      body: {
+        apiVersion: 'kubelet-operator.dev/v1alpha1',
+        kind: 'VirtualNode',
+        metadata: { name, labels: { [SERVED_BY_LABEL]: servedBy } },
+        spec,
+      },
+    })
+    .catch((err: unknown) => {
+      if (!(err instanceof Error && err.message.includes('AlreadyExists'))) throw err;
+    });
+}
+
+export function nodeReady(node: Node | undefined): boolean {
+  return node?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+}
+
+/** Waits until the Node is Ready; throws after `timeoutMs`. */
+export async function waitNodeReady(client: KubeClient, name: string, timeoutMs = 60_000): Promise<Node> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const node = await client
+      .request<Node>({ method: 'GET', path: `/api/v1/nodes/${name}` })
+      .catch(() => undefined);
+    if (node && nodeReady(node)) return node;
+    if (Date.now() > deadline) throw new Error(`node ${name} not Ready after ${timeoutMs / 1000} s`);
+    await sleep(250);
+  }
+}
