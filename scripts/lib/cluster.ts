@@ -1,32 +1,18 @@
 // Shared by `npm run up` and test/cluster: the CRD on a control plane, an in-process operator serving the
 // VirtualNodes that carry one label value, and VirtualNodes created and awaited through the API only.
-import path from 'node:path';
 import type { Node } from '../../src/api/node.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { kubeletNodeFactory } from '../../src/managednode.js';
 import { Operator } from '../../src/operator.js';
 import type { Clock } from '../../src/util/clock.js';
 import type { Logger } from '../../src/util/logger.js';
-import { kubectl, REPO_ROOT, type ControlPlane } from '../../test/support/controlplane.js';
+export { applyCrd } from '../../test/support/crd.js';
 
 /** The label whose value says which in-process operator serves a VirtualNode. */
 export const SERVED_BY_LABEL = 'kubelet-operator.dev/served-by';
 
 const VN_PATH = '/apis/kubelet-operator.dev/v1alpha1/virtualnodes';
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-/** Applies the VirtualNode CRD and waits until it is Established. */
-export async function applyCrd(cp: ControlPlane): Promise<void> {
-  const crd = await kubectl(cp, ['apply', '-f', path.join(REPO_ROOT, 'crds/virtualnode.yaml')]);
-  if (crd.code !== 0) throw new Error(`applying the CRD failed: ${crd.stderr}`);
-  const wait = await kubectl(cp, [
-    'wait',
-    '--for=condition=Established',
-    '--timeout=60s',
-    'crd/virtualnodes.kubelet-operator.dev',
-  ]);
-  if (wait.code !== 0) throw new Error(`the CRD was not Established: ${wait.stderr}`);
-}
 
 /** An operator serving only the VirtualNodes labelled `SERVED_BY_LABEL=<servedBy>`; started. */
 export async function startOperator(opts: {

@@ -26,8 +26,9 @@ import { RealClock } from '../../src/util/clock.js';
 import { isNotFound } from '../../src/util/errors.js';
 import { createLogger, silentLogger, type LogLevel } from '../../src/util/logger.js';
 import { startContainerd, type TestContainerd } from '../support/containerd.js';
-import { kubectl, REPO_ROOT, startControlPlane, type ControlPlane } from '../support/controlplane.js';
+import { startControlPlane, type ControlPlane } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
+import { applyCrd } from '../support/crd.js';
 
 const NODE = 'vn-cri';
 /** A second node on the same containerd, created while containerd is down. */
@@ -135,14 +136,7 @@ describe('kubelet-operator end to end on containerd (real apiserver, cri runtime
     expect(ctd.images.busybox).to.equal('docker.io/library/busybox:latest');
     cri = new CriRuntime({ endpoint: ctd.endpoint });
     logRoot = await mkdtemp(path.join(tmpdir(), 'ko-op-cri-logs-'));
-    const crd = await kubectl(cp, ['apply', '-f', path.join(REPO_ROOT, 'crds/virtualnode.yaml')]);
-    expect(crd.code, crd.stderr).to.equal(0);
-    await kubectl(cp, [
-      'wait',
-      '--for=condition=Established',
-      '--timeout=60s',
-      'crd/virtualnodes.kubelet-operator.dev',
-    ]);
+    await applyCrd(cp);
     client = await KubeClient.fromKubeConfig(cp.adminKubeConfig(), { qps: 200, burst: 400 });
     await client.request({ method: 'POST', path: '/api/v1/namespaces', body: { metadata: { name: NS } } });
     // No controller-manager: the ServiceAccount admission plugin still wants the default account.

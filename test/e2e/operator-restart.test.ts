@@ -25,8 +25,9 @@ import { ContainerNameLabel, ManagedByLabel, PodUIDLabel } from '../../src/runti
 import { canonicalJSON } from '../../src/util/canonical.js';
 import { isNotFound } from '../../src/util/errors.js';
 import { startContainerd, type TestContainerd } from '../support/containerd.js';
-import { kubectl, REPO_ROOT, startControlPlane, type ControlPlane } from '../support/controlplane.js';
+import { REPO_ROOT, startControlPlane, type ControlPlane } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
+import { applyCrd } from '../support/crd.js';
 
 const NODE = 'vn-restart';
 const NS = 'restart-e2e';
@@ -244,14 +245,7 @@ describe('kubelet-operator process restart on containerd (real apiserver, real p
       startContainerd(),
     ]);
     cri = new CriRuntime({ endpoint: ctd.endpoint });
-    const crd = await kubectl(cp, ['apply', '-f', path.join(REPO_ROOT, 'crds/virtualnode.yaml')]);
-    expect(crd.code, crd.stderr).to.equal(0);
-    await kubectl(cp, [
-      'wait',
-      '--for=condition=Established',
-      '--timeout=60s',
-      'crd/virtualnodes.kubelet-operator.dev',
-    ]);
+    await applyCrd(cp);
     client = await KubeClient.fromKubeConfig(cp.adminKubeConfig(), { qps: 200, burst: 400 });
     await client.request({ method: 'POST', path: '/api/v1/namespaces', body: { metadata: { name: NS } } });
     await client.request({

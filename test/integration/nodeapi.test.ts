@@ -24,8 +24,9 @@ import { NodeApiServer } from '../../src/server/nodeapi/server.js';
 import { RealClock } from '../../src/util/clock.js';
 import { isNotFound } from '../../src/util/errors.js';
 import { silentLogger } from '../../src/util/logger.js';
-import { kubectl, REPO_ROOT, run, startControlPlane, type ControlPlane } from '../support/controlplane.js';
+import { kubectl, run, startControlPlane, type ControlPlane } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
+import { applyCrd } from '../support/crd.js';
 
 const NODE_IP = '127.0.0.23';
 const NODE = 'vn-nodeapi';
@@ -167,14 +168,7 @@ describe('node API through the real API server (sim runtime)', function () {
         '--kubelet-preferred-address-types=InternalIP',
       ],
     });
-    const crd = await kubectl(cp, ['apply', '-f', path.join(REPO_ROOT, 'crds/virtualnode.yaml')]);
-    expect(crd.code, crd.stderr).to.equal(0);
-    await kubectl(cp, [
-      'wait',
-      '--for=condition=Established',
-      '--timeout=60s',
-      'crd/virtualnodes.kubelet-operator.dev',
-    ]);
+    await applyCrd(cp);
     client = await KubeClient.fromKubeConfig(cp.adminKubeConfig());
     await client.request({
       method: 'POST',

@@ -21,6 +21,7 @@ import { isNotFound } from '../../src/util/errors.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { kubectl, REPO_ROOT, startControlPlane, type ControlPlane } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
+import { applyCrd } from '../support/crd.js';
 
 const VN = '/apis/kubelet-operator.dev/v1alpha1/virtualnodes';
 
@@ -77,15 +78,7 @@ describe('VirtualNode controller (real apiserver)', function () {
 
   before(async () => {
     cp = await startControlPlane();
-    const crd = await kubectl(cp, ['apply', '-f', path.join(REPO_ROOT, 'crds/virtualnode.yaml')]);
-    expect(crd.code, crd.stderr).to.equal(0);
-    const est = await kubectl(cp, [
-      'wait',
-      '--for=condition=Established',
-      '--timeout=60s',
-      'crd/virtualnodes.kubelet-operator.dev',
-    ]);
-    expect(est.code, est.stderr).to.equal(0);
+    await applyCrd(cp);
     client = await KubeClient.fromKubeConfig(cp.adminKubeConfig(), {
       onRequest: (verb, resource) => {
         if (verb === 'PATCH' && resource === 'virtualnodes/status') patches++;

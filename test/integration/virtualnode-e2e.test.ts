@@ -4,7 +4,6 @@
  * delete), and deleting the VirtualNode drains its pods and removes the Node and Lease.
  */
 import { expect } from 'chai';
-import path from 'node:path';
 import type { Pod } from '../../src/api/core.js';
 import type { Lease, Node } from '../../src/api/node.js';
 import { KubeClient } from '../../src/kube/client.js';
@@ -13,8 +12,9 @@ import { Operator } from '../../src/operator.js';
 import { RealClock } from '../../src/util/clock.js';
 import { isNotFound } from '../../src/util/errors.js';
 import { silentLogger } from '../../src/util/logger.js';
-import { kubectl, REPO_ROOT, startControlPlane, type ControlPlane } from '../support/controlplane.js';
+import { startControlPlane, type ControlPlane } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
+import { applyCrd } from '../support/crd.js';
 
 describe('kubelet-operator end to end (real apiserver, sim runtime)', function () {
   this.timeout(20 * 60_000);
@@ -33,14 +33,7 @@ describe('kubelet-operator end to end (real apiserver, sim runtime)', function (
 
   before(async () => {
     cp = await startControlPlane();
-    const crd = await kubectl(cp, ['apply', '-f', path.join(REPO_ROOT, 'crds/virtualnode.yaml')]);
-    expect(crd.code, crd.stderr).to.equal(0);
-    await kubectl(cp, [
-      'wait',
-      '--for=condition=Established',
-      '--timeout=60s',
-      'crd/virtualnodes.kubelet-operator.dev',
-    ]);
+    await applyCrd(cp);
     client = await KubeClient.fromKubeConfig(cp.adminKubeConfig());
     await client.request({
       method: 'POST',

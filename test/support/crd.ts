@@ -1,0 +1,16 @@
+/** The VirtualNode CRD on a test control plane. */
+import path from 'node:path';
+import { kubectl, REPO_ROOT, type ControlPlane } from './controlplane.js';
+
+/** Applies crds/virtualnode.yaml and waits until it is Established; throws with kubectl's words if not. */
+export async function applyCrd(cp: Pick<ControlPlane, 'kubeconfigPath'>): Promise<void> {
+  const crd = await kubectl(cp, ['apply', '-f', path.join(REPO_ROOT, 'crds/virtualnode.yaml')]);
+  if (crd.code !== 0) throw new Error(`applying the CRD failed: ${crd.stderr}`);
+  const wait = await kubectl(cp, [
+    'wait',
+    '--for=condition=Established',
+    '--timeout=60s',
+    'crd/virtualnodes.kubelet-operator.dev',
+  ]);
+  if (wait.code !== 0) throw new Error(`the CRD was not Established: ${wait.stderr}`);
+}
