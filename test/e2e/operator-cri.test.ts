@@ -269,7 +269,16 @@ describe('kubelet-operator end to end on containerd (real apiserver, cri runtime
     ]);
     const first = await waitPod('liveness', (s) => s.phase === 'Running', 'Running');
     const firstID = cstatus(first.status)?.containerID;
-    const pod = await waitPod('liveness', (s) => (cstatus(s)?.restartCount ?? 0) >= 1, 'restartCount >= 1');
+    // Wait for the converged status of the restart (new container running, the killed one as lastState);
+    // a status written between the kill and the new start may not carry lastState yet.
+    const pod = await waitPod(
+      'liveness',
+      (s) =>
+        (cstatus(s)?.restartCount ?? 0) >= 1 &&
+        cstatus(s)?.state?.running !== undefined &&
+        cstatus(s)?.lastState?.terminated !== undefined,
+      'restartCount >= 1 with the killed container as lastState',
+    );
     const c = cstatus(pod.status)!;
     expect(c.containerID).to.not.equal(firstID);
     expect(c.lastState?.terminated?.containerID).to.equal(firstID);
