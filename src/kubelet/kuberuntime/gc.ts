@@ -45,6 +45,11 @@ interface DeadContainer {
   name: string;
   createdAt: bigint;
   unknown: boolean;
+  /**
+   * Created but never started: the replacement a sync is about to start. It is not dead, so it never
+   * counts toward (or is trimmed by) the per-container and node-wide limits; whole-pod removal takes it.
+   */
+  created: boolean;
 }
 
 const newestFirst = (a: { createdAt: bigint }, b: { createdAt: bigint }): number =>
@@ -71,7 +76,13 @@ export async function garbageCollect(
     const key = JSON.stringify([uid, c.metadata.name]);
     let list = units.get(key);
     if (!list) units.set(key, (list = []));
-    list.push({ id: c.id, name: c.metadata.name, createdAt: c.createdAt, unknown: c.state === 'unknown' });
+    list.push({
+      id: c.id,
+      name: c.metadata.name,
+      createdAt: c.createdAt,
+      unknown: c.state === 'unknown',
+      created: c.state === 'created',
+    });
   }
   for (const list of units.values()) list.sort(newestFirst);
 
@@ -108,6 +119,12 @@ export async function garbageCollect(
       units.delete(key);
     }
   }
+  // From here on only dead containers are trimmed (see DeadContainer.created).
+  for (const [key, list] of units)
+    units.set(
+      key,
+      list.filter((c) => !c.created),
+    );
   if (maxPer >= 0) {
     for (const [key, list] of units) {
       if (list.length > maxPer) units.set(key, await removeOldest(list, list.length - maxPer));

@@ -189,6 +189,33 @@ describe('KubeGenericRuntimeManager: garbage collection and removal', function (
     expect((await h.status(pod)).containers[0]!.restartCount).to.equal(4);
   });
 
+  it('never counts a created, not yet started container as dead (it would evict the one it replaces)', async () => {
+    const h = new Harness();
+    const pod = await crashLoop(h, 1);
+    const [old] = (await h.status(pod)).containers;
+    const prev = await h.runtime.containerStatus(old!.id);
+    const sb = await h.runtime.podSandboxStatus(prev.podSandboxId);
+    // What a sync leaves between creating the replacement and starting it.
+    const created = await h.runtime.createContainer(
+      sb.id,
+      {
+        metadata: { name: 'app', attempt: 1 },
+        image: prev.image,
+        command: ['sleep', '3600'],
+        labels: prev.labels,
+        annotations: { ...prev.annotations, 'io.kubernetes.container.restartCount': '1' },
+      },
+      { metadata: sb.metadata, labels: sb.labels, annotations: sb.annotations },
+    );
+    const gc = await h.manager.garbageCollect({ shouldPodContentBeRemoved: () => false });
+    expect(gc.removedContainers).to.deep.equal([]);
+    const ids = (await h.status(pod)).containers.map((c) => c.id);
+    expect(ids).to.include(created).and.to.include(old!.id);
+    // Once the pod's content may go, the created one goes too.
+    const all = await h.manager.garbageCollect({ shouldPodContentBeRemoved: () => true });
+    expect(all.removedContainers).to.include(created);
+  });
+
   it('respects minAge, then removes everything of a deleted pod but never another node’s objects', async () => {
     const h = new Harness();
     const pod = await crashLoop(h, 2);
