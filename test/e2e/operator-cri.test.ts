@@ -8,7 +8,7 @@
  * OPERATOR_TEST_LOG=debug shows the operator's log.
  */
 import { expect } from 'chai';
-import { existsSync, readdirSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
@@ -20,12 +20,16 @@ import type { CoreEvent } from '../../src/kube/events.js';
 import { kubeletNodeFactory } from '../../src/managednode.js';
 import { Operator } from '../../src/operator.js';
 import { CriRuntime } from '../../src/runtime/cri/client.js';
-import { podCgroupParent } from '../../src/runtime/cri/podconfig.js';
-import { ManagedByLabel, PodUIDLabel } from '../../src/runtime/labels.js';
+import { PodUIDLabel } from '../../src/runtime/labels.js';
 import { RealClock } from '../../src/util/clock.js';
 import { isNotFound } from '../../src/util/errors.js';
 import { createLogger, silentLogger, type LogLevel } from '../../src/util/logger.js';
-import { startContainerd, type TestContainerd } from '../support/containerd.js';
+import {
+  startContainerd,
+  type TestContainerd,
+  podCgroupDirs,
+  waitNoObjectsOfNode,
+} from '../support/containerd.js';
 import { startControlPlane, type ControlPlane } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
 import { applyCrd } from '../support/crd.js';
@@ -39,13 +43,6 @@ const VN_PATH = '/apis/kubelet-operator.dev/v1alpha1/virtualnodes';
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** The pod cgroup's directory in every mounted hierarchy that has it. */
-function podCgroupDirs(cgroupRoot: string, uid: string): string[] {
-  const rel = podCgroupParent(cgroupRoot, uid);
-  const base = '/sys/fs/cgroup';
-  return [base, ...readdirSync(base).map((d) => path.join(base, d))]
-    .map((h) => path.join(h, rel))
-    .filter((d) => existsSync(d));
-}
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -384,17 +381,7 @@ describe('kubelet-operator end to end on containerd (real apiserver, cri runtime
       'every pod object gone',
     );
     expect(uids.size).to.equal(8);
-    await eventually(
-      async () => {
-        const [sandboxes, containers] = await Promise.all([
-          cri!.listPodSandbox({ labelSelector: { [ManagedByLabel]: NODE } }),
-          cri!.listContainers({ labelSelector: { [ManagedByLabel]: NODE } }),
-        ]);
-        return sandboxes.length === 0 && containers.length === 0 ? true : undefined;
-      },
-      60_000,
-      'no sandboxes or containers of ours in containerd',
-    );
+    await waitNoObjectsOfNode(cri!, NODE);
     // Nothing at all, labelled or not, and no cgroup or log directory of any of our pods.
     expect(await cri!.listPodSandbox()).to.deep.equal([]);
     expect(await cri!.listContainers()).to.deep.equal([]);

@@ -20,11 +20,15 @@ import type { Pod, PodStatus } from '../../src/api/core.js';
 import type { Lease, Node } from '../../src/api/node.js';
 import { KubeClient } from '../../src/kube/client.js';
 import { CriRuntime } from '../../src/runtime/cri/client.js';
-import { podCgroupParent } from '../../src/runtime/cri/podconfig.js';
-import { ContainerNameLabel, ManagedByLabel, PodUIDLabel } from '../../src/runtime/labels.js';
+import { ContainerNameLabel, PodUIDLabel } from '../../src/runtime/labels.js';
 import { canonicalJSON } from '../../src/util/canonical.js';
 import { isNotFound } from '../../src/util/errors.js';
-import { startContainerd, type TestContainerd } from '../support/containerd.js';
+import {
+  startContainerd,
+  type TestContainerd,
+  podCgroupDirs,
+  waitNoObjectsOfNode,
+} from '../support/containerd.js';
 import { REPO_ROOT, startControlPlane, type ControlPlane } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
 import { applyCrd } from '../support/crd.js';
@@ -37,14 +41,6 @@ const STEADY_WINDOW_MS = 60_000;
 const POD_NAMES = ['sleeper-a', 'sleeper-b', 'probed'] as const;
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-function podCgroupDirs(cgroupRoot: string, uid: string): string[] {
-  const rel = podCgroupParent(cgroupRoot, uid);
-  const base = '/sys/fs/cgroup';
-  return [base, ...readdirSync(base).map((d) => path.join(base, d))]
-    .map((h) => path.join(h, rel))
-    .filter((d) => existsSync(d));
-}
 
 const ready = (s: PodStatus | undefined): string | undefined =>
   s?.conditions?.find((c) => c.type === 'Ready')?.status;
@@ -474,17 +470,7 @@ describe('kubelet-operator process restart on containerd (real apiserver, real p
     await eventually(() => gone(`${VN_PATH}/${NODE}`), 60_000, 'VirtualNode gone');
     expect(await gone(`/api/v1/nodes/${NODE}`)).to.equal(true);
     expect(await gone(LEASE_PATH)).to.equal(true);
-    await eventually(
-      async () => {
-        const [sandboxes, containers] = await Promise.all([
-          cri!.listPodSandbox({ labelSelector: { [ManagedByLabel]: NODE } }),
-          cri!.listContainers({ labelSelector: { [ManagedByLabel]: NODE } }),
-        ]);
-        return sandboxes.length === 0 && containers.length === 0 ? true : undefined;
-      },
-      60_000,
-      'no sandboxes or containers of ours in containerd',
-    );
+    await waitNoObjectsOfNode(cri!, NODE);
     expect(await cri!.listPodSandbox()).to.deep.equal([]);
     expect(await cri!.listContainers()).to.deep.equal([]);
     for (const [name, uid] of uids)

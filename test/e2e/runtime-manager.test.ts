@@ -3,7 +3,7 @@
 // containers, sandboxes, log directory or pod cgroup).
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,22 +14,15 @@ import { ImagePullBackOff } from '../../src/kubelet/images/pullbackoff.js';
 import { KubeGenericRuntimeManager } from '../../src/kubelet/kuberuntime/manager.js';
 import { ReasonCache } from '../../src/kubelet/reasoncache.js';
 import { CriRuntime } from '../../src/runtime/cri/client.js';
-import { podCgroupParent, podLogsDirectory } from '../../src/runtime/cri/podconfig.js';
+import { podLogsDirectory } from '../../src/runtime/cri/podconfig.js';
 import { PodUIDLabel } from '../../src/runtime/labels.js';
 import { RealClock } from '../../src/util/clock.js';
-import { startContainerd, type TestContainerd } from '../support/containerd.js';
+import { startContainerd, type TestContainerd, podCgroupDirs } from '../support/containerd.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const NODE = 'rm-e2e';
 
 /** The pod cgroup's directory in every mounted hierarchy that has it. */
-function podCgroupDirs(cgroupRoot: string, uid: string): string[] {
-  const rel = podCgroupParent(cgroupRoot, uid);
-  const base = '/sys/fs/cgroup';
-  return [base, ...readdirSync(base).map((d) => join(base, d))]
-    .map((h) => join(h, rel))
-    .filter((d) => existsSync(d));
-}
 
 describe('KubeGenericRuntimeManager on real containerd', function () {
   this.timeout(180_000);

@@ -13,11 +13,15 @@
  * message, never a silent skip.
  */
 import { execFile, spawn, spawnSync } from 'node:child_process';
-import { closeSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { podCgroupParent } from '../../src/runtime/cri/podconfig.js';
+import { ManagedByLabel } from '../../src/runtime/labels.js';
+import type { Runtime } from '../../src/runtime/types.js';
+import { eventually } from './eventually.js';
 
 export interface CtrResult {
   code: number;
@@ -234,4 +238,28 @@ function readPidSync(dir: string): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The cgroup directories of a pod that exist right now, in every v1 controller and the unified tree. */
+export function podCgroupDirs(cgroupRoot: string, uid: string): string[] {
+  const rel = podCgroupParent(cgroupRoot, uid);
+  const base = '/sys/fs/cgroup';
+  return [base, ...readdirSync(base).map((d) => join(base, d))]
+    .map((h) => join(h, rel))
+    .filter((d) => existsSync(d));
+}
+
+/** Waits until the runtime holds no sandbox and no container labelled as `nodeName`'s. */
+export async function waitNoObjectsOfNode(rt: Runtime, nodeName: string, timeoutMs = 60_000): Promise<void> {
+  await eventually(
+    async () => {
+      const [sandboxes, containers] = await Promise.all([
+        rt.listPodSandbox({ labelSelector: { [ManagedByLabel]: nodeName } }),
+        rt.listContainers({ labelSelector: { [ManagedByLabel]: nodeName } }),
+      ]);
+      return sandboxes.length === 0 && containers.length === 0 ? true : undefined;
+    },
+    timeoutMs,
+    'no sandboxes or containers of ours in containerd',
+  );
 }
