@@ -32,6 +32,8 @@ export interface ControlPlaneOptions {
   controllerManager?: boolean;
   /** Extra kube-apiserver flags, appended after ours (a later flag wins). */
   apiserverArgs?: string[];
+  /** Extra kube-controller-manager flags, appended after ours (a later flag wins). */
+  controllerManagerArgs?: string[];
   /** How long to wait for each component to become ready. Default 60 s. */
   readyTimeoutMs?: number;
 }
@@ -725,6 +727,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         `--cluster-signing-key-file=${pki.caKey}`,
         `--service-cluster-ip-range=${SERVICE_CIDR}`,
         '--controllers=*',
+        ...(opts.controllerManagerArgs ?? []),
       ]);
       extras.push(waitHealthz(cm, cmPort));
     }
