@@ -30,6 +30,7 @@ import { PatchTypes, type KubeClient } from './kube/client.js';
 import { Informer, objectKey, restListWatcher } from './kube/informer.js';
 import { WorkQueue, runWorkers } from './kube/workqueue.js';
 import { PodsByNodeIndex } from './kubelet/podmanager.js';
+import { allocatePodCIDR } from './node/podcidr.js';
 import { canonicalJSON } from './util/canonical.js';
 import type { Clock } from './util/clock.js';
 import { errorMessage, isNotFound } from './util/errors.js';
@@ -105,6 +106,8 @@ export class Operator {
   private readonly served = new Map<string, Served>();
   /** Node name -> VirtualNode name, for routing pods. */
   private readonly byNode = new Map<string, string>();
+  /** VirtualNode name -> pod CIDR this process defaulted for it (see withPodCIDR). */
+  private readonly podCIDRs = new Map<string, string>();
   private workersDone: Promise<void> | undefined;
   private readonly statusPeriodMs: number;
   private readonly drainRecheckMs: number;
@@ -215,7 +218,17 @@ export class Operator {
       });
       return;
     }
-    const spec = parsed.spec;
+    let spec: VirtualNodeSpec;
+    try {
+      spec = this.withPodCIDR(vn, parsed.spec);
+    } catch (err) {
+      await this.forget(name);
+      await this.writeStatus(vn, {
+        ready: { status: 'False', reason: 'PodCIDRUnavailable', message: errorMessage(err) },
+        runtimeReady: { status: 'Unknown', reason: 'PodCIDRUnavailable', message: 'not started' },
+      });
+      return;
+    }
     let served = this.served.get(name);
     if (served && this.opts.factory.needsRestart(served.spec, spec)) {
       await this.forget(name);
@@ -230,6 +243,32 @@ export class Operator {
     await this.writeObservedStatus(vn, served);
     // Level-triggered status refresh.
     this.queue.addAfter(name, this.statusPeriodMs);
+  }
+
+  /**
+   * A simulated node without spec podCIDR gets its own block (kept in status.podCIDR across restarts), so
+   * two nodes never hand out the same pod IP. Blocks named by any other VirtualNode, in spec or status, or
+   * reserved by this process are avoided.
+   */
+  private withPodCIDR(vn: VirtualNode, spec: VirtualNodeSpec): VirtualNodeSpec {
+    const rt = spec.runtime;
+    if (rt.type !== 'sim' || rt.sim.podCIDR) return spec;
+    const name = vn.metadata.name ?? '';
+    let cidr = this.podCIDRs.get(name) ?? vn.status?.podCIDR;
+    if (!cidr) {
+      const taken: string[] = [];
+      for (const other of this.vnInformer.list()) {
+        if (other.metadata.name === name) continue;
+        const raw = (other.spec as { runtime?: { sim?: { podCIDR?: unknown } } } | undefined)?.runtime?.sim
+          ?.podCIDR;
+        if (typeof raw === 'string') taken.push(raw);
+        if (other.status?.podCIDR) taken.push(other.status.podCIDR);
+      }
+      for (const [other, c] of this.podCIDRs) if (other !== name) taken.push(c);
+      cidr = allocatePodCIDR(name, spec.capacity.pods, taken);
+    }
+    this.podCIDRs.set(name, cidr);
+    return { ...spec, runtime: { ...rt, sim: { ...rt.sim, podCIDR: cidr } } };
   }
 
   /** Creates and starts the ManagedNode of a VirtualNode, and hands it the pods already bound to it. */
@@ -278,6 +317,7 @@ export class Operator {
       this.served.delete(name);
       this.byNode.delete(served.node.nodeName);
     }
+    this.podCIDRs.delete(name);
     await this.patchFinalizers(
       vn,
       (vn.metadata.finalizers ?? []).filter((f) => f !== FINALIZER),
@@ -336,6 +376,9 @@ export class Operator {
         lastHeartbeatTime: o.lastHeartbeatTime,
         runtime: o.runtime,
         pods: o.pods,
+        ...(served.spec.runtime.type === 'sim' && served.spec.runtime.sim.podCIDR
+          ? { podCIDR: served.spec.runtime.sim.podCIDR }
+          : {}),
       },
     });
   }

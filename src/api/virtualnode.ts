@@ -61,10 +61,11 @@ export const VirtualNodeSpecSchema = z
         type: z.literal('sim'),
         sim: z
           .object({
-            podCIDR: z.string().default('10.88.0.0/16'),
+            /** Unset: the operator picks a free block per node (status.podCIDR). */
+            podCIDR: z.string().optional(),
             profile: z.record(z.string(), z.unknown()).optional(),
           })
-          .default({ podCIDR: '10.88.0.0/16' }),
+          .default({}),
       }),
     ]),
     heartbeat: z
@@ -102,6 +103,8 @@ export interface VirtualNodeStatus {
   observedGeneration?: number;
   nodeName?: string;
   internalIP?: string;
+  /** The pod CIDR of a simulated node (from spec, or defaulted by the operator). */
+  podCIDR?: string;
   lastHeartbeatTime?: string;
   runtime?: { name?: string; version?: string };
   pods?: { total?: number; running?: number; pending?: number };

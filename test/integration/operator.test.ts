@@ -74,6 +74,7 @@ describe('VirtualNode controller (real apiserver)', function () {
   let client: KubeClient;
   let op: Operator;
   const nodes = new Map<string, FakeNode>();
+  const specs = new Map<string, VirtualNodeSpec>();
   let patches = 0;
 
   before(async () => {
@@ -85,7 +86,8 @@ describe('VirtualNode controller (real apiserver)', function () {
       },
     });
     const factory: ManagedNodeFactory = {
-      create: (_vn, _spec, nodeName) => {
+      create: (_vn, spec, nodeName) => {
+        specs.set(nodeName, spec);
         const n = new FakeNode(nodeName);
         nodes.set(nodeName, n);
         return n;
@@ -138,6 +140,38 @@ describe('VirtualNode controller (real apiserver)', function () {
     expect(nodes.get('vn-a')!.events).to.deep.equal(['start']);
     // Defaults from the CRD schema were applied by the API server.
     expect((vn.spec as VirtualNodeSpec).capacity).to.deep.include({ pods: 110, cpu: '4' });
+  });
+
+  it('gives each simulated node without podCIDR its own block, recorded in status', async () => {
+    await client.request({
+      method: 'POST',
+      path: VN,
+      body: {
+        apiVersion: 'kubelet-operator.dev/v1alpha1',
+        kind: 'VirtualNode',
+        metadata: { name: 'vn-cidr' },
+        spec: { runtime: { type: 'sim' } },
+      },
+    });
+    const b = await eventually(async () => {
+      const v = await getVN('vn-cidr');
+      return v.status?.podCIDR ? v : undefined;
+    });
+    const a = await getVN('vn-a');
+    expect(a.status?.podCIDR).to.match(/^10\.\d+\.\d+\.0\/24$/);
+    expect(b.status?.podCIDR).to.match(/^10\.\d+\.\d+\.0\/24$/);
+    expect(b.status?.podCIDR).to.not.equal(a.status?.podCIDR);
+    const spec = specs.get('vn-cidr')!;
+    expect(spec.runtime.type === 'sim' && spec.runtime.sim.podCIDR).to.equal(b.status?.podCIDR);
+    await client.request({ method: 'DELETE', path: `${VN}/vn-cidr` });
+    await eventually(async () => {
+      try {
+        await getVN('vn-cidr');
+        return undefined;
+      } catch (err) {
+        return isNotFound(err) ? true : undefined;
+      }
+    });
   });
 
   it('does not rewrite an unchanged status on every resync', async () => {

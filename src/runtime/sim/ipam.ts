@@ -91,6 +91,6 @@ export function parseIPv4(s: string): number | undefined {
   return n;
 }
 
-function formatIPv4(n: number): string {
+export function formatIPv4(n: number): string {
   return `${Math.floor(n / 16777216) % 256}.${Math.floor(n / 65536) % 256}.${Math.floor(n / 256) % 256}.${n % 256}`;
 }

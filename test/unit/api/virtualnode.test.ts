@@ -13,7 +13,7 @@ describe('parseVirtualNodeSpec', () => {
       pods: 110,
     });
     expect(r.spec.heartbeat.leaseDurationSeconds).to.equal(40);
-    expect(r.spec.runtime).to.deep.equal({ type: 'sim', sim: { podCIDR: '10.88.0.0/16' } });
+    expect(r.spec.runtime).to.deep.equal({ type: 'sim', sim: {} });
   });
 
   it('names the field for a relative CRI endpoint', () => {
