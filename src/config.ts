@@ -55,6 +55,12 @@ export const ConfigSchema = z.object({
   nodeApiPort: z.coerce.number().int().min(1).max(65535).default(10250),
   /** Address the node API listens on (one HTTPS server for every served VirtualNode). */
   nodeApiAddress: z.string().default('0.0.0.0'),
+  /**
+   * Where the node API's serving certificate comes from: `files` (--node-api-cert-file and
+   * --node-api-key-file; without them the node API is off) or `csr` (one per node, requested with a
+   * CertificateSigningRequest for signer kubernetes.io/kubelet-serving, which someone must approve).
+   */
+  nodeApiServingCert: z.enum(['files', 'csr']).default('files'),
   /** Node API serving certificate and key (PEM); SANs must hold the nodes' InternalIPs. Empty = no node API. */
   nodeApiCertFile: z.string().default(''),
   nodeApiKeyFile: z.string().default(''),
@@ -117,7 +123,15 @@ export function loadConfig(argv: string[], env: Record<string, string | undefine
     else return { ok: false, message: `flag --${name} needs a value` };
   }
   const r = ConfigSchema.safeParse(raw);
-  if (r.success) return { ok: true, config: r.data };
+  if (r.success) {
+    const c = r.data;
+    if (c.nodeApiServingCert === 'csr' && (c.nodeApiCertFile || c.nodeApiKeyFile))
+      return {
+        ok: false,
+        message: '--node-api-serving-cert=csr: leave --node-api-cert-file and --node-api-key-file empty',
+      };
+    return { ok: true, config: c };
+  }
   const issue = r.error.issues[0]!;
   const key = String(issue.path[0] ?? '');
   return { ok: false, message: `--${camelToKebab(key)}: ${issue.message}` };

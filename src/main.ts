@@ -10,7 +10,10 @@ import { kubeletNodeFactory } from './managednode.js';
 import { Metrics } from './metrics.js';
 import { Operator } from './operator.js';
 import { HealthServer } from './server/http.js';
+import { EventRecorder } from './kube/events.js';
+import { restEventSink } from './node/api.js';
 import { WebhookAuth } from './server/nodeapi/auth.js';
+import { CsrServingCertificates } from './server/nodeapi/certificate.js';
 import { NodeApiRegistry } from './server/nodeapi/registry.js';
 import { NodeApiServer } from './server/nodeapi/server.js';
 import { RealClock } from './util/clock.js';
@@ -78,24 +81,45 @@ async function main(argv: string[]): Promise<number> {
   const port = await server.listen(cfg.httpPort, cfg.httpAddress);
   logger.info('serving health and metrics', { address: cfg.httpAddress, port });
 
-  // The node API (kubectl logs through the API server); needs a serving certificate.
+  // The node API (kubectl logs through the API server); needs a serving certificate: from files, or one
+  // per node requested with a CSR (served once someone approves it; the nodes run meanwhile).
   let nodeApiServer: NodeApiServer | undefined;
-  if (cfg.nodeApiCertFile && cfg.nodeApiKeyFile) {
+  let servingCerts: CsrServingCertificates | undefined;
+  const clientCA = cfg.nodeApiClientCaFile ? readFileSync(cfg.nodeApiClientCaFile) : undefined;
+  let nodeApiTls: ConstructorParameters<typeof NodeApiServer>[0]['tls'] | undefined;
+  if (cfg.nodeApiServingCert === 'csr') {
+    const certs = new CsrServingCertificates({
+      api: client,
+      clock,
+      logger: logger.child({ component: 'node-api-certificates' }),
+      nodes: nodeApi,
+      recorderFor: (node) => new EventRecorder(restEventSink(client), clock, node, logger),
+    });
+    certs.start();
+    servingCerts = certs;
+    nodeApiTls = { source: certs, onRefused: (a) => certs.reportRefused(a), clientCA };
+  } else if (cfg.nodeApiCertFile && cfg.nodeApiKeyFile) {
+    nodeApiTls = {
+      cert: readFileSync(cfg.nodeApiCertFile),
+      key: readFileSync(cfg.nodeApiKeyFile),
+      clientCA,
+    };
+  }
+  if (nodeApiTls) {
     nodeApiServer = new NodeApiServer({
       lookup: nodeApi,
       auth: new WebhookAuth(client, clock),
-      tls: {
-        cert: readFileSync(cfg.nodeApiCertFile),
-        key: readFileSync(cfg.nodeApiKeyFile),
-        clientCA: cfg.nodeApiClientCaFile ? readFileSync(cfg.nodeApiClientCaFile) : undefined,
-      },
+      tls: nodeApiTls,
       clock,
       logger: logger.child({ component: 'node-api' }),
+      metrics: metrics.registry,
     });
     const p = await nodeApiServer.listen(cfg.nodeApiPort, cfg.nodeApiAddress);
     logger.info('serving the node API', { address: cfg.nodeApiAddress, port: p });
   } else {
-    logger.warn('node API disabled: set --node-api-cert-file and --node-api-key-file to serve logs');
+    logger.warn(
+      'node API disabled: set --node-api-cert-file and --node-api-key-file, or --node-api-serving-cert=csr',
+    );
   }
 
   let stopping = false;
@@ -113,6 +137,7 @@ async function main(argv: string[]): Promise<number> {
       .catch((err: unknown) => logger.warn('operator stop failed', { error: errorMessage(err) }));
     await server.close();
     await nodeApiServer?.close();
+    await servingCerts?.stop();
     client.close();
     logger.info('stopped');
   };

@@ -3,6 +3,9 @@
  * run; the CRD gives `kubectl get vn` its columns and `kubectl explain` its descriptions; and the operator,
  * run in-process with a token of its own ServiceAccount (TokenRequest) under the rendered RBAC and admission
  * policy, serves a VirtualNode end to end, uses every rule it is granted, and is refused what it is not.
+ * Its node API runs as the manifests configure it (CSR-issued serving certificate, approved here with
+ * `kubectl certificate approve` and signed by kube-controller-manager's csrsigning; TokenReview and
+ * SubjectAccessReview for callers), so those rules are exercised too.
  *
  * Invalid VirtualNodes (bad endpoint, negative capacity, bad taint effect) failing with the field's name:
  * test/integration/operator.test.ts, "the CRD rejects malformed specs with a message naming the field".
@@ -10,6 +13,7 @@
 import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
+import https from 'node:https';
 import path from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { parse, parseAllDocuments, stringify } from 'yaml';
@@ -17,7 +21,13 @@ import type { Pod } from '../../src/api/core.js';
 import type { Node } from '../../src/api/node.js';
 import { KubeClient, type Verb } from '../../src/kube/client.js';
 import { kubeletNodeFactory } from '../../src/managednode.js';
+import { EventRecorder } from '../../src/kube/events.js';
+import { restEventSink } from '../../src/node/api.js';
 import { Operator } from '../../src/operator.js';
+import { WebhookAuth } from '../../src/server/nodeapi/auth.js';
+import { CSR_PATH, CsrServingCertificates } from '../../src/server/nodeapi/certificate.js';
+import { NodeApiRegistry } from '../../src/server/nodeapi/registry.js';
+import { NodeApiServer } from '../../src/server/nodeapi/server.js';
 import { simContainerBehaviourAnnotation } from '../../src/runtime/sim/index.js';
 import { RealClock } from '../../src/util/clock.js';
 import { KindError, isNotFound } from '../../src/util/errors.js';
@@ -32,6 +42,8 @@ const APPS = 'install-apps';
 const OTHER = 'install-other';
 const VN = 'vn-install';
 const VN_PATH = '/apis/kubelet-operator.dev/v1alpha1/virtualnodes';
+/** The VirtualNode's InternalIP: the node API (CSR-issued certificate) listens there on :10250. */
+const NODE_IP = '127.0.0.31';
 
 interface K8sObject {
   apiVersion: string;
@@ -87,7 +99,12 @@ describe('install manifests (real apiserver)', function () {
   let admin: KubeClient;
 
   before(async () => {
-    cp = await startControlPlane();
+    // Only the CSR signer of kube-controller-manager: it issues the node API's approved kubelet-serving
+    // certificate (the operator's node API runs in CSR mode, as the manifests configure it).
+    cp = await startControlPlane({
+      controllerManager: true,
+      controllerManagerArgs: ['--controllers=csrsigning'],
+    });
     admin = await KubeClient.fromKubeConfig(cp.adminKubeConfig());
   });
 
@@ -228,6 +245,10 @@ describe('install manifests (real apiserver)', function () {
   describe('the operator under its own ServiceAccount', () => {
     let sa: KubeClient;
     let op: Operator | undefined;
+    let certs: CsrServingCertificates | undefined;
+    let nodeApi: NodeApiServer | undefined;
+    /** The operator's kubelet-serving CSR (found by the node API test). */
+    let csrName = '';
     /** `verb resource` -> HTTP codes the operator's requests got. */
     const seen = new Map<string, number[]>();
     let granted: string[] = [];
@@ -304,14 +325,34 @@ describe('install manifests (real apiserver)', function () {
       }
 
       const clock = new RealClock();
+      // The node API as main.ts runs it with the manifests' flags: CSR-issued certificate, webhook auth,
+      // every API call under the operator's ServiceAccount.
+      const registry = new NodeApiRegistry();
+      certs = new CsrServingCertificates({
+        api: sa,
+        clock,
+        logger: silentLogger,
+        nodes: registry,
+        recorderFor: (n) => new EventRecorder(restEventSink(sa), clock, n, silentLogger),
+      });
+      certs.start();
+      nodeApi = new NodeApiServer({
+        lookup: registry,
+        auth: new WebhookAuth(sa, clock),
+        tls: { source: certs },
+        clock,
+        logger: silentLogger,
+      });
+      await nodeApi.listen(10250, NODE_IP);
       op = new Operator({
         client: sa,
         factory: kubeletNodeFactory({
           client: sa,
           clock,
           logger: silentLogger,
-          defaultInternalIP: '127.0.0.1',
+          defaultInternalIP: NODE_IP,
           nodeApiPort: 10250,
+          nodeApi: registry,
         }),
         clock,
         logger: silentLogger,
@@ -323,6 +364,8 @@ describe('install manifests (real apiserver)', function () {
 
     after(async () => {
       await op?.stop();
+      await nodeApi?.close();
+      await certs?.stop();
       sa?.close();
     });
 
@@ -396,6 +439,75 @@ describe('install manifests (real apiserver)', function () {
       const [header, row] = got.trim().split('\n');
       expect(header!.split(/\s+/)).to.deep.equal(['NAME', 'NODE', 'RUNTIME', 'READY', 'PODS', 'AGE']);
       expect(row!.split(/\s+/).slice(0, 5)).to.deep.equal([VN, VN, 'sim', 'True', '1']);
+    });
+
+    it('serves the node API once its CSR is approved: TokenReview (401) and SubjectAccessReview (403, 200) decide', async () => {
+      const csr = await eventually(
+        async () => {
+          const l = await admin.request<{
+            items: { metadata: { name: string }; spec: { signerName: string; username: string } }[];
+          }>({ method: 'GET', path: CSR_PATH });
+          return l.items.find((c) => c.spec.signerName === 'kubernetes.io/kubelet-serving');
+        },
+        30_000,
+        "the operator's kubelet-serving CSR",
+      );
+      csrName = csr.metadata.name;
+      expect(csr.spec.username).to.equal(`system:serviceaccount:${NS}:${SA}`);
+      const approve = await kubectl(cp, ['certificate', 'approve', csrName]);
+      expect(approve.code, approve.stderr).to.equal(0);
+      await certs!.manager(VN)!.whenServing();
+      const clusterCa = readFileSync(path.join(cp.dir, 'pki', 'ca.crt'));
+      const direct = (p: string, token: string): Promise<{ status: number; body: string }> =>
+        new Promise((resolve, reject) => {
+          https
+            .get(
+              {
+                host: NODE_IP,
+                port: 10250,
+                path: p,
+                ca: clusterCa,
+                headers: { Authorization: `Bearer ${token}` },
+              },
+              (res) => {
+                let body = '';
+                res.setEncoding('utf8').on('data', (d: string) => (body += d));
+                res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+              },
+            )
+            .on('error', reject);
+        });
+      expect((await direct('/pods', 'not-a-token')).status).to.equal(401);
+      const token = async (name: string): Promise<string> => {
+        const mk = await kubectl(cp, ['create', 'serviceaccount', name, '-n', APPS]);
+        expect(mk.code, mk.stderr).to.equal(0);
+        const t = await kubectl(cp, ['create', 'token', name, '-n', APPS]);
+        expect(t.code, t.stderr).to.equal(0);
+        return t.stdout.trim();
+      };
+      const nobody = await token('node-api-nobody');
+      const reader = await token('node-api-reader');
+      // The built-in role for the API server's kubelet client: nodes/proxy, nodes/log, nodes/metrics, ...
+      const bind = await kubectl(cp, [
+        'create',
+        'clusterrolebinding',
+        'node-api-reader',
+        '--clusterrole=system:kubelet-api-admin',
+        `--serviceaccount=${APPS}:node-api-reader`,
+      ]);
+      expect(bind.code, bind.stderr).to.equal(0);
+      const denied = await direct('/pods', nobody);
+      expect(denied.status).to.equal(403);
+      expect(denied.body).to.contain(`system:serviceaccount:${APPS}:node-api-nobody`);
+      const ok = await eventually(
+        async () => {
+          const r = await direct('/pods', reader);
+          return r.status === 200 ? r : undefined;
+        },
+        20_000,
+        'node API access with the binding',
+      );
+      expect((JSON.parse(ok.body) as { items: Pod[] }).items.map((p) => p.metadata.name)).to.include('plain');
     });
 
     it('flips a pod Ready both ways with a readiness probe, and patches the repeated Unhealthy event', async () => {
@@ -568,6 +680,20 @@ describe('install manifests (real apiserver)', function () {
             sa.request({
               method: 'GET',
               path: '/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/x',
+            }),
+        ],
+        ['list CertificateSigningRequests', () => sa.request({ method: 'GET', path: CSR_PATH })],
+        [
+          'approve its own CSR',
+          () =>
+            sa.request({
+              method: 'PUT',
+              path: `${CSR_PATH}/${csrName}/approval`,
+              body: {
+                apiVersion: 'certificates.k8s.io/v1',
+                kind: 'CertificateSigningRequest',
+                metadata: { name: csrName },
+              },
             }),
         ],
         [

@@ -30,7 +30,10 @@ export interface ControlPlaneOptions {
   scheduler?: boolean;
   /** Also run kube-controller-manager (namespaces get their default ServiceAccount, GC runs, ...). */
   controllerManager?: boolean;
-  /** Extra kube-apiserver flags, appended after ours (a later flag wins). */
+  /**
+   * Extra kube-apiserver flags, appended after ours (a later flag wins). `{pki}` in a flag becomes the
+   * directory of the cluster's certificates (e.g. `--kubelet-certificate-authority={pki}/ca.crt`).
+   */
   apiserverArgs?: string[];
   /** Extra kube-controller-manager flags, appended after ours (a later flag wins). */
   controllerManagerArgs?: string[];
@@ -681,7 +684,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       `--proxy-client-key-file=${pki.frontProxyClient.key}`,
       '--allow-privileged=true',
       '--profiling=false',
-      ...(opts.apiserverArgs ?? []),
+      ...(opts.apiserverArgs ?? []).map((a) => a.replaceAll('{pki}', path.join(dir, 'pki'))),
     ]);
     const adminTls: TlsClient = {
       ca: readFileSync(pki.caCert),
@@ -726,7 +729,10 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         `--cluster-signing-cert-file=${pki.caCert}`,
         `--cluster-signing-key-file=${pki.caKey}`,
         `--service-cluster-ip-range=${SERVICE_CIDR}`,
-        '--controllers=*',
+        // A list flag: a second --controllers would add to this one, so one in the extra args replaces it.
+        ...((opts.controllerManagerArgs ?? []).some((a) => a.startsWith('--controllers='))
+          ? []
+          : ['--controllers=*']),
         ...(opts.controllerManagerArgs ?? []),
       ]);
       extras.push(waitHealthz(cm, cmPort));

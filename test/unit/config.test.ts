@@ -32,6 +32,20 @@ describe('loadConfig', () => {
     });
   });
 
+  it('reads the node API serving-certificate mode, and refuses csr together with certificate files', () => {
+    const files = loadConfig([], {});
+    expect(files.ok && files.config.nodeApiServingCert).to.equal('files');
+    const csr = loadConfig(['--node-api-serving-cert=csr'], {});
+    expect(csr.ok && csr.config.nodeApiServingCert).to.equal('csr');
+    expect(loadConfig(['--node-api-serving-cert=self'], {})).to.deep.include({ ok: false });
+    const bad = loadConfig(['--node-api-serving-cert=self'], {});
+    if (!bad.ok) expect(bad.message).to.match(/^--node-api-serving-cert: /);
+    expect(loadConfig(['--node-api-serving-cert=csr', '--node-api-cert-file=/c.pem'], {})).to.deep.equal({
+      ok: false,
+      message: '--node-api-serving-cert=csr: leave --node-api-cert-file and --node-api-key-file empty',
+    });
+  });
+
   it('rejects a virtual node selector that is not a label selector, and a default IP that is not an IP', () => {
     expect(loadConfig(['--virtual-node-selector', 'a b c!!'], {})).to.deep.equal({
       ok: false,

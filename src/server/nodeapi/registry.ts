@@ -31,13 +31,28 @@ export function normalizeAddress(a: string | undefined): string {
 
 export class NodeApiRegistry implements NodeLookup {
   private readonly byName = new Map<string, NodeApiTarget>();
+  private readonly listeners = new Set<() => void>();
 
   /** Adds a node; the returned function removes it (only if it is still the registered one). */
   register(t: NodeApiTarget): () => void {
     this.byName.set(t.nodeName, t);
+    this.changed();
     return () => {
-      if (this.byName.get(t.nodeName) === t) this.byName.delete(t.nodeName);
+      if (this.byName.get(t.nodeName) === t) {
+        this.byName.delete(t.nodeName);
+        this.changed();
+      }
     };
+  }
+
+  /** Calls `fn` after every register and unregister (serving certificates follow the nodes); returns the unsubscribe. */
+  onChange(fn: () => void): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  private changed(): void {
+    for (const fn of this.listeners) fn();
   }
 
   nodes(): NodeApiTarget[] {

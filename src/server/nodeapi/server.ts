@@ -2,7 +2,9 @@
  * The node API (the kubelet's :10250) for every VirtualNode of this process: one HTTPS server, requests
  * routed by pod to the node the pod is bound to, or by the dialled address to the node advertising it.
  *
- * Served: /healthz, /pods, /runningpods/, /containerLogs/{ns}/{pod}/{container}. Every request is
+ * Served: /healthz, /metrics, /pods, /runningpods/, /containerLogs/{ns}/{pod}/{container}, and on the
+ * HTTP upgrade event /exec, /attach and /portForward (streaming.ts, proxied by upgradeproxy.ts). TLS is
+ * terminated in front (tlsfront.ts), with the certificate of the node whose address was dialled. Every request is
  * authenticated (client certificate from the client CA, or a bearer token via TokenReview) and authorized
  * (SubjectAccessReview on nodes/<subresource>) before routing; see auth.ts.
  *
@@ -13,10 +15,11 @@
  */
 import { once } from 'node:events';
 import { access } from 'node:fs/promises';
-import https from 'node:https';
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
+import type { Registry } from 'prom-client';
 import type { Container, ContainerStatus, Pod } from '../../api/core.js';
 import type { Runtime } from '../../runtime/types.js';
 import type { Clock } from '../../util/clock.js';
@@ -30,6 +33,7 @@ import {
   type UserInfo,
   type WebhookAuth,
 } from './auth.js';
+import { HttpError } from './httperror.js';
 import {
   criFileLines,
   parseLines,
@@ -39,10 +43,24 @@ import {
   type FollowControl,
 } from './logs.js';
 import { normalizeAddress, type NodeApiTarget, type NodeLookup } from './registry.js';
+import {
+  isWebSocketRequest,
+  parseStreamingPath,
+  parseStreamingQuery,
+  resolveStreamingUrl,
+  streamingKindOf,
+} from './streaming.js';
+import { AddressTlsListener, staticCertificate, type ServingCertificateSource } from './tlsfront.js';
+import { UpgradeProxy, writeRawResponse } from './upgradeproxy.js';
 
 export interface NodeApiTls {
-  cert: string | Buffer;
-  key: string | Buffer;
+  /** One serving certificate for every address (files); or give `source`. */
+  cert?: string | Buffer;
+  key?: string | Buffer;
+  /** Serving certificates by the local address dialled (e.g. CSR-issued per node); wins over cert/key. */
+  source?: ServingCertificateSource;
+  /** Told when a connection is closed for want of a certificate for its address (see tlsfront.ts). */
+  onRefused?(localAddress: string): void;
   /** CA bundle that signs accepted client certificates (the API server's kubelet client cert). */
   clientCA?: string | Buffer;
 }
@@ -55,16 +73,11 @@ export interface NodeApiServerOptions {
   logger: Logger;
   /** How often a followed log is polled for new lines (default 200 ms). */
   followPollMs?: number;
+  /** Served on /metrics (Prometheus text), authorized as nodes/metrics. */
+  metrics?: Registry;
 }
 
-export class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-  ) {
-    super(message);
-  }
-}
+export { HttpError };
 
 /** A runtime that can hand out CRI-format log lines itself (SimRuntime). */
 interface LineLogRuntime {
@@ -111,44 +124,58 @@ function findContainer(pod: Pod, name: string): { spec?: Container; status?: Con
   return { spec, status };
 }
 
-export class NodeApiServer {
-  private server: https.Server | undefined;
-  private readonly live = new Set<AbortController>();
+interface Admitted {
+  /** The node the request is for (its pod's node, else the dialled one); undefined when none is served. */
+  node: NodeApiTarget | undefined;
+  podNode: { node: NodeApiTarget; pod: Pod } | undefined;
+}
 
-  constructor(private readonly opts: NodeApiServerOptions) {}
+export class NodeApiServer {
+  private server: http.Server | undefined;
+  /** Accepts TCP, picks the certificate by the dialled address, hands TLS sockets to `server`. */
+  private front: AddressTlsListener | undefined;
+  private readonly sockets = new Set<Socket>();
+  private readonly live = new Set<AbortController>();
+  /** exec/attach/portForward sessions proxied to the runtimes' streaming servers (streaming.ts). */
+  private readonly upgrades: UpgradeProxy;
+
+  constructor(private readonly opts: NodeApiServerOptions) {
+    this.upgrades = new UpgradeProxy({ logger: opts.logger });
+  }
 
   /** Starts listening; resolves to the bound port. */
   async listen(port: number, host: string): Promise<number> {
     const { tls } = this.opts;
-    this.server = https.createServer(
-      {
-        cert: tls.cert,
-        key: tls.key,
-        ca: tls.clientCA,
-        // Ask for a certificate but let a token-bearing client in without one; handle() decides.
-        requestCert: tls.clientCA !== undefined,
-        rejectUnauthorized: false,
+    const source =
+      tls.source ?? (tls.cert && tls.key ? staticCertificate({ cert: tls.cert, key: tls.key }) : undefined);
+    if (!source) throw new HttpError(500, 'node API: no serving certificate (cert and key, or a source)');
+    const server = http.createServer((req, res) => void this.handle(req, res));
+    this.server = server;
+    // TLS is done in front (tlsfront.ts); the HTTP server only ever sees finished TLS sockets.
+    this.front = new AddressTlsListener({
+      source,
+      clientCA: tls.clientCA,
+      onRefused: tls.onRefused,
+      onSecureConnection: (sock) => {
+        this.sockets.add(sock);
+        sock.once('close', () => this.sockets.delete(sock));
+        server.emit('connection', sock);
       },
-      (req, res) => void this.handle(req, res),
-    );
-    await new Promise<void>((resolve, reject) => {
-      this.server!.once('error', reject);
-      this.server!.listen(port, host, () => {
-        this.server!.removeListener('error', reject);
-        resolve();
-      });
     });
-    return (this.server.address() as AddressInfo).port;
+    this.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      void this.handleUpgrade(req, socket, head);
+    });
+    return this.front.listen(port, host);
   }
 
   async close(): Promise<void> {
     for (const c of this.live) c.abort();
-    const s = this.server;
-    if (!s) return;
+    this.upgrades.closeAll();
+    const front = this.front;
+    this.front = undefined;
     this.server = undefined;
-    const closed = new Promise<void>((resolve) => s.close(() => resolve()));
-    s.closeAllConnections();
-    await closed;
+    for (const sock of this.sockets) sock.destroy();
+    await front?.close();
   }
 
   private async authenticate(req: IncomingMessage): Promise<UserInfo | undefined> {
@@ -162,34 +189,26 @@ export class NodeApiServer {
     return this.opts.auth.authenticateToken(token);
   }
 
-  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    let url: URL;
-    try {
-      url = new URL(req.url ?? '/', 'https://node');
-    } catch {
-      return this.reply(res, 400, 'malformed request URL');
-    }
-    const path = url.pathname;
+  /**
+   * Authenticates (401) and authorizes (403) a request as the kubelet does, against the node serving the
+   * pod that `podOf` names (a 400 when it throws), else the node whose address the client dialled.
+   */
+  private async admit(
+    req: IncomingMessage,
+    path: string,
+    podOf: () => { namespace: string; pod: string } | undefined,
+  ): Promise<Admitted> {
     let user: UserInfo | undefined;
     try {
       user = await this.authenticate(req);
     } catch (err) {
       this.opts.logger.warn('node API: authentication failed', { error: errorMessage(err) });
     }
-    if (!user) return this.reply(res, 401, 'Unauthorized');
+    if (!user) throw new HttpError(401, 'Unauthorized');
 
+    const ref = podOf();
+    const podNode = ref ? this.opts.lookup.nodeForPod(ref.namespace, ref.pod) : undefined;
     const local = normalizeAddress(req.socket.localAddress);
-    const isLogs = path === '/containerLogs' || path.startsWith('/containerLogs/');
-    let logTarget: ReturnType<typeof parseContainerLogsPath> | undefined;
-    let podNode: { node: NodeApiTarget; pod: Pod } | undefined;
-    try {
-      if (isLogs) {
-        logTarget = parseContainerLogsPath(path);
-        podNode = this.opts.lookup.nodeForPod(logTarget.namespace, logTarget.pod);
-      }
-    } catch (err) {
-      return this.replyError(res, err);
-    }
     const node = podNode?.node ?? this.opts.lookup.nodeByAddress(local) ?? this.opts.lookup.nodes()[0];
     const attrs = {
       user,
@@ -198,22 +217,87 @@ export class NodeApiServer {
       subresources: subresourcesFor(path),
       path,
     };
+    let allowed: boolean;
     try {
-      const d = await this.opts.auth.authorize(attrs);
-      if (!d.allowed) {
-        return this.reply(
-          res,
-          403,
-          `Forbidden (user=${user.username}, verb=${attrs.verb}, resource=nodes, subresource(s)=[${attrs.subresources.join(' ')}])`,
-        );
-      }
+      allowed = (await this.opts.auth.authorize(attrs)).allowed;
     } catch (err) {
       this.opts.logger.warn('node API: authorization failed', { error: errorMessage(err) });
-      return this.reply(res, 500, `Authorization error (user=${user.username}): ${errorMessage(err)}`);
+      throw new HttpError(500, `Authorization error (user=${user.username}): ${errorMessage(err)}`);
     }
+    if (!allowed)
+      throw new HttpError(
+        403,
+        `Forbidden (user=${user.username}, verb=${attrs.verb}, resource=nodes, subresource(s)=[${attrs.subresources.join(' ')}])`,
+      );
+    return { node, podNode };
+  }
+
+  /**
+   * exec, attach and portForward: admitted like any request, then validated, resolved to the runtime's
+   * streaming URL and proxied there. Every failure before the upgrade is a plain HTTP error response.
+   */
+  private async handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    // Until the proxy owns the socket, a reset must not become an unhandled 'error'.
+    const onError = (): void => void socket.destroy();
+    socket.on('error', onError);
+    try {
+      let url: URL;
+      try {
+        url = new URL(req.url ?? '/', 'https://node');
+      } catch {
+        throw new HttpError(400, 'malformed request URL');
+      }
+      const path = url.pathname;
+      const kind = streamingKindOf(path);
+      const { podNode } = await this.admit(req, path, () => (kind ? parseStreamingPath(path) : undefined));
+      if (!kind) throw new HttpError(400, `${path} does not support protocol upgrades`);
+      const target = parseStreamingPath(path);
+      const opts = parseStreamingQuery(kind, url.searchParams, isWebSocketRequest(req.headers));
+      if (!podNode) throw new HttpError(404, `pod "${target.namespace}/${target.pod}" not found`);
+      const streamUrl = await resolveStreamingUrl(podNode.node, podNode.pod, target, opts);
+      if (socket.destroyed) return;
+      socket.removeListener('error', onError);
+      this.upgrades.proxy(req, socket, head, streamUrl);
+    } catch (err) {
+      let e: HttpError;
+      if (err instanceof HttpError) e = err;
+      else if (isInvalidArgument(err)) e = new HttpError(400, errorMessage(err));
+      else if (isNotFound(err)) e = new HttpError(404, errorMessage(err));
+      else {
+        this.opts.logger.warn('node API: streaming request failed', { error: errorMessage(err) });
+        e = new HttpError(500, errorMessage(err));
+      }
+      writeRawResponse(socket, e.status, e.message);
+    }
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '/', 'https://node');
+    } catch {
+      return this.reply(res, 400, 'malformed request URL');
+    }
+    const path = url.pathname;
+    const isLogs = path === '/containerLogs' || path.startsWith('/containerLogs/');
+    const stream = streamingKindOf(path);
+    let logTarget: ReturnType<typeof parseContainerLogsPath> | undefined;
+    let admitted: Admitted;
+    try {
+      admitted = await this.admit(req, path, () => {
+        if (isLogs) return (logTarget = parseContainerLogsPath(path));
+        return stream ? parseStreamingPath(path) : undefined;
+      });
+    } catch (err) {
+      return this.replyError(res, err);
+    }
+    const { node, podNode } = admitted;
 
     try {
       if (path === '/healthz') return this.reply(res, 200, 'ok');
+      if (path === '/metrics') return await this.serveMetrics(res);
+      // The streaming paths are served on the server's 'upgrade' event only (handleUpgrade).
+      if (stream) throw new HttpError(400, `Upgrade request required (${stream} needs SPDY or WebSocket)`);
       if (isLogs) {
         if (req.method !== 'GET' && req.method !== 'HEAD')
           throw new HttpError(405, `method ${req.method} not allowed`);
@@ -246,6 +330,15 @@ export class NodeApiServer {
       }
       return this.replyError(res, err);
     }
+  }
+
+  /** The process's registry, as the kubelet's /metrics: Prometheus text exposition. */
+  private async serveMetrics(res: ServerResponse): Promise<void> {
+    const registry = this.opts.metrics;
+    if (!registry) throw new HttpError(404, 'no metrics registry');
+    const text = await registry.metrics();
+    res.writeHead(200, { 'Content-Type': registry.contentType });
+    res.end(text);
   }
 
   private replyError(res: ServerResponse, err: unknown): void {

@@ -12,8 +12,11 @@ import { NodeApiServer } from '../../../src/server/nodeapi/server.js';
 import { RealClock } from '../../../src/util/clock.js';
 import { silentLogger } from '../../../src/util/logger.js';
 import { run } from '../../support/controlplane.js';
+import { eventually } from '../../support/eventually.js';
 
-const LINES = 100_000;
+const LINES = 300_000;
+/** Highest log line index the server has read from the runtime (how far a stream got). */
+let maxLineRead = -1;
 
 describe('NodeApiServer', function () {
   this.timeout(30_000);
@@ -51,16 +54,29 @@ describe('NodeApiServer', function () {
     );
     const pod: Pod = {
       metadata: { name: 'p', namespace: 'ns', uid: 'u' },
-      spec: { containers: [{ name: 'c', image: 'busybox' }] },
+      spec: {
+        containers: [
+          { name: 'c', image: 'busybox' },
+          { name: 'side', image: 'busybox' },
+        ],
+      },
       status: {
         containerStatuses: [
           { name: 'c', ready: true, restartCount: 0, containerID: 'sim://id1', state: { running: {} } },
+          { name: 'side', ready: true, restartCount: 0, containerID: 'sim://id2', state: { running: {} } },
         ],
       },
     };
+    // Counts how far the server reads, to show a stalled client stops it (bounded buffering).
+    const counted = new Proxy(big, {
+      get(target, prop, receiver) {
+        if (typeof prop === 'string' && /^\d+$/.test(prop)) maxLineRead = Math.max(maxLineRead, Number(prop));
+        return Reflect.get(target, prop, receiver) as unknown;
+      },
+    });
     const runtime = {
       kind: 'sim',
-      readLogs: () => big,
+      readLogs: (id: string) => (id === 'id1' ? counted : ['2024-01-01T00:00:00Z stdout F side line']),
       containerStatus: () => Promise.resolve({ state: 'exited' }),
     } as unknown as Runtime;
     const registry = new NodeApiRegistry();
@@ -117,17 +133,56 @@ describe('NodeApiServer', function () {
     const full = await get('/containerLogs/ns/p/c');
     expect(full.status).to.equal(200);
     expect(full.body.split('\n')).to.have.length(LINES + 1);
-    // A client that sends a request for ~9 MB of logs and never reads.
+    // A client that sends a request for ~28 MB of logs and never reads.
     const slow = tls.connect({ host: '127.0.0.1', port, ca: cert });
     slow.pause();
     await new Promise((r) => slow.once('secureConnect', r));
+    maxLineRead = -1;
     slow.write(`GET /containerLogs/ns/p/c HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer good\r\n\r\n`);
-    await new Promise((r) => setTimeout(r, 200));
+    // The server writes until the socket buffers are full, then waits for 'drain': its read position stops.
+    const stalledAt = await eventually(
+      async () => {
+        const before = maxLineRead;
+        await new Promise((r) => setTimeout(r, 300));
+        return before > 0 && maxLineRead === before ? before : undefined;
+      },
+      10_000,
+      'the stalled stream to stop reading',
+    );
     const t0 = Date.now();
     for (let i = 0; i < 5; i++) expect((await get('/healthz')).body).to.equal('ok\n');
-    expect((await get('/containerLogs/ns/p/c?tailLines=1')).body).to.match(/^line 99999 x+\n$/);
+    expect((await get('/containerLogs/ns/p/side')).body).to.equal('side line\n');
     expect(Date.now() - t0).to.be.lessThan(2000);
+    // Still stalled: what the server read for it is what the kernel's socket buffers hold plus at most one
+    // write's worth, not the whole log (300k lines of ~100 bytes).
+    expect(maxLineRead).to.equal(stalledAt);
+    expect(stalledAt * 100).to.be.lessThan(8 * 1024 * 1024);
+    console.log(`      stalled reader: server stopped after ${stalledAt + 1} of ${LINES} lines`);
     slow.destroy();
+  });
+
+  it('answers 400 with a message for each malformed path or query', async () => {
+    const cases: [string, RegExp][] = [
+      ['/containerLogs/ns', /malformed path/],
+      ['/containerLogs/ns/p/c/extra', /malformed path/],
+      ['/containerLogs/ns/p/c?tailLines=abc', /tailLines: invalid integer "abc"/],
+      ['/containerLogs/ns/p/c?sinceSeconds=-1', /sinceSeconds: must be greater than or equal to 1/],
+      ['/containerLogs/ns/p/c?sinceSeconds=0', /sinceSeconds: must be greater than or equal to 1/],
+      [
+        '/containerLogs/ns/p/c?sinceSeconds=5&sinceTime=2024-01-01T00:00:00Z',
+        /at most one of sinceTime or sinceSeconds/,
+      ],
+      ['/containerLogs/ns/p/c?sinceTime=yesterday', /sinceTime: invalid RFC3339 time/],
+      ['/containerLogs/ns/p/c?limitBytes=0', /limitBytes: must be greater than or equal to 1/],
+      ['/containerLogs/ns/p/c?follow=maybe', /follow: invalid boolean "maybe"/],
+      ['/containerLogs/ns/p/c?bogus=1', /unknown query parameter "bogus"/],
+      ['/containerLogs/ns/%zz/c', /bad escape/],
+    ];
+    for (const [p, msg] of cases) {
+      const r = await get(p);
+      expect(r.status, p).to.equal(400);
+      expect(r.body, p).to.match(msg);
+    }
   });
 
   it('answers 401, 400 and 404 with a message', async () => {

@@ -1,0 +1,109 @@
+/**
+ * TLS in front of the node API that picks the serving certificate by the local address a connection
+ * arrived on. The API server dials a Node's InternalIP, and TLS sends no server name for an IP address,
+ * so SNI cannot tell the nodes apart; the address they each advertise can. One TCP listener accepts every
+ * connection, asks the certificate source for that address's certificate, and hands the socket to a
+ * (non-listening) tls.Server holding it, which does the handshake and client-certificate verification.
+ *
+ * Contract: a connection for which the source has no certificate (a CSR not approved yet) is closed
+ * before the handshake and reported to `onRefused`; it never affects another connection. A certificate
+ * object that changes (renewal) gets a fresh TLS context for new connections; live ones keep theirs.
+ */
+import net from 'node:net';
+import tls, { type TLSSocket } from 'node:tls';
+import { normalizeAddress } from './registry.js';
+
+export interface ServingCertificate {
+  /** PEM certificate (chain). */
+  cert: string | Buffer;
+  /** PEM private key. */
+  key: string | Buffer;
+}
+
+export interface ServingCertificateSource {
+  /** The certificate for connections to `localAddress`, or undefined when there is none (yet). */
+  certificateFor(localAddress: string): ServingCertificate | undefined;
+}
+
+/** One certificate for every address (--node-api-cert-file/--node-api-key-file). */
+export function staticCertificate(c: ServingCertificate): ServingCertificateSource {
+  return { certificateFor: () => c };
+}
+
+export interface AddressTlsListenerOptions {
+  source: ServingCertificateSource;
+  /** CA bundle for client certificates; when set, clients are asked for one (not required). */
+  clientCA?: string | Buffer;
+  /** Receives each connection once its handshake is done. */
+  onSecureConnection(socket: TLSSocket): void;
+  /** A connection closed because no certificate is available for its local address. */
+  onRefused?(localAddress: string): void;
+}
+
+export class AddressTlsListener {
+  private server: net.Server | undefined;
+  private readonly contexts = new WeakMap<ServingCertificate, tls.Server>();
+  private readonly sockets = new Set<net.Socket>();
+
+  constructor(private readonly opts: AddressTlsListenerOptions) {}
+
+  /** Starts listening; resolves to the bound port. */
+  async listen(port: number, host: string): Promise<number> {
+    const server = net.createServer((raw) => this.accept(raw));
+    this.server = server;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host, () => {
+        server.removeListener('error', reject);
+        resolve();
+      });
+    });
+    return (server.address() as net.AddressInfo).port;
+  }
+
+  /** Stops listening and destroys every open connection. */
+  async close(): Promise<void> {
+    const s = this.server;
+    this.server = undefined;
+    if (!s) return;
+    const closed = new Promise<void>((resolve) => s.close(() => resolve()));
+    for (const sock of this.sockets) sock.destroy();
+    await closed;
+  }
+
+  private accept(raw: net.Socket): void {
+    const local = normalizeAddress(raw.localAddress);
+    this.sockets.add(raw);
+    raw.once('close', () => this.sockets.delete(raw));
+    raw.on('error', () => raw.destroy());
+    const cert = this.opts.source.certificateFor(local);
+    if (!cert) {
+      raw.destroy();
+      this.opts.onRefused?.(local);
+      return;
+    }
+    this.serverFor(cert).emit('connection', raw);
+  }
+
+  private serverFor(cert: ServingCertificate): tls.Server {
+    let s = this.contexts.get(cert);
+    if (!s) {
+      const { clientCA } = this.opts;
+      s = tls.createServer(
+        {
+          cert: cert.cert,
+          key: cert.key,
+          ca: clientCA,
+          // Ask for a certificate but let a token-bearing client in without one; the handler decides.
+          requestCert: clientCA !== undefined,
+          rejectUnauthorized: false,
+        },
+        (sock) => this.opts.onSecureConnection(sock),
+      );
+      // A failed handshake only ends that connection.
+      s.on('tlsClientError', (_err, sock) => sock.destroy());
+      this.contexts.set(cert, s);
+    }
+    return s;
+  }
+}

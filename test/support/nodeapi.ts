@@ -1,0 +1,197 @@
+/**
+ * Helpers for tests of the node API through the real API server: a serving CA and certificate for the
+ * nodes' loopback addresses (kube-apiserver verifies it with --kubelet-certificate-authority), the
+ * apiserver flags that make it dial those addresses, and a raw HTTP-upgrade client (WebSocket framing
+ * included) for requests straight to the node API.
+ */
+import { randomBytes } from 'node:crypto';
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import tls from 'node:tls';
+import { run } from './controlplane.js';
+
+async function openssl(args: string[]): Promise<void> {
+  const r = await run('openssl', args);
+  if (r.code !== 0) throw new Error(`openssl ${args[0]}: ${r.stderr}`);
+}
+
+export interface ServingPki {
+  /** The CA that signed `cert`: pass it to kube-apiserver as --kubelet-certificate-authority. */
+  ca: string;
+  cert: string;
+  key: string;
+}
+
+/**
+ * A CA and one serving certificate, signed by it, for every node given (its IP and name in the SANs).
+ * Files are written to `dir`.
+ */
+export async function servingPki(dir: string, nodes: { name: string; ip: string }[]): Promise<ServingPki> {
+  const p = (f: string) => path.join(dir, f);
+  const key = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
+  await openssl([
+    'req',
+    '-x509',
+    ...key,
+    '-keyout',
+    p('ca.key'),
+    '-out',
+    p('ca.crt'),
+    '-days',
+    '2',
+    '-subj',
+    '/CN=node-serving-ca',
+    '-addext',
+    'basicConstraints=critical,CA:TRUE',
+    '-addext',
+    'keyUsage=critical,keyCertSign',
+  ]);
+  await openssl([
+    'req',
+    '-new',
+    ...key,
+    '-keyout',
+    p('serving.key'),
+    '-out',
+    p('serving.csr'),
+    '-subj',
+    `/O=system:nodes/CN=system:node:${nodes[0]?.name ?? 'node'}`,
+  ]);
+  const sans = nodes.flatMap((n) => [`IP:${n.ip}`, `DNS:${n.name}`]).join(',');
+  await writeFile(
+    p('serving.ext'),
+    `basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\nsubjectAltName=${sans}\n`,
+  );
+  await openssl([
+    'x509',
+    '-req',
+    '-in',
+    p('serving.csr'),
+    '-CA',
+    p('ca.crt'),
+    '-CAkey',
+    p('ca.key'),
+    '-set_serial',
+    `0x${randomBytes(8).toString('hex')}`,
+    '-days',
+    '2',
+    '-extfile',
+    p('serving.ext'),
+    '-out',
+    p('serving.crt'),
+  ]);
+  return { ca: p('ca.crt'), cert: p('serving.crt'), key: p('serving.key') };
+}
+
+/** kube-apiserver flags: verify node serving certificates with `ca`, dial Nodes at their InternalIP. */
+export function nodeApiApiserverArgs(ca: string): string[] {
+  return [`--kubelet-certificate-authority=${ca}`, '--kubelet-preferred-address-types=InternalIP'];
+}
+
+export interface UpgradeResult {
+  /** The response's status code (101 when the upgrade went through). */
+  status: number;
+  /** Response head (status line and headers). */
+  head: string;
+  /** The response body of a refused upgrade. */
+  body: string;
+  /** WebSocket only: the data received per channel (k8s channel protocols: the first byte of a frame). */
+  channels: Map<number, string>;
+}
+
+export interface UpgradeRequest {
+  host: string;
+  port: number;
+  path: string;
+  method?: string;
+  /** TLS: the CA of the serving certificate, and the client's certificate and key. */
+  ca: Buffer;
+  cert?: Buffer;
+  key?: Buffer;
+  /** 'websocket' (default) or e.g. 'SPDY/3.1'. */
+  upgrade?: string;
+  /** WebSocket subprotocol, e.g. v4.channel.k8s.io. */
+  protocol?: string;
+  timeoutMs?: number;
+}
+
+/**
+ * Sends one upgrade request and reads the answer: a refused upgrade's status and body, or, for a
+ * WebSocket that was accepted, every frame until the server closes (without sending any data).
+ */
+export function upgradeRequest(r: UpgradeRequest): Promise<UpgradeResult> {
+  return new Promise((resolve, reject) => {
+    const sock = tls.connect({ host: r.host, port: r.port, ca: r.ca, cert: r.cert, key: r.key });
+    const timer = setTimeout(() => {
+      sock.destroy();
+      reject(new Error(`upgrade request ${r.path}: no end after ${r.timeoutMs ?? 30_000} ms`));
+    }, r.timeoutMs ?? 30_000);
+    let buf = Buffer.alloc(0);
+    sock.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    sock.on('secureConnect', () => {
+      const upgrade = r.upgrade ?? 'websocket';
+      const lines = [
+        `${r.method ?? 'GET'} ${r.path} HTTP/1.1`,
+        `Host: ${r.host}:${r.port}`,
+        'Connection: Upgrade',
+        `Upgrade: ${upgrade}`,
+      ];
+      if (upgrade === 'websocket') {
+        lines.push('Sec-WebSocket-Version: 13', `Sec-WebSocket-Key: ${randomBytes(16).toString('base64')}`);
+        if (r.protocol) lines.push(`Sec-WebSocket-Protocol: ${r.protocol}`);
+      }
+      sock.write(`${lines.join('\r\n')}\r\n\r\n`);
+    });
+    sock.on('data', (d: Buffer) => (buf = Buffer.concat([buf, d])));
+    sock.on('close', () => {
+      clearTimeout(timer);
+      const end = buf.indexOf('\r\n\r\n');
+      if (end < 0) return reject(new Error(`upgrade request ${r.path}: no response head`));
+      const head = buf.subarray(0, end).toString('latin1');
+      const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1] ?? 0);
+      const rest = buf.subarray(end + 4);
+      const channels = new Map<number, string>();
+      if (status !== 101) return resolve({ status, head, body: rest.toString('utf8'), channels });
+      try {
+        for (const f of webSocketFrames(rest)) {
+          if (f.opcode !== 1 && f.opcode !== 2) continue;
+          if (f.payload.length === 0) continue;
+          const ch = f.payload[0]!;
+          channels.set(ch, (channels.get(ch) ?? '') + f.payload.subarray(1).toString('utf8'));
+        }
+      } catch (err) {
+        return reject(err as Error);
+      }
+      resolve({ status, head, body: '', channels });
+    });
+  });
+}
+
+/** Unmasked server-to-client WebSocket frames (RFC 6455 section 5.2); a truncated last frame is dropped. */
+export function webSocketFrames(b: Buffer): { opcode: number; payload: Buffer }[] {
+  const frames: { opcode: number; payload: Buffer }[] = [];
+  let i = 0;
+  while (i + 2 <= b.length) {
+    const opcode = b[i]! & 0x0f;
+    let len = b[i + 1]! & 0x7f;
+    const masked = (b[i + 1]! & 0x80) !== 0;
+    let p = i + 2;
+    if (len === 126) {
+      if (p + 2 > b.length) break;
+      len = b.readUInt16BE(p);
+      p += 2;
+    } else if (len === 127) {
+      if (p + 8 > b.length) break;
+      len = Number(b.readBigUInt64BE(p));
+      p += 8;
+    }
+    if (masked) throw new Error('server sent a masked WebSocket frame');
+    if (p + len > b.length) break;
+    frames.push({ opcode, payload: b.subarray(p, p + len) });
+    i = p + len;
+  }
+  return frames;
+}
