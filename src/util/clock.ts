@@ -15,27 +15,48 @@ export interface Clock {
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
 
+/** setTimeout fires at once for delays over 2^31-1 ms (about 24.8 days); longer waits are chained. */
+const MAX_TIMEOUT_MS = 2 ** 31 - 1;
+
+/** A timeout of any length; `ref` = whether it keeps the process alive. */
+function longTimeout(ms: number, fn: () => void, ref: boolean): TimerHandle {
+  let t: ReturnType<typeof setTimeout>;
+  const due = Date.now() + Math.max(0, ms);
+  const arm = (left: number): void => {
+    t = setTimeout(
+      () => {
+        const rest = due - Date.now();
+        if (rest > 0 && left > MAX_TIMEOUT_MS) arm(rest);
+        else fn();
+      },
+      Math.min(Math.max(0, left), MAX_TIMEOUT_MS),
+    );
+    if (!ref) t.unref?.();
+  };
+  arm(Math.max(0, ms));
+  return { cancel: () => clearTimeout(t) };
+}
+
 export class RealClock implements Clock {
   now(): number {
     return Date.now();
   }
   setTimer(ms: number, fn: () => void): TimerHandle {
-    const t = setTimeout(fn, Math.max(0, ms));
-    t.unref?.();
-    return { cancel: () => clearTimeout(t) };
+    return longTimeout(ms, fn, false);
   }
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
     return new Promise((resolve, reject) => {
       if (signal?.aborted) return reject(signal.reason);
-      const t = setTimeout(
+      const t = longTimeout(
+        ms,
         () => {
           signal?.removeEventListener('abort', onAbort);
           resolve();
         },
-        Math.max(0, ms),
+        true,
       );
       const onAbort = () => {
-        clearTimeout(t);
+        t.cancel();
         reject(signal?.reason);
       };
       signal?.addEventListener('abort', onAbort, { once: true });

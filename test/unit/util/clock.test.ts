@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { FakeClock } from '../../../src/util/clock.js';
+import { FakeClock, RealClock } from '../../../src/util/clock.js';
 
 describe('FakeClock', () => {
   it('fires timers in due order, each seeing its own due time', () => {
@@ -43,5 +43,32 @@ describe('FakeClock', () => {
     let err: unknown;
     await q.catch((e: unknown) => (err = e));
     expect((err as Error).message).to.equal('stop');
+  });
+});
+
+describe('RealClock', () => {
+  it('does not fire a timer longer than setTimeout can hold (about 24.8 days) at once', async () => {
+    const clock = new RealClock();
+    let fired = 0;
+    const month = 30 * 24 * 3600 * 1000;
+    const t = clock.setTimer(month, () => fired++);
+    const ac = new AbortController();
+    const slept = clock.sleep(month, ac.signal).then(
+      () => 'resolved',
+      () => 'aborted',
+    );
+    await new Promise((r) => setTimeout(r, 50));
+    expect(fired).to.equal(0);
+    t.cancel();
+    ac.abort();
+    expect(await slept).to.equal('aborted');
+  });
+
+  it('still fires short timers and sleeps', async () => {
+    const clock = new RealClock();
+    let fired = 0;
+    clock.setTimer(5, () => fired++);
+    await clock.sleep(30);
+    expect(fired).to.equal(1);
   });
 });
