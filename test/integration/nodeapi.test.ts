@@ -278,6 +278,41 @@ describe('node API through the real API server (sim runtime)', function () {
     }
   });
 
+  it('kubectl logs --previous reads the container that ran before a restart', async () => {
+    const none = await kubectl(cp, ['logs', 'echo', '--previous']);
+    expect(none.code).to.not.equal(0);
+    expect(none.stderr).to.include('previous terminated container "app" in pod "echo" not found');
+    await createPod('restarts', 'echo run; sleep 1; exit 1');
+    const p = await eventually(
+      async () => {
+        const pod = await client.request<Pod>({
+          method: 'GET',
+          path: '/api/v1/namespaces/default/pods/restarts',
+        });
+        const cs = pod.status?.containerStatuses?.[0];
+        return cs && cs.restartCount >= 1 && cs.lastState?.terminated ? pod : undefined;
+      },
+      60_000,
+      'a restart',
+    );
+    const finishedAt = Date.parse(p.status!.containerStatuses![0]!.lastState!.terminated!.finishedAt!);
+    const stamp = (out: string): number => {
+      const lines = out.trimEnd().split('\n');
+      expect(lines, out).to.have.length(1);
+      const [ts, text] = lines[0]!.split(' ');
+      expect(text).to.equal('run');
+      return Date.parse(ts!);
+    };
+    const prev = await kubectl(cp, ['logs', 'restarts', '--previous', '--timestamps']);
+    expect(prev.code, prev.stderr).to.equal(0);
+    // Written by the first run, before it ended; the current run wrote its line after that.
+    expect(stamp(prev.stdout)).to.be.at.most(finishedAt);
+    const cur = await kubectl(cp, ['logs', 'restarts', '--timestamps']);
+    expect(cur.code, cur.stderr).to.equal(0);
+    expect(stamp(cur.stdout)).to.be.at.least(finishedAt);
+    expect((await kubectl(cp, ['logs', 'restarts', '-p'])).stdout).to.equal('run\n');
+  });
+
   it('refuses anonymous and invalid tokens (401), and malformed requests (400), unknown pods (404)', async () => {
     expect((await direct('/containerLogs/default/echo/app')).status).to.equal(401);
     const bad = await direct('/containerLogs/default/echo/app', 'not-a-token');

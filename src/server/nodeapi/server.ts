@@ -392,7 +392,8 @@ export class NodeApiServer {
     container: string,
     query: URLSearchParams,
   ): Promise<void> {
-    const podName = `${pod.metadata.namespace}/${pod.metadata.name}`;
+    // Messages name the pod as the kubelet's do (validateContainerLogStatus): by name, not namespace/name.
+    const podName = pod.metadata.name ?? '';
     let opts;
     try {
       opts = parseLogOptions(query, this.opts.clock.now());
@@ -484,7 +485,7 @@ export class NodeApiServer {
     } catch (err) {
       if (!ac.signal.aborted)
         this.opts.logger.warn('node API: log stream failed', {
-          pod: podName,
+          pod: `${pod.metadata.namespace}/${podName}`,
           container,
           error: errorMessage(err),
         });
