@@ -403,9 +403,7 @@ describe('node API streaming and logs through the real API server (containerd)',
     );
     const none = await k(['logs', 'restarter', '--previous']);
     expect(none.code).to.not.equal(0);
-    expect(none.stderr).to.match(
-      /previous terminated container "c" in pod "restarter" not found/,
-    );
+    expect(none.stderr).to.match(/previous terminated container "c" in pod "restarter" not found/);
     // Fail the liveness probe once: the kubelet kills the container and starts a new one.
     const rm1 = await k(['exec', 'restarter', '--', 'rm', '/tmp/healthy']);
     expect(rm1.code, rm1.stderr).to.equal(0);
