@@ -20,6 +20,7 @@ import {
 } from '../test/support/controlplane.js';
 import { startContainerd, type TestContainerd } from '../test/support/containerd.js';
 import { applyCrd, createVirtualNode, startOperator, waitNodeReady } from './lib/cluster.js';
+import { Phases } from './lib/phases.js';
 import { watchProgress } from './lib/progress.js';
 
 // Where `npm run up` records what it started, so `npm run down` can stop it (also read by scripts/down.ts).
@@ -28,7 +29,9 @@ export const UP_STATE_FILE = path.join(REPO_ROOT, '.local/up.json');
 export const UP_OPERATOR_LOG = path.join(REPO_ROOT, '.local/operator.log');
 const VIRTUAL_NODE = 'sim-1';
 const CRI_NODE = 'cri-1';
-const EXAMPLES = ['web.yaml', 'job.yaml', 'init-pod.yaml'];
+/** The sample workload: objects whose pods controllers create, and bare pods (cri-pod.yaml with cri-1). */
+const CONTROLLED_EXAMPLES = ['web.yaml', 'job.yaml'];
+const POD_EXAMPLES = ['init-pod.yaml'];
 
 export interface UpState {
   /** The `npm run up` node process. */
@@ -51,6 +54,20 @@ export async function readUpState(): Promise<UpState | undefined> {
   }
 }
 
+/** Retries `fn` every 200 ms until it resolves; rethrows its last error after `timeoutMs`. */
+async function waitFor(fn: () => Promise<unknown>, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      await fn();
+      return;
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
 async function main(): Promise<void> {
   const previous = await readUpState();
   if (previous && pidAlive(previous.upPid)) {
@@ -58,10 +75,30 @@ async function main(): Promise<void> {
     process.exit(1);
   }
 
+  // Independent work overlaps: containerd starts while the control plane does, the sample workload is
+  // applied while the nodes register, and every wait is on a condition, never a fixed sleep.
+  const phases = new Phases(Date.now, Date.now() - process.uptime() * 1000);
+  let criSkipped = '';
+  const criPossible = process.platform === 'linux' && process.getuid?.() === 0;
+  if (!criPossible) criSkipped = 'containerd needs root on Linux';
   console.log(
-    'starting the control plane (the first run builds the Kubernetes binaries; that takes a while)...',
+    'starting the control plane (the first run builds the Kubernetes binaries; that takes a while)' +
+      (criPossible ? ' and a private containerd for the cri VirtualNode...' : '...'),
   );
-  const cp: ControlPlane = await startControlPlane({ scheduler: true, controllerManager: true });
+  const containerdStarting: Promise<TestContainerd | undefined> = criPossible
+    ? phases
+        .time('containerd', () => startContainerd())
+        .catch((err: unknown) => {
+          criSkipped = `containerd did not come up: ${err instanceof Error ? err.message : String(err)}`;
+          return undefined;
+        })
+    : Promise.resolve(undefined);
+  const cp: ControlPlane = await phases
+    .time('control plane', () => startControlPlane({ scheduler: true, controllerManager: true }))
+    .catch(async (err: unknown) => {
+      await (await containerdStarting)?.stop().catch(() => undefined);
+      throw err;
+    });
 
   await mkdir(path.dirname(UP_KUBECONFIG), { recursive: true });
   await copyFile(cp.kubeconfigPath, UP_KUBECONFIG);
@@ -76,25 +113,32 @@ async function main(): Promise<void> {
   await writeFile(UP_STATE_FILE, JSON.stringify(state, null, 2) + '\n');
 
   // The operator runs in this process, logging JSON lines to a file so this terminal stays readable.
-  await applyCrd(cp);
   const logger = createLogger('info', { component: 'kubelet-operator' }, UP_OPERATOR_LOG);
   const clock = new RealClock();
   const client = await KubeClient.fromKubeConfig(cp.adminKubeConfig(), { clock });
-  const operator: Operator = await startOperator({ client, clock, logger, servedBy: 'up' });
-  await createVirtualNode(client, VIRTUAL_NODE, 'up', { runtime: { type: 'sim' } });
-  await waitNodeReady(client, VIRTUAL_NODE).catch((err: unknown) => {
-    throw new Error(`${err instanceof Error ? err.message : String(err)} (see ${UP_OPERATOR_LOG})`);
-  });
-
-  // A containerd-backed node where containerd can run: root on Linux (see TEST-ENVIRONMENT.md).
-  let containerd: TestContainerd | undefined;
-  let criSkipped = '';
-  if (process.platform !== 'linux' || process.getuid?.() !== 0) {
-    criSkipped = 'containerd needs root on Linux';
-  } else {
-    console.log('starting a private containerd for the cri VirtualNode...');
+  // Every pod needs its namespace's default ServiceAccount (admission refuses it otherwise). The
+  // controller-manager creates it, seconds after it is healthy on a busy machine; creating the same object
+  // here (the controller then finds it) lets the workload go in at once. Any error but AlreadyExists:
+  // wait for the controller's instead.
+  const saPath = '/api/v1/namespaces/default/serviceaccounts';
+  const defaultSA = phases.time('default ServiceAccount', async () => {
     try {
-      containerd = await startContainerd();
+      await client.request({ method: 'POST', path: saPath, body: { metadata: { name: 'default' } } });
+    } catch {
+      await waitFor(() => client.request({ method: 'GET', path: `${saPath}/default` }));
+    }
+  });
+  await phases.time('CRD established', () => applyCrd(cp));
+  const operator: Operator = await phases.time('operator ready', () =>
+    startOperator({ client, clock, logger, servedBy: 'up' }),
+  );
+
+  const nodesReady = phases.time('nodes Ready', async () => {
+    await createVirtualNode(client, VIRTUAL_NODE, 'up', { runtime: { type: 'sim' } });
+    const simReady = waitNodeReady(client, VIRTUAL_NODE);
+    // A containerd-backed node where containerd can run: root on Linux (see TEST-ENVIRONMENT.md).
+    const containerd = await containerdStarting;
+    if (containerd) {
       state.containerdDir = containerd.dir;
       await writeFile(UP_STATE_FILE, JSON.stringify(state, null, 2) + '\n');
       await createVirtualNode(client, CRI_NODE, 'up', {
@@ -109,17 +153,35 @@ async function main(): Promise<void> {
           },
         },
       });
-      await waitNodeReady(client, CRI_NODE);
-    } catch (err) {
-      criSkipped = `containerd did not come up: ${err instanceof Error ? err.message : String(err)}`;
+      await waitNodeReady(client, CRI_NODE).catch((err: unknown) => {
+        criSkipped = `${err instanceof Error ? err.message : String(err)} (see ${UP_OPERATOR_LOG})`;
+      });
     }
-  }
+    await simReady.catch((err: unknown) => {
+      throw new Error(`${err instanceof Error ? err.message : String(err)} (see ${UP_OPERATOR_LOG})`);
+    });
+    return containerd;
+  });
 
-  const examples = [...EXAMPLES, ...(containerd && !criSkipped ? ['cri-pod.yaml'] : [])];
-  for (const file of examples) {
-    const r = await kubectl(cp, ['apply', '-f', path.join(REPO_ROOT, 'examples', file)]);
-    if (r.code !== 0) throw new Error(`kubectl apply -f examples/${file} failed: ${r.stderr}`);
-  }
+  // Awaited below; a rejection meanwhile is not unhandled.
+  for (const p of [defaultSA, nodesReady]) p.catch(() => undefined);
+
+  // Workloads whose pods a controller creates go in as soon as pods can be created (the controllers are
+  // still starting); bare pods once the nodes are Ready, so that the scheduler binds them at once instead of
+  // after an unschedulable back-off.
+  const applyExamples = async (files: string[]): Promise<void> => {
+    const r = await kubectl(cp, [
+      'apply',
+      ...files.flatMap((f) => ['-f', path.join(REPO_ROOT, 'examples', f)]),
+    ]);
+    if (r.code !== 0) throw new Error(`kubectl apply of examples ${files.join(', ')} failed: ${r.stderr}`);
+  };
+  await defaultSA;
+  await applyExamples(CONTROLLED_EXAMPLES);
+  const containerd = await nodesReady;
+  const podExamples = [...POD_EXAMPLES, ...(containerd && !criSkipped ? ['cri-pod.yaml'] : [])];
+  await applyExamples(podExamples);
+  const examples = [...CONTROLLED_EXAMPLES, ...podExamples];
 
   let stopping = false;
   const shutdown = async (why: string, code: number): Promise<void> => {
@@ -146,7 +208,9 @@ async function main(): Promise<void> {
   }, 2000);
 
   console.log(`sample workload applied (${examples.map((f) => `examples/${f}`).join(', ')}); progress:\n`);
-  const settled = await watchProgress(client, 'default', { timeoutMs: 180_000 });
+  const settled = await phases.time('workload Ready/Complete', () =>
+    watchProgress(client, 'default', { timeoutMs: 180_000, periodMs: 500 }),
+  );
   if (stopping) return;
 
   const names = cp
@@ -159,6 +223,9 @@ async function main(): Promise<void> {
       : `(no cri VirtualNode: ${criSkipped})`;
   console.log(`
 ${settled ? 'all nodes and pods are Ready, the Job Complete.' : 'not everything settled in 3 minutes; look with kubectl (below).'}
+
+startup phases (seconds after npm run up started this process; some overlap):
+  ${phases.lines().join('\n  ')}
 
 control plane up in ${(cp.startMs / 1000).toFixed(1)} s at ${cp.server}
   components: ${names}

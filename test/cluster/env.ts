@@ -1,0 +1,192 @@
+/**
+ * The cluster the test/cluster suites run against, started once: real etcd, kube-apiserver, kube-scheduler and
+ * kube-controller-manager, a private containerd, and in-process operators serving the VirtualNodes.
+ *
+ * Nodes:
+ * - `sim-1`, `sim-2` (pool `main`) are served by the main operator on the simulated runtime;
+ * - `sim-3` (pool `spare`) by a second operator that the node-failure scenario stops and restarts;
+ * - `cri-1`, `cri-2` (pool `cri`) by the main operator on the real containerd, host network, each with its own
+ *   loopback InternalIP (127.0.0.2, 127.0.0.3) so that two host-network pods can serve the same port, one per
+ *   node, as on two machines. They carry the taint `kubelet-operator.dev/runtime=cri:NoSchedule`, so only pods
+ *   that tolerate it land there.
+ *
+ * The node lifecycle controller runs with a 15 s grace period (default 50 s) and a 1 s monitor period: still
+ * comfortably above the nodes' Lease (renewed every 2 s, 10 s duration), and a dead agent shows in ~15-20 s.
+ *
+ * A component that cannot start (control plane, containerd: root on Linux is required) fails `before` loudly.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { Pod } from '../../src/api/core.js';
+import type { Node } from '../../src/api/node.js';
+import { KubeClient } from '../../src/kube/client.js';
+import type { CoreEvent } from '../../src/kube/events.js';
+import type { Operator } from '../../src/operator.js';
+import { CriRuntime } from '../../src/runtime/cri/client.js';
+import { RealClock } from '../../src/util/clock.js';
+import { silentLogger } from '../../src/util/logger.js';
+import { applyCrd, createVirtualNode, startOperator, waitNodeReady } from '../../scripts/lib/cluster.js';
+import { startContainerd, type TestContainerd } from '../support/containerd.js';
+import { kubectl, startControlPlane, type ControlPlane } from '../support/controlplane.js';
+import { eventually } from '../support/eventually.js';
+
+export const NS = 'cluster-test';
+export const SIM_NODES = ['sim-1', 'sim-2', 'sim-3'];
+/** The containerd-backed nodes and their InternalIPs (= the pod IP of their host-network pods). */
+export const CRI_NODES: Record<string, string> = { 'cri-1': '127.0.0.2', 'cri-2': '127.0.0.3' };
+export const CRI_TAINT = { key: 'kubelet-operator.dev/runtime', value: 'cri', effect: 'NoSchedule' };
+/** The node lifecycle controller's grace period for a silent node (`--node-monitor-grace-period`). */
+export const NODE_MONITOR_GRACE_S = 15;
+
+const HEARTBEAT = { renewIntervalSeconds: 2, leaseDurationSeconds: 10, statusUpdateFrequencySeconds: 2 };
+
+export interface List<T> {
+  items: T[];
+}
+
+export interface ClusterEnv {
+  cp: ControlPlane;
+  client: KubeClient;
+  containerd: TestContainerd;
+  /** A CRI client of the test's own, to look into containerd (never to act on pods). */
+  cri: CriRuntime;
+  main: Operator;
+  /** The operator serving `sim-3`; undefined while the node-failure scenario has it stopped. */
+  spare: Operator | undefined;
+  startSpare(): Promise<Operator>;
+  /** `kubectl -n NS <args>`; throws on a non-zero exit. */
+  k(args: string[], input?: string): Promise<string>;
+  apply(obj: unknown): Promise<string>;
+  get<T>(apiPath: string): Promise<T>;
+  pods(selector: string): Promise<Pod[]>;
+  pod(name: string): Promise<Pod>;
+  node(name: string): Promise<Node>;
+  /** The Events whose involvedObject is the named object of NS. */
+  events(name: string): Promise<CoreEvent[]>;
+  stop(): Promise<void>;
+}
+
+export const podReady = (p: Pod): boolean =>
+  p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+
+export async function startClusterEnv(): Promise<ClusterEnv> {
+  const [cpStart, containerdStart] = await Promise.allSettled([
+    startControlPlane({
+      scheduler: true,
+      controllerManager: true,
+      controllerManagerArgs: [
+        `--node-monitor-grace-period=${NODE_MONITOR_GRACE_S}s`,
+        '--node-monitor-period=1s',
+      ],
+    }),
+    startContainerd(),
+  ]);
+  if (cpStart.status === 'rejected' || containerdStart.status === 'rejected') {
+    if (cpStart.status === 'fulfilled') await cpStart.value.stop();
+    if (containerdStart.status === 'fulfilled') await containerdStart.value.stop();
+    throw cpStart.status === 'rejected' ? cpStart.reason : (containerdStart as PromiseRejectedResult).reason;
+  }
+  const cp = cpStart.value;
+  const containerd = containerdStart.value;
+  const logRoot = await mkdtemp(path.join(tmpdir(), 'ko-cluster-logs-'));
+  const cri = new CriRuntime({ endpoint: containerd.endpoint });
+  const client = await KubeClient.fromKubeConfig(cp.adminKubeConfig(), { qps: 200, burst: 400 });
+  const clock = new RealClock();
+  const startServing = (servedBy: string): Promise<Operator> =>
+    startOperator({ client, clock, logger: silentLogger, servedBy, statusPeriodMs: 2000 });
+  const operators: Operator[] = [];
+  const stopAll = async (): Promise<void> => {
+    await Promise.allSettled(operators.map((o) => o.stop()));
+    await cri.close().catch(() => undefined);
+    client.close();
+    await Promise.allSettled([cp.stop(), containerd.stop()]);
+    await rm(logRoot, { recursive: true, force: true });
+  };
+  try {
+    await applyCrd(cp);
+    operators.push(...(await Promise.all([startServing('main'), startServing('spare')])));
+    await createNodes(client, containerd, logRoot);
+    await kubectl(cp, ['create', 'namespace', NS]);
+    // Pods need the namespace's default ServiceAccount, which the controller-manager creates.
+    await eventually(
+      () => client.request({ method: 'GET', path: `/api/v1/namespaces/${NS}/serviceaccounts/default` }),
+      30_000,
+      'default SA',
+    );
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+  const [main, spare] = operators as [Operator, Operator];
+
+  const get = <T>(apiPath: string): Promise<T> => client.request<T>({ method: 'GET', path: apiPath });
+  const k = async (args: string[], input?: string): Promise<string> => {
+    const r = await kubectl(cp, ['-n', NS, ...args], input);
+    if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')} failed: ${r.stderr}`);
+    return r.stdout;
+  };
+  let stopped: Promise<void> | undefined;
+  const env: ClusterEnv = {
+    cp,
+    client,
+    containerd,
+    cri,
+    main,
+    spare,
+    startSpare: () => startServing('spare'),
+    k,
+    apply: (obj) => k(['apply', '-f', '-'], JSON.stringify(obj)),
+    get,
+    pods: async (selector) =>
+      (await get<List<Pod>>(`/api/v1/namespaces/${NS}/pods?labelSelector=${encodeURIComponent(selector)}`))
+        .items,
+    pod: (name) => get<Pod>(`/api/v1/namespaces/${NS}/pods/${name}`),
+    node: (name) => get<Node>(`/api/v1/nodes/${name}`),
+    events: async (name) =>
+      (
+        await get<List<CoreEvent>>(
+          `/api/v1/namespaces/${NS}/events?fieldSelector=${encodeURIComponent(`involvedObject.name=${name}`)}`,
+        )
+      ).items,
+    stop: () =>
+      (stopped ??= (async () => {
+        // The spare operator may have been replaced by the node-failure scenario.
+        operators.splice(1, 1, ...(env.spare ? [env.spare] : []));
+        await stopAll();
+      })()),
+  };
+  return env;
+}
+
+/** The VirtualNodes of the module comment, created and awaited Ready. */
+async function createNodes(client: KubeClient, containerd: TestContainerd, logRoot: string): Promise<void> {
+  await Promise.all([
+    ...SIM_NODES.map((name, i) =>
+      createVirtualNode(client, name, name === 'sim-3' ? 'spare' : 'main', {
+        // Each node its own pod range, as a cluster's node IPAM would hand out: pod IPs are cluster-wide.
+        runtime: { type: 'sim', sim: { podCIDR: `10.88.${i + 1}.0/24` } },
+        labels: { 'cluster-test/pool': name === 'sim-3' ? 'spare' : 'main' },
+        heartbeat: HEARTBEAT,
+      }),
+    ),
+    ...Object.entries(CRI_NODES).map(([name, ip]) =>
+      createVirtualNode(client, name, 'main', {
+        internalIP: ip,
+        labels: { 'cluster-test/pool': 'cri' },
+        taints: [CRI_TAINT],
+        runtime: {
+          type: 'cri',
+          cri: {
+            endpoint: containerd.endpoint,
+            cgroupRoot: containerd.cgroupParentPrefix,
+            logRoot,
+            podNetwork: 'host',
+          },
+        },
+        heartbeat: HEARTBEAT,
+      }),
+    ),
+  ]);
+  await Promise.all([...SIM_NODES, ...Object.keys(CRI_NODES)].map((n) => waitNodeReady(client, n)));
+}
