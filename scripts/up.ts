@@ -19,7 +19,15 @@ import {
   type ControlPlane,
 } from '../test/support/controlplane.js';
 import { startContainerd, type TestContainerd } from '../test/support/containerd.js';
-import { applyCrd, createVirtualNode, startOperator, waitNodeReady } from './lib/cluster.js';
+import { NodeApiRegistry } from '../src/server/nodeapi/registry.js';
+import { serveNodeApi, type ServedNodeApi } from '../src/server/nodeapi/serve.js';
+import {
+  applyCrd,
+  approveServingCsrs,
+  createVirtualNode,
+  startOperator,
+  waitNodeReady,
+} from './lib/cluster.js';
 import { Phases } from './lib/phases.js';
 import { watchProgress } from './lib/progress.js';
 
@@ -29,6 +37,9 @@ export const UP_STATE_FILE = path.join(REPO_ROOT, '.local/up.json');
 export const UP_OPERATOR_LOG = path.join(REPO_ROOT, '.local/operator.log');
 const VIRTUAL_NODE = 'sim-1';
 const CRI_NODE = 'cri-1';
+/** Each VirtualNode has a loopback address of its own: the API server dials it there for logs and exec. */
+const NODE_IPS: Record<string, string> = { [VIRTUAL_NODE]: '127.0.0.11', [CRI_NODE]: '127.0.0.12' };
+const NODE_API_PORT = 10250;
 /** The sample workload: objects whose pods controllers create, and bare pods (cri-pod.yaml with cri-1). */
 const CONTROLLED_EXAMPLES = ['web.yaml', 'job.yaml'];
 const POD_EXAMPLES = ['init-pod.yaml'];
@@ -129,12 +140,34 @@ async function main(): Promise<void> {
     }
   });
   await phases.time('CRD established', () => applyCrd(cp));
+  // The node API (kubectl logs, exec, attach, port-forward) on every loopback address, with a serving
+  // certificate per node requested by CSR; this script approves them as a cluster admin would.
+  const registry = new NodeApiRegistry();
+  const nodeApi: ServedNodeApi = await serveNodeApi({
+    client,
+    clock,
+    logger,
+    registry,
+    certificates: { mode: 'csr' },
+    clientCA: await readFile(path.join(cp.dir, 'pki', 'ca.crt')),
+    port: NODE_API_PORT,
+    address: '0.0.0.0',
+  }).catch((err: unknown) => {
+    throw new Error(
+      `cannot serve the node API on port ${NODE_API_PORT} (is a kubelet running here?): ${err instanceof Error ? err.message : String(err)}`,
+    );
+  });
+  const approving = new AbortController();
+  void approveServingCsrs(client, approving.signal);
   const operator: Operator = await phases.time('operator ready', () =>
-    startOperator({ client, clock, logger, servedBy: 'up' }),
+    startOperator({ client, clock, logger, servedBy: 'up', nodeApi: registry }),
   );
 
   const nodesReady = phases.time('nodes Ready', async () => {
-    await createVirtualNode(client, VIRTUAL_NODE, 'up', { runtime: { type: 'sim' } });
+    await createVirtualNode(client, VIRTUAL_NODE, 'up', {
+      internalIP: NODE_IPS[VIRTUAL_NODE],
+      runtime: { type: 'sim' },
+    });
     const simReady = waitNodeReady(client, VIRTUAL_NODE);
     // A containerd-backed node where containerd can run: root on Linux (see TEST-ENVIRONMENT.md).
     const containerd = await containerdStarting;
@@ -144,6 +177,7 @@ async function main(): Promise<void> {
       await createVirtualNode(client, CRI_NODE, 'up', {
         // Tainted: the sample workload stays on sim-1; examples/cri-pod.yaml tolerates it.
         taints: [{ key: 'kubelet-operator.dev/runtime', value: 'cri', effect: 'NoSchedule' }],
+        internalIP: NODE_IPS[CRI_NODE],
         runtime: {
           type: 'cri',
           cri: {
@@ -189,7 +223,9 @@ async function main(): Promise<void> {
     stopping = true;
     console.log(`\n${why}: stopping the operator and the control plane...`);
     clearInterval(watch);
+    approving.abort();
     await operator.stop().catch(() => undefined);
+    await nodeApi.close().catch(() => undefined);
     client.close();
     await containerd?.stop().catch((err: unknown) => console.error(String(err)));
     await cp.stop({ keepDir: code !== 0 });
@@ -239,6 +275,13 @@ Use it with kubectl:
   kubectl get vn,nodes -o wide
   kubectl get pods -o wide
   kubectl describe pod with-init
+  kubectl logs job/report${
+    containerd && !criSkipped
+      ? `
+  kubectl exec real-httpd -- sh -c 'echo hello from containerd; uname -a'
+  kubectl port-forward pod/real-httpd 8080:18080`
+      : ''
+  }
   kubectl scale deployment/web --replicas=10
 
 Stop with Ctrl-C here, or from another shell: npm run down

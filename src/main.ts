@@ -10,12 +10,8 @@ import { kubeletNodeFactory } from './managednode.js';
 import { Metrics } from './metrics.js';
 import { Operator } from './operator.js';
 import { HealthServer } from './server/http.js';
-import { EventRecorder } from './kube/events.js';
-import { restEventSink } from './node/api.js';
-import { WebhookAuth } from './server/nodeapi/auth.js';
-import { CsrServingCertificates } from './server/nodeapi/certificate.js';
 import { NodeApiRegistry } from './server/nodeapi/registry.js';
-import { NodeApiServer } from './server/nodeapi/server.js';
+import { serveNodeApi, type NodeApiCertificates, type ServedNodeApi } from './server/nodeapi/serve.js';
 import { RealClock } from './util/clock.js';
 import { errorMessage } from './util/errors.js';
 import { createLogger } from './util/logger.js';
@@ -81,41 +77,32 @@ async function main(argv: string[]): Promise<number> {
   const port = await server.listen(cfg.httpPort, cfg.httpAddress);
   logger.info('serving health and metrics', { address: cfg.httpAddress, port });
 
-  // The node API (kubectl logs through the API server); needs a serving certificate: from files, or one
-  // per node requested with a CSR (served once someone approves it; the nodes run meanwhile).
-  let nodeApiServer: NodeApiServer | undefined;
-  let servingCerts: CsrServingCertificates | undefined;
-  const clientCA = cfg.nodeApiClientCaFile ? readFileSync(cfg.nodeApiClientCaFile) : undefined;
-  let nodeApiTls: ConstructorParameters<typeof NodeApiServer>[0]['tls'] | undefined;
-  if (cfg.nodeApiServingCert === 'csr') {
-    const certs = new CsrServingCertificates({
-      api: client,
+  // The node API (kubectl logs/exec through the API server); needs a serving certificate: from files, or
+  // one per node requested with a CSR (served once someone approves it; the nodes run meanwhile).
+  let nodeApiServer: ServedNodeApi | undefined;
+  const certificates: NodeApiCertificates | undefined =
+    cfg.nodeApiServingCert === 'csr'
+      ? { mode: 'csr' }
+      : cfg.nodeApiCertFile && cfg.nodeApiKeyFile
+        ? { mode: 'files', cert: readFileSync(cfg.nodeApiCertFile), key: readFileSync(cfg.nodeApiKeyFile) }
+        : undefined;
+  if (certificates) {
+    nodeApiServer = await serveNodeApi({
+      client,
       clock,
-      logger: logger.child({ component: 'node-api-certificates' }),
-      nodes: nodeApi,
-      recorderFor: (node) => new EventRecorder(restEventSink(client), clock, node, logger),
-    });
-    certs.start();
-    servingCerts = certs;
-    nodeApiTls = { source: certs, onRefused: (a) => certs.reportRefused(a), clientCA };
-  } else if (cfg.nodeApiCertFile && cfg.nodeApiKeyFile) {
-    nodeApiTls = {
-      cert: readFileSync(cfg.nodeApiCertFile),
-      key: readFileSync(cfg.nodeApiKeyFile),
-      clientCA,
-    };
-  }
-  if (nodeApiTls) {
-    nodeApiServer = new NodeApiServer({
-      lookup: nodeApi,
-      auth: new WebhookAuth(client, clock),
-      tls: nodeApiTls,
-      clock,
-      logger: logger.child({ component: 'node-api' }),
+      logger,
+      registry: nodeApi,
+      certificates,
+      clientCA: cfg.nodeApiClientCaFile ? readFileSync(cfg.nodeApiClientCaFile) : undefined,
       metrics: metrics.registry,
+      port: cfg.nodeApiPort,
+      address: cfg.nodeApiAddress,
     });
-    const p = await nodeApiServer.listen(cfg.nodeApiPort, cfg.nodeApiAddress);
-    logger.info('serving the node API', { address: cfg.nodeApiAddress, port: p });
+    logger.info('serving the node API', {
+      address: cfg.nodeApiAddress,
+      port: nodeApiServer.port,
+      certificates: certificates.mode,
+    });
   } else {
     logger.warn(
       'node API disabled: set --node-api-cert-file and --node-api-key-file, or --node-api-serving-cert=csr',
@@ -137,7 +124,6 @@ async function main(argv: string[]): Promise<number> {
       .catch((err: unknown) => logger.warn('operator stop failed', { error: errorMessage(err) }));
     await server.close();
     await nodeApiServer?.close();
-    await servingCerts?.stop();
     client.close();
     logger.info('stopped');
   };

@@ -4,6 +4,7 @@ import type { Node } from '../../src/api/node.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { kubeletNodeFactory } from '../../src/managednode.js';
 import { Operator } from '../../src/operator.js';
+import type { NodeApiRegistry } from '../../src/server/nodeapi/registry.js';
 import type { Clock } from '../../src/util/clock.js';
 import type { Logger } from '../../src/util/logger.js';
 export { applyCrd } from '../../test/support/crd.js';
@@ -21,6 +22,8 @@ export async function startOperator(opts: {
   logger: Logger;
   servedBy: string;
   statusPeriodMs?: number;
+  /** The node API routing table the started nodes register in (see serveNodeApi). */
+  nodeApi?: NodeApiRegistry;
 }): Promise<Operator> {
   const operator = new Operator({
     client: opts.client,
@@ -34,6 +37,7 @@ export async function startOperator(opts: {
       logger: opts.logger,
       defaultInternalIP: '127.0.0.1',
       nodeApiPort: 10250,
+      nodeApi: opts.nodeApi,
     }),
   });
   await operator.start();
@@ -77,5 +81,56 @@ export async function waitNodeReady(client: KubeClient, name: string, timeoutMs 
     if (node && nodeReady(node)) return node;
     if (Date.now() > deadline) throw new Error(`node ${name} not Ready after ${timeoutMs / 1000} s`);
     await sleep(250);
+  }
+}
+
+interface Csr {
+  metadata: { name: string };
+  spec: { signerName: string; request: string };
+  status?: { conditions?: { type: string }[] };
+}
+
+const CSR_PATH = '/apis/certificates.k8s.io/v1/certificatesigningrequests';
+
+/**
+ * Approves, as the cluster admin would with `kubectl certificate approve`, every pending node serving
+ * certificate request (signer kubernetes.io/kubelet-serving) until `signal` aborts. For the local cluster
+ * only, where the operator is the only thing that asks for such certificates.
+ */
+export async function approveServingCsrs(
+  client: KubeClient,
+  signal: AbortSignal,
+  onApproved?: (name: string) => void,
+): Promise<void> {
+  while (!signal.aborted) {
+    try {
+      const list = await client.request<{ items: Csr[] }>({ method: 'GET', path: CSR_PATH });
+      for (const csr of list.items) {
+        if (csr.spec.signerName !== 'kubernetes.io/kubelet-serving') continue;
+        if ((csr.status?.conditions ?? []).length > 0) continue;
+        await client.request({
+          method: 'PUT',
+          path: `${CSR_PATH}/${csr.metadata.name}/approval`,
+          body: {
+            ...csr,
+            status: {
+              ...csr.status,
+              conditions: [
+                {
+                  type: 'Approved',
+                  status: 'True',
+                  reason: 'LocalClusterApproval',
+                  message: 'approved for the local cluster of kubelet-operator',
+                },
+              ],
+            },
+          },
+        });
+        onApproved?.(csr.metadata.name);
+      }
+    } catch {
+      // A conflict or a restart of the API server: the next round sees the current state.
+    }
+    await sleep(300);
   }
 }

@@ -21,7 +21,7 @@ import {
   PULLED_FRESH,
   READY_CONDITIONS,
 } from './kubelet-expectations.js';
-import { NS, podReady as ready, SIM_NODES, startClusterEnv, type ClusterEnv } from './env.js';
+import { NS, podReady as ready, SIM_NODE_IPS, SIM_NODES, startClusterEnv, type ClusterEnv } from './env.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -120,7 +120,10 @@ describe('cluster: kubelet-operator as the only node agent (scheduler + controll
 
     // The status fields as the kubelet sets them for a running pod on a pod network.
     expectPodConditions(first, READY_CONDITIONS);
-    expectPodStatusBasics(first, { hostIP: '127.0.0.1', podIP: /^10\.88\.[12]\.\d+$/ });
+    expectPodStatusBasics(first, {
+      hostIP: SIM_NODE_IPS[first.spec!.nodeName!]!,
+      podIP: /^10\.88\.[12]\.\d+$/,
+    });
     expect(first.status?.phase).to.equal('Running');
     const app = first.status?.containerStatuses?.[0];
     expect(app).to.include({

@@ -13,6 +13,7 @@ import type { Pod } from '../../src/api/core.js';
 import { PodUIDLabel } from '../../src/runtime/labels.js';
 import { isNotFound } from '../../src/util/errors.js';
 import { waitNoObjectsOfNode } from '../support/containerd.js';
+import { kubectl } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
 import { CRI_NODES, CRI_TAINT, NS, podReady, type ClusterEnv } from './env.js';
 import {
@@ -140,6 +141,48 @@ export function criScenarios(getEnv: () => ClusterEnv): void {
         expect(describe).to.match(/Normal\s+Started\s+.*kubelet\s+Started container web/);
       }
       console.log(`      cri Deployment: 2 replicas Ready in ${Date.now() - t0} ms`);
+    });
+
+    it('kubectl logs and exec reach pods through the API server and the node API (cri and sim)', async () => {
+      const env = getEnv();
+      const [p] = await env.pods('app=cri-web');
+      const name = p!.metadata.name!;
+      // httpd -f writes nothing, and neither did the shell before it: the log is empty, exactly.
+      expect(await env.k(['logs', name])).to.equal('');
+      const r = await kubectl(env.cp, [
+        '-n',
+        NS,
+        'exec',
+        name,
+        '--',
+        'sh',
+        '-c',
+        'cat /www/index.html; exit 3',
+      ]);
+      expect(r.stdout, r.stderr).to.equal('ok\n');
+      expect(r.code).to.equal(3);
+
+      // A simulated node's API serves logs, and says plainly that it cannot exec.
+      await env.apply({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'sim-logs', namespace: NS },
+        spec: {
+          nodeName: 'sim-1',
+          terminationGracePeriodSeconds: 0,
+          containers: [
+            { name: 'app', image: IMAGE, command: ['sh', '-c', 'echo hello; echo world >&2; sleep 3600'] },
+          ],
+        },
+      });
+      await eventually(async () =>
+        (await env.pod('sim-logs')).status?.phase === 'Running' ? true : undefined,
+      );
+      expect(await env.k(['logs', 'sim-logs'])).to.equal('hello\nworld\n');
+      const ex = await kubectl(env.cp, ['-n', NS, 'exec', 'sim-logs', '--', 'true']);
+      expect(ex.code).to.not.equal(0);
+      expect(ex.stderr).to.include('the simulated runtime has no streaming server (exec)');
+      await env.k(['delete', 'pod', 'sim-logs', '--wait=true']);
     });
 
     it('a container whose liveness probe starts failing is restarted, then backs off', async () => {

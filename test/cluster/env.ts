@@ -13,9 +13,12 @@
  * The node lifecycle controller runs with a 15 s grace period (default 50 s) and a 1 s monitor period: still
  * comfortably above the nodes' Lease (renewed every 2 s, 10 s duration), and a dead agent shows in ~15-20 s.
  *
+ * Every node serves the node API on :10250 of its InternalIP (sim nodes 127.0.0.4-6) with a serving certificate
+ * requested by CSR and approved here as an admin would, so `kubectl logs/exec` take the API server's real path.
+ *
  * A component that cannot start (control plane, containerd: root on Linux is required) fails `before` loudly.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Pod } from '../../src/api/core.js';
@@ -26,13 +29,27 @@ import type { Operator } from '../../src/operator.js';
 import { CriRuntime } from '../../src/runtime/cri/client.js';
 import { RealClock } from '../../src/util/clock.js';
 import { silentLogger } from '../../src/util/logger.js';
-import { applyCrd, createVirtualNode, startOperator, waitNodeReady } from '../../scripts/lib/cluster.js';
+import { NodeApiRegistry } from '../../src/server/nodeapi/registry.js';
+import { serveNodeApi } from '../../src/server/nodeapi/serve.js';
+import {
+  applyCrd,
+  approveServingCsrs,
+  createVirtualNode,
+  startOperator,
+  waitNodeReady,
+} from '../../scripts/lib/cluster.js';
 import { startContainerd, type TestContainerd } from '../support/containerd.js';
 import { kubectl, startControlPlane, type ControlPlane } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
 
 export const NS = 'cluster-test';
 export const SIM_NODES = ['sim-1', 'sim-2', 'sim-3'];
+/** The simulated nodes' InternalIPs, where their node API answers. */
+export const SIM_NODE_IPS: Record<string, string> = {
+  'sim-1': '127.0.0.4',
+  'sim-2': '127.0.0.5',
+  'sim-3': '127.0.0.6',
+};
 /** The containerd-backed nodes and their InternalIPs (= the pod IP of their host-network pods). */
 export const CRI_NODES: Record<string, string> = { 'cri-1': '127.0.0.2', 'cri-2': '127.0.0.3' };
 export const CRI_TAINT = { key: 'kubelet-operator.dev/runtime', value: 'cri', effect: 'NoSchedule' };
@@ -93,11 +110,23 @@ export async function startClusterEnv(): Promise<ClusterEnv> {
   const cri = new CriRuntime({ endpoint: containerd.endpoint });
   const client = await KubeClient.fromKubeConfig(cp.adminKubeConfig(), { qps: 200, burst: 400 });
   const clock = new RealClock();
+  const registry = new NodeApiRegistry();
   const startServing = (servedBy: string): Promise<Operator> =>
-    startOperator({ client, clock, logger: silentLogger, servedBy, statusPeriodMs: 2000 });
+    startOperator({
+      client,
+      clock,
+      logger: silentLogger,
+      servedBy,
+      statusPeriodMs: 2000,
+      nodeApi: registry,
+    });
   const operators: Operator[] = [];
+  const approving = new AbortController();
+  let nodeApi: Awaited<ReturnType<typeof serveNodeApi>> | undefined;
   const stopAll = async (): Promise<void> => {
+    approving.abort();
     await Promise.allSettled(operators.map((o) => o.stop()));
+    await nodeApi?.close().catch(() => undefined);
     await cri.close().catch(() => undefined);
     client.close();
     await Promise.allSettled([cp.stop(), containerd.stop()]);
@@ -105,6 +134,17 @@ export async function startClusterEnv(): Promise<ClusterEnv> {
   };
   try {
     await applyCrd(cp);
+    nodeApi = await serveNodeApi({
+      client,
+      clock,
+      logger: silentLogger,
+      registry,
+      certificates: { mode: 'csr' },
+      clientCA: await readFile(path.join(cp.dir, 'pki', 'ca.crt')),
+      port: 10250,
+      address: '0.0.0.0',
+    });
+    void approveServingCsrs(client, approving.signal);
     operators.push(...(await Promise.all([startServing('main'), startServing('spare')])));
     await createNodes(client, containerd, logRoot);
     await kubectl(cp, ['create', 'namespace', NS]);
@@ -166,6 +206,7 @@ async function createNodes(client: KubeClient, containerd: TestContainerd, logRo
       createVirtualNode(client, name, name === 'sim-3' ? 'spare' : 'main', {
         // Each node its own pod range, as a cluster's node IPAM would hand out: pod IPs are cluster-wide.
         runtime: { type: 'sim', sim: { podCIDR: `10.88.${i + 1}.0/24` } },
+        internalIP: SIM_NODE_IPS[name],
         labels: { 'cluster-test/pool': name === 'sim-3' ? 'spare' : 'main' },
         heartbeat: HEARTBEAT,
       }),

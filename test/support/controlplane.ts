@@ -668,6 +668,10 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       `--client-ca-file=${pki.caCert}`,
       `--kubelet-client-certificate=${kubeletClient.cert}`,
       `--kubelet-client-key=${kubeletClient.key}`,
+      // Node serving certificates (kubelet-serving CSRs are signed by the cluster CA) are verified, and a
+      // Node is dialled at its InternalIP: node names do not resolve here.
+      `--kubelet-certificate-authority=${pki.caCert}`,
+      '--kubelet-preferred-address-types=InternalIP',
       '--authorization-mode=Node,RBAC',
       '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
       `--service-account-key-file=${pki.saPub}`,

@@ -7,3 +7,4 @@ export * from './server.js';
 export * from './streaming.js';
 export * from './tlsfront.js';
 export * from './upgradeproxy.js';
+export * from './serve.js';
