@@ -3,7 +3,8 @@
  * kubelet's sync loop does:
  *
  *   pod informer ─► pod manager ─► pod workers ─► KubeletPodSyncer ─► runtime manager ─► Runtime
- *   PLEG relist (1 s) ─► events ─► pod workers (every event but ContainerRemoved; ContainerDied → GC)
+ *   PLEG relist (1 s) ─► events ─► pod workers (every event but ContainerRemoved; ContainerDied → per-pod
+ *                                   deletor of older dead instances)
  *   probe results ─► liveness failure: sync; readiness/startup: status manager, then sync
  *   status manager ─► on each change syncBatch(false); every 10 s syncBatch(true) ─► pods/status, final DELETE
  *   housekeeping (2 s) ─► desired pods, orphaned statuses, probe workers, orphaned runtime pods, container GC
@@ -385,16 +386,21 @@ export class Kubelet {
     );
     if (!r.listed) this.log.warn('PLEG relist failed', { err: errorMessage(r.error) });
     if (this.phase === 'stopped') return;
-    let gc = false;
-    for (const e of this.pleg.events.drain()) gc = this.handlePlegEvent(e) || gc;
-    if (gc) this.cleanup.requestGC();
+    for (const e of this.pleg.events.drain()) this.handlePlegEvent(e);
   }
 
-  /** kubelet isSyncPodWorthy: every event but ContainerRemoved syncs a known pod. True when GC is due. */
-  private handlePlegEvent(e: PodLifecycleEvent): boolean {
-    if (e.type === 'ContainerRemoved') return false;
+  /**
+   * kubelet syncLoopIteration for a PLEG event: every event but ContainerRemoved syncs a known pod
+   * (isSyncPodWorthy); ContainerDied also removes the older dead instances of that container
+   * (cleanUpContainersInPod), from the status the relist just cached.
+   */
+  private handlePlegEvent(e: PodLifecycleEvent): void {
+    if (e.type === 'ContainerRemoved') return;
     this.syncByUID(e.podUID);
-    return e.type === 'ContainerDied';
+    if (e.type === 'ContainerDied' && typeof e.data === 'string') {
+      const cached = this.podCache.get(e.podUID);
+      if (!cached.error) this.cleanup.cleanUpContainersInPod(e.podUID, e.data, cached.status);
+    }
   }
 
   private syncByUID(uid: string): void {

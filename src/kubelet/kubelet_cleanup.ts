@@ -2,13 +2,16 @@
  * What the kubelet removes from the runtime besides what pod workers stop (kubelet: HandlePodCleanups'
  * orphan killing and the container GC): runtime pods whose UID neither the API nor a pod worker knows are
  * killed and removed in the background; dead containers are garbage-collected, coalesced to one run at a
- * time. Pods with a worker are never touched here: only pod workers act on those.
+ * time; and when a container dies, the older exited instances of it go at once (the per-pod deletor). Pods
+ * with a worker are never stopped here: only pod workers act on those.
  */
 import type { Pod } from '../api/core.js';
 import type { Metrics } from '../metrics.js';
 import type { Clock } from '../util/clock.js';
 import { errorMessage } from '../util/errors.js';
+import type { RuntimePodStatus } from './container/types.js';
 import type { KubeGenericRuntimeManager } from './kuberuntime/manager.js';
+import { deadContainersToRemove } from './pod_container_deletor.js';
 import type { WorkerState } from './podworkers.js';
 
 export interface RuntimeCleanupDeps {
@@ -21,7 +24,7 @@ export interface RuntimeCleanupDeps {
   metrics?: Metrics;
   runtime: Pick<
     KubeGenericRuntimeManager,
-    'getPods' | 'getPodStatus' | 'killPod' | 'removePod' | 'garbageCollect'
+    'getPods' | 'getPodStatus' | 'killPod' | 'removePod' | 'garbageCollect' | 'removeContainer'
   >;
   /** The pod of this UID in the API (the pod manager), if any. */
   apiPod: (uid: string) => Pod | undefined;
@@ -36,8 +39,15 @@ export interface RuntimeCleanupDeps {
  * Invariants: at most one cleanup per orphan UID and one GC run at a time; an orphan being cleaned up is
  * never garbage-collected under it, and counts as possibly running for the status manager.
  */
+/** Removals the per-pod deletor holds at most (kubelet: its channel's buffer); beyond it the GC takes over. */
+export const CONTAINER_DELETOR_BUFFER = 50;
+
 export class RuntimeCleanup {
   private readonly orphans = new Set<string>();
+  /** Dead containers waiting for the per-pod deletor, in order; `deleting` = its loop runs. */
+  private readonly toDelete: string[] = [];
+  private readonly queued = new Set<string>();
+  private deleting = false;
   private gcRunning = false;
   private gcAgain = false;
   private lastGC: number;
@@ -92,6 +102,48 @@ export class RuntimeCleanup {
       this.d.log.warn('failed to clean up an orphaned runtime pod', { podUID: uid, err: errorMessage(err) });
     } finally {
       this.orphans.delete(uid);
+    }
+  }
+
+  /**
+   * kubelet cleanUpContainersInPod, after PLEG reported `exitedContainerId` of pod `uid` dead: removes the
+   * older exited instances of that container (all exited containers of the pod when its content may go),
+   * using the pod's cached runtime status. Removals run one at a time in the background; when
+   * CONTAINER_DELETOR_BUFFER are already waiting, the rest is left to the periodic GC.
+   */
+  cleanUpContainersInPod(uid: string, exitedContainerId: string, status: RuntimePodStatus): void {
+    if (!this.d.active() || this.orphans.has(uid)) return;
+    const removeAll = this.shouldPodContentBeRemoved(uid);
+    for (const c of deadContainersToRemove(exitedContainerId, status, removeAll)) {
+      if (this.queued.has(c.id)) continue;
+      if (this.queued.size >= CONTAINER_DELETOR_BUFFER) {
+        this.d.log.warn('dead container deletor is full; the container GC will remove the rest', {
+          podUID: uid,
+          containerID: c.id,
+        });
+        break;
+      }
+      this.queued.add(c.id);
+      this.toDelete.push(c.id);
+    }
+    if (this.deleting || this.toDelete.length === 0) return;
+    this.deleting = true;
+    this.d.track(this.deleteLoop());
+  }
+
+  private async deleteLoop(): Promise<void> {
+    try {
+      for (let id = this.toDelete.shift(); id !== undefined; id = this.toDelete.shift()) {
+        try {
+          if (this.d.active()) await this.d.runtime.removeContainer(id);
+        } catch (err) {
+          this.d.log.warn('failed to remove a dead container', { containerID: id, err: errorMessage(err) });
+        } finally {
+          this.queued.delete(id);
+        }
+      }
+    } finally {
+      this.deleting = false;
     }
   }
 

@@ -559,6 +559,11 @@ export class KubeGenericRuntimeManager {
     return result;
   }
 
+  /** Removes one dead container and its log files (the per-pod dead-container deletor); gone = removed. */
+  async removeContainer(containerId: string): Promise<void> {
+    await removeContainer(this.ctx, containerId);
+  }
+
   /** The kubelet's container GC for this node (see gc.ts). Failures are reported, never thrown. */
   async garbageCollect(opts: GarbageCollectOptions): Promise<GarbageCollectResult> {
     return garbageCollect(this.ctx, opts);

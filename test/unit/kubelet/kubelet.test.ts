@@ -192,6 +192,25 @@ describe('Kubelet', () => {
     await second.stop(0);
   });
 
+  it('removes the older dead instances of a crashing container when it dies, before any GC period', async () => {
+    const { clock, runtime, creates, api, deps } = setup();
+    api.pods.set(
+      'p-c',
+      mkPod('c', { containers: [{ name: 'app', image: 'img:1', command: ['sh', '-c', 'exit 1'] }] }),
+    );
+    const k = new Kubelet(deps());
+    await start(k, clock);
+    // Runs at 0 s, after a 10 s and a 20 s back-off: three instances, well inside the 60 s GC period.
+    await advance(clock, 40_000, 200);
+    expect(creates.filter((c) => c === 'p-c/app').length).to.be.at.least(3);
+    const left = (await runtime.listContainers()).filter((c) => c.metadata.name === 'app');
+    const exited = left.filter((c) => c.state === 'exited');
+    // The newest dead instance stays (restart count, lastState, logs --previous); older ones are gone.
+    expect(exited.length, JSON.stringify(left.map((c) => [c.metadata.attempt, c.state]))).to.equal(1);
+    expect(Math.max(...left.map((c) => c.metadata.attempt ?? 0))).to.be.at.least(2);
+    await k.stop(0);
+  });
+
   it('waits for a runtime that does not answer at start, then starts', async () => {
     const { clock, runtime, creates, api, deps } = setup();
     api.pods.set('p-a', mkPod('a'));
