@@ -11,54 +11,43 @@
  */
 import { expect } from 'chai';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { ContainerStatus, Pod, PodStatus } from '../../src/api/core.js';
-import type { Node } from '../../src/api/node.js';
-import { KubeClient } from '../../src/kube/client.js';
-import { kubeletNodeFactory } from '../../src/managednode.js';
-import { Operator } from '../../src/operator.js';
+import type { Pod, PodStatus } from '../../src/api/core.js';
+import type { KubeClient } from '../../src/kube/client.js';
+import type { Operator } from '../../src/operator.js';
 import { parseCriLogLine } from '../../src/server/nodeapi/logs.js';
-import { WebhookAuth } from '../../src/server/nodeapi/auth.js';
 import { NodeApiRegistry } from '../../src/server/nodeapi/registry.js';
-import { NodeApiServer } from '../../src/server/nodeapi/server.js';
+import type { NodeApiServer } from '../../src/server/nodeapi/server.js';
 import { RealClock } from '../../src/util/clock.js';
-import { isNotFound } from '../../src/util/errors.js';
-import { createLogger, silentLogger, type LogLevel } from '../../src/util/logger.js';
-import { startContainerd, type TestContainerd } from '../support/containerd.js';
+import { criRuntimeSpec, startContainerd, type TestContainerd } from '../support/containerd.js';
 import {
+  freePort,
   kubectl,
   run,
   startControlPlane,
   type ControlPlane,
   type RunResult,
 } from '../support/controlplane.js';
-import { applyCrd } from '../support/crd.js';
 import { eventually } from '../support/eventually.js';
 import { spawnKubectl } from '../support/kubectl.js';
-import { nodeApiApiserverArgs, servingPki, upgradeRequest } from '../support/nodeapi.js';
+import { listenNodeApi, nodeApiApiserverArgs, servingPki, upgradeRequest } from '../support/nodeapi.js';
+import {
+  adminClient,
+  cstatus,
+  isGone,
+  postVirtualNode,
+  startTestOperator,
+  testLogger,
+  waitNodeReady,
+  waitPodStatus,
+} from '../support/operator.js';
 
 const NS = 'stream-e2e';
 const CRI_NODE = 'vn-stream';
 const CRI_IP = '127.0.0.51';
 const SIM_NODE = 'vn-stream-sim';
 const SIM_IP = '127.0.0.52';
-const VN_PATH = '/apis/kubelet-operator.dev/v1alpha1/virtualnodes';
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen({ host: '127.0.0.1', port: 0 }, () => {
-      const port = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-const cstatus = (s: PodStatus | undefined, name = 'c'): ContainerStatus | undefined =>
-  s?.containerStatuses?.find((c) => c.name === name);
 
 describe('node API streaming and logs through the real API server (containerd)', function () {
   this.timeout(5 * 60_000);
@@ -92,14 +81,7 @@ describe('node API streaming and logs through the real API server (containerd)',
       },
     });
   const waitPod = (name: string, pred: (s: PodStatus) => boolean, what: string, timeoutMs = 60_000) =>
-    eventually(
-      async () => {
-        const p = await getPod(name);
-        return pred(p.status ?? {}) ? p : undefined;
-      },
-      timeoutMs,
-      `${name}: ${what}`,
-    );
+    waitPodStatus(client, NS, name, pred, what, timeoutMs);
   const running = (name: string) =>
     waitPod(name, (s) => cstatus(s)?.state?.running !== undefined, 'container running');
   const k = (args: string[], input?: string): Promise<RunResult> => kubectl(cp!, ['-n', NS, ...args], input);
@@ -107,14 +89,7 @@ describe('node API streaming and logs through the real API server (containerd)',
     run('kubectl', ['--kubeconfig', cp!.kubeconfigPath, '-n', NS, ...args], {
       env: { ...process.env, KUBECTL_REMOTE_COMMAND_WEBSOCKETS: 'false' },
     });
-  const gone = async (p: string): Promise<true | undefined> => {
-    try {
-      await client.request({ method: 'GET', path: p });
-      return undefined;
-    } catch (err) {
-      return isNotFound(err) ? true : undefined;
-    }
-  };
+  const gone = (p: string): Promise<true | undefined> => isGone(client, p);
 
   before(async function () {
     this.timeout(20 * 60_000); // cold binaries build, package install
@@ -131,79 +106,24 @@ describe('node API streaming and logs through the real API server (containerd)',
     ]);
     kubeletCert = await readFile(path.join(cp.dir, 'pki', 'apiserver-kubelet-client.crt'));
     kubeletKey = await readFile(path.join(cp.dir, 'pki', 'apiserver-kubelet-client.key'));
-    await applyCrd(cp);
-    client = await KubeClient.fromKubeConfig(cp.adminKubeConfig(), { qps: 200, burst: 400 });
-    await client.request({ method: 'POST', path: '/api/v1/namespaces', body: { metadata: { name: NS } } });
-    await client.request({
-      method: 'POST',
-      path: `/api/v1/namespaces/${NS}/serviceaccounts`,
-      body: { metadata: { name: 'default' } },
-    });
+    client = await adminClient(cp, { namespace: NS, client: { qps: 200, burst: 400 } });
 
     const clock = new RealClock();
-    const level = process.env.OPERATOR_TEST_LOG as LogLevel | undefined;
-    const logger = level ? createLogger(level) : silentLogger;
+    const logger = testLogger();
     const registry = new NodeApiRegistry();
     const tlsOpts = {
       cert: await readFile(pki.cert),
       key: await readFile(pki.key),
       clientCA: await readFile(path.join(cp.dir, 'pki', 'ca.crt')),
     };
-    for (const ip of [CRI_IP, SIM_IP]) {
-      const s = new NodeApiServer({
-        lookup: registry,
-        auth: new WebhookAuth(client, clock),
-        tls: tlsOpts,
-        clock,
-        logger,
-        followPollMs: 100,
-      });
-      servers.push(s);
-      await s.listen(10250, ip);
-    }
-    op = new Operator({
-      client,
-      factory: kubeletNodeFactory({
-        client,
-        clock,
-        logger,
-        defaultInternalIP: '127.0.0.1',
-        nodeApiPort: 10250,
-        nodeApi: registry,
-      }),
-      clock,
-      logger,
-      statusPeriodMs: 1000,
-      drainRecheckMs: 300,
-    });
-    await op.start();
-    const vn = (name: string, internalIP: string, runtime: Record<string, unknown>) =>
-      client.request({
-        method: 'POST',
-        path: VN_PATH,
-        body: {
-          apiVersion: 'kubelet-operator.dev/v1alpha1',
-          kind: 'VirtualNode',
-          metadata: { name },
-          spec: { internalIP, runtime },
-        },
-      });
-    await vn(CRI_NODE, CRI_IP, {
-      type: 'cri',
-      cri: { endpoint: ctd.endpoint, cgroupRoot: ctd.cgroupParentPrefix, logRoot, podNetwork: 'host' },
-    });
-    await vn(SIM_NODE, SIM_IP, { type: 'sim' });
-    for (const n of [CRI_NODE, SIM_NODE])
-      await eventually(
-        async () => {
-          const node = await client.request<Node>({ method: 'GET', path: `/api/v1/nodes/${n}` });
-          return node.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True'
-            ? node
-            : undefined;
-        },
-        60_000,
-        `${n} Ready`,
+    for (const ip of [CRI_IP, SIM_IP])
+      servers.push(
+        await listenNodeApi({ registry, client, clock, logger, tls: tlsOpts, ip, followPollMs: 100 }),
       );
+    op = await startTestOperator({ client, clock, logger, nodeApi: registry });
+    await postVirtualNode(client, CRI_NODE, { internalIP: CRI_IP, runtime: criRuntimeSpec(ctd, logRoot) });
+    await postVirtualNode(client, SIM_NODE, { internalIP: SIM_IP, runtime: { type: 'sim' } });
+    for (const n of [CRI_NODE, SIM_NODE]) await waitNodeReady(client, n, 60_000);
 
     // The pods every test below uses, started together (two cores: a pod start is ~1 s here).
     webPort = await freePort();

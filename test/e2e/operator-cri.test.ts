@@ -10,55 +10,44 @@
 import { expect } from 'chai';
 import { readdirSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { ContainerStatus, Pod, PodStatus } from '../../src/api/core.js';
+import type { Pod, PodStatus } from '../../src/api/core.js';
 import type { Node } from '../../src/api/node.js';
-import { KubeClient } from '../../src/kube/client.js';
+import type { KubeClient } from '../../src/kube/client.js';
 import type { CoreEvent } from '../../src/kube/events.js';
-import { kubeletNodeFactory } from '../../src/managednode.js';
-import { Operator } from '../../src/operator.js';
+import type { Operator } from '../../src/operator.js';
 import { CriRuntime } from '../../src/runtime/cri/client.js';
 import { PodUIDLabel } from '../../src/runtime/labels.js';
 import { RealClock } from '../../src/util/clock.js';
-import { isNotFound } from '../../src/util/errors.js';
-import { createLogger, silentLogger, type LogLevel } from '../../src/util/logger.js';
 import {
+  criRuntimeSpec,
   startContainerd,
   type TestContainerd,
   podCgroupDirs,
   waitNoObjectsOfNode,
 } from '../support/containerd.js';
-import { startControlPlane, type ControlPlane } from '../support/controlplane.js';
+import { freePort, startControlPlane, type ControlPlane } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
-import { applyCrd } from '../support/crd.js';
+import {
+  adminClient,
+  cstatus,
+  isGone,
+  podReady as ready,
+  postVirtualNode,
+  startTestOperator,
+  testLogger,
+  VN_PATH,
+  waitNodeReady,
+  waitPodStatus,
+} from '../support/operator.js';
 
 const NODE = 'vn-cri';
 /** A second node on the same containerd, created while containerd is down. */
 const LATE_NODE = 'vn-cri-late';
 const NS = 'cri-e2e';
-const VN_PATH = '/apis/kubelet-operator.dev/v1alpha1/virtualnodes';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-/** The pod cgroup's directory in every mounted hierarchy that has it. */
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen({ host: '127.0.0.1', port: 0 }, () => {
-      const port = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-const ready = (s: PodStatus | undefined): string | undefined =>
-  s?.conditions?.find((c) => c.type === 'Ready')?.status;
-const cstatus = (s: PodStatus | undefined, name = 'c'): ContainerStatus | undefined =>
-  s?.containerStatuses?.find((c) => c.name === name);
 
 describe('kubelet-operator end to end on containerd (real apiserver, cri runtime)', function () {
   this.timeout(5 * 60_000);
@@ -101,14 +90,7 @@ describe('kubelet-operator end to end on containerd (real apiserver, cri runtime
     return pod;
   };
   const waitPod = (name: string, pred: (s: PodStatus) => boolean, what: string, timeoutMs = 60_000) =>
-    eventually(
-      async () => {
-        const p = await getPod(name);
-        return pred(p.status ?? {}) ? p : undefined;
-      },
-      timeoutMs,
-      `${name}: ${what}`,
-    );
+    waitPodStatus(client, NS, name, pred, what, timeoutMs);
   const eventsOf = async (name: string): Promise<CoreEvent[]> =>
     (
       await client.request<{ items: CoreEvent[] }>({
@@ -117,14 +99,7 @@ describe('kubelet-operator end to end on containerd (real apiserver, cri runtime
         query: { fieldSelector: `involvedObject.name=${name}` },
       })
     ).items;
-  const gone = async (p: string): Promise<true | undefined> => {
-    try {
-      await client.request({ method: 'GET', path: p });
-      return undefined;
-    } catch (err) {
-      return isNotFound(err) ? true : undefined;
-    }
-  };
+  const gone = (p: string): Promise<true | undefined> => isGone(client, p);
 
   before(async function () {
     this.timeout(20 * 60_000); // cold binaries build, package install
@@ -133,57 +108,9 @@ describe('kubelet-operator end to end on containerd (real apiserver, cri runtime
     expect(ctd.images.busybox).to.equal('docker.io/library/busybox:latest');
     cri = new CriRuntime({ endpoint: ctd.endpoint });
     logRoot = await mkdtemp(path.join(tmpdir(), 'ko-op-cri-logs-'));
-    await applyCrd(cp);
-    client = await KubeClient.fromKubeConfig(cp.adminKubeConfig(), { qps: 200, burst: 400 });
-    await client.request({ method: 'POST', path: '/api/v1/namespaces', body: { metadata: { name: NS } } });
-    // No controller-manager: the ServiceAccount admission plugin still wants the default account.
-    await client.request({
-      method: 'POST',
-      path: `/api/v1/namespaces/${NS}/serviceaccounts`,
-      body: { metadata: { name: 'default' } },
-    });
-
-    const clock = new RealClock();
-    const level = process.env.OPERATOR_TEST_LOG as LogLevel | undefined;
-    const logger = level ? createLogger(level) : silentLogger;
-    const factory = kubeletNodeFactory({
-      client,
-      clock,
-      logger,
-      defaultInternalIP: '127.0.0.1',
-      nodeApiPort: 10250,
-    });
-    const operator = new Operator({
-      client,
-      factory,
-      clock,
-      logger,
-      statusPeriodMs: 1000,
-      drainRecheckMs: 300,
-    });
-    op = operator;
-    await op.start();
-
-    await client.request({
-      method: 'POST',
-      path: VN_PATH,
-      body: {
-        apiVersion: 'kubelet-operator.dev/v1alpha1',
-        kind: 'VirtualNode',
-        metadata: { name: NODE },
-        spec: {
-          runtime: {
-            type: 'cri',
-            cri: {
-              endpoint: ctd.endpoint,
-              cgroupRoot: ctd.cgroupParentPrefix,
-              logRoot,
-              podNetwork: 'host',
-            },
-          },
-        },
-      },
-    });
+    client = await adminClient(cp, { namespace: NS, client: { qps: 200, burst: 400 } });
+    op = await startTestOperator({ client, clock: new RealClock(), logger: testLogger() });
+    await postVirtualNode(client, NODE, { runtime: criRuntimeSpec(ctd, logRoot) });
   });
 
   after(async function () {
@@ -196,14 +123,7 @@ describe('kubelet-operator end to end on containerd (real apiserver, cri runtime
   });
 
   it('registers a Ready Node reporting the containerd runtime', async () => {
-    const node = await eventually(
-      async () => {
-        const n = await client.request<Node>({ method: 'GET', path: `/api/v1/nodes/${NODE}` });
-        return n.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True' ? n : undefined;
-      },
-      60_000,
-      'Node Ready',
-    );
+    const node = await waitNodeReady(client, NODE, 60_000);
     expect(node.status?.nodeInfo?.containerRuntimeVersion).to.match(/^containerd:\/\/\S+/);
   });
 
@@ -323,26 +243,7 @@ describe('kubelet-operator end to end on containerd (real apiserver, cri runtime
 
   it('a node whose runtime is down when it starts runs its pods once the runtime answers', async () => {
     await ctd!.restartDaemon(async () => {
-      await client.request({
-        method: 'POST',
-        path: VN_PATH,
-        body: {
-          apiVersion: 'kubelet-operator.dev/v1alpha1',
-          kind: 'VirtualNode',
-          metadata: { name: LATE_NODE },
-          spec: {
-            runtime: {
-              type: 'cri',
-              cri: {
-                endpoint: ctd!.endpoint,
-                cgroupRoot: ctd!.cgroupParentPrefix,
-                logRoot,
-                podNetwork: 'host',
-              },
-            },
-          },
-        },
-      });
+      await postVirtualNode(client, LATE_NODE, { runtime: criRuntimeSpec(ctd!, logRoot) });
       await createPod('late', [{ command: ['sleep', '3600'] }], { nodeName: LATE_NODE });
       // The node registers while its kubelet finds no runtime to start on.
       await eventually(

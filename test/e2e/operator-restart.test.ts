@@ -17,13 +17,13 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Pod, PodStatus } from '../../src/api/core.js';
-import type { Lease, Node } from '../../src/api/node.js';
-import { KubeClient } from '../../src/kube/client.js';
+import type { Lease } from '../../src/api/node.js';
+import type { KubeClient } from '../../src/kube/client.js';
 import { CriRuntime } from '../../src/runtime/cri/client.js';
 import { ContainerNameLabel, PodUIDLabel } from '../../src/runtime/labels.js';
 import { canonicalJSON } from '../../src/util/canonical.js';
-import { isNotFound } from '../../src/util/errors.js';
 import {
+  criRuntimeSpec,
   startContainerd,
   type TestContainerd,
   podCgroupDirs,
@@ -31,19 +31,22 @@ import {
 } from '../support/containerd.js';
 import { REPO_ROOT, startControlPlane, type ControlPlane } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
-import { applyCrd } from '../support/crd.js';
+import {
+  adminClient,
+  isGone,
+  podReady as ready,
+  postVirtualNode,
+  VN_PATH,
+  waitNodeReady,
+} from '../support/operator.js';
 
 const NODE = 'vn-restart';
 const NS = 'restart-e2e';
-const VN_PATH = '/apis/kubelet-operator.dev/v1alpha1/virtualnodes';
 const LEASE_PATH = `/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/${NODE}`;
 const STEADY_WINDOW_MS = 60_000;
 const POD_NAMES = ['sleeper-a', 'sleeper-b', 'probed'] as const;
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-const ready = (s: PodStatus | undefined): string | undefined =>
-  s?.conditions?.find((c) => c.type === 'Ready')?.status;
 
 /** Only pods/status writes reach the audit log; the API server writes it synchronously (blocking mode). */
 const AUDIT_POLICY = `apiVersion: audit.k8s.io/v1
@@ -181,14 +184,7 @@ describe('kubelet-operator process restart on containerd (real apiserver, real p
 
   const podPath = (name: string) => `/api/v1/namespaces/${NS}/pods/${name}`;
   const getPod = (name: string) => client.request<Pod>({ method: 'GET', path: podPath(name) });
-  const gone = async (p: string): Promise<true | undefined> => {
-    try {
-      await client.request({ method: 'GET', path: p });
-      return undefined;
-    } catch (err) {
-      return isNotFound(err) ? true : undefined;
-    }
-  };
+  const gone = (p: string): Promise<true | undefined> => isGone(client, p);
   const startOperator = (): OperatorProcess => {
     const p = new OperatorProcess(path.join(dir, `operator-${procs.length + 1}.log`), cp!.kubeconfigPath);
     procs.push(p);
@@ -241,14 +237,7 @@ describe('kubelet-operator process restart on containerd (real apiserver, real p
       startContainerd(),
     ]);
     cri = new CriRuntime({ endpoint: ctd.endpoint });
-    await applyCrd(cp);
-    client = await KubeClient.fromKubeConfig(cp.adminKubeConfig(), { qps: 200, burst: 400 });
-    await client.request({ method: 'POST', path: '/api/v1/namespaces', body: { metadata: { name: NS } } });
-    await client.request({
-      method: 'POST',
-      path: `/api/v1/namespaces/${NS}/serviceaccounts`,
-      body: { metadata: { name: 'default' } },
-    });
+    client = await adminClient(cp, { namespace: NS, client: { qps: 200, burst: 400 } });
     // The watch that sees every pod status change for the whole test.
     const last = new Map<string, string>();
     void client
@@ -292,34 +281,8 @@ describe('kubelet-operator process restart on containerd (real apiserver, real p
 
   it('the first process serves a cri VirtualNode and runs three pods to Ready', async () => {
     await startOperator().waitReady();
-    await client.request({
-      method: 'POST',
-      path: VN_PATH,
-      body: {
-        apiVersion: 'kubelet-operator.dev/v1alpha1',
-        kind: 'VirtualNode',
-        metadata: { name: NODE },
-        spec: {
-          runtime: {
-            type: 'cri',
-            cri: {
-              endpoint: ctd!.endpoint,
-              cgroupRoot: ctd!.cgroupParentPrefix,
-              logRoot,
-              podNetwork: 'host',
-            },
-          },
-        },
-      },
-    });
-    await eventually(
-      async () => {
-        const n = await client.request<Node>({ method: 'GET', path: `/api/v1/nodes/${NODE}` });
-        return n.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True' ? n : undefined;
-      },
-      60_000,
-      'Node Ready',
-    );
+    await postVirtualNode(client, NODE, { runtime: criRuntimeSpec(ctd!, logRoot) });
+    await waitNodeReady(client, NODE, 60_000);
     for (const name of POD_NAMES) {
       const container: Record<string, unknown> = {
         name: 'c',

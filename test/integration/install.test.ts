@@ -13,27 +13,32 @@
 import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
-import https from 'node:https';
 import path from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { parse, parseAllDocuments, stringify } from 'yaml';
 import type { Pod } from '../../src/api/core.js';
 import type { Node } from '../../src/api/node.js';
 import { KubeClient, type Verb } from '../../src/kube/client.js';
-import { kubeletNodeFactory } from '../../src/managednode.js';
-import { EventRecorder } from '../../src/kube/events.js';
-import { restEventSink } from '../../src/node/api.js';
-import { Operator } from '../../src/operator.js';
-import { WebhookAuth } from '../../src/server/nodeapi/auth.js';
-import { CSR_PATH, CsrServingCertificates } from '../../src/server/nodeapi/certificate.js';
+import type { Operator } from '../../src/operator.js';
+import { CSR_PATH, type CsrServingCertificates } from '../../src/server/nodeapi/certificate.js';
 import { NodeApiRegistry } from '../../src/server/nodeapi/registry.js';
-import { NodeApiServer } from '../../src/server/nodeapi/server.js';
+import type { NodeApiServer } from '../../src/server/nodeapi/server.js';
 import { simContainerBehaviourAnnotation } from '../../src/runtime/sim/index.js';
 import { RealClock } from '../../src/util/clock.js';
-import { KindError, isNotFound } from '../../src/util/errors.js';
+import { KindError } from '../../src/util/errors.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { kubectl, REPO_ROOT, run, startControlPlane, type ControlPlane } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
+import { saToken } from '../support/kubectl.js';
+import { listenNodeApi, nodeApiGet, startCsrCertificates } from '../support/nodeapi.js';
+import {
+  createNamespace,
+  isGone,
+  postVirtualNode,
+  startTestOperator,
+  VN_PATH,
+  waitNodeReady,
+} from '../support/operator.js';
 
 const OVERLAYS = ['sim', 'cri'] as const;
 const NS = 'kubelet-operator-system';
@@ -41,7 +46,6 @@ const SA = 'kubelet-operator';
 const APPS = 'install-apps';
 const OTHER = 'install-other';
 const VN = 'vn-install';
-const VN_PATH = '/apis/kubelet-operator.dev/v1alpha1/virtualnodes';
 /** The VirtualNode's InternalIP: the node API (CSR-issued certificate) listens there on :10250. */
 const NODE_IP = '127.0.0.31';
 
@@ -305,13 +309,8 @@ describe('install manifests (real apiserver)', function () {
       });
 
       for (const ns of [APPS, OTHER]) {
-        await admin.request({ method: 'POST', path: '/api/v1/namespaces', body: { metadata: { name: ns } } });
         // No controller-manager here: pods need their namespace's default ServiceAccount to exist.
-        await admin.request({
-          method: 'POST',
-          path: `/api/v1/namespaces/${ns}/serviceaccounts`,
-          body: { metadata: { name: 'default' } },
-        });
+        await createNamespace(admin, ns);
         await admin.request({
           method: 'POST',
           path: `/api/v1/namespaces/${ns}/configmaps`,
@@ -328,38 +327,22 @@ describe('install manifests (real apiserver)', function () {
       // The node API as main.ts runs it with the manifests' flags: CSR-issued certificate, webhook auth,
       // every API call under the operator's ServiceAccount.
       const registry = new NodeApiRegistry();
-      certs = new CsrServingCertificates({
-        api: sa,
-        clock,
-        logger: silentLogger,
-        nodes: registry,
-        recorderFor: (n) => new EventRecorder(restEventSink(sa), clock, n, silentLogger),
-      });
-      certs.start();
-      nodeApi = new NodeApiServer({
-        lookup: registry,
-        auth: new WebhookAuth(sa, clock),
-        tls: { source: certs },
-        clock,
-        logger: silentLogger,
-      });
-      await nodeApi.listen(10250, NODE_IP);
-      op = new Operator({
+      certs = startCsrCertificates(sa, clock, registry);
+      nodeApi = await listenNodeApi({
+        registry,
         client: sa,
-        factory: kubeletNodeFactory({
-          client: sa,
-          clock,
-          logger: silentLogger,
-          defaultInternalIP: NODE_IP,
-          nodeApiPort: 10250,
-          nodeApi: registry,
-        }),
         clock,
         logger: silentLogger,
-        statusPeriodMs: 1000,
-        drainRecheckMs: 300,
+        tls: { source: certs },
+        ip: NODE_IP,
       });
-      await op.start();
+      op = await startTestOperator({
+        client: sa,
+        clock,
+        logger: silentLogger,
+        nodeApi: registry,
+        defaultInternalIP: NODE_IP,
+      });
     });
 
     after(async () => {
@@ -383,27 +366,11 @@ describe('install manifests (real apiserver)', function () {
       );
 
     it('serves a VirtualNode: Ready Node, plain pod Running and Ready with env from a ConfigMap and a Secret', async () => {
-      await admin.request({
-        method: 'POST',
-        path: VN_PATH,
-        body: {
-          apiVersion: 'kubelet-operator.dev/v1alpha1',
-          kind: 'VirtualNode',
-          metadata: { name: VN },
-          spec: {
-            runtime: { type: 'sim' },
-            heartbeat: { renewIntervalSeconds: 2, leaseDurationSeconds: 10 },
-          },
-        },
+      await postVirtualNode(admin, VN, {
+        runtime: { type: 'sim' },
+        heartbeat: { renewIntervalSeconds: 2, leaseDurationSeconds: 10 },
       });
-      await eventually(
-        async () => {
-          const n = await admin.request<Node>({ method: 'GET', path: `/api/v1/nodes/${VN}` });
-          return n.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
-        },
-        30_000,
-        'Node Ready',
-      );
+      await waitNodeReady(admin, VN, 30_000);
       await admin.request({
         method: 'POST',
         path: `/api/v1/namespaces/${APPS}/pods`,
@@ -459,32 +426,9 @@ describe('install manifests (real apiserver)', function () {
       await certs!.manager(VN)!.whenServing();
       const clusterCa = readFileSync(path.join(cp.dir, 'pki', 'ca.crt'));
       const direct = (p: string, token: string): Promise<{ status: number; body: string }> =>
-        new Promise((resolve, reject) => {
-          https
-            .get(
-              {
-                host: NODE_IP,
-                port: 10250,
-                path: p,
-                ca: clusterCa,
-                headers: { Authorization: `Bearer ${token}` },
-              },
-              (res) => {
-                let body = '';
-                res.setEncoding('utf8').on('data', (d: string) => (body += d));
-                res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-              },
-            )
-            .on('error', reject);
-        });
+        nodeApiGet({ host: NODE_IP, port: 10250, ca: clusterCa }, p, token);
       expect((await direct('/pods', 'not-a-token')).status).to.equal(401);
-      const token = async (name: string): Promise<string> => {
-        const mk = await kubectl(cp, ['create', 'serviceaccount', name, '-n', APPS]);
-        expect(mk.code, mk.stderr).to.equal(0);
-        const t = await kubectl(cp, ['create', 'token', name, '-n', APPS]);
-        expect(t.code, t.stderr).to.equal(0);
-        return t.stdout.trim();
-      };
+      const token = (name: string): Promise<string> => saToken(cp, name, APPS);
       const nobody = await token('node-api-nobody');
       const reader = await token('node-api-reader');
       // The built-in role for the API server's kubelet client: nodes/proxy, nodes/log, nodes/metrics, ...
@@ -586,14 +530,7 @@ describe('install manifests (real apiserver)', function () {
         'the Node label',
       );
       await admin.request({ method: 'DELETE', path: `/api/v1/namespaces/${APPS}/pods/plain` });
-      const gone = async (p: string): Promise<boolean | undefined> => {
-        try {
-          await admin.request({ method: 'GET', path: p });
-          return undefined;
-        } catch (err) {
-          return isNotFound(err) ? true : undefined;
-        }
-      };
+      const gone = (p: string): Promise<true | undefined> => isGone(admin, p);
       await eventually(() => gone(`/api/v1/namespaces/${APPS}/pods/plain`), 20_000, 'pod plain gone');
       await admin.request({ method: 'DELETE', path: `${VN_PATH}/${VN}` });
       await eventually(() => gone(`${VN_PATH}/${VN}`), 60_000, 'the VirtualNode gone');

@@ -17,22 +17,25 @@ import https from 'node:https';
 import path from 'node:path';
 import tls from 'node:tls';
 import type { Pod } from '../../src/api/core.js';
-import type { Node } from '../../src/api/node.js';
-import { KubeClient } from '../../src/kube/client.js';
-import { EventRecorder } from '../../src/kube/events.js';
-import { kubeletNodeFactory } from '../../src/managednode.js';
+import type { KubeClient } from '../../src/kube/client.js';
 import { Metrics } from '../../src/metrics.js';
-import { restEventSink } from '../../src/node/api.js';
-import { Operator } from '../../src/operator.js';
-import { WebhookAuth } from '../../src/server/nodeapi/auth.js';
-import { CSR_PATH, CsrServingCertificates } from '../../src/server/nodeapi/certificate.js';
+import type { Operator } from '../../src/operator.js';
+import { CSR_PATH, type CsrServingCertificates } from '../../src/server/nodeapi/certificate.js';
 import { NodeApiRegistry } from '../../src/server/nodeapi/registry.js';
-import { NodeApiServer } from '../../src/server/nodeapi/server.js';
+import type { NodeApiServer } from '../../src/server/nodeapi/server.js';
 import { RealClock } from '../../src/util/clock.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { kubectl, startControlPlane, type ControlPlane } from '../support/controlplane.js';
-import { applyCrd } from '../support/crd.js';
 import { eventually } from '../support/eventually.js';
+import { saToken as createSaToken } from '../support/kubectl.js';
+import { listenNodeApi, nodeApiApiserverArgs, nodeApiGet, startCsrCertificates } from '../support/nodeapi.js';
+import {
+  adminClient,
+  createShellPod,
+  postVirtualNode,
+  startTestOperator,
+  waitNodeReady,
+} from '../support/operator.js';
 
 const NODE_IP = '127.0.0.24';
 const NODE = 'vn-csr';
@@ -55,24 +58,7 @@ describe('node API with a CSR-issued serving certificate (real apiserver + signe
 
   /** A request straight to our node API, verified against the cluster CA. */
   const direct = (p: string, token?: string): Promise<{ status: number; body: string }> =>
-    new Promise((resolve, reject) => {
-      const req = https.request(
-        {
-          host: NODE_IP,
-          port: 10250,
-          path: p,
-          ca: clusterCa,
-          headers: token ? { Authorization: `Bearer ${token}` } : {},
-        },
-        (res) => {
-          let body = '';
-          res.setEncoding('utf8').on('data', (d: string) => (body += d));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-        },
-      );
-      req.on('error', reject);
-      req.end();
-    });
+    nodeApiGet({ host: NODE_IP, port: 10250, ca: clusterCa }, p, token);
 
   /** The certificate our server presents on NODE_IP, or the handshake error. */
   const handshake = (): Promise<X509Certificate> =>
@@ -86,40 +72,9 @@ describe('node API with a CSR-issued serving certificate (real apiserver + signe
       s.on('error', reject);
     });
 
-  const createPod = async (name: string, script: string): Promise<Pod> => {
-    await client.request({
-      method: 'POST',
-      path: '/api/v1/namespaces/default/pods',
-      body: {
-        metadata: { name },
-        spec: {
-          nodeName: NODE,
-          terminationGracePeriodSeconds: 1,
-          containers: [{ name: 'app', image: 'busybox', command: ['sh', '-c', script] }],
-        },
-      },
-    });
-    return eventually(
-      async () => {
-        const p = await client.request<Pod>({
-          method: 'GET',
-          path: `/api/v1/namespaces/default/pods/${name}`,
-        });
-        const cs = p.status?.containerStatuses?.[0];
-        return cs?.containerID && cs.state?.running ? p : undefined;
-      },
-      30_000,
-      `pod ${name} running`,
-    );
-  };
-
-  const saToken = async (name: string): Promise<string> => {
-    const sa = await kubectl(cp, ['create', 'serviceaccount', name]);
-    expect(sa.code, sa.stderr).to.equal(0);
-    const t = await kubectl(cp, ['create', 'token', name]);
-    expect(t.code, t.stderr).to.equal(0);
-    return t.stdout.trim();
-  };
+  const createPod = (name: string, script: string): Promise<Pod> =>
+    createShellPod(client, NODE, name, script);
+  const saToken = (name: string): Promise<string> => createSaToken(cp, name);
 
   const grant = async (name: string, resource: string, sa: string): Promise<void> => {
     const role = await kubectl(cp, ['create', 'clusterrole', name, '--verb=get', `--resource=${resource}`]);
@@ -139,67 +94,26 @@ describe('node API with a CSR-issued serving certificate (real apiserver + signe
       controllerManager: true,
       // The signer, and the approver that auto-approves only kubelet *client* CSRs.
       controllerManagerArgs: ['--controllers=csrsigning,csrapproving'],
-      apiserverArgs: [
-        '--kubelet-certificate-authority={pki}/ca.crt',
-        '--kubelet-preferred-address-types=InternalIP',
-      ],
+      apiserverArgs: nodeApiApiserverArgs('{pki}/ca.crt'),
     });
     clusterCa = await readFile(path.join(cp.dir, 'pki', 'ca.crt'));
-    await applyCrd(cp);
-    client = await KubeClient.fromKubeConfig(cp.adminKubeConfig());
-    await client.request({
-      method: 'POST',
-      path: '/api/v1/namespaces/default/serviceaccounts',
-      body: { metadata: { name: 'default' } },
-    });
+    client = await adminClient(cp);
     const clock = new RealClock();
     const metrics = new Metrics(false);
     const registry = new NodeApiRegistry();
-    certs = new CsrServingCertificates({
-      api: client,
+    certs = startCsrCertificates(client, clock, registry);
+    nodeApi = await listenNodeApi({
+      registry,
+      client,
       clock,
       logger: silentLogger,
-      nodes: registry,
-      recorderFor: (n) => new EventRecorder(restEventSink(client), clock, n, silentLogger),
-    });
-    certs.start();
-    nodeApi = new NodeApiServer({
-      lookup: registry,
-      auth: new WebhookAuth(client, clock),
       tls: { source: certs, onRefused: (a) => certs.reportRefused(a), clientCA: clusterCa },
-      clock,
-      logger: silentLogger,
+      ip: NODE_IP,
       followPollMs: 100,
       metrics: metrics.registry,
     });
-    await nodeApi.listen(10250, NODE_IP);
-    op = new Operator({
-      client,
-      factory: kubeletNodeFactory({
-        client,
-        clock,
-        logger: silentLogger,
-        metrics,
-        defaultInternalIP: '127.0.0.1',
-        nodeApiPort: 10250,
-        nodeApi: registry,
-      }),
-      clock,
-      logger: silentLogger,
-      statusPeriodMs: 1000,
-      drainRecheckMs: 300,
-    });
-    await op.start();
-    await client.request({
-      method: 'POST',
-      path: '/apis/kubelet-operator.dev/v1alpha1/virtualnodes',
-      body: {
-        apiVersion: 'kubelet-operator.dev/v1alpha1',
-        kind: 'VirtualNode',
-        metadata: { name: NODE },
-        spec: { runtime: { type: 'sim' }, internalIP: NODE_IP },
-      },
-    });
+    op = await startTestOperator({ client, clock, logger: silentLogger, nodeApi: registry, metrics });
+    await postVirtualNode(client, NODE, { runtime: { type: 'sim' }, internalIP: NODE_IP });
   });
 
   after(async () => {
@@ -211,14 +125,7 @@ describe('node API with a CSR-issued serving certificate (real apiserver + signe
   });
 
   it('waits for approval: the node is Ready, the Node has a CertificatePending event, TLS is refused', async () => {
-    await eventually(
-      async () => {
-        const n = await client.request<Node>({ method: 'GET', path: `/api/v1/nodes/${NODE}` });
-        return n.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True' ? n : undefined;
-      },
-      30_000,
-      'node Ready',
-    );
+    await waitNodeReady(client, NODE, 30_000);
     const csr = await eventually(
       async () => {
         const l = await client.request<{ items: Csr[] }>({ method: 'GET', path: CSR_PATH });

@@ -8,90 +8,31 @@
  */
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import https from 'node:https';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Pod } from '../../src/api/core.js';
-import type { Node } from '../../src/api/node.js';
-import { KubeClient } from '../../src/kube/client.js';
-import { kubeletNodeFactory } from '../../src/managednode.js';
-import { Operator } from '../../src/operator.js';
-import { WebhookAuth } from '../../src/server/nodeapi/auth.js';
+import type { KubeClient } from '../../src/kube/client.js';
+import type { Operator } from '../../src/operator.js';
 import { NodeApiRegistry } from '../../src/server/nodeapi/registry.js';
-import { NodeApiServer } from '../../src/server/nodeapi/server.js';
+import type { NodeApiServer } from '../../src/server/nodeapi/server.js';
 import { RealClock } from '../../src/util/clock.js';
-import { isNotFound } from '../../src/util/errors.js';
 import { silentLogger } from '../../src/util/logger.js';
-import { kubectl, run, startControlPlane, type ControlPlane } from '../support/controlplane.js';
+import { kubectl, startControlPlane, type ControlPlane } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
-import { applyCrd } from '../support/crd.js';
+import { saToken as createSaToken } from '../support/kubectl.js';
+import { listenNodeApi, nodeApiApiserverArgs, nodeApiGet, servingPki } from '../support/nodeapi.js';
+import {
+  adminClient,
+  createShellPod,
+  isGone,
+  postVirtualNode,
+  startTestOperator,
+  waitNodeReady,
+} from '../support/operator.js';
 
 const NODE_IP = '127.0.0.23';
 const NODE = 'vn-nodeapi';
-
-async function openssl(args: string[]): Promise<void> {
-  const r = await run('openssl', args);
-  if (r.code !== 0) throw new Error(`openssl ${args[0]}: ${r.stderr}`);
-}
-
-/** A CA and a serving certificate for the node's address, signed by it. */
-async function servingPki(dir: string): Promise<{ ca: string; cert: string; key: string }> {
-  const p = (f: string) => path.join(dir, f);
-  const key = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-  await openssl([
-    'req',
-    '-x509',
-    ...key,
-    '-keyout',
-    p('ca.key'),
-    '-out',
-    p('ca.crt'),
-    '-days',
-    '2',
-    '-subj',
-    '/CN=node-serving-ca',
-    '-addext',
-    'basicConstraints=critical,CA:TRUE',
-    '-addext',
-    'keyUsage=critical,keyCertSign',
-  ]);
-  await openssl([
-    'req',
-    '-new',
-    ...key,
-    '-keyout',
-    p('serving.key'),
-    '-out',
-    p('serving.csr'),
-    '-subj',
-    `/O=system:nodes/CN=system:node:${NODE}`,
-  ]);
-  await writeFile(
-    p('serving.ext'),
-    `basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:${NODE_IP},DNS:${NODE}\n`,
-  );
-  await openssl([
-    'x509',
-    '-req',
-    '-in',
-    p('serving.csr'),
-    '-CA',
-    p('ca.crt'),
-    '-CAkey',
-    p('ca.key'),
-    '-set_serial',
-    `0x${randomBytes(8).toString('hex')}`,
-    '-days',
-    '2',
-    '-extfile',
-    p('serving.ext'),
-    '-out',
-    p('serving.crt'),
-  ]);
-  return { ca: p('ca.crt'), cert: p('serving.crt'), key: p('serving.key') };
-}
 
 describe('node API through the real API server (sim runtime)', function () {
   this.timeout(10 * 60_000);
@@ -104,127 +45,36 @@ describe('node API through the real API server (sim runtime)', function () {
 
   /** A request straight to our node API (not through the API server). */
   const direct = (p: string, token?: string): Promise<{ status: number; body: string }> =>
-    new Promise((resolve, reject) => {
-      const req = https.request(
-        {
-          host: NODE_IP,
-          port: 10250,
-          path: p,
-          ca: servingCa,
-          headers: token ? { Authorization: `Bearer ${token}` } : {},
-        },
-        (res) => {
-          let body = '';
-          res.setEncoding('utf8').on('data', (d: string) => (body += d));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-        },
-      );
-      req.on('error', reject);
-      req.end();
-    });
-
-  const createPod = async (name: string, script: string) => {
-    await client.request({
-      method: 'POST',
-      path: '/api/v1/namespaces/default/pods',
-      body: {
-        metadata: { name },
-        spec: {
-          nodeName: NODE,
-          terminationGracePeriodSeconds: 1,
-          containers: [{ name: 'app', image: 'busybox', command: ['sh', '-c', script] }],
-        },
-      },
-    });
-    return eventually(
-      async () => {
-        const p = await client.request<Pod>({
-          method: 'GET',
-          path: `/api/v1/namespaces/default/pods/${name}`,
-        });
-        const cs = p.status?.containerStatuses?.[0];
-        return cs?.containerID && cs.state?.running ? p : undefined;
-      },
-      30_000,
-      `pod ${name} running`,
-    );
-  };
-
-  const saToken = async (name: string): Promise<string> => {
-    const sa = await kubectl(cp, ['create', 'serviceaccount', name]);
-    expect(sa.code, sa.stderr).to.equal(0);
-    const t = await kubectl(cp, ['create', 'token', name]);
-    expect(t.code, t.stderr).to.equal(0);
-    return t.stdout.trim();
-  };
+    nodeApiGet({ host: NODE_IP, port: 10250, ca: servingCa }, p, token);
+  const createPod = (name: string, script: string): Promise<Pod> =>
+    createShellPod(client, NODE, name, script);
+  const saToken = (name: string): Promise<string> => createSaToken(cp, name);
 
   before(async () => {
     dir = await mkdtemp(path.join(os.tmpdir(), 'nodeapi-it-'));
-    const pki = await servingPki(dir);
+    const pki = await servingPki(dir, [{ name: NODE, ip: NODE_IP }]);
     servingCa = await readFile(pki.ca);
-    cp = await startControlPlane({
-      apiserverArgs: [
-        `--kubelet-certificate-authority=${pki.ca}`,
-        '--kubelet-preferred-address-types=InternalIP',
-      ],
-    });
-    await applyCrd(cp);
-    client = await KubeClient.fromKubeConfig(cp.adminKubeConfig());
-    await client.request({
-      method: 'POST',
-      path: '/api/v1/namespaces/default/serviceaccounts',
-      body: { metadata: { name: 'default' } },
-    });
+    cp = await startControlPlane({ apiserverArgs: nodeApiApiserverArgs(pki.ca) });
+    client = await adminClient(cp);
     const clock = new RealClock();
     const registry = new NodeApiRegistry();
-    nodeApi = new NodeApiServer({
-      lookup: registry,
-      auth: new WebhookAuth(client, clock),
+    nodeApi = await listenNodeApi({
+      registry,
+      client,
+      clock,
+      logger: silentLogger,
       tls: {
         cert: await readFile(pki.cert),
         key: await readFile(pki.key),
         // The API server's kubelet client certificate is signed by the cluster CA.
         clientCA: await readFile(path.join(cp.dir, 'pki', 'ca.crt')),
       },
-      clock,
-      logger: silentLogger,
+      ip: NODE_IP,
       followPollMs: 100,
     });
-    await nodeApi.listen(10250, NODE_IP);
-    op = new Operator({
-      client,
-      factory: kubeletNodeFactory({
-        client,
-        clock,
-        logger: silentLogger,
-        defaultInternalIP: '127.0.0.1',
-        nodeApiPort: 10250,
-        nodeApi: registry,
-      }),
-      clock,
-      logger: silentLogger,
-      statusPeriodMs: 1000,
-      drainRecheckMs: 300,
-    });
-    await op.start();
-    await client.request({
-      method: 'POST',
-      path: '/apis/kubelet-operator.dev/v1alpha1/virtualnodes',
-      body: {
-        apiVersion: 'kubelet-operator.dev/v1alpha1',
-        kind: 'VirtualNode',
-        metadata: { name: NODE },
-        spec: { runtime: { type: 'sim' }, internalIP: NODE_IP },
-      },
-    });
-    await eventually(
-      async () => {
-        const n = await client.request<Node>({ method: 'GET', path: `/api/v1/nodes/${NODE}` });
-        return n.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True' ? n : undefined;
-      },
-      30_000,
-      'node Ready',
-    );
+    op = await startTestOperator({ client, clock, logger: silentLogger, nodeApi: registry });
+    await postVirtualNode(client, NODE, { runtime: { type: 'sim' }, internalIP: NODE_IP });
+    await waitNodeReady(client, NODE, 30_000);
     await createPod('echo', 'echo one; echo two; echo three >&2; sleep 3600');
   });
 
@@ -416,13 +266,6 @@ describe('node API through the real API server (sim runtime)', function () {
   });
 
   it('the deleted pod is gone', async () => {
-    await eventually(async () => {
-      try {
-        await client.request({ method: 'GET', path: '/api/v1/namespaces/default/pods/follow' });
-        return undefined;
-      } catch (err) {
-        return isNotFound(err) ? true : undefined;
-      }
-    }, 30_000);
+    await eventually(() => isGone(client, '/api/v1/namespaces/default/pods/follow'), 30_000);
   });
 });

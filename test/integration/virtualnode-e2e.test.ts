@@ -5,16 +5,21 @@
  */
 import { expect } from 'chai';
 import type { Pod } from '../../src/api/core.js';
-import type { Lease, Node } from '../../src/api/node.js';
-import { KubeClient } from '../../src/kube/client.js';
-import { kubeletNodeFactory } from '../../src/managednode.js';
-import { Operator } from '../../src/operator.js';
+import type { Lease } from '../../src/api/node.js';
+import type { KubeClient } from '../../src/kube/client.js';
+import type { Operator } from '../../src/operator.js';
 import { RealClock } from '../../src/util/clock.js';
-import { isNotFound } from '../../src/util/errors.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { startControlPlane, type ControlPlane } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
-import { applyCrd } from '../support/crd.js';
+import {
+  adminClient,
+  isGone,
+  postVirtualNode,
+  startTestOperator,
+  VN_PATH,
+  waitNodeReady,
+} from '../support/operator.js';
 
 describe('kubelet-operator end to end (real apiserver, sim runtime)', function () {
   this.timeout(20 * 60_000);
@@ -22,42 +27,12 @@ describe('kubelet-operator end to end (real apiserver, sim runtime)', function (
   let client: KubeClient;
   let op: Operator;
 
-  const gone = async (p: string) => {
-    try {
-      await client.request({ method: 'GET', path: p });
-      return undefined;
-    } catch (err) {
-      return isNotFound(err) ? true : undefined;
-    }
-  };
+  const gone = (p: string) => isGone(client, p);
 
   before(async () => {
     cp = await startControlPlane();
-    await applyCrd(cp);
-    client = await KubeClient.fromKubeConfig(cp.adminKubeConfig());
-    await client.request({
-      method: 'POST',
-      path: '/api/v1/namespaces/default/serviceaccounts',
-      body: { metadata: { name: 'default' } },
-    });
-    const clock = new RealClock();
-    const factory = kubeletNodeFactory({
-      client,
-      clock,
-      logger: silentLogger,
-      defaultInternalIP: '127.0.0.1',
-      nodeApiPort: 10250,
-    });
-    const operator = new Operator({
-      client,
-      factory,
-      clock,
-      logger: silentLogger,
-      statusPeriodMs: 1000,
-      drainRecheckMs: 300,
-    });
-    op = operator;
-    await op.start();
+    client = await adminClient(cp);
+    op = await startTestOperator({ client, clock: new RealClock(), logger: silentLogger });
   });
 
   after(async () => {
@@ -67,20 +42,11 @@ describe('kubelet-operator end to end (real apiserver, sim runtime)', function (
   });
 
   it('registers a Ready Node with a Lease owned by it, renewed on time', async () => {
-    await client.request({
-      method: 'POST',
-      path: '/apis/kubelet-operator.dev/v1alpha1/virtualnodes',
-      body: {
-        apiVersion: 'kubelet-operator.dev/v1alpha1',
-        kind: 'VirtualNode',
-        metadata: { name: 'vn-e2e' },
-        spec: { runtime: { type: 'sim' }, heartbeat: { renewIntervalSeconds: 2, leaseDurationSeconds: 10 } },
-      },
+    await postVirtualNode(client, 'vn-e2e', {
+      runtime: { type: 'sim' },
+      heartbeat: { renewIntervalSeconds: 2, leaseDurationSeconds: 10 },
     });
-    const node = await eventually(async () => {
-      const n = await client.request<Node>({ method: 'GET', path: '/api/v1/nodes/vn-e2e' });
-      return n.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True' ? n : undefined;
-    });
+    const node = await waitNodeReady(client, 'vn-e2e', 15_000);
     expect(node.metadata.labels).to.include({ 'kubernetes.io/hostname': 'vn-e2e', type: 'virtual-kubelet' });
     const lease1 = await client.request<Lease>({
       method: 'GET',
@@ -155,11 +121,8 @@ describe('kubelet-operator end to end (real apiserver, sim runtime)', function (
       });
       return p.status?.phase === 'Running' ? true : undefined;
     });
-    await client.request({
-      method: 'DELETE',
-      path: '/apis/kubelet-operator.dev/v1alpha1/virtualnodes/vn-e2e',
-    });
-    await eventually(() => gone('/apis/kubelet-operator.dev/v1alpha1/virtualnodes/vn-e2e'), 60_000);
+    await client.request({ method: 'DELETE', path: `${VN_PATH}/vn-e2e` });
+    await eventually(() => gone(`${VN_PATH}/vn-e2e`), 60_000);
     expect(await gone('/api/v1/namespaces/default/pods/left-behind')).to.equal(true);
     expect(await gone('/api/v1/nodes/vn-e2e')).to.equal(true);
     expect(await gone('/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/vn-e2e')).to.equal(

@@ -240,6 +240,17 @@ function readPidSync(dir: string): number | undefined {
   }
 }
 
+/**
+ * The `runtime` of a cri VirtualNode on this containerd: its endpoint, pods under its cgroup parent, their
+ * logs under `logRoot`, host network.
+ */
+export function criRuntimeSpec(ctd: TestContainerd, logRoot: string): Record<string, unknown> {
+  return {
+    type: 'cri',
+    cri: { endpoint: ctd.endpoint, cgroupRoot: ctd.cgroupParentPrefix, logRoot, podNetwork: 'host' },
+  };
+}
+
 /** The cgroup directories of a pod that exist right now, in every v1 controller and the unified tree. */
 export function podCgroupDirs(cgroupRoot: string, uid: string): string[] {
   const rel = podCgroupParent(cgroupRoot, uid);

@@ -259,6 +259,11 @@ export function kubectl(
   return run('kubectl', ['--kubeconfig', cp.kubeconfigPath, ...args], input === undefined ? {} : { input });
 }
 
+/** A TCP port on 127.0.0.1 that was free a moment ago. */
+export async function freePort(): Promise<number> {
+  return (await freePorts(1))[0]!;
+}
+
 async function freePorts(n: number): Promise<number[]> {
   // Hold all listeners open together so the same port is not handed out twice.
   const servers = await Promise.all(

@@ -1,9 +1,27 @@
 /**
- * A long-running kubectl (logs -f, attach, port-forward) whose output a test watches while it runs.
- * kill() in a finally block: a test must never leave one behind.
+ * kubectl for tests: a long-running one (logs -f, attach, port-forward) whose output a test watches while
+ * it runs (kill() in a finally block: a test must never leave one behind), and a ServiceAccount token.
  */
+import { expect } from 'chai';
 import { spawn } from 'node:child_process';
-import type { ControlPlane } from './controlplane.js';
+import { kubectl, type ControlPlane } from './controlplane.js';
+
+/**
+ * Creates the ServiceAccount `name` (in `namespace`, default: kubectl's) and returns a token of it
+ * (kubectl create token); asserts that both commands succeed.
+ */
+export async function saToken(
+  cp: Pick<ControlPlane, 'kubeconfigPath'>,
+  name: string,
+  namespace?: string,
+): Promise<string> {
+  const ns = namespace ? ['-n', namespace] : [];
+  const sa = await kubectl(cp, ['create', 'serviceaccount', name, ...ns]);
+  expect(sa.code, sa.stderr).to.equal(0);
+  const t = await kubectl(cp, ['create', 'token', name, ...ns]);
+  expect(t.code, t.stderr).to.equal(0);
+  return t.stdout.trim();
+}
 
 export interface WatchedKubectl {
   /** Everything written to stdout / stderr so far. */

@@ -1,18 +1,58 @@
 /**
- * Helpers for tests of the node API through the real API server: a serving CA and certificate for the
+ * Helpers for tests of the node API. Through the real API server: a serving CA and certificate for the
  * nodes' loopback addresses (kube-apiserver verifies it with --kubelet-certificate-authority), the
- * apiserver flags that make it dial those addresses, and a raw HTTP-upgrade client (WebSocket framing
- * included) for requests straight to the node API.
+ * apiserver flags that make it dial those addresses, a GET and a raw HTTP-upgrade client (WebSocket framing
+ * included) for requests straight to the node API. Without a cluster: a self-signed certificate, and a
+ * NodeApiServer on 127.0.0.1 with a stand-in for TokenReview and SubjectAccessReview.
  */
 import { randomBytes } from 'node:crypto';
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
+import https from 'node:https';
 import path from 'node:path';
 import tls from 'node:tls';
+import type { Registry } from 'prom-client';
+import type { Pod } from '../../src/api/core.js';
+import type { KubeClient } from '../../src/kube/client.js';
+import { EventRecorder } from '../../src/kube/events.js';
+import { restEventSink } from '../../src/node/api.js';
+import type { Runtime } from '../../src/runtime/types.js';
+import { WebhookAuth, type AuthApi } from '../../src/server/nodeapi/auth.js';
+import { CsrServingCertificates } from '../../src/server/nodeapi/certificate.js';
+import { NodeApiRegistry } from '../../src/server/nodeapi/registry.js';
+import { NodeApiServer, type NodeApiTls } from '../../src/server/nodeapi/server.js';
+import { RealClock, type Clock } from '../../src/util/clock.js';
+import { silentLogger, type Logger } from '../../src/util/logger.js';
 import { run } from './controlplane.js';
 
 async function openssl(args: string[]): Promise<void> {
   const r = await run('openssl', args);
   if (r.code !== 0) throw new Error(`openssl ${args[0]}: ${r.stderr}`);
+}
+
+const EC_KEY = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
+
+/** A self-signed certificate with a new EC P-256 key (openssl req -x509); `ext` are -addext values. */
+export async function selfSignedCert(o: {
+  keyOut: string;
+  certOut: string;
+  subject: string;
+  days: number;
+  ext?: string[];
+}): Promise<void> {
+  await openssl([
+    'req',
+    '-x509',
+    ...EC_KEY,
+    '-keyout',
+    o.keyOut,
+    '-out',
+    o.certOut,
+    '-days',
+    String(o.days),
+    '-subj',
+    o.subject,
+    ...(o.ext ?? []).flatMap((e) => ['-addext', e]),
+  ]);
 }
 
 export interface ServingPki {
@@ -28,28 +68,17 @@ export interface ServingPki {
  */
 export async function servingPki(dir: string, nodes: { name: string; ip: string }[]): Promise<ServingPki> {
   const p = (f: string) => path.join(dir, f);
-  const key = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-  await openssl([
-    'req',
-    '-x509',
-    ...key,
-    '-keyout',
-    p('ca.key'),
-    '-out',
-    p('ca.crt'),
-    '-days',
-    '2',
-    '-subj',
-    '/CN=node-serving-ca',
-    '-addext',
-    'basicConstraints=critical,CA:TRUE',
-    '-addext',
-    'keyUsage=critical,keyCertSign',
-  ]);
+  await selfSignedCert({
+    keyOut: p('ca.key'),
+    certOut: p('ca.crt'),
+    days: 2,
+    subject: '/CN=node-serving-ca',
+    ext: ['basicConstraints=critical,CA:TRUE', 'keyUsage=critical,keyCertSign'],
+  });
   await openssl([
     'req',
     '-new',
-    ...key,
+    ...EC_KEY,
     '-keyout',
     p('serving.key'),
     '-out',
@@ -86,6 +115,135 @@ export async function servingPki(dir: string, nodes: { name: string; ip: string 
 /** kube-apiserver flags: verify node serving certificates with `ca`, dial Nodes at their InternalIP. */
 export function nodeApiApiserverArgs(ca: string): string[] {
   return [`--kubelet-certificate-authority=${ca}`, '--kubelet-preferred-address-types=InternalIP'];
+}
+
+/** A NodeApiServer as main.ts wires it (WebhookAuth against `client`), listening on `ip`:10250. */
+export async function listenNodeApi(o: {
+  registry: NodeApiRegistry;
+  client: AuthApi;
+  clock: Clock;
+  logger: Logger;
+  tls: NodeApiTls;
+  ip: string;
+  followPollMs?: number;
+  metrics?: Registry;
+}): Promise<NodeApiServer> {
+  const server = new NodeApiServer({
+    lookup: o.registry,
+    auth: new WebhookAuth(o.client, o.clock),
+    tls: o.tls,
+    clock: o.clock,
+    logger: o.logger,
+    followPollMs: o.followPollMs,
+    metrics: o.metrics,
+  });
+  await server.listen(10250, o.ip);
+  return server;
+}
+
+/**
+ * CSR-issued serving certificates for the nodes in `registry`, requested and watched with `api`, with
+ * Events (CertificatePending, ...) recorded on the Node through `api`; started. stop() when done.
+ */
+export function startCsrCertificates(
+  api: KubeClient,
+  clock: Clock,
+  registry: NodeApiRegistry,
+): CsrServingCertificates {
+  const certs = new CsrServingCertificates({
+    api,
+    clock,
+    logger: silentLogger,
+    nodes: registry,
+    recorderFor: (n) => new EventRecorder(restEventSink(api), clock, n, silentLogger),
+  });
+  certs.start();
+  return certs;
+}
+
+/**
+ * A GET straight to a node API (not through the API server), its certificate verified with `ca`, with
+ * `Authorization: Bearer <token>` when a token is given.
+ */
+export function nodeApiGet(
+  to: { host: string; port: number; ca: Buffer },
+  p: string,
+  token?: string,
+): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    https
+      .get(
+        {
+          host: to.host,
+          port: to.port,
+          path: p,
+          ca: to.ca,
+          headers: token ? { Authorization: `Bearer ${token}` } : {},
+        },
+        (res) => {
+          let body = '';
+          res.setEncoding('utf8').on('data', (d: string) => (body += d));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        },
+      )
+      .on('error', reject);
+  });
+}
+
+/**
+ * A stand-in for the API server's TokenReview and SubjectAccessReview: the token 'good' is user 'u',
+ * any other token is not authenticated, and every request is allowed.
+ */
+export const goodTokenAuthApi: AuthApi = {
+  request: <T>(req: { path: string; body: unknown }): Promise<T> =>
+    Promise.resolve(
+      (req.path.endsWith('tokenreviews')
+        ? {
+            status: {
+              authenticated: (req.body as { spec: { token: string } }).spec.token === 'good',
+              user: { username: 'u' },
+            },
+          }
+        : { status: { allowed: true } }) as T,
+    ),
+};
+
+/**
+ * A NodeApiServer on 127.0.0.1 (a free port) for one node, 'n1' at 127.0.0.1, with `runtime` and `pods`
+ * (looked up by namespace and name), without a cluster: a self-signed certificate for that address
+ * (CN=node, written to `dir`) and goodTokenAuthApi behind its WebhookAuth.
+ */
+export async function startLocalNodeApi(
+  dir: string,
+  node: { runtime: Runtime; pods: Pod[] },
+): Promise<{ server: NodeApiServer; port: number; cert: Buffer }> {
+  const registry = new NodeApiRegistry();
+  registry.register({
+    nodeName: 'n1',
+    internalIP: '127.0.0.1',
+    runtime: node.runtime,
+    pods: () => node.pods,
+    pod: (ns, name) => node.pods.find((p) => p.metadata.namespace === ns && p.metadata.name === name),
+  });
+  const keyOut = path.join(dir, 'k.pem');
+  const certOut = path.join(dir, 'c.pem');
+  await selfSignedCert({
+    keyOut,
+    certOut,
+    subject: '/CN=node',
+    days: 1,
+    ext: ['subjectAltName=IP:127.0.0.1'],
+  });
+  const cert = await readFile(certOut);
+  const server = new NodeApiServer({
+    lookup: registry,
+    auth: new WebhookAuth(goodTokenAuthApi, new RealClock()),
+    tls: { cert, key: await readFile(keyOut) },
+    clock: new RealClock(),
+    logger: silentLogger,
+  });
+  const port = await server.listen(0, '127.0.0.1');
+  return { server, port, cert };
 }
 
 export interface UpgradeResult {

@@ -29,6 +29,7 @@ import { KindError } from '../../../src/util/errors.js';
 import { silentLogger } from '../../../src/util/logger.js';
 import { run } from '../../support/controlplane.js';
 import { eventually } from '../../support/eventually.js';
+import { selfSignedCert } from '../../support/nodeapi.js';
 
 const DAY = 24 * 3600_000;
 
@@ -44,26 +45,12 @@ describe('node API serving certificate (CSR)', function () {
 
   before(async () => {
     dir = await mkdtemp(path.join(os.tmpdir(), 'nodeapi-csr-'));
-    await openssl(
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:prime256v1',
-        '-nodes',
-        '-keyout',
-        path.join(dir, 'ca.key'),
-        '-out',
-        path.join(dir, 'ca.crt'),
-        '-days',
-        '2',
-        '-subj',
-        '/CN=test-ca',
-      ],
-      'CA',
-    );
+    await selfSignedCert({
+      keyOut: path.join(dir, 'ca.key'),
+      certOut: path.join(dir, 'ca.crt'),
+      subject: '/CN=test-ca',
+      days: 2,
+    });
   });
   after(() => rm(dir, { recursive: true, force: true }));
 

@@ -1,18 +1,13 @@
 import { expect } from 'chai';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import https from 'node:https';
+import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import tls from 'node:tls';
 import type { Pod } from '../../../src/api/core.js';
 import type { Runtime } from '../../../src/runtime/types.js';
-import { WebhookAuth, type AuthApi } from '../../../src/server/nodeapi/auth.js';
-import { NodeApiRegistry } from '../../../src/server/nodeapi/registry.js';
-import { NodeApiServer } from '../../../src/server/nodeapi/server.js';
-import { RealClock } from '../../../src/util/clock.js';
-import { silentLogger } from '../../../src/util/logger.js';
-import { run } from '../../support/controlplane.js';
+import type { NodeApiServer } from '../../../src/server/nodeapi/server.js';
 import { eventually } from '../../support/eventually.js';
+import { nodeApiGet, startLocalNodeApi } from '../../support/nodeapi.js';
 
 const LINES = 300_000;
 /** Highest log line index the server has read from the runtime (how far a stream got). */
@@ -27,27 +22,6 @@ describe('NodeApiServer', function () {
 
   before(async () => {
     dir = await mkdtemp(path.join(os.tmpdir(), 'nodeapi-srv-'));
-    const r = await run('openssl', [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-keyout',
-      path.join(dir, 'k.pem'),
-      '-out',
-      path.join(dir, 'c.pem'),
-      '-days',
-      '1',
-      '-subj',
-      '/CN=node',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-    ]);
-    expect(r.code, r.stderr).to.equal(0);
-    cert = await readFile(path.join(dir, 'c.pem'));
     const big = Array.from(
       { length: LINES },
       (_, i) => `2024-01-01T00:00:00Z stdout F line ${i} ${'x'.repeat(80)}`,
@@ -79,35 +53,7 @@ describe('NodeApiServer', function () {
       readLogs: (id: string) => (id === 'id1' ? counted : ['2024-01-01T00:00:00Z stdout F side line']),
       containerStatus: () => Promise.resolve({ state: 'exited' }),
     } as unknown as Runtime;
-    const registry = new NodeApiRegistry();
-    registry.register({
-      nodeName: 'n1',
-      internalIP: '127.0.0.1',
-      runtime,
-      pods: () => [pod],
-      pod: (ns, name) => (ns === 'ns' && name === 'p' ? pod : undefined),
-    });
-    const api: AuthApi = {
-      request: <T>(req: { path: string; body: unknown }): Promise<T> =>
-        Promise.resolve(
-          (req.path.endsWith('tokenreviews')
-            ? {
-                status: {
-                  authenticated: (req.body as { spec: { token: string } }).spec.token === 'good',
-                  user: { username: 'u' },
-                },
-              }
-            : { status: { allowed: true } }) as T,
-        ),
-    };
-    server = new NodeApiServer({
-      lookup: registry,
-      auth: new WebhookAuth(api, new RealClock()),
-      tls: { cert, key: await readFile(path.join(dir, 'k.pem')) },
-      clock: new RealClock(),
-      logger: silentLogger,
-    });
-    port = await server.listen(0, '127.0.0.1');
+    ({ server, port, cert } = await startLocalNodeApi(dir, { runtime, pods: [pod] }));
   });
 
   after(async () => {
@@ -116,18 +62,7 @@ describe('NodeApiServer', function () {
   });
 
   const get = (p: string, token = 'good'): Promise<{ status: number; body: string }> =>
-    new Promise((resolve, reject) => {
-      https
-        .get(
-          { host: '127.0.0.1', port, path: p, ca: cert, headers: { Authorization: `Bearer ${token}` } },
-          (res) => {
-            let body = '';
-            res.setEncoding('utf8').on('data', (d: string) => (body += d));
-            res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-          },
-        )
-        .on('error', reject);
-    });
+    nodeApiGet({ host: '127.0.0.1', port, ca: cert }, p, token);
 
   it('streams a whole log, and a client that does not read never blocks another request', async () => {
     const full = await get('/containerLogs/ns/p/c');

@@ -6,7 +6,7 @@
  */
 import { expect } from 'chai';
 import { once } from 'node:events';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -14,20 +14,16 @@ import tls from 'node:tls';
 import type { Pod } from '../../../src/api/core.js';
 import { ContainerNameLabel, PodUIDLabel } from '../../../src/runtime/labels.js';
 import type { Container, ContainerFilter, Runtime, StreamingRequest } from '../../../src/runtime/types.js';
-import { WebhookAuth, type AuthApi } from '../../../src/server/nodeapi/auth.js';
 import { HttpError } from '../../../src/server/nodeapi/httperror.js';
-import { NodeApiRegistry } from '../../../src/server/nodeapi/registry.js';
-import { NodeApiServer } from '../../../src/server/nodeapi/server.js';
+import type { NodeApiServer } from '../../../src/server/nodeapi/server.js';
 import {
   parsePortForwardPorts,
   parseStreamingPath,
   parseStreamingQuery,
 } from '../../../src/server/nodeapi/streaming.js';
 import { upstreamRequestHead } from '../../../src/server/nodeapi/upgradeproxy.js';
-import { RealClock } from '../../../src/util/clock.js';
 import { KindError } from '../../../src/util/errors.js';
-import { silentLogger } from '../../../src/util/logger.js';
-import { run } from '../../support/controlplane.js';
+import { startLocalNodeApi } from '../../support/nodeapi.js';
 
 const status = (fn: () => unknown): number => {
   try {
@@ -178,27 +174,6 @@ describe('node API streaming: the upgrade proxy', function () {
 
   before(async () => {
     dir = await mkdtemp(path.join(os.tmpdir(), 'nodeapi-stream-'));
-    const r = await run('openssl', [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-keyout',
-      path.join(dir, 'k.pem'),
-      '-out',
-      path.join(dir, 'c.pem'),
-      '-days',
-      '1',
-      '-subj',
-      '/CN=node',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-    ]);
-    expect(r.code, r.stderr).to.equal(0);
-    cert = await readFile(path.join(dir, 'c.pem'));
     backend = await echoStreamingServer();
     streamingPort = backend.port;
     const pod = (name: string, uid: string): Pod => ({
@@ -260,35 +235,7 @@ describe('node API streaming: the upgrade proxy', function () {
         return Promise.resolve({ url: url('portforward') });
       },
     } as unknown as Runtime;
-    const registry = new NodeApiRegistry();
-    registry.register({
-      nodeName: 'n1',
-      internalIP: '127.0.0.1',
-      runtime,
-      pods: () => pods,
-      pod: (ns, name) => pods.find((p) => ns === 'ns' && p.metadata.name === name),
-    });
-    const api: AuthApi = {
-      request: <T>(req: { path: string; body: unknown }): Promise<T> =>
-        Promise.resolve(
-          (req.path.endsWith('tokenreviews')
-            ? {
-                status: {
-                  authenticated: (req.body as { spec: { token: string } }).spec.token === 'good',
-                  user: { username: 'u' },
-                },
-              }
-            : { status: { allowed: true } }) as T,
-        ),
-    };
-    server = new NodeApiServer({
-      lookup: registry,
-      auth: new WebhookAuth(api, new RealClock()),
-      tls: { cert, key: await readFile(path.join(dir, 'k.pem')) },
-      clock: new RealClock(),
-      logger: silentLogger,
-    });
-    port = await server.listen(0, '127.0.0.1');
+    ({ server, port, cert } = await startLocalNodeApi(dir, { runtime, pods: pods }));
   });
 
   after(async () => {

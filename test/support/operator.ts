@@ -1,0 +1,172 @@
+/**
+ * The operator in-process against a test control plane, set up the same way by the integration and e2e
+ * suites: an admin client on a cluster with the VirtualNode CRD and a namespace with its `default`
+ * ServiceAccount, the operator with test timings (status every second, drain recheck every 300 ms),
+ * VirtualNodes created through the API, and small readers of pod and object state.
+ *
+ * Waiting for a Node to go Ready is `waitNodeReady` of scripts/lib/cluster.ts (re-exported here).
+ */
+import type { ContainerStatus, Pod, PodStatus } from '../../src/api/core.js';
+import { KubeClient, type KubeClientOptions } from '../../src/kube/client.js';
+import { kubeletNodeFactory } from '../../src/managednode.js';
+import type { Metrics } from '../../src/metrics.js';
+import { Operator } from '../../src/operator.js';
+import type { NodeApiRegistry } from '../../src/server/nodeapi/registry.js';
+import type { Clock } from '../../src/util/clock.js';
+import { isNotFound } from '../../src/util/errors.js';
+import { createLogger, silentLogger, type LogLevel, type Logger } from '../../src/util/logger.js';
+import type { ControlPlane } from './controlplane.js';
+import { applyCrd } from './crd.js';
+import { eventually } from './eventually.js';
+export { waitNodeReady } from '../../scripts/lib/cluster.js';
+
+export const VN_PATH = '/apis/kubelet-operator.dev/v1alpha1/virtualnodes';
+
+/**
+ * Applies the CRD and returns an admin client, with `namespace` (default: 'default') made ready for pods
+ * by createNamespace.
+ */
+export async function adminClient(
+  cp: ControlPlane,
+  opts: { namespace?: string; client?: KubeClientOptions } = {},
+): Promise<KubeClient> {
+  await applyCrd(cp);
+  const client = await KubeClient.fromKubeConfig(cp.adminKubeConfig(), opts.client);
+  await createNamespace(client, opts.namespace ?? 'default');
+  return client;
+}
+
+/**
+ * Creates namespace `ns` (unless it is 'default') and its `default` ServiceAccount: with no
+ * controller-manager creating that, the ServiceAccount admission plugin still wants it for pods.
+ */
+export async function createNamespace(client: KubeClient, ns: string): Promise<void> {
+  if (ns !== 'default')
+    await client.request({ method: 'POST', path: '/api/v1/namespaces', body: { metadata: { name: ns } } });
+  await client.request({
+    method: 'POST',
+    path: `/api/v1/namespaces/${ns}/serviceaccounts`,
+    body: { metadata: { name: 'default' } },
+  });
+}
+
+/** silentLogger, or a logger at the level OPERATOR_TEST_LOG names (e.g. debug). */
+export function testLogger(): Logger {
+  const level = process.env.OPERATOR_TEST_LOG as LogLevel | undefined;
+  return level ? createLogger(level) : silentLogger;
+}
+
+/** The operator with the kubelet node factory (node API port 10250), started. */
+export async function startTestOperator(opts: {
+  client: KubeClient;
+  clock: Clock;
+  logger: Logger;
+  /** The node API routing table the started nodes register in. */
+  nodeApi?: NodeApiRegistry;
+  metrics?: Metrics;
+  /** Default '127.0.0.1'. */
+  defaultInternalIP?: string;
+}): Promise<Operator> {
+  const { client, clock, logger } = opts;
+  const op = new Operator({
+    client,
+    factory: kubeletNodeFactory({
+      client,
+      clock,
+      logger,
+      metrics: opts.metrics,
+      defaultInternalIP: opts.defaultInternalIP ?? '127.0.0.1',
+      nodeApiPort: 10250,
+      nodeApi: opts.nodeApi,
+    }),
+    clock,
+    logger,
+    statusPeriodMs: 1000,
+    drainRecheckMs: 300,
+  });
+  await op.start();
+  return op;
+}
+
+/** Creates a VirtualNode; fails if it exists. `spec` is the VirtualNode spec. */
+export async function postVirtualNode(
+  client: KubeClient,
+  name: string,
+  spec: Record<string, unknown>,
+): Promise<void> {
+  await client.request({
+    method: 'POST',
+    path: VN_PATH,
+    body: { apiVersion: 'kubelet-operator.dev/v1alpha1', kind: 'VirtualNode', metadata: { name }, spec },
+  });
+}
+
+/**
+ * Creates a pod in namespace default on `node` whose one container 'app' (busybox) runs `sh -c <script>`
+ * (grace period 1 s), and returns it once that container is running with a container ID (30 s at most).
+ */
+export async function createShellPod(
+  client: KubeClient,
+  node: string,
+  name: string,
+  script: string,
+): Promise<Pod> {
+  await client.request({
+    method: 'POST',
+    path: '/api/v1/namespaces/default/pods',
+    body: {
+      metadata: { name },
+      spec: {
+        nodeName: node,
+        terminationGracePeriodSeconds: 1,
+        containers: [{ name: 'app', image: 'busybox', command: ['sh', '-c', script] }],
+      },
+    },
+  });
+  return eventually(
+    async () => {
+      const p = await client.request<Pod>({ method: 'GET', path: `/api/v1/namespaces/default/pods/${name}` });
+      const cs = p.status?.containerStatuses?.[0];
+      return cs?.containerID && cs.state?.running ? p : undefined;
+    },
+    30_000,
+    `pod ${name} running`,
+  );
+}
+
+/** Polls pod `name` of namespace `ns` until `pred` holds for its status; returns the pod. */
+export function waitPodStatus(
+  client: KubeClient,
+  ns: string,
+  name: string,
+  pred: (s: PodStatus) => boolean,
+  what: string,
+  timeoutMs = 60_000,
+): Promise<Pod> {
+  return eventually(
+    async () => {
+      const p = await client.request<Pod>({ method: 'GET', path: `/api/v1/namespaces/${ns}/pods/${name}` });
+      return pred(p.status ?? {}) ? p : undefined;
+    },
+    timeoutMs,
+    `${name}: ${what}`,
+  );
+}
+
+/** true once GET `path` answers NotFound, undefined otherwise (for `eventually`). */
+export async function isGone(client: KubeClient, path: string): Promise<true | undefined> {
+  try {
+    await client.request({ method: 'GET', path });
+    return undefined;
+  } catch (err) {
+    return isNotFound(err) ? true : undefined;
+  }
+}
+
+/** The status of the pod's Ready condition ('True', 'False'), if it has one. */
+export const podReady = (s: PodStatus | undefined): string | undefined =>
+  s?.conditions?.find((c) => c.type === 'Ready')?.status;
+
+/** The status of one container of the pod (default: the container named 'c'). */
+export const cstatus = (s: PodStatus | undefined, name = 'c'): ContainerStatus | undefined =>
+  s?.containerStatuses?.find((c) => c.name === name);
