@@ -27,7 +27,7 @@ import {
   type VirtualNodeStatus,
 } from './api/virtualnode.js';
 import { PatchTypes, type KubeClient } from './kube/client.js';
-import { Informer, objectKey, restListWatcher } from './kube/informer.js';
+import { Informer, objectKey, restListWatcher, stripManagedFields } from './kube/informer.js';
 import { WorkQueue, runWorkers } from './kube/workqueue.js';
 import { PodsByNodeIndex } from './kubelet/podmanager.js';
 import { allocatePodCIDR } from './node/podcidr.js';
@@ -124,12 +124,12 @@ export class Operator {
         VN_PATH,
         opts.virtualNodeSelector ? { labelSelector: opts.virtualNodeSelector } : {},
       ),
-      { clock: opts.clock, name: 'virtualnodes', logger: log },
+      { clock: opts.clock, name: 'virtualnodes', logger: log, transform: stripManagedFields },
     );
     // One watch for every bound pod; routed to nodes by spec.nodeName.
     this.podInformer = new Informer<Pod>(
       restListWatcher(opts.client, '/api/v1/pods', { fieldSelector: 'spec.nodeName!=' }),
-      { clock: opts.clock, name: 'pods', logger: log },
+      { clock: opts.clock, name: 'pods', logger: log, transform: stripManagedFields },
     );
     this.podInformer.addIndex(PodsByNodeIndex, (p) => (p.spec?.nodeName ? [p.spec.nodeName] : []));
     this.vnInformer.addHandlers({

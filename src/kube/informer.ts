@@ -57,6 +57,22 @@ export interface InformerOptions {
   watchdogMs?: number;
   /** Uniform [0,1) source for jitter; injectable for tests. */
   random?: () => number;
+  /**
+   * Applied to every object before it is stored or handed to handlers (client-go SetTransform), e.g.
+   * stripManagedFields: what the cache does not need is not kept for every object.
+   */
+  transform?: (obj: KObject) => KObject;
+}
+
+/**
+ * Drops metadata.managedFields (client-go TransformStripManagedFields, as kube-scheduler and the
+ * controller-manager do): server-side apply bookkeeping that nothing here reads, and often the largest part
+ * of a pod's metadata.
+ */
+export function stripManagedFields(obj: KObject): KObject {
+  const m = obj.metadata as (KObject['metadata'] & { managedFields?: unknown }) | undefined;
+  if (m?.managedFields !== undefined) delete m.managedFields;
+  return obj;
 }
 
 export function objectKey(obj: KObject): string {
@@ -277,7 +293,11 @@ export class Informer<T extends KObject> {
   }
 
   private apply(e: WatchEvent): void {
-    const obj = e.object as T & { code?: number; message?: string; reason?: string };
+    const raw = e.object as T & { code?: number; message?: string; reason?: string };
+    const obj =
+      this.opts.transform && e.type !== 'ERROR' && e.type !== 'BOOKMARK'
+        ? (this.opts.transform(raw) as typeof raw)
+        : raw;
     switch (e.type) {
       case 'BOOKMARK': {
         const rv = obj.metadata?.resourceVersion;
@@ -322,7 +342,8 @@ export class Informer<T extends KObject> {
   /** Applies a full list: adds, updates (resourceVersion changed) and deletes (gone from the list). */
   private replace(items: T[]): void {
     const seen = new Set<string>();
-    for (const obj of items) {
+    for (const item of items) {
+      const obj = this.opts.transform ? (this.opts.transform(item) as T) : item;
       const key = objectKey(obj);
       seen.add(key);
       const old = this.store.get(key);

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import {
   Informer,
+  stripManagedFields,
   type KObject,
   type ListResult,
   type ListWatcher,
@@ -78,6 +79,34 @@ describe('Informer', () => {
     expect(events).to.deep.equal(['add a@1', 'add b@11', 'update a@1->12', 'delete b']);
     expect(inf.lastSyncResourceVersion).to.equal('16');
     expect(lw.watchRVs[1]).to.equal('16', 'a normally ended watch resumes from the last resourceVersion');
+    await inf.stop();
+  });
+
+  it('stores and hands out objects without managedFields when told to strip them', async () => {
+    const clock = new FakeClock(0);
+    const lw = new ScriptedLW();
+    const withFields = (name: string, rv: string): Obj => {
+      const o = obj(name, rv);
+      (o.metadata as Record<string, unknown>).managedFields = [
+        { manager: 'kubectl', fieldsV1: { 'f:spec': {} } },
+      ];
+      return o;
+    };
+    lw.lists.push({ items: [withFields('a', '1')], resourceVersion: '10' });
+    lw.watches.push(async (emit) => {
+      emit({ type: 'ADDED', object: withFields('b', '11') });
+    });
+    const inf = new Informer(lw, { clock, name: 't', transform: stripManagedFields });
+    const seen: Obj[] = [];
+    inf.addHandlers({ add: (o) => seen.push(o) });
+    inf.start();
+    await inf.waitForSync();
+    await flush();
+    expect(seen.map((o) => o.metadata!.name)).to.deep.equal(['a', 'b']);
+    for (const o of [...seen, inf.get('ns/a')!, inf.get('ns/b')!]) {
+      expect(o.metadata).to.not.have.property('managedFields');
+      expect(o.metadata).to.include({ namespace: 'ns' });
+    }
     await inf.stop();
   });
 
