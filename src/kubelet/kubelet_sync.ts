@@ -32,7 +32,7 @@ export interface KubeletPodSyncerDeps {
   /** The node as admission sees it, read at each admission (allocatable, labels, taints). */
   node: () => AdmissionNode;
   podManager: Pick<KubeletPodManager, 'getPodByUID'>;
-  statusManager: Pick<StatusManager, 'getPodStatus' | 'setPodStatus' | 'terminatePod'>;
+  statusManager: Pick<StatusManager, 'getPodStatus' | 'getPodPhase' | 'setPodStatus' | 'terminatePod'>;
   prober: Pick<
     ProberManager,
     'addPod' | 'updatePod' | 'stopLivenessAndStartup' | 'removePod' | 'updatePodStatus'
@@ -229,7 +229,7 @@ export class KubeletPodSyncer implements PodSyncer {
   /** Active = admitted, still syncing, and reported terminal neither by the status manager nor by the API. */
   private isActive(uid: string): boolean {
     if (this.d.workerState(uid) !== 'syncing') return false;
-    if (isTerminalPhase(this.d.statusManager.getPodStatus(asPodUID(uid))?.phase)) return false;
+    if (isTerminalPhase(this.d.statusManager.getPodPhase(asPodUID(uid)))) return false;
     return !isTerminalPhase(this.d.podManager.getPodByUID(asPodUID(uid))?.status?.phase);
   }
 

@@ -120,6 +120,14 @@ export class StatusManager {
     return entry ? structuredClone(entry.status) : undefined;
   }
 
+  /**
+   * The cached phase alone, without copying the status: admission asks it of every other pod on the node for
+   * each new pod, and a deep copy each time made that quadratic in pods per node (bench/README.md).
+   */
+  getPodPhase(uid: PodUID): PodStatus['phase'] | undefined {
+    return this.podStatuses.get(this.podManager.translatePodUID(uid))?.status.phase;
+  }
+
   /** The cache entry under exactly this UID (no translation), for diagnostics and tests. */
   cachedEntry(uid: PodUID): Readonly<VersionedPodStatus> | undefined {
     const entry = this.podStatuses.get(uid);

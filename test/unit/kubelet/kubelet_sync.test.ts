@@ -107,6 +107,7 @@ class Fakes {
       podManager: { getPodByUID: (uid) => this.pods.get(uid) },
       statusManager: {
         getPodStatus: (uid) => this.statuses.get(uid),
+        getPodPhase: (uid) => this.statuses.get(uid)?.phase,
         setPodStatus: (pod, status) => {
           this.calls.push(`setPodStatus ${status.phase}`);
           this.statuses.set(pod.metadata.uid!, structuredClone(status));

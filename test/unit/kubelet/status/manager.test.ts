@@ -51,6 +51,22 @@ describe('StatusManager', () => {
     expect(manager.getPodStatus(UID)?.conditions?.[0]?.lastTransitionTime).to.equal('2026-01-01T00:00:10Z');
   });
 
+  it('reads the cached phase alone, through the mirror translation, without handing out the cache', () => {
+    const { manager, podManager, server } = setup();
+    expect(manager.getPodPhase(UID)).to.equal(undefined);
+    manager.setPodStatus(testPod(), { phase: 'Running' });
+    expect(manager.getPodPhase(UID)).to.equal('Running');
+    manager.getPodStatus(UID)!.phase = 'Failed';
+    expect(manager.getPodPhase(UID)).to.equal('Running');
+    const staticPod = testPod({}, { uid: 's1', annotations: { [ConfigSourceAnnotationKey]: 'file' } });
+    const mirror = asMirror({ ...testPod(), metadata: { uid: 'm1', name: 'p', namespace: 'ns' } });
+    server.put(mirror);
+    podManager.add(staticPod);
+    podManager.add(mirror);
+    manager.setPodStatus(staticPod, { phase: 'Pending' });
+    expect(manager.getPodPhase(asPodUID('m1'))).to.equal(manager.getPodStatus(asPodUID('m1'))?.phase);
+  });
+
   it('stores foreign-condition-only changes as no change; a kubelet condition message is one', () => {
     const { manager } = setup();
     const pod = testPod();

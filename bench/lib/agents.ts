@@ -1,0 +1,210 @@
+// The agents under test, each as its own child process so that its CPU and memory are its own: our operator
+// compiled by tsc (`dist/main.js`, run by plain node as the container image runs it) and kwok, a Go binary
+// built once from the Go module proxy by scripts/kwok-binary.sh.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, copyFileSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
+import http from 'node:http';
+import net from 'node:net';
+import path from 'node:path';
+import { REPO_ROOT, run } from '../../test/support/controlplane.js';
+
+export interface AgentProcess {
+  name: string;
+  pid: number;
+  logPath: string;
+  /** http://127.0.0.1:<port> of its health/metrics server. */
+  httpBase: string;
+  /** SIGTERM, then SIGKILL after graceMs. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen({ host: '127.0.0.1', port: 0 }, () => {
+      const port = (srv.address() as net.AddressInfo).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export function httpGet(url: string, timeoutMs = 5000): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(url, { timeout: timeoutMs, agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8').on('data', (d: string) => (body += d));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+  });
+}
+
+function tail(file: string, lines = 30): string {
+  try {
+    return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+  } catch {
+    return '(no log)';
+  }
+}
+
+async function launch(
+  name: string,
+  cmd: string,
+  args: string[],
+  logPath: string,
+  httpBase: string,
+  readyPath: string,
+  timeoutMs = 60_000,
+): Promise<AgentProcess> {
+  const fd = openSync(logPath, 'a');
+  let child: ChildProcess;
+  try {
+    child = spawn(cmd, args, { cwd: REPO_ROOT, stdio: ['ignore', fd, fd] });
+  } finally {
+    closeSync(fd);
+  }
+  let exited = false;
+  const exit = new Promise<void>((resolve) =>
+    child.once('exit', () => {
+      exited = true;
+      resolve();
+    }),
+  );
+  // Never outlive the benchmark.
+  const onExit = (): void => void child.kill('SIGKILL');
+  process.once('exit', onExit);
+  const stop = async (graceMs = 20_000): Promise<void> => {
+    process.removeListener('exit', onExit);
+    if (exited) return;
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    await exit;
+    clearTimeout(timer);
+  };
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (exited) throw new Error(`${name} exited at start; log ${logPath}:\n${tail(logPath)}`);
+    const res = await httpGet(`${httpBase}${readyPath}`, 2000).catch(() => undefined);
+    if (res?.status === 200) break;
+    if (Date.now() > deadline) {
+      await stop(1000);
+      throw new Error(`${name} not ready after ${timeoutMs / 1000} s; log ${logPath}:\n${tail(logPath)}`);
+    }
+    await sleep(200);
+  }
+  return { name, pid: child.pid!, logPath, httpBase, stop };
+}
+
+/**
+ * Compiles the operator with `tsc -p tsconfig.build.json` into dist/ (what `npm run build` does) and puts the
+ * CRI proto beside the compiled client, as the Dockerfile does. tsc emits even when it reports type errors
+ * (another change in progress); those are printed and the emitted code is used. Returns the build time.
+ */
+export async function buildOperator(): Promise<number> {
+  const t0 = Date.now();
+  const tsc = path.join(REPO_ROOT, 'node_modules/.bin/tsc');
+  const r = await run(tsc, ['-p', path.join(REPO_ROOT, 'tsconfig.build.json')], { cwd: REPO_ROOT });
+  const main = path.join(REPO_ROOT, 'dist/main.js');
+  if (r.code !== 0) {
+    if (!existsSync(main)) throw new Error(`tsc failed (${r.code}):\n${r.stdout}${r.stderr}`);
+    console.warn(`warning: tsc reported errors; running the code it emitted anyway:\n${r.stdout.trim()}`);
+  }
+  const protoDir = path.join(REPO_ROOT, 'dist/runtime/cri/proto');
+  mkdirSync(protoDir, { recursive: true });
+  copyFileSync(path.join(REPO_ROOT, 'src/runtime/cri/proto/api.proto'), path.join(protoDir, 'api.proto'));
+  return Date.now() - t0;
+}
+
+/** Runs `node dist/main.js` (see buildOperator) with the client rate limit lifted; ready when /readyz is. */
+export async function startOperatorProcess(opts: {
+  kubeconfig: string;
+  selector: string;
+  logPath: string;
+  extraArgs?: string[];
+  /** Flags for node itself (e.g. --cpu-prof when profiling); none in the benchmarks. */
+  nodeArgs?: string[];
+}): Promise<AgentProcess> {
+  const port = await freePort();
+  const httpBase = `http://127.0.0.1:${port}`;
+  return launch(
+    'kubelet-operator',
+    process.execPath,
+    [
+      ...(opts.nodeArgs ?? []),
+      path.join(REPO_ROOT, 'dist/main.js'),
+      `--kubeconfig=${opts.kubeconfig}`,
+      '--unlimited-qps',
+      `--virtual-node-selector=${opts.selector}`,
+      '--http-address=127.0.0.1',
+      `--http-port=${port}`,
+      '--log-level=warn',
+      ...(opts.extraArgs ?? []),
+    ],
+    opts.logPath,
+    httpBase,
+    '/readyz',
+  );
+}
+
+/** The kwok release pinned in scripts/kwok-binary.sh (or KWOK_VERSION). */
+export function pinnedKwokVersion(): string {
+  if (process.env.KWOK_VERSION) return process.env.KWOK_VERSION;
+  const script = readFileSync(path.join(REPO_ROOT, 'scripts/kwok-binary.sh'), 'utf8');
+  const m = /KWOK_VERSION="\$\{KWOK_VERSION:-(v[^}]+)\}"/.exec(script);
+  if (!m) throw new Error('no KWOK_VERSION pin in scripts/kwok-binary.sh');
+  return m[1]!;
+}
+
+/** Builds (once, cached) or finds kwok; returns its dir (bin/kwok, stages/) and how long that took. */
+export async function ensureKwok(): Promise<{ dir: string; ms: number }> {
+  const t0 = Date.now();
+  const r = await run('bash', [path.join(REPO_ROOT, 'scripts/kwok-binary.sh')]);
+  if (r.stderr.trim()) process.stderr.write(r.stderr);
+  const dir = r.stdout.trim().split('\n').pop() ?? '';
+  if (r.code !== 0 || !dir) throw new Error(`scripts/kwok-binary.sh exited ${r.code}:\n${r.stderr.trim()}`);
+  return { dir, ms: Date.now() - t0 };
+}
+
+/** The node annotation our kwok instance manages. */
+export const KWOK_NODE_ANNOTATION = { key: 'kwok.x-k8s.io/node', value: 'fake' };
+
+/**
+ * Starts kwok against the cluster with kwokctl's default stages (node-initialize, node heartbeat with lease,
+ * pod-ready/complete/delete: the "fast" pod stages) and kwok's default parallelism. kwok's client has no rate
+ * limit of its own.
+ */
+export async function startKwok(opts: {
+  kwokDir: string;
+  kubeconfig: string;
+  logPath: string;
+  configPath: string;
+}): Promise<AgentProcess> {
+  const stages = ['node-initialize', 'node-heartbeat-with-lease', 'pod-ready', 'pod-complete', 'pod-delete'];
+  const docs = await Promise.all(
+    stages.map((s) => readFile(path.join(opts.kwokDir, 'stages', `${s}.yaml`), 'utf8')),
+  );
+  await writeFile(opts.configPath, docs.map((d) => d.trim()).join('\n---\n') + '\n');
+  const port = await freePort();
+  const httpBase = `http://127.0.0.1:${port}`;
+  return launch(
+    'kwok',
+    path.join(opts.kwokDir, 'bin/kwok'),
+    [
+      `--kubeconfig=${opts.kubeconfig}`,
+      `--config=${opts.configPath}`,
+      '--manage-all-nodes=false',
+      `--manage-nodes-with-annotation-selector=${KWOK_NODE_ANNOTATION.key}=${KWOK_NODE_ANNOTATION.value}`,
+      '--node-ip=127.0.0.1',
+      '--cidr=10.200.0.1/16',
+      `--server-address=127.0.0.1:${port}`,
+    ],
+    opts.logPath,
+    httpBase,
+    '/healthz',
+  );
+}

@@ -1,0 +1,88 @@
+// Command line of `npm run bench -- <scenario> [flags]` (pure: argv in, options or an error out).
+
+export const SCENARIOS = ['scale', 'steady', 'cri-latency', 'all'] as const;
+export type Scenario = (typeof SCENARIOS)[number];
+
+export interface BenchArgs {
+  scenario: Scenario;
+  quick: boolean;
+  /** Unset: the scenario's default (full or quick). */
+  nodes?: number;
+  pods?: number;
+  /** Minutes of the steady-state hold. */
+  holdMinutes?: number;
+  /** Concurrent pod creates from the benchmark driver. */
+  concurrency: number;
+  /** Unset: bench/results/<scenario>-<timestamp>.json. */
+  json?: string;
+  /** scale: also run the same scenario with kwok (default true). */
+  kwok: boolean;
+}
+
+export const USAGE = `usage: npm run bench -- <${SCENARIOS.join('|')}> [flags]
+  --quick            small variant (scale 10x100, steady 1000 pods for 1 min, cri-latency fewer rounds)
+  --nodes N          nodes per side
+  --pods M           pods per node
+  --hold-minutes H   steady: how long to hold the pods (default 10, quick 1)
+  --concurrency C    concurrent pod creates from the driver (default 64)
+  --no-kwok          scale: skip the kwok side
+  --json PATH        where to write the results (default bench/results/<scenario>-<timestamp>.json)`;
+
+export type ParsedArgs = { ok: true; args: BenchArgs } | { ok: false; message: string };
+
+export function parseBenchArgs(argv: readonly string[]): ParsedArgs {
+  let scenario: Scenario | undefined;
+  const args: Omit<BenchArgs, 'scenario'> = { quick: false, concurrency: 64, kwok: true };
+  const positive = (flag: string, v: string | undefined): number | string => {
+    const n = Number(v);
+    return v !== undefined && Number.isInteger(n) && n > 0 ? n : `${flag} needs a positive integer`;
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const [flag, inline] = a.startsWith('--') && a.includes('=') ? a.split(/=(.*)/s, 2) : [a, undefined];
+    const value = (): string | undefined => inline ?? argv[++i];
+    switch (flag) {
+      case '--quick':
+        args.quick = true;
+        break;
+      case '--no-kwok':
+        args.kwok = false;
+        break;
+      case '--json': {
+        const v = value();
+        if (!v) return { ok: false, message: '--json needs a path' };
+        args.json = v;
+        break;
+      }
+      case '--nodes':
+      case '--pods':
+      case '--hold-minutes':
+      case '--concurrency': {
+        const n = positive(flag, value());
+        if (typeof n === 'string') return { ok: false, message: n };
+        if (flag === '--nodes') args.nodes = n;
+        else if (flag === '--pods') args.pods = n;
+        else if (flag === '--hold-minutes') args.holdMinutes = n;
+        else args.concurrency = n;
+        break;
+      }
+      default:
+        if (flag!.startsWith('-')) return { ok: false, message: `unknown flag ${flag}` };
+        if (scenario) return { ok: false, message: `unexpected argument ${flag}` };
+        if (!(SCENARIOS as readonly string[]).includes(flag!))
+          return { ok: false, message: `unknown scenario ${flag}` };
+        scenario = flag as Scenario;
+    }
+  }
+  if (!scenario) return { ok: false, message: 'no scenario given' };
+  return { ok: true, args: { scenario, ...args } };
+}
+
+/** bench/results/<scenario>-<UTC timestamp>.json, relative to the repo root. */
+export function defaultJsonPath(scenario: string, now: Date): string {
+  const ts = now
+    .toISOString()
+    .replace(/[:.]/g, '-')
+    .replace(/-\d{3}Z$/, 'Z');
+  return `bench/results/${scenario}-${ts}.json`;
+}

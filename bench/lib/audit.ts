@@ -1,0 +1,120 @@
+// Counting API requests from the API server's side: kube-apiserver writes a Metadata-level audit log (one
+// JSON event per line), and each agent under test has its own client identity. The same count applies to
+// our operator and to kwok, so neither side's own bookkeeping is trusted.
+//
+// An ordinary request is counted once, at stage ResponseComplete (or Panic). A watch is counted when it
+// starts (ResponseStarted), because a long watch completes only when it ends, possibly after the window.
+import { createReadStream } from 'node:fs';
+import { createInterface } from 'node:readline';
+
+/** Audit policy: nothing from the users in `ignoreUsers`, Metadata for everything else. */
+export function auditPolicy(ignoreUsers: readonly string[]): string {
+  return [
+    'apiVersion: audit.k8s.io/v1',
+    'kind: Policy',
+    'omitStages: [RequestReceived]',
+    'rules:',
+    `  - level: None`,
+    `    users: [${ignoreUsers.map((u) => JSON.stringify(u)).join(', ')}]`,
+    '  - level: None',
+    '    nonResourceURLs: ["/healthz*", "/readyz*", "/livez*", "/version", "/metrics"]',
+    '  - level: Metadata',
+    '',
+  ].join('\n');
+}
+
+/** The fields of one audit event that the counts need. */
+export interface AuditRecord {
+  user: string;
+  verb: string;
+  /** `pods`, `pods/status`, `leases`, ...; the request URI for a non-resource request. */
+  resource: string;
+  stage: string;
+  /** requestReceivedTimestamp, epoch ms. */
+  atMs: number;
+  code: number;
+}
+
+interface RawEvent {
+  stage?: string;
+  verb?: string;
+  requestURI?: string;
+  user?: { username?: string };
+  objectRef?: { resource?: string; subresource?: string };
+  responseStatus?: { code?: number };
+  requestReceivedTimestamp?: string;
+}
+
+/** One line of the audit log; undefined for a line that is not an audit event. */
+export function parseAuditLine(line: string): AuditRecord | undefined {
+  if (!line.startsWith('{')) return undefined;
+  let e: RawEvent;
+  try {
+    e = JSON.parse(line) as RawEvent;
+  } catch {
+    return undefined;
+  }
+  if (!e.stage || !e.verb || !e.requestReceivedTimestamp) return undefined;
+  const ref = e.objectRef;
+  const resource = ref?.resource
+    ? ref.subresource
+      ? `${ref.resource}/${ref.subresource}`
+      : ref.resource
+    : (e.requestURI ?? '');
+  return {
+    user: e.user?.username ?? '',
+    verb: e.verb,
+    resource,
+    stage: e.stage,
+    atMs: Date.parse(e.requestReceivedTimestamp),
+    code: e.responseStatus?.code ?? 0,
+  };
+}
+
+/** Whether this event is the one that counts its request (see the module comment). */
+export function countsRequest(r: AuditRecord): boolean {
+  if (r.verb === 'watch') return r.stage === 'ResponseStarted';
+  return r.stage === 'ResponseComplete' || r.stage === 'Panic';
+}
+
+export interface RequestCounts {
+  total: number;
+  /** `verb resource` -> count, e.g. `patch pods/status`. */
+  byKind: Record<string, number>;
+}
+
+/** Requests by `user` received in [fromMs, toMs). */
+export function countRequests(
+  records: Iterable<AuditRecord>,
+  user: string,
+  fromMs: number,
+  toMs: number,
+): RequestCounts {
+  const byKind: Record<string, number> = {};
+  let total = 0;
+  for (const r of records) {
+    if (r.user !== user || r.atMs < fromMs || r.atMs >= toMs || !countsRequest(r)) continue;
+    total++;
+    const k = `${r.verb} ${r.resource}`;
+    byKind[k] = (byKind[k] ?? 0) + 1;
+  }
+  return { total, byKind };
+}
+
+/** Sum of the counts whose kind matches `pattern` (e.g. /^patch pods\/status$/). */
+export function countOf(counts: RequestCounts, pattern: RegExp): number {
+  let n = 0;
+  for (const [k, v] of Object.entries(counts.byKind)) if (pattern.test(k)) n += v;
+  return n;
+}
+
+/** Reads every counting record of an audit log file (other stages are dropped to keep memory small). */
+export async function readAuditLog(file: string): Promise<AuditRecord[]> {
+  const out: AuditRecord[] = [];
+  const rl = createInterface({ input: createReadStream(file, 'utf8'), crlfDelay: Infinity });
+  for await (const line of rl) {
+    const r = parseAuditLine(line);
+    if (r && countsRequest(r)) out.push(r);
+  }
+  return out;
+}

@@ -1,0 +1,97 @@
+// Node Lease renewals seen by a watch, and whether each node renewed on time during a window. Pure analysis
+// plus a small watcher.
+import type { KubeClient } from '../../src/kube/client.js';
+
+export interface LeaseCadence {
+  nodes: number;
+  renewals: number;
+  /** Renewals a perfect heartbeat would make in the window: nodes x window / interval (rounded down). */
+  expected: number;
+  /** Largest gap between consecutive renewals of one node (the window's end counts as a renewal). */
+  maxGapMs: number;
+  /** Gaps longer than `lateMs`. */
+  late: number;
+  /** Gaps longer than the lease duration: the node would have been seen as down. */
+  expired: number;
+}
+
+/**
+ * Analyses renewTimes (epoch ms, any order) per node over [fromMs, toMs]. A gap is measured from each
+ * renewal to the next one, starting from the last renewal before the window, and from the last renewal to
+ * the window's end.
+ */
+export function leaseCadence(
+  renewals: ReadonlyMap<string, readonly number[]>,
+  fromMs: number,
+  toMs: number,
+  opts: { intervalMs: number; lateMs: number; durationMs: number },
+): LeaseCadence {
+  let count = 0;
+  let maxGap = 0;
+  let late = 0;
+  let expired = 0;
+  for (const times of renewals.values()) {
+    const sorted = [...new Set(times)].sort((a, b) => a - b);
+    const before = sorted.filter((t) => t < fromMs).pop();
+    const inside = sorted.filter((t) => t >= fromMs && t <= toMs);
+    count += inside.length;
+    const points = [...(before !== undefined ? [before] : [fromMs]), ...inside, toMs];
+    for (let i = 1; i < points.length; i++) {
+      const gap = points[i]! - points[i - 1]!;
+      maxGap = Math.max(maxGap, gap);
+      if (gap > opts.lateMs) late++;
+      if (gap > opts.durationMs) expired++;
+    }
+  }
+  return {
+    nodes: renewals.size,
+    renewals: count,
+    expected: Math.floor((renewals.size * (toMs - fromMs)) / opts.intervalMs),
+    maxGapMs: maxGap,
+    late,
+    expired,
+  };
+}
+
+/** Records every renewTime of the Leases in kube-node-lease whose name is in `nodes`. */
+export class LeaseWatch {
+  readonly renewals = new Map<string, number[]>();
+  private readonly abort = new AbortController();
+  private done: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly client: KubeClient,
+    private readonly nodes: ReadonlySet<string>,
+  ) {}
+
+  start(): void {
+    const path = '/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases';
+    const loop = async (): Promise<void> => {
+      while (!this.abort.signal.aborted) {
+        // Each (re)start lists the current state first (a watch without resourceVersion sends ADDED for all).
+        await this.client
+          .watch(
+            path,
+            { timeoutSeconds: 3600 },
+            (e) => {
+              const l = e.object as { metadata?: { name?: string }; spec?: { renewTime?: string } };
+              const name = l.metadata?.name;
+              if (!name || !this.nodes.has(name) || !l.spec?.renewTime) return;
+              const t = Date.parse(l.spec.renewTime);
+              const list = this.renewals.get(name) ?? [];
+              if (list[list.length - 1] !== t) list.push(t);
+              this.renewals.set(name, list);
+            },
+            this.abort.signal,
+          )
+          .catch(() => new Promise((r) => setTimeout(r, 1000)));
+      }
+    };
+    this.done = loop();
+  }
+
+  async stop(): Promise<void> {
+    this.abort.abort();
+    await this.done;
+  }
+}

@@ -1,0 +1,65 @@
+// Nodes for each side: VirtualNodes for our operator (it registers the Nodes), plain Node objects with kwok's
+// annotation for kwok. Same count and the same pod capacity on both sides.
+import type { Node } from '../../src/api/node.js';
+import type { KubeClient } from '../../src/kube/client.js';
+import { createVirtualNode, nodeReady } from '../../scripts/lib/cluster.js';
+import { KWOK_NODE_ANNOTATION } from './agents.js';
+import { forEachLimit } from './pods.js';
+
+/** The label value our benchmark operator selects (`kubelet-operator.dev/served-by=<this>`). */
+export const SERVED_BY = 'bench';
+
+export function nodeNames(prefix: string, n: number): string[] {
+  return Array.from({ length: n }, (_, i) => `${prefix}-${i}`);
+}
+
+/** Room for the benchmark's pods plus the warm-up pod. */
+export function podCapacity(podsPerNode: number): number {
+  return Math.max(110, podsPerNode + 10);
+}
+
+export async function createSimVirtualNodes(
+  client: KubeClient,
+  names: readonly string[],
+  podsPerNode: number,
+) {
+  await forEachLimit(names, 16, (name) =>
+    createVirtualNode(client, name, SERVED_BY, {
+      runtime: { type: 'sim' },
+      capacity: { cpu: '64', memory: '256Gi', pods: podCapacity(podsPerNode) },
+    }),
+  );
+}
+
+export async function createKwokNodes(client: KubeClient, names: readonly string[], podsPerNode: number) {
+  const resources = { cpu: '64', memory: '256Gi', pods: String(podCapacity(podsPerNode)) };
+  await forEachLimit(names, 16, async (name) => {
+    await client.request({
+      method: 'POST',
+      path: '/api/v1/nodes',
+      body: {
+        apiVersion: 'v1',
+        kind: 'Node',
+        metadata: {
+          name,
+          annotations: { [KWOK_NODE_ANNOTATION.key]: KWOK_NODE_ANNOTATION.value },
+          labels: { type: 'kwok', 'kubernetes.io/hostname': name },
+        },
+        status: { capacity: resources, allocatable: resources },
+      },
+    });
+  });
+}
+
+/** Polls the Node list until every named Node is Ready; returns false on timeout. */
+export async function waitNodesReady(client: KubeClient, names: readonly string[], timeoutMs: number) {
+  const want = new Set(names);
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const list = await client.request<{ items: Node[] }>({ method: 'GET', path: '/api/v1/nodes' });
+    const ready = list.items.filter((n) => want.has(n.metadata.name ?? '') && nodeReady(n)).length;
+    if (ready === want.size) return true;
+    if (Date.now() > deadline) return false;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}

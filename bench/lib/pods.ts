@@ -1,0 +1,253 @@
+// Pods for the benchmarks: one spec for every side, creation through the API server with bounded concurrency,
+// and a watch that records when each pod was first seen Running and Ready, how often its status changed,
+// and when it was gone. Times are epoch ms on this machine's clock (the driver's view).
+import type { KubeClient } from '../../src/kube/client.js';
+import { SimBehaviourAnnotation } from '../../src/runtime/sim/profile.js';
+
+export interface PodLike {
+  metadata?: { name?: string; namespace?: string; resourceVersion?: string; deletionTimestamp?: string };
+  status?: {
+    phase?: string;
+    conditions?: { type?: string; status?: string }[];
+    containerStatuses?: { ready?: boolean; state?: Record<string, unknown> }[];
+  };
+}
+
+/**
+ * The benchmark pod: an agnhost netexec server on 8080 with a TCP readiness probe. On the simulated runtime
+ * the annotation says that port answers; kwok ignores both the annotation and the probe (it marks pods
+ * Ready as soon as its stage fires), which the report notes.
+ */
+export function benchPod(name: string, namespace: string, nodeName: string, probePeriodSeconds = 10): object {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name,
+      namespace,
+      labels: { app: 'bench' },
+      annotations: { [SimBehaviourAnnotation]: '{"ports":{"8080":{}}}' },
+    },
+    spec: {
+      nodeName,
+      // No projected token volume: kwok would ignore it, and a token request per pod is not what this measures.
+      automountServiceAccountToken: false,
+      containers: [
+        {
+          name: 'app',
+          image: 'registry.k8s.io/e2e-test-images/agnhost:2.53',
+          args: ['netexec', '--http-port=8080'],
+          ports: [{ containerPort: 8080 }],
+          readinessProbe: { tcpSocket: { port: 8080 }, periodSeconds: probePeriodSeconds },
+        },
+      ],
+    },
+  };
+}
+
+/** Running with condition Ready=True: what "Ready" means in every figure. */
+export function isRunningReady(p: PodLike): boolean {
+  return (
+    p.status?.phase === 'Running' &&
+    (p.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True')
+  );
+}
+
+/**
+ * The part of a status that a reader sees as a state: phase, condition statuses, each container's state kind
+ * and readiness. Two statuses with the same key differ only in details (timestamps, messages).
+ */
+export function statusKey(p: PodLike): string {
+  const s = p.status ?? {};
+  const conds = (s.conditions ?? []).map((c) => `${c.type}=${c.status}`).sort();
+  const ctrs = (s.containerStatuses ?? []).map((c) => `${Object.keys(c.state ?? {}).join('')}:${c.ready}`);
+  return JSON.stringify([s.phase ?? '', conds, ctrs]);
+}
+
+export interface PodRecord {
+  createdAt?: number;
+  readyAt?: number;
+  goneAt?: number;
+  /** Watch events whose status differed from the previous one. */
+  statusUpdates: number;
+  /** Of those, the ones whose statusKey changed (a new state, not a new detail). */
+  stateChanges: number;
+  lastStatus?: string;
+  lastKey?: string;
+}
+
+/**
+ * Creates the namespace and its `default` ServiceAccount (no controller-manager runs here to create it, and
+ * the ServiceAccount admission plugin refuses pods without it).
+ */
+export async function ensureNamespace(client: KubeClient, name: string): Promise<void> {
+  const ignoreExists = (err: unknown): void => {
+    if (!(err instanceof Error && err.message.includes('AlreadyExists'))) throw err;
+  };
+  await client
+    .request({ method: 'POST', path: '/api/v1/namespaces', body: { metadata: { name } } })
+    .catch(ignoreExists);
+  await client
+    .request({
+      method: 'POST',
+      path: `/api/v1/namespaces/${name}/serviceaccounts`,
+      body: { metadata: { name: 'default' } },
+    })
+    .catch(ignoreExists);
+}
+
+/** Runs `fn` over `items` with at most `limit` in flight. */
+export async function forEachLimit<T>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) await fn(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+}
+
+/** Watches the pods of one namespace from the moment it is started (the namespace should be empty). */
+export class PodWatch {
+  readonly pods = new Map<string, PodRecord>();
+  private readonly abort = new AbortController();
+  private done: Promise<void> = Promise.resolve();
+  private error: unknown;
+
+  constructor(
+    private readonly client: KubeClient,
+    readonly namespace: string,
+  ) {}
+
+  record(name: string): PodRecord {
+    let r = this.pods.get(name);
+    if (!r) this.pods.set(name, (r = { statusUpdates: 0, stateChanges: 0 }));
+    return r;
+  }
+
+  async start(): Promise<void> {
+    const path = `/api/v1/namespaces/${this.namespace}/pods`;
+    const list = await this.client.request<{ metadata: { resourceVersion: string } }>({
+      method: 'GET',
+      path,
+      query: { limit: 1 },
+    });
+    let rv = list.metadata.resourceVersion;
+    const loop = async (): Promise<void> => {
+      while (!this.abort.signal.aborted) {
+        try {
+          await this.client.watch(
+            path,
+            { resourceVersion: rv, allowWatchBookmarks: true, timeoutSeconds: 3600 },
+            (e) => {
+              const pod = e.object as PodLike;
+              if (pod.metadata?.resourceVersion) rv = pod.metadata.resourceVersion;
+              if (e.type === 'BOOKMARK' || !pod.metadata?.name) return;
+              this.observe(e.type, pod, Date.now());
+            },
+            this.abort.signal,
+          );
+        } catch (err) {
+          if (this.abort.signal.aborted) return;
+          this.error = err;
+          return;
+        }
+      }
+    };
+    this.done = loop();
+  }
+
+  private observe(type: string, pod: PodLike, now: number): void {
+    const r = this.record(pod.metadata!.name!);
+    if (type === 'DELETED') {
+      r.goneAt ??= now;
+      return;
+    }
+    const status = JSON.stringify(pod.status ?? {});
+    if (r.lastStatus !== undefined && status !== r.lastStatus) {
+      r.statusUpdates++;
+      const key = statusKey(pod);
+      if (key !== r.lastKey) r.stateChanges++;
+    }
+    r.lastStatus = status;
+    r.lastKey = statusKey(pod);
+    if (r.readyAt === undefined && isRunningReady(pod)) r.readyAt = now;
+  }
+
+  /** Resolves once `pred` holds for `count` pods; resolves false on timeout. Throws if the watch failed. */
+  async waitFor(pred: (r: PodRecord) => boolean, count: number, timeoutMs: number): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      if (this.error) throw this.error;
+      let n = 0;
+      for (const r of this.pods.values()) if (pred(r)) n++;
+      if (n >= count) return true;
+      if (Date.now() > deadline) return false;
+      await new Promise((res) => setTimeout(res, 100));
+    }
+  }
+
+  count(pred: (r: PodRecord) => boolean): number {
+    let n = 0;
+    for (const r of this.pods.values()) if (pred(r)) n++;
+    return n;
+  }
+
+  async stop(): Promise<void> {
+    this.abort.abort();
+    await this.done;
+  }
+}
+
+/**
+ * Creates the pods; records each one's creation time as the moment its POST was sent (the API server's
+ * creationTimestamp has only second precision), so the latency includes the create call itself.
+ */
+export async function createPods(
+  client: KubeClient,
+  watch: PodWatch,
+  pods: readonly { name: string; node: string }[],
+  concurrency: number,
+  makePod: (name: string, namespace: string, node: string) => object = benchPod,
+): Promise<void> {
+  const path = `/api/v1/namespaces/${watch.namespace}/pods`;
+  await forEachLimit(pods, concurrency, async ({ name, node }) => {
+    const sent = Date.now();
+    await client.request({ method: 'POST', path, body: makePod(name, watch.namespace, node) });
+    watch.record(name).createdAt ??= sent;
+  });
+}
+
+/**
+ * Deletes the pods one DELETE each (graceful: the pods' own grace period), at most `concurrency` at once. A
+ * single deletecollection of 10,000 pods outlasts the API server's request timeout.
+ */
+export async function deletePods(
+  client: KubeClient,
+  namespace: string,
+  names: readonly string[],
+  concurrency: number,
+): Promise<void> {
+  await forEachLimit(names, concurrency, async (name) => {
+    await client
+      .request({ method: 'DELETE', path: `/api/v1/namespaces/${namespace}/pods/${name}` })
+      .catch((err: unknown) => {
+        if (!(err instanceof Error && err.message.includes('NotFound'))) throw err;
+      });
+  });
+}
+
+/** pod names `<prefix>-<node index>-<pod index>` spread evenly over `nodes`. */
+export function podPlan(
+  nodes: readonly string[],
+  perNode: number,
+  prefix: string,
+): { name: string; node: string }[] {
+  const out: { name: string; node: string }[] = [];
+  // Interleave nodes so every node receives pods from the start, as a scheduler would spread them.
+  for (let j = 0; j < perNode; j++)
+    for (let i = 0; i < nodes.length; i++) out.push({ name: `${prefix}-${i}-${j}`, node: nodes[i]! });
+  return out;
+}

@@ -1,0 +1,116 @@
+// `npm run bench -- <scale|steady|cri-latency|all> [--quick] [--nodes N] [--pods M] [--json PATH] ...`
+// Runs the scenario, prints its table and writes everything it measured as JSON (bench/README.md).
+import { mkdir, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { REPO_ROOT } from '../test/support/controlplane.js';
+import { defaultJsonPath, parseBenchArgs, USAGE, type BenchArgs } from './lib/args.js';
+import { duration } from './lib/table.js';
+
+const log = (s: string): void => {
+  console.error(`[${new Date().toISOString().slice(11, 19)}] ${s}`);
+};
+
+function environment(): Record<string, unknown> {
+  return {
+    node: process.version,
+    cpus: os.cpus().length,
+    cpuModel: os.cpus()[0]?.model,
+    memGiB: Math.round(os.totalmem() / 2 ** 30),
+    loadavgAtStart: os.loadavg(),
+    kernel: os.release(),
+  };
+}
+
+async function scenario(
+  name: Exclude<BenchArgs['scenario'], 'all'>,
+  a: BenchArgs,
+): Promise<Record<string, unknown>> {
+  switch (name) {
+    case 'scale': {
+      const { runScale } = await import('./scenarios/scale.js');
+      return runScale(
+        {
+          nodes: a.nodes ?? (a.quick ? 10 : 100),
+          podsPerNode: a.pods ?? 100,
+          concurrency: a.concurrency,
+          kwok: a.kwok,
+        },
+        log,
+      );
+    }
+    case 'steady': {
+      const { runSteady } = await import('./scenarios/steady.js');
+      return runSteady(
+        {
+          nodes: a.nodes ?? (a.quick ? 10 : 100),
+          podsPerNode: a.pods ?? 100,
+          holdMinutes: a.holdMinutes ?? (a.quick ? 1 : 10),
+          concurrency: a.concurrency,
+        },
+        log,
+      );
+    }
+    case 'cri-latency': {
+      const { runCriLatency } = await import('./scenarios/cri-latency.js');
+      return runCriLatency({ quick: a.quick }, log);
+    }
+  }
+}
+
+async function main(argv: string[]): Promise<number> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    console.log(USAGE);
+    return 0;
+  }
+  const parsed = parseBenchArgs(argv);
+  if (!parsed.ok) {
+    console.error(`bench: ${parsed.message}\n${USAGE}`);
+    return 2;
+  }
+  const a = parsed.args;
+  const names = a.scenario === 'all' ? (['scale', 'steady', 'cri-latency'] as const) : [a.scenario];
+  const results: Record<string, unknown>[] = [];
+  let failed = false;
+  const t0 = Date.now();
+  for (const name of names) {
+    log(`scenario ${name}${a.quick ? ' (quick)' : ''}`);
+    const ts = Date.now();
+    try {
+      const r = await scenario(name, a);
+      results.push({ ...r, wallMs: Date.now() - ts });
+      console.log(
+        `\n${name}${a.quick ? ' --quick' : ''}: ${duration(Date.now() - ts)} wall\n${String(r.table)}\n`,
+      );
+    } catch (err) {
+      failed = true;
+      const message = err instanceof Error ? (err.stack ?? err.message) : String(err);
+      results.push({ scenario: name, error: message });
+      console.error(`\n*** ${name} FAILED: ${message}\n`);
+    }
+  }
+  const file = path.resolve(
+    REPO_ROOT,
+    a.json ?? defaultJsonPath(a.scenario + (a.quick ? '-quick' : ''), new Date()),
+  );
+  await mkdir(path.dirname(file), { recursive: true });
+  const out = {
+    args: a,
+    startedAt: new Date(t0).toISOString(),
+    wallMs: Date.now() - t0,
+    environment: environment(),
+    results,
+  };
+  await writeFile(file, JSON.stringify(out, null, 2) + '\n');
+  log(`results written to ${path.relative(REPO_ROOT, file)} (${duration(Date.now() - t0)} in all)`);
+  return failed ? 1 : 0;
+}
+
+// Exit explicitly: a benchmark that failed half-way may leave a watch or a socket open.
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,346 @@
+// Scale on the simulated runtime, our operator and kwok side by side on one API server: N nodes x M pods
+// created with nodeName set, time until all are Running+Ready, then deleted until all are gone. Each side
+// runs alone (the other stopped), in its own namespace, after its own warm-up round.
+import path from 'node:path';
+import { countOf, countRequests, readAuditLog, type AuditRecord, type RequestCounts } from '../lib/audit.js';
+import {
+  buildOperator,
+  ensureKwok,
+  httpGet,
+  pinnedKwokVersion,
+  startKwok,
+  startOperatorProcess,
+  type AgentProcess,
+} from '../lib/agents.js';
+import { KWOK_USER, OPERATOR_USER, startBenchCluster, type BenchCluster } from '../lib/cluster.js';
+import {
+  createKwokNodes,
+  createSimVirtualNodes,
+  nodeNames,
+  SERVED_BY,
+  waitNodesReady,
+} from '../lib/nodes.js';
+import { ProcSampler, windowUsage } from '../lib/procstat.js';
+import { promValue } from '../lib/prom.js';
+import { createPods, deletePods, ensureNamespace, podPlan, PodWatch } from '../lib/pods.js';
+import { ratio, summarize } from '../lib/stats.js';
+import { duration, formatTable, num, times } from '../lib/table.js';
+
+export interface ScaleOptions {
+  nodes: number;
+  podsPerNode: number;
+  concurrency: number;
+  kwok: boolean;
+}
+
+/** What one side measured; times are epoch ms, durations ms. */
+export interface SideRun {
+  name: string;
+  user: string;
+  nodesReadyMs: number;
+  pods: number;
+  ready: number;
+  gone: number;
+  /** Until the last create call returned (the driver's own pace). */
+  allCreatedMs: number;
+  allReadyMs: number;
+  podsPerSec: number;
+  readyLatency: ReturnType<typeof summarize>;
+  createCpuSec: number;
+  deleteCpuSec: number;
+  maxRssMiB: number;
+  rssIdleMiB: number;
+  rssAtAllReadyMiB: number;
+  heapUsedAtAllReadyMiB: number;
+  eventLoopP99Ms: number;
+  /** Until the last delete call returned. */
+  allDeletedMs: number;
+  deleteAllGoneMs: number;
+  statusUpdatesPerPod: number;
+  stateChangesPerPod: number;
+  /** [start, all Ready] and [delete sent, all gone], epoch ms. */
+  windows: { create: [number, number]; delete: [number, number] };
+  createRequests?: RequestCounts;
+  deleteRequests?: RequestCounts;
+}
+
+/** The pods' readiness probe period (benchPod's default). */
+const PROBE_PERIOD_MS = 10_000;
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Event-loop lag p99 and V8 heap in use, from the agent's /metrics; NaN for an agent without them. */
+async function scrape(
+  agent: AgentProcess,
+  hasMetrics: boolean,
+): Promise<{ lagP99Ms: number; heapMiB: number }> {
+  if (!hasMetrics) return { lagP99Ms: Number.NaN, heapMiB: Number.NaN };
+  // prom-client resets its event-loop delay histogram on every scrape: this p99 covers the time since the
+  // previous scrape.
+  const res = await httpGet(`${agent.httpBase}/metrics`, 30_000).catch(() => undefined);
+  return {
+    lagP99Ms: res ? promValue(res.body, 'nodejs_eventloop_lag_p99_seconds') * 1000 : Number.NaN,
+    heapMiB: res ? promValue(res.body, 'nodejs_heap_size_used_bytes') / 2 ** 20 : Number.NaN,
+  };
+}
+
+/** One round of pods through one side: create all, wait Ready, delete all, wait gone. */
+async function podRound(
+  bc: BenchCluster,
+  ns: string,
+  plan: { name: string; node: string }[],
+  concurrency: number,
+  hooks: { afterReady?: () => Promise<void> } = {},
+): Promise<{
+  watch: PodWatch;
+  t0: number;
+  created: number;
+  t1: number;
+  t2: number;
+  deleted: number;
+  t3: number;
+  ready: boolean;
+  gone: boolean;
+}> {
+  await ensureNamespace(bc.driver, ns);
+  const watch = new PodWatch(bc.driver, ns);
+  await watch.start();
+  try {
+    const t0 = Date.now();
+    await createPods(bc.driver, watch, plan, concurrency);
+    const created = Date.now();
+    const ready = await watch.waitFor((r) => r.readyAt !== undefined, plan.length, 60_000 + plan.length * 60);
+    const t1 = Date.now();
+    await hooks.afterReady?.();
+    const t2 = Date.now();
+    await deletePods(
+      bc.driver,
+      ns,
+      plan.map((p) => p.name),
+      concurrency,
+    );
+    const deleted = Date.now();
+    const gone = await watch.waitFor((r) => r.goneAt !== undefined, plan.length, 60_000 + plan.length * 40);
+    const t3 = Date.now();
+    return { watch, t0, created, t1, t2, deleted, t3, ready, gone };
+  } finally {
+    await watch.stop();
+  }
+}
+
+async function runSide(
+  bc: BenchCluster,
+  side: { name: string; user: string; tag: string; hasMetrics: boolean; start(): Promise<AgentProcess> },
+  nodes: string[],
+  opts: ScaleOptions,
+  log: (s: string) => void,
+): Promise<SideRun> {
+  const tSetup = Date.now();
+  const agent = await side.start();
+  const upSince = Date.now();
+  try {
+    if (!(await waitNodesReady(bc.driver, nodes, 120_000)))
+      throw new Error(`${side.name}: not all ${nodes.length} nodes Ready after 120 s`);
+    const nodesReadyMs = Date.now() - tSetup;
+    log(`${side.name}: ${nodes.length} nodes Ready in ${duration(nodesReadyMs)}; warm-up round`);
+    const sampler = new ProcSampler(agent.pid, 1000).start();
+    const warm = await podRound(bc, `warm-${side.tag}`, podPlan(nodes, 1, 'warm'), opts.concurrency);
+    if (!warm.ready || !warm.gone) throw new Error(`${side.name}: the warm-up round did not finish`);
+    // A kubelet delays the first probe of a pod by a random part of the period while it has been up for
+    // less than one period (after a restart); measure a settled agent, not that start-up jitter.
+    await sleep(Math.max(2000, PROBE_PERIOD_MS + 1000 - (Date.now() - upSince)));
+    await scrape(agent, side.hasMetrics);
+    const rssIdle = sampler.sample()?.rssMiB ?? Number.NaN;
+
+    const plan = podPlan(nodes, opts.podsPerNode, 'pod');
+    log(`${side.name}: creating ${plan.length} pods`);
+    let atReady = { lagP99Ms: Number.NaN, heapMiB: Number.NaN };
+    let rssAtReady = Number.NaN;
+    const r = await podRound(bc, `bench-${side.tag}`, plan, opts.concurrency, {
+      afterReady: async () => {
+        rssAtReady = sampler.sample()?.rssMiB ?? Number.NaN;
+        atReady = await scrape(agent, side.hasMetrics);
+        log(`${side.name}: ${plan.length} pods Ready; deleting them`);
+      },
+    });
+    sampler.stop();
+    const lat: number[] = [];
+    for (const p of r.watch.pods.values())
+      if (p.readyAt !== undefined && p.createdAt !== undefined) lat.push(p.readyAt - p.createdAt);
+    const ready = r.watch.count((p) => p.readyAt !== undefined);
+    const pods = plan.length;
+    const createUse = windowUsage(sampler.between(r.t0, r.t1 + 1000));
+    const deleteUse = windowUsage(sampler.between(r.t2, r.t3 + 1000));
+    const all = windowUsage(sampler.between(r.t0, r.t3 + 1000));
+    let updates = 0;
+    let changes = 0;
+    for (const p of r.watch.pods.values()) {
+      updates += p.statusUpdates;
+      changes += p.stateChanges;
+    }
+    return {
+      name: side.name,
+      user: side.user,
+      nodesReadyMs,
+      pods,
+      ready,
+      gone: r.watch.count((p) => p.goneAt !== undefined),
+      allCreatedMs: r.created - r.t0,
+      allReadyMs: r.ready ? r.t1 - r.t0 : Number.NaN,
+      podsPerSec: r.ready ? pods / ((r.t1 - r.t0) / 1000) : Number.NaN,
+      readyLatency: summarize(lat),
+      createCpuSec: createUse.cpuSec,
+      deleteCpuSec: deleteUse.cpuSec,
+      maxRssMiB: all.maxRssMiB,
+      rssIdleMiB: rssIdle,
+      rssAtAllReadyMiB: rssAtReady,
+      heapUsedAtAllReadyMiB: atReady.heapMiB,
+      eventLoopP99Ms: atReady.lagP99Ms,
+      allDeletedMs: r.deleted - r.t2,
+      deleteAllGoneMs: r.gone ? r.t3 - r.t2 : Number.NaN,
+      statusUpdatesPerPod: updates / pods,
+      stateChangesPerPod: changes / pods,
+      windows: { create: [r.t0, r.t1], delete: [r.t2, r.t3] },
+    };
+  } finally {
+    await agent.stop();
+  }
+}
+
+/** Adds the API server's counts of each side's requests in its create and delete windows. */
+export function attachCounts(runs: SideRun[], audit: readonly AuditRecord[]): void {
+  for (const s of runs) {
+    // The create window runs until the delete starts (late status writes of the create phase land there).
+    s.createRequests = countRequests(audit, s.user, s.windows.create[0], s.windows.delete[0]);
+    s.deleteRequests = countRequests(audit, s.user, s.windows.delete[0], s.windows.delete[1] + 500);
+  }
+}
+
+const STATUS_PATCH = /^(patch|update) pods\/status$/;
+
+/** The side-by-side table; the last column is ours / kwok. */
+export function scaleTable(runs: SideRun[]): string {
+  const cols = runs.map((r) => r.name);
+  const rows: string[][] = [];
+  const row = (label: string, f: (r: SideRun) => number, fmt: (v: number) => string): void => {
+    const vals = runs.map(f);
+    rows.push([label, ...vals.map(fmt), ...(runs.length === 2 ? [times(ratio(vals[0]!, vals[1]!))] : [])]);
+  };
+  const perPod = (c: RequestCounts | undefined, pods: number, re?: RegExp): number =>
+    c ? (re ? countOf(c, re) : c.total) / pods : Number.NaN;
+  const ms = duration;
+  const mib = (v: number): string => num(v, 0, 'MiB');
+  const sec = (v: number): string => num(v, 1, 's');
+  const n2 = (v: number): string => num(v, 2);
+  const writes = (c: RequestCounts | undefined, pods: number): number => perPod(c, pods, STATUS_PATCH);
+  const spec: [string, (r: SideRun) => number, (v: number) => string][] = [
+    ['nodes Ready after start', (r) => r.nodesReadyMs, ms],
+    ['pods Running+Ready', (r) => r.ready, (v) => num(v)],
+    ['all create calls answered', (r) => r.allCreatedMs, ms],
+    ['time until all Ready', (r) => r.allReadyMs, ms],
+    ['throughput', (r) => r.podsPerSec, (v) => num(v, 1, 'pods/s')],
+    ['create -> Ready p50', (r) => r.readyLatency.p50, ms],
+    ['create -> Ready p99', (r) => r.readyLatency.p99, ms],
+    ['CPU, create phase', (r) => r.createCpuSec, sec],
+    ['RSS before the pods (nodes only)', (r) => r.rssIdleMiB, mib],
+    ['RSS when all Ready', (r) => r.rssAtAllReadyMiB, mib],
+    ['RSS peak (create+delete)', (r) => r.maxRssMiB, mib],
+    ['V8 heap used when all Ready', (r) => r.heapUsedAtAllReadyMiB, mib],
+    ['event-loop lag p99, create phase', (r) => r.eventLoopP99Ms, (v) => num(v, 1, 'ms')],
+    ['API requests / pod, create', (r) => perPod(r.createRequests, r.pods), n2],
+    ['status writes / pod, create', (r) => writes(r.createRequests, r.pods), n2],
+    ['all delete calls answered', (r) => r.allDeletedMs, ms],
+    ['time until all gone (delete)', (r) => r.deleteAllGoneMs, ms],
+    ['CPU, delete phase', (r) => r.deleteCpuSec, sec],
+    ['API requests / pod, delete', (r) => perPod(r.deleteRequests, r.pods), n2],
+    ['status writes / pod, delete', (r) => writes(r.deleteRequests, r.pods), n2],
+    [
+      'status writes / pod, lifecycle',
+      (r) => writes(r.createRequests, r.pods) + writes(r.deleteRequests, r.pods),
+      n2,
+    ],
+    ['status changes seen by watch / pod', (r) => r.statusUpdatesPerPod, n2],
+    ['  of which new states', (r) => r.stateChangesPerPod, n2],
+  ];
+  for (const [label, f, fmt] of spec) row(label, f, fmt);
+  return formatTable(['', ...cols, ...(runs.length === 2 ? ['ours/kwok'] : [])], rows);
+}
+
+export async function runScale(
+  opts: ScaleOptions,
+  log: (s: string) => void,
+): Promise<Record<string, unknown>> {
+  const meta: Record<string, unknown> = { ...opts };
+  const t = Date.now();
+  meta.operatorBuildMs = await buildOperator();
+  log(`operator compiled by tsc into dist/ in ${duration(meta.operatorBuildMs as number)}`);
+  let kwokDir = '';
+  if (opts.kwok) {
+    const k = await ensureKwok();
+    kwokDir = k.dir;
+    meta.kwokVersion = pinnedKwokVersion();
+    meta.kwokEnsureMs = k.ms;
+    log(`kwok ${meta.kwokVersion} ready in ${duration(k.ms)} (${kwokDir})`);
+  }
+  const bc = await startBenchCluster();
+  log(`control plane up in ${duration(bc.cp.startMs)} (${bc.dir})`);
+  const runs: SideRun[] = [];
+  try {
+    const { applyCrd } = await import('../../test/support/crd.js');
+    await applyCrd(bc.cp);
+    const ourNodes = nodeNames('vn', opts.nodes);
+    runs.push(
+      await runSide(
+        bc,
+        {
+          name: 'kubelet-operator',
+          user: OPERATOR_USER,
+          tag: 'ours',
+          hasMetrics: true,
+          start: async () => {
+            const agent = await startOperatorProcess({
+              kubeconfig: bc.kubeconfigs[OPERATOR_USER]!,
+              selector: `kubelet-operator.dev/served-by=${SERVED_BY}`,
+              logPath: path.join(bc.dir, 'operator.log'),
+            });
+            await createSimVirtualNodes(bc.driver, ourNodes, opts.podsPerNode);
+            return agent;
+          },
+        },
+        ourNodes,
+        opts,
+        log,
+      ),
+    );
+    if (opts.kwok) {
+      const kwokNodes = nodeNames('kwok', opts.nodes);
+      runs.push(
+        await runSide(
+          bc,
+          {
+            name: 'kwok',
+            user: KWOK_USER,
+            tag: 'kwok',
+            hasMetrics: false,
+            start: async () => {
+              await createKwokNodes(bc.driver, kwokNodes, opts.podsPerNode);
+              return startKwok({
+                kwokDir,
+                kubeconfig: bc.kubeconfigs[KWOK_USER]!,
+                logPath: path.join(bc.dir, 'kwok.log'),
+                configPath: path.join(bc.dir, 'kwok.yaml'),
+              });
+            },
+          },
+          kwokNodes,
+          opts,
+          log,
+        ),
+      );
+    }
+    attachCounts(runs, await readAuditLog(bc.auditLog));
+  } finally {
+    await bc.stop();
+  }
+  meta.totalMs = Date.now() - t;
+  return { scenario: 'scale', ...meta, sides: runs, table: scaleTable(runs) };
+}

@@ -1,0 +1,200 @@
+// Steady state on the simulated runtime: N x M pods with a 10 s TCP readiness probe, all Ready, then held for
+// H minutes. Over the hold: the operator's CPU and RSS (sampled every 5 s; RSS should not grow), every
+// node's Lease renewed on time (from a watch), and the API writes it made (audit log): an unchanged pod
+// must cost no status write at all.
+import path from 'node:path';
+import { countOf, countRequests, readAuditLog, type RequestCounts } from '../lib/audit.js';
+import { buildOperator, httpGet, startOperatorProcess } from '../lib/agents.js';
+import { OPERATOR_USER, startBenchCluster } from '../lib/cluster.js';
+import { leaseCadence, LeaseWatch, type LeaseCadence } from '../lib/leases.js';
+import { createSimVirtualNodes, nodeNames, SERVED_BY, waitNodesReady } from '../lib/nodes.js';
+import { benchPod, createPods, ensureNamespace, podPlan, PodWatch } from '../lib/pods.js';
+import { ProcSampler, rssTimeline, windowUsage } from '../lib/procstat.js';
+import { promValue } from '../lib/prom.js';
+import { slope } from '../lib/stats.js';
+import { duration, formatTable, num } from '../lib/table.js';
+
+export interface SteadyOptions {
+  nodes: number;
+  podsPerNode: number;
+  holdMinutes: number;
+  concurrency: number;
+}
+
+const PROBE_PERIOD_MS = 10_000;
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+export interface SteadyRun {
+  pods: number;
+  ready: number;
+  allReadyMs: number;
+  holdMs: number;
+  cpuSec: number;
+  cpuCores: number;
+  rssStartMiB: number;
+  rssEndMiB: number;
+  rssMaxMiB: number;
+  rssSlopeMiBPerMin: number;
+  rssTimeline: { minute: number; rssMiB: number }[];
+  eventLoopP99Ms: number;
+  probesPerSec: number;
+  podStatusUpdatesSeen: number;
+  leases: LeaseCadence;
+  requests: RequestCounts;
+}
+
+async function scrape(base: string): Promise<string> {
+  const res = await httpGet(`${base}/metrics`, 30_000).catch(() => undefined);
+  return res?.body ?? '';
+}
+
+export function steadyTable(r: SteadyRun): string {
+  const perMin = (n: number): string => num(n / (r.holdMs / 60_000), 1, '/min');
+  const writes = (re: RegExp): number => countOf(r.requests, re);
+  const rows: string[][] = [
+    ['pods Running+Ready', `${num(r.ready)} of ${num(r.pods)}`],
+    ['time until all Ready', duration(r.allReadyMs)],
+    ['hold', duration(r.holdMs)],
+    ['CPU during hold', `${num(r.cpuSec, 1, 's')} (${num(r.cpuCores * 100, 1, '% of a core')})`],
+    ['RSS at start / end of hold', `${num(r.rssStartMiB, 0)} / ${num(r.rssEndMiB, 0, 'MiB')}`],
+    ['RSS max during hold', num(r.rssMaxMiB, 0, 'MiB')],
+    ['RSS trend (least squares)', num(r.rssSlopeMiBPerMin, 2, 'MiB/min')],
+    ['event-loop lag p99 (hold)', num(r.eventLoopP99Ms, 1, 'ms')],
+    ['readiness probes run', num(r.probesPerSec, 0, '/s')],
+    [
+      'Lease renewals (seen / expected)',
+      `${num(r.leases.renewals)} / ${num(r.leases.expected)} over ${num(r.leases.nodes)} nodes`,
+    ],
+    ['Lease max gap between renewals', duration(r.leases.maxGapMs)],
+    ['Lease gaps > 12 s / > 40 s (expired)', `${num(r.leases.late)} / ${num(r.leases.expired)}`],
+    ['pod status writes (patch pods/status)', num(writes(/^(patch|update) pods\/status$/))],
+    ['pod status changes seen by a watch', num(r.podStatusUpdatesSeen)],
+    ['node status writes', `${num(writes(/^(patch|update) nodes\/status$/))}`],
+    ['Lease writes', `${num(writes(/^(update|patch) leases$/))}`],
+    ['all API requests', `${num(r.requests.total)} (${perMin(r.requests.total)})`],
+  ];
+  const rss = formatTable(
+    ['minute of hold', 'RSS'],
+    r.rssTimeline.map((p) => [num(p.minute, Number.isInteger(p.minute) ? 0 : 2), num(p.rssMiB, 0, 'MiB')]),
+  );
+  const kinds = formatTable(
+    ['API requests during hold, by kind', 'count'],
+    Object.entries(r.requests.byKind)
+      .sort((a, b) => b[1] - a[1])
+      .map(([k, v]) => [k, num(v)]),
+  );
+  return `${formatTable(['kubelet-operator, steady state', ''], rows)}\n\n${rss}\n\n${kinds}`;
+}
+
+export async function runSteady(
+  opts: SteadyOptions,
+  log: (s: string) => void,
+): Promise<Record<string, unknown>> {
+  const t = Date.now();
+  const buildMs = await buildOperator();
+  log(`operator compiled by tsc into dist/ in ${duration(buildMs)}`);
+  const bc = await startBenchCluster();
+  log(`control plane up in ${duration(bc.cp.startMs)} (${bc.dir})`);
+  try {
+    const { applyCrd } = await import('../../test/support/crd.js');
+    await applyCrd(bc.cp);
+    const nodes = nodeNames('vn', opts.nodes);
+    const agent = await startOperatorProcess({
+      kubeconfig: bc.kubeconfigs[OPERATOR_USER]!,
+      selector: `kubelet-operator.dev/served-by=${SERVED_BY}`,
+      logPath: path.join(bc.dir, 'operator.log'),
+    });
+    const upSince = Date.now();
+    const sampler = new ProcSampler(agent.pid, 5000).start();
+    const leases = new LeaseWatch(bc.driver, new Set(nodes));
+    const ns = 'steady';
+    const watch = new PodWatch(bc.driver, ns);
+    try {
+      await createSimVirtualNodes(bc.driver, nodes, opts.podsPerNode);
+      if (!(await waitNodesReady(bc.driver, nodes, 120_000))) throw new Error('nodes not Ready after 120 s');
+      leases.start();
+      // Past the kubelet's start-up probe jitter (see scale.ts).
+      await sleep(Math.max(0, PROBE_PERIOD_MS + 1000 - (Date.now() - upSince)));
+      await ensureNamespace(bc.driver, ns);
+      await watch.start();
+      const plan = podPlan(nodes, opts.podsPerNode, 'pod');
+      log(`creating ${plan.length} pods`);
+      const t0 = Date.now();
+      await createPods(bc.driver, watch, plan, opts.concurrency, (n, ns, node) =>
+        benchPod(n, ns, node, PROBE_PERIOD_MS / 1000),
+      );
+      const allReady = await watch.waitFor(
+        (r) => r.readyAt !== undefined,
+        plan.length,
+        60_000 + plan.length * 60,
+      );
+      const allReadyMs = allReady ? Date.now() - t0 : Number.NaN;
+      log(
+        `${watch.count((r) => r.readyAt !== undefined)} pods Ready; settling 20 s, then holding ${opts.holdMinutes} min`,
+      );
+      await sleep(20_000);
+      const m0 = await scrape(agent.httpBase);
+      let seen0 = 0;
+      for (const p of watch.pods.values()) seen0 += p.statusUpdates;
+      const h0 = Date.now();
+      sampler.sample();
+      const holdMs = opts.holdMinutes * 60_000;
+      for (let left = holdMs; left > 0; left -= 60_000) {
+        await sleep(Math.min(60_000, left));
+        const s = sampler.samples[sampler.samples.length - 1];
+        log(`hold: ${Math.round((Date.now() - h0) / 60_000)} min, RSS ${num(s?.rssMiB, 0, 'MiB')}`);
+      }
+      const h1 = Date.now();
+      sampler.sample();
+      const m1 = await scrape(agent.httpBase);
+      let seen1 = 0;
+      for (const p of watch.pods.values()) seen1 += p.statusUpdates;
+      const hold = sampler.between(h0, h1);
+      const use = windowUsage(hold);
+      const probes =
+        promValue(m1, 'prober_probe_total', { probe_type: 'readiness' }) -
+        promValue(m0, 'prober_probe_total', { probe_type: 'readiness' });
+      await leases.stop();
+      await watch.stop();
+      await agent.stop();
+      sampler.stop();
+      const run: SteadyRun = {
+        pods: plan.length,
+        ready: watch.count((r) => r.readyAt !== undefined),
+        allReadyMs,
+        holdMs: h1 - h0,
+        cpuSec: use.cpuSec,
+        cpuCores: use.cpuSec / ((h1 - h0) / 1000),
+        rssStartMiB: hold[0]?.rssMiB ?? Number.NaN,
+        rssEndMiB: hold[hold.length - 1]?.rssMiB ?? Number.NaN,
+        rssMaxMiB: use.maxRssMiB,
+        rssSlopeMiBPerMin: slope(hold.map((s) => [(s.t - h0) / 60_000, s.rssMiB] as const)),
+        rssTimeline: rssTimeline(hold, h0, h1),
+        eventLoopP99Ms: promValue(m1, 'nodejs_eventloop_lag_p99_seconds') * 1000,
+        probesPerSec: probes / ((h1 - h0) / 1000),
+        podStatusUpdatesSeen: seen1 - seen0,
+        leases: leaseCadence(leases.renewals, h0, h1, {
+          intervalMs: 10_000,
+          lateMs: 12_000,
+          durationMs: 40_000,
+        }),
+        requests: countRequests(await readAuditLog(bc.auditLog), OPERATOR_USER, h0, h1),
+      };
+      return {
+        scenario: 'steady',
+        ...opts,
+        operatorBuildMs: buildMs,
+        totalMs: Date.now() - t,
+        run,
+        table: steadyTable(run),
+      };
+    } finally {
+      await leases.stop();
+      await watch.stop();
+      await agent.stop();
+      sampler.stop();
+    }
+  } finally {
+    await bc.stop();
+  }
+}

@@ -1,0 +1,321 @@
+import { expect } from 'chai';
+import { parseBenchArgs, defaultJsonPath } from '../../../bench/lib/args.js';
+import {
+  auditPolicy,
+  countOf,
+  countRequests,
+  countsRequest,
+  parseAuditLine,
+  type AuditRecord,
+} from '../../../bench/lib/audit.js';
+import { leaseCadence } from '../../../bench/lib/leases.js';
+import { isRunningReady, podPlan, statusKey } from '../../../bench/lib/pods.js';
+import {
+  parseProcStatCpu,
+  parseProcStatusMem,
+  rssTimeline,
+  windowUsage,
+} from '../../../bench/lib/procstat.js';
+import { promValue } from '../../../bench/lib/prom.js';
+import { percentile, ratio, slope, summarize } from '../../../bench/lib/stats.js';
+import { duration, formatTable, num, times } from '../../../bench/lib/table.js';
+
+describe('bench helpers', () => {
+  describe('stats', () => {
+    it('takes nearest-rank percentiles', () => {
+      const s = Array.from({ length: 100 }, (_, i) => i + 1);
+      expect(percentile(s, 50)).to.equal(50);
+      expect(percentile(s, 99)).to.equal(99);
+      expect(percentile(s, 100)).to.equal(100);
+      expect(percentile([7], 99)).to.equal(7);
+      expect(percentile([], 50)).to.be.NaN;
+    });
+
+    it('summarizes unsorted samples without changing them', () => {
+      const input = [5, 1, 4, 2, 3];
+      const s = summarize(input);
+      expect(s).to.deep.include({ n: 5, min: 1, p50: 3, p99: 5, max: 5, mean: 3 });
+      expect(input).to.deep.equal([5, 1, 4, 2, 3]);
+    });
+
+    it('fits a least-squares slope and guards ratios', () => {
+      expect(
+        slope([
+          [0, 1],
+          [1, 3],
+          [2, 5],
+        ]),
+      ).to.be.closeTo(2, 1e-9);
+      expect(slope([[1, 1]])).to.be.NaN;
+      expect(ratio(6, 3)).to.equal(2);
+      expect(ratio(1, 0)).to.be.NaN;
+      expect(ratio(Number.NaN, 1)).to.be.NaN;
+    });
+  });
+
+  describe('table', () => {
+    it('aligns the first column left and the others right', () => {
+      const t = formatTable(
+        ['', 'a', 'bb'],
+        [
+          ['row one', '1 ms', '22 ms'],
+          ['r2', '333 ms'],
+        ],
+      );
+      expect(t.split('\n')).to.deep.equal([
+        '              a     bb',
+        '-------  ------  -----',
+        'row one    1 ms  22 ms',
+        'r2       333 ms',
+      ]);
+    });
+
+    it('formats numbers, durations and ratios with units', () => {
+      expect(num(1234.567, 1, 'MiB')).to.equal('1,234.6 MiB');
+      expect(num(Number.NaN)).to.equal('n/a');
+      expect(duration(12.34)).to.equal('12.3 ms');
+      expect(duration(450)).to.equal('450 ms');
+      expect(duration(65_000)).to.equal('65.0 s');
+      expect(times(1.234)).to.equal('1.23x');
+      expect(times(Number.POSITIVE_INFINITY)).to.equal('n/a');
+    });
+  });
+
+  describe('audit log counting', () => {
+    const ev = (o: Record<string, unknown>): string =>
+      JSON.stringify({
+        kind: 'Event',
+        apiVersion: 'audit.k8s.io/v1',
+        level: 'Metadata',
+        requestReceivedTimestamp: '2026-01-01T00:00:01.000000Z',
+        ...o,
+      });
+
+    it('parses resource, subresource, user and time', () => {
+      const r = parseAuditLine(
+        ev({
+          stage: 'ResponseComplete',
+          verb: 'patch',
+          user: { username: 'op' },
+          objectRef: { resource: 'pods', subresource: 'status', namespace: 'x', name: 'p' },
+          responseStatus: { code: 200 },
+        }),
+      );
+      expect(r).to.deep.equal({
+        user: 'op',
+        verb: 'patch',
+        resource: 'pods/status',
+        stage: 'ResponseComplete',
+        atMs: Date.parse('2026-01-01T00:00:01Z'),
+        code: 200,
+      });
+      expect(parseAuditLine('not json')).to.equal(undefined);
+      expect(parseAuditLine('{"broken"')).to.equal(undefined);
+    });
+
+    it('counts a request once: watches when they start, the rest when they complete', () => {
+      const base = { user: 'op', resource: 'pods', atMs: 1000, code: 200 };
+      expect(countsRequest({ ...base, verb: 'watch', stage: 'ResponseStarted' })).to.equal(true);
+      expect(countsRequest({ ...base, verb: 'watch', stage: 'ResponseComplete' })).to.equal(false);
+      expect(countsRequest({ ...base, verb: 'get', stage: 'ResponseStarted' })).to.equal(false);
+      expect(countsRequest({ ...base, verb: 'get', stage: 'ResponseComplete' })).to.equal(true);
+      expect(countsRequest({ ...base, verb: 'get', stage: 'Panic' })).to.equal(true);
+    });
+
+    it('counts by user inside a half-open window, by verb and resource', () => {
+      const r = (user: string, verb: string, resource: string, atMs: number): AuditRecord => ({
+        user,
+        verb,
+        resource,
+        atMs,
+        stage: 'ResponseComplete',
+        code: 200,
+      });
+      const records = [
+        r('op', 'patch', 'pods/status', 100),
+        r('op', 'patch', 'pods/status', 150),
+        r('op', 'get', 'pods', 120),
+        r('op', 'update', 'leases', 199),
+        r('op', 'patch', 'pods/status', 200), // at the end: outside
+        r('op', 'patch', 'pods/status', 99), // before the start: outside
+        r('kwok', 'patch', 'pods/status', 120), // another user
+      ];
+      const c = countRequests(records, 'op', 100, 200);
+      expect(c.total).to.equal(4);
+      expect(c.byKind).to.deep.equal({ 'patch pods/status': 2, 'get pods': 1, 'update leases': 1 });
+      expect(countOf(c, /^(patch|update) pods\/status$/)).to.equal(2);
+      expect(countOf(c, /leases/)).to.equal(1);
+    });
+
+    it('writes a policy that drops the ignored users', () => {
+      const p = auditPolicy(['bench-driver', 'system:apiserver']);
+      expect(p).to.contain('users: ["bench-driver", "system:apiserver"]');
+      expect(p).to.contain('level: Metadata');
+      expect(p).to.contain('omitStages: [RequestReceived]');
+    });
+  });
+
+  describe('/proc parsing', () => {
+    it('reads utime+stime after a command name with spaces and parentheses', () => {
+      // Fields 14 and 15 (utime, stime) are 250 and 50 ticks.
+      const stat = '4242 (node (x) y) S 1 2 3 4 5 6 7 8 9 10 250 50 0 0 20 0 11 0 100 200 300';
+      expect(parseProcStatCpu(stat)).to.equal(3);
+      expect(() => parseProcStatCpu('1 (x) S')).to.throw(/malformed/);
+    });
+
+    it('reads VmRSS and VmHWM in MiB', () => {
+      const status = 'Name:\tnode\nVmHWM:\t  204800 kB\nVmRSS:\t  102400 kB\n';
+      expect(parseProcStatusMem(status)).to.deep.equal({ rssMiB: 100, hwmMiB: 200 });
+      expect(() => parseProcStatusMem('Name: x\n')).to.throw(/VmRSS/);
+    });
+
+    it('takes CPU used over a window and its largest RSS', () => {
+      const s = [
+        { t: 0, cpuSec: 1, rssMiB: 10, hwmMiB: 10 },
+        { t: 1, cpuSec: 1.5, rssMiB: 30, hwmMiB: 30 },
+        { t: 2, cpuSec: 4, rssMiB: 20, hwmMiB: 30 },
+      ];
+      expect(windowUsage(s)).to.deep.equal({ cpuSec: 3, maxRssMiB: 30 });
+      expect(windowUsage([]).cpuSec).to.be.NaN;
+    });
+
+    it('reads RSS at each whole minute of a window and at its end', () => {
+      const s = [0, 30, 60, 90, 120, 150].map((sec) => ({
+        t: 1000 + sec * 1000,
+        cpuSec: 0,
+        rssMiB: 100 + sec,
+        hwmMiB: 0,
+      }));
+      expect(rssTimeline(s, 1000, 1000 + 150_000)).to.deep.equal([
+        { minute: 0, rssMiB: 100 },
+        { minute: 1, rssMiB: 160 },
+        { minute: 2, rssMiB: 220 },
+        { minute: 2.5, rssMiB: 250 },
+      ]);
+      expect(rssTimeline(s.slice(0, 5), 1000, 1000 + 120_400)).to.have.length(3);
+      // The first sample is taken just after the window opens: it is still minute 0.
+      const late = s.map((x) => ({ ...x, t: x.t + 5 }));
+      expect(rssTimeline(late, 1000, 1000 + 60_000)[0]).to.deep.equal({ minute: 0, rssMiB: 100 });
+      expect(rssTimeline([], 0, 60_000)).to.deep.equal([]);
+    });
+  });
+
+  describe('prometheus text', () => {
+    const text = [
+      '# HELP nodejs_eventloop_lag_p99_seconds The 99th percentile.',
+      'nodejs_eventloop_lag_p99_seconds 0.0123',
+      'prober_probe_total{node="a",probe_type="readiness",result="successful"} 10',
+      'prober_probe_total{node="b",probe_type="readiness",result="successful"} 5',
+      'prober_probe_total{node="b",probe_type="liveness",result="successful"} 7',
+      'prober_probe_total_created 99',
+    ].join('\n');
+
+    it('reads one metric, summed over the matching label sets', () => {
+      expect(promValue(text, 'nodejs_eventloop_lag_p99_seconds')).to.equal(0.0123);
+      expect(promValue(text, 'prober_probe_total')).to.equal(22);
+      expect(promValue(text, 'prober_probe_total', { probe_type: 'readiness' })).to.equal(15);
+      expect(promValue(text, 'prober_probe_total', { node: 'b', probe_type: 'liveness' })).to.equal(7);
+      expect(promValue(text, 'missing_metric')).to.be.NaN;
+    });
+  });
+
+  describe('lease cadence', () => {
+    const opts = { intervalMs: 10_000, lateMs: 12_000, durationMs: 40_000 };
+
+    it('finds every late and expired gap, the window end included', () => {
+      const renewals = new Map([
+        ['a', [5_000, 15_000, 25_000, 35_000, 45_000, 55_000]], // on time throughout
+        ['b', [8_000, 18_000, 60_000]], // 42 s silent: late and expired
+        ['c', [9_000, 19_000]], // silent from 19 s to the end at 60 s
+      ]);
+      const c = leaseCadence(renewals, 10_000, 60_000, opts);
+      expect(c.nodes).to.equal(3);
+      expect(c.renewals).to.equal(5 + 2 + 1);
+      expect(c.expected).to.equal(15);
+      expect(c.maxGapMs).to.equal(42_000);
+      expect(c.late).to.equal(2);
+      expect(c.expired).to.equal(2);
+    });
+
+    it('counts a perfectly regular heartbeat as on time', () => {
+      const times = Array.from({ length: 20 }, (_, i) => i * 10_000 + 3_000);
+      const c = leaseCadence(new Map([['n', times]]), 0, 180_000, opts);
+      expect(c).to.include({ late: 0, expired: 0, maxGapMs: 10_000, renewals: 18 });
+    });
+  });
+
+  describe('pods', () => {
+    it('sees Ready only for Running pods with Ready=True', () => {
+      const cond = (s: string) => [{ type: 'Ready', status: s }];
+      expect(isRunningReady({ status: { phase: 'Running', conditions: cond('True') } })).to.equal(true);
+      expect(isRunningReady({ status: { phase: 'Running', conditions: cond('False') } })).to.equal(false);
+      expect(isRunningReady({ status: { phase: 'Pending', conditions: cond('True') } })).to.equal(false);
+    });
+
+    it('keys a status by state, not by details', () => {
+      const a = {
+        status: {
+          phase: 'Running',
+          conditions: [{ type: 'Ready', status: 'True' }],
+          containerStatuses: [{ ready: true, state: { running: { startedAt: 'x' } } }],
+        },
+      };
+      const b = structuredClone(a);
+      b.status.containerStatuses[0]!.state.running.startedAt = 'y';
+      expect(statusKey(a)).to.equal(statusKey(b));
+      b.status.containerStatuses[0]!.ready = false;
+      expect(statusKey(a)).to.not.equal(statusKey(b));
+    });
+
+    it('spreads the pod plan over the nodes from the start', () => {
+      expect(podPlan(['n0', 'n1'], 2, 'p')).to.deep.equal([
+        { name: 'p-0-0', node: 'n0' },
+        { name: 'p-1-0', node: 'n1' },
+        { name: 'p-0-1', node: 'n0' },
+        { name: 'p-1-1', node: 'n1' },
+      ]);
+    });
+  });
+
+  describe('arguments', () => {
+    it('parses a scenario with flags', () => {
+      const r = parseBenchArgs(['scale', '--quick', '--nodes', '3', '--pods=7', '--json', 'x.json']);
+      expect(r).to.deep.equal({
+        ok: true,
+        args: {
+          scenario: 'scale',
+          quick: true,
+          nodes: 3,
+          pods: 7,
+          json: 'x.json',
+          concurrency: 64,
+          kwok: true,
+        },
+      });
+      expect(parseBenchArgs(['steady', '--hold-minutes', '2', '--no-kwok'])).to.deep.include({ ok: true });
+    });
+
+    it('rejects what it does not know', () => {
+      expect(parseBenchArgs([])).to.deep.equal({ ok: false, message: 'no scenario given' });
+      expect(parseBenchArgs(['scale', '--nodes', '0'])).to.deep.equal({
+        ok: false,
+        message: '--nodes needs a positive integer',
+      });
+      expect(parseBenchArgs(['fly'])).to.deep.equal({ ok: false, message: 'unknown scenario fly' });
+      expect(parseBenchArgs(['scale', '--bogus'])).to.deep.equal({
+        ok: false,
+        message: 'unknown flag --bogus',
+      });
+      expect(parseBenchArgs(['scale', 'steady'])).to.deep.equal({
+        ok: false,
+        message: 'unexpected argument steady',
+      });
+    });
+
+    it('names the default results file by scenario and time', () => {
+      expect(defaultJsonPath('scale', new Date('2026-11-23T01:02:03.456Z'))).to.equal(
+        'bench/results/scale-2026-11-23T01-02-03Z.json',
+      );
+    });
+  });
+});
