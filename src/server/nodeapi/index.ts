@@ -8,3 +8,4 @@ export * from './streaming.js';
 export * from './tlsfront.js';
 export * from './upgradeproxy.js';
 export * from './serve.js';
+export * from './containerlogs.js';

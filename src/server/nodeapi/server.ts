@@ -2,7 +2,7 @@
  * The node API (the kubelet's :10250) for every VirtualNode of this process: one HTTPS server, requests
  * routed by pod to the node the pod is bound to, or by the dialled address to the node advertising it.
  *
- * Served: /healthz, /metrics, /pods, /runningpods/, /containerLogs/{ns}/{pod}/{container}, and on the
+ * Served: /healthz, /metrics, /pods, /runningpods/, /containerLogs/{ns}/{pod}/{container} (containerlogs.ts), and on the
  * HTTP upgrade event /exec, /attach and /portForward (streaming.ts, proxied by upgradeproxy.ts). TLS is
  * terminated in front (tlsfront.ts), with the certificate of the node whose address was dialled. Every request is
  * authenticated (client certificate from the client CA, or a bearer token via TokenReview) and authorized
@@ -13,15 +13,12 @@
  * holds at most one chunk and never delays another request; a stream ends when its pod or container is
  * gone, or when the client leaves.
  */
-import { once } from 'node:events';
-import { access } from 'node:fs/promises';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import type { Registry } from 'prom-client';
-import type { Container, ContainerStatus, Pod } from '../../api/core.js';
-import type { Runtime } from '../../runtime/types.js';
+import type { Pod } from '../../api/core.js';
 import type { Clock } from '../../util/clock.js';
 import { errorMessage, isInvalidArgument, isNotFound } from '../../util/errors.js';
 import type { Logger } from '../../util/logger.js';
@@ -34,14 +31,7 @@ import {
   type WebhookAuth,
 } from './auth.js';
 import { HttpError } from './httperror.js';
-import {
-  criFileLines,
-  parseLines,
-  parseLogOptions,
-  polledLines,
-  renderLogs,
-  type FollowControl,
-} from './logs.js';
+import { parseContainerLogsPath, serveContainerLogs } from './containerlogs.js';
 import { normalizeAddress, type NodeApiTarget, type NodeLookup } from './registry.js';
 import {
   isWebSocketRequest,
@@ -78,51 +68,7 @@ export interface NodeApiServerOptions {
 }
 
 export { HttpError };
-
-/** A runtime that can hand out CRI-format log lines itself (SimRuntime). */
-interface LineLogRuntime {
-  readLogs(containerId: string): string[];
-}
-function hasReadLogs(rt: Runtime): rt is Runtime & LineLogRuntime {
-  return typeof (rt as Partial<LineLogRuntime>).readLogs === 'function';
-}
-
-/** `<type>://<id>` -> `<id>`. */
-export function stripContainerIdScheme(id: string): string {
-  const i = id.indexOf('://');
-  return i >= 0 ? id.slice(i + 3) : id;
-}
-
-/** Splits `/containerLogs/{ns}/{pod}/{container}`; throws 400 on any other shape. */
-export function parseContainerLogsPath(path: string): { namespace: string; pod: string; container: string } {
-  const parts = path.split('/').slice(2);
-  if (parts.length !== 3 || parts.some((p) => p === ''))
-    throw new HttpError(
-      400,
-      `malformed path ${JSON.stringify(path)}: want /containerLogs/{namespace}/{pod}/{container}`,
-    );
-  let dec: string[];
-  try {
-    dec = parts.map((p) => decodeURIComponent(p));
-  } catch {
-    throw new HttpError(400, `malformed path ${JSON.stringify(path)}: bad escape`);
-  }
-  return { namespace: dec[0]!, pod: dec[1]!, container: dec[2]! };
-}
-
-function findContainer(pod: Pod, name: string): { spec?: Container; status?: ContainerStatus } {
-  const spec = [
-    ...(pod.spec?.containers ?? []),
-    ...(pod.spec?.initContainers ?? []),
-    ...(pod.spec?.ephemeralContainers ?? []),
-  ].find((c) => c.name === name);
-  const status = [
-    ...(pod.status?.containerStatuses ?? []),
-    ...(pod.status?.initContainerStatuses ?? []),
-    ...(pod.status?.ephemeralContainerStatuses ?? []),
-  ].find((c) => c.name === name);
-  return { spec, status };
-}
+export { parseContainerLogsPath, stripContainerIdScheme } from './containerlogs.js';
 
 interface Admitted {
   /** The node the request is for (its pod's node, else the dialled one); undefined when none is served. */
@@ -302,13 +248,16 @@ export class NodeApiServer {
         if (req.method !== 'GET' && req.method !== 'HEAD')
           throw new HttpError(405, `method ${req.method} not allowed`);
         if (!podNode) throw new HttpError(404, `pod "${logTarget!.namespace}/${logTarget!.pod}" not found`);
-        return await this.containerLogs(
+        return await serveContainerLogs(
           req,
           res,
-          podNode.node,
-          podNode.pod,
-          logTarget!.container,
-          url.searchParams,
+          { ...podNode, container: logTarget!.container, query: url.searchParams },
+          {
+            clock: this.opts.clock,
+            logger: this.opts.logger,
+            followPollMs: this.opts.followPollMs,
+            live: this.live,
+          },
         );
       }
       if (path === '/pods' || path === '/pods/') {
@@ -382,117 +331,5 @@ export class NodeApiServer {
       }
     }
     return { kind: 'PodList', apiVersion: 'v1', metadata: {}, items };
-  }
-
-  private async containerLogs(
-    req: IncomingMessage,
-    res: ServerResponse,
-    node: NodeApiTarget,
-    pod: Pod,
-    container: string,
-    query: URLSearchParams,
-  ): Promise<void> {
-    // Messages name the pod as the kubelet's do (validateContainerLogStatus): by name, not namespace/name.
-    const podName = pod.metadata.name ?? '';
-    let opts;
-    try {
-      opts = parseLogOptions(query, this.opts.clock.now());
-    } catch (err) {
-      throw new HttpError(400, errorMessage(err));
-    }
-    const { spec, status } = findContainer(pod, container);
-    if (!spec && !status) throw new HttpError(404, `container "${container}" not found in pod "${podName}"`);
-    let rawId: string | undefined;
-    if (opts.previous) {
-      rawId = status?.lastState?.terminated?.containerID;
-      if (!rawId)
-        throw new HttpError(
-          400,
-          `previous terminated container "${container}" in pod "${podName}" not found`,
-        );
-    } else {
-      rawId = status?.containerID || status?.state?.terminated?.containerID;
-      if (!rawId) {
-        const why = status?.state?.waiting?.reason ?? 'ContainerCreating';
-        throw new HttpError(400, `container "${container}" in pod "${podName}" is waiting to start: ${why}`);
-      }
-    }
-    const id = stripContainerIdScheme(rawId);
-    const rt = node.runtime;
-    const uid = pod.metadata.uid;
-    const ac = new AbortController();
-    const ctl: FollowControl = {
-      follow: opts.follow,
-      signal: ac.signal,
-      pollMs: this.opts.followPollMs,
-      stillWriting: async () => {
-        const cur = node.pod(pod.metadata.namespace ?? '', pod.metadata.name ?? '');
-        if (!cur || cur.metadata.uid !== uid) return false;
-        return (await rt.containerStatus(id)).state === 'running';
-      },
-    };
-    let lines: AsyncIterable<string>;
-    if (hasReadLogs(rt)) {
-      try {
-        rt.readLogs(id);
-      } catch (err) {
-        throw new HttpError(
-          isNotFound(err) ? 404 : 400,
-          `container "${container}" in pod "${podName}": ${errorMessage(err)}`,
-        );
-      }
-      lines = polledLines(() => rt.readLogs(id), opts.tailLines, ctl);
-    } else {
-      let logPath: string;
-      try {
-        logPath = (await rt.containerStatus(id)).logPath;
-      } catch (err) {
-        throw new HttpError(
-          isNotFound(err) ? 404 : 400,
-          `container "${container}" in pod "${podName}": ${errorMessage(err)}`,
-        );
-      }
-      if (!logPath) throw new HttpError(400, `container "${container}" in pod "${podName}" has no log file`);
-      try {
-        await access(logPath);
-      } catch (err) {
-        throw new HttpError(400, `failed to open log file ${logPath}: ${errorMessage(err)}`);
-      }
-      lines = criFileLines(logPath, opts.tailLines, ctl);
-    }
-
-    this.live.add(ac);
-    const aborted = new Promise<void>((resolve) =>
-      ac.signal.addEventListener('abort', () => resolve(), { once: true }),
-    );
-    const onClose = (): void => ac.abort();
-    res.once('close', onClose);
-    try {
-      res.writeHead(200, {
-        'Content-Type': 'text/plain; charset=utf-8',
-        'X-Content-Type-Options': 'nosniff',
-      });
-      if (req.method === 'HEAD') return void res.end();
-      res.flushHeaders();
-      for await (const chunk of renderLogs(parseLines(lines), opts)) {
-        if (ac.signal.aborted) break;
-        if (!res.write(chunk)) {
-          // Backpressure: stop reading until the client has taken what we sent (or left).
-          await Promise.race([once(res, 'drain'), aborted]);
-        }
-      }
-      if (!res.destroyed) res.end();
-    } catch (err) {
-      if (!ac.signal.aborted)
-        this.opts.logger.warn('node API: log stream failed', {
-          pod: `${pod.metadata.namespace}/${podName}`,
-          container,
-          error: errorMessage(err),
-        });
-      res.destroy();
-    } finally {
-      res.removeListener('close', onClose);
-      this.live.delete(ac);
-    }
   }
 }
