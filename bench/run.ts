@@ -35,6 +35,8 @@ async function scenario(
           podsPerNode: a.pods ?? 100,
           concurrency: a.concurrency,
           kwok: a.kwok,
+          nodeArgs: a.nodeArgs,
+          heapSnapshots: a.heapSnapshots,
         },
         log,
       );
@@ -47,6 +49,7 @@ async function scenario(
           podsPerNode: a.pods ?? 100,
           holdMinutes: a.holdMinutes ?? (a.quick ? 1 : 10),
           concurrency: a.concurrency,
+          nodeArgs: a.nodeArgs,
         },
         log,
       );

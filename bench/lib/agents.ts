@@ -3,7 +3,7 @@
 // built once from the Go module proxy by scripts/kwok-binary.sh.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, copyFileSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
-import { readFile, writeFile } from 'node:fs/promises';
+import { readdir, readFile, rename, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
@@ -149,6 +149,34 @@ export async function startOperatorProcess(opts: {
     httpBase,
     '/readyz',
   );
+}
+
+/** node flags that make the operator write a V8 heap snapshot into dir on SIGUSR2 (see heapSnapshot). */
+export function heapSnapshotNodeArgs(dir: string): string[] {
+  mkdirSync(dir, { recursive: true });
+  return ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${path.resolve(dir)}`];
+}
+
+/**
+ * Makes an operator started with heapSnapshotNodeArgs(dir) write a heap snapshot (V8 collects garbage
+ * first, so the snapshot holds live objects only) and waits until it is written: node writes it on the
+ * main thread, so the snapshot is complete once the agent answers HTTP again. Renamed to <label>.heapsnapshot.
+ */
+export async function heapSnapshot(agent: AgentProcess, dir: string, label: string): Promise<string> {
+  const isSnap = (f: string): boolean => f.startsWith('Heap.') && f.endsWith('.heapsnapshot');
+  const before = new Set((await readdir(dir)).filter(isSnap));
+  process.kill(agent.pid, 'SIGUSR2');
+  const deadline = Date.now() + 300_000;
+  for (;;) {
+    await sleep(500);
+    const fresh = (await readdir(dir)).filter((f) => isSnap(f) && !before.has(f));
+    if (fresh.length && (await httpGet(`${agent.httpBase}/healthz`, 60_000).catch(() => undefined))) {
+      const target = path.join(dir, `${label}.heapsnapshot`);
+      await rename(path.join(dir, fresh[0]!), target);
+      return target;
+    }
+    if (Date.now() > deadline) throw new Error(`no heap snapshot from ${agent.name} after 300 s`);
+  }
 }
 
 /** The kwok release pinned in scripts/kwok-binary.sh (or KWOK_VERSION). */

@@ -17,6 +17,10 @@ export interface BenchArgs {
   json?: string;
   /** scale: also run the same scenario with kwok (default true). */
   kwok: boolean;
+  /** Flags for the operator's node process (e.g. --max-old-space-size=384), in order. */
+  nodeArgs: string[];
+  /** scale: write operator heap snapshots (nodes only, all Ready) into this directory. */
+  heapSnapshots?: string;
 }
 
 export const USAGE = `usage: npm run bench -- <${SCENARIOS.join('|')}> [flags]
@@ -26,13 +30,15 @@ export const USAGE = `usage: npm run bench -- <${SCENARIOS.join('|')}> [flags]
   --hold-minutes H   steady: how long to hold the pods (default 10, quick 1)
   --concurrency C    concurrent pod creates from the driver (default 64)
   --no-kwok          scale: skip the kwok side
-  --json PATH        where to write the results (default bench/results/<scenario>-<timestamp>.json)`;
+  --json PATH        where to write the results (default bench/results/<scenario>-<timestamp>.json)
+  --node-arg FLAG    a flag for the operator's node process (repeatable; e.g. --node-arg=--max-semi-space-size=4)
+  --heap-snapshots D scale: write the operator's V8 heap snapshots (nodes only, all Ready) into directory D`;
 
 export type ParsedArgs = { ok: true; args: BenchArgs } | { ok: false; message: string };
 
 export function parseBenchArgs(argv: readonly string[]): ParsedArgs {
   let scenario: Scenario | undefined;
-  const args: Omit<BenchArgs, 'scenario'> = { quick: false, concurrency: 64, kwok: true };
+  const args: Omit<BenchArgs, 'scenario'> = { quick: false, concurrency: 64, kwok: true, nodeArgs: [] };
   const positive = (flag: string, v: string | undefined): number | string => {
     const n = Number(v);
     return v !== undefined && Number.isInteger(n) && n > 0 ? n : `${flag} needs a positive integer`;
@@ -52,6 +58,19 @@ export function parseBenchArgs(argv: readonly string[]): ParsedArgs {
         const v = value();
         if (!v) return { ok: false, message: '--json needs a path' };
         args.json = v;
+        break;
+      }
+      case '--node-arg': {
+        const v = value();
+        if (!v?.startsWith('-'))
+          return { ok: false, message: '--node-arg needs a node flag (--node-arg=--flag)' };
+        args.nodeArgs.push(v);
+        break;
+      }
+      case '--heap-snapshots': {
+        const v = value();
+        if (!v) return { ok: false, message: '--heap-snapshots needs a directory' };
+        args.heapSnapshots = v;
         break;
       }
       case '--nodes':

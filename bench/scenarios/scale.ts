@@ -6,6 +6,8 @@ import { countOf, countRequests, readAuditLog, type AuditRecord, type RequestCou
 import {
   buildOperator,
   ensureKwok,
+  heapSnapshot,
+  heapSnapshotNodeArgs,
   httpGet,
   pinnedKwokVersion,
   startKwok,
@@ -31,6 +33,10 @@ export interface ScaleOptions {
   podsPerNode: number;
   concurrency: number;
   kwok: boolean;
+  /** Flags for the operator's node process. */
+  nodeArgs?: string[];
+  /** Write the operator's heap snapshots (nodes only, all Ready) here; off when unset. */
+  heapSnapshots?: string;
 }
 
 /** What one side measured; times are epoch ms, durations ms. */
@@ -129,7 +135,15 @@ async function podRound(
 
 async function runSide(
   bc: BenchCluster,
-  side: { name: string; user: string; tag: string; hasMetrics: boolean; start(): Promise<AgentProcess> },
+  side: {
+    name: string;
+    user: string;
+    tag: string;
+    hasMetrics: boolean;
+    start(): Promise<AgentProcess>;
+    /** Takes a heap snapshot named label, if this run takes them. */
+    snapshot?(agent: AgentProcess, label: string): Promise<void>;
+  },
   nodes: string[],
   opts: ScaleOptions,
   log: (s: string) => void,
@@ -150,6 +164,7 @@ async function runSide(
     await sleep(Math.max(2000, PROBE_PERIOD_MS + 1000 - (Date.now() - upSince)));
     await scrape(agent, side.hasMetrics);
     const rssIdle = sampler.sample()?.rssMiB ?? Number.NaN;
+    await side.snapshot?.(agent, 'nodes-only');
 
     const plan = podPlan(nodes, opts.podsPerNode, 'pod');
     log(`${side.name}: creating ${plan.length} pods`);
@@ -159,6 +174,7 @@ async function runSide(
       afterReady: async () => {
         rssAtReady = sampler.sample()?.rssMiB ?? Number.NaN;
         atReady = await scrape(agent, side.hasMetrics);
+        await side.snapshot?.(agent, `all-ready-${plan.length}`);
         log(`${side.name}: ${plan.length} pods Ready; deleting them`);
       },
     });
@@ -301,10 +317,20 @@ export async function runScale(
               kubeconfig: bc.kubeconfigs[OPERATOR_USER]!,
               selector: `kubelet-operator.dev/served-by=${SERVED_BY}`,
               logPath: path.join(bc.dir, 'operator.log'),
+              nodeArgs: [
+                ...(opts.nodeArgs ?? []),
+                ...(opts.heapSnapshots ? heapSnapshotNodeArgs(opts.heapSnapshots) : []),
+              ],
             });
             await createSimVirtualNodes(bc.driver, ourNodes, opts.podsPerNode);
             return agent;
           },
+          snapshot: opts.heapSnapshots
+            ? async (agent, label) => {
+                const file = await heapSnapshot(agent, opts.heapSnapshots!, label);
+                log(`kubelet-operator: heap snapshot ${file}`);
+              }
+            : undefined,
         },
         ourNodes,
         opts,

@@ -19,6 +19,8 @@ export interface SteadyOptions {
   podsPerNode: number;
   holdMinutes: number;
   concurrency: number;
+  /** Flags for the operator's node process. */
+  nodeArgs?: string[];
 }
 
 const PROBE_PERIOD_MS = 10_000;
@@ -103,6 +105,7 @@ export async function runSteady(
       kubeconfig: bc.kubeconfigs[OPERATOR_USER]!,
       selector: `kubelet-operator.dev/served-by=${SERVED_BY}`,
       logPath: path.join(bc.dir, 'operator.log'),
+      nodeArgs: opts.nodeArgs,
     });
     const upSince = Date.now();
     const sampler = new ProcSampler(agent.pid, 5000).start();

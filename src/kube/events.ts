@@ -84,8 +84,22 @@ class Lru<V> {
   }
 }
 
+/**
+ * What the dedup cache keeps of an Event it created: the fields that differ between Events of one
+ * correlator and key. The rest (reason, type, source, reporting*) follows from the key and the correlator,
+ * so the patch's event is rebuilt identical without keeping every Event object alive (bench/README.md).
+ */
+interface SeenEvent {
+  name: string;
+  namespace: string;
+  involvedObject: ObjectReference;
+  firstTimestamp: string;
+  count: number;
+  lastMs: number;
+}
+
 export class EventCorrelator {
-  private readonly seen = new Lru<{ event: CoreEvent; lastMs: number }>(MAX_LRU);
+  private readonly seen = new Lru<SeenEvent>(MAX_LRU);
   private readonly similar = new Lru<{ messages: Set<string>; firstMs: number }>(MAX_LRU);
   private readonly spam = new Lru<{ tokens: number; lastMs: number }>(MAX_LRU);
   private seq = 0;
@@ -119,8 +133,8 @@ export class EventCorrelator {
     if (prior && now - prior.lastMs <= DEDUP_WINDOW_MS) {
       if (bucket.tokens < 1) return { action: 'drop' };
       bucket.tokens -= 1;
-      const event = { ...prior.event, count: prior.event.count + 1, lastTimestamp: iso(now), message };
-      this.seen.set(key, { event, lastMs: now });
+      const event = this.build(prior, type, reason, message, prior.count + 1, iso(now));
+      this.seen.set(key, { ...prior, count: event.count, lastMs: now });
       return {
         action: 'patch',
         event,
@@ -132,23 +146,42 @@ export class EventCorrelator {
     // Nanosecond-style suffix as client-go makes it; in bigint, since now * 1e6 is past 2^53 and a float would
     // give events recorded in the same millisecond the same name (the second create then fails AlreadyExists).
     const name = `${ref.name}.${(BigInt(Math.floor(now)) * 1_000_000n + BigInt(this.seq++)).toString(16)}`;
-    const event: CoreEvent = {
+    const at = iso(now);
+    const seen: SeenEvent = {
+      name,
+      namespace: ref.namespace ?? 'default',
+      involvedObject: ref,
+      firstTimestamp: at,
+      count: 1,
+      lastMs: now,
+    };
+    this.seen.set(key, seen);
+    return { action: 'create', event: this.build(seen, type, reason, message, 1, at) };
+  }
+
+  private build(
+    seen: SeenEvent,
+    type: EventType,
+    reason: string,
+    message: string,
+    count: number,
+    lastTimestamp: string,
+  ): CoreEvent {
+    return {
       apiVersion: 'v1',
       kind: 'Event',
-      metadata: { name, namespace: ref.namespace ?? 'default' },
-      involvedObject: ref,
+      metadata: { name: seen.name, namespace: seen.namespace },
+      involvedObject: seen.involvedObject,
       reason,
       message,
       source: { component: this.source.component, host: this.source.host },
-      firstTimestamp: iso(now),
-      lastTimestamp: iso(now),
-      count: 1,
+      firstTimestamp: seen.firstTimestamp,
+      lastTimestamp,
+      count,
       type,
       reportingComponent: this.source.component,
       reportingInstance: this.source.host,
     };
-    this.seen.set(key, { event, lastMs: now });
-    return { action: 'create', event };
   }
 }
 

@@ -290,9 +290,27 @@ describe('bench helpers', () => {
           json: 'x.json',
           concurrency: 64,
           kwok: true,
+          nodeArgs: [],
         },
       });
       expect(parseBenchArgs(['steady', '--hold-minutes', '2', '--no-kwok'])).to.deep.include({ ok: true });
+    });
+
+    it('passes node flags to the operator and takes a heap snapshot directory', () => {
+      const r = parseBenchArgs([
+        'scale',
+        '--node-arg=--max-old-space-size=384',
+        '--node-arg',
+        '--expose-gc',
+        '--heap-snapshots',
+        '/tmp/snaps',
+      ]);
+      expect(r.ok && r.args.nodeArgs).to.deep.equal(['--max-old-space-size=384', '--expose-gc']);
+      expect(r.ok && r.args.heapSnapshots).to.equal('/tmp/snaps');
+      expect(parseBenchArgs(['scale', '--node-arg', 'x'])).to.deep.equal({
+        ok: false,
+        message: '--node-arg needs a node flag (--node-arg=--flag)',
+      });
     });
 
     it('rejects what it does not know', () => {

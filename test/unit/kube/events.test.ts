@@ -22,6 +22,18 @@ describe('EventCorrelator', () => {
     expect(second.patch.lastTimestamp).to.equal('2026-01-01T00:00:05Z');
   });
 
+  it('patches with the whole Event as created, only count, lastTimestamp and message moved on', () => {
+    const c = new EventCorrelator({ component: 'kubelet', host: 'node-1' });
+    const first = c.correlate(pod, 'Warning', 'Unhealthy', 'm', 1000);
+    const second = c.correlate(pod, 'Warning', 'Unhealthy', 'm', 3000);
+    const third = c.correlate(pod, 'Warning', 'Unhealthy', 'm', 7000);
+    if (first.action !== 'create' || second.action !== 'patch' || third.action !== 'patch')
+      throw new Error('expected create, patch, patch');
+    expect(second.event).to.deep.equal({ ...first.event, count: 2, lastTimestamp: '1970-01-01T00:00:03Z' });
+    expect(third.event).to.deep.equal({ ...first.event, count: 3, lastTimestamp: '1970-01-01T00:00:07Z' });
+    expect(third.event.involvedObject).to.equal(pod);
+  });
+
   it('starts a new Event after the 10 minute window', () => {
     const c = new EventCorrelator({ component: 'kubelet', host: 'n' });
     c.correlate(pod, 'Normal', 'Pulled', 'x', 0);
