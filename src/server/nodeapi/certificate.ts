@@ -92,8 +92,6 @@ interface Issued extends ServingCertificate {
 
 const RETRY_INITIAL_MS = 1000;
 const RETRY_MAX_MS = 5 * 60_000;
-/** Longest single sleep: Node.js timers fire at once beyond 2^31-1 ms (~24.8 days). */
-const MAX_SLEEP_MS = 24 * 3600_000;
 
 export class ServingCertificateManager {
   private issued: Issued | undefined;
@@ -146,9 +144,8 @@ export class ServingCertificateManager {
           notAfter: new Date(got.notAfterMs).toISOString(),
           renewAt: new Date(renewAt).toISOString(),
         });
-        // In steps: a year-long certificate renews ~300 days out, past what one Node.js timer can hold.
-        while (clock.now() < renewAt)
-          await clock.sleep(Math.min(renewAt - clock.now(), MAX_SLEEP_MS), signal);
+        // A year-long certificate renews ~300 days out; the Clock holds a sleep of any length.
+        while (clock.now() < renewAt) await clock.sleep(renewAt - clock.now(), signal);
       } catch (err) {
         if (signal.aborted) break;
         logger.warn('node API serving certificate request failed; retrying', {

@@ -316,17 +316,10 @@ describe('node API serving certificate (CSR)', function () {
         await m.stop();
       }
     });
-    it('a year-long certificate: every sleep fits a Node.js timer, and it renews only from 70 %', async () => {
+    it('a year-long certificate renews only from 70 % of its lifetime', async () => {
+      // Sleeping ~255 days in one go is the Clock's business: RealClock chains timers past Node's limit.
       const fake = new FakeClock(Date.now());
-      const sleeps: number[] = [];
-      const clock = {
-        now: () => fake.now(),
-        setTimer: (ms: number, fn: () => void) => fake.setTimer(ms, fn),
-        sleep: (ms: number, signal?: AbortSignal) => {
-          sleeps.push(ms);
-          return fake.sleep(ms, signal);
-        },
-      };
+      const clock = fake;
       const api = fakeApi();
       const m = new ServingCertificateManager({
         api: api.api,
@@ -348,7 +341,6 @@ describe('node API serving certificate (CSR)', function () {
           await new Promise((r) => setImmediate(r));
         }
         expect(api.posted).to.have.length(1);
-        expect(Math.max(...sleeps)).to.be.at.most(2 ** 31 - 1);
         fake.set(Date.parse(x509.validFrom) + 0.7 * lifetime + 1000);
         await eventually(() => api.posted[1], 5000, 'the renewal CSR');
       } finally {
