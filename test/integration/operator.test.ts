@@ -17,13 +17,13 @@ import {
   type ManagedNodeObservation,
 } from '../../src/operator.js';
 import { RealClock } from '../../src/util/clock.js';
-import { isNotFound } from '../../src/util/errors.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { kubectl, REPO_ROOT, startControlPlane, type ControlPlane } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
 import { applyCrd } from '../support/crd.js';
+import { isGone, postVirtualNode, VN_PATH } from '../support/operator.js';
 
-const VN = '/apis/kubelet-operator.dev/v1alpha1/virtualnodes';
+const VN = VN_PATH;
 
 class FakeNode implements ManagedNode {
   events: string[] = [];
@@ -120,16 +120,7 @@ describe('VirtualNode controller (real apiserver)', function () {
   const getVN = (name: string) => client.request<VirtualNode>({ method: 'GET', path: `${VN}/${name}` });
 
   it('adds the finalizer, starts the node and reports Ready with observedGeneration', async () => {
-    await client.request({
-      method: 'POST',
-      path: VN,
-      body: {
-        apiVersion: 'kubelet-operator.dev/v1alpha1',
-        kind: 'VirtualNode',
-        metadata: { name: 'vn-a' },
-        spec: { runtime: { type: 'sim' } },
-      },
-    });
+    await postVirtualNode(client, 'vn-a', { runtime: { type: 'sim' } });
     const vn = await eventually(async () => {
       const v = await getVN('vn-a');
       return v.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True' ? v : undefined;
@@ -143,16 +134,7 @@ describe('VirtualNode controller (real apiserver)', function () {
   });
 
   it('gives each simulated node without podCIDR its own block, recorded in status', async () => {
-    await client.request({
-      method: 'POST',
-      path: VN,
-      body: {
-        apiVersion: 'kubelet-operator.dev/v1alpha1',
-        kind: 'VirtualNode',
-        metadata: { name: 'vn-cidr' },
-        spec: { runtime: { type: 'sim' } },
-      },
-    });
+    await postVirtualNode(client, 'vn-cidr', { runtime: { type: 'sim' } });
     const b = await eventually(async () => {
       const v = await getVN('vn-cidr');
       return v.status?.podCIDR ? v : undefined;
@@ -164,14 +146,7 @@ describe('VirtualNode controller (real apiserver)', function () {
     const spec = specs.get('vn-cidr')!;
     expect(spec.runtime.type === 'sim' && spec.runtime.sim.podCIDR).to.equal(b.status?.podCIDR);
     await client.request({ method: 'DELETE', path: `${VN}/vn-cidr` });
-    await eventually(async () => {
-      try {
-        await getVN('vn-cidr');
-        return undefined;
-      } catch (err) {
-        return isNotFound(err) ? true : undefined;
-      }
-    });
+    await eventually(() => isGone(client, `${VN}/vn-cidr`));
   });
 
   it('does not rewrite an unchanged status on every resync', async () => {
@@ -243,15 +218,8 @@ describe('VirtualNode controller (real apiserver)', function () {
       );
       return r.code === 0 ? true : undefined;
     });
-    await client.request({
-      method: 'POST',
-      path: VN,
-      body: {
-        apiVersion: 'kubelet-operator.dev/v1alpha1',
-        kind: 'VirtualNode',
-        metadata: { name: 'vn-old' },
-        spec: { runtime: { type: 'cri', cri: { endpoint: 'unix://relative.sock' } } },
-      },
+    await postVirtualNode(client, 'vn-old', {
+      runtime: { type: 'cri', cri: { endpoint: 'unix://relative.sock' } },
     });
     const restored = await kubectl(cp, ['apply', '-f', path.join(REPO_ROOT, 'crds/virtualnode.yaml')]);
     expect(restored.code, restored.stderr).to.equal(0);
@@ -266,14 +234,7 @@ describe('VirtualNode controller (real apiserver)', function () {
     });
     expect(nodes.has('vn-old')).to.equal(false);
     await client.request({ method: 'DELETE', path: `${VN}/vn-old` });
-    await eventually(async () => {
-      try {
-        await getVN('vn-old');
-        return undefined;
-      } catch (err) {
-        return isNotFound(err) ? true : undefined;
-      }
-    });
+    await eventually(() => isGone(client, `${VN}/vn-old`));
   });
 
   it('applies a spec change without a restart', async () => {
@@ -290,14 +251,7 @@ describe('VirtualNode controller (real apiserver)', function () {
   it('drains, removes the node and drops the finalizer on delete', async () => {
     nodes.get('vn-a')!.podsLeft = 2;
     await client.request({ method: 'DELETE', path: `${VN}/vn-a` });
-    await eventually(async () => {
-      try {
-        await getVN('vn-a');
-        return undefined;
-      } catch (err) {
-        return isNotFound(err) ? true : undefined;
-      }
-    });
+    await eventually(() => isGone(client, `${VN}/vn-a`));
     const ev = nodes.get('vn-a')!.events;
     expect(ev.filter((e) => e === 'drain').length).to.be.greaterThanOrEqual(3);
     expect(ev.slice(-2)).to.deep.equal(['stop', 'remove']);
