@@ -2,14 +2,10 @@
 // `sleep 3600`, host network) two ways: through our CriRuntime client, and as bare grpc-js calls from the
 // same proto (no client layer at all). Shared by bench/cri-runtime.bench.ts and the cri-latency scenario.
 import { randomUUID } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
-import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
 import type { CriRuntime } from '../../src/runtime/cri/client.js';
 import type { PodSandboxConfig, ContainerConfig } from '../../src/runtime/types.js';
 import type { TestContainerd } from '../../test/support/containerd.js';
-
-const PROTO = fileURLToPath(new URL('../../src/runtime/cri/proto/api.proto', import.meta.url));
+import { rawCriClients, rawUnary } from '../../test/support/rawcri.js';
 
 /** One way of starting a pod; resolves to the sandbox ID. */
 export interface Starter {
@@ -20,37 +16,16 @@ export interface Starter {
 
 // ------------------------------------------------------------------------------------ raw grpc-js
 
-type Unary = (
-  req: object,
-  md: grpc.Metadata,
-  opts: grpc.CallOptions,
-  cb: (e: grpc.ServiceError | null, r?: unknown) => void,
-) => void;
-
+/** Bare grpc-js RuntimeService calls (test/support/rawcri.ts), 120 s deadline each. */
 export function rawClient(endpoint: string): {
   call<T>(method: string, req: object): Promise<T>;
   close(): void;
 } {
-  const def = protoLoader.loadSync(PROTO, {
-    keepCase: true,
-    longs: String,
-    enums: String,
-    defaults: true,
-    oneofs: true,
-  });
-  const root = grpc.loadPackageDefinition(def) as unknown as {
-    runtime: { v1: { RuntimeService: grpc.ServiceClientConstructor } };
-  };
-  const client = new root.runtime.v1.RuntimeService(endpoint, grpc.credentials.createInsecure());
+  const { runtime, images } = rawCriClients(endpoint);
+  images.close();
   return {
-    call: <T>(method: string, req: object) =>
-      new Promise<T>((resolve, reject) => {
-        const fn = (client as unknown as Record<string, Unary>)[method]!;
-        fn.call(client, req, new grpc.Metadata(), { deadline: Date.now() + 120_000 }, (e, r) =>
-          e ? reject(e) : resolve(r as T),
-        );
-      }),
-    close: () => client.close(),
+    call: <T>(method: string, req: object) => rawUnary<T>(runtime, method, req, 120_000),
+    close: () => runtime.close(),
   };
 }
 

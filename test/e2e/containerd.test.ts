@@ -1,12 +1,9 @@
 // Smoke tests for the real-containerd harness: the daemon, our CRI proto and the cleanup are all real.
 import { expect } from 'chai';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
+import type * as grpc from '@grpc/grpc-js';
 import { startContainerd, type TestContainerd } from '../support/containerd.js';
-
-const PROTO = fileURLToPath(new URL('../../src/runtime/cri/proto/api.proto', import.meta.url));
+import { rawCriClients, rawUnary } from '../support/rawcri.js';
 
 // Just the response fields these tests read; enums are strings and int64 are decimal strings.
 interface VersionResponse {
@@ -31,41 +28,6 @@ interface ContainerStatusResponse {
     log_path: string;
   };
 }
-type UnaryMethod = (
-  request: object,
-  metadata: grpc.Metadata,
-  options: grpc.CallOptions,
-  callback: (err: grpc.ServiceError | null, response?: unknown) => void,
-) => void;
-
-function unary<T>(client: grpc.Client, method: string, request: object, timeoutMs = 60_000): Promise<T> {
-  const fn = (client as unknown as Record<string, UnaryMethod | undefined>)[method];
-  if (!fn) throw new Error(`no RPC ${method} in the proto`);
-  return new Promise((resolve, reject) => {
-    fn.call(client, request, new grpc.Metadata(), { deadline: Date.now() + timeoutMs }, (err, res) =>
-      err ? reject(err) : resolve(res as T),
-    );
-  });
-}
-
-function criClients(endpoint: string): { runtime: grpc.Client; images: grpc.Client } {
-  const def = protoLoader.loadSync(PROTO, {
-    keepCase: true,
-    longs: String,
-    enums: String,
-    defaults: true,
-    oneofs: true,
-  });
-  const root = grpc.loadPackageDefinition(def) as unknown as {
-    runtime: { v1: Record<'RuntimeService' | 'ImageService', grpc.ServiceClientConstructor> };
-  };
-  const creds = grpc.credentials.createInsecure();
-  return {
-    runtime: new root.runtime.v1.RuntimeService(endpoint, creds),
-    images: new root.runtime.v1.ImageService(endpoint, creds),
-  };
-}
-
 /** Cgroup directories for `path` (cgroupfs syntax) in every mounted hierarchy, v1 and unified. */
 function cgroupDirs(path: string): string[] {
   const base = '/sys/fs/cgroup';
@@ -83,7 +45,7 @@ describe('containerd test harness (real containerd over CRI v1)', function () {
   before(async function () {
     this.timeout(15 * 60_000); // may apt-get install on a fresh machine
     ctd = await startContainerd();
-    ({ runtime, images } = criClients(ctd.endpoint));
+    ({ runtime, images } = rawCriClients(ctd.endpoint));
   });
 
   after(async function () {
@@ -102,14 +64,14 @@ describe('containerd test harness (real containerd over CRI v1)', function () {
   });
 
   it('answers CRI Version as containerd, API v1', async () => {
-    const v = await unary<VersionResponse>(runtime, 'Version', { version: 'v1' });
+    const v = await rawUnary<VersionResponse>(runtime, 'Version', { version: 'v1' });
     expect(v.runtime_name).to.equal('containerd');
     expect(v.runtime_api_version).to.equal('v1');
     expect(v.runtime_version).to.match(/^\d+\.\d+\.\d+/);
   });
 
   it('reports RuntimeReady in CRI Status (and NetworkReady=false without CNI)', async () => {
-    const s = await unary<StatusResponse>(runtime, 'Status', {});
+    const s = await rawUnary<StatusResponse>(runtime, 'Status', {});
     const conditions = s.status?.conditions ?? [];
     expect(conditions.find((c) => c.type === 'RuntimeReady')?.status).to.equal(true);
     expect(conditions.find((c) => c.type === 'NetworkReady')?.status).to.equal(false);
@@ -117,13 +79,13 @@ describe('containerd test harness (real containerd over CRI v1)', function () {
 
   it('has the imported busybox and pause images (ImageStatus)', async () => {
     for (const ref of [ctd.images.busybox, 'docker.io/library/busybox:1.36', ctd.images.pause]) {
-      const r = await unary<ImageStatusResponse>(images, 'ImageStatus', { image: { image: ref } });
+      const r = await rawUnary<ImageStatusResponse>(images, 'ImageStatus', { image: { image: ref } });
       expect(r.image, ref).to.not.equal(null);
       expect(r.image!.repo_tags).to.include(ref);
       expect(r.image!.id).to.match(/^sha256:[0-9a-f]{64}$/);
       expect(Number(r.image!.size)).to.be.greaterThan(0);
     }
-    const missing = await unary<ImageStatusResponse>(images, 'ImageStatus', {
+    const missing = await rawUnary<ImageStatusResponse>(images, 'ImageStatus', {
       image: { image: 'docker.io/library/not-here:1' },
     });
     expect(missing.image).to.equal(null);
@@ -144,25 +106,33 @@ describe('containerd test harness (real containerd over CRI v1)', function () {
       },
     };
 
-    const { pod_sandbox_id: sandboxId } = await unary<{ pod_sandbox_id: string }>(runtime, 'RunPodSandbox', {
-      config: sandboxConfig,
-    });
+    const { pod_sandbox_id: sandboxId } = await rawUnary<{ pod_sandbox_id: string }>(
+      runtime,
+      'RunPodSandbox',
+      {
+        config: sandboxConfig,
+      },
+    );
     expect(sandboxId).to.match(/^[0-9a-f]{64}$/);
 
-    const { container_id: containerId } = await unary<{ container_id: string }>(runtime, 'CreateContainer', {
-      pod_sandbox_id: sandboxId,
-      config: {
-        metadata: { name: 'sleeper', attempt: 0 },
-        image: { image: ctd.images.busybox },
-        command: ['sleep', '3600'],
-        log_path: 'sleeper/0.log',
-        labels: { 'kubelet-operator/test': 'smoke' },
+    const { container_id: containerId } = await rawUnary<{ container_id: string }>(
+      runtime,
+      'CreateContainer',
+      {
+        pod_sandbox_id: sandboxId,
+        config: {
+          metadata: { name: 'sleeper', attempt: 0 },
+          image: { image: ctd.images.busybox },
+          command: ['sleep', '3600'],
+          log_path: 'sleeper/0.log',
+          labels: { 'kubelet-operator/test': 'smoke' },
+        },
+        sandbox_config: sandboxConfig,
       },
-      sandbox_config: sandboxConfig,
-    });
-    await unary(runtime, 'StartContainer', { container_id: containerId });
+    );
+    await rawUnary(runtime, 'StartContainer', { container_id: containerId });
 
-    const running = await unary<ContainerStatusResponse>(runtime, 'ContainerStatus', {
+    const running = await rawUnary<ContainerStatusResponse>(runtime, 'ContainerStatus', {
       container_id: containerId,
     });
     expect(running.status.state).to.equal('CONTAINER_RUNNING');
@@ -173,27 +143,27 @@ describe('containerd test harness (real containerd over CRI v1)', function () {
     expect(existsSync(running.status.log_path)).to.equal(true);
     expect(cgroupDirs(cgroupParent), 'pod cgroup while running').to.not.be.empty;
 
-    const sandboxes = await unary<{ items: unknown[] }>(runtime, 'ListPodSandbox', {
+    const sandboxes = await rawUnary<{ items: unknown[] }>(runtime, 'ListPodSandbox', {
       filter: { label_selector: { 'kubelet-operator/test': 'smoke' } },
     });
     expect(sandboxes.items).to.have.length(1);
 
     // sleep is PID 1 and ignores SIGTERM: timeout 0 kills at once.
-    await unary(runtime, 'StopContainer', { container_id: containerId, timeout: 0 });
-    const exited = await unary<ContainerStatusResponse>(runtime, 'ContainerStatus', {
+    await rawUnary(runtime, 'StopContainer', { container_id: containerId, timeout: 0 });
+    const exited = await rawUnary<ContainerStatusResponse>(runtime, 'ContainerStatus', {
       container_id: containerId,
     });
     expect(exited.status.state).to.equal('CONTAINER_EXITED');
     expect(exited.status.exit_code).to.equal(137);
     expect(exited.status.finished_at).to.not.equal('0');
 
-    await unary(runtime, 'RemoveContainer', { container_id: containerId });
-    await unary(runtime, 'StopPodSandbox', { pod_sandbox_id: sandboxId });
-    await unary(runtime, 'RemovePodSandbox', { pod_sandbox_id: sandboxId });
+    await rawUnary(runtime, 'RemoveContainer', { container_id: containerId });
+    await rawUnary(runtime, 'StopPodSandbox', { pod_sandbox_id: sandboxId });
+    await rawUnary(runtime, 'RemovePodSandbox', { pod_sandbox_id: sandboxId });
 
-    const containers = await unary<{ containers: unknown[] }>(runtime, 'ListContainers', {});
+    const containers = await rawUnary<{ containers: unknown[] }>(runtime, 'ListContainers', {});
     expect(containers.containers).to.deep.equal([]);
-    const after = await unary<{ items: unknown[] }>(runtime, 'ListPodSandbox', {});
+    const after = await rawUnary<{ items: unknown[] }>(runtime, 'ListPodSandbox', {});
     expect(after.items).to.deep.equal([]);
     const ctrList = await ctd.ctr(['containers', 'list', '--quiet']);
     expect(ctrList.stdout.trim()).to.equal('');
@@ -211,10 +181,10 @@ describe('containerd test harness (real containerd over CRI v1)', function () {
         security_context: { namespace_options: { network: 'NODE', pid: 'CONTAINER', ipc: 'POD' } },
       },
     };
-    const { pod_sandbox_id } = await unary<{ pod_sandbox_id: string }>(runtime, 'RunPodSandbox', {
+    const { pod_sandbox_id } = await rawUnary<{ pod_sandbox_id: string }>(runtime, 'RunPodSandbox', {
       config: sandboxConfig,
     });
-    const { container_id } = await unary<{ container_id: string }>(runtime, 'CreateContainer', {
+    const { container_id } = await rawUnary<{ container_id: string }>(runtime, 'CreateContainer', {
       pod_sandbox_id,
       config: {
         metadata: { name: 'sleeper', attempt: 0 },
@@ -223,7 +193,7 @@ describe('containerd test harness (real containerd over CRI v1)', function () {
       },
       sandbox_config: sandboxConfig,
     });
-    await unary(runtime, 'StartContainer', { container_id });
+    await rawUnary(runtime, 'StartContainer', { container_id });
 
     await ctd.stop();
     await ctd.stop(); // idempotent
