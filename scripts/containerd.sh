@@ -11,6 +11,11 @@
 # busybox-static version and by IMAGE_RECIPE below (bump it when the image contents change).
 set -euo pipefail
 
+# The OCI image layout writer and the busybox root (build_image, make_rootfs, ...).
+# shellcheck source=lib/oci.sh source-path=SCRIPTDIR
+source "$(dirname "${BASH_SOURCE[0]}")/lib/oci.sh"
+OCI_CREATED_BY='kubelet-operator scripts/containerd.sh'
+
 readonly PACKAGES=(containerd runc busybox-static)
 readonly BUSYBOX_IMAGE='docker.io/library/busybox:latest'
 readonly BUSYBOX_IMAGE_ALIAS='docker.io/library/busybox:1.36'
@@ -18,8 +23,6 @@ readonly PAUSE_IMAGE='registry.k8s.io/pause:3.10'
 readonly NAMESPACE='k8s.io'
 readonly CGROUP_ROOT='kubelet-operator-test'
 readonly IMAGE_RECIPE='v1'
-# Everything in the image tars gets this mtime (2000-01-01T00:00:00Z), so the digests never change.
-readonly EPOCH='946684800'
 readonly STOP_TIMEOUT_S="${CONTAINERD_STOP_TIMEOUT:-15}"
 readonly START_TIMEOUT_S="${CONTAINERD_START_TIMEOUT:-60}"
 
@@ -84,81 +87,6 @@ cmd_install() {
 }
 
 # ---------------------------------------------------------------------------------------------- images
-
-image_arch() {
-  case "$(uname -m)" in
-    x86_64) echo amd64 ;;
-    aarch64) echo arm64 ;;
-    armv7l) echo arm ;;
-    *) uname -m ;;
-  esac
-}
-
-sha256_of() { sha256sum "$1" | awk '{print $1}'; }
-size_of() { stat -c %s "$1"; }
-
-# Writes <blobs>/sha256/<digest> for the file and prints "digest size".
-add_blob() {
-  local file="$1" blobs="$2" digest size
-  digest="$(sha256_of "$file")"
-  size="$(size_of "$file")"
-  mv -f "$file" "$blobs/sha256/$digest"
-  echo "$digest $size"
-}
-
-# Builds the busybox root filesystem into $1.
-make_rootfs() {
-  local root="$1" applet
-  mkdir -p "$root/bin" "$root/etc" "$root/tmp" "$root/root" "$root/home" "$root/var/www" "$root/usr/bin" "$root/usr/sbin" "$root/sbin"
-  cp /bin/busybox "$root/bin/busybox"
-  chmod 0755 "$root/bin/busybox"
-  # Every applet this busybox knows, as a symlink in /bin (sh, sleep, echo, httpd, nc, cat, wget, ...).
-  for applet in $(/bin/busybox --list); do
-    [[ "$applet" == busybox || "$applet" == */* ]] && continue
-    ln -s busybox "$root/bin/$applet"
-  done
-  printf '%s\n' 'root:x:0:0:root:/root:/bin/sh' 'nobody:x:65534:65534:nobody:/nonexistent:/bin/false' >"$root/etc/passwd"
-  printf '%s\n' 'root:x:0:' 'nobody:x:65534:' >"$root/etc/group"
-  chmod 0644 "$root/etc/passwd" "$root/etc/group"
-  chmod 1777 "$root/tmp"
-  chmod 0700 "$root/root"
-}
-
-# Writes an OCI image layout tar: build_image <out.tar> <name> <layer.tar.gz digest> <size> <diff_id> <config-json-extra> <alias...>
-build_image() {
-  local out="$1" name="$2" layer_digest="$3" layer_size="$4" diff_id="$5" exec_json="$6"
-  shift 6
-  local work arch cfg_digest cfg_size man_digest man_size
-  work="$(mktemp -d "${out}.work.XXXXXX")"
-  mkdir -p "$work/blobs/sha256"
-  cp "$LAYER_FILE" "$work/blobs/sha256/$layer_digest"
-  arch="$(image_arch)"
-  printf '{"architecture":"%s","os":"linux","config":{"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],%s,"WorkingDir":"/"},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]},"history":[{"created_by":"kubelet-operator scripts/containerd.sh"}]}' \
-    "$arch" "$exec_json" "$diff_id" >"$work/config.json"
-  read -r cfg_digest cfg_size < <(add_blob "$work/config.json" "$work/blobs")
-  printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:%s","size":%s},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar+gzip","digest":"sha256:%s","size":%s}]}' \
-    "$cfg_digest" "$cfg_size" "$layer_digest" "$layer_size" >"$work/manifest.json"
-  read -r man_digest man_size < <(add_blob "$work/manifest.json" "$work/blobs")
-  # One descriptor per name: `ctr images import` registers each io.containerd.image.name.
-  local descs='' n
-  for n in "$name" "$@"; do
-    [[ -n "$descs" ]] && descs+=','
-    descs+="$(printf '{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:%s","size":%s,"annotations":{"io.containerd.image.name":"%s","org.opencontainers.image.ref.name":"%s"}}' \
-      "$man_digest" "$man_size" "$n" "${n##*:}")"
-  done
-  printf '{"schemaVersion":2,"manifests":[%s]}' "$descs" >"$work/index.json"
-  printf '{"imageLayoutVersion":"1.0.0"}' >"$work/oci-layout"
-  deterministic_tar "$work" "$out.tmp" oci-layout index.json blobs
-  mv -f "$out.tmp" "$out"
-  rm -rf "$work"
-}
-
-deterministic_tar() {
-  local dir="$1" out="$2"
-  shift 2
-  tar --create --file="$out" --directory="$dir" --format=gnu --sort=name --mtime="@$EPOCH" \
-    --owner=0 --group=0 --numeric-owner "$@"
-}
 
 # Prints the cache directory holding busybox.tar and pause.tar, building them when absent.
 ensure_images() {

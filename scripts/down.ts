@@ -6,6 +6,7 @@ import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { commandLineOf, pidAlive, run } from '../test/support/controlplane.js';
 import { SCRIPT as CONTAINERD_SCRIPT } from '../test/support/containerd.js';
+import { removeStateDir } from '../test/support/statedir.js';
 import { readUpState, UP_KUBECONFIG, UP_STATE_FILE } from './up.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -66,6 +67,9 @@ async function main(): Promise<void> {
     }
   }
 
+  // After a crash: the run's bridge and its pod directories (tmpfs volumes unmounted first).
+  if (state.bridge) await run('ip', ['link', 'del', state.bridge]);
+  if (state.stateDir && existsSync(state.stateDir)) await removeStateDir(state.stateDir);
   await rm(state.dir, { recursive: true, force: true });
   await rm(UP_STATE_FILE, { force: true });
   await rm(UP_KUBECONFIG, { force: true });

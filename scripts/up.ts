@@ -3,7 +3,10 @@
 // (in this process) serving a simulated VirtualNode `sim-1` and, when containerd can run here (root on
 // Linux), a containerd-backed VirtualNode `cri-1` on a private containerd. Then it applies the sample
 // workload from examples/ and shows a live table of nodes and pods until all is Ready or Complete.
-import { copyFile, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { createPodNetwork, type PodNetwork } from '../test/support/podnetwork.js';
+import { removeStateDir } from '../test/support/statedir.js';
 import { KubeClient } from '../src/kube/client.js';
 import type { Operator } from '../src/operator.js';
 import { RealClock } from '../src/util/clock.js';
@@ -37,8 +40,12 @@ export const UP_STATE_FILE = path.join(REPO_ROOT, '.local/up.json');
 export const UP_OPERATOR_LOG = path.join(REPO_ROOT, '.local/operator.log');
 const VIRTUAL_NODE = 'sim-1';
 const CRI_NODE = 'cri-1';
-/** Each VirtualNode has a loopback address of its own: the API server dials it there for logs and exec. */
-const NODE_IPS: Record<string, string> = { [VIRTUAL_NODE]: '127.0.0.11', [CRI_NODE]: '127.0.0.12' };
+/**
+ * Each VirtualNode has an address of its own, where the API server dials its node API (logs, exec, proxy):
+ * on the run's own bridge when root can make one (kube-apiserver refuses `nodes/<n>/proxy` to loopback
+ * addresses), else on loopback.
+ */
+const LOOPBACK_NODE_IPS: Record<string, string> = { [VIRTUAL_NODE]: '127.0.0.11', [CRI_NODE]: '127.0.0.12' };
 const NODE_API_PORT = 10250;
 /** The sample workload: objects whose pods controllers create, and bare pods (cri-pod.yaml with cri-1). */
 const CONTROLLED_EXAMPLES = ['web.yaml', 'job.yaml'];
@@ -54,6 +61,10 @@ export interface UpState {
   processes: ComponentProcess[];
   /** The private containerd's instance dir, when `cri-1` runs (its processes name the dir). */
   containerdDir?: string;
+  /** The pod network's bridge, when root made one. */
+  bridge?: string;
+  /** The operator's state dir (pod directories; tmpfs mounts of volumes live under it). */
+  stateDir?: string;
   startedAt: string;
 }
 
@@ -96,9 +107,23 @@ async function main(): Promise<void> {
     'starting the control plane (the first run builds the Kubernetes binaries; that takes a while)' +
       (criPossible ? ' and a private containerd for the cri VirtualNode...' : '...'),
   );
+  // The pod network: a bridge of this run's own, pods in their own network namespaces through CNI.
+  const networkStarting: Promise<PodNetwork | undefined> = criPossible
+    ? createPodNetwork().catch((err: unknown) => {
+        console.error(
+          `no pod network (pods of ${CRI_NODE} use the host's): ${err instanceof Error ? err.message : String(err)}`,
+        );
+        return undefined;
+      })
+    : Promise.resolve(undefined);
   const containerdStarting: Promise<TestContainerd | undefined> = criPossible
     ? phases
-        .time('containerd', () => startContainerd())
+        .time('containerd', async () => {
+          const ctd = await startContainerd();
+          const net = await networkStarting;
+          if (net) await net.attachContainerd(ctd.dir);
+          return ctd;
+        })
         .catch((err: unknown) => {
           criSkipped = `containerd did not come up: ${err instanceof Error ? err.message : String(err)}`;
           return undefined;
@@ -108,8 +133,16 @@ async function main(): Promise<void> {
     .time('control plane', () => startControlPlane({ scheduler: true, controllerManager: true }))
     .catch(async (err: unknown) => {
       await (await containerdStarting)?.stop().catch(() => undefined);
+      await (await networkStarting)?.stop().catch(() => undefined);
       throw err;
     });
+  const network = await networkStarting;
+  const nodeIPs = { ...LOOPBACK_NODE_IPS };
+  if (network) {
+    nodeIPs[CRI_NODE] = await network.nodeIP(0);
+    nodeIPs[VIRTUAL_NODE] = await network.nodeIP(1);
+  }
+  const stateDir = await mkdtemp(path.join(tmpdir(), 'ko-up-state-'));
 
   await mkdir(path.dirname(UP_KUBECONFIG), { recursive: true });
   await copyFile(cp.kubeconfigPath, UP_KUBECONFIG);
@@ -120,6 +153,8 @@ async function main(): Promise<void> {
     kubeconfig: UP_KUBECONFIG,
     processes: cp.processes(),
     startedAt: new Date().toISOString(),
+    stateDir,
+    ...(network ? { bridge: network.bridge } : {}),
   };
   await writeFile(UP_STATE_FILE, JSON.stringify(state, null, 2) + '\n');
 
@@ -160,12 +195,12 @@ async function main(): Promise<void> {
   const approving = new AbortController();
   void approveServingCsrs(client, approving.signal);
   const operator: Operator = await phases.time('operator ready', () =>
-    startOperator({ client, clock, logger, servedBy: 'up', nodeApi: registry }),
+    startOperator({ client, clock, logger, servedBy: 'up', nodeApi: registry, stateDir }),
   );
 
   const nodesReady = phases.time('nodes Ready', async () => {
     await createVirtualNode(client, VIRTUAL_NODE, 'up', {
-      internalIP: NODE_IPS[VIRTUAL_NODE],
+      internalIP: nodeIPs[VIRTUAL_NODE],
       runtime: { type: 'sim' },
     });
     const simReady = waitNodeReady(client, VIRTUAL_NODE);
@@ -177,12 +212,12 @@ async function main(): Promise<void> {
       await createVirtualNode(client, CRI_NODE, 'up', {
         // Tainted: the sample workload stays on sim-1; examples/cri-pod.yaml tolerates it.
         taints: [{ key: 'kubelet-operator.dev/runtime', value: 'cri', effect: 'NoSchedule' }],
-        internalIP: NODE_IPS[CRI_NODE],
+        internalIP: nodeIPs[CRI_NODE],
         runtime: {
           type: 'cri',
           cri: {
             endpoint: containerd.endpoint,
-            podNetwork: 'host',
+            podNetwork: network ? 'cni' : 'host',
             cgroupRoot: containerd.cgroupParentPrefix,
           },
         },
@@ -228,6 +263,8 @@ async function main(): Promise<void> {
     await nodeApi.close().catch(() => undefined);
     client.close();
     await containerd?.stop().catch((err: unknown) => console.error(String(err)));
+    await network?.stop().catch((err: unknown) => console.error(String(err)));
+    await removeStateDir(stateDir).catch((err: unknown) => console.error(String(err)));
     await cp.stop({ keepDir: code !== 0 });
     await rm(UP_STATE_FILE, { force: true });
     await rm(UP_KUBECONFIG, { force: true });

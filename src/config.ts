@@ -73,6 +73,25 @@ export const ConfigSchema = z.object({
     .default('127.0.0.1'),
   /** Only VirtualNodes matching this label selector are served (sharding across processes). */
   virtualNodeSelector: z.string().refine(isLabelSelector, 'not a label selector').default(''),
+  /** Where the operator keeps per-node state (pod directories: `<state-dir>/nodes/<node>/pods`). */
+  stateDir: z.string().startsWith('/', 'must be an absolute path').default('/var/lib/kubelet-operator'),
+  /** Cluster DNS servers (comma-separated) for VirtualNodes that set no spec.kubelet.clusterDNS. */
+  clusterDns: z
+    .string()
+    .default('')
+    .transform((s) =>
+      s
+        .split(',')
+        .map((x) => x.trim())
+        .filter((x) => x !== ''),
+    )
+    .refine((l) => l.every((x) => isIP(x) !== 0), 'not a comma-separated list of IP addresses'),
+  /** Cluster DNS domain for VirtualNodes that set no spec.kubelet.clusterDomain. */
+  clusterDomain: z.string().default('cluster.local'),
+  /** The host's resolv.conf (dnsPolicy Default) for cri VirtualNodes that set no spec.kubelet.resolvConf. */
+  resolvConf: z.string().startsWith('/', 'must be an absolute path').default('/etc/resolv.conf'),
+  /** The host's hosts file, which host-network pods on cri VirtualNodes see (with their hostAliases). */
+  hostsFile: z.string().startsWith('/', 'must be an absolute path').default('/etc/hosts'),
   logLevel: z.enum(['error', 'warn', 'info', 'debug']).default('info'),
   /** Workers for the VirtualNode controller queue. */
   workers: z.coerce.number().int().min(1).max(64).default(4),

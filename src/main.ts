@@ -7,6 +7,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { loadConfig, usage } from './config.js';
 import { KubeClient } from './kube/client.js';
 import { kubeletNodeFactory } from './managednode.js';
+import { restVolumeSources } from './kubelet/volumemanager/sources.js';
 import { Metrics } from './metrics.js';
 import { Operator } from './operator.js';
 import { HealthServer } from './server/http.js';
@@ -61,6 +62,12 @@ async function main(argv: string[]): Promise<number> {
     metrics,
     defaultInternalIP: cfg.defaultInternalIP,
     nodeApiPort: cfg.nodeApiPort,
+    stateDir: cfg.stateDir,
+    clusterDNS: cfg.clusterDns,
+    clusterDomain: cfg.clusterDomain,
+    resolvConf: cfg.resolvConf,
+    hostsFile: cfg.hostsFile,
+    sources: restVolumeSources(client, clock),
   });
   const operator = new Operator({
     client,

@@ -17,7 +17,11 @@ import { PodsByNodeIndex } from './kubelet/podmanager.js';
 import type { Metrics } from './metrics.js';
 import type { AdmissionNode } from './node/admission.js';
 import { NodeAgent } from './node/agent.js';
-import { restEventSink, restNodeAPI, type NodeAPI } from './node/api.js';
+import { nodeRef, restEventSink, restNodeAPI, type NodeAPI } from './node/api.js';
+import type { Service } from './api/service.js';
+import type { VolumeSources } from './kubelet/volumemanager/sources.js';
+import { podEnvironmentFor, type NodePodEnvironment } from './podenvironment.js';
+import type { SimRuntimeOptions } from './runtime/sim/runtime.js';
 import { deleteNode, desiredLabels } from './node/registration.js';
 import type { ManagedNode, ManagedNodeFactory, ManagedNodeObservation } from './operator.js';
 import { CriRuntime } from './runtime/cri/index.js';
@@ -41,13 +45,26 @@ export interface ManagedNodeDeps {
   runtimeFor?: (spec: VirtualNodeSpec, nodeName: string, nodeIP: string) => Runtime;
   /** The process's node API routing table; each started node registers itself (logs, /pods). */
   nodeApi?: NodeApiRegistry;
+  /** The operator's state directory: pod directories default to `<stateDir>/nodes/<node>/pods`. */
+  stateDir?: string;
+  /** Cluster DNS servers and domain for nodes whose spec sets none. */
+  clusterDNS?: readonly string[];
+  clusterDomain?: string;
+  /** One cache of ConfigMaps, Secrets and claims for every node of the process. */
+  sources?: VolumeSources;
+  /** The host's resolv.conf and hosts file for cri nodes (defaults /etc/resolv.conf, /etc/hosts). */
+  resolvConf?: string;
+  hostsFile?: string;
 }
+
+const DEFAULT_STATE_DIR = '/var/lib/kubelet-operator';
 
 function defaultRuntime(
   deps: ManagedNodeDeps,
   spec: VirtualNodeSpec,
   nodeName: string,
   nodeIP: string,
+  files?: SimRuntimeOptions['files'],
 ): Runtime {
   const rt = spec.runtime;
   if (rt.type === 'sim') {
@@ -57,6 +74,7 @@ function defaultRuntime(
       nodeIP,
       profiles: rt.sim.profile,
       idSeed: nodeName,
+      ...(files ? { files } : {}),
     });
   }
   return new CriRuntime({ endpoint: rt.cri.endpoint, logger: deps.logger.child({ node: nodeName }) });
@@ -85,6 +103,7 @@ export class KubeletManagedNode implements ManagedNode {
   };
   private stopped = false;
   private unregisterNodeApi: (() => void) | undefined;
+  private readonly podEnv: NodePodEnvironment;
 
   constructor(
     private readonly vn: VirtualNode,
@@ -93,18 +112,38 @@ export class KubeletManagedNode implements ManagedNode {
     private readonly deps: ManagedNodeDeps,
     /** The operator's shared informer of bound pods, indexed by PodsByNodeIndex. */
     private readonly pods: Informer<Pod>,
+    /** The operator's services by namespace (service link variables). */
+    services?: (namespace: string) => readonly Service[],
   ) {
     this.nodeName = nodeName;
     this.spec = spec;
     this.internalIP = spec.internalIP ?? deps.defaultInternalIP;
     this.log = deps.logger.child({ node: nodeName, virtualNode: vn.metadata.name });
-    this.runtime = (deps.runtimeFor ?? ((s, n, ip) => defaultRuntime(deps, s, n, ip)))(
+    this.api = restNodeAPI(deps.client);
+    this.recorder = new EventRecorder(restEventSink(deps.client), deps.clock, nodeName, this.log);
+    this.podEnv = podEnvironmentFor(
+      spec,
+      nodeName,
+      {
+        client: deps.client,
+        clock: deps.clock,
+        logger: deps.logger,
+        stateDir: deps.stateDir ?? DEFAULT_STATE_DIR,
+        clusterDNS: deps.clusterDNS ?? [],
+        clusterDomain: deps.clusterDomain ?? 'cluster.local',
+        ...(deps.sources ? { sources: deps.sources } : {}),
+        ...(services ? { services } : {}),
+        ...(deps.resolvConf ? { resolvConf: deps.resolvConf } : {}),
+        ...(deps.hostsFile ? { hostsFile: deps.hostsFile } : {}),
+      },
+      (type, reason, message) => this.recorder.event(nodeRef(nodeName), type, reason, message),
+    );
+    const memory = this.podEnv.memory;
+    this.runtime = (deps.runtimeFor ?? ((s, n, ip) => defaultRuntime(deps, s, n, ip, memory)))(
       spec,
       nodeName,
       this.internalIP,
     );
-    this.api = restNodeAPI(deps.client);
-    this.recorder = new EventRecorder(restEventSink(deps.client), deps.clock, nodeName, this.log);
     this.agent = this.newAgent(spec);
     this.kubelet = new Kubelet({
       nodeName,
@@ -119,6 +158,7 @@ export class KubeletManagedNode implements ManagedNode {
       logger: this.log,
       metrics: deps.metrics,
       node: () => this.admissionNode(),
+      podEnvironment: this.podEnv.env,
       settings: {
         podNetwork: spec.runtime.type === 'cri' ? spec.runtime.cri.podNetwork : 'cni',
         podLogsRoot: spec.runtime.type === 'cri' ? spec.runtime.cri.logRoot : '/var/log/pods',
@@ -217,6 +257,7 @@ export class KubeletManagedNode implements ManagedNode {
     await this.kubelet.stop().catch(() => undefined);
     await this.agent.stop().catch(() => undefined);
     await this.recorder.flush();
+    this.podEnv.stop();
     await this.runtime.close().catch(() => undefined);
   }
 
@@ -278,10 +319,12 @@ export class KubeletManagedNode implements ManagedNode {
 
 export function kubeletNodeFactory(deps: ManagedNodeDeps): ManagedNodeFactory {
   return {
-    create: (vn, spec, nodeName, pods) => new KubeletManagedNode(vn, spec, nodeName, deps, pods),
-    // A different runtime, endpoint, address or node name needs a fresh runtime and kubelet.
+    create: (vn, spec, nodeName, pods, services) =>
+      new KubeletManagedNode(vn, spec, nodeName, deps, pods, services),
+    // A different runtime, endpoint, address, node name or kubelet setting needs a fresh runtime and kubelet.
     needsRestart: (a, b) =>
       JSON.stringify(a.runtime) !== JSON.stringify(b.runtime) ||
+      JSON.stringify(a.kubelet) !== JSON.stringify(b.kubelet) ||
       a.internalIP !== b.internalIP ||
       a.nodeName !== b.nodeName,
   };

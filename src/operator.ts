@@ -28,6 +28,7 @@ import {
 } from './api/virtualnode.js';
 import { PatchTypes, type KubeClient } from './kube/client.js';
 import { Informer, objectKey, restListWatcher, stripManagedFields } from './kube/informer.js';
+import type { Service } from './api/service.js';
 import { WorkQueue, runWorkers } from './kube/workqueue.js';
 import { PodsByNodeIndex } from './kubelet/podmanager.js';
 import { allocatePodCIDR } from './node/podcidr.js';
@@ -71,7 +72,13 @@ export interface ManagedNodeObservation {
 
 export interface ManagedNodeFactory {
   /** `pods` is the operator's shared informer of bound pods, indexed by node name (PodsByNodeIndex). */
-  create(vn: VirtualNode, spec: VirtualNodeSpec, nodeName: string, pods: Informer<Pod>): ManagedNode;
+  create(
+    vn: VirtualNode,
+    spec: VirtualNodeSpec,
+    nodeName: string,
+    pods: Informer<Pod>,
+    services?: (namespace: string) => readonly Service[],
+  ): ManagedNode;
   /** Whether a spec change needs a fresh ManagedNode (e.g. another runtime). */
   needsRestart(oldSpec: VirtualNodeSpec, newSpec: VirtualNodeSpec): boolean;
 }
@@ -92,6 +99,8 @@ export interface OperatorOptions {
 
 const VN_PATH = `/apis/${GROUP}/${VERSION}/${PLURAL}`;
 
+const ServicesByNamespaceIndex = 'namespace';
+
 interface Served {
   node: ManagedNode;
   spec: VirtualNodeSpec;
@@ -102,6 +111,8 @@ interface Served {
 export class Operator {
   readonly vnInformer: Informer<VirtualNode>;
   readonly podInformer: Informer<Pod>;
+  /** Every Service, by namespace: the service link variables of pods (as the kubelet's service informer). */
+  readonly serviceInformer: Informer<Service>;
   private readonly queue: WorkQueue<string>;
   private readonly served = new Map<string, Served>();
   /** Node name -> VirtualNode name, for routing pods. */
@@ -132,6 +143,13 @@ export class Operator {
       { clock: opts.clock, name: 'pods', logger: log, transform: stripManagedFields },
     );
     this.podInformer.addIndex(PodsByNodeIndex, (p) => (p.spec?.nodeName ? [p.spec.nodeName] : []));
+    this.serviceInformer = new Informer<Service>(restListWatcher(opts.client, '/api/v1/services', {}), {
+      clock: opts.clock,
+      name: 'services',
+      logger: log,
+      transform: stripManagedFields,
+    });
+    this.serviceInformer.addIndex(ServicesByNamespaceIndex, (svc) => [svc.metadata.namespace ?? '']);
     this.vnInformer.addHandlers({
       add: (vn) => this.queue.add(objectKey(vn)),
       update: (_o, vn) => this.queue.add(objectKey(vn)),
@@ -157,7 +175,12 @@ export class Operator {
   async start(): Promise<void> {
     this.podInformer.start();
     this.vnInformer.start();
-    await Promise.all([this.podInformer.waitForSync(), this.vnInformer.waitForSync()]);
+    this.serviceInformer.start();
+    await Promise.all([
+      this.podInformer.waitForSync(),
+      this.vnInformer.waitForSync(),
+      this.serviceInformer.waitForSync(),
+    ]);
     this.workersDone = runWorkers(
       this.queue,
       this.opts.workers ?? 4,
@@ -186,7 +209,7 @@ export class Operator {
     this.stopping = true;
     this.queue.shutDown();
     await this.workersDone;
-    await Promise.all([this.vnInformer.stop(), this.podInformer.stop()]);
+    await Promise.all([this.vnInformer.stop(), this.podInformer.stop(), this.serviceInformer.stop()]);
     await Promise.all([...this.served.values()].map((s) => s.node.stop().catch(() => undefined)));
     this.served.clear();
     this.byNode.clear();
@@ -275,7 +298,9 @@ export class Operator {
   private serve(vn: VirtualNode, spec: VirtualNodeSpec): Served {
     const name = vn.metadata.name ?? '';
     const nodeName = nodeNameOf(vn, spec);
-    const node = this.opts.factory.create(vn, spec, nodeName, this.podInformer);
+    const node = this.opts.factory.create(vn, spec, nodeName, this.podInformer, (ns) =>
+      this.serviceInformer.byIndex(ServicesByNamespaceIndex, ns),
+    );
     const entry: Served = { node, spec, started: Promise.resolve() };
     entry.started = node.start().catch((err: unknown) => {
       entry.startError = errorMessage(err);

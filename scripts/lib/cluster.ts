@@ -3,6 +3,7 @@
 import type { Node } from '../../src/api/node.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { kubeletNodeFactory } from '../../src/managednode.js';
+import { restVolumeSources } from '../../src/kubelet/volumemanager/sources.js';
 import { Operator } from '../../src/operator.js';
 import type { NodeApiRegistry } from '../../src/server/nodeapi/registry.js';
 import type { Clock } from '../../src/util/clock.js';
@@ -24,6 +25,10 @@ export async function startOperator(opts: {
   statusPeriodMs?: number;
   /** The node API routing table the started nodes register in (see serveNodeApi). */
   nodeApi?: NodeApiRegistry;
+  /** Where cri nodes keep their pod directories (`<stateDir>/nodes/<node>/pods`). */
+  stateDir?: string;
+  /** Cluster DNS servers for pods with dnsPolicy ClusterFirst (none: they fall back to Default). */
+  clusterDNS?: string[];
 }): Promise<Operator> {
   const operator = new Operator({
     client: opts.client,
@@ -38,6 +43,9 @@ export async function startOperator(opts: {
       defaultInternalIP: '127.0.0.1',
       nodeApiPort: 10250,
       nodeApi: opts.nodeApi,
+      ...(opts.stateDir ? { stateDir: opts.stateDir } : {}),
+      ...(opts.clusterDNS ? { clusterDNS: opts.clusterDNS } : {}),
+      sources: restVolumeSources(opts.client, opts.clock),
     }),
   });
   await operator.start();

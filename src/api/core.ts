@@ -6,6 +6,9 @@
  * they are on the wire; code must treat `undefined` and the zero value alike, as Go does.
  */
 
+import type { Volume, VolumeMount } from './volumes.js';
+export type { Volume, VolumeMount } from './volumes.js';
+
 export type RestartPolicy = 'Always' | 'OnFailure' | 'Never';
 export type ContainerRestartPolicy = 'Always';
 export type PodPhase = 'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Unknown';
@@ -128,13 +131,6 @@ export interface SecurityContext {
   seccompProfile?: { type: 'RuntimeDefault' | 'Unconfined' | 'Localhost'; localhostProfile?: string };
 }
 
-export interface VolumeMount {
-  name: string;
-  mountPath: string;
-  readOnly?: boolean;
-  subPath?: string;
-}
-
 export interface Container {
   name: string;
   image?: string;
@@ -174,19 +170,12 @@ export interface Toleration {
   tolerationSeconds?: number;
 }
 
-export interface Volume {
-  name: string;
-  emptyDir?: Record<string, unknown>;
-  hostPath?: { path: string; type?: string };
-  configMap?: { name: string; optional?: boolean; items?: { key: string; path: string }[] };
-  secret?: { secretName: string; optional?: boolean; items?: { key: string; path: string }[] };
-  [other: string]: unknown;
-}
-
 export interface PodSpec {
   nodeName?: string;
   restartPolicy?: RestartPolicy;
   hostNetwork?: boolean;
+  hostIPC?: boolean;
+  hostPID?: boolean;
   hostname?: string;
   subdomain?: string;
   initContainers?: Container[];
@@ -199,15 +188,43 @@ export interface PodSpec {
   volumes?: Volume[];
   serviceAccountName?: string;
   priority?: number;
-  securityContext?: {
-    runAsUser?: number;
-    runAsGroup?: number;
-    fsGroup?: number;
-    seccompProfile?: SecurityContext['seccompProfile'];
-  };
+  securityContext?: PodSecurityContext;
   nodeSelector?: Record<string, string>;
-  dnsPolicy?: string;
+  dnsPolicy?: DNSPolicy;
+  dnsConfig?: PodDNSConfig;
+  hostAliases?: HostAlias[];
+  setHostnameAsFQDN?: boolean;
+  /** The pod's hostname instead of spec.hostname or its name (HostnameOverride, on by default since 1.35). */
+  hostnameOverride?: string;
+  /** Default true: the pod's namespace's services become environment variables. */
+  enableServiceLinks?: boolean;
+  automountServiceAccountToken?: boolean;
+  os?: { name: string };
   schedulerName?: string;
+}
+
+export type DNSPolicy = 'ClusterFirst' | 'ClusterFirstWithHostNet' | 'Default' | 'None';
+
+export interface PodDNSConfig {
+  nameservers?: string[];
+  searches?: string[];
+  options?: { name: string; value?: string }[];
+}
+
+export interface HostAlias {
+  ip: string;
+  hostnames?: string[];
+}
+
+export interface PodSecurityContext {
+  runAsUser?: number;
+  runAsGroup?: number;
+  runAsNonRoot?: boolean;
+  fsGroup?: number;
+  fsGroupChangePolicy?: 'OnRootMismatch' | 'Always';
+  supplementalGroups?: number[];
+  sysctls?: { name: string; value: string }[];
+  seccompProfile?: SecurityContext['seccompProfile'];
 }
 
 export interface ContainerStateWaiting {

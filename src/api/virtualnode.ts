@@ -68,6 +68,30 @@ export const VirtualNodeSpecSchema = z
           .default({}),
       }),
     ]),
+    kubelet: z
+      .object({
+        /** `<podsDir>/<pod UID>/{volumes,containers,etc-hosts}`; default `<state dir>/nodes/<node>/pods`. */
+        podsDir: z.string().startsWith('/').optional(),
+        /** Cluster DNS servers for dnsPolicy ClusterFirst; default the operator's --cluster-dns. */
+        clusterDNS: z.array(z.ipv4().or(z.ipv6())).max(3).optional(),
+        /** Default the operator's --cluster-domain (cluster.local). */
+        clusterDomain: dnsSubdomain.optional(),
+        /** The node's resolv.conf for dnsPolicy Default; default /etc/resolv.conf. */
+        resolvConf: z.string().startsWith('/').optional(),
+        /** Sysctls beyond the safe set that pods may set (kubelet --allowed-unsafe-sysctls; `*` patterns). */
+        allowedUnsafeSysctls: z
+          .array(z.string().regex(/^[a-z0-9_.*/-]+$/, 'not a sysctl name or pattern'))
+          .max(64)
+          .default([]),
+        /**
+         * `Request`: projected service-account tokens are TokenRequests bound to the pod, as a kubelet's.
+         * `Simulated`: an unsigned placeholder is written instead (no API request per pod). Default: Request on
+         * cri, Simulated on sim.
+         */
+        serviceAccountTokens: z.enum(['Request', 'Simulated']).optional(),
+      })
+      .strict()
+      .default({ allowedUnsafeSysctls: [] }),
     heartbeat: z
       .object({
         leaseDurationSeconds: z.number().int().min(10).max(3600).default(40),

@@ -15,7 +15,13 @@
  */
 import type { Container, EnvVarSource, Pod } from '../api/core.js';
 import { KindError } from '../util/errors.js';
-import { quantityMilliValue, quantityValue } from '../util/quantity.js';
+import {
+  containerNotFoundMessage,
+  convertResourceToString,
+  findContainerInPod,
+  parseContainerResourceName,
+  unsupportedResourceMessage,
+} from './resourcefieldref.js';
 
 /** Referenced objects by name; a missing entry or `undefined` means the object does not exist. */
 export interface EnvSources {
@@ -245,10 +251,6 @@ function fieldRefValue(ref: NonNullable<EnvVarSource['fieldRef']>, pod: Pod, ctx
 
 // -------------------------------------------------------------------------------------- resource refs
 
-function findContainer(pod: Pod, name: string): Container | undefined {
-  return [...pod.spec.containers, ...(pod.spec.initContainers ?? [])].find((c) => c.name === name);
-}
-
 function resourceFieldRefValue(
   ref: NonNullable<EnvVarSource['resourceFieldRef']>,
   pod: Pod,
@@ -257,39 +259,28 @@ function resourceFieldRefValue(
 ): string {
   let target = container;
   if (ref.containerName) {
-    const found = findContainer(pod, ref.containerName);
+    const found = findContainerInPod(pod, ref.containerName);
     if (!found) {
-      throw new KindError('InvalidArgument', `container ${ref.containerName} not found`, {
+      throw new KindError('InvalidArgument', containerNotFoundMessage(ref.containerName), {
         container: ref.containerName,
       });
     }
     target = found;
   }
-  const dot = ref.resource.indexOf('.');
-  const kind = ref.resource.slice(0, dot);
-  const name = ref.resource.slice(dot + 1);
-  const known =
-    name === 'cpu' || name === 'memory' || name === 'ephemeral-storage' || name.startsWith('hugepages-');
-  if ((kind !== 'limits' && kind !== 'requests') || !known) {
-    throw new KindError('InvalidArgument', `unsupported container resource : ${ref.resource}`, {
+  const parsed = parseContainerResourceName(ref.resource);
+  if (!parsed) {
+    throw new KindError('InvalidArgument', unsupportedResourceMessage(ref.resource), {
       resource: ref.resource,
     });
   }
+  const { kind, name } = parsed;
   let quantity: string | number | undefined =
     kind === 'limits' ? target.resources?.limits?.[name] : target.resources?.requests?.[name];
   // Unset limits default to what the node can give (kubelet defaultPodLimitsForDownwardAPI).
   if (quantity === undefined && kind === 'limits' && !name.startsWith('hugepages-')) {
     quantity = ctx.nodeAllocatable?.[name];
   }
-  const divisor = ref.divisor ?? '1';
-  if (name === 'cpu') {
-    const d = quantityMilliValue(divisor);
-    const v = quantity === undefined ? 0 : quantityMilliValue(quantity);
-    return String(d === 0 ? 0 : Math.ceil(v / d));
-  }
-  const d = quantityValue(divisor);
-  const v = quantity === undefined ? 0 : quantityValue(quantity);
-  return String(d === 0 ? 0 : Math.ceil(v / d));
+  return convertResourceToString(name, quantity, ref.divisor ?? '1');
 }
 
 // --------------------------------------------------------------------------------------- the builder

@@ -6,6 +6,7 @@
  *   PLEG relist (1 s) ─► events ─► pod workers (every event but ContainerRemoved; ContainerDied → per-pod
  *                                   deletor of older dead instances)
  *   probe results ─► liveness failure: sync; readiness/startup: status manager, then sync
+ *   active deadline ─► a pod worker sync at the deadline; the status generation then fails the pod
  *   status manager ─► on each change syncBatch(false); every 10 s syncBatch(true) ─► pods/status, final DELETE
  *   housekeeping (2 s) ─► desired pods, orphaned statuses, probe workers, orphaned runtime pods, container GC
  *
@@ -20,12 +21,14 @@ import type { Pod } from '../api/core.js';
 import type { TimerHandle } from '../util/clock.js';
 import { errorMessage, KindError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
+import { ActiveDeadlineHandler } from './activedeadline.js';
 import { newCrashLoopBackOff } from './backoff.js';
 import { PodCache } from './container/cache.js';
 import { asPodUID } from './container/types.js';
 import { ImagePullBackOff } from './images/pullbackoff.js';
 import { RuntimeCleanup } from './kubelet_cleanup.js';
 import {
+  admissionNodeWithSettings,
   allocatableForEnv,
   kubeletPeriods,
   meaningfulChange,
@@ -45,7 +48,10 @@ import { ResultsManager } from './prober/results.js';
 import { createProbeRunner, type PortProber } from './prober/runners.js';
 import { ReasonCache } from './reasoncache.js';
 import { StatusManager } from './status/manager.js';
+import { needToReconcilePodReadiness } from './status/readiness.js';
 import { restPodStatusClient } from './statusclient.js';
+import { newPodEnvironment } from './kubelet_volumes.js';
+import type { VolumeManager } from './volumemanager/volumemanager.js';
 
 export { meaningfulChange, type KubeletDeps, type KubeletSettings } from './kubelet_config.js';
 
@@ -77,6 +83,7 @@ export class Kubelet {
     startup: new ResultsManager('startup'),
   };
   readonly reasonCache = new ReasonCache();
+  readonly volumeManager: VolumeManager;
 
   private readonly d: KubeletDeps;
   private readonly settings: KubeletPeriods;
@@ -86,6 +93,7 @@ export class Kubelet {
   private readonly inflight = new Set<Promise<unknown>>();
   private readonly unsubscribe: (() => void)[] = [];
   private readonly cleanup: RuntimeCleanup;
+  private readonly onPodUnmounted: ((uid: string) => void) | undefined;
   private phase: 'new' | 'starting' | 'running' | 'stopped' = 'new';
   private statusDraining = false;
   /** Ends the start-up's waits when the Kubelet is stopped first. */
@@ -113,6 +121,9 @@ export class Kubelet {
     const record = podEventRecorder(deps.recorder);
     const metrics = deps.metrics;
     const node = deps.nodeName;
+    const podEnv = newPodEnvironment(deps, record, nodeIPs, this.log);
+    this.volumeManager = podEnv.volumes;
+    this.onPodUnmounted = podEnv.env.onPodUnmounted;
 
     this.runtimeManager = new KubeGenericRuntimeManager({
       runtime: deps.runtime,
@@ -135,6 +146,8 @@ export class Kubelet {
       imagePullBackOff: new ImagePullBackOff(),
       reasonCache: this.reasonCache,
       logger: this.log.child({ component: 'kuberuntime' }),
+      runtimeHelper: podEnv.helper,
+      files: podEnv.files,
     });
 
     const sm = this.log.child({ component: 'status_manager' });
@@ -167,13 +180,18 @@ export class Kubelet {
       keepStatusOnRestart: true,
     });
 
+    const activeDeadline = new ActiveDeadlineHandler({
+      clock: deps.clock,
+      startTime: (uid) => this.statusManager.getPodStartTime(uid),
+      record,
+    });
     this.syncer = new KubeletPodSyncer({
       nodeIPs,
       podNetwork: s.podNetwork,
       clock: deps.clock,
       logger: this.log,
       record,
-      node: deps.node,
+      node: () => admissionNodeWithSettings(deps.node(), s),
       podManager: this.podManager,
       statusManager: this.statusManager,
       prober: this.proberManager,
@@ -182,6 +200,14 @@ export class Kubelet {
       reasonCache: this.reasonCache,
       workerState: (uid) => this.podWorkers.state(uid),
       onPodStarted: (ms) => metrics?.podStartDuration.observe({ node }, ms / 1000),
+      evictionHandlers: [activeDeadline],
+      volumes: {
+        mountPod: (pod) => this.volumeManager.mountPod(pod),
+        unmountPod: async (uid) => {
+          await this.volumeManager.unmountPod(uid);
+          this.onPodUnmounted?.(uid);
+        },
+      },
     });
     this.podWorkers = new PodWorkers(this.guardedSyncer(), {
       clock: deps.clock,
@@ -189,6 +215,7 @@ export class Kubelet {
       backOffMs: this.settings.podWorkerBackOffMs,
       logger: this.log.child({ component: 'pod_workers' }),
       onSync: (op, ms) => metrics?.podWorkerDuration.observe({ node, operation: op }, ms / 1000),
+      syncDue: (pod) => activeDeadline.timeUntilSync(pod),
     });
     this.cleanup = new RuntimeCleanup({
       nodeName: node,
@@ -265,7 +292,9 @@ export class Kubelet {
   /**
    * A pod changed (`old` is the previous object, when known). Only a change the kubelet acts on (spec,
    * labels, annotations, deletion) reaches the pod worker; a status-only change, such as our own status
-   * writes coming back, just refreshes the pod manager (kubelet: config's checkAndUpdatePod / reconcile).
+   * writes coming back, just refreshes the pod manager (kubelet: config's checkAndUpdatePod / reconcile),
+   * unless a readiness gate's condition, written by someone else, no longer agrees with Ready: then the pod
+   * is synced so Ready follows it (kubelet: HandlePodReconcile, NeedToReconcilePodReadiness).
    */
   handlePodUpdate(pod: Pod, old?: Pod): void {
     if (this.phase === 'stopped') return;
@@ -275,7 +304,9 @@ export class Kubelet {
     }
     this.podManager.upsert(pod);
     this.proberManager.updatePod(pod);
-    if (this.phase === 'running' && (!old || meaningfulChange(old, pod))) this.dispatch(pod, 'update');
+    if (this.phase !== 'running') return;
+    if (!old || meaningfulChange(old, pod)) this.dispatch(pod, 'update');
+    else if (needToReconcilePodReadiness(pod)) this.syncByUID(pod.metadata.uid as string);
   }
 
   /** A pod left the informer (deleted from the API, or no longer bound here). */
@@ -449,6 +480,12 @@ export class Kubelet {
     const probed = new Set([...desired].filter((uid) => this.podWorkers.state(uid) === 'syncing'));
     this.proberManager.cleanupPods(probed);
     await this.cleanup.cleanupOrphans();
+    // kubelet cleanupOrphanedPodDirs: directories of pods neither in the API, nor known to a worker, nor running.
+    this.volumeManager.retain(new Set([...known, ...desired]));
+    const removed = await this.volumeManager.cleanupOrphanedPodDirs(
+      (uid) => known.has(uid) || desired.has(uid) || this.cleanup.isCleaningUp(uid),
+    );
+    for (const uid of removed) this.onPodUnmounted?.(uid);
     if (this.cleanup.gcDue(this.settings.containerGCPeriodMs)) this.cleanup.requestGC();
   }
 

@@ -4,20 +4,29 @@
  * default periods.
  */
 import { isIP } from 'node:net';
+import { release } from 'node:os';
 import type { Pod } from '../api/core.js';
 import type { KubeClient } from '../kube/client.js';
 import type { Informer } from '../kube/informer.js';
 import type { Metrics } from '../metrics.js';
 import type { AdmissionNode } from '../node/admission.js';
+import { SysctlAllowlist } from '../node/sysctl.js';
 import type { PodSandboxConfig, Runtime } from '../runtime/types.js';
 import type { Clock } from '../util/clock.js';
-import { KindError } from '../util/errors.js';
+import { errorMessage, KindError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import type { CrashLoopBackOffOptions } from './backoff.js';
 import type { PodEventSink } from './kubelet_shell.js';
 import type { EnvSource } from './kuberuntime/context.js';
 import type { HookHttpGet } from './kuberuntime/hooks.js';
 import { StatusSyncPeriodMs } from './status/manager.js';
+import type { Service } from '../api/service.js';
+import type { ContainerFileReader } from './kuberuntime/terminationmessage.js';
+import type { DNSConfig } from './podfiles/dns.js';
+import type { VolumeFS } from './volume/fs.js';
+import type { Mounter } from './volumemanager/mounter.js';
+import type { ServiceAccountTokenSource } from './volumemanager/plugin.js';
+import type { VolumeSources } from './volumemanager/sources.js';
 
 /** Node-level settings (kubelet flags and config). Periods default to the kubelet's. */
 export interface KubeletSettings {
@@ -42,6 +51,13 @@ export interface KubeletSettings {
   /** Container garbage collection period (default 1 min). */
   containerGCPeriodMs?: number;
   crashLoopBackOff?: CrashLoopBackOffOptions;
+  /**
+   * Sysctls beyond the safe set that pods may set (kubelet --allowed-unsafe-sysctls: names or `prefix*`
+   * patterns, each known to be namespaced). Default none.
+   */
+  allowedUnsafeSysctls?: string[];
+  /** The kernel release that gates some safe sysctls; default this machine's (os.release()). */
+  kernelVersion?: string;
 }
 
 export interface KubeletDeps {
@@ -69,6 +85,38 @@ export interface KubeletDeps {
   envSource?: EnvSource;
   /** HTTP GET of httpGet lifecycle hooks; defaults to node:http(s). */
   hookHttpGet?: HookHttpGet;
+  /** Where pods' volumes and files live; defaults to memory with simulated tokens (a simulated node). */
+  podEnvironment?: PodEnvironment;
+}
+
+/**
+ * A node's pod directories and what fills them: volumes, /etc/hosts, termination messages, DNS. A cri node
+ * passes the node's disk and real mounts; a simulated node keeps it all in memory.
+ */
+export interface PodEnvironment {
+  /** `<podsDir>/<pod UID>/...` (kubelet: /var/lib/kubelet/pods). */
+  podsDir: string;
+  fs: VolumeFS;
+  mounter: Mounter;
+  /** ConfigMaps, Secrets, claims; default: GETs through the client, cached briefly. */
+  sources?: VolumeSources;
+  /** Service-account tokens; default: simulated, unsigned ones. */
+  tokens?: ServiceAccountTokenSource;
+  /** Called when a pod's volumes are torn down (the token manager forgets the pod's tokens). */
+  onPodUnmounted?: (uid: string) => void;
+  /** Termination messages; default: read through `fs` (logs only where the runtime can hand them out). */
+  files?: ContainerFileReader;
+  clusterDNS?: readonly string[];
+  /** Default cluster.local. */
+  clusterDomain?: string;
+  /** The node's parsed resolv.conf; default none (pods with dnsPolicy Default get a loopback resolver). */
+  hostResolvConf?: () => Promise<DNSConfig | undefined>;
+  /** The node's /etc/hosts, for host-network pods; default a localhost-only file. */
+  nodeHostsFile?: () => Promise<string>;
+  /** Services for the pods' service link variables; default none (only what the pod defines itself). */
+  services?: (namespace: string) => readonly Service[];
+  /** Events about the node (MissingClusterDNS). */
+  recordNode?: (type: 'Normal' | 'Warning', reason: string, message: string) => void;
 }
 
 /** The kubelet's periods, used for every setting left unset. */
@@ -115,6 +163,25 @@ export function validateKubeletDeps(d: KubeletDeps): void {
     if (v !== undefined && !(Number.isFinite(v) && v > 0))
       throw invalid(`settings.${k} must be a positive number`, node);
   }
+  if (s.allowedUnsafeSysctls !== undefined) {
+    if (!Array.isArray(s.allowedUnsafeSysctls))
+      throw invalid('settings.allowedUnsafeSysctls must be a list', node);
+    try {
+      // As the kubelet's NewAllowlist: a pattern that is not one, or not namespaced, stops the start.
+      new SysctlAllowlist(s.allowedUnsafeSysctls);
+    } catch (err) {
+      throw invalid(`settings.allowedUnsafeSysctls: ${errorMessage(err)}`, node);
+    }
+  }
+}
+
+/** The node as admission sees it, with the kubelet's own sysctl settings filled in where the node says nothing. */
+export function admissionNodeWithSettings(n: AdmissionNode, s: KubeletSettings): AdmissionNode {
+  return {
+    ...n,
+    allowedUnsafeSysctls: n.allowedUnsafeSysctls ?? s.allowedUnsafeSysctls ?? [],
+    kernelVersion: n.kernelVersion ?? s.kernelVersion ?? release(),
+  };
 }
 
 /** Node allocatable as resourceFieldRef reads it (cpu in millicores, the rest as plain numbers). */

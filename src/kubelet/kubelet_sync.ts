@@ -17,8 +17,9 @@ import type { KillPodOptions, PodSyncer, SyncContext, UpdateType, WorkerState } 
 import type { ProberManager } from './prober/manager.js';
 import { getPodQOS } from './qos.js';
 import type { ReasonCacheReader } from './reasoncache.js';
-import { generateAPIPodStatus } from './status/apistatus.js';
+import { generateAPIPodStatus, type PodEvictionHandler } from './status/apistatus.js';
 import type { StatusManager } from './status/manager.js';
+import type { VolumeManager } from './volumemanager/volumemanager.js';
 
 export interface KubeletPodSyncerDeps {
   nodeIPs: readonly string[];
@@ -44,6 +45,13 @@ export interface KubeletPodSyncerDeps {
   workerState: (uid: string) => WorkerState | undefined;
   /** Called once per pod when all its containers run for the first time, with ms since it was first seen. */
   onPodStarted?: (latencyMs: number) => void;
+  /** The node's volume manager: every volume a container uses is set up before the runtime is touched. */
+  volumes: Pick<VolumeManager, 'mountPod' | 'unmountPod'>;
+  /**
+   * The kubelet's PodSyncHandlers (the active deadline): each status generation asks them, and the first that
+   * evicts makes the pod Failed with its reason, which ends the pod through the pod worker's termination.
+   */
+  evictionHandlers?: readonly PodEvictionHandler[];
 }
 
 type Rejection = { reason: string; message: string };
@@ -120,6 +128,14 @@ export class KubeletPodSyncer implements PodSyncer {
 
     this.d.prober.addPod(pod);
     this.d.prober.updatePod(pod);
+    // kubelet SyncPod: WaitForAttachAndMount. Nothing starts without its volumes; the pod worker retries.
+    const mounted = await this.d.volumes.mountPod(pod);
+    if (!mounted.ok) {
+      const message = `Unable to attach or mount volumes: ${mounted.message}`;
+      if (mounted.report) this.recordEvent(pod, 'Warning', 'FailedMount', message);
+      throw new KindError('Unavailable', message, { pod: `${pod.metadata.namespace}/${pod.metadata.name}` });
+    }
+    if (ctx.signal.aborted) return { isTerminal: false };
     const result = await this.d.runtime.syncPod(ctx, pod, before, this.d.probes);
 
     // Read back what the actions did, so the new containers show in the status without waiting for the PLEG.
@@ -181,6 +197,8 @@ export class KubeletPodSyncer implements PodSyncer {
         const removed = await this.d.runtime.removePod(stopped);
         if (removed.error) throw removed.error;
       }
+      // kubelet SyncTerminatedPod: WaitForUnmount. The pod directory itself stays until the pod is gone.
+      await this.d.volumes.unmountPod(uid);
     }
     // Marks the status finished: the status manager may now publish the terminal phase and, for a deleted
     // pod, delete the API object (grace 0, UID precondition).
@@ -212,11 +230,7 @@ export class KubeletPodSyncer implements PodSyncer {
       reason: result.reason,
       detail: result.message,
     });
-    try {
-      this.d.record(pod, 'Warning', result.reason, result.message);
-    } catch (err) {
-      this.d.logger.warn('event recorder failed', { err: errorMessage(err) });
-    }
+    this.recordEvent(pod, 'Warning', result.reason, result.message);
     this.d.statusManager.setPodStatus(pod, {
       phase: 'Failed',
       reason: result.reason,
@@ -224,6 +238,14 @@ export class KubeletPodSyncer implements PodSyncer {
       qosClass: getPodQOS(pod),
     });
     return true;
+  }
+
+  private recordEvent(pod: Pod, type: 'Normal' | 'Warning', reason: string, message: string): void {
+    try {
+      this.d.record(pod, type, reason, message);
+    } catch (err) {
+      this.d.logger.warn('event recorder failed', { err: errorMessage(err) });
+    }
   }
 
   /** Active = admitted, still syncing, and reported terminal neither by the status manager nor by the API. */
@@ -249,13 +271,16 @@ export class KubeletPodSyncer implements PodSyncer {
   private generate(pod: Pod, runtimeStatus: RuntimePodStatus, podIsTerminal: boolean): PodStatus {
     const uid = pod.metadata.uid as string;
     const cached = this.d.statusManager.getPodStatus(asPodUID(uid));
-    const asRun = effectivePod(pod, this.d.podNetwork);
+    // The API status is the pod manager's newest (kubelet: the pod manager's pod): conditions others own,
+    // readiness gates among them, must not come from the copy this pod worker was handed minutes ago.
+    const latest = this.d.podManager.getPodByUID(asPodUID(uid));
+    const asRun = effectivePod(latest?.status ? { ...pod, status: latest.status } : pod, this.d.podNetwork);
     let rs = runtimeStatus;
     if (asRun.spec.hostNetwork) {
       // A host-network sandbox's address is the runtime's idea of the host; the API wants the node's IPs.
       rs = { ...rs, ips: [] };
     } else if (rs.ips.length === 0 && !rs.sandboxes.some((s) => s.state === 'ready')) {
-      const previous = (cached ?? pod.status)?.podIPs?.map((p) => p.ip) ?? [];
+      const previous = (cached ?? asRun.status)?.podIPs?.map((p) => p.ip) ?? [];
       if (previous.length > 0) rs = { ...rs, ips: previous };
     }
     return generateAPIPodStatus(asRun, rs, {
@@ -265,6 +290,7 @@ export class KubeletPodSyncer implements PodSyncer {
       prober: this.d.prober,
       nodeIPs: this.d.nodeIPs,
       staticPod: false,
+      ...(this.d.evictionHandlers ? { evictionHandlers: this.d.evictionHandlers } : {}),
     });
   }
 

@@ -15,7 +15,8 @@
  * - The grace period is fixed when termination starts and may only shrink afterwards (a second delete with a
  *   shorter grace period shortens it, as the kubelet allows).
  * - After each successful `syncPod` the worker schedules a resync (level-triggered: the next sync recomputes
- *   everything); after a failure it retries after a back-off. Both use the injected Clock.
+ *   everything); after a failure it retries after a back-off; either comes sooner when `syncDue` says a sync
+ *   is due earlier (an active deadline). All use the injected Clock.
  */
 import type { Pod } from '../api/core.js';
 import type { Clock, TimerHandle } from '../util/clock.js';
@@ -69,6 +70,12 @@ export interface PodWorkersOptions {
   logger?: { warn(msg: string, meta?: Record<string, unknown>): void };
   /** Called after each sync function finishes, for metrics: operation, duration, error or not. */
   onSync?: (op: 'sync' | 'terminating' | 'terminated', durationMs: number, failed: boolean) => void;
+  /**
+   * When a syncing pod must be synced again sooner than its resync or back-off (kubelet: the
+   * PodSyncLoopHandlers, e.g. the active deadline), in ms from now; undefined = no opinion. Asked after every
+   * sync, successful or not.
+   */
+  syncDue?: (pod: Pod) => number | undefined;
 }
 
 interface PodSyncStatus {
@@ -282,7 +289,9 @@ export class PodWorkers {
       return;
     }
     const base = failed ? this.backOffMs : this.resyncMs;
-    const delay = base * (1 + 0.5 * this.random());
+    let delay = base * (1 + 0.5 * this.random());
+    const due = status.state === 'syncing' ? this.opts.syncDue?.(status.pod) : undefined;
+    if (due !== undefined && Number.isFinite(due)) delay = Math.min(delay, Math.max(0, due));
     status.timer = this.opts.clock.setTimer(delay, () => {
       status.timer = undefined;
       if (this.pods.get(uid) !== status || status.working) return;

@@ -1,14 +1,17 @@
 /**
- * Pod admission as the kubelet does it before it runs a pod (lifecycle.predicateAdmitHandler): the pod must
- * fit the node's allocatable resources next to the pods already admitted, match the node's labels (node
- * selector and required node affinity), find its host ports free, and tolerate every NoExecute taint.
- * A rejected pod is set Failed with the returned reason and message, and an Event is recorded.
+ * Pod admission as the kubelet does it before it runs a pod, in the order of its admit handlers: the sysctl
+ * allowlist (sysctl.ts), then lifecycle.predicateAdmitHandler: the pod's OS (its `kubernetes.io/os` label and
+ * `spec.os`) must be the node's, the pod must fit the node's allocatable resources next to the pods already
+ * admitted, match the node's labels (node selector and required node affinity), find its host ports free,
+ * and tolerate every NoExecute taint. A rejected pod is set Failed with the returned reason and message, and
+ * an Event is recorded.
  *
  * Pure: inputs are the node view and the other pods; the answer is data.
  */
 import type { Pod, Toleration } from '../api/core.js';
 import { podRequests } from '../api/resources.js';
 import { errorMessage } from '../util/errors.js';
+import { admitSysctls, safeSysctlAllowlist, SysctlAllowlist } from './sysctl.js';
 
 export interface NodeTaint {
   key: string;
@@ -22,7 +25,15 @@ export interface AdmissionNode {
   taints: NodeTaint[];
   /** Allocatable: cpu in millicores, memory and ephemeral-storage in bytes, pods as a count, others whole. */
   allocatable: Map<string, number>;
+  /** Sysctls beyond the safe set that pods may set (kubelet --allowed-unsafe-sysctls; `prefix*` patterns). */
+  allowedUnsafeSysctls?: readonly string[];
+  /** The node's kernel release: some safe sysctls are namespaced only from a given kernel on. */
+  kernelVersion?: string;
 }
+
+/** The node OS label (v1.LabelOSStable) and the only OS our nodes run (the kubelet's runtime.GOOS). */
+export const LabelOSStable = 'kubernetes.io/os';
+const NodeOS = 'linux';
 
 export type AdmitResult = { admit: true } | { admit: false; reason: string; message: string };
 
@@ -118,10 +129,39 @@ function portsConflict(a: string, b: string): boolean {
 
 /**
  * Decides whether `pod` may run on `node` next to `admitted` (pods already running or admitted there, not
- * terminal). The first failing check gives the reason, in the kubelet's order: resources (pods count first,
- * then cpu, memory, ephemeral storage, extended), node affinity, node name, host ports, NoExecute taints.
+ * terminal). The first failing check gives the reason, in the kubelet's order: sysctls, OS label, OS field,
+ * resources (pods count first, then cpu, memory, ephemeral storage, extended), node affinity, node name, host
+ * ports, NoExecute taints.
  */
 export function admitPod(pod: Pod, node: AdmissionNode, admitted: Pod[]): AdmitResult {
+  if ((pod.spec.securityContext?.sysctls ?? []).length > 0) {
+    let verdict: AdmitResult;
+    try {
+      const allowed = [...safeSysctlAllowlist(node.kernelVersion), ...(node.allowedUnsafeSysctls ?? [])];
+      verdict = admitSysctls(new SysctlAllowlist(allowed), pod.spec);
+    } catch (err) {
+      verdict = { admit: false, reason: 'UnexpectedAdmissionError', message: errorMessage(err) };
+    }
+    if (!verdict.admit) return verdict;
+  }
+  // Checks that preemption cannot help come first. The kubelet compares the pod's *label* (not its node
+  // selector) with the node's OS, taking its own OS when the node's label is missing or different.
+  const osLabel = pod.metadata.labels?.[LabelOSStable];
+  if (osLabel !== undefined && osLabel !== NodeOS) {
+    return {
+      admit: false,
+      reason: 'PodOSSelectorNodeLabelDoesNotMatch',
+      message: "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label",
+    };
+  }
+  if (pod.spec.os && pod.spec.os.name !== NodeOS) {
+    return {
+      admit: false,
+      reason: 'PodOSNotSupported',
+      message: "Failed to admit pod as the OS field doesn't match node OS",
+    };
+  }
+
   let requests: Map<string, number>;
   const used = new Map<string, number>();
   try {

@@ -27,10 +27,17 @@ export interface PortMapping {
   hostIp?: string;
 }
 
+/** CRI MountPropagation: PRIVATE (no propagation), HOST_TO_CONTAINER (rslave), BIDIRECTIONAL (rshared). */
+export type MountPropagation = 'PRIVATE' | 'HOST_TO_CONTAINER' | 'BIDIRECTIONAL';
+
 export interface Mount {
   containerPath: string;
   hostPath: string;
   readonly?: boolean;
+  /** Relabel for SELinux (the runtime ignores it without SELinux). */
+  selinuxRelabel?: boolean;
+  /** Default PRIVATE. */
+  propagation?: MountPropagation;
 }
 
 export interface SecurityProfile {
@@ -107,6 +114,8 @@ export interface ContainerConfig {
       runAsUser?: number;
       runAsGroup?: number;
       readonlyRootfs?: boolean;
+      /** The pod's fsGroup and supplementalGroups (the runtime adds them to the process's groups). */
+      supplementalGroups?: number[];
       noNewPrivs?: boolean;
       seccomp?: SecurityProfile;
     };
@@ -153,6 +162,8 @@ export interface ContainerStatus extends Container {
   message: string;
   /** Absolute log path (sandbox log directory + container log path); "" when there is no log file. */
   logPath: string;
+  /** The container's mounts as created (the termination-message file is found here). */
+  mounts?: Mount[];
 }
 
 export interface ExecSyncResult {
@@ -166,6 +177,10 @@ export interface Image {
   repoTags: string[];
   repoDigests: string[];
   size: number;
+  /** The image's USER when it is numeric (CRI Image.uid); at most one of uid and username is set. */
+  uid?: number;
+  /** The image's USER when it is a name (CRI Image.username). Neither set: the image runs as root. */
+  username?: string;
 }
 
 export interface RuntimeCondition {

@@ -5,9 +5,9 @@
  * Nodes:
  * - `sim-1`, `sim-2` (pool `main`) are served by the main operator on the simulated runtime;
  * - `sim-3` (pool `spare`) by a second operator that the node-failure scenario stops and restarts;
- * - `cri-1`, `cri-2` (pool `cri`) by the main operator on the real containerd, host network, each with its own
- *   loopback InternalIP (127.0.0.2, 127.0.0.3) so that two host-network pods can serve the same port, one per
- *   node, as on two machines. They carry the taint `kubelet-operator.dev/runtime=cri:NoSchedule`, so only pods
+ * - `cri-1`, `cri-2` (pool `cri`) by the main operator on the real containerd, pods in their own network
+ *   namespaces on the run's bridge (CNI), each node with its own InternalIP on that bridge so that two
+ *   host-network pods can serve the same port, one per node, as on two machines. They carry the taint `kubelet-operator.dev/runtime=cri:NoSchedule`, so only pods
  *   that tolerate it land there.
  *
  * The node lifecycle controller runs with a 15 s grace period (default 50 s) and a 1 s monitor period: still
@@ -39,6 +39,8 @@ import {
   waitNodeReady,
 } from '../../scripts/lib/cluster.js';
 import { startContainerd, type TestContainerd } from '../support/containerd.js';
+import { createPodNetwork } from '../support/podnetwork.js';
+import { removeStateDir } from '../support/statedir.js';
 import { kubectl, startControlPlane, type ControlPlane } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
 
@@ -50,8 +52,11 @@ export const SIM_NODE_IPS: Record<string, string> = {
   'sim-2': '127.0.0.5',
   'sim-3': '127.0.0.6',
 };
-/** The containerd-backed nodes and their InternalIPs (= the pod IP of their host-network pods). */
-export const CRI_NODES: Record<string, string> = { 'cri-1': '127.0.0.2', 'cri-2': '127.0.0.3' };
+/**
+ * The containerd-backed nodes and their InternalIPs (= the pod IP of their host-network pods): addresses on
+ * the run's own bridge, filled in when the cluster starts.
+ */
+export const CRI_NODES: Record<string, string> = { 'cri-1': '', 'cri-2': '' };
 export const CRI_TAINT = { key: 'kubelet-operator.dev/runtime', value: 'cri', effect: 'NoSchedule' };
 /** The node lifecycle controller's grace period for a silent node (`--node-monitor-grace-period`). */
 export const NODE_MONITOR_GRACE_S = 15;
@@ -97,16 +102,31 @@ export async function startClusterEnv(): Promise<ClusterEnv> {
         '--node-monitor-period=1s',
       ],
     }),
-    startContainerd(),
+    (async () => {
+      const network = await createPodNetwork();
+      try {
+        const ctd = await startContainerd();
+        await network.attachContainerd(ctd.dir);
+        return { network, ctd };
+      } catch (err) {
+        await network.stop();
+        throw err;
+      }
+    })(),
   ]);
   if (cpStart.status === 'rejected' || containerdStart.status === 'rejected') {
     if (cpStart.status === 'fulfilled') await cpStart.value.stop();
-    if (containerdStart.status === 'fulfilled') await containerdStart.value.stop();
+    if (containerdStart.status === 'fulfilled') {
+      await containerdStart.value.ctd.stop();
+      await containerdStart.value.network.stop();
+    }
     throw cpStart.status === 'rejected' ? cpStart.reason : (containerdStart as PromiseRejectedResult).reason;
   }
   const cp = cpStart.value;
-  const containerd = containerdStart.value;
+  const { ctd: containerd, network } = containerdStart.value;
+  for (const [i, name] of Object.keys(CRI_NODES).entries()) CRI_NODES[name] = await network.nodeIP(i);
   const logRoot = await mkdtemp(path.join(tmpdir(), 'ko-cluster-logs-'));
+  const stateDir = await mkdtemp(path.join(tmpdir(), 'ko-cluster-state-'));
   const cri = new CriRuntime({ endpoint: containerd.endpoint });
   const client = await KubeClient.fromKubeConfig(cp.adminKubeConfig(), { qps: 200, burst: 400 });
   const clock = new RealClock();
@@ -119,6 +139,7 @@ export async function startClusterEnv(): Promise<ClusterEnv> {
       servedBy,
       statusPeriodMs: 2000,
       nodeApi: registry,
+      stateDir,
     });
   const operators: Operator[] = [];
   const approving = new AbortController();
@@ -130,6 +151,8 @@ export async function startClusterEnv(): Promise<ClusterEnv> {
     await cri.close().catch(() => undefined);
     client.close();
     await Promise.allSettled([cp.stop(), containerd.stop()]);
+    await network.stop().catch(() => undefined);
+    await removeStateDir(stateDir).catch(() => undefined);
     await rm(logRoot, { recursive: true, force: true });
   };
   try {
@@ -222,7 +245,7 @@ async function createNodes(client: KubeClient, containerd: TestContainerd, logRo
             endpoint: containerd.endpoint,
             cgroupRoot: containerd.cgroupParentPrefix,
             logRoot,
-            podNetwork: 'host',
+            podNetwork: 'cni',
           },
         },
         heartbeat: HEARTBEAT,

@@ -6,6 +6,8 @@
  *
  * Waiting for a Node to go Ready is `waitNodeReady` of scripts/lib/cluster.ts (re-exported here).
  */
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import type { ContainerStatus, Pod, PodStatus } from '../../src/api/core.js';
 import { KubeClient, type KubeClientOptions } from '../../src/kube/client.js';
 import { kubeletNodeFactory } from '../../src/managednode.js';
@@ -18,6 +20,7 @@ import { createLogger, silentLogger, type LogLevel, type Logger } from '../../sr
 import type { ControlPlane } from './controlplane.js';
 import { applyCrd } from './crd.js';
 import { eventually } from './eventually.js';
+import { testStateDir } from './statedir.js';
 export { waitNodeReady } from '../../scripts/lib/cluster.js';
 
 export const VN_PATH = '/apis/kubelet-operator.dev/v1alpha1/virtualnodes';
@@ -32,15 +35,21 @@ export async function adminClient(
 ): Promise<KubeClient> {
   await applyCrd(cp);
   const client = await KubeClient.fromKubeConfig(cp.adminKubeConfig(), opts.client);
-  await createNamespace(client, opts.namespace ?? 'default');
+  await createNamespace(client, opts.namespace ?? 'default', await clusterCA(cp));
   return client;
 }
 
+/** The cluster CA certificate (PEM), what kube-root-ca.crt publishes. */
+export function clusterCA(cp: ControlPlane): Promise<string> {
+  return readFile(path.join(cp.dir, 'pki', 'ca.crt'), 'utf8');
+}
+
 /**
- * Creates namespace `ns` (unless it is 'default') and its `default` ServiceAccount: with no
- * controller-manager creating that, the ServiceAccount admission plugin still wants it for pods.
+ * Creates namespace `ns` (unless it is 'default'), its `default` ServiceAccount and its `kube-root-ca.crt`
+ * ConfigMap, as the controller-manager would: without them the ServiceAccount admission plugin refuses pods,
+ * and the `kube-api-access-*` volume it adds to pods cannot be mounted (the pod would wait, as on a kubelet).
  */
-export async function createNamespace(client: KubeClient, ns: string): Promise<void> {
+export async function createNamespace(client: KubeClient, ns: string, caPem?: string): Promise<void> {
   if (ns !== 'default')
     await client.request({ method: 'POST', path: '/api/v1/namespaces', body: { metadata: { name: ns } } });
   await client.request({
@@ -48,6 +57,13 @@ export async function createNamespace(client: KubeClient, ns: string): Promise<v
     path: `/api/v1/namespaces/${ns}/serviceaccounts`,
     body: { metadata: { name: 'default' } },
   });
+  if (caPem !== undefined) {
+    await client.request({
+      method: 'POST',
+      path: `/api/v1/namespaces/${ns}/configmaps`,
+      body: { metadata: { name: 'kube-root-ca.crt' }, data: { 'ca.crt': caPem } },
+    });
+  }
 }
 
 /** silentLogger, or a logger at the level OPERATOR_TEST_LOG names (e.g. debug). */
@@ -66,6 +82,8 @@ export async function startTestOperator(opts: {
   metrics?: Metrics;
   /** Default '127.0.0.1'. */
   defaultInternalIP?: string;
+  /** The operator's state dir (pod directories); default one per test process, removed at exit. */
+  stateDir?: string;
 }): Promise<Operator> {
   const { client, clock, logger } = opts;
   const op = new Operator({
@@ -78,6 +96,7 @@ export async function startTestOperator(opts: {
       defaultInternalIP: opts.defaultInternalIP ?? '127.0.0.1',
       nodeApiPort: 10250,
       nodeApi: opts.nodeApi,
+      stateDir: opts.stateDir ?? testStateDir(),
     }),
     clock,
     logger,

@@ -32,6 +32,9 @@ const SHELL = new Set([
   'kuberuntime/hooks.ts',
   'kuberuntime/gc.ts',
   'kuberuntime/syncresult.ts',
+  'kubelet_volumes.ts',
+  'volume/realfs.ts',
+  'volumemanager/mounter.ts',
 ]);
 
 const FORBIDDEN_PACKAGES = [/^node:/, /^@kubernetes\//, /^@grpc\//, /^winston$/, /^p-queue$/];

@@ -22,7 +22,7 @@ import {
   PodUIDLabel,
 } from '../../runtime/labels.js';
 import { SimAnnotationPrefix } from '../../runtime/sim/profile.js';
-import type { ContainerConfig, PodSandboxConfig } from '../../runtime/types.js';
+import type { ContainerConfig, Image, PodSandboxConfig } from '../../runtime/types.js';
 import { errorMessage, isNotFound, KindError } from '../../util/errors.js';
 import { formatPod } from '../backoff.js';
 import { findContainerStatusByName, type RuntimePodStatus } from '../container/types.js';
@@ -35,6 +35,7 @@ import {
 } from '../envvars.js';
 import { containerSpec, recordContainerEvent, recordPodEvent, type ManagerContext } from './context.js';
 import { runLifecycleHandler, type HookRunnerDeps } from './hooks.js';
+import { imageUserOf, needsImageUser, verifyRunAsNonRoot } from './securitycontext.js';
 import { ensureImageExists } from './images.js';
 import type { ContainerKillReason } from './podactions.js';
 import type { SyncErrorReason } from './syncresult.js';
@@ -103,14 +104,15 @@ async function fetchEnvSources(
 }
 
 /**
- * The container config (kubelet: generateContainerConfig): environment, expanded command and args, the
- * preStop annotation, the sim behaviour annotations of the pod, and the container's log directory.
- * Throws with the kubelet's CreateContainerConfigError message.
+ * The container config (kubelet: generateContainerConfig): environment, mounts, the runAsNonRoot check
+ * against the image's user, expanded command and args, the preStop annotation, the sim behaviour annotations
+ * of the pod, and the container's log directory. Throws with the kubelet's CreateContainerConfigError message.
  */
 async function generateContainerConfig(
   ctx: ManagerContext,
   a: StartContainerArgs,
   restartCount: number,
+  image: { imageRef: string; image?: Image },
 ): Promise<ContainerConfig> {
   const { pod, container } = a;
   const namespace = pod.metadata.namespace ?? '';
@@ -126,6 +128,7 @@ async function generateContainerConfig(
     nodeName: pod.spec.nodeName ?? ctx.node.nodeName,
     serviceAccountName: pod.spec.serviceAccountName ?? '',
     ...(ctx.node.allocatable ? { nodeAllocatable: ctx.node.allocatable } : {}),
+    ...(ctx.runtimeHelper ? { serviceEnv: ctx.runtimeHelper.serviceEnv(pod) } : {}),
   });
   for (const s of skipped) {
     recordPodEvent(
@@ -136,7 +139,21 @@ async function generateContainerConfig(
       `Keys [${s.keys.join(', ')}] from the EnvFrom ${s.kind === 'ConfigMap' ? 'configMap' : 'secret'} ${namespace}/${s.name} were skipped since they are considered invalid environment variable names.`,
     );
   }
-  const config = buildContainerConfig(pod, container, { restartCount, envs: toKeyValues(env) }, ctx.node);
+  const mounts = ctx.runtimeHelper
+    ? await ctx.runtimeHelper.containerMounts(pod, container, podIPs, env)
+    : undefined;
+  // kubelet getImageUser + verifyRunAsNonRoot: only a numeric, non-zero image user passes runAsNonRoot.
+  const user = needsImageUser(pod, container)
+    ? imageUserOf(image.image ?? (await ctx.runtime.imageStatus(image.imageRef)))
+    : { username: '' };
+  const denied = verifyRunAsNonRoot(pod, container, user.uid, user.username);
+  if (denied) throw new KindError('Forbidden', denied, { container: container.name });
+  const config = buildContainerConfig(
+    pod,
+    container,
+    { restartCount, envs: toKeyValues(env), ...(mounts ? { mounts } : {}) },
+    ctx.node,
+  );
   const expanded = expandContainerCommandAndArgs(container, env);
   if (expanded.command) config.command = expanded.command;
   if (expanded.args) config.args = expanded.args;
@@ -198,7 +215,7 @@ export async function startContainer(ctx: ManagerContext, a: StartContainerArgs)
 
   let config: ContainerConfig;
   try {
-    config = await generateContainerConfig(ctx, a, restartCount);
+    config = await generateContainerConfig(ctx, a, restartCount, image);
   } catch (err) {
     return failed('CreateContainerConfigError', errorMessage(err));
   }

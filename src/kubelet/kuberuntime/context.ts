@@ -8,7 +8,9 @@ import type { Runtime } from '../../runtime/types.js';
 import type { Clock } from '../../util/clock.js';
 import type { Backoff } from '../backoff.js';
 import type { ImagePullBackOff } from '../images/pullbackoff.js';
+import type { RuntimeHelper } from '../container/runtimehelper.js';
 import type { HookHttpGet } from './hooks.js';
+import type { ContainerFileReader } from './terminationmessage.js';
 
 export type EventType = 'Normal' | 'Warning';
 
@@ -68,6 +70,10 @@ export interface ManagerContext {
   removePodCgroups: boolean;
   /** The runtime name that prefixes container IDs in the API (`containerd://...`). */
   runtimeType(): Promise<string>;
+  /** Sandbox hostname and DNS, container mounts and service variables; without it, none of those. */
+  runtimeHelper?: RuntimeHelper;
+  /** Reads termination messages of exited containers. */
+  files?: ContainerFileReader;
 }
 
 /** The container's place in the pod spec, as event references name it (`spec.initContainers{setup}`). */

@@ -4,14 +4,20 @@
  * the Pulling / Pulled / Failed / BackOff / ErrImageNeverPull / InspectFailed events.
  */
 import type { Container, Pod, PullPolicy } from '../../api/core.js';
-import type { PodSandboxConfig } from '../../runtime/types.js';
+import type { Image, PodSandboxConfig } from '../../runtime/types.js';
 import { formatGoDuration } from '../../util/duration.js';
 import { errorMessage } from '../../util/errors.js';
 import { recordContainerEvent, type ManagerContext } from './context.js';
 import type { SyncErrorReason } from './syncresult.js';
 
 export type EnsureImageOutcome =
-  { ok: true; imageRef: string } | { ok: false; error: SyncErrorReason; message: string };
+  | {
+      ok: true;
+      imageRef: string;
+      /** The image status the check saw (its user decides runAsNonRoot); absent when none could be read. */
+      image?: Image;
+    }
+  | { ok: false; error: SyncErrorReason; message: string };
 
 /** The reference with `:latest` added when it names neither a tag nor a digest (kubelet applyDefaultImageTag). */
 export function applyDefaultImageTag(image: string): string {
@@ -54,7 +60,7 @@ export async function ensureImageExists(
   }
   const image = applyDefaultImageTag(requested);
 
-  let present: { id: string } | null;
+  let present: Image | null;
   try {
     present = await ctx.runtime.imageStatus(image);
   } catch (err) {
@@ -68,7 +74,7 @@ export async function ensureImageExists(
   if (!shouldPull) {
     if (present) {
       event('Normal', 'Pulled', `Container image ${quoted} already present on machine`);
-      return { ok: true, imageRef: present.id };
+      return { ok: true, imageRef: present.id, image: present };
     }
     const message = `Container image ${quoted} is not present with pull policy of Never`;
     event('Warning', 'ErrImageNeverPull', message);
@@ -95,12 +101,13 @@ export async function ensureImageExists(
   }
   const end = ctx.clock.now();
   ctx.imagePullBackOff.recordSuccess(end);
-  let size = 0;
+  let pulled: Image | undefined;
   try {
-    size = (await ctx.runtime.imageStatus(image))?.size ?? 0;
+    pulled = (await ctx.runtime.imageStatus(image)) ?? undefined;
   } catch {
-    // The size only decorates the event.
+    // The size only decorates the event; the user is asked again when it matters.
   }
+  const size = pulled?.size ?? 0;
   // No pull queue here: the pull took as long as the wait for it.
   const took = formatGoDuration(Math.floor(end - start));
   event(
@@ -108,5 +115,5 @@ export async function ensureImageExists(
     'Pulled',
     `Successfully pulled image ${quoted} in ${took} (${took} including waiting). Image size: ${size} bytes.`,
   );
-  return { ok: true, imageRef };
+  return { ok: true, imageRef, ...(pulled ? { image: pulled } : {}) };
 }

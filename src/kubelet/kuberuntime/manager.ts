@@ -38,7 +38,9 @@ import {
 } from './context.js';
 import { killContainer, removeContainer, startContainer, TerminationOrdering } from './containers.js';
 import { garbageCollect, type GarbageCollectOptions, type GarbageCollectResult } from './gc.js';
+import type { RuntimeHelper } from '../container/runtimehelper.js';
 import type { HookHttpGet } from './hooks.js';
+import type { ContainerFileReader } from './terminationmessage.js';
 import { listRuntimePods, readPodStatus, sandboxIPs } from './podstatus.js';
 import {
   createPodSandbox,
@@ -81,6 +83,10 @@ export interface KubeGenericRuntimeManagerDeps {
   removePodCgroups?: boolean;
   /** Time limit of an httpGet hook request (default 10 s). */
   hookHttpTimeoutMs?: number;
+  /** The kubelet's side of sandboxes and containers (hostname, DNS, mounts, service variables). */
+  runtimeHelper?: RuntimeHelper;
+  /** Reads termination messages of exited containers (the node's disk, or the simulated node's memory). */
+  files?: ContainerFileReader;
 }
 
 /** Ends a sync early; the pod workers abort it when the pod must terminate. */
@@ -175,6 +181,8 @@ export class KubeGenericRuntimeManager {
       manageLogDirectories: deps.manageLogDirectories ?? cri,
       removePodCgroups: deps.removePodCgroups ?? cri,
       runtimeType: () => this.runtimeType(),
+      ...(deps.runtimeHelper ? { runtimeHelper: deps.runtimeHelper } : {}),
+      ...(deps.files ? { files: deps.files } : {}),
     };
   }
 
@@ -213,6 +221,7 @@ export class KubeGenericRuntimeManager {
       uid,
       name,
       namespace,
+      this.ctx.files,
     );
   }
 

@@ -33,6 +33,8 @@ import {
   type SandboxStatus,
 } from '../container/types.js';
 import type { ListedContainer } from '../pleg/events.js';
+import { withTerminationMessage } from '../podfiles/termination.js';
+import { terminationMessageOf, type ContainerFileReader } from './terminationmessage.js';
 import type { RuntimePod } from '../pleg/generic.js';
 
 /** Epoch ms of a CRI nanosecond timestamp; undefined for the zero value (never happened). */
@@ -112,6 +114,8 @@ export async function readPodStatus(
   uid: string,
   name: string,
   namespace: string,
+  /** Reads termination messages of exited containers; without it, statuses carry only the runtime's message. */
+  files?: ContainerFileReader,
 ): Promise<RuntimePodStatus> {
   const selector = { [PodUIDLabel]: uid, [ManagedByLabel]: nodeName };
   const listed = (await runtime.listPodSandbox({ labelSelector: selector })).sort(byCreatedDesc);
@@ -136,10 +140,18 @@ export async function readPodStatus(
 
   const listedContainers = await runtime.listContainers({ labelSelector: selector });
   const statuses = await Promise.all(listedContainers.map((c) => orMissing(runtime.containerStatus(c.id))));
-  const containers = statuses
-    .filter((st): st is RuntimeContainerStatus => st !== undefined)
-    .sort(byCreatedDesc)
-    .map((st) => toContainerStatus(st, runtimeType));
+  const containers = await Promise.all(
+    statuses
+      .filter((st): st is RuntimeContainerStatus => st !== undefined)
+      .sort(byCreatedDesc)
+      .map(async (st) => {
+        const out = toContainerStatus(st, runtimeType);
+        if (files && st.state === 'exited') {
+          out.message = withTerminationMessage(out.message, await terminationMessageOf(st, files));
+        }
+        return out;
+      }),
+  );
   return {
     uid: asPodUID(uid),
     name,

@@ -37,7 +37,8 @@ export async function createPodSandbox(
   attempt: number,
 ): Promise<CreateSandboxOutcome> {
   try {
-    const config = buildPodSandboxConfig(pod, ctx.node, attempt);
+    const overrides = ctx.runtimeHelper ? await ctx.runtimeHelper.sandboxOptions(pod) : undefined;
+    const config = buildPodSandboxConfig(pod, ctx.node, attempt, overrides);
     if (ctx.manageLogDirectories && config.logDirectory) {
       await mkdir(config.logDirectory, { recursive: true, mode: 0o755 });
     }

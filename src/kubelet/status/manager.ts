@@ -34,6 +34,7 @@ import type {
   StatusPodManager,
 } from './interfaces.js';
 import { normalizeStatus } from './normalize.js';
+import { readinessGateConditions } from './readiness.js';
 import { StatusSyncer } from './sync.js';
 import { terminatedPodStatus } from './terminate.js';
 import { checkContainerStateTransition } from './transition.js';
@@ -128,6 +129,11 @@ export class StatusManager {
     return this.podStatuses.get(this.podManager.translatePodUID(uid))?.status.phase;
   }
 
+  /** The cached startTime alone, without copying the status (the active deadline asks it at every sync). */
+  getPodStartTime(uid: PodUID): string | undefined {
+    return this.podStatuses.get(this.podManager.translatePodUID(uid))?.status.startTime;
+  }
+
   /** The cache entry under exactly this UID (no translation), for diagnostics and tests. */
   cachedEntry(uid: PodUID): Readonly<VersionedPodStatus> | undefined {
     const entry = this.podStatuses.get(uid);
@@ -162,7 +168,10 @@ export class StatusManager {
     container.ready = ready;
     const all = [...(status.initContainerStatuses ?? []), ...(status.containerStatuses ?? [])];
     const conditions = (status.conditions ??= []);
-    replaceOrAppendPodCondition(conditions, generatePodReadyCondition(pod, conditions, all, status.phase));
+    // Readiness gates are read from the pod manager's newest pod: a gate another writer flipped since the
+    // last sync must not be judged by the stale copy the cache carries.
+    const gates = readinessGateConditions(conditions, pod.status?.conditions);
+    replaceOrAppendPodCondition(conditions, generatePodReadyCondition(pod, gates, all, status.phase));
     replaceOrAppendPodCondition(conditions, generateContainersReadyCondition(pod, all, status.phase));
     this.updateStatusInternal(pod, status, false, false);
   }

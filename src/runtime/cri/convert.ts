@@ -21,6 +21,8 @@ import type {
   ExecSyncResult,
   Image,
   LinuxContainerResources,
+  Mount,
+  MountPropagation,
   NamespaceMode,
   PodSandbox,
   PodSandboxConfig,
@@ -43,6 +45,8 @@ import type {
   WireContainerStatus,
   WireExecSyncResponse,
   WireImage,
+  WireMount,
+  WireMountPropagation,
   WireNamespaceOption,
   WirePodSandbox,
   WirePodSandboxConfig,
@@ -249,6 +253,8 @@ export function containerConfigToWire(c: ContainerConfig, sandbox: PodSandboxCon
   if (sc?.runAsUser !== undefined) security.run_as_user = { value: numberToInt64(sc.runAsUser, 'runAsUser') };
   if (sc?.runAsGroup !== undefined)
     security.run_as_group = { value: numberToInt64(sc.runAsGroup, 'runAsGroup') };
+  if (sc?.supplementalGroups && sc.supplementalGroups.length > 0)
+    security.supplemental_groups = sc.supplementalGroups.map((g) => numberToInt64(g, 'supplementalGroups'));
 
   const wire: WireContainerConfig = {
     metadata: { name: c.metadata.name, attempt: uint32(c.metadata.attempt, 'container attempt') },
@@ -257,11 +263,7 @@ export function containerConfigToWire(c: ContainerConfig, sandbox: PodSandboxCon
     args: [...(c.args ?? [])],
     working_dir: c.workingDir ?? '',
     envs: (c.envs ?? []).map((e) => ({ key: e.key, value: e.value })),
-    mounts: (c.mounts ?? []).map((m) => ({
-      container_path: m.containerPath,
-      host_path: m.hostPath,
-      readonly: m.readonly ?? false,
-    })),
+    mounts: (c.mounts ?? []).map(mountToWire),
     labels: { ...c.labels },
     annotations: { ...c.annotations },
     log_path: c.logPath ?? '',
@@ -355,16 +357,46 @@ export function containerStatusFromWire(c: WireContainerStatus, podSandboxId = '
     annotations: { ...c.annotations },
     // containerd already joins the sandbox's log directory and the container's log path.
     logPath: c.log_path,
+    mounts: (c.mounts ?? []).map(mountFromWire),
   };
 }
 
-export function imageFromWire(i: WireImage): Image {
+const PROPAGATION_TO_WIRE = {
+  PRIVATE: 'PROPAGATION_PRIVATE',
+  HOST_TO_CONTAINER: 'PROPAGATION_HOST_TO_CONTAINER',
+  BIDIRECTIONAL: 'PROPAGATION_BIDIRECTIONAL',
+} as const satisfies Record<MountPropagation, WireMountPropagation>;
+
+export function mountToWire(m: Mount): WireMount {
   return {
+    container_path: m.containerPath,
+    host_path: m.hostPath,
+    readonly: m.readonly ?? false,
+    selinux_relabel: m.selinuxRelabel ?? false,
+    propagation: PROPAGATION_TO_WIRE[m.propagation ?? 'PRIVATE'],
+  };
+}
+
+export function mountFromWire(m: WireMount): Mount {
+  const out: Mount = { containerPath: m.container_path, hostPath: m.host_path, readonly: m.readonly };
+  if (m.selinux_relabel) out.selinuxRelabel = true;
+  if (m.propagation === 'PROPAGATION_HOST_TO_CONTAINER') out.propagation = 'HOST_TO_CONTAINER';
+  else if (m.propagation === 'PROPAGATION_BIDIRECTIONAL') out.propagation = 'BIDIRECTIONAL';
+  else out.propagation = 'PRIVATE';
+  return out;
+}
+
+export function imageFromWire(i: WireImage): Image {
+  const out: Image = {
     id: i.id,
     repoTags: [...i.repo_tags],
     repoDigests: [...i.repo_digests],
     size: Number(int64ToBigint(i.size)),
   };
+  // The runtime sets uid for a numeric USER and username for a named one (kubelet getImageUser: uid first).
+  if (i.uid) out.uid = Number(int64ToBigint(i.uid.value));
+  else if (i.username) out.username = i.username;
+  return out;
 }
 
 export function conditionFromWire(c: WireRuntimeCondition): RuntimeCondition {

@@ -27,10 +27,15 @@ export interface WirePortMapping {
   host_ip: string;
 }
 
+export type WireMountPropagation =
+  'PROPAGATION_PRIVATE' | 'PROPAGATION_HOST_TO_CONTAINER' | 'PROPAGATION_BIDIRECTIONAL';
+
 export interface WireMount {
   container_path: string;
   host_path: string;
   readonly: boolean;
+  selinux_relabel?: boolean;
+  propagation?: WireMountPropagation;
 }
 
 export interface WireNamespaceOption {
@@ -103,6 +108,7 @@ export interface WireContainerSecurityContext {
   run_as_user?: WireInt64Value | null;
   run_as_group?: WireInt64Value | null;
   readonly_rootfs: boolean;
+  supplemental_groups?: string[];
   no_new_privs: boolean;
   seccomp: WireSecurityProfile;
 }
@@ -191,6 +197,7 @@ export interface WireContainerStatus {
   message: string;
   labels: Record<string, string>;
   annotations: Record<string, string>;
+  mounts?: WireMount[] | null;
   log_path: string;
 }
 
@@ -199,6 +206,8 @@ export interface WireImage {
   repo_tags: string[];
   repo_digests: string[];
   size: string;
+  uid?: WireInt64Value | null;
+  username?: string;
 }
 
 export interface WireRuntimeCondition {

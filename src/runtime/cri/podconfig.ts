@@ -185,8 +185,22 @@ export function podPortMappings(pod: Pod): PortMapping[] {
   return out;
 }
 
+/**
+ * What the kubelet around the runtime decides for a sandbox (hostname, DNS); when given, it replaces the
+ * defaults below (the pod name as hostname, the node's dnsConfig).
+ */
+export interface SandboxOverrides {
+  hostname?: string;
+  dnsConfig?: PodSandboxConfig['dnsConfig'];
+}
+
 /** The sandbox config for the pod's `attempt`-th sandbox. */
-export function buildPodSandboxConfig(pod: Pod, node: NodeSettings, attempt: number): PodSandboxConfig {
+export function buildPodSandboxConfig(
+  pod: Pod,
+  node: NodeSettings,
+  attempt: number,
+  overrides?: SandboxOverrides,
+): PodSandboxConfig {
   const { name, namespace, uid } = podIdentity(pod);
   const spec = pod.spec as Pod['spec'] & PodSpecExtras;
   const psc = pod.spec.securityContext;
@@ -214,8 +228,13 @@ export function buildPodSandboxConfig(pod: Pod, node: NodeSettings, attempt: num
     annotations: { ...pod.metadata.annotations },
     linux: { cgroupParent: podCgroupParent(node.cgroupRoot, uid), securityContext: security },
   };
-  if (!pod.spec.hostNetwork) config.hostname = podHostname(pod);
-  if (node.dnsConfig) config.dnsConfig = structuredClone(node.dnsConfig);
+  if (overrides) {
+    if (overrides.hostname !== undefined) config.hostname = overrides.hostname;
+    if (overrides.dnsConfig) config.dnsConfig = structuredClone(overrides.dnsConfig);
+  } else {
+    if (!pod.spec.hostNetwork) config.hostname = podHostname(pod);
+    if (node.dnsConfig) config.dnsConfig = structuredClone(node.dnsConfig);
+  }
   const sysctls = spec.securityContext?.sysctls;
   if (sysctls && sysctls.length > 0 && config.linux) {
     config.linux.sysctls = Object.fromEntries(sysctls.map((s) => [s.name, s.value]));
@@ -333,6 +352,9 @@ export function buildContainerConfig(
   if (runAsUser !== undefined) security.runAsUser = runAsUser;
   const runAsGroup = csc?.runAsGroup ?? psc?.runAsGroup;
   if (runAsGroup !== undefined) security.runAsGroup = runAsGroup;
+  // kubelet determineEffectiveSecurityContext: the pod's fsGroup and supplementalGroups reach every container.
+  const groups = supplementalGroups(pod);
+  if (groups) security.supplementalGroups = groups;
   if (csc?.capabilities) {
     security.capabilities = {
       addCapabilities: [...(csc.capabilities.add ?? [])],

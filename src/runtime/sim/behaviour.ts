@@ -6,7 +6,7 @@
  */
 import type { ContainerConfig, PodSandboxConfig } from '../types.js';
 import { KindError } from '../../util/errors.js';
-import { deriveProfile } from './command.js';
+import { deriveProfile, type FileView } from './command.js';
 import { parseImageReference, type ImageReference } from './images.js';
 import {
   annotationProfiles,
@@ -91,7 +91,7 @@ export class BehaviourResolver {
   }
 
   /** Throws InvalidArgument when an annotation holds invalid data. */
-  forContainer(config: ContainerConfig, image: ImageReference): Behaviour {
+  forContainer(config: ContainerConfig, image: ImageReference, files?: FileView): Behaviour {
     const name = config.metadata.name;
     const general = config.annotations?.[SimBehaviourAnnotation];
     const own = config.annotations?.[simContainerBehaviourAnnotation(name)];
@@ -106,14 +106,20 @@ export class BehaviourResolver {
     const env = argv.some((a) => a.includes('$'))
       ? Object.fromEntries((config.envs ?? []).map((e) => [e.key, e.value]))
       : {};
+    // A command that prints files or the hostname depends on more than its words: never cached.
+    const readsFiles = files !== undefined && argv.some((a) => /\b(cat|hostname)\b/.test(a));
     const key = JSON.stringify([image.ref, argv, env, config.stdin === true, general ?? null, own ?? null]);
-    const hit = this.cache.get(key);
+    const hit = readsFiles ? undefined : this.cache.get(key);
     if (hit) return hit;
 
-    let profile = mergeProfiles(deriveProfile(argv, { env, stdin: config.stdin === true }), imageLayer);
+    let profile = mergeProfiles(
+      deriveProfile(argv, { env, stdin: config.stdin === true, ...(readsFiles ? { files } : {}) }),
+      imageLayer,
+    );
     for (const layer of annotationProfiles(config.annotations ?? {}, name))
       profile = mergeProfiles(profile, layer);
     const behaviour = compile(profile);
+    if (readsFiles) return behaviour;
     if (this.cache.size >= CACHE_LIMIT) this.cache.clear();
     this.cache.set(key, behaviour);
     return behaviour;

@@ -13,8 +13,9 @@
  *   sh|ash [-opts]c 'SCRIPT'      the script, statement by statement, separated by ; && || & newline:
  *     the forms above, plus `exit [N]`, `exec CMD`, `wait` (for `CMD &` background jobs),
  *     `trap ACTION TERM`, NAME=value prefixes (ignored), redirections (`>&2` writes to stderr, a file
- *     target discards the output), and quick file utilities (touch, rm, cat FILE, test, ...) that
- *     succeed at once. A loop, `if`, a pipe or a subshell stops the analysis: the script runs until
+ *     target discards the output), and quick file utilities (touch, rm, test, ...) that succeed at once;
+ *     `cat FILE` prints a file the container mounts (a volume, /etc/hosts) and `hostname` the sandbox's
+ *     hostname, when the runtime knows them. A loop, `if`, a pipe or a subshell stops the analysis: the script runs until
  *     stopped from there. A syntax error exits 2 with sh's message on stderr.
  *   sh (no -c)                    exits 0 at once (no stdin), or runs until stopped when stdin is open
  *   anything else                 runs until stopped
@@ -79,6 +80,7 @@ class Interpreter {
     readonly env: Readonly<Record<string, string>>,
     readonly stdin: boolean,
     readonly pid1: boolean,
+    readonly files: FileView = {},
   ) {}
 
   /** Runs argv as the process itself: `sh -c` interprets the script in this shell, as PID 1. */
@@ -173,6 +175,12 @@ class Interpreter {
         return;
       case 'cat':
         if (rest.length === 0 && this.mode === 'run' && this.stdin) return this.forever('foreground');
+        return this.cat(rest, stream);
+      case 'hostname':
+        if (this.files.hostname !== undefined && rest.length === 0) {
+          if (stream) this.write(stream, `${this.files.hostname}\n`);
+          return void (this.status = 0);
+        }
         return void (this.status = 0);
       case 'tail':
         if (rest.some((r) => /^-[a-zA-Z]*[fF]/.test(r)) && this.mode === 'run')
@@ -182,6 +190,21 @@ class Interpreter {
         if (QUICK.has(name)) return void (this.status = 0);
         if (this.mode === 'exec') return void (this.status = 0);
         return this.forever('foreground');
+    }
+  }
+
+  /** `cat FILE...`: the contents of files the container has mounted; other paths succeed quietly (unknown). */
+  private cat(args: readonly string[], stream: Stream | null): void {
+    this.status = 0;
+    for (const path of args) {
+      if (path.startsWith('-')) continue;
+      const content = this.files.readFile?.(path);
+      if (content === null) {
+        this.write('stderr', `cat: can't open '${path}': No such file or directory\n`);
+        this.status = 1;
+      } else if (content !== undefined && stream) {
+        this.write(stream, content);
+      }
     }
   }
 
@@ -205,7 +228,7 @@ class Interpreter {
       return void (this.status = 2);
     }
     if (asProcess) return this.script(operand);
-    const child = new Interpreter(this.mode, this.env, false, false);
+    const child = new Interpreter(this.mode, this.env, false, false, this.files);
     child.t = this.t;
     child.script(operand);
     this.adopt(child, stream);
@@ -215,7 +238,7 @@ class Interpreter {
   }
 
   private background(argv: readonly string[], stream: Stream | null): void {
-    const child = new Interpreter(this.mode, this.env, false, false);
+    const child = new Interpreter(this.mode, this.env, false, false, this.files);
     child.t = this.t;
     child.simple(argv, stream, false);
     this.adopt(child, stream);
@@ -333,15 +356,27 @@ function unescape(s: string): string {
   return s.replace(/\\([ntr\\])/g, (_m, c: string) => ({ n: '\n', t: '\t', r: '\r', '\\': '\\' })[c] ?? c);
 }
 
+/** What a simulated container can see of its files. */
+export interface FileView {
+  /**
+   * A file's content by its path in the container: a string, `null` when the path is under one of the
+   * container's mounts but does not exist, undefined when the simulation cannot tell (an image file).
+   */
+  readFile?: (path: string) => string | null | undefined;
+  /** What `hostname` prints. */
+  hostname?: string;
+}
+
 export interface CommandContext {
   env?: Readonly<Record<string, string>>;
   /** The container keeps stdin open (CRI `stdin`): `sh` and `cat` then wait on it. */
   stdin?: boolean;
+  files?: FileView;
 }
 
 /** The profile layer implied by a container's argv (see the module comment for the grammar). */
 export function deriveProfile(argv: readonly string[], ctx: CommandContext = {}): SimProfile {
-  const it = new Interpreter('run', ctx.env ?? {}, ctx.stdin === true, true);
+  const it = new Interpreter('run', ctx.env ?? {}, ctx.stdin === true, true, ctx.files);
   it.top(argv);
   const profile: SimProfile = {};
   profile.run = it.state === 'forever' ? {} : { exitAfterMs: it.t, exitCode: it.status };
@@ -390,8 +425,9 @@ export interface ExecOutcome {
 export function evaluateExec(
   argv: readonly string[],
   env: Readonly<Record<string, string>> = {},
+  files: FileView = {},
 ): ExecOutcome {
-  const it = new Interpreter('exec', env, false, false);
+  const it = new Interpreter('exec', env, false, false, files);
   it.top(argv);
   const text = (s: Stream): string =>
     it.out

@@ -46,6 +46,7 @@ export function toContainerStatus(c: ContainerRecord): ContainerStatus {
     reason: c.reason,
     message: c.message,
     logPath: c.logPath,
+    ...(c.mounts.length > 0 ? { mounts: c.mounts.map((m) => ({ ...m })) } : {}),
   };
 }
 

@@ -122,3 +122,14 @@ export class ImageStore {
 function toImage(rec: ImageRecord): Image {
   return { id: rec.id, repoTags: [rec.ref], repoDigests: [rec.repoDigest], size: rec.size };
 }
+
+/**
+ * The image status fields for an OCI config USER (containerd's getUserFromImage): the part before `:`, as a
+ * uid when numeric, else as a username; nothing for an unset user (the kubelet then takes root).
+ */
+export function imageUser(user: string | undefined): Pick<Image, 'uid' | 'username'> {
+  if (user === undefined || user === '') return {};
+  const name = user.split(':')[0] ?? '';
+  if (/^-?\d+$/.test(name)) return { uid: Number(name) };
+  return name === '' ? {} : { username: name };
+}

@@ -89,6 +89,11 @@ export const SimProfileSchema = z
     /** StartContainer fails with this message; the container is left exited 128, reason StartError. */
     startError: z.string().min(1),
     startLatencyMs: ms,
+    /**
+     * The image's USER as its OCI config states it (`1234`, `nonroot`, `1000:1000`); unset = root. Image
+     * status reports it as containerd does: a numeric user as uid, a name as username.
+     */
+    user: z.string(),
     /** The image's ENTRYPOINT and CMD, used as the runtime uses them when the container gives none. */
     entrypoint: z.array(z.string()),
     cmd: z.array(z.string()),

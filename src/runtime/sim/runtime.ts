@@ -20,6 +20,7 @@ import type {
   ContainerStatus,
   ExecSyncResult,
   Image,
+  Mount,
   PodSandbox,
   PodSandboxConfig,
   PodSandboxStatus,
@@ -30,7 +31,7 @@ import type {
   StreamingRequest,
 } from '../types.js';
 import { BehaviourResolver, matchExec } from './behaviour.js';
-import { evaluateExec } from './command.js';
+import { evaluateExec, type FileView } from './command.js';
 import { criLogLines, toContainer, toContainerStatus, toPodSandbox, toPodSandboxStatus } from './convert.js';
 import {
   closedError,
@@ -50,7 +51,7 @@ import {
   startFailed,
 } from './errors.js';
 import { FaultInjector, type Fault, type RuntimeOp } from './faults.js';
-import { ImageStore, parseImageReference, unreachableRegistryMessage } from './images.js';
+import { ImageStore, imageUser, parseImageReference, unreachableRegistryMessage } from './images.js';
 import { IPAllocator, parseIPv4 } from './ipam.js';
 import { Processes } from './process.js';
 import { SimStore, type ContainerRecord, type SandboxRecord } from './store.js';
@@ -67,6 +68,11 @@ export interface SimRuntimeOptions {
   images?: readonly string[];
   /** Seeds the deterministic IDs (default "sim"): two runtimes with different seeds never share an ID. */
   idSeed?: string;
+  /**
+   * The node's files (its in-memory pod directories): a container's `cat` of a path under one of its mounts
+   * reads them, so probes and hooks that read volumes, /etc/hosts or tokens behave.
+   */
+  files?: { readFileSync(path: string): Buffer | undefined };
   runtimeVersion?: string;
 }
 
@@ -77,6 +83,7 @@ export interface ProbeOutcome {
 }
 
 const RUNTIME_NAME = 'kubelet-operator-sim';
+const NO_MOUNTS: readonly Mount[] = Object.freeze([]);
 
 export class SimRuntime implements Runtime {
   readonly kind = 'sim' as const;
@@ -88,6 +95,7 @@ export class SimRuntime implements Runtime {
   private readonly behaviours: BehaviourResolver;
   private readonly faults = new FaultInjector();
   private readonly idSeed: string;
+  private readonly files: SimRuntimeOptions['files'];
   private readonly runtimeVersion: string;
   private readonly processes: Processes;
   private seq = 0;
@@ -111,6 +119,7 @@ export class SimRuntime implements Runtime {
       this.images.add(r);
     }
     this.idSeed = opts.idSeed ?? 'sim';
+    this.files = opts.files;
     this.runtimeVersion = opts.runtimeVersion ?? '0.1.0';
   }
 
@@ -161,6 +170,7 @@ export class SimRuntime implements Runtime {
       ip: podNetwork ? this.ipam.allocate(id) : this.nodeIP,
       podNetwork,
       logDirectory: config.logDirectory ?? '',
+      hostname: config.hostname ?? '',
       nameKey,
       containers: new Set(),
     };
@@ -230,7 +240,11 @@ export class SimRuntime implements Runtime {
     const attempt = config.metadata.attempt ?? 0;
     const nameKey = `${name}_${md.name}_${md.namespace}_${md.uid}_${attempt}`;
     this.reserve(nameKey, context);
-    const behaviour = this.behaviours.forContainer(config, ref);
+    const behaviour = this.behaviours.forContainer(
+      config,
+      ref,
+      this.fileViewOf(config.mounts ?? [], sandbox.hostname),
+    );
     if (behaviour.createError !== undefined) {
       throw new KindError('Unknown', behaviour.createError, { ...context, injected: true });
     }
@@ -248,6 +262,7 @@ export class SimRuntime implements Runtime {
       annotations: { ...config.annotations },
       logPath,
       env: config.envs?.length ? Object.fromEntries(config.envs.map((e) => [e.key, e.value])) : {},
+      mounts: config.mounts?.length ? config.mounts.map((m) => ({ ...m })) : NO_MOUNTS,
       behaviour,
       nameKey,
       createdAt: this.processes.nowNs(),
@@ -323,7 +338,7 @@ export class SimRuntime implements Runtime {
     const rule = matchExec(c.behaviour, cmd, this.clock.now() - c.startedMs);
     const outcome = rule
       ? { durationMs: rule.delayMs, exitCode: rule.exitCode, stdout: rule.stdout, stderr: rule.stderr }
-      : evaluateExec(cmd, c.env);
+      : evaluateExec(cmd, c.env, this.fileView(c));
     const limitMs = timeoutSeconds > 0 ? timeoutSeconds * 1000 : Infinity;
     const duration = outcome.durationMs ?? Infinity;
     if (duration > limitMs) {
@@ -384,12 +399,19 @@ export class SimRuntime implements Runtime {
 
   async imageStatus(image: string): Promise<Image | null> {
     this.enter('imageStatus', { image });
-    return this.images.get(image) ?? null;
+    const found = this.images.get(image);
+    return found ? this.withUser(found) : null;
   }
 
   async listImages(): Promise<Image[]> {
     this.enter('listImages');
-    return this.images.list();
+    return this.images.list().map((i) => this.withUser(i));
+  }
+
+  /** The image's USER from its profile (default root: neither uid nor username). */
+  private withUser(image: Image): Image {
+    const r = image.repoTags[0] !== undefined ? parseImageReference(image.repoTags[0]) : undefined;
+    return r ? { ...image, ...imageUser(this.behaviours.imageProfile(r).user) } : image;
   }
 
   async removeImage(image: string): Promise<void> {
@@ -423,6 +445,30 @@ export class SimRuntime implements Runtime {
         : refused;
     }
     return { result: 'success', output: '' };
+  }
+
+  /** What the container sees of its mounted files and its sandbox's hostname. */
+  private fileView(c: ContainerRecord): FileView {
+    return this.fileViewOf(c.mounts, this.store.getSandbox(c.sandboxId)?.hostname ?? '');
+  }
+
+  private fileViewOf(mounts: readonly Mount[], hostname: string): FileView {
+    const files = this.files;
+    const view: FileView = {};
+    if (hostname) view.hostname = hostname;
+    if (!files || mounts.length === 0) return view;
+    view.readFile = (path) => {
+      let best: Mount | undefined;
+      for (const m of mounts) {
+        const under = path === m.containerPath || path.startsWith(`${m.containerPath.replace(/\/+$/, '')}/`);
+        if (under && (!best || m.containerPath.length > best.containerPath.length)) best = m;
+      }
+      if (!best) return undefined;
+      const rest = path.slice(best.containerPath.replace(/\/+$/, '').length);
+      const data = files.readFileSync(rest ? posix.join(best.hostPath, rest) : best.hostPath);
+      return data === undefined ? null : data.toString('utf8');
+    };
+    return view;
   }
 
   /** The container's log as CRI-format lines (`<RFC3339Nano> <stream> F <line>`), as written so far. */

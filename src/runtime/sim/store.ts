@@ -12,6 +12,7 @@ import type {
   ContainerFilter,
   ContainerMetadata,
   ContainerState,
+  Mount,
   NamespaceMode,
   PodSandboxMetadata,
   SandboxFilter,
@@ -32,6 +33,8 @@ export interface SandboxRecord {
   readonly ip: string;
   readonly podNetwork: boolean;
   readonly logDirectory: string;
+  /** The sandbox's hostname ('' for a host-network sandbox: the node's). */
+  readonly hostname: string;
   readonly nameKey: string;
   readonly containers: Set<string>;
 }
@@ -50,6 +53,8 @@ export interface ContainerRecord {
   readonly annotations: Record<string, string>;
   readonly logPath: string;
   readonly env: Readonly<Record<string, string>>;
+  /** As created; the simulated `cat` reads mounted files through them. */
+  readonly mounts: readonly Mount[];
   readonly behaviour: Behaviour;
   readonly nameKey: string;
   readonly createdAt: bigint;

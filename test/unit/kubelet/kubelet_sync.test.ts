@@ -9,6 +9,7 @@ import {
   type ContainerStatus as RuntimeRecord,
   type RuntimePodStatus,
 } from '../../../src/kubelet/container/types.js';
+import { ActiveDeadlineHandler } from '../../../src/kubelet/activedeadline.js';
 import { KubeletPodSyncer, type KubeletPodSyncerDeps } from '../../../src/kubelet/kubelet_sync.js';
 import { PodSyncError, type PodSyncResult } from '../../../src/kubelet/kuberuntime/manager.js';
 import type { KillPodOptions, WorkerState } from '../../../src/kubelet/podworkers.js';
@@ -16,6 +17,7 @@ import { ResultsManager } from '../../../src/kubelet/prober/results.js';
 import { ReasonCache } from '../../../src/kubelet/reasoncache.js';
 import { FakeClock } from '../../../src/util/clock.js';
 import { silentLogger } from '../../../src/util/logger.js';
+import type { MountPodResult } from '../../../src/kubelet/volumemanager/volumemanager.js';
 
 const NODE_IP = '192.168.1.10';
 const ctx = () => ({ signal: new AbortController().signal });
@@ -86,6 +88,7 @@ class Fakes {
   syncError: PodSyncError | undefined;
   started: number[] = [];
   clock = new FakeClock();
+  mountResult: MountPodResult = { ok: true, volumes: new Map() };
 
   deps(over: Partial<KubeletPodSyncerDeps> = {}): KubeletPodSyncerDeps {
     const ok = (): PodSyncResult => ({ results: [] });
@@ -105,6 +108,13 @@ class Fakes {
         ]),
       }),
       podManager: { getPodByUID: (uid) => this.pods.get(uid) },
+      volumes: {
+        mountPod: async () => {
+          this.calls.push('mountPod');
+          return this.mountResult;
+        },
+        unmountPod: async () => void this.calls.push('unmountPod'),
+      },
       statusManager: {
         getPodStatus: (uid) => this.statuses.get(uid),
         getPodPhase: (uid) => this.statuses.get(uid)?.phase,
@@ -224,6 +234,7 @@ describe('KubeletPodSyncer', () => {
       'getPodStatus',
       'setPodStatus Pending',
       'prober.addPod',
+      'mountPod',
       'runtime.syncPod',
       'getPodStatus',
       'setPodStatus Running',
@@ -331,6 +342,56 @@ describe('KubeletPodSyncer', () => {
     expect(String(err)).to.match(/detected running containers after a successful KillPod: app/);
   });
 
+  it("reads others' conditions from the pod manager's newest pod, not the worker's copy (readiness gates)", async () => {
+    const f = new Fakes();
+    const s = new KubeletPodSyncer(f.deps());
+    f.runtimeViews = [rt('a', [rec('running')])];
+    const gate = 'k8s.io/test-condition1';
+    const stale = mkPod('a', undefined, { status: { phase: 'Running' } });
+    stale.spec.readinessGates = [{ conditionType: gate }];
+    f.pods.set('a', { ...stale, status: { phase: 'Running', conditions: [{ type: gate, status: 'True' }] } });
+    await s.syncPod(ctx(), 'sync', stale);
+    const conditions = f.statuses.get('a')!.conditions!;
+    expect(conditions.find((c) => c.type === 'Ready')).to.deep.equal({ type: 'Ready', status: 'True' });
+    expect(conditions.find((c) => c.type === gate)).to.deep.equal({ type: gate, status: 'True' });
+  });
+
+  it('fails a pod past its active deadline through the eviction handlers, then keeps that reason to the end', async () => {
+    const f = new Fakes();
+    const events: string[] = [];
+    // The status manager stamps startTime (the fake here does not): the handler asks it.
+    const start = new Date(f.clock.now()).toISOString();
+    const handler = new ActiveDeadlineHandler({
+      clock: f.clock,
+      startTime: () => start,
+      record: (_p, type, reason, message) => events.push(`${type} ${reason} ${message}`),
+    });
+    const s = new KubeletPodSyncer(f.deps({ evictionHandlers: [handler] }));
+    const p = mkPod('a');
+    p.spec.activeDeadlineSeconds = 5;
+    f.runtimeViews = [rt('a', [rec('running')])];
+    expect(await s.syncPod(ctx(), 'sync', p)).to.deep.equal({ isTerminal: false });
+    expect(events).to.deep.equal([]);
+
+    f.clock.advance(5_000);
+    f.calls = [];
+    expect(await s.syncPod(ctx(), 'sync', p)).to.deep.equal({ isTerminal: true });
+    expect(f.calls).to.deep.equal(['getPodStatus', 'setPodStatus Failed']);
+    const reason = 'DeadlineExceeded';
+    const message = 'Pod was active on the node longer than the specified deadline';
+    expect(f.statuses.get('a')).to.include({ phase: 'Failed', reason, message });
+    expect(events).to.deep.equal([`Normal ${reason} ${message}`]);
+
+    // The pod worker terminates it: killed, and the final status keeps the deadline as its reason.
+    f.runtimeViews = [
+      rt('a', [rec('running')]),
+      rt('a', [rec('exited', { exitCode: 137, reason: 'Error' })], false),
+    ];
+    await s.syncTerminatingPod(ctx(), p, 1);
+    expect(f.calls).to.include('runtime.killPod grace=1');
+    expect(f.statuses.get('a')).to.include({ phase: 'Failed', reason, message });
+  });
+
   it('terminated: removes the runtime objects of a deleted pod only, then finishes the status', async () => {
     const f = new Fakes();
     const s = new KubeletPodSyncer(f.deps());
@@ -342,6 +403,7 @@ describe('KubeletPodSyncer', () => {
       'prober.removePod',
       'getPodStatus',
       'setPodStatus Succeeded',
+      'unmountPod',
       'terminatePod',
     ]);
     f.calls = [];

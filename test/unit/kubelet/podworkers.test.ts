@@ -187,6 +187,44 @@ describe('PodWorkers', () => {
     w.stop();
   });
 
+  it('syncs again when syncDue says so, sooner than the resync or the back-off (an active deadline)', async () => {
+    const clock = new FakeClock(0);
+    const s = new FakeSyncer();
+    const due = new Map<string, number>([['a', 5_000]]);
+    const w = new PodWorkers(s, {
+      clock,
+      resyncIntervalMs: 60_000,
+      backOffMs: 10_000,
+      random: () => 0,
+      syncDue: (p) => due.get(p.metadata.uid!),
+    });
+    w.updatePod({ type: 'create', pod: pod('a') });
+    await w.waitIdle();
+    clock.advance(4_999);
+    await flush();
+    expect(s.calls).to.have.length(1);
+    clock.advance(1);
+    await w.waitIdle();
+    expect(s.calls).to.deep.equal(['sync create rv=1', 'sync sync rv=1']);
+    // After a failed sync too (due instead of the 10 s back-off), and the resync again without an opinion.
+    s.failSync = 1;
+    due.set('a', 2_000);
+    clock.advance(5_000);
+    await w.waitIdle();
+    expect(s.calls).to.have.length(3);
+    due.delete('a');
+    clock.advance(2_000);
+    await w.waitIdle();
+    expect(s.calls).to.have.length(4);
+    clock.advance(59_999);
+    await flush();
+    expect(s.calls).to.have.length(4);
+    clock.advance(1);
+    await w.waitIdle();
+    expect(s.calls).to.have.length(5);
+    w.stop();
+  });
+
   it('ignores pods without a UID', async () => {
     const s = new FakeSyncer();
     const w = new PodWorkers(s, { clock: new FakeClock(0) });

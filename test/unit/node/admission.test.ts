@@ -116,3 +116,114 @@ describe('admitPod', () => {
     expect(res).to.include({ admit: false, reason: 'UnexpectedAdmissionError' });
   });
 });
+
+describe('admitPod: sysctls and OS (the kubelet admit handlers before the predicates)', () => {
+  const withSysctls = (names: string[], spec: Partial<Pod['spec']> = {}) =>
+    pod('p', [c('a')], {
+      securityContext: { sysctls: names.map((name) => ({ name, value: '1' })) },
+      ...spec,
+    });
+  const modern = node({ pods: 5 }, { kernelVersion: '6.1.0-18-amd64' });
+
+  it('admits the safe sysctls, in dot or slash form', () => {
+    const all = [
+      'kernel.shm_rmid_forced',
+      'net.ipv4.ip_local_port_range',
+      'net.ipv4.tcp_syncookies',
+      'net.ipv4.ping_group_range',
+      'net.ipv4.ip_unprivileged_port_start',
+      'net.ipv4.ip_local_reserved_ports',
+      'net.ipv4.tcp_keepalive_time',
+      'net.ipv4.tcp_fin_timeout',
+      'net.ipv4.tcp_keepalive_intvl',
+      'net.ipv4.tcp_keepalive_probes',
+      'net.ipv4.tcp_rmem',
+      'net.ipv4.tcp_wmem',
+      'kernel/shm_rmid_forced',
+    ];
+    expect(admitPod(withSysctls(all), modern, [])).to.deep.equal({ admit: true });
+  });
+
+  it('rejects an unsafe sysctl the node does not allow with SysctlForbidden in the kubelet words', () => {
+    expect(admitPod(withSysctls(['kernel.msgmax']), modern, [])).to.deep.equal({
+      admit: false,
+      reason: 'SysctlForbidden',
+      message: 'forbidden sysctl: "kernel.msgmax" not allowlisted',
+    });
+  });
+
+  it('admits unsafe sysctls the node allows, by name or by prefix pattern', () => {
+    const allowing = node({ pods: 5 }, { allowedUnsafeSysctls: ['kernel.msg*', 'net.core.somaxconn'] });
+    const p = withSysctls(['kernel.msgmax', 'kernel.msgmnb', 'net.core.somaxconn']);
+    expect(admitPod(p, allowing, [])).to.deep.equal({ admit: true });
+    expect(admitPod(withSysctls(['net.core.rmem_max']), allowing, [])).to.include({
+      reason: 'SysctlForbidden',
+    });
+  });
+
+  it('refuses net sysctls to host-network pods and IPC sysctls to host-IPC pods', () => {
+    expect(
+      admitPod(withSysctls(['net.ipv4.tcp_syncookies'], { hostNetwork: true }), modern, []),
+    ).to.deep.equal({
+      admit: false,
+      reason: 'SysctlForbidden',
+      message: 'forbidden sysctl: "net.ipv4.tcp_syncookies" not allowed with host Net enabled',
+    });
+    expect(admitPod(withSysctls(['kernel.shm_rmid_forced'], { hostIPC: true }), modern, [])).to.deep.equal({
+      admit: false,
+      reason: 'SysctlForbidden',
+      message: 'forbidden sysctl: "kernel.shm_rmid_forced" not allowed with host IPC enabled',
+    });
+    // The other namespace is not shared, so the sysctl is fine.
+    expect(
+      admitPod(withSysctls(['kernel.shm_rmid_forced'], { hostNetwork: true }), modern, []),
+    ).to.deep.equal({
+      admit: true,
+    });
+  });
+
+  it('drops the kernel-gated safe sysctls on an older or unknown kernel', () => {
+    const old = node({ pods: 5 }, { kernelVersion: '4.5.0' });
+    expect(admitPod(withSysctls(['net.ipv4.tcp_keepalive_time']), old, [])).to.deep.equal({ admit: true });
+    expect(admitPod(withSysctls(['net.ipv4.tcp_fin_timeout']), old, [])).to.include({
+      reason: 'SysctlForbidden',
+    });
+    const unknown = node({ pods: 5 });
+    expect(admitPod(withSysctls(['net.ipv4.ip_local_reserved_ports']), unknown, [])).to.include({
+      reason: 'SysctlForbidden',
+    });
+    expect(admitPod(withSysctls(['net.ipv4.tcp_rmem']), unknown, [])).to.deep.equal({ admit: true });
+  });
+
+  it('checks sysctls before resources, as the kubelet runs the sysctl handler first', () => {
+    const tooBig = pod('p', [c('a', { cpu: '8' })], {
+      securityContext: { sysctls: [{ name: 'foo.bar', value: '1' }] },
+    });
+    expect(admitPod(tooBig, node({ cpu: 1000, pods: 5 }), [])).to.include({ reason: 'SysctlForbidden' });
+  });
+
+  it('rejects a pod whose spec.os is not linux with PodOSNotSupported', () => {
+    expect(admitPod(pod('p', [c('a')], { os: { name: 'windows' } }), node({ pods: 5 }), [])).to.deep.equal({
+      admit: false,
+      reason: 'PodOSNotSupported',
+      message: "Failed to admit pod as the OS field doesn't match node OS",
+    });
+    expect(admitPod(pod('p', [c('a')], { os: { name: 'linux' } }), node({ pods: 5 }), [])).to.deep.equal({
+      admit: true,
+    });
+  });
+
+  it('rejects a pod labelled for another OS with PodOSSelectorNodeLabelDoesNotMatch', () => {
+    const p = pod('p', [c('a')]);
+    p.metadata.labels = { 'kubernetes.io/os': 'windows' };
+    // The node's own label does not matter: the kubelet compares with the OS it runs on.
+    const res = admitPod(p, node({ pods: 5 }, { labels: { 'kubernetes.io/os': 'windows' } }), []);
+    expect(res).to.deep.equal({
+      admit: false,
+      reason: 'PodOSSelectorNodeLabelDoesNotMatch',
+      message: "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label",
+    });
+    p.metadata.labels = { 'kubernetes.io/os': 'linux' };
+    expect(admitPod(p, node({ pods: 5 }), [])).to.deep.equal({ admit: true });
+  });
+});

@@ -169,7 +169,15 @@ describe('runtime/cri convert', () => {
       expect(w.command).to.deep.equal(['sh', '-c']);
       expect(w.args).to.deep.equal(['sleep 1']);
       expect(w.envs).to.deep.equal([{ key: 'A', value: '1' }]);
-      expect(w.mounts).to.deep.equal([{ container_path: '/data', host_path: '/tmp/data', readonly: true }]);
+      expect(w.mounts).to.deep.equal([
+        {
+          container_path: '/data',
+          host_path: '/tmp/data',
+          readonly: true,
+          selinux_relabel: false,
+          propagation: 'PROPAGATION_PRIVATE',
+        },
+      ]);
       expect(w.log_path).to.equal('app/3.log');
       expect(w.linux.resources).to.deep.equal({
         cpu_period: '100000',
@@ -333,6 +341,13 @@ describe('runtime/cri convert', () => {
         repoDigests: [],
         size: 1234567,
       });
+      // The image's USER: uid when numeric, username when a name, neither (root) when unset.
+      const image = { id: 'sha256:x', repo_tags: [], repo_digests: [], size: '1' };
+      expect(imageFromWire({ ...image, uid: { value: '1234' }, username: '' })).to.include({ uid: 1234 });
+      expect(imageFromWire({ ...image, uid: { value: '0' }, username: '' })).to.include({ uid: 0 });
+      expect(imageFromWire({ ...image, uid: null, username: 'nonroot' })).to.include({ username: 'nonroot' });
+      const root = imageFromWire({ ...image, uid: null, username: '' });
+      expect(root).to.not.have.any.keys('uid', 'username');
       expect(
         versionFromWire({
           version: '0.1.0',

@@ -228,6 +228,46 @@ describe('StatusManager', () => {
     ]);
   });
 
+  it("reads readiness gates from the pod manager's newest pod, not from the cache's stale copy", () => {
+    const { manager, podManager, server } = setup();
+    const gate = 'k8s.io/test-condition1';
+    const pod = testPod({ containers: [{ name: 'c1' }], readinessGates: [{ conditionType: gate }] });
+    podManager.add(pod);
+    // The cache was generated while the gate was False; someone has set it True on the server since.
+    manager.setPodStatus(pod, {
+      containerStatuses: [cs('c1', { containerID: 'test://1' })],
+      conditions: [{ type: gate, status: 'False' }],
+    });
+    server.put({ ...pod, status: { conditions: [{ type: gate, status: 'True' }] } });
+    manager.setContainerReadiness(UID, 'test://1', true);
+    const ready = manager.getPodStatus(UID)?.conditions?.find((c) => c.type === 'Ready');
+    expect(ready).to.include({ status: 'True' });
+  });
+
+  it('keeps conditions others own out of its patch: the server keeps its value, the kubelet its own', async () => {
+    const { manager, podManager, server } = setup();
+    const gate = 'k8s.io/test-condition1';
+    const pod = testPod({ containers: [{ name: 'c1' }], readinessGates: [{ conditionType: gate }] });
+    server.put({ ...pod, status: { conditions: [{ type: gate, status: 'True' }] } });
+    podManager.add(pod);
+    manager.setPodStatus(pod, {
+      conditions: [
+        { type: gate, status: 'False' },
+        { type: 'Ready', status: 'True' },
+      ],
+    });
+    await manager.drain();
+    // The gate may be named in $setElementOrder (the list's order), never among the changed entries.
+    const patch = server.actions.find((a) => a.verb === 'patch/status')?.patch;
+    const changed = (patch?.status.conditions ?? []) as { type: string }[];
+    expect(changed.map((c) => c.type)).to.deep.equal(['Ready']);
+    const conditions = (await server.getPod('ns', 'p')).status?.conditions ?? [];
+    expect(conditions.map((c) => [c.type, c.status])).to.deep.equal([
+      [gate, 'True'],
+      ['Ready', 'True'],
+    ]);
+  });
+
   it('hands out copies and forgets orphans', () => {
     const { manager } = setup();
     manager.setPodStatus(testPod(), { message: 'm' });

@@ -1,0 +1,136 @@
+/**
+ * core/v1 volume sources, as far as the kubelet-operator reads them. Fields the API server defaults (modes,
+ * `medium`, `expirationSeconds`) may still be absent here: objects from older servers or from tests omit them,
+ * and every reader applies the API's default itself.
+ */
+
+/** `items` of a configMap, secret or projected source: one key to one relative path. */
+export interface KeyToPath {
+  key: string;
+  path: string;
+  /** Octal file mode bits (0-0777); the source's defaultMode when absent. */
+  mode?: number;
+}
+
+export interface ConfigMapVolumeSource {
+  name?: string;
+  items?: KeyToPath[];
+  /** Default 0644 (420). */
+  defaultMode?: number;
+  optional?: boolean;
+}
+
+export interface SecretVolumeSource {
+  secretName?: string;
+  items?: KeyToPath[];
+  /** Default 0644 (420). */
+  defaultMode?: number;
+  optional?: boolean;
+}
+
+export interface ObjectFieldSelector {
+  fieldPath: string;
+  apiVersion?: string;
+}
+
+export interface ResourceFieldSelector {
+  resource: string;
+  containerName?: string;
+  divisor?: string | number;
+}
+
+export interface DownwardAPIVolumeFile {
+  path: string;
+  fieldRef?: ObjectFieldSelector;
+  resourceFieldRef?: ResourceFieldSelector;
+  mode?: number;
+}
+
+export interface DownwardAPIVolumeSource {
+  items?: DownwardAPIVolumeFile[];
+  /** Default 0644 (420). */
+  defaultMode?: number;
+}
+
+export interface ServiceAccountTokenProjection {
+  audience?: string;
+  /** Default 3600; the API server requires at least 600. */
+  expirationSeconds?: number;
+  path: string;
+}
+
+export interface VolumeProjection {
+  configMap?: Omit<ConfigMapVolumeSource, 'defaultMode'>;
+  secret?: Omit<SecretVolumeSource, 'defaultMode' | 'secretName'> & { name?: string };
+  downwardAPI?: Omit<DownwardAPIVolumeSource, 'defaultMode'>;
+  serviceAccountToken?: ServiceAccountTokenProjection;
+  clusterTrustBundle?: Record<string, unknown>;
+  podCertificate?: Record<string, unknown>;
+}
+
+export interface ProjectedVolumeSource {
+  sources?: VolumeProjection[] | null;
+  /** Default 0644 (420). */
+  defaultMode?: number;
+}
+
+export type HostPathType =
+  '' | 'DirectoryOrCreate' | 'Directory' | 'FileOrCreate' | 'File' | 'Socket' | 'CharDevice' | 'BlockDevice';
+
+export interface HostPathVolumeSource {
+  path: string;
+  type?: HostPathType;
+}
+
+export interface EmptyDirVolumeSource {
+  /** '' (the node's disk) or 'Memory' (tmpfs); 'HugePages*' are not supported. */
+  medium?: string;
+  sizeLimit?: string | number;
+}
+
+export interface PersistentVolumeClaimVolumeSource {
+  claimName: string;
+  readOnly?: boolean;
+}
+
+export interface Volume {
+  name: string;
+  emptyDir?: EmptyDirVolumeSource;
+  hostPath?: HostPathVolumeSource;
+  configMap?: ConfigMapVolumeSource;
+  secret?: SecretVolumeSource;
+  downwardAPI?: DownwardAPIVolumeSource;
+  projected?: ProjectedVolumeSource;
+  persistentVolumeClaim?: PersistentVolumeClaimVolumeSource;
+  /** Every other source (csi, nfs, iscsi, ephemeral, image, ...): present, and refused by the volume manager. */
+  [other: string]: unknown;
+}
+
+export interface VolumeMount {
+  name: string;
+  mountPath: string;
+  readOnly?: boolean;
+  subPath?: string;
+  subPathExpr?: string;
+  mountPropagation?: 'None' | 'HostToContainer' | 'Bidirectional';
+  recursiveReadOnly?: 'Disabled' | 'IfPossible' | 'Enabled';
+}
+
+/** core/v1 PersistentVolume, the fields a hostPath- or local-backed claim needs. */
+export interface PersistentVolume {
+  metadata: { name?: string; uid?: string };
+  spec: {
+    hostPath?: HostPathVolumeSource;
+    local?: { path: string; fsType?: string };
+    claimRef?: { namespace?: string; name?: string; uid?: string };
+    [other: string]: unknown;
+  };
+  status?: { phase?: string };
+}
+
+/** core/v1 PersistentVolumeClaim, the fields the volume manager reads. */
+export interface PersistentVolumeClaim {
+  metadata: { name?: string; namespace?: string; uid?: string };
+  spec: { volumeName?: string };
+  status?: { phase?: string };
+}

@@ -1,0 +1,36 @@
+/**
+ * What the runtime manager asks of the kubelet around it (kubelet: kubecontainer.RuntimeHelper): the parts of a
+ * sandbox and a container that depend on the node's pod directory, its DNS settings and the cluster's services,
+ * none of which the runtime manager owns.
+ */
+import type { Container, Pod } from '../../api/core.js';
+import type { Mount, PodSandboxConfig } from '../../runtime/types.js';
+import type { EnvVarValue } from '../envvars.js';
+
+export interface SandboxOptions {
+  /** Unset for a host-network pod (the runtime gives it the node's). */
+  hostname?: string;
+  /** Unset: the runtime's default resolv.conf. */
+  dnsConfig?: NonNullable<PodSandboxConfig['dnsConfig']>;
+}
+
+export interface RuntimeHelper {
+  /**
+   * The sandbox's hostname and DNS (kubelet GeneratePodHostNameAndDomain, GetPodDNS). Rejects with the kubelet's
+   * message for a pod whose names cannot make a hostname.
+   */
+  sandboxOptions(pod: Pod): Promise<SandboxOptions>;
+  /**
+   * The mounts of one container start (kubelet GenerateRunContainerOptions + kuberuntime makeMounts): its volume
+   * mounts, the kubelet-managed /etc/hosts and a fresh termination-message file. Rejects with the kubelet's
+   * message (the container then waits with CreateContainerConfigError).
+   */
+  containerMounts(
+    pod: Pod,
+    container: Container,
+    podIPs: readonly string[],
+    env: readonly EnvVarValue[],
+  ): Promise<Mount[]>;
+  /** The service link variables of the pod (kubelet getServiceEnvVarMap). */
+  serviceEnv(pod: Pod): Readonly<Record<string, string>>;
+}

@@ -1,0 +1,104 @@
+/**
+ * The few mount operations the volume plugins need (kubelet: k8s.io/mount-utils Interface, only tmpfs here):
+ * `RealMounter` runs mount(8)/umount(8) and reads /proc/self/mountinfo; `MemoryMounter` records mounts for the
+ * simulated runtime and for tests. Mounting needs CAP_SYS_ADMIN; for containers to see a mount made by the
+ * operator, the pods directory must be shared with the runtime's mount namespace (a privileged operator with
+ * Bidirectional propagation, or the operator running on the host): see the README's Volumes section.
+ */
+import { execFile } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+
+export interface MountPoint {
+  fstype: string;
+}
+
+export interface Mounter {
+  /** Mounts a tmpfs on the existing directory `dir`; `sizeBytes` caps it (kernel default: half the RAM). */
+  mountTmpfs(dir: string, sizeBytes?: number): Promise<void>;
+  /** Unmounts `dir`; an unmounted `dir` is not an error. */
+  unmount(dir: string): Promise<void>;
+  /** The mount at exactly `dir`, if any. */
+  mountPoint(dir: string): Promise<MountPoint | undefined>;
+  /** Every mount point strictly under `dir`, deepest first (the order to unmount them in). */
+  mountsUnder(dir: string): Promise<string[]>;
+}
+
+function under(table: Iterable<string>, dir: string): string[] {
+  const prefix = `${path.resolve(dir)}/`;
+  return [...table].filter((m) => m.startsWith(prefix)).sort((a, b) => b.length - a.length);
+}
+
+function run(cmd: string, args: string[]): Promise<void> {
+  return new Promise((resolve, reject) => {
+    execFile(cmd, args, { timeout: 30_000 }, (err, _stdout, stderr) => {
+      if (err) reject(new Error(`${cmd} ${args.join(' ')}: ${String(stderr).trim() || err.message}`));
+      else resolve();
+    });
+  });
+}
+
+/** Decodes the octal escapes of /proc/self/mountinfo paths (`\040` for a space). */
+function unescapeMountPath(s: string): string {
+  return s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
+}
+
+/** The mount point -> fstype table of a mountinfo text; the last mount of a path wins (it is on top). */
+export function parseMountInfo(text: string): Map<string, MountPoint> {
+  const out = new Map<string, MountPoint>();
+  for (const line of text.split('\n')) {
+    const sep = line.indexOf(' - ');
+    if (sep < 0) continue;
+    const fields = line.slice(0, sep).split(' ');
+    const after = line.slice(sep + 3).split(' ');
+    const mountPoint = fields[4];
+    const fstype = after[0];
+    if (mountPoint && fstype) out.set(unescapeMountPath(mountPoint), { fstype });
+  }
+  return out;
+}
+
+export class RealMounter implements Mounter {
+  async mountTmpfs(dir: string, sizeBytes?: number): Promise<void> {
+    const opts = sizeBytes !== undefined && sizeBytes > 0 ? ['-o', `size=${Math.floor(sizeBytes)}`] : [];
+    await run('mount', ['-t', 'tmpfs', ...opts, 'tmpfs', dir]);
+  }
+
+  async unmount(dir: string): Promise<void> {
+    if (!(await this.mountPoint(dir))) return;
+    await run('umount', [dir]);
+  }
+
+  async mountPoint(dir: string): Promise<MountPoint | undefined> {
+    const table = parseMountInfo(await readFile('/proc/self/mountinfo', 'utf8'));
+    return table.get(path.resolve(dir));
+  }
+
+  async mountsUnder(dir: string): Promise<string[]> {
+    return under(parseMountInfo(await readFile('/proc/self/mountinfo', 'utf8')).keys(), dir);
+  }
+}
+
+export class MemoryMounter implements Mounter {
+  readonly mounts = new Map<string, MountPoint & { sizeBytes?: number }>();
+
+  async mountTmpfs(dir: string, sizeBytes?: number): Promise<void> {
+    this.mounts.set(path.resolve(dir), {
+      fstype: 'tmpfs',
+      ...(sizeBytes !== undefined ? { sizeBytes } : {}),
+    });
+  }
+
+  async unmount(dir: string): Promise<void> {
+    this.mounts.delete(path.resolve(dir));
+  }
+
+  async mountPoint(dir: string): Promise<MountPoint | undefined> {
+    const m = this.mounts.get(path.resolve(dir));
+    return m ? { fstype: m.fstype } : undefined;
+  }
+
+  async mountsUnder(dir: string): Promise<string[]> {
+    return under(this.mounts.keys(), dir);
+  }
+}

@@ -1,0 +1,70 @@
+/**
+ * What every volume plugin's SetUp gets and returns (kubelet: volume.Mounter SetUp with its VolumeHost), so the
+ * volume manager can treat emptyDir, hostPath, configMap, secret, downwardAPI, projected and
+ * persistentVolumeClaim alike. All I/O goes through the injected seams: VolumeFS for files, Mounter for tmpfs,
+ * VolumeSources for API objects, the token source for service-account tokens.
+ */
+import type { Pod } from '../../api/core.js';
+import type { ServiceAccountTokenProjection, Volume } from '../../api/volumes.js';
+import type { Clock } from '../../util/clock.js';
+import type { VolumeFS } from '../volume/fs.js';
+import type { MountedVolume } from './makemounts.js';
+import type { Mounter } from './mounter.js';
+import type { VolumeKind } from './plugins.js';
+import type { VolumeSources } from './sources.js';
+
+/**
+ * A service-account token for a projected volume: a TokenRequest bound to the pod (the kubelet's token
+ * manager), or a placeholder on nodes that simulate tokens. Rejects with the API server's message.
+ */
+export type ServiceAccountTokenSource = (
+  pod: Pod,
+  projection: ServiceAccountTokenProjection,
+) => Promise<string>;
+
+export interface PluginLogger {
+  info(msg: string, meta?: Record<string, unknown>): void;
+  warn(msg: string, meta?: Record<string, unknown>): void;
+}
+
+export interface PluginContext {
+  podsDir: string;
+  fs: VolumeFS;
+  mounter: Mounter;
+  clock: Pick<Clock, 'now'>;
+  sources: VolumeSources;
+  tokens: ServiceAccountTokenSource;
+  /** Node allocatable: the default of downward API limits, and the cap of memory-backed emptyDirs. */
+  nodeAllocatable: () => Readonly<Record<string, string | number>>;
+  logger: PluginLogger;
+  /**
+   * Whether tmpfs mounts may be attempted (secret and projected volumes and `medium: Memory` emptyDirs live on
+   * tmpfs, as on a kubelet). When a mount is refused (no CAP_SYS_ADMIN), secret and projected volumes fall
+   * back to a plain directory and say so once in the log; a Memory emptyDir fails instead, since its size
+   * limit cannot be honoured.
+   */
+  tmpfs: { allowed: boolean; refusedLogged: boolean };
+}
+
+export interface SetUpRequest {
+  pod: Pod;
+  volume: Volume;
+  kind: VolumeKind;
+  /** Maximum age of cached API objects the contents are made from (a resync wants fresher copies). */
+  maxAgeMs?: number;
+}
+
+/**
+ * `process`: the kubelet could not even add the volume to its desired state (no plugin, an unbound claim): the
+ * pod waits, and the error is reported at once rather than after the mount timeout.
+ */
+export type SetUpResult =
+  { ok: true; volume: MountedVolume } | { ok: false; message: string; stage: 'mount' | 'process' };
+
+export function mountFailure(message: string): SetUpResult {
+  return { ok: false, message, stage: 'mount' };
+}
+
+export function processFailure(message: string): SetUpResult {
+  return { ok: false, message, stage: 'process' };
+}

@@ -1,0 +1,57 @@
+/**
+ * SetUp and TearDown by plugin: the one place that knows which plugin function serves which volume kind.
+ */
+import type {
+  EmptyDirVolumeSource,
+  HostPathVolumeSource,
+  PersistentVolumeClaimVolumeSource,
+} from '../../api/volumes.js';
+import { setUpDataVolume } from './datavolumes.js';
+import { setUpEmptyDir, tearDownVolumeDir } from './emptydir.js';
+import { setUpHostPath } from './hostpath.js';
+import { PluginDirs, type PluginDir } from './paths.js';
+import type { PluginContext, SetUpRequest, SetUpResult } from './plugin.js';
+import { setUpPersistentVolumeClaim } from './pvc.js';
+
+export function setUpVolume(ctx: PluginContext, req: SetUpRequest): Promise<SetUpResult> {
+  const vol = req.volume;
+  switch (req.kind) {
+    case 'emptyDir':
+      return setUpEmptyDir(ctx, req.pod, vol.name, (vol.emptyDir ?? {}) as EmptyDirVolumeSource);
+    case 'hostPath':
+      return setUpHostPath(ctx, vol.hostPath as HostPathVolumeSource);
+    case 'persistentVolumeClaim':
+      return setUpPersistentVolumeClaim(
+        ctx,
+        req.pod,
+        vol.name,
+        vol.persistentVolumeClaim as PersistentVolumeClaimVolumeSource,
+      );
+    case 'configMap':
+    case 'secret':
+    case 'downwardAPI':
+    case 'projected':
+      return setUpDataVolume(ctx, req);
+  }
+}
+
+/** The plugin directories under `<pod>/volumes/` whose volumes the operator created and tears down. */
+export function datavolumePlugins(): PluginDir[] {
+  return [
+    PluginDirs.emptyDir,
+    PluginDirs.configMap,
+    PluginDirs.secret,
+    PluginDirs.downwardAPI,
+    PluginDirs.projected,
+  ];
+}
+
+/** Unmounts and removes one volume directory (hostPath and PV-backed volumes have none: the data is the node's). */
+export function tearDownVolume(
+  ctx: PluginContext,
+  uid: string,
+  plugin: PluginDir,
+  name: string,
+): Promise<void> {
+  return tearDownVolumeDir(ctx, uid, plugin, name);
+}

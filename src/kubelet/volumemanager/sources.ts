@@ -1,0 +1,88 @@
+/**
+ * The API objects volumes are made from: ConfigMaps and Secrets (the kubelet's configmap and secret managers),
+ * and the claims and PersistentVolumes of persistentVolumeClaim volumes. Read by GET and cached for a short TTL,
+ * shared by every pod of the node (see util/objectcache.ts for why not a watch). The operator's ServiceAccount
+ * needs `get` on configmaps, secrets, persistentvolumeclaims and persistentvolumes, nothing more.
+ */
+import type { KubeClient } from '../../kube/client.js';
+import type { PersistentVolume, PersistentVolumeClaim } from '../../api/volumes.js';
+import type { Clock } from '../../util/clock.js';
+import { isNotFound } from '../../util/errors.js';
+import { ObjectCache, type ObjectGetter } from '../util/objectcache.js';
+
+/** A ConfigMap's contents as the API returns them (`binaryData` values in base64). */
+export interface ConfigMapObject {
+  data?: Record<string, string>;
+  binaryData?: Record<string, string>;
+}
+
+/** A Secret's contents as the API returns them (values in base64). */
+export interface SecretObject {
+  data?: Record<string, string>;
+}
+
+export interface VolumeSources {
+  /** `maxAgeMs`: how stale a cached copy may be (a resync asks for fresher copies than a first mount). */
+  getConfigMap(namespace: string, name: string, maxAgeMs?: number): Promise<ConfigMapObject | undefined>;
+  getSecret(namespace: string, name: string, maxAgeMs?: number): Promise<SecretObject | undefined>;
+  getPersistentVolumeClaim(namespace: string, name: string): Promise<PersistentVolumeClaim | undefined>;
+  getPersistentVolume(name: string): Promise<PersistentVolume | undefined>;
+}
+
+/** How long a fetched ConfigMap or Secret is served to a pod resync without asking again. */
+export const DefaultObjectTTLMs = 15_000;
+
+const enc = encodeURIComponent;
+
+function restGetter<T>(
+  client: Pick<KubeClient, 'request'>,
+  pathOf: (ns: string, name: string) => string,
+): ObjectGetter<T> {
+  return {
+    async get(namespace, name) {
+      try {
+        return await client.request<T>({ method: 'GET', path: pathOf(namespace, name) });
+      } catch (err) {
+        if (isNotFound(err)) return undefined;
+        throw err;
+      }
+    },
+  };
+}
+
+/** VolumeSources over GETs through the operator's rate-limited client, each object cached for `ttlMs`. */
+export function restVolumeSources(
+  client: Pick<KubeClient, 'request'>,
+  clock: Pick<Clock, 'now'>,
+  ttlMs = DefaultObjectTTLMs,
+): VolumeSources & { prune(): void } {
+  const configMaps = new ObjectCache<ConfigMapObject>(
+    restGetter(client, (ns, n) => `/api/v1/namespaces/${enc(ns)}/configmaps/${enc(n)}`),
+    clock,
+    ttlMs,
+  );
+  const secrets = new ObjectCache<SecretObject>(
+    restGetter(client, (ns, n) => `/api/v1/namespaces/${enc(ns)}/secrets/${enc(n)}`),
+    clock,
+    ttlMs,
+  );
+  const claims = new ObjectCache<PersistentVolumeClaim>(
+    restGetter(client, (ns, n) => `/api/v1/namespaces/${enc(ns)}/persistentvolumeclaims/${enc(n)}`),
+    clock,
+    ttlMs,
+  );
+  const volumes = new ObjectCache<PersistentVolume>(
+    restGetter(client, (_ns, n) => `/api/v1/persistentvolumes/${enc(n)}`),
+    clock,
+    ttlMs,
+  );
+  return {
+    getConfigMap: (ns, name, maxAgeMs) => configMaps.get(ns, name, maxAgeMs),
+    getSecret: (ns, name, maxAgeMs) => secrets.get(ns, name, maxAgeMs),
+    getPersistentVolumeClaim: (ns, name) => claims.get(ns, name),
+    getPersistentVolume: (name) => volumes.get('', name),
+    prune: () => {
+      for (const c of [configMaps, secrets, claims, volumes]) c.prune();
+    },
+  };
+}

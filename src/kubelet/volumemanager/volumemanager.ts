@@ -1,0 +1,225 @@
+/**
+ * The volume manager of one node (kubelet: pkg/kubelet/volumemanager, its desired/actual state and reconciler
+ * folded into one synchronous step that the pod worker runs before it touches the runtime, as SyncPod's
+ * WaitForAttachAndMount does):
+ *
+ * - `mountPod(pod)` sets up every volume that some container of the pod mounts (volumes no container uses are
+ *   ignored, as the kubelet's populator ignores them). A volume that fails records the kubelet's Warning
+ *   `FailedMount` event, `MountVolume.SetUp failed for volume "<name>" : <why>`, and the pod waits; the pod
+ *   worker retries with its back-off. A volume the kubelet could not even process (no plugin, an unbound claim)
+ *   ends the wait at once with `Unable to attach or mount volumes: unmounted volumes=[...], unattached
+ *   volumes=[], failed to process volumes=[...]: <why>`; a pod still waiting after the kubelet's 2 min 3 s
+ *   gets the same event with `context deadline exceeded`, and the clock starts again.
+ * - Volumes whose contents follow their sources (configMap, secret, downwardAPI, projected) are set up again at
+ *   every sync; a failure then keeps the last good contents and only records the event.
+ * - `unmountPod(uid)` tears down a terminated pod's volumes (emptyDir contents removed, tmpfs unmounted), keeping
+ *   the pod directory (termination messages, hosts file) until the pod is gone; `cleanupOrphanedPodDirs` removes
+ *   the directories of pods that are neither known nor running, after unmounting whatever is still mounted there.
+ *
+ * Restart safety: nothing is trusted from memory. A restarted operator calls `mountPod` again: emptyDirs with
+ * their `ready` marker are kept as they are, tmpfs mounts are found in the mount table, and the atomic writer
+ * rewrites nothing that is unchanged, so a running pod neither loses nor sees a remount of its volumes.
+ *
+ * All I/O is through the PluginContext seams (VolumeFS, Mounter, VolumeSources, token source).
+ */
+import type { Pod } from '../../api/core.js';
+import type { Volume } from '../../api/volumes.js';
+import { errorMessage } from '../../util/errors.js';
+import type { EventRecorderFunc } from '../kuberuntime/context.js';
+import { datavolumePlugins, setUpVolume, tearDownVolume } from './setup.js';
+import type { MountedVolume } from './makemounts.js';
+import { podDir } from './paths.js';
+import type { PluginContext } from './plugin.js';
+import { findPlugin, requiresRemount, type VolumeKind } from './plugins.js';
+
+/** kubelet podAttachAndMountTimeout. */
+export const PodAttachAndMountTimeoutMs = 2 * 60_000 + 3_000;
+
+export type MountPodResult =
+  | { ok: true; volumes: ReadonlyMap<string, MountedVolume> }
+  /** `report`: the syncer records `Unable to attach or mount volumes: <message>` (the kubelet's FailedMount). */
+  | { ok: false; message: string; report: boolean };
+
+interface PodVolumesState {
+  mounted: Map<string, MountedVolume & { kind: VolumeKind }>;
+  /** When the pod started waiting for a volume (cleared once all are mounted). */
+  waitingSince?: number;
+}
+
+export interface VolumeManagerDeps extends PluginContext {
+  record: EventRecorderFunc;
+}
+
+/** The names of the volumes some container of the pod mounts (kubelet GetPodVolumeNames). */
+export function podVolumeNames(pod: Pod): Set<string> {
+  const names = new Set<string>();
+  for (const c of [
+    ...(pod.spec.initContainers ?? []),
+    ...pod.spec.containers,
+    ...(pod.spec.ephemeralContainers ?? []),
+  ]) {
+    for (const m of c.volumeMounts ?? []) names.add(m.name);
+  }
+  return names;
+}
+
+/** Go's %v of a []string: `[a b]`. */
+function goList(names: readonly string[]): string {
+  return `[${names.join(' ')}]`;
+}
+
+export class VolumeManager {
+  private readonly pods = new Map<string, PodVolumesState>();
+
+  constructor(private readonly d: VolumeManagerDeps) {}
+
+  get podsDir(): string {
+    return this.d.podsDir;
+  }
+
+  /** The pod's mounted volumes by name, as the last mountPod left them. */
+  mountedVolumes(uid: string): ReadonlyMap<string, MountedVolume> | undefined {
+    return this.pods.get(uid)?.mounted;
+  }
+
+  /** kubelet makePodDataDirs + WaitForAttachAndMount, once (see the module comment). */
+  async mountPod(pod: Pod): Promise<MountPodResult> {
+    const uid = pod.metadata.uid ?? '';
+    let state = this.pods.get(uid);
+    if (!state) {
+      state = { mounted: new Map() };
+      this.pods.set(uid, state);
+    }
+    await this.d.fs.mkdir(podDir(this.d.podsDir, uid), 0o750);
+
+    const used = podVolumeNames(pod);
+    const volumes = (pod.spec.volumes ?? []).filter((v) => used.has(v.name));
+    const unmounted: string[] = [];
+    const notProcessed: string[] = [];
+    const processErrors: string[] = [];
+    await Promise.all(
+      volumes.map(async (vol) => {
+        const outcome = await this.mountVolume(pod, vol, state);
+        if (outcome === 'mounted') return;
+        unmounted.push(vol.name);
+        if (outcome.stage === 'process') {
+          notProcessed.push(vol.name);
+          processErrors.push(outcome.message);
+        }
+      }),
+    );
+    // A mount of a volume the spec does not declare (API validation forbids it) can never be satisfied.
+    for (const name of used) if (!volumes.some((v) => v.name === name)) unmounted.push(name);
+
+    if (unmounted.length === 0) {
+      delete state.waitingSince;
+      return { ok: true, volumes: state.mounted };
+    }
+    unmounted.sort();
+    notProcessed.sort();
+    const lists = `unmounted volumes=${goList(unmounted)}, unattached volumes=[], failed to process volumes=${goList(notProcessed)}`;
+    if (processErrors.length > 0) {
+      return { ok: false, report: true, message: `${lists}: ${processErrors.sort().join('; ')}` };
+    }
+    const now = this.d.clock.now();
+    state.waitingSince ??= now;
+    if (now - state.waitingSince >= PodAttachAndMountTimeoutMs) {
+      state.waitingSince = now;
+      return { ok: false, report: true, message: `${lists}: context deadline exceeded` };
+    }
+    return { ok: false, report: false, message: lists };
+  }
+
+  private async mountVolume(
+    pod: Pod,
+    vol: Volume,
+    state: PodVolumesState,
+  ): Promise<'mounted' | { stage: 'mount' | 'process'; message: string }> {
+    const match = findPlugin(vol);
+    if (!match.ok) return { stage: 'process', message: match.message };
+    const previous = state.mounted.get(vol.name);
+    if (previous && previous.kind === match.kind && !requiresRemount(match.kind)) return 'mounted';
+    let result;
+    try {
+      result = await setUpVolume(this.d, { pod, volume: vol, kind: match.kind });
+    } catch (err) {
+      result = { ok: false as const, stage: 'mount' as const, message: errorMessage(err) };
+    }
+    if (result.ok) {
+      state.mounted.set(vol.name, { ...result.volume, kind: match.kind });
+      return 'mounted';
+    }
+    if (result.stage === 'mount') {
+      this.recordFailedMount(
+        pod,
+        `MountVolume.SetUp failed for volume ${JSON.stringify(vol.name)} : ${result.message}`,
+      );
+    }
+    // A remount that fails keeps the volume (and the pod) as it was.
+    if (previous) return 'mounted';
+    return { stage: result.stage, message: result.message };
+  }
+
+  private recordFailedMount(pod: Pod, message: string): void {
+    try {
+      this.d.record(pod, 'Warning', 'FailedMount', message);
+    } catch (err) {
+      this.d.logger.warn('event recorder failed', { reason: 'FailedMount', err: errorMessage(err) });
+    }
+  }
+
+  /**
+   * Tears down every volume of a terminated pod (kubelet: the reconciler's unmounts once the pod may no longer
+   * run, then WaitForUnmount). Volumes are found on disk, so a pod mounted by an earlier process is torn down
+   * too. Idempotent.
+   */
+  async unmountPod(uid: string): Promise<void> {
+    this.pods.delete(uid);
+    for (const plugin of datavolumePlugins()) {
+      let names: string[] = [];
+      try {
+        names = await this.d.fs.readdir(`${podDir(this.d.podsDir, uid)}/volumes/${plugin}`);
+      } catch {
+        continue; // no volumes of this plugin
+      }
+      for (const name of names) await tearDownVolume(this.d, uid, plugin, name);
+    }
+  }
+
+  /**
+   * Removes the directories of pods for which `keep(uid)` is false (kubelet cleanupOrphanedPodDirs): their
+   * volumes are torn down first, every mount under them unmounted. Returns the UIDs removed. A directory that
+   * cannot be removed is logged and retried at the next housekeeping.
+   */
+  async cleanupOrphanedPodDirs(keep: (uid: string) => boolean): Promise<string[]> {
+    let entries: string[];
+    try {
+      entries = await this.d.fs.readdir(this.d.podsDir);
+    } catch {
+      return [];
+    }
+    const removed: string[] = [];
+    for (const uid of entries) {
+      if (keep(uid)) continue;
+      const dir = podDir(this.d.podsDir, uid);
+      try {
+        await this.unmountPod(uid);
+        for (const m of await this.d.mounter.mountsUnder(dir)) await this.d.mounter.unmount(m);
+        await this.d.fs.rm(dir);
+        removed.push(uid);
+      } catch (err) {
+        this.d.logger.warn('could not remove orphaned pod directory', {
+          podUID: uid,
+          dir,
+          err: errorMessage(err),
+        });
+      }
+    }
+    return removed;
+  }
+
+  /** Forgets in-memory state of pods no longer known (their directories are cleaned up separately). */
+  retain(uids: ReadonlySet<string>): void {
+    for (const uid of [...this.pods.keys()]) if (!uids.has(uid)) this.pods.delete(uid);
+  }
+}

@@ -1,0 +1,52 @@
+import { expect } from 'chai';
+import type { Pod } from '../../../src/api/core.js';
+import {
+  convertResourceToString,
+  findContainerInPod,
+  parseContainerResourceName,
+} from '../../../src/kubelet/resourcefieldref.js';
+
+describe('resourceFieldRef helpers (pkg/api/v1/resource)', () => {
+  it('parses the resources the downward API may name', () => {
+    expect(parseContainerResourceName('limits.cpu')).to.deep.equal({ kind: 'limits', name: 'cpu' });
+    expect(parseContainerResourceName('requests.ephemeral-storage')).to.deep.equal({
+      kind: 'requests',
+      name: 'ephemeral-storage',
+    });
+    expect(parseContainerResourceName('limits.hugepages-2Mi')).to.deep.equal({
+      kind: 'limits',
+      name: 'hugepages-2Mi',
+    });
+    for (const bad of ['limits.gpu', 'capacity.cpu', 'cpu', 'limitscpu', 'limits.cpu.x', 'limits.']) {
+      expect(parseContainerResourceName(bad), bad).to.equal(undefined);
+    }
+  });
+
+  it('finds regular containers before init containers of the same name', () => {
+    const pod: Pod = {
+      metadata: {},
+      spec: {
+        containers: [{ name: 'x', image: 'main' }],
+        initContainers: [{ name: 'x', image: 'init' }, { name: 'i' }],
+      },
+    };
+    expect(findContainerInPod(pod, 'x')?.image).to.equal('main');
+    expect(findContainerInPod(pod, 'i')?.name).to.equal('i');
+    expect(findContainerInPod(pod, 'nope')).to.equal(undefined);
+  });
+
+  it('divides rounding up, cpu in thousandths and the rest in units', () => {
+    const cases: [string, string | number | undefined, string | number, string][] = [
+      ['cpu', '1500m', '1', '2'],
+      ['cpu', '1500m', '1m', '1500'],
+      ['cpu', '0.1', '1m', '100'],
+      ['memory', '64Mi', '1Mi', '64'],
+      ['memory', '1Gi', '1G', '2'],
+      ['memory', undefined, '1', '0'],
+      ['memory', '1Ki', 0, '0'],
+      ['ephemeral-storage', 1000, '1k', '1'],
+    ];
+    for (const [name, q, d, want] of cases)
+      expect(convertResourceToString(name, q, d), `${name} ${q}/${d}`).to.equal(want);
+  });
+});

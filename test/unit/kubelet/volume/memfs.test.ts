@@ -1,0 +1,86 @@
+import { expect } from 'chai';
+import { fsErrorCode } from '../../../../src/kubelet/volume/fs.js';
+import { MemoryVolumeFS } from '../../../../src/kubelet/volume/memfs.js';
+
+async function code(p: Promise<unknown>): Promise<string | undefined> {
+  try {
+    await p;
+  } catch (err) {
+    return fsErrorCode(err);
+  }
+  return expect.fail('expected a rejection');
+}
+
+describe('MemoryVolumeFS', () => {
+  it('serves the atomic writer layout to synchronous readers (what the simulated runtime cats)', async () => {
+    const fs = new MemoryVolumeFS();
+    const vol = '/var/lib/kubelet/pods/u/volumes/kubernetes.io~configmap/cfg';
+    await fs.mkdir(`${vol}/..2026_03_04_05_06_07.000000001/conf`);
+    await fs.writeFile(`${vol}/..2026_03_04_05_06_07.000000001/conf/app.yaml`, Buffer.from('a: 1\n'));
+    await fs.symlink('..2026_03_04_05_06_07.000000001', `${vol}/..data`);
+    await fs.symlink('..data/conf', `${vol}/conf`);
+    expect(fs.readFileSync(`${vol}/conf/app.yaml`)?.toString()).to.equal('a: 1\n');
+    expect(fs.listSync(`${vol}/conf`)).to.deep.equal(['app.yaml']);
+    expect(fs.listSync(vol)).to.deep.equal(['..2026_03_04_05_06_07.000000001', '..data', 'conf']);
+    expect(fs.existsSync(`${vol}/conf/app.yaml`)).to.equal(true);
+    expect(fs.existsSync(`${vol}/conf/missing`)).to.equal(false);
+    expect(fs.readFileSync(`${vol}/conf`), 'a directory is not a file').to.equal(undefined);
+    expect(fs.readFileSync('/nowhere/at/all')).to.equal(undefined);
+    expect(fs.listSync(`${vol}/conf/app.yaml`)).to.equal(undefined);
+  });
+
+  it('hands out copies: mutating a written or read buffer does not change the file', async () => {
+    const fs = new MemoryVolumeFS();
+    const data = Buffer.from('abc');
+    await fs.writeFile('/f', data);
+    data[0] = 0x78;
+    const read = await fs.readFile('/f');
+    read[1] = 0x78;
+    expect(fs.readFileSync('/f')?.toString()).to.equal('abc');
+  });
+
+  it('stops a symlink loop with ELOOP and treats a dangling link as missing', async () => {
+    const fs = new MemoryVolumeFS();
+    await fs.symlink('b', '/a');
+    await fs.symlink('a', '/b');
+    expect(await code(fs.readFile('/a'))).to.equal('ELOOP');
+    expect(fs.existsSync('/a')).to.equal(false);
+    expect(fs.statSync('/a', false)?.kind).to.equal('symlink');
+    await fs.symlink('/missing/target', '/c');
+    expect(await fs.stat('/c')).to.equal(undefined);
+    expect(await code(fs.realpath('/c'))).to.equal('ENOENT');
+  });
+
+  it('refuses relative paths, renaming a directory into itself and removing the root', async () => {
+    const fs = new MemoryVolumeFS();
+    expect(await code(fs.mkdir('relative/dir'))).to.equal('EINVAL');
+    await fs.mkdir('/d/e');
+    expect(await code(fs.rename('/d', '/d/e/f'))).to.equal('EINVAL');
+    expect(await code(fs.rm('/'))).to.equal('EBUSY');
+    await fs.rename('/d/e', '/e');
+    expect(fs.listSync('/')).to.deep.equal(['d', 'e']);
+  });
+
+  it('applies its umask and owner to created entries; chmod on a link changes the target', async () => {
+    const fs = new MemoryVolumeFS({ umask: 0o077, uid: 1000, gid: 2000 });
+    await fs.mkdir('/d');
+    await fs.writeFile('/d/f', Buffer.from(''), 0o666);
+    await fs.symlink('f', '/d/l');
+    expect(await fs.lstat('/d')).to.include({ mode: 0o700, uid: 1000, gid: 2000 });
+    expect(await fs.lstat('/d/f')).to.include({ mode: 0o600 });
+    expect(await fs.lstat('/d/l')).to.include({ mode: 0o777 });
+    await fs.chmod('/d/l', 0o640);
+    expect(await fs.lstat('/d/f')).to.include({ mode: 0o640 });
+    expect(await fs.lstat('/d/l')).to.include({ mode: 0o777 });
+  });
+
+  it('resolves ".." through a link physically in the path given to it', async () => {
+    const fs = new MemoryVolumeFS();
+    await fs.mkdir('/x/y/z');
+    await fs.writeFile('/x/y/file', Buffer.from('physical'));
+    await fs.writeFile('/file', Buffer.from('lexical'));
+    await fs.symlink('/x/y/z', '/link');
+    expect(fs.readFileSync('/link/../file')?.toString()).to.equal('physical');
+    expect(await fs.realpath('/link/..')).to.equal('/x/y');
+  });
+});

@@ -1,0 +1,113 @@
+import { expect } from 'chai';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { parse } from 'yaml';
+import { REPO_ROOT } from '../../support/controlplane.js';
+import {
+  areaOf,
+  classify,
+  exactRegex,
+  exclusionsFor,
+  focused,
+  listed,
+  nodeConformance,
+  summaryLine,
+  validateExclusions,
+  type GinkgoSpecReport,
+} from '../../upstream/selection.js';
+
+/**
+ * The most entries test/upstream/excluded.yaml may hold. The list may only shrink: lower this number when an
+ * exclusion goes; raising it needs a reason in the commit that does it.
+ */
+const MAX_EXCLUSIONS = 1;
+
+const spec = (
+  texts: string[],
+  leaf: string,
+  labels: string[],
+  state: string,
+  msg = '',
+): GinkgoSpecReport => ({
+  ContainerHierarchyTexts: texts,
+  ContainerHierarchyLabels: [labels],
+  LeafNodeType: 'It',
+  LeafNodeText: leaf,
+  LeafNodeLabels: [],
+  State: state,
+  RunTime: 2e9,
+  Failure: msg ? { Message: msg } : null,
+});
+
+describe('upstream e2e selection', () => {
+  it('keeps the exclusion list valid, with a reason per spec, and no longer than it was', () => {
+    const raw = parse(readFileSync(path.join(REPO_ROOT, 'test/upstream/excluded.yaml'), 'utf8')) as unknown;
+    const list = validateExclusions(raw ?? []);
+    expect(list.length).to.be.at.most(MAX_EXCLUSIONS);
+    for (const e of list) expect(e.spec).to.match(/^\[sig-(node|storage|network)\] /);
+  });
+
+  it('refuses exclusions without a reason, with bad runtimes, or listed twice', () => {
+    expect(() => validateExclusions([{ spec: '[sig-node] x' }])).to.throw(/reason/);
+    expect(() =>
+      validateExclusions([{ spec: '[sig-node] x', reason: 'a good reason', runtimes: ['vm'] }]),
+    ).to.throw(/runtimes/);
+    const twice = { spec: '[sig-node] x', reason: 'a good reason' };
+    expect(() => validateExclusions([twice, twice])).to.throw(/twice/);
+    expect(exclusionsFor(validateExclusions([{ ...twice, runtimes: ['sim'] }]), 'cri')).to.deep.equal([]);
+  });
+
+  it('escapes a spec text into a regex that matches exactly it', () => {
+    const text = '[sig-node] Pods should (really) work? [NodeConformance]';
+    const re = new RegExp(exactRegex(text));
+    expect(re.test(text)).to.equal(true);
+    expect(re.test(`${text} more`)).to.equal(false);
+  });
+
+  it('selects NodeConformance specs of the kubelet areas without the slow and gated ones', () => {
+    const s = nodeConformance();
+    expect(
+      s.selects({ text: '[sig-node] Pods should run [NodeConformance]', labels: ['NodeConformance'] }),
+    ).to.equal(true);
+    expect(
+      s.selects({ text: '[sig-node] Pods run [Slow] [NodeConformance]', labels: ['NodeConformance'] }),
+    ).to.equal(false);
+    expect(s.selects({ text: '[sig-apps] Deployments run', labels: ['NodeConformance'] })).to.equal(false);
+    expect(s.selects({ text: '[sig-node] Pods run', labels: [] })).to.equal(false);
+    expect(focused('Pods').selects({ text: '[sig-node] Pods run', labels: [] })).to.equal(true);
+    expect(listed('quick', ['[sig-node] a']).selects({ text: '[sig-node] a', labels: [] })).to.equal(true);
+  });
+
+  it('classifies a report: passed, failed with the first line, skipped at run time, excluded, not selected', () => {
+    const reports = [
+      spec(['[sig-node] Pods', 'when x'], 'passes', ['NodeConformance'], 'passed'),
+      spec(['[sig-node] Pods'], 'fails', ['NodeConformance'], 'failed', '\nexpected 1\nto equal 2'),
+      spec(
+        ['[sig-node] Pods'],
+        'skips',
+        ['NodeConformance'],
+        'skipped',
+        'Only supported for providers [gce]',
+      ),
+      spec(['[sig-node] Pods'], 'excluded', ['NodeConformance'], 'skipped'),
+      spec(['[sig-apps] Jobs'], 'other area', ['NodeConformance'], 'skipped'),
+      { LeafNodeType: 'SynchronizedBeforeSuite', State: 'failed', Failure: { Message: 'nodes not ready' } },
+    ];
+    const results = classify(reports, nodeConformance(), [
+      { spec: '[sig-node] Pods excluded', reason: 'no such kubelet feature here' },
+    ]);
+    expect(results.map((r) => [r.text, r.outcome, r.detail])).to.deep.equal([
+      ['[sig-node] Pods when x passes', 'passed', ''],
+      ['[sig-node] Pods fails', 'failed', 'failed: expected 1'],
+      ['[sig-node] Pods skips', 'skipped', 'Only supported for providers [gce]'],
+      ['[sig-node] Pods excluded', 'excluded', 'no such kubelet feature here'],
+      ['[SynchronizedBeforeSuite]', 'failed', 'nodes not ready'],
+    ]);
+    expect(results[0]!.area).to.equal('[sig-node] Pods');
+    expect(summaryLine(results)).to.equal('1 passed, 2 failed, 2 skipped');
+  });
+
+  it('names the area by its first container text without tags', () => {
+    expect(areaOf('[sig-storage] Projected secret [Feature:X]')).to.equal('[sig-storage] Projected secret');
+  });
+});
