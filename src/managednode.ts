@@ -55,6 +55,8 @@ export interface ManagedNodeDeps {
   /** The host's resolv.conf and hosts file for cri nodes (defaults /etc/resolv.conf, /etc/hosts). */
   resolvConf?: string;
   hostsFile?: string;
+  /** The token manager's clock (default `clock`): tests run it faster to see token refreshes. */
+  tokenClock?: Clock;
 }
 
 const DEFAULT_STATE_DIR = '/var/lib/kubelet-operator';
@@ -135,6 +137,7 @@ export class KubeletManagedNode implements ManagedNode {
         ...(services ? { services } : {}),
         ...(deps.resolvConf ? { resolvConf: deps.resolvConf } : {}),
         ...(deps.hostsFile ? { hostsFile: deps.hostsFile } : {}),
+        ...(deps.tokenClock ? { tokenClock: deps.tokenClock } : {}),
       },
       (type, reason, message) => this.recorder.event(nodeRef(nodeName), type, reason, message),
     );

@@ -13,6 +13,7 @@ import { eventually } from '../support/eventually.js';
 import { criScenarios } from './cri-scenarios.js';
 import { jobScenarios } from './job-scenarios.js';
 import { nodeFailureScenario } from './node-failure.js';
+import { tokenScenario } from './token-scenarios.js';
 import {
   expectKubeletEvent,
   expectPodConditions,
@@ -366,5 +367,6 @@ describe('cluster: kubelet-operator as the only node agent (scheduler + controll
 
   jobScenarios(() => env);
   nodeFailureScenario(() => env);
+  tokenScenario(() => env);
   criScenarios(() => env);
 });

@@ -40,7 +40,9 @@ import {
 } from '../../scripts/lib/cluster.js';
 import { startContainerd, type TestContainerd } from '../support/containerd.js';
 import { createPodNetwork } from '../support/podnetwork.js';
+import { ScaledClock } from '../support/scaledclock.js';
 import { removeStateDir } from '../support/statedir.js';
+import { startTcpProxy } from '../support/tcpproxy.js';
 import { kubectl, startControlPlane, type ControlPlane } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
 
@@ -69,6 +71,8 @@ export interface List<T> {
 
 export interface ClusterEnv {
   cp: ControlPlane;
+  /** The API server as pods on the cri nodes reach it: https://<bridge address>:<port> (a forwarder). */
+  apiserverForPods: string;
   client: KubeClient;
   containerd: TestContainerd;
   /** A CRI client of the test's own, to look into containerd (never to act on pods). */
@@ -131,6 +135,9 @@ export async function startClusterEnv(): Promise<ClusterEnv> {
   const client = await KubeClient.fromKubeConfig(cp.adminKubeConfig(), { qps: 200, burst: 400 });
   const clock = new RealClock();
   const registry = new NodeApiRegistry();
+  // Tokens age 20 times faster for the token manager: a 10-minute token (the API server's shortest) is
+  // refreshed after 24 s instead of 8 minutes, so the token scenario sees a rotation.
+  const tokenClock = new ScaledClock(20);
   const startServing = (servedBy: string): Promise<Operator> =>
     startOperator({
       client,
@@ -140,7 +147,10 @@ export async function startClusterEnv(): Promise<ClusterEnv> {
       statusPeriodMs: 2000,
       nodeApi: registry,
       stateDir,
+      tokenClock,
     });
+  const apiPort = Number(new URL(cp.server).port);
+  const proxy = await startTcpProxy(network.gateway, { host: '127.0.0.1', port: apiPort });
   const operators: Operator[] = [];
   const approving = new AbortController();
   let nodeApi: Awaited<ReturnType<typeof serveNodeApi>> | undefined;
@@ -149,6 +159,7 @@ export async function startClusterEnv(): Promise<ClusterEnv> {
     await Promise.allSettled(operators.map((o) => o.stop()));
     await nodeApi?.close().catch(() => undefined);
     await cri.close().catch(() => undefined);
+    await proxy.close().catch(() => undefined);
     client.close();
     await Promise.allSettled([cp.stop(), containerd.stop()]);
     await network.stop().catch(() => undefined);
@@ -192,6 +203,7 @@ export async function startClusterEnv(): Promise<ClusterEnv> {
   let stopped: Promise<void> | undefined;
   const env: ClusterEnv = {
     cp,
+    apiserverForPods: `https://${network.gateway}:${proxy.port}`,
     client,
     containerd,
     cri,

@@ -103,7 +103,7 @@ export class BehaviourResolver {
             ...(imageLayer.entrypoint ?? []),
             ...(config.args && config.args.length > 0 ? config.args : (imageLayer.cmd ?? [])),
           ];
-    const env = argv.some((a) => a.includes('$'))
+    const env = argv.some((a) => a.includes('$') || /\b(env|printenv)\b/.test(a))
       ? Object.fromEntries((config.envs ?? []).map((e) => [e.key, e.value]))
       : {};
     // A command that prints files or the hostname depends on more than its words: never cached.

@@ -157,6 +157,9 @@ class Interpreter {
         return void (this.status = 1);
       case 'echo':
         return this.echo(rest, stream);
+      case 'env':
+      case 'printenv':
+        return this.printEnv(name, rest, stream);
       case 'printf':
         return this.printf(rest, stream);
       case 'exit':
@@ -190,6 +193,36 @@ class Interpreter {
         if (QUICK.has(name)) return void (this.status = 0);
         if (this.mode === 'exec') return void (this.status = 0);
         return this.forever('foreground');
+    }
+  }
+
+  /**
+   * `env` / `printenv` without arguments: the process environment (the image's PATH and HOME, the sandbox's
+   * HOSTNAME, then the container's variables); `printenv NAME...` the values. `env CMD` is not simulated.
+   */
+  private printEnv(name: string, args: readonly string[], stream: Stream | null): void {
+    this.status = 0;
+    const vars: Record<string, string> = {
+      PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+      ...(this.files.hostname ? { HOSTNAME: this.files.hostname } : {}),
+      HOME: '/root',
+      ...this.env,
+    };
+    if (args.length === 0) {
+      if (stream)
+        this.write(
+          stream,
+          Object.entries(vars)
+            .map(([k, v]) => `${k}=${v}\n`)
+            .join(''),
+        );
+      return;
+    }
+    if (name === 'env') return; // env with a command or options: runs it, which the simulation does not
+    for (const a of args) {
+      const v = vars[a];
+      if (v === undefined) this.status = 1;
+      else if (stream) this.write(stream, `${v}\n`);
     }
   }
 

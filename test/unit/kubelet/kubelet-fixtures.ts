@@ -3,7 +3,7 @@
 import type { Pod } from '../../../src/api/core.js';
 import type { RequestOptions } from '../../../src/kube/client.js';
 import type { KubeletDeps } from '../../../src/kubelet/kubelet.js';
-import { Kubelet } from '../../../src/kubelet/kubelet.js';
+import type { Kubelet } from '../../../src/kubelet/kubelet.js';
 import { SimRuntime } from '../../../src/runtime/sim/index.js';
 import type { ContainerConfig, PodSandboxConfig } from '../../../src/runtime/types.js';
 import { FakeClock } from '../../../src/util/clock.js';

@@ -2,6 +2,8 @@
 // constructor's checks, adoption after a restart (nothing recreated), orphan cleanup, PLEG health, and a
 // stop that leaves the runtime alone.
 import { expect } from 'chai';
+import type { Pod } from '../../../src/api/core.js';
+import { asPodUID } from '../../../src/kubelet/container/types.js';
 import { Kubelet, meaningfulChange } from '../../../src/kubelet/kubelet.js';
 import type { KubeletDeps } from '../../../src/kubelet/kubelet.js';
 import { KindError } from '../../../src/util/errors.js';
@@ -154,5 +156,127 @@ describe('Kubelet', () => {
       err = e;
     }
     expect((err as KindError).kind).to.equal('Unavailable');
+  });
+
+  it('follows readiness gates others set: a status-only update whose gate disagrees with Ready is synced', async () => {
+    const { clock, api, deps } = setup();
+    const gate = 'k8s.io/test-condition1';
+    api.pods.set('p-g', mkPod('g', { readinessGates: [{ conditionType: gate }] }));
+    const k = new Kubelet(deps());
+    await start(k, clock);
+    await advance(clock, 3_000);
+    const ready = () =>
+      k.statusManager.getPodStatus(asPodUID('g'))?.conditions?.find((c) => c.type === 'Ready');
+    expect(ready()).to.include({ status: 'False', reason: 'ReadinessGatesNotReady' });
+
+    // `kubectl patch --subresource=status` sets the gate: the informer delivers a status-only update.
+    const old = api.pods.get('p-g')!;
+    const status = k.statusManager.getPodStatus(asPodUID('g'))!;
+    const patched: Pod = {
+      ...old,
+      metadata: { ...old.metadata, resourceVersion: '3' },
+      status: { ...status, conditions: [...(status.conditions ?? []), { type: gate, status: 'True' }] },
+    };
+    api.pods.set('p-g', patched);
+    k.handlePodUpdate(patched, old);
+    // Well before any resync: the update itself is acted on.
+    await advance(clock, 500);
+    expect(ready()).to.include({ status: 'True' });
+    await k.stop(0);
+  });
+
+  it('kills a pod at its active deadline: Failed with DeadlineExceeded, a Normal event, containers stopped', async () => {
+    const { clock, runtime, api, deps, eventMessages } = setup();
+    api.pods.set('p-d', mkPod('d', { activeDeadlineSeconds: 5 }));
+    const k = new Kubelet(deps());
+    await start(k, clock);
+    const startedAt = clock.now();
+    await advance(clock, 4_000);
+    expect(k.statusManager.getPodPhase(asPodUID('d'))).to.equal('Running');
+    // The deadline is 5 s after the start time (whole seconds); allow the 1 s of the kubelet's sync loop.
+    await advance(clock, 2_500);
+    expect(clock.now() - startedAt).to.be.below(7_000);
+    expect(k.statusManager.getPodStatus(asPodUID('d'))).to.include({
+      phase: 'Failed',
+      reason: 'DeadlineExceeded',
+      message: 'Pod was active on the node longer than the specified deadline',
+    });
+    expect(eventMessages).to.include(
+      'Normal DeadlineExceeded: Pod was active on the node longer than the specified deadline',
+    );
+    expect((await runtime.listContainers()).map((c) => c.state)).to.deep.equal(['exited']);
+    expect(k.podWorkers.state('d')).to.equal('terminated');
+    await k.stop(0);
+  });
+
+  it('rejects a pod with a sysctl the node does not allow, and admits it once the settings allow it', async () => {
+    const sysctlPod = (uid: string) =>
+      mkPod(uid, { securityContext: { sysctls: [{ name: 'kernel.msgmax', value: '65536' }] } });
+    const { clock, api, deps, eventMessages, creates } = setup();
+    api.pods.set('p-s', sysctlPod('s'));
+    const k = new Kubelet(deps());
+    await start(k, clock);
+    await advance(clock, 1_000);
+    expect(k.statusManager.getPodStatus(asPodUID('s'))).to.include({
+      phase: 'Failed',
+      reason: 'SysctlForbidden',
+      message: 'Pod was rejected: forbidden sysctl: "kernel.msgmax" not allowlisted',
+    });
+    expect(eventMessages).to.include(
+      'Warning SysctlForbidden: forbidden sysctl: "kernel.msgmax" not allowlisted',
+    );
+    expect(creates).to.deep.equal([]);
+    await k.stop(0);
+
+    const allowed = setup();
+    allowed.api.pods.set('p-t', sysctlPod('t'));
+    const base = allowed.deps();
+    const k2 = new Kubelet({
+      ...base,
+      settings: { ...base.settings, allowedUnsafeSysctls: ['kernel.msg*'] },
+    });
+    await start(k2, allowed.clock);
+    await advance(allowed.clock, 1_000);
+    expect(allowed.creates).to.deep.equal(['p-t/app']);
+    await k2.stop(0);
+
+    expect(
+      () => new Kubelet({ ...base, settings: { ...base.settings, allowedUnsafeSysctls: ['foo'] } }),
+    ).to.throw(KindError, 'settings.allowedUnsafeSysctls: the sysctls "foo" are not known to be namespaced');
+  });
+
+  it('never restarts a sidecar for failing its readiness probe (only liveness and startup restart)', async () => {
+    const { clock, api, deps, creates, eventMessages } = setup();
+    api.pods.set(
+      'p-r',
+      mkPod('r', {
+        initContainers: [
+          {
+            name: 'web',
+            image: 'img:1',
+            args: ['test-webserver', '--port', '80'],
+            ports: [{ containerPort: 80 }],
+            restartPolicy: 'Always',
+            readinessProbe: { httpGet: { path: '/', port: 81 }, periodSeconds: 1, failureThreshold: 1 },
+          },
+        ],
+        containers: [{ name: 'main', image: 'img:1', args: ['pause'] }],
+      }),
+    );
+    const k = new Kubelet(deps());
+    await start(k, clock);
+    await advance(clock, 70_000, 250);
+    const status = k.statusManager.getPodStatus(asPodUID('r'))!;
+    expect(creates).to.deep.equal(['p-r/web', 'p-r/main']);
+    expect(status.initContainerStatuses?.map((c) => [c.name, c.ready, c.restartCount])).to.deep.equal([
+      ['web', false, 0],
+    ]);
+    expect(status.containerStatuses?.map((c) => c.restartCount)).to.deep.equal([0]);
+    expect(status.conditions?.find((c) => c.type === 'Ready')).to.include({ status: 'False' });
+    // The probe did run and fail, over and over.
+    expect(
+      eventMessages.filter((e) => e.startsWith('Warning Unhealthy: Readiness probe failed')).length,
+    ).to.be.above(10);
+    await k.stop(0);
   });
 });

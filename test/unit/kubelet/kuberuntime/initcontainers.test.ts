@@ -92,6 +92,21 @@ describe('computeInitContainerActions', () => {
     expect(live.start).to.deep.equal([0]);
   });
 
+  it('never restarts a sidecar for its readiness: readiness is no input, only liveness and startup are', () => {
+    // As upstream's "restartable init container readiness probe, failure": a webserver sidecar whose readiness
+    // probe always fails, next to a regular container. Its liveness and startup caches know nothing of it.
+    const web = { ...sidecar('web', { liveness: true }), readinessProbe: { httpGet: { port: 81 } } };
+    const p = pod({ init: [web], containers: ['main'] });
+    const recs = [record('main', 'running'), record('web', 'running', { spec: web })];
+    expect(run(p, recs)).to.deep.equal({ initialized: true, start: [], killPod: false, kills: {} });
+    expect(run(p, recs, { 'id-web': 'success' })).to.deep.equal({
+      initialized: true,
+      start: [],
+      killPod: false,
+      kills: {},
+    });
+  });
+
   it('brings back a sidecar whose record vanished after initialization, but not regular init containers', () => {
     const p = pod({ init: ['i1', sidecar('s2'), 'i3'] });
     const r = run(p, [record('foo1', 'running')]);
