@@ -17,7 +17,7 @@ import type { Container, EnvVarSource, Pod } from '../api/core.js';
 import { KindError } from '../util/errors.js';
 import {
   containerNotFoundMessage,
-  convertResourceToString,
+  containerResourceValue,
   findContainerInPod,
   parseContainerResourceName,
   unsupportedResourceMessage,
@@ -273,14 +273,7 @@ function resourceFieldRefValue(
       resource: ref.resource,
     });
   }
-  const { kind, name } = parsed;
-  let quantity: string | number | undefined =
-    kind === 'limits' ? target.resources?.limits?.[name] : target.resources?.requests?.[name];
-  // Unset limits default to what the node can give (kubelet defaultPodLimitsForDownwardAPI).
-  if (quantity === undefined && kind === 'limits' && !name.startsWith('hugepages-')) {
-    quantity = ctx.nodeAllocatable?.[name];
-  }
-  return convertResourceToString(name, quantity, ref.divisor ?? '1');
+  return containerResourceValue(target, parsed, ref.divisor, ctx.nodeAllocatable);
 }
 
 // --------------------------------------------------------------------------------------- the builder

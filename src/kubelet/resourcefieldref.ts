@@ -4,7 +4,7 @@
  * downwardAPI/projected volumes (volume/downwardapi.ts), which differ only in how they pick the quantity.
  */
 import type { Container, Pod } from '../api/core.js';
-import { quantityMilliValue, quantityValue } from '../util/quantity.js';
+import { parseQuantityNano, quantityMilliValue, quantityValue } from '../util/quantity.js';
 
 export type ResourceFieldKind = 'limits' | 'requests';
 
@@ -59,4 +59,41 @@ export function convertResourceToString(
   const d = scale(divisor);
   const v = quantity === undefined ? 0 : scale(quantity);
   return String(d === 0 ? 0 : Math.ceil(v / d));
+}
+
+/** MergeContainerResourceLimits fills these from node allocatable; hugepages are never overcommitted. */
+const DEFAULTED_LIMITS = new Set(['cpu', 'memory', 'ephemeral-storage']);
+
+function isZeroQuantity(q: string | number): boolean {
+  try {
+    return parseQuantityNano(q) === 0n;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The value a resourceFieldRef prints for `container` (ExtractResourceValueByContainerNameAndNodeAllocatable):
+ * a limit the container leaves unset (or at zero) is the node's allocatable; a zero divisor (what the API
+ * server returns for an unset one) counts as 1. Throws KindError InvalidArgument for a malformed quantity.
+ */
+export function containerResourceValue(
+  container: Container,
+  resource: ContainerResourceName,
+  divisor: string | number | undefined,
+  nodeAllocatable: Readonly<Record<string, string | number>> | undefined,
+): string {
+  const { kind, name } = resource;
+  let quantity =
+    kind === 'limits' ? container.resources?.limits?.[name] : container.resources?.requests?.[name];
+  if (
+    kind === 'limits' &&
+    DEFAULTED_LIMITS.has(name) &&
+    (quantity === undefined || isZeroQuantity(quantity)) &&
+    nodeAllocatable?.[name] !== undefined
+  ) {
+    quantity = nodeAllocatable[name];
+  }
+  const d = divisor === undefined || isZeroQuantity(divisor) ? '1' : divisor;
+  return convertResourceToString(name, quantity, d);
 }

@@ -42,6 +42,7 @@ import { startContainerd, type TestContainerd } from '../support/containerd.js';
 import { createPodNetwork } from '../support/podnetwork.js';
 import { ScaledClock } from '../support/scaledclock.js';
 import { removeStateDir } from '../support/statedir.js';
+import { selfSignedCert } from '../support/nodeapi.js';
 import { startTcpProxy } from '../support/tcpproxy.js';
 import { kubectl, startControlPlane, type ControlPlane } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
@@ -150,7 +151,26 @@ export async function startClusterEnv(): Promise<ClusterEnv> {
       tokenClock,
     });
   const apiPort = Number(new URL(cp.server).port);
-  const proxy = await startTcpProxy(network.gateway, { host: '127.0.0.1', port: apiPort });
+  const proxyDir = await mkdtemp(path.join(tmpdir(), 'ko-cluster-proxy-'));
+  await selfSignedCert({
+    keyOut: path.join(proxyDir, 'key.pem'),
+    certOut: path.join(proxyDir, 'cert.pem'),
+    subject: '/CN=kube-apiserver-for-pods',
+    days: 1,
+    ext: [`subjectAltName=IP:${network.gateway}`],
+  });
+  const proxy = await startTcpProxy(
+    network.gateway,
+    { host: '127.0.0.1', port: apiPort },
+    {
+      tls: {
+        cert: await readFile(path.join(proxyDir, 'cert.pem')),
+        key: await readFile(path.join(proxyDir, 'key.pem')),
+        ca: await readFile(path.join(cp.dir, 'pki', 'ca.crt')),
+      },
+    },
+  );
+  await rm(proxyDir, { recursive: true, force: true });
   const operators: Operator[] = [];
   const approving = new AbortController();
   let nodeApi: Awaited<ReturnType<typeof serveNodeApi>> | undefined;

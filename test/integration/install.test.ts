@@ -167,7 +167,14 @@ describe('install manifests (real apiserver)', function () {
         expect(pod.securityContext.runAsNonRoot).to.equal(true);
         expect(hostPaths).to.deep.equal([]);
       } else {
-        expect(hostPaths.sort()).to.deep.equal(['/run/containerd', '/sys/fs/cgroup', '/var/log/pods']);
+        expect(hostPaths.sort()).to.deep.equal([
+          '/etc/hosts',
+          '/etc/resolv.conf',
+          '/run/containerd',
+          '/sys/fs/cgroup',
+          '/var/lib/kubelet-operator',
+          '/var/log/pods',
+        ]);
       }
       expect(objs.some((o) => o.kind === 'PodDisruptionBudget')).to.equal(false);
     }
@@ -352,6 +359,13 @@ describe('install manifests (real apiserver)', function () {
       sa?.close();
     });
 
+    const claimUID = async (): Promise<string> =>
+      (
+        await admin.request<{ metadata: { uid: string } }>({
+          method: 'GET',
+          path: `/api/v1/namespaces/${APPS}/persistentvolumeclaims/data`,
+        })
+      ).metadata.uid;
     const podReady = (name: string) =>
       eventually(
         async () => {
@@ -369,6 +383,8 @@ describe('install manifests (real apiserver)', function () {
       await postVirtualNode(admin, VN, {
         runtime: { type: 'sim' },
         heartbeat: { renewIntervalSeconds: 2, leaseDurationSeconds: 10 },
+        // Real TokenRequests (a sim node's default is Simulated): the policy's allowed case is exercised.
+        kubelet: { serviceAccountTokens: 'Request' },
       });
       await waitNodeReady(admin, VN, 30_000);
       await admin.request({
@@ -406,6 +422,75 @@ describe('install manifests (real apiserver)', function () {
       const [header, row] = got.trim().split('\n');
       expect(header!.split(/\s+/)).to.deep.equal(['NAME', 'NODE', 'RUNTIME', 'READY', 'PODS', 'AGE']);
       expect(row!.split(/\s+/).slice(0, 5)).to.deep.equal([VN, VN, 'sim', 'True', '1']);
+    });
+
+    it('mounts a claim bound to a hostPath PersistentVolume and a projected token bound to the pod', async () => {
+      await admin.request({
+        method: 'POST',
+        path: '/api/v1/persistentvolumes',
+        body: {
+          metadata: { name: 'install-pv' },
+          spec: {
+            capacity: { storage: '1Gi' },
+            accessModes: ['ReadWriteOnce'],
+            storageClassName: 'manual',
+            hostPath: { path: '/data/install', type: 'DirectoryOrCreate' },
+          },
+        },
+      });
+      await admin.request({
+        method: 'POST',
+        path: `/api/v1/namespaces/${APPS}/persistentvolumeclaims`,
+        body: {
+          metadata: { name: 'data' },
+          spec: {
+            accessModes: ['ReadWriteOnce'],
+            storageClassName: 'manual',
+            volumeName: 'install-pv',
+            resources: { requests: { storage: '1Gi' } },
+          },
+        },
+      });
+      // No controller-manager here: bind the claim and the volume as its PV controller would.
+      await admin.request({
+        method: 'PATCH',
+        path: '/api/v1/persistentvolumes/install-pv',
+        contentType: 'application/merge-patch+json',
+        body: { spec: { claimRef: { namespace: APPS, name: 'data', uid: await claimUID() } } },
+      });
+      await admin.request({
+        method: 'PATCH',
+        path: `/api/v1/namespaces/${APPS}/persistentvolumeclaims/data/status`,
+        contentType: 'application/merge-patch+json',
+        body: { status: { phase: 'Bound' } },
+      });
+      await admin.request({
+        method: 'POST',
+        path: `/api/v1/namespaces/${APPS}/pods`,
+        body: {
+          metadata: { name: 'volumes' },
+          spec: {
+            nodeName: VN,
+            automountServiceAccountToken: false,
+            terminationGracePeriodSeconds: 1,
+            volumes: [
+              { name: 'data', persistentVolumeClaim: { claimName: 'data' } },
+              { name: 'token', projected: { sources: [{ serviceAccountToken: { path: 'token' } }] } },
+            ],
+            containers: [
+              {
+                name: 'app',
+                image: 'registry.local/app:1',
+                volumeMounts: [
+                  { name: 'data', mountPath: '/data' },
+                  { name: 'token', mountPath: '/token' },
+                ],
+              },
+            ],
+          },
+        },
+      });
+      await podReady('volumes');
     });
 
     it('serves the node API once its CSR is approved: TokenReview (401) and SubjectAccessReview (403, 200) decide', async () => {
@@ -644,6 +729,29 @@ describe('install manifests (real apiserver)', function () {
       expect(
         await statusOf(sa.request({ method: 'GET', path: `/api/v1/namespaces/${OTHER}/secrets/creds` })),
       ).to.equal(200);
+    });
+
+    it('may not request a service-account token that is not bound to a pod (admission policy)', async () => {
+      const unbound = (): Promise<unknown> =>
+        sa.request({
+          method: 'POST',
+          path: `/api/v1/namespaces/${APPS}/serviceaccounts/default/token`,
+          body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { audiences: ['x'] } },
+        });
+      // The policy binding takes a moment to reach the admission plugin: retry until it denies.
+      const err = await eventually(
+        async () => {
+          try {
+            await unbound();
+            return undefined;
+          } catch (e) {
+            return e instanceof KindError && e.context.code === 403 ? e : undefined;
+          }
+        },
+        20_000,
+        'an unbound TokenRequest refused',
+      );
+      expect(err.message).to.contain('kubelet-operator-bound-tokens');
     });
 
     it('may not create, change or delete a Node without the virtual-node label (admission policy)', async () => {

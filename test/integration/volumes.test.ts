@@ -104,7 +104,7 @@ describe('volumes on a simulated VirtualNode (real apiserver)', function () {
       path: `/api/v1/namespaces/${NS}/configmaps`,
       body: { metadata: { name: 'late-cm' }, data: { a: '1' } },
     });
-    // The pod worker retries with its back-off (10 s) and the object cache's TTL (15 s).
+    // The pod worker retries with its back-off (10 s) and the object cache's TTL (10 s).
     await waitPodStatus(client, NS, 'wants-cm', (s) => s.phase === 'Running', 'Running', 60_000);
   });
 

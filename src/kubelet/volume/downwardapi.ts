@@ -16,10 +16,9 @@ import type {
   ResourceFieldSelector,
 } from '../../api/volumes.js';
 import { errorMessage } from '../../util/errors.js';
-import { parseQuantityNano } from '../../util/quantity.js';
 import {
   containerNotFoundMessage,
-  convertResourceToString,
+  containerResourceValue,
   findContainerInPod,
   parseContainerResourceName,
   unsupportedResourceMessage,
@@ -34,17 +33,6 @@ export interface DownwardAPIInputs {
   nodeAllocatable?: Readonly<Record<string, string | number>>;
 }
 
-/** MergeContainerResourceLimits covers these; hugepages are never overcommitted, so always have a limit. */
-const DEFAULTED_LIMITS = new Set(['cpu', 'memory', 'ephemeral-storage']);
-
-function isZeroQuantity(q: string | number): boolean {
-  try {
-    return parseQuantityNano(q) === 0n;
-  } catch {
-    return false;
-  }
-}
-
 /** ExtractResourceValueByContainerNameAndNodeAllocatable. */
 export function resourceFieldValue(
   ref: ResourceFieldSelector,
@@ -56,20 +44,8 @@ export function resourceFieldValue(
   if (!container) return { ok: false, message: containerNotFoundMessage(containerName) };
   const parsed = parseContainerResourceName(ref.resource);
   if (!parsed) return { ok: false, message: unsupportedResourceMessage(ref.resource) };
-  const { kind, name } = parsed;
-  let quantity =
-    kind === 'limits' ? container.resources?.limits?.[name] : container.resources?.requests?.[name];
-  if (
-    kind === 'limits' &&
-    DEFAULTED_LIMITS.has(name) &&
-    (quantity === undefined || isZeroQuantity(quantity)) &&
-    nodeAllocatable?.[name] !== undefined
-  ) {
-    quantity = nodeAllocatable[name];
-  }
-  const divisor = ref.divisor === undefined || isZeroQuantity(ref.divisor) ? '1' : ref.divisor;
   try {
-    return { ok: true, value: convertResourceToString(name, quantity, divisor) };
+    return { ok: true, value: containerResourceValue(container, parsed, ref.divisor, nodeAllocatable) };
   } catch (err) {
     return { ok: false, message: errorMessage(err) };
   }

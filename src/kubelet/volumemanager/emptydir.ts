@@ -76,9 +76,8 @@ export async function setUpWrapperDir(
   if (mounted?.fstype === 'tmpfs') return undefined;
   if (ctx.tmpfs.allowed) {
     try {
+      // The tmpfs root keeps the kernel's 1777 (sticky), as on a kubelet: setupDir's chmod comes before the mount.
       await ctx.mounter.mountTmpfs(dir, sizeBytes);
-      // A fresh tmpfs root is 1777; the kubelet chmods after the mount too (through setupDir of the next SetUp).
-      await ctx.fs.chmod(dir, EmptyDirPerm);
       return undefined;
     } catch (err) {
       if (mustBeTmpfs)

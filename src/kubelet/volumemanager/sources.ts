@@ -30,7 +30,7 @@ export interface VolumeSources {
 }
 
 /** How long a fetched ConfigMap or Secret is served to a pod resync without asking again. */
-export const DefaultObjectTTLMs = 15_000;
+export const DefaultObjectTTLMs = 10_000;
 
 const enc = encodeURIComponent;
 

@@ -107,7 +107,7 @@ export class BehaviourResolver {
       ? Object.fromEntries((config.envs ?? []).map((e) => [e.key, e.value]))
       : {};
     // A command that prints files or the hostname depends on more than its words: never cached.
-    const readsFiles = files !== undefined && argv.some((a) => /\b(cat|hostname)\b/.test(a));
+    const readsFiles = files !== undefined && argv.some((a) => /\b(cat|hostname|env|printenv)\b/.test(a));
     const key = JSON.stringify([image.ref, argv, env, config.stdin === true, general ?? null, own ?? null]);
     const hit = readsFiles ? undefined : this.cache.get(key);
     if (hit) return hit;

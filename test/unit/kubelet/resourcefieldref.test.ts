@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import type { Pod } from '../../../src/api/core.js';
 import {
+  containerResourceValue,
   convertResourceToString,
   findContainerInPod,
   parseContainerResourceName,
@@ -48,5 +49,22 @@ describe('resourceFieldRef helpers (pkg/api/v1/resource)', () => {
     ];
     for (const [name, q, d, want] of cases)
       expect(convertResourceToString(name, q, d), `${name} ${q}/${d}`).to.equal(want);
+  });
+});
+
+describe('containerResourceValue', () => {
+  const c = {
+    name: 'c',
+    resources: { requests: { cpu: '250m', memory: '32Mi' }, limits: { cpu: '1250m', memory: '0' } },
+  };
+  it('treats the zero divisor the API server returns for an unset one as 1, and a zero limit as unset', () => {
+    expect(containerResourceValue(c, { kind: 'limits', name: 'cpu' }, '0', undefined)).to.equal('2');
+    expect(containerResourceValue(c, { kind: 'requests', name: 'memory' }, 0, undefined)).to.equal(
+      '33554432',
+    );
+    expect(containerResourceValue(c, { kind: 'limits', name: 'memory' }, '1Mi', { memory: '2Gi' })).to.equal(
+      '2048',
+    );
+    expect(containerResourceValue(c, { kind: 'limits', name: 'cpu' }, '1m', { cpu: '4' })).to.equal('1250');
   });
 });

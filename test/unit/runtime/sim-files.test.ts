@@ -193,6 +193,47 @@ describe('SimRuntime: files and hostname (option `files`)', () => {
     });
   });
 
+  describe('env and printenv', () => {
+    it('print the image PATH and HOME, the sandbox HOSTNAME and the container variables, names of any shape', async () => {
+      const n = await node({ hostname: 'web-0' });
+      const id = await n.run(['sleep', '3600']);
+      const c = await n.sim.containerStatus(id);
+      expect(c.state).to.equal('running');
+      const withEnv = await n.sim.createContainer(
+        (await n.sim.listPodSandbox())[0]!.id,
+        {
+          metadata: { name: 'envy', attempt: 0 },
+          image: BUSYBOX,
+          command: ['sh', '-c', 'env'],
+          envs: [
+            { key: 'data-1', value: 'value-1' },
+            { key: 'FOO', value: 'bar' },
+          ],
+          labels: { [PodUIDLabel]: 'uid-1', [ContainerNameLabel]: 'envy' },
+          annotations: {},
+          logPath: 'envy/0.log',
+        },
+        {
+          metadata: { name: 'p', uid: 'uid-1', namespace: 'ns', attempt: 0 },
+          hostname: 'web-0',
+          labels: {},
+          annotations: {},
+        },
+      );
+      await n.sim.startContainer(withEnv);
+      await n.settle();
+      expect(n.logs(withEnv)).to.deep.equal([
+        'stdout PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+        'stdout HOSTNAME=web-0',
+        'stdout HOME=/root',
+        'stdout data-1=value-1',
+        'stdout FOO=bar',
+      ]);
+      const r = await n.exec(id, ['printenv', 'HOSTNAME', 'NOPE']);
+      expect(r).to.deep.equal({ exitCode: 1, stdout: 'web-0\n', stderr: '' });
+    });
+  });
+
   describe('the main process (its command)', () => {
     it('cat prints the file to the log and exits 0', async () => {
       const n = await node();
