@@ -185,6 +185,18 @@ export function criScenarios(getEnv: () => ClusterEnv): void {
       await env.k(['delete', 'pod', 'sim-logs', '--wait=true']);
     });
 
+    it('nodes/<name>/proxy reaches the node API of a cri node through the API server (bridge address)', async () => {
+      const env = getEnv();
+      // kube-apiserver refuses this for loopback node addresses; the cri nodes' InternalIPs are on the bridge.
+      const r = await kubectl(env.cp, ['get', '--raw', '/api/v1/nodes/cri-1/proxy/pods']);
+      expect(r.code, r.stderr).to.equal(0);
+      const list = JSON.parse(r.stdout) as { kind: string; items: { spec: { nodeName?: string } }[] };
+      expect(list.kind).to.equal('PodList');
+      for (const p of list.items) expect(p.spec.nodeName).to.equal('cri-1');
+      const health = await kubectl(env.cp, ['get', '--raw', '/api/v1/nodes/cri-2/proxy/healthz']);
+      expect(health.stdout.trim(), health.stderr).to.equal('ok');
+    });
+
     it('a container whose liveness probe starts failing is restarted, then backs off', async () => {
       const env = getEnv();
       const t0 = Date.now();

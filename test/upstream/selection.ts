@@ -42,9 +42,12 @@ export interface Selection {
   selects(spec: SpecRef): boolean;
 }
 
-/** A regular expression matching exactly `text`. */
+/**
+ * A regular expression matching exactly the spec `text`. ginkgo's full text may start with the (empty) text of
+ * an outer container, so the start is a line start or a space rather than `^` alone.
+ */
 export function exactRegex(text: string): string {
-  return `^${text.replace(/[\\^$.*+?()[\]{}|]/g, '\\$&')}$`;
+  return `(^|\\s)${text.replace(/[\\^$.*+?()[\]{}|]/g, '\\$&')}$`;
 }
 
 function anyMatch(patterns: readonly string[], text: string): boolean {
