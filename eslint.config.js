@@ -28,6 +28,26 @@ export default tseslint.config(
     rules: { '@typescript-eslint/no-explicit-any': 'error' },
   },
   {
+    // Layering: the runtime layer knows sandboxes and containers, never pods, the kubelet or the API
+    // (the kubelet builds the configs it runs). Cycles between files are refused by `npm run lint:cycles`.
+    files: ['src/runtime/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex:
+                '(^|/)(kubelet|server|node|kube|operator)/|(^|/)(operator|managednode|main|metrics)\\.js$',
+              message:
+                'src/runtime must not import the layers above it (kubelet, node, server, kube, operator).',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     files: ['test/**/*.ts', 'bench/**/*.ts'],
     rules: {
       '@typescript-eslint/no-unused-expressions': 'off',

@@ -17,13 +17,14 @@ import { PodsByNodeIndex } from './kubelet/podmanager.js';
 import type { Metrics } from './metrics.js';
 import type { AdmissionNode } from './node/admission.js';
 import { NodeAgent } from './node/agent.js';
+import { RuntimeState } from './node/runtimestate.js';
 import { nodeRef, restEventSink, restNodeAPI, type NodeAPI } from './node/api.js';
 import type { Service } from './api/service.js';
 import type { VolumeSources } from './kubelet/volumemanager/sources.js';
 import { podEnvironmentFor, type NodePodEnvironment } from './podenvironment.js';
 import type { SimRuntimeOptions } from './runtime/sim/runtime.js';
 import { deleteNode, desiredLabels } from './node/registration.js';
-import type { ManagedNode, ManagedNodeFactory, ManagedNodeObservation } from './operator.js';
+import type { ManagedNode, ManagedNodeFactory, ManagedNodeObservation } from './operator/managednode.js';
 import { CriRuntime } from './runtime/cri/index.js';
 import { SimRuntime } from './runtime/sim/index.js';
 import type { Runtime } from './runtime/types.js';
@@ -41,7 +42,10 @@ export interface ManagedNodeDeps {
   defaultInternalIP: string;
   /** Port advertised as the node API. */
   nodeApiPort: number;
-  /** Builds the runtime; tests inject their own (e.g. one SimRuntime shared across restarts). */
+  /**
+   * Builds the runtime; tests inject their own (e.g. one SimRuntime shared across restarts). A runtime from
+   * here belongs to the caller: the ManagedNode never closes it.
+   */
   runtimeFor?: (spec: VirtualNodeSpec, nodeName: string, nodeIP: string) => Runtime;
   /** The process's node API routing table; each started node registers itself (logs, /pods). */
   nodeApi?: NodeApiRegistry;
@@ -95,14 +99,15 @@ export class KubeletManagedNode implements ManagedNode {
   private spec: VirtualNodeSpec;
   private readonly internalIP: string;
   private readonly runtime: Runtime;
+  /** Whether this node built its runtime (and so closes it on stop). */
+  private readonly ownsRuntime: boolean;
   private readonly recorder: EventRecorder;
   private readonly api: NodeAPI;
   private agent: NodeAgent;
   private readonly kubelet: Kubelet;
   private readonly log: Logger;
-  private runtimeState: { ready: boolean; message?: string; name?: string; version?: string } = {
-    ready: false,
-  };
+  /** One per node: the node status, the VirtualNode status and the kubelet's sync loop all read it. */
+  private readonly runtimeState: RuntimeState;
   private stopped = false;
   private unregisterNodeApi: (() => void) | undefined;
   private readonly podEnv: NodePodEnvironment;
@@ -142,13 +147,23 @@ export class KubeletManagedNode implements ManagedNode {
       (type, reason, message) => this.recorder.event(nodeRef(nodeName), type, reason, message),
     );
     const memory = this.podEnv.memory;
+    this.ownsRuntime = deps.runtimeFor === undefined;
     this.runtime = (deps.runtimeFor ?? ((s, n, ip) => defaultRuntime(deps, s, n, ip, memory)))(
       spec,
       nodeName,
       this.internalIP,
     );
+    this.runtimeState = new RuntimeState({
+      nodeName,
+      runtime: this.runtime,
+      clock: deps.clock,
+      timeoutMs: Math.min(spec.heartbeat.statusUpdateFrequencySeconds * 1000, 5_000),
+      healthChecks: () => this.kubelet.health(),
+      logger: this.log,
+    });
     this.agent = this.newAgent(spec);
     this.kubelet = new Kubelet({
+      runtimeState: this.runtimeState,
       nodeName,
       nodeIP: this.internalIP,
       runtime: this.runtime,
@@ -179,10 +194,10 @@ export class KubeletManagedNode implements ManagedNode {
       internalIP: this.internalIP,
       api: this.api,
       runtime: this.runtime,
+      runtimeState: this.runtimeState,
       recorder: this.recorder,
       clock: this.deps.clock,
       hostNetwork: spec.runtime.type === 'cri' && spec.runtime.cri.podNetwork === 'host',
-      healthChecks: () => this.kubelet.health(),
       daemonPort: this.deps.nodeApiPort,
       logger: this.log,
     });
@@ -203,7 +218,8 @@ export class KubeletManagedNode implements ManagedNode {
   }
 
   async start(): Promise<void> {
-    await this.refreshRuntime();
+    // The first runtime check before the Kubelet starts: its sync loop waits for one.
+    await this.runtimeState.update();
     // The Kubelet first: its PLEG relists at once, so the first node status already sees it healthy
     // (otherwise the Node would wait a whole status period NotReady). Admission reads the spec, not the Node.
     this.kubelet.start();
@@ -223,7 +239,9 @@ export class KubeletManagedNode implements ManagedNode {
 
   async update(spec: VirtualNodeSpec): Promise<void> {
     this.spec = spec;
-    // Labels, taints, capacity and heartbeat live in the NodeAgent; registration reconciles what we own.
+    // Labels, taints and capacity: the NodeAgent reconciles them on the Node in place. Only a different
+    // heartbeat needs new lease and status loops.
+    if (await this.agent.updateSpec(spec)) return;
     const old = this.agent;
     await old.stop();
     this.agent = this.newAgent(spec);
@@ -261,7 +279,7 @@ export class KubeletManagedNode implements ManagedNode {
     await this.agent.stop().catch(() => undefined);
     await this.recorder.flush();
     this.podEnv.stop();
-    await this.runtime.close().catch(() => undefined);
+    if (this.ownsRuntime) await this.runtime.close().catch(() => undefined);
   }
 
   podAdded(pod: Pod): void {
@@ -274,23 +292,9 @@ export class KubeletManagedNode implements ManagedNode {
     this.kubelet.handlePodDelete(pod);
   }
 
-  private async refreshRuntime(): Promise<void> {
-    try {
-      const [v, conditions] = await Promise.all([this.runtime.version(), this.runtime.status()]);
-      const rr = conditions.find((c) => c.type === 'RuntimeReady');
-      this.runtimeState = {
-        ready: rr?.status === true,
-        message: rr && !rr.status ? `${rr.reason}: ${rr.message}` : undefined,
-        name: v.runtimeName,
-        version: v.runtimeVersion,
-      };
-    } catch (err) {
-      this.runtimeState = { ...this.runtimeState, ready: false, message: errorMessage(err) };
-    }
-  }
-
   observe(): ManagedNodeObservation {
-    void this.refreshRuntime();
+    const runtime = this.runtimeState.runtimeReady();
+    const version = this.runtimeState.version;
     const h = this.agent.health();
     const pods = this.pods.byIndex(PodsByNodeIndex, this.nodeName);
     const problems = [
@@ -300,12 +304,9 @@ export class KubeletManagedNode implements ManagedNode {
     return {
       registered: h.registered,
       problems,
-      runtimeReady: this.runtimeState.ready,
-      runtimeMessage: this.runtimeState.message,
-      runtime:
-        this.runtimeState.name !== undefined
-          ? { name: this.runtimeState.name, version: this.runtimeState.version ?? '' }
-          : undefined,
+      runtimeReady: runtime.ready,
+      runtimeMessage: runtime.message,
+      runtime: version ? { name: version.runtimeName, version: version.runtimeVersion } : undefined,
       internalIP: this.internalIP,
       lastHeartbeatTime:
         h.lastRenewTime !== undefined

@@ -1,67 +1,61 @@
 /**
- * Kubelet: the pod half of a kubelet for one VirtualNode (kubelet.go). It wires the pieces the way the
- * kubelet's sync loop does:
+ * Kubelet: the pod half of a kubelet for one VirtualNode (kubelet.go). It builds the parts and feeds one sync
+ * loop (kubelet_syncloop.ts), as the kubelet's syncLoop does:
  *
- *   pod informer ─► pod manager ─► pod workers ─► KubeletPodSyncer ─► runtime manager ─► Runtime
- *   PLEG relist (1 s) ─► events ─► pod workers (every event but ContainerRemoved; ContainerDied → per-pod
- *                                   deletor of older dead instances)
- *   probe results ─► liveness failure: sync; readiness/startup: status manager, then sync
- *   active deadline ─► a pod worker sync at the deadline; the status generation then fails the pod
+ *   pod informer ─► PodConfig (ADD/UPDATE/DELETE/RECONCILE) ─┐
+ *   PLEG relist (1 s) ─► lifecycle events ───────────────────┤
+ *   probe results ───────────────────────────────────────────┼─► SyncLoop ─► pod workers ─► KubeletPodSyncer
+ *   housekeeping (2 s) ──────────────────────────────────────┤        (gated on RuntimeState)     │
+ *   pod worker resyncs / retries ────────────────────────────┘                                    ▼
+ *   PLEG ─► pod cache ─► pod workers (the only runtime view a sync gets) ◄── relist of one pod ─ runtime manager
  *   status manager ─► on each change syncBatch(false); every 10 s syncBatch(true) ─► pods/status, final DELETE
- *   housekeeping (2 s) ─► desired pods, orphaned statuses, probe workers, orphaned runtime pods, container GC
  *
- * Lifecycle: `start()` once; `ready` resolves when the pod informer has synced, the node's pods were handed
- * to pod workers (containers already on the runtime are adopted by their labels, never recreated), runtime
- * pods unknown to the API were sent off to be killed and removed (start-up waits, retrying, for a runtime
- * that does not answer yet), and the PLEG relisted once. `stop()` ends every loop and parks the pod workers
- * without touching the runtime or the API (a crash and a shutdown look the same to the next Kubelet). Time
- * comes only from the injected Clock.
+ * Lifecycle: `start()` once; `ready` resolves when the pod informer has synced, the PLEG has listed the runtime
+ * once (start-up waits, retrying, for a runtime that does not answer yet) and the node's pods were handed to
+ * pod workers (containers already on the runtime are adopted by their labels, never recreated; runtime pods
+ * unknown to the API go to pod workers to be stopped at the first housekeeping). `stop()` ends every loop and
+ * parks the pod workers without touching the runtime or the API (a crash and a shutdown look the same to the
+ * next Kubelet). Time comes only from the injected Clock.
  */
 import type { Pod } from '../api/core.js';
-import type { TimerHandle } from '../util/clock.js';
 import { errorMessage, KindError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
+import { PeriodicLoops } from '../util/periodic.js';
 import { ActiveDeadlineHandler } from './activedeadline.js';
-import { newCrashLoopBackOff } from './backoff.js';
+import { PodConfig, type PodChange } from './config/podconfig.js';
 import { PodCache } from './container/cache.js';
-import { asPodUID } from './container/types.js';
-import { ImagePullBackOff } from './images/pullbackoff.js';
 import { RuntimeCleanup } from './kubelet_cleanup.js';
 import {
   admissionNodeWithSettings,
-  allocatableForEnv,
   kubeletPeriods,
-  meaningfulChange,
   validateKubeletDeps,
   type KubeletDeps,
   type KubeletPeriods,
 } from './kubelet_config.js';
-import { nodeHookHttpGet, podEventRecorder, restEnvSource } from './kubelet_shell.js';
+import { newRuntimeManager } from './kubelet_runtime.js';
+import { podEventRecorder } from './kubelet_shell.js';
 import { KubeletPodSyncer } from './kubelet_sync.js';
-import { KubeGenericRuntimeManager } from './kuberuntime/manager.js';
-import type { PodLifecycleEvent } from './pleg/events.js';
+import { SyncLoop } from './kubelet_syncloop.js';
+import { newPodEnvironment } from './kubelet_volumes.js';
+import type { KubeGenericRuntimeManager } from './kuberuntime/manager.js';
 import { GenericPLEG } from './pleg/generic.js';
 import { KubeletPodManager, PodsByNodeIndex } from './podmanager.js';
 import { PodWorkers, type PodSyncer } from './podworkers.js';
 import { ProberManager } from './prober/manager.js';
 import { ResultsManager } from './prober/results.js';
-import { createProbeRunner, type PortProber } from './prober/runners.js';
+import { createProbeRunner } from './prober/runner.js';
 import { ReasonCache } from './reasoncache.js';
 import { StatusManager } from './status/manager.js';
-import { needToReconcilePodReadiness } from './status/readiness.js';
 import { restPodStatusClient } from './statusclient.js';
-import { newPodEnvironment } from './kubelet_volumes.js';
 import type { VolumeManager } from './volumemanager/volumemanager.js';
 
 export { meaningfulChange, type KubeletDeps, type KubeletSettings } from './kubelet_config.js';
 
-type LoopName = 'pleg' | 'housekeeping' | 'status';
-
 /**
- * Invariants: every pod of this node in the API has at most one pod worker, created only after start;
- * only the pod workers and the orphan cleanup call mutating runtime methods, never for the same UID; after
- * `stop()` no loop runs again, no sync function starts (a pod worker that tries parks) and nothing is
- * written by this Kubelet beyond what was already in flight.
+ * Invariants: every pod of this node in the API has at most one pod worker, created only after start; only
+ * pod workers call mutating runtime methods for a pod (the container GC and the dead-container deletor remove
+ * only exited containers); after `stop()` no loop runs again, no sync function starts (a pod worker that
+ * tries parks) and nothing is written by this Kubelet beyond what was already in flight.
  */
 export class Kubelet {
   readonly nodeName: string;
@@ -71,6 +65,7 @@ export class Kubelet {
   readonly done: Promise<void>;
 
   readonly podManager = new KubeletPodManager();
+  readonly podConfig: PodConfig;
   readonly statusManager: StatusManager;
   readonly proberManager: ProberManager;
   readonly runtimeManager: KubeGenericRuntimeManager;
@@ -89,11 +84,11 @@ export class Kubelet {
   private readonly settings: KubeletPeriods;
   private readonly log: Logger;
   private readonly syncer: KubeletPodSyncer;
-  private readonly timers = new Map<LoopName, TimerHandle>();
+  private readonly loop: SyncLoop;
+  private readonly loops: PeriodicLoops<'pleg' | 'housekeeping' | 'status'>;
   private readonly inflight = new Set<Promise<unknown>>();
   private readonly unsubscribe: (() => void)[] = [];
   private readonly cleanup: RuntimeCleanup;
-  private readonly onPodUnmounted: ((uid: string) => void) | undefined;
   private phase: 'new' | 'starting' | 'running' | 'stopped' = 'new';
   private statusDraining = false;
   /** Ends the start-up's waits when the Kubelet is stopped first. */
@@ -107,6 +102,12 @@ export class Kubelet {
     validateKubeletDeps(deps);
     this.d = deps;
     this.nodeName = deps.nodeName;
+    this.podConfig = new PodConfig(deps.nodeName);
+    this.loops = new PeriodicLoops({
+      clock: deps.clock,
+      track: (p) => void this.track(p),
+      onError: (name, err) => this.log.warn(`${name} loop failed`, { err }),
+    });
     this.log = deps.logger.child({ node: deps.nodeName });
     const s = deps.settings;
     this.settings = kubeletPeriods(s);
@@ -123,54 +124,36 @@ export class Kubelet {
     const node = deps.nodeName;
     const podEnv = newPodEnvironment(deps, record, nodeIPs, this.log);
     this.volumeManager = podEnv.volumes;
-    this.onPodUnmounted = podEnv.env.onPodUnmounted;
+    const onPodUnmounted = podEnv.env.onPodUnmounted;
 
-    this.runtimeManager = new KubeGenericRuntimeManager({
-      runtime: deps.runtime,
-      clock: deps.clock,
-      nodeSettings: {
-        nodeName: deps.nodeName,
-        podLogsRoot: s.podLogsRoot,
-        cgroupRoot: s.cgroupRoot,
-        ...(s.memoryCapacityBytes !== undefined ? { memoryCapacityBytes: s.memoryCapacityBytes } : {}),
-        ...(s.dnsConfig ? { dnsConfig: s.dnsConfig } : {}),
-        podNetwork: s.podNetwork,
-        nodeIP: deps.nodeIP,
-        nodeIPs,
-        allocatable: allocatableForEnv(deps.node()),
-      },
-      recorder: record,
-      envSource: deps.envSource ?? restEnvSource(deps.client),
-      httpGet: deps.hookHttpGet ?? nodeHookHttpGet,
-      crashLoopBackOff: newCrashLoopBackOff(s.crashLoopBackOff),
-      imagePullBackOff: new ImagePullBackOff(),
+    this.runtimeManager = newRuntimeManager(deps, {
+      record,
+      nodeIPs,
+      podEnv,
       reasonCache: this.reasonCache,
-      logger: this.log.child({ component: 'kuberuntime' }),
-      runtimeHelper: podEnv.helper,
-      files: podEnv.files,
+      log: this.log,
     });
+    this.pleg = new GenericPLEG({ lister: this.runtimeManager, cache: this.podCache, clock: deps.clock });
 
     const sm = this.log.child({ component: 'status_manager' });
     this.statusManager = new StatusManager({
       client: restPodStatusClient(deps.client),
       podManager: this.podManager,
-      podDeletionSafety: { podCouldHaveRunningContainers: (pod) => this.podCouldHaveRunningContainers(pod) },
+      // kubelet podCouldHaveRunningContainers: the pod workers' word; before start, any pod might be running.
+      podDeletionSafety: {
+        podCouldHaveRunningContainers: (pod) =>
+          this.phase !== 'running' || this.podWorkers.couldHaveRunningContainers(pod.metadata?.uid ?? ''),
+      },
       clock: deps.clock,
       logger: { info: (m, f) => (m.startsWith('failed') ? sm.warn(m, f) : sm.debug(m, f)) },
     });
 
-    const sim = deps.runtime as Partial<{ probePort: PortProber }>;
-    const portProber: PortProber | undefined =
-      deps.runtime.kind === 'sim' && typeof sim.probePort === 'function'
-        ? (id, port, kind) => (sim.probePort as PortProber).call(deps.runtime, id, port, kind)
-        : undefined;
     this.proberManager = new ProberManager({
       clock: deps.clock,
       getPodStatus: (uid) => this.statusManager.getPodStatus(uid),
       runner: createProbeRunner({
         runtime: deps.runtime,
         record,
-        ...(portProber ? { portProber } : {}),
         onProbe: (probeType, result) =>
           metrics?.proberProbeTotal.inc({ node, probe_type: probeType, result }),
         logger: { info: (m, f) => this.log.debug(m, f) },
@@ -196,6 +179,15 @@ export class Kubelet {
       statusManager: this.statusManager,
       prober: this.proberManager,
       runtime: this.runtimeManager,
+      relist: async (ref) => {
+        const got = await this.pleg.updateCache(ref);
+        if (got.error !== undefined) {
+          throw new KindError('Unavailable', `inspecting pod: ${errorMessage(got.error)}`, {
+            podUID: ref.uid,
+          });
+        }
+        return got.status;
+      },
       probes: { liveness: this.results.liveness, startup: this.results.startup },
       reasonCache: this.reasonCache,
       workerState: (uid) => this.podWorkers.state(uid),
@@ -205,30 +197,48 @@ export class Kubelet {
         mountPod: (pod) => this.volumeManager.mountPod(pod),
         unmountPod: async (uid) => {
           await this.volumeManager.unmountPod(uid);
-          this.onPodUnmounted?.(uid);
+          onPodUnmounted?.(uid);
         },
       },
     });
     this.podWorkers = new PodWorkers(this.guardedSyncer(), {
       clock: deps.clock,
+      podCache: this.podCache,
       resyncIntervalMs: this.settings.resyncIntervalMs,
       backOffMs: this.settings.podWorkerBackOffMs,
       logger: this.log.child({ component: 'pod_workers' }),
       onSync: (op, ms) => metrics?.podWorkerDuration.observe({ node, operation: op }, ms / 1000),
       syncDue: (pod) => activeDeadline.timeUntilSync(pod),
+      onDue: (uid) => void this.loop.handle({ source: 'resync', podUID: uid }),
     });
     this.cleanup = new RuntimeCleanup({
-      nodeName: node,
       clock: deps.clock,
       log: this.log,
-      ...(metrics ? { metrics } : {}),
       runtime: this.runtimeManager,
-      apiPod: (uid) => this.podManager.getPodByUID(asPodUID(uid)),
-      workerState: (uid) => this.podWorkers.state(uid),
+      podWorkers: this.podWorkers,
       active: () => this.phase === 'running',
       track: (p) => void this.track(p),
     });
-    this.pleg = new GenericPLEG({ lister: this.runtimeManager, cache: this.podCache, clock: deps.clock });
+    this.loop = new SyncLoop({
+      nodeName: node,
+      log: this.log.child({ component: 'sync_loop' }),
+      ...(metrics ? { metrics } : {}),
+      podManager: this.podManager,
+      podWorkers: this.podWorkers,
+      statusManager: this.statusManager,
+      prober: this.proberManager,
+      syncer: this.syncer,
+      podCache: this.podCache,
+      cleanup: this.cleanup,
+      volumes: this.volumeManager,
+      ...(onPodUnmounted ? { onPodUnmounted } : {}),
+      desiredPods: () => this.desiredPods(),
+      runtimePods: () => this.pleg.listedPods(),
+      runtimeErrors: () => (deps.runtimeState ? deps.runtimeState.runtimeErrors() : this.health()),
+      statusSignal: () => this.kickStatusSync(),
+      containerGCPeriodMs: this.settings.containerGCPeriodMs,
+      track: (p) => void this.track(p),
+    });
   }
 
   // ---- lifecycle ----
@@ -252,12 +262,12 @@ export class Kubelet {
   async stop(waitMs = 5_000): Promise<void> {
     if (this.phase === 'stopped') return this.done;
     this.phase = 'stopped';
+    this.loop.stop();
     this.startAbort.abort();
     this.rejectReady(
       new KindError('Unavailable', 'kubelet stopped before it was ready', { node: this.nodeName }),
     );
-    for (const t of this.timers.values()) t.cancel();
-    this.timers.clear();
+    this.loops.stop();
     for (const u of this.unsubscribe.splice(0)) u();
     this.podWorkers.stop();
     this.proberManager.cleanupPods(new Set());
@@ -280,42 +290,26 @@ export class Kubelet {
     return out;
   }
 
-  // ---- pod source (the operator calls these from the shared informer's handlers) ----
+  // ---- pod source (the operator routes the shared informer's events here) ----
 
   /** A pod appeared in the informer. Pods of other nodes are ignored. */
   handlePodAdd(pod: Pod): void {
-    if (!this.isMine(pod) || this.phase === 'stopped') return;
-    this.podManager.upsert(pod);
-    if (this.phase === 'running') this.dispatch(pod, 'create');
+    this.config(this.podConfig.added(pod));
   }
 
-  /**
-   * A pod changed (`old` is the previous object, when known). Only a change the kubelet acts on (spec,
-   * labels, annotations, deletion) reaches the pod worker; a status-only change, such as our own status
-   * writes coming back, just refreshes the pod manager (kubelet: config's checkAndUpdatePod / reconcile),
-   * unless a readiness gate's condition, written by someone else, no longer agrees with Ready: then the pod
-   * is synced so Ready follows it (kubelet: HandlePodReconcile, NeedToReconcilePodReadiness).
-   */
+  /** A pod changed (`old` is the previous object, when known); see PodConfig for what that means here. */
   handlePodUpdate(pod: Pod, old?: Pod): void {
-    if (this.phase === 'stopped') return;
-    if (!this.isMine(pod)) {
-      if (old && this.isMine(old)) this.handlePodDelete(old);
-      return;
-    }
-    this.podManager.upsert(pod);
-    this.proberManager.updatePod(pod);
-    if (this.phase !== 'running') return;
-    if (!old || meaningfulChange(old, pod)) this.dispatch(pod, 'update');
-    else if (needToReconcilePodReadiness(pod)) this.syncByUID(pod.metadata.uid as string);
+    this.config(this.podConfig.updated(pod, old));
   }
 
   /** A pod left the informer (deleted from the API, or no longer bound here). */
   handlePodDelete(pod: Pod): void {
-    if (this.phase === 'stopped' || !pod?.metadata?.uid) return;
-    this.podManager.remove(pod);
-    if (this.phase !== 'running') return;
-    const state = this.podWorkers.state(pod.metadata.uid);
-    if (state === 'syncing' || state === 'terminating') this.podWorkers.updatePod({ type: 'kill', pod });
+    this.config(this.podConfig.deleted(pod));
+  }
+
+  private config(changes: PodChange[]): void {
+    if (this.phase === 'stopped') return;
+    for (const change of changes) void this.loop.handle({ source: 'config', change });
   }
 
   // ---- internals: startup ----
@@ -326,38 +320,28 @@ export class Kubelet {
     const pods = this.desiredPods();
     this.podManager.setPods(pods);
 
-    // Runtime pods the API does not know (deleted while we were away) are killed and removed in the background.
-    // The runtime may not answer yet (containerd restarting, socket not there): wait for it, never give up.
+    // The pod workers read the runtime only through the PLEG's cache: list it once before they start. The
+    // runtime may not answer yet (containerd restarting, socket not there): wait for it, never give up.
     for (let attempt = 0; ; attempt++) {
+      const r = await this.relist(false);
+      if (this.phase !== 'starting') return;
+      if (r) break;
+      const delayMs = Math.min(500 * 2 ** attempt, 10_000);
+      this.log.warn('runtime not reachable at start; retrying', { delayMs });
       try {
-        await this.cleanup.cleanupOrphans();
-        break;
-      } catch (err) {
-        if (this.phase !== 'starting') return;
-        const delayMs = Math.min(500 * 2 ** attempt, 10_000);
-        this.log.warn('runtime not reachable at start; retrying', { err: errorMessage(err), delayMs });
-        try {
-          await this.d.clock.sleep(delayMs, this.startAbort.signal);
-        } catch {
-          return; // stopped
-        }
+        await this.d.clock.sleep(delayMs, this.startAbort.signal);
+      } catch {
+        return; // stopped
       }
     }
-    if (this.phase !== 'starting') return;
 
+    const probe = (u: Parameters<Parameters<ResultsManager['subscribe']>[0]>[0]): void =>
+      void this.loop.handle({ source: 'probe', update: u });
     this.unsubscribe.push(
-      this.results.liveness.subscribe((u) => {
-        if (u.result === 'failure') this.syncByUID(u.podUID);
-      }),
-      this.results.readiness.subscribe((u) => {
-        this.statusManager.setContainerReadiness(u.podUID, u.containerID, u.result === 'success');
-        this.syncByUID(u.podUID);
-      }),
-      this.results.startup.subscribe((u) => {
-        this.statusManager.setContainerStartup(u.podUID, u.containerID, u.result === 'success');
-        this.syncByUID(u.podUID);
-      }),
-      this.statusManager.onUpdate(() => this.kickStatusSync()),
+      this.results.liveness.subscribe(probe),
+      this.results.readiness.subscribe(probe),
+      this.results.startup.subscribe(probe),
+      this.statusManager.onUpdate(() => void this.loop.handle({ source: 'status' })),
     );
 
     // Pods go to their workers oldest first, so admission sees them in the order they were created.
@@ -365,13 +349,17 @@ export class Kubelet {
       (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? ''),
     );
     this.phase = 'running';
-    for (const p of ordered) this.dispatch(p, 'create');
+    this.loop.run();
+    for (const p of ordered) this.loop.dispatch(p, 'create');
+    this.sendPlegEvents();
 
-    await this.relist();
-    if (this.phase !== 'running') return;
-    this.every('pleg', this.settings.plegRelistPeriodMs, () => this.relist());
-    this.every('housekeeping', this.settings.housekeepingPeriodMs, () => this.housekeeping());
-    this.every('status', this.settings.statusSyncPeriodMs, async () => {
+    this.loops.every('pleg', this.settings.plegRelistPeriodMs, async () => {
+      await this.relist(true);
+    });
+    this.loops.every('housekeeping', this.settings.housekeepingPeriodMs, () =>
+      this.loop.handle({ source: 'housekeeping' }),
+    );
+    this.loops.every('status', this.settings.statusSyncPeriodMs, async () => {
       await this.statusManager.syncBatch(true);
     });
     this.kickStatusSync();
@@ -381,34 +369,14 @@ export class Kubelet {
 
   // ---- internals: loops ----
 
-  /** Runs `fn` every `periodMs` after the previous run ended (never overlapping), until stopped. */
-  private every(name: LoopName, periodMs: number, fn: () => Promise<void> | void): void {
-    const arm = (): void => {
-      if (this.phase === 'stopped') return;
-      this.timers.set(
-        name,
-        this.d.clock.setTimer(periodMs, () => {
-          this.timers.delete(name);
-          if (this.phase === 'stopped') return;
-          this.track(
-            Promise.resolve()
-              .then(fn)
-              .catch((err: unknown) => this.log.warn(`${name} loop failed`, { err: errorMessage(err) }))
-              .finally(arm),
-          );
-        }),
-      );
-    };
-    arm();
-  }
-
   private track<T>(p: Promise<T>): Promise<T> {
     this.inflight.add(p);
     void p.finally(() => this.inflight.delete(p)).catch(() => undefined);
     return p;
   }
 
-  private async relist(): Promise<void> {
+  /** One PLEG relist; its events go to the sync loop when `send`. Resolves whether the runtime was listed. */
+  private async relist(send: boolean): Promise<boolean> {
     const started = this.d.clock.now();
     const r = await this.pleg.relist();
     this.d.metrics?.plegRelistDuration.observe(
@@ -416,28 +384,12 @@ export class Kubelet {
       (this.d.clock.now() - started) / 1000,
     );
     if (!r.listed) this.log.warn('PLEG relist failed', { err: errorMessage(r.error) });
-    if (this.phase === 'stopped') return;
-    for (const e of this.pleg.events.drain()) this.handlePlegEvent(e);
+    if (send && this.phase === 'running') this.sendPlegEvents();
+    return r.listed;
   }
 
-  /**
-   * kubelet syncLoopIteration for a PLEG event: every event but ContainerRemoved syncs a known pod
-   * (isSyncPodWorthy); ContainerDied also removes the older dead instances of that container
-   * (cleanUpContainersInPod), from the status the relist just cached.
-   */
-  private handlePlegEvent(e: PodLifecycleEvent): void {
-    if (e.type === 'ContainerRemoved') return;
-    this.syncByUID(e.podUID);
-    if (e.type === 'ContainerDied' && typeof e.data === 'string') {
-      const cached = this.podCache.get(e.podUID);
-      if (!cached.error) this.cleanup.cleanUpContainersInPod(e.podUID, e.data, cached.status);
-    }
-  }
-
-  private syncByUID(uid: string): void {
-    if (this.phase !== 'running') return;
-    const pod = this.podManager.getPodByUID(asPodUID(uid));
-    if (pod) this.podWorkers.updatePod({ type: 'sync', pod });
+  private sendPlegEvents(): void {
+    for (const event of this.pleg.events.drain()) void this.loop.handle({ source: 'pleg', event });
   }
 
   /** Drains the status manager's update channel (kubelet: the status manager's sync loop). */
@@ -457,70 +409,12 @@ export class Kubelet {
     );
   }
 
-  /**
-   * Level-triggered cleanup (kubelet: HandlePodCleanups): the desired pods from the informer, workers for
-   * pods without one, termination of workers whose pods vanished, orphaned statuses and probe workers,
-   * runtime pods the API does not know, and container GC when due.
-   */
-  private async housekeeping(): Promise<void> {
-    const pods = this.desiredPods();
-    this.podManager.setPods(pods);
-    const desired = new Set<string>();
-    for (const p of pods) {
-      const uid = p.metadata.uid as string;
-      desired.add(uid);
-      const state = this.podWorkers.state(uid);
-      if (state === undefined) this.dispatch(p, 'create');
-      else if (state === 'syncing' && p.metadata.deletionTimestamp) this.dispatch(p, 'update');
-    }
-    this.podWorkers.syncKnownPods(desired);
-    const known = new Set(this.podWorkers.knownPods());
-    this.syncer.retain(new Set([...known, ...desired]));
-    this.statusManager.removeOrphanedStatuses(desired);
-    const probed = new Set([...desired].filter((uid) => this.podWorkers.state(uid) === 'syncing'));
-    this.proberManager.cleanupPods(probed);
-    await this.cleanup.cleanupOrphans();
-    // kubelet cleanupOrphanedPodDirs: directories of pods neither in the API, nor known to a worker, nor running.
-    this.volumeManager.retain(new Set([...known, ...desired]));
-    const removed = await this.volumeManager.cleanupOrphanedPodDirs(
-      (uid) => known.has(uid) || desired.has(uid) || this.cleanup.isCleaningUp(uid),
-    );
-    for (const uid of removed) this.onPodUnmounted?.(uid);
-    if (this.cleanup.gcDue(this.settings.containerGCPeriodMs)) this.cleanup.requestGC();
-  }
-
   // ---- internals: pods ----
-
-  private isMine(pod: Pod): boolean {
-    return pod?.spec?.nodeName === this.nodeName && !!pod.metadata?.uid;
-  }
 
   private desiredPods(): Pod[] {
     return this.d.podInformer
       .byIndex(this.d.podIndexName ?? PodsByNodeIndex, this.nodeName)
-      .filter((p) => this.isMine(p));
-  }
-
-  private dispatch(pod: Pod, type: 'create' | 'update'): void {
-    const uid = pod.metadata.uid as string;
-    if (this.podWorkers.state(uid) === 'terminated') {
-      // A finished pod that is now deleted: the status manager's full sync deletes the API object and the
-      // container GC its leftovers; nudge both instead of waiting for their periods.
-      if (pod.metadata.deletionTimestamp) {
-        this.track(this.statusManager.syncBatch(true));
-        this.cleanup.requestGC();
-      }
-      return;
-    }
-    this.podWorkers.updatePod({ type, pod });
-  }
-
-  /** kubelet podCouldHaveRunningContainers: a pod worker's word; before start, any pod might be running. */
-  private podCouldHaveRunningContainers(pod: Pod): boolean {
-    const uid = pod.metadata?.uid ?? '';
-    const state = this.podWorkers.state(uid);
-    if (state !== undefined) return state !== 'terminated';
-    return this.phase !== 'running' || this.cleanup.isCleaningUp(uid);
+      .filter((p) => this.podConfig.isMine(p));
   }
 
   /**
@@ -532,10 +426,12 @@ export class Kubelet {
     const guard = <T>(call: () => Promise<T>): Promise<T> =>
       this.phase === 'stopped' ? new Promise<T>(() => undefined) : this.track(call());
     return {
-      syncPod: (ctx, type, pod) => guard(() => this.syncer.syncPod(ctx, type, pod)),
-      syncTerminatingPod: (ctx, pod, grace, kill) =>
-        guard(() => this.syncer.syncTerminatingPod(ctx, pod, grace, kill)),
-      syncTerminatedPod: (ctx, pod) => guard(() => this.syncer.syncTerminatedPod(ctx, pod)),
+      syncPod: (ctx, type, pod, status) => guard(() => this.syncer.syncPod(ctx, type, pod, status)),
+      syncTerminatingPod: (ctx, pod, status, grace, kill) =>
+        guard(() => this.syncer.syncTerminatingPod(ctx, pod, status, grace, kill)),
+      syncTerminatingRuntimePod: (ctx, running) =>
+        guard(() => this.syncer.syncTerminatingRuntimePod(ctx, running)),
+      syncTerminatedPod: (ctx, pod, status) => guard(() => this.syncer.syncTerminatedPod(ctx, pod, status)),
     };
   }
 }

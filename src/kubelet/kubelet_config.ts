@@ -87,6 +87,11 @@ export interface KubeletDeps {
   hookHttpGet?: HookHttpGet;
   /** Where pods' volumes and files live; defaults to memory with simulated tokens (a simulated node). */
   podEnvironment?: PodEnvironment;
+  /**
+   * The node's runtime state (node/runtimestate.ts): while it reports errors, pod work waits (kubelet: syncLoop
+   * skips iterations while runtimeErrors() is non-empty). Default: only this Kubelet's PLEG health.
+   */
+  runtimeState?: { runtimeErrors(): string[] };
 }
 
 /**
@@ -140,7 +145,7 @@ export function validateKubeletDeps(d: KubeletDeps): void {
   if (!d.nodeName) throw invalid('nodeName is required');
   if (!d.nodeIP || !isIP(d.nodeIP)) throw invalid(`nodeIP ${String(d.nodeIP)} is not an IP`, node);
   for (const ip of d.nodeIPs ?? []) if (!isIP(ip)) throw invalid(`nodeIPs: ${String(ip)} is not an IP`, node);
-  if (!d.runtime || (d.runtime.kind !== 'cri' && d.runtime.kind !== 'sim'))
+  if (!d.runtime || typeof d.runtime.capabilities !== 'object' || d.runtime.capabilities === null)
     throw invalid('runtime is required', node);
   if (d.runtimeKind !== d.runtime.kind)
     throw invalid(`runtimeKind ${String(d.runtimeKind)} but runtime is ${d.runtime.kind}`, node);
@@ -191,15 +196,7 @@ export function allocatableForEnv(node: AdmissionNode): Record<string, string | 
   return out;
 }
 
-/** Whether an update changes what the kubelet acts on: spec, labels, annotations or the deletion fields. */
-export function meaningfulChange(old: Pod, pod: Pod): boolean {
-  const a = old.metadata ?? {};
-  const b = pod.metadata ?? {};
-  if (a.uid !== b.uid || a.deletionTimestamp !== b.deletionTimestamp) return true;
-  if (a.deletionGracePeriodSeconds !== b.deletionGracePeriodSeconds) return true;
-  const same = (x: unknown, y: unknown): boolean => JSON.stringify(x ?? {}) === JSON.stringify(y ?? {});
-  return !same(a.labels, b.labels) || !same(a.annotations, b.annotations) || !same(old.spec, pod.spec);
-}
+export { meaningfulChange } from './config/podconfig.js';
 
 /** The settings' periods with the defaults filled in. */
 export type KubeletPeriods = { [K in keyof typeof KubeletDefaults]: number };

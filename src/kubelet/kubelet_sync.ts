@@ -11,9 +11,17 @@ import { errorMessage, KindError } from '../util/errors.js';
 import { asPodUID, type RuntimePodStatus } from './container/types.js';
 import type { EventRecorderFunc } from './kuberuntime/context.js';
 import type { KubeGenericRuntimeManager, SyncPodProbes } from './kuberuntime/manager.js';
+import type { PodSyncResult } from './kuberuntime/syncresult.js';
 import { effectivePod } from './kuberuntime/sandboxes.js';
 import type { KubeletPodManager } from './podmanager.js';
-import type { KillPodOptions, PodSyncer, SyncContext, UpdateType, WorkerState } from './podworkers.js';
+import type {
+  KillPodOptions,
+  PodSyncer,
+  RunningPodRef,
+  SyncContext,
+  UpdateType,
+  WorkerState,
+} from './podworkers.js';
 import type { ProberManager } from './prober/manager.js';
 import { getPodQOS } from './qos.js';
 import type { ReasonCacheReader } from './reasoncache.js';
@@ -38,7 +46,12 @@ export interface KubeletPodSyncerDeps {
     ProberManager,
     'addPod' | 'updatePod' | 'stopLivenessAndStartup' | 'removePod' | 'updatePodStatus'
   >;
-  runtime: Pick<KubeGenericRuntimeManager, 'getPodStatus' | 'syncPod' | 'killPod' | 'removePod'>;
+  runtime: Pick<KubeGenericRuntimeManager, 'syncPod' | 'killPod' | 'removePod'>;
+  /**
+   * Inspects one pod now into the PLEG's cache and returns what was cached (kubelet: pleg.UpdateCache): called
+   * only after a sync function changed the runtime. Rejects when the inspection failed.
+   */
+  relist: (pod: RunningPodRef) => Promise<RuntimePodStatus>;
   probes: SyncPodProbes;
   reasonCache: ReasonCacheReader;
   /** The pod worker state of a UID (admission counts only pods still syncing). */
@@ -62,6 +75,37 @@ function podUID(pod: Pod): string {
   return uid;
 }
 
+function refOf(pod: Pod): RunningPodRef {
+  return {
+    uid: asPodUID(podUID(pod)),
+    name: pod.metadata.name ?? '',
+    namespace: pod.metadata.namespace ?? '',
+  };
+}
+
+/** Failures of a start that happen before the runtime is asked to create anything. */
+const FAILED_BEFORE_CREATE = new Set<string>([
+  'CrashLoopBackOff',
+  'ImagePullBackOff',
+  'ErrImagePull',
+  'ErrImageNeverPull',
+  'InvalidImageName',
+  'RegistryUnavailable',
+  'SignatureValidationFailed',
+  'ImageInspectError',
+  'CreateContainerConfigError',
+]);
+
+/**
+ * Whether a runtime sync changed what the runtime holds: any action but the sandbox config (which the kubelet
+ * always reports), and not a start that failed before a container was created (back-off, image, config).
+ */
+export function changedRuntime(result: PodSyncResult): boolean {
+  return result.results.some(
+    (r) => r.action !== 'ConfigPodSandbox' && !(r.error !== undefined && FAILED_BEFORE_CREATE.has(r.error)),
+  );
+}
+
 function allContainersRunning(status: PodStatus, pod: Pod): boolean {
   const statuses = status.containerStatuses ?? [];
   return (
@@ -72,8 +116,9 @@ function allContainersRunning(status: PodStatus, pod: Pod): boolean {
 /**
  * Invariants: a pod is admitted or rejected once, at its first sync, against the pods admitted before it
  * that are still active; a rejected pod never reaches the runtime, and neither does a pod the API already
- * reports finished while the runtime holds nothing of it (its status is left as it is); the runtime view is
- * read fresh for every status this syncer generates.
+ * reports finished while the runtime holds nothing of it (its status is left as it is); the runtime is read
+ * only through the PLEG: the view a sync starts from comes from its cache, and a sync that changed the runtime
+ * inspects the pod once more (relist) before it reports the status.
  */
 export class KubeletPodSyncer implements PodSyncer {
   private readonly admitted = new Map<string, Pod>();
@@ -102,7 +147,12 @@ export class KubeletPodSyncer implements PodSyncer {
 
   // ---- PodSyncer ----
 
-  async syncPod(ctx: SyncContext, _type: UpdateType, pod: Pod): Promise<{ isTerminal: boolean }> {
+  async syncPod(
+    ctx: SyncContext,
+    _type: UpdateType,
+    pod: Pod,
+    before: RuntimePodStatus,
+  ): Promise<{ isTerminal: boolean }> {
     const uid = podUID(pod);
     if (!this.firstSeen.has(uid)) this.firstSeen.set(uid, this.d.clock.now());
     if (this.untouched.has(uid)) return { isTerminal: true };
@@ -111,7 +161,6 @@ export class KubeletPodSyncer implements PodSyncer {
       return { isTerminal: true };
     }
 
-    const before = await this.readRuntime(pod);
     if (
       isTerminalPhase(pod.status?.phase) &&
       before.sandboxes.length === 0 &&
@@ -138,8 +187,10 @@ export class KubeletPodSyncer implements PodSyncer {
     if (ctx.signal.aborted) return { isTerminal: false };
     const result = await this.d.runtime.syncPod(ctx, pod, before, this.d.probes);
 
-    // Read back what the actions did, so the new containers show in the status without waiting for the PLEG.
-    const after = this.generate(pod, await this.readRuntime(pod), false);
+    // When the runtime changed, inspect the pod now (kubelet: pleg.UpdateCache), so the new containers show in
+    // the status without waiting for the next relist; a sync that did nothing reuses the view it started from.
+    const acted = changedRuntime(result);
+    const after = this.generate(pod, acted ? await this.d.relist(refOf(pod)) : before, false);
     this.d.statusManager.setPodStatus(pod, after);
     this.observeStart(uid, pod, after);
     if (result.error && !ctx.signal.aborted) throw result.error;
@@ -149,12 +200,12 @@ export class KubeletPodSyncer implements PodSyncer {
   async syncTerminatingPod(
     ctx: SyncContext,
     pod: Pod,
+    running: RuntimePodStatus,
     gracePeriodSeconds: number,
     kill?: KillPodOptions,
   ): Promise<void> {
     const uid = podUID(pod);
     if (this.untouched.has(uid)) return;
-    const running = await this.readRuntime(pod);
     this.d.statusManager.setPodStatus(pod, this.generate(pod, running, false));
     this.d.prober.stopLivenessAndStartup(pod);
 
@@ -162,8 +213,9 @@ export class KubeletPodSyncer implements PodSyncer {
     if (result.error) throw result.error;
     this.d.prober.removePod(pod);
 
-    // Guard against a kill that left something running: termination must not be declared early.
-    const stopped = await this.readRuntime(pod);
+    // Guard against a kill that left something running: termination must not be declared early. A kill that
+    // stopped something is inspected afresh; one that found nothing to stop keeps the view it was given.
+    const stopped = changedRuntime(result) ? await this.d.relist(refOf(pod)) : running;
     const stillRunning = stopped.containers.filter((c) => c.state === 'running').map((c) => c.name);
     if (stillRunning.length > 0) {
       throw new KindError(
@@ -184,11 +236,10 @@ export class KubeletPodSyncer implements PodSyncer {
     this.d.statusManager.setPodStatus(pod, final);
   }
 
-  async syncTerminatedPod(_ctx: SyncContext, pod: Pod): Promise<void> {
+  async syncTerminatedPod(_ctx: SyncContext, pod: Pod, stopped: RuntimePodStatus): Promise<void> {
     const uid = podUID(pod);
     this.d.prober.removePod(pod);
     if (!this.untouched.has(uid)) {
-      const stopped = await this.readRuntime(pod);
       this.d.statusManager.setPodStatus(pod, this.generate(pod, stopped, true));
       // A finished pod that stays in the API keeps its last containers (logs, exit codes) until it is deleted;
       // the container GC removes them then. A deleted or vanished pod is cleaned up now.
@@ -203,6 +254,22 @@ export class KubeletPodSyncer implements PodSyncer {
     // Marks the status finished: the status manager may now publish the terminal phase and, for a deleted
     // pod, delete the API object (grace 0, UID precondition).
     this.d.statusManager.terminatePod(pod);
+  }
+
+  /**
+   * kubelet SyncTerminatingRuntimePod: a pod only the runtime knows (its API object went while nobody
+   * watched) is stopped with the grace periods its containers' labels carry, then removed.
+   */
+  async syncTerminatingRuntimePod(ctx: SyncContext, runningPod: RunningPodRef): Promise<void> {
+    const status = await this.d.relist(runningPod);
+    this.d.logger.info('killing orphaned runtime pod', {
+      podUID: runningPod.uid,
+      pod: `${runningPod.namespace}/${runningPod.name}`,
+    });
+    const killed = await this.d.runtime.killPod(ctx, undefined, status);
+    if (killed.error) throw killed.error;
+    const removed = await this.d.runtime.removePod(await this.d.relist(runningPod));
+    if (removed.error) throw removed.error;
   }
 
   // ---- helpers ----
@@ -253,14 +320,6 @@ export class KubeletPodSyncer implements PodSyncer {
     if (this.d.workerState(uid) !== 'syncing') return false;
     if (isTerminalPhase(this.d.statusManager.getPodPhase(asPodUID(uid)))) return false;
     return !isTerminalPhase(this.d.podManager.getPodByUID(asPodUID(uid))?.status?.phase);
-  }
-
-  private readRuntime(pod: Pod): Promise<RuntimePodStatus> {
-    return this.d.runtime.getPodStatus(
-      pod.metadata.uid as string,
-      pod.metadata.name ?? '',
-      pod.metadata.namespace ?? '',
-    );
   }
 
   /**

@@ -27,15 +27,6 @@ export interface NodePodEnvironment {
   files: ContainerFileReader;
 }
 
-/** A runtime that hands out its containers' log lines itself (the simulated runtime). */
-interface LineLogRuntime {
-  readLogs(containerId: string): string[];
-}
-
-function hasReadLogs(rt: Runtime): rt is Runtime & LineLogRuntime {
-  return typeof (rt as Partial<LineLogRuntime>).readLogs === 'function';
-}
-
 /** The message part of CRI log lines (`<time> <stream> <P|F> <text>`): full lines end with a newline. */
 function criMessages(lines: readonly string[]): string {
   let out = '';
@@ -47,8 +38,11 @@ function criMessages(lines: readonly string[]): string {
   return out;
 }
 
-/** Termination messages read through `fs`; logs from the runtime when it can, else from the log file. */
-export function fileReaderFor(fs: VolumeFS, runtime: Runtime): ContainerFileReader {
+/**
+ * Termination messages read through `fs`; logs from the runtime when its capabilities say it hands them
+ * out (RuntimeCapabilities.readLogs), else from the container's CRI log file.
+ */
+export function fileReaderFor(fs: VolumeFS, runtime: Pick<Runtime, 'capabilities'>): ContainerFileReader {
   return {
     async readFileTail(hostPath, maxBytes) {
       let data: Buffer;
@@ -62,7 +56,7 @@ export function fileReaderFor(fs: VolumeFS, runtime: Runtime): ContainerFileRead
     },
     async readLogTail(status: RuntimeContainerStatus, lines: number) {
       let all: string[];
-      if (hasReadLogs(runtime)) all = runtime.readLogs(status.id);
+      if (runtime.capabilities.readLogs) all = runtime.capabilities.readLogs(status.id);
       else if (status.logPath) all = (await fs.readFile(status.logPath)).toString('utf8').split('\n');
       else return '';
       return criMessages(all.filter((l) => l !== '').slice(-lines));

@@ -7,12 +7,12 @@
  *
  * Pure: the caller supplies the pod's cached runtime status and removes what is returned.
  */
-import type { ContainerStatus, RuntimePodStatus } from './container/types.js';
+import type { KubeContainerStatus, RuntimePodStatus } from './container/types.js';
 
 /** The kubelet keeps at least one dead instance per container, whatever MaxPerPodContainer says. */
 export const MIN_DEAD_CONTAINERS_IN_POD = 1;
 
-const newestFirst = (a: ContainerStatus, b: ContainerStatus): number =>
+const newestFirst = (a: KubeContainerStatus, b: KubeContainerStatus): number =>
   (b.createdAt ?? 0) - (a.createdAt ?? 0);
 
 /**
@@ -24,7 +24,7 @@ export function containersToDeleteInPod(
   filterContainerId: string,
   status: Pick<RuntimePodStatus, 'containers'>,
   containersToKeep: number,
-): ContainerStatus[] {
+): KubeContainerStatus[] {
   const matched = filterContainerId ? status.containers.find((c) => c.id === filterContainerId) : undefined;
   if (filterContainerId && !matched) return [];
   const candidates = status.containers.filter(
@@ -43,7 +43,7 @@ export function deadContainersToRemove(
   status: Pick<RuntimePodStatus, 'containers'>,
   removeAll: boolean,
   maxPerPodContainer = MIN_DEAD_CONTAINERS_IN_POD,
-): ContainerStatus[] {
+): KubeContainerStatus[] {
   if (removeAll) return containersToDeleteInPod('', status, 0);
   return containersToDeleteInPod(
     exitedContainerId,

@@ -17,10 +17,18 @@
  * - After each successful `syncPod` the worker schedules a resync (level-triggered: the next sync recomputes
  *   everything); after a failure it retries after a back-off; either comes sooner when `syncDue` says a sync
  *   is due earlier (an active deadline). All use the injected Clock.
+ * - Every sync function gets the pod's runtime status from the PLEG's cache, newer than the end of the
+ *   worker's previous sync (kubelet: podCache.GetNewerThan(uid, lastSyncTime)): a worker never reads the
+ *   runtime itself, and never acts on a view older than its own last action.
+ * - A pod only the runtime knows (no API object: deleted while nobody watched) is stopped by a worker too
+ *   (`runningPod`, kubelet: SyncTerminatingRuntimePod), so pod workers are the only ones that stop pods.
+ * - "Could it still run containers?" and "may its runtime objects go?" are answered here and nowhere else.
  */
 import type { Pod } from '../api/core.js';
 import type { Clock, TimerHandle } from '../util/clock.js';
-import { errorMessage } from '../util/errors.js';
+import { errorMessage, KindError } from '../util/errors.js';
+import type { PodCache } from './container/cache.js';
+import type { PodUID, RuntimePodStatus } from './container/types.js';
 
 export type UpdateType = 'create' | 'update' | 'sync' | 'kill';
 
@@ -32,9 +40,19 @@ export interface KillPodOptions {
   message?: string;
 }
 
+/** A pod as the runtime lists it, for one that has no API object (kubelet: kubecontainer.Pod). */
+export interface RunningPodRef {
+  uid: PodUID;
+  name: string;
+  namespace: string;
+}
+
 export interface UpdatePodOptions {
   type: UpdateType;
-  pod: Pod;
+  /** The API pod; absent only for a kill of a pod the runtime alone knows (`runningPod`). */
+  pod?: Pod;
+  /** A runtime pod without an API object, to be stopped (type `kill`). */
+  runningPod?: RunningPodRef;
   kill?: KillPodOptions;
 }
 
@@ -42,25 +60,38 @@ export interface SyncContext {
   signal: AbortSignal;
 }
 
-/** What the worker calls; implemented by the kubelet's sync (syncPod / killPod) on a runtime. */
+/**
+ * What the worker calls; implemented by the kubelet's sync functions (kubelet_sync.ts). `status` is the pod's
+ * runtime view from the PLEG's cache, fresh as of the previous sync's end.
+ */
 export interface PodSyncer {
   /** Brings the pod toward its spec. Resolves `{ isTerminal: true }` when the pod has reached Succeeded/Failed. */
-  syncPod(ctx: SyncContext, type: UpdateType, pod: Pod): Promise<{ isTerminal: boolean }>;
+  syncPod(
+    ctx: SyncContext,
+    type: UpdateType,
+    pod: Pod,
+    status: RuntimePodStatus,
+  ): Promise<{ isTerminal: boolean }>;
   /** Stops every container with the grace period (seconds). Must be safe to call again after a failure. */
   syncTerminatingPod(
     ctx: SyncContext,
     pod: Pod,
+    status: RuntimePodStatus,
     gracePeriodSeconds: number,
     kill?: KillPodOptions,
   ): Promise<void>;
+  /** Stops and removes a pod the runtime alone knows (grace periods from its containers' labels). */
+  syncTerminatingRuntimePod(ctx: SyncContext, runningPod: RunningPodRef): Promise<void>;
   /** Cleans up after all containers stopped (final status, sandbox removal, deleting the API object). */
-  syncTerminatedPod(ctx: SyncContext, pod: Pod): Promise<void>;
+  syncTerminatedPod(ctx: SyncContext, pod: Pod, status: RuntimePodStatus): Promise<void>;
 }
 
 export type WorkerState = 'syncing' | 'terminating' | 'terminated';
 
 export interface PodWorkersOptions {
   clock: Clock;
+  /** The PLEG's cache, the only runtime view the sync functions get. */
+  podCache: Pick<PodCache, 'getNewerThan'>;
   /** Resync period after a successful sync (kubelet: 1 minute with jitter). */
   resyncIntervalMs?: number;
   /** Retry delay after a failed sync (kubelet: 10 s with jitter). */
@@ -76,14 +107,29 @@ export interface PodWorkersOptions {
    * sync, successful or not.
    */
   syncDue?: (pod: Pod) => number | undefined;
+  /**
+   * Where a due resync or retry goes (kubelet: the work queue that syncLoopIteration drains). The sync loop
+   * passes it back through `resync(uid)` when the runtime may be used; absent, the worker resyncs itself.
+   */
+  onDue?: (uid: string) => void;
 }
 
 interface PodSyncStatus {
   state: WorkerState;
-  /** Latest pod object seen. */
-  pod: Pod;
+  /** Latest pod object seen; a runtime-only pod has none. */
+  pod: Pod | undefined;
+  /** Set for a pod only the runtime knows. */
+  runningPod?: RunningPodRef;
+  /** The pod was deleted (a deletion timestamp, gone from the API, or never in it). */
+  deleted: boolean;
+  /** Terminated by an eviction: its content may go even though the API object stays. */
+  evicted: boolean;
+  /** When the previous sync function ended: the next one waits for a runtime view newer than this. */
+  lastSyncTime: number;
   /** The update waiting for the worker, if any. */
   pending?: UpdatePodOptions;
+  /** A resync or retry came due and waits for `resync`. */
+  due?: boolean;
   working: boolean;
   /** Aborts the running sync (a kill arrived). */
   active?: AbortController;
@@ -109,8 +155,15 @@ export function effectiveGracePeriod(pod: Pod, kill?: KillPodOptions): number {
   return DEFAULT_GRACE_SECONDS;
 }
 
+function describe(s: PodSyncStatus): string {
+  const m = s.pod?.metadata ?? s.runningPod;
+  return `${m?.namespace ?? ''}/${m?.name ?? ''}`;
+}
+
 export class PodWorkers {
   private readonly pods = new Map<string, PodSyncStatus>();
+  /** Set by the first syncKnownPods: from then on, a UID no worker knows has nothing running. */
+  private podsSynced = false;
   private readonly resyncMs: number;
   private readonly backOffMs: number;
   private readonly random: () => number;
@@ -127,28 +180,41 @@ export class PodWorkers {
 
   /** Offers an update for a pod. Never blocks; the worker for its UID picks it up. */
   updatePod(update: UpdatePodOptions): void {
-    const uid = update.pod.metadata.uid;
-    if (!uid) {
-      this.opts.logger?.warn('pod without a UID ignored', { pod: update.pod.metadata.name });
+    const uid = update.pod?.metadata.uid ?? update.runningPod?.uid;
+    if (!uid || (!update.pod && update.type !== 'kill')) {
+      this.opts.logger?.warn('pod update without a UID ignored', { pod: update.pod?.metadata.name });
       return;
     }
     let status = this.pods.get(uid);
     if (!status) {
-      status = { state: 'syncing', pod: update.pod, working: false, startedAt: this.opts.clock.now() };
+      // A runtime-only pod starts out terminating: it is never synced, only stopped.
+      status = {
+        state: update.pod ? 'syncing' : 'terminating',
+        pod: update.pod,
+        ...(update.runningPod && !update.pod ? { runningPod: update.runningPod } : {}),
+        deleted: !update.pod,
+        evicted: false,
+        lastSyncTime: 0,
+        working: false,
+        startedAt: this.opts.clock.now(),
+      };
       this.pods.set(uid, status);
     }
     if (status.state === 'terminated') return;
 
-    const wantsTermination = update.type === 'kill' || update.pod.metadata.deletionTimestamp !== undefined;
-    if (wantsTermination) this.beginTermination(status, update);
+    const pod = update.pod ?? status.pod;
+    if (pod?.metadata.deletionTimestamp !== undefined) status.deleted = true;
+    if (update.kill?.reason === 'Evicted') status.evicted = true;
+    const wantsTermination = update.type === 'kill' || pod?.metadata.deletionTimestamp !== undefined;
+    if (wantsTermination && pod) this.beginTermination(status, { ...update, pod });
 
     // Coalesce: the newest pod wins; a pending kill stays a kill.
     const pendingKill = status.pending?.type === 'kill' ? status.pending.kill : undefined;
     status.pending =
       update.type !== 'kill' && status.pending?.type === 'kill'
-        ? { type: 'kill', pod: update.pod, kill: pendingKill }
+        ? { type: 'kill', ...(update.pod ? { pod: update.pod } : {}), kill: pendingKill }
         : update;
-    status.pod = update.pod;
+    if (update.pod) status.pod = update.pod;
     status.timer?.cancel();
     status.timer = undefined;
     if (wantsTermination) status.active?.abort(new Error('pod is being terminated'));
@@ -169,10 +235,31 @@ export class PodWorkers {
     return [...this.pods.keys()];
   }
 
-  /** Whether the kubelet should still treat the pod as possibly running containers. */
+  /**
+   * kubelet CouldHaveRunningContainers: a known pod until its worker has terminated it; an unknown one only
+   * until the first syncKnownPods (before that, anything on the runtime may belong to a pod not seen yet).
+   */
   couldHaveRunningContainers(uid: string): boolean {
     const s = this.pods.get(uid);
-    return s !== undefined && s.state !== 'terminated';
+    if (s) return s.state !== 'terminated';
+    return !this.podsSynced;
+  }
+
+  /**
+   * kubelet ShouldPodContentBeRemoved: every runtime object of the pod (exited containers, sandboxes) may go
+   * once it was evicted, or deleted and terminated; a pod no worker knows may go once workers are synced.
+   */
+  shouldPodContentBeRemoved(uid: string): boolean {
+    const s = this.pods.get(uid);
+    if (s) return s.evicted || (s.deleted && s.state === 'terminated');
+    return this.podsSynced;
+  }
+
+  /** kubelet ShouldPodRuntimeBeRemoved: the pod's runtime resources (volumes, ...) may go once terminated. */
+  shouldPodRuntimeBeRemoved(uid: string): boolean {
+    const s = this.pods.get(uid);
+    if (s) return s.state === 'terminated';
+    return this.podsSynced;
   }
 
   /**
@@ -180,12 +267,14 @@ export class PodWorkers {
    * pods vanished from the desired set (deleted from the API without our seeing a deletion timestamp).
    */
   syncKnownPods(desired: Set<string>): void {
+    this.podsSynced = true;
     for (const [uid, s] of this.pods) {
       if (desired.has(uid)) continue;
+      s.deleted = true;
       if (s.state === 'terminated' && !s.working) {
         s.timer?.cancel();
         this.pods.delete(uid);
-      } else if (s.state === 'syncing') {
+      } else if (s.state === 'syncing' && s.pod) {
         this.updatePod({ type: 'kill', pod: s.pod, kill: { gracePeriodSeconds: 1 } });
       }
     }
@@ -207,7 +296,7 @@ export class PodWorkers {
     }
   }
 
-  private beginTermination(status: PodSyncStatus, update: UpdatePodOptions): void {
+  private beginTermination(status: PodSyncStatus, update: UpdatePodOptions & { pod: Pod }): void {
     const grace = effectiveGracePeriod(update.pod, update.kill);
     if (status.state === 'syncing') {
       status.state = 'terminating';
@@ -233,36 +322,49 @@ export class PodWorkers {
         const started = this.opts.clock.now();
         let op: 'sync' | 'terminating' | 'terminated' = 'sync';
         try {
-          if (status.state === 'syncing') {
-            const { isTerminal } = await this.syncer.syncPod(ctx, update.type, update.pod);
+          if (status.runningPod && !status.pod) {
+            op = 'terminating';
+            await this.syncer.syncTerminatingRuntimePod(ctx, status.runningPod);
+            status.state = 'terminated';
+            status.terminatedAt = this.opts.clock.now();
+          } else if (status.state === 'syncing') {
+            const runtime = await this.runtimeStatus(uid, status.lastSyncTime, ac.signal);
+            const pod = update.pod ?? status.pod!;
+            const { isTerminal } = await this.syncer.syncPod(ctx, update.type, pod, runtime);
             if (isTerminal && status.state === 'syncing') {
               // The pod finished on its own: stop what remains without waiting for a grace period.
               status.state = 'terminating';
               status.terminatingAt = this.opts.clock.now();
               status.gracePeriodSeconds = 1;
-              status.pending ??= { type: 'sync', pod: status.pod };
+              status.pending ??= { type: 'sync', pod: status.pod! };
             }
           } else if (status.state === 'terminating') {
             op = 'terminating';
+            // The terminated step right after reads the same cache entry, or the newer one the kill wrote.
+            const since = status.lastSyncTime;
+            const runtime = await this.runtimeStatus(uid, since, undefined);
             await this.syncer.syncTerminatingPod(
               ctx,
-              status.pod,
+              status.pod!,
+              runtime,
               status.gracePeriodSeconds ?? 0,
               status.kill,
             );
             status.state = 'terminated';
             status.terminatedAt = this.opts.clock.now();
             op = 'terminated';
-            await this.syncer.syncTerminatedPod(ctx, status.pod);
+            const stopped = await this.runtimeStatus(uid, since, undefined);
+            await this.syncer.syncTerminatedPod(ctx, status.pod!, stopped);
           } else {
             op = 'terminated';
-            await this.syncer.syncTerminatedPod(ctx, status.pod);
+            const stopped = await this.runtimeStatus(uid, status.lastSyncTime, undefined);
+            await this.syncer.syncTerminatedPod(ctx, status.pod!, stopped);
           }
         } catch (err) {
           failed = true;
           if (!ac.signal.aborted) {
             this.opts.logger?.warn('pod sync failed', {
-              pod: `${status.pod.metadata.namespace}/${status.pod.metadata.name}`,
+              pod: describe(status),
               uid,
               state: status.state,
               error: errorMessage(err),
@@ -270,6 +372,7 @@ export class PodWorkers {
           }
         } finally {
           status.active = undefined;
+          status.lastSyncTime = this.opts.clock.now();
           this.opts.onSync?.(op, this.opts.clock.now() - started, failed);
         }
         if (!status.pending) this.scheduleNext(uid, status, failed, ac.signal.aborted);
@@ -280,23 +383,68 @@ export class PodWorkers {
     }
   }
 
+  /**
+   * The pod's runtime view from the PLEG's cache, newer than the worker's last sync (kubelet:
+   * podCache.GetNewerThan). A kill arriving meanwhile (`signal`) ends the wait: the worker goes on to
+   * terminate. An inspection that failed fails the sync, which is retried.
+   */
+  private async runtimeStatus(
+    uid: string,
+    minTime: number,
+    signal: AbortSignal | undefined,
+  ): Promise<RuntimePodStatus> {
+    const wait = this.opts.podCache.getNewerThan(uid, minTime);
+    let got: { status: RuntimePodStatus; error: unknown };
+    if (!signal) {
+      got = await wait;
+    } else {
+      if (signal.aborted) throw new KindError('Unavailable', 'pod is being terminated');
+      let onAbort: (() => void) | undefined;
+      const aborted = new Promise<never>((_, reject) => {
+        onAbort = () => reject(new KindError('Unavailable', 'pod is being terminated'));
+        signal.addEventListener('abort', onAbort, { once: true });
+      });
+      try {
+        got = await Promise.race([wait, aborted]);
+      } finally {
+        if (onAbort) signal.removeEventListener('abort', onAbort);
+      }
+    }
+    if (got.error !== undefined) {
+      throw new KindError('Unavailable', `error determining status: ${errorMessage(got.error)}`, {
+        podUID: uid,
+      });
+    }
+    return got.status;
+  }
+
+  /** Runs a due resync or retry of the pod's worker now, unless it is busy or has something pending. */
+  resync(uid: string): void {
+    const status = this.pods.get(uid);
+    if (!status?.due || status.working || status.pending) return;
+    status.due = false;
+    status.pending = { type: 'sync', ...(status.pod ? { pod: status.pod } : {}) };
+    void this.work(uid, status);
+  }
+
   /** Level-triggered follow-up: resync, retry after back-off, or (terminating) retry termination. */
   private scheduleNext(uid: string, status: PodSyncStatus, failed: boolean, aborted: boolean): void {
     if (status.state === 'terminated' && !failed) return;
     if (aborted && status.state !== 'syncing') {
       // A kill aborted the sync: continue with termination at once.
-      status.pending = { type: 'kill', pod: status.pod };
+      status.pending = { type: 'kill', ...(status.pod ? { pod: status.pod } : {}) };
       return;
     }
     const base = failed ? this.backOffMs : this.resyncMs;
     let delay = base * (1 + 0.5 * this.random());
-    const due = status.state === 'syncing' ? this.opts.syncDue?.(status.pod) : undefined;
+    const due = status.state === 'syncing' && status.pod ? this.opts.syncDue?.(status.pod) : undefined;
     if (due !== undefined && Number.isFinite(due)) delay = Math.min(delay, Math.max(0, due));
     status.timer = this.opts.clock.setTimer(delay, () => {
       status.timer = undefined;
       if (this.pods.get(uid) !== status || status.working) return;
-      status.pending ??= { type: 'sync', pod: status.pod };
-      void this.work(uid, status);
+      status.due = true;
+      if (this.opts.onDue) this.opts.onDue(uid);
+      else this.resync(uid);
     });
   }
 }

@@ -23,6 +23,7 @@ import {
   type NodeStatusParams,
 } from './nodestatus.js';
 import { buildNode, registerNode, type NodeIdentity } from './registration.js';
+import { RuntimeState } from './runtimestate.js';
 
 export interface NodeAgentConfig {
   /** The VirtualNode's name (its label on the Node). */
@@ -39,8 +40,10 @@ export interface NodeAgentConfig {
   clock: Clock;
   /** Pods run in the host network namespace: the runtime's NetworkReady does not gate Ready. */
   hostNetwork: boolean;
-  /** Extra readiness errors, e.g. PLEG health; empty when healthy. */
+  /** Extra readiness errors, e.g. PLEG health; empty when healthy (used when no runtimeState is given). */
   healthChecks?: () => string[];
+  /** The node's runtime state, shared with the kubelet's sync loop; default one built from runtime and healthChecks. */
+  runtimeState?: RuntimeState;
   daemonPort?: number;
   kubeletVersion?: string;
   kernelVersion?: string;
@@ -119,9 +122,13 @@ export class NodeAgent {
 
   private readonly cfg: NodeAgentConfig;
   private readonly logger: NodeLogger;
-  private readonly identity: NodeIdentity;
+  private identity: NodeIdentity;
+  private spec: NodeAgentConfig['spec'];
+  private readonly params: NodeStatusParams;
   private readonly lease: LeaseController;
   private readonly status: NodeStatusLoop;
+  /** What the node knows about its runtime; the node status loop refreshes it. */
+  readonly runtimeState: RuntimeState;
   private readonly abort = new AbortController();
   private node: Node | undefined;
   private registering: Promise<void> | undefined;
@@ -135,6 +142,7 @@ export class NodeAgent {
     this.cfg = cfg;
     this.nodeName = cfg.nodeName;
     this.logger = cfg.logger ?? silentLogger;
+    this.spec = cfg.spec;
     this.identity = {
       nodeName: cfg.nodeName,
       virtualNodeName: cfg.virtualNodeName,
@@ -142,7 +150,7 @@ export class NodeAgent {
       taints: cfg.spec.taints ?? [],
     };
     const capacity = capacityOf(cfg.spec);
-    const params: NodeStatusParams = {
+    const params: NodeStatusParams = (this.params = {
       nodeName: cfg.nodeName,
       internalIP: cfg.internalIP,
       capacity,
@@ -151,7 +159,7 @@ export class NodeAgent {
       kubeletVersion: cfg.kubeletVersion ?? KUBELET_VERSION,
       kernelVersion: cfg.kernelVersion ?? os.release(),
       osImage: cfg.osImage ?? 'kubelet-operator virtual node',
-    };
+    });
     const hb = cfg.spec.heartbeat;
     this.lease = new LeaseController({
       api: cfg.api,
@@ -162,14 +170,23 @@ export class NodeAgent {
       renewIntervalMs: hb.renewIntervalSeconds * 1000,
       logger: this.logger,
     });
+    this.runtimeState =
+      cfg.runtimeState ??
+      new RuntimeState({
+        nodeName: cfg.nodeName,
+        runtime: cfg.runtime,
+        clock: cfg.clock,
+        timeoutMs: Math.min(hb.statusUpdateFrequencySeconds * 1000, 5_000),
+        ...(cfg.healthChecks ? { healthChecks: cfg.healthChecks } : {}),
+        logger: this.logger,
+      });
     this.status = new NodeStatusLoop({
       api: cfg.api,
       clock: cfg.clock,
-      runtime: cfg.runtime,
+      runtimeState: this.runtimeState,
       recorder: cfg.recorder,
       params,
       hostNetwork: cfg.hostNetwork,
-      healthChecks: cfg.healthChecks,
       updateFrequencyMs: hb.statusUpdateFrequencySeconds * 1000,
       reportFrequencyMs: hb.statusReportFrequencySeconds * 1000,
       onNodeMissing: () => void this.reregister(),
@@ -200,6 +217,25 @@ export class NodeAgent {
     void this.boot();
   }
 
+  /**
+   * Takes a changed spec without a restart: labels and taints are reconciled on the Node at once (the
+   * registration's adopt path), capacity shows in the next status. A different heartbeat needs new loops:
+   * returns false and changes nothing, and the owner builds a new agent.
+   */
+  async updateSpec(spec: NodeAgentConfig['spec']): Promise<boolean> {
+    if (JSON.stringify(spec.heartbeat) !== JSON.stringify(this.spec.heartbeat)) return false;
+    this.spec = spec;
+    this.identity = { ...this.identity, labels: spec.labels ?? {}, taints: spec.taints ?? [] };
+    const capacity = capacityOf(spec);
+    this.params.capacity = capacity;
+    this.params.allocatable = { ...capacity };
+    if (this.started && !this.abort.signal.aborted) {
+      await this.reregister();
+      await this.status.syncOnce();
+    }
+    return true;
+  }
+
   /** Stops the loops; the Node and Lease stay (see deleteNode). */
   async stop(): Promise<void> {
     if (!this.abort.signal.aborted) {
@@ -222,7 +258,7 @@ export class NodeAgent {
       ready: ready?.status === 'True',
       readyMessage: ready?.message,
       lastRenewTime: last,
-      leaseFresh: last !== undefined && now - last < this.cfg.spec.heartbeat.leaseDurationSeconds * 1000,
+      leaseFresh: last !== undefined && now - last < this.spec.heartbeat.leaseDurationSeconds * 1000,
       lastStatusReport: this.status.lastReportTime,
       statusWrites: this.status.writes,
       lastError: this.status.lastError,

@@ -5,11 +5,11 @@
  * writes `nodes/<name>/status` only when `nodeStatusChanged` says a write is due (kubelet:
  * kubelet_node_status.go syncNodeStatus / tryUpdateNodeStatus, nodestatus/setters.go).
  *
- * The functions above the loop are pure; the loop is the shell (Clock, API, Runtime).
+ * The functions above the loop are pure; the loop is the shell (Clock, API, the node's RuntimeState).
  */
 import { createHash } from 'node:crypto';
 import type { NodeCondition, NodeStatus, NodeSystemInfo } from '../api/node.js';
-import type { Runtime, RuntimeCondition, RuntimeVersion } from '../runtime/types.js';
+import type { RuntimeVersion } from '../runtime/types.js';
 import type { Clock } from '../util/clock.js';
 import { KindError, errorKind, errorMessage } from '../util/errors.js';
 import { formatRFC3339 } from '../util/rfc3339.js';
@@ -25,6 +25,7 @@ import {
   type Setter,
 } from './setters.js';
 import { nodeRef, silentLogger, type NodeAPI, type NodeEventRecorder, type NodeLogger } from './api.js';
+import type { RuntimeState } from './runtimestate.js';
 
 /** Kubernetes release we implement, and our own version: `kubectl get nodes` shows both. */
 export const KUBE_VERSION = 'v1.37.2';
@@ -34,46 +35,13 @@ export const DEFAULT_KUBELET_PORT = 10250;
 export const DEFAULT_STATUS_UPDATE_FREQUENCY_MS = 10_000;
 export const DEFAULT_STATUS_REPORT_FREQUENCY_MS = 5 * 60_000;
 
-export const RUNTIME_NOT_CHECKED = 'container runtime status check may not have completed yet';
-export const RUNTIME_DOWN = 'container runtime is down';
-
-/** What a runtime status check found: not yet done, the call failed, or the runtime's conditions. */
-export type RuntimeCheck =
-  | { state: 'unchecked' }
-  | { state: 'failed'; error: string }
-  | { state: 'ok'; conditions: RuntimeCondition[] };
-
-function conditionString(c: RuntimeCondition | undefined, type: string): string {
-  // The kubelet prints the CRI condition with %v: "RuntimeReady=false reason:X message:Y".
-  return c
-    ? `${c.type}=${String(c.status)} reason:${c.reason} message:${c.message}`
-    : `${type}=false reason:ConditionMissing message:runtime reported no ${type} condition`;
-}
-
-/**
- * The Ready condition's errors in the kubelet's order and wording (runtime_state.go and updateRuntimeUp):
- * runtime, then health checks (PLEG and friends), then network. A network that is not ready does not count
- * when the node's pods use the host network, since no pod then needs the runtime's network.
- */
-export function readinessErrors(check: RuntimeCheck, hostNetwork: boolean, healthErrors: string[]): string[] {
-  const errors: string[] = [];
-  if (check.state === 'unchecked') errors.push(RUNTIME_NOT_CHECKED);
-  else if (check.state === 'failed') errors.push(RUNTIME_DOWN);
-  else {
-    const runtimeReady = check.conditions.find((c) => c.type === 'RuntimeReady');
-    if (!runtimeReady?.status) {
-      errors.push(`container runtime not ready: ${conditionString(runtimeReady, 'RuntimeReady')}`);
-    }
-  }
-  errors.push(...healthErrors);
-  if (check.state === 'ok' && !hostNetwork) {
-    const networkReady = check.conditions.find((c) => c.type === 'NetworkReady');
-    if (!networkReady?.status) {
-      errors.push(`container runtime network not ready: ${conditionString(networkReady, 'NetworkReady')}`);
-    }
-  }
-  return errors;
-}
+export {
+  RUNTIME_DOWN,
+  RUNTIME_NOT_CHECKED,
+  readinessErrors,
+  withTimeout,
+  type RuntimeCheck,
+} from './runtimestate.js';
 
 /** A UUID-shaped stable digest of `seed` (version-4 layout, so tools that parse UUIDs accept it). */
 function stableUUID(seed: string): string {
@@ -171,39 +139,17 @@ export function ownedStatus(s: NodeStatus): NodeStatus {
   return { addresses, capacity, allocatable, conditions, daemonEndpoints, nodeInfo };
 }
 
-/** Rejects with DeadlineExceeded if `p` takes longer than `ms` on `clock`. */
-export function withTimeout<T>(p: Promise<T>, ms: number, clock: Clock, what: string): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const t = clock.setTimer(ms, () =>
-      reject(new KindError('DeadlineExceeded', `${what}: no answer within ${ms} ms`)),
-    );
-    p.then(
-      (v) => {
-        t.cancel();
-        resolve(v);
-      },
-      (err: unknown) => {
-        t.cancel();
-        reject(err instanceof Error ? err : new Error(String(err)));
-      },
-    );
-  });
-}
-
 export interface NodeStatusLoopConfig {
   api: Pick<NodeAPI, 'getNode' | 'patchNodeStatus'>;
   clock: Clock;
-  runtime: Pick<Runtime, 'version' | 'status'>;
+  /** The node's runtime state; refreshed here before every status computation. */
+  runtimeState: RuntimeState;
   recorder: NodeEventRecorder;
   params: NodeStatusParams;
   /** The node's pods use the host network: NetworkReady=false does not make it NotReady. */
   hostNetwork: boolean;
-  /** Extra readiness errors (e.g. "PLEG is not healthy: ..."); empty when healthy. */
-  healthChecks?: () => string[];
   updateFrequencyMs?: number;
   reportFrequencyMs?: number;
-  /** Deadline for each runtime call. Default: the update frequency, at most 5 s. */
-  runtimeTimeoutMs?: number;
   /** Called when the Node is gone (NotFound on read or write); the owner re-registers it. */
   onNodeMissing?: () => void;
   logger?: NodeLogger;
@@ -227,25 +173,25 @@ export class NodeStatusLoop {
 
   private readonly updateFrequencyMs: number;
   private readonly reportFrequencyMs: number;
-  private readonly runtimeTimeoutMs: number;
   private readonly logger: NodeLogger;
   private readonly abort = new AbortController();
-  private runtimeCheck: RuntimeCheck = { state: 'unchecked' };
-  private runtimeVersion: RuntimeVersion | undefined;
   private started = false;
   private resolveReady!: () => void;
   private rejectReady!: (err: Error) => void;
   private resolveDone!: () => void;
 
   constructor(private readonly cfg: NodeStatusLoopConfig) {
-    if (!cfg.api || !cfg.clock || !cfg.runtime || !cfg.recorder || !cfg.params?.nodeName) {
-      throw new KindError('InvalidArgument', 'node status loop needs api, clock, runtime, recorder, params', {
-        node: cfg.params?.nodeName,
-      });
+    if (!cfg.api || !cfg.clock || !cfg.runtimeState || !cfg.recorder || !cfg.params?.nodeName) {
+      throw new KindError(
+        'InvalidArgument',
+        'node status loop needs api, clock, runtimeState, recorder, params',
+        {
+          node: cfg.params?.nodeName,
+        },
+      );
     }
     this.updateFrequencyMs = cfg.updateFrequencyMs ?? DEFAULT_STATUS_UPDATE_FREQUENCY_MS;
     this.reportFrequencyMs = cfg.reportFrequencyMs ?? DEFAULT_STATUS_REPORT_FREQUENCY_MS;
-    this.runtimeTimeoutMs = cfg.runtimeTimeoutMs ?? Math.min(this.updateFrequencyMs, 5_000);
     this.logger = cfg.logger ?? silentLogger;
     this.ready = new Promise((resolve, reject) => {
       this.resolveReady = resolve;
@@ -264,7 +210,7 @@ export class NodeStatusLoop {
    * no status check yet, so Ready=False until the first sync. Records the pressure events.
    */
   async initialStatus(): Promise<NodeStatus> {
-    await this.refreshVersion();
+    await this.cfg.runtimeState.refreshVersion();
     return this.compute(undefined);
   }
 
@@ -309,7 +255,7 @@ export class NodeStatusLoop {
 
   /** One round: check the runtime, read the Node, compute, write if due. Never throws. */
   async syncOnce(): Promise<void> {
-    await Promise.all([this.refreshVersion(), this.checkRuntime()]);
+    await this.cfg.runtimeState.update();
     if (this.abort.signal.aborted) return;
     const { api, clock } = this.cfg;
     try {
@@ -334,10 +280,10 @@ export class NodeStatusLoop {
   /** Runs the setters on `base`, records events for condition changes since the last computation. */
   private compute(base: NodeStatus | undefined): NodeStatus {
     const { clock, params, hostNetwork } = this.cfg;
-    const errors = readinessErrors(this.runtimeCheck, hostNetwork, this.healthErrors());
+    const errors = this.cfg.runtimeState.readinessErrors(hostNetwork);
     const next = computeNodeStatus(
       base,
-      nodeStatusSetters(params, this.runtimeVersion, errors),
+      nodeStatusSetters(params, this.cfg.runtimeState.version, errors),
       formatRFC3339(clock.now()),
     );
     const prev = this.lastComputed ?? base;
@@ -351,49 +297,5 @@ export class NodeStatusLoop {
     }
     this.lastComputed = next;
     return next;
-  }
-
-  private healthErrors(): string[] {
-    if (!this.cfg.healthChecks) return [];
-    try {
-      return this.cfg.healthChecks();
-    } catch (err) {
-      return [`health check failed: ${errorMessage(err)}`];
-    }
-  }
-
-  private async checkRuntime(): Promise<void> {
-    try {
-      const conditions = await withTimeout(
-        this.cfg.runtime.status(),
-        this.runtimeTimeoutMs,
-        this.cfg.clock,
-        'runtime status',
-      );
-      this.runtimeCheck = { state: 'ok', conditions };
-    } catch (err) {
-      this.runtimeCheck = { state: 'failed', error: errorMessage(err) };
-      this.logger.warn('container runtime status check failed', {
-        node: this.nodeName,
-        error: errorMessage(err),
-      });
-    }
-  }
-
-  /** The kubelet asks for the version every time; on failure it keeps what it had. */
-  private async refreshVersion(): Promise<void> {
-    try {
-      this.runtimeVersion = await withTimeout(
-        this.cfg.runtime.version(),
-        this.runtimeTimeoutMs,
-        this.cfg.clock,
-        'runtime version',
-      );
-    } catch (err) {
-      this.logger.warn('container runtime version check failed', {
-        node: this.nodeName,
-        error: errorMessage(err),
-      });
-    }
   }
 }

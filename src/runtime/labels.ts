@@ -16,6 +16,8 @@ export const ContainerTerminationMessagePolicyAnnotation = 'io.kubernetes.contai
 export const PodDeletionGracePeriodAnnotation = 'io.kubernetes.pod.deletionGracePeriod';
 export const PodTerminationGracePeriodAnnotation = 'io.kubernetes.pod.terminationGracePeriod';
 export const ContainerPortsAnnotation = 'io.kubernetes.container.ports';
+/** Where a container's preStop handler is recorded, so a kill without the pod object can still run it. */
+export const PreStopHandlerAnnotation = 'io.kubernetes.container.preStopHandler';
 
 /** The kubelet's name for the pod-infrastructure container in sandbox labels. */
 export const KubernetesContainerTypeLabel = 'io.cri-containerd.kind';

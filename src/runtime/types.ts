@@ -221,9 +221,63 @@ export interface StreamingRequest {
   stderr?: boolean;
 }
 
+/** What a network probe of a container's port would see now, worded as the kubelet's probers word it. */
+export interface PortProbeOutcome {
+  result: 'success' | 'failure';
+  /** Why it failed (e.g. `dial tcp <ip>:<port>: connect: connection refused`); "" on success. */
+  output: string;
+}
+
+/**
+ * Answers an http or tcp probe of `port` on the container without touching the network. Synchronous and
+ * cheap (the prober calls it every period for every probed container); throws NotFound for an unknown ID.
+ */
+export type PortProber = (containerId: string, port: number, protocol: 'http' | 'tcp') => PortProbeOutcome;
+
+/**
+ * The container's log as CRI-format lines (`<RFC3339Nano> <stdout|stderr> <P|F> <text>`), as written so far.
+ * Synchronous; throws NotFound for an unknown ID. The caller owns the returned array.
+ */
+export type LogLineReader = (containerId: string) => string[];
+
+/**
+ * What an implementation asks of, or offers to, the kubelet around it beyond the CRI calls. The kubelet
+ * branches on these and never on which implementation it has (`kind`), so a third runtime is a new set of
+ * answers here, not a hunt for `kind === ...` checks. Fixed for the runtime's lifetime.
+ */
+export interface RuntimeCapabilities {
+  /**
+   * The kubelet lays out pod log directories (`<podLogsRoot>/<ns>_<pod>_<uid>/<container>/`) on this host
+   * before the runtime writes log files into them, and deletes them with the pod, as it does for a CRI
+   * runtime. False: logs never touch this host's disk (see readLogs).
+   */
+  readonly hostLogDirectories: boolean;
+  /** The kubelet removes the pod cgroup that the runtime leaves behind on this host (containerd does). */
+  readonly hostPodCgroups: boolean;
+  /**
+   * Present when the runtime answers network probes itself: its pod IPs are not reachable from this host
+   * (the simulated runtime's are made up). Absent: http, tcp and grpc probes go over the network.
+   */
+  readonly probePort?: PortProber;
+  /** Present when the runtime hands out log lines itself; absent: they are read from ContainerStatus.logPath. */
+  readonly readLogs?: LogLineReader;
+  /**
+   * Pod annotations whose keys start with this prefix are copied onto every container's config, for a
+   * runtime that reads per-container settings from them (the simulated runtime's behaviour profiles).
+   */
+  readonly podAnnotationPrefix?: string;
+  /**
+   * The runtime type that container IDs carry in the API (`<type>://<id>`) when the implementation fixes
+   * it (`sim`). Absent: the `runtimeName` that version() reports (containerd, cri-o).
+   */
+  readonly runtimeType?: string;
+}
+
 export interface Runtime {
-  /** Short implementation name: "cri" or "sim". */
+  /** Short implementation name: "cri" or "sim". For logs and status only: behaviour follows `capabilities`. */
   readonly kind: 'cri' | 'sim';
+  /** What the kubelet must do for this runtime, or may ask of it, beyond the calls below. */
+  readonly capabilities: RuntimeCapabilities;
 
   version(): Promise<RuntimeVersion>;
   /** RuntimeReady and NetworkReady conditions. */

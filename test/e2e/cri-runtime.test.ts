@@ -9,11 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Container, Pod } from '../../src/api/core.js';
 import { CriRuntime, type CriLogger } from '../../src/runtime/cri/client.js';
-import {
-  buildContainerConfig,
-  buildPodSandboxConfig,
-  type NodeSettings,
-} from '../../src/runtime/cri/podconfig.js';
+import { buildContainerConfig } from '../../src/kubelet/kuberuntime/containerconfig.js';
+import { buildPodSandboxConfig, type NodeSettings } from '../../src/kubelet/kuberuntime/sandboxconfig.js';
 import { ContainerNameLabel, PodUIDLabel } from '../../src/runtime/labels.js';
 import type { ContainerStatus, PodSandboxConfig } from '../../src/runtime/types.js';
 import { KindError, errorKind } from '../../src/util/errors.js';

@@ -14,7 +14,7 @@ import { ImagePullBackOff } from '../../src/kubelet/images/pullbackoff.js';
 import { KubeGenericRuntimeManager } from '../../src/kubelet/kuberuntime/manager.js';
 import { ReasonCache } from '../../src/kubelet/reasoncache.js';
 import { CriRuntime } from '../../src/runtime/cri/client.js';
-import { podLogsDirectory } from '../../src/runtime/cri/podconfig.js';
+import { podLogsDirectory } from '../../src/kubelet/kuberuntime/sandboxconfig.js';
 import { PodUIDLabel } from '../../src/runtime/labels.js';
 import { RealClock } from '../../src/util/clock.js';
 import { startContainerd, type TestContainerd, podCgroupDirs } from '../support/containerd.js';

@@ -18,7 +18,7 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { podCgroupParent } from '../../src/runtime/cri/podconfig.js';
+import { podCgroupParent } from '../../src/kubelet/kuberuntime/sandboxconfig.js';
 import { ManagedByLabel } from '../../src/runtime/labels.js';
 import type { Runtime } from '../../src/runtime/types.js';
 import { eventually } from './eventually.js';

@@ -4,6 +4,10 @@
  * network or timers, and no shell module that does. The shell that does I/O inside src/kubelet is named
  * here explicitly; everything else under src/kubelet is core and is checked, including what it imports
  * (type-only imports are allowed: they vanish at run time).
+ *
+ * The kubelet (and the node API around it) also never asks which runtime it has: what differs between
+ * runtimes is declared by each implementation as RuntimeCapabilities (src/runtime/types.ts), so
+ * `runtime.kind === 'sim'` checks and duck typing of the simulated runtime's extras are refused here.
  */
 import { expect } from 'chai';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -18,13 +22,20 @@ const SHELL = new Set([
   'kubelet.ts',
   'kubelet_cleanup.ts',
   'kubelet_config.ts',
+  'kubelet_runtime.ts',
   'kubelet_shell.ts',
   'kubelet_sync.ts',
   'podmanager.ts',
   'statusclient.ts',
-  'prober/runners.ts',
+  'prober/runner.ts',
+  'prober/http.ts',
+  'prober/tcp.ts',
+  'prober/grpc.ts',
   'kuberuntime/manager.ts',
+  'kuberuntime/killpod.ts',
+  'kuberuntime/removepod.ts',
   'kuberuntime/containers.ts',
+  'kuberuntime/killcontainer.ts',
   'kuberuntime/sandboxes.ts',
   'kuberuntime/context.ts',
   'kuberuntime/podstatus.ts',
@@ -44,6 +55,49 @@ const FORBIDDEN_PROJECT = [
   /src\/runtime\/(cri|sim)\//,
   /src\/server\//,
 ];
+
+/** Where runtime-kind checks are refused: the kubelet and the node API that serves its pods. */
+const CAPABILITY_ROOTS = ['src/kubelet', 'src/server'];
+
+/** Runtime-kind checks allowed in the kubelet, by file (relative to ROOT) and why: none; ask `capabilities`. */
+const KNOWN_RUNTIME_KIND_CHECKS = new Map<string, string>();
+
+/** A comparison of something's kind with a runtime kind, either way round, or a `case` on one. */
+const KIND_CHECKS = [
+  /kind\s*[!=]==?\s*['"`](?:sim|cri)['"`]/i,
+  /['"`](?:sim|cri)['"`]\s*[!=]==?\s*[\w.?]*kind\b/i,
+  /\bcase\s+['"`](?:sim|cri)['"`]\s*:/,
+];
+/**
+ * The simulated runtime's extras reached for on the runtime object itself (`sim.probePort`,
+ * `(rt as Partial<X>).readLogs`, `'readLogs' in rt`) instead of through its typed capabilities.
+ */
+const DUCK_TYPING = [
+  /(?<!capabilities\??)\.(?:probePort|readLogs)\b/,
+  /['"`](?:probePort|readLogs)['"`]\s+in\b/,
+];
+
+function isRuntimeKindCheck(line: string): boolean {
+  return KIND_CHECKS.some((r) => r.test(line)) || DUCK_TYPING.some((r) => r.test(line));
+}
+
+/**
+ * Source without comments, lines kept where they were (a rough cut that is enough here: no `//` or `/*`
+ * inside our string literals).
+ */
+function code(file: string): string {
+  return readFileSync(file, 'utf8')
+    .replace(/\/\*[\s\S]*?\*\//g, (c) => c.replace(/[^\n]/g, ''))
+    .replace(/(^|[^:'"`])\/\/.*$/gm, '$1');
+}
+
+/** `file:line: text` for every runtime-kind check or duck typing in `file`. */
+function runtimeKindFindings(file: string): string[] {
+  const rel = path.relative(ROOT, file);
+  return code(file)
+    .split('\n')
+    .flatMap((line, i) => (isRuntimeKindCheck(line) ? [`${rel}:${i + 1}: ${line.trim()}`] : []));
+}
 
 function walk(dir: string): string[] {
   return readdirSync(dir).flatMap((f) => {
@@ -102,6 +156,41 @@ describe('kubelet core purity', () => {
     };
     for (const f of core) visit(f, path.relative(ROOT, f));
     expect(problems, problems.join('\n')).to.deep.equal([]);
+  });
+
+  it('asks runtime capabilities, never the runtime kind, and duck-types no runtime extras', () => {
+    const files = CAPABILITY_ROOTS.flatMap((r) => walk(path.join(ROOT, r)));
+    expect(files.length).to.be.greaterThan(100);
+    const found = files.flatMap(runtimeKindFindings);
+    const unexpected = found.filter((f) => !KNOWN_RUNTIME_KIND_CHECKS.has(f.slice(0, f.indexOf(':'))));
+    expect(unexpected, unexpected.join('\n')).to.deep.equal([]);
+    const stale = [...KNOWN_RUNTIME_KIND_CHECKS.keys()].filter(
+      (f) => !found.some((x) => x.startsWith(`${f}:`)),
+    );
+    expect(stale, `no longer needed in KNOWN_RUNTIME_KIND_CHECKS: ${stale.join(', ')}`).to.deep.equal([]);
+  });
+
+  it('the runtime-kind check catches what it is meant to catch', () => {
+    const samples = [
+      "if (ctx.runtime.kind === 'sim') {",
+      "deps.runtime.kind !== 'cri'",
+      "'sim' === rt.kind",
+      "case 'cri':",
+      "deps.runtime.kind === 'sim' && typeof sim.probePort === 'function'",
+      "typeof (rt as Partial<LineLogRuntime>).readLogs === 'function'",
+      "if ('probePort' in runtime) {",
+      'lines = rt.readLogs(id);',
+    ];
+    for (const s of samples) expect(isRuntimeKindCheck(s), s).to.equal(true);
+    for (const s of [
+      "if (err.kind === 'NotFound')",
+      'const answer = deps.runtime.capabilities.probePort;',
+      'runtime.capabilities?.readLogs(id)',
+      "runtime: Pick<Runtime, 'execSync'> & { capabilities: Pick<RuntimeCapabilities, 'probePort'> };",
+      'capabilities: { ...runtime.capabilities, probePort: portProber },',
+      "st.kind === 'dir'",
+    ])
+      expect(isRuntimeKindCheck(s), s).to.equal(false);
   });
 
   it('core modules create no timers (time comes from an injected Clock)', () => {

@@ -2,7 +2,7 @@
  * Small pure helpers the kubelet keeps in pkg/kubelet/container/helpers.go and kuberuntime/helpers.go.
  */
 import { podRestartPolicy, type Container, type Pod } from '../../api/core.js';
-import { findContainerStatusByName, type ContainerStatus, type RuntimePodStatus } from './types.js';
+import { findContainerStatusByName, type KubeContainerStatus, type RuntimePodStatus } from './types.js';
 
 /**
  * The spec hash recorded on a container when it is created. Since Kubernetes 1.31 it covers only the
@@ -37,7 +37,7 @@ export function shouldContainerBeRestarted(
 
 /** An init container failed when it was OOM-killed, exited non-zero, or is in an unknown state. */
 export function isInitContainerFailed(
-  record: Pick<ContainerStatus, 'state' | 'exitCode' | 'reason'>,
+  record: Pick<KubeContainerStatus, 'state' | 'exitCode' | 'reason'>,
 ): boolean {
   if (record.reason === 'OOMKilled') return true;
   if (record.state === 'exited' && (record.exitCode ?? 0) !== 0) return true;
@@ -47,7 +47,7 @@ export function isInitContainerFailed(
 /** True when the recorded hash no longer matches the spec (name or image changed). */
 export function containerChanged(
   container: Pick<Container, 'name' | 'image'>,
-  record: Pick<ContainerStatus, 'hash'>,
+  record: Pick<KubeContainerStatus, 'hash'>,
 ): boolean {
   return record.hash !== hashContainer(container);
 }

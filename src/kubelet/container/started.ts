@@ -4,7 +4,7 @@
  * runtime's current sandbox (HasAnyActiveRegularContainerStarted, getPhase's input since 1.33).
  */
 import type { ContainerStatus as APIContainerStatus, PodSpec } from '../../api/core.js';
-import type { ContainerStatus, RuntimePodStatus } from './types.js';
+import type { KubeContainerStatus, RuntimePodStatus } from './types.js';
 
 function regularNames(spec: Pick<PodSpec, 'containers'>): Set<string> {
   return new Set((spec.containers ?? []).map((c) => c.name));
@@ -30,7 +30,7 @@ export function hasAnyRegularContainerStarted(
  */
 export function activeContainerStatuses(
   status: Pick<RuntimePodStatus, 'sandboxes' | 'containers'>,
-): ContainerStatus[] {
+): KubeContainerStatus[] {
   const sandboxes = Array.isArray(status.sandboxes) ? status.sandboxes : [];
   const containers = Array.isArray(status.containers) ? status.containers : [];
   const newest = sandboxes[0];

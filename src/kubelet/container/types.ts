@@ -3,6 +3,13 @@
  * exists, independent of what the API server says. This is the input to computePodActions, PLEG and the
  * conversion to API container statuses.
  *
+ * Three "container status" concepts meet in the kubelet, one name each:
+ * - `KubeContainerStatus` (here; kubelet: `kubecontainer.Status`): the kubelet's record of one container
+ *   instance, converted from the runtime's answer (kuberuntime/podstatus.ts toKubeContainerStatus);
+ * - the Runtime seam's `ContainerStatus` (runtime/types.ts; CRI `ContainerStatus`), imported under the alias
+ *   `RuntimeContainerStatus` where the API's name is also in scope;
+ * - the API's `ContainerStatus` (api/core.ts; `v1.ContainerStatus`), what pods/status carries.
+ *
  * Times are epoch milliseconds. Lists are ordered newest first; a lookup by name takes the first match.
  */
 
@@ -35,7 +42,8 @@ export interface SandboxStatus {
   createdAt?: number;
 }
 
-export interface ContainerStatus {
+/** One container instance as the kubelet records it (kubelet: kubecontainer.Status). */
+export interface KubeContainerStatus {
   id: ContainerID;
   name: string;
   state: ContainerState;
@@ -65,7 +73,7 @@ export interface RuntimePodStatus {
   /** Newest first. */
   sandboxes: SandboxStatus[];
   /** Newest first. */
-  containers: ContainerStatus[];
+  containers: KubeContainerStatus[];
   /** Pod IPs as last reported by the ready sandbox. */
   ips: string[];
 }
@@ -74,11 +82,11 @@ export interface RuntimePodStatus {
 export function findContainerStatusByName(
   status: Pick<RuntimePodStatus, 'containers'>,
   name: string,
-): ContainerStatus | undefined {
+): KubeContainerStatus | undefined {
   return status.containers.find((c) => c.name === name);
 }
 
 /** The API form of a runtime container ID: `<type>://<id>`. */
-export function containerIDString(c: Pick<ContainerStatus, 'id' | 'runtimeType'>): string {
+export function containerIDString(c: Pick<KubeContainerStatus, 'id' | 'runtimeType'>): string {
   return `${c.runtimeType ?? 'containerd'}://${c.id}`;
 }

@@ -1,29 +1,15 @@
 /**
- * Starting, killing and removing one container (kubelet: kuberuntime_container.go startContainer,
- * killContainer, executePreStopHook, restoreSpecsFromContainerLabels, removeContainer, terminationOrdering).
+ * Starting one container (kubelet: kuberuntime_container.go startContainer, generateContainerConfig). Killing and
+ * removing live in killcontainer.ts, the sidecar shutdown order in terminationorder.ts.
  */
-import { mkdir, readdir, rm } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
-import {
-  isRestartableInitContainer,
-  type Container,
-  type LifecycleHandler,
-  type Pod,
-} from '../../api/core.js';
-import { buildContainerConfig, podLogsDirectory } from '../../runtime/cri/podconfig.js';
-import {
-  ContainerNameLabel,
-  ContainerPortsAnnotation,
-  ContainerTerminationMessagePathAnnotation,
-  PodDeletionGracePeriodAnnotation,
-  PodNameLabel,
-  PodNamespaceLabel,
-  PodTerminationGracePeriodAnnotation,
-  PodUIDLabel,
-} from '../../runtime/labels.js';
-import { SimAnnotationPrefix } from '../../runtime/sim/profile.js';
+import { mkdir, readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Container, Pod } from '../../api/core.js';
+import { buildContainerConfig } from './containerconfig.js';
+import { podLogsDirectory } from './sandboxconfig.js';
+import { PreStopHandlerAnnotation } from '../../runtime/labels.js';
 import type { ContainerConfig, Image, PodSandboxConfig } from '../../runtime/types.js';
-import { errorMessage, isNotFound, KindError } from '../../util/errors.js';
+import { errorMessage, KindError } from '../../util/errors.js';
 import { formatPod } from '../backoff.js';
 import { findContainerStatusByName, type RuntimePodStatus } from '../container/types.js';
 import {
@@ -33,18 +19,12 @@ import {
   type EnvSources,
   type EnvVarValue,
 } from '../envvars.js';
-import { containerSpec, recordContainerEvent, recordPodEvent, type ManagerContext } from './context.js';
-import { runLifecycleHandler, type HookRunnerDeps } from './hooks.js';
+import { hookDeps, recordContainerEvent, recordPodEvent, type ManagerContext } from './context.js';
+import { runLifecycleHandler } from './hooks.js';
+import { killContainer } from './killcontainer.js';
 import { imageUserOf, needsImageUser, verifyRunAsNonRoot } from './securitycontext.js';
 import { ensureImageExists } from './images.js';
-import type { ContainerKillReason } from './podactions.js';
 import type { SyncErrorReason } from './syncresult.js';
-
-/** The kubelet never gives a container less than this to shut down (minimumGracePeriodInSeconds). */
-export const MinimumGracePeriodSeconds = 2;
-
-/** Where the kubelet records a container's preStop handler, so a kill without the pod can still run it. */
-export const PreStopHandlerAnnotation = 'io.kubernetes.container.preStopHandler';
 
 export type StartOutcome =
   { ok: true; containerId: string } | { ok: false; error: SyncErrorReason; message: string };
@@ -60,15 +40,6 @@ export interface StartContainerArgs {
   podIP: string;
   podIPs: string[];
   signal: AbortSignal;
-}
-
-function hookDeps(ctx: ManagerContext): HookRunnerDeps {
-  return {
-    runtime: ctx.runtime,
-    clock: ctx.clock,
-    httpGet: ctx.httpGet,
-    httpTimeoutMs: ctx.hookHttpTimeoutMs,
-  };
 }
 
 /** The restart count implied by the log files `<n>.log` in the container's log directory (calcRestartCountByLogDir). */
@@ -159,10 +130,11 @@ async function generateContainerConfig(
   if (expanded.args) config.args = expanded.args;
   const preStop = container.lifecycle?.preStop;
   if (preStop) config.annotations[PreStopHandlerAnnotation] = JSON.stringify(preStop);
-  if (ctx.runtime.kind === 'sim') {
-    // The simulated runtime reads behaviour profiles from container annotations; pods carry them.
+  const passthrough = ctx.runtime.capabilities.podAnnotationPrefix;
+  if (passthrough) {
+    // The runtime reads per-container settings from annotations the pods carry (the sim's behaviour profiles).
     for (const [k, v] of Object.entries(pod.metadata.annotations ?? {})) {
-      if (k.startsWith(SimAnnotationPrefix)) config.annotations[k] = v;
+      if (k.startsWith(passthrough)) config.annotations[k] = v;
     }
   }
   if (ctx.manageLogDirectories && a.sandboxConfig.logDirectory) {
@@ -279,296 +251,4 @@ export async function startContainer(ctx: ManagerContext, a: StartContainerArgs)
     }
   }
   return { ok: true, containerId };
-}
-
-// -------------------------------------------------------------------------------------------- killing
-
-/**
- * The grace period for killing a container of `pod` (kubelet: setTerminationGracePeriod): the deletion grace
- * period, else the probe's own period when a probe failure is the reason, else the pod's, else the minimum.
- */
-export function terminationGracePeriod(
-  pod: Pod,
-  spec: Pick<Container, 'livenessProbe' | 'startupProbe'>,
-  reason: ContainerKillReason,
-): number {
-  if (pod.metadata.deletionGracePeriodSeconds !== undefined) return pod.metadata.deletionGracePeriodSeconds;
-  if (pod.spec.terminationGracePeriodSeconds !== undefined) {
-    const probe =
-      reason === 'StartupProbe'
-        ? spec.startupProbe
-        : reason === 'LivenessProbe'
-          ? spec.livenessProbe
-          : undefined;
-    if (probe?.terminationGracePeriodSeconds !== undefined) return probe.terminationGracePeriodSeconds;
-    return pod.spec.terminationGracePeriodSeconds;
-  }
-  return MinimumGracePeriodSeconds;
-}
-
-function parseIntOr(v: string | undefined): number | undefined {
-  if (v === undefined) return undefined;
-  const n = Number.parseInt(v, 10);
-  return Number.isInteger(n) ? n : undefined;
-}
-
-/**
- * What a kill needs when the pod object is gone (kubelet: restoreSpecsFromContainerLabels): identity and grace
- * periods from labels and annotations, the preStop handler from its annotation. Only those fields are set.
- */
-export async function restoreSpecsFromContainerLabels(
-  ctx: ManagerContext,
-  containerId: string,
-): Promise<{ pod: Pod; container: Container }> {
-  const s = await ctx.runtime.containerStatus(containerId);
-  const l = s.labels;
-  const an = s.annotations;
-  const container: Container = { name: l[ContainerNameLabel] ?? s.metadata.name };
-  const ports = an[ContainerPortsAnnotation];
-  if (ports) {
-    try {
-      container.ports = JSON.parse(ports) as Container['ports'];
-    } catch {
-      // Ports only resolve named httpGet ports of a restored preStop hook.
-    }
-  }
-  const tmp = an[ContainerTerminationMessagePathAnnotation];
-  if (tmp !== undefined) container.terminationMessagePath = tmp;
-  const preStop = an[PreStopHandlerAnnotation];
-  if (preStop) {
-    try {
-      container.lifecycle = { preStop: JSON.parse(preStop) as LifecycleHandler };
-    } catch {
-      ctx.logger.warn('unreadable preStop annotation', { containerID: containerId });
-    }
-  }
-  const pod: Pod = {
-    metadata: {
-      uid: l[PodUIDLabel] ?? '',
-      name: l[PodNameLabel] ?? '',
-      namespace: l[PodNamespaceLabel] ?? '',
-    },
-    spec: { containers: [container] },
-  };
-  const deletionGrace = parseIntOr(an[PodDeletionGracePeriodAnnotation]);
-  if (deletionGrace !== undefined) pod.metadata.deletionGracePeriodSeconds = deletionGrace;
-  const terminationGrace = parseIntOr(an[PodTerminationGracePeriodAnnotation]);
-  if (terminationGrace !== undefined) pod.spec.terminationGracePeriodSeconds = terminationGrace;
-  return { pod, container };
-}
-
-/**
- * Runs the preStop hook for at most `graceSeconds` and returns the whole seconds it took (kubelet:
- * executePreStopHook). A hook still running when the grace period ends is abandoned, as the kubelet does.
- */
-async function executePreStopHook(
-  ctx: ManagerContext,
-  pod: Pod,
-  containerId: string,
-  spec: Container,
-  graceSeconds: number,
-  podIP: string,
-): Promise<number> {
-  const start = ctx.clock.now();
-  const done = new AbortController();
-  let timedOut = false;
-  const hook = runLifecycleHandler(hookDeps(ctx), {
-    containerId,
-    pod,
-    container: spec,
-    handler: spec.lifecycle!.preStop!,
-    podIP,
-    signal: done.signal,
-  }).then((outcome) => {
-    if (outcome.ok || timedOut) return;
-    ctx.logger.warn('PreStop hook failed', {
-      pod: formatPod(pod),
-      container: spec.name,
-      containerID: containerId,
-      err: outcome.error.message,
-    });
-    recordContainerEvent(
-      ctx,
-      pod,
-      spec.name,
-      containerId,
-      'Warning',
-      'FailedPreStopHook',
-      'PreStopHook failed',
-    );
-  });
-  const deadline = ctx.clock.sleep(graceSeconds * 1000, done.signal).then(
-    () => {
-      timedOut = true;
-      ctx.logger.info('PreStop hook not completed in grace period', {
-        pod: formatPod(pod),
-        container: spec.name,
-        gracePeriod: graceSeconds,
-      });
-    },
-    () => undefined,
-  );
-  await Promise.race([hook, deadline]);
-  // Ends the grace timer, or a sleep hook that outlived the grace period.
-  done.abort();
-  return Math.floor((ctx.clock.now() - start) / 1000);
-}
-
-/**
- * Shutdown order of a pod with sidecars (kubelet: terminationOrdering): regular containers stop first; each
- * running sidecar waits for every regular container and for the sidecars after it, within its grace period.
- */
-export class TerminationOrdering {
-  private readonly terminated = new Map<string, { done: Promise<void>; resolve: () => void }>();
-  private readonly prereqs = new Map<string, Promise<void>[]>();
-
-  constructor(
-    pod: Pod,
-    runningNames: readonly string[],
-    private readonly clock: ManagerContext['clock'],
-  ) {
-    const running = new Set(runningNames);
-    const channel = (name: string): Promise<void> => {
-      let resolve!: () => void;
-      const done = new Promise<void>((r) => (resolve = r));
-      this.terminated.set(name, { done, resolve });
-      // Nothing waits on a container that is not running.
-      if (!running.has(name)) resolve();
-      return done;
-    };
-    const main = pod.spec.containers.map((c) => channel(c.name));
-    let later: string | undefined;
-    for (const ic of [...(pod.spec.initContainers ?? [])].reverse()) {
-      channel(ic.name);
-      if (!isRestartableInitContainer(ic)) continue;
-      const deps = [...main];
-      if (later !== undefined) deps.push(this.terminated.get(later)!.done);
-      this.prereqs.set(ic.name, deps);
-      later = ic.name;
-    }
-  }
-
-  /** Waits until `name` may stop, at most `graceSeconds`; returns the seconds waited. */
-  async waitForTurn(name: string, graceSeconds: number): Promise<number> {
-    if (graceSeconds <= 0) return 0;
-    const deps = this.prereqs.get(name) ?? [];
-    if (deps.length === 0) return 0;
-    const start = this.clock.now();
-    const stop = new AbortController();
-    await Promise.race([
-      Promise.all(deps),
-      this.clock.sleep(graceSeconds * 1000, stop.signal).catch(() => undefined),
-    ]);
-    stop.abort();
-    return (this.clock.now() - start) / 1000;
-  }
-
-  containerTerminated(name: string): void {
-    this.terminated.get(name)?.resolve();
-  }
-}
-
-export interface KillOptions {
-  /** Replaces the grace period the pod and reason imply (kubelet: gracePeriodOverride). */
-  gracePeriodOverride?: number;
-  ordering?: TerminationOrdering;
-  /** The pod IP for an httpGet preStop hook without a host. */
-  podIP?: string;
-}
-
-/**
- * Kills one container (kubelet: killContainer): the Killing event (`message`, or `Stopping container <name>`),
- * the preStop hook (its duration is taken from the grace period), the sidecar ordering, then StopContainer
- * with at least MinimumGracePeriodSeconds. Without `pod`, the specs are restored from the container's labels.
- * A container that is already gone counts as killed. Rejects when the runtime refuses the stop.
- */
-export async function killContainer(
-  ctx: ManagerContext,
-  pod: Pod | undefined,
-  containerId: string,
-  containerName: string,
-  message: string,
-  reason: ContainerKillReason,
-  opts: KillOptions = {},
-): Promise<void> {
-  let p: Pod;
-  let spec: Container;
-  if (pod) {
-    const found = containerSpec(pod, containerName);
-    if (!found) {
-      const id = `${await ctx.runtimeType()}://${containerId}`;
-      throw new KindError(
-        'NotFound',
-        `failed to get containerSpec ${JSON.stringify(containerName)} (id=${JSON.stringify(id)}) in pod ${JSON.stringify(formatPod(pod))} when killing container for reason ${JSON.stringify(message)}`,
-        { container: containerName, containerID: containerId },
-      );
-    }
-    p = pod;
-    spec = found;
-  } else {
-    try {
-      ({ pod: p, container: spec } = await restoreSpecsFromContainerLabels(ctx, containerId));
-    } catch (err) {
-      if (isNotFound(err)) return;
-      throw err;
-    }
-  }
-
-  let grace = terminationGracePeriod(p, spec, reason);
-  recordContainerEvent(
-    ctx,
-    p,
-    containerName,
-    containerId,
-    'Normal',
-    'Killing',
-    message || `Stopping container ${spec.name}`,
-  );
-  if (opts.gracePeriodOverride !== undefined) grace = opts.gracePeriodOverride;
-  if (spec.lifecycle?.preStop && grace > 0) {
-    grace -= await executePreStopHook(ctx, p, containerId, spec, grace, opts.podIP ?? '');
-  }
-  if (opts.ordering && grace > 0) grace -= Math.trunc(await opts.ordering.waitForTurn(containerName, grace));
-  // Always a minimal shutdown window, to avoid needless SIGKILLs.
-  if (grace < MinimumGracePeriodSeconds) grace = MinimumGracePeriodSeconds;
-  try {
-    await ctx.runtime.stopContainer(containerId, grace);
-  } catch (err) {
-    if (!isNotFound(err)) throw err;
-  }
-  opts.ordering?.containerTerminated(containerName);
-}
-
-// ------------------------------------------------------------------------------------------- removing
-
-/**
- * Removes a container and its log files (kubelet: removeContainer; logs first, so a container whose logs could
- * not be removed is retried). A container that is already gone counts as removed.
- */
-export async function removeContainer(ctx: ManagerContext, containerId: string): Promise<void> {
-  if (ctx.manageLogDirectories) {
-    let logPath = '';
-    try {
-      logPath = (await ctx.runtime.containerStatus(containerId)).logPath;
-    } catch (err) {
-      if (isNotFound(err)) return;
-      throw err;
-    }
-    if (logPath) {
-      await rm(logPath, { force: true });
-      // Rotated files: <path>.<suffix>.
-      const dir = dirname(logPath);
-      const prefix = `${basename(logPath)}.`;
-      let names: string[] = [];
-      try {
-        names = await readdir(dir);
-      } catch {
-        // No directory: nothing rotated.
-      }
-      await Promise.all(
-        names.filter((n) => n.startsWith(prefix)).map((n) => rm(join(dir, n), { force: true })),
-      );
-    }
-  }
-  await ctx.runtime.removeContainer(containerId);
 }

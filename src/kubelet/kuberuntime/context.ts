@@ -3,13 +3,13 @@
  * Internal to kuberuntime: the public surface is KubeGenericRuntimeManager (manager.ts).
  */
 import type { Container, Pod } from '../../api/core.js';
-import type { NodeSettings } from '../../runtime/cri/podconfig.js';
 import type { Runtime } from '../../runtime/types.js';
 import type { Clock } from '../../util/clock.js';
 import type { Backoff } from '../backoff.js';
 import type { ImagePullBackOff } from '../images/pullbackoff.js';
 import type { RuntimeHelper } from '../container/runtimehelper.js';
-import type { HookHttpGet } from './hooks.js';
+import type { HookHttpGet, HookRunnerDeps } from './hooks.js';
+import type { NodeSettings } from './sandboxconfig.js';
 import type { ContainerFileReader } from './terminationmessage.js';
 
 export type EventType = 'Normal' | 'Warning';
@@ -128,4 +128,14 @@ export function recordPodEvent(
   } catch (err) {
     ctx.logger.warn('event recorder failed', { reason, err: String(err) });
   }
+}
+
+/** What the lifecycle hook runner needs from the manager (postStart here, preStop in killcontainer.ts). */
+export function hookDeps(ctx: ManagerContext): HookRunnerDeps {
+  return {
+    runtime: ctx.runtime,
+    clock: ctx.clock,
+    httpGet: ctx.httpGet,
+    httpTimeoutMs: ctx.hookHttpTimeoutMs,
+  };
 }

@@ -14,7 +14,7 @@
 import { ManagedByLabel, PodNameLabel, PodNamespaceLabel, PodUIDLabel } from '../../runtime/labels.js';
 import { errorMessage } from '../../util/errors.js';
 import type { ManagerContext } from './context.js';
-import { killContainer, removeContainer } from './containers.js';
+import { killContainer, removeContainer } from './killcontainer.js';
 import { removePodCgroup, removePodLogDirectory, removePodSandbox } from './sandboxes.js';
 
 export interface GarbageCollectOptions {

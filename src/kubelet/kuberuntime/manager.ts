@@ -15,41 +15,24 @@
  */
 import type { Pod } from '../../api/core.js';
 import { isRestartableInitContainer } from '../../api/core.js';
-import { buildPodSandboxConfig } from '../../runtime/cri/podconfig.js';
 import type { PodSandboxConfig, Runtime } from '../../runtime/types.js';
-import type { Clock } from '../../util/clock.js';
 import { errorMessage, KindError } from '../../util/errors.js';
-import { doBackOff, formatPod, type Backoff } from '../backoff.js';
+import { doBackOff, formatPod } from '../backoff.js';
 import type { RuntimePodStatus } from '../container/types.js';
-import type { ImagePullBackOff } from '../images/pullbackoff.js';
 import type { RuntimePod } from '../pleg/generic.js';
 import type { ProbeResultsReader } from '../prober/types.js';
 import type { ReasonCache } from '../reasoncache.js';
 import { computePodActions } from './actions.js';
-import {
-  containerSpec,
-  recordContainerEvent,
-  recordPodEvent,
-  type EnvSource,
-  type EventRecorderFunc,
-  type ManagerContext,
-  type RuntimeManagerLogger,
-  type RuntimeManagerNodeSettings,
-} from './context.js';
-import { killContainer, removeContainer, startContainer, TerminationOrdering } from './containers.js';
+import { containerSpec, recordContainerEvent, recordPodEvent, type ManagerContext } from './context.js';
+import { startContainer } from './containers.js';
+import { killContainer, removeContainer } from './killcontainer.js';
 import { garbageCollect, type GarbageCollectOptions, type GarbageCollectResult } from './gc.js';
-import type { RuntimeHelper } from '../container/runtimehelper.js';
-import type { HookHttpGet } from './hooks.js';
-import type { ContainerFileReader } from './terminationmessage.js';
+import { killPodWithSyncResult } from './killpod.js';
+import { managerContext, validateDeps, type KubeGenericRuntimeManagerDeps } from './managerdeps.js';
 import { listRuntimePods, readPodStatus, sandboxIPs } from './podstatus.js';
-import {
-  createPodSandbox,
-  effectivePod,
-  removePodCgroup,
-  removePodLogDirectory,
-  removePodSandbox,
-  stopPodSandbox,
-} from './sandboxes.js';
+import { removePod } from './removepod.js';
+import { createPodSandbox, effectivePod } from './sandboxes.js';
+import { buildPodSandboxConfig } from './sandboxconfig.js';
 import { failResult, SyncResultBuilder, type PodSyncResult } from './syncresult.js';
 
 export type {
@@ -59,35 +42,10 @@ export type {
   RuntimeManagerNodeSettings,
 } from './context.js';
 export type { GarbageCollectOptions, GarbageCollectResult } from './gc.js';
+export type { KubeGenericRuntimeManagerDeps } from './managerdeps.js';
 export type { HookHttpGet } from './hooks.js';
 export type { PodSyncResult, SyncAction, SyncErrorReason, SyncResult } from './syncresult.js';
 export { PodSyncError } from './syncresult.js';
-
-export interface KubeGenericRuntimeManagerDeps {
-  runtime: Runtime;
-  clock: Clock;
-  nodeSettings: RuntimeManagerNodeSettings;
-  recorder: EventRecorderFunc;
-  envSource: EnvSource;
-  /** Performs httpGet lifecycle hooks. */
-  httpGet: HookHttpGet;
-  /** The kubelet's crash-loop back-off (newCrashLoopBackOff). */
-  crashLoopBackOff: Backoff;
-  imagePullBackOff: ImagePullBackOff;
-  /** Updated from every syncPod's StartContainer results. */
-  reasonCache: ReasonCache;
-  logger: RuntimeManagerLogger;
-  /** Create and delete pod/container log directories and files on this host. Default: true for `cri`. */
-  manageLogDirectories?: boolean;
-  /** Remove pod cgroups the runtime leaves behind. Default: true for `cri`. */
-  removePodCgroups?: boolean;
-  /** Time limit of an httpGet hook request (default 10 s). */
-  hookHttpTimeoutMs?: number;
-  /** The kubelet's side of sandboxes and containers (hostname, DNS, mounts, service variables). */
-  runtimeHelper?: RuntimeHelper;
-  /** Reads termination messages of exited containers (the node's disk, or the simulated node's memory). */
-  files?: ContainerFileReader;
-}
 
 /** Ends a sync early; the pod workers abort it when the pod must terminate. */
 export interface RuntimeSyncContext {
@@ -98,57 +56,6 @@ export interface RuntimeSyncContext {
 export interface SyncPodProbes {
   liveness: ProbeResultsReader;
   startup: ProbeResultsReader;
-}
-
-const DEFAULT_HOOK_HTTP_TIMEOUT_MS = 10_000;
-
-function invalid(field: string, what: string): KindError {
-  return new KindError('InvalidArgument', `KubeGenericRuntimeManager: ${field} ${what}`, { field });
-}
-
-function isFn(v: unknown): boolean {
-  return typeof v === 'function';
-}
-
-/** Checks the deps' shape (virtual-kubelet style: constructors check, methods assume). */
-function validateDeps(d: KubeGenericRuntimeManagerDeps): void {
-  if (typeof d !== 'object' || d === null) throw invalid('deps', 'are required');
-  if (
-    typeof d.runtime !== 'object' ||
-    d.runtime === null ||
-    (d.runtime.kind !== 'cri' && d.runtime.kind !== 'sim')
-  ) {
-    throw invalid('runtime', 'must be a Runtime');
-  }
-  if (!d.clock || !isFn(d.clock.now) || !isFn(d.clock.sleep) || !isFn(d.clock.setTimer))
-    throw invalid('clock', 'must be a Clock');
-  const n = d.nodeSettings;
-  if (!n || typeof n.nodeName !== 'string' || n.nodeName === '')
-    throw invalid('nodeSettings.nodeName', 'is required');
-  if (typeof n.podLogsRoot !== 'string' || n.podLogsRoot === '')
-    throw invalid('nodeSettings.podLogsRoot', 'is required');
-  if (typeof n.cgroupRoot !== 'string' || n.cgroupRoot === '')
-    throw invalid('nodeSettings.cgroupRoot', 'is required');
-  if (n.podNetwork !== 'host' && n.podNetwork !== 'cni')
-    throw invalid('nodeSettings.podNetwork', "must be 'host' or 'cni'");
-  if (typeof n.nodeIP !== 'string' || n.nodeIP === '') throw invalid('nodeSettings.nodeIP', 'is required');
-  if (!isFn(d.recorder)) throw invalid('recorder', 'must be a function');
-  if (!d.envSource || !isFn(d.envSource.getConfigMap) || !isFn(d.envSource.getSecret)) {
-    throw invalid('envSource', 'must have getConfigMap and getSecret');
-  }
-  if (!isFn(d.httpGet)) throw invalid('httpGet', 'must be a function');
-  if (!d.crashLoopBackOff || !isFn(d.crashLoopBackOff.isInBackOffSince) || !isFn(d.crashLoopBackOff.next)) {
-    throw invalid('crashLoopBackOff', 'must be a Backoff');
-  }
-  if (!d.imagePullBackOff || !isFn(d.imagePullBackOff.check) || !isFn(d.imagePullBackOff.recordFailure)) {
-    throw invalid('imagePullBackOff', 'must be an ImagePullBackOff');
-  }
-  if (!d.reasonCache || !isFn(d.reasonCache.update)) throw invalid('reasonCache', 'must be a ReasonCache');
-  if (!d.logger || !isFn(d.logger.info) || !isFn(d.logger.warn))
-    throw invalid('logger', 'must have info and warn');
-  const t = d.hookHttpTimeoutMs;
-  if (t !== undefined && !(Number.isFinite(t) && t > 0))
-    throw invalid('hookHttpTimeoutMs', 'must be a positive number');
 }
 
 function asKindError(err: unknown): KindError {
@@ -166,32 +73,16 @@ export class KubeGenericRuntimeManager {
     validateDeps(deps);
     this.runtime = deps.runtime;
     this.reasonCache = deps.reasonCache;
-    const cri = deps.runtime.kind === 'cri';
-    this.ctx = {
-      runtime: deps.runtime,
-      clock: deps.clock,
-      node: deps.nodeSettings,
-      record: deps.recorder,
-      logger: deps.logger,
-      envSource: deps.envSource,
-      httpGet: deps.httpGet,
-      hookHttpTimeoutMs: deps.hookHttpTimeoutMs ?? DEFAULT_HOOK_HTTP_TIMEOUT_MS,
-      crashLoopBackOff: deps.crashLoopBackOff,
-      imagePullBackOff: deps.imagePullBackOff,
-      manageLogDirectories: deps.manageLogDirectories ?? cri,
-      removePodCgroups: deps.removePodCgroups ?? cri,
-      runtimeType: () => this.runtimeType(),
-      ...(deps.runtimeHelper ? { runtimeHelper: deps.runtimeHelper } : {}),
-      ...(deps.files ? { files: deps.files } : {}),
-    };
+    this.ctx = managerContext(deps, () => this.runtimeType());
   }
 
   /**
-   * The runtime's name as container IDs carry it in the API (`containerd://<id>`): `sim` for the simulated
-   * runtime, else the CRI runtime's own name (containerd, cri-o). Cached once known.
+   * The runtime's name as container IDs carry it in the API (`containerd://<id>`): the one the runtime's
+   * capabilities fix (`sim`), else the name its version() reports (containerd, cri-o). Cached once known.
    */
   async runtimeType(): Promise<string> {
-    if (this.runtime.kind === 'sim') return 'sim';
+    const fixed = this.runtime.capabilities.runtimeType;
+    if (fixed !== undefined) return fixed;
     if (this.runtimeName !== undefined) return this.runtimeName;
     try {
       const name = (await this.runtime.version()).runtimeName;
@@ -280,7 +171,7 @@ export class KubeGenericRuntimeManager {
     // Steps 2 and 3: kill the pod, or the containers that must not run.
     const hookIP = this.hookPodIP(pod, podIPsIn ?? podStatus.ips);
     if (actions.killPod) {
-      const killed = await this.killPodWithSyncResult(pod, podStatus, undefined);
+      const killed = await killPodWithSyncResult(this.ctx, pod, podStatus, undefined);
       b.addAll(killed);
       if (killed.error) return;
       if (actions.createSandbox) await this.purgeInitContainers(pod, podStatus);
@@ -463,109 +354,20 @@ export class KubeGenericRuntimeManager {
     gracePeriodSeconds?: number,
   ): Promise<PodSyncResult> {
     const p = pod ? effectivePod(pod, this.ctx.node.podNetwork) : undefined;
-    return this.killPodWithSyncResult(p, running, gracePeriodSeconds);
-  }
-
-  private async killPodWithSyncResult(
-    pod: Pod | undefined,
-    running: RuntimePodStatus,
-    gracePeriodOverride: number | undefined,
-  ): Promise<PodSyncResult> {
-    const ctx = this.ctx;
-    const b = new SyncResultBuilder();
-    const containers = running.containers.filter((c) => c.state === 'running');
-    const ordering =
-      pod && (pod.spec.initContainers ?? []).some(isRestartableInitContainer)
-        ? new TerminationOrdering(
-            pod,
-            containers.map((c) => c.name),
-            ctx.clock,
-          )
-        : undefined;
-    const podIP = running.ips[0] ?? (pod?.spec.hostNetwork ? ctx.node.nodeIP : '');
-    await Promise.all(
-      containers.map(async (c) => {
-        const r = b.add('KillContainer', c.name);
-        try {
-          await killContainer(ctx, pod, c.id, c.name, '', 'Unknown', {
-            ...(gracePeriodOverride !== undefined ? { gracePeriodOverride } : {}),
-            ...(ordering ? { ordering } : {}),
-            podIP,
-          });
-        } catch (err) {
-          failResult(r, 'KillContainerError', errorMessage(err));
-          ctx.logger.warn('Kill container failed', {
-            pod: `${running.namespace}/${running.name}`,
-            container: c.name,
-            err: errorMessage(err),
-          });
-        }
-      }),
-    );
-    const r = b.add('KillPodSandbox', running.uid);
-    for (const sb of running.sandboxes) {
-      try {
-        await stopPodSandbox(ctx, sb.id);
-      } catch (err) {
-        failResult(r, 'KillPodSandboxError', errorMessage(err));
-        ctx.logger.warn('Failed to stop sandbox', { sandboxID: sb.id, err: errorMessage(err) });
-      }
-    }
-    return b.build({ podUID: running.uid });
+    return killPodWithSyncResult(this.ctx, p, running, gracePeriodSeconds);
   }
 
   // ----------------------------------------------------------------------------------------- removing
 
   /**
-   * Removes everything the runtime holds for a terminated pod: containers (and their logs), sandboxes, the
-   * pod's log directory and, on CRI, its cgroup. Works from `running` plus a fresh listing of the pod, so
-   * objects created after `running` was read go too. Idempotent.
+   * Removes everything the runtime holds for a terminated pod (removepod.ts): containers (and their logs),
+   * sandboxes and the host-side leftovers the runtime's capabilities make ours (log directory, cgroup).
+   * Works from `running` plus a fresh listing of the pod. Idempotent.
    */
   async removePod(running: RuntimePodStatus): Promise<PodSyncResult> {
-    const ctx = this.ctx;
-    const b = new SyncResultBuilder();
-    let fresh: RuntimePodStatus | undefined;
-    try {
-      fresh = await this.getPodStatus(running.uid, running.name, running.namespace);
-    } catch (err) {
-      ctx.logger.warn('could not list the pod before removal', {
-        podUID: running.uid,
-        err: errorMessage(err),
-      });
-    }
-    const containers = new Map<string, string>();
-    for (const c of [...running.containers, ...(fresh?.containers ?? [])]) containers.set(c.id, c.name);
-    const sandboxes = new Set([...running.sandboxes, ...(fresh?.sandboxes ?? [])].map((s) => s.id));
-
-    for (const [id, name] of containers) {
-      const r = b.add('RemoveContainer', name);
-      try {
-        await removeContainer(ctx, id);
-      } catch (err) {
-        failResult(r, 'RemoveContainerError', errorMessage(err));
-      }
-    }
-    for (const id of sandboxes) {
-      const r = b.add('RemovePodSandbox', id);
-      try {
-        await removePodSandbox(ctx, id);
-      } catch (err) {
-        failResult(r, 'RemovePodSandboxError', errorMessage(err));
-      }
-    }
-    const result = b.build({ podUID: running.uid });
-    if (!result.error) {
-      try {
-        await removePodLogDirectory(ctx, running.namespace, running.name, running.uid);
-        await removePodCgroup(ctx, running.uid);
-      } catch (err) {
-        ctx.logger.warn('could not clean up pod directories', {
-          podUID: running.uid,
-          err: errorMessage(err),
-        });
-      }
-    }
-    return result;
+    return removePod(this.ctx, running, () =>
+      this.getPodStatus(running.uid, running.name, running.namespace),
+    );
   }
 
   /** Removes one dead container and its log files (the per-pod dead-container deletor); gone = removed. */

@@ -27,7 +27,7 @@ import {
   asContainerID,
   asPodUID,
   asSandboxID,
-  type ContainerStatus,
+  type KubeContainerStatus,
   type PodUID,
   type RuntimePodStatus,
   type SandboxStatus,
@@ -69,8 +69,8 @@ function restartCountOf(annotations: Record<string, string>): number {
 }
 
 /** One container record of the runtime view (kubelet: toKubeContainerStatus). */
-export function toContainerStatus(s: RuntimeContainerStatus, runtimeType: string): ContainerStatus {
-  const out: ContainerStatus = {
+export function toContainerStatus(s: RuntimeContainerStatus, runtimeType: string): KubeContainerStatus {
+  const out: KubeContainerStatus = {
     id: asContainerID(s.id),
     name: s.labels[ContainerNameLabel] ?? s.metadata.name,
     state: s.state,

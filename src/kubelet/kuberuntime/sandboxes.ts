@@ -5,10 +5,10 @@
 import { mkdir, readdir, rm, rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Pod } from '../../api/core.js';
-import { buildPodSandboxConfig, podCgroupParent, podLogsDirectory } from '../../runtime/cri/podconfig.js';
 import type { PodSandboxConfig } from '../../runtime/types.js';
 import { errorMessage, isNotFound } from '../../util/errors.js';
 import type { ManagerContext } from './context.js';
+import { buildPodSandboxConfig, podCgroupParent, podLogsDirectory } from './sandboxconfig.js';
 
 const CGROUP_MOUNT = '/sys/fs/cgroup';
 

@@ -98,6 +98,7 @@ export class GenericPLEG {
   private podsToReinspect = new Set<string>();
   private readonly watchConditions = new Map<string, Map<string, VersionedCondition>>();
   private relistTime: number | undefined;
+  private lastListing: RuntimePod[] = [];
   private discarded = 0;
   private queue: Promise<unknown> = Promise.resolve();
 
@@ -164,6 +165,40 @@ export class GenericPLEG {
     return new Map([...(m ?? [])].map(([k, v]) => [k, v.version]));
   }
 
+  /**
+   * The runtime's pods as the last successful relist listed them (kubelet: the runtime cache): what
+   * housekeeping looks at for pods no worker knows, without listing the runtime again.
+   */
+  listedPods(): RuntimePod[] {
+    return this.lastListing;
+  }
+
+  /**
+   * Inspects one pod now and writes the result to the cache (kubelet: GenericPLEG.UpdateCache). A pod worker
+   * calls it after its sync changed the runtime, so the status it reports shows what it just did. The next
+   * relist still compares against its own previous listing and emits the change as an event (the worker's
+   * follow-up sync then finds the cache already current). Resolves with what was cached; never rejects.
+   */
+  async updateCache(pod: { uid: PodUID; name: string; namespace: string }): Promise<{
+    status: RuntimePodStatus;
+    error: unknown;
+  }> {
+    const timestamp = this.clock.now();
+    try {
+      const got: unknown = await this.lister.getPodStatus(pod.uid, pod.name, pod.namespace);
+      if (typeof got !== 'object' || got === null) {
+        throw new KindError('InvalidArgument', 'runtime returned no pod status', { pod: pod.uid });
+      }
+      const status = this.keepPodIPs(pod.uid, got as RuntimePodStatus);
+      this.cache.set(pod.uid, status, undefined, timestamp);
+      return { status, error: undefined };
+    } catch (error) {
+      const status = emptyPodStatus(pod.uid, pod.name, pod.namespace);
+      this.cache.set(pod.uid, status, error, timestamp);
+      return { status, error };
+    }
+  }
+
   /** Lists, diffs, inspects and sends (SEMANTICS §7.3). Calls are serialized. Never rejects. */
   relist(): Promise<RelistResult> {
     const run = this.queue.then(() => this.relistOnce());
@@ -184,6 +219,7 @@ export class GenericPLEG {
       return { listed: false, error };
     }
     this.relistTime = timestamp;
+    this.lastListing = [...pods];
     this.setCurrent(pods);
     for (const uid of [...this.watchConditions.keys()]) {
       if (!this.records.get(uid)?.current) this.watchConditions.delete(uid);

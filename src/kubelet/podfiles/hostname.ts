@@ -2,7 +2,7 @@
  * A pod's hostname and domain (kubelet_pods.go GeneratePodHostNameAndDomain, truncatePodHostnameIfNeeded) and
  * the name its sandbox's kernel gets (pkg/kubelet/util GetNodenameForKernel, for setHostnameAsFQDN).
  *
- * This is meant to be the one implementation: runtime/cri/podconfig.ts still has its own `podHostname` (the
+ * This is meant to be the one implementation: kuberuntime/sandboxconfig.ts still has its own `podHostname` (the
  * truncation only); its callers should move to `generatePodHostNameAndDomain` + `nodenameForKernel`.
  *
  * Pure. Errors are KindErrors of kind InvalidArgument carrying the kubelet's message; the API server's own

@@ -5,7 +5,7 @@
  * Workers write; computePodActions, the prober manager's UpdatePodStatus and the sync loop read. Reads see
  * the newest value at once; changes are also pushed to subscribers so the sync loop can react to them.
  */
-import { asPodUID, type PodUID } from '../container/types.js';
+import type { PodUID } from '../container/types.js';
 import { KindError } from '../../util/errors.js';
 import type { ProbeResult, ProbeResultsReader, ProbeType } from './types.js';
 
@@ -60,7 +60,7 @@ export class ResultsManager implements ProbeResultsReader {
   }
 
   /** Stores `result` for the container; pushes an update if it is new or different. */
-  set(id: string, result: ProbeResult, podUID: PodUID | string): void {
+  set(id: string, result: ProbeResult, podUID: PodUID): void {
     const key = typeof id === 'string' ? containerIDKey(id) : '';
     if (key === '') throw new KindError('InvalidArgument', 'probe result without a container ID', { podUID });
     if (result !== 'success' && result !== 'failure' && result !== 'unknown') {
@@ -72,7 +72,7 @@ export class ResultsManager implements ProbeResultsReader {
     const update: ProbeResultUpdate = {
       containerID: id,
       result,
-      podUID: asPodUID(podUID),
+      podUID,
       probeType: this.probeType,
     };
     for (const listener of [...this.listeners]) {

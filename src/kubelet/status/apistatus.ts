@@ -28,7 +28,7 @@ import {
 } from './generate.js';
 import { getPhase } from './phase.js';
 import { applyHostIPs, sortPodIPs } from './podips.js';
-import { validatePodSpecForStatus } from './validation.js';
+import { validatePodSpecForStatus } from './inputvalidation.js';
 
 /**
  * Sets the probe-derived fields of a freshly generated status (kubelet: prober.Manager.UpdatePodStatus):

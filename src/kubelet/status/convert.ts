@@ -8,12 +8,12 @@ import { shouldContainerBeRestarted } from '../container/helpers.js';
 import {
   containerIDString,
   findContainerStatusByName,
-  type ContainerStatus as RuntimeContainerStatus,
+  type KubeContainerStatus,
   type RuntimePodStatus,
 } from '../container/types.js';
 import type { ReasonCacheReader } from '../reasoncache.js';
 import { KindError } from '../../util/errors.js';
-import { validatePodSpecForStatus } from './validation.js';
+import { validatePodSpecForStatus } from './inputvalidation.js';
 
 /** Default waiting reasons: before the pod's init containers ran, everything is "PodInitializing". */
 export const ContainerCreating = 'ContainerCreating';
@@ -47,7 +47,7 @@ function clone<T>(v: T): T {
   return structuredClone(v);
 }
 
-function newestFirst(records: readonly RuntimeContainerStatus[]): RuntimeContainerStatus[] {
+function newestFirst(records: readonly KubeContainerStatus[]): KubeContainerStatus[] {
   const copy = [...records];
   // The runtime view is already newest first; re-sort only when every record carries a creation time, so
   // records without one keep the order the runtime gave.
@@ -62,7 +62,7 @@ function setIfDefined<T extends object, K extends keyof T>(target: T, key: K, va
 }
 
 /** One runtime record as an API status; `old` is the previous API status of that container, if any. */
-function convertRecord(record: RuntimeContainerStatus, old: ContainerStatus | undefined): ContainerStatus {
+function convertRecord(record: KubeContainerStatus, old: ContainerStatus | undefined): ContainerStatus {
   const cid = containerIDString(record);
   const status: ContainerStatus = {
     name: record.name,
@@ -147,7 +147,7 @@ export function convertToAPIContainerStatuses(
   }
   validatePodSpecForStatus(pod.spec);
   const records = (Array.isArray(runtimeStatus?.containers) ? runtimeStatus.containers : []).filter(
-    (r): r is RuntimeContainerStatus => typeof r === 'object' && r !== null && typeof r.name === 'string',
+    (r): r is KubeContainerStatus => typeof r === 'object' && r !== null && typeof r.name === 'string',
   );
   const runtime = { containers: records };
   const defaultReason = input.hasInitContainers ? PodInitializing : ContainerCreating;

@@ -21,7 +21,7 @@ import {
 } from '../../api/core.js';
 import type { Clock } from '../../util/clock.js';
 import { errorMessage, KindError } from '../../util/errors.js';
-import type { PodUID } from '../container/types.js';
+import { asPodUID, type PodUID } from '../container/types.js';
 import { isStaticPod } from '../types/podupdate.js';
 import { UpdateChannel } from './channel.js';
 import { replaceOrAppendPodCondition, updateLastTransitionTime } from './conditions.js';
@@ -38,7 +38,7 @@ import { readinessGateConditions } from './readiness.js';
 import { StatusSyncer } from './sync.js';
 import { terminatedPodStatus } from './terminate.js';
 import { checkContainerStateTransition } from './transition.js';
-import { isValidPodStatus, validatePodForStatusManager, validatePodStatus } from './validate.js';
+import { isValidPodStatus, validatePodForStatusManager, validatePodStatus } from './inputvalidation.js';
 import type { VersionedPodStatus } from './versioned.js';
 
 export type { VersionedPodStatus } from './versioned.js';
@@ -77,7 +77,7 @@ export class StatusManager {
   private readonly log: StatusManagerLogger;
 
   /** Pod UID (static pods by their own UID) -> cached status. */
-  private readonly podStatuses = new Map<string, VersionedPodStatus>();
+  private readonly podStatuses = new Map<PodUID, VersionedPodStatus>();
   private readonly channel: UpdateChannel;
   private readonly syncer: StatusSyncer;
 
@@ -198,7 +198,7 @@ export class StatusManager {
    */
   terminatePod(pod: Pod): void {
     validatePodForStatusManager(pod);
-    const cached = this.podStatuses.get(pod.metadata.uid as string);
+    const cached = this.podStatuses.get(asPodUID(pod.metadata.uid));
     const base = cached ? cached.status : (pod.status ?? {});
     validatePodStatus(base);
     this.updateStatusInternal(pod, terminatedPodStatus(pod, base), true, true);
@@ -251,7 +251,7 @@ export class StatusManager {
   ): { pod: Pod; status: PodStatus; container: ContainerStatus } | undefined {
     const pod = this.podManager.getPodByUID(podUID);
     if (!pod) return undefined;
-    const cached = this.podStatuses.get(pod.metadata?.uid ?? '');
+    const cached = this.podStatuses.get(asPodUID(pod.metadata?.uid ?? ''));
     if (!cached) {
       this.log.info('container status changed before the pod has a status', {
         pod: podRef(pod),
@@ -277,7 +277,7 @@ export class StatusManager {
     forceUpdate: boolean,
     podIsFinished: boolean,
   ): boolean {
-    const uid = pod.metadata.uid as string;
+    const uid = asPodUID(pod.metadata.uid as string);
     const cached = this.podStatuses.get(uid);
     let oldStatus: PodStatus;
     if (cached) {

@@ -7,7 +7,7 @@ import {
   type PodPhase,
   type PodSpec,
 } from '../../api/core.js';
-import { validatePodSpecForStatus } from './validation.js';
+import { validatePodSpecForStatus } from './inputvalidation.js';
 
 export interface GetPhaseOptions {
   /** Static pods never get a terminal phase from podIsTerminal (upstream TODO #116484). */

@@ -6,7 +6,7 @@
 import { isTerminalPhase, type Pod, type PodStatus } from '../../api/core.js';
 import type { Clock } from '../../util/clock.js';
 import { errorMessage, isNotFound } from '../../util/errors.js';
-import { asPodUID } from '../container/types.js';
+import { asPodUID, type PodUID } from '../container/types.js';
 import { isMirrorPod, isStaticPod } from '../types/podupdate.js';
 import { isPodStatusByKubeletEqual } from './equality.js';
 import type {
@@ -27,7 +27,7 @@ export interface StatusSyncerDeps {
   clock: Clock;
   log: StatusManagerLogger;
   /** The manager's cache, keyed by pod UID (static pods by their own UID). Entries are replaced, never mutated. */
-  podStatuses: Map<string, VersionedPodStatus>;
+  podStatuses: Map<PodUID, VersionedPodStatus>;
 }
 
 /**
@@ -62,13 +62,14 @@ export class StatusSyncer {
     const { podToMirror, mirrorToPod } = this.d.podManager.getUIDTranslations();
     if (all) {
       for (const uid of [...this.apiStatusVersions.keys()]) {
-        if (!this.d.podStatuses.has(uid) && !mirrorToPod.has(uid)) this.apiStatusVersions.delete(uid);
+        if (!this.d.podStatuses.has(asPodUID(uid)) && !mirrorToPod.has(uid))
+          this.apiStatusVersions.delete(uid);
       }
     }
-    const updates: { podUID: string; status: VersionedPodStatus }[] = [];
+    const updates: { podUID: PodUID; status: VersionedPodStatus }[] = [];
     for (const [uid, status] of this.d.podStatuses) {
       // Static pods are synced through their mirror pod; without one there is nothing to write to.
-      let uidOfStatus = uid;
+      let uidOfStatus: string = uid;
       const mirrorUID = podToMirror.get(uid);
       if (mirrorUID !== undefined) {
         if (mirrorUID === '') continue;
@@ -103,8 +104,8 @@ export class StatusSyncer {
   }
 
   /** The server's status, as the pod manager last saw it, disagrees with the cache by kubelet rules. */
-  private needsReconcile(uid: string, status: PodStatus): boolean {
-    let pod = this.d.podManager.getPodByUID(asPodUID(uid));
+  private needsReconcile(uid: PodUID, status: PodStatus): boolean {
+    let pod = this.d.podManager.getPodByUID(uid);
     if (!pod) return false;
     if (isStaticPod(pod)) {
       pod = this.d.podManager.getMirrorPodByPod(pod);
@@ -113,7 +114,7 @@ export class StatusSyncer {
     return !isPodStatusByKubeletEqual(normalizeStatus(pod, pod.status ?? {}), status);
   }
 
-  private async syncPod(uid: string, status: VersionedPodStatus): Promise<void> {
+  private async syncPod(uid: PodUID, status: VersionedPodStatus): Promise<void> {
     const { client, log } = this.d;
     const ref = `${status.podNamespace}/${status.podName}`;
     let pod: Pod;

@@ -1,23 +1,17 @@
 /**
- * CriRuntime: the Runtime seam over CRI v1 gRPC (containerd, CRI-O) on a unix socket.
+ * CriRuntime: the Runtime seam over CRI v1 gRPC (containerd, CRI-O) on a unix socket: the RuntimeService
+ * and ImageService calls, each translated to and from our proto's messages (convert.ts) with its deadline
+ * (deadlines.ts) over one connection (connection.ts: fail fast, reconnect, no retries, one log line per
+ * outage). It knows containers and sandboxes, never pods: the kubelet builds the configs.
  *
  * Contract, beyond src/runtime/types.ts:
- * - One grpc-js channel for both services. It reconnects on its own when the socket comes back (backoff
- *   100 ms .. 3 s, the kubelet's); no call waits for a connection (waitForReady false), so a dead or
- *   missing socket fails fast with Unavailable instead of hanging until the deadline.
- * - No gRPC retries: RunPodSandbox and CreateContainer are not idempotent, and the kubelet's sync loop is
- *   the retry.
- * - Deadlines: `requestTimeoutMs` (kubelet runtimeRequestTimeout, 2 min) for mutating calls;
- *   `shortTimeoutMs` (10 s) for version/status/list/status-of calls; StopContainer gets its grace period
- *   on top of the request timeout; ExecSync gets its own timeout plus `execGraceMs`; PullImage gets
- *   `pullTimeoutMs`.
- * - An outage is logged once (warn, naming the socket path) when it starts and once (info) when a call
- *   succeeds again, however many calls fail in between.
  * - Removing an unknown sandbox or container, and stopping an unknown sandbox, succeed (CRI: idempotent).
+ * - ContainerStatus carries the container's sandbox ID, which CRI's ContainerStatus lacks: it comes from a
+ *   listing (cached; IDs never change meaning).
+ * - Capabilities: the kubelet lays out the host's pod log directories (the runtime writes the files there)
+ *   and removes the pod cgroups containerd leaves behind; probes go over the network to the pod IPs; container
+ *   IDs carry the runtime's own name (containerd://...).
  */
-import { fileURLToPath } from 'node:url';
-import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
 import { KindError } from '../../util/errors.js';
 import type {
   Container,
@@ -30,11 +24,13 @@ import type {
   PodSandboxConfig,
   PodSandboxStatus,
   Runtime,
+  RuntimeCapabilities,
   RuntimeCondition,
   RuntimeVersion,
   SandboxFilter,
   StreamingRequest,
 } from '../types.js';
+import { CriConnection, type CriLogger } from './connection.js';
 import {
   conditionFromWire,
   containerConfigToWire,
@@ -49,7 +45,7 @@ import {
   sandboxStatusFromWire,
   versionFromWire,
 } from './convert.js';
-import { criError, type CriCallContext } from './errors.js';
+import { CriDeadlines, type CriTimeouts } from './deadlines.js';
 import type {
   WireContainer,
   WireContainerStatus,
@@ -61,172 +57,68 @@ import type {
   WireVersionResponse,
 } from './messages.js';
 
-/** The two log levels the client uses; winston's logger fits, and so does a test spy. */
-export interface CriLogger {
-  warn(message: string, fields?: Record<string, unknown>): void;
-  info(message: string, fields?: Record<string, unknown>): void;
-}
+export type { CriLogger } from './connection.js';
+export {
+  DEFAULT_EXEC_GRACE_MS,
+  DEFAULT_PULL_TIMEOUT_MS,
+  DEFAULT_REQUEST_TIMEOUT_MS,
+  DEFAULT_SHORT_TIMEOUT_MS,
+} from './deadlines.js';
 
-export interface CriRuntimeOptions {
+export interface CriRuntimeOptions extends CriTimeouts {
   /** `unix:///absolute/path.sock` (a bare absolute path is accepted too). */
   endpoint: string;
   logger?: CriLogger;
-  /** Mutating calls. Default 120 000 (kubelet runtimeRequestTimeout). */
-  requestTimeoutMs?: number;
-  /** Version, Status, List*, *Status. Default 10 000. */
-  shortTimeoutMs?: number;
-  /** Added to an ExecSync's own timeout for the call's deadline. Default 10 000. */
-  execGraceMs?: number;
-  /** PullImage. Default 600 000. */
-  pullTimeoutMs?: number;
-  /** Our CRI proto; defaults to proto/api.proto beside this module. */
+  /** Our CRI proto; defaults to proto/api.proto beside connection.ts. */
   protoPath?: string;
 }
 
-export const DEFAULT_REQUEST_TIMEOUT_MS = 120_000;
-export const DEFAULT_SHORT_TIMEOUT_MS = 10_000;
-export const DEFAULT_EXEC_GRACE_MS = 10_000;
-export const DEFAULT_PULL_TIMEOUT_MS = 600_000;
 /** The version string the kubelet sends in VersionRequest. */
 const KUBE_RUNTIME_API_VERSION = '0.1.0';
-/** The kubelet's limit for CRI messages (a ListContainers on a busy node is large). */
-const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
 
-const DEFAULT_PROTO = fileURLToPath(new URL('./proto/api.proto', import.meta.url));
-
-export const PROTO_LOADER_OPTIONS: protoLoader.Options = {
-  keepCase: true,
-  longs: String,
-  enums: String,
-  defaults: true,
-  oneofs: true,
-};
-
-type UnaryCallback = (err: grpc.ServiceError | null, response?: unknown) => void;
-type UnaryMethod = (
-  request: object,
-  metadata: grpc.Metadata,
-  options: grpc.CallOptions,
-  callback: UnaryCallback,
-) => grpc.ClientUnaryCall;
-
-interface CriServices {
-  RuntimeService: grpc.ServiceClientConstructor;
-  ImageService: grpc.ServiceClientConstructor;
-}
-
-const loaded = new Map<string, CriServices>();
-
-/** The RuntimeService and ImageService client constructors from our proto (loaded once per path). */
-export function loadCriServices(protoPath: string = DEFAULT_PROTO): CriServices {
-  let services = loaded.get(protoPath);
-  if (!services) {
-    const def = protoLoader.loadSync(protoPath, PROTO_LOADER_OPTIONS);
-    const root = grpc.loadPackageDefinition(def) as unknown as { runtime?: { v1?: Partial<CriServices> } };
-    const v1 = root.runtime?.v1;
-    if (!v1?.RuntimeService || !v1.ImageService) {
-      throw new KindError(
-        'InvalidArgument',
-        `${protoPath} does not declare runtime.v1 RuntimeService and ImageService`,
-      );
-    }
-    services = { RuntimeService: v1.RuntimeService, ImageService: v1.ImageService };
-    loaded.set(protoPath, services);
-  }
-  return services;
-}
-
-/** Channel options: fail fast, reconnect quickly, no retries; see the module comment. */
-export const CHANNEL_OPTIONS: grpc.ChannelOptions = {
-  'grpc.enable_retries': 0,
-  'grpc.initial_reconnect_backoff_ms': 100,
-  'grpc.max_reconnect_backoff_ms': 3_000,
-  'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
-  'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
-};
-
-/** Validates an endpoint and returns it as `unix:///abs` plus the socket path. */
-export function parseEndpoint(endpoint: string): { endpoint: string; socketPath: string } {
-  let path: string;
-  if (endpoint.startsWith('unix://')) path = endpoint.slice('unix://'.length);
-  else if (endpoint.startsWith('/')) path = endpoint;
-  else {
-    throw new KindError(
-      'InvalidArgument',
-      `CRI endpoint must be unix:///<absolute path>, got ${JSON.stringify(endpoint)}`,
-    );
-  }
-  if (!path.startsWith('/') || path.length < 2) {
-    throw new KindError(
-      'InvalidArgument',
-      `CRI endpoint must name an absolute socket path, got ${JSON.stringify(endpoint)}`,
-    );
-  }
-  return { endpoint: `unix://${path}`, socketPath: path };
-}
-
-function positive(v: number | undefined, fallback: number, what: string): number {
-  if (v === undefined) return fallback;
-  if (!Number.isFinite(v) || v <= 0) throw new KindError('InvalidArgument', `${what} must be > 0, got ${v}`);
-  return v;
-}
-
-const noopLogger: CriLogger = { warn: () => {}, info: () => {} };
+/** See the module comment. */
+const CRI_CAPABILITIES: RuntimeCapabilities = Object.freeze({
+  hostLogDirectories: true,
+  hostPodCgroups: true,
+});
 
 export class CriRuntime implements Runtime {
   readonly kind = 'cri' as const;
+  readonly capabilities = CRI_CAPABILITIES;
   readonly endpoint: string;
   readonly socketPath: string;
 
-  private readonly logger: CriLogger;
-  private readonly requestTimeoutMs: number;
-  private readonly shortTimeoutMs: number;
-  private readonly execGraceMs: number;
-  private readonly pullTimeoutMs: number;
-  private readonly runtimeClient: grpc.Client;
-  private readonly imageClient: grpc.Client;
-  /** 'down' between the first Unavailable and the next success: one log line per outage. */
-  private reachability: 'unknown' | 'up' | 'down' = 'unknown';
-  private closed = false;
+  private readonly conn: CriConnection;
+  private readonly deadlines: CriDeadlines;
   /** Container -> sandbox; CRI's ContainerStatus lacks the sandbox ID, and it never changes. */
   private readonly sandboxOf = new Map<string, string>();
 
+  /** Throws InvalidArgument for a malformed endpoint or timeout (nothing is dialled yet). */
   constructor(opts: CriRuntimeOptions) {
-    const { endpoint, socketPath } = parseEndpoint(opts.endpoint);
-    this.endpoint = endpoint;
-    this.socketPath = socketPath;
-    this.logger = opts.logger ?? noopLogger;
-    this.requestTimeoutMs = positive(opts.requestTimeoutMs, DEFAULT_REQUEST_TIMEOUT_MS, 'requestTimeoutMs');
-    this.shortTimeoutMs = positive(opts.shortTimeoutMs, DEFAULT_SHORT_TIMEOUT_MS, 'shortTimeoutMs');
-    this.execGraceMs = positive(opts.execGraceMs, DEFAULT_EXEC_GRACE_MS, 'execGraceMs');
-    this.pullTimeoutMs = positive(opts.pullTimeoutMs, DEFAULT_PULL_TIMEOUT_MS, 'pullTimeoutMs');
-    const services = loadCriServices(opts.protoPath);
-    const creds = grpc.credentials.createInsecure();
-    this.runtimeClient = new services.RuntimeService(endpoint, creds, CHANNEL_OPTIONS);
-    this.imageClient = new services.ImageService(endpoint, creds, {
-      ...CHANNEL_OPTIONS,
-      channelOverride: this.runtimeClient.getChannel(),
-    });
+    this.deadlines = new CriDeadlines(opts);
+    this.conn = new CriConnection(opts.endpoint, opts.logger, opts.protoPath);
+    this.endpoint = this.conn.endpoint;
+    this.socketPath = this.conn.socketPath;
   }
 
   // ---------------------------------------------------------------------------------- runtime
 
   async version(): Promise<RuntimeVersion> {
-    const r = await this.call<WireVersionResponse>(
+    const r = await this.conn.call<WireVersionResponse>(
       'runtime',
       'Version',
       { version: KUBE_RUNTIME_API_VERSION },
-      this.shortTimeoutMs,
+      this.deadlines.shortMs,
     );
     return versionFromWire(r);
   }
 
   async status(): Promise<RuntimeCondition[]> {
-    const r = await this.call<{ status: { conditions: WireRuntimeCondition[] } | null }>(
+    const r = await this.conn.call<{ status: { conditions: WireRuntimeCondition[] } | null }>(
       'runtime',
       'Status',
       {},
-      this.shortTimeoutMs,
+      this.deadlines.shortMs,
     );
     return (r.status?.conditions ?? []).map(conditionFromWire);
   }
@@ -235,11 +127,11 @@ export class CriRuntime implements Runtime {
 
   async runPodSandbox(config: PodSandboxConfig): Promise<string> {
     const wire = sandboxConfigToWire(config);
-    const r = await this.call<{ pod_sandbox_id: string }>(
+    const r = await this.conn.call<{ pod_sandbox_id: string }>(
       'runtime',
       'RunPodSandbox',
       { config: wire },
-      this.requestTimeoutMs,
+      this.deadlines.requestMs,
       { pod: `${config.metadata.namespace}/${config.metadata.name}`, podUID: config.metadata.uid },
     );
     return r.pod_sandbox_id;
@@ -247,13 +139,15 @@ export class CriRuntime implements Runtime {
 
   async stopPodSandbox(id: string): Promise<void> {
     await this.ignoreNotFound(
-      this.call('runtime', 'StopPodSandbox', { pod_sandbox_id: id }, this.requestTimeoutMs, { sandbox: id }),
+      this.conn.call('runtime', 'StopPodSandbox', { pod_sandbox_id: id }, this.deadlines.requestMs, {
+        sandbox: id,
+      }),
     );
   }
 
   async removePodSandbox(id: string): Promise<void> {
     await this.ignoreNotFound(
-      this.call('runtime', 'RemovePodSandbox', { pod_sandbox_id: id }, this.requestTimeoutMs, {
+      this.conn.call('runtime', 'RemovePodSandbox', { pod_sandbox_id: id }, this.deadlines.requestMs, {
         sandbox: id,
       }),
     );
@@ -261,11 +155,11 @@ export class CriRuntime implements Runtime {
   }
 
   async podSandboxStatus(id: string): Promise<PodSandboxStatus> {
-    const r = await this.call<{ status: WirePodSandboxStatus | null }>(
+    const r = await this.conn.call<{ status: WirePodSandboxStatus | null }>(
       'runtime',
       'PodSandboxStatus',
       { pod_sandbox_id: id },
-      this.shortTimeoutMs,
+      this.deadlines.shortMs,
       { sandbox: id },
     );
     if (!r.status)
@@ -274,11 +168,11 @@ export class CriRuntime implements Runtime {
   }
 
   async listPodSandbox(filter?: SandboxFilter): Promise<PodSandbox[]> {
-    const r = await this.call<{ items: WirePodSandbox[] }>(
+    const r = await this.conn.call<{ items: WirePodSandbox[] }>(
       'runtime',
       'ListPodSandbox',
       { filter: sandboxFilterToWire(filter) },
-      this.shortTimeoutMs,
+      this.deadlines.shortMs,
     );
     return (r.items ?? []).map(sandboxFromWire);
   }
@@ -296,11 +190,11 @@ export class CriRuntime implements Runtime {
       // containerd 1.6 panics without it.
       sandbox_config: sandboxConfigToWire(sandboxConfig),
     };
-    const r = await this.call<{ container_id: string }>(
+    const r = await this.conn.call<{ container_id: string }>(
       'runtime',
       'CreateContainer',
       request,
-      this.requestTimeoutMs,
+      this.deadlines.requestMs,
       { sandbox: podSandboxId, container: config.metadata.name, attempt: config.metadata.attempt },
     );
     this.rememberSandbox(r.container_id, podSandboxId);
@@ -308,35 +202,37 @@ export class CriRuntime implements Runtime {
   }
 
   async startContainer(id: string): Promise<void> {
-    await this.call('runtime', 'StartContainer', { container_id: id }, this.requestTimeoutMs, {
+    await this.conn.call('runtime', 'StartContainer', { container_id: id }, this.deadlines.requestMs, {
       container: id,
     });
   }
 
   async stopContainer(id: string, timeoutSeconds: number): Promise<void> {
-    const grace = Math.max(0, Math.ceil(timeoutSeconds));
-    await this.call(
+    const { graceSeconds, timeoutMs } = this.deadlines.stopContainer(timeoutSeconds);
+    await this.conn.call(
       'runtime',
       'StopContainer',
-      { container_id: id, timeout: String(grace) },
-      grace * 1000 + this.requestTimeoutMs,
-      { container: id, gracePeriodSeconds: grace },
+      { container_id: id, timeout: String(graceSeconds) },
+      timeoutMs,
+      { container: id, gracePeriodSeconds: graceSeconds },
     );
   }
 
   async removeContainer(id: string): Promise<void> {
     await this.ignoreNotFound(
-      this.call('runtime', 'RemoveContainer', { container_id: id }, this.requestTimeoutMs, { container: id }),
+      this.conn.call('runtime', 'RemoveContainer', { container_id: id }, this.deadlines.requestMs, {
+        container: id,
+      }),
     );
     this.sandboxOf.delete(id);
   }
 
   async listContainers(filter?: ContainerFilter): Promise<Container[]> {
-    const r = await this.call<{ containers: WireContainer[] }>(
+    const r = await this.conn.call<{ containers: WireContainer[] }>(
       'runtime',
       'ListContainers',
       { filter: containerFilterToWire(filter) },
-      this.shortTimeoutMs,
+      this.deadlines.shortMs,
     );
     const containers = (r.containers ?? []).map(containerFromWire);
     for (const c of containers) this.rememberSandbox(c.id, c.podSandboxId);
@@ -348,11 +244,11 @@ export class CriRuntime implements Runtime {
     const known = this.sandboxOf.get(id);
     // The sandbox ID comes from the list entry when this client has not seen the container yet.
     const [r, sandboxId] = await Promise.all([
-      this.call<{ status: WireContainerStatus | null }>(
+      this.conn.call<{ status: WireContainerStatus | null }>(
         'runtime',
         'ContainerStatus',
         { container_id: id },
-        this.shortTimeoutMs,
+        this.deadlines.shortMs,
         ctx,
       ),
       known !== undefined
@@ -366,20 +262,19 @@ export class CriRuntime implements Runtime {
   // ---------------------------------------------------------------------------------- exec & streaming
 
   async execSync(id: string, cmd: string[], timeoutSeconds: number): Promise<ExecSyncResult> {
-    const seconds = Math.max(0, Math.ceil(timeoutSeconds));
-    const deadline = seconds > 0 ? seconds * 1000 + this.execGraceMs : this.requestTimeoutMs;
-    const r = await this.call<WireExecSyncResponse>(
+    const { seconds, timeoutMs } = this.deadlines.execSync(timeoutSeconds);
+    const r = await this.conn.call<WireExecSyncResponse>(
       'runtime',
       'ExecSync',
       { container_id: id, cmd, timeout: String(seconds) },
-      deadline,
+      timeoutMs,
       { container: id, cmd: cmd.join(' '), timeoutSeconds: seconds },
     );
     return execSyncFromWire(r);
   }
 
   async exec(req: StreamingRequest): Promise<{ url: string }> {
-    const r = await this.call<{ url: string }>(
+    const r = await this.conn.call<{ url: string }>(
       'runtime',
       'Exec',
       {
@@ -390,14 +285,14 @@ export class CriRuntime implements Runtime {
         stdout: req.stdout ?? false,
         stderr: req.stderr ?? false,
       },
-      this.requestTimeoutMs,
+      this.deadlines.requestMs,
       { container: req.containerId },
     );
     return { url: r.url };
   }
 
   async attach(req: StreamingRequest): Promise<{ url: string }> {
-    const r = await this.call<{ url: string }>(
+    const r = await this.conn.call<{ url: string }>(
       'runtime',
       'Attach',
       {
@@ -407,18 +302,18 @@ export class CriRuntime implements Runtime {
         stdout: req.stdout ?? false,
         stderr: req.stderr ?? false,
       },
-      this.requestTimeoutMs,
+      this.deadlines.requestMs,
       { container: req.containerId },
     );
     return { url: r.url };
   }
 
   async portForward(podSandboxId: string, ports: number[]): Promise<{ url: string }> {
-    const r = await this.call<{ url: string }>(
+    const r = await this.conn.call<{ url: string }>(
       'runtime',
       'PortForward',
       { pod_sandbox_id: podSandboxId, port: ports },
-      this.requestTimeoutMs,
+      this.deadlines.requestMs,
       { sandbox: podSandboxId },
     );
     return { url: r.url };
@@ -429,40 +324,47 @@ export class CriRuntime implements Runtime {
   async pullImage(image: string, sandboxConfig?: PodSandboxConfig): Promise<string> {
     const request: Record<string, unknown> = { image: { image } };
     if (sandboxConfig) request.sandbox_config = sandboxConfigToWire(sandboxConfig);
-    const r = await this.call<{ image_ref: string }>('image', 'PullImage', request, this.pullTimeoutMs, {
-      image,
-    });
+    const r = await this.conn.call<{ image_ref: string }>(
+      'image',
+      'PullImage',
+      request,
+      this.deadlines.pullMs,
+      {
+        image,
+      },
+    );
     return r.image_ref;
   }
 
   async imageStatus(image: string): Promise<Image | null> {
-    const r = await this.call<{ image: WireImage | null }>(
+    const r = await this.conn.call<{ image: WireImage | null }>(
       'image',
       'ImageStatus',
       { image: { image } },
-      this.shortTimeoutMs,
+      this.deadlines.shortMs,
       { image },
     );
     return r.image ? imageFromWire(r.image) : null;
   }
 
   async listImages(): Promise<Image[]> {
-    const r = await this.call<{ images: WireImage[] }>('image', 'ListImages', {}, this.shortTimeoutMs);
+    const r = await this.conn.call<{ images: WireImage[] }>(
+      'image',
+      'ListImages',
+      {},
+      this.deadlines.shortMs,
+    );
     return (r.images ?? []).map(imageFromWire);
   }
 
   async removeImage(image: string): Promise<void> {
     await this.ignoreNotFound(
-      this.call('image', 'RemoveImage', { image: { image } }, this.requestTimeoutMs, { image }),
+      this.conn.call('image', 'RemoveImage', { image: { image } }, this.deadlines.requestMs, { image }),
     );
   }
 
   async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    // Both clients share one channel; closing it fails calls still in flight with CANCELLED.
-    this.imageClient.close();
-    this.runtimeClient.close();
+    this.conn.close();
   }
 
   // ---------------------------------------------------------------------------------- plumbing
@@ -480,65 +382,5 @@ export class CriRuntime implements Runtime {
     } catch (err) {
       if (!(err instanceof KindError && err.kind === 'NotFound')) throw err;
     }
-  }
-
-  private call<T = unknown>(
-    service: 'runtime' | 'image',
-    method: string,
-    request: object,
-    timeoutMs: number,
-    subject: Record<string, unknown> = {},
-  ): Promise<T> {
-    const ctx: CriCallContext = { ...subject, method, endpoint: this.endpoint, timeoutMs };
-    if (this.closed) {
-      return Promise.reject(
-        new KindError('Unavailable', `CRI ${method}: client for ${this.endpoint} is closed`, ctx),
-      );
-    }
-    const client = service === 'runtime' ? this.runtimeClient : this.imageClient;
-    const fn = (client as unknown as Record<string, UnaryMethod | undefined>)[method];
-    if (!fn) return Promise.reject(new KindError('Unimplemented', `CRI ${method} is not in our proto`, ctx));
-    return new Promise<T>((resolve, reject) => {
-      const metadata = new grpc.Metadata({ waitForReady: false });
-      try {
-        fn.call(client, request, metadata, { deadline: Date.now() + timeoutMs }, (err, response) => {
-          if (err) {
-            const kerr = criError(err, ctx);
-            if (kerr.kind === 'Unavailable') this.markDown(kerr.message);
-            reject(kerr);
-            return;
-          }
-          this.markUp();
-          resolve(response as T);
-        });
-      } catch (err) {
-        // protobufjs refuses a malformed request before anything is sent.
-        reject(
-          new KindError('InvalidArgument', `CRI ${method}: request not encodable: ${String(err)}`, ctx, {
-            cause: err,
-          }),
-        );
-      }
-    });
-  }
-
-  private markDown(message: string): void {
-    if (this.reachability === 'down' || this.closed) return;
-    this.reachability = 'down';
-    this.logger.warn(`CRI runtime unreachable at ${this.socketPath}`, {
-      endpoint: this.endpoint,
-      socket: this.socketPath,
-      error: message,
-    });
-  }
-
-  private markUp(): void {
-    if (this.reachability === 'down') {
-      this.logger.info(`CRI runtime reachable again at ${this.socketPath}`, {
-        endpoint: this.endpoint,
-        socket: this.socketPath,
-      });
-    }
-    this.reachability = 'up';
   }
 }

@@ -5,12 +5,13 @@
  * profiles (profile.ts, command.ts). Every call is O(1) in the number of containers except unfiltered lists;
  * each running container with a finite run holds one clock timer, and a pending stop one more.
  *
- * Beyond Runtime it offers what the prober and tests need: `probePort` (what an http or tcp probe would
- * see), `readLogs` (the CRI-format log lines written so far), `setDown` and `injectFault`. probePort and
- * readLogs model the pod, not the runtime API, so they ignore faults and `setDown`.
+ * Its capabilities: the kubelet lays out no host log directories and removes no host cgroups (nothing
+ * touches the host), network probes are answered by `probePort` (pod IPs are made up), logs come from
+ * `readLogs`, pod annotations under SimAnnotationPrefix reach the containers (behaviour profiles), and
+ * container IDs read `sim://<id>`. Beyond Runtime it offers tests `setDown` and `injectFault`. probePort and
+ * readLogs model the pod, not the runtime API, so they ignore faults and `setDown` (podview.ts).
  */
 import { createHash } from 'node:crypto';
-import { posix } from 'node:path';
 import { KindError } from '../../util/errors.js';
 import type { Clock } from '../../util/clock.js';
 import type {
@@ -20,40 +21,42 @@ import type {
   ContainerStatus,
   ExecSyncResult,
   Image,
-  Mount,
   PodSandbox,
   PodSandboxConfig,
   PodSandboxStatus,
+  PortProbeOutcome,
   Runtime,
+  RuntimeCapabilities,
   RuntimeCondition,
   RuntimeVersion,
   SandboxFilter,
   StreamingRequest,
 } from '../types.js';
-import { BehaviourResolver, matchExec } from './behaviour.js';
-import { evaluateExec, type FileView } from './command.js';
+import { BehaviourResolver } from './behaviour.js';
 import { criLogLines, toContainer, toContainerStatus, toPodSandbox, toPodSandboxStatus } from './convert.js';
 import {
   closedError,
   containerNotFound,
   criState,
-  execTimedOut,
   imageNotFound,
   nameReserved,
   noStreaming,
-  notRunning,
   notStartable,
   optionError,
-  pullFailed,
   sandboxIdNotFound,
   sandboxNotFound,
   sandboxNotRunning,
   startFailed,
 } from './errors.js';
+import { execInContainer } from './exec.js';
 import { FaultInjector, type Fault, type RuntimeOp } from './faults.js';
-import { ImageStore, imageUser, parseImageReference, unreachableRegistryMessage } from './images.js';
+import { SimImageService } from './imageservice.js';
+import { ImageStore, parseImageReference } from './images.js';
 import { IPAllocator, parseIPv4 } from './ipam.js';
+import { fileViewOf, probePortOf, type NodeFiles } from './podview.js';
 import { Processes } from './process.js';
+import { SimAnnotationPrefix } from './profile.js';
+import { containerRecord, sandboxRecord } from './records.js';
 import { SimStore, type ContainerRecord, type SandboxRecord } from './store.js';
 
 export interface SimRuntimeOptions {
@@ -72,24 +75,29 @@ export interface SimRuntimeOptions {
    * The node's files (its in-memory pod directories): a container's `cat` of a path under one of its mounts
    * reads them, so probes and hooks that read volumes, /etc/hosts or tokens behave.
    */
-  files?: { readFileSync(path: string): Buffer | undefined };
+  files?: NodeFiles;
   runtimeVersion?: string;
 }
 
-export interface ProbeOutcome {
-  result: 'success' | 'failure';
-  /** Why it failed, worded as the kubelet's probers word it; "" on success. */
-  output: string;
-}
+/** What probePort answers (kept under its old name for callers of the sim's own API). */
+export type ProbeOutcome = PortProbeOutcome;
 
 const RUNTIME_NAME = 'kubelet-operator-sim';
-const NO_MOUNTS: readonly Mount[] = Object.freeze([]);
 
 export class SimRuntime implements Runtime {
   readonly kind = 'sim' as const;
+  readonly capabilities: RuntimeCapabilities = Object.freeze({
+    hostLogDirectories: false,
+    hostPodCgroups: false,
+    probePort: (id: string, port: number, protocol: 'http' | 'tcp') => this.probePort(id, port, protocol),
+    readLogs: (id: string) => this.readLogs(id),
+    podAnnotationPrefix: SimAnnotationPrefix,
+    runtimeType: 'sim',
+  });
   private readonly clock: Clock;
   private readonly store = new SimStore();
   private readonly images = new ImageStore();
+  private readonly imageService: SimImageService;
   private readonly ipam: IPAllocator;
   private readonly nodeIP: string;
   private readonly behaviours: BehaviourResolver;
@@ -113,6 +121,7 @@ export class SimRuntime implements Runtime {
       throw optionError('nodeIP', `nodeIP ${JSON.stringify(this.nodeIP)} is not an IPv4 address`);
     }
     this.behaviours = new BehaviourResolver(opts.profiles);
+    this.imageService = new SimImageService(this.images, this.behaviours, (ms) => this.processes.delay(ms));
     for (const image of opts.images ?? []) {
       const r = parseImageReference(image);
       if (!r) throw optionError('images', `images: ${JSON.stringify(image)} is not an image reference`);
@@ -158,22 +167,8 @@ export class SimRuntime implements Runtime {
     this.reserve(nameKey, { pod: `${md.namespace}/${md.name}` });
     const id = this.newId('sandbox');
     const networkMode = config.linux?.securityContext?.namespaceOptions?.network ?? 'POD';
-    const podNetwork = networkMode !== 'NODE';
-    const sandbox: SandboxRecord = {
-      id,
-      metadata: { name: md.name, uid: md.uid, namespace: md.namespace, attempt: md.attempt ?? 0 },
-      state: 'ready',
-      createdAt: this.processes.nowNs(),
-      labels: { ...config.labels },
-      annotations: { ...config.annotations },
-      networkMode,
-      ip: podNetwork ? this.ipam.allocate(id) : this.nodeIP,
-      podNetwork,
-      logDirectory: config.logDirectory ?? '',
-      hostname: config.hostname ?? '',
-      nameKey,
-      containers: new Set(),
-    };
+    const ip = networkMode === 'NODE' ? this.nodeIP : this.ipam.allocate(id);
+    const sandbox = sandboxRecord(config, { id, nameKey, ip, createdAt: this.processes.nowNs() });
     this.store.addSandbox(sandbox);
     return id;
   }
@@ -243,43 +238,17 @@ export class SimRuntime implements Runtime {
     const behaviour = this.behaviours.forContainer(
       config,
       ref,
-      this.fileViewOf(config.mounts ?? [], sandbox.hostname),
+      fileViewOf(config.mounts ?? [], sandbox.hostname, this.files),
     );
     if (behaviour.createError !== undefined) {
       throw new KindError('Unknown', behaviour.createError, { ...context, injected: true });
     }
-    const logPath =
-      sandbox.logDirectory && config.logPath ? posix.join(sandbox.logDirectory, config.logPath) : '';
-    const c: ContainerRecord = {
+    const c = containerRecord(config, sandbox, image, {
       id: this.newId('container'),
-      sandboxId: podSandboxId,
-      metadata: { name, attempt },
-      image: config.image,
-      imageId: image.id,
-      statusImage: image.repoTags[0] ?? config.image,
-      statusImageRef: image.repoDigests[0] ?? image.id,
-      labels: { ...config.labels },
-      annotations: { ...config.annotations },
-      logPath,
-      env: config.envs?.length ? Object.fromEntries(config.envs.map((e) => [e.key, e.value])) : {},
-      mounts: config.mounts?.length ? config.mounts.map((m) => ({ ...m })) : NO_MOUNTS,
-      behaviour,
       nameKey,
+      behaviour,
       createdAt: this.processes.nowNs(),
-      state: 'created',
-      starting: false,
-      startedAt: 0n,
-      startedMs: 0,
-      finishedAt: 0n,
-      finishedMs: 0,
-      exitCode: 0,
-      reason: '',
-      message: '',
-      exitTimer: undefined,
-      killTimer: undefined,
-      killAt: Infinity,
-      waiters: undefined,
-    };
+    });
     this.store.addContainer(c, sandbox);
     return c.id;
   }
@@ -332,30 +301,12 @@ export class SimRuntime implements Runtime {
   async execSync(id: string, cmd: string[], timeoutSeconds: number): Promise<ExecSyncResult> {
     this.enter('execSync', { containerId: id });
     const c = this.container(id);
-    if (c.state !== 'running') throw notRunning(id, criState(c.state));
-    if (!Array.isArray(cmd) || cmd.length === 0)
-      throw new KindError('InvalidArgument', 'exec command must not be empty');
-    const rule = matchExec(c.behaviour, cmd, this.clock.now() - c.startedMs);
-    const outcome = rule
-      ? { durationMs: rule.delayMs, exitCode: rule.exitCode, stdout: rule.stdout, stderr: rule.stderr }
-      : evaluateExec(cmd, c.env, this.fileView(c));
-    const limitMs = timeoutSeconds > 0 ? timeoutSeconds * 1000 : Infinity;
-    const duration = outcome.durationMs ?? Infinity;
-    if (duration > limitMs) {
-      await this.processes.delay(limitMs);
-      throw execTimedOut(id, timeoutSeconds, cmd);
-    }
-    if (duration === Infinity) {
-      // Runs until the container's PID 1 dies, which takes the exec'd process with it.
-      await this.processes.waitForExit(c);
-      return { stdout: Buffer.alloc(0), stderr: Buffer.alloc(0), exitCode: 137 };
-    }
-    if (duration > 0) await this.processes.delay(duration);
-    return {
-      stdout: Buffer.from(outcome.stdout),
-      stderr: Buffer.from(outcome.stderr),
-      exitCode: outcome.exitCode,
-    };
+    const hostname = this.store.getSandbox(c.sandboxId)?.hostname ?? '';
+    return execInContainer(c, cmd, timeoutSeconds, {
+      processes: this.processes,
+      nowMs: this.clock.now(),
+      files: fileViewOf(c.mounts, hostname, this.files),
+    });
   }
 
   async exec(req: StreamingRequest): Promise<{ url: string }> {
@@ -380,43 +331,22 @@ export class SimRuntime implements Runtime {
 
   async pullImage(image: string, sandboxConfig?: PodSandboxConfig): Promise<string> {
     this.enter('pullImage', { image });
-    const r = parseImageReference(image);
-    if (!r) {
-      throw new KindError(
-        'InvalidArgument',
-        `failed to pull and unpack image "${image}": invalid reference format`,
-      );
-    }
-    const profile = this.behaviours.pullProfile(r, sandboxConfig);
-    if (profile.pullLatencyMs) await this.processes.delay(profile.pullLatencyMs);
-    const cause =
-      profile.pullError ?? (r.host.endsWith('.invalid') ? unreachableRegistryMessage(r) : undefined);
-    if (cause !== undefined) {
-      throw pullFailed(r.ref, cause);
-    }
-    return this.images.add(r);
+    return this.imageService.pull(image, sandboxConfig);
   }
 
   async imageStatus(image: string): Promise<Image | null> {
     this.enter('imageStatus', { image });
-    const found = this.images.get(image);
-    return found ? this.withUser(found) : null;
+    return this.imageService.status(image);
   }
 
   async listImages(): Promise<Image[]> {
     this.enter('listImages');
-    return this.images.list().map((i) => this.withUser(i));
-  }
-
-  /** The image's USER from its profile (default root: neither uid nor username). */
-  private withUser(image: Image): Image {
-    const r = image.repoTags[0] !== undefined ? parseImageReference(image.repoTags[0]) : undefined;
-    return r ? { ...image, ...imageUser(this.behaviours.imageProfile(r).user) } : image;
+    return this.imageService.list();
   }
 
   async removeImage(image: string): Promise<void> {
     this.enter('removeImage', { image });
-    this.images.remove(image);
+    this.imageService.remove(image);
   }
 
   async close(): Promise<void> {
@@ -427,48 +357,10 @@ export class SimRuntime implements Runtime {
 
   // ----------------------------------------------------------------------------------------- sim only
 
-  /** What an http or tcp probe of `port` would see now. NotFound for an unknown container. */
-  probePort(containerId: string, port: number, kind: 'http' | 'tcp'): ProbeOutcome {
+  /** What an http or tcp probe of `port` would see now (podview.ts). NotFound for an unknown container. */
+  probePort(containerId: string, port: number, protocol: 'http' | 'tcp'): ProbeOutcome {
     const c = this.container(containerId);
-    const ip = this.store.sandboxes.get(c.sandboxId)?.ip ?? '';
-    const refused = {
-      result: 'failure' as const,
-      output: `dial tcp ${ip}:${port}: connect: connection refused`,
-    };
-    const rule = c.behaviour.ports.get(port);
-    if (c.state !== 'running' || !rule) return refused;
-    const since = this.clock.now() - c.startedMs;
-    if (since < rule.readyAfterMs) return refused;
-    if (rule.fails || since >= rule.failAfterMs) {
-      return kind === 'http'
-        ? { result: 'failure', output: 'HTTP probe failed with statuscode: 500' }
-        : refused;
-    }
-    return { result: 'success', output: '' };
-  }
-
-  /** What the container sees of its mounted files and its sandbox's hostname. */
-  private fileView(c: ContainerRecord): FileView {
-    return this.fileViewOf(c.mounts, this.store.getSandbox(c.sandboxId)?.hostname ?? '');
-  }
-
-  private fileViewOf(mounts: readonly Mount[], hostname: string): FileView {
-    const files = this.files;
-    const view: FileView = {};
-    if (hostname) view.hostname = hostname;
-    if (!files || mounts.length === 0) return view;
-    view.readFile = (path) => {
-      let best: Mount | undefined;
-      for (const m of mounts) {
-        const under = path === m.containerPath || path.startsWith(`${m.containerPath.replace(/\/+$/, '')}/`);
-        if (under && (!best || m.containerPath.length > best.containerPath.length)) best = m;
-      }
-      if (!best) return undefined;
-      const rest = path.slice(best.containerPath.replace(/\/+$/, '').length);
-      const data = files.readFileSync(rest ? posix.join(best.hostPath, rest) : best.hostPath);
-      return data === undefined ? null : data.toString('utf8');
-    };
-    return view;
+    return probePortOf(c, this.store.sandboxes.get(c.sandboxId)?.ip ?? '', port, protocol, this.clock.now());
   }
 
   /** The container's log as CRI-format lines (`<RFC3339Nano> <stream> F <line>`), as written so far. */

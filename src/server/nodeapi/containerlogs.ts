@@ -1,14 +1,14 @@
 /**
  * `/containerLogs/{namespace}/{pod}/{container}` (kubectl logs): finds the container (or, with previous, the
- * one before it) in the pod's status, reads its lines from the simulated runtime or the CRI log file, and
- * writes them as the query asks, following with backpressure until the container stops or the pod goes.
+ * one before it) in the pod's status, reads its lines from the runtime (when its capabilities say it hands
+ * them out) or the CRI log file, and writes them as the query asks, following with backpressure until the
+ * container stops or the pod goes.
  * Messages name the pod as the kubelet's do.
  */
 import { once } from 'node:events';
 import { access } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Container, ContainerStatus, Pod } from '../../api/core.js';
-import type { Runtime } from '../../runtime/types.js';
 import type { Clock } from '../../util/clock.js';
 import { errorMessage, isNotFound } from '../../util/errors.js';
 import type { Logger } from '../../util/logger.js';
@@ -30,14 +30,6 @@ export interface ContainerLogsContext {
   followPollMs?: number;
   /** Live streams; each is added while it runs, so the server can end them all on close. */
   live: Set<AbortController>;
-}
-
-/** A runtime that can hand out CRI-format log lines itself (SimRuntime). */
-interface LineLogRuntime {
-  readLogs(containerId: string): string[];
-}
-function hasReadLogs(rt: Runtime): rt is Runtime & LineLogRuntime {
-  return typeof (rt as Partial<LineLogRuntime>).readLogs === 'function';
 }
 
 /** `<type>://<id>` -> `<id>`. */
@@ -121,16 +113,18 @@ export async function serveContainerLogs(
     },
   };
   let lines: AsyncIterable<string>;
-  if (hasReadLogs(rt)) {
+  // A runtime that hands out log lines itself (RuntimeCapabilities.readLogs) has no log file to read.
+  const readLogs = rt.capabilities.readLogs;
+  if (readLogs) {
     try {
-      rt.readLogs(id);
+      readLogs(id);
     } catch (err) {
       throw new HttpError(
         isNotFound(err) ? 404 : 400,
         `container "${container}" in pod "${podName}": ${errorMessage(err)}`,
       );
     }
-    lines = polledLines(() => rt.readLogs(id), opts.tailLines, ctl);
+    lines = polledLines(() => readLogs(id), opts.tailLines, ctl);
   } else {
     let logPath: string;
     try {

@@ -13,7 +13,7 @@ import { hashContainer } from '../../../src/kubelet/container/helpers.js';
 import {
   asContainerID,
   asPodUID,
-  type ContainerStatus,
+  type KubeContainerStatus,
   type RuntimePodStatus,
 } from '../../../src/kubelet/container/types.js';
 import { ReasonCache, type ContainerSyncResult } from '../../../src/kubelet/reasoncache.js';
@@ -57,7 +57,7 @@ function buildRuntime(v: unknown, pod: Pod): RuntimePodStatus {
   onlyKeys(g, ['containers'], 'given.runtime');
   const list = g.containers ?? [];
   if (!Array.isArray(list)) throw new Uninterpretable('given.runtime.containers: expected a list');
-  const containers: ContainerStatus[] = list.map((e, i) => {
+  const containers: KubeContainerStatus[] = list.map((e, i) => {
     const where = `runtime.containers[${i}]`;
     if (!isRecord(e)) throw new Uninterpretable(`${where}: expected a mapping`);
     onlyKeys(e, ['name', 'id', 'state', 'exitCode', 'reason', 'restartCount'], where);
@@ -68,10 +68,10 @@ function buildRuntime(v: unknown, pod: Pod): RuntimePodStatus {
       if (e[k] !== undefined && !Number.isInteger(e[k]))
         throw new Uninterpretable(`${where}.${k}: expected an integer`);
     }
-    const rec: ContainerStatus = {
+    const rec: KubeContainerStatus = {
       id: asContainerID(typeof e.id === 'string' ? e.id : `${e.name}-${i}`),
       name: e.name,
-      state: e.state as ContainerStatus['state'],
+      state: e.state as KubeContainerStatus['state'],
       exitCode: (e.exitCode as number | undefined) ?? 0,
       restartCount: (e.restartCount as number | undefined) ?? 0,
       hash: hashContainer(pod.spec.containers.find((c) => c.name === e.name) ?? { name: e.name }),

@@ -5,7 +5,7 @@
  */
 import type { Container, Pod } from '../../../src/api/core.js';
 import { doBackOff, getStableKey, type Backoff, type DoBackOffResult } from '../../../src/kubelet/backoff.js';
-import { asContainerID, type ContainerStatus } from '../../../src/kubelet/container/types.js';
+import { asContainerID, type KubeContainerStatus } from '../../../src/kubelet/container/types.js';
 import {
   ImagePullBackOff,
   imagePullBackOffKey,
@@ -39,7 +39,7 @@ export class BackoffWorld {
   readonly recorded: (number | boolean)[] = [];
   /** Every key any operation touched, in first-use order. */
   readonly keys: string[] = [];
-  private readonly records: ContainerStatus[] = [];
+  private readonly records: KubeContainerStatus[] = [];
   private readonly images: ImagePullBackOff;
   private seq = 0;
 
@@ -124,7 +124,7 @@ export class BackoffWorld {
   }
 
   /** The container's current record: its newest one, if any. */
-  private newest(name: string): ContainerStatus | undefined {
+  private newest(name: string): KubeContainerStatus | undefined {
     return this.records.find((r) => r.name === name);
   }
 

@@ -8,7 +8,7 @@ import {
   asContainerID,
   asPodUID,
   asSandboxID,
-  type ContainerStatus,
+  type KubeContainerStatus,
   type RuntimePodStatus,
   type SandboxStatus,
 } from '../../../src/kubelet/container/types.js';
@@ -171,7 +171,7 @@ export function buildRuntime(given: unknown, pod: Pod): RuntimePodStatus {
     };
   });
   const byName = new Map(allSpecContainers(pod).map((c) => [c.name, c]));
-  const containers: ContainerStatus[] = asList(g.containers, 'runtime.containers').map((e, i) => {
+  const containers: KubeContainerStatus[] = asList(g.containers, 'runtime.containers').map((e, i) => {
     const where = `runtime.containers[${i}]`;
     const c = asRecord(e, where);
     onlyKeys(c, ['name', 'id', 'state', 'exitCode', 'reason', 'specChanged', 'restartCount'], where);
@@ -182,7 +182,7 @@ export function buildRuntime(given: unknown, pod: Pod): RuntimePodStatus {
     const hash = optBool(c.specChanged, `${where}.specChanged`)
       ? hashContainer({ name: spec.name, image: `${spec.image ?? ''}#previous-definition` })
       : hashContainer(spec);
-    const record: ContainerStatus = {
+    const record: KubeContainerStatus = {
       id: asContainerID(c.id),
       name: c.name,
       state: oneOf(c.state, ['running', 'exited', 'created', 'unknown'] as const, `${where}.state`),

@@ -16,7 +16,7 @@ import {
   asPodUID,
   asSandboxID,
   type ContainerState as RuntimeState,
-  type ContainerStatus as RuntimeContainerStatus,
+  type KubeContainerStatus as RuntimeContainerStatus,
   type RuntimePodStatus,
   type SandboxStatus,
 } from '../../../src/kubelet/container/types.js';

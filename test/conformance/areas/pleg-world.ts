@@ -9,7 +9,7 @@
  */
 import type {
   ContainerState,
-  ContainerStatus,
+  KubeContainerStatus,
   PodUID,
   RuntimePodStatus,
 } from '../../../src/kubelet/container/types.js';
@@ -23,7 +23,7 @@ export const RESOURCE_FIELDS = ['cpuLimit', 'cpuRequest', 'memoryLimit', 'memory
 export type ResourceField = (typeof RESOURCE_FIELDS)[number];
 
 /** A runtime container record that also reports its applied resources (kubecontainer.Status.Resources). */
-type ContainerWithResources = ContainerStatus & { resources?: Partial<Record<ResourceField, string>> };
+type ContainerWithResources = KubeContainerStatus & { resources?: Partial<Record<ResourceField, string>> };
 
 const CONTAINER_STATES = ['created', 'running', 'exited', 'unknown'] as const;
 const SANDBOX_STATES = [...CONTAINER_STATES, 'ready', 'notready'] as const;
@@ -150,7 +150,7 @@ export class FakeRuntime implements PodLister {
     const p = this.pods.get(uid);
     const resources = p && Object.keys(p.resources).length > 0 ? { ...p.resources } : undefined;
     const record = (id: string, name: string, state: ContainerState): ContainerWithResources => ({
-      id: id as ContainerStatus['id'],
+      id: id as KubeContainerStatus['id'],
       name,
       state,
       restartCount: 0,

@@ -13,6 +13,7 @@
  * expect: `started` / `ready`: {containerName: bool}, read from the statuses after UpdatePodStatus.
  */
 import type { Container, ContainerStatus, Pod, PodStatus, Probe } from '../../../src/api/core.js';
+import { asPodUID } from '../../../src/kubelet/container/types.js';
 import { ProberManager } from '../../../src/kubelet/prober/manager.js';
 import { ResultsManager } from '../../../src/kubelet/prober/results.js';
 import type { ProbeResult, ProbeType } from '../../../src/kubelet/prober/types.js';
@@ -121,7 +122,7 @@ export function interpretUpdatePodStatus(c: ConformanceCase): Verdict {
       for (const [name, r] of Object.entries(readObj(perName, `given.results.${type}`))) {
         if (!all.has(name)) throw new Uninterpretable(`given.results.${type}: ${name} is not a container`);
         const result: ProbeResult = readToken(r, PROBE_RESULTS, `given.results.${type}.${name}`);
-        results[t].set(idOf(name), result, POD_UID);
+        results[t].set(idOf(name), result, asPodUID(POD_UID));
       }
     }
   }

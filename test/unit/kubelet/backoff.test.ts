@@ -8,7 +8,7 @@ import {
   newCrashLoopBackOff,
 } from '../../../src/kubelet/backoff.js';
 import { hashContainer } from '../../../src/kubelet/container/helpers.js';
-import { asContainerID, type ContainerStatus } from '../../../src/kubelet/container/types.js';
+import { asContainerID, type KubeContainerStatus } from '../../../src/kubelet/container/types.js';
 import { KindError } from '../../../src/util/errors.js';
 
 const s = 1000;
@@ -139,7 +139,7 @@ describe('doBackOff', () => {
     spec: { containers: [{ name: 'app', image: 'nginx:1' }] },
   };
   const app = pod.spec.containers[0]!;
-  const rec = (state: ContainerStatus['state'], finishedAt?: number, id = 'x'): ContainerStatus => ({
+  const rec = (state: KubeContainerStatus['state'], finishedAt?: number, id = 'x'): KubeContainerStatus => ({
     id: asContainerID(id),
     name: 'app',
     state,

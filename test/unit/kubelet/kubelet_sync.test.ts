@@ -6,11 +6,15 @@ import {
   asContainerID,
   asPodUID,
   asSandboxID,
-  type ContainerStatus as RuntimeRecord,
+  type KubeContainerStatus as RuntimeRecord,
   type RuntimePodStatus,
 } from '../../../src/kubelet/container/types.js';
 import { ActiveDeadlineHandler } from '../../../src/kubelet/activedeadline.js';
-import { KubeletPodSyncer, type KubeletPodSyncerDeps } from '../../../src/kubelet/kubelet_sync.js';
+import {
+  changedRuntime,
+  KubeletPodSyncer,
+  type KubeletPodSyncerDeps,
+} from '../../../src/kubelet/kubelet_sync.js';
 import { PodSyncError, type PodSyncResult } from '../../../src/kubelet/kuberuntime/manager.js';
 import type { KillPodOptions, WorkerState } from '../../../src/kubelet/podworkers.js';
 import { ResultsManager } from '../../../src/kubelet/prober/results.js';
@@ -90,8 +94,16 @@ class Fakes {
   clock = new FakeClock();
   mountResult: MountPodResult = { ok: true, volumes: new Map() };
 
+  /** The next runtime view (the PLEG cache's entry, or what a relist of the pod finds); the last one repeats. */
+  view(): RuntimePodStatus {
+    this.lastView = this.runtimeViews.length > 1 ? this.runtimeViews.shift()! : this.runtimeViews[0]!;
+    return this.lastView;
+  }
+
   deps(over: Partial<KubeletPodSyncerDeps> = {}): KubeletPodSyncerDeps {
     const ok = (): PodSyncResult => ({ results: [] });
+    const acted = (action: string): PodSyncResult =>
+      ({ results: [{ action, target: 'app' }] }) as unknown as PodSyncResult;
     return {
       nodeIPs: [NODE_IP],
       podNetwork: 'cni',
@@ -137,23 +149,22 @@ class Fakes {
         },
       },
       runtime: {
-        getPodStatus: async () => {
-          this.calls.push('getPodStatus');
-          this.lastView = this.runtimeViews.length > 1 ? this.runtimeViews.shift()! : this.runtimeViews[0]!;
-          return this.lastView;
-        },
         syncPod: async () => {
           this.calls.push('runtime.syncPod');
-          return this.syncError ? { results: [], error: this.syncError } : ok();
+          return this.syncError ? { results: [], error: this.syncError } : acted('StartContainer');
         },
         killPod: async (_c, _p, _r, grace) => {
           this.calls.push(`runtime.killPod grace=${grace}`);
-          return ok();
+          return acted('KillContainer');
         },
         removePod: async () => {
           this.calls.push('runtime.removePod');
           return ok();
         },
+      },
+      relist: async () => {
+        this.calls.push('relist');
+        return this.view();
       },
       probes: { liveness: new ResultsManager('liveness'), startup: new ResultsManager('startup') },
       reasonCache: new ReasonCache(),
@@ -169,10 +180,12 @@ describe('KubeletPodSyncer', () => {
     const f = new Fakes();
     const s = new KubeletPodSyncer(f.deps());
     f.runtimeViews = [rt('a', [rec('running')])];
-    expect(await s.syncPod(ctx(), 'create', mkPod('a', '800m'))).to.deep.equal({ isTerminal: false });
+    expect(await s.syncPod(ctx(), 'create', mkPod('a', '800m'), f.view())).to.deep.equal({
+      isTerminal: false,
+    });
     f.calls = [];
     const b = mkPod('b', '500m');
-    expect(await s.syncPod(ctx(), 'create', b)).to.deep.equal({ isTerminal: true });
+    expect(await s.syncPod(ctx(), 'create', b, f.view())).to.deep.equal({ isTerminal: true });
     expect(f.events).to.deep.equal([
       "Warning OutOfcpu Node didn't have enough resource: cpu, requested: 500, used: 800, capacity: 1000",
     ]);
@@ -185,11 +198,11 @@ describe('KubeletPodSyncer', () => {
     });
     expect(s.isRejected('b')).to.equal(true);
     // Terminating and terminated: nothing on the runtime; the status is finished as it is.
-    await s.syncTerminatingPod(ctx(), b, 30);
-    await s.syncTerminatedPod(ctx(), b);
+    await s.syncTerminatingPod(ctx(), b, f.view(), 30);
+    await s.syncTerminatedPod(ctx(), b, f.view());
     expect(f.calls).to.deep.equal(['setPodStatus Failed', 'prober.removePod', 'terminatePod']);
     // A later sync of the same UID does not admit it again.
-    expect(await s.syncPod(ctx(), 'update', b)).to.deep.equal({ isTerminal: true });
+    expect(await s.syncPod(ctx(), 'update', b, f.view())).to.deep.equal({ isTerminal: true });
     expect(f.events.length).to.equal(1);
   });
 
@@ -199,7 +212,7 @@ describe('KubeletPodSyncer', () => {
     f.runtimeViews = [rt('x', [rec('running')])];
     for (const uid of ['a', 'b', 'c']) {
       f.pods.set(uid, mkPod(uid, '600m'));
-      await s.syncPod(ctx(), 'create', mkPod(uid, '600m', { status: { phase: 'Running' } }));
+      await s.syncPod(ctx(), 'create', mkPod(uid, '600m', { status: { phase: 'Running' } }), f.view());
       if (uid === 'a') {
         // finished per the status manager
         f.statuses.set('a', { phase: 'Succeeded' });
@@ -208,7 +221,7 @@ describe('KubeletPodSyncer', () => {
     }
     // c was admitted (a and b no longer count); d does not fit next to c.
     expect(s.isRejected('c')).to.equal(false);
-    await s.syncPod(ctx(), 'create', mkPod('d', '600m'));
+    await s.syncPod(ctx(), 'create', mkPod('d', '600m'), f.view());
     expect(s.isRejected('d')).to.equal(true);
     // A pod the API already reports finished is not admitted at all and takes no room.
     const f2 = new Fakes();
@@ -216,9 +229,9 @@ describe('KubeletPodSyncer', () => {
     f2.runtimeViews = [rt('z', [rec('exited')], false)];
     const done = mkPod('done', '900m', { status: { phase: 'Succeeded' } });
     f2.pods.set('done', done);
-    await s2.syncPod(ctx(), 'create', done);
+    await s2.syncPod(ctx(), 'create', done, f2.view());
     f2.runtimeViews = [rt('e', [rec('running')])];
-    await s2.syncPod(ctx(), 'create', mkPod('e', '900m'));
+    await s2.syncPod(ctx(), 'create', mkPod('e', '900m'), f2.view());
     expect(s2.isRejected('e')).to.equal(false);
   });
 
@@ -228,15 +241,14 @@ describe('KubeletPodSyncer', () => {
     f.runtimeViews = [rt('a', [], false), rt('a', [rec('running')])];
     f.clock.advance(0);
     const p = mkPod('a');
-    const pending = s.syncPod(ctx(), 'create', p);
+    const pending = s.syncPod(ctx(), 'create', p, f.view());
     expect(await pending).to.deep.equal({ isTerminal: false });
     expect(f.calls).to.deep.equal([
-      'getPodStatus',
       'setPodStatus Pending',
       'prober.addPod',
       'mountPod',
       'runtime.syncPod',
-      'getPodStatus',
+      'relist',
       'setPodStatus Running',
     ]);
     const st = f.statuses.get('a')!;
@@ -253,7 +265,7 @@ describe('KubeletPodSyncer', () => {
     f.calls = [];
     let err: unknown;
     try {
-      await s.syncPod(ctx(), 'sync', p);
+      await s.syncPod(ctx(), 'sync', p, f.view());
     } catch (e) {
       err = e;
     }
@@ -268,8 +280,8 @@ describe('KubeletPodSyncer', () => {
     f.runtimeViews = [rt('a', [rec('exited')])];
     const p = mkPod('a');
     p.spec.restartPolicy = 'Never';
-    expect(await s.syncPod(ctx(), 'sync', p)).to.deep.equal({ isTerminal: true });
-    expect(f.calls).to.deep.equal(['getPodStatus', 'setPodStatus Succeeded']);
+    expect(await s.syncPod(ctx(), 'sync', p, f.view())).to.deep.equal({ isTerminal: true });
+    expect(f.calls).to.deep.equal(['setPodStatus Succeeded']);
   });
 
   it('leaves the status of a pod the API reports finished alone when the runtime holds nothing of it', async () => {
@@ -277,10 +289,10 @@ describe('KubeletPodSyncer', () => {
     const s = new KubeletPodSyncer(f.deps());
     f.runtimeViews = [{ ...rt('a', []), sandboxes: [], ips: [] }];
     const p = mkPod('a', undefined, { status: { phase: 'Failed', reason: 'OutOfcpu' } });
-    expect(await s.syncPod(ctx(), 'create', p)).to.deep.equal({ isTerminal: true });
-    await s.syncTerminatingPod(ctx(), p, 1);
-    await s.syncTerminatedPod(ctx(), p);
-    expect(f.calls).to.deep.equal(['getPodStatus', 'prober.removePod', 'terminatePod']);
+    expect(await s.syncPod(ctx(), 'create', p, f.view())).to.deep.equal({ isTerminal: true });
+    await s.syncTerminatingPod(ctx(), p, f.view(), 1);
+    await s.syncTerminatedPod(ctx(), p, f.view());
+    expect(f.calls).to.deep.equal(['prober.removePod', 'terminatePod']);
   });
 
   it('gives host-network pods (and every pod with podNetwork host) the node IP as pod IP', async () => {
@@ -291,7 +303,7 @@ describe('KubeletPodSyncer', () => {
       const f = new Fakes();
       const s = new KubeletPodSyncer(f.deps({ podNetwork }));
       f.runtimeViews = [{ ...rt('a', [rec('running')]), ips: ['10.0.0.2'] }];
-      await s.syncPod(ctx(), 'create', mkPod('a', undefined, { hostNetwork }));
+      await s.syncPod(ctx(), 'create', mkPod('a', undefined, { hostNetwork }), f.view());
       const st = f.statuses.get('a')!;
       expect(st.podIP, podNetwork).to.equal(NODE_IP);
       expect(st.podIPs, podNetwork).to.deep.equal([{ ip: NODE_IP }]);
@@ -308,14 +320,13 @@ describe('KubeletPodSyncer', () => {
       { ...rt('a', [rec('exited', { exitCode: 137, reason: 'Error' })], false) },
     ];
     const kill: KillPodOptions = { reason: 'Evicted', message: 'The node was low on resource: memory.' };
-    await s.syncTerminatingPod(ctx(), p, 5, kill);
+    await s.syncTerminatingPod(ctx(), p, f.view(), 5, kill);
     expect(f.calls).to.deep.equal([
-      'getPodStatus',
       'setPodStatus Running',
       'prober.stopLivenessAndStartup',
       'runtime.killPod grace=5',
       'prober.removePod',
-      'getPodStatus',
+      'relist',
       'setPodStatus Failed',
     ]);
     const st = f.statuses.get('a')!;
@@ -335,7 +346,7 @@ describe('KubeletPodSyncer', () => {
     f.runtimeViews = [rt('a', [rec('running')])];
     let err: unknown;
     try {
-      await s.syncTerminatingPod(ctx(), mkPod('a'), 1);
+      await s.syncTerminatingPod(ctx(), mkPod('a'), f.view(), 1);
     } catch (e) {
       err = e;
     }
@@ -350,7 +361,7 @@ describe('KubeletPodSyncer', () => {
     const stale = mkPod('a', undefined, { status: { phase: 'Running' } });
     stale.spec.readinessGates = [{ conditionType: gate }];
     f.pods.set('a', { ...stale, status: { phase: 'Running', conditions: [{ type: gate, status: 'True' }] } });
-    await s.syncPod(ctx(), 'sync', stale);
+    await s.syncPod(ctx(), 'sync', stale, f.view());
     const conditions = f.statuses.get('a')!.conditions!;
     expect(conditions.find((c) => c.type === 'Ready')).to.deep.equal({ type: 'Ready', status: 'True' });
     expect(conditions.find((c) => c.type === gate)).to.deep.equal({ type: gate, status: 'True' });
@@ -370,13 +381,13 @@ describe('KubeletPodSyncer', () => {
     const p = mkPod('a');
     p.spec.activeDeadlineSeconds = 5;
     f.runtimeViews = [rt('a', [rec('running')])];
-    expect(await s.syncPod(ctx(), 'sync', p)).to.deep.equal({ isTerminal: false });
+    expect(await s.syncPod(ctx(), 'sync', p, f.view())).to.deep.equal({ isTerminal: false });
     expect(events).to.deep.equal([]);
 
     f.clock.advance(5_000);
     f.calls = [];
-    expect(await s.syncPod(ctx(), 'sync', p)).to.deep.equal({ isTerminal: true });
-    expect(f.calls).to.deep.equal(['getPodStatus', 'setPodStatus Failed']);
+    expect(await s.syncPod(ctx(), 'sync', p, f.view())).to.deep.equal({ isTerminal: true });
+    expect(f.calls).to.deep.equal(['setPodStatus Failed']);
     const reason = 'DeadlineExceeded';
     const message = 'Pod was active on the node longer than the specified deadline';
     expect(f.statuses.get('a')).to.include({ phase: 'Failed', reason, message });
@@ -387,7 +398,7 @@ describe('KubeletPodSyncer', () => {
       rt('a', [rec('running')]),
       rt('a', [rec('exited', { exitCode: 137, reason: 'Error' })], false),
     ];
-    await s.syncTerminatingPod(ctx(), p, 1);
+    await s.syncTerminatingPod(ctx(), p, f.view(), 1);
     expect(f.calls).to.include('runtime.killPod grace=1');
     expect(f.statuses.get('a')).to.include({ phase: 'Failed', reason, message });
   });
@@ -398,17 +409,45 @@ describe('KubeletPodSyncer', () => {
     f.runtimeViews = [rt('a', [rec('exited')], false)];
     const kept = mkPod('a');
     f.pods.set('a', kept);
-    await s.syncTerminatedPod(ctx(), kept);
+    await s.syncTerminatedPod(ctx(), kept, f.view());
     expect(f.calls).to.deep.equal([
       'prober.removePod',
-      'getPodStatus',
       'setPodStatus Succeeded',
       'unmountPod',
       'terminatePod',
     ]);
     f.calls = [];
-    await s.syncTerminatedPod(ctx(), mkPod('a', undefined, { deleted: true }));
+    await s.syncTerminatedPod(ctx(), mkPod('a', undefined, { deleted: true }), f.view());
     expect(f.calls).to.include('runtime.removePod');
     expect(f.calls.at(-1)).to.equal('terminatePod');
+  });
+
+  it("a runtime-only pod: inspected, killed with its labels' grace periods, inspected again, removed", async () => {
+    const f = new Fakes();
+    const s = new KubeletPodSyncer(f.deps());
+    f.runtimeViews = [rt('o', [rec('running')]), rt('o', [rec('exited')], false)];
+    await s.syncTerminatingRuntimePod(ctx(), { uid: asPodUID('o'), name: 'gone', namespace: 'ns' });
+    expect(f.calls).to.deep.equal([
+      'relist',
+      'runtime.killPod grace=undefined',
+      'relist',
+      'runtime.removePod',
+    ]);
+    expect(f.statuses.size, 'no API object: no status').to.equal(0);
+  });
+
+  it('inspects the pod again only when the runtime changed (not for the sandbox config or a back-off)', async () => {
+    const r = (action: string, error?: string) => ({ action, target: 'app', ...(error ? { error } : {}) });
+    const res = (...results: ReturnType<typeof r>[]) => ({ results }) as unknown as PodSyncResult;
+    expect(changedRuntime(res())).to.equal(false);
+    expect(changedRuntime(res(r('ConfigPodSandbox'), r('StartContainer', 'CrashLoopBackOff')))).to.equal(
+      false,
+    );
+    expect(changedRuntime(res(r('ConfigPodSandbox'), r('StartContainer', 'ImagePullBackOff')))).to.equal(
+      false,
+    );
+    expect(changedRuntime(res(r('ConfigPodSandbox'), r('StartContainer')))).to.equal(true);
+    expect(changedRuntime(res(r('StartContainer', 'RunContainerError')))).to.equal(true);
+    expect(changedRuntime(res(r('KillContainer')))).to.equal(true);
   });
 });

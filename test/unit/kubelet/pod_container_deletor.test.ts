@@ -2,14 +2,14 @@ import { expect } from 'chai';
 import {
   asContainerID,
   type ContainerState,
-  type ContainerStatus,
+  type KubeContainerStatus,
 } from '../../../src/kubelet/container/types.js';
 import {
   containersToDeleteInPod,
   deadContainersToRemove,
 } from '../../../src/kubelet/pod_container_deletor.js';
 
-const c = (id: string, name: string, state: ContainerState, createdAt: number): ContainerStatus => ({
+const c = (id: string, name: string, state: ContainerState, createdAt: number): KubeContainerStatus => ({
   id: asContainerID(id),
   name,
   state,
@@ -29,7 +29,7 @@ const status = {
     c('app-1', 'app', 'exited', 10),
   ],
 };
-const ids = (l: ContainerStatus[]) => l.map((x) => x.id as string);
+const ids = (l: KubeContainerStatus[]) => l.map((x) => x.id as string);
 
 describe('pod container deletor (kubelet pod_container_deletor.go)', () => {
   it('removes the older exited instances of the container that died, keeping the newest', () => {

@@ -1,6 +1,13 @@
 import { expect } from 'chai';
 import type { Pod } from '../../../src/api/core.js';
-import { effectiveGracePeriod, PodWorkers, type PodSyncer } from '../../../src/kubelet/podworkers.js';
+import { emptyPodStatus, PodCache } from '../../../src/kubelet/container/cache.js';
+import { asPodUID, type RuntimePodStatus } from '../../../src/kubelet/container/types.js';
+import {
+  effectiveGracePeriod,
+  PodWorkers,
+  type PodSyncer,
+  type RunningPodRef,
+} from '../../../src/kubelet/podworkers.js';
 import { FakeClock } from '../../../src/util/clock.js';
 
 const flush = async (n = 10) => {
@@ -14,6 +21,11 @@ function pod(uid: string, extra: Partial<Pod['metadata']> = {}, grace?: number):
   };
 }
 
+/** A PLEG cache that is always fresh: every pod reads as nothing on the runtime. */
+const freshCache = {
+  getNewerThan: (uid: string) => Promise.resolve({ status: emptyPodStatus(uid), error: undefined }),
+};
+
 /** A syncer whose calls can be held open, recording every call. */
 class FakeSyncer implements PodSyncer {
   calls: string[] = [];
@@ -22,7 +34,9 @@ class FakeSyncer implements PodSyncer {
   hold: Promise<void> | undefined;
   terminal = false;
   failSync = 0;
-  async syncPod(ctx: { signal: AbortSignal }, type: string, p: Pod) {
+  statuses: RuntimePodStatus[] = [];
+  async syncPod(ctx: { signal: AbortSignal }, type: string, p: Pod, status: RuntimePodStatus) {
+    this.statuses.push(status);
     this.enter();
     this.calls.push(`sync ${type} rv=${p.metadata.resourceVersion}`);
     try {
@@ -41,9 +55,14 @@ class FakeSyncer implements PodSyncer {
       this.concurrent--;
     }
   }
-  async syncTerminatingPod(_ctx: unknown, _p: Pod, grace: number) {
+  async syncTerminatingPod(_ctx: unknown, _p: Pod, _status: RuntimePodStatus, grace: number) {
     this.enter();
     this.calls.push(`terminating grace=${grace}`);
+    this.concurrent--;
+  }
+  async syncTerminatingRuntimePod(_ctx: unknown, running: RunningPodRef) {
+    this.enter();
+    this.calls.push(`terminating runtime pod ${running.namespace}/${running.name}`);
     this.concurrent--;
   }
   async syncTerminatedPod() {
@@ -63,7 +82,7 @@ describe('PodWorkers', () => {
     const s = new FakeSyncer();
     let release!: () => void;
     s.hold = new Promise((r) => (release = r));
-    const w = new PodWorkers(s, { clock, random: () => 0 });
+    const w = new PodWorkers(s, { podCache: freshCache, clock, random: () => 0 });
     w.updatePod({ type: 'create', pod: pod('a') });
     await flush();
     w.updatePod({ type: 'update', pod: pod('a', { resourceVersion: '2' }) });
@@ -81,7 +100,7 @@ describe('PodWorkers', () => {
     const s = new FakeSyncer();
     let release!: () => void;
     s.hold = new Promise((r) => (release = r));
-    const w = new PodWorkers(s, { clock });
+    const w = new PodWorkers(s, { podCache: freshCache, clock });
     w.updatePod({ type: 'create', pod: pod('a') });
     w.updatePod({ type: 'create', pod: pod('b') });
     await flush();
@@ -95,7 +114,7 @@ describe('PodWorkers', () => {
     const clock = new FakeClock(0);
     const s = new FakeSyncer();
     s.hold = new Promise(() => {});
-    const w = new PodWorkers(s, { clock });
+    const w = new PodWorkers(s, { podCache: freshCache, clock });
     w.updatePod({ type: 'create', pod: pod('a', {}, 30) });
     await flush();
     w.updatePod({
@@ -111,7 +130,7 @@ describe('PodWorkers', () => {
   it('never syncs a terminated UID again and forgets it once undesired', async () => {
     const clock = new FakeClock(0);
     const s = new FakeSyncer();
-    const w = new PodWorkers(s, { clock });
+    const w = new PodWorkers(s, { podCache: freshCache, clock });
     w.updatePod({ type: 'kill', pod: pod('a'), kill: { gracePeriodSeconds: 2 } });
     await w.waitIdle();
     w.updatePod({ type: 'update', pod: pod('a') });
@@ -127,7 +146,7 @@ describe('PodWorkers', () => {
     const clock = new FakeClock(0);
     const s = new FakeSyncer();
     s.terminal = true;
-    const w = new PodWorkers(s, { clock });
+    const w = new PodWorkers(s, { podCache: freshCache, clock });
     w.updatePod({ type: 'create', pod: pod('a', {}, 30) });
     await w.waitIdle();
     expect(s.calls).to.deep.equal(['sync create rv=1', 'terminating grace=1', 'terminated']);
@@ -147,14 +166,14 @@ describe('PodWorkers', () => {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     // Hold the first termination attempt open so later deletions arrive while terminating.
-    s.syncTerminatingPod = async (_ctx, _p, grace) => {
+    s.syncTerminatingPod = async (_ctx, _p, _status, grace) => {
       s.calls.push(`terminating grace=${grace}`);
       if (s.calls.length === 1) {
         await gate;
         throw new Error('retry');
       }
     };
-    const w = new PodWorkers(s, { clock, backOffMs: 1000, random: () => 0 });
+    const w = new PodWorkers(s, { podCache: freshCache, clock, backOffMs: 1000, random: () => 0 });
     const del = (g: number) => pod('a', { deletionTimestamp: 't', deletionGracePeriodSeconds: g });
     w.updatePod({ type: 'update', pod: del(20) });
     await flush();
@@ -171,7 +190,13 @@ describe('PodWorkers', () => {
     const clock = new FakeClock(0);
     const s = new FakeSyncer();
     s.failSync = 1;
-    const w = new PodWorkers(s, { clock, resyncIntervalMs: 60_000, backOffMs: 10_000, random: () => 0 });
+    const w = new PodWorkers(s, {
+      podCache: freshCache,
+      clock,
+      resyncIntervalMs: 60_000,
+      backOffMs: 10_000,
+      random: () => 0,
+    });
     w.updatePod({ type: 'create', pod: pod('a') });
     await w.waitIdle();
     expect(s.calls).to.have.length(1);
@@ -192,6 +217,7 @@ describe('PodWorkers', () => {
     const s = new FakeSyncer();
     const due = new Map<string, number>([['a', 5_000]]);
     const w = new PodWorkers(s, {
+      podCache: freshCache,
       clock,
       resyncIntervalMs: 60_000,
       backOffMs: 10_000,
@@ -227,7 +253,7 @@ describe('PodWorkers', () => {
 
   it('ignores pods without a UID', async () => {
     const s = new FakeSyncer();
-    const w = new PodWorkers(s, { clock: new FakeClock(0) });
+    const w = new PodWorkers(s, { podCache: freshCache, clock: new FakeClock(0) });
     w.updatePod({ type: 'create', pod: { metadata: { name: 'x' }, spec: { containers: [] } } });
     await w.waitIdle();
     expect(s.calls).to.deep.equal([]);
@@ -236,13 +262,173 @@ describe('PodWorkers', () => {
 
   it('a pod vanishing from the desired set is terminated', async () => {
     const s = new FakeSyncer();
-    const w = new PodWorkers(s, { clock: new FakeClock(0) });
+    const w = new PodWorkers(s, { podCache: freshCache, clock: new FakeClock(0) });
     w.updatePod({ type: 'create', pod: pod('a') });
     await w.waitIdle();
     w.syncKnownPods(new Set());
     await w.waitIdle();
     expect(s.calls).to.deep.equal(['sync create rv=1', 'terminating grace=1', 'terminated']);
     expect(w.couldHaveRunningContainers('a')).to.equal(false);
+    w.stop();
+  });
+
+  describe('reads the runtime only through the PLEG cache', () => {
+    const running = (uid: string): RuntimePodStatus => ({
+      ...emptyPodStatus(uid),
+      containers: [
+        {
+          id: 'c1',
+          name: 'c',
+          state: 'running',
+          image: 'busybox',
+          imageRef: 'busybox',
+          createdAt: 0,
+          startedAt: 0,
+          finishedAt: 0,
+          exitCode: 0,
+          restartCount: 0,
+          hash: '',
+        } as unknown as RuntimePodStatus['containers'][number],
+      ],
+    });
+
+    it('each sync waits for an entry newer than the end of the previous sync', async () => {
+      const clock = new FakeClock(1_000);
+      const cache = new PodCache();
+      const s = new FakeSyncer();
+      const w = new PodWorkers(s, { podCache: cache, clock, resyncIntervalMs: 60_000, random: () => 0 });
+      w.updatePod({ type: 'create', pod: pod('a') });
+      await flush();
+      expect(s.calls, 'no relist yet: the first sync waits').to.deep.equal([]);
+      cache.set('a', running('a'), undefined, 1_001);
+      await flush();
+      expect(s.calls).to.deep.equal(['sync create rv=1']);
+      expect(s.statuses[0]!.containers.map((c) => c.id)).to.deep.equal(['c1']);
+      // The sync ended at 1 000 and the entry was written at 1 001: an update goes at once, ending at 6 000...
+      clock.advance(5_000);
+      w.updatePod({ type: 'update', pod: pod('a', { resourceVersion: '2' }) });
+      await flush();
+      expect(s.calls).to.have.length(2);
+      // ...after which the same entry is too old: the next sync waits for a relist after 6 000.
+      w.updatePod({ type: 'update', pod: pod('a', { resourceVersion: '3' }) });
+      await flush();
+      expect(s.calls).to.have.length(2);
+      cache.updateTime(clock.now());
+      await flush();
+      expect(s.calls, 'a relist at the very end of the sync is not newer').to.have.length(2);
+      cache.updateTime(clock.now() + 1);
+      await flush();
+      expect(s.calls).to.deep.equal(['sync create rv=1', 'sync update rv=2', 'sync update rv=3']);
+      w.stop();
+    });
+
+    it('a failed inspection fails the sync (retried after the back-off)', async () => {
+      const clock = new FakeClock(1_000);
+      const cache = new PodCache();
+      const s = new FakeSyncer();
+      const w = new PodWorkers(s, { podCache: cache, clock, backOffMs: 10_000, random: () => 0 });
+      cache.set('a', emptyPodStatus('a'), new Error('runtime down'), 1_001);
+      w.updatePod({ type: 'create', pod: pod('a') });
+      await flush();
+      expect(s.calls).to.deep.equal([]);
+      cache.set('a', running('a'), undefined, 11_500);
+      clock.advance(10_000);
+      await flush();
+      expect(s.calls).to.deep.equal(['sync sync rv=1']);
+      w.stop();
+    });
+
+    it('a kill ends the wait for the cache and terminates the pod', async () => {
+      const clock = new FakeClock(1_000);
+      const cache = new PodCache();
+      const s = new FakeSyncer();
+      const w = new PodWorkers(s, { podCache: cache, clock });
+      w.updatePod({ type: 'create', pod: pod('a') });
+      await flush();
+      w.updatePod({ type: 'kill', pod: pod('a'), kill: { gracePeriodSeconds: 2 } });
+      await flush();
+      expect(s.calls).to.deep.equal([]);
+      cache.set('a', running('a'), undefined, 1_001);
+      await w.waitIdle();
+      expect(s.calls).to.deep.equal(['terminating grace=2', 'terminated']);
+      w.stop();
+    });
+  });
+
+  describe('pods only the runtime knows, and who may remove what', () => {
+    const orphan = { uid: asPodUID('o'), name: 'gone', namespace: 'ns' };
+
+    it('a runtime-only pod is stopped by a worker (syncTerminatingRuntimePod), never synced', async () => {
+      const s = new FakeSyncer();
+      const w = new PodWorkers(s, { podCache: freshCache, clock: new FakeClock(0) });
+      w.updatePod({ type: 'sync', runningPod: orphan });
+      await w.waitIdle();
+      expect(s.calls).to.deep.equal([]);
+      w.updatePod({ type: 'kill', runningPod: orphan });
+      await w.waitIdle();
+      expect(s.calls).to.deep.equal(['terminating runtime pod ns/gone']);
+      expect(w.state('o')).to.equal('terminated');
+      expect(w.couldHaveRunningContainers('o')).to.equal(false);
+      w.syncKnownPods(new Set());
+      expect(w.knownPods()).to.deep.equal([]);
+      w.stop();
+    });
+
+    it('unknown UIDs could be running until the workers have been synced with the API once', () => {
+      const w = new PodWorkers(new FakeSyncer(), { podCache: freshCache, clock: new FakeClock(0) });
+      expect(w.couldHaveRunningContainers('x')).to.equal(true);
+      expect(w.shouldPodContentBeRemoved('x')).to.equal(false);
+      expect(w.shouldPodRuntimeBeRemoved('x')).to.equal(false);
+      w.syncKnownPods(new Set());
+      expect(w.couldHaveRunningContainers('x')).to.equal(false);
+      expect(w.shouldPodContentBeRemoved('x')).to.equal(true);
+      expect(w.shouldPodRuntimeBeRemoved('x')).to.equal(true);
+      w.stop();
+    });
+
+    it('content of a finished pod stays while its API object does; an evicted pod loses it at once', async () => {
+      const s = new FakeSyncer();
+      const w = new PodWorkers(s, { podCache: freshCache, clock: new FakeClock(0) });
+      w.updatePod({ type: 'create', pod: pod('ev') });
+      await w.waitIdle();
+      s.terminal = true;
+      w.updatePod({ type: 'create', pod: pod('done') });
+      await w.waitIdle();
+      w.updatePod({ type: 'kill', pod: pod('ev'), kill: { reason: 'Evicted', gracePeriodSeconds: 0 } });
+      await w.waitIdle();
+      expect(w.state('done')).to.equal('terminated');
+      expect(w.shouldPodRuntimeBeRemoved('done')).to.equal(true);
+      expect(w.shouldPodContentBeRemoved('done'), 'finished, still in the API').to.equal(false);
+      expect(w.shouldPodContentBeRemoved('ev'), 'evicted').to.equal(true);
+      w.syncKnownPods(new Set(['ev']));
+      expect(w.shouldPodContentBeRemoved('done'), 'gone from the API').to.equal(true);
+      w.stop();
+    });
+  });
+
+  it('with onDue, a due resync goes through the sync loop and runs only when handed back', async () => {
+    const clock = new FakeClock(0);
+    const s = new FakeSyncer();
+    const due: string[] = [];
+    const w = new PodWorkers(s, {
+      podCache: freshCache,
+      clock,
+      resyncIntervalMs: 1_000,
+      random: () => 0,
+      onDue: (uid) => due.push(uid),
+    });
+    w.updatePod({ type: 'create', pod: pod('a') });
+    await w.waitIdle();
+    clock.advance(1_000);
+    await flush();
+    expect(due).to.deep.equal(['a']);
+    expect(s.calls).to.have.length(1);
+    w.resync('a');
+    await w.waitIdle();
+    expect(s.calls).to.deep.equal(['sync create rv=1', 'sync sync rv=1']);
+    w.resync('a');
+    await w.waitIdle();
+    expect(s.calls, 'a resync that is not due does nothing').to.have.length(2);
     w.stop();
   });
 });

@@ -9,6 +9,7 @@ import {
   systemInfo,
   type NodeStatusParams,
 } from '../../../src/node/nodestatus.js';
+import { RuntimeState } from '../../../src/node/runtimestate.js';
 import { nodeStatusChanged } from '../../../src/node/setters.js';
 import { FakeClock } from '../../../src/util/clock.js';
 import { FakeNodeAPI, FakeRuntime, RecordingRecorder, flush } from './fakeapi.js';
@@ -185,21 +186,26 @@ function setup(opts: { hostNetwork?: boolean; healthChecks?: () => string[] } = 
   const runtime = new FakeRuntime();
   const recorder = new RecordingRecorder();
   let missing = 0;
+  const runtimeState = new RuntimeState({
+    nodeName: 'vn-1',
+    runtime,
+    clock,
+    ...(opts.healthChecks ? { healthChecks: opts.healthChecks } : {}),
+  });
   const loop = new NodeStatusLoop({
     api,
     clock,
-    runtime,
+    runtimeState,
     recorder,
     params,
     hostNetwork: opts.hostNetwork ?? false,
-    healthChecks: opts.healthChecks,
     onNodeMissing: () => missing++,
   });
   const register = async (): Promise<Node> => {
     const status = await loop.initialStatus();
     return api.createNode({ metadata: { name: 'vn-1' }, status });
   };
-  return { clock, api, runtime, recorder, loop, register, missing: () => missing };
+  return { clock, api, runtime, recorder, loop, runtimeState, register, missing: () => missing };
 }
 
 const readyOf = (api: FakeNodeAPI) =>

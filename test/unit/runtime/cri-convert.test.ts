@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { fileURLToPath } from 'node:url';
 import { status } from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
-import { PROTO_LOADER_OPTIONS, parseEndpoint } from '../../../src/runtime/cri/client.js';
+import { PROTO_LOADER_OPTIONS, parseEndpoint } from '../../../src/runtime/cri/connection.js';
 import {
   bigintToInt64,
   containerConfigToWire,

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { ContainerNameLabel, PodUIDLabel } from '../../../src/runtime/labels.js';
 import {
+  SimAnnotationPrefix,
   SimBehaviourAnnotation,
   SimRuntime,
   compileProfile,
@@ -435,6 +436,28 @@ images:
       expect(sim.probePort(app, 81, 'http').result).to.equal('failure');
       await sim.stopContainer(web, 0);
       expect(sim.probePort(web, 8080, 'tcp').result).to.equal('failure');
+    });
+
+    it('declares its capabilities: nothing on the host, its own probe and log answers, sim:// IDs', async () => {
+      const { sim, pod, run } = newSim();
+      const caps = sim.capabilities;
+      expect(sim.kind).to.equal('sim');
+      expect(caps).to.include({
+        hostLogDirectories: false,
+        hostPodCgroups: false,
+        podAnnotationPrefix: SimAnnotationPrefix,
+        runtimeType: 'sim',
+      });
+      expect(Object.isFrozen(caps)).to.equal(true);
+      const p = await pod();
+      const web = await run(p, 'web', ['sh', '-c', 'echo up; httpd -f -p 8080']);
+      // Detached from the runtime object, as the kubelet holds them.
+      const { probePort, readLogs } = caps;
+      expect(probePort!(web, 8080, 'http')).to.deep.equal(sim.probePort(web, 8080, 'http'));
+      expect(probePort!(web, 8080, 'tcp').result).to.equal('success');
+      expect(readLogs!(web)).to.deep.equal(sim.readLogs(web));
+      expect(errorKind(await rejection(() => probePort!('nope', 80, 'tcp')))).to.equal('NotFound');
+      expect(errorKind(await rejection(() => readLogs!('nope')))).to.equal('NotFound');
     });
 
     it('writes CRI-format log lines as the script reaches them', async () => {

@@ -50,7 +50,11 @@ describe('NodeApiServer', function () {
     });
     const runtime = {
       kind: 'sim',
-      readLogs: (id: string) => (id === 'id1' ? counted : ['2024-01-01T00:00:00Z stdout F side line']),
+      capabilities: {
+        hostLogDirectories: false,
+        hostPodCgroups: false,
+        readLogs: (id: string) => (id === 'id1' ? counted : ['2024-01-01T00:00:00Z stdout F side line']),
+      },
       containerStatus: () => Promise.resolve({ state: 'exited' }),
     } as unknown as Runtime;
     ({ server, port, cert } = await startLocalNodeApi(dir, { runtime, pods: [pod] }));

@@ -6,7 +6,7 @@ import {
   asPodUID,
   asSandboxID,
   type ContainerState,
-  type ContainerStatus,
+  type KubeContainerStatus,
   type RuntimePodStatus,
   type SandboxStatus,
 } from '../../../../src/kubelet/container/types.js';
@@ -49,8 +49,8 @@ export function sandbox(over: Partial<SandboxStatus> = {}): SandboxStatus {
 export function record(
   name: string,
   state: ContainerState,
-  over: Partial<ContainerStatus> & { changed?: boolean; spec?: Container } = {},
-): ContainerStatus {
+  over: Partial<KubeContainerStatus> & { changed?: boolean; spec?: Container } = {},
+): KubeContainerStatus {
   const { changed, spec, ...rest } = over;
   const s = spec ?? { name, image: 'busybox' };
   return {
@@ -64,7 +64,7 @@ export function record(
   };
 }
 
-export function runtime(sandboxes: SandboxStatus[], containers: ContainerStatus[]): RuntimePodStatus {
+export function runtime(sandboxes: SandboxStatus[], containers: KubeContainerStatus[]): RuntimePodStatus {
   return { uid: asPodUID('uid-1'), name: 'web', namespace: 'default', sandboxes, containers, ips: [] };
 }
 

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { Pod } from '../../../../src/api/core.js';
-import type { ContainerStatus } from '../../../../src/kubelet/container/types.js';
+import type { KubeContainerStatus } from '../../../../src/kubelet/container/types.js';
 import { computeInitContainerActions } from '../../../../src/kubelet/kuberuntime/initcontainers.js';
 import type { PodActions } from '../../../../src/kubelet/kuberuntime/podactions.js';
 import type { ProbeResult } from '../../../../src/kubelet/prober/types.js';
@@ -8,7 +8,7 @@ import { pod, probes, record, sidecar } from './fixtures.js';
 
 function run(
   p: Pod,
-  records: ContainerStatus[],
+  records: KubeContainerStatus[],
   liveness: Record<string, ProbeResult> = {},
   startup: Record<string, ProbeResult> = {},
 ) {

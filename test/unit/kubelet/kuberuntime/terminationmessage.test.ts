@@ -12,6 +12,10 @@ import {
 import type { ContainerState, ContainerStatus, Mount, Runtime } from '../../../../src/runtime/types.js';
 
 const FILE = '/var/lib/kubelet/pods/uid-1/containers/app/1a2b3c4d';
+/** A runtime that hands out no log lines itself: logs come from the CRI log file. */
+const criRuntime: Pick<Runtime, 'capabilities'> = {
+  capabilities: { hostLogDirectories: true, hostPodCgroups: true },
+};
 
 function status(
   over: {
@@ -53,7 +57,7 @@ function status(
 
 /** A reader over a MemoryVolumeFS, with a log tail given as text; counts log reads. */
 function reader(fs: MemoryVolumeFS, log = 'line 1\nline 2\n'): ContainerFileReader & { logReads: number[] } {
-  const base = fileReaderFor(fs, {} as Runtime);
+  const base = fileReaderFor(fs, criRuntime);
   const r = {
     logReads: [] as number[],
     readFileTail: (p: string, max: number) => base.readFileTail(p, max),
@@ -179,7 +183,7 @@ describe('kuberuntime/terminationmessage (terminationMessageOf)', () => {
   describe('fileReaderFor (the node reader)', () => {
     it('reads a file tail, undefined for a missing file', async () => {
       const fs = await fsWith('0123456789');
-      const r = fileReaderFor(fs, {} as Runtime);
+      const r = fileReaderFor(fs, criRuntime);
       expect((await r.readFileTail(FILE, 4))?.toString()).to.equal('6789');
       expect((await r.readFileTail(FILE, 100))?.toString()).to.equal('0123456789');
       expect(await r.readFileTail('/nope', 4)).to.equal(undefined);
@@ -193,12 +197,12 @@ describe('kuberuntime/terminationmessage (terminationMessageOf)', () => {
         '2026-01-01T00:00:00.000000000Z stderr F tial',
         '2026-01-01T00:00:00.000000000Z stdout F three',
       ];
-      const sim = { readLogs: () => lines } as unknown as Runtime;
+      const sim = { capabilities: { ...criRuntime.capabilities, readLogs: () => lines } };
       expect(await fileReaderFor(fs, sim).readLogTail(status(), 80)).to.equal('one\npartial\nthree\n');
       expect(await fileReaderFor(fs, sim).readLogTail(status(), 1)).to.equal('three\n');
       await fs.mkdir('/var/log/pods/x');
       await fs.writeFile('/var/log/pods/x/0.log', Buffer.from(`${lines.join('\n')}\n`));
-      const cri = {} as Runtime;
+      const cri = criRuntime;
       // The tail counts CRI lines, as the kubelet's log reader does: a partial line is a line.
       expect(
         await fileReaderFor(fs, cri).readLogTail(status({ logPath: '/var/log/pods/x/0.log' }), 2),

@@ -8,7 +8,7 @@ import {
   truncatePodHostnameIfNeeded,
   type HostnameSpec,
 } from '../../../../src/kubelet/podfiles/hostname.js';
-import { podHostname } from '../../../../src/runtime/cri/podconfig.js';
+import { podHostname } from '../../../../src/kubelet/kuberuntime/sandboxconfig.js';
 import { KindError } from '../../../../src/util/errors.js';
 
 const opts = { clusterDomain: 'cluster.local' };
@@ -62,7 +62,7 @@ describe('hostname: GeneratePodHostNameAndDomain', () => {
     );
   });
 
-  it('agrees with the truncation podconfig.ts does today', () => {
+  it('agrees with the truncation kuberuntime/sandboxconfig.ts does today', () => {
     for (const name of ['web', `${'a'.repeat(62)}.b`, `${'z'.repeat(61)}--tail-${'q'.repeat(9)}`]) {
       const p = pod(name);
       expect(generatePodHostNameAndDomain(p, opts).hostname, name).to.equal(podHostname(p));

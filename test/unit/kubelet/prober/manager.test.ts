@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import type { PodStatus } from '../../../../src/api/core.js';
+import { asPodUID } from '../../../../src/kubelet/container/types.js';
 import { ProberManager } from '../../../../src/kubelet/prober/manager.js';
 import { ResultsManager } from '../../../../src/kubelet/prober/results.js';
 import { FakeClock } from '../../../../src/util/clock.js';
@@ -96,7 +97,7 @@ describe('prober manager', () => {
       if (c.startupProbe) manager.startWorker(pod, c, 'startup');
       if (c.readinessProbe) manager.startWorker(pod, c, 'readiness');
     }
-    results.readiness.set('x://readyOK', 'success', POD_UID);
+    results.readiness.set('x://readyOK', 'success', asPodUID(POD_UID));
     const status = podStatus([
       running('plain', 'x://plain'),
       running('startupPending', 'x://startupPending'),
@@ -159,7 +160,7 @@ describe('prober manager', () => {
     };
     expect(generate()).to.deep.equal({ r: [true, true], s: [true, true], n: [true, false] });
     // A published result wins over the carried value.
-    results.readiness.set('x://r', 'failure', POD_UID);
+    results.readiness.set('x://r', 'failure', asPodUID(POD_UID));
     expect(generate().r).to.deep.equal([true, false]);
     manager.removePod(pod);
   });

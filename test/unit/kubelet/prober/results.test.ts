@@ -5,15 +5,18 @@ import {
   type ProbeResultUpdate,
 } from '../../../../src/kubelet/prober/results.js';
 import { isInvalidArgument } from '../../../../src/util/errors.js';
+import { asPodUID } from '../../../../src/kubelet/container/types.js';
+
+const UID = asPodUID('uid');
 
 describe('prober ResultsManager', () => {
   it('emits on a new ID and on a change, not on a repeated value', () => {
     const m = new ResultsManager('readiness');
     const seen: ProbeResultUpdate[] = [];
     m.subscribe((u) => seen.push(u));
-    m.set('containerd://a', 'failure', 'uid');
-    m.set('containerd://a', 'failure', 'uid');
-    m.set('containerd://a', 'success', 'uid');
+    m.set('containerd://a', 'failure', UID);
+    m.set('containerd://a', 'failure', UID);
+    m.set('containerd://a', 'success', UID);
     expect(seen.map((u) => u.result)).to.deep.equal(['failure', 'success']);
     expect(seen[0]).to.deep.include({ containerID: 'containerd://a', podUID: 'uid', probeType: 'readiness' });
   });
@@ -22,16 +25,16 @@ describe('prober ResultsManager', () => {
     const m = new ResultsManager('liveness');
     const seen: string[] = [];
     m.subscribe((u) => seen.push(u.result));
-    m.set('x://a', 'success', 'uid');
+    m.set('x://a', 'success', UID);
     m.remove('x://a');
     expect(m.get('x://a')).to.equal(undefined);
-    m.set('x://a', 'success', 'uid');
+    m.set('x://a', 'success', UID);
     expect(seen).to.deep.equal(['success', 'success']);
   });
 
   it('answers for the API form and the bare runtime ID alike', () => {
     const m = new ResultsManager('startup');
-    m.set('containerd://abc', 'success', 'uid');
+    m.set('containerd://abc', 'success', UID);
     expect(m.get('abc')).to.equal('success');
     expect(m.get('containerd://abc')).to.equal('success');
     expect(containerIDKey('docker://x')).to.equal('x');
@@ -39,11 +42,11 @@ describe('prober ResultsManager', () => {
 
   it('rejects an empty ID or an unknown result with InvalidArgument; unsubscribe works', () => {
     const m = new ResultsManager('startup');
-    expect(() => m.set('', 'success', 'uid'))
+    expect(() => m.set('', 'success', UID))
       .to.throw()
       .satisfy(isInvalidArgument);
     try {
-      m.set('a', 'maybe' as never, 'uid');
+      m.set('a', 'maybe' as never, UID);
       expect.fail('no error');
     } catch (err) {
       expect(isInvalidArgument(err)).to.equal(true);
@@ -51,7 +54,7 @@ describe('prober ResultsManager', () => {
     const seen: string[] = [];
     const off = m.subscribe((u) => seen.push(u.result));
     off();
-    m.set('a', 'success', 'uid');
+    m.set('a', 'success', UID);
     expect(seen).to.deep.equal([]);
   });
 
@@ -62,7 +65,7 @@ describe('prober ResultsManager', () => {
       throw new Error('boom');
     });
     m.subscribe((u) => seen.push(u.result));
-    m.set('a', 'success', 'uid');
+    m.set('a', 'success', UID);
     expect(m.get('a')).to.equal('success');
     expect(seen).to.deep.equal(['success']);
   });

@@ -4,7 +4,7 @@ import {
   asContainerID,
   asPodUID,
   asSandboxID,
-  type ContainerStatus as RuntimeRecord,
+  type KubeContainerStatus,
   type RuntimePodStatus,
 } from '../../../../src/kubelet/container/types.js';
 import {
@@ -16,9 +16,9 @@ import { isInvalidArgument } from '../../../../src/util/errors.js';
 
 const rec = (
   name: string,
-  state: RuntimeRecord['state'],
-  extra: Partial<RuntimeRecord> = {},
-): RuntimeRecord => ({
+  state: KubeContainerStatus['state'],
+  extra: Partial<KubeContainerStatus> = {},
+): KubeContainerStatus => ({
   id: asContainerID(`${name}-${state}`),
   name,
   state,
@@ -27,7 +27,7 @@ const rec = (
   ...extra,
 });
 const runtime = (
-  containers: RuntimeRecord[] = [],
+  containers: KubeContainerStatus[] = [],
   ready = true,
   ips: string[] = ['10.0.0.5'],
 ): RuntimePodStatus => ({

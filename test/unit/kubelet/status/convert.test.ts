@@ -1,9 +1,6 @@
 import { expect } from 'chai';
 import type { Container, ContainerStatus, Pod } from '../../../../src/api/core.js';
-import {
-  asContainerID,
-  type ContainerStatus as RuntimeRecord,
-} from '../../../../src/kubelet/container/types.js';
+import { asContainerID, type KubeContainerStatus } from '../../../../src/kubelet/container/types.js';
 import { ReasonCache } from '../../../../src/kubelet/reasoncache.js';
 import {
   convertToAPIContainerStatuses,
@@ -24,9 +21,9 @@ const pod = (containers: Container[], extra: Partial<Pod['spec']> = {}, deleted 
 });
 const rec = (
   name: string,
-  state: RuntimeRecord['state'],
-  extra: Partial<RuntimeRecord> = {},
-): RuntimeRecord => ({
+  state: KubeContainerStatus['state'],
+  extra: Partial<KubeContainerStatus> = {},
+): KubeContainerStatus => ({
   id: asContainerID(`${name}-${state}-${extra.exitCode ?? ''}`),
   runtimeType: 'containerd',
   name,
@@ -238,8 +235,8 @@ describe('convertToAPIContainerStatuses', () => {
     const records = [
       null,
       { state: 'running' },
-      rec('a', 'bogus' as RuntimeRecord['state']),
-    ] as unknown as RuntimeRecord[];
+      rec('a', 'bogus' as KubeContainerStatus['state']),
+    ] as unknown as KubeContainerStatus[];
     const out = convertToAPIContainerStatuses(pod(cs), { containers: records }, opts(cs));
     expect(out[0]?.state).to.deep.equal({ waiting: {} });
   });

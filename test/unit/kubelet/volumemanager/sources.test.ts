@@ -61,9 +61,9 @@ describe('volumemanager/sources (restVolumeSources)', () => {
     expect(client.paths.at(-1)).to.equal('/api/v1/namespaces/a%20b/configmaps/x%2Fy');
   });
 
-  it('serves a fetched object for the TTL (15 s by default), then asks again', async () => {
+  it('serves a fetched object for the TTL (10 s by default), then asks again', async () => {
     const { client, clock, sources } = setup();
-    expect(DefaultObjectTTLMs).to.equal(15_000);
+    expect(DefaultObjectTTLMs).to.equal(10_000);
     client.objects.set(CM, { data: { v: '1' } });
     await sources.getConfigMap('prod', 'app');
     client.objects.set(CM, { data: { v: '2' } });

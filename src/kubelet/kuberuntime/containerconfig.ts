@@ -1,26 +1,19 @@
 /**
- * The kubelet's PodSandboxConfig and ContainerConfig for a pod (kuberuntime_sandbox.go
- * generatePodSandboxConfig, kuberuntime_container.go generateContainerConfig, labels.go), as our Runtime
- * types. Pure: the caller resolves what needs I/O (environment values, volume mounts, the pulled image).
+ * The kubelet's ContainerConfig for (re)starting a container of a pod (kuberuntime_container.go
+ * generateContainerConfig, labels.go), as our Runtime types. Pure: the caller resolves what needs I/O
+ * (environment values, volume mounts, the pulled image).
  *
  * Conventions kept:
- * - Hostname: spec.hostname or the pod name, cut to 63 characters without a trailing '-' or '.';
- *   none for a host-network pod (the runtime gives it the node's).
- * - Logs: `<podLogsRoot>/<namespace>_<name>_<uid>`, each container at `<name>/<restartCount>.log`.
- * - Cgroup parent `<cgroupRoot>/pod<uid>`.
- * - Namespaces: network NODE for hostNetwork else POD; pid CONTAINER unless shareProcessNamespace (POD) or
- *   hostPID (NODE); ipc POD unless hostIPC (NODE). Containers get the pod's modes.
- * - Seccomp: the container's profile, else the pod's, else RuntimeDefault. The sandbox uses the pod's.
- * - Privileged sandbox when any container (init and ephemeral included) is privileged.
+ * - Log path `<name>/<restartCount>.log`, relative to the sandbox's log directory; the restart count is
+ *   also the CRI attempt.
+ * - Labels and annotations the kubelet reads back after a restart (hash, restart count, termination
+ *   message settings, grace periods, ports).
+ * - Seccomp: the container's profile, else the pod's, else RuntimeDefault.
  * - Resources (cgroup v1): cpu shares from the request (the limit when only a limit is set),
  *   milliCPU*1024/1000, at least 2; CFS period 100000 us and quota from the cpu limit (0 = none, at
  *   least 1000); memory limit in bytes; oom_score_adj by QoS class when the node's memory is known.
  */
-import type { Container, Pod, SecurityContext } from '../../api/core.js';
-import { hashContainer } from '../../kubelet/container/helpers.js';
-import { getPodQOS } from '../../kubelet/qos.js';
-import { KindError } from '../../util/errors.js';
-import { quantityMilliValue, quantityValue } from '../../util/quantity.js';
+import type { Container, Pod } from '../../api/core.js';
 import {
   ContainerHashAnnotation,
   ContainerNameLabel,
@@ -34,31 +27,19 @@ import {
   PodNamespaceLabel,
   PodTerminationGracePeriodAnnotation,
   PodUIDLabel,
-} from '../labels.js';
-import type {
-  ContainerConfig,
-  KeyValue,
-  LinuxContainerResources,
-  Mount,
-  NamespaceMode,
-  PodSandboxConfig,
-  PortMapping,
-  SecurityProfile,
-} from '../types.js';
-
-/** The node-level inputs (kubelet flags / config). */
-export interface NodeSettings {
-  /** The node's name; written as ManagedByLabel on everything created for it. */
-  nodeName: string;
-  /** kubelet: /var/log/pods. */
-  podLogsRoot: string;
-  /** cgroupfs parent of the pod cgroups, e.g. "/kubepods". */
-  cgroupRoot: string;
-  /** Node memory capacity in bytes; enables oom_score_adj by QoS class. */
-  memoryCapacityBytes?: number;
-  /** resolv.conf settings for pods (cluster DNS); absent = the runtime's default. */
-  dnsConfig?: PodSandboxConfig['dnsConfig'];
-}
+} from '../../runtime/labels.js';
+import type { ContainerConfig, KeyValue, LinuxContainerResources, Mount } from '../../runtime/types.js';
+import { KindError } from '../../util/errors.js';
+import { quantityMilliValue, quantityValue } from '../../util/quantity.js';
+import { hashContainer } from '../container/helpers.js';
+import { getPodQOS } from '../qos.js';
+import {
+  podIdentity,
+  podNamespaceOptions,
+  seccompFrom,
+  supplementalGroups,
+  type NodeSettings,
+} from './sandboxconfig.js';
 
 /** What the caller resolved for one container start. */
 export interface ContainerInputs {
@@ -75,7 +56,6 @@ export interface ContainerInputs {
 /** API defaults the kubelet sees already applied by the API server. */
 const DEFAULT_TERMINATION_MESSAGE_PATH = '/dev/termination-log';
 const DEFAULT_TERMINATION_MESSAGE_POLICY = 'File';
-const HOSTNAME_MAX = 63;
 
 /** kubelet cm: MinShares, MaxShares, SharesPerCPU, QuotaPeriod, MinQuotaPeriod. */
 export const MIN_SHARES = 2;
@@ -88,158 +68,9 @@ export const MIN_QUOTA_PERIOD_US = 1_000;
 const GUARANTEED_OOM_SCORE_ADJ = -997;
 const BESTEFFORT_OOM_SCORE_ADJ = 1000;
 
-/** Fields of core/v1 PodSpec the shared types leave out; the API server sends them. */
-interface PodSpecExtras {
-  hostPID?: boolean;
-  hostIPC?: boolean;
-  shareProcessNamespace?: boolean;
-  securityContext?: { supplementalGroups?: number[]; sysctls?: { name: string; value: string }[] };
-}
-
-function podIdentity(pod: Pod): { name: string; namespace: string; uid: string } {
-  const { name, namespace, uid } = pod.metadata;
-  if (!name || !namespace || !uid) {
-    throw new KindError('InvalidArgument', 'pod needs metadata.name, namespace and uid', {
-      pod: `${namespace ?? ''}/${name ?? ''}`,
-    });
-  }
-  return { name, namespace, uid };
-}
-
-/** kubelet GeneratePodHostNameAndDomain's hostname, truncated as truncatePodHostnameIfNeeded. */
-export function podHostname(pod: Pod): string {
-  const hostname = pod.spec.hostname || pod.metadata.name || '';
-  if (hostname.length <= HOSTNAME_MAX) return hostname;
-  return hostname.slice(0, HOSTNAME_MAX).replace(/[-.]+$/, '');
-}
-
-/** `<root>/<namespace>_<name>_<uid>` (kubelet BuildPodLogsDirectory). */
-export function podLogsDirectory(root: string, namespace: string, name: string, uid: string): string {
-  return `${root.replace(/\/+$/, '')}/${namespace}_${name}_${uid}`;
-}
-
 /** `<name>/<restartCount>.log`, relative to the pod's log directory (kubelet BuildContainerLogsPath). */
 export function containerLogPath(containerName: string, restartCount: number): string {
   return `${containerName}/${restartCount}.log`;
-}
-
-export function podCgroupParent(cgroupRoot: string, uid: string): string {
-  return `${cgroupRoot.replace(/\/+$/, '')}/pod${uid}`;
-}
-
-export function podNamespaceOptions(pod: Pod): {
-  network: NamespaceMode;
-  pid: NamespaceMode;
-  ipc: NamespaceMode;
-} {
-  const spec = pod.spec as Pod['spec'] & PodSpecExtras;
-  return {
-    network: spec.hostNetwork ? 'NODE' : 'POD',
-    pid: spec.hostPID ? 'NODE' : spec.shareProcessNamespace ? 'POD' : 'CONTAINER',
-    ipc: spec.hostIPC ? 'NODE' : 'POD',
-  };
-}
-
-function allContainers(pod: Pod): Container[] {
-  return [
-    ...(pod.spec.initContainers ?? []),
-    ...pod.spec.containers,
-    ...(pod.spec.ephemeralContainers ?? []),
-  ];
-}
-
-export function hasPrivilegedContainer(pod: Pod): boolean {
-  return allContainers(pod).some((c) => c.securityContext?.privileged === true);
-}
-
-function seccompFrom(profile: SecurityContext['seccompProfile'] | undefined): SecurityProfile | undefined {
-  if (!profile) return undefined;
-  if (profile.type === 'Localhost') {
-    return { profileType: 'Localhost', localhostRef: profile.localhostProfile ?? '' };
-  }
-  return { profileType: profile.type };
-}
-
-function supplementalGroups(pod: Pod): number[] | undefined {
-  const sc = pod.spec.securityContext as
-    (Pod['spec']['securityContext'] & PodSpecExtras['securityContext']) | undefined;
-  const groups = [...(sc?.fsGroup !== undefined ? [sc.fsGroup] : []), ...(sc?.supplementalGroups ?? [])];
-  return groups.length > 0 ? groups : undefined;
-}
-
-/** Every container port as the kubelet's MakePortMappings lists it (hostPort 0 = none), duplicates once. */
-export function podPortMappings(pod: Pod): PortMapping[] {
-  const seen = new Set<string>();
-  const out: PortMapping[] = [];
-  for (const c of pod.spec.containers) {
-    for (const p of c.ports ?? []) {
-      const m: PortMapping = { protocol: p.protocol ?? 'TCP', containerPort: p.containerPort };
-      if (p.hostPort) m.hostPort = p.hostPort;
-      if (p.hostIP) m.hostIp = p.hostIP;
-      const key = `${m.protocol}/${m.containerPort}/${m.hostPort ?? 0}/${m.hostIp ?? ''}`;
-      if (seen.has(key)) continue;
-      seen.add(key);
-      out.push(m);
-    }
-  }
-  return out;
-}
-
-/**
- * What the kubelet around the runtime decides for a sandbox (hostname, DNS); when given, it replaces the
- * defaults below (the pod name as hostname, the node's dnsConfig).
- */
-export interface SandboxOverrides {
-  hostname?: string;
-  dnsConfig?: PodSandboxConfig['dnsConfig'];
-}
-
-/** The sandbox config for the pod's `attempt`-th sandbox. */
-export function buildPodSandboxConfig(
-  pod: Pod,
-  node: NodeSettings,
-  attempt: number,
-  overrides?: SandboxOverrides,
-): PodSandboxConfig {
-  const { name, namespace, uid } = podIdentity(pod);
-  const spec = pod.spec as Pod['spec'] & PodSpecExtras;
-  const psc = pod.spec.securityContext;
-  const security: NonNullable<NonNullable<PodSandboxConfig['linux']>['securityContext']> = {
-    namespaceOptions: podNamespaceOptions(pod),
-    privileged: hasPrivilegedContainer(pod),
-    seccomp: seccompFrom(psc?.seccompProfile) ?? { profileType: 'RuntimeDefault' },
-  };
-  if (psc?.runAsUser !== undefined) security.runAsUser = psc.runAsUser;
-  if (psc?.runAsGroup !== undefined) security.runAsGroup = psc.runAsGroup;
-  const groups = supplementalGroups(pod);
-  if (groups) security.supplementalGroups = groups;
-
-  const config: PodSandboxConfig = {
-    metadata: { name, namespace, uid, attempt },
-    logDirectory: podLogsDirectory(node.podLogsRoot, namespace, name, uid),
-    portMappings: podPortMappings(pod),
-    labels: {
-      ...pod.metadata.labels,
-      [PodNameLabel]: name,
-      [PodNamespaceLabel]: namespace,
-      [PodUIDLabel]: uid,
-      [ManagedByLabel]: node.nodeName,
-    },
-    annotations: { ...pod.metadata.annotations },
-    linux: { cgroupParent: podCgroupParent(node.cgroupRoot, uid), securityContext: security },
-  };
-  if (overrides) {
-    if (overrides.hostname !== undefined) config.hostname = overrides.hostname;
-    if (overrides.dnsConfig) config.dnsConfig = structuredClone(overrides.dnsConfig);
-  } else {
-    if (!pod.spec.hostNetwork) config.hostname = podHostname(pod);
-    if (node.dnsConfig) config.dnsConfig = structuredClone(node.dnsConfig);
-  }
-  const sysctls = spec.securityContext?.sysctls;
-  if (sysctls && sysctls.length > 0 && config.linux) {
-    config.linux.sysctls = Object.fromEntries(sysctls.map((s) => [s.name, s.value]));
-  }
-  return config;
 }
 
 /** kubelet MilliCPUToShares. */

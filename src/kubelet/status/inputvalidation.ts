@@ -1,11 +1,15 @@
 /**
- * Entry checks of the status manager's mutators: the shapes the algorithms index into. A malformed pod or
- * status is rejected with KindError('InvalidArgument') before it reaches the cache, so nothing deep inside
- * (normalization, merge, patch) ever meets it.
+ * Input checks of the status manager and the status generators: the shapes their algorithms index into.
+ * The API server validates pods, but the operator also builds statuses for pods read from caches, injected
+ * collaborators and tests; a malformed pod, spec or status is rejected at the entry point with
+ * KindError('InvalidArgument') before it reaches the cache, so nothing deep inside (phase, conversion,
+ * normalization, merge, patch) ever meets it.
  */
-import type { Pod, PodStatus } from '../../api/core.js';
+import type { Container, Pod, PodSpec, PodStatus, RestartPolicy } from '../../api/core.js';
 import { KindError } from '../../util/errors.js';
-import { validatePodSpecForStatus } from './validation.js';
+
+const RESTART_POLICIES: ReadonlySet<string> = new Set(['Always', 'OnFailure', 'Never']);
+const STATUS_LISTS = ['initContainerStatuses', 'containerStatuses', 'ephemeralContainerStatuses'] as const;
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -13,6 +17,48 @@ function isObject(v: unknown): v is Record<string, unknown> {
 
 function invalid(message: string, context: Record<string, unknown> = {}): never {
   throw new KindError('InvalidArgument', message, context);
+}
+
+function containerList(
+  spec: PodSpec,
+  field: 'containers' | 'initContainers' | 'ephemeralContainers',
+): Container[] {
+  const list: unknown = spec[field];
+  if (list === undefined || list === null) return [];
+  if (!Array.isArray(list)) invalid(`spec.${field} is not a list`, { field });
+  list.forEach((c: unknown, i) => {
+    if (!isObject(c) || typeof c.name !== 'string') {
+      invalid(`spec.${field}[${i}] has no name`, { field, index: i });
+    }
+  });
+  return list as Container[];
+}
+
+/**
+ * Checks what the status algorithms rely on: a known restart policy (or none, meaning Always), container
+ * lists that are lists of named containers, and names unique across init, regular and ephemeral
+ * containers (statuses are matched by name). A pod with no containers is accepted: it has a defined
+ * phase (Pending). Returns the effective restart policy. Throws KindError('InvalidArgument').
+ */
+export function validatePodSpecForStatus(spec: PodSpec | undefined | null): RestartPolicy {
+  if (typeof spec !== 'object' || spec === null) invalid('pod has no spec');
+  const policy: unknown = spec.restartPolicy;
+  if (
+    policy !== undefined &&
+    policy !== null &&
+    (typeof policy !== 'string' || !RESTART_POLICIES.has(policy))
+  ) {
+    invalid(`unknown restartPolicy ${JSON.stringify(policy)}`, { restartPolicy: policy });
+  }
+  const seen = new Set<string>();
+  for (const field of ['initContainers', 'containers', 'ephemeralContainers'] as const) {
+    for (const c of containerList(spec, field)) {
+      if (seen.has(c.name))
+        invalid(`duplicate container name ${JSON.stringify(c.name)}`, { container: c.name });
+      seen.add(c.name);
+    }
+  }
+  return (policy ?? 'Always') as RestartPolicy;
 }
 
 /**
@@ -34,8 +80,6 @@ export function validatePodForStatusManager(
   validatePodSpecForStatus(pod.spec as Pod['spec']);
   if (pod.status !== undefined && pod.status !== null) validatePodStatus(pod.status);
 }
-
-const STATUS_LISTS = ['initContainerStatuses', 'containerStatuses', 'ephemeralContainerStatuses'] as const;
 
 /**
  * A status whose lists are lists of the right things: conditions with a string type and status, container

@@ -1,0 +1,50 @@
+/**
+ * The runtime manager a Kubelet drives (kubelet.go NewMainKubelet's kuberuntime.NewKubeGenericRuntimeManager):
+ * the node facts that go into every sandbox config, the back-offs, the environment sources and the pod
+ * environment (volumes, pod files) the manager's runtime helper hands to each container.
+ */
+import type { Logger } from '../util/logger.js';
+import { newCrashLoopBackOff } from './backoff.js';
+import { allocatableForEnv, type KubeletDeps } from './kubelet_config.js';
+import { nodeHookHttpGet, restEnvSource } from './kubelet_shell.js';
+import type { NodePodEnvironment } from './kubelet_volumes.js';
+import { ImagePullBackOff } from './images/pullbackoff.js';
+import type { EventRecorderFunc } from './kuberuntime/context.js';
+import { KubeGenericRuntimeManager } from './kuberuntime/manager.js';
+import type { ReasonCache } from './reasoncache.js';
+
+export interface RuntimeManagerParts {
+  record: EventRecorderFunc;
+  nodeIPs: readonly string[];
+  podEnv: NodePodEnvironment;
+  reasonCache: ReasonCache;
+  log: Logger;
+}
+
+export function newRuntimeManager(deps: KubeletDeps, p: RuntimeManagerParts): KubeGenericRuntimeManager {
+  const s = deps.settings;
+  return new KubeGenericRuntimeManager({
+    runtime: deps.runtime,
+    clock: deps.clock,
+    nodeSettings: {
+      nodeName: deps.nodeName,
+      podLogsRoot: s.podLogsRoot,
+      cgroupRoot: s.cgroupRoot,
+      ...(s.memoryCapacityBytes !== undefined ? { memoryCapacityBytes: s.memoryCapacityBytes } : {}),
+      ...(s.dnsConfig ? { dnsConfig: s.dnsConfig } : {}),
+      podNetwork: s.podNetwork,
+      nodeIP: deps.nodeIP,
+      nodeIPs: [...p.nodeIPs],
+      allocatable: allocatableForEnv(deps.node()),
+    },
+    recorder: p.record,
+    envSource: deps.envSource ?? restEnvSource(deps.client),
+    httpGet: deps.hookHttpGet ?? nodeHookHttpGet,
+    crashLoopBackOff: newCrashLoopBackOff(s.crashLoopBackOff),
+    imagePullBackOff: new ImagePullBackOff(),
+    reasonCache: p.reasonCache,
+    logger: p.log.child({ component: 'kuberuntime' }),
+    runtimeHelper: p.podEnv.helper,
+    files: p.podEnv.files,
+  });
+}

@@ -1,0 +1,295 @@
+/**
+ * The kubelet's sync loop (kubelet.go syncLoopIteration, and HandlePodCleanups for housekeeping): every reason
+ * to act on a pod arrives as one typed SyncLoopInput and is handled by one exhaustive switch.
+ *
+ *   config        ADD / UPDATE / DELETE / RECONCILE of a pod bound here (config/podconfig.ts)
+ *   pleg          a container or sandbox changed on the runtime: sync the pod (not for ContainerRemoved);
+ *                 ContainerDied also removes the older dead instances of that container
+ *   probe         liveness failure: sync; readiness / startup: the status manager first, then sync
+ *   housekeeping  level-triggered cleanup: workers for pods without one, terminations for pods that vanished,
+ *                 orphaned statuses, probe workers and pod directories, runtime pods nobody knows, container GC
+ *   resync        a pod worker's resync or retry came due (kubelet: the work queue behind syncCh)
+ *   status        the status manager has changes to write (not gated: it talks to the API, not the runtime)
+ *
+ * While the runtime is not healthy (RuntimeState's errors: down, not ready, PLEG stale) nothing reaches the pod
+ * workers: the pod manager still follows the API, and the inputs wait (kubelet: syncLoop skips iterations while
+ * runtimeErrors() is non-empty). Pod changes wait coalesced per UID; PLEG and probe inputs are dropped, because
+ * the first housekeeping after the runtime returns, and the relists after it, regenerate them.
+ *
+ * Pure wiring: no I/O of its own; the pod workers, the runtime cleanup and the volume manager act.
+ */
+import type { Pod } from '../api/core.js';
+import type { Metrics } from '../metrics.js';
+import { errorMessage } from '../util/errors.js';
+import type { Logger } from '../util/logger.js';
+import type { PodChange } from './config/podconfig.js';
+import type { PodCache } from './container/cache.js';
+import { asPodUID } from './container/types.js';
+import type { RuntimeCleanup } from './kubelet_cleanup.js';
+import type { KubeletPodSyncer } from './kubelet_sync.js';
+import type { PodLifecycleEvent } from './pleg/events.js';
+import type { RuntimePod } from './pleg/generic.js';
+import type { KubeletPodManager } from './podmanager.js';
+import type { PodWorkers } from './podworkers.js';
+import type { ProberManager } from './prober/manager.js';
+import type { ProbeResultUpdate } from './prober/results.js';
+import type { StatusManager } from './status/manager.js';
+import { needToReconcilePodReadiness } from './status/readiness.js';
+import type { VolumeManager } from './volumemanager/volumemanager.js';
+
+export type SyncLoopInput =
+  | { source: 'config'; change: PodChange }
+  | { source: 'pleg'; event: PodLifecycleEvent }
+  | { source: 'probe'; update: ProbeResultUpdate }
+  | { source: 'housekeeping' }
+  | { source: 'resync'; podUID: string }
+  | { source: 'status' };
+
+export interface SyncLoopDeps {
+  nodeName: string;
+  log: Logger;
+  metrics?: Metrics;
+  podManager: KubeletPodManager;
+  podWorkers: PodWorkers;
+  statusManager: Pick<
+    StatusManager,
+    'setContainerReadiness' | 'setContainerStartup' | 'removeOrphanedStatuses' | 'syncBatch'
+  >;
+  prober: Pick<ProberManager, 'updatePod' | 'cleanupPods'>;
+  syncer: Pick<KubeletPodSyncer, 'retain'>;
+  podCache: Pick<PodCache, 'get'>;
+  cleanup: Pick<RuntimeCleanup, 'cleanUpContainersInPod' | 'gcDue' | 'requestGC'>;
+  volumes: Pick<VolumeManager, 'retain' | 'cleanupOrphanedPodDirs'>;
+  onPodUnmounted?: (uid: string) => void;
+  /** This node's pods in the API (the informer's index). */
+  desiredPods: () => Pod[];
+  /** The runtime as the last successful relist listed it. */
+  runtimePods: () => readonly RuntimePod[];
+  /** Why the runtime cannot take pod work now; empty when it can. */
+  runtimeErrors: () => string[];
+  /** Wakes the status manager's writer. */
+  statusSignal: () => void;
+  containerGCPeriodMs: number;
+  /** Registers background work (the kubelet waits for it on stop). */
+  track: (p: Promise<unknown>) => void;
+}
+
+/**
+ * Invariants: inputs reach the pod workers only while the loop runs and the runtime is healthy; a pod change
+ * always reaches the pod manager at once; the deferred pod changes hold at most one entry per UID.
+ */
+export class SyncLoop {
+  private running = false;
+  private readonly deferred = new Map<string, PodChange>();
+  private readonly deferredResyncs = new Set<string>();
+  private deferredHousekeeping = false;
+  private lastGateError = '';
+
+  constructor(private readonly d: SyncLoopDeps) {}
+
+  /** From now on inputs reach the pod workers (the start-up handed every pod over first). */
+  run(): void {
+    this.running = true;
+  }
+
+  stop(): void {
+    this.running = false;
+    this.deferred.clear();
+    this.deferredResyncs.clear();
+  }
+
+  /**
+   * Handles one input (kubelet syncLoopIteration). Never rejects; resolves when the input's own work is done
+   * (housekeeping), not when the pod workers it woke are.
+   */
+  async handle(input: SyncLoopInput): Promise<void> {
+    if (input.source === 'config') this.applyToPodManager(input.change);
+    if (input.source === 'status') return this.d.statusSignal();
+    if (!this.running) return;
+    if (!this.gateOpen()) return this.defer(input);
+    try {
+      await this.drainDeferred();
+      await this.dispatchInput(input);
+    } catch (err) {
+      this.d.log.error('sync loop input failed', { source: input.source, err: errorMessage(err) });
+    }
+  }
+
+  /** Hands a pod to its worker as the start-up or housekeeping found it (create, or its deletion). */
+  dispatch(pod: Pod, type: 'create' | 'update'): void {
+    const uid = pod.metadata.uid as string;
+    if (this.d.podWorkers.state(uid) === 'terminated') {
+      // A finished pod that is now deleted: the status manager's full sync deletes the API object and the
+      // container GC its leftovers; nudge both instead of waiting for their periods.
+      if (pod.metadata.deletionTimestamp) {
+        this.d.track(this.d.statusManager.syncBatch(true));
+        this.d.cleanup.requestGC();
+      }
+      return;
+    }
+    this.d.podWorkers.updatePod({ type, pod });
+  }
+
+  private async dispatchInput(input: SyncLoopInput): Promise<void> {
+    switch (input.source) {
+      case 'config':
+        return this.handleConfig(input.change);
+      case 'pleg':
+        return this.handlePleg(input.event);
+      case 'probe':
+        return this.handleProbe(input.update);
+      case 'housekeeping':
+        return this.housekeeping();
+      case 'resync':
+        return this.d.podWorkers.resync(input.podUID);
+      case 'status':
+        return this.d.statusSignal();
+      default: {
+        const never: never = input;
+        throw new Error(`unknown sync loop input ${JSON.stringify(never)}`);
+      }
+    }
+  }
+
+  /** Keeps what must not be lost while the runtime is unhealthy; PLEG and probe inputs are regenerated. */
+  private defer(input: SyncLoopInput): void {
+    if (input.source === 'config') this.deferred.set(input.change.pod.metadata.uid as string, input.change);
+    else if (input.source === 'resync') this.deferredResyncs.add(input.podUID);
+    else if (input.source === 'housekeeping') this.deferredHousekeeping = true;
+  }
+
+  private gateOpen(): boolean {
+    const errors = this.d.runtimeErrors();
+    const message = errors.join(', ');
+    if (message !== this.lastGateError) {
+      if (message) this.d.log.warn('runtime not healthy; pod syncs wait', { errors: message });
+      else this.d.log.info('runtime healthy again; pod syncs resume');
+      this.lastGateError = message;
+    }
+    return errors.length === 0;
+  }
+
+  private async drainDeferred(): Promise<void> {
+    if (this.deferred.size === 0 && this.deferredResyncs.size === 0 && !this.deferredHousekeeping) return;
+    const changes = [...this.deferred.values()];
+    const resyncs = [...this.deferredResyncs];
+    this.deferred.clear();
+    this.deferredResyncs.clear();
+    for (const c of changes) this.handleConfig(c);
+    for (const uid of resyncs) this.d.podWorkers.resync(uid);
+    if (this.deferredHousekeeping) {
+      this.deferredHousekeeping = false;
+      await this.housekeeping();
+    }
+  }
+
+  private applyToPodManager(change: PodChange): void {
+    if (change.op === 'DELETE') this.d.podManager.remove(change.pod);
+    else this.d.podManager.upsert(change.pod);
+    if (change.op === 'UPDATE' || change.op === 'RECONCILE') this.d.prober.updatePod(change.pod);
+  }
+
+  /**
+   * kubelet HandlePodAdditions / Updates / Removes / Reconcile. A status-only change (RECONCILE) syncs only
+   * when a readiness gate's condition, written by someone else, no longer agrees with Ready.
+   */
+  private handleConfig(change: PodChange): void {
+    const pod = change.pod;
+    switch (change.op) {
+      case 'ADD':
+        return this.dispatch(pod, 'create');
+      case 'UPDATE':
+        return this.dispatch(pod, 'update');
+      case 'RECONCILE':
+        if (needToReconcilePodReadiness(pod)) this.syncByUID(pod.metadata.uid as string);
+        return;
+      case 'DELETE': {
+        const state = this.d.podWorkers.state(pod.metadata.uid as string);
+        if (state === 'syncing' || state === 'terminating')
+          this.d.podWorkers.updatePod({ type: 'kill', pod });
+        return;
+      }
+    }
+  }
+
+  /** isSyncPodWorthy: every event but ContainerRemoved; ContainerDied also runs the per-pod deletor. */
+  private handlePleg(e: PodLifecycleEvent): void {
+    if (e.type === 'ContainerRemoved') return;
+    this.syncByUID(e.podUID);
+    if (e.type === 'ContainerDied' && typeof e.data === 'string') {
+      const cached = this.d.podCache.get(e.podUID);
+      if (!cached.error) this.d.cleanup.cleanUpContainersInPod(e.podUID, e.data, cached.status);
+    }
+  }
+
+  private handleProbe(u: ProbeResultUpdate): void {
+    switch (u.probeType) {
+      case 'liveness':
+        if (u.result === 'failure') this.syncByUID(u.podUID);
+        return;
+      case 'readiness':
+        this.d.statusManager.setContainerReadiness(u.podUID, u.containerID, u.result === 'success');
+        return this.syncByUID(u.podUID);
+      case 'startup':
+        this.d.statusManager.setContainerStartup(u.podUID, u.containerID, u.result === 'success');
+        return this.syncByUID(u.podUID);
+    }
+  }
+
+  private syncByUID(uid: string): void {
+    const pod = this.d.podManager.getPodByUID(asPodUID(uid));
+    if (pod) this.d.podWorkers.updatePod({ type: 'sync', pod });
+  }
+
+  /** kubelet HandlePodCleanups. */
+  private async housekeeping(): Promise<void> {
+    const pods = this.d.desiredPods();
+    this.d.podManager.setPods(pods);
+    const desired = new Set<string>();
+    for (const p of pods) {
+      const uid = p.metadata.uid as string;
+      desired.add(uid);
+      const state = this.d.podWorkers.state(uid);
+      if (state === undefined) this.dispatch(p, 'create');
+      else if (state === 'syncing' && p.metadata.deletionTimestamp) this.dispatch(p, 'update');
+    }
+    const workers = this.d.podWorkers;
+    workers.syncKnownPods(desired);
+    const known = new Set(workers.knownPods());
+    this.d.syncer.retain(new Set([...known, ...desired]));
+    this.d.statusManager.removeOrphanedStatuses(desired);
+    this.d.prober.cleanupPods(new Set([...desired].filter((uid) => workers.state(uid) === 'syncing')));
+    this.killOrphanedRuntimePods();
+
+    // kubelet cleanupOrphanedPodDirs: directories of pods neither in the API, nor known to a worker, nor running.
+    this.d.volumes.retain(new Set([...known, ...desired]));
+    const removed = await this.d.volumes.cleanupOrphanedPodDirs(
+      (uid) => known.has(uid) || desired.has(uid) || !workers.shouldPodRuntimeBeRemoved(uid),
+    );
+    for (const uid of removed) this.d.onPodUnmounted?.(uid);
+    if (this.d.cleanup.gcDue(this.d.containerGCPeriodMs)) this.d.cleanup.requestGC();
+  }
+
+  /**
+   * Runtime pods that still run something and that no pod worker knows (their API object went while nobody
+   * watched) go to a pod worker to be stopped. Sets the running pods / containers gauges from the same listing.
+   */
+  private killOrphanedRuntimePods(): void {
+    let runningPods = 0;
+    let runningContainers = 0;
+    for (const rp of this.d.runtimePods()) {
+      const sandboxRunning = rp.sandboxes.some((s) => s.state === 'running');
+      const running = rp.containers.filter((c) => c.state === 'running').length;
+      if (sandboxRunning) runningPods++;
+      runningContainers += running;
+      if (!sandboxRunning && running === 0) continue;
+      if (this.d.podWorkers.state(rp.uid) !== undefined) continue;
+      this.d.podWorkers.updatePod({
+        type: 'kill',
+        runningPod: { uid: rp.uid, name: rp.name, namespace: rp.namespace },
+      });
+    }
+    this.d.metrics?.runningPods.set({ node: this.d.nodeName }, runningPods);
+    this.d.metrics?.runningContainers.set({ node: this.d.nodeName }, runningContainers);
+  }
+}

@@ -1,0 +1,283 @@
+/**
+ * The VirtualNode controller: watches VirtualNodes and the pods bound to nodes, and keeps one ManagedNode
+ * (NodeAgent + Kubelet + Runtime) per VirtualNode. Level-triggered by key through a work queue:
+ * - a new or changed VirtualNode gets the drain finalizer, then its spec is validated; an invalid spec
+ *   sets Ready=False/InvalidSpec naming the field and starts nothing; a valid one starts (or updates) its
+ *   ManagedNode;
+ * - a VirtualNode being deleted is drained (its pods deleted and waited for), its Node and Lease removed,
+ *   then the finalizer is dropped;
+ * - its status is re-observed every status period and written by the status writer (status.ts).
+ * Pod events are routed by spec.nodeName to the ManagedNode of that node. One bad object never stops the
+ * loop: its sync fails, is logged and retried with back-off.
+ */
+import type { Pod } from '../api/core.js';
+import type { Service } from '../api/service.js';
+import {
+  FINALIZER,
+  nodeNameOf,
+  parseVirtualNodeSpec,
+  type VirtualNode,
+  type VirtualNodeSpec,
+} from '../api/virtualnode.js';
+import type { KubeClient } from '../kube/client.js';
+import { Informer, objectKey, stripManagedFields } from '../kube/informer.js';
+import { WorkQueue, runWorkers } from '../kube/workqueue.js';
+import { PodsByNodeIndex } from '../kubelet/podmanager.js';
+import { canonicalJSON } from '../util/canonical.js';
+import type { Clock } from '../util/clock.js';
+import { KindError, errorMessage } from '../util/errors.js';
+import type { Logger } from '../util/logger.js';
+import { restOperatorAPI, type OperatorAPI, type VirtualNodeWriter } from './api.js';
+import type { ManagedNode, ManagedNodeFactory } from './managednode.js';
+import { PodCIDRDefaulter } from './podcidr.js';
+import { drainingStatus, notStartedStatus, observedStatus, VirtualNodeStatusWriter } from './status.js';
+
+export interface OperatorOptions {
+  /** The API server: every seam of `api` is built over it unless `api` is given. */
+  client?: KubeClient;
+  /** The watches and writes (default: REST over `client`); unit tests pass in-memory fakes. */
+  api?: OperatorAPI;
+  factory: ManagedNodeFactory;
+  clock: Clock;
+  logger: Logger;
+  workers?: number;
+  /** Label selector limiting the VirtualNodes this process serves (applied by the REST api only). */
+  virtualNodeSelector?: string;
+  /** How often each VirtualNode's status is re-observed (default 10 s). */
+  statusPeriodMs?: number;
+  /** Delay between drain checks while a VirtualNode is being deleted (default 1 s). */
+  drainRecheckMs?: number;
+}
+
+const ServicesByNamespaceIndex = 'namespace';
+
+interface Served {
+  node: ManagedNode;
+  spec: VirtualNodeSpec;
+  started: Promise<void>;
+  startError?: string;
+}
+
+/**
+ * Invariants: at most one ManagedNode per VirtualNode name and per node name; `byNode` maps exactly the
+ * node names of `served`; a ManagedNode is stopped before it leaves `served`; after `stop()` no sync runs.
+ */
+export class Operator {
+  readonly vnInformer: Informer<VirtualNode>;
+  readonly podInformer: Informer<Pod>;
+  /** Every Service, by namespace: the service link variables of pods (as the kubelet's service informer). */
+  readonly serviceInformer: Informer<Service>;
+  private readonly queue: WorkQueue<string>;
+  private readonly served = new Map<string, Served>();
+  /** Node name -> VirtualNode name, for routing pods. */
+  private readonly byNode = new Map<string, string>();
+  private readonly podCIDRs = new PodCIDRDefaulter();
+  private readonly writer: VirtualNodeWriter;
+  private readonly status: VirtualNodeStatusWriter;
+  private workersDone: Promise<void> | undefined;
+  private readonly statusPeriodMs: number;
+  private readonly drainRecheckMs: number;
+  private stopping = false;
+
+  /** Throws KindError('InvalidArgument') when neither `client` nor `api` is given. */
+  constructor(private readonly opts: OperatorOptions) {
+    const api =
+      opts.api ?? (opts.client ? restOperatorAPI(opts.client, opts.virtualNodeSelector) : undefined);
+    if (!api) throw new KindError('InvalidArgument', 'operator: a client or an api is required');
+    this.writer = api.writer;
+    this.status = new VirtualNodeStatusWriter(api.writer, opts.clock);
+    this.statusPeriodMs = opts.statusPeriodMs ?? 10_000;
+    this.drainRecheckMs = opts.drainRecheckMs ?? 1000;
+    this.queue = new WorkQueue<string>(opts.clock, { baseDelayMs: 500, maxDelayMs: 60_000 });
+    const common = { clock: opts.clock, logger: opts.logger, transform: stripManagedFields };
+    this.vnInformer = new Informer<VirtualNode>(api.virtualNodes, { ...common, name: 'virtualnodes' });
+    this.podInformer = new Informer<Pod>(api.pods, { ...common, name: 'pods' });
+    this.podInformer.addIndex(PodsByNodeIndex, (p) => (p.spec?.nodeName ? [p.spec.nodeName] : []));
+    this.serviceInformer = new Informer<Service>(api.services, { ...common, name: 'services' });
+    this.serviceInformer.addIndex(ServicesByNamespaceIndex, (svc) => [svc.metadata.namespace ?? '']);
+    this.vnInformer.addHandlers({
+      add: (vn) => this.queue.add(objectKey(vn)),
+      update: (_o, vn) => this.queue.add(objectKey(vn)),
+      delete: (vn) => this.queue.add(objectKey(vn)),
+    });
+    this.podInformer.addHandlers({
+      add: (p) => this.routePod(p)?.podAdded(p),
+      update: (o, p) => this.routePod(p)?.podUpdated(o, p),
+      delete: (p) => this.routePod(p)?.podDeleted(p),
+    });
+  }
+
+  private routePod(p: Pod): ManagedNode | undefined {
+    const vnName = p.spec?.nodeName ? this.byNode.get(p.spec.nodeName) : undefined;
+    return vnName ? this.served.get(vnName)?.node : undefined;
+  }
+
+  /** Pods of a node from the shared cache (for ManagedNodes). */
+  podsOfNode(nodeName: string): Pod[] {
+    return this.podInformer.byIndex(PodsByNodeIndex, nodeName);
+  }
+
+  async start(): Promise<void> {
+    this.podInformer.start();
+    this.vnInformer.start();
+    this.serviceInformer.start();
+    await Promise.all([
+      this.podInformer.waitForSync(),
+      this.vnInformer.waitForSync(),
+      this.serviceInformer.waitForSync(),
+    ]);
+    this.workersDone = runWorkers(
+      this.queue,
+      this.opts.workers ?? 4,
+      (key) => this.sync(key),
+      (key, err) =>
+        this.opts.logger.warn('virtual node sync failed; will retry', {
+          virtualNode: key,
+          error: errorMessage(err),
+        }),
+    );
+  }
+
+  /** Ready once both informers synced. */
+  ready(): string | undefined {
+    if (!this.vnInformer.hasSynced()) return 'virtual node informer not synced';
+    if (!this.podInformer.hasSynced()) return 'pod informer not synced';
+    return undefined;
+  }
+
+  servedNodes(): string[] {
+    return [...this.served.keys()];
+  }
+
+  /** Stops loops and every ManagedNode; Nodes and pods stay as they are (another process takes over). */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.queue.shutDown();
+    await this.workersDone;
+    await Promise.all([this.vnInformer.stop(), this.podInformer.stop(), this.serviceInformer.stop()]);
+    await Promise.all([...this.served.values()].map((s) => s.node.stop().catch(() => undefined)));
+    this.served.clear();
+    this.byNode.clear();
+  }
+
+  /** One reconcile of one VirtualNode, by name. Throws to be retried with back-off. */
+  async sync(name: string): Promise<void> {
+    if (this.stopping) return;
+    const vn = this.vnInformer.get(name);
+    if (!vn) {
+      // Gone without our finalizer (or after it): just stop serving it.
+      await this.forget(name);
+      return;
+    }
+    if (vn.metadata.deletionTimestamp) {
+      await this.finalize(vn);
+      return;
+    }
+    if (!(vn.metadata.finalizers ?? []).includes(FINALIZER)) {
+      await this.patchFinalizers(vn, [...(vn.metadata.finalizers ?? []), FINALIZER]);
+      return; // the update event brings us back with the finalizer in place
+    }
+    const parsed = parseVirtualNodeSpec(vn.spec);
+    if (!parsed.ok) {
+      await this.forget(name);
+      await this.status.write(vn, notStartedStatus('InvalidSpec', parsed.message));
+      return;
+    }
+    let spec: VirtualNodeSpec;
+    try {
+      spec = this.podCIDRs.withPodCIDR(vn, parsed.spec, this.vnInformer.list());
+    } catch (err) {
+      await this.forget(name);
+      await this.status.write(vn, notStartedStatus('PodCIDRUnavailable', errorMessage(err)));
+      return;
+    }
+    let served = this.served.get(name);
+    if (served && this.opts.factory.needsRestart(served.spec, spec)) {
+      await this.forget(name);
+      served = undefined;
+    }
+    if (!served) {
+      served = this.serve(vn, spec);
+    } else if (canonicalJSON(served.spec) !== canonicalJSON(spec)) {
+      served.spec = spec;
+      await served.node.update(spec);
+    }
+    const rt = served.spec.runtime;
+    await this.status.write(
+      vn,
+      observedStatus(
+        served.node.nodeName,
+        served.node.observe(),
+        served.startError,
+        rt.type === 'sim' ? rt.sim.podCIDR : undefined,
+      ),
+    );
+    // Level-triggered status refresh.
+    this.queue.addAfter(name, this.statusPeriodMs);
+  }
+
+  /** Creates and starts the ManagedNode of a VirtualNode, and hands it the pods already bound to it. */
+  private serve(vn: VirtualNode, spec: VirtualNodeSpec): Served {
+    const name = vn.metadata.name ?? '';
+    const nodeName = nodeNameOf(vn, spec);
+    const node = this.opts.factory.create(vn, spec, nodeName, this.podInformer, (ns) =>
+      this.serviceInformer.byIndex(ServicesByNamespaceIndex, ns),
+    );
+    const entry: Served = { node, spec, started: Promise.resolve() };
+    entry.started = node.start().catch((err: unknown) => {
+      entry.startError = errorMessage(err);
+      this.opts.logger.warn('virtual node failed to start', { virtualNode: name, error: entry.startError });
+    });
+    this.served.set(name, entry);
+    this.byNode.set(nodeName, name);
+    // Hand over pods that are already bound to the node (restart safety).
+    for (const p of this.podsOfNode(nodeName)) node.podAdded(p);
+    return entry;
+  }
+
+  private async finalize(vn: VirtualNode): Promise<void> {
+    const name = vn.metadata.name ?? '';
+    if (!(vn.metadata.finalizers ?? []).includes(FINALIZER)) {
+      await this.forget(name);
+      return;
+    }
+    let served = this.served.get(name);
+    if (!served) {
+      // Deleted while no process served it (or before this one got to it): serve it now, so that a kubelet
+      // terminates its pods, then drain and remove it like any other. Only an invalid spec, which never
+      // started anything, goes without.
+      const parsed = parseVirtualNodeSpec(vn.spec);
+      if (parsed.ok) served = this.serve(vn, parsed.spec);
+    }
+    if (served) {
+      await served.started;
+      const empty = await served.node.drain();
+      if (!empty) {
+        await this.status.write(vn, drainingStatus);
+        this.queue.addAfter(name, this.drainRecheckMs);
+        return;
+      }
+      await served.node.stop();
+      await served.node.remove();
+      this.served.delete(name);
+      this.byNode.delete(served.node.nodeName);
+    }
+    this.podCIDRs.release(name);
+    await this.patchFinalizers(
+      vn,
+      (vn.metadata.finalizers ?? []).filter((f) => f !== FINALIZER),
+    );
+  }
+
+  private async forget(name: string): Promise<void> {
+    const served = this.served.get(name);
+    if (!served) return;
+    this.served.delete(name);
+    this.byNode.delete(served.node.nodeName);
+    await served.node.stop();
+  }
+
+  private patchFinalizers(vn: VirtualNode, finalizers: string[]): Promise<void> {
+    return this.writer.patchFinalizers(vn.metadata.name ?? '', vn.metadata.resourceVersion, finalizers);
+  }
+}

@@ -1,0 +1,55 @@
+/**
+ * The seam between the VirtualNode controller and one served node. The controller decides when a node
+ * starts, changes, drains and goes; a ManagedNode (src/managednode.ts: Runtime + NodeAgent + Kubelet) does
+ * it. Tests pass recording fakes.
+ */
+import type { Pod } from '../api/core.js';
+import type { Service } from '../api/service.js';
+import type { VirtualNode, VirtualNodeSpec } from '../api/virtualnode.js';
+import type { Informer } from '../kube/informer.js';
+
+/** What the controller needs from one served node. */
+export interface ManagedNode {
+  readonly nodeName: string;
+  /** Starts the node; resolves once the Node is registered. May be called once. */
+  start(): Promise<void>;
+  /** Applies a changed spec that does not need a restart (labels, taints, capacity). */
+  update(spec: VirtualNodeSpec): Promise<void>;
+  /** Deletes this node's pods; resolves true once none is left. Safe to call repeatedly. */
+  drain(): Promise<boolean>;
+  /** Deletes the Node and its Lease. */
+  remove(): Promise<void>;
+  /** Stops every loop without touching API objects (process shutdown or before remove). */
+  stop(): Promise<void>;
+  /** Pod events for pods bound to this node. */
+  podAdded(pod: Pod): void;
+  podUpdated(oldPod: Pod, pod: Pod): void;
+  podDeleted(pod: Pod): void;
+  /** Current health for the VirtualNode status. Must not block. */
+  observe(): ManagedNodeObservation;
+}
+
+export interface ManagedNodeObservation {
+  registered: boolean;
+  /** Problems that make the node NotReady (empty = Ready). */
+  problems: string[];
+  runtimeReady: boolean;
+  runtimeMessage?: string;
+  runtime?: { name: string; version: string };
+  internalIP?: string;
+  lastHeartbeatTime?: string;
+  pods: { total: number; running: number; pending: number };
+}
+
+export interface ManagedNodeFactory {
+  /** `pods` is the operator's shared informer of bound pods, indexed by node name (PodsByNodeIndex). */
+  create(
+    vn: VirtualNode,
+    spec: VirtualNodeSpec,
+    nodeName: string,
+    pods: Informer<Pod>,
+    services?: (namespace: string) => readonly Service[],
+  ): ManagedNode;
+  /** Whether a spec change needs a fresh ManagedNode (e.g. another runtime). */
+  needsRestart(oldSpec: VirtualNodeSpec, newSpec: VirtualNodeSpec): boolean;
+}

@@ -1,0 +1,231 @@
+// The kubelet's ContainerConfig for a container of a pod (src/kubelet/kuberuntime/containerconfig.ts).
+import { expect } from 'chai';
+import type { Container, Pod } from '../../../../src/api/core.js';
+import { hashContainer } from '../../../../src/kubelet/container/helpers.js';
+import {
+  buildContainerConfig,
+  containerResources,
+  milliCPUToQuota,
+  milliCPUToShares,
+} from '../../../../src/kubelet/kuberuntime/containerconfig.js';
+import type { NodeSettings } from '../../../../src/kubelet/kuberuntime/sandboxconfig.js';
+import { errorKind } from '../../../../src/util/errors.js';
+
+const node: NodeSettings = { nodeName: 'vn-1', podLogsRoot: '/var/log/pods/', cgroupRoot: '/kubepods' };
+
+function pod(overrides: Partial<Pod['spec']> = {}, meta: Partial<Pod['metadata']> = {}): Pod {
+  return {
+    metadata: {
+      name: 'web',
+      namespace: 'prod',
+      uid: 'uid-1',
+      labels: { app: 'web' },
+      annotations: { a: 'b' },
+      ...meta,
+    },
+    spec: { containers: [{ name: 'app', image: 'busybox' }], ...overrides },
+  };
+}
+
+describe('kuberuntime containerconfig', () => {
+  const app: Container = {
+    name: 'app',
+    image: 'busybox:1.36',
+    command: ['sh'],
+    args: ['-c', 'sleep 1'],
+    workingDir: '/w',
+    ports: [{ name: 'http', containerPort: 80, protocol: 'TCP' }],
+    resources: { requests: { cpu: '250m', memory: '64Mi' }, limits: { cpu: '500m', memory: '128Mi' } },
+  };
+
+  it('sets the kubelet labels, annotations, attempt and log path', () => {
+    const p = pod(
+      { containers: [app], terminationGracePeriodSeconds: 30 },
+      { deletionGracePeriodSeconds: 10 },
+    );
+    const c = buildContainerConfig(
+      p,
+      app,
+      { restartCount: 4, envs: [{ key: 'K', value: 'v' }], mounts: [] },
+      node,
+    );
+    expect(c.metadata).to.deep.equal({ name: 'app', attempt: 4 });
+    expect(c.image).to.equal('busybox:1.36');
+    expect(c.logPath).to.equal('app/4.log');
+    expect(c.command).to.deep.equal(['sh']);
+    expect(c.args).to.deep.equal(['-c', 'sleep 1']);
+    expect(c.workingDir).to.equal('/w');
+    expect(c.envs).to.deep.equal([{ key: 'K', value: 'v' }]);
+    expect(c.labels).to.deep.equal({
+      'io.kubernetes.pod.name': 'web',
+      'io.kubernetes.pod.namespace': 'prod',
+      'io.kubernetes.pod.uid': 'uid-1',
+      'io.kubernetes.container.name': 'app',
+      'kubelet-operator.dev/node': 'vn-1',
+    });
+    expect(c.annotations).to.deep.equal({
+      'io.kubernetes.container.hash': hashContainer(app),
+      'io.kubernetes.container.restartCount': '4',
+      'io.kubernetes.container.terminationMessagePath': '/dev/termination-log',
+      'io.kubernetes.container.terminationMessagePolicy': 'File',
+      'io.kubernetes.pod.terminationGracePeriod': '30',
+      'io.kubernetes.pod.deletionGracePeriod': '10',
+      'io.kubernetes.container.ports': '[{"name":"http","containerPort":80,"protocol":"TCP"}]',
+    });
+  });
+
+  it('uses the resolved image when given, and the spec termination message settings', () => {
+    const c = buildContainerConfig(
+      pod(),
+      { ...app, terminationMessagePath: '/tmp/msg', terminationMessagePolicy: 'FallbackToLogsOnError' },
+      { restartCount: 0, image: 'sha256:abc' },
+      node,
+    );
+    expect(c.image).to.equal('sha256:abc');
+    expect(c.annotations['io.kubernetes.container.terminationMessagePath']).to.equal('/tmp/msg');
+    expect(c.annotations['io.kubernetes.container.terminationMessagePolicy']).to.equal(
+      'FallbackToLogsOnError',
+    );
+  });
+
+  it('sizes cpu and memory like the kubelet on cgroup v1', () => {
+    expect(containerResources(pod(), app)).to.deep.equal({
+      cpuShares: 256,
+      cpuPeriod: 100000,
+      cpuQuota: 50000,
+      memoryLimitInBytes: 128 * 1024 * 1024,
+    });
+    // No requests or limits: minimum shares, no quota, no memory limit.
+    expect(containerResources(pod(), { name: 'x' })).to.deep.equal({
+      cpuShares: 2,
+      cpuPeriod: 100000,
+      cpuQuota: 0,
+    });
+    // Only a limit: shares follow the limit (the API would default the request to it).
+    expect(
+      containerResources(pod(), { name: 'x', resources: { limits: { cpu: '1', memory: '1Gi' } } }),
+    ).to.deep.equal({
+      cpuShares: 1024,
+      cpuPeriod: 100000,
+      cpuQuota: 100000,
+      memoryLimitInBytes: 1024 ** 3,
+    });
+    // Tiny limits are floored: quota at least 1000, shares at least 2.
+    expect(
+      containerResources(pod(), {
+        name: 'x',
+        resources: { requests: { cpu: '1m' }, limits: { cpu: '1m' } },
+      }),
+    ).to.deep.equal({
+      cpuShares: 2,
+      cpuPeriod: 100000,
+      cpuQuota: 1000,
+    });
+  });
+
+  it('converts cpu with the kubelet formulas', () => {
+    expect(milliCPUToShares(0)).to.equal(2);
+    expect(milliCPUToShares(1)).to.equal(2);
+    expect(milliCPUToShares(100)).to.equal(102);
+    expect(milliCPUToShares(1000)).to.equal(1024);
+    expect(milliCPUToShares(1_000_000)).to.equal(262144);
+    expect(milliCPUToQuota(0, 100000)).to.equal(0);
+    expect(milliCPUToQuota(5, 100000)).to.equal(1000);
+    expect(milliCPUToQuota(1500, 100000)).to.equal(150000);
+  });
+
+  it('sets oom_score_adj by QoS class when the node memory is known', () => {
+    const mem = 8 * 1024 ** 3;
+    const withMem = { ...node, memoryCapacityBytes: mem };
+    const guaranteed: Container = {
+      name: 'g',
+      image: 'i',
+      resources: { limits: { cpu: '1', memory: '1Gi' } },
+    };
+    const gPod = pod({ containers: [guaranteed] });
+    gPod.spec.containers[0]!.resources!.requests = { cpu: '1', memory: '1Gi' };
+    expect(
+      buildContainerConfig(gPod, guaranteed, { restartCount: 0 }, withMem).linux?.resources?.oomScoreAdj,
+    ).to.equal(-997);
+    const be = pod();
+    expect(
+      buildContainerConfig(be, be.spec.containers[0]!, { restartCount: 0 }, withMem).linux?.resources
+        ?.oomScoreAdj,
+    ).to.equal(1000);
+    const burst = pod({ containers: [app] });
+    // 1000 - 1000*64Mi/8Gi = 1000 - 7.8 -> 993
+    expect(
+      buildContainerConfig(burst, app, { restartCount: 0 }, withMem).linux?.resources?.oomScoreAdj,
+    ).to.equal(993);
+    expect(buildContainerConfig(burst, app, { restartCount: 0 }, node).linux?.resources).to.not.have.property(
+      'oomScoreAdj',
+    );
+  });
+
+  it('merges pod and container security contexts; seccomp container > pod > RuntimeDefault', () => {
+    const p = pod({
+      hostNetwork: true,
+      securityContext: { runAsUser: 1000, seccompProfile: { type: 'Unconfined' } },
+    });
+    const c1 = buildContainerConfig(p, { name: 'a', image: 'i' }, { restartCount: 0 }, node).linux
+      ?.securityContext;
+    expect(c1).to.deep.equal({
+      namespaceOptions: { network: 'NODE', pid: 'CONTAINER', ipc: 'POD' },
+      privileged: false,
+      readonlyRootfs: false,
+      noNewPrivs: false,
+      seccomp: { profileType: 'Unconfined' },
+      runAsUser: 1000,
+    });
+    const c2 = buildContainerConfig(
+      p,
+      {
+        name: 'b',
+        image: 'i',
+        securityContext: {
+          runAsUser: 0,
+          privileged: true,
+          readOnlyRootFilesystem: true,
+          allowPrivilegeEscalation: false,
+          capabilities: { add: ['NET_ADMIN'], drop: ['ALL'] },
+          seccompProfile: { type: 'Localhost', localhostProfile: 'profiles/x.json' },
+        },
+      },
+      { restartCount: 0 },
+      node,
+    ).linux?.securityContext;
+    expect(c2).to.deep.include({
+      privileged: true,
+      readonlyRootfs: true,
+      noNewPrivs: true,
+      runAsUser: 0,
+      seccomp: { profileType: 'Localhost', localhostRef: 'profiles/x.json' },
+      capabilities: { addCapabilities: ['NET_ADMIN'], dropCapabilities: ['ALL'] },
+    });
+    const c3 = buildContainerConfig(pod(), { name: 'c', image: 'i' }, { restartCount: 0 }, node).linux
+      ?.securityContext;
+    expect(c3?.seccomp).to.deep.equal({ profileType: 'RuntimeDefault' });
+  });
+
+  it('rejects a missing image, a bad restart count and a malformed quantity', () => {
+    expect(
+      errorKind(catchErr(() => buildContainerConfig(pod(), { name: 'x' }, { restartCount: 0 }, node))),
+    ).to.equal('InvalidArgument');
+    expect(errorKind(catchErr(() => buildContainerConfig(pod(), app, { restartCount: -1 }, node)))).to.equal(
+      'InvalidArgument',
+    );
+    const bad: Container = { name: 'x', image: 'i', resources: { limits: { memory: '12 Mi' } } };
+    expect(errorKind(catchErr(() => buildContainerConfig(pod(), bad, { restartCount: 0 }, node)))).to.equal(
+      'InvalidArgument',
+    );
+  });
+});
+
+function catchErr(fn: () => unknown): unknown {
+  try {
+    fn();
+  } catch (err) {
+    return err;
+  }
+  throw new Error('expected a throw');
+}

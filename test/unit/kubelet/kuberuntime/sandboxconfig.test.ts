@@ -1,0 +1,147 @@
+// The kubelet's PodSandboxConfig for a pod (src/kubelet/kuberuntime/sandboxconfig.ts).
+import { expect } from 'chai';
+import type { Pod } from '../../../../src/api/core.js';
+import {
+  buildPodSandboxConfig,
+  podHostname,
+  type NodeSettings,
+} from '../../../../src/kubelet/kuberuntime/sandboxconfig.js';
+import { errorKind } from '../../../../src/util/errors.js';
+
+const node: NodeSettings = { nodeName: 'vn-1', podLogsRoot: '/var/log/pods/', cgroupRoot: '/kubepods' };
+
+function pod(overrides: Partial<Pod['spec']> = {}, meta: Partial<Pod['metadata']> = {}): Pod {
+  return {
+    metadata: {
+      name: 'web',
+      namespace: 'prod',
+      uid: 'uid-1',
+      labels: { app: 'web' },
+      annotations: { a: 'b' },
+      ...meta,
+    },
+    spec: { containers: [{ name: 'app', image: 'busybox' }], ...overrides },
+  };
+}
+
+describe('kuberuntime sandboxconfig', () => {
+  it('follows the kubelet: metadata, hostname, log directory, cgroup parent, labels, annotations', () => {
+    const c = buildPodSandboxConfig(pod(), node, 3);
+    expect(c.metadata).to.deep.equal({ name: 'web', namespace: 'prod', uid: 'uid-1', attempt: 3 });
+    expect(c.hostname).to.equal('web');
+    expect(c.logDirectory).to.equal('/var/log/pods/prod_web_uid-1');
+    expect(c.linux?.cgroupParent).to.equal('/kubepods/poduid-1');
+    expect(c.labels).to.deep.equal({
+      app: 'web',
+      'io.kubernetes.pod.name': 'web',
+      'io.kubernetes.pod.namespace': 'prod',
+      'io.kubernetes.pod.uid': 'uid-1',
+      'kubelet-operator.dev/node': 'vn-1',
+    });
+    expect(c.annotations).to.deep.equal({ a: 'b' });
+    expect(c.linux?.securityContext?.namespaceOptions).to.deep.equal({
+      network: 'POD',
+      pid: 'CONTAINER',
+      ipc: 'POD',
+    });
+    expect(c.linux?.securityContext?.seccomp).to.deep.equal({ profileType: 'RuntimeDefault' });
+    expect(c.linux?.securityContext?.privileged).to.equal(false);
+    expect(c.portMappings).to.deep.equal([]);
+  });
+
+  it('uses the node network and no hostname for hostNetwork pods', () => {
+    const c = buildPodSandboxConfig(pod({ hostNetwork: true }), node, 0);
+    expect(c.linux?.securityContext?.namespaceOptions?.network).to.equal('NODE');
+    expect(c).to.not.have.property('hostname');
+  });
+
+  it('takes hostPID, hostIPC and shareProcessNamespace from the wire spec', () => {
+    const spec = { hostPID: true, hostIPC: true } as Partial<Pod['spec']>;
+    expect(buildPodSandboxConfig(pod(spec), node, 0).linux?.securityContext?.namespaceOptions).to.deep.equal({
+      network: 'POD',
+      pid: 'NODE',
+      ipc: 'NODE',
+    });
+    const shared = { shareProcessNamespace: true } as Partial<Pod['spec']>;
+    expect(
+      buildPodSandboxConfig(pod(shared), node, 0).linux?.securityContext?.namespaceOptions?.pid,
+    ).to.equal('POD');
+  });
+
+  it('prefers spec.hostname and cuts long names to 63 characters without a trailing dash or dot', () => {
+    expect(podHostname(pod({ hostname: 'custom' }))).to.equal('custom');
+    const long = `${'a'.repeat(61)}-.b${'c'.repeat(10)}`;
+    const h = podHostname(pod({}, { name: long }));
+    expect(h).to.equal('a'.repeat(61));
+    expect(podHostname(pod({}, { name: 'x'.repeat(70) }))).to.have.length(63);
+  });
+
+  it('is privileged when any container (init too) is, and takes the pod security context', () => {
+    const p = pod({
+      initContainers: [{ name: 'init', image: 'busybox', securityContext: { privileged: true } }],
+      securityContext: {
+        runAsUser: 1000,
+        runAsGroup: 2000,
+        fsGroup: 3000,
+        seccompProfile: { type: 'Unconfined' },
+      },
+    });
+    const sc = buildPodSandboxConfig(p, node, 0).linux?.securityContext;
+    expect(sc?.privileged).to.equal(true);
+    expect(sc?.runAsUser).to.equal(1000);
+    expect(sc?.runAsGroup).to.equal(2000);
+    expect(sc?.supplementalGroups).to.deep.equal([3000]);
+    expect(sc?.seccomp).to.deep.equal({ profileType: 'Unconfined' });
+  });
+
+  it('lists every container port, hostPort when set, duplicates once', () => {
+    const p = pod({
+      containers: [
+        {
+          name: 'a',
+          image: 'i',
+          ports: [
+            { containerPort: 80, hostPort: 8080 },
+            { containerPort: 53, protocol: 'UDP' },
+          ],
+        },
+        {
+          name: 'b',
+          image: 'i',
+          ports: [
+            { containerPort: 80, hostPort: 8080 },
+            { containerPort: 9000, hostIP: '127.0.0.1', hostPort: 9 },
+          ],
+        },
+      ],
+    });
+    expect(buildPodSandboxConfig(p, node, 0).portMappings).to.deep.equal([
+      { protocol: 'TCP', containerPort: 80, hostPort: 8080 },
+      { protocol: 'UDP', containerPort: 53 },
+      { protocol: 'TCP', containerPort: 9000, hostPort: 9, hostIp: '127.0.0.1' },
+    ]);
+  });
+
+  it('passes node DNS settings and pod sysctls through', () => {
+    const p = pod({
+      securityContext: { sysctls: [{ name: 'net.core.somaxconn', value: '1024' }] },
+    } as Partial<Pod['spec']>);
+    const c = buildPodSandboxConfig(p, { ...node, dnsConfig: { servers: ['10.96.0.10'] } }, 0);
+    expect(c.dnsConfig).to.deep.equal({ servers: ['10.96.0.10'] });
+    expect(c.linux?.sysctls).to.deep.equal({ 'net.core.somaxconn': '1024' });
+  });
+
+  it('rejects a pod without identity', () => {
+    const p = pod({}, { uid: '' });
+    expect(errorKind(catchErr(() => buildPodSandboxConfig(p, node, 0)))).to.equal('InvalidArgument');
+  });
+});
+
+function catchErr(fn: () => unknown): unknown {
+  try {
+    fn();
+  } catch (err) {
+    return err;
+  }
+  throw new Error('expected a throw');
+}

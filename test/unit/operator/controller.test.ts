@@ -1,0 +1,324 @@
+// The VirtualNode controller against an in-memory API and recording ManagedNodes: finalizer first, spec
+// validation reported in status, one ManagedNode per VirtualNode (updated in place or restarted), pods
+// routed by spec.nodeName, status written only on change, drain-then-remove on delete, retries with
+// back-off. Time is a FakeClock; nothing here talks to a real API server.
+import { expect } from 'chai';
+import type { Pod } from '../../../src/api/core.js';
+import { FINALIZER, type VirtualNode } from '../../../src/api/virtualnode.js';
+import { Operator } from '../../../src/operator/controller.js';
+import { FakeClock } from '../../../src/util/clock.js';
+import { isInvalidArgument } from '../../../src/util/errors.js';
+import { MemoryLogger } from '../../../src/util/logger.js';
+import { FakeOperatorAPI, flush } from './fakeapi.js';
+import { FakeFactory } from './fakenode.js';
+
+const STATUS_PERIOD = 10_000;
+const DRAIN_RECHECK = 1_000;
+
+function virtualNode(name: string, spec: Record<string, unknown> = {}): VirtualNode {
+  return {
+    apiVersion: 'kubelet-operator.dev/v1alpha1',
+    kind: 'VirtualNode',
+    metadata: { name },
+    spec: { runtime: { type: 'sim', sim: { podCIDR: '10.1.0.0/24' } }, ...spec },
+  };
+}
+
+function pod(name: string, nodeName: string, phase = 'Pending'): Pod {
+  return {
+    metadata: { name, namespace: 'default', uid: `uid-${name}` },
+    spec: { nodeName, containers: [{ name: 'app', image: 'busybox' }] },
+    status: { phase },
+  } as Pod;
+}
+
+const condition = (vn: VirtualNode | undefined, type: string) =>
+  vn?.status?.conditions?.find((c) => c.type === type);
+
+describe('operator: VirtualNode controller', () => {
+  let clock: FakeClock;
+  let api: FakeOperatorAPI;
+  let factory: FakeFactory;
+  let logger: MemoryLogger;
+  let op: Operator | undefined;
+
+  beforeEach(() => {
+    clock = new FakeClock();
+    api = new FakeOperatorAPI();
+    factory = new FakeFactory();
+    logger = new MemoryLogger();
+  });
+
+  afterEach(async () => {
+    await op?.stop();
+    op = undefined;
+  });
+
+  async function startOperator(): Promise<Operator> {
+    op = new Operator({
+      api,
+      factory,
+      clock,
+      logger,
+      workers: 2,
+      statusPeriodMs: STATUS_PERIOD,
+      drainRecheckMs: DRAIN_RECHECK,
+    });
+    await op.start();
+    await flush();
+    return op;
+  }
+
+  /** Advances the fake clock in steps, letting the controller's promises settle between them. */
+  async function advance(ms: number, step = 100): Promise<void> {
+    for (let t = 0; t < ms; t += step) {
+      clock.advance(Math.min(step, ms - t));
+      await flush(5);
+    }
+    await flush();
+  }
+
+  it('needs a client or an api', () => {
+    expect(() => new Operator({ factory, clock, logger }))
+      .to.throw()
+      .that.satisfies(isInvalidArgument);
+  });
+
+  it('adds the finalizer first, then starts the node, hands it its pods and reports Ready', async () => {
+    api.podStore.create(pod('early', 'vn-a'));
+    api.podStore.create(pod('elsewhere', 'other-node'));
+    api.vns.create(virtualNode('vn-a'));
+    await startOperator();
+
+    expect(api.writes[0]).to.deep.include({ method: 'patchFinalizers', name: 'vn-a', body: [FINALIZER] });
+    const node = factory.node('vn-a');
+    expect(factory.created).to.have.length(1);
+    expect(node.events).to.deep.equal(['start', 'add early']);
+    expect(op!.servedNodes()).to.deep.equal(['vn-a']);
+    expect(op!.ready()).to.equal(undefined);
+
+    const stored = api.vns.get('vn-a')!;
+    expect(stored.metadata.finalizers).to.deep.equal([FINALIZER]);
+    expect(stored.status).to.deep.include({
+      observedGeneration: 1,
+      nodeName: 'vn-a',
+      internalIP: '10.0.0.9',
+      podCIDR: '10.1.0.0/24',
+      runtime: { name: 'fake', version: '1.0' },
+    });
+    expect(condition(stored, 'Ready')).to.deep.include({
+      status: 'True',
+      reason: 'NodeReady',
+      observedGeneration: 1,
+      lastTransitionTime: '2026-01-01T00:00:00Z',
+    });
+    expect(condition(stored, 'RuntimeReady')).to.deep.include({
+      status: 'True',
+      reason: 'RuntimeReady',
+      message: 'fake 1.0',
+    });
+  });
+
+  it('registers the node under spec.nodeName and routes pod events by spec.nodeName', async () => {
+    api.vns.create(virtualNode('vn-a', { nodeName: 'node-a' }));
+    api.vns.create(virtualNode('vn-b', { runtime: { type: 'sim', sim: { podCIDR: '10.2.0.0/24' } } }));
+    await startOperator();
+    const a = factory.node('node-a');
+    const b = factory.node('vn-b');
+
+    api.podStore.create(pod('p1', 'node-a'));
+    api.podStore.create(pod('p2', 'vn-b'));
+    api.podStore.create(pod('stray', 'not-served'));
+    await flush();
+    api.podStore.update('default/p1', (p) => (p.status = { phase: 'Running' }));
+    api.podStore.delete('default/p2');
+    await flush();
+
+    expect(a.events.filter((e) => e !== 'start')).to.deep.equal(['add p1', 'update-pod p1']);
+    expect(b.events.filter((e) => e !== 'start')).to.deep.equal(['add p2', 'delete p2']);
+    expect(op!.podsOfNode('node-a').map((p) => p.metadata.name)).to.deep.equal(['p1']);
+    expect(api.vns.get('vn-a')!.status?.nodeName).to.equal('node-a');
+  });
+
+  it('reports an invalid spec as Ready=False/InvalidSpec naming the field, and starts when it is fixed', async () => {
+    api.vns.create(virtualNode('bad', { capacity: { pods: -1 } }));
+    await startOperator();
+
+    expect(factory.created).to.have.length(0);
+    let stored = api.vns.get('bad')!;
+    expect(condition(stored, 'Ready')).to.deep.include({ status: 'False', reason: 'InvalidSpec' });
+    expect(condition(stored, 'Ready')!.message).to.contain('spec.capacity.pods');
+    expect(condition(stored, 'RuntimeReady')).to.deep.include({ status: 'Unknown', reason: 'InvalidSpec' });
+
+    clock.advance(5_000);
+    api.vns.update('bad', (o) => (o.spec = virtualNode('bad').spec));
+    await flush();
+    stored = api.vns.get('bad')!;
+    expect(factory.created).to.have.length(1);
+    expect(condition(stored, 'Ready')).to.deep.include({
+      status: 'True',
+      observedGeneration: 2,
+      // Ready went False -> True: the transition time moves.
+      lastTransitionTime: '2026-01-01T00:00:05Z',
+    });
+  });
+
+  it('applies a changed spec in place, and restarts the node when the factory says so', async () => {
+    api.vns.create(virtualNode('vn-a'));
+    await startOperator();
+    const first = factory.node('vn-a');
+
+    api.vns.update('vn-a', (o) => ((o.spec as { labels?: unknown }).labels = { tier: 'gold' }));
+    await flush();
+    expect(factory.created).to.have.length(1);
+    expect(first.events).to.deep.equal(['start', 'update {"tier":"gold"}']);
+    expect(api.vns.get('vn-a')!.status?.observedGeneration).to.equal(2);
+
+    api.vns.update(
+      'vn-a',
+      (o) => ((o.spec as { runtime: unknown }).runtime = { type: 'sim', sim: { podCIDR: '10.9.0.0/24' } }),
+    );
+    await flush();
+    expect(factory.created).to.have.length(2);
+    expect(first.events.at(-1)).to.equal('stop');
+    expect(factory.node('vn-a').events).to.deep.equal(['start']);
+    expect(api.vns.get('vn-a')!.status?.podCIDR).to.equal('10.9.0.0/24');
+  });
+
+  it('writes status only when it changed, not for a heartbeat alone', async () => {
+    api.vns.create(virtualNode('vn-a'));
+    await startOperator();
+    const node = factory.node('vn-a');
+    const writes = () => api.statusWrites('vn-a').length;
+    expect(writes()).to.equal(1);
+
+    await advance(STATUS_PERIOD);
+    expect(writes(), 'nothing changed').to.equal(1);
+
+    node.observation.lastHeartbeatTime = '2026-01-01T00:00:10Z';
+    await advance(STATUS_PERIOD);
+    expect(writes(), 'heartbeat only').to.equal(1);
+
+    node.observation.pods = { total: 2, running: 1, pending: 1 };
+    await advance(STATUS_PERIOD);
+    expect(writes(), 'pod counts changed').to.equal(2);
+    expect(api.vns.get('vn-a')!.status?.pods).to.deep.equal({ total: 2, running: 1, pending: 1 });
+
+    node.observation.problems = ['PLEG is not healthy'];
+    await advance(STATUS_PERIOD);
+    expect(writes()).to.equal(3);
+    expect(condition(api.vns.get('vn-a'), 'Ready')).to.deep.include({
+      status: 'False',
+      reason: 'NodeNotReady',
+      message: 'PLEG is not healthy',
+    });
+  });
+
+  it('reports a node that failed to start as StartFailed', async () => {
+    factory.prepare = (n) => (n.startError = new Error('runtime socket missing'));
+    api.vns.create(virtualNode('vn-a'));
+    await startOperator();
+    await advance(STATUS_PERIOD);
+    expect(condition(api.vns.get('vn-a'), 'Ready')).to.deep.include({
+      status: 'False',
+      reason: 'StartFailed',
+      message: 'runtime socket missing',
+    });
+    expect(logger.lines.map((l) => l.msg)).to.include('virtual node failed to start');
+  });
+
+  it('on delete: drains until no pod is left, then stops, removes the node and drops the finalizer', async () => {
+    api.vns.create(virtualNode('vn-a'));
+    await startOperator();
+    const node = factory.node('vn-a');
+    node.podsLeft = 2;
+
+    api.vns.delete('vn-a');
+    await flush();
+    // Drained (the Draining status write brings one more sync), but pods are left: nothing removed yet.
+    expect(node.events.filter((e) => e !== 'drain')).to.deep.equal(['start']);
+    expect(node.events).to.include('drain');
+    expect(condition(api.vns.get('vn-a'), 'Ready')).to.deep.include({ status: 'False', reason: 'Draining' });
+    // The RuntimeReady condition is not reported while draining.
+    expect(condition(api.vns.get('vn-a'), 'RuntimeReady')).to.equal(undefined);
+    expect(api.vns.get('vn-a')!.metadata.finalizers).to.deep.equal([FINALIZER]);
+
+    await advance(2 * DRAIN_RECHECK);
+    expect(node.events.slice(-3)).to.deep.equal(['drain', 'stop', 'remove']);
+    expect(node.events.filter((e) => e === 'drain')).to.have.length(3);
+    expect(api.vns.get('vn-a'), 'finalizer dropped, object gone').to.equal(undefined);
+    expect(op!.servedNodes()).to.deep.equal([]);
+  });
+
+  it('serves a VirtualNode found already deleting, so that its pods are drained before it goes', async () => {
+    api.vns.create({ ...virtualNode('vn-a'), metadata: { name: 'vn-a', finalizers: [FINALIZER] } });
+    api.vns.delete('vn-a');
+    await startOperator();
+    expect(factory.node('vn-a').events).to.deep.equal(['start', 'drain', 'stop', 'remove']);
+    expect(api.vns.get('vn-a')).to.equal(undefined);
+  });
+
+  it('drops the finalizer of a deleted VirtualNode whose spec never started anything', async () => {
+    api.vns.create({
+      ...virtualNode('bad', { capacity: { pods: -1 } }),
+      metadata: { name: 'bad', finalizers: [FINALIZER, 'example.com/other'] },
+    });
+    api.vns.delete('bad');
+    await startOperator();
+    expect(factory.created).to.have.length(0);
+    expect(api.vns.get('bad')!.metadata.finalizers).to.deep.equal(['example.com/other']);
+  });
+
+  it('stops serving a VirtualNode that disappears without the finalizer', async () => {
+    api.vns.create(virtualNode('vn-a'));
+    await startOperator();
+    const node = factory.node('vn-a');
+    // Someone strips the finalizer and deletes it: no drain, the node just stops being served.
+    api.vns.update('vn-a', (o) => (o.metadata.finalizers = []));
+    api.vns.delete('vn-a');
+    await flush();
+    expect(node.events).to.deep.equal(['start', 'stop']);
+    expect(op!.servedNodes()).to.deep.equal([]);
+  });
+
+  it('retries a failed sync with back-off and logs it', async () => {
+    api.fail('patchStatus', 'Conflict');
+    api.vns.create(virtualNode('vn-a'));
+    await startOperator();
+    expect(api.statusWrites('vn-a')).to.have.length(1);
+    expect(api.vns.get('vn-a')!.status).to.equal(undefined);
+    expect(logger.lines.find((l) => l.msg === 'virtual node sync failed; will retry')?.meta).to.deep.include({
+      virtualNode: 'vn-a',
+    });
+    await advance(500);
+    expect(api.statusWrites('vn-a')).to.have.length(2);
+    expect(condition(api.vns.get('vn-a'), 'Ready')?.status).to.equal('True');
+    expect(factory.created, 'the node is not started twice').to.have.length(1);
+  });
+
+  it('defaults a distinct pod CIDR per simulated node and keeps it in status', async () => {
+    const sim = { runtime: { type: 'sim', sim: {} } };
+    api.vns.create(virtualNode('vn-a', sim));
+    api.vns.create(virtualNode('vn-b', sim));
+    await startOperator();
+    const a = api.vns.get('vn-a')!.status?.podCIDR;
+    const b = api.vns.get('vn-b')!.status?.podCIDR;
+    expect(a).to.match(/^10\.\d+\.\d+\.0\/24$/);
+    expect(b).to.match(/^10\.\d+\.\d+\.0\/24$/);
+    expect(a).to.not.equal(b);
+    const spec = factory.node('vn-a').spec;
+    expect(spec.runtime.type === 'sim' && spec.runtime.sim.podCIDR).to.equal(a);
+  });
+
+  it('stop() stops every node without removing anything', async () => {
+    api.vns.create(virtualNode('vn-a'));
+    api.vns.create(virtualNode('vn-b', { runtime: { type: 'sim', sim: { podCIDR: '10.2.0.0/24' } } }));
+    await startOperator();
+    await op!.stop();
+    const nodes = factory.created;
+    op = undefined;
+    for (const n of nodes) expect(n.events).to.deep.equal(['start', 'stop']);
+    expect(api.vns.keys()).to.have.members(['vn-a', 'vn-b']);
+    expect(clock.pendingTimers(), 'no status refresh left armed').to.equal(0);
+  });
+});

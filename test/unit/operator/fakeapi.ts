@@ -1,0 +1,181 @@
+// An in-memory OperatorAPI with the API server's behaviour where the controller depends on it: list then
+// watch from a resourceVersion (events after it are replayed), generation bumped on spec changes, deletion
+// of an object with finalizers only sets deletionTimestamp and the last finalizer's removal deletes it,
+// resourceVersion preconditions on the finalizer patch (Conflict), NotFound quietly ignored as the REST
+// writer does. Failures can be injected per write.
+import type { Pod } from '../../../src/api/core.js';
+import type { Service } from '../../../src/api/service.js';
+import type { VirtualNode, VirtualNodeStatus } from '../../../src/api/virtualnode.js';
+import { objectKey, type KObject, type ListWatcher, type WatchEvent } from '../../../src/kube/informer.js';
+import type { OperatorAPI, VirtualNodeWriter } from '../../../src/operator/api.js';
+import { KindError } from '../../../src/util/errors.js';
+
+const clone = <T>(v: T): T => structuredClone(v);
+
+interface Stored extends KObject {
+  metadata: NonNullable<KObject['metadata']> & {
+    generation?: number;
+    finalizers?: string[];
+    deletionTimestamp?: string;
+  };
+  spec?: unknown;
+}
+
+/** Shared resourceVersion counter: one etcd revision across collections, as the API server. */
+export class Revision {
+  private rv = 100;
+  next(): string {
+    return String(++this.rv);
+  }
+}
+
+/** One collection: the store, its event history and its open watches. */
+export class FakeCollection<T extends Stored> implements ListWatcher<T> {
+  private readonly store = new Map<string, T>();
+  private readonly history: { rv: number; event: WatchEvent }[] = [];
+  private readonly watchers = new Set<(e: WatchEvent) => void>();
+  lists = 0;
+
+  constructor(private readonly rev: Revision = new Revision()) {}
+
+  async list(): Promise<{ items: T[]; resourceVersion: string }> {
+    this.lists++;
+    return { items: [...this.store.values()].map(clone), resourceVersion: this.rev.next() };
+  }
+
+  watch(resourceVersion: string, onEvent: (e: WatchEvent) => void, signal: AbortSignal): Promise<void> {
+    for (const h of this.history) if (h.rv > Number(resourceVersion)) onEvent(clone(h.event));
+    this.watchers.add(onEvent);
+    return new Promise((resolve) => {
+      const end = (): void => {
+        this.watchers.delete(onEvent);
+        resolve();
+      };
+      if (signal.aborted) end();
+      else signal.addEventListener('abort', end, { once: true });
+    });
+  }
+
+  get(key: string): T | undefined {
+    const o = this.store.get(key);
+    return o ? clone(o) : undefined;
+  }
+
+  keys(): string[] {
+    return [...this.store.keys()];
+  }
+
+  private emit(type: 'ADDED' | 'MODIFIED' | 'DELETED', obj: T): void {
+    const event = { type, object: clone(obj) };
+    this.history.push({ rv: Number(obj.metadata.resourceVersion), event });
+    for (const w of [...this.watchers]) w(clone(event));
+  }
+
+  create(obj: T): T {
+    const key = objectKey(obj);
+    if (this.store.has(key)) throw new KindError('AlreadyExists', `${key} already exists`);
+    const stored = clone(obj);
+    stored.metadata.resourceVersion = this.rev.next();
+    stored.metadata.uid ??= `uid-${key}`;
+    stored.metadata.generation = 1;
+    this.store.set(key, stored);
+    this.emit('ADDED', stored);
+    return clone(stored);
+  }
+
+  /** Replaces the object (as a PUT would); a changed spec bumps the generation. */
+  update(key: string, mutate: (o: T) => void): T {
+    const cur = this.store.get(key);
+    if (!cur) throw new KindError('NotFound', `${key} not found`);
+    const next = clone(cur);
+    mutate(next);
+    if (JSON.stringify(next.spec) !== JSON.stringify(cur.spec))
+      next.metadata.generation = (cur.metadata.generation ?? 1) + 1;
+    next.metadata.resourceVersion = this.rev.next();
+    // The last finalizer of an object being deleted goes: the object goes with it.
+    const finalized =
+      (cur.metadata.finalizers ?? []).length > 0 && (next.metadata.finalizers ?? []).length === 0;
+    if (next.metadata.deletionTimestamp && finalized) {
+      this.store.delete(key);
+      this.emit('DELETED', next);
+      return clone(next);
+    }
+    this.store.set(key, next);
+    this.emit('MODIFIED', next);
+    return clone(next);
+  }
+
+  /**
+   * A DELETE: an object with finalizers, or deleted with a grace period (`graceful`, as pods are), only gets
+   * a deletionTimestamp; otherwise it goes at once.
+   */
+  delete(key: string, opts: { graceful?: boolean; at?: string } = {}): void {
+    const at = opts.at ?? '2026-01-01T00:00:00Z';
+    const cur = this.store.get(key);
+    if (!cur) throw new KindError('NotFound', `${key} not found`);
+    if ((cur.metadata.finalizers ?? []).length > 0 || opts.graceful) {
+      if (!cur.metadata.deletionTimestamp) this.update(key, (o) => (o.metadata.deletionTimestamp = at));
+      return;
+    }
+    this.store.delete(key);
+    const gone = clone(cur);
+    gone.metadata.resourceVersion = this.rev.next();
+    this.emit('DELETED', gone);
+  }
+}
+
+type WriteMethod = keyof VirtualNodeWriter;
+
+export class FakeOperatorAPI implements OperatorAPI {
+  private readonly rev = new Revision();
+  readonly vns = new FakeCollection<VirtualNode & Stored>(this.rev);
+  readonly podStore = new FakeCollection<Pod & Stored>(this.rev);
+  readonly serviceStore = new FakeCollection<Service & Stored>(this.rev);
+  readonly virtualNodes: ListWatcher<VirtualNode> = this.vns;
+  readonly pods: ListWatcher<Pod> = this.podStore;
+  readonly services: ListWatcher<Service> = this.serviceStore;
+  /** Every write, in order. */
+  readonly writes: { method: WriteMethod; name: string; body: unknown }[] = [];
+  private readonly failures = new Map<WriteMethod, KindError[]>();
+
+  /** The next `count` calls of `method` fail with `kind`. */
+  fail(method: WriteMethod, kind: KindError['kind'], count = 1): void {
+    const list = this.failures.get(method) ?? [];
+    for (let i = 0; i < count; i++) list.push(new KindError(kind, `injected ${kind} on ${method}`));
+    this.failures.set(method, list);
+  }
+
+  statusWrites(name: string): VirtualNodeStatus[] {
+    return this.writes
+      .filter((w) => w.method === 'patchStatus' && w.name === name)
+      .map((w) => w.body as VirtualNodeStatus);
+  }
+
+  private enter(method: WriteMethod, name: string, body: unknown): void {
+    this.writes.push({ method, name, body: clone(body) });
+    const err = this.failures.get(method)?.shift();
+    if (err) throw err;
+  }
+
+  readonly writer: VirtualNodeWriter = {
+    patchFinalizers: async (name, resourceVersion, finalizers) => {
+      this.enter('patchFinalizers', name, finalizers);
+      const cur = this.vns.get(name);
+      if (!cur) return;
+      if (resourceVersion && resourceVersion !== cur.metadata.resourceVersion)
+        throw new KindError('Conflict', 'the object has been modified');
+      this.vns.update(name, (o) => (o.metadata.finalizers = [...finalizers]));
+    },
+    patchStatus: async (name, status) => {
+      this.enter('patchStatus', name, status);
+      if (!this.vns.get(name)) return;
+      // The status subresource: status changes never bump the generation.
+      this.vns.update(name, (o) => (o.status = { ...(o.status ?? {}), ...clone(status) }));
+    },
+  };
+}
+
+/** Lets pending promise callbacks run (the fakes resolve at once, so a few turns suffice). */
+export async function flush(turns = 30): Promise<void> {
+  for (let i = 0; i < turns; i++) await new Promise<void>((r) => setImmediate(r));
+}

@@ -1,0 +1,89 @@
+// A recording ManagedNode and its factory: what the controller asked of each served node, in order.
+import type { Pod } from '../../../src/api/core.js';
+import type { VirtualNode, VirtualNodeSpec } from '../../../src/api/virtualnode.js';
+import type {
+  ManagedNode,
+  ManagedNodeFactory,
+  ManagedNodeObservation,
+} from '../../../src/operator/managednode.js';
+
+export class FakeManagedNode implements ManagedNode {
+  readonly events: string[] = [];
+  readonly pods = new Map<string, Pod>();
+  /** How many drain calls still report pods left. */
+  podsLeft = 0;
+  startError: Error | undefined;
+  observation: ManagedNodeObservation = {
+    registered: true,
+    problems: [],
+    runtimeReady: true,
+    runtime: { name: 'fake', version: '1.0' },
+    internalIP: '10.0.0.9',
+    pods: { total: 0, running: 0, pending: 0 },
+  };
+
+  constructor(
+    readonly vn: VirtualNode,
+    public spec: VirtualNodeSpec,
+    readonly nodeName: string,
+  ) {}
+
+  async start(): Promise<void> {
+    this.events.push('start');
+    if (this.startError) throw this.startError;
+  }
+  async update(spec: VirtualNodeSpec): Promise<void> {
+    this.spec = spec;
+    this.events.push(`update ${JSON.stringify(spec.labels)}`);
+  }
+  async drain(): Promise<boolean> {
+    this.events.push('drain');
+    return this.podsLeft-- <= 0;
+  }
+  async remove(): Promise<void> {
+    this.events.push('remove');
+  }
+  async stop(): Promise<void> {
+    this.events.push('stop');
+  }
+  podAdded(p: Pod): void {
+    this.events.push(`add ${p.metadata.name}`);
+    this.pods.set(p.metadata.name ?? '', p);
+  }
+  podUpdated(_o: Pod, p: Pod): void {
+    this.events.push(`update-pod ${p.metadata.name}`);
+    this.pods.set(p.metadata.name ?? '', p);
+  }
+  podDeleted(p: Pod): void {
+    this.events.push(`delete ${p.metadata.name}`);
+    this.pods.delete(p.metadata.name ?? '');
+  }
+  observe(): ManagedNodeObservation {
+    return structuredClone(this.observation);
+  }
+}
+
+export class FakeFactory implements ManagedNodeFactory {
+  /** Every node created, oldest first (a restart adds a new one). */
+  readonly created: FakeManagedNode[] = [];
+  /** Applied to each node as it is created (e.g. to make its start fail). */
+  prepare: (n: FakeManagedNode) => void = () => {};
+
+  create(vn: VirtualNode, spec: VirtualNodeSpec, nodeName: string): ManagedNode {
+    const n = new FakeManagedNode(vn, spec, nodeName);
+    this.prepare(n);
+    this.created.push(n);
+    return n;
+  }
+
+  needsRestart(a: VirtualNodeSpec, b: VirtualNodeSpec): boolean {
+    return JSON.stringify(a.runtime) !== JSON.stringify(b.runtime);
+  }
+
+  /** The newest node serving `nodeName`. */
+  node(nodeName: string): FakeManagedNode {
+    const n = this.created.filter((c) => c.nodeName === nodeName).at(-1);
+    if (!n) throw new Error(`no node ${nodeName} created`);
+    return n;
+  }
+}
