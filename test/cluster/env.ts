@@ -29,6 +29,7 @@ import type { Operator } from '../../src/operator.js';
 import { CriRuntime } from '../../src/runtime/cri/client.js';
 import { RealClock } from '../../src/util/clock.js';
 import { silentLogger } from '../../src/util/logger.js';
+import { testLogger } from '../support/operator.js';
 import { NodeApiRegistry } from '../../src/server/nodeapi/registry.js';
 import { serveNodeApi } from '../../src/server/nodeapi/serve.js';
 import {
@@ -143,7 +144,7 @@ export async function startClusterEnv(): Promise<ClusterEnv> {
     startOperator({
       client,
       clock,
-      logger: silentLogger,
+      logger: testLogger(),
       servedBy,
       statusPeriodMs: 2000,
       nodeApi: registry,

@@ -99,7 +99,11 @@ export function jobScenarios(getEnv: () => ClusterEnv): void {
         kind: 'Job',
         metadata: { name: 'onfailure', namespace: NS },
         spec: {
-          backoffLimit: 1,
+          // The job controller fails an OnFailure Job once the restart count reaches backoffLimit. With 1, it
+          // deletes the pod right after the first restart, racing the sync that sees the second exit and
+          // records BackOff (a kubelet races the same way). With 2, the second exit falls inside the 10 s
+          // crash-loop back-off while the pod still runs, so BackOff comes first and the Job fails after.
+          backoffLimit: 2,
           template: {
             metadata: { labels: { job: 'onfailure' } },
             spec: {

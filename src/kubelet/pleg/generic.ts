@@ -84,8 +84,9 @@ function isRuntimePod(p: unknown): p is RuntimePod {
 /**
  * Invariants: a pod's record advances (`old = current`) only after a successful inspection, so a failed
  * one is retried with the same diff; the reinspection set holds exactly the pods whose inspection failed
- * in the last completed relist; watch conditions exist only for pods present in the last listing; relists
- * never overlap (calls queue behind each other).
+ * in the last completed relist; a pod whose `updateCache` failed is inspected again by every relist until an
+ * inspection succeeds, so an error cached during a runtime outage never outlives it; watch conditions exist
+ * only for pods present in the last listing; relists never overlap (calls queue behind each other).
  */
 export class GenericPLEG {
   /** Events for the sync loop. Full channel: the event is dropped and counted in `discardedEvents`. */
@@ -96,6 +97,8 @@ export class GenericPLEG {
   private readonly clock: Pick<Clock, 'now'>;
   private readonly records = new Map<string, PodRecord>();
   private podsToReinspect = new Set<string>();
+  /** Pods whose last updateCache cached an error: the relist inspects them even without an event. */
+  private readonly updateFailed = new Set<string>();
   private readonly watchConditions = new Map<string, Map<string, VersionedCondition>>();
   private relistTime: number | undefined;
   private lastListing: RuntimePod[] = [];
@@ -191,10 +194,12 @@ export class GenericPLEG {
       }
       const status = this.keepPodIPs(pod.uid, got as RuntimePodStatus);
       this.cache.set(pod.uid, status, undefined, timestamp);
+      this.updateFailed.delete(pod.uid);
       return { status, error: undefined };
     } catch (error) {
       const status = emptyPodStatus(pod.uid, pod.name, pod.namespace);
       this.cache.set(pod.uid, status, error, timestamp);
+      this.updateFailed.add(pod.uid);
       return { status, error };
     }
   }
@@ -232,12 +237,15 @@ export class GenericPLEG {
     for (const [uid, record] of [...this.records]) {
       const events = computePodEvents(uid, record.old, record.current);
       const conditions = [...(this.watchConditions.get(uid) ?? [])].map(([key, v]) => ({ key, ...v }));
-      if (events.length === 0 && conditions.length === 0 && !this.podsToReinspect.has(uid)) continue;
+      const stale = this.updateFailed.has(uid);
+      if (events.length === 0 && conditions.length === 0 && !this.podsToReinspect.has(uid) && !stale)
+        continue;
 
       const pod = record.current;
       let status: RuntimePodStatus | undefined;
       if (!pod) {
         this.cache.delete(uid);
+        this.updateFailed.delete(uid);
       } else {
         inspected.push(uid);
         status = await this.inspect(pod);
@@ -245,6 +253,7 @@ export class GenericPLEG {
           needsReinspection.add(uid);
           continue;
         }
+        this.updateFailed.delete(uid);
       }
 
       if (status) {
@@ -272,6 +281,12 @@ export class GenericPLEG {
       }
     }
 
+    // A failed updateCache of a pod the runtime no longer lists: nothing of it is left to inspect.
+    for (const uid of [...this.updateFailed]) {
+      if (this.records.has(uid)) continue;
+      this.cache.delete(uid);
+      this.updateFailed.delete(uid);
+    }
     this.cache.updateTime(timestamp);
     this.podsToReinspect = needsReinspection;
     return { listed: true, eventsSent, eventsDropped, inspected, inspectionFailed: [...needsReinspection] };

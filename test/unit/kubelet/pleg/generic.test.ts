@@ -163,3 +163,39 @@ describe('GenericPLEG', () => {
       .satisfy(isInvalidArgument);
   });
 });
+
+describe('GenericPLEG updateCache after a runtime outage', () => {
+  it('re-inspects a pod whose updateCache failed at the next relist, though its containers did not change', async () => {
+    const { clock, lister, cache, pleg } = setup();
+    lister.set('p', [{ id: 'a', state: 'running' }]);
+    await pleg.relist();
+    pleg.events.drain();
+    const working = lister.getPodStatus.bind(lister);
+    lister.getPodStatus = () => Promise.reject(new Error('runtime unavailable'));
+    clock.advance(1000);
+    const got = await pleg.updateCache({ uid: 'p' as PodUID, name: 'p', namespace: 'ns' });
+    expect(String(got.error)).to.contain('runtime unavailable');
+    expect(String(cache.get('p').error)).to.contain('runtime unavailable');
+    lister.getPodStatus = working;
+    clock.advance(1000);
+    lister.inspected = [];
+    const r = await pleg.relist();
+    expect(r).to.deep.include({ listed: true, eventsSent: 0 });
+    expect(lister.inspected).to.deep.equal(['p']);
+    expect(cache.get('p').error).to.equal(undefined);
+    // Once current, the pod is left alone again.
+    lister.inspected = [];
+    await pleg.relist();
+    expect(lister.inspected).to.deep.equal([]);
+  });
+
+  it('forgets a failed updateCache of a pod the runtime no longer lists', async () => {
+    const { clock, lister, cache, pleg } = setup();
+    lister.getPodStatus = () => Promise.reject(new Error('runtime unavailable'));
+    await pleg.updateCache({ uid: 'gone' as PodUID, name: 'gone', namespace: 'ns' });
+    expect(cache.get('gone').error).to.not.equal(undefined);
+    clock.advance(1000);
+    await pleg.relist();
+    expect(cache.get('gone').error).to.equal(undefined);
+  });
+});
