@@ -24,6 +24,7 @@ import { PeriodicLoops } from '../util/periodic.js';
 import { ActiveDeadlineHandler } from './activedeadline.js';
 import { PodConfig, type PodChange } from './config/podconfig.js';
 import { PodCache } from './container/cache.js';
+import { asPodUID } from './container/types.js';
 import { RuntimeCleanup } from './kubelet_cleanup.js';
 import {
   admissionNodeWithSettings,
@@ -142,7 +143,8 @@ export class Kubelet {
       // kubelet podCouldHaveRunningContainers: the pod workers' word; before start, any pod might be running.
       podDeletionSafety: {
         podCouldHaveRunningContainers: (pod) =>
-          this.phase !== 'running' || this.podWorkers.couldHaveRunningContainers(pod.metadata?.uid ?? ''),
+          this.phase !== 'running' ||
+          this.podWorkers.couldHaveRunningContainers(asPodUID(pod.metadata?.uid ?? '')),
       },
       clock: deps.clock,
       logger: { info: (m, f) => (m.startsWith('failed') ? sm.warn(m, f) : sm.debug(m, f)) },
@@ -190,7 +192,7 @@ export class Kubelet {
       },
       probes: { liveness: this.results.liveness, startup: this.results.startup },
       reasonCache: this.reasonCache,
-      workerState: (uid) => this.podWorkers.state(uid),
+      workerState: (uid) => this.podWorkers.state(asPodUID(uid)),
       onPodStarted: (ms) => metrics?.podStartDuration.observe({ node }, ms / 1000),
       evictionHandlers: [activeDeadline],
       volumes: {
@@ -234,6 +236,7 @@ export class Kubelet {
       ...(onPodUnmounted ? { onPodUnmounted } : {}),
       desiredPods: () => this.desiredPods(),
       runtimePods: () => this.pleg.listedPods(),
+      listRuntimePods: () => this.runtimeManager.getPods(),
       runtimeErrors: () => (deps.runtimeState ? deps.runtimeState.runtimeErrors() : this.health()),
       statusSignal: () => this.kickStatusSync(),
       containerGCPeriodMs: this.settings.containerGCPeriodMs,

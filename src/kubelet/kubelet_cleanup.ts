@@ -7,7 +7,7 @@
  */
 import type { Clock } from '../util/clock.js';
 import { errorMessage } from '../util/errors.js';
-import type { RuntimePodStatus } from './container/types.js';
+import { asPodUID, type RuntimePodStatus } from './container/types.js';
 import type { KubeGenericRuntimeManager } from './kuberuntime/manager.js';
 import { deadContainersToRemove } from './pod_container_deletor.js';
 import type { PodWorkers } from './podworkers.js';
@@ -52,7 +52,7 @@ export class RuntimeCleanup {
    */
   cleanUpContainersInPod(uid: string, exitedContainerId: string, status: RuntimePodStatus): void {
     if (!this.d.active()) return;
-    const removeAll = this.d.podWorkers.shouldPodContentBeRemoved(uid);
+    const removeAll = this.d.podWorkers.shouldPodContentBeRemoved(asPodUID(uid));
     for (const c of deadContainersToRemove(exitedContainerId, status, removeAll)) {
       if (this.queued.has(c.id)) continue;
       if (this.queued.size >= CONTAINER_DELETOR_BUFFER) {
@@ -108,7 +108,7 @@ export class RuntimeCleanup {
       do {
         this.gcAgain = false;
         const r = await this.d.runtime.garbageCollect({
-          shouldPodContentBeRemoved: (uid) => this.d.podWorkers.shouldPodContentBeRemoved(uid),
+          shouldPodContentBeRemoved: (uid) => this.d.podWorkers.shouldPodContentBeRemoved(asPodUID(uid)),
         });
         for (const e of r.errors) this.d.log.warn('container GC', { err: e });
       } while (this.gcAgain && this.d.active());

@@ -24,7 +24,7 @@ import { errorMessage } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import type { PodChange } from './config/podconfig.js';
 import type { PodCache } from './container/cache.js';
-import { asPodUID } from './container/types.js';
+import { asPodUID, type PodUID } from './container/types.js';
 import type { RuntimeCleanup } from './kubelet_cleanup.js';
 import type { KubeletPodSyncer } from './kubelet_sync.js';
 import type { PodLifecycleEvent } from './pleg/events.js';
@@ -42,7 +42,7 @@ export type SyncLoopInput =
   | { source: 'pleg'; event: PodLifecycleEvent }
   | { source: 'probe'; update: ProbeResultUpdate }
   | { source: 'housekeeping' }
-  | { source: 'resync'; podUID: string }
+  | { source: 'resync'; podUID: PodUID }
   | { source: 'status' };
 
 export interface SyncLoopDeps {
@@ -65,6 +65,11 @@ export interface SyncLoopDeps {
   desiredPods: () => Pod[];
   /** The runtime as the last successful relist listed it. */
   runtimePods: () => readonly RuntimePod[];
+  /**
+   * A fresh listing (kubelet: runtimeCache.ForceUpdateIfOlder in HandlePodCleanups). Asked only when the last
+   * relist shows a candidate orphan, since that listing may predate a kill a pod worker just finished.
+   */
+  listRuntimePods?: () => Promise<readonly RuntimePod[]>;
   /** Why the runtime cannot take pod work now; empty when it can. */
   runtimeErrors: () => string[];
   /** Wakes the status manager's writer. */
@@ -80,8 +85,8 @@ export interface SyncLoopDeps {
  */
 export class SyncLoop {
   private running = false;
-  private readonly deferred = new Map<string, PodChange>();
-  private readonly deferredResyncs = new Set<string>();
+  private readonly deferred = new Map<PodUID, PodChange>();
+  private readonly deferredResyncs = new Set<PodUID>();
   private deferredHousekeeping = false;
   private lastGateError = '';
 
@@ -117,7 +122,7 @@ export class SyncLoop {
 
   /** Hands a pod to its worker as the start-up or housekeeping found it (create, or its deletion). */
   dispatch(pod: Pod, type: 'create' | 'update'): void {
-    const uid = pod.metadata.uid as string;
+    const uid = asPodUID(pod.metadata.uid ?? '');
     if (this.d.podWorkers.state(uid) === 'terminated') {
       // A finished pod that is now deleted: the status manager's full sync deletes the API object and the
       // container GC its leftovers; nudge both instead of waiting for their periods.
@@ -153,7 +158,8 @@ export class SyncLoop {
 
   /** Keeps what must not be lost while the runtime is unhealthy; PLEG and probe inputs are regenerated. */
   private defer(input: SyncLoopInput): void {
-    if (input.source === 'config') this.deferred.set(input.change.pod.metadata.uid as string, input.change);
+    if (input.source === 'config')
+      this.deferred.set(asPodUID(input.change.pod.metadata.uid ?? ''), input.change);
     else if (input.source === 'resync') this.deferredResyncs.add(input.podUID);
     else if (input.source === 'housekeeping') this.deferredHousekeeping = true;
   }
@@ -201,10 +207,10 @@ export class SyncLoop {
       case 'UPDATE':
         return this.dispatch(pod, 'update');
       case 'RECONCILE':
-        if (needToReconcilePodReadiness(pod)) this.syncByUID(pod.metadata.uid as string);
+        if (needToReconcilePodReadiness(pod)) this.syncByUID(asPodUID(pod.metadata.uid ?? ''));
         return;
       case 'DELETE': {
-        const state = this.d.podWorkers.state(pod.metadata.uid as string);
+        const state = this.d.podWorkers.state(asPodUID(pod.metadata.uid ?? ''));
         if (state === 'syncing' || state === 'terminating')
           this.d.podWorkers.updatePod({ type: 'kill', pod });
         return;
@@ -215,7 +221,7 @@ export class SyncLoop {
   /** isSyncPodWorthy: every event but ContainerRemoved; ContainerDied also runs the per-pod deletor. */
   private handlePleg(e: PodLifecycleEvent): void {
     if (e.type === 'ContainerRemoved') return;
-    this.syncByUID(e.podUID);
+    this.syncByUID(asPodUID(e.podUID));
     if (e.type === 'ContainerDied' && typeof e.data === 'string') {
       const cached = this.d.podCache.get(e.podUID);
       if (!cached.error) this.d.cleanup.cleanUpContainersInPod(e.podUID, e.data, cached.status);
@@ -236,8 +242,8 @@ export class SyncLoop {
     }
   }
 
-  private syncByUID(uid: string): void {
-    const pod = this.d.podManager.getPodByUID(asPodUID(uid));
+  private syncByUID(uid: PodUID): void {
+    const pod = this.d.podManager.getPodByUID(uid);
     if (pod) this.d.podWorkers.updatePod({ type: 'sync', pod });
   }
 
@@ -245,9 +251,9 @@ export class SyncLoop {
   private async housekeeping(): Promise<void> {
     const pods = this.d.desiredPods();
     this.d.podManager.setPods(pods);
-    const desired = new Set<string>();
+    const desired = new Set<PodUID>();
     for (const p of pods) {
-      const uid = p.metadata.uid as string;
+      const uid = asPodUID(p.metadata.uid ?? '');
       desired.add(uid);
       const state = this.d.podWorkers.state(uid);
       if (state === undefined) this.dispatch(p, 'create');
@@ -259,37 +265,53 @@ export class SyncLoop {
     this.d.syncer.retain(new Set([...known, ...desired]));
     this.d.statusManager.removeOrphanedStatuses(desired);
     this.d.prober.cleanupPods(new Set([...desired].filter((uid) => workers.state(uid) === 'syncing')));
-    this.killOrphanedRuntimePods();
+    await this.killOrphanedRuntimePods(desired);
 
     // kubelet cleanupOrphanedPodDirs: directories of pods neither in the API, nor known to a worker, nor running.
     this.d.volumes.retain(new Set([...known, ...desired]));
-    const removed = await this.d.volumes.cleanupOrphanedPodDirs(
-      (uid) => known.has(uid) || desired.has(uid) || !workers.shouldPodRuntimeBeRemoved(uid),
-    );
+    const removed = await this.d.volumes.cleanupOrphanedPodDirs((dir) => {
+      const uid = asPodUID(dir);
+      return known.has(uid) || desired.has(uid) || !workers.shouldPodRuntimeBeRemoved(uid);
+    });
     for (const uid of removed) this.d.onPodUnmounted?.(uid);
     if (this.d.cleanup.gcDue(this.d.containerGCPeriodMs)) this.d.cleanup.requestGC();
   }
 
   /**
-   * Runtime pods that still run something and that no pod worker knows (their API object went while nobody
-   * watched) go to a pod worker to be stopped. Sets the running pods / containers gauges from the same listing.
+   * Runtime pods that still run something and that neither the API nor a pod worker knows (their API object
+   * went while nobody watched) go to a pod worker to be stopped, confirmed on a fresh listing first. Sets the
+   * running pods / containers gauges from the last relist's listing.
    */
-  private killOrphanedRuntimePods(): void {
+  private async killOrphanedRuntimePods(desired: ReadonlySet<PodUID>): Promise<void> {
+    const runs = (rp: RuntimePod): boolean =>
+      rp.sandboxes.some((s) => s.state === 'running') || rp.containers.some((c) => c.state === 'running');
+    const orphaned = (rp: RuntimePod): boolean =>
+      runs(rp) && !desired.has(rp.uid) && this.d.podWorkers.state(rp.uid) === undefined;
     let runningPods = 0;
     let runningContainers = 0;
-    for (const rp of this.d.runtimePods()) {
-      const sandboxRunning = rp.sandboxes.some((s) => s.state === 'running');
-      const running = rp.containers.filter((c) => c.state === 'running').length;
-      if (sandboxRunning) runningPods++;
-      runningContainers += running;
-      if (!sandboxRunning && running === 0) continue;
-      if (this.d.podWorkers.state(rp.uid) !== undefined) continue;
+    const listed = this.d.runtimePods();
+    for (const rp of listed) {
+      if (rp.sandboxes.some((s) => s.state === 'running')) runningPods++;
+      runningContainers += rp.containers.filter((c) => c.state === 'running').length;
+    }
+    this.d.metrics?.runningPods.set({ node: this.d.nodeName }, runningPods);
+    this.d.metrics?.runningContainers.set({ node: this.d.nodeName }, runningContainers);
+
+    let orphans = listed.filter(orphaned);
+    if (orphans.length === 0) return;
+    if (this.d.listRuntimePods) {
+      try {
+        orphans = (await this.d.listRuntimePods()).filter(orphaned);
+      } catch (err) {
+        this.d.log.warn('listing the runtime for orphaned pods failed', { err: errorMessage(err) });
+        return;
+      }
+    }
+    for (const rp of orphans) {
       this.d.podWorkers.updatePod({
         type: 'kill',
         runningPod: { uid: rp.uid, name: rp.name, namespace: rp.namespace },
       });
     }
-    this.d.metrics?.runningPods.set({ node: this.d.nodeName }, runningPods);
-    this.d.metrics?.runningContainers.set({ node: this.d.nodeName }, runningContainers);
   }
 }

@@ -28,7 +28,7 @@ import type { Pod } from '../api/core.js';
 import type { Clock, TimerHandle } from '../util/clock.js';
 import { errorMessage, KindError } from '../util/errors.js';
 import type { PodCache } from './container/cache.js';
-import type { PodUID, RuntimePodStatus } from './container/types.js';
+import { asPodUID, type PodUID, type RuntimePodStatus } from './container/types.js';
 
 export type UpdateType = 'create' | 'update' | 'sync' | 'kill';
 
@@ -111,7 +111,7 @@ export interface PodWorkersOptions {
    * Where a due resync or retry goes (kubelet: the work queue that syncLoopIteration drains). The sync loop
    * passes it back through `resync(uid)` when the runtime may be used; absent, the worker resyncs itself.
    */
-  onDue?: (uid: string) => void;
+  onDue?: (uid: PodUID) => void;
 }
 
 interface PodSyncStatus {
@@ -161,14 +161,13 @@ function describe(s: PodSyncStatus): string {
 }
 
 export class PodWorkers {
-  private readonly pods = new Map<string, PodSyncStatus>();
+  private readonly pods = new Map<PodUID, PodSyncStatus>();
   /** Set by the first syncKnownPods: from then on, a UID no worker knows has nothing running. */
   private podsSynced = false;
   private readonly resyncMs: number;
   private readonly backOffMs: number;
   private readonly random: () => number;
   private idleWaiters: (() => void)[] = [];
-
   constructor(
     private readonly syncer: PodSyncer,
     private readonly opts: PodWorkersOptions,
@@ -180,11 +179,12 @@ export class PodWorkers {
 
   /** Offers an update for a pod. Never blocks; the worker for its UID picks it up. */
   updatePod(update: UpdatePodOptions): void {
-    const uid = update.pod?.metadata.uid ?? update.runningPod?.uid;
-    if (!uid || (!update.pod && update.type !== 'kill')) {
+    const given = update.pod?.metadata.uid ?? update.runningPod?.uid;
+    if (!given || (!update.pod && update.type !== 'kill')) {
       this.opts.logger?.warn('pod update without a UID ignored', { pod: update.pod?.metadata.name });
       return;
     }
+    const uid = asPodUID(given);
     let status = this.pods.get(uid);
     if (!status) {
       // A runtime-only pod starts out terminating: it is never synced, only stopped.
@@ -222,11 +222,11 @@ export class PodWorkers {
   }
 
   /** Lifecycle state of a UID, or undefined when unknown or forgotten. */
-  state(uid: string): WorkerState | undefined {
+  state(uid: PodUID): WorkerState | undefined {
     return this.pods.get(uid)?.state;
   }
 
-  isWorking(uid: string): boolean {
+  isWorking(uid: PodUID): boolean {
     return this.pods.get(uid)?.working ?? false;
   }
 
@@ -239,7 +239,7 @@ export class PodWorkers {
    * kubelet CouldHaveRunningContainers: a known pod until its worker has terminated it; an unknown one only
    * until the first syncKnownPods (before that, anything on the runtime may belong to a pod not seen yet).
    */
-  couldHaveRunningContainers(uid: string): boolean {
+  couldHaveRunningContainers(uid: PodUID): boolean {
     const s = this.pods.get(uid);
     if (s) return s.state !== 'terminated';
     return !this.podsSynced;
@@ -249,14 +249,14 @@ export class PodWorkers {
    * kubelet ShouldPodContentBeRemoved: every runtime object of the pod (exited containers, sandboxes) may go
    * once it was evicted, or deleted and terminated; a pod no worker knows may go once workers are synced.
    */
-  shouldPodContentBeRemoved(uid: string): boolean {
+  shouldPodContentBeRemoved(uid: PodUID): boolean {
     const s = this.pods.get(uid);
     if (s) return s.evicted || (s.deleted && s.state === 'terminated');
     return this.podsSynced;
   }
 
   /** kubelet ShouldPodRuntimeBeRemoved: the pod's runtime resources (volumes, ...) may go once terminated. */
-  shouldPodRuntimeBeRemoved(uid: string): boolean {
+  shouldPodRuntimeBeRemoved(uid: PodUID): boolean {
     const s = this.pods.get(uid);
     if (s) return s.state === 'terminated';
     return this.podsSynced;
@@ -266,7 +266,7 @@ export class PodWorkers {
    * Forgets terminated workers whose pods are no longer desired, and starts termination of workers whose
    * pods vanished from the desired set (deleted from the API without our seeing a deletion timestamp).
    */
-  syncKnownPods(desired: Set<string>): void {
+  syncKnownPods(desired: ReadonlySet<PodUID>): void {
     this.podsSynced = true;
     for (const [uid, s] of this.pods) {
       if (desired.has(uid)) continue;
@@ -309,7 +309,7 @@ export class PodWorkers {
     if (update.kill?.reason && !status.kill?.reason) status.kill = { ...status.kill, ...update.kill };
   }
 
-  private async work(uid: string, status: PodSyncStatus): Promise<void> {
+  private async work(uid: PodUID, status: PodSyncStatus): Promise<void> {
     status.working = true;
     try {
       while (status.pending && this.pods.get(uid) === status) {
@@ -389,7 +389,7 @@ export class PodWorkers {
    * terminate. An inspection that failed fails the sync, which is retried.
    */
   private async runtimeStatus(
-    uid: string,
+    uid: PodUID,
     minTime: number,
     signal: AbortSignal | undefined,
   ): Promise<RuntimePodStatus> {
@@ -419,7 +419,7 @@ export class PodWorkers {
   }
 
   /** Runs a due resync or retry of the pod's worker now, unless it is busy or has something pending. */
-  resync(uid: string): void {
+  resync(uid: PodUID): void {
     const status = this.pods.get(uid);
     if (!status?.due || status.working || status.pending) return;
     status.due = false;
@@ -428,7 +428,7 @@ export class PodWorkers {
   }
 
   /** Level-triggered follow-up: resync, retry after back-off, or (terminating) retry termination. */
-  private scheduleNext(uid: string, status: PodSyncStatus, failed: boolean, aborted: boolean): void {
+  private scheduleNext(uid: PodUID, status: PodSyncStatus, failed: boolean, aborted: boolean): void {
     if (status.state === 'terminated' && !failed) return;
     if (aborted && status.state !== 'syncing') {
       // A kill aborted the sync: continue with termination at once.

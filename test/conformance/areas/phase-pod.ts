@@ -16,7 +16,7 @@ import {
   asPodUID,
   asSandboxID,
   type ContainerState as RuntimeState,
-  type KubeContainerStatus as RuntimeContainerStatus,
+  type KubeContainerStatus,
   type RuntimePodStatus,
   type SandboxStatus,
 } from '../../../src/kubelet/container/types.js';
@@ -259,7 +259,7 @@ export function buildPod(v: unknown, file: CaseFile, where: string): Pod {
 
 const RUNTIME_STATES: readonly RuntimeState[] = ['created', 'running', 'exited', 'unknown'];
 
-function runtimeContainer(v: unknown, pod: Pod, where: string): RuntimeContainerStatus {
+function runtimeContainer(v: unknown, pod: Pod, where: string): KubeContainerStatus {
   if (!isRecord(v) || typeof v.name !== 'string')
     throw new Uninterpretable(`${where}: not a runtime container`);
   checkKeys(
@@ -290,7 +290,7 @@ function runtimeContainer(v: unknown, pod: Pod, where: string): RuntimeContainer
     ...(pod.spec.ephemeralContainers ?? []),
   ].find((c) => c.name === v.name) ?? { name: v.name };
   const changed = v.specChanged === undefined ? false : bool(v.specChanged, `${where}.specChanged`);
-  const r: RuntimeContainerStatus = {
+  const r: KubeContainerStatus = {
     // The schema carries no runtime type; the upstream fixtures use an empty one (IDs read "://<id>").
     id: asContainerID(v.id === undefined ? '' : String(v.id)),
     runtimeType: '',

@@ -205,7 +205,7 @@ describe('Kubelet', () => {
       'Normal DeadlineExceeded: Pod was active on the node longer than the specified deadline',
     );
     expect((await runtime.listContainers()).map((c) => c.state)).to.deep.equal(['exited']);
-    expect(k.podWorkers.state('d')).to.equal('terminated');
+    expect(k.podWorkers.state(asPodUID('d'))).to.equal('terminated');
     await k.stop(0);
   });
 

@@ -70,6 +70,32 @@ describe('SyncLoop', () => {
     await second.stop(0);
   });
 
+  it('does not kill a pod again that its worker already stopped, however stale the last relist is', async () => {
+    const { clock, runtime, api, deps } = setup();
+    const pod = mkPod('a');
+    api.pods.set('p-a', pod);
+    const k = new Kubelet(deps());
+    const kills: string[] = [];
+    const update = k.podWorkers.updatePod.bind(k.podWorkers);
+    k.podWorkers.updatePod = (u) => {
+      if (u.runningPod) kills.push(u.runningPod.name);
+      update(u);
+    };
+    await start(k, clock);
+    await advance(clock, 3_000);
+    // Freeze the PLEG's listing while the pod still runs: housekeeping sees it running after its worker is gone.
+    const stale = k.pleg.listedPods();
+    expect(stale.some((p) => p.sandboxes.some((s) => s.state === 'running'))).to.equal(true);
+    k.pleg.listedPods = () => stale;
+    api.pods.delete('p-a');
+    k.handlePodDelete(pod);
+    await advance(clock, 8_000);
+    expect(k.podWorkers.state(pod.metadata.uid as never), 'the worker was forgotten').to.equal(undefined);
+    expect((await runtime.listContainers()).filter((c) => c.state === 'running')).to.have.length(0);
+    expect(kills, 'no second kill from a stale listing').to.deep.equal([]);
+    await k.stop(0);
+  });
+
   it('a pod worker resync goes through the loop: it waits, like every input, while the runtime is down', async () => {
     const { clock, api, deps } = setup();
     const errors: string[] = [];

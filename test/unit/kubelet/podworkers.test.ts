@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import type { Pod } from '../../../src/api/core.js';
 import { emptyPodStatus, PodCache } from '../../../src/kubelet/container/cache.js';
-import { asPodUID, type RuntimePodStatus } from '../../../src/kubelet/container/types.js';
+import { asPodUID, type PodUID, type RuntimePodStatus } from '../../../src/kubelet/container/types.js';
 import {
   effectiveGracePeriod,
   PodWorkers,
@@ -123,7 +123,7 @@ describe('PodWorkers', () => {
     });
     await w.waitIdle();
     expect(s.calls).to.deep.equal(['sync create rv=1', 'terminating grace=5', 'terminated']);
-    expect(w.state('a')).to.equal('terminated');
+    expect(w.state(asPodUID('a'))).to.equal('terminated');
     w.stop();
   });
 
@@ -136,10 +136,10 @@ describe('PodWorkers', () => {
     w.updatePod({ type: 'update', pod: pod('a') });
     await w.waitIdle();
     expect(s.calls).to.deep.equal(['terminating grace=2', 'terminated']);
-    w.syncKnownPods(new Set(['a']));
-    expect(w.state('a')).to.equal('terminated');
-    w.syncKnownPods(new Set());
-    expect(w.state('a')).to.equal(undefined);
+    w.syncKnownPods(new Set([asPodUID('a')]));
+    expect(w.state(asPodUID('a'))).to.equal('terminated');
+    w.syncKnownPods(new Set<PodUID>());
+    expect(w.state(asPodUID('a'))).to.equal(undefined);
   });
 
   it('a pod that became terminal moves to termination without a second syncPod', async () => {
@@ -265,10 +265,10 @@ describe('PodWorkers', () => {
     const w = new PodWorkers(s, { podCache: freshCache, clock: new FakeClock(0) });
     w.updatePod({ type: 'create', pod: pod('a') });
     await w.waitIdle();
-    w.syncKnownPods(new Set());
+    w.syncKnownPods(new Set<PodUID>());
     await w.waitIdle();
     expect(s.calls).to.deep.equal(['sync create rv=1', 'terminating grace=1', 'terminated']);
-    expect(w.couldHaveRunningContainers('a')).to.equal(false);
+    expect(w.couldHaveRunningContainers(asPodUID('a'))).to.equal(false);
     w.stop();
   });
 
@@ -367,22 +367,22 @@ describe('PodWorkers', () => {
       w.updatePod({ type: 'kill', runningPod: orphan });
       await w.waitIdle();
       expect(s.calls).to.deep.equal(['terminating runtime pod ns/gone']);
-      expect(w.state('o')).to.equal('terminated');
-      expect(w.couldHaveRunningContainers('o')).to.equal(false);
-      w.syncKnownPods(new Set());
+      expect(w.state(asPodUID('o'))).to.equal('terminated');
+      expect(w.couldHaveRunningContainers(asPodUID('o'))).to.equal(false);
+      w.syncKnownPods(new Set<PodUID>());
       expect(w.knownPods()).to.deep.equal([]);
       w.stop();
     });
 
     it('unknown UIDs could be running until the workers have been synced with the API once', () => {
       const w = new PodWorkers(new FakeSyncer(), { podCache: freshCache, clock: new FakeClock(0) });
-      expect(w.couldHaveRunningContainers('x')).to.equal(true);
-      expect(w.shouldPodContentBeRemoved('x')).to.equal(false);
-      expect(w.shouldPodRuntimeBeRemoved('x')).to.equal(false);
-      w.syncKnownPods(new Set());
-      expect(w.couldHaveRunningContainers('x')).to.equal(false);
-      expect(w.shouldPodContentBeRemoved('x')).to.equal(true);
-      expect(w.shouldPodRuntimeBeRemoved('x')).to.equal(true);
+      expect(w.couldHaveRunningContainers(asPodUID('x'))).to.equal(true);
+      expect(w.shouldPodContentBeRemoved(asPodUID('x'))).to.equal(false);
+      expect(w.shouldPodRuntimeBeRemoved(asPodUID('x'))).to.equal(false);
+      w.syncKnownPods(new Set<PodUID>());
+      expect(w.couldHaveRunningContainers(asPodUID('x'))).to.equal(false);
+      expect(w.shouldPodContentBeRemoved(asPodUID('x'))).to.equal(true);
+      expect(w.shouldPodRuntimeBeRemoved(asPodUID('x'))).to.equal(true);
       w.stop();
     });
 
@@ -396,12 +396,12 @@ describe('PodWorkers', () => {
       await w.waitIdle();
       w.updatePod({ type: 'kill', pod: pod('ev'), kill: { reason: 'Evicted', gracePeriodSeconds: 0 } });
       await w.waitIdle();
-      expect(w.state('done')).to.equal('terminated');
-      expect(w.shouldPodRuntimeBeRemoved('done')).to.equal(true);
-      expect(w.shouldPodContentBeRemoved('done'), 'finished, still in the API').to.equal(false);
-      expect(w.shouldPodContentBeRemoved('ev'), 'evicted').to.equal(true);
-      w.syncKnownPods(new Set(['ev']));
-      expect(w.shouldPodContentBeRemoved('done'), 'gone from the API').to.equal(true);
+      expect(w.state(asPodUID('done'))).to.equal('terminated');
+      expect(w.shouldPodRuntimeBeRemoved(asPodUID('done'))).to.equal(true);
+      expect(w.shouldPodContentBeRemoved(asPodUID('done')), 'finished, still in the API').to.equal(false);
+      expect(w.shouldPodContentBeRemoved(asPodUID('ev')), 'evicted').to.equal(true);
+      w.syncKnownPods(new Set([asPodUID('ev')]));
+      expect(w.shouldPodContentBeRemoved(asPodUID('done')), 'gone from the API').to.equal(true);
       w.stop();
     });
   });
@@ -423,10 +423,10 @@ describe('PodWorkers', () => {
     await flush();
     expect(due).to.deep.equal(['a']);
     expect(s.calls).to.have.length(1);
-    w.resync('a');
+    w.resync(asPodUID('a'));
     await w.waitIdle();
     expect(s.calls).to.deep.equal(['sync create rv=1', 'sync sync rv=1']);
-    w.resync('a');
+    w.resync(asPodUID('a'));
     await w.waitIdle();
     expect(s.calls, 'a resync that is not due does nothing').to.have.length(2);
     w.stop();
