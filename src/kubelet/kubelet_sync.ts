@@ -303,6 +303,8 @@ export class KubeletPodSyncer implements PodSyncer {
       reason: result.reason,
       message: `Pod was rejected: ${result.message}`,
       qosClass: getPodQOS(pod),
+      // The generation that was rejected (kubelet: rejectPod with PodObservedGenerationTracking).
+      ...(typeof pod.metadata.generation === 'number' ? { observedGeneration: pod.metadata.generation } : {}),
     });
     return true;
   }

@@ -438,6 +438,45 @@ describe('Kubelet against a real API server (simulated runtime)', function () {
     expect(events).to.include.members(['Created', 'Started']);
   });
 
+  it('tracks the pod generation: status.observedGeneration and its conditions follow a spec change', async function () {
+    this.timeout(30_000);
+    const pod = await createPod(podSpec('generation', {}));
+    expect(pod.metadata.generation).to.equal(1);
+    const first = await waitStatus(
+      'generation',
+      (st) => cond(st, 'Ready')?.status === 'True',
+      15_000,
+      'Ready',
+    );
+    expect(first.observedGeneration).to.equal(1);
+    for (const t of [
+      'PodReadyToStartContainers',
+      'Initialized',
+      'ContainersReady',
+      'Ready',
+      'PodScheduled',
+    ]) {
+      expect(cond(first, t)?.observedGeneration, t).to.equal(1);
+    }
+    // activeDeadlineSeconds is one of the mutable spec fields: the API server bumps the generation.
+    const patched = await client.request<Pod>({
+      method: 'PATCH',
+      path: `/api/v1/namespaces/${NS}/pods/generation`,
+      contentType: 'application/merge-patch+json',
+      body: { spec: { activeDeadlineSeconds: 3600 } },
+    });
+    expect(patched.metadata.generation).to.equal(2);
+    const second = await waitStatus(
+      'generation',
+      (st) => st.observedGeneration === 2,
+      15_000,
+      'generation 2',
+    );
+    expect(cond(second, 'Ready')).to.include({ status: 'True', observedGeneration: 2 });
+    expect(cs(second, 'app')?.restartCount).to.equal(0);
+    await deletePod('generation', 0);
+  });
+
   it('runs init containers in order before the app', async function () {
     this.timeout(20_000);
     const s = await waitStatus(

@@ -25,6 +25,7 @@ import {
   generatePodReadyCondition,
   generatePodReadyToStartContainersCondition,
   isKubeletOwnedCondition,
+  withObservedGeneration,
 } from './generate.js';
 import { getPhase } from './phase.js';
 import { applyHostIPs, sortPodIPs } from './podips.js';
@@ -221,8 +222,10 @@ export function generateAPIPodStatus(
   conditions.push(generatePodInitializedCondition(pod, all, s.phase));
   conditions.push(generatePodReadyCondition(pod, conditions, all, s.phase));
   conditions.push(generateContainersReadyCondition(pod, all, s.phase));
-  conditions.push({ type: PodScheduled, status: 'True' });
+  conditions.push(withObservedGeneration({ type: PodScheduled, status: 'True' }, pod.metadata.generation));
   s.conditions = conditions;
+  // The generation this status was generated from (kubelet: CalculatePodStatusObservedGeneration).
+  if (typeof pod.metadata.generation === 'number') s.observedGeneration = pod.metadata.generation;
 
   applyHostIPs(s, nodeIPs, pod.spec.hostNetwork === true);
   return s;

@@ -75,6 +75,7 @@ export function updatePodCondition(status: PodStatus, condition: PodCondition, n
     (next.reason ?? '') === (old.reason ?? '') &&
     (next.message ?? '') === (old.message ?? '') &&
     (next.lastProbeTime ?? '') === (old.lastProbeTime ?? '') &&
+    next.observedGeneration === old.observedGeneration &&
     (next.lastTransitionTime ?? '') === (old.lastTransitionTime ?? '');
   conditions[index] = next;
   return !same;

@@ -83,6 +83,20 @@ function condition(
   return c;
 }
 
+/**
+ * Stamps a condition the kubelet writes with the pod generation the writing sync saw (kubelet:
+ * CalculatePodConditionObservedGeneration; PodObservedGenerationTracking is GA). A pod without a generation
+ * (not from an API server) gets none.
+ */
+export function withObservedGeneration(c: PodCondition, generation: number | undefined): PodCondition {
+  if (typeof generation === 'number' && Number.isInteger(generation)) c.observedGeneration = generation;
+  return c;
+}
+
+function generationOf(pod: Pod): number | undefined {
+  return pod.metadata?.generation;
+}
+
 function initContainers(pod: Pod): Container[] {
   return Array.isArray(pod.spec?.initContainers) ? pod.spec.initContainers : [];
 }
@@ -91,13 +105,19 @@ function regularContainers(pod: Pod): Container[] {
 }
 
 /** ContainersReady=False with the terminal-phase reason; the status manager forces it on terminal pods. */
-export function generateContainersReadyConditionForTerminalPhase(phase: PodPhase | undefined): PodCondition {
-  return condition(ContainersReady, 'False', terminalReason(phase));
+export function generateContainersReadyConditionForTerminalPhase(
+  phase: PodPhase | undefined,
+  generation?: number,
+): PodCondition {
+  return withObservedGeneration(condition(ContainersReady, 'False', terminalReason(phase)), generation);
 }
 
 /** Ready=False with the terminal-phase reason; the status manager forces it on terminal pods. */
-export function generatePodReadyConditionForTerminalPhase(phase: PodPhase | undefined): PodCondition {
-  return condition(PodReady, 'False', terminalReason(phase));
+export function generatePodReadyConditionForTerminalPhase(
+  phase: PodPhase | undefined,
+  generation?: number,
+): PodCondition {
+  return withObservedGeneration(condition(PodReady, 'False', terminalReason(phase)), generation);
 }
 
 function terminalReason(phase: PodPhase | undefined): string | undefined {
@@ -111,7 +131,7 @@ function terminalReason(phase: PodPhase | undefined): string | undefined {
  * Regular init containers do not count. A nil list is "unknown"; Succeeded (with every status known) and
  * Failed (always) give False with PodCompleted / PodFailed, since terminal pods serve nothing.
  */
-export function generateContainersReadyCondition(
+function containersReadyCondition(
   pod: Pod,
   containerStatuses: Statuses,
   phase: PodPhase | undefined,
@@ -145,7 +165,7 @@ export function generateContainersReadyCondition(
  * Ready: ContainersReady's verdict when that is not True; otherwise True only if every readiness gate's
  * condition exists in `conditions` with status True (the messages name each failing gate, in spec order).
  */
-export function generatePodReadyCondition(
+function podReadyCondition(
   pod: Pod,
   conditions: PodCondition[] | undefined,
   containerStatuses: Statuses,
@@ -183,7 +203,7 @@ function isInitContainerInitialized(c: Container, s: ContainerStatus): boolean {
  * run (a restarting sidecar must not un-initialize the pod), and is True/PodCompleted for a Succeeded pod
  * whose init statuses are all known. A nil list with init containers is "unknown".
  */
-export function generatePodInitializedCondition(
+function podInitializedCondition(
   pod: Pod,
   containerStatuses: Statuses,
   phase: PodPhase | undefined,
@@ -218,11 +238,50 @@ export function generatePodInitializedCondition(
  * PodReadyToStartContainers: True exactly when the pod's sandbox (with networking) exists and would be
  * kept, i.e. podSandboxChanged says no new sandbox is needed.
  */
-export function generatePodReadyToStartContainersCondition(
+function podReadyToStartContainersCondition(
   pod: Pod,
   runtime: Pick<RuntimePodStatus, 'sandboxes'>,
 ): PodCondition {
   const sandboxes = Array.isArray(runtime?.sandboxes) ? runtime.sandboxes : [];
   const { changed } = podSandboxChanged(pod, { sandboxes });
   return condition(PodReadyToStartContainers, changed ? 'False' : 'True');
+}
+
+/** ContainersReady of `pod`, stamped with its generation (see containersReadyCondition). */
+export function generateContainersReadyCondition(
+  pod: Pod,
+  containerStatuses: Statuses,
+  phase: PodPhase | undefined,
+): PodCondition {
+  return withObservedGeneration(containersReadyCondition(pod, containerStatuses, phase), generationOf(pod));
+}
+
+/** Ready of `pod`, stamped with its generation (see podReadyCondition). */
+export function generatePodReadyCondition(
+  pod: Pod,
+  conditions: PodCondition[] | undefined,
+  containerStatuses: Statuses,
+  phase: PodPhase | undefined,
+): PodCondition {
+  return withObservedGeneration(
+    podReadyCondition(pod, conditions, containerStatuses, phase),
+    generationOf(pod),
+  );
+}
+
+/** Initialized of `pod`, stamped with its generation (see podInitializedCondition). */
+export function generatePodInitializedCondition(
+  pod: Pod,
+  containerStatuses: Statuses,
+  phase: PodPhase | undefined,
+): PodCondition {
+  return withObservedGeneration(podInitializedCondition(pod, containerStatuses, phase), generationOf(pod));
+}
+
+/** PodReadyToStartContainers of `pod`, stamped with its generation. */
+export function generatePodReadyToStartContainersCondition(
+  pod: Pod,
+  runtime: Pick<RuntimePodStatus, 'sandboxes'>,
+): PodCondition {
+  return withObservedGeneration(podReadyToStartContainersCondition(pod, runtime), generationOf(pod));
 }

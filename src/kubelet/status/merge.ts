@@ -78,8 +78,13 @@ export function mergePodStatus(
     const ready = getPodCondition(merged, PodReady)?.status === 'True';
     const containersReady = getPodCondition(merged, ContainersReady)?.status === 'True';
     if (ready || containersReady) {
-      updatePodCondition(merged, generateContainersReadyConditionForTerminalPhase(merged.phase), now);
-      updatePodCondition(merged, generatePodReadyConditionForTerminalPhase(merged.phase), now);
+      const generation = merged.observedGeneration;
+      updatePodCondition(
+        merged,
+        generateContainersReadyConditionForTerminalPhase(merged.phase, generation),
+        now,
+      );
+      updatePodCondition(merged, generatePodReadyConditionForTerminalPhase(merged.phase, generation), now);
     }
   }
   return merged;

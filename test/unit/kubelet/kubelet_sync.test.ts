@@ -206,6 +206,17 @@ describe('KubeletPodSyncer', () => {
     expect(f.events.length).to.equal(1);
   });
 
+  it('records the rejected generation in the status of a pod admission refuses', async () => {
+    const f = new Fakes();
+    const s = new KubeletPodSyncer(f.deps());
+    f.runtimeViews = [rt('a', [rec('running')])];
+    await s.syncPod(ctx(), 'create', mkPod('a', '800m'), f.view());
+    const b = mkPod('b', '500m');
+    b.metadata.generation = 2;
+    expect(await s.syncPod(ctx(), 'create', b, f.view())).to.deep.equal({ isTerminal: true });
+    expect(f.statuses.get('b')).to.include({ phase: 'Failed', reason: 'OutOfcpu', observedGeneration: 2 });
+  });
+
   it('does not count pods that finished (per the API or the status manager) or stopped syncing', async () => {
     const f = new Fakes();
     const s = new KubeletPodSyncer(f.deps());

@@ -237,3 +237,33 @@ describe('generateAPIPodStatus', () => {
       .that.satisfies(isInvalidArgument);
   });
 });
+
+describe('generateAPIPodStatus: observedGeneration (PodObservedGenerationTracking)', () => {
+  it('stamps the status and every condition the kubelet writes with the generation it was generated from', () => {
+    const pod: Pod = {
+      ...basePod({ containers: [{ name: 'a' }], initContainers: [{ name: 'i' }] }),
+      metadata: { uid: 'u', name: 'p', namespace: 'ns', generation: 3 },
+      status: { conditions: [{ type: 'example.com/gate', status: 'True', observedGeneration: 1 }] },
+    };
+    const s = generateAPIPodStatus(pod, runtime([rec('i', 'exited', { exitCode: 0 }), rec('a', 'running')]), {
+      podIsTerminal: false,
+      prober: allReady,
+    });
+    expect(s.observedGeneration).to.equal(3);
+    const byType = Object.fromEntries((s.conditions ?? []).map((c) => [c.type, c.observedGeneration]));
+    expect(byType).to.deep.equal({
+      'example.com/gate': 1,
+      PodReadyToStartContainers: 3,
+      Initialized: 3,
+      Ready: 3,
+      ContainersReady: 3,
+      PodScheduled: 3,
+    });
+  });
+
+  it('writes no generation for a pod that has none', () => {
+    const s = generateAPIPodStatus(basePod(), runtime([rec('a', 'running')]), { podIsTerminal: false });
+    expect(s).to.not.have.property('observedGeneration');
+    expect((s.conditions ?? []).filter((c) => 'observedGeneration' in c)).to.deep.equal([]);
+  });
+});

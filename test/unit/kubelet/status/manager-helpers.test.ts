@@ -271,5 +271,22 @@ describe('status manager helpers', () => {
         ['Ready', 'False', 'PodCompleted'],
       ]);
     });
+
+    it("stamps the forced readiness conditions with the status's observed generation", () => {
+      const merged = mergePodStatus(
+        { phase: 'Running' },
+        {
+          phase: 'Failed',
+          observedGeneration: 4,
+          conditions: [{ type: 'Ready', status: 'True', observedGeneration: 4 }],
+        },
+        false,
+        NOW,
+      );
+      expect(merged.conditions?.map((c) => [c.type, c.status, c.observedGeneration])).to.deep.equal([
+        ['Ready', 'False', 4],
+        ['ContainersReady', 'False', 4],
+      ]);
+    });
   });
 });

@@ -228,6 +228,25 @@ describe('StatusManager', () => {
     ]);
   });
 
+  it("a readiness change stamps Ready with the pod manager's generation, the status keeps the sync's", () => {
+    const { manager, podManager } = setup();
+    const synced = testPod({ containers: [{ name: 'c1' }] }, { generation: 2 });
+    podManager.add(synced);
+    manager.setPodStatus(synced, {
+      observedGeneration: 2,
+      containerStatuses: [cs('c1', { containerID: 'test://1' })],
+    });
+    // A spec change (generation 3) reached the pod manager; no sync has run for it yet.
+    podManager.add(testPod({ containers: [{ name: 'c1' }] }, { generation: 3 }));
+    manager.setContainerReadiness(UID, 'test://1', true);
+    const status = manager.getPodStatus(UID);
+    expect(status?.observedGeneration).to.equal(2);
+    expect(status?.conditions?.map((c) => [c.type, c.observedGeneration])).to.deep.equal([
+      ['Ready', 3],
+      ['ContainersReady', 3],
+    ]);
+  });
+
   it("reads readiness gates from the pod manager's newest pod, not from the cache's stale copy", () => {
     const { manager, podManager, server } = setup();
     const gate = 'k8s.io/test-condition1';
