@@ -58,6 +58,18 @@ async function scenario(
       const { runCriLatency } = await import('./scenarios/cri-latency.js');
       return runCriLatency({ quick: a.quick }, log);
     }
+    case 'resize': {
+      const { runResize } = await import('./scenarios/resize.js');
+      return runResize(
+        {
+          nodes: a.nodes ?? (a.quick ? 2 : 10),
+          podsPerNode: a.pods ?? 100,
+          concurrency: a.concurrency,
+          nodeArgs: a.nodeArgs,
+        },
+        log,
+      );
+    }
   }
 }
 
@@ -72,7 +84,7 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const a = parsed.args;
-  const names = a.scenario === 'all' ? (['scale', 'steady', 'cri-latency'] as const) : [a.scenario];
+  const names = a.scenario === 'all' ? (['scale', 'steady', 'cri-latency', 'resize'] as const) : [a.scenario];
   const results: Record<string, unknown>[] = [];
   let failed = false;
   const t0 = Date.now();

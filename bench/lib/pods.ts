@@ -113,6 +113,7 @@ export async function forEachLimit<T>(
 export class PodWatch {
   readonly pods = new Map<string, PodRecord>();
   private readonly abort = new AbortController();
+  private readonly listeners = new Set<(name: string, pod: PodLike) => void>();
   private done: Promise<void> = Promise.resolve();
   private error: unknown;
 
@@ -159,7 +160,14 @@ export class PodWatch {
     this.done = loop();
   }
 
+  /** Calls `fn` with every pod object the watch sees from now on; returns the unsubscribe. */
+  onPod(fn: (name: string, pod: PodLike) => void): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
   private observe(type: string, pod: PodLike, now: number): void {
+    for (const fn of this.listeners) fn(pod.metadata!.name!, pod);
     const r = this.record(pod.metadata!.name!);
     if (type === 'DELETED') {
       r.goneAt ??= now;

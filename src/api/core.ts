@@ -120,6 +120,12 @@ export interface ResourceRequirements {
   requests?: Record<string, string | number>;
 }
 
+/** How a container takes a resize of one resource: in place (NotRequired, the default) or by a restart. */
+export interface ContainerResizePolicy {
+  resourceName: string;
+  restartPolicy: 'NotRequired' | 'RestartContainer';
+}
+
 export interface SecurityContext {
   runAsUser?: number;
   runAsGroup?: number;
@@ -142,6 +148,7 @@ export interface Container {
   envFrom?: EnvFromSource[];
   ports?: ContainerPort[];
   resources?: ResourceRequirements;
+  resizePolicy?: ContainerResizePolicy[];
   livenessProbe?: Probe;
   readinessProbe?: Probe;
   startupProbe?: Probe;
@@ -259,6 +266,10 @@ export interface ContainerStatus {
   imageID?: string;
   containerID?: string;
   started?: boolean;
+  /** The resources the runtime applied (running containers), else the allocated ones. */
+  resources?: ResourceRequirements;
+  /** The requests the node allocated to the container (in-place resize). */
+  allocatedResources?: Record<string, string | number>;
 }
 
 export interface PodCondition {

@@ -38,6 +38,8 @@ export interface NodeStatus {
   daemonEndpoints?: { kubeletEndpoint: { Port: number } };
   nodeInfo?: NodeSystemInfo;
   images?: { names: string[]; sizeBytes?: number }[];
+  /** Registered node features this node supports (NodeDeclaredFeatures). */
+  declaredFeatures?: string[];
 }
 
 export interface NodeTaintSpec {

@@ -22,6 +22,7 @@ import { errorMessage, KindError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import { PeriodicLoops } from '../util/periodic.js';
 import { ActiveDeadlineHandler } from './activedeadline.js';
+import { AllocationManager, ResizeRetryMs } from './allocation/manager.js';
 import { PodConfig, type PodChange } from './config/podconfig.js';
 import { PodCache } from './container/cache.js';
 import { asPodUID } from './container/types.js';
@@ -34,19 +35,20 @@ import {
   type KubeletPeriods,
 } from './kubelet_config.js';
 import { newRuntimeManager } from './kubelet_runtime.js';
-import { podEventRecorder } from './kubelet_shell.js';
+import { guardSyncer, minDue, podEventRecorder } from './kubelet_shell.js';
 import { KubeletPodSyncer } from './kubelet_sync.js';
 import { SyncLoop } from './kubelet_syncloop.js';
 import { newPodEnvironment } from './kubelet_volumes.js';
 import type { KubeGenericRuntimeManager } from './kuberuntime/manager.js';
 import { GenericPLEG } from './pleg/generic.js';
 import { KubeletPodManager, PodsByNodeIndex } from './podmanager.js';
-import { PodWorkers, type PodSyncer } from './podworkers.js';
+import { PodWorkers } from './podworkers.js';
 import { ProberManager } from './prober/manager.js';
 import { ResultsManager } from './prober/results.js';
 import { createProbeRunner } from './prober/runner.js';
 import { ReasonCache } from './reasoncache.js';
 import { StatusManager } from './status/manager.js';
+import { PodResizeConditions } from './status/resizeconditions.js';
 import { restPodStatusClient } from './statusclient.js';
 import type { VolumeManager } from './volumemanager/volumemanager.js';
 
@@ -80,13 +82,15 @@ export class Kubelet {
   };
   readonly reasonCache = new ReasonCache();
   readonly volumeManager: VolumeManager;
+  readonly resizeConditions: PodResizeConditions;
+  readonly allocationManager: AllocationManager;
 
   private readonly d: KubeletDeps;
   private readonly settings: KubeletPeriods;
   private readonly log: Logger;
   private readonly syncer: KubeletPodSyncer;
   private readonly loop: SyncLoop;
-  private readonly loops: PeriodicLoops<'pleg' | 'housekeeping' | 'status'>;
+  private readonly loops: PeriodicLoops<'pleg' | 'housekeeping' | 'status' | 'resize'>;
   private readonly inflight = new Set<Promise<unknown>>();
   private readonly unsubscribe: (() => void)[] = [];
   private readonly cleanup: RuntimeCleanup;
@@ -165,6 +169,19 @@ export class Kubelet {
       keepStatusOnRestart: true,
     });
 
+    this.resizeConditions = new PodResizeConditions(deps.clock);
+    this.allocationManager = new AllocationManager({
+      conditions: this.resizeConditions,
+      node: () => admissionNodeWithSettings(deps.node(), s),
+      getPodByUID: (uid) => this.podManager.getPodByUID(asPodUID(uid)),
+      activePods: () => this.syncer.activePods(),
+      record,
+      // Not while the runtime is down: the pod's next sync after it returns shows the outcome.
+      triggerPodSync: (pod) => {
+        if (this.loop.gateOpen()) this.podWorkers.updatePod({ type: 'sync', pod });
+      },
+      logger: this.log,
+    });
     const activeDeadline = new ActiveDeadlineHandler({
       clock: deps.clock,
       startTime: (uid) => this.statusManager.getPodStartTime(uid),
@@ -195,6 +212,8 @@ export class Kubelet {
       workerState: (uid) => this.podWorkers.state(asPodUID(uid)),
       onPodStarted: (ms) => metrics?.podStartDuration.observe({ node }, ms / 1000),
       evictionHandlers: [activeDeadline],
+      allocation: this.allocationManager,
+      resizeConditions: this.resizeConditions,
       volumes: {
         mountPod: (pod) => this.volumeManager.mountPod(pod),
         unmountPod: async (uid) => {
@@ -203,14 +222,19 @@ export class Kubelet {
         },
       },
     });
-    this.podWorkers = new PodWorkers(this.guardedSyncer(), {
+    const guarded = guardSyncer(
+      this.syncer,
+      () => this.phase === 'stopped',
+      (p) => this.track(p),
+    );
+    this.podWorkers = new PodWorkers(guarded, {
       clock: deps.clock,
       podCache: this.podCache,
       resyncIntervalMs: this.settings.resyncIntervalMs,
       backOffMs: this.settings.podWorkerBackOffMs,
       logger: this.log.child({ component: 'pod_workers' }),
       onSync: (op, ms) => metrics?.podWorkerDuration.observe({ node, operation: op }, ms / 1000),
-      syncDue: (pod) => activeDeadline.timeUntilSync(pod),
+      syncDue: (pod) => minDue(activeDeadline.timeUntilSync(pod), this.syncer.resizeSyncDue(pod)),
       onDue: (uid) => void this.loop.handle({ source: 'resync', podUID: uid }),
     });
     this.cleanup = new RuntimeCleanup({
@@ -230,6 +254,7 @@ export class Kubelet {
       statusManager: this.statusManager,
       prober: this.proberManager,
       syncer: this.syncer,
+      allocation: this.allocationManager,
       podCache: this.podCache,
       cleanup: this.cleanup,
       volumes: this.volumeManager,
@@ -365,6 +390,10 @@ export class Kubelet {
     this.loops.every('status', this.settings.statusSyncPeriodMs, async () => {
       await this.statusManager.syncBatch(true);
     });
+    this.loops.every('resize', ResizeRetryMs, () => {
+      if (this.allocationManager.hasPendingResizes())
+        this.allocationManager.retryPendingResizes('periodic_retry');
+    });
     this.kickStatusSync();
     this.log.info('kubelet started', { pods: pods.length });
     this.resolveReady();
@@ -418,23 +447,5 @@ export class Kubelet {
     return this.d.podInformer
       .byIndex(this.d.podIndexName ?? PodsByNodeIndex, this.nodeName)
       .filter((p) => this.podConfig.isMine(p));
-  }
-
-  /**
-   * The syncer as the pod workers see it: once stopped, a sync function that is called anyway (a worker that
-   * was mid-sync and schedules its next step) parks forever instead of acting, so a stopped Kubelet never
-   * touches the runtime again.
-   */
-  private guardedSyncer(): PodSyncer {
-    const guard = <T>(call: () => Promise<T>): Promise<T> =>
-      this.phase === 'stopped' ? new Promise<T>(() => undefined) : this.track(call());
-    return {
-      syncPod: (ctx, type, pod, status) => guard(() => this.syncer.syncPod(ctx, type, pod, status)),
-      syncTerminatingPod: (ctx, pod, status, grace, kill) =>
-        guard(() => this.syncer.syncTerminatingPod(ctx, pod, status, grace, kill)),
-      syncTerminatingRuntimePod: (ctx, running) =>
-        guard(() => this.syncer.syncTerminatingRuntimePod(ctx, running)),
-      syncTerminatedPod: (ctx, pod, status) => guard(() => this.syncer.syncTerminatedPod(ctx, pod, status)),
-    };
   }
 }

@@ -1,7 +1,7 @@
 /**
  * The kubelet's small adapters to the outside world, each replaceable in tests: pod event references over
- * the node's EventRecorder, ConfigMap/Secret lookups over the API for container environments, and the
- * HTTP GET of lifecycle hooks.
+ * the node's EventRecorder, ConfigMap/Secret lookups over the API for container environments, the HTTP GET of
+ * lifecycle hooks, and the guard that keeps a stopped Kubelet's pod workers from acting.
  */
 import http from 'node:http';
 import https from 'node:https';
@@ -10,6 +10,7 @@ import type { KubeClient } from '../kube/client.js';
 import type { EventType, ObjectReference } from '../kube/events.js';
 import { isNotFound } from '../util/errors.js';
 import type { EnvSource, EventRecorderFunc } from './kuberuntime/context.js';
+import type { PodSyncer } from './podworkers.js';
 
 /** The part of EventRecorder the kubelet uses. */
 export interface PodEventSink {
@@ -104,4 +105,30 @@ export function nodeHookHttpGet(
     req.on('error', reject);
     req.end();
   });
+}
+
+/**
+ * The syncer as the pod workers see it: once stopped, a sync function that is called anyway (a worker that was
+ * mid-sync and schedules its next step) parks forever instead of acting, so a stopped Kubelet never touches the
+ * runtime again. Each call goes through `track`.
+ */
+export function guardSyncer(
+  syncer: PodSyncer,
+  stopped: () => boolean,
+  track: <T>(p: Promise<T>) => Promise<T>,
+): PodSyncer {
+  const guard = <T>(call: () => Promise<T>): Promise<T> =>
+    stopped() ? new Promise<T>(() => undefined) : track(call());
+  return {
+    syncPod: (ctx, type, pod, status) => guard(() => syncer.syncPod(ctx, type, pod, status)),
+    syncTerminatingPod: (ctx, pod, status, grace, kill) =>
+      guard(() => syncer.syncTerminatingPod(ctx, pod, status, grace, kill)),
+    syncTerminatingRuntimePod: (ctx, running) => guard(() => syncer.syncTerminatingRuntimePod(ctx, running)),
+    syncTerminatedPod: (ctx, pod, status) => guard(() => syncer.syncTerminatedPod(ctx, pod, status)),
+  };
+}
+
+/** The sooner of two "sync again in" answers; undefined when neither has one. */
+export function minDue(a: number | undefined, b: number | undefined): number | undefined {
+  return a === undefined ? b : b === undefined ? a : Math.min(a, b);
 }

@@ -28,6 +28,10 @@ import type { ReasonCacheReader } from './reasoncache.js';
 import { generateAPIPodStatus, type PodEvictionHandler } from './status/apistatus.js';
 import type { StatusManager } from './status/manager.js';
 import type { VolumeManager } from './volumemanager/volumemanager.js';
+import type { AllocationManager } from './allocation/manager.js';
+import { recordResizeResult, resizeProgress } from './allocation/progress.js';
+import { isPodResizeInProgress } from './kuberuntime/resize.js';
+import type { PodResizeConditions } from './status/resizeconditions.js';
 
 export interface KubeletPodSyncerDeps {
   nodeIPs: readonly string[];
@@ -65,9 +69,16 @@ export interface KubeletPodSyncerDeps {
    * evicts makes the pod Failed with its reason, which ends the pod through the pod worker's termination.
    */
   evictionHandlers?: readonly PodEvictionHandler[];
+  /** What each admitted pod was allocated; pods are synced as allocated and resizes are queued there. */
+  allocation: AllocationManager;
+  /** PodResizePending / PodResizeInProgress, shared with the allocation manager. */
+  resizeConditions: PodResizeConditions;
 }
 
 type Rejection = { reason: string; message: string };
+
+/** While a resize is in progress the pod is synced this often, to see the runtime catch up. */
+export const ResizeCheckMs = 1_000;
 
 function podUID(pod: Pod): string {
   const uid = pod.metadata?.uid;
@@ -132,6 +143,8 @@ export class KubeletPodSyncer implements PodSyncer {
 
   /** Forgets per-pod bookkeeping of UIDs no longer known to the pod workers. */
   retain(uids: ReadonlySet<string>): void {
+    this.d.allocation.retain(uids);
+    this.d.resizeConditions.retain(uids);
     for (const m of [this.admitted, this.rejected, this.firstSeen]) {
       for (const uid of [...m.keys()]) if (!uids.has(uid)) m.delete(uid);
     }
@@ -150,16 +163,22 @@ export class KubeletPodSyncer implements PodSyncer {
   async syncPod(
     ctx: SyncContext,
     _type: UpdateType,
-    pod: Pod,
-    before: RuntimePodStatus,
+    apiPod: Pod,
+    viewed: RuntimePodStatus,
   ): Promise<{ isTerminal: boolean }> {
-    const uid = podUID(pod);
+    const uid = podUID(apiPod);
     if (!this.firstSeen.has(uid)) this.firstSeen.set(uid, this.d.clock.now());
     if (this.untouched.has(uid)) return { isTerminal: true };
-    if (this.admit(pod)) {
+    if (this.admit(apiPod)) {
       this.untouched.add(uid);
       return { isTerminal: true };
     }
+    // The pod as allocated: a resize not (yet) accepted changes nothing on the runtime.
+    const pod = this.d.allocation.updatePodFromAllocation(apiPod).pod;
+    let before = viewed;
+    // A resize the runtime may still be applying shows only on a fresh inspection (no PLEG event says so).
+    if (isPodResizeInProgress(pod, before)) before = await this.d.relist(refOf(pod));
+    resizeProgress(pod, before, this.d.resizeConditions, this.eventRecorder);
 
     if (
       isTerminalPhase(pod.status?.phase) &&
@@ -190,7 +209,10 @@ export class KubeletPodSyncer implements PodSyncer {
     // When the runtime changed, inspect the pod now (kubelet: pleg.UpdateCache), so the new containers show in
     // the status without waiting for the next relist; a sync that did nothing reuses the view it started from.
     const acted = changedRuntime(result);
-    const after = this.generate(pod, acted ? await this.d.relist(refOf(pod)) : before, false);
+    const latest = acted ? await this.d.relist(refOf(pod)) : before;
+    recordResizeResult(pod, result, this.d.resizeConditions, this.eventRecorder);
+    resizeProgress(pod, latest, this.d.resizeConditions, this.eventRecorder);
+    const after = this.generate(pod, latest, false);
     this.d.statusManager.setPodStatus(pod, after);
     this.observeStart(uid, pod, after);
     if (result.error && !ctx.signal.aborted) throw result.error;
@@ -199,13 +221,15 @@ export class KubeletPodSyncer implements PodSyncer {
 
   async syncTerminatingPod(
     ctx: SyncContext,
-    pod: Pod,
+    apiPod: Pod,
     running: RuntimePodStatus,
     gracePeriodSeconds: number,
     kill?: KillPodOptions,
   ): Promise<void> {
-    const uid = podUID(pod);
+    const uid = podUID(apiPod);
     if (this.untouched.has(uid)) return;
+    // Its statuses until the end report what it was allocated, not a resize it never got.
+    const pod = this.d.allocation.updatePodFromAllocation(apiPod).pod;
     this.d.statusManager.setPodStatus(pod, this.generate(pod, running, false));
     this.d.prober.stopLivenessAndStartup(pod);
 
@@ -234,6 +258,14 @@ export class KubeletPodSyncer implements PodSyncer {
       if (kill.message) final.message = kill.message;
     }
     this.d.statusManager.setPodStatus(pod, final);
+    // Its room is free now: a deferred resize may fit.
+    this.d.allocation.removePod(uid);
+    if (this.d.allocation.hasPendingResizes()) this.d.allocation.retryPendingResizes('pod_terminated');
+  }
+
+  /** How soon a pod must be synced again for its resize (the runtime catching up); undefined: no hurry. */
+  resizeSyncDue(pod: Pod): number | undefined {
+    return this.d.resizeConditions.inProgress(pod.metadata.uid ?? '') ? ResizeCheckMs : undefined;
   }
 
   async syncTerminatedPod(_ctx: SyncContext, pod: Pod, stopped: RuntimePodStatus): Promise<void> {
@@ -285,10 +317,13 @@ export class KubeletPodSyncer implements PodSyncer {
     // A pod the API already reports finished is not running here; it only needs terminating, and it takes
     // no room from the others.
     if (isTerminalPhase(pod.status?.phase)) return false;
-    const others = [...this.admitted].filter(([u]) => u !== uid && this.isActive(u)).map(([, p]) => p);
-    const result = admitPod(pod, this.d.node(), others);
+    const asAllocated = this.d.allocation.podForAdmission(pod);
+    const result = admitPod(asAllocated, this.d.node(), this.d.allocation.allocatedPods(uid));
     if (result.admit) {
       this.admitted.set(uid, pod);
+      this.d.allocation.setAllocated(asAllocated);
+      // Admitted as it was allocated before, asking for something else now: a resize (kubelet HandlePodAdditions).
+      if (this.d.allocation.queueIfResizeRequested(pod)) this.d.allocation.retryPendingResizes('pods_added');
       return false;
     }
     this.rejected.set(uid, { reason: result.reason, message: result.message });
@@ -308,6 +343,18 @@ export class KubeletPodSyncer implements PodSyncer {
     });
     return true;
   }
+
+  /** Admitted pods that still hold resources, as the API has them now (the allocation manager's view). */
+  activePods(): Pod[] {
+    const out: Pod[] = [];
+    for (const [uid, admitted] of this.admitted) {
+      if (this.isActive(uid)) out.push(this.d.podManager.getPodByUID(asPodUID(uid)) ?? admitted);
+    }
+    return out;
+  }
+
+  private readonly eventRecorder = (pod: Pod, type: 'Normal' | 'Warning', reason: string, message: string) =>
+    this.recordEvent(pod, type, reason, message);
 
   private recordEvent(pod: Pod, type: 'Normal' | 'Warning', reason: string, message: string): void {
     try {
@@ -352,6 +399,7 @@ export class KubeletPodSyncer implements PodSyncer {
       nodeIPs: this.d.nodeIPs,
       staticPod: false,
       ...(this.d.evictionHandlers ? { evictionHandlers: this.d.evictionHandlers } : {}),
+      inPlaceResize: { conditions: this.d.resizeConditions.get(uid) },
     });
   }
 

@@ -25,6 +25,7 @@ import type { Logger } from '../util/logger.js';
 import type { PodChange } from './config/podconfig.js';
 import type { PodCache } from './container/cache.js';
 import { asPodUID, type PodUID } from './container/types.js';
+import type { AllocationManager } from './allocation/manager.js';
 import type { RuntimeCleanup } from './kubelet_cleanup.js';
 import type { KubeletPodSyncer } from './kubelet_sync.js';
 import type { PodLifecycleEvent } from './pleg/events.js';
@@ -57,6 +58,8 @@ export interface SyncLoopDeps {
   >;
   prober: Pick<ProberManager, 'updatePod' | 'cleanupPods'>;
   syncer: Pick<KubeletPodSyncer, 'retain'>;
+  /** Spec updates that ask for other resources become resize requests there (kubelet HandlePodUpdates). */
+  allocation?: Pick<AllocationManager, 'handlePodUpdate'>;
   podCache: Pick<PodCache, 'get'>;
   cleanup: Pick<RuntimeCleanup, 'cleanUpContainersInPod' | 'gcDue' | 'requestGC'>;
   volumes: Pick<VolumeManager, 'retain' | 'cleanupOrphanedPodDirs'>;
@@ -164,7 +167,8 @@ export class SyncLoop {
     else if (input.source === 'housekeeping') this.deferredHousekeeping = true;
   }
 
-  private gateOpen(): boolean {
+  /** Whether the runtime may take pod work now (logs when that changes). */
+  gateOpen(): boolean {
     const errors = this.d.runtimeErrors();
     const message = errors.join(', ');
     if (message !== this.lastGateError) {
@@ -205,6 +209,7 @@ export class SyncLoop {
       case 'ADD':
         return this.dispatch(pod, 'create');
       case 'UPDATE':
+        this.d.allocation?.handlePodUpdate(pod);
         return this.dispatch(pod, 'update');
       case 'RECONCILE':
         if (needToReconcilePodReadiness(pod)) this.syncByUID(asPodUID(pod.metadata.uid ?? ''));

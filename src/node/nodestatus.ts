@@ -7,6 +7,7 @@
  *
  * The functions above the loop are pure; the loop is the shell (Clock, API, the node's RuntimeState).
  */
+import { declaredFeaturesSetter } from './declaredfeatures.js';
 import { createHash } from 'node:crypto';
 import type { NodeCondition, NodeStatus, NodeSystemInfo } from '../api/node.js';
 import type { RuntimeVersion } from '../runtime/types.js';
@@ -106,6 +107,7 @@ export function nodeStatusSetters(
     daemonEndpoints(p.daemonPort),
     pressureConditions(),
     readyCondition(readyErrors),
+    declaredFeaturesSetter(),
   ];
 }
 

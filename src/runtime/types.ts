@@ -164,6 +164,11 @@ export interface ContainerStatus extends Container {
   logPath: string;
   /** The container's mounts as created (the termination-message file is found here). */
   mounts?: Mount[];
+  /**
+   * The Linux resources the runtime has applied (CRI ContainerStatus.resources): those it was created with,
+   * or the last UpdateContainerResources. Absent when the runtime does not report them.
+   */
+  resources?: LinuxContainerResources;
 }
 
 export interface ExecSyncResult {
@@ -305,6 +310,11 @@ export interface Runtime {
   removeContainer(id: string): Promise<void>;
   listContainers(filter?: ContainerFilter): Promise<Container[]>;
   containerStatus(id: string): Promise<ContainerStatus>;
+  /**
+   * In-place resize: applies new cpu and memory settings to a created or running container without restarting
+   * it (CRI UpdateContainerResources). NotFound for an unknown ID.
+   */
+  updateContainerResources(id: string, resources: LinuxContainerResources): Promise<void>;
 
   /** Runs a command in a running container. A non-zero exit is data; running out of time is DeadlineExceeded. */
   execSync(id: string, cmd: string[], timeoutSeconds: number): Promise<ExecSyncResult>;

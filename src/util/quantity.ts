@@ -89,3 +89,30 @@ export function quantityMilliValue(q: string | number): number {
 export function quantityValue(q: string | number): number {
   return toSafeNumber(parseQuantityScaled(q, 0), q);
 }
+
+/**
+ * A millicore count as apimachinery prints a DecimalSI milli-quantity: whole units without a suffix ("2"),
+ * otherwise milli ("1500m").
+ */
+export function formatMilliQuantity(milli: number): string {
+  if (!Number.isSafeInteger(milli)) throw invalid(milli, 'not an integer milli value:');
+  return milli % 1000 === 0 ? String(milli / 1000) : `${milli}m`;
+}
+
+const BINARY_SUFFIXES = ['', 'Ki', 'Mi', 'Gi', 'Ti', 'Pi', 'Ei'];
+
+/**
+ * A byte count as apimachinery prints a BinarySI quantity: the largest binary suffix that divides it exactly
+ * ("64Mi", "3584Ki"), or the plain number when 1024 does not divide it ("1000").
+ */
+export function formatBinaryQuantity(bytes: number): string {
+  if (!Number.isSafeInteger(bytes)) throw invalid(bytes, 'not an integer byte count:');
+  if (bytes === 0 || Math.abs(bytes) < 1024) return String(bytes);
+  let n = bytes;
+  let i = 0;
+  while (i < BINARY_SUFFIXES.length - 1 && n % 1024 === 0) {
+    n /= 1024;
+    i++;
+  }
+  return `${n}${BINARY_SUFFIXES[i]}`;
+}

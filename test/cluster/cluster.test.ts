@@ -3,7 +3,7 @@
  * kube-controller-manager, a real containerd, and in-process operators serving simulated and containerd-backed
  * VirtualNodes (test/cluster/env.ts). Everything goes through kubectl or the API client (no private hooks):
  * workloads are created with kubectl, the scheduler binds them, the controllers react to what our kubelet
- * reports. Jobs (job-scenarios.ts), node failure (node-failure.ts) and the containerd-backed scenarios
+ * reports. Jobs (job-scenarios.ts), in-place resize (resize-scenarios.ts), node failure (node-failure.ts) and the containerd-backed scenarios
  * (cri-scenarios.ts) run on the same cluster, after the tests here.
  */
 import { expect } from 'chai';
@@ -13,6 +13,7 @@ import { eventually } from '../support/eventually.js';
 import { criScenarios } from './cri-scenarios.js';
 import { jobScenarios } from './job-scenarios.js';
 import { nodeFailureScenario } from './node-failure.js';
+import { resizeScenarios } from './resize-scenarios.js';
 import { tokenScenario } from './token-scenarios.js';
 import {
   expectKubeletEvent,
@@ -366,6 +367,7 @@ describe('cluster: kubelet-operator as the only node agent (scheduler + controll
   });
 
   jobScenarios(() => env);
+  resizeScenarios(() => env);
   nodeFailureScenario(() => env);
   tokenScenario(() => env);
   criScenarios(() => env);

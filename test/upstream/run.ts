@@ -1,4 +1,4 @@
-// `npm run test:upstream -- [--preset quick|node|sim] [--focus REGEX] [--skip REGEX] [--procs N] [--nodes N]`:
+// `npm run test:upstream -- [--preset quick|node|sim|resize] [--focus REGEX] [--skip REGEX] [--procs N] [--nodes N]`:
 // the kubelet's own upstream e2e suite (Kubernetes' e2e.test, built from the Go module proxy by
 // scripts/upstream-e2e.sh) against a cluster whose only node agent is kubelet-operator (test/upstream/cluster.ts).
 //
@@ -6,6 +6,7 @@
 //   quick  the specs in test/upstream/quick.txt: a fast, representative subset that must pass entirely (CI)
 //   node   every NodeConformance spec of [sig-node], [sig-storage] and [sig-network], non-Slow and the like
 //   sim    the specs in test/upstream/sim.txt against simulated VirtualNodes: what needs no real process
+//   resize the in-place resize and pod generation specs of [sig-node] (test/upstream/resize.txt), on cri
 // `--focus REGEX` runs the matching specs instead (with the suite's default skip of Slow/Serial/... specs).
 // Specs listed in test/upstream/excluded.yaml are not run; each is reported with the reason.
 //
@@ -38,7 +39,7 @@ const SCRIPT = path.join(REPO_ROOT, 'scripts/upstream-e2e.sh');
 const HERE = path.join(REPO_ROOT, 'test/upstream');
 
 interface Args {
-  preset?: 'quick' | 'node' | 'sim';
+  preset?: 'quick' | 'node' | 'sim' | 'resize';
   focus?: string;
   skip: string[];
   procs: number;
@@ -51,7 +52,7 @@ interface Args {
 function usage(msg?: string): never {
   if (msg) console.error(`test:upstream: ${msg}`);
   console.error(
-    'usage: npm run test:upstream -- [--preset quick|node|sim | --focus REGEX] [--skip REGEX]... [--procs N] [--nodes N] [--runtime cri|sim] [--timeout 2h] [--keep]',
+    'usage: npm run test:upstream -- [--preset quick|node|sim|resize | --focus REGEX] [--skip REGEX]... [--procs N] [--nodes N] [--runtime cri|sim] [--timeout 2h] [--keep]',
   );
   process.exit(64);
 }
@@ -68,7 +69,7 @@ export function parseArgs(argv: readonly string[]): Args {
     switch (flag) {
       case '--preset': {
         const v = value();
-        if (v !== 'quick' && v !== 'node' && v !== 'sim') usage(`unknown preset ${v}`);
+        if (v !== 'quick' && v !== 'node' && v !== 'sim' && v !== 'resize') usage(`unknown preset ${v}`);
         a.preset = v;
         break;
       }
@@ -163,7 +164,7 @@ function printTables(results: readonly SpecResult[]): void {
 async function selectionFor(a: Args): Promise<Selection> {
   if (a.focus) return focused(a.focus, a.skip);
   if (a.preset === 'node') return nodeConformance(a.skip);
-  const file = a.preset === 'sim' ? 'sim.txt' : 'quick.txt';
+  const file = a.preset === 'sim' ? 'sim.txt' : a.preset === 'resize' ? 'resize.txt' : 'quick.txt';
   return listed(a.preset!, await readList(file), a.skip);
 }
 

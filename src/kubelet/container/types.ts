@@ -42,6 +42,16 @@ export interface SandboxStatus {
   createdAt?: number;
 }
 
+/**
+ * The cpu and memory a runtime reports as applied to a container (kubelet: kubecontainer.ContainerResources).
+ * A field is absent when the runtime set no such limit.
+ */
+export interface ContainerResources {
+  cpuRequestMilli?: number;
+  cpuLimitMilli?: number;
+  memoryLimitBytes?: number;
+}
+
 /** One container instance as the kubelet records it (kubelet: kubecontainer.Status). */
 export interface KubeContainerStatus {
   id: ContainerID;
@@ -63,6 +73,8 @@ export interface KubeContainerStatus {
   hash: string;
   /** Sandbox this record belongs to. */
   sandboxID?: SandboxID;
+  /** What the runtime has applied; absent when it does not report resources (nothing to resize against). */
+  resources?: ContainerResources;
 }
 
 /** Everything the runtime knows about one pod. */

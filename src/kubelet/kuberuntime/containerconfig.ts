@@ -32,6 +32,7 @@ import type { ContainerConfig, KeyValue, LinuxContainerResources, Mount } from '
 import { KindError } from '../../util/errors.js';
 import { quantityMilliValue, quantityValue } from '../../util/quantity.js';
 import { hashContainer } from '../container/helpers.js';
+import type { ContainerResources } from '../container/types.js';
 import { getPodQOS } from '../qos.js';
 import {
   podIdentity,
@@ -84,6 +85,36 @@ export function milliCPUToShares(milliCPU: number): number {
 export function milliCPUToQuota(milliCPU: number, periodUs: number): number {
   if (milliCPU <= 0) return 0;
   return Math.max(MIN_QUOTA_PERIOD_US, Math.floor((milliCPU * periodUs) / 1000));
+}
+
+/** kubelet sharesToMilliCPU: the cpu request a shares value stands for (rounded up; 0 below MinShares). */
+export function sharesToMilliCPU(shares: number): number {
+  if (shares < MIN_SHARES) return 0;
+  return Math.ceil((shares * 1000) / SHARES_PER_CPU);
+}
+
+/** kubelet quotaToMilliCPU: the cpu limit a CFS quota stands for (0 = no limit). */
+export function quotaToMilliCPU(quota: number, periodUs: number): number {
+  if (quota <= 0 || periodUs <= 0) return 0;
+  return Math.floor((quota * 1000) / periodUs);
+}
+
+/**
+ * What the runtime reports as applied, in the kubelet's terms (kubelet: toKubeContainerStatus's resources):
+ * cpu limit from quota and period, cpu request from shares, memory limit in bytes; zero means not set.
+ */
+export function toKubeContainerResources(r: LinuxContainerResources): ContainerResources {
+  const out: ContainerResources = {};
+  if ((r.cpuPeriod ?? 0) > 0) {
+    const milli = quotaToMilliCPU(r.cpuQuota ?? 0, r.cpuPeriod ?? 0);
+    if (milli > 0) out.cpuLimitMilli = milli;
+  }
+  if ((r.cpuShares ?? 0) > 0) {
+    const milli = sharesToMilliCPU(r.cpuShares ?? 0);
+    if (milli > 0) out.cpuRequestMilli = milli;
+  }
+  if ((r.memoryLimitInBytes ?? 0) > 0) out.memoryLimitBytes = r.memoryLimitInBytes;
+  return out;
 }
 
 function quantityOf(

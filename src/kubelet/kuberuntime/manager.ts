@@ -31,6 +31,8 @@ import { killPodWithSyncResult } from './killpod.js';
 import { managerContext, validateDeps, type KubeGenericRuntimeManagerDeps } from './managerdeps.js';
 import { listRuntimePods, readPodStatus, sandboxIPs } from './podstatus.js';
 import { removePod } from './removepod.js';
+import { computePodResizeActions } from './resize.js';
+import { doPodResizeAction } from './resizepod.js';
 import { createPodSandbox, effectivePod } from './sandboxes.js';
 import { buildPodSandboxConfig } from './sandboxconfig.js';
 import { failResult, SyncResultBuilder, type PodSyncResult } from './syncresult.js';
@@ -152,8 +154,10 @@ export class KubeGenericRuntimeManager {
 
     // Step 1: what to do.
     let actions;
+    let resize;
     try {
-      actions = computePodActions(pod, podStatus, probes);
+      resize = computePodResizeActions(pod, podStatus, computePodActions(pod, podStatus, probes), ctx.node);
+      actions = resize.actions;
     } catch (err) {
       b.fail(asKindError(err));
       return;
@@ -296,7 +300,9 @@ export class KubeGenericRuntimeManager {
       const c = pod.spec.initContainers![idx]!;
       if (!(await start('init container', c.name, false)) && !isRestartableInitContainer(c)) return;
     }
-    // Step 7 (in-place resize) is not supported. Step 8: regular containers.
+    // Step 7: in-place resize of running containers. Step 8: regular containers.
+    if (sync.signal.aborted) return;
+    await doPodResizeAction(ctx, podDesc, resize.toUpdate, b);
     for (const idx of actions.containersToStart) {
       if (sync.signal.aborted) return;
       await start('container', pod.spec.containers[idx]!.name, false);

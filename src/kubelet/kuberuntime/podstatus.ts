@@ -35,6 +35,7 @@ import {
 import type { ListedContainer } from '../pleg/events.js';
 import { withTerminationMessage } from '../podfiles/termination.js';
 import { terminationMessageOf, type ContainerFileReader } from './terminationmessage.js';
+import { toKubeContainerResources } from './containerconfig.js';
 import type { RuntimePod } from '../pleg/generic.js';
 
 /** Epoch ms of a CRI nanosecond timestamp; undefined for the zero value (never happened). */
@@ -88,6 +89,7 @@ export function toContainerStatus(s: RuntimeContainerStatus, runtimeType: string
     const started = nsToMs(s.startedAt);
     if (started !== undefined) out.startedAt = started;
   }
+  if (s.resources) out.resources = toKubeContainerResources(s.resources);
   if (s.state === 'exited') {
     out.exitCode = s.exitCode;
     out.reason = s.reason;

@@ -13,7 +13,8 @@ export type SyncAction =
   | 'CreatePodSandbox'
   | 'ConfigPodSandbox'
   | 'KillPodSandbox'
-  | 'RemovePodSandbox';
+  | 'RemovePodSandbox'
+  | 'ResizePodInPlace';
 
 /** kubecontainer's error names, as they appear in waiting reasons and sync results. */
 export type SyncErrorReason =
@@ -34,7 +35,8 @@ export type SyncErrorReason =
   | 'CreatePodSandboxError'
   | 'ConfigPodSandboxError'
   | 'KillPodSandboxError'
-  | 'RemovePodSandboxError';
+  | 'RemovePodSandboxError'
+  | 'ResizePodInPlaceError';
 
 export interface SyncResult extends ContainerSyncResult {
   action: SyncAction;

@@ -30,6 +30,7 @@ import {
 import { getPhase } from './phase.js';
 import { applyHostIPs, sortPodIPs } from './podips.js';
 import { validatePodSpecForStatus } from './inputvalidation.js';
+import { applyContainerResources } from './resources.js';
 
 /**
  * Sets the probe-derived fields of a freshly generated status (kubelet: prober.Manager.UpdatePodStatus):
@@ -66,6 +67,11 @@ export interface GenerateAPIPodStatusOptions {
   evictionHandlers?: readonly PodEvictionHandler[];
   /** The PodReadyToStartContainersCondition feature gate (on by default since 1.29). */
   podReadyToStartContainersCondition?: boolean;
+  /**
+   * In-place resize (InPlacePodVerticalScaling, GA): when given, container statuses carry `resources` and
+   * `allocatedResources` (the pod's spec is its allocation) and these resize conditions join the kubelet's.
+   */
+  inPlaceResize?: { conditions: readonly PodCondition[] };
 }
 
 /** kubelet types.ConfigSourceAnnotationKey: where a pod came from; anything but "api" is a static pod. */
@@ -156,6 +162,16 @@ export function generateAPIPodStatus(
     old.ephemeralContainerStatuses,
     false,
   );
+  if (opts.inPlaceResize) {
+    applyContainerResources(
+      specContainers(pod.spec.containers),
+      false,
+      containerStatuses,
+      runtime,
+      old.containerStatuses,
+    );
+    applyContainerResources(inits, true, initContainerStatuses, runtime, old.initContainerStatuses);
+  }
   s.containerStatuses = containerStatuses;
   // Empty lists are left out, as the API server leaves them out; a diff against it then stays empty.
   if (initContainerStatuses.length > 0) s.initContainerStatuses = initContainerStatuses;
@@ -214,6 +230,7 @@ export function generateAPIPodStatus(
     (c) => typeof c === 'object' && c !== null && c.type === DisruptionTarget,
   );
   if (disruption) replaceOrAppend(conditions, structuredClone(disruption));
+  for (const c of opts.inPlaceResize?.conditions ?? []) conditions.push(structuredClone(c));
 
   if (opts.podReadyToStartContainersCondition !== false) {
     conditions.push(generatePodReadyToStartContainersCondition(pod, runtime));

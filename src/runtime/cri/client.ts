@@ -20,6 +20,7 @@ import type {
   ContainerStatus,
   ExecSyncResult,
   Image,
+  LinuxContainerResources,
   PodSandbox,
   PodSandboxConfig,
   PodSandboxStatus,
@@ -39,6 +40,7 @@ import {
   containerStatusFromWire,
   execSyncFromWire,
   imageFromWire,
+  resourcesToWire,
   sandboxConfigToWire,
   sandboxFilterToWire,
   sandboxFromWire,
@@ -257,6 +259,16 @@ export class CriRuntime implements Runtime {
     ]);
     if (!r.status) throw new KindError('NotFound', `CRI ContainerStatus: no status for container ${id}`, ctx);
     return containerStatusFromWire(r.status, sandboxId);
+  }
+
+  async updateContainerResources(id: string, resources: LinuxContainerResources): Promise<void> {
+    await this.conn.call(
+      'runtime',
+      'UpdateContainerResources',
+      { container_id: id, linux: resourcesToWire(resources) },
+      this.deadlines.requestMs,
+      { container: id },
+    );
   }
 
   // ---------------------------------------------------------------------------------- exec & streaming

@@ -215,7 +215,7 @@ export function sandboxConfigToWire(c: PodSandboxConfig): WirePodSandboxConfig {
   return wire;
 }
 
-function resourcesToWire(r: LinuxContainerResources): WireContainerResources {
+export function resourcesToWire(r: LinuxContainerResources): WireContainerResources {
   return {
     cpu_period: numberToInt64(r.cpuPeriod ?? 0, 'cpuPeriod'),
     cpu_quota: numberToInt64(r.cpuQuota ?? 0, 'cpuQuota'),
@@ -335,6 +335,23 @@ export function containerFromWire(c: WireContainer): Container {
   };
 }
 
+/** The Linux resources a runtime reports as applied; undefined when it reports none (older runtimes). */
+export function resourcesFromWire(
+  r: WireContainerResources | null | undefined,
+): LinuxContainerResources | undefined {
+  if (!r) return undefined;
+  const n = (v: Int64 | undefined): number => Number(int64ToBigint(v));
+  const out: LinuxContainerResources = {
+    cpuPeriod: n(r.cpu_period),
+    cpuQuota: n(r.cpu_quota),
+    cpuShares: n(r.cpu_shares),
+    memoryLimitInBytes: n(r.memory_limit_in_bytes),
+  };
+  const adj = n(r.oom_score_adj);
+  if (adj !== 0) out.oomScoreAdj = adj;
+  return out;
+}
+
 /**
  * `podSandboxId` is not part of CRI's ContainerStatus; the caller passes it when known (from the
  * container's list entry), "" otherwise.
@@ -358,6 +375,7 @@ export function containerStatusFromWire(c: WireContainerStatus, podSandboxId = '
     // containerd already joins the sandbox's log directory and the container's log path.
     logPath: c.log_path,
     mounts: (c.mounts ?? []).map(mountFromWire),
+    ...(c.resources?.linux ? { resources: resourcesFromWire(c.resources.linux) } : {}),
   };
 }
 

@@ -198,6 +198,8 @@ export interface WireContainerStatus {
   labels: Record<string, string>;
   annotations: Record<string, string>;
   mounts?: WireMount[] | null;
+  /** What the runtime applied (containerd 1.6.9+); absent from older runtimes. */
+  resources?: { linux?: WireContainerResources | null } | null;
   log_path: string;
 }
 

@@ -39,6 +39,8 @@ export interface Behaviour {
   readonly startLatencyMs: number;
   readonly createError: string | undefined;
   readonly startError: string | undefined;
+  readonly resizeLatencyMs: number;
+  readonly resizeError: string | undefined;
   /** undefined: runs until stopped. */
   readonly exitAfterMs: number | undefined;
   readonly exitCode: number;
@@ -137,6 +139,8 @@ function compile(p: SimProfile): Behaviour {
     startLatencyMs: p.startLatencyMs ?? 0,
     createError: p.createError,
     startError: p.startError,
+    resizeLatencyMs: p.resizeLatencyMs ?? 0,
+    resizeError: p.resizeError,
     exitAfterMs: p.run?.exitAfterMs,
     exitCode: p.run?.exitCode ?? (oom ? 137 : 0),
     oomKilled: oom,

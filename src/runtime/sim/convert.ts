@@ -47,6 +47,7 @@ export function toContainerStatus(c: ContainerRecord): ContainerStatus {
     message: c.message,
     logPath: c.logPath,
     ...(c.mounts.length > 0 ? { mounts: c.mounts.map((m) => ({ ...m })) } : {}),
+    ...(c.resources ? { resources: { ...c.resources } } : {}),
   };
 }
 

@@ -90,6 +90,13 @@ export const SimProfileSchema = z
     startError: z.string().min(1),
     startLatencyMs: ms,
     /**
+     * In-place resize: UpdateContainerResources returns at once, and ContainerStatus reports the new resources
+     * only this long after it (the runtime catching up). Default 0: at once.
+     */
+    resizeLatencyMs: ms,
+    /** UpdateContainerResources fails with this message (nothing changes). */
+    resizeError: z.string().min(1),
+    /**
      * The image's USER as its OCI config states it (`1234`, `nonroot`, `1000:1000`); unset = root. Image
      * status reports it as containerd does: a numeric user as uid, a name as username.
      */

@@ -59,6 +59,8 @@ export function containerRecord(
     env: config.envs?.length ? Object.fromEntries(config.envs.map((e) => [e.key, e.value])) : {},
     mounts: config.mounts?.length ? config.mounts.map((m) => ({ ...m })) : NO_MOUNTS,
     behaviour: fixed.behaviour,
+    resources: config.linux?.resources ? { ...config.linux.resources } : undefined,
+    pendingResize: undefined,
     nameKey: fixed.nameKey,
     createdAt: fixed.createdAt,
     state: 'created',

@@ -21,6 +21,7 @@ import type {
   ContainerStatus,
   ExecSyncResult,
   Image,
+  LinuxContainerResources,
   PodSandbox,
   PodSandboxConfig,
   PodSandboxStatus,
@@ -293,7 +294,39 @@ export class SimRuntime implements Runtime {
 
   async containerStatus(id: string): Promise<ContainerStatus> {
     this.enter('containerStatus', { containerId: id });
-    return toContainerStatus(this.container(id));
+    const c = this.container(id);
+    if (c.pendingResize && c.pendingResize.atMs <= this.clock.now()) {
+      c.resources = c.pendingResize.resources;
+      c.pendingResize = undefined;
+    }
+    return toContainerStatus(c);
+  }
+
+  /**
+   * As containerd: a created or running container takes new limits; an exited one refuses. The behaviour's
+   * resizeError fails the call; its resizeLatencyMs delays when ContainerStatus shows the new values.
+   */
+  async updateContainerResources(id: string, resources: LinuxContainerResources): Promise<void> {
+    this.enter('updateContainerResources', { containerId: id });
+    const c = this.container(id);
+    const context = { containerId: id };
+    if (c.state !== 'created' && c.state !== 'running') {
+      throw new KindError(
+        'Unknown',
+        `container ${id} is in ${c.state} state, resources cannot be updated`,
+        context,
+      );
+    }
+    if (c.behaviour.resizeError !== undefined) {
+      throw new KindError('Unknown', c.behaviour.resizeError, { ...context, injected: true });
+    }
+    const next = { ...(c.resources ?? {}), ...resources };
+    if (c.behaviour.resizeLatencyMs > 0) {
+      c.pendingResize = { resources: next, atMs: this.clock.now() + c.behaviour.resizeLatencyMs };
+    } else {
+      c.resources = next;
+      c.pendingResize = undefined;
+    }
   }
 
   // ----------------------------------------------------------------------------------------------- exec

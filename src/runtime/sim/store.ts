@@ -12,6 +12,7 @@ import type {
   ContainerFilter,
   ContainerMetadata,
   ContainerState,
+  LinuxContainerResources,
   Mount,
   NamespaceMode,
   PodSandboxMetadata,
@@ -56,6 +57,10 @@ export interface ContainerRecord {
   /** As created; the simulated `cat` reads mounted files through them. */
   readonly mounts: readonly Mount[];
   readonly behaviour: Behaviour;
+  /** The resources applied now (as created, then as resized); undefined when created without any. */
+  resources: LinuxContainerResources | undefined;
+  /** A resize the runtime is still applying: it takes effect at `atMs` (clock time). */
+  pendingResize: { resources: LinuxContainerResources; atMs: number } | undefined;
   readonly nameKey: string;
   readonly createdAt: bigint;
   state: ContainerState;

@@ -10,6 +10,8 @@ import {
   type RuntimePodStatus,
 } from '../../../src/kubelet/container/types.js';
 import { ActiveDeadlineHandler } from '../../../src/kubelet/activedeadline.js';
+import { AllocationManager } from '../../../src/kubelet/allocation/manager.js';
+import { PodResizeConditions } from '../../../src/kubelet/status/resizeconditions.js';
 import {
   changedRuntime,
   KubeletPodSyncer,
@@ -93,6 +95,16 @@ class Fakes {
   started: number[] = [];
   clock = new FakeClock();
   mountResult: MountPodResult = { ok: true, volumes: new Map() };
+  current: KubeletPodSyncer | undefined;
+  syncedPods: Pod[] = [];
+  allocation: AllocationManager | undefined;
+  syncResult: PodSyncResult | undefined;
+
+  /** A syncer over these fakes; its admitted pods are what the allocation manager measures against. */
+  syncer(over: Partial<KubeletPodSyncerDeps> = {}): KubeletPodSyncer {
+    this.current = new KubeletPodSyncer(this.deps(over));
+    return this.current;
+  }
 
   /** The next runtime view (the PLEG cache's entry, or what a relist of the pod finds); the last one repeats. */
   view(): RuntimePodStatus {
@@ -104,21 +116,23 @@ class Fakes {
     const ok = (): PodSyncResult => ({ results: [] });
     const acted = (action: string): PodSyncResult =>
       ({ results: [{ action, target: 'app' }] }) as unknown as PodSyncResult;
+    const resizeConditions = new PodResizeConditions(this.clock);
+    const node = {
+      name: 'n1',
+      labels: {},
+      taints: [],
+      allocatable: new Map([
+        ['cpu', 1000],
+        ['pods', 10],
+      ]),
+    };
     return {
       nodeIPs: [NODE_IP],
       podNetwork: 'cni',
       clock: this.clock,
       logger: silentLogger,
       record: (pod, type, reason, message) => this.events.push(`${type} ${reason} ${message}`),
-      node: () => ({
-        name: 'n1',
-        labels: {},
-        taints: [],
-        allocatable: new Map([
-          ['cpu', 1000],
-          ['pods', 10],
-        ]),
-      }),
+      node: () => node,
       podManager: { getPodByUID: (uid) => this.pods.get(uid) },
       volumes: {
         mountPod: async () => {
@@ -149,8 +163,10 @@ class Fakes {
         },
       },
       runtime: {
-        syncPod: async () => {
+        syncPod: async (_ctx, pod) => {
           this.calls.push('runtime.syncPod');
+          this.syncedPods.push(pod);
+          if (this.syncResult) return this.syncResult;
           return this.syncError ? { results: [], error: this.syncError } : acted('StartContainer');
         },
         killPod: async (_c, _p, _r, grace) => {
@@ -170,15 +186,110 @@ class Fakes {
       reasonCache: new ReasonCache(),
       workerState: (uid) => this.states.get(uid) ?? 'syncing',
       onPodStarted: (ms) => this.started.push(ms),
+      resizeConditions,
+      allocation: (this.allocation = new AllocationManager({
+        conditions: resizeConditions,
+        node: () => node,
+        getPodByUID: (uid) => this.pods.get(uid),
+        activePods: () => this.current?.activePods() ?? [],
+        record: (_pod, type, reason, message) => this.events.push(`${type} ${reason} ${message}`),
+        triggerPodSync: (pod) => this.calls.push(`triggerPodSync ${pod.metadata.uid}`),
+        logger: silentLogger,
+      })),
       ...over,
     };
   }
 }
 
 describe('KubeletPodSyncer', () => {
+  describe('in-place resize', () => {
+    const applied = (milli: number): RuntimeRecord['resources'] => ({ cpuRequestMilli: milli });
+    const withGeneration = (p: Pod, generation: number): Pod => ({
+      ...p,
+      metadata: { ...p.metadata, generation },
+    });
+
+    it('syncs the allocated pod, reports applied and allocated resources, and completes the resize', async () => {
+      const f = new Fakes();
+      const s = f.syncer();
+      const a = withGeneration(mkPod('a', '300m'), 1);
+      f.pods.set('a', a);
+      f.runtimeViews = [rt('a', [rec('running', { resources: applied(300) })])];
+      await s.syncPod(ctx(), 'create', a, f.view());
+      const first = f.statuses.get('a')!.containerStatuses![0]!;
+      expect([first.resources, first.allocatedResources]).to.deep.equal([
+        { requests: { cpu: '300m' } },
+        { cpu: '300m' },
+      ]);
+
+      // Too big to fit next to nothing else: Infeasible; the sync still runs the old allocation.
+      const huge = withGeneration(mkPod('a', '2'), 2);
+      f.pods.set('a', huge);
+      const allocation = f.allocation!;
+      allocation.handlePodUpdate(huge);
+      await s.syncPod(ctx(), 'update', huge, f.view());
+      expect(f.syncedPods.at(-1)!.spec.containers[0]!.resources?.requests?.cpu).to.equal('300m');
+      const infeasible = f.statuses.get('a')!.conditions!.find((c) => c.type === 'PodResizePending')!;
+      expect([infeasible.reason, infeasible.observedGeneration]).to.deep.equal(['Infeasible', 2]);
+      expect(f.events.at(-1)).to.match(/^Warning ResizeInfeasible Pod resize Infeasible: /);
+
+      // A resize that fits: allocated at once, actuated by the runtime sync, completed when the runtime agrees.
+      const fits = withGeneration(mkPod('a', '800m'), 3);
+      f.pods.set('a', fits);
+      allocation.handlePodUpdate(fits);
+      expect(f.events.at(-1)).to.match(/^Normal ResizeStarted Pod resize started: .*"generation":3/);
+      f.runtimeViews = [
+        rt('a', [rec('running', { resources: applied(300) })]),
+        rt('a', [rec('running', { resources: applied(800) })]),
+      ];
+      await s.syncPod(ctx(), 'update', fits, f.view());
+      expect(f.syncedPods.at(-1)!.spec.containers[0]!.resources?.requests?.cpu).to.equal('800m');
+      const st = f.statuses.get('a')!;
+      expect(st.conditions!.filter((c) => c.type.startsWith('PodResize'))).to.deep.equal([]);
+      expect(st.containerStatuses![0]!.resources).to.deep.equal({ requests: { cpu: '800m' } });
+      expect(f.events.at(-1)).to.match(/^Normal ResizeCompleted Pod resize completed: .*"generation":3/);
+    });
+
+    it('keeps PodResizeInProgress with reason Error and records ResizeError when the runtime refuses', async () => {
+      const f = new Fakes();
+      const s = f.syncer();
+      const a = withGeneration(mkPod('a', '300m'), 1);
+      f.pods.set('a', a);
+      f.runtimeViews = [rt('a', [rec('running', { resources: applied(300) })])];
+      await s.syncPod(ctx(), 'create', a, f.view());
+      const bigger = withGeneration(mkPod('a', '500m'), 2);
+      f.pods.set('a', bigger);
+      f.allocation!.handlePodUpdate(bigger);
+      f.syncResult = {
+        results: [
+          {
+            action: 'ResizePodInPlace',
+            target: 'ns/p-a',
+            error: 'ResizePodInPlaceError',
+            message: 'cgroup busy',
+          },
+        ],
+        error: new PodSyncError('Unknown', 'failed to "ResizePodInPlace"', []),
+      };
+      let err: unknown;
+      try {
+        await s.syncPod(ctx(), 'update', bigger, f.view());
+      } catch (e) {
+        err = e;
+      }
+      expect(err, 'the pod worker retries').to.be.instanceOf(PodSyncError);
+      const c = f.statuses.get('a')!.conditions!.find((x) => x.type === 'PodResizeInProgress')!;
+      expect([c.reason, c.message, c.observedGeneration]).to.deep.equal(['Error', 'cgroup busy', 2]);
+      expect(f.events.at(-1)).to.match(
+        /^Warning ResizeError Pod resize error: .*"generation":2,"error":"cgroup busy"/,
+      );
+      expect(s.resizeSyncDue(bigger)).to.equal(1000);
+    });
+  });
+
   it('admits pods in order and rejects one that does not fit: Event, Failed status, never the runtime', async () => {
     const f = new Fakes();
-    const s = new KubeletPodSyncer(f.deps());
+    const s = f.syncer();
     f.runtimeViews = [rt('a', [rec('running')])];
     expect(await s.syncPod(ctx(), 'create', mkPod('a', '800m'), f.view())).to.deep.equal({
       isTerminal: false,
@@ -208,7 +319,7 @@ describe('KubeletPodSyncer', () => {
 
   it('records the rejected generation in the status of a pod admission refuses', async () => {
     const f = new Fakes();
-    const s = new KubeletPodSyncer(f.deps());
+    const s = f.syncer();
     f.runtimeViews = [rt('a', [rec('running')])];
     await s.syncPod(ctx(), 'create', mkPod('a', '800m'), f.view());
     const b = mkPod('b', '500m');
@@ -219,7 +330,7 @@ describe('KubeletPodSyncer', () => {
 
   it('does not count pods that finished (per the API or the status manager) or stopped syncing', async () => {
     const f = new Fakes();
-    const s = new KubeletPodSyncer(f.deps());
+    const s = f.syncer();
     f.runtimeViews = [rt('x', [rec('running')])];
     for (const uid of ['a', 'b', 'c']) {
       f.pods.set(uid, mkPod(uid, '600m'));
@@ -236,7 +347,7 @@ describe('KubeletPodSyncer', () => {
     expect(s.isRejected('d')).to.equal(true);
     // A pod the API already reports finished is not admitted at all and takes no room.
     const f2 = new Fakes();
-    const s2 = new KubeletPodSyncer(f2.deps());
+    const s2 = f2.syncer();
     f2.runtimeViews = [rt('z', [rec('exited')], false)];
     const done = mkPod('done', '900m', { status: { phase: 'Succeeded' } });
     f2.pods.set('done', done);
@@ -248,7 +359,7 @@ describe('KubeletPodSyncer', () => {
 
   it('syncPod: status before the actions, runtime sync, status again after; errors surface after the status', async () => {
     const f = new Fakes();
-    const s = new KubeletPodSyncer(f.deps());
+    const s = f.syncer();
     f.runtimeViews = [rt('a', [], false), rt('a', [rec('running')])];
     f.clock.advance(0);
     const p = mkPod('a');
@@ -287,7 +398,7 @@ describe('KubeletPodSyncer', () => {
 
   it('reports a pod terminal without acting when its containers finished', async () => {
     const f = new Fakes();
-    const s = new KubeletPodSyncer(f.deps());
+    const s = f.syncer();
     f.runtimeViews = [rt('a', [rec('exited')])];
     const p = mkPod('a');
     p.spec.restartPolicy = 'Never';
@@ -297,7 +408,7 @@ describe('KubeletPodSyncer', () => {
 
   it('leaves the status of a pod the API reports finished alone when the runtime holds nothing of it', async () => {
     const f = new Fakes();
-    const s = new KubeletPodSyncer(f.deps());
+    const s = f.syncer();
     f.runtimeViews = [{ ...rt('a', []), sandboxes: [], ips: [] }];
     const p = mkPod('a', undefined, { status: { phase: 'Failed', reason: 'OutOfcpu' } });
     expect(await s.syncPod(ctx(), 'create', p, f.view())).to.deep.equal({ isTerminal: true });
@@ -312,7 +423,7 @@ describe('KubeletPodSyncer', () => {
       ['host', false],
     ] as const) {
       const f = new Fakes();
-      const s = new KubeletPodSyncer(f.deps({ podNetwork }));
+      const s = f.syncer({ podNetwork });
       f.runtimeViews = [{ ...rt('a', [rec('running')]), ips: ['10.0.0.2'] }];
       await s.syncPod(ctx(), 'create', mkPod('a', undefined, { hostNetwork }), f.view());
       const st = f.statuses.get('a')!;
@@ -323,7 +434,7 @@ describe('KubeletPodSyncer', () => {
 
   it('terminating: stops liveness/startup probes, kills with the grace period, final status while exit codes are known', async () => {
     const f = new Fakes();
-    const s = new KubeletPodSyncer(f.deps());
+    const s = f.syncer();
     const p = mkPod('a', undefined, { deleted: true });
     f.statuses.set('a', { phase: 'Running', podIP: '10.88.0.5', podIPs: [{ ip: '10.88.0.5' }] });
     f.runtimeViews = [
@@ -353,7 +464,7 @@ describe('KubeletPodSyncer', () => {
 
   it('terminating fails (to be retried) when a container still runs after the kill', async () => {
     const f = new Fakes();
-    const s = new KubeletPodSyncer(f.deps());
+    const s = f.syncer();
     f.runtimeViews = [rt('a', [rec('running')])];
     let err: unknown;
     try {
@@ -366,7 +477,7 @@ describe('KubeletPodSyncer', () => {
 
   it("reads others' conditions from the pod manager's newest pod, not the worker's copy (readiness gates)", async () => {
     const f = new Fakes();
-    const s = new KubeletPodSyncer(f.deps());
+    const s = f.syncer();
     f.runtimeViews = [rt('a', [rec('running')])];
     const gate = 'k8s.io/test-condition1';
     const stale = mkPod('a', undefined, { status: { phase: 'Running' } });
@@ -388,7 +499,7 @@ describe('KubeletPodSyncer', () => {
       startTime: () => start,
       record: (_p, type, reason, message) => events.push(`${type} ${reason} ${message}`),
     });
-    const s = new KubeletPodSyncer(f.deps({ evictionHandlers: [handler] }));
+    const s = f.syncer({ evictionHandlers: [handler] });
     const p = mkPod('a');
     p.spec.activeDeadlineSeconds = 5;
     f.runtimeViews = [rt('a', [rec('running')])];
@@ -416,7 +527,7 @@ describe('KubeletPodSyncer', () => {
 
   it('terminated: removes the runtime objects of a deleted pod only, then finishes the status', async () => {
     const f = new Fakes();
-    const s = new KubeletPodSyncer(f.deps());
+    const s = f.syncer();
     f.runtimeViews = [rt('a', [rec('exited')], false)];
     const kept = mkPod('a');
     f.pods.set('a', kept);
@@ -435,7 +546,7 @@ describe('KubeletPodSyncer', () => {
 
   it("a runtime-only pod: inspected, killed with its labels' grace periods, inspected again, removed", async () => {
     const f = new Fakes();
-    const s = new KubeletPodSyncer(f.deps());
+    const s = f.syncer();
     f.runtimeViews = [rt('o', [rec('running')]), rt('o', [rec('exited')], false)];
     await s.syncTerminatingRuntimePod(ctx(), { uid: asPodUID('o'), name: 'gone', namespace: 'ns' });
     expect(f.calls).to.deep.equal([

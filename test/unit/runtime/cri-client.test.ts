@@ -144,6 +144,51 @@ describe('runtime/cri client against an in-process CRI server', () => {
     expect(server.callsOf('StopContainer')[0]!.request).to.deep.equal({ container_id: 'c1', timeout: '3' });
   });
 
+  it('sends UpdateContainerResources with int64 decimal strings and reads applied resources back', async () => {
+    server.handlers.UpdateContainerResources = () => ({});
+    server.handlers.ContainerStatus = () => ({
+      status: {
+        ...wireContainerStatus,
+        resources: {
+          linux: {
+            cpu_period: '100000',
+            cpu_quota: '50000',
+            cpu_shares: '512',
+            memory_limit_in_bytes: '67108864',
+          },
+        },
+      },
+    });
+    server.handlers.ListContainers = () => ({ containers: [{ id: 'c1', pod_sandbox_id: 'sb1' }] });
+    await rt.updateContainerResources('c1', {
+      cpuShares: 1024,
+      cpuQuota: 100_000,
+      cpuPeriod: 100_000,
+      memoryLimitInBytes: 1 << 27,
+    });
+    expect(server.callsOf('UpdateContainerResources')[0]!.request).to.deep.include({
+      container_id: 'c1',
+      linux: {
+        cpu_period: '100000',
+        cpu_quota: '100000',
+        cpu_shares: '1024',
+        memory_limit_in_bytes: '134217728',
+        oom_score_adj: '0',
+        cpuset_cpus: '',
+        cpuset_mems: '',
+        hugepage_limits: [],
+        unified: {},
+        memory_swap_limit_in_bytes: '0',
+      },
+    });
+    expect((await rt.containerStatus('c1')).resources).to.deep.equal({
+      cpuPeriod: 100_000,
+      cpuQuota: 50_000,
+      cpuShares: 512,
+      memoryLimitInBytes: 67_108_864,
+    });
+  });
+
   it('gives each call its deadline: short reads, grace on top of stops, exec timeout plus grace, pulls', async () => {
     for (const m of ['Version', 'StopContainer', 'RunPodSandbox', 'ExecSync', 'PullImage']) {
       server.handlers[m] = () => ({});

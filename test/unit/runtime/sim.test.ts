@@ -105,6 +105,46 @@ function newSim(opts: Partial<SimRuntimeOptions> = {}) {
 }
 
 describe('SimRuntime', () => {
+  describe('in-place resize', () => {
+    it('applies new resources to a running container, after the profile latency, and refuses an exited one', async () => {
+      const { sim, clock, pod, run } = newSim({
+        profiles: parseSimProfilesYaml('images: { "busybox:1.36": { resizeLatencyMs: 2000 } }'),
+        images: [BUSYBOX, 'busybox:1.36'],
+      });
+      const p = await pod();
+      const created = { linux: { resources: { cpuShares: 512, cpuQuota: 50_000, cpuPeriod: 100_000 } } };
+      const fast = await run(p, 'fast', ['sleep', '60'], created);
+      expect((await sim.containerStatus(fast)).resources).to.deep.equal(created.linux.resources);
+      await sim.updateContainerResources(fast, { cpuShares: 1024, cpuQuota: 100_000, cpuPeriod: 100_000 });
+      expect((await sim.containerStatus(fast)).resources?.cpuShares).to.equal(1024);
+
+      const slow = await run(p, 'slow', ['sleep', '60'], { ...created, image: 'busybox:1.36' });
+      await sim.updateContainerResources(slow, { cpuShares: 2048 });
+      expect((await sim.containerStatus(slow)).resources?.cpuShares, 'not yet').to.equal(512);
+      clock.advance(2000);
+      expect((await sim.containerStatus(slow)).resources?.cpuShares).to.equal(2048);
+
+      await sim.stopContainer(fast, 0);
+      expect(errorKind(await rejection(sim.updateContainerResources(fast, { cpuShares: 2 })))).to.equal(
+        'Unknown',
+      );
+      expect(errorKind(await rejection(sim.updateContainerResources('nope', { cpuShares: 2 })))).to.equal(
+        'NotFound',
+      );
+    });
+
+    it('fails a resize the behaviour profile says fails, changing nothing', async () => {
+      const { sim, run, pod } = newSim({
+        profiles: parseSimProfilesYaml('defaults: { resizeError: "cgroup update refused" }'),
+      });
+      const p = await pod();
+      const id = await run(p, 'app', ['sleep', '60'], { linux: { resources: { cpuShares: 512 } } });
+      const err = await rejection(sim.updateContainerResources(id, { cpuShares: 1024 }));
+      expect(err.message).to.contain('cgroup update refused');
+      expect((await sim.containerStatus(id)).resources?.cpuShares).to.equal(512);
+    });
+  });
+
   describe('behaviour profiles', () => {
     it('takes image profiles from YAML data, layered over the command and under annotations', async () => {
       const profiles = parseSimProfilesYaml(`

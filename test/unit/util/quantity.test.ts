@@ -1,8 +1,36 @@
 import { expect } from 'chai';
 import { errorKind } from '../../../src/util/errors.js';
-import { parseQuantityNano, quantityMilliValue, quantityValue } from '../../../src/util/quantity.js';
+import {
+  parseQuantityNano,
+  quantityMilliValue,
+  quantityValue,
+  formatBinaryQuantity,
+  formatMilliQuantity,
+} from '../../../src/util/quantity.js';
 
 describe('util/quantity', () => {
+  it('prints milli-cpu and byte quantities as apimachinery canonicalizes them', () => {
+    expect([0, 1, 500, 1000, 1500, 2000].map(formatMilliQuantity)).to.deep.equal([
+      '0',
+      '1m',
+      '500m',
+      '1',
+      '1500m',
+      '2',
+    ]);
+    expect([0, 1000, 1024, 1536, 3670016, 67108864, 1e9, 1 << 30].map(formatBinaryQuantity)).to.deep.equal([
+      '0',
+      '1000',
+      '1Ki',
+      '1536',
+      '3584Ki',
+      '64Mi',
+      '1000000000',
+      '1Gi',
+    ]);
+    expect(() => formatMilliQuantity(0.5)).to.throw(/not an integer/);
+  });
+
   it('reads cpu quantities as millicores, rounding up', () => {
     const cases: [string | number, number][] = [
       ['100m', 100],

@@ -1,0 +1,159 @@
+/**
+ * A pod's allocation (kubelet: pkg/kubelet/allocation, state.PodResourceInfo): the resources the node accepted
+ * for each resizable container, which may lag the spec while a resize waits. The pod a pod worker syncs is the
+ * API pod with its resizable containers' resources replaced by the allocation (UpdatePodFromAllocation).
+ *
+ * Pure: plain data in, plain data out; the pod given is never modified.
+ */
+import {
+  isRestartableInitContainer,
+  type Container,
+  type ContainerStatus,
+  type Pod,
+  type ResourceRequirements,
+} from '../../api/core.js';
+import { podRequests } from '../../api/resources.js';
+import { parseQuantityNano, quantityMilliValue } from '../../util/quantity.js';
+
+/** kubelet cm.MinMilliCPULimit. */
+const MIN_MILLI_CPU_LIMIT = 10;
+
+function milli(q: string | number): number {
+  try {
+    return quantityMilliValue(q);
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** Container name -> allocated requirements, for resizable containers only. */
+export type PodAllocation = ReadonlyMap<string, ResourceRequirements>;
+
+/**
+ * Regular containers and sidecars (restartable init containers) can be resized; init containers that run to
+ * completion and ephemeral containers cannot (kubelet: IsResizableContainer).
+ */
+export function isResizableContainer(c: Pick<Container, 'restartPolicy'>, init: boolean): boolean {
+  return !init || isRestartableInitContainer(c);
+}
+
+/** The resizable containers of a pod, sidecars first, as the kubelet visits them. */
+export function resizableContainers(pod: Pick<Pod, 'spec'>): Container[] {
+  return [
+    ...(pod.spec.initContainers ?? []).filter((c) => isResizableContainer(c, true)),
+    ...(pod.spec.containers ?? []),
+  ];
+}
+
+function copyRequirements(r: ResourceRequirements | undefined): ResourceRequirements {
+  const out: ResourceRequirements = {};
+  if (r?.requests) out.requests = { ...r.requests };
+  if (r?.limits) out.limits = { ...r.limits };
+  return out;
+}
+
+/** The allocation a pod asks for: its spec as it is (kubelet: allocationFromPod). */
+export function allocationFromPod(pod: Pick<Pod, 'spec'>): Map<string, ResourceRequirements> {
+  return new Map(resizableContainers(pod).map((c) => [c.name, copyRequirements(c.resources)]));
+}
+
+function sameList(a: Record<string, string | number> = {}, b: Record<string, string | number> = {}): boolean {
+  const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
+  for (const k of keys) {
+    const x = a[k];
+    const y = b[k];
+    if (x === undefined || y === undefined) return false;
+    if (x === y) continue;
+    try {
+      if (parseQuantityNano(x) !== parseQuantityNano(y)) return false;
+    } catch {
+      return false;
+    }
+  }
+  return true;
+}
+
+/** Semantic equality of two requirements (quantities compared by value: "1" equals "1000m"). */
+export function sameRequirements(
+  a: ResourceRequirements | undefined,
+  b: ResourceRequirements | undefined,
+): boolean {
+  return sameList(a?.requests, b?.requests) && sameList(a?.limits, b?.limits);
+}
+
+/**
+ * The pod as allocated: every resizable container whose allocation differs from its spec gets the allocation.
+ * `updated` tells whether anything differed (then the returned pod is a copy).
+ */
+export function updatePodFromAllocation(
+  pod: Pod,
+  allocation: PodAllocation | undefined,
+): { pod: Pod; updated: boolean } {
+  if (!allocation) return { pod, updated: false };
+  let updated = false;
+  const apply = (list: Container[] | undefined, init: boolean): Container[] | undefined =>
+    list?.map((c) => {
+      if (!isResizableContainer(c, init)) return c;
+      const alloc = allocation.get(c.name);
+      if (!alloc || sameRequirements(c.resources, alloc)) return c;
+      updated = true;
+      return { ...c, resources: copyRequirements(alloc) };
+    });
+  const containers = apply(pod.spec.containers, false) ?? [];
+  const initContainers = apply(pod.spec.initContainers, true);
+  if (!updated) return { pod, updated: false };
+  const spec = { ...pod.spec, containers };
+  if (initContainers) spec.initContainers = initContainers;
+  return { pod: { ...pod, spec }, updated: true };
+}
+
+/**
+ * The allocation a previous process left, read back from the pod's API status after a restart: requests from
+ * `allocatedResources`, limits from the applied `resources` it reported. A container without both falls back to
+ * its spec. Undefined when the status shows no allocation at all (a pod never run, or run by an older node).
+ * The kubelet keeps a checkpoint file instead; the status is what this operator writes after every accepted
+ * resize, and a resize accepted but not yet reported is simply admitted again.
+ */
+export function allocationFromStatus(pod: Pod): Map<string, ResourceRequirements> | undefined {
+  const statuses = new Map<string, ContainerStatus>();
+  for (const s of [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])]) {
+    statuses.set(s.name, s);
+  }
+  let found = false;
+  const out = new Map<string, ResourceRequirements>();
+  for (const c of resizableContainers(pod)) {
+    const s = statuses.get(c.name);
+    if (!s?.allocatedResources && !s?.resources) {
+      out.set(c.name, copyRequirements(c.resources));
+      continue;
+    }
+    found = true;
+    const r: ResourceRequirements = {};
+    const requests = s.allocatedResources ?? s.resources?.requests;
+    if (requests && Object.keys(requests).length > 0) r.requests = { ...requests };
+    // Limits beyond cpu and memory cannot be resized: the spec's stand.
+    const limits: Record<string, string | number> = {};
+    for (const [k, v] of Object.entries(c.resources?.limits ?? {}))
+      if (k !== 'cpu' && k !== 'memory') limits[k] = v;
+    for (const k of ['cpu', 'memory']) {
+      const v = s.resources?.limits?.[k];
+      const spec = c.resources?.limits?.[k];
+      if (v === undefined || spec === undefined) continue;
+      // A CFS quota cannot express less than 10m: a tiny limit reads back as 10m and is still the spec's.
+      limits[k] =
+        k === 'cpu' && milli(v) <= MIN_MILLI_CPU_LIMIT && milli(spec) <= MIN_MILLI_CPU_LIMIT ? spec : v;
+    }
+    if (Object.keys(limits).length > 0) r.limits = limits;
+    out.set(c.name, r);
+  }
+  return found ? out : undefined;
+}
+
+/** Whether the spec asks for more cpu or memory than the allocation (kubelet: isResizeIncreasingRequests). */
+export function resizeIncreasesRequests(desired: Pod, allocated: Pod): boolean {
+  const want = podRequests(desired.spec);
+  const have = podRequests(allocated.spec);
+  return (
+    (want.get('cpu') ?? 0) > (have.get('cpu') ?? 0) || (want.get('memory') ?? 0) > (have.get('memory') ?? 0)
+  );
+}

@@ -1,0 +1,249 @@
+/**
+ * The allocation manager (kubelet: pkg/kubelet/allocation allocation_manager.go): what each admitted pod was
+ * allocated, and the queue of resizes waiting for room.
+ *
+ * - Admission allocates a pod its spec (or, after an operator restart, what its status says it had: see
+ *   allocationFromStatus).
+ * - A spec change that differs from the allocation is a resize request: it is queued and the queue is retried
+ *   (pod updated, pods added, a pod terminated, and every 3 minutes). A resize that fits is allocated at once
+ *   (ResizeStarted, PodResizeInProgress until the runtime has caught up); one that fits the node but not the room
+ *   left is Deferred and stays queued; one that can never fit is Infeasible and leaves the queue until the spec
+ *   changes again. The queue is ordered as the kubelet orders it: resizes that do not grow requests first, then
+ *   by priority, Guaranteed before others, then the longest pending.
+ *
+ * No I/O: the node view, the pods, the Event recorder and the pod-sync trigger come in as functions.
+ */
+import { isTerminalPhase, type Pod, type ResourceRequirements } from '../../api/core.js';
+import type { AdmissionNode } from '../../node/admission.js';
+import { errorMessage } from '../../util/errors.js';
+import { getPodQOS } from '../qos.js';
+import type { PodResizeConditions } from '../status/resizeconditions.js';
+import {
+  allocationFromPod,
+  allocationFromStatus,
+  resizeIncreasesRequests,
+  updatePodFromAllocation,
+  type PodAllocation,
+} from './allocation.js';
+import {
+  podResizePendingMsg,
+  podResizeStartedMsg,
+  ResizeDeferred,
+  ResizeInfeasible,
+  ResizeStarted,
+} from './messages.js';
+import { admitResize, Infeasible } from './resizeadmission.js';
+
+/** Why the pending resizes are retried (kubelet: TriggerReason*), for logs. */
+export type ResizeTrigger = 'pod_updated' | 'pods_added' | 'pod_terminated' | 'periodic_retry';
+
+/** kubelet: initialRetryDelay and retryDelay of the periodic retry. */
+export const ResizeInitialRetryMs = 30_000;
+export const ResizeRetryMs = 180_000;
+
+export interface AllocationManagerDeps {
+  conditions: PodResizeConditions;
+  /** The node as admission sees it (allocatable, labels, taints). */
+  node: () => AdmissionNode;
+  /** The newest API object of a pod, if the node still has it. */
+  getPodByUID: (uid: string) => Pod | undefined;
+  /** Admitted pods that still hold resources (newest API objects). */
+  activePods: () => Pod[];
+  record: (pod: Pod, type: 'Normal' | 'Warning', reason: string, message: string) => void;
+  /** Asks the pod's worker for a sync (its status shows the new conditions, its runtime the new allocation). */
+  triggerPodSync: (pod: Pod) => void;
+  logger: { info(msg: string, meta?: Record<string, unknown>): void };
+}
+
+function generationOf(pod: Pod): number {
+  return typeof pod.metadata.generation === 'number' ? pod.metadata.generation : 0;
+}
+
+function podRef(pod: Pod): string {
+  return `${pod.metadata.namespace ?? ''}/${pod.metadata.name ?? ''}`;
+}
+
+export class AllocationManager {
+  private readonly allocated = new Map<string, PodAllocation>();
+  private pendingResizes: string[] = [];
+
+  constructor(private readonly d: AllocationManagerDeps) {}
+
+  getAllocation(uid: string): PodAllocation | undefined {
+    return this.allocated.get(uid);
+  }
+
+  /** The allocated requirements of one container, if it is resizable and its pod allocated. */
+  getContainerAllocation(uid: string, container: string): ResourceRequirements | undefined {
+    return this.allocated.get(uid)?.get(container);
+  }
+
+  /** The pod as allocated (kubelet: UpdatePodFromAllocation): what pod workers sync. */
+  updatePodFromAllocation(pod: Pod): { pod: Pod; updated: boolean } {
+    return updatePodFromAllocation(pod, this.allocated.get(pod.metadata.uid ?? ''));
+  }
+
+  /**
+   * The pod to admit: as already allocated, or, met for the first time with an allocation in its status (a
+   * previous process ran it), as that status says; otherwise its spec.
+   */
+  podForAdmission(pod: Pod): Pod {
+    const uid = pod.metadata.uid ?? '';
+    const known = this.allocated.get(uid);
+    if (known) return updatePodFromAllocation(pod, known).pod;
+    const fromStatus = allocationFromStatus(pod);
+    return fromStatus ? updatePodFromAllocation(pod, fromStatus).pod : pod;
+  }
+
+  /** Records an admitted pod's allocation (kubelet: SetAllocatedResources). */
+  setAllocated(pod: Pod): void {
+    this.allocated.set(pod.metadata.uid ?? '', allocationFromPod(pod));
+  }
+
+  /**
+   * After admission of `admitted` (the pod as allocated): when the API pod asks for something else, its resize
+   * is queued (kubelet HandlePodAdditions). Returns whether one was.
+   */
+  queueIfResizeRequested(pod: Pod): boolean {
+    if (!this.updatePodFromAllocation(pod).updated) return false;
+    this.pushPendingResize(pod.metadata.uid ?? '');
+    return true;
+  }
+
+  /**
+   * A spec update of an admitted pod (kubelet HandlePodUpdates): a resize request is queued; a spec back at its
+   * allocation clears PodResizePending. Then the queue is retried.
+   */
+  handlePodUpdate(pod: Pod): void {
+    const uid = pod.metadata.uid ?? '';
+    if (!this.allocated.has(uid) || isTerminalPhase(pod.status?.phase)) return;
+    if (this.updatePodFromAllocation(pod).updated) this.pushPendingResize(uid);
+    else if (this.d.conditions.clearPending(uid)) this.d.triggerPodSync(pod);
+    if (this.pendingResizes.length > 0) this.retryPendingResizes('pod_updated');
+  }
+
+  removePod(uid: string): void {
+    this.allocated.delete(uid);
+    this.pendingResizes = this.pendingResizes.filter((u) => u !== uid);
+  }
+
+  /** Forgets pods not in `uids` (kubelet: RemoveOrphanedPods). */
+  retain(uids: ReadonlySet<string>): void {
+    for (const uid of [...this.allocated.keys()]) if (!uids.has(uid)) this.allocated.delete(uid);
+    this.pendingResizes = this.pendingResizes.filter((u) => uids.has(u));
+  }
+
+  hasPendingResizes(): boolean {
+    return this.pendingResizes.length > 0;
+  }
+
+  pendingResizeUIDs(): readonly string[] {
+    return [...this.pendingResizes];
+  }
+
+  pushPendingResize(uid: string): void {
+    if (this.pendingResizes.includes(uid)) return;
+    this.pendingResizes.push(uid);
+    this.sortPendingResizes();
+  }
+
+  /** Evaluates every queued resize in order; the deferred ones stay queued (kubelet: RetryPendingResizes). */
+  retryPendingResizes(trigger: ResizeTrigger): void {
+    const still: string[] = [];
+    for (const uid of this.pendingResizes) {
+      const pod = this.d.getPodByUID(uid);
+      if (!pod || !this.allocated.has(uid) || isTerminalPhase(pod.status?.phase)) continue;
+      const before = JSON.stringify(this.d.conditions.get(uid));
+      let allocated = false;
+      try {
+        allocated = this.handlePodResourcesResize(pod);
+      } catch (err) {
+        this.d.logger.info('resize evaluation failed; retried later', {
+          pod: podRef(pod),
+          err: errorMessage(err),
+        });
+        still.push(uid);
+        continue;
+      }
+      if (!allocated && this.d.conditions.isDeferred(uid)) still.push(uid);
+      else if (allocated) this.d.logger.info('resize allocated', { pod: podRef(pod), trigger });
+      if (allocated || JSON.stringify(this.d.conditions.get(uid)) !== before) this.d.triggerPodSync(pod);
+    }
+    this.pendingResizes = still;
+  }
+
+  /** Other active pods as allocated: what a resize or an admission is measured against. */
+  allocatedPods(except: string): Pod[] {
+    return this.d
+      .activePods()
+      .filter((p) => p.metadata.uid !== except)
+      .map((p) => this.updatePodFromAllocation(p).pod);
+  }
+
+  /** kubelet handlePodResourcesResize: true when the desired resources were allocated. */
+  private handlePodResourcesResize(pod: Pod): boolean {
+    const uid = pod.metadata.uid ?? '';
+    if (!this.updatePodFromAllocation(pod).updated) {
+      this.d.conditions.clearPending(uid);
+      return false;
+    }
+    const verdict = admitResize(pod, this.allocatedPods(uid), this.d.node());
+    const generation = generationOf(pod);
+    if (verdict.fit) {
+      this.setAllocated(pod);
+      this.d.conditions.clearPending(uid);
+      // A fresh in-progress condition: errors of an earlier resize go, the generation is this one's.
+      this.d.conditions.clearInProgress(uid);
+      this.d.conditions.setInProgress(uid, '', '', generation);
+      this.d.record(pod, 'Normal', ResizeStarted, podResizeStartedMsg(pod, generation));
+      return true;
+    }
+    if (this.d.conditions.setPending(uid, verdict.reason, verdict.message, generation)) {
+      const reason = verdict.reason === Infeasible ? ResizeInfeasible : ResizeDeferred;
+      this.d.record(
+        pod,
+        'Warning',
+        reason,
+        podResizePendingMsg(pod, verdict.reason, verdict.message, generation),
+      );
+    }
+    return false;
+  }
+
+  /** kubelet sortPendingResizes. Pods no longer known leave the queue. */
+  private sortPendingResizes(): void {
+    const pods = this.pendingResizes
+      .map((uid) => this.d.getPodByUID(uid))
+      .filter((p): p is Pod => p !== undefined);
+    const increasing = new Map<Pod, boolean>();
+    for (const p of pods) {
+      const allocated = this.updatePodFromAllocation(p);
+      let grows = false;
+      try {
+        grows = allocated.updated && resizeIncreasesRequests(p, allocated.pod);
+      } catch {
+        grows = true;
+      }
+      increasing.set(p, grows);
+    }
+    const pendingSince = (p: Pod) => this.d.conditions.pending(p.metadata.uid ?? '')?.lastTransitionTime;
+    pods.sort((a, b) => {
+      const ia = increasing.get(a)!;
+      const ib = increasing.get(b)!;
+      if (ia !== ib) return ia ? 1 : -1;
+      const pa = a.spec.priority ?? 0;
+      const pb = b.spec.priority ?? 0;
+      if (pa !== pb) return pb - pa;
+      const ga = getPodQOS(a) === 'Guaranteed';
+      const gb = getPodQOS(b) === 'Guaranteed';
+      if (ga !== gb) return ga ? -1 : 1;
+      const ta = pendingSince(a);
+      const tb = pendingSince(b);
+      if (ta === undefined && tb === undefined) return 0;
+      if (ta === undefined) return 1;
+      if (tb === undefined) return -1;
+      return ta < tb ? -1 : ta > tb ? 1 : 0;
+    });
+    this.pendingResizes = pods.map((p) => p.metadata.uid ?? '');
+  }
+}

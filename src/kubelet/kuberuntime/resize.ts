@@ -1,0 +1,158 @@
+/**
+ * In-place resize in SyncPod (kubelet: kuberuntime_manager.go computePodResizeAction and doPodResizeAction).
+ *
+ * The pod a worker syncs carries its allocated resources. A running, resizable container whose applied
+ * resources (what the runtime reports) differ from them is either updated in place (UpdateContainerResources)
+ * or, when its resizePolicy says RestartContainer for a changed resource, killed and started again, which
+ * counts as a restart. A container the runtime reports no resources for is left alone: there is nothing to
+ * compare with. Memory requests are not applied to cgroups, so they never need actuation.
+ *
+ * Pure: the decisions only; resizepod.ts acts on them.
+ */
+import type { Container, Pod } from '../../api/core.js';
+import type { LinuxContainerResources } from '../../runtime/types.js';
+import { isResizableContainer } from '../allocation/allocation.js';
+import {
+  findContainerStatusByName,
+  type ContainerID,
+  type ContainerResources,
+  type KubeContainerStatus,
+  type RuntimePodStatus,
+} from '../container/types.js';
+import type { NodeSettings } from './sandboxconfig.js';
+import { containerResources, MIN_SHARES, toKubeContainerResources } from './containerconfig.js';
+import type { PodActions } from './podactions.js';
+
+/** kubelet cm.MinMilliCPULimit: the smallest cpu limit a CFS quota can express (1 ms per 100 ms). */
+const MIN_MILLI_CPU_LIMIT = 10;
+
+/** One container to update in place. */
+export interface ContainerToUpdate {
+  id: ContainerID;
+  name: string;
+  /** The full Linux resources the container should have (as created from the allocated spec). */
+  resources: LinuxContainerResources;
+}
+
+export interface PodResizeActions {
+  /** The pod actions, with the containers a resize restarts added to the kills and starts. */
+  actions: PodActions;
+  toUpdate: ContainerToUpdate[];
+}
+
+type Resource = 'cpu' | 'memory';
+
+function policyOf(c: Container, resource: Resource): 'NotRequired' | 'RestartContainer' {
+  return c.resizePolicy?.find((p) => p.resourceName === resource)?.restartPolicy ?? 'NotRequired';
+}
+
+/** What the allocated spec asks the runtime for, in the terms the runtime reports back. */
+function desiredOf(linux: LinuxContainerResources): Required<ContainerResources> {
+  const r = toKubeContainerResources(linux);
+  return {
+    cpuRequestMilli: r.cpuRequestMilli ?? 0,
+    cpuLimitMilli: r.cpuLimitMilli ?? 0,
+    memoryLimitBytes: r.memoryLimitBytes ?? 0,
+  };
+}
+
+/**
+ * The resize decision for one container: 'none', 'update' in place, or 'restart'. Values at or below the
+ * smallest the kernel can express (MinShares, MinMilliCPULimit) count as equal, as the kubelet counts them.
+ */
+export function containerResizeAction(
+  container: Container,
+  desired: Required<ContainerResources>,
+  current: ContainerResources,
+): 'none' | 'update' | 'restart' {
+  const cur = {
+    cpuRequestMilli: current.cpuRequestMilli ?? 0,
+    cpuLimitMilli: current.cpuLimitMilli ?? 0,
+    memoryLimitBytes: current.memoryLimitBytes ?? 0,
+  };
+  const want = { ...desired };
+  if (want.cpuRequestMilli <= MIN_SHARES && cur.cpuRequestMilli <= MIN_SHARES)
+    want.cpuRequestMilli = cur.cpuRequestMilli;
+  if (want.cpuLimitMilli <= MIN_MILLI_CPU_LIMIT && cur.cpuLimitMilli <= MIN_MILLI_CPU_LIMIT)
+    want.cpuLimitMilli = cur.cpuLimitMilli;
+  const changed: Resource[] = [];
+  if (want.memoryLimitBytes !== cur.memoryLimitBytes) changed.push('memory');
+  if (want.cpuLimitMilli !== cur.cpuLimitMilli || want.cpuRequestMilli !== cur.cpuRequestMilli)
+    changed.push('cpu');
+  if (changed.length === 0) return 'none';
+  return changed.some((r) => policyOf(container, r) === 'RestartContainer') ? 'restart' : 'update';
+}
+
+function runningRecord(status: RuntimePodStatus, name: string): KubeContainerStatus | undefined {
+  const s = findContainerStatusByName(status, name);
+  return s?.state === 'running' ? s : undefined;
+}
+
+/**
+ * Adds the resize work to `actions` (kubelet: computePodResizeAction per running container). Nothing when the
+ * pod is being killed or re-created, and nothing for a container already being killed or started.
+ */
+export function computePodResizeActions(
+  pod: Pod,
+  status: RuntimePodStatus,
+  actions: PodActions,
+  node?: Pick<NodeSettings, 'memoryCapacityBytes'>,
+): PodResizeActions {
+  const out: PodResizeActions = {
+    actions: {
+      ...actions,
+      initContainersToStart: [...actions.initContainersToStart],
+      containersToStart: [...actions.containersToStart],
+      containersToKill: new Map(actions.containersToKill),
+    },
+    toUpdate: [],
+  };
+  if (actions.killPod || actions.createSandbox || pod.metadata.deletionTimestamp) return out;
+  const visit = (c: Container, idx: number, init: boolean): void => {
+    if (!isResizableContainer(c, init)) return;
+    const record = runningRecord(status, c.name);
+    if (!record?.resources || out.actions.containersToKill.has(record.id)) return;
+    const starts = init ? out.actions.initContainersToStart : out.actions.containersToStart;
+    if (starts.includes(idx)) return;
+    const linux = containerResources(pod, c, node);
+    const decision = containerResizeAction(c, desiredOf(linux), record.resources);
+    if (decision === 'none') return;
+    if (decision === 'update') {
+      out.toUpdate.push({ id: record.id, name: c.name, resources: linux });
+      return;
+    }
+    out.actions.containersToKill.set(record.id, {
+      name: c.name,
+      kind: init ? 'init' : 'regular',
+      containerIndex: idx,
+      message: `Container ${c.name} resize requires restart`,
+      reason: '',
+    });
+    starts.push(idx);
+    starts.sort((a, b) => a - b);
+  };
+  (pod.spec.initContainers ?? []).forEach((c, i) => visit(c, i, true));
+  pod.spec.containers.forEach((c, i) => visit(c, i, false));
+  return out;
+}
+
+/**
+ * Whether a running, resizable container's applied resources still differ from its allocation (kubelet:
+ * IsPodResizeInProgress): PodResizeInProgress stays until they agree.
+ */
+export function isPodResizeInProgress(pod: Pod, status: RuntimePodStatus): boolean {
+  const check = (c: Container, init: boolean): boolean => {
+    if (!isResizableContainer(c, init)) return false;
+    const record = runningRecord(status, c.name);
+    if (!record?.resources) return false;
+    try {
+      return containerResizeAction(c, desiredOf(containerResources(pod, c)), record.resources) !== 'none';
+    } catch {
+      return false;
+    }
+  };
+  return (
+    (pod.spec.initContainers ?? []).some((c) => check(c, true)) ||
+    pod.spec.containers.some((c) => check(c, false))
+  );
+}

@@ -1,0 +1,141 @@
+// In-place resize decisions (src/kubelet/kuberuntime/resize.ts): update in place or restart per resizePolicy,
+// the MinShares / MinMilliCPULimit equalities, and when a resize counts as in progress.
+import { expect } from 'chai';
+import type { Container } from '../../../../src/api/core.js';
+import { computePodActions } from '../../../../src/kubelet/kuberuntime/actions.js';
+import {
+  computePodResizeActions,
+  containerResizeAction,
+  isPodResizeInProgress,
+} from '../../../../src/kubelet/kuberuntime/resize.js';
+import { pod, probes, record, runtime, sandbox } from './fixtures.js';
+
+function app(
+  cpu: string,
+  memory: string,
+  policy?: { cpu?: 'RestartContainer'; memory?: 'RestartContainer' },
+): Container {
+  const c: Container = {
+    name: 'app',
+    image: 'busybox',
+    resources: { requests: { cpu, memory }, limits: { cpu, memory } },
+  };
+  const rp = Object.entries(policy ?? {}).map(([resourceName, restartPolicy]) => ({
+    resourceName,
+    restartPolicy,
+  }));
+  if (rp.length > 0) c.resizePolicy = rp;
+  return c;
+}
+
+/** What containerd reports for a container created with 500m / 64Mi. */
+const applied500 = { cpuRequestMilli: 500, cpuLimitMilli: 500, memoryLimitBytes: 64 * 1024 * 1024 };
+
+function plan(spec: Container, resources = applied500) {
+  const p = pod({ containers: [spec] });
+  const status = runtime([sandbox()], [record('app', 'running', { spec, resources })]);
+  return computePodResizeActions(p, status, computePodActions(p, status, probes()));
+}
+
+describe('in-place resize decisions', () => {
+  it('does nothing when the runtime already applies the allocation', () => {
+    const r = plan(app('500m', '64Mi'));
+    expect(r.toUpdate).to.deep.equal([]);
+    expect(r.actions.containersToKill.size).to.equal(0);
+  });
+
+  it('updates cpu and memory in place by default, with the kubelet conversions', () => {
+    const r = plan(app('1', '128Mi'));
+    expect(r.toUpdate).to.have.length(1);
+    expect(r.toUpdate[0]!.resources).to.deep.include({
+      cpuShares: 1024,
+      cpuQuota: 100_000,
+      cpuPeriod: 100_000,
+      memoryLimitInBytes: 128 * 1024 * 1024,
+    });
+    expect(r.actions.containersToStart).to.deep.equal([]);
+  });
+
+  it('restarts a container whose policy says RestartContainer for a changed resource, and only then', () => {
+    const memRestart = plan(app('500m', '128Mi', { memory: 'RestartContainer' }));
+    expect(memRestart.toUpdate).to.deep.equal([]);
+    expect(memRestart.actions.containersToStart).to.deep.equal([0]);
+    expect([...memRestart.actions.containersToKill.values()].map((k) => k.message)).to.deep.equal([
+      'Container app resize requires restart',
+    ]);
+    // Only cpu changed: the memory policy does not apply.
+    const cpuOnly = plan(app('1', '64Mi', { memory: 'RestartContainer' }));
+    expect(cpuOnly.toUpdate).to.have.length(1);
+    expect(cpuOnly.actions.containersToKill.size).to.equal(0);
+  });
+
+  it('leaves a container alone when the runtime reports no resources, or when the pod is being killed', () => {
+    const spec = app('1', '128Mi');
+    const p = pod({ containers: [spec] });
+    const noInfo = runtime([sandbox()], [record('app', 'running', { spec })]);
+    expect(computePodResizeActions(p, noInfo, computePodActions(p, noInfo, probes())).toUpdate).to.deep.equal(
+      [],
+    );
+    expect(isPodResizeInProgress(p, noInfo)).to.equal(false);
+    const deleting = pod({ containers: [spec], deleting: true });
+    const st = runtime([sandbox()], [record('app', 'running', { spec, resources: applied500 })]);
+    expect(
+      computePodResizeActions(deleting, st, computePodActions(deleting, st, probes())).toUpdate,
+    ).to.deep.equal([]);
+  });
+
+  it('counts requests at or below MinShares and limits at or below 10m as equal', () => {
+    const c: Container = {
+      name: 'app',
+      image: 'busybox',
+      resources: { requests: { cpu: '1m' }, limits: { cpu: '5m' } },
+    };
+    expect(
+      containerResizeAction(
+        c,
+        { cpuRequestMilli: 1, cpuLimitMilli: 5, memoryLimitBytes: 0 },
+        { cpuRequestMilli: 2, cpuLimitMilli: 10 },
+      ),
+    ).to.equal('none');
+    expect(
+      containerResizeAction(
+        c,
+        { cpuRequestMilli: 3, cpuLimitMilli: 5, memoryLimitBytes: 0 },
+        { cpuRequestMilli: 2, cpuLimitMilli: 10 },
+      ),
+    ).to.equal('update');
+  });
+
+  it('is in progress until what the runtime reports equals the allocation', () => {
+    const spec = app('1', '64Mi');
+    const p = pod({ containers: [spec] });
+    expect(
+      isPodResizeInProgress(
+        p,
+        runtime([sandbox()], [record('app', 'running', { spec, resources: applied500 })]),
+      ),
+    ).to.equal(true);
+    const caught = { ...applied500, cpuRequestMilli: 1000, cpuLimitMilli: 1000 };
+    expect(
+      isPodResizeInProgress(p, runtime([sandbox()], [record('app', 'running', { spec, resources: caught })])),
+    ).to.equal(false);
+    // A container that is not running is sized when it starts again.
+    expect(
+      isPodResizeInProgress(
+        p,
+        runtime([sandbox()], [record('app', 'exited', { spec, resources: applied500 })]),
+      ),
+    ).to.equal(false);
+  });
+
+  it('resizes sidecars like regular containers', () => {
+    const side: Container = { ...app('1', '64Mi'), name: 'side', restartPolicy: 'Always' };
+    const p = pod({ containers: ['main'], init: [side] });
+    const status = runtime(
+      [sandbox()],
+      [record('side', 'running', { spec: side, resources: applied500 }), record('main', 'running')],
+    );
+    const r = computePodResizeActions(p, status, computePodActions(p, status, probes()));
+    expect(r.toUpdate.map((u) => u.name)).to.deep.equal(['side']);
+  });
+});
