@@ -73,7 +73,7 @@ export function resizeTable(r: ResizeRun): string {
     ],
     ['operator CPU while resizing', num(r.cpuSec, 1, 's')],
     ['pod status writes per resized pod', num(r.statusWritesPerPod, 2)],
-    ['resize Events written', num(countOf(r.requests, /^create events$/))],
+    ['Events written while resizing (all kinds)', num(countOf(r.requests, /^create events$/))],
     ['kwok', 'does not act on resizes (no container resources in its statuses): not compared'],
   ];
   return formatTable(['kubelet-operator, in-place resize', ''], rows);
