@@ -390,10 +390,9 @@ export class Kubelet {
     this.loops.every('status', this.settings.statusSyncPeriodMs, async () => {
       await this.statusManager.syncBatch(true);
     });
-    this.loops.every('resize', ResizeRetryMs, () => {
-      if (this.allocationManager.hasPendingResizes())
-        this.allocationManager.retryPendingResizes('periodic_retry');
-    });
+    this.loops.every('resize', ResizeRetryMs, () =>
+      this.allocationManager.retryPendingResizes('periodic_retry'),
+    );
     this.kickStatusSync();
     this.log.info('kubelet started', { pods: pods.length });
     this.resolveReady();

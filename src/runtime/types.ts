@@ -171,6 +171,16 @@ export interface ContainerStatus extends Container {
   resources?: LinuxContainerResources;
 }
 
+/** A container's usage as CRI ContainerStats reports it; a field the runtime does not report is absent. */
+export interface ContainerStats {
+  memory?: {
+    /** Total memory in use, page cache included (cgroup memory.usage_in_bytes / memory.current). */
+    usageBytes?: number;
+    /** Usage minus inactive file pages: what the OOM killer weighs. */
+    workingSetBytes?: number;
+  };
+}
+
 export interface ExecSyncResult {
   stdout: Buffer;
   stderr: Buffer;
@@ -315,6 +325,8 @@ export interface Runtime {
    * it (CRI UpdateContainerResources). NotFound for an unknown ID.
    */
   updateContainerResources(id: string, resources: LinuxContainerResources): Promise<void>;
+  /** What one container uses now (CRI ContainerStats). NotFound for an unknown ID. */
+  containerStats(id: string): Promise<ContainerStats>;
 
   /** Runs a command in a running container. A non-zero exit is data; running out of time is DeadlineExceeded. */
   execSync(id: string, cmd: string[], timeoutSeconds: number): Promise<ExecSyncResult>;

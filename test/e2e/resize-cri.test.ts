@@ -2,7 +2,8 @@
  * In-place pod resize on a real containerd, driven as a user drives it: `kubectl patch --subresource resize`
  * through the real API server. The new limits are read back from inside the container (its cgroup files, v1 or
  * v2), `status.containerStatuses[].resources` must match, the restart count stays for NotRequired and grows
- * for RestartContainer, and the Events show in `kubectl describe`; a resize beyond the node is refused by the
+ * for RestartContainer, a memory limit below the container's usage is refused (PodResizeInProgress Error) and
+ * one above it taken, and the Events show in `kubectl describe`; a resize beyond the node is refused by the
  * API server itself (v1.37's PodResizeValidator) and changes nothing.
  *
  * The VirtualNode runs pods in their own network namespaces on a bridge this test creates (CNI), with its node
@@ -177,14 +178,44 @@ describe('in-place pod resize on containerd (real apiserver, kubectl patch --sub
           },
         },
       });
+    const hog = client.request<Pod>({
+      method: 'POST',
+      path: `/api/v1/namespaces/${NS}/pods`,
+      body: {
+        metadata: { name: 'hog', namespace: NS },
+        spec: {
+          nodeName: NODE,
+          terminationGracePeriodSeconds: 1,
+          containers: [
+            {
+              name: 'c',
+              image: 'busybox',
+              imagePullPolicy: 'IfNotPresent',
+              // About 40 MB held by the shell, then ready.
+              command: [
+                'sh',
+                '-c',
+                'x=$(head -c 40000000 /dev/zero | tr "\\0" a); touch /tmp/ready; sleep 3600',
+              ],
+              readinessProbe: { exec: { command: ['test', '-f', '/tmp/ready'] }, periodSeconds: 1 },
+              resources: {
+                requests: { cpu: '100m', memory: '160Mi' },
+                limits: { cpu: '100m', memory: '160Mi' },
+              },
+            },
+          ],
+        },
+      },
+    });
     await Promise.all([
+      hog,
       pod('live'),
       pod('restart', [
         { resourceName: 'cpu', restartPolicy: 'NotRequired' },
         { resourceName: 'memory', restartPolicy: 'RestartContainer' },
       ]),
     ]);
-    for (const name of ['live', 'restart']) {
+    for (const name of ['live', 'restart', 'hog']) {
       await waitPodStatus(client, NS, name, (s) => statusOf(s)?.ready === true, 'ready', 90_000);
     }
   });
@@ -236,6 +267,30 @@ describe('in-place pod resize on containerd (real apiserver, kubectl patch --sub
     pod = await waitResized('restart', '300m', '128Mi', 3);
     expect(statusOf(pod.status!)!.restartCount).to.equal(1);
     expect(await cgroup('restart')).to.deep.equal([30_000, 128 * 1024 * 1024]);
+  });
+
+  it('refuses a memory limit below what the container uses (PodResizeInProgress Error), then takes one above it', async () => {
+    await resize('hog', 'c', '100m', '32Mi');
+    const refused = await waitPodStatus(
+      client,
+      NS,
+      'hog',
+      (s) => (s.conditions ?? []).some((c) => c.type === 'PodResizeInProgress' && c.reason === 'Error'),
+      'PodResizeInProgress Error',
+      30_000,
+    );
+    const cond = refused.status!.conditions!.find((c) => c.type === 'PodResizeInProgress')!;
+    expect(cond.message).to.match(
+      /^cannot decrease memory limits: attempting to set container "c" memory limit \(33554432\) below current usage \(\d+\)$/,
+    );
+    expect(statusOf(refused.status!)!.resources?.limits?.memory).to.equal('160Mi');
+    expect((await cgroup('hog'))[1]).to.equal(160 * 1024 * 1024);
+    expect(await k(['describe', 'pod', 'hog'])).to.match(/ResizeError/);
+
+    await resize('hog', 'c', '100m', '128Mi');
+    const pod = await waitResized('hog', '100m', '128Mi', 3);
+    expect(statusOf(pod.status!)!.restartCount).to.equal(0);
+    expect((await cgroup('hog'))[1]).to.equal(128 * 1024 * 1024);
   });
 
   it('a resize beyond the node is refused by the v1.37 API server; the pod keeps running as it was', async () => {

@@ -32,6 +32,8 @@ export interface ContainerToUpdate {
   name: string;
   /** The full Linux resources the container should have (as created from the allocated spec). */
   resources: LinuxContainerResources;
+  /** The memory limit the runtime applies now (0 = none). */
+  currentMemoryLimitBytes: number;
 }
 
 export interface PodResizeActions {
@@ -118,7 +120,12 @@ export function computePodResizeActions(
     const decision = containerResizeAction(c, desiredOf(linux), record.resources);
     if (decision === 'none') return;
     if (decision === 'update') {
-      out.toUpdate.push({ id: record.id, name: c.name, resources: linux });
+      out.toUpdate.push({
+        id: record.id,
+        name: c.name,
+        resources: linux,
+        currentMemoryLimitBytes: record.resources.memoryLimitBytes ?? 0,
+      });
       return;
     }
     out.actions.containersToKill.set(record.id, {
@@ -155,4 +162,32 @@ export function isPodResizeInProgress(pod: Pod, status: RuntimePodStatus): boole
     (pod.spec.initContainers ?? []).some((c) => check(c, true)) ||
     pod.spec.containers.some((c) => check(c, false))
   );
+}
+
+/** The new memory limit of an update that lowers it (or sets one where there was none); undefined otherwise. */
+export function decreasedMemoryLimit(u: ContainerToUpdate): number | undefined {
+  const next = u.resources.memoryLimitInBytes ?? 0;
+  if (next === 0) return undefined;
+  return u.currentMemoryLimitBytes === 0 || next < u.currentMemoryLimitBytes ? next : undefined;
+}
+
+/**
+ * The kubelet's refusal of memory limits that would not stay above what the containers use now (kubelet:
+ * validateMemoryResizeAction): one message for every problem, or undefined when the update may go ahead.
+ * `usageBytes` undefined: the runtime could not tell.
+ */
+export function memoryDecreaseError(
+  checks: readonly { name: string; limitBytes: number; usageBytes: number | undefined }[],
+): string | undefined {
+  const errs: string[] = [];
+  for (const c of checks) {
+    if (c.usageBytes === undefined) errs.push(`missing container ${JSON.stringify(c.name)} memory usage`);
+    else if (c.usageBytes >= c.limitBytes) {
+      errs.push(
+        `attempting to set container ${JSON.stringify(c.name)} memory limit (${c.limitBytes}) below current usage (${c.usageBytes})`,
+      );
+    }
+  }
+  if (errs.length === 0) return undefined;
+  return `cannot decrease memory limits: ${errs.length === 1 ? errs[0] : `[${errs.join(', ')}]`}`;
 }

@@ -17,6 +17,7 @@ import type {
   Container,
   ContainerConfig,
   ContainerFilter,
+  ContainerStats,
   ContainerStatus,
   ExecSyncResult,
   Image,
@@ -269,6 +270,22 @@ export class CriRuntime implements Runtime {
       this.deadlines.requestMs,
       { container: id },
     );
+  }
+
+  async containerStats(id: string): Promise<ContainerStats> {
+    type U64 = { value?: string | number } | null | undefined;
+    const r = await this.conn.call<{
+      stats?: { memory?: { usage_bytes?: U64; working_set_bytes?: U64 } | null } | null;
+    }>('runtime', 'ContainerStats', { container_id: id }, this.deadlines.shortMs, { container: id });
+    const m = r.stats?.memory;
+    if (!m) return {};
+    const n = (v: U64): number | undefined => (v ? Number(v.value ?? 0) : undefined);
+    const memory: NonNullable<ContainerStats['memory']> = {};
+    const usage = n(m.usage_bytes);
+    const ws = n(m.working_set_bytes);
+    if (usage !== undefined) memory.usageBytes = usage;
+    if (ws !== undefined) memory.workingSetBytes = ws;
+    return { memory };
   }
 
   // ---------------------------------------------------------------------------------- exec & streaming

@@ -41,6 +41,7 @@ export interface Behaviour {
   readonly startError: string | undefined;
   readonly resizeLatencyMs: number;
   readonly resizeError: string | undefined;
+  readonly memoryUsageBytes: number;
   /** undefined: runs until stopped. */
   readonly exitAfterMs: number | undefined;
   readonly exitCode: number;
@@ -141,6 +142,7 @@ function compile(p: SimProfile): Behaviour {
     startError: p.startError,
     resizeLatencyMs: p.resizeLatencyMs ?? 0,
     resizeError: p.resizeError,
+    memoryUsageBytes: p.memoryUsageBytes ?? 0,
     exitAfterMs: p.run?.exitAfterMs,
     exitCode: p.run?.exitCode ?? (oom ? 137 : 0),
     oomKilled: oom,

@@ -96,6 +96,8 @@ export const SimProfileSchema = z
     resizeLatencyMs: ms,
     /** UpdateContainerResources fails with this message (nothing changes). */
     resizeError: z.string().min(1),
+    /** What ContainerStats reports as the running container's memory usage (default 0). */
+    memoryUsageBytes: z.number().int().min(0),
     /**
      * The image's USER as its OCI config states it (`1234`, `nonroot`, `1000:1000`); unset = root. Image
      * status reports it as containerd does: a numeric user as uid, a name as username.

@@ -9,7 +9,8 @@
  * touches the host), network probes are answered by `probePort` (pod IPs are made up), logs come from
  * `readLogs`, pod annotations under SimAnnotationPrefix reach the containers (behaviour profiles), and
  * container IDs read `sim://<id>`. Beyond Runtime it offers tests `setDown` and `injectFault`. probePort and
- * readLogs model the pod, not the runtime API, so they ignore faults and `setDown` (podview.ts).
+ * readLogs model the pod, not the runtime API, so they ignore faults and `setDown` (podview.ts). In-place
+ * resize and usage: resize.ts.
  */
 import { createHash } from 'node:crypto';
 import { KindError } from '../../util/errors.js';
@@ -18,6 +19,7 @@ import type {
   Container,
   ContainerConfig,
   ContainerFilter,
+  ContainerStats,
   ContainerStatus,
   ExecSyncResult,
   Image,
@@ -35,20 +37,7 @@ import type {
 } from '../types.js';
 import { BehaviourResolver } from './behaviour.js';
 import { criLogLines, toContainer, toContainerStatus, toPodSandbox, toPodSandboxStatus } from './convert.js';
-import {
-  closedError,
-  containerNotFound,
-  criState,
-  imageNotFound,
-  nameReserved,
-  noStreaming,
-  notStartable,
-  optionError,
-  sandboxIdNotFound,
-  sandboxNotFound,
-  sandboxNotRunning,
-  startFailed,
-} from './errors.js';
+import * as errs from './errors.js';
 import { execInContainer } from './exec.js';
 import { FaultInjector, type Fault, type RuntimeOp } from './faults.js';
 import { SimImageService } from './imageservice.js';
@@ -58,6 +47,7 @@ import { fileViewOf, probePortOf, type NodeFiles } from './podview.js';
 import { Processes } from './process.js';
 import { SimAnnotationPrefix } from './profile.js';
 import { containerRecord, sandboxRecord } from './records.js';
+import { containerStatsOf, resizeContainer, settleResize } from './resize.js';
 import { SimStore, type ContainerRecord, type SandboxRecord } from './store.js';
 
 export interface SimRuntimeOptions {
@@ -113,19 +103,19 @@ export class SimRuntime implements Runtime {
   /** Throws InvalidArgument for a bad CIDR, node IP, image reference or profile data. */
   constructor(opts: SimRuntimeOptions) {
     if (!opts || typeof opts.clock?.setTimer !== 'function')
-      throw optionError('clock', 'options.clock is required');
+      throw errs.optionError('clock', 'options.clock is required');
     this.clock = opts.clock;
     this.processes = new Processes(opts.clock);
     this.ipam = new IPAllocator(opts.podCIDR ?? '10.88.0.0/16');
     this.nodeIP = opts.nodeIP ?? '10.0.0.2';
     if (parseIPv4(this.nodeIP) === undefined) {
-      throw optionError('nodeIP', `nodeIP ${JSON.stringify(this.nodeIP)} is not an IPv4 address`);
+      throw errs.optionError('nodeIP', `nodeIP ${JSON.stringify(this.nodeIP)} is not an IPv4 address`);
     }
     this.behaviours = new BehaviourResolver(opts.profiles);
     this.imageService = new SimImageService(this.images, this.behaviours, (ms) => this.processes.delay(ms));
     for (const image of opts.images ?? []) {
       const r = parseImageReference(image);
-      if (!r) throw optionError('images', `images: ${JSON.stringify(image)} is not an image reference`);
+      if (!r) throw errs.optionError('images', `images: ${JSON.stringify(image)} is not an image reference`);
       this.images.add(r);
     }
     this.idSeed = opts.idSeed ?? 'sim';
@@ -227,11 +217,11 @@ export class SimRuntime implements Runtime {
       );
     }
     const sandbox = this.store.getSandbox(podSandboxId);
-    if (!sandbox) throw sandboxIdNotFound(podSandboxId, context);
-    if (sandbox.state !== 'ready') throw sandboxNotRunning(podSandboxId, context);
+    if (!sandbox) throw errs.sandboxIdNotFound(podSandboxId, context);
+    if (sandbox.state !== 'ready') throw errs.sandboxNotRunning(podSandboxId, context);
     const ref = parseImageReference(config.image ?? '');
     const image = ref && this.images.get(ref.ref);
-    if (!ref || !image) throw imageNotFound(config.image, context);
+    if (!ref || !image) throw errs.imageNotFound(config.image, context);
     const md = sandbox.metadata;
     const attempt = config.metadata.attempt ?? 0;
     const nameKey = `${name}_${md.name}_${md.namespace}_${md.uid}_${attempt}`;
@@ -271,7 +261,7 @@ export class SimRuntime implements Runtime {
     }
     if (b.startError !== undefined) {
       this.processes.failStart(c, b.startError);
-      throw startFailed(id, b.startError);
+      throw errs.startFailed(id, b.startError);
     }
     this.processes.start(c);
   }
@@ -295,38 +285,18 @@ export class SimRuntime implements Runtime {
   async containerStatus(id: string): Promise<ContainerStatus> {
     this.enter('containerStatus', { containerId: id });
     const c = this.container(id);
-    if (c.pendingResize && c.pendingResize.atMs <= this.clock.now()) {
-      c.resources = c.pendingResize.resources;
-      c.pendingResize = undefined;
-    }
+    settleResize(c, this.clock.now());
     return toContainerStatus(c);
   }
 
-  /**
-   * As containerd: a created or running container takes new limits; an exited one refuses. The behaviour's
-   * resizeError fails the call; its resizeLatencyMs delays when ContainerStatus shows the new values.
-   */
+  async containerStats(id: string): Promise<ContainerStats> {
+    this.enter('containerStats', { containerId: id });
+    return containerStatsOf(this.container(id));
+  }
+
   async updateContainerResources(id: string, resources: LinuxContainerResources): Promise<void> {
     this.enter('updateContainerResources', { containerId: id });
-    const c = this.container(id);
-    const context = { containerId: id };
-    if (c.state !== 'created' && c.state !== 'running') {
-      throw new KindError(
-        'Unknown',
-        `container ${id} is in ${c.state} state, resources cannot be updated`,
-        context,
-      );
-    }
-    if (c.behaviour.resizeError !== undefined) {
-      throw new KindError('Unknown', c.behaviour.resizeError, { ...context, injected: true });
-    }
-    const next = { ...(c.resources ?? {}), ...resources };
-    if (c.behaviour.resizeLatencyMs > 0) {
-      c.pendingResize = { resources: next, atMs: this.clock.now() + c.behaviour.resizeLatencyMs };
-    } else {
-      c.resources = next;
-      c.pendingResize = undefined;
-    }
+    resizeContainer(this.container(id), resources, this.clock.now());
   }
 
   // ----------------------------------------------------------------------------------------------- exec
@@ -345,19 +315,19 @@ export class SimRuntime implements Runtime {
   async exec(req: StreamingRequest): Promise<{ url: string }> {
     this.enter('exec', { containerId: req.containerId });
     this.container(req.containerId);
-    throw noStreaming('exec');
+    throw errs.noStreaming('exec');
   }
 
   async attach(req: StreamingRequest): Promise<{ url: string }> {
     this.enter('attach', { containerId: req.containerId });
     this.container(req.containerId);
-    throw noStreaming('attach');
+    throw errs.noStreaming('attach');
   }
 
   async portForward(podSandboxId: string, _ports: number[]): Promise<{ url: string }> {
     this.enter('portForward', { sandboxId: podSandboxId });
     this.sandbox(podSandboxId);
-    throw noStreaming('port-forward');
+    throw errs.noStreaming('port-forward');
   }
 
   // --------------------------------------------------------------------------------------------- images
@@ -385,7 +355,7 @@ export class SimRuntime implements Runtime {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    this.processes.close(this.store.containers.values(), closedError());
+    this.processes.close(this.store.containers.values(), errs.closedError());
   }
 
   // ----------------------------------------------------------------------------------------- sim only
@@ -428,32 +398,32 @@ export class SimRuntime implements Runtime {
   // ---------------------------------------------------------------------------------------- internals
 
   private enter(op: RuntimeOp, context: Record<string, unknown> = {}): void {
-    if (this.closed) throw closedError(op);
+    if (this.closed) throw errs.closedError(op);
     this.faults.check(op, context);
   }
 
   private sandbox(id: string): SandboxRecord {
     const s = this.store.getSandbox(id);
-    if (!s) throw sandboxNotFound(id);
+    if (!s) throw errs.sandboxNotFound(id);
     return s;
   }
 
   private container(id: string): ContainerRecord {
     const c = this.store.getContainer(id);
-    if (!c) throw containerNotFound(id);
+    if (!c) throw errs.containerNotFound(id);
     return c;
   }
 
   private reserve(nameKey: string, context: Record<string, unknown>): void {
     const holder = this.store.reservedBy(nameKey);
-    if (holder !== undefined) throw nameReserved(nameKey, holder, context);
+    if (holder !== undefined) throw errs.nameReserved(nameKey, holder, context);
   }
 
   private checkStartable(c: ContainerRecord): void {
     if (c.state !== 'created' || c.starting)
-      throw notStartable(c.id, c.starting ? 'starting' : criState(c.state));
+      throw errs.notStartable(c.id, c.starting ? 'starting' : errs.criState(c.state));
     if (this.store.sandboxes.get(c.sandboxId)?.state !== 'ready') {
-      throw sandboxNotRunning(c.sandboxId, { containerId: c.id });
+      throw errs.sandboxNotRunning(c.sandboxId, { containerId: c.id });
     }
   }
 

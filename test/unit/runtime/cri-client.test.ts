@@ -189,6 +189,24 @@ describe('runtime/cri client against an in-process CRI server', () => {
     });
   });
 
+  it('reads memory usage from ContainerStats, and nothing when the runtime reports none', async () => {
+    server.handlers.ContainerStats = () => ({
+      stats: {
+        memory: {
+          timestamp: '1',
+          usage_bytes: { value: '52428800' },
+          working_set_bytes: { value: '41943040' },
+        },
+      },
+    });
+    expect(await rt.containerStats('c1')).to.deep.equal({
+      memory: { usageBytes: 52_428_800, workingSetBytes: 41_943_040 },
+    });
+    expect(server.callsOf('ContainerStats')[0]!.request).to.deep.equal({ container_id: 'c1' });
+    server.handlers.ContainerStats = () => ({ stats: {} });
+    expect(await rt.containerStats('c1')).to.deep.equal({});
+  });
+
   it('gives each call its deadline: short reads, grace on top of stops, exec timeout plus grace, pulls', async () => {
     for (const m of ['Version', 'StopContainer', 'RunPodSandbox', 'ExecSync', 'PullImage']) {
       server.handlers[m] = () => ({});

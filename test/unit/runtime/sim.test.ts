@@ -133,6 +133,19 @@ describe('SimRuntime', () => {
       );
     });
 
+    it('reports the memory usage the behaviour profile states while the container runs', async () => {
+      const { sim, run, pod } = newSim({
+        profiles: parseSimProfilesYaml('defaults: { memoryUsageBytes: 41943040 }'),
+      });
+      const p = await pod();
+      const id = await run(p, 'app', ['sleep', '60']);
+      expect(await sim.containerStats(id)).to.deep.equal({
+        memory: { usageBytes: 41_943_040, workingSetBytes: 41_943_040 },
+      });
+      await sim.stopContainer(id, 0);
+      expect((await sim.containerStats(id)).memory?.usageBytes).to.equal(0);
+    });
+
     it('fails a resize the behaviour profile says fails, changing nothing', async () => {
       const { sim, run, pod } = newSim({
         profiles: parseSimProfilesYaml('defaults: { resizeError: "cgroup update refused" }'),

@@ -6,8 +6,16 @@ import { computePodActions } from '../../../../src/kubelet/kuberuntime/actions.j
 import {
   computePodResizeActions,
   containerResizeAction,
+  decreasedMemoryLimit,
   isPodResizeInProgress,
+  memoryDecreaseError,
+  type ContainerToUpdate,
 } from '../../../../src/kubelet/kuberuntime/resize.js';
+import { doPodResizeAction } from '../../../../src/kubelet/kuberuntime/resizepod.js';
+import { SyncResultBuilder } from '../../../../src/kubelet/kuberuntime/syncresult.js';
+import type { ContainerStats, LinuxContainerResources } from '../../../../src/runtime/types.js';
+import { asContainerID } from '../../../../src/kubelet/container/types.js';
+import { silentLogger } from '../../../../src/util/logger.js';
 import { pod, probes, record, runtime, sandbox } from './fixtures.js';
 
 function app(
@@ -137,5 +145,58 @@ describe('in-place resize decisions', () => {
     );
     const r = computePodResizeActions(p, status, computePodActions(p, status, probes()));
     expect(r.toUpdate.map((u) => u.name)).to.deep.equal(['side']);
+  });
+
+  describe('memory limit decreases', () => {
+    const upd = (name: string, next: number, current: number): ContainerToUpdate => ({
+      id: asContainerID(`id-${name}`),
+      name,
+      resources: { memoryLimitInBytes: next },
+      currentMemoryLimitBytes: current,
+    });
+
+    it('checks only limits that go down or appear', () => {
+      expect(decreasedMemoryLimit(upd('a', 100, 200))).to.equal(100);
+      expect(decreasedMemoryLimit(upd('a', 100, 0))).to.equal(100);
+      expect(decreasedMemoryLimit(upd('a', 300, 200))).to.equal(undefined);
+      expect(decreasedMemoryLimit(upd('a', 0, 200))).to.equal(undefined);
+    });
+
+    it('refuses a limit at or below the usage, or with no usage known, in the kubelet words', () => {
+      expect(memoryDecreaseError([{ name: 'a', limitBytes: 100, usageBytes: 99 }])).to.equal(undefined);
+      expect(memoryDecreaseError([{ name: 'a', limitBytes: 100, usageBytes: 100 }])).to.equal(
+        'cannot decrease memory limits: attempting to set container "a" memory limit (100) below current usage (100)',
+      );
+      expect(
+        memoryDecreaseError([
+          { name: 'a', limitBytes: 100, usageBytes: 150 },
+          { name: 'b', limitBytes: 100, usageBytes: undefined },
+        ]),
+      ).to.equal(
+        'cannot decrease memory limits: [attempting to set container "a" memory limit (100) below current usage (150), missing container "b" memory usage]',
+      );
+    });
+
+    it('updates nothing when a decrease is refused, and everything when it is not', async () => {
+      const updated: string[] = [];
+      const usage = new Map([['id-a', 150]]);
+      const runtime = {
+        containerStats: async (id: string): Promise<ContainerStats> => ({
+          memory: { usageBytes: usage.get(id) ?? 10 },
+        }),
+        updateContainerResources: async (id: string, _r: LinuxContainerResources) => void updated.push(id),
+      };
+      const ctx = { runtime, logger: silentLogger } as unknown as Parameters<typeof doPodResizeAction>[0];
+      const refused = new SyncResultBuilder();
+      await doPodResizeAction(ctx, 'ns/p', [upd('b', 300, 200), upd('a', 100, 200)], refused);
+      expect(updated).to.deep.equal([]);
+      expect(refused.results[0]).to.include({ action: 'ResizePodInPlace', error: 'ResizePodInPlaceError' });
+      expect(refused.results[0]!.message).to.match(/memory limit \(100\) below current usage \(150\)$/);
+      usage.set('id-a', 50);
+      const ok = new SyncResultBuilder();
+      await doPodResizeAction(ctx, 'ns/p', [upd('b', 300, 200), upd('a', 100, 200)], ok);
+      expect(updated).to.deep.equal(['id-b', 'id-a']);
+      expect(ok.results[0]!.error).to.equal(undefined);
+    });
   });
 });
