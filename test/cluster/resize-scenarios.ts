@@ -1,10 +1,13 @@
 /**
  * In-place pod resize on a simulated VirtualNode of the cluster (test/cluster/env.ts), through kubectl only: a
  * resize the node can never hold is Infeasible; one that fits the node but not next to another pod is Deferred
- * and completes once that pod is deleted. Every step shows in `kubectl describe pod`, as on a kubelet's node.
+ * and completes once that pod is deleted; a runtime that takes its time shows PodResizeInProgress until it has
+ * caught up, and one that refuses shows reason Error. Every step shows in `kubectl describe pod`, as on a
+ * kubelet's node.
  */
 import { expect } from 'chai';
 import type { Pod } from '../../src/api/core.js';
+import { SimBehaviourAnnotation } from '../../src/runtime/sim/profile.js';
 import { quantityMilliValue } from '../../src/util/quantity.js';
 import { eventually } from '../support/eventually.js';
 import { NS, podReady, type ClusterEnv } from './env.js';
@@ -28,11 +31,16 @@ export function resizeScenarios(getEnv: () => ClusterEnv): void {
           spec: { containers: [{ name: 'app', resources: { requests: { cpu }, limits: { cpu } } }] },
         }),
       ]);
-    const create = (name: string, cpu: string) =>
+    const create = (name: string, cpu: string, behaviour?: Record<string, unknown>) =>
       getEnv().apply({
         apiVersion: 'v1',
         kind: 'Pod',
-        metadata: { name, namespace: NS, labels: { scenario: 'resize' } },
+        metadata: {
+          name,
+          namespace: NS,
+          labels: { scenario: 'resize' },
+          ...(behaviour ? { annotations: { [SimBehaviourAnnotation]: JSON.stringify(behaviour) } } : {}),
+        },
         spec: {
           terminationGracePeriodSeconds: 1,
           nodeSelector: { 'kubernetes.io/hostname': NODE },
@@ -120,6 +128,55 @@ export function resizeScenarios(getEnv: () => ClusterEnv): void {
       for (const reason of ['ResizeInfeasible', 'ResizeDeferred', 'ResizeStarted', 'ResizeCompleted']) {
         expect(described, reason).to.contain(reason);
       }
+    });
+
+    it('shows PodResizeInProgress while the runtime catches up, and Error with ResizeError when it refuses', async () => {
+      await Promise.all([
+        create('rs-slow', '100m', { resizeLatencyMs: 4000 }),
+        create('rs-broken', '100m', { resizeError: 'cgroup update refused by the simulated runtime' }),
+      ]);
+      await eventually(
+        async () =>
+          (await Promise.all([pod('rs-slow'), pod('rs-broken')])).every(podReady) ? true : undefined,
+        60_000,
+        'resize pods Ready',
+      );
+      await Promise.all([resizeCPU('rs-slow', '200m'), resizeCPU('rs-broken', '200m')]);
+      const catchingUp = await eventually(
+        async () => {
+          const p = await pod('rs-slow');
+          const c = condition(p, 'PodResizeInProgress');
+          return c && !c.reason ? p : undefined;
+        },
+        10_000,
+        'PodResizeInProgress while the runtime catches up',
+      );
+      expect(catchingUp.status!.containerStatuses![0]!.allocatedResources?.cpu).to.equal('200m');
+      expect(catchingUp.status!.containerStatuses![0]!.resources?.limits?.cpu).to.equal('100m');
+      await eventually(
+        async () => {
+          const p = await pod('rs-slow');
+          const done =
+            p.status?.containerStatuses?.[0]?.resources?.limits?.cpu === '200m' &&
+            !condition(p, 'PodResizeInProgress');
+          return done ? p : undefined;
+        },
+        30_000,
+        'slow resize completed',
+      );
+      const broken = await eventually(
+        async () => {
+          const p = await pod('rs-broken');
+          return condition(p, 'PodResizeInProgress')?.reason === 'Error' ? p : undefined;
+        },
+        30_000,
+        'PodResizeInProgress Error',
+      );
+      expect(condition(broken, 'PodResizeInProgress')!.message).to.contain(
+        'cgroup update refused by the simulated runtime',
+      );
+      expect(await k(['describe', 'pod', 'rs-broken'])).to.contain('ResizeError');
+      expect(await k(['describe', 'pod', 'rs-slow'])).to.contain('ResizeCompleted');
     });
   });
 }

@@ -191,11 +191,11 @@ describe('in-place pod resize on containerd (real apiserver, kubectl patch --sub
               name: 'c',
               image: 'busybox',
               imagePullPolicy: 'IfNotPresent',
-              // About 40 MB held by the shell, then ready.
+              // About 40 MB held by the shell (a loop, so the shell is not replaced by its last command).
               command: [
                 'sh',
                 '-c',
-                'x=$(head -c 40000000 /dev/zero | tr "\\0" a); touch /tmp/ready; sleep 3600',
+                'x=$(head -c 40000000 /dev/zero | tr "\\0" a); touch /tmp/ready; while :; do sleep 3600; done',
               ],
               readinessProbe: { exec: { command: ['test', '-f', '/tmp/ready'] }, periodSeconds: 1 },
               resources: {

@@ -30,6 +30,8 @@ export function resizeContainer(c: ContainerRecord, resources: LinuxContainerRes
   }
   const next = { ...(c.resources ?? {}), ...resources };
   if (c.behaviour.resizeLatencyMs > 0) {
+    // The same update again (a kubelet re-actuating while it waits) does not start the wait over.
+    if (c.pendingResize && JSON.stringify(c.pendingResize.resources) === JSON.stringify(next)) return;
     c.pendingResize = { resources: next, atMs: nowMs + c.behaviour.resizeLatencyMs };
   } else {
     c.resources = next;
