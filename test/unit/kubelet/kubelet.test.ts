@@ -97,7 +97,14 @@ describe('Kubelet', () => {
     // Runs at 0 s, after a 10 s and a 20 s back-off: three instances, well inside the 60 s GC period.
     await advance(clock, 40_000, 200);
     expect(creates.filter((c) => c === 'p-c/app').length).to.be.at.least(3);
-    const left = (await runtime.listContainers()).filter((c) => c.metadata.name === 'app');
+    const apps = async () => (await runtime.listContainers()).filter((c) => c.metadata.name === 'app');
+    // The newest instance may have died within the last relist period: give the PLEG up to 3 s to see it (the
+    // next back-off is 40 s, so no new instance starts meanwhile).
+    for (let waited = 0; waited < 3_000; waited += 100) {
+      if ((await apps()).filter((c) => c.state === 'exited').length <= 1) break;
+      await advance(clock, 100);
+    }
+    const left = await apps();
     const exited = left.filter((c) => c.state === 'exited');
     // The newest dead instance stays (restart count, lastState, logs --previous); older ones are gone.
     expect(exited.length, JSON.stringify(left.map((c) => [c.metadata.attempt, c.state]))).to.equal(1);
