@@ -95,6 +95,6 @@ as_user=(setpriv --reuid "$uid" --regid "$gid" --clear-groups)
 (cd "$final" && "${as_user[@]}" env HOME=/nonexistent node dist/main.js --help) | grep -q -- '--kubeconfig' \
   || fail "node dist/main.js --help did not print the flags"
 (cd "$final" && "${as_user[@]}" node --input-type=module -e \
-  "const m = await import('./dist/runtime/cri/client.js'); m.loadCriServices(); console.log('cri proto: ok');") \
+  "const m = await import('./dist/runtime/cri/connection.js'); m.loadCriServices(); console.log('cri proto: ok');") \
   || fail "the compiled CRI client cannot load its proto"
 echo "image-build-check: ok (ran as uid ${as_user:+$uid})"
