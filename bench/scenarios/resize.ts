@@ -4,11 +4,10 @@
 // with no PodResizePending / PodResizeInProgress left; throughput over the whole batch, and the operator's API
 // writes (audit log). kwok does not act on resizes (its stages never report container resources), so there is
 // no kwok side to compare with; the report says so.
-import path from 'node:path';
 import { countOf, countRequests, readAuditLog, type RequestCounts } from '../lib/audit.js';
-import { buildOperator, startOperatorProcess } from '../lib/agents.js';
-import { OPERATOR_USER, startBenchCluster } from '../lib/cluster.js';
-import { createSimVirtualNodes, nodeNames, SERVED_BY, waitNodesReady } from '../lib/nodes.js';
+import { OPERATOR_USER } from '../lib/cluster.js';
+import { createSimVirtualNodes, nodeNames, waitNodesReady } from '../lib/nodes.js';
+import { withOperatorCluster } from '../lib/operatorcluster.js';
 import { createPods, ensureNamespace, forEachLimit, podPlan, PodWatch, type PodLike } from '../lib/pods.js';
 import { ProcSampler, windowUsage } from '../lib/procstat.js';
 import { summarize } from '../lib/stats.js';
@@ -84,20 +83,8 @@ export async function runResize(
   log: (s: string) => void,
 ): Promise<Record<string, unknown>> {
   const t = Date.now();
-  const buildMs = await buildOperator();
-  log(`operator compiled by tsc into dist/ in ${duration(buildMs)}`);
-  const bc = await startBenchCluster();
-  log(`control plane up in ${duration(bc.cp.startMs)} (${bc.dir})`);
-  try {
-    const { applyCrd } = await import('../../test/support/crd.js');
-    await applyCrd(bc.cp);
+  return withOperatorCluster(opts.nodeArgs, log, async ({ bc, agent, buildMs }) => {
     const nodes = nodeNames('vn', opts.nodes);
-    const agent = await startOperatorProcess({
-      kubeconfig: bc.kubeconfigs[OPERATOR_USER]!,
-      selector: `kubelet-operator.dev/served-by=${SERVED_BY}`,
-      logPath: path.join(bc.dir, 'operator.log'),
-      nodeArgs: opts.nodeArgs,
-    });
     const sampler = new ProcSampler(agent.pid, 1000).start();
     const ns = 'resize';
     const watch = new PodWatch(bc.driver, ns);
@@ -169,7 +156,5 @@ export async function runResize(
       await agent.stop();
       sampler.stop();
     }
-  } finally {
-    await bc.stop();
-  }
+  });
 }

@@ -2,12 +2,12 @@
 // H minutes. Over the hold: the operator's CPU and RSS (sampled every 5 s; RSS should not grow), every
 // node's Lease renewed on time (from a watch), and the API writes it made (audit log): an unchanged pod
 // must cost no status write at all.
-import path from 'node:path';
 import { countOf, countRequests, readAuditLog, type RequestCounts } from '../lib/audit.js';
-import { buildOperator, httpGet, startOperatorProcess } from '../lib/agents.js';
-import { OPERATOR_USER, startBenchCluster } from '../lib/cluster.js';
+import { httpGet } from '../lib/agents.js';
+import { OPERATOR_USER } from '../lib/cluster.js';
 import { leaseCadence, LeaseWatch, type LeaseCadence } from '../lib/leases.js';
-import { createSimVirtualNodes, nodeNames, SERVED_BY, waitNodesReady } from '../lib/nodes.js';
+import { createSimVirtualNodes, nodeNames, waitNodesReady } from '../lib/nodes.js';
+import { withOperatorCluster } from '../lib/operatorcluster.js';
 import { benchPod, createPods, ensureNamespace, podPlan, PodWatch } from '../lib/pods.js';
 import { ProcSampler, rssTimeline, windowUsage } from '../lib/procstat.js';
 import { promValue } from '../lib/prom.js';
@@ -93,20 +93,8 @@ export async function runSteady(
   log: (s: string) => void,
 ): Promise<Record<string, unknown>> {
   const t = Date.now();
-  const buildMs = await buildOperator();
-  log(`operator compiled by tsc into dist/ in ${duration(buildMs)}`);
-  const bc = await startBenchCluster();
-  log(`control plane up in ${duration(bc.cp.startMs)} (${bc.dir})`);
-  try {
-    const { applyCrd } = await import('../../test/support/crd.js');
-    await applyCrd(bc.cp);
+  return withOperatorCluster(opts.nodeArgs, log, async ({ bc, agent, buildMs }) => {
     const nodes = nodeNames('vn', opts.nodes);
-    const agent = await startOperatorProcess({
-      kubeconfig: bc.kubeconfigs[OPERATOR_USER]!,
-      selector: `kubelet-operator.dev/served-by=${SERVED_BY}`,
-      logPath: path.join(bc.dir, 'operator.log'),
-      nodeArgs: opts.nodeArgs,
-    });
     const upSince = Date.now();
     const sampler = new ProcSampler(agent.pid, 5000).start();
     const leases = new LeaseWatch(bc.driver, new Set(nodes));
@@ -197,7 +185,5 @@ export async function runSteady(
       await agent.stop();
       sampler.stop();
     }
-  } finally {
-    await bc.stop();
-  }
+  });
 }

@@ -1,0 +1,43 @@
+// The setup the single-agent scenarios share: our operator compiled by tsc, a bench control plane with the
+// VirtualNode CRD, and the operator process serving the nodes labelled for the benchmark. Both are stopped when
+// the scenario's function returns or throws.
+import path from 'node:path';
+import { buildOperator, startOperatorProcess, type AgentProcess } from './agents.js';
+import { OPERATOR_USER, startBenchCluster, type BenchCluster } from './cluster.js';
+import { SERVED_BY } from './nodes.js';
+import { duration } from './table.js';
+
+export interface OperatorCluster {
+  bc: BenchCluster;
+  agent: AgentProcess;
+  /** How long `npm run build` (tsc) took. */
+  buildMs: number;
+}
+
+export async function withOperatorCluster<T>(
+  nodeArgs: string[] | undefined,
+  log: (s: string) => void,
+  fn: (c: OperatorCluster) => Promise<T>,
+): Promise<T> {
+  const buildMs = await buildOperator();
+  log(`operator compiled by tsc into dist/ in ${duration(buildMs)}`);
+  const bc = await startBenchCluster();
+  log(`control plane up in ${duration(bc.cp.startMs)} (${bc.dir})`);
+  try {
+    const { applyCrd } = await import('../../test/support/crd.js');
+    await applyCrd(bc.cp);
+    const agent = await startOperatorProcess({
+      kubeconfig: bc.kubeconfigs[OPERATOR_USER]!,
+      selector: `kubelet-operator.dev/served-by=${SERVED_BY}`,
+      logPath: path.join(bc.dir, 'operator.log'),
+      nodeArgs,
+    });
+    try {
+      return await fn({ bc, agent, buildMs });
+    } finally {
+      await agent.stop();
+    }
+  } finally {
+    await bc.stop();
+  }
+}
