@@ -153,7 +153,12 @@ describe('in-place pod resize on containerd (real apiserver, kubectl patch --sub
       },
     });
     await waitNodeReady(client, NODE, 60_000);
-    const pod = (name: string, resizePolicy?: unknown[]) =>
+    const guaranteed = (cpu: string, memory: string) => ({
+      requests: { cpu, memory },
+      limits: { cpu, memory },
+    });
+    /** A pod with one busybox container `c` sleeping, sized 200m / 64Mi unless `container` says otherwise. */
+    const pod = (name: string, container: Record<string, unknown> = {}) =>
       client.request<Pod>({
         method: 'POST',
         path: `/api/v1/namespaces/${NS}/pods`,
@@ -168,52 +173,31 @@ describe('in-place pod resize on containerd (real apiserver, kubectl patch --sub
                 image: 'busybox',
                 imagePullPolicy: 'IfNotPresent',
                 command: ['sleep', '3600'],
-                resources: {
-                  requests: { cpu: '200m', memory: '64Mi' },
-                  limits: { cpu: '200m', memory: '64Mi' },
-                },
-                ...(resizePolicy ? { resizePolicy } : {}),
+                resources: guaranteed('200m', '64Mi'),
+                ...container,
               },
             ],
           },
         },
       });
-    const hog = client.request<Pod>({
-      method: 'POST',
-      path: `/api/v1/namespaces/${NS}/pods`,
-      body: {
-        metadata: { name: 'hog', namespace: NS },
-        spec: {
-          nodeName: NODE,
-          terminationGracePeriodSeconds: 1,
-          containers: [
-            {
-              name: 'c',
-              image: 'busybox',
-              imagePullPolicy: 'IfNotPresent',
-              // About 40 MB held by the shell (a loop, so the shell is not replaced by its last command).
-              command: [
-                'sh',
-                '-c',
-                'x=$(head -c 40000000 /dev/zero | tr "\\0" a); touch /tmp/ready; while :; do sleep 3600; done',
-              ],
-              readinessProbe: { exec: { command: ['test', '-f', '/tmp/ready'] }, periodSeconds: 1 },
-              resources: {
-                requests: { cpu: '100m', memory: '160Mi' },
-                limits: { cpu: '100m', memory: '160Mi' },
-              },
-            },
-          ],
-        },
-      },
-    });
     await Promise.all([
-      hog,
       pod('live'),
-      pod('restart', [
-        { resourceName: 'cpu', restartPolicy: 'NotRequired' },
-        { resourceName: 'memory', restartPolicy: 'RestartContainer' },
-      ]),
+      pod('restart', {
+        resizePolicy: [
+          { resourceName: 'cpu', restartPolicy: 'NotRequired' },
+          { resourceName: 'memory', restartPolicy: 'RestartContainer' },
+        ],
+      }),
+      pod('hog', {
+        // About 40 MB held by the shell (a loop, so the shell is not replaced by its last command).
+        command: [
+          'sh',
+          '-c',
+          'x=$(head -c 40000000 /dev/zero | tr "\\0" a); touch /tmp/ready; while :; do sleep 3600; done',
+        ],
+        readinessProbe: { exec: { command: ['test', '-f', '/tmp/ready'] }, periodSeconds: 1 },
+        resources: guaranteed('100m', '160Mi'),
+      }),
     ]);
     for (const name of ['live', 'restart', 'hog']) {
       await waitPodStatus(client, NS, name, (s) => statusOf(s)?.ready === true, 'ready', 90_000);

@@ -13,17 +13,11 @@ import {
   type ResourceRequirements,
 } from '../../api/core.js';
 import { podRequests } from '../../api/resources.js';
-import { parseQuantityNano, quantityMilliValue } from '../../util/quantity.js';
+import { parseQuantityNano } from '../../util/quantity.js';
 
-/** kubelet cm.MinMilliCPULimit. */
-const MIN_MILLI_CPU_LIMIT = 10;
-
-function milli(q: string | number): number {
-  try {
-    return quantityMilliValue(q);
-  } catch {
-    return Number.NaN;
-  }
+/** The pod's generation as the kubelet reads it (0 when the pod has none). */
+export function podGeneration(pod: Pick<Pod, 'metadata'>): number {
+  return typeof pod.metadata.generation === 'number' ? pod.metadata.generation : 0;
 }
 
 /** Container name -> allocated requirements, for resizable containers only. */
@@ -135,13 +129,10 @@ export function allocationFromStatus(pod: Pod): Map<string, ResourceRequirements
     const limits: Record<string, string | number> = {};
     for (const [k, v] of Object.entries(c.resources?.limits ?? {}))
       if (k !== 'cpu' && k !== 'memory') limits[k] = v;
+    // The reported limits are already the allocated ones where the runtime cannot express them (resources.ts).
     for (const k of ['cpu', 'memory']) {
       const v = s.resources?.limits?.[k];
-      const spec = c.resources?.limits?.[k];
-      if (v === undefined || spec === undefined) continue;
-      // A CFS quota cannot express less than 10m: a tiny limit reads back as 10m and is still the spec's.
-      limits[k] =
-        k === 'cpu' && milli(v) <= MIN_MILLI_CPU_LIMIT && milli(spec) <= MIN_MILLI_CPU_LIMIT ? spec : v;
+      if (v !== undefined && c.resources?.limits?.[k] !== undefined) limits[k] = v;
     }
     if (Object.keys(limits).length > 0) r.limits = limits;
     out.set(c.name, r);

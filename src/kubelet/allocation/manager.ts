@@ -21,6 +21,7 @@ import type { PodResizeConditions } from '../status/resizeconditions.js';
 import {
   allocationFromPod,
   allocationFromStatus,
+  podGeneration,
   resizeIncreasesRequests,
   updatePodFromAllocation,
   type PodAllocation,
@@ -37,8 +38,7 @@ import { admitResize, Infeasible } from './resizeadmission.js';
 /** Why the pending resizes are retried (kubelet: TriggerReason*), for logs. */
 export type ResizeTrigger = 'pod_updated' | 'pods_added' | 'pod_terminated' | 'periodic_retry';
 
-/** kubelet: initialRetryDelay and retryDelay of the periodic retry. */
-export const ResizeInitialRetryMs = 30_000;
+/** kubelet: retryDelay of the periodic retry. */
 export const ResizeRetryMs = 180_000;
 
 export interface AllocationManagerDeps {
@@ -55,10 +55,6 @@ export interface AllocationManagerDeps {
   logger: { info(msg: string, meta?: Record<string, unknown>): void };
 }
 
-function generationOf(pod: Pod): number {
-  return typeof pod.metadata.generation === 'number' ? pod.metadata.generation : 0;
-}
-
 function podRef(pod: Pod): string {
   return `${pod.metadata.namespace ?? ''}/${pod.metadata.name ?? ''}`;
 }
@@ -68,10 +64,6 @@ export class AllocationManager {
   private pendingResizes: string[] = [];
 
   constructor(private readonly d: AllocationManagerDeps) {}
-
-  getAllocation(uid: string): PodAllocation | undefined {
-    return this.allocated.get(uid);
-  }
 
   /** The allocated requirements of one container, if it is resizable and its pod allocated. */
   getContainerAllocation(uid: string, container: string): ResourceRequirements | undefined {
@@ -188,7 +180,7 @@ export class AllocationManager {
       return false;
     }
     const verdict = admitResize(pod, this.allocatedPods(uid), this.d.node());
-    const generation = generationOf(pod);
+    const generation = podGeneration(pod);
     if (verdict.fit) {
       this.setAllocated(pod);
       this.d.conditions.clearPending(uid);

@@ -10,6 +10,7 @@ import type { RuntimePodStatus } from '../container/types.js';
 import { isPodResizeInProgress } from '../kuberuntime/resize.js';
 import type { PodSyncResult } from '../kuberuntime/syncresult.js';
 import type { PodResizeConditions } from '../status/resizeconditions.js';
+import { podGeneration } from './allocation.js';
 import { podResizeCompletedMsg, podResizeErrorMsg, ResizeCompleted, ResizeError } from './messages.js';
 
 export type ResizeEventRecorder = (
@@ -18,10 +19,6 @@ export type ResizeEventRecorder = (
   reason: string,
   message: string,
 ) => void;
-
-function generationOf(pod: Pod): number {
-  return typeof pod.metadata.generation === 'number' ? pod.metadata.generation : 0;
-}
 
 /** `pod` is the pod as allocated; `status` the runtime view the sync acts on. */
 export function resizeProgress(
@@ -33,7 +30,7 @@ export function resizeProgress(
   const uid = pod.metadata.uid ?? '';
   if (isPodResizeInProgress(pod, status)) {
     // An error stays until the next attempt says otherwise (recordResizeResult).
-    if (!conditions.inProgress(uid)) conditions.setInProgress(uid, '', '', generationOf(pod));
+    if (!conditions.inProgress(uid)) conditions.setInProgress(uid, '', '', podGeneration(pod));
     return;
   }
   const { cleared, generation } = conditions.clearInProgress(uid);
@@ -50,7 +47,7 @@ export function recordResizeResult(
   const r = result.results.find((x) => x.action === 'ResizePodInPlace');
   if (!r) return;
   const uid = pod.metadata.uid ?? '';
-  const generation = generationOf(pod);
+  const generation = podGeneration(pod);
   if (!r.error) {
     conditions.setInProgress(uid, '', '', generation);
     return;

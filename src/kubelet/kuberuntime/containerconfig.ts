@@ -64,6 +64,8 @@ export const MAX_SHARES = 262_144;
 export const SHARES_PER_CPU = 1024;
 export const QUOTA_PERIOD_US = 100_000;
 export const MIN_QUOTA_PERIOD_US = 1_000;
+/** kubelet cm.MinMilliCPULimit: the smallest cpu limit a CFS quota expresses (MinQuotaPeriod per QuotaPeriod). */
+export const MIN_MILLI_CPU_LIMIT = (MIN_QUOTA_PERIOD_US * 1000) / QUOTA_PERIOD_US;
 
 /** oom_score_adj values of pkg/kubelet/qos. */
 const GUARANTEED_OOM_SCORE_ADJ = -997;

@@ -20,11 +20,13 @@ import {
   type RuntimePodStatus,
 } from '../container/types.js';
 import type { NodeSettings } from './sandboxconfig.js';
-import { containerResources, MIN_SHARES, toKubeContainerResources } from './containerconfig.js';
+import {
+  containerResources,
+  MIN_MILLI_CPU_LIMIT,
+  MIN_SHARES,
+  toKubeContainerResources,
+} from './containerconfig.js';
 import type { PodActions } from './podactions.js';
-
-/** kubelet cm.MinMilliCPULimit: the smallest cpu limit a CFS quota can express (1 ms per 100 ms). */
-const MIN_MILLI_CPU_LIMIT = 10;
 
 /** One container to update in place. */
 export interface ContainerToUpdate {

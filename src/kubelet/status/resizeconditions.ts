@@ -42,10 +42,6 @@ export class PodResizeConditions {
     return this.byUID.get(uid)?.pending?.reason === 'Deferred';
   }
 
-  isInfeasible(uid: string): boolean {
-    return this.byUID.get(uid)?.pending?.reason === 'Infeasible';
-  }
-
   /** Sets PodResizePending; returns whether it changed (a new reason, message or generation). */
   setPending(uid: string, reason: string, message: string, generation: number | undefined): boolean {
     const e = this.entry(uid);

@@ -11,11 +11,7 @@ import type { Container, ContainerStatus, ResourceRequirements } from '../../api
 import { formatBinaryQuantity, formatMilliQuantity, quantityMilliValue } from '../../util/quantity.js';
 import { isResizableContainer } from '../allocation/allocation.js';
 import { containerIDString, findContainerStatusByName, type RuntimePodStatus } from '../container/types.js';
-
-/** kubelet cm.MinShares in milli-cpu terms: requests at or below it read back as what was allocated. */
-const MIN_SHARES_MILLI = 2;
-/** kubelet cm.MinMilliCPULimit: limits at or below it read back as what was allocated. */
-const MIN_MILLI_CPU_LIMIT = 10;
+import { MIN_MILLI_CPU_LIMIT, MIN_SHARES } from '../kuberuntime/containerconfig.js';
 
 function copyList(
   l: Record<string, string | number> | undefined,
@@ -65,7 +61,7 @@ function resourcesOf(
   if (out.requests) {
     if (applied?.cpuRequestMilli !== undefined) {
       // Shares cannot express less than MinShares: both at or below it read as the allocation.
-      if (applied.cpuRequestMilli > MIN_SHARES_MILLI || milliOf(alloc.requests?.cpu) > MIN_SHARES_MILLI)
+      if (applied.cpuRequestMilli > MIN_SHARES || milliOf(alloc.requests?.cpu) > MIN_SHARES)
         out.requests.cpu = formatMilliQuantity(applied.cpuRequestMilli);
     } else keep(out.requests, 'requests', 'cpu');
   }
