@@ -94,7 +94,7 @@ export const ConfigSchema = z.object({
   hostsFile: z.string().startsWith('/', 'must be an absolute path').default('/etc/hosts'),
   logLevel: z.enum(['error', 'warn', 'info', 'debug']).default('info'),
   /** Workers for the VirtualNode controller queue. */
-  workers: z.coerce.number().int().min(1).max(64).default(4),
+  workers: z.coerce.number().int().min(1).max(64).default(16),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

@@ -142,7 +142,7 @@ export async function startOperatorProcess(opts: {
       `--virtual-node-selector=${opts.selector}`,
       '--http-address=127.0.0.1',
       `--http-port=${port}`,
-      '--log-level=warn',
+      `--log-level=${process.env.BENCH_OPERATOR_LOG_LEVEL ?? 'warn'}`,
       ...(opts.extraArgs ?? []),
     ],
     opts.logPath,

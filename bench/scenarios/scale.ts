@@ -20,11 +20,13 @@ import {
   createSimVirtualNodes,
   nodeNames,
   SERVED_BY,
+  warmVirtualNodeStorage,
   waitNodesReady,
 } from '../lib/nodes.js';
 import { ProcSampler, windowUsage } from '../lib/procstat.js';
 import { promValue } from '../lib/prom.js';
 import { createPods, deletePods, ensureNamespace, podPlan, PodWatch } from '../lib/pods.js';
+import { snapshotLiveBytes, targetsTable } from '../lib/scaletargets.js';
 import { ratio, summarize } from '../lib/stats.js';
 import { duration, formatTable, num, times } from '../lib/table.js';
 
@@ -43,6 +45,7 @@ export interface ScaleOptions {
 export interface SideRun {
   name: string;
   user: string;
+  nodes: number;
   nodesReadyMs: number;
   pods: number;
   ready: number;
@@ -58,14 +61,19 @@ export interface SideRun {
   rssIdleMiB: number;
   rssAtAllReadyMiB: number;
   heapUsedAtAllReadyMiB: number;
+  /** Live heap bytes per pod, from the heap snapshots (NaN without --heap-snapshots). */
+  liveHeapPerPodBytes: number;
+  /** The Events in the measured namespace afterwards: reason -> [Event objects, sum of their counts]. */
+  eventsByReason: Record<string, [number, number]>;
   eventLoopP99Ms: number;
   /** Until the last delete call returned. */
   allDeletedMs: number;
   deleteAllGoneMs: number;
   statusUpdatesPerPod: number;
   stateChangesPerPod: number;
-  /** [start, all Ready] and [delete sent, all gone], epoch ms. */
-  windows: { create: [number, number]; delete: [number, number] };
+  /** [agent started, nodes Ready], [start, all Ready] and [delete sent, all gone], epoch ms. */
+  windows: { startup: [number, number]; create: [number, number]; delete: [number, number] };
+  startupRequests?: RequestCounts;
   createRequests?: RequestCounts;
   deleteRequests?: RequestCounts;
 }
@@ -133,6 +141,29 @@ async function podRound(
   }
 }
 
+/** Events of a namespace by reason: how many objects and the sum of their counts (paged list). */
+async function tallyEvents(bc: BenchCluster, ns: string): Promise<Record<string, [number, number]>> {
+  const out: Record<string, [number, number]> = {};
+  let cont: string | undefined;
+  do {
+    const page = await bc.driver.request<{
+      items: { reason?: string; count?: number }[];
+      metadata: { continue?: string };
+    }>({
+      method: 'GET',
+      path: `/api/v1/namespaces/${ns}/events`,
+      query: { limit: 5000, ...(cont ? { continue: cont } : {}) },
+    });
+    for (const e of page.items) {
+      const t = (out[e.reason ?? ''] ??= [0, 0]);
+      t[0]++;
+      t[1] += e.count ?? 1;
+    }
+    cont = page.metadata.continue || undefined;
+  } while (cont);
+  return out;
+}
+
 async function runSide(
   bc: BenchCluster,
   side: {
@@ -141,8 +172,8 @@ async function runSide(
     tag: string;
     hasMetrics: boolean;
     start(): Promise<AgentProcess>;
-    /** Takes a heap snapshot named label, if this run takes them. */
-    snapshot?(agent: AgentProcess, label: string): Promise<void>;
+    /** Takes a heap snapshot named label, if this run takes them; resolves to its file. */
+    snapshot?(agent: AgentProcess, label: string): Promise<string>;
   },
   nodes: string[],
   opts: ScaleOptions,
@@ -164,7 +195,8 @@ async function runSide(
     await sleep(Math.max(2000, PROBE_PERIOD_MS + 1000 - (Date.now() - upSince)));
     await scrape(agent, side.hasMetrics);
     const rssIdle = sampler.sample()?.rssMiB ?? Number.NaN;
-    await side.snapshot?.(agent, 'nodes-only');
+    const snapBase = await side.snapshot?.(agent, 'nodes-only');
+    let snapReady: string | undefined;
 
     const plan = podPlan(nodes, opts.podsPerNode, 'pod');
     log(`${side.name}: creating ${plan.length} pods`);
@@ -174,11 +206,12 @@ async function runSide(
       afterReady: async () => {
         rssAtReady = sampler.sample()?.rssMiB ?? Number.NaN;
         atReady = await scrape(agent, side.hasMetrics);
-        await side.snapshot?.(agent, `all-ready-${plan.length}`);
+        snapReady = await side.snapshot?.(agent, `all-ready-${plan.length}`);
         log(`${side.name}: ${plan.length} pods Ready; deleting them`);
       },
     });
     sampler.stop();
+    const eventsByReason = await tallyEvents(bc, `bench-${side.tag}`);
     const lat: number[] = [];
     for (const p of r.watch.pods.values())
       if (p.readyAt !== undefined && p.createdAt !== undefined) lat.push(p.readyAt - p.createdAt);
@@ -193,9 +226,18 @@ async function runSide(
       updates += p.statusUpdates;
       changes += p.stateChanges;
     }
+    let liveHeapPerPodBytes = Number.NaN;
+    if (snapBase && snapReady) {
+      try {
+        liveHeapPerPodBytes = (snapshotLiveBytes(snapReady) - snapshotLiveBytes(snapBase)) / plan.length;
+      } catch (err) {
+        log(`${side.name}: heap snapshots not read (${(err as Error).message})`);
+      }
+    }
     return {
       name: side.name,
       user: side.user,
+      nodes: nodes.length,
       nodesReadyMs,
       pods,
       ready,
@@ -210,12 +252,14 @@ async function runSide(
       rssIdleMiB: rssIdle,
       rssAtAllReadyMiB: rssAtReady,
       heapUsedAtAllReadyMiB: atReady.heapMiB,
+      liveHeapPerPodBytes,
+      eventsByReason,
       eventLoopP99Ms: atReady.lagP99Ms,
       allDeletedMs: r.deleted - r.t2,
       deleteAllGoneMs: r.gone ? r.t3 - r.t2 : Number.NaN,
       statusUpdatesPerPod: updates / pods,
       stateChangesPerPod: changes / pods,
-      windows: { create: [r.t0, r.t1], delete: [r.t2, r.t3] },
+      windows: { startup: [tSetup, tSetup + nodesReadyMs], create: [r.t0, r.t1], delete: [r.t2, r.t3] },
     };
   } finally {
     await agent.stop();
@@ -225,6 +269,7 @@ async function runSide(
 /** Adds the API server's counts of each side's requests in its create and delete windows. */
 export function attachCounts(runs: SideRun[], audit: readonly AuditRecord[]): void {
   for (const s of runs) {
+    s.startupRequests = countRequests(audit, s.user, s.windows.startup[0], s.windows.startup[1]);
     // The create window runs until the delete starts (late status writes of the create phase land there).
     s.createRequests = countRequests(audit, s.user, s.windows.create[0], s.windows.delete[0]);
     s.deleteRequests = countRequests(audit, s.user, s.windows.delete[0], s.windows.delete[1] + 500);
@@ -250,6 +295,7 @@ export function scaleTable(runs: SideRun[]): string {
   const writes = (c: RequestCounts | undefined, pods: number): number => perPod(c, pods, STATUS_PATCH);
   const spec: [string, (r: SideRun) => number, (v: number) => string][] = [
     ['nodes Ready after start', (r) => r.nodesReadyMs, ms],
+    ['API requests / node, start-up', (r) => (r.startupRequests?.total ?? Number.NaN) / r.nodes, n2],
     ['pods Running+Ready', (r) => r.ready, (v) => num(v)],
     ['all create calls answered', (r) => r.allCreatedMs, ms],
     ['time until all Ready', (r) => r.allReadyMs, ms],
@@ -272,6 +318,11 @@ export function scaleTable(runs: SideRun[]): string {
     [
       'status writes / pod, lifecycle',
       (r) => writes(r.createRequests, r.pods) + writes(r.deleteRequests, r.pods),
+      n2,
+    ],
+    [
+      'Events / pod (sum of counts)',
+      (r) => Object.values(r.eventsByReason).reduce((a, [, c]) => a + c, 0) / r.pods,
       n2,
     ],
     ['status changes seen by watch / pod', (r) => r.statusUpdatesPerPod, n2],
@@ -303,6 +354,7 @@ export async function runScale(
   try {
     const { applyCrd } = await import('../../test/support/crd.js');
     await applyCrd(bc.cp);
+    await warmVirtualNodeStorage(bc.driver);
     const ourNodes = nodeNames('vn', opts.nodes);
     runs.push(
       await runSide(
@@ -329,6 +381,7 @@ export async function runScale(
             ? async (agent, label) => {
                 const file = await heapSnapshot(agent, opts.heapSnapshots!, label);
                 log(`kubelet-operator: heap snapshot ${file}`);
+                return file;
               }
             : undefined,
         },
@@ -368,5 +421,6 @@ export async function runScale(
     await bc.stop();
   }
   meta.totalMs = Date.now() - t;
-  return { scenario: 'scale', ...meta, sides: runs, table: scaleTable(runs) };
+  const table = `${scaleTable(runs)}\n\n${targetsTable(runs[0]!, runs[1])}`;
+  return { scenario: 'scale', ...meta, sides: runs, table };
 }

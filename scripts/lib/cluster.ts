@@ -13,7 +13,7 @@ export { applyCrd } from '../../test/support/crd.js';
 /** The label whose value says which in-process operator serves a VirtualNode. */
 export const SERVED_BY_LABEL = 'kubelet-operator.dev/served-by';
 
-const VN_PATH = '/apis/kubelet-operator.dev/v1alpha1/virtualnodes';
+export const VN_PATH = '/apis/kubelet-operator.dev/v1alpha1/virtualnodes';
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** An operator serving only the VirtualNodes labelled `SERVED_BY_LABEL=<servedBy>`; started. */

@@ -4,6 +4,7 @@
  * requests by verb and code. Objects travel as plain JSON in their wire shape; nothing is re-serialised.
  */
 import https from 'node:https';
+import tls from 'node:tls';
 import http from 'node:http';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { RealClock, type Clock } from '../util/clock.js';
@@ -128,10 +129,12 @@ export class KubeClient {
   private readonly limiter: RateLimiter;
   private readonly agent: https.Agent | http.Agent;
   private readonly userAgent: string;
+  /** The kubeconfig's request options without the TLS material (the agent holds that). */
+  private readonly requestOptions: https.RequestOptions;
 
   private constructor(
     readonly server: string,
-    private readonly baseOptions: https.RequestOptions,
+    baseOptions: https.RequestOptions,
     private readonly opts: KubeClientOptions,
   ) {
     const clock = opts.clock ?? new RealClock();
@@ -139,12 +142,21 @@ export class KubeClient {
       ? new Unlimited()
       : new TokenBucket(clock, opts.qps ?? 50, opts.burst ?? 100);
     const url = new URL(server);
-    const { ca, cert, key, pfx, passphrase, rejectUnauthorized, servername } = baseOptions;
-    const tls = { ca, cert, key, pfx, passphrase, rejectUnauthorized, servername };
+    const { ca, cert, key, pfx, passphrase, rejectUnauthorized, servername, ...rest } = baseOptions;
+    // One TLS context for every connection: built per socket (Node's default when the key material
+    // travels with each request) it cost about 3 ms of CPU per new connection, 0.3 s for 100 nodes
+    // starting at once. The key material then stays out of the per-request options.
     this.agent =
       url.protocol === 'https:'
-        ? new https.Agent({ keepAlive: true, maxSockets: 256, ...tls })
+        ? new https.Agent({
+            keepAlive: true,
+            maxSockets: 256,
+            rejectUnauthorized,
+            servername,
+            secureContext: tls.createSecureContext({ ca, cert, key, pfx, passphrase }),
+          })
         : new http.Agent({ keepAlive: true, maxSockets: 256 });
+    this.requestOptions = rest;
     this.userAgent = opts.userAgent ?? 'kubelet-operator';
   }
 
@@ -171,12 +183,12 @@ export class KubeClient {
   ): http.ClientRequest {
     const mod = url.protocol === 'https:' ? https : http;
     return mod.request(url, {
-      ...this.baseOptions,
+      ...this.requestOptions,
       method,
       agent: this.agent,
       signal,
       headers: {
-        ...(this.baseOptions.headers as Record<string, string> | undefined),
+        ...(this.requestOptions.headers as Record<string, string> | undefined),
         'User-Agent': this.userAgent,
         Accept: 'application/json',
         ...headers,

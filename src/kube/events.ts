@@ -98,9 +98,20 @@ interface SeenEvent {
   lastMs: number;
 }
 
+/**
+ * The distinct messages of one (object, type, reason) in the window: almost always one, kept as the string
+ * itself (a Set per key cost about 200 bytes for each of a pod's events); a Set from the second on.
+ */
+type Messages = string | Set<string>;
+
+function withMessage(m: Messages, message: string): Messages {
+  if (typeof m !== 'string') return m.add(message);
+  return m === message ? m : new Set([m, message]);
+}
+
 export class EventCorrelator {
   private readonly seen = new Lru<SeenEvent>(MAX_LRU);
-  private readonly similar = new Lru<{ messages: Set<string>; firstMs: number }>(MAX_LRU);
+  private readonly similar = new Lru<{ messages: Messages; firstMs: number }>(MAX_LRU);
   private readonly spam = new Lru<{ tokens: number; lastMs: number }>(MAX_LRU);
   private seq = 0;
 
@@ -123,12 +134,13 @@ export class EventCorrelator {
     let message = messageIn;
     const simKey = `${objKey}|${type}|${reason}`;
     let sim = this.similar.get(simKey);
-    if (!sim || now - sim.firstMs > DEDUP_WINDOW_MS) sim = { messages: new Set(), firstMs: now };
-    sim.messages.add(messageIn);
+    if (!sim || now - sim.firstMs > DEDUP_WINDOW_MS) sim = { messages: messageIn, firstMs: now };
+    else sim.messages = withMessage(sim.messages, messageIn);
     this.similar.set(simKey, sim);
-    if (sim.messages.size > AGGREGATE_THRESHOLD) message = `(combined from similar events): ${messageIn}`;
+    const distinct = typeof sim.messages === 'string' ? 1 : sim.messages.size;
+    if (distinct > AGGREGATE_THRESHOLD) message = `(combined from similar events): ${messageIn}`;
 
-    const key = `${simKey}|${sim.messages.size > AGGREGATE_THRESHOLD ? '*' : messageIn}`;
+    const key = `${simKey}|${distinct > AGGREGATE_THRESHOLD ? '*' : messageIn}`;
     const prior = this.seen.get(key);
     if (prior && now - prior.lastMs <= DEDUP_WINDOW_MS) {
       if (bucket.tokens < 1) return { action: 'drop' };

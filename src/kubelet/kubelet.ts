@@ -139,7 +139,6 @@ export class Kubelet {
       log: this.log,
     });
     this.pleg = new GenericPLEG({ lister: this.runtimeManager, cache: this.podCache, clock: deps.clock });
-
     const sm = this.log.child({ component: 'status_manager' });
     this.statusManager = new StatusManager({
       client: restPodStatusClient(deps.client),
@@ -152,6 +151,7 @@ export class Kubelet {
       },
       clock: deps.clock,
       logger: { info: (m, f) => (m.startsWith('failed') ? sm.warn(m, f) : sm.debug(m, f)) },
+      readFromCache: true, // the informer's pod instead of a GET before each PATCH (status/sync.ts)
     });
 
     this.proberManager = new ProberManager({

@@ -35,6 +35,8 @@ export const KUBELET_VERSION = `${KUBE_VERSION}-kubelet-operator-${OPERATOR_VERS
 export const DEFAULT_KUBELET_PORT = 10250;
 export const DEFAULT_STATUS_UPDATE_FREQUENCY_MS = 10_000;
 export const DEFAULT_STATUS_REPORT_FREQUENCY_MS = 5 * 60_000;
+/** Tries per node status round (the kubelet's nodeStatusUpdateRetry). */
+export const NODE_STATUS_UPDATE_RETRY = 5;
 
 export {
   RUNTIME_DOWN,
@@ -255,27 +257,49 @@ export class NodeStatusLoop {
     }
   }
 
-  /** One round: check the runtime, read the Node, compute, write if due. Never throws. */
+  /**
+   * One round: check the runtime, then read the Node, compute and write if due, tried up to
+   * NODE_STATUS_UPDATE_RETRY times as the kubelet's updateNodeStatus does: the first read is served from
+   * the API server's watch cache, the retries read etcd (a Node registered a moment ago may not be in the
+   * cache yet; waiting a whole update period for it would keep a new node NotReady). Never throws.
+   */
   async syncOnce(): Promise<void> {
     await this.cfg.runtimeState.update();
-    if (this.abort.signal.aborted) return;
-    const { api, clock } = this.cfg;
-    try {
-      const node = await api.getNode(this.nodeName, { fromCache: true });
-      const next = this.compute(node.status);
-      if (!nodeStatusChanged(node.status, next, this.lastReportTime, clock.now(), this.reportFrequencyMs)) {
+    for (let attempt = 0; attempt < NODE_STATUS_UPDATE_RETRY; attempt++) {
+      if (this.abort.signal.aborted) return;
+      const err = await this.tryUpdate(attempt);
+      if (err === undefined) {
         this.lastError = undefined;
         return;
       }
-      if (this.abort.signal.aborted) return;
+      this.lastError = errorMessage(err);
+      this.logger.warn('node status update failed, will retry', {
+        node: this.nodeName,
+        attempt,
+        error: this.lastError,
+      });
+    }
+    if (this.lastErrorKind === 'NotFound') this.cfg.onNodeMissing?.();
+  }
+
+  private lastErrorKind: string | undefined;
+
+  /** One try of the round; the error, or undefined when the status is written or nothing was due. */
+  private async tryUpdate(attempt: number): Promise<unknown> {
+    const { api, clock } = this.cfg;
+    try {
+      const node = await api.getNode(this.nodeName, { fromCache: attempt === 0 });
+      const next = this.compute(node.status);
+      if (!nodeStatusChanged(node.status, next, this.lastReportTime, clock.now(), this.reportFrequencyMs))
+        return undefined;
+      if (this.abort.signal.aborted) return undefined;
       await api.patchNodeStatus(this.nodeName, { status: ownedStatus(next) });
       this.lastReportTime = clock.now();
       this.writes++;
-      this.lastError = undefined;
+      return undefined;
     } catch (err) {
-      this.lastError = errorMessage(err);
-      this.logger.warn('node status update failed', { node: this.nodeName, error: this.lastError });
-      if (errorKind(err) === 'NotFound') this.cfg.onNodeMissing?.();
+      this.lastErrorKind = errorKind(err);
+      return err;
     }
   }
 

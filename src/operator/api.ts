@@ -17,8 +17,9 @@ export interface VirtualNodeWriter {
   /**
    * Sets metadata.finalizers. `resourceVersion` is a precondition: a stale one rejects with
    * KindError('Conflict'), so a finalizer list read from an old cache never overwrites a newer one.
+   * Resolves false when the VirtualNode is gone.
    */
-  patchFinalizers(name: string, resourceVersion: string | undefined, finalizers: string[]): Promise<void>;
+  patchFinalizers(name: string, resourceVersion: string | undefined, finalizers: string[]): Promise<boolean>;
   /** Merge-patches the status subresource with `status`. */
   patchStatus(name: string, status: VirtualNodeStatus): Promise<void>;
 }
@@ -55,7 +56,13 @@ export function restOperatorAPI(client: KubeClient, virtualNodeSelector?: string
             contentType: PatchTypes.merge,
             body: { metadata: { finalizers, resourceVersion } },
           })
-          .then(() => undefined, swallowNotFound),
+          .then(
+            () => true,
+            (err: unknown) => {
+              swallowNotFound(err);
+              return false;
+            },
+          ),
       patchStatus: (name, status) =>
         client
           .request({

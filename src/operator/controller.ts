@@ -24,6 +24,7 @@ import { Informer, objectKey, stripManagedFields } from '../kube/informer.js';
 import { WorkQueue, runWorkers } from '../kube/workqueue.js';
 import { PodsByNodeIndex } from '../kubelet/podmanager.js';
 import { canonicalJSON } from '../util/canonical.js';
+import { needsSync } from './predicates.js';
 import type { Clock } from '../util/clock.js';
 import { KindError, errorMessage } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
@@ -97,7 +98,9 @@ export class Operator {
     this.serviceInformer.addIndex(ServicesByNamespaceIndex, (svc) => [svc.metadata.namespace ?? '']);
     this.vnInformer.addHandlers({
       add: (vn) => this.queue.add(objectKey(vn)),
-      update: (_o, vn) => this.queue.add(objectKey(vn)),
+      update: (old, vn) => {
+        if (needsSync(old, vn)) this.queue.add(objectKey(vn));
+      },
       delete: (vn) => this.queue.add(objectKey(vn)),
     });
     this.podInformer.addHandlers({
@@ -163,7 +166,7 @@ export class Operator {
   /** One reconcile of one VirtualNode, by name. Throws to be retried with back-off. */
   async sync(name: string): Promise<void> {
     if (this.stopping) return;
-    const vn = this.vnInformer.get(name);
+    let vn = this.vnInformer.get(name);
     if (!vn) {
       // Gone without our finalizer (or after it): just stop serving it.
       await this.forget(name);
@@ -174,8 +177,11 @@ export class Operator {
       return;
     }
     if (!(vn.metadata.finalizers ?? []).includes(FINALIZER)) {
-      await this.patchFinalizers(vn, [...(vn.metadata.finalizers ?? []), FINALIZER]);
-      return; // the update event brings us back with the finalizer in place
+      const finalizers = [...(vn.metadata.finalizers ?? []), FINALIZER];
+      if (!(await this.patchFinalizers(vn, finalizers))) return;
+      // Serve it in this same sync: the finalizer is in place (the update event it causes finds the
+      // node served and only refreshes the status).
+      vn = { ...vn, metadata: { ...vn.metadata, finalizers } };
     }
     const parsed = parseVirtualNodeSpec(vn.spec);
     if (!parsed.ok) {
@@ -277,7 +283,7 @@ export class Operator {
     await served.node.stop();
   }
 
-  private patchFinalizers(vn: VirtualNode, finalizers: string[]): Promise<void> {
+  private patchFinalizers(vn: VirtualNode, finalizers: string[]): Promise<boolean> {
     return this.writer.patchFinalizers(vn.metadata.name ?? '', vn.metadata.resourceVersion, finalizers);
   }
 }

@@ -2,7 +2,7 @@
 import path from 'node:path';
 import { kubectl, REPO_ROOT, type ControlPlane } from './controlplane.js';
 
-/** Applies crds/virtualnode.yaml and waits until it is Established; throws with kubectl's words if not. */
+/** Applies crds/virtualnode.yaml and waits until it is Established and served; throws with kubectl's words if not. */
 export async function applyCrd(cp: Pick<ControlPlane, 'kubeconfigPath'>): Promise<void> {
   const crd = await kubectl(cp, ['apply', '-f', path.join(REPO_ROOT, 'crds/virtualnode.yaml')]);
   if (crd.code !== 0) throw new Error(`applying the CRD failed: ${crd.stderr}`);
@@ -13,4 +13,13 @@ export async function applyCrd(cp: Pick<ControlPlane, 'kubeconfigPath'>): Promis
     'crd/virtualnodes.kubelet-operator.dev',
   ]);
   if (wait.code !== 0) throw new Error(`the CRD was not Established: ${wait.stderr}`);
+  // Established comes a moment before the resource's storage serves lists (429 "storage is
+  // (re)initializing"); an operator started in between would begin with a list back-off.
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const list = await kubectl(cp, ['get', 'virtualnodes.kubelet-operator.dev', '-o', 'name']);
+    if (list.code === 0) return;
+    if (Date.now() > deadline) throw new Error(`virtualnodes are not served: ${list.stderr}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }

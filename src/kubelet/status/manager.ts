@@ -62,6 +62,12 @@ export interface StatusManagerConfig {
   podDeletionSafety: PodDeletionSafetyProvider;
   clock: Clock;
   logger?: StatusManagerLogger;
+  /**
+   * Read the server's pod from the pod manager (the informer's copy) instead of a GET when that copy is
+   * at least as new as this manager's own last write to the pod (see StatusSyncer.cachedServerPod).
+   * Off: every sync GETs the pod first, exactly as the kubelet does.
+   */
+  readFromCache?: boolean;
 }
 
 const silent: StatusManagerLogger = { info: () => undefined };
@@ -102,6 +108,7 @@ export class StatusManager {
       clock: cfg.clock,
       log: this.log,
       podStatuses: this.podStatuses,
+      readFromCache: cfg.readFromCache ?? false,
     });
   }
 
@@ -111,6 +118,11 @@ export class StatusManager {
    */
   get apiStatusVersions(): Map<string, number> {
     return this.syncer.apiStatusVersions;
+  }
+
+  /** How the syncs read the server's pod so far: from the pod manager's copy, or by GET. */
+  statusReads(): { cache: number; get: number } {
+    return { ...this.syncer.reads };
   }
 
   // ---- reading ----

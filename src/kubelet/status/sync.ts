@@ -28,6 +28,14 @@ export interface StatusSyncerDeps {
   log: StatusManagerLogger;
   /** The manager's cache, keyed by pod UID (static pods by their own UID). Entries are replaced, never mutated. */
   podStatuses: Map<PodUID, VersionedPodStatus>;
+  /** See StatusManagerConfig.readFromCache. */
+  readFromCache: boolean;
+}
+
+/** A resourceVersion as a number, or undefined when it is not one (the API server's are etcd revisions). */
+function revision(rv: string | undefined): number | undefined {
+  if (rv === undefined || !/^[0-9]{1,15}$/.test(rv)) return undefined;
+  return Number(rv);
 }
 
 /**
@@ -47,6 +55,10 @@ export function canBeDeleted(pod: Pod, podIsFinished: boolean): boolean {
 export class StatusSyncer {
   /** API pod UID (the mirror UID for static pods) -> last version synced. */
   readonly apiStatusVersions = new Map<string, number>();
+  /** API pod UID -> resourceVersion (as a number) of the pod our last PATCH returned. */
+  private readonly writtenRevisions = new Map<string, number>();
+  /** GETs saved by readFromCache, and GETs made (diagnostics, tests, bench). */
+  readonly reads = { cache: 0, get: 0 };
   private chain: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly d: StatusSyncerDeps) {}
@@ -64,6 +76,10 @@ export class StatusSyncer {
       for (const uid of [...this.apiStatusVersions.keys()]) {
         if (!this.d.podStatuses.has(asPodUID(uid)) && !mirrorToPod.has(uid))
           this.apiStatusVersions.delete(uid);
+      }
+      for (const uid of [...this.writtenRevisions.keys()]) {
+        if (!this.d.podStatuses.has(asPodUID(uid)) && !mirrorToPod.has(uid))
+          this.writtenRevisions.delete(uid);
       }
     }
     const updates: { podUID: PodUID; status: VersionedPodStatus }[] = [];
@@ -114,12 +130,42 @@ export class StatusSyncer {
     return !isPodStatusByKubeletEqual(normalizeStatus(pod, pod.status ?? {}), status);
   }
 
+  /**
+   * The pod manager's copy of the pod (the informer's latest object) stands in for the kubelet's GET when
+   * it is at least as new as the pod our own last PATCH returned. Why that is enough: the patch is a
+   * two-way strategic merge patch from that copy's status to the merged one, so it names only what the
+   * kubelet changes. A condition another writer added after the copy (a readiness gate, DisruptionTarget)
+   * is absent from both sides, so the patch leaves it alone (conditions merge by type; a missing entry in
+   * `$setElementOrder` is kept by the server); one another writer changed or removed is equal on both
+   * sides and not touched either. What a copy older than our own write would get wrong (a field we set
+   * and since dropped would be missing from both sides and survive) is excluded by the revision check.
+   * Undefined (so: GET) when the option is off, the copy is missing, names another pod or is older.
+   */
+  private cachedServerPod(uid: PodUID, status: VersionedPodStatus): Pod | undefined {
+    if (!this.d.readFromCache) return undefined;
+    const pod = this.d.podManager.getPodByUID(uid);
+    if (!pod || isStaticPod(pod)) return undefined;
+    if (pod.metadata.name !== status.podName || (pod.metadata.namespace ?? '') !== status.podNamespace)
+      return undefined;
+    const have = revision(pod.metadata.resourceVersion);
+    if (have === undefined) return undefined;
+    const written = this.writtenRevisions.get(uid);
+    return written === undefined || have >= written ? pod : undefined;
+  }
+
   private async syncPod(uid: PodUID, status: VersionedPodStatus): Promise<void> {
     const { client, log } = this.d;
     const ref = `${status.podNamespace}/${status.podName}`;
     let pod: Pod;
     try {
-      pod = await client.getPod(status.podNamespace, status.podName);
+      const cached = this.cachedServerPod(uid, status);
+      if (cached) {
+        pod = cached;
+        this.reads.cache++;
+      } else {
+        this.reads.get++;
+        pod = await client.getPod(status.podNamespace, status.podName);
+      }
     } catch (err) {
       // NotFound: the pod is gone; RemoveOrphanedStatuses will drop the entry.
       const message = isNotFound(err) ? 'pod does not exist on the server' : 'failed to get pod';
@@ -152,6 +198,8 @@ export class StatusSyncer {
       }
     }
     this.apiStatusVersions.set(pod.metadata?.uid || serverUID, status.version);
+    const written = patch ? revision(pod.metadata?.resourceVersion) : undefined;
+    if (written !== undefined) this.writtenRevisions.set(pod.metadata?.uid || serverUID, written);
 
     if (canBeDeleted(pod, status.podIsFinished)) {
       try {

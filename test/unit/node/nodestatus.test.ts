@@ -321,20 +321,39 @@ describe('NodeStatusLoop', () => {
     await loop.stop();
   });
 
-  it('keeps going after write failures and tells its owner when the Node is gone', async () => {
+  it('retries a failed round at once, as the kubelet (5 tries), and tells its owner when the Node is gone', async () => {
     const { clock, api, loop, register, missing } = setup();
     await register();
     api.fail('patchNodeStatus', 'Unavailable');
     loop.start();
     await flush();
-    expect(loop.lastError).to.match(/injected Unavailable/);
-    await advance(clock, 10_000);
     expect(loop.writes).to.equal(1);
     expect(loop.lastError).to.equal(undefined);
+    expect(api.count('getNode')).to.equal(2);
+    // A round that fails five times waits for the next period.
+    api.fail('getNode', 'Unavailable', 5);
+    await advance(clock, 10_000);
+    expect(loop.lastError).to.match(/injected Unavailable/);
+    expect(api.count('getNode')).to.equal(7);
+    await advance(clock, 10_000);
+    expect(loop.lastError).to.equal(undefined);
+    expect(missing()).to.equal(0);
     api.nodes.delete('vn-1');
     await advance(clock, 10_000);
     expect(missing()).to.equal(1);
     await loop.stop();
+  });
+
+  it('reads past a watch cache that has not seen a new Node yet: Ready in the first round', async () => {
+    const { api, loop, register, missing } = setup();
+    await register();
+    api.fail('getNode', 'NotFound'); // the cached read (resourceVersion=0) misses the Node just created
+    loop.start();
+    await flush();
+    await loop.ready;
+    expect(readyOf(api)).to.include({ status: 'True' });
+    expect(api.count('getNode')).to.equal(2);
+    expect(missing()).to.equal(0);
   });
 
   it('times out a runtime that does not answer', async () => {

@@ -161,10 +161,11 @@ export class FakeOperatorAPI implements OperatorAPI {
     patchFinalizers: async (name, resourceVersion, finalizers) => {
       this.enter('patchFinalizers', name, finalizers);
       const cur = this.vns.get(name);
-      if (!cur) return;
+      if (!cur) return false;
       if (resourceVersion && resourceVersion !== cur.metadata.resourceVersion)
         throw new KindError('Conflict', 'the object has been modified');
       this.vns.update(name, (o) => (o.metadata.finalizers = [...finalizers]));
+      return true;
     },
     patchStatus: async (name, status) => {
       this.enter('patchStatus', name, status);

@@ -152,7 +152,7 @@ describe('operator: VirtualNode status', () => {
       const written: { name: string; status: VirtualNodeStatus }[] = [];
       const writer = new VirtualNodeStatusWriter(
         {
-          patchFinalizers: async () => {},
+          patchFinalizers: async () => true,
           patchStatus: async (name, status) => void written.push({ name, status }),
         },
         clock,

@@ -1,0 +1,127 @@
+// The targets of issue #17 as a table under the scale scenario's figures: each row is a figure of this run,
+// the target it is held to and whether it met it. Ratios need both sides (not with --no-kwok); the live
+// heap per pod needs --heap-snapshots.
+import { readFileSync } from 'node:fs';
+import { countOf, type RequestCounts } from './audit.js';
+import { ratio } from './stats.js';
+import { duration, formatTable, num, times } from './table.js';
+
+/** The parts of a side's run the targets read (scale.ts SideRun). */
+export interface TargetInputs {
+  nodes: number;
+  pods: number;
+  podsPerSec: number;
+  readyLatency: { p99: number };
+  createCpuSec: number;
+  rssAtAllReadyMiB: number;
+  nodesReadyMs: number;
+  eventLoopP99Ms: number;
+  statusUpdatesPerPod: number;
+  createRequests?: RequestCounts;
+  deleteRequests?: RequestCounts;
+  /** Live heap bytes per pod from the two heap snapshots; NaN without them. */
+  liveHeapPerPodBytes: number;
+  /** Events of the measured namespace: reason -> [objects, sum of counts]. */
+  eventsByReason: Record<string, [number, number]>;
+}
+
+/** Event reasons of a pod's termination; every other reason belongs to its start. */
+const DELETE_REASONS = new Set(['Killing', 'FailedKillPod', 'ExceededGracePeriod', 'FailedPreStopHook']);
+const EVENT_WRITE = /^(create|patch) events$/;
+
+/**
+ * API requests per pod for starting it, with its Events counted by reason rather than by when they were
+ * written: a node writes its Events one at a time (as a kubelet's event broadcaster does), so under a burst
+ * many of the start's Events are written during the delete phase and a count by time window would miss
+ * them. Each Event object is one create plus (count - 1) patches.
+ */
+export function startRequestsPerPod(r: TargetInputs): number {
+  const c = r.createRequests;
+  if (!c) return Number.NaN;
+  const nonEvent = c.total - countOf(c, EVENT_WRITE);
+  let events = 0;
+  for (const [reason, [, count]] of Object.entries(r.eventsByReason))
+    if (!DELETE_REASONS.has(reason)) events += count;
+  return (nonEvent + events) / r.pods;
+}
+
+const STATUS_PATCH = /^(patch|update) pods\/status$/;
+
+/** Total self size of every node in a V8 heap snapshot (V8 collects before writing one: live bytes). */
+export function snapshotLiveBytes(file: string): number {
+  const s = JSON.parse(readFileSync(file, 'utf8')) as {
+    snapshot: { meta: { node_fields: string[] } };
+    nodes: number[];
+  };
+  const fields = s.snapshot.meta.node_fields;
+  const nf = fields.length;
+  const self = fields.indexOf('self_size');
+  let total = 0;
+  for (let i = self; i < s.nodes.length; i += nf) total += s.nodes[i]!;
+  return total;
+}
+
+type Row = [figure: string, value: number, format: (v: number) => string, target: string, met: boolean];
+
+/** Rows for `ours` (and ratios against `kwok` when given). */
+export function targetRows(ours: TargetInputs, kwok: TargetInputs | undefined): Row[] {
+  const perPod = (c: RequestCounts | undefined, re?: RegExp): number =>
+    c ? (re ? countOf(c, re) : c.total) / ours.pods : Number.NaN;
+  const x = (v: number): string => times(v);
+  const tp = ratio(ours.podsPerSec, kwok?.podsPerSec ?? Number.NaN);
+  const p99 = ratio(ours.readyLatency.p99, kwok?.readyLatency.p99 ?? Number.NaN);
+  const cpu = ratio(ours.createCpuSec / ours.pods, kwok ? kwok.createCpuSec / kwok.pods : Number.NaN);
+  const writes = perPod(ours.createRequests, STATUS_PATCH) + perPod(ours.deleteRequests, STATUS_PATCH);
+  const reqs = startRequestsPerPod(ours);
+  return [
+    ['throughput, ours / kwok', tp, x, '>= 1.0x', tp >= 1],
+    ['create -> Ready p99, ours / kwok', p99, x, '<= 1.0x', p99 <= 1],
+    ['CPU per pod, create phase, ours / kwok', cpu, x, '<= 1.5x', cpu <= 1.5],
+    [
+      'RSS when all pods are Ready',
+      ours.rssAtAllReadyMiB,
+      (v) => num(v, 0, 'MiB'),
+      '<= 300 MiB',
+      ours.rssAtAllReadyMiB <= 300,
+    ],
+    [
+      'live heap per pod (heap snapshots)',
+      ours.liveHeapPerPodBytes,
+      (v) => (Number.isFinite(v) ? num(v / 1000, 1, 'KB') : 'n/a (--heap-snapshots)'),
+      '<= 8 KB',
+      ours.liveHeapPerPodBytes <= 8000,
+    ],
+    [
+      `${ours.nodes} VirtualNodes Ready after start`,
+      ours.nodesReadyMs,
+      duration,
+      '<= 2 s',
+      ours.nodesReadyMs <= 2000,
+    ],
+    [
+      'event-loop lag p99, create phase',
+      ours.eventLoopP99Ms,
+      (v) => num(v, 1, 'ms'),
+      '<= 100 ms',
+      ours.eventLoopP99Ms <= 100,
+    ],
+    ['API requests per pod, create (Events by reason)', reqs, (v) => num(v, 2), '<= 3', reqs <= 3],
+    [
+      'status writes per lifecycle / status changes',
+      writes - ours.statusUpdatesPerPod,
+      () => `${num(writes, 2)} / ${num(ours.statusUpdatesPerPod, 2)}`,
+      'equal',
+      Math.abs(writes - ours.statusUpdatesPerPod) < 0.005,
+    ],
+  ];
+}
+
+export function targetsTable(ours: TargetInputs, kwok: TargetInputs | undefined): string {
+  const rows = targetRows(ours, kwok).map(([figure, v, fmt, target, met]) => [
+    figure,
+    fmt(v),
+    target,
+    Number.isFinite(v) ? (met ? 'met' : 'no') : 'n/a',
+  ]);
+  return formatTable(['target (issue #17)', 'measured', 'target', 'met'], rows);
+}
