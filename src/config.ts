@@ -93,7 +93,7 @@ export const ConfigSchema = z.object({
   /** The host's hosts file, which host-network pods on cri VirtualNodes see (with their hostAliases). */
   hostsFile: z.string().startsWith('/', 'must be an absolute path').default('/etc/hosts'),
   logLevel: z.enum(['error', 'warn', 'info', 'debug']).default('info'),
-  /** Workers for the VirtualNode controller queue. */
+  /** Workers for the VirtualNode controller queue (syncs mostly wait on API calls; many nodes start at once). */
   workers: z.coerce.number().int().min(1).max(64).default(16),
 });
 

@@ -14,6 +14,7 @@ import { EventRecorder } from './kube/events.js';
 import type { Informer } from './kube/informer.js';
 import { Kubelet } from './kubelet/kubelet.js';
 import { PodsByNodeIndex } from './kubelet/podmanager.js';
+import { podRef } from './kubelet/kubelet_shell.js';
 import type { Metrics } from './metrics.js';
 import type { AdmissionNode } from './node/admission.js';
 import { NodeAgent } from './node/agent.js';
@@ -290,6 +291,8 @@ export class KubeletManagedNode implements ManagedNode {
   }
   podDeleted(pod: Pod): void {
     this.kubelet.handlePodDelete(pod);
+    // Gone from the API: its UID never recurs, so the correlator's entries for it can go (events.ts).
+    this.recorder.forget(podRef(pod));
   }
 
   observe(): ManagedNodeObservation {

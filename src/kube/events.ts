@@ -82,6 +82,16 @@ class Lru<V> {
     this.m.set(k, v);
     if (this.m.size > this.max) this.m.delete(this.m.keys().next().value as string);
   }
+  /** Reads without refreshing the entry's recency. */
+  peek(k: string): V | undefined {
+    return this.m.get(k);
+  }
+  delete(k: string): void {
+    this.m.delete(k);
+  }
+  get size(): number {
+    return this.m.size;
+  }
 }
 
 /**
@@ -112,7 +122,8 @@ function withMessage(m: Messages, message: string): Messages {
 export class EventCorrelator {
   private readonly seen = new Lru<SeenEvent>(MAX_LRU);
   private readonly similar = new Lru<{ messages: Messages; firstMs: number }>(MAX_LRU);
-  private readonly spam = new Lru<{ tokens: number; lastMs: number }>(MAX_LRU);
+  /** Per involved object: its spam bucket, and the keys of its entries in `seen` and `similar`. */
+  private readonly spam = new Lru<{ tokens: number; lastMs: number; keys: string[] }>(MAX_LRU);
   private seq = 0;
 
   constructor(private readonly source: { component: string; host: string }) {}
@@ -125,7 +136,7 @@ export class EventCorrelator {
     now: number,
   ): Correlation {
     const objKey = objectId(ref);
-    const bucket = this.spam.get(objKey) ?? { tokens: SPAM_BURST, lastMs: now };
+    const bucket = this.spam.get(objKey) ?? { tokens: SPAM_BURST, lastMs: now, keys: [] };
     bucket.tokens = Math.min(SPAM_BURST, bucket.tokens + (now - bucket.lastMs) / SPAM_REFILL_MS);
     bucket.lastMs = now;
     this.spam.set(objKey, bucket);
@@ -134,8 +145,10 @@ export class EventCorrelator {
     let message = messageIn;
     const simKey = `${objKey}|${type}|${reason}`;
     let sim = this.similar.get(simKey);
-    if (!sim || now - sim.firstMs > DEDUP_WINDOW_MS) sim = { messages: messageIn, firstMs: now };
-    else sim.messages = withMessage(sim.messages, messageIn);
+    if (!sim || now - sim.firstMs > DEDUP_WINDOW_MS) {
+      if (!sim) bucket.keys.push(simKey);
+      sim = { messages: messageIn, firstMs: now };
+    } else sim.messages = withMessage(sim.messages, messageIn);
     this.similar.set(simKey, sim);
     const distinct = typeof sim.messages === 'string' ? 1 : sim.messages.size;
     if (distinct > AGGREGATE_THRESHOLD) message = `(combined from similar events): ${messageIn}`;
@@ -167,8 +180,30 @@ export class EventCorrelator {
       count: 1,
       lastMs: now,
     };
+    if (!prior) bucket.keys.push(key);
     this.seen.set(key, seen);
     return { action: 'create', event: this.build(seen, type, reason, message, 1, at) };
+  }
+
+  /**
+   * Drops what the caches hold for one object (the owner calls it once a pod is gone from the API). A UID
+   * never comes back, so no later event could have matched those entries: the Events written are the same,
+   * and a node that churns through pods no longer keeps up to MAX_LRU entries per cache alive.
+   */
+  forget(ref: ObjectReference): void {
+    const objKey = objectId(ref);
+    const bucket = this.spam.peek(objKey);
+    if (!bucket) return;
+    for (const k of bucket.keys) {
+      this.seen.delete(k);
+      this.similar.delete(k);
+    }
+    this.spam.delete(objKey);
+  }
+
+  /** Entries in the three caches (tests). */
+  size(): { seen: number; similar: number; spam: number } {
+    return { seen: this.seen.size, similar: this.similar.size, spam: this.spam.size };
   }
 
   private build(
@@ -249,6 +284,16 @@ export class EventRecorder {
         this.pending--;
       }
     });
+  }
+
+  /** See EventCorrelator.forget: the object is gone for good. */
+  forget(ref: ObjectReference): void {
+    this.correlator.forget(ref);
+  }
+
+  /** Entries in the correlator's caches (tests). */
+  cacheSize(): { seen: number; similar: number; spam: number } {
+    return this.correlator.size();
   }
 
   /** Resolves when every recorded event has been written (or failed). */

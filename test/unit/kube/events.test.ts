@@ -63,6 +63,39 @@ describe('EventCorrelator', () => {
   });
 });
 
+describe('EventCorrelator.forget', () => {
+  it('drops every entry of a gone object and leaves the others; what it writes does not change', () => {
+    const c = new EventCorrelator({ component: 'kubelet', host: 'node-1' });
+    const t0 = Date.UTC(2026, 0, 1);
+    const other = { ...pod, name: 'q', uid: 'u2' };
+    for (const ref of [pod, other]) {
+      c.correlate({ ...ref, fieldPath: 'spec.containers{app}' }, 'Normal', 'Pulled', 'already present', t0);
+      c.correlate(
+        { ...ref, fieldPath: 'spec.containers{app}' },
+        'Normal',
+        'Created',
+        'Created container: app',
+        t0,
+      );
+      c.correlate(
+        { ...ref, fieldPath: 'spec.containers{app}' },
+        'Normal',
+        'Started',
+        'Started container app',
+        t0,
+      );
+    }
+    expect(c.size()).to.deep.equal({ seen: 6, similar: 6, spam: 2 });
+    c.forget(pod);
+    expect(c.size()).to.deep.equal({ seen: 3, similar: 3, spam: 1 });
+    // The other pod still deduplicates into its existing Event.
+    expect(c.correlate(other, 'Normal', 'Pulled', 'already present', t0 + 1000).action).to.equal('patch');
+    c.forget(pod); // twice: nothing left to drop
+    c.forget(other);
+    expect(c.size()).to.deep.equal({ seen: 0, similar: 0, spam: 0 });
+  });
+});
+
 describe('EventRecorder', () => {
   it('writes in order through the sink and survives sink failures', async () => {
     const calls: string[] = [];
