@@ -156,7 +156,7 @@ export class Kubelet {
 
     this.proberManager = new ProberManager({
       clock: deps.clock,
-      getPodStatus: (uid) => this.statusManager.getPodStatus(uid),
+      getPodStatus: (uid) => this.statusManager.peekPodStatus(uid),
       runner: createProbeRunner({
         runtime: deps.runtime,
         record,

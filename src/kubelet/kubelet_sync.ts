@@ -45,7 +45,7 @@ export interface KubeletPodSyncerDeps {
   /** The node as admission sees it, read at each admission (allocatable, labels, taints). */
   node: () => AdmissionNode;
   podManager: Pick<KubeletPodManager, 'getPodByUID'>;
-  statusManager: Pick<StatusManager, 'getPodStatus' | 'getPodPhase' | 'setPodStatus' | 'terminatePod'>;
+  statusManager: Pick<StatusManager, 'peekPodStatus' | 'getPodPhase' | 'setPodStatus' | 'terminatePod'>;
   prober: Pick<
     ProberManager,
     'addPod' | 'updatePod' | 'stopLivenessAndStartup' | 'removePod' | 'updatePodStatus'
@@ -378,7 +378,7 @@ export class KubeletPodSyncer implements PodSyncer {
    */
   private generate(pod: Pod, runtimeStatus: RuntimePodStatus, podIsTerminal: boolean): PodStatus {
     const uid = pod.metadata.uid as string;
-    const cached = this.d.statusManager.getPodStatus(asPodUID(uid));
+    const cached = this.d.statusManager.peekPodStatus(asPodUID(uid));
     // The API status is the pod manager's newest (kubelet: the pod manager's pod): conditions others own,
     // readiness gates among them, must not come from the copy this pod worker was handed minutes ago.
     const latest = this.d.podManager.getPodByUID(asPodUID(uid));

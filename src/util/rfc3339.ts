@@ -7,13 +7,20 @@
  */
 import { KindError } from './errors.js';
 
+/** The last second formatted: most calls in a burst (every pod syncing) ask for the same one. */
+let lastSecond = Number.NaN;
+let lastFormatted = '';
+
 /** Formats epoch milliseconds as `YYYY-MM-DDTHH:MM:SSZ`, truncated to the second. Rejects non-finite input. */
 export function formatRFC3339(ms: number): string {
   if (!Number.isFinite(ms)) throw new KindError('InvalidArgument', `not a time: ${String(ms)}`);
   const floored = Math.floor(ms / 1000) * 1000;
+  if (floored === lastSecond) return lastFormatted;
   const d = new Date(floored);
   if (Number.isNaN(d.getTime())) throw new KindError('InvalidArgument', `time out of range: ${ms}`);
-  return d.toISOString().replace(/\.\d{3}Z$/, 'Z');
+  lastFormatted = d.toISOString().replace(/\.\d{3}Z$/, 'Z');
+  lastSecond = floored;
+  return lastFormatted;
 }
 
 /** Like formatRFC3339, but an absent or non-finite time yields undefined (the field is left out). */

@@ -15,9 +15,22 @@ export const MaxPodTerminationMessageLogLength = 1024 * 12;
  */
 export function truncateTime<T extends string | null | undefined>(t: T): T | string {
   if (typeof t !== 'string' || t === '') return t;
+  const known = truncated.get(t);
+  if (known !== undefined) return known;
   const ms = parseRFC3339(t);
-  return ms === undefined ? t : formatRFC3339(ms);
+  const out = ms === undefined ? t : formatRFC3339(ms);
+  if (truncated.size >= TRUNCATED_MAX) truncated.clear();
+  truncated.set(t, out);
+  return out;
 }
+
+/**
+ * Recent truncations: a status carries the same few times on every sync (container start times, condition
+ * transitions), and parsing and formatting them again was a tenth of the status manager's CPU at 10,000
+ * pods. Cleared whole when full; a pure function's memo, so results never differ.
+ */
+const truncated = new Map<string, string>();
+const TRUNCATED_MAX = 4096;
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder('utf-8', { fatal: false });

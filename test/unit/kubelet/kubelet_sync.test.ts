@@ -142,7 +142,7 @@ class Fakes {
         unmountPod: async () => void this.calls.push('unmountPod'),
       },
       statusManager: {
-        getPodStatus: (uid) => this.statuses.get(uid),
+        peekPodStatus: (uid) => this.statuses.get(uid),
         getPodPhase: (uid) => this.statuses.get(uid)?.phase,
         setPodStatus: (pod, status) => {
           this.calls.push(`setPodStatus ${status.phase}`);

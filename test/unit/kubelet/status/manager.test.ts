@@ -36,6 +36,18 @@ function setup(opts: { client?: PodStatusClient; couldRun?: () => boolean } = {}
 const cs = (name: string, extra: object = {}) => ({ name, ready: false, restartCount: 0, ...extra });
 
 describe('StatusManager', () => {
+  it('peekPodStatus is the cached entry itself (no copy), equal to what getPodStatus copies', () => {
+    const { manager } = setup();
+    manager.setPodStatus(testPod(), { phase: 'Running', message: 'm' });
+    const peeked = manager.peekPodStatus(UID);
+    expect(peeked).to.deep.equal(manager.getPodStatus(UID));
+    expect(manager.peekPodStatus(UID)).to.equal(peeked);
+    expect(manager.getPodStatus(UID)).to.not.equal(peeked);
+    manager.setPodStatus(testPod(), { phase: 'Running', message: 'n' });
+    expect(peeked?.message, 'entries are replaced, never mutated').to.equal('m');
+    expect(manager.peekPodStatus(UID)?.message).to.equal('n');
+  });
+
   it('keeps a condition transition time while its status holds, re-stamps it when it flips', () => {
     const { manager, clock } = setup();
     const pod = testPod();
