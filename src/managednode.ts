@@ -15,6 +15,7 @@ import type { Informer } from './kube/informer.js';
 import { Kubelet } from './kubelet/kubelet.js';
 import { PodsByNodeIndex } from './kubelet/podmanager.js';
 import { podRef } from './kubelet/kubelet_shell.js';
+import { processSlicer } from './util/timeslice.js';
 import type { Metrics } from './metrics.js';
 import type { AdmissionNode } from './node/admission.js';
 import { NodeAgent } from './node/agent.js';
@@ -178,6 +179,7 @@ export class KubeletManagedNode implements ManagedNode {
       metrics: deps.metrics,
       node: () => this.admissionNode(),
       podEnvironment: this.podEnv.env,
+      yieldToLoop: () => processSlicer.yield(),
       settings: {
         podNetwork: spec.runtime.type === 'cri' ? spec.runtime.cri.podNetwork : 'cni',
         podLogsRoot: spec.runtime.type === 'cri' ? spec.runtime.cri.logRoot : '/var/log/pods',

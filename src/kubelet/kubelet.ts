@@ -226,6 +226,7 @@ export class Kubelet {
       this.syncer,
       () => this.phase === 'stopped',
       (p) => this.track(p),
+      deps.yieldToLoop,
     );
     this.podWorkers = new PodWorkers(guarded, {
       clock: deps.clock,
@@ -292,9 +293,7 @@ export class Kubelet {
     this.phase = 'stopped';
     this.loop.stop();
     this.startAbort.abort();
-    this.rejectReady(
-      new KindError('Unavailable', 'kubelet stopped before it was ready', { node: this.nodeName }),
-    );
+    this.rejectReady(new KindError('Unavailable', 'kubelet stopped before ready', { node: this.nodeName }));
     this.loops.stop();
     for (const u of this.unsubscribe.splice(0)) u();
     this.podWorkers.stop();

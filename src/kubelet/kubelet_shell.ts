@@ -110,15 +110,21 @@ export function nodeHookHttpGet(
 /**
  * The syncer as the pod workers see it: once stopped, a sync function that is called anyway (a worker that was
  * mid-sync and schedules its next step) parks forever instead of acting, so a stopped Kubelet never touches the
- * runtime again. Each call goes through `track`.
+ * runtime again. Each call goes through `track`; with `yieldToLoop`, each first waits for it (and parks if the
+ * Kubelet stopped meanwhile).
  */
 export function guardSyncer(
   syncer: PodSyncer,
   stopped: () => boolean,
   track: <T>(p: Promise<T>) => Promise<T>,
+  yieldToLoop?: () => Promise<void>,
 ): PodSyncer {
-  const guard = <T>(call: () => Promise<T>): Promise<T> =>
-    stopped() ? new Promise<T>(() => undefined) : track(call());
+  const park = <T>(): Promise<T> => new Promise<T>(() => undefined);
+  const guard = <T>(call: () => Promise<T>): Promise<T> => {
+    if (stopped()) return park();
+    if (!yieldToLoop) return track(call());
+    return track(yieldToLoop().then(() => (stopped() ? park<T>() : call())));
+  };
   return {
     syncPod: (ctx, type, pod, status) => guard(() => syncer.syncPod(ctx, type, pod, status)),
     syncTerminatingPod: (ctx, pod, status, grace, kill) =>

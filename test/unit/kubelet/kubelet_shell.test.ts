@@ -3,7 +3,9 @@
 import { expect } from 'chai';
 import type { Pod } from '../../../src/api/core.js';
 import type { RequestOptions } from '../../../src/kube/client.js';
-import { podEventRecorder, podRef, restEnvSource } from '../../../src/kubelet/kubelet_shell.js';
+import { guardSyncer, podEventRecorder, podRef, restEnvSource } from '../../../src/kubelet/kubelet_shell.js';
+import type { PodSyncer, SyncContext } from '../../../src/kubelet/podworkers.js';
+import type { RuntimePodStatus } from '../../../src/kubelet/container/types.js';
 import { KubeletPodManager, podNodeNameIndexFunc } from '../../../src/kubelet/podmanager.js';
 import { restPodStatusClient } from '../../../src/kubelet/statusclient.js';
 import { asPodUID } from '../../../src/kubelet/container/types.js';
@@ -133,5 +135,60 @@ describe('kubelet shell adapters', () => {
       }
       expect((err as KindError).kind).to.equal('Unavailable');
     });
+  });
+});
+
+describe('guardSyncer', () => {
+  const calls: string[] = [];
+  const syncer: PodSyncer = {
+    syncPod: async () => {
+      calls.push('syncPod');
+      return { isTerminal: false };
+    },
+    syncTerminatingPod: async () => void calls.push('syncTerminatingPod'),
+    syncTerminatingRuntimePod: async () => void calls.push('syncTerminatingRuntimePod'),
+    syncTerminatedPod: async () => void calls.push('syncTerminatedPod'),
+  };
+  const ctx = {} as SyncContext;
+  const pod = { metadata: { uid: 'u' }, spec: { containers: [] } } as unknown as Pod;
+  const status = {} as RuntimePodStatus;
+
+  it('waits for yieldToLoop before each sync, and parks a sync whose Kubelet stopped meanwhile', async () => {
+    calls.length = 0;
+    let stopped = false;
+    let release!: () => void;
+    const yieldToLoop = () => new Promise<void>((r) => (release = r));
+    const g = guardSyncer(
+      syncer,
+      () => stopped,
+      (p) => p,
+      yieldToLoop,
+    );
+    const first = g.syncPod(ctx, 'update', pod, status);
+    await Promise.resolve();
+    expect(calls, 'nothing runs before the yield').to.deep.equal([]);
+    release();
+    expect(await first).to.deep.equal({ isTerminal: false });
+    expect(calls).to.deep.equal(['syncPod']);
+
+    let parked = true;
+    void g.syncTerminatedPod(ctx, pod, status).then(() => (parked = false));
+    stopped = true;
+    release();
+    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+    expect(parked).to.equal(true);
+    expect(calls).to.deep.equal(['syncPod']);
+  });
+
+  it('without yieldToLoop, calls at once', async () => {
+    calls.length = 0;
+    const g = guardSyncer(
+      syncer,
+      () => false,
+      (p) => p,
+    );
+    const p = g.syncTerminatingRuntimePod(ctx, { uid: 'u' } as never);
+    expect(calls).to.deep.equal(['syncTerminatingRuntimePod']);
+    await p;
   });
 });
