@@ -99,6 +99,16 @@ describe('kubelet-operator end to end on containerd (real apiserver, cri runtime
         query: { fieldSelector: `involvedObject.name=${name}` },
       })
     ).items;
+  /** The pod's Events once every reason in `reasons` is among them (they are written behind the status). */
+  const eventsWith = (name: string, reasons: string[]): Promise<CoreEvent[]> =>
+    eventually(
+      async () => {
+        const items = await eventsOf(name);
+        return reasons.every((r) => items.some((e) => e.reason === r)) ? items : undefined;
+      },
+      10_000,
+      `events ${reasons.join(', ')} of ${name}`,
+    );
   const gone = (p: string): Promise<true | undefined> => isGone(client, p);
 
   before(async function () {
@@ -139,7 +149,7 @@ describe('kubelet-operator end to end on containerd (real apiserver, cri runtime
     // containerd reports one of the image's tags (the harness tags busybox twice).
     expect(c?.image).to.match(/^docker\.io\/library\/busybox:/);
     expect(c?.imageID).to.be.a('string').and.not.equal('');
-    const reasons = (await eventsOf('plain')).map((e) => e.reason);
+    const reasons = (await eventsWith('plain', ['Pulled', 'Created', 'Started'])).map((e) => e.reason);
     expect(reasons).to.include.members(['Pulled', 'Created', 'Started']);
   });
 
@@ -237,7 +247,7 @@ describe('kubelet-operator end to end on containerd (real apiserver, cri runtime
     await eventually(() => gone(podPath('graceful')), 30_000, 'graceful pod gone');
     const took = Date.now() - t0;
     expect(took, `delete took ${took} ms`).to.be.within(2800, 10_000);
-    const reasons = (await eventsOf('graceful')).map((e) => e.reason);
+    const reasons = (await eventsWith('graceful', ['Killing'])).map((e) => e.reason);
     expect(reasons).to.include('Killing');
   });
 

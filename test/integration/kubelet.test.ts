@@ -142,6 +142,16 @@ describe('Kubelet against a real API server (simulated runtime)', function () {
     });
     return res.items;
   };
+  /** The pod's Events once every reason in `reasons` is among them (they are written behind the status). */
+  const eventsWith = (name: string, reasons: string[]): Promise<CoreEvent[]> =>
+    eventually(
+      async () => {
+        const items = await eventsOf(name);
+        return reasons.every((r) => items.some((e) => e.reason === r)) ? items : undefined;
+      },
+      10_000,
+      `events ${reasons.join(', ')} of ${name}`,
+    );
   const waitStatus = (
     name: string,
     pred: (s: PodStatus) => boolean,
@@ -434,8 +444,8 @@ describe('Kubelet against a real API server (simulated runtime)', function () {
     const phases = (history.get('plain') ?? []).map((h) => h.status.phase);
     expect(phases[0]).to.equal('Pending');
     expect(phases.at(-1)).to.equal('Running');
-    const events = (await eventsOf('plain')).map((e) => e.reason);
-    expect(events).to.include.members(['Created', 'Started']);
+    const events = (await eventsWith('plain', ['Pulled', 'Created', 'Started'])).map((e) => e.reason);
+    expect(events).to.include.members(['Pulled', 'Created', 'Started']);
   });
 
   it('tracks the pod generation: status.observedGeneration and its conditions follow a spec change', async function () {
@@ -543,7 +553,7 @@ describe('Kubelet against a real API server (simulated runtime)', function () {
     expect(starts.length).to.be.at.least(3);
     // First restart at once, the second only after the 10 s back-off.
     expect(starts[2]! - starts[1]!).to.be.at.least(9_000);
-    const reasons = (await eventsOf('crash')).map((e) => e.reason);
+    const reasons = (await eventsWith('crash', ['BackOff'])).map((e) => e.reason);
     expect(reasons).to.include('BackOff');
   });
 
@@ -570,7 +580,7 @@ describe('Kubelet against a real API server (simulated runtime)', function () {
       .filter(Boolean);
     const flips = readySeq.filter((v, i) => i > 0 && v !== readySeq[i - 1]);
     expect(flips).to.deep.equal(['True', 'False']);
-    const unhealthy = (await eventsOf('ready-flip'))
+    const unhealthy = (await eventsWith('ready-flip', ['Unhealthy']))
       .filter((e) => e.reason === 'Unhealthy')
       .map((e) => e.message);
     expect(unhealthy.some((m) => m.startsWith('Readiness probe failed: '))).to.equal(true);
@@ -588,7 +598,7 @@ describe('Kubelet against a real API server (simulated runtime)', function () {
       'restarted',
     );
     expect(cs(s, 'app')!.lastState?.terminated).to.not.equal(undefined);
-    const events = await eventsOf('liveness');
+    const events = await eventsWith('liveness', ['Unhealthy']);
     const unhealthy = events.find((e) => e.reason === 'Unhealthy');
     expect(unhealthy?.message).to.equal(
       'Liveness probe failed: cat: /tmp/healthy: No such file or directory\n',
@@ -620,7 +630,7 @@ describe('Kubelet against a real API server (simulated runtime)', function () {
       /^Back-off pulling image "registry.invalid\/nope:1"/,
     );
     expect(s.phase).to.equal('Pending');
-    const reasons = (await eventsOf('no-image')).map((e) => e.reason);
+    const reasons = (await eventsWith('no-image', ['Pulling', 'Failed'])).map((e) => e.reason);
     expect(reasons).to.include.members(['Pulling', 'Failed']);
   });
 
@@ -706,7 +716,7 @@ describe('Kubelet against a real API server (simulated runtime)', function () {
     expect(took).to.be.within(2_800, 10_000);
     const last = history.get('graceful')!.at(-1)!.status;
     expect(cs(last, 'app')?.state?.terminated?.exitCode).to.equal(137);
-    const reasons = (await eventsOf('graceful')).map((e) => e.reason);
+    const reasons = (await eventsWith('graceful', ['Killing'])).map((e) => e.reason);
     expect(reasons).to.include('Killing');
     // The runtime no longer holds anything of the pod.
     const left = (await runtime.listContainers()).filter(
