@@ -49,7 +49,7 @@ describe('cluster: kubelet-operator as the only node agent (scheduler + controll
   const k = (args: string[], input?: string): Promise<string> => env.k(args, input);
   const apply = (obj: unknown): Promise<string> => env.apply(obj);
   const pods = (selector: string): Promise<Pod[]> => env.pods(selector);
-  const events = (name: string) => env.events(name);
+  const events = (name: string, reasons?: readonly string[]) => env.events(name, reasons);
   const node = (name: string) => env.node(name);
   const deployment = (name: string): Promise<Deployment> =>
     env.get<Deployment>(`/apis/apps/v1/namespaces/${NS}/deployments/${name}`);
@@ -113,7 +113,7 @@ describe('cluster: kubelet-operator as the only node agent (scheduler + controll
     expect(describe).to.match(/Normal\s+Pulled\s+.*kubelet\s+Successfully pulled image "busybox:1\.36" in /);
     expect(describe).to.match(/Normal\s+Created\s+.*kubelet\s+Created container: app/);
     expect(describe).to.match(/Normal\s+Started\s+.*kubelet\s+Started container app/);
-    const evs = await events(name);
+    const evs = await events(name, ['Pulling', 'Pulled', 'Created', 'Started']);
     const on = { node: nodeName, container: 'app' };
     expectKubeletEvent(evs, { reason: 'Pulling', message: kubeletMessage.pulling('busybox:1.36'), ...on });
     expectKubeletEvent(evs, { reason: 'Pulled', message: PULLED_FRESH('busybox:1.36'), ...on });
@@ -157,7 +157,7 @@ describe('cluster: kubelet-operator as the only node agent (scheduler + controll
     await k(['scale', 'deployment/scale', '--replicas=0']);
     const killed = all[0]!.metadata.name!;
     await eventually(async () => (await pods('app=scale')).length === 0, 60_000, 'all pods gone', 500);
-    const killing = (await events(killed)).find((e) => e.reason === 'Killing');
+    const killing = (await events(killed, ['Killing'])).find((e) => e.reason === 'Killing');
     expect(killing?.message).to.equal(kubeletMessage.stopping('app'));
     expect(killing?.source).to.deep.equal({ component: 'kubelet', host: killing?.reportingInstance });
     expect(killing?.involvedObject.fieldPath).to.equal('spec.containers{app}');
@@ -350,7 +350,7 @@ describe('cluster: kubelet-operator as the only node agent (scheduler + controll
       500,
     );
     expect(pod.status?.phase).to.equal('Running');
-    const evs = await events('liveness');
+    const evs = await events('liveness', ['Unhealthy', 'Killing']);
     const on = { node: pod.spec!.nodeName!, container: 'web' };
     expectKubeletEvent(evs, {
       reason: 'Unhealthy',

@@ -131,7 +131,7 @@ export function criScenarios(getEnv: () => ClusterEnv): void {
         expect(c?.image).to.match(/^docker\.io\/library\/busybox:/);
         expect(c?.imageID).to.be.a('string').and.not.equal('');
 
-        const evs = await env.events(p.metadata.name!);
+        const evs = await env.events(p.metadata.name!, ['Pulled', 'Created', 'Started']);
         const on = { node: nodeName, container: 'web' };
         expectKubeletEvent(evs, { reason: 'Pulled', message: kubeletMessage.alreadyPresent(IMAGE), ...on });
         expectKubeletEvent(evs, { reason: 'Created', message: kubeletMessage.created('web'), ...on });
@@ -398,7 +398,7 @@ export function criScenarios(getEnv: () => ClusterEnv): void {
       const took = Date.now() - t0;
       // The trap exits within its 1 s sleep; the 60 s grace period would mean SIGTERM did not arrive.
       expect(took, `delete took ${took} ms`).to.be.below(20_000);
-      const evs = await env.events('cri-graceful');
+      const evs = await env.events('cri-graceful', ['Killing']);
       expectKubeletEvent(evs, {
         reason: 'Killing',
         message: kubeletMessage.stopping('app'),

@@ -90,8 +90,11 @@ export interface ClusterEnv {
   pods(selector: string): Promise<Pod[]>;
   pod(name: string): Promise<Pod>;
   node(name: string): Promise<Node>;
-  /** The Events whose involvedObject is the named object of NS. */
-  events(name: string): Promise<CoreEvent[]>;
+  /**
+   * The Events whose involvedObject is the named object of NS; with `reasons`, once every one of them is
+   * among those Events (a node writes Events one at a time, behind the pod's status), waiting up to 10 s.
+   */
+  events(name: string, reasons?: readonly string[]): Promise<CoreEvent[]>;
   stop(): Promise<void>;
 }
 
@@ -243,12 +246,23 @@ export async function startClusterEnv(): Promise<ClusterEnv> {
         .items,
     pod: (name) => get<Pod>(`/api/v1/namespaces/${NS}/pods/${name}`),
     node: (name) => get<Node>(`/api/v1/nodes/${name}`),
-    events: async (name) =>
-      (
-        await get<List<CoreEvent>>(
-          `/api/v1/namespaces/${NS}/events?fieldSelector=${encodeURIComponent(`involvedObject.name=${name}`)}`,
-        )
-      ).items,
+    events: async (name, reasons = []) => {
+      const read = async (): Promise<CoreEvent[]> =>
+        (
+          await get<List<CoreEvent>>(
+            `/api/v1/namespaces/${NS}/events?fieldSelector=${encodeURIComponent(`involvedObject.name=${name}`)}`,
+          )
+        ).items;
+      if (reasons.length === 0) return read();
+      return eventually(
+        async () => {
+          const items = await read();
+          return reasons.every((r) => items.some((e) => e.reason === r)) ? items : undefined;
+        },
+        10_000,
+        `events ${reasons.join(', ')} of ${name}`,
+      );
+    },
     stop: () =>
       (stopped ??= (async () => {
         // The spare operator may have been replaced by the node-failure scenario.
