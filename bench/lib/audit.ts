@@ -108,6 +108,14 @@ export function countOf(counts: RequestCounts, pattern: RegExp): number {
   return n;
 }
 
+/** The kinds that are pod status writes: `patch` or `update` of `pods/status`. */
+export const STATUS_WRITE = /^(patch|update) pods\/status$/;
+
+/** Requests per pod: all of them, or those whose kind matches `pattern`; NaN without counts. */
+export function requestsPerPod(c: RequestCounts | undefined, pods: number, pattern?: RegExp): number {
+  return c ? (pattern ? countOf(c, pattern) : c.total) / pods : Number.NaN;
+}
+
 /** Reads every counting record of an audit log file (other stages are dropped to keep memory small). */
 export async function readAuditLog(file: string): Promise<AuditRecord[]> {
   const out: AuditRecord[] = [];

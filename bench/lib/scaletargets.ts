@@ -2,7 +2,7 @@
 // the target it is held to and whether it met it. Ratios need both sides (not with --no-kwok); the live
 // heap per pod needs --heap-snapshots.
 import { readFileSync } from 'node:fs';
-import { countOf, type RequestCounts } from './audit.js';
+import { countOf, requestsPerPod, STATUS_WRITE, type RequestCounts } from './audit.js';
 import { ratio } from './stats.js';
 import { duration, formatTable, num, times } from './table.js';
 
@@ -45,8 +45,6 @@ export function startRequestsPerPod(r: TargetInputs): number {
   return (nonEvent + events) / r.pods;
 }
 
-const STATUS_PATCH = /^(patch|update) pods\/status$/;
-
 /** Total self size of every node in a V8 heap snapshot (V8 collects before writing one: live bytes). */
 export function snapshotLiveBytes(file: string): number {
   const s = JSON.parse(readFileSync(file, 'utf8')) as {
@@ -65,13 +63,13 @@ type Row = [figure: string, value: number, format: (v: number) => string, target
 
 /** Rows for `ours` (and ratios against `kwok` when given). */
 export function targetRows(ours: TargetInputs, kwok: TargetInputs | undefined): Row[] {
-  const perPod = (c: RequestCounts | undefined, re?: RegExp): number =>
-    c ? (re ? countOf(c, re) : c.total) / ours.pods : Number.NaN;
   const x = (v: number): string => times(v);
   const tp = ratio(ours.podsPerSec, kwok?.podsPerSec ?? Number.NaN);
   const p99 = ratio(ours.readyLatency.p99, kwok?.readyLatency.p99 ?? Number.NaN);
   const cpu = ratio(ours.createCpuSec / ours.pods, kwok ? kwok.createCpuSec / kwok.pods : Number.NaN);
-  const writes = perPod(ours.createRequests, STATUS_PATCH) + perPod(ours.deleteRequests, STATUS_PATCH);
+  const writes =
+    requestsPerPod(ours.createRequests, ours.pods, STATUS_WRITE) +
+    requestsPerPod(ours.deleteRequests, ours.pods, STATUS_WRITE);
   const reqs = startRequestsPerPod(ours);
   return [
     ['throughput, ours / kwok', tp, x, '>= 1.0x', tp >= 1],

@@ -8,15 +8,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { createVirtualNode } from '../../scripts/lib/cluster.js';
 import { startContainerd, type TestContainerd } from '../../test/support/containerd.js';
-import { buildOperator, startOperatorProcess } from '../lib/agents.js';
-import { OPERATOR_USER, startBenchCluster } from '../lib/cluster.js';
+import { SERVED_BY, waitNodesReady } from '../lib/nodes.js';
+import { withOperatorCluster } from '../lib/operatorcluster.js';
 import { rawStarter, timed } from '../lib/cri-start.js';
 import { createPods, deletePods, ensureNamespace, PodWatch } from '../lib/pods.js';
 import { summarize, type Summary } from '../lib/stats.js';
 import { duration, formatTable } from '../lib/table.js';
 
 const NODE = 'cri-1';
-const SERVED_BY = 'bench-cri';
 const PAR = 20;
 
 export interface CriLatencyRun {
@@ -105,91 +104,74 @@ export async function runCriLatency(opts: { quick: boolean }, log: (s: string) =
   try {
     log(`containerd up (${ctd.endpoint}); raw CRI: ${seq} sequential, ${rounds} x ${PAR} parallel`);
     const raw = await rawRounds(ctd, seq, rounds);
-    const buildMs = await buildOperator();
-    log(`operator compiled in ${duration(buildMs)}`);
-    const bc = await startBenchCluster();
-    try {
-      const { applyCrd } = await import('../../test/support/crd.js');
-      await applyCrd(bc.cp);
-      const agent = await startOperatorProcess({
-        kubeconfig: bc.kubeconfigs[OPERATOR_USER]!,
-        selector: `kubelet-operator.dev/served-by=${SERVED_BY}`,
-        logPath: path.join(bc.dir, 'operator.log'),
+    return await withOperatorCluster(undefined, log, async ({ bc, buildMs }) => {
+      await createVirtualNode(bc.driver, NODE, SERVED_BY, {
+        runtime: {
+          type: 'cri',
+          cri: { endpoint: ctd.endpoint, cgroupRoot: ctd.cgroupParentPrefix, logRoot, podNetwork: 'host' },
+        },
       });
-      try {
-        await createVirtualNode(bc.driver, NODE, SERVED_BY, {
-          runtime: {
-            type: 'cri',
-            cri: { endpoint: ctd.endpoint, cgroupRoot: ctd.cgroupParentPrefix, logRoot, podNetwork: 'host' },
-          },
-        });
-        const { waitNodesReady } = await import('../lib/nodes.js');
-        if (!(await waitNodesReady(bc.driver, [NODE], 120_000)))
-          throw new Error(`${NODE} not Ready after 120 s`);
-        const makePod = criPod(ctd.images.busybox);
-        let ns = 0;
-        /** Starts `n` pods at once; per-pod latencies and the time until all were Ready. */
-        const round = async (n: number): Promise<{ perPod: number[]; total: number }> => {
-          const name = `cri-${ns++}`;
-          await ensureNamespace(bc.driver, name);
-          const watch = new PodWatch(bc.driver, name);
-          await watch.start();
-          try {
-            const pods = Array.from({ length: n }, (_, i) => ({ name: `p${i}`, node: NODE }));
-            const t0 = Date.now();
-            await createPods(bc.driver, watch, pods, n, makePod);
-            if (!(await watch.waitFor((r) => r.readyAt !== undefined, n, 120_000)))
-              throw new Error(`${name}: not all ${n} pods Ready after 120 s`);
-            const perPod = [...watch.pods.values()].map((r) => r.readyAt! - r.createdAt!);
-            const total = Math.max(...[...watch.pods.values()].map((r) => r.readyAt!)) - t0;
-            await deletePods(
-              bc.driver,
-              name,
-              pods.map((p) => p.name),
-              n,
-            );
-            if (!(await watch.waitFor((r) => r.goneAt !== undefined, n, 120_000)))
-              throw new Error(`${name}: pods not gone after 120 s`);
-            return { perPod, total };
-          } finally {
-            await watch.stop();
-          }
-        };
-        log('operator: warm-up');
-        for (let i = 0; i < 2; i++) await round(1);
-        log(`operator: ${seq} pods one at a time`);
-        const one: number[] = [];
-        for (let i = 0; i < seq; i++) one.push(...(await round(1)).perPod);
-        log(`operator: ${rounds} x ${PAR} pods at once`);
-        const perPod: number[] = [];
-        const totals: number[] = [];
-        for (let r = 0; r < rounds; r++) {
-          const res = await round(PAR);
-          perPod.push(...res.perPod);
-          totals.push(res.total);
+      if (!(await waitNodesReady(bc.driver, [NODE], 120_000)))
+        throw new Error(`${NODE} not Ready after 120 s`);
+      const makePod = criPod(ctd.images.busybox);
+      let ns = 0;
+      /** Starts `n` pods at once; per-pod latencies and the time until all were Ready. */
+      const round = async (n: number): Promise<{ perPod: number[]; total: number }> => {
+        const name = `cri-${ns++}`;
+        await ensureNamespace(bc.driver, name);
+        const watch = new PodWatch(bc.driver, name);
+        await watch.start();
+        try {
+          const pods = Array.from({ length: n }, (_, i) => ({ name: `p${i}`, node: NODE }));
+          const t0 = Date.now();
+          await createPods(bc.driver, watch, pods, n, makePod);
+          if (!(await watch.waitFor((r) => r.readyAt !== undefined, n, 120_000)))
+            throw new Error(`${name}: not all ${n} pods Ready after 120 s`);
+          const perPod = [...watch.pods.values()].map((r) => r.readyAt! - r.createdAt!);
+          const total = Math.max(...[...watch.pods.values()].map((r) => r.readyAt!)) - t0;
+          await deletePods(
+            bc.driver,
+            name,
+            pods.map((p) => p.name),
+            n,
+          );
+          if (!(await watch.waitFor((r) => r.goneAt !== undefined, n, 120_000)))
+            throw new Error(`${name}: pods not gone after 120 s`);
+          return { perPod, total };
+        } finally {
+          await watch.stop();
         }
-        const run: CriLatencyRun = {
-          runtime: 'containerd, busybox, host network',
-          raw,
-          operator: {
-            one: summarize(one),
-            parallelPerPod: summarize(perPod),
-            parallelTotal: summarize(totals),
-          },
-        };
-        return {
-          scenario: 'cri-latency',
-          quick: opts.quick,
-          operatorBuildMs: buildMs,
-          run,
-          table: criTable(run),
-        };
-      } finally {
-        await agent.stop();
+      };
+      log('operator: warm-up');
+      for (let i = 0; i < 2; i++) await round(1);
+      log(`operator: ${seq} pods one at a time`);
+      const one: number[] = [];
+      for (let i = 0; i < seq; i++) one.push(...(await round(1)).perPod);
+      log(`operator: ${rounds} x ${PAR} pods at once`);
+      const perPod: number[] = [];
+      const totals: number[] = [];
+      for (let r = 0; r < rounds; r++) {
+        const res = await round(PAR);
+        perPod.push(...res.perPod);
+        totals.push(res.total);
       }
-    } finally {
-      await bc.stop();
-    }
+      const run: CriLatencyRun = {
+        runtime: 'containerd, busybox, host network',
+        raw,
+        operator: {
+          one: summarize(one),
+          parallelPerPod: summarize(perPod),
+          parallelTotal: summarize(totals),
+        },
+      };
+      return {
+        scenario: 'cri-latency',
+        quick: opts.quick,
+        operatorBuildMs: buildMs,
+        run,
+        table: criTable(run),
+      };
+    });
   } finally {
     await ctd.stop();
     await rm(logRoot, { recursive: true, force: true });

@@ -2,7 +2,14 @@
 // created with nodeName set, time until all are Running+Ready, then deleted until all are gone. Each side
 // runs alone (the other stopped), in its own namespace, after its own warm-up round.
 import path from 'node:path';
-import { countOf, countRequests, readAuditLog, type AuditRecord, type RequestCounts } from '../lib/audit.js';
+import {
+  countRequests,
+  readAuditLog,
+  requestsPerPod,
+  STATUS_WRITE,
+  type AuditRecord,
+  type RequestCounts,
+} from '../lib/audit.js';
 import {
   buildOperator,
   ensureKwok,
@@ -276,8 +283,6 @@ export function attachCounts(runs: SideRun[], audit: readonly AuditRecord[]): vo
   }
 }
 
-const STATUS_PATCH = /^(patch|update) pods\/status$/;
-
 /** The side-by-side table; the last column is ours / kwok. */
 export function scaleTable(runs: SideRun[]): string {
   const cols = runs.map((r) => r.name);
@@ -286,13 +291,12 @@ export function scaleTable(runs: SideRun[]): string {
     const vals = runs.map(f);
     rows.push([label, ...vals.map(fmt), ...(runs.length === 2 ? [times(ratio(vals[0]!, vals[1]!))] : [])]);
   };
-  const perPod = (c: RequestCounts | undefined, pods: number, re?: RegExp): number =>
-    c ? (re ? countOf(c, re) : c.total) / pods : Number.NaN;
   const ms = duration;
   const mib = (v: number): string => num(v, 0, 'MiB');
   const sec = (v: number): string => num(v, 1, 's');
   const n2 = (v: number): string => num(v, 2);
-  const writes = (c: RequestCounts | undefined, pods: number): number => perPod(c, pods, STATUS_PATCH);
+  const writes = (c: RequestCounts | undefined, pods: number): number =>
+    requestsPerPod(c, pods, STATUS_WRITE);
   const spec: [string, (r: SideRun) => number, (v: number) => string][] = [
     ['nodes Ready after start', (r) => r.nodesReadyMs, ms],
     ['API requests / node, start-up', (r) => (r.startupRequests?.total ?? Number.NaN) / r.nodes, n2],
@@ -308,12 +312,12 @@ export function scaleTable(runs: SideRun[]): string {
     ['RSS peak (create+delete)', (r) => r.maxRssMiB, mib],
     ['V8 heap used when all Ready', (r) => r.heapUsedAtAllReadyMiB, mib],
     ['event-loop lag p99, create phase', (r) => r.eventLoopP99Ms, (v) => num(v, 1, 'ms')],
-    ['API requests / pod, create', (r) => perPod(r.createRequests, r.pods), n2],
+    ['API requests / pod, create', (r) => requestsPerPod(r.createRequests, r.pods), n2],
     ['status writes / pod, create', (r) => writes(r.createRequests, r.pods), n2],
     ['all delete calls answered', (r) => r.allDeletedMs, ms],
     ['time until all gone (delete)', (r) => r.deleteAllGoneMs, ms],
     ['CPU, delete phase', (r) => r.deleteCpuSec, sec],
-    ['API requests / pod, delete', (r) => perPod(r.deleteRequests, r.pods), n2],
+    ['API requests / pod, delete', (r) => requestsPerPod(r.deleteRequests, r.pods), n2],
     ['status writes / pod, delete', (r) => writes(r.deleteRequests, r.pods), n2],
     [
       'status writes / pod, lifecycle',

@@ -291,11 +291,6 @@ export class EventRecorder {
     this.correlator.forget(ref);
   }
 
-  /** Entries in the correlator's caches (tests). */
-  cacheSize(): { seen: number; similar: number; spam: number } {
-    return this.correlator.size();
-  }
-
   /** Resolves when every recorded event has been written (or failed). */
   flush(): Promise<void> {
     return this.chain;

@@ -265,9 +265,10 @@ export class NodeStatusLoop {
    */
   async syncOnce(): Promise<void> {
     await this.cfg.runtimeState.update();
+    let err: unknown;
     for (let attempt = 0; attempt < NODE_STATUS_UPDATE_RETRY; attempt++) {
       if (this.abort.signal.aborted) return;
-      const err = await this.tryUpdate(attempt);
+      err = await this.tryUpdate(attempt);
       if (err === undefined) {
         this.lastError = undefined;
         return;
@@ -279,10 +280,8 @@ export class NodeStatusLoop {
         error: this.lastError,
       });
     }
-    if (this.lastErrorKind === 'NotFound') this.cfg.onNodeMissing?.();
+    if (errorKind(err) === 'NotFound') this.cfg.onNodeMissing?.();
   }
-
-  private lastErrorKind: string | undefined;
 
   /** One try of the round; the error, or undefined when the status is written or nothing was due. */
   private async tryUpdate(attempt: number): Promise<unknown> {
@@ -298,7 +297,6 @@ export class NodeStatusLoop {
       this.writes++;
       return undefined;
     } catch (err) {
-      this.lastErrorKind = errorKind(err);
       return err;
     }
   }

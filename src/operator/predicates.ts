@@ -7,15 +7,12 @@
 import type { VirtualNode } from '../api/virtualnode.js';
 import { canonicalJSON } from '../util/canonical.js';
 
-/** The object without what a status write changes (status, resourceVersion, managedFields). */
+/**
+ * The object without what a status write changes (status, resourceVersion). managedFields never reach here:
+ * the informer's transform strips them (stripManagedFields).
+ */
 function withoutStatus(vn: VirtualNode): string {
-  const {
-    resourceVersion: _rv,
-    managedFields: _mf,
-    ...meta
-  } = vn.metadata as VirtualNode['metadata'] & {
-    managedFields?: unknown;
-  };
+  const { resourceVersion: _rv, ...meta } = vn.metadata;
   return canonicalJSON({ metadata: meta, spec: vn.spec });
 }
 

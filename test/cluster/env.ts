@@ -47,6 +47,7 @@ import { selfSignedCert } from '../support/nodeapi.js';
 import { startTcpProxy } from '../support/tcpproxy.js';
 import { kubectl, startControlPlane, type ControlPlane } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
+import { eventsWithReasons } from '../support/events.js';
 
 export const NS = 'cluster-test';
 export const SIM_NODES = ['sim-1', 'sim-2', 'sim-3'];
@@ -253,15 +254,7 @@ export async function startClusterEnv(): Promise<ClusterEnv> {
             `/api/v1/namespaces/${NS}/events?fieldSelector=${encodeURIComponent(`involvedObject.name=${name}`)}`,
           )
         ).items;
-      if (reasons.length === 0) return read();
-      return eventually(
-        async () => {
-          const items = await read();
-          return reasons.every((r) => items.some((e) => e.reason === r)) ? items : undefined;
-        },
-        10_000,
-        `events ${reasons.join(', ')} of ${name}`,
-      );
+      return reasons.length === 0 ? read() : eventsWithReasons(read, reasons, name);
     },
     stop: () =>
       (stopped ??= (async () => {

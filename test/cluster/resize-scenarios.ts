@@ -19,6 +19,16 @@ export function resizeScenarios(getEnv: () => ClusterEnv): void {
     const k = (args: string[]) => getEnv().k(args);
     const pod = (name: string) => getEnv().pod(name);
     const condition = (p: Pod, type: string) => p.status?.conditions?.find((c) => c.type === type);
+    /** The pod once its `type` condition has `reason` (up to 30 s). */
+    const conditionWithReason = (name: string, type: string, reason: string): Promise<Pod> =>
+      eventually(
+        async () => {
+          const p = await pod(name);
+          return condition(p, type)?.reason === reason ? p : undefined;
+        },
+        30_000,
+        `${type} ${reason}`,
+      );
     const resizeCPU = (name: string, cpu: string) =>
       k([
         'patch',
@@ -71,14 +81,7 @@ export function resizeScenarios(getEnv: () => ClusterEnv): void {
       const node = await getEnv().node(NODE);
       const allocatable = quantityMilliValue(node.status!.allocatable!.cpu!);
       await resizeCPU('rs-a', `${allocatable + 1000}m`);
-      const infeasible = await eventually(
-        async () => {
-          const p = await pod('rs-a');
-          return condition(p, 'PodResizePending')?.reason === 'Infeasible' ? p : undefined;
-        },
-        30_000,
-        'PodResizePending Infeasible',
-      );
+      const infeasible = await conditionWithReason('rs-a', 'PodResizePending', 'Infeasible');
       expect(condition(infeasible, 'PodResizePending')!.message).to.equal(
         `Node didn't have enough capacity: cpu, requested: ${allocatable + 1000}, capacity: ${allocatable}`,
       );
@@ -95,14 +98,7 @@ export function resizeScenarios(getEnv: () => ClusterEnv): void {
       // Half a cpu more than the room left: it fits once rs-b (1 cpu) is gone, never beyond the node.
       const want = allocatable - others + 500;
       await resizeCPU('rs-a', `${want}m`);
-      const deferred = await eventually(
-        async () => {
-          const p = await pod('rs-a');
-          return condition(p, 'PodResizePending')?.reason === 'Deferred' ? p : undefined;
-        },
-        30_000,
-        'PodResizePending Deferred',
-      );
+      const deferred = await conditionWithReason('rs-a', 'PodResizePending', 'Deferred');
       expect(condition(deferred, 'PodResizePending')!.message).to.match(
         /^Node didn't have enough resource: cpu, requested: \d+, used: \d+, capacity: \d+$/,
       );
@@ -164,14 +160,7 @@ export function resizeScenarios(getEnv: () => ClusterEnv): void {
         30_000,
         'slow resize completed',
       );
-      const broken = await eventually(
-        async () => {
-          const p = await pod('rs-broken');
-          return condition(p, 'PodResizeInProgress')?.reason === 'Error' ? p : undefined;
-        },
-        30_000,
-        'PodResizeInProgress Error',
-      );
+      const broken = await conditionWithReason('rs-broken', 'PodResizeInProgress', 'Error');
       expect(condition(broken, 'PodResizeInProgress')!.message).to.contain(
         'cgroup update refused by the simulated runtime',
       );

@@ -29,6 +29,7 @@ import {
 } from '../support/containerd.js';
 import { freePort, startControlPlane, type ControlPlane } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
+import { eventsWithReasons } from '../support/events.js';
 import {
   adminClient,
   cstatus,
@@ -99,16 +100,8 @@ describe('kubelet-operator end to end on containerd (real apiserver, cri runtime
         query: { fieldSelector: `involvedObject.name=${name}` },
       })
     ).items;
-  /** The pod's Events once every reason in `reasons` is among them (they are written behind the status). */
   const eventsWith = (name: string, reasons: string[]): Promise<CoreEvent[]> =>
-    eventually(
-      async () => {
-        const items = await eventsOf(name);
-        return reasons.every((r) => items.some((e) => e.reason === r)) ? items : undefined;
-      },
-      10_000,
-      `events ${reasons.join(', ')} of ${name}`,
-    );
+    eventsWithReasons(() => eventsOf(name), reasons, name);
   const gone = (p: string): Promise<true | undefined> => isGone(client, p);
 
   before(async function () {

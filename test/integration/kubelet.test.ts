@@ -25,6 +25,7 @@ import { isNotFound } from '../../src/util/errors.js';
 import { createLogger, silentLogger } from '../../src/util/logger.js';
 import { startControlPlane, type ControlPlane } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
+import { eventsWithReasons } from '../support/events.js';
 
 const COLD_BUILD_TIMEOUT_MS = 20 * 60_000;
 const NODE = 'vn-kubelet-int';
@@ -142,16 +143,8 @@ describe('Kubelet against a real API server (simulated runtime)', function () {
     });
     return res.items;
   };
-  /** The pod's Events once every reason in `reasons` is among them (they are written behind the status). */
   const eventsWith = (name: string, reasons: string[]): Promise<CoreEvent[]> =>
-    eventually(
-      async () => {
-        const items = await eventsOf(name);
-        return reasons.every((r) => items.some((e) => e.reason === r)) ? items : undefined;
-      },
-      10_000,
-      `events ${reasons.join(', ')} of ${name}`,
-    );
+    eventsWithReasons(() => eventsOf(name), reasons, name);
   const waitStatus = (
     name: string,
     pred: (s: PodStatus) => boolean,

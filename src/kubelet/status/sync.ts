@@ -73,13 +73,10 @@ export class StatusSyncer {
   private async syncBatchNow(all: boolean): Promise<number> {
     const { podToMirror, mirrorToPod } = this.d.podManager.getUIDTranslations();
     if (all) {
-      for (const uid of [...this.apiStatusVersions.keys()]) {
-        if (!this.d.podStatuses.has(asPodUID(uid)) && !mirrorToPod.has(uid))
-          this.apiStatusVersions.delete(uid);
-      }
-      for (const uid of [...this.writtenRevisions.keys()]) {
-        if (!this.d.podStatuses.has(asPodUID(uid)) && !mirrorToPod.has(uid))
-          this.writtenRevisions.delete(uid);
+      for (const byUID of [this.apiStatusVersions, this.writtenRevisions]) {
+        for (const uid of [...byUID.keys()]) {
+          if (!this.d.podStatuses.has(asPodUID(uid)) && !mirrorToPod.has(uid)) byUID.delete(uid);
+        }
       }
     }
     const updates: { podUID: PodUID; status: VersionedPodStatus }[] = [];
