@@ -3,7 +3,8 @@
 // component group still alive and stops a containerd that `up` left behind. A PID is only signalled
 // while its command line still shows it is ours.
 import { existsSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
+import path from 'node:path';
 import { commandLineOf, pidAlive, run } from '../test/support/controlplane.js';
 import { SCRIPT as CONTAINERD_SCRIPT } from '../test/support/containerd.js';
 import { removeStateDir } from '../test/support/statedir.js';
@@ -19,6 +20,19 @@ async function waitGone(pids: number[], timeoutMs: number): Promise<number[]> {
     alive = alive.filter(pidAlive);
   }
   return alive;
+}
+
+/**
+ * The components as the control plane itself records them (`<dir>/owner.json`), so that one started after
+ * up.json was last written (metrics-server comes up while the nodes do) is not missed after a crash.
+ */
+async function recordedPids(dir: string): Promise<number[]> {
+  try {
+    const owner = JSON.parse(await readFile(path.join(dir, 'owner.json'), 'utf8')) as { pids?: number[] };
+    return owner.pids ?? [];
+  } catch {
+    return [];
+  }
 }
 
 async function main(): Promise<void> {
@@ -39,7 +53,11 @@ async function main(): Promise<void> {
     }
   }
 
-  const leftovers = state.processes.filter((p) => ours(p.pid));
+  const known = new Set(state.processes.map((p) => p.pid));
+  const recorded = (await recordedPids(state.dir))
+    .filter((pid) => !known.has(pid))
+    .map((pid) => ({ name: 'component', pid }));
+  const leftovers = [...state.processes, ...recorded].filter((p) => ours(p.pid));
   for (const p of leftovers) {
     console.log(`killing ${p.name} (pid ${p.pid})`);
     try {

@@ -1,8 +1,9 @@
 // `npm run up`: a local cluster in the foreground until Ctrl-C / SIGTERM / `npm run down`: etcd,
-// kube-apiserver, kube-scheduler and kube-controller-manager, the VirtualNode CRD, and kubelet-operator
-// (in this process) serving a simulated VirtualNode `sim-1` and, when containerd can run here (root on
-// Linux), a containerd-backed VirtualNode `cri-1` on a private containerd. Then it applies the sample
-// workload from examples/ and shows a live table of nodes and pods until all is Ready or Complete.
+// kube-apiserver, kube-scheduler, kube-controller-manager and metrics-server (`kubectl top`), the
+// VirtualNode CRD, and kubelet-operator (in this process) serving a simulated VirtualNode `sim-1` and, when
+// containerd can run here (root on Linux), a containerd-backed VirtualNode `cri-1` on a private containerd.
+// Then it applies the sample workload from examples/ and shows a live table of nodes and pods until all is
+// Ready or Complete.
 import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { createPodNetwork, type PodNetwork } from '../test/support/podnetwork.js';
@@ -22,6 +23,11 @@ import {
   type ControlPlane,
 } from '../test/support/controlplane.js';
 import { startContainerd, type TestContainerd } from '../test/support/containerd.js';
+import {
+  ensureMetricsServer,
+  startMetricsServer,
+  type MetricsServer,
+} from '../test/support/metricsserver.js';
 import { NodeApiRegistry } from '../src/server/nodeapi/registry.js';
 import { serveNodeApi, type ServedNodeApi } from '../src/server/nodeapi/serve.js';
 import {
@@ -104,9 +110,11 @@ async function main(): Promise<void> {
   const criPossible = process.platform === 'linux' && process.getuid?.() === 0;
   if (!criPossible) criSkipped = 'containerd needs root on Linux';
   console.log(
-    'starting the control plane (the first run builds the Kubernetes binaries; that takes a while)' +
+    'starting the control plane and metrics-server (the first run builds their binaries; that takes a while)' +
       (criPossible ? ' and a private containerd for the cri VirtualNode...' : '...'),
   );
+  // Checked (or built, the first time) while the control plane starts; startMetricsServer awaits the same.
+  ensureMetricsServer().catch(() => undefined);
   // The pod network: a bridge of this run's own, pods in their own network namespaces through CNI.
   const networkStarting: Promise<PodNetwork | undefined> = criPossible
     ? createPodNetwork().catch((err: unknown) => {
@@ -136,6 +144,18 @@ async function main(): Promise<void> {
       await (await networkStarting)?.stop().catch(() => undefined);
       throw err;
     });
+  // metrics-server needs only the control plane: it comes up while the operator and the nodes do. The
+  // node API's serving certificates (kubelet-serving CSRs) and client CA are the cluster CA, its default.
+  // Without it the cluster still works, minus `kubectl top`.
+  let metricsSkipped = '';
+  const metricsStarting: Promise<MetricsServer | undefined> = phases
+    .time('metrics-server', () => startMetricsServer(cp))
+    .catch((err: unknown) => {
+      // The first line names what failed and the log; the log's tail is for a terminal, not the summary.
+      console.error(`metrics-server did not come up: ${err instanceof Error ? err.message : String(err)}`);
+      metricsSkipped = (err instanceof Error ? err.message : String(err)).split('\n')[0]!;
+      return undefined;
+    });
   const network = await networkStarting;
   const nodeIPs = { ...LOOPBACK_NODE_IPS };
   if (network) {
@@ -156,7 +176,16 @@ async function main(): Promise<void> {
     stateDir,
     ...(network ? { bridge: network.bridge } : {}),
   };
-  await writeFile(UP_STATE_FILE, JSON.stringify(state, null, 2) + '\n');
+  // One write at a time: the state grows from concurrent phases.
+  let stateWrites = Promise.resolve();
+  const saveState = (): Promise<void> =>
+    (stateWrites = stateWrites.then(() => writeFile(UP_STATE_FILE, JSON.stringify(state, null, 2) + '\n')));
+  await saveState();
+  void metricsStarting.then(async (ms) => {
+    if (!ms) return;
+    state.processes = cp.processes();
+    await saveState().catch(() => undefined);
+  });
 
   // The operator runs in this process, logging JSON lines to a file so this terminal stays readable.
   const logger = createLogger('info', { component: 'kubelet-operator' }, UP_OPERATOR_LOG);
@@ -208,7 +237,7 @@ async function main(): Promise<void> {
     const containerd = await containerdStarting;
     if (containerd) {
       state.containerdDir = containerd.dir;
-      await writeFile(UP_STATE_FILE, JSON.stringify(state, null, 2) + '\n');
+      await saveState();
       await createVirtualNode(client, CRI_NODE, 'up', {
         // Tainted: the sample workload stays on sim-1; examples/cri-pod.yaml tolerates it.
         taints: [{ key: 'kubelet-operator.dev/runtime', value: 'cri', effect: 'NoSchedule' }],
@@ -284,6 +313,7 @@ async function main(): Promise<void> {
   const settled = await phases.time('workload Ready/Complete', () =>
     watchProgress(client, 'default', { timeoutMs: 180_000, periodMs: 500 }),
   );
+  const metricsServer = await metricsStarting;
   if (stopping) return;
 
   const names = cp
@@ -306,6 +336,11 @@ control plane up in ${(cp.startMs / 1000).toFixed(1)} s at ${cp.server}
 
 kubelet-operator is serving VirtualNode ${VIRTUAL_NODE} (simulated runtime) ${cri}
   operator log: ${UP_OPERATOR_LOG}
+${
+  metricsServer
+    ? `metrics-server serves metrics.k8s.io (kubectl top) from ${metricsServer.url}; log: ${metricsServer.logPath}`
+    : `no metrics-server (kubectl top will not work): ${metricsSkipped}`
+}
 
 Use it with kubectl:
   export KUBECONFIG=${UP_KUBECONFIG}
@@ -319,7 +354,13 @@ Use it with kubectl:
   kubectl port-forward pod/real-httpd 8080:18080`
       : ''
   }
-  kubectl scale deployment/web --replicas=10
+  kubectl scale deployment/web --replicas=10${
+    metricsServer
+      ? `
+  kubectl top nodes
+  kubectl top pods`
+      : ''
+  }
 
 Stop with Ctrl-C here, or from another shell: npm run down
 `);

@@ -14,6 +14,7 @@ import { EventRecorder } from './kube/events.js';
 import type { Informer } from './kube/informer.js';
 import { Kubelet } from './kubelet/kubelet.js';
 import { PodsByNodeIndex } from './kubelet/podmanager.js';
+import { asPodUID } from './kubelet/container/types.js';
 import { podRef } from './kubelet/kubelet_shell.js';
 import { processSlicer } from './util/timeslice.js';
 import type { Metrics } from './metrics.js';
@@ -24,6 +25,8 @@ import { nodeRef, restEventSink, restNodeAPI, type NodeAPI } from './node/api.js
 import type { Service } from './api/service.js';
 import type { VolumeSources } from './kubelet/volumemanager/sources.js';
 import { podEnvironmentFor, type NodePodEnvironment } from './podenvironment.js';
+import { statsProviderFor } from './nodestats.js';
+import type { StatsProvider } from './kubelet/stats/provider.js';
 import type { SimRuntimeOptions } from './runtime/sim/runtime.js';
 import { deleteNode, desiredLabels } from './node/registration.js';
 import type { ManagedNode, ManagedNodeFactory, ManagedNodeObservation } from './operator/managednode.js';
@@ -113,6 +116,7 @@ export class KubeletManagedNode implements ManagedNode {
   private stopped = false;
   private unregisterNodeApi: (() => void) | undefined;
   private readonly podEnv: NodePodEnvironment;
+  private readonly stats: StatsProvider;
 
   constructor(
     private readonly vn: VirtualNode,
@@ -164,6 +168,15 @@ export class KubeletManagedNode implements ManagedNode {
       logger: this.log,
     });
     this.agent = this.newAgent(spec);
+    this.stats = statsProviderFor({
+      spec,
+      nodeName,
+      env: this.podEnv.env,
+      runtime: this.runtime,
+      clock: deps.clock,
+      nodesServed: () => deps.nodeApi?.nodes().length ?? 1,
+      ownsPod: (uid) => this.kubelet.podManager.getPodByUID(asPodUID(uid)) !== undefined,
+    });
     this.kubelet = new Kubelet({
       runtimeState: this.runtimeState,
       nodeName,
@@ -236,6 +249,10 @@ export class KubeletManagedNode implements ManagedNode {
         const p = this.pods.get(`${namespace}/${name}`);
         return p?.spec?.nodeName === this.nodeName ? p : undefined;
       },
+      stats: {
+        summary: (opts) => this.stats.summary(opts),
+        probeMetrics: () => this.kubelet.probeMetrics.render(),
+      },
     });
     await this.agent.ready;
   }
@@ -293,8 +310,9 @@ export class KubeletManagedNode implements ManagedNode {
   }
   podDeleted(pod: Pod): void {
     this.kubelet.handlePodDelete(pod);
-    // Gone from the API: its UID never recurs, so the correlator's entries for it can go (events.ts).
+    // Gone from the API: its UID never recurs, so the correlator's entries and probe series for it can go.
     this.recorder.forget(podRef(pod));
+    this.kubelet.probeMetrics.forget(pod.metadata?.uid ?? '');
   }
 
   observe(): ManagedNodeObservation {

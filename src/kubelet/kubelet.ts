@@ -44,6 +44,7 @@ import { GenericPLEG } from './pleg/generic.js';
 import { KubeletPodManager, PodsByNodeIndex } from './podmanager.js';
 import { PodWorkers } from './podworkers.js';
 import { ProberManager } from './prober/manager.js';
+import { ProbeMetrics } from './prober/metrics.js';
 import { ResultsManager } from './prober/results.js';
 import { createProbeRunner } from './prober/runner.js';
 import { ReasonCache } from './reasoncache.js';
@@ -81,6 +82,8 @@ export class Kubelet {
     startup: new ResultsManager('startup'),
   };
   readonly reasonCache = new ReasonCache();
+  /** `/metrics/probes` of this node. */
+  readonly probeMetrics = new ProbeMetrics();
   readonly volumeManager: VolumeManager;
   readonly resizeConditions: PodResizeConditions;
   readonly allocationManager: AllocationManager;
@@ -160,8 +163,10 @@ export class Kubelet {
       runner: createProbeRunner({
         runtime: deps.runtime,
         record,
-        onProbe: (probeType, result) =>
-          metrics?.proberProbeTotal.inc({ node, probe_type: probeType, result }),
+        onProbe: (probeType, result, pod, container) => {
+          metrics?.proberProbeTotal.inc({ node, probe_type: probeType, result });
+          this.probeMetrics.observe(probeType, result, pod, container);
+        },
         logger: { info: (m, f) => this.log.debug(m, f) },
       }),
       results: this.results,

@@ -171,14 +171,93 @@ export interface ContainerStatus extends Container {
   resources?: LinuxContainerResources;
 }
 
-/** A container's usage as CRI ContainerStats reports it; a field the runtime does not report is absent. */
+/** CPU use at `timestamp` (CRI CpuUsage). */
+export interface CpuUsage {
+  /** Nanoseconds since the epoch when the sample was taken. */
+  timestamp: bigint;
+  /** Cumulative CPU time over all cores since the container (or sandbox) started, in core-nanoseconds. */
+  usageCoreNanoSeconds?: number;
+  /** Rate over a recent window, in nano-cores (1e9 = one core busy); absent when the runtime has no window. */
+  usageNanoCores?: number;
+}
+
+/** Memory use at `timestamp` (CRI MemoryUsage). */
+export interface MemoryUsage {
+  timestamp: bigint;
+  /** Usage minus inactive file pages: what the OOM killer weighs, and what metrics-server reports. */
+  workingSetBytes?: number;
+  /** Limit minus working set; absent without a limit. */
+  availableBytes?: number;
+  /** Total memory in use, page cache included (cgroup memory.usage_in_bytes / memory.current). */
+  usageBytes?: number;
+  /** Anonymous and swap cache memory. */
+  rssBytes?: number;
+  pageFaults?: number;
+  majorPageFaults?: number;
+}
+
+/** Disk use of one filesystem or layer at `timestamp` (CRI FilesystemUsage). */
+export interface FilesystemUsage {
+  timestamp: bigint;
+  /** The filesystem's mountpoint, when the runtime names it. */
+  mountpoint?: string;
+  usedBytes?: number;
+  inodesUsed?: number;
+}
+
+/** Which container or sandbox a stats record belongs to (CRI ContainerAttributes / PodSandboxAttributes). */
+export interface StatsAttributes<M> {
+  id: string;
+  metadata: M;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+}
+
+/**
+ * A container's usage as CRI ContainerStats reports it; a field the runtime does not report is absent.
+ * `attributes` is set by listContainerStats and may be absent from containerStats(id).
+ */
 export interface ContainerStats {
-  memory?: {
-    /** Total memory in use, page cache included (cgroup memory.usage_in_bytes / memory.current). */
-    usageBytes?: number;
-    /** Usage minus inactive file pages: what the OOM killer weighs. */
-    workingSetBytes?: number;
+  attributes?: StatsAttributes<ContainerMetadata>;
+  cpu?: CpuUsage;
+  memory?: MemoryUsage;
+  /** The container's writable layer (its rootfs changes). */
+  writableLayer?: FilesystemUsage;
+}
+
+/** One network interface's counters (CRI NetworkInterfaceUsage). */
+export interface NetworkInterfaceUsage {
+  name: string;
+  rxBytes?: number;
+  rxErrors?: number;
+  txBytes?: number;
+  txErrors?: number;
+}
+
+/** A sandbox's usage: the pod's cgroup and network namespace (CRI PodSandboxStats, Linux part). */
+export interface PodSandboxStats {
+  attributes: StatsAttributes<PodSandboxMetadata>;
+  cpu?: CpuUsage;
+  memory?: MemoryUsage;
+  network?: {
+    timestamp: bigint;
+    defaultInterface?: NetworkInterfaceUsage;
+    interfaces: NetworkInterfaceUsage[];
   };
+  process?: { timestamp: bigint; processCount: number };
+  /** The sandbox's containers, as listContainerStats would report them. */
+  containers: ContainerStats[];
+}
+
+export interface ContainerStatsFilter {
+  id?: string;
+  podSandboxId?: string;
+  labelSelector?: Record<string, string>;
+}
+
+export interface PodSandboxStatsFilter {
+  id?: string;
+  labelSelector?: Record<string, string>;
 }
 
 export interface ExecSyncResult {
@@ -327,6 +406,13 @@ export interface Runtime {
   updateContainerResources(id: string, resources: LinuxContainerResources): Promise<void>;
   /** What one container uses now (CRI ContainerStats). NotFound for an unknown ID. */
   containerStats(id: string): Promise<ContainerStats>;
+  /** Usage of every container that matches (CRI ListContainerStats), `attributes` set; exited ones may be left out. */
+  listContainerStats(filter?: ContainerStatsFilter): Promise<ContainerStats[]>;
+  /**
+   * Usage of every ready sandbox that matches, with its containers (CRI ListPodSandboxStats). A runtime that
+   * cannot measure a sandbox as a whole leaves its cpu and memory absent; the kubelet then sums the containers.
+   */
+  listPodSandboxStats(filter?: PodSandboxStatsFilter): Promise<PodSandboxStats[]>;
 
   /** Runs a command in a running container. A non-zero exit is data; running out of time is DeadlineExceeded. */
   execSync(id: string, cmd: string[], timeoutSeconds: number): Promise<ExecSyncResult>;

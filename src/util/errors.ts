@@ -38,6 +38,7 @@ export function errorKind(err: unknown): ErrorKind {
 export const isNotFound = (err: unknown): boolean => errorKind(err) === 'NotFound';
 export const isUnavailable = (err: unknown): boolean => errorKind(err) === 'Unavailable';
 export const isInvalidArgument = (err: unknown): boolean => errorKind(err) === 'InvalidArgument';
+export const isUnimplemented = (err: unknown): boolean => errorKind(err) === 'Unimplemented';
 export const isDeadlineExceeded = (err: unknown): boolean => errorKind(err) === 'DeadlineExceeded';
 
 /** A readable message for any thrown value. */

@@ -3,7 +3,8 @@
  * kube-controller-manager, a real containerd, and in-process operators serving simulated and containerd-backed
  * VirtualNodes (test/cluster/env.ts). Everything goes through kubectl or the API client (no private hooks):
  * workloads are created with kubectl, the scheduler binds them, the controllers react to what our kubelet
- * reports. Jobs (job-scenarios.ts), in-place resize (resize-scenarios.ts), node failure (node-failure.ts) and the containerd-backed scenarios
+ * reports. Resource metrics through metrics-server (metrics-scenarios.ts), Jobs (job-scenarios.ts), in-place
+ * resize (resize-scenarios.ts), node failure (node-failure.ts) and the containerd-backed scenarios
  * (cri-scenarios.ts) run on the same cluster, after the tests here.
  */
 import { expect } from 'chai';
@@ -12,6 +13,8 @@ import { kubectl } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
 import { criScenarios } from './cri-scenarios.js';
 import { jobScenarios } from './job-scenarios.js';
+import { hpaScenarios } from './hpa-scenarios.js';
+import { metricsScenarios } from './metrics-scenarios.js';
 import { nodeFailureScenario } from './node-failure.js';
 import { resizeScenarios } from './resize-scenarios.js';
 import { tokenScenario } from './token-scenarios.js';
@@ -366,6 +369,8 @@ describe('cluster: kubelet-operator as the only node agent (scheduler + controll
     console.log(`      liveness restart after ${Date.now() - t0} ms`);
   });
 
+  metricsScenarios(() => env);
+  hpaScenarios(() => env);
   jobScenarios(() => env);
   resizeScenarios(() => env);
   nodeFailureScenario(() => env);

@@ -16,6 +16,10 @@
  * Every node serves the node API on :10250 of its InternalIP (sim nodes 127.0.0.4-6) with a serving certificate
  * requested by CSR and approved here as an admin would, so `kubectl logs/exec` take the API server's real path.
  *
+ * metrics-server (test/support/metricsserver.ts) serves `metrics.k8s.io` through the aggregation layer,
+ * scraping every node's node API each METRIC_RESOLUTION_S, so `kubectl top` works; the controller-manager's
+ * HorizontalPodAutoscaler runs on short periods (HPA_CONTROLLER_ARGS) so that scaling shows in seconds.
+ *
  * A component that cannot start (control plane, containerd: root on Linux is required) fails `before` loudly.
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -48,6 +52,7 @@ import { startTcpProxy } from '../support/tcpproxy.js';
 import { kubectl, startControlPlane, type ControlPlane } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
 import { eventsWithReasons } from '../support/events.js';
+import { startMetricsServer, type MetricsServer } from '../support/metricsserver.js';
 
 export const NS = 'cluster-test';
 export const SIM_NODES = ['sim-1', 'sim-2', 'sim-3'];
@@ -65,6 +70,19 @@ export const CRI_NODES: Record<string, string> = { 'cri-1': '', 'cri-2': '' };
 export const CRI_TAINT = { key: 'kubelet-operator.dev/runtime', value: 'cri', effect: 'NoSchedule' };
 /** The node lifecycle controller's grace period for a silent node (`--node-monitor-grace-period`). */
 export const NODE_MONITOR_GRACE_S = 15;
+/** metrics-server's scrape period (`--metric-resolution`; it refuses less than 10 s). */
+export const METRIC_RESOLUTION_S = 10;
+/**
+ * The HorizontalPodAutoscaler controller on test timings: a sync every 5 s (default 15 s), scale-down after
+ * 20 s of lower recommendations (default 5 min), and a new pod's CPU counted 10 s after its start (default
+ * 5 min) once it has been Ready for 5 s (default 30 s).
+ */
+export const HPA_CONTROLLER_ARGS = [
+  '--horizontal-pod-autoscaler-sync-period=5s',
+  '--horizontal-pod-autoscaler-downscale-stabilization=20s',
+  '--horizontal-pod-autoscaler-initial-readiness-delay=5s',
+  '--horizontal-pod-autoscaler-cpu-initialization-period=10s',
+];
 
 const HEARTBEAT = { renewIntervalSeconds: 2, leaseDurationSeconds: 10, statusUpdateFrequencySeconds: 2 };
 
@@ -81,6 +99,8 @@ export interface ClusterEnv {
   /** A CRI client of the test's own, to look into containerd (never to act on pods). */
   cri: CriRuntime;
   main: Operator;
+  /** metrics-server, its APIService `v1beta1.metrics.k8s.io` Available. */
+  metricsServer: MetricsServer;
   /** The operator serving `sim-3`; undefined while the node-failure scenario has it stopped. */
   spare: Operator | undefined;
   startSpare(): Promise<Operator>;
@@ -114,6 +134,7 @@ export async function startClusterEnv(): Promise<ClusterEnv> {
       controllerManagerArgs: [
         `--node-monitor-grace-period=${NODE_MONITOR_GRACE_S}s`,
         '--node-monitor-period=1s',
+        ...HPA_CONTROLLER_ARGS,
       ],
     }),
     (async () => {
@@ -138,6 +159,11 @@ export async function startClusterEnv(): Promise<ClusterEnv> {
   }
   const cp = cpStart.value;
   const { ctd: containerd, network } = containerdStart.value;
+  // It needs only the control plane: it starts while the operators and nodes do, and is awaited last. The
+  // node API's serving certificates and client CA are the cluster CA, metrics-server's default.
+  const metricsStarting = startMetricsServer(cp, { metricResolutionSeconds: METRIC_RESOLUTION_S });
+  metricsStarting.catch(() => undefined); // awaited in the try below; cp.stop() ends it in any case
+  let metricsServer: MetricsServer | undefined;
   for (const [i, name] of Object.keys(CRI_NODES).entries()) CRI_NODES[name] = await network.nodeIP(i);
   const logRoot = await mkdtemp(path.join(tmpdir(), 'ko-cluster-logs-'));
   const stateDir = await mkdtemp(path.join(tmpdir(), 'ko-cluster-state-'));
@@ -185,6 +211,7 @@ export async function startClusterEnv(): Promise<ClusterEnv> {
   let nodeApi: Awaited<ReturnType<typeof serveNodeApi>> | undefined;
   const stopAll = async (): Promise<void> => {
     approving.abort();
+    await metricsServer?.stop().catch(() => undefined);
     await Promise.allSettled(operators.map((o) => o.stop()));
     await nodeApi?.close().catch(() => undefined);
     await cri.close().catch(() => undefined);
@@ -217,6 +244,7 @@ export async function startClusterEnv(): Promise<ClusterEnv> {
       30_000,
       'default SA',
     );
+    metricsServer = await metricsStarting;
   } catch (err) {
     await stopAll();
     throw err;
@@ -237,6 +265,7 @@ export async function startClusterEnv(): Promise<ClusterEnv> {
     containerd,
     cri,
     main,
+    metricsServer,
     spare,
     startSpare: () => startServing('spare'),
     k,

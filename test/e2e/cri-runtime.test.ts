@@ -11,7 +11,9 @@ import type { Container, Pod } from '../../src/api/core.js';
 import { CriRuntime, type CriLogger } from '../../src/runtime/cri/client.js';
 import { buildContainerConfig } from '../../src/kubelet/kuberuntime/containerconfig.js';
 import { buildPodSandboxConfig, type NodeSettings } from '../../src/kubelet/kuberuntime/sandboxconfig.js';
+import { StatsProvider } from '../../src/kubelet/stats/provider.js';
 import { ContainerNameLabel, PodUIDLabel } from '../../src/runtime/labels.js';
+import { RealClock } from '../../src/util/clock.js';
 import type { ContainerStatus, PodSandboxConfig } from '../../src/runtime/types.js';
 import { KindError, errorKind } from '../../src/util/errors.js';
 import { startContainerd, type TestContainerd } from '../support/containerd.js';
@@ -165,6 +167,44 @@ describe('CriRuntime on real containerd', function () {
     );
     return rt.containerStatus(id);
   }
+
+  it('reports usage: a busy container over 100m, an idle one under 10m, through the stats provider', async () => {
+    const busy: Container = {
+      name: 'busy',
+      image: ctd.images.busybox,
+      command: ['sh', '-c', 'while :; do :; done'],
+    };
+    const idle: Container = { name: 'idle', image: ctd.images.busybox, command: ['sleep', '3600'] };
+    const pod = makePod('stats', [busy, idle]);
+    const { ids } = await runPod(pod);
+    const provider = new StatsProvider({
+      nodeName: 'cri-e2e',
+      runtime: rt,
+      clock: new RealClock(),
+      startTimeMs: Date.now(),
+      memoryCapacityBytes: 1 << 30,
+      ephemeralStorageCapacityBytes: 1 << 30,
+      nodesServed: () => 1,
+    });
+    const direct = await rt.listContainerStats({ id: ids.busy! });
+    expect(direct).to.have.length(1);
+    expect(direct[0]!.attributes?.metadata.name).to.equal('busy');
+    expect(direct[0]!.cpu?.usageCoreNanoSeconds).to.be.greaterThan(0);
+    expect(direct[0]!.memory?.workingSetBytes).to.be.greaterThan(0);
+    await provider.summary({ fs: false });
+    await sleep(2_000);
+    const s = await provider.summary({ fs: false });
+    const p = s.pods.find((x) => x.podRef.uid === pod.metadata.uid);
+    expect(p, JSON.stringify(s.pods.map((x) => x.podRef))).to.not.equal(undefined);
+    const cpu = (name: string): number =>
+      p!.containers.find((c) => c.name === name)?.cpu?.usageNanoCores ?? -1;
+    console.log(`      busy ${(cpu('busy') / 1e6).toFixed(1)}m, idle ${(cpu('idle') / 1e6).toFixed(2)}m`);
+    expect(cpu('busy')).to.be.greaterThan(100e6);
+    expect(cpu('idle')).to.be.within(0, 10e6);
+    expect(p!.cpu?.usageCoreNanoSeconds).to.be.greaterThan(0);
+    expect(p!.memory?.workingSetBytes).to.be.greaterThan(0);
+    expect(s.node.cpu?.usageNanoCores).to.be.greaterThan(100e6);
+  });
 
   it('runs a full pod lifecycle built from a Pod: logs, labels, cgroup limits, seccomp, removal', async () => {
     const app: Container = {

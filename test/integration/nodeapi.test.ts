@@ -20,6 +20,7 @@ import { RealClock } from '../../src/util/clock.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { kubectl, startControlPlane, type ControlPlane } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
+import { KubeletResourceMetrics, parseExposition } from '../support/kubelet-metrics.js';
 import { saToken as createSaToken } from '../support/kubectl.js';
 import { listenNodeApi, nodeApiApiserverArgs, nodeApiGet, servingPki } from '../support/nodeapi.js';
 import {
@@ -224,6 +225,103 @@ describe('node API through the real API server (sim runtime)', function () {
     expect((await direct('/containerLogs/default/nope/app', reader)).status).to.equal(404);
     expect((await direct('/containerLogs/default/echo/nope', reader)).status).to.equal(404);
     expect((await direct('/nope', reader)).status).to.equal(404);
+  });
+
+  it('stats and metrics: 401 anonymous, 403 without nodes/stats or nodes/metrics, kubelet names with them', async () => {
+    for (const p of ['/stats/summary', '/metrics/resource', '/metrics/probes']) {
+      expect((await direct(p)).status, p).to.equal(401);
+      expect((await direct(p, 'not-a-token')).status, p).to.equal(401);
+    }
+    // nodes/proxy alone is not enough: the kubelet authorizes these paths as nodes/stats and nodes/metrics.
+    const proxyOnly = await saToken('proxy-only');
+    await kubectl(cp, ['create', 'clusterrole', 'proxy-only', '--verb=get', '--resource=nodes/proxy']);
+    await kubectl(cp, [
+      'create',
+      'clusterrolebinding',
+      'proxy-only',
+      '--clusterrole=proxy-only',
+      '--serviceaccount=default:proxy-only',
+    ]);
+    await eventually(
+      async () => (await direct('/healthz', proxyOnly)).status === 200,
+      20_000,
+      'proxy-only in',
+    );
+    const forbidden = await direct('/stats/summary', proxyOnly);
+    expect(forbidden.status).to.equal(403);
+    expect(forbidden.body).to.contain('subresource(s)=[stats]');
+    expect((await direct('/metrics/resource', proxyOnly)).status).to.equal(403);
+    expect((await direct('/metrics/probes', proxyOnly)).status).to.equal(403);
+
+    const scraper = await saToken('scraper');
+    await kubectl(cp, [
+      'create',
+      'clusterrole',
+      'scraper',
+      '--verb=get',
+      '--resource=nodes/stats,nodes/metrics',
+    ]);
+    await kubectl(cp, [
+      'create',
+      'clusterrolebinding',
+      'scraper',
+      '--clusterrole=scraper',
+      '--serviceaccount=default:scraper',
+    ]);
+    const res = await eventually(
+      async () => {
+        const r = await direct('/metrics/resource', scraper);
+        return r.status === 200 && r.body.includes('pod="echo"') ? r : undefined;
+      },
+      20_000,
+      'scraper reads resource metrics with the echo pod',
+    );
+    const parsed = parseExposition(res.body);
+    for (const fam of KubeletResourceMetrics) {
+      expect(parsed.types.get(fam.name), fam.name).to.equal(fam.type);
+      const samples = parsed.samples.filter((x) => x.name === fam.name);
+      expect(samples, fam.name).to.not.be.empty;
+      for (const x of samples) expect(Object.keys(x.labels).sort(), fam.name).to.deep.equal(fam.labels);
+    }
+    const names = new Set(KubeletResourceMetrics.map((f) => f.name));
+    for (const x of parsed.samples) expect(names.has(x.name), `undocumented ${x.name}`).to.equal(true);
+    expect(parsed.samples.find((x) => x.name === 'resource_scrape_error')?.value).to.equal(0);
+    const start = parsed.samples.find(
+      (x) =>
+        x.name === 'container_start_time_seconds' && x.labels.pod === 'echo' && x.labels.container === 'app',
+    );
+    expect(start?.value).to.be.within(Date.now() / 1000 - 600, Date.now() / 1000);
+    const nodeMem = parsed.samples.find((x) => x.name === 'node_memory_working_set_bytes');
+    expect(nodeMem?.value, 'the node includes its share of the operator').to.be.greaterThan(0);
+
+    const summary = await direct('/stats/summary', scraper);
+    expect(summary.status).to.equal(200);
+    const s = JSON.parse(summary.body) as {
+      node: {
+        nodeName: string;
+        startTime: string;
+        memory: { workingSetBytes: number; availableBytes: number };
+      };
+      pods: {
+        podRef: { name: string; namespace: string; uid: string };
+        containers: { name: string }[];
+        volume?: { name: string }[];
+      }[];
+    };
+    expect(s.node.nodeName).to.equal(NODE);
+    expect(s.node.startTime).to.match(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+    expect(s.node.memory.availableBytes).to.be.greaterThan(0);
+    const echo = s.pods.find((p) => p.podRef.name === 'echo');
+    expect(echo?.podRef.namespace).to.equal('default');
+    expect(echo?.containers.map((c) => c.name)).to.deep.equal(['app']);
+    const only = await direct('/stats/summary?only_cpu_and_memory=true', scraper);
+    expect(JSON.parse(only.body)).to.not.have.nested.property('node.systemContainers');
+    expect((await direct('/stats/summary?only_cpu_and_memory=maybe', scraper)).status).to.equal(400);
+
+    const probes = await direct('/metrics/probes', scraper);
+    expect(probes.status).to.equal(200);
+    const pp = parseExposition(probes.body);
+    expect(pp.types.get('prober_probe_total')).to.equal('counter');
   });
 
   it('through the API server: nodes/proxy is enforced, and the proxied node API answers', async () => {

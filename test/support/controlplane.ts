@@ -42,10 +42,22 @@ export interface ControlPlaneOptions {
 }
 
 export interface ComponentProcess {
-  name: 'etcd' | 'kube-apiserver' | 'kube-scheduler' | 'kube-controller-manager';
+  name: 'etcd' | 'kube-apiserver' | 'kube-scheduler' | 'kube-controller-manager' | AddOnName;
   /** Also the process group id: each component leads its own group. */
   pid: number;
   logPath: string;
+}
+
+/** Programs that run beside the control plane as components of its own (see ControlPlane.addComponent). */
+export type AddOnName = 'metrics-server';
+
+/** A component started with ControlPlane.addComponent. */
+export interface AddOnProcess extends ComponentProcess {
+  readonly running: boolean;
+  /** Resolves once the process has exited. */
+  readonly exited: Promise<void>;
+  /** SIGTERM to its group, SIGKILL after graceMs (default 3 s); it is then no longer listed by processes(). */
+  stop(graceMs?: number): Promise<void>;
 }
 
 export interface ControlPlane {
@@ -60,6 +72,12 @@ export interface ControlPlane {
   startMs: number;
   processes(): ComponentProcess[];
   adminKubeConfig(): KubeConfig;
+  /**
+   * Runs `binary` as one more component (an add-on such as metrics-server): in its own process group, output
+   * to logs/<name>.log, listed by processes(), stopped before kube-apiserver by stop(), and killed by the
+   * process-exit hook and by reapOrphans(). For reapOrphans its arguments must name `dir`.
+   */
+  addComponent(name: AddOnName, binary: string, args: string[]): Promise<AddOnProcess>;
   /** Ends every component (SIGTERM to its group, SIGKILL after a grace period) and removes dir. */
   stop(opts?: { keepDir?: boolean }): Promise<void>;
 }
@@ -471,7 +489,8 @@ async function makePki(dir: string, clients: Record<string, string>): Promise<Pk
   };
 }
 
-async function writeKubeconfig(
+/** A kubeconfig for `user` at `server` with a client certificate; the certificates are embedded. */
+export async function writeKubeconfig(
   file: string,
   server: string,
   caCert: string,
@@ -588,12 +607,16 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   const recordOwner = (): Promise<void> =>
     writeFile(ownerFile, JSON.stringify({ ownerPid: process.pid, pids: components.map((c) => c.pid) }));
 
-  const launch = async (name: ComponentProcess['name'], args: string[]): Promise<Component> => {
+  const launch = async (
+    name: ComponentProcess['name'],
+    args: string[],
+    binary = path.join(binDir, name),
+  ): Promise<Component> => {
     const logPath = path.join(dir, 'logs', `${name}.log`);
     const fd = openSync(logPath, 'a');
     let child: ChildProcess;
     try {
-      child = spawn(path.join(binDir, name), args, { detached: true, stdio: ['ignore', fd, fd] });
+      child = spawn(binary, args, { detached: true, stdio: ['ignore', fd, fd] });
     } finally {
       closeSync(fd);
     }
@@ -611,7 +634,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
 
   const stopAll = async (graceMs: number): Promise<void> => {
     // Clients of the apiserver first, then the apiserver, etcd last: no error spam from reconnects.
-    const order = ['kube-scheduler', 'kube-controller-manager', 'kube-apiserver', 'etcd'];
+    const order = ['metrics-server', 'kube-scheduler', 'kube-controller-manager', 'kube-apiserver', 'etcd'];
     const byOrder = [...components].sort((a, b) => order.indexOf(a.name) - order.indexOf(b.name));
     await Promise.all(byOrder.filter((c) => c.name !== 'etcd').map((c) => c.stop(graceMs)));
     await Promise.all(byOrder.filter((c) => c.name === 'etcd').map((c) => c.stop(graceMs)));
@@ -773,6 +796,25 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         const kc = new KubeConfig();
         kc.loadFromFile(kubeconfigPath);
         return kc;
+      },
+      addComponent: async (name, binary, args) => {
+        if (stopped) throw new Error(`the control plane in ${dir} is stopped; cannot start ${name}`);
+        const c = await launch(name, args, binary);
+        return {
+          name,
+          pid: c.pid,
+          logPath: c.logPath,
+          get running() {
+            return c.running;
+          },
+          exited: c.exited,
+          stop: async (graceMs = 3000) => {
+            await c.stop(graceMs);
+            const i = components.indexOf(c);
+            if (i >= 0) components.splice(i, 1);
+            if (!stopped) await recordOwner().catch(() => undefined);
+          },
+        };
       },
       stop: (stopOpts = {}) =>
         (stopped ??= (async () => {

@@ -18,7 +18,7 @@ import { restEventSink } from '../../src/node/api.js';
 import type { Runtime } from '../../src/runtime/types.js';
 import { WebhookAuth, type AuthApi } from '../../src/server/nodeapi/auth.js';
 import { CsrServingCertificates } from '../../src/server/nodeapi/certificate.js';
-import { NodeApiRegistry } from '../../src/server/nodeapi/registry.js';
+import { NodeApiRegistry, type NodeStatsSource } from '../../src/server/nodeapi/registry.js';
 import { NodeApiServer, type NodeApiTls } from '../../src/server/nodeapi/server.js';
 import { RealClock, type Clock } from '../../src/util/clock.js';
 import { silentLogger, type Logger } from '../../src/util/logger.js';
@@ -215,7 +215,7 @@ export const goodTokenAuthApi: AuthApi = {
  */
 export async function startLocalNodeApi(
   dir: string,
-  node: { runtime: Runtime; pods: Pod[] },
+  node: { runtime: Runtime; pods: Pod[]; stats?: NodeStatsSource },
 ): Promise<{ server: NodeApiServer; port: number; cert: Buffer }> {
   const registry = new NodeApiRegistry();
   registry.register({
@@ -224,6 +224,7 @@ export async function startLocalNodeApi(
     runtime: node.runtime,
     pods: () => node.pods,
     pod: (ns, name) => node.pods.find((p) => p.metadata.namespace === ns && p.metadata.name === name),
+    ...(node.stats ? { stats: node.stats } : {}),
   });
   const keyOut = path.join(dir, 'k.pem');
   const certOut = path.join(dir, 'c.pem');

@@ -47,6 +47,8 @@ const SHELL = new Set([
   'kubelet_volumes.ts',
   'volume/realfs.ts',
   'volumemanager/mounter.ts',
+  'stats/provider.ts',
+  'stats/du.ts',
 ]);
 
 const FORBIDDEN_PACKAGES = [/^node:/, /^@kubernetes\//, /^@grpc\//, /^winston$/, /^p-queue$/];

@@ -23,6 +23,7 @@ import { httpProbe, httpProbeAnswer, probeHeaders, probeURL } from './http.js';
 import { resolveProbePort, type ProbeExecution } from './probe.js';
 import { containerIDKey } from './results.js';
 import { tcpProbe } from './tcp.js';
+import type { ProbeMetricResult } from './metrics.js';
 import type { ProbeType } from './types.js';
 import type { ProbeRunner } from './worker.js';
 
@@ -35,7 +36,7 @@ export interface ProbeRunnerDeps {
   /** Records events about the pod (kubelet wording); must not throw or block. */
   record: EventRecorderFunc;
   /** Called once per finished probe, for metrics (kubelet: prober_probe_total). */
-  onProbe?: (probeType: ProbeType, result: 'successful' | 'failed' | 'unknown') => void;
+  onProbe?: (probeType: ProbeType, result: ProbeMetricResult, pod: Pod, container: string) => void;
   logger?: { info(msg: string, meta?: Record<string, unknown>): void };
 }
 
@@ -121,24 +122,24 @@ export function createProbeRunner(deps: ProbeRunnerDeps): ProbeRunner {
     }
     if (!execution) {
       event('Unhealthy', `${title} probe errored: ${errorMessage(lastError)}`);
-      deps.onProbe?.(probeType, 'unknown');
+      deps.onProbe?.(probeType, 'unknown', pod, name);
       deps.logger?.info('probe errored', { probeType, container: name, err: errorMessage(lastError) });
       throw lastError;
     }
     switch (execution.result) {
       case 'success':
-        deps.onProbe?.(probeType, 'successful');
+        deps.onProbe?.(probeType, 'successful', pod, name);
         return 'success';
       case 'warning':
         event('ProbeWarning', `${title} probe warning: ${execution.output}`);
-        deps.onProbe?.(probeType, 'successful');
+        deps.onProbe?.(probeType, 'successful', pod, name);
         return 'warning';
       case 'failure':
         event('Unhealthy', `${title} probe failed: ${execution.output}`);
-        deps.onProbe?.(probeType, 'failed');
+        deps.onProbe?.(probeType, 'failed', pod, name);
         return 'failure';
       case 'unknown':
-        deps.onProbe?.(probeType, 'unknown');
+        deps.onProbe?.(probeType, 'unknown', pod, name);
         return 'failure';
       default: {
         const never: never = execution.result;

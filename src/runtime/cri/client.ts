@@ -18,12 +18,15 @@ import type {
   ContainerConfig,
   ContainerFilter,
   ContainerStats,
+  ContainerStatsFilter,
   ContainerStatus,
   ExecSyncResult,
   Image,
   LinuxContainerResources,
   PodSandbox,
   PodSandboxConfig,
+  PodSandboxStats,
+  PodSandboxStatsFilter,
   PodSandboxStatus,
   Runtime,
   RuntimeCapabilities,
@@ -32,6 +35,14 @@ import type {
   SandboxFilter,
   StreamingRequest,
 } from '../types.js';
+import {
+  containerStatsFilterToWire,
+  containerStatsFromWire,
+  podSandboxStatsFromWire,
+  sandboxStatsFilterToWire,
+  type WireContainerStats,
+  type WirePodSandboxStats,
+} from './stats.js';
 import { CriConnection, type CriLogger } from './connection.js';
 import {
   conditionFromWire,
@@ -273,19 +284,34 @@ export class CriRuntime implements Runtime {
   }
 
   async containerStats(id: string): Promise<ContainerStats> {
-    type U64 = { value?: string | number } | null | undefined;
-    const r = await this.conn.call<{
-      stats?: { memory?: { usage_bytes?: U64; working_set_bytes?: U64 } | null } | null;
-    }>('runtime', 'ContainerStats', { container_id: id }, this.deadlines.shortMs, { container: id });
-    const m = r.stats?.memory;
-    if (!m) return {};
-    const n = (v: U64): number | undefined => (v ? Number(v.value ?? 0) : undefined);
-    const memory: NonNullable<ContainerStats['memory']> = {};
-    const usage = n(m.usage_bytes);
-    const ws = n(m.working_set_bytes);
-    if (usage !== undefined) memory.usageBytes = usage;
-    if (ws !== undefined) memory.workingSetBytes = ws;
-    return { memory };
+    const r = await this.conn.call<{ stats?: WireContainerStats | null }>(
+      'runtime',
+      'ContainerStats',
+      { container_id: id },
+      this.deadlines.shortMs,
+      { container: id },
+    );
+    return r.stats ? containerStatsFromWire(r.stats) : {};
+  }
+
+  async listContainerStats(filter?: ContainerStatsFilter): Promise<ContainerStats[]> {
+    const r = await this.conn.call<{ stats?: WireContainerStats[] | null }>(
+      'runtime',
+      'ListContainerStats',
+      { filter: containerStatsFilterToWire(filter) },
+      this.deadlines.requestMs,
+    );
+    return (r.stats ?? []).map(containerStatsFromWire);
+  }
+
+  async listPodSandboxStats(filter?: PodSandboxStatsFilter): Promise<PodSandboxStats[]> {
+    const r = await this.conn.call<{ stats?: WirePodSandboxStats[] | null }>(
+      'runtime',
+      'ListPodSandboxStats',
+      { filter: sandboxStatsFilterToWire(filter) },
+      this.deadlines.requestMs,
+    );
+    return (r.stats ?? []).map(podSandboxStatsFromWire);
   }
 
   // ---------------------------------------------------------------------------------- exec & streaming

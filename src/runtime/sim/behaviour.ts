@@ -1,12 +1,13 @@
 /**
  * Turns profile data into the resolved behaviour of one container: the layers of profile.ts applied in
- * order, defaults filled in and regular expressions compiled. Resolved behaviours are immutable and shared
- * by every container with the same image, argv, environment-dependence and annotations (a small cache), so
- * 100,000 containers of a few kinds cost a few behaviours.
+ * order, defaults filled in, regular expressions and usage curves compiled. Resolved behaviours are immutable
+ * and shared by every container with the same image, argv, environment-dependence and annotations (a small
+ * cache), so 100,000 containers of a few kinds cost a few behaviours.
  */
 import type { ContainerConfig, PodSandboxConfig } from '../types.js';
 import { KindError } from '../../util/errors.js';
 import { deriveProfile, type FileView } from './command.js';
+import { compileUsage, type UsageCurves } from './curve.js';
 import { parseImageReference, type ImageReference } from './images.js';
 import {
   annotationProfiles,
@@ -41,7 +42,8 @@ export interface Behaviour {
   readonly startError: string | undefined;
   readonly resizeLatencyMs: number;
   readonly resizeError: string | undefined;
-  readonly memoryUsageBytes: number;
+  /** What the running container uses (curve.ts); undefined when the profile declares nothing. */
+  readonly usage: UsageCurves | undefined;
   /** undefined: runs until stopped. */
   readonly exitAfterMs: number | undefined;
   readonly exitCode: number;
@@ -142,7 +144,7 @@ function compile(p: SimProfile): Behaviour {
     startError: p.startError,
     resizeLatencyMs: p.resizeLatencyMs ?? 0,
     resizeError: p.resizeError,
-    memoryUsageBytes: p.memoryUsageBytes ?? 0,
+    usage: compileUsage(p),
     exitAfterMs: p.run?.exitAfterMs,
     exitCode: p.run?.exitCode ?? (oom ? 137 : 0),
     oomKilled: oom,

@@ -1,7 +1,7 @@
 /**
  * Records to the Runtime's result types. Every result is a fresh object: callers own what they get.
  */
-import type { Container, ContainerStatus, PodSandbox, PodSandboxStatus } from '../types.js';
+import type { Container, ContainerStatus, PodSandbox, PodSandboxStatus, StatsAttributes } from '../types.js';
 import type { ContainerRecord, SandboxRecord } from './store.js';
 
 export function toPodSandbox(s: SandboxRecord): PodSandbox {
@@ -65,4 +65,19 @@ export function rfc3339Nano(ns: bigint): string {
   const ms = Number(ns / 1_000_000n);
   const frac = (ns % 1_000_000_000n).toString().padStart(9, '0').replace(/0+$/, '');
   return `${new Date(ms).toISOString().slice(0, 19)}${frac ? `.${frac}` : ''}Z`;
+}
+
+/** Stats attributes as ListContainerStats / ListPodSandboxStats report them (copies). */
+export function statsAttributes<M extends object>(r: {
+  id: string;
+  metadata: M;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+}): StatsAttributes<M> {
+  return {
+    id: r.id,
+    metadata: { ...r.metadata },
+    labels: { ...r.labels },
+    annotations: { ...r.annotations },
+  };
 }

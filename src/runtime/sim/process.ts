@@ -1,13 +1,18 @@
 /**
  * The main process of each simulated container, driven by the clock: it runs from start until its
- * behaviour's exit time, answers SIGTERM as its behaviour says, and dies at a stop's SIGKILL deadline. One
- * timer per running container with a finite run, one more while a stop waits on a SIGTERM-ignoring process.
+ * behaviour's exit time, answers SIGTERM as its behaviour says, and dies at a stop's SIGKILL deadline, or
+ * when the simulated kernel OOM-kills it: its declared memory usage (usage.ts) exceeds its memory limit
+ * (exit 137, reason OOMKilled, finishedAt the moment it crossed). One timer per running container with a
+ * finite run or a memory curve under a limit (at the natural exit, the OOM kill, or the next moment to look
+ * again, whichever is first), one more while a stop waits on a SIGTERM-ignoring process.
  *
  * Also the sim's sense of time: nanosecond timestamps that are strictly increasing across the runtime (so
  * records created in the same fake millisecond still order), and cancellable delays for calls that take time.
  */
 import type { Clock, TimerHandle } from '../../util/clock.js';
+import { settleResize } from './resize.js';
 import type { ContainerRecord } from './store.js';
+import { nextMemoryEvent, startUsage } from './usage.js';
 
 /** containerd's reason for an exit code that was not an OOM kill. */
 export const reasonFor = (code: number): string => (code === 0 ? 'Completed' : 'Error');
@@ -40,15 +45,19 @@ export class Processes {
     });
   }
 
-  /** Created -> running; schedules the natural exit. */
+  /** Created -> running; schedules the natural exit or OOM kill. */
   start(c: ContainerRecord): void {
-    const b = c.behaviour;
     c.state = 'running';
     c.startedAt = this.nowNs();
     c.startedMs = this.clock.now();
-    if (b.exitAfterMs === 0) this.naturalExit(c);
-    else if (b.exitAfterMs !== undefined)
-      c.exitTimer = this.clock.setTimer(b.exitAfterMs, () => this.naturalExit(c));
+    settleResize(c, c.startedMs);
+    startUsage(c);
+    this.schedule(c);
+  }
+
+  /** After a resize of a running container: its memory limit, and so its OOM kill, may have moved. */
+  resized(c: ContainerRecord): void {
+    if (c.state === 'running' && c.behaviour.usage?.memory) this.schedule(c);
   }
 
   /** A start that failed after creation: containerd leaves the container exited 128, reason StartError. */
@@ -117,6 +126,36 @@ export class Processes {
       c.killTimer?.cancel();
       this.settle(c, err);
     }
+  }
+
+  /**
+   * (Re)arms the exit timer at the earliest of: the natural exit, the OOM kill (which wins a tie), a look
+   * further along a memory expression, a pending resize taking effect (it may move the limit). Exits at once
+   * when one of them is due now.
+   */
+  private schedule(c: ContainerRecord): void {
+    const now = this.clock.now();
+    c.exitTimer?.cancel();
+    c.exitTimer = undefined;
+    const b = c.behaviour;
+    const natural = b.exitAfterMs === undefined ? Infinity : c.startedMs + b.exitAfterMs;
+    let wake = b.usage?.memory ? nextMemoryEvent(c) : undefined;
+    const pending = b.usage?.memory ? c.pendingResize : undefined;
+    if (pending && (!wake || pending.atMs < wake.atMs)) wake = { atMs: pending.atMs, oom: false };
+    if (wake && wake.atMs <= natural) {
+      if (wake.oom && wake.atMs <= now) this.exit(c, 137, 'OOMKilled');
+      else c.exitTimer = this.clock.setTimer(wake.atMs - now, () => this.wake(c));
+    } else if (natural <= now) {
+      this.naturalExit(c);
+    } else if (natural !== Infinity) {
+      c.exitTimer = this.clock.setTimer(natural - now, () => this.naturalExit(c));
+    }
+  }
+
+  private wake(c: ContainerRecord): void {
+    c.exitTimer = undefined;
+    settleResize(c, this.clock.now());
+    this.schedule(c);
   }
 
   private naturalExit(c: ContainerRecord): void {

@@ -13,12 +13,20 @@
  *      layer copies these from the pod's annotations.
  *
  * Merging: `ports` merge per port; `exec` rules of the more specific layer come first (first match wins);
- * every other field, `run` included, is replaced whole. Invalid data is an InvalidArgument error that names
- * the source and the field.
+ * `usage` merges per resource (an annotation that declares cpu keeps the image's memory), a layer's
+ * `memoryUsageBytes` counting as its `usage.memory` when it declares none; every other field, `run`
+ * included, is replaced whole. Invalid data is an InvalidArgument error that names the source and the field.
+ *
+ * `usage` declares what the container uses, as curves of time (curve.ts): cpu in cores, memory and disk (its
+ * writable layer) in bytes, each a quantity (`250m`, `1.5`, `64Mi`, a number) or
+ * `{ ramp: { from, to, durationSeconds } }`, `{ periodic: { min, max, periodSeconds, shape, phase, duty } }`,
+ * `{ expr: "<expression of t, clock, restarts>" }` (expr.ts). README.md next to this file has examples.
  */
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { KindError } from '../../util/errors.js';
+import { parseQuantityNano, quantityValue } from '../../util/quantity.js';
+import { exprProblem } from './expr.js';
 
 export const SimAnnotationPrefix = 'sim.kubelet-operator.dev/';
 export const SimBehaviourAnnotation = `${SimAnnotationPrefix}behaviour`;
@@ -71,6 +79,79 @@ const LogLineSchema = z.preprocess(
   }),
 );
 
+/** A quantity of cores (`250m`, `1.5`, 2) or bytes (`64Mi`, 1048576), as a non-negative number of them. */
+const quantity = (unit: 'cores' | 'bytes') =>
+  z.unknown().transform((v, ctx) => {
+    const example = unit === 'cores' ? '"250m" or 1.5' : '"64Mi" or 1048576';
+    if (typeof v !== 'number' && typeof v !== 'string') {
+      ctx.addIssue(`expected a quantity such as ${example}`);
+      return z.NEVER;
+    }
+    let n: number;
+    try {
+      n = unit === 'cores' ? Number(parseQuantityNano(v)) / 1e9 : quantityValue(v);
+    } catch {
+      ctx.addIssue(`${JSON.stringify(v)} is not a quantity such as ${example}`);
+      return z.NEVER;
+    }
+    if (n < 0) {
+      ctx.addIssue('must not be negative');
+      return z.NEVER;
+    }
+    return n;
+  });
+
+/** A usage curve (curve.ts); anything but an object is a quantity, `{ constant: <quantity> }`. */
+const curve = (unit: 'cores' | 'bytes') =>
+  z.preprocess(
+    (v) => (typeof v === 'object' && v !== null && !Array.isArray(v) ? v : { constant: v }),
+    z
+      .strictObject({
+        constant: quantity(unit).optional(),
+        /** Linear from `from` at the start to `to` after `durationSeconds`, then `to`. */
+        ramp: z
+          .strictObject({
+            from: quantity(unit),
+            to: quantity(unit),
+            durationSeconds: z.number().nonnegative(),
+          })
+          .optional(),
+        periodic: z
+          .strictObject({
+            min: quantity(unit),
+            max: quantity(unit),
+            periodSeconds: z.number().positive(),
+            shape: z.enum(['sine', 'square', 'triangle', 'sawtooth']).optional(),
+            /** Phase 0 at the container's start (default) or at the epoch of the runtime's clock. */
+            phase: z.enum(['start', 'clock']).optional(),
+            /** Square only: the fraction of the period at `max` (the end of it); default 0.5. */
+            duty: z.number().min(0).max(1).optional(),
+          })
+          .refine((p) => p.min <= p.max, 'min must not exceed max')
+          .optional(),
+        expr: z
+          .string()
+          .superRefine((text, ctx) => {
+            const problem = exprProblem(text);
+            if (problem !== undefined) ctx.addIssue(`invalid expression: ${problem}`);
+          })
+          .optional(),
+      })
+      .refine(
+        (c) => [c.constant, c.ramp, c.periodic, c.expr].filter((k) => k !== undefined).length === 1,
+        'exactly one of a quantity, constant, ramp, periodic or expr is required',
+      ),
+  );
+
+const UsageSchema = z.strictObject({
+  /** Cores; capped by the container's CFS quota. */
+  cpu: curve('cores').optional(),
+  /** Working set bytes; above the container's memory limit the container is OOM-killed. */
+  memory: curve('bytes').optional(),
+  /** Bytes in the container's writable layer. */
+  disk: curve('bytes').optional(),
+});
+
 const RunSchema = z.strictObject({
   /** Absent: the process runs until stopped. */
   exitAfterMs: ms.optional(),
@@ -96,8 +177,10 @@ export const SimProfileSchema = z
     resizeLatencyMs: ms,
     /** UpdateContainerResources fails with this message (nothing changes). */
     resizeError: z.string().min(1),
-    /** What ContainerStats reports as the running container's memory usage (default 0). */
+    /** A constant memory usage of the running container (default 0); the same layer's `usage.memory` wins. */
     memoryUsageBytes: z.number().int().min(0),
+    /** What the running container uses over time (module comment). */
+    usage: UsageSchema,
     /**
      * The image's USER as its OCI config states it (`1234`, `nonroot`, `1000:1000`); unset = root. Image
      * status reports it as containerd does: a numeric user as uid, a name as username.
@@ -132,6 +215,9 @@ export type SimProfiles = z.output<typeof SimProfilesSchema>;
 export type ExecRule = z.output<typeof ExecRuleSchema>;
 export type PortRule = z.output<typeof PortRuleSchema>;
 export type LogLine = z.output<typeof LogLineSchema>;
+export type Usage = z.output<typeof UsageSchema>;
+/** A validated curve: quantities already in cores or bytes. */
+export type CurveSpec = NonNullable<Usage['cpu']>;
 
 /** Validates profile data (already parsed from YAML/JSON). `source` names it in errors. */
 export function parseSimProfiles(data: unknown, source = 'sim profiles'): SimProfiles {
@@ -164,6 +250,10 @@ export function mergeProfiles(base: SimProfile, over: SimProfile): SimProfile {
   const out: SimProfile = { ...base, ...over };
   if (base.ports && over.ports) out.ports = { ...base.ports, ...over.ports };
   if (base.exec && over.exec) out.exec = [...over.exec, ...base.exec];
+  const memory =
+    over.usage?.memory ??
+    (over.memoryUsageBytes !== undefined ? { constant: over.memoryUsageBytes } : undefined);
+  if (base.usage || memory) out.usage = { ...base.usage, ...over.usage, ...(memory && { memory }) };
   return out;
 }
 

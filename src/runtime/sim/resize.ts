@@ -1,17 +1,22 @@
 /**
  * In-place resize on the simulated runtime, as containerd behaves: a created or running container takes new
- * limits, an exited one refuses. The container's behaviour profile can make the update fail (`resizeError`),
- * delay when ContainerStatus shows the new values (`resizeLatencyMs`, the runtime catching up), and state the
- * memory usage that ContainerStats reports (`memoryUsageBytes`) while the container runs.
+ * limits, an exited one refuses. The container's behaviour profile can make the update fail (`resizeError`)
+ * and delay when the new values take effect and ContainerStatus shows them (`resizeLatencyMs`, the runtime
+ * catching up). New limits take effect at a definite clock time (now, or the end of the latency), which is
+ * when the usage bookkeeping (usage.ts) switches to the new cpu cap and memory limit, however late anyone
+ * looks.
  */
 import { KindError } from '../../util/errors.js';
-import type { ContainerStats, LinuxContainerResources } from '../types.js';
+import type { LinuxContainerResources } from '../types.js';
 import type { ContainerRecord } from './store.js';
+import { resourcesChanging } from './usage.js';
 
 /** Applies a resize whose latency has passed by `nowMs`. */
 export function settleResize(c: ContainerRecord, nowMs: number): void {
-  if (c.pendingResize && c.pendingResize.atMs <= nowMs) {
-    c.resources = c.pendingResize.resources;
+  const pending = c.pendingResize;
+  if (pending && pending.atMs <= nowMs) {
+    resourcesChanging(c, pending.resources, pending.atMs);
+    c.resources = pending.resources;
     c.pendingResize = undefined;
   }
 }
@@ -28,18 +33,16 @@ export function resizeContainer(c: ContainerRecord, resources: LinuxContainerRes
   if (c.behaviour.resizeError !== undefined) {
     throw new KindError('Unknown', c.behaviour.resizeError, { ...context, injected: true });
   }
+  // A resize already due takes effect first (it is not lost under this one).
+  settleResize(c, nowMs);
   const next = { ...(c.resources ?? {}), ...resources };
   if (c.behaviour.resizeLatencyMs > 0) {
     // The same update again (a kubelet re-actuating while it waits) does not start the wait over.
     if (c.pendingResize && JSON.stringify(c.pendingResize.resources) === JSON.stringify(next)) return;
     c.pendingResize = { resources: next, atMs: nowMs + c.behaviour.resizeLatencyMs };
   } else {
+    resourcesChanging(c, next, nowMs);
     c.resources = next;
     c.pendingResize = undefined;
   }
-}
-
-export function containerStatsOf(c: ContainerRecord): ContainerStats {
-  const usage = c.state === 'running' ? c.behaviour.memoryUsageBytes : 0;
-  return { memory: { usageBytes: usage, workingSetBytes: usage } };
 }

@@ -10,7 +10,7 @@
  * `readLogs`, pod annotations under SimAnnotationPrefix reach the containers (behaviour profiles), and
  * container IDs read `sim://<id>`. Beyond Runtime it offers tests `setDown` and `injectFault`. probePort and
  * readLogs model the pod, not the runtime API, so they ignore faults and `setDown` (podview.ts). In-place
- * resize and usage: resize.ts.
+ * resize: resize.ts; declared usage, stats and OOM kills: usage.ts, stats.ts, process.ts.
  */
 import { createHash } from 'node:crypto';
 import { KindError } from '../../util/errors.js';
@@ -20,12 +20,15 @@ import type {
   ContainerConfig,
   ContainerFilter,
   ContainerStats,
+  ContainerStatsFilter,
   ContainerStatus,
   ExecSyncResult,
   Image,
   LinuxContainerResources,
   PodSandbox,
   PodSandboxConfig,
+  PodSandboxStats,
+  PodSandboxStatsFilter,
   PodSandboxStatus,
   PortProbeOutcome,
   Runtime,
@@ -47,7 +50,8 @@ import { fileViewOf, probePortOf, type NodeFiles } from './podview.js';
 import { Processes } from './process.js';
 import { SimAnnotationPrefix } from './profile.js';
 import { containerRecord, sandboxRecord } from './records.js';
-import { containerStatsOf, resizeContainer, settleResize } from './resize.js';
+import { resizeContainer, settleResize } from './resize.js';
+import { containerRemoved, containerStatsOf, listedContainerStats, sandboxStatsOf } from './stats.js';
 import { SimStore, type ContainerRecord, type SandboxRecord } from './store.js';
 
 export interface SimRuntimeOptions {
@@ -291,12 +295,32 @@ export class SimRuntime implements Runtime {
 
   async containerStats(id: string): Promise<ContainerStats> {
     this.enter('containerStats', { containerId: id });
-    return containerStatsOf(this.container(id));
+    return containerStatsOf(this.container(id), this.clock.now());
+  }
+
+  async listContainerStats(filter?: ContainerStatsFilter): Promise<ContainerStats[]> {
+    this.enter('listContainerStats');
+    const now = this.clock.now();
+    const out: ContainerStats[] = [];
+    for (const c of this.store.listContainers({ ...filter, state: 'running' }))
+      out.push(listedContainerStats(c, now));
+    return out;
+  }
+
+  async listPodSandboxStats(filter?: PodSandboxStatsFilter): Promise<PodSandboxStats[]> {
+    this.enter('listPodSandboxStats');
+    const now = this.clock.now();
+    const containers = this.store.containers;
+    return this.store
+      .listSandboxes({ ...filter, state: 'ready' })
+      .map((s) => sandboxStatsOf(s, lookupAll(containers, s.containers), now));
   }
 
   async updateContainerResources(id: string, resources: LinuxContainerResources): Promise<void> {
     this.enter('updateContainerResources', { containerId: id });
-    resizeContainer(this.container(id), resources, this.clock.now());
+    const c = this.container(id);
+    resizeContainer(c, resources, this.clock.now());
+    this.processes.resized(c);
   }
 
   // ----------------------------------------------------------------------------------------------- exec
@@ -430,10 +454,18 @@ export class SimRuntime implements Runtime {
   /** Kills (if running) and forgets a container. */
   private dropContainer(c: ContainerRecord): void {
     this.processes.forget(c);
+    containerRemoved(c, this.store.sandboxes.get(c.sandboxId), this.clock.now());
     this.store.deleteContainer(c);
   }
 
   private newId(kind: string): string {
     return createHash('sha256').update(`${this.idSeed}/${kind}/${this.seq++}`).digest('hex');
+  }
+}
+
+function* lookupAll<T>(map: ReadonlyMap<string, T>, ids: Iterable<string>): Iterable<T> {
+  for (const id of ids) {
+    const v = map.get(id);
+    if (v !== undefined) yield v;
   }
 }

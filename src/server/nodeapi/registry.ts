@@ -4,6 +4,7 @@
  * the node whose InternalIP the client dialled.
  */
 import type { Pod } from '../../api/core.js';
+import type { Summary } from '../../kubelet/stats/types.js';
 import type { Runtime } from '../../runtime/types.js';
 
 /** What the node API needs from one served node. Methods read caches; none blocks. */
@@ -15,6 +16,14 @@ export interface NodeApiTarget {
   pods(): Pod[];
   /** A pod bound to this node, or undefined. */
   pod(namespace: string, name: string): Pod | undefined;
+  /** `/stats/summary`, `/metrics/resource` and `/metrics/probes`; absent: those paths answer 404. */
+  readonly stats?: NodeStatsSource;
+}
+
+/** What the node API serves about resource usage and probes (src/kubelet/stats, src/kubelet/prober/metrics.ts). */
+export interface NodeStatsSource {
+  summary(opts: { fs: boolean }): Promise<Summary>;
+  probeMetrics(): string;
 }
 
 export interface NodeLookup {

@@ -2,7 +2,7 @@
  * The node API (the kubelet's :10250) for every VirtualNode of this process: one HTTPS server, requests
  * routed by pod to the node the pod is bound to, or by the dialled address to the node advertising it.
  *
- * Served: /healthz, /metrics, /pods, /runningpods/, /containerLogs/{ns}/{pod}/{container} (containerlogs.ts), and on the
+ * Served: /healthz, /metrics, /stats/summary, /metrics/resource, /metrics/probes (stats.ts), /pods, /runningpods/, /containerLogs/{ns}/{pod}/{container} (containerlogs.ts), and on the
  * HTTP upgrade event /exec, /attach and /portForward (streaming.ts, proxied by upgradeproxy.ts). TLS is
  * terminated in front (tlsfront.ts), with the certificate of the node whose address was dialled. Every request is
  * authenticated (client certificate from the client CA, or a bearer token via TokenReview) and authorized
@@ -40,6 +40,7 @@ import {
   resolveStreamingUrl,
   streamingKindOf,
 } from './streaming.js';
+import { isStatsPath, serveStats } from './stats.js';
 import { AddressTlsListener, staticCertificate, type ServingCertificateSource } from './tlsfront.js';
 import { UpgradeProxy, writeRawResponse } from './upgradeproxy.js';
 
@@ -242,6 +243,8 @@ export class NodeApiServer {
     try {
       if (path === '/healthz') return this.reply(res, 200, 'ok');
       if (path === '/metrics') return await this.serveMetrics(res);
+      if (isStatsPath(path))
+        return await serveStats(req, res, path, url.searchParams, node, this.opts.logger);
       // The streaming paths are served on the server's 'upgrade' event only (handleUpgrade).
       if (stream) throw new HttpError(400, `Upgrade request required (${stream} needs SPDY or WebSocket)`);
       if (isLogs) {

@@ -200,7 +200,7 @@ describe('runtime/cri client against an in-process CRI server', () => {
       },
     });
     expect(await rt.containerStats('c1')).to.deep.equal({
-      memory: { usageBytes: 52_428_800, workingSetBytes: 41_943_040 },
+      memory: { timestamp: 1n, usageBytes: 52_428_800, workingSetBytes: 41_943_040 },
     });
     expect(server.callsOf('ContainerStats')[0]!.request).to.deep.equal({ container_id: 'c1' });
     server.handlers.ContainerStats = () => ({ stats: {} });

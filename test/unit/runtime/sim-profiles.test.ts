@@ -69,6 +69,10 @@ function behaviourJSON(b: Behaviour): Record<string, unknown> {
       ]),
     ),
     logs: b.logs,
+    // Only when declared, so the cases without usage keep their files.
+    ...(b.usage && {
+      usage: Object.fromEntries(Object.entries(b.usage).map(([resource, curve]) => [resource, curve.spec])),
+    }),
   };
 }
 

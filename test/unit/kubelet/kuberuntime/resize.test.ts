@@ -182,7 +182,7 @@ describe('in-place resize decisions', () => {
       const usage = new Map([['id-a', 150]]);
       const runtime = {
         containerStats: async (id: string): Promise<ContainerStats> => ({
-          memory: { usageBytes: usage.get(id) ?? 10 },
+          memory: { timestamp: 0n, usageBytes: usage.get(id) ?? 10 },
         }),
         updateContainerResources: async (id: string, _r: LinuxContainerResources) => void updated.push(id),
       };

@@ -1,0 +1,236 @@
+/**
+ * One node's stats provider: gathers the runtime's readings (ListPodSandboxStats, with ListContainerStats
+ * as the fallback for a runtime that does not implement it), this node's share of the operator process, and
+ * the cached disk usage of volumes and logs, and hands them to the SummaryBuilder. Serves `/stats/summary`
+ * and `/metrics/resource` (resourcemetrics.ts) of the node API.
+ *
+ * Concurrent callers share one build (metrics-server and a dashboard scraping together cost one round).
+ * The node's share of the operator: the process's CPU time is split evenly between the nodes it serves, as
+ * it accrues; its resident memory likewise.
+ */
+import { statfs } from 'node:fs/promises';
+import type { PodSandboxStats, Runtime } from '../../runtime/types.js';
+import type { Clock } from '../../util/clock.js';
+import { isUnimplemented } from '../../util/errors.js';
+import { PluginDirs } from '../volumemanager/paths.js';
+import type { VolumeFS } from '../volume/fs.js';
+import { joinPath } from '../volume/paths.js';
+import type { DirUsage, DirUsageReading } from './du.js';
+import { SummaryBuilder, type SummaryInput } from './summary.js';
+import type { FsStats, Summary, VolumeStats } from './types.js';
+
+export type StatsRuntime = Pick<
+  Runtime,
+  'listPodSandbox' | 'listContainers' | 'listPodSandboxStats' | 'listContainerStats'
+>;
+
+export interface ProcessUsage {
+  /** User plus system CPU time of the process, in microseconds. */
+  cpuMicros: number;
+  rssBytes: number;
+}
+
+export interface StatsProviderDeps {
+  nodeName: string;
+  runtime: StatsRuntime;
+  clock: Clock;
+  /** When the node started serving (NodeStats.startTime). */
+  startTimeMs: number;
+  memoryCapacityBytes: number;
+  ephemeralStorageCapacityBytes: number;
+  /**
+   * Whether a pod (by UID) is this node's. Sandboxes of other pods are left out: nodes that share one
+   * runtime (several VirtualNodes on one containerd) must not report each other's pods. Absent: all.
+   */
+  ownsPod?(uid: string): boolean;
+  /** How many nodes this process serves now (the node's share of it). */
+  nodesServed(): number;
+  /** Default: process.cpuUsage() and process.memoryUsage.rss(). */
+  processUsage?: () => ProcessUsage;
+  /** Volumes: `<podsDir>/<uid>/volumes/<plugin>/<name>`, measured through `usage`. */
+  volumes?: { podsDir: string; fs: Pick<VolumeFS, 'readdir'>; usage: DirUsage };
+  /** Container logs: the directory of a container's log files, measured through `usage` (cri). */
+  logs?: {
+    dir(pod: { namespace: string; name: string; uid: string }, container: string): string;
+    usage: DirUsage;
+  };
+  /** A real filesystem to statfs for the node's fs and the containers' rootfs capacity; absent: from capacity. */
+  statfsPath?: string;
+}
+
+/** The volume plugins whose directories hold the pod's ephemeral data (the kubelet's ephemeral volumes). */
+const EPHEMERAL_PLUGINS = [
+  PluginDirs.emptyDir,
+  PluginDirs.configMap,
+  PluginDirs.secret,
+  PluginDirs.downwardAPI,
+  PluginDirs.projected,
+];
+
+function defaultProcessUsage(): ProcessUsage {
+  const u = process.cpuUsage();
+  return { cpuMicros: u.user + u.system, rssBytes: process.memoryUsage.rss() };
+}
+
+export class StatsProvider {
+  private readonly builder = new SummaryBuilder();
+  private inflight: { fs: boolean; promise: Promise<Summary> } | undefined;
+  private share = { lastCpuMicros: -1, coreNanoSeconds: 0 };
+  /** Volume names per pod, listed in the background like the usage itself. */
+  private readonly volumeNames = new Map<string, { plugin: string; name: string }[]>();
+
+  constructor(private readonly d: StatsProviderDeps) {}
+
+  /** The Summary now; with `fs` false the filesystem figures are skipped (the resource metrics need none). */
+  summary(opts: { fs: boolean } = { fs: true }): Promise<Summary> {
+    const cur = this.inflight;
+    if (cur && (cur.fs || !opts.fs)) return cur.promise;
+    const promise = this.build(opts.fs).finally(() => {
+      if (this.inflight?.promise === promise) this.inflight = undefined;
+    });
+    this.inflight = { fs: opts.fs, promise };
+    return promise;
+  }
+
+  private async build(withFs: boolean): Promise<Summary> {
+    const { runtime, clock } = this.d;
+    const [sandboxes, containers, all] = await Promise.all([
+      runtime.listPodSandbox({ state: 'ready' }),
+      runtime.listContainers({ state: 'running' }),
+      this.sandboxStats(),
+    ]);
+    const owns = this.d.ownsPod;
+    const sandboxStats = owns ? all.filter((s) => owns(s.attributes.metadata.uid)) : all;
+    const nowMs = clock.now();
+    const input: SummaryInput = {
+      nodeName: this.d.nodeName,
+      nodeStartTimeMs: this.d.startTimeMs,
+      nowMs,
+      memoryCapacityBytes: this.d.memoryCapacityBytes,
+      sandboxes,
+      containers,
+      sandboxStats,
+      kubelet: this.kubeletShare(nowMs),
+    };
+    if (withFs) input.fs = await this.filesystems(nowMs, sandboxStats);
+    return this.builder.build(input);
+  }
+
+  private async sandboxStats(): Promise<PodSandboxStats[]> {
+    const { runtime } = this.d;
+    try {
+      return await runtime.listPodSandboxStats();
+    } catch (err) {
+      if (!isUnimplemented(err)) throw err;
+    }
+    // A runtime without ListPodSandboxStats: its containers' stats, grouped by sandbox.
+    const [sandboxes, containers, stats] = await Promise.all([
+      runtime.listPodSandbox({ state: 'ready' }),
+      runtime.listContainers({ state: 'running' }),
+      runtime.listContainerStats(),
+    ]);
+    const sandboxOf = new Map(containers.map((c) => [c.id, c.podSandboxId]));
+    const out = new Map<string, PodSandboxStats>();
+    for (const s of sandboxes) {
+      out.set(s.id, {
+        attributes: { id: s.id, metadata: s.metadata, labels: s.labels, annotations: s.annotations },
+        containers: [],
+      });
+    }
+    for (const c of stats) {
+      const sandbox = c.attributes ? sandboxOf.get(c.attributes.id) : undefined;
+      if (sandbox !== undefined) out.get(sandbox)?.containers.push(c);
+    }
+    return [...out.values()];
+  }
+
+  private kubeletShare(nowMs: number): NonNullable<SummaryInput['kubelet']> {
+    const usage = (this.d.processUsage ?? defaultProcessUsage)();
+    const nodes = Math.max(1, this.d.nodesServed());
+    if (this.share.lastCpuMicros >= 0) {
+      const delta = Math.max(0, usage.cpuMicros - this.share.lastCpuMicros);
+      this.share.coreNanoSeconds += Math.round((delta * 1000) / nodes);
+    } else {
+      this.share.coreNanoSeconds = Math.round((usage.cpuMicros * 1000) / nodes);
+    }
+    this.share.lastCpuMicros = usage.cpuMicros;
+    return {
+      cpu: { timeMs: nowMs, coreNanoSeconds: this.share.coreNanoSeconds },
+      memoryBytes: Math.round(usage.rssBytes / nodes),
+    };
+  }
+
+  private async filesystems(
+    nowMs: number,
+    sandboxStats: readonly PodSandboxStats[],
+  ): Promise<NonNullable<SummaryInput['fs']>> {
+    const capacity = await this.capacity(nowMs);
+    const uids = new Set(sandboxStats.map((s) => s.attributes.metadata.uid));
+    const { volumes, logs } = this.d;
+    if (volumes) {
+      for (const uid of this.volumeNames.keys()) if (!uids.has(uid)) this.volumeNames.delete(uid);
+      await Promise.all([...uids].map((uid) => this.listVolumes(uid)));
+      const prefix = `${volumes.podsDir}/`;
+      volumes.usage.retain(
+        (dir) => !dir.startsWith(prefix) || uids.has(dir.slice(prefix.length).split('/')[0]!),
+      );
+    }
+    const withCapacity = (r: DirUsageReading): FsStats => ({
+      ...capacity,
+      time: r.timeMs,
+      usedBytes: r.usedBytes,
+      inodesUsed: r.inodesUsed,
+    });
+    return {
+      node: { ...capacity, time: nowMs },
+      containerFs: { ...capacity, time: nowMs },
+      volumes: (uid): VolumeStats[] | undefined => {
+        if (!volumes) return undefined;
+        const out: VolumeStats[] = [];
+        for (const v of this.volumeNames.get(uid) ?? []) {
+          const r = volumes.usage.get(joinPath(volumes.podsDir, uid, 'volumes', v.plugin, v.name));
+          if (r) out.push({ ...withCapacity(r), name: v.name });
+        }
+        return out;
+      },
+      logs: (pod, container): FsStats | undefined => {
+        const r = logs?.usage.get(logs.dir(pod, container));
+        return r ? withCapacity(r) : undefined;
+      },
+    };
+  }
+
+  /** The node filesystem's capacity: statfs of a real path, else the node's declared ephemeral storage. */
+  private async capacity(nowMs: number): Promise<FsStats> {
+    if (this.d.statfsPath) {
+      try {
+        const s = await statfs(this.d.statfsPath);
+        return {
+          time: nowMs,
+          capacityBytes: s.blocks * s.bsize,
+          availableBytes: s.bavail * s.bsize,
+          usedBytes: (s.blocks - s.bfree) * s.bsize,
+          inodes: s.files,
+          inodesFree: s.ffree,
+          inodesUsed: s.files - s.ffree,
+        };
+      } catch {
+        // fall back to the declared capacity
+      }
+    }
+    return { time: nowMs, capacityBytes: this.d.ephemeralStorageCapacityBytes };
+  }
+
+  private async listVolumes(uid: string): Promise<void> {
+    const v = this.d.volumes!;
+    if (this.volumeNames.has(uid)) return;
+    const found: { plugin: string; name: string }[] = [];
+    for (const plugin of EPHEMERAL_PLUGINS) {
+      const names = await v.fs
+        .readdir(joinPath(v.podsDir, uid, 'volumes', plugin))
+        .catch(() => [] as string[]);
+      for (const name of names) found.push({ plugin, name });
+    }
+    this.volumeNames.set(uid, found);
+  }
+}

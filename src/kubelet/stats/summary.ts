@@ -1,0 +1,297 @@
+/**
+ * Builds the Summary (types.ts) from what the runtime reports, as the kubelet's CRI stats provider does:
+ *
+ * - a pod is one ready sandbox (the newest, when a pod has several); its containers are the running ones, the
+ *   newest per name; container start time is the container's creation time, pod start time the sandbox's;
+ * - a pod's cpu and memory are its sandbox's when the runtime measures the sandbox as a whole, else the sums
+ *   of its containers (cpu as a counter that survives container restarts, cpu.ts);
+ * - usageNanoCores, when the runtime leaves it out, is the rate since the previous build;
+ * - the node is what a virtual node runs: the sum of its pods plus its share of the operator process (the
+ *   `kubelet` system container); `pods` is the pods' sum alone. Memory available is the node's memory
+ *   capacity minus that working set.
+ *
+ * Pure apart from its own counters: the caller hands in every reading, with their times.
+ */
+import type {
+  Container,
+  ContainerStats as RuntimeContainerStats,
+  CpuUsage,
+  MemoryUsage,
+  PodSandbox,
+  PodSandboxStats,
+} from '../../runtime/types.js';
+import { CpuRates, MonotonicSum, type CpuSample } from './cpu.js';
+import {
+  SystemContainerKubelet,
+  SystemContainerPods,
+  type ContainerStats,
+  type CPUStats,
+  type FsStats,
+  type MemoryStats,
+  type PodStats,
+  type Summary,
+  type VolumeStats,
+} from './types.js';
+
+export interface SummaryInput {
+  nodeName: string;
+  nodeStartTimeMs: number;
+  nowMs: number;
+  memoryCapacityBytes: number;
+  /** Ready sandboxes (their creation times). */
+  sandboxes: readonly PodSandbox[];
+  /** Running containers (their creation times). */
+  containers: readonly Container[];
+  sandboxStats: readonly PodSandboxStats[];
+  /** This node's share of the operator process: cumulative CPU and resident memory. */
+  kubelet?: { cpu: CpuSample; memoryBytes: number };
+  /** Filesystem figures; absent in a build for the resource metrics, which need none. */
+  fs?: {
+    node?: FsStats;
+    imageFs?: FsStats;
+    /** Capacity and availability of the filesystem holding writable layers (rootfs of each container). */
+    containerFs?: FsStats;
+    volumes(podUID: string): VolumeStats[] | undefined;
+    logs(pod: { namespace: string; name: string; uid: string }, container: string): FsStats | undefined;
+  };
+}
+
+const nsToMs = (ns: bigint, fallbackMs: number): number => (ns > 0n ? Number(ns) / 1e6 : fallbackMs);
+
+function memoryStats(m: MemoryUsage | undefined, nowMs: number): MemoryStats | undefined {
+  if (!m) return undefined;
+  const out: MemoryStats = { time: nsToMs(m.timestamp, nowMs) };
+  if (m.availableBytes !== undefined) out.availableBytes = m.availableBytes;
+  if (m.usageBytes !== undefined) out.usageBytes = m.usageBytes;
+  if (m.workingSetBytes !== undefined) out.workingSetBytes = m.workingSetBytes;
+  if (m.rssBytes !== undefined) out.rssBytes = m.rssBytes;
+  if (m.pageFaults !== undefined) out.pageFaults = m.pageFaults;
+  if (m.majorPageFaults !== undefined) out.majorPageFaults = m.majorPageFaults;
+  return out;
+}
+
+/** Adds `b`'s byte figures into `a` (a figure only one side reports counts as that side's). */
+function addMemory(
+  a: MemoryStats | undefined,
+  b: MemoryStats | undefined,
+  time: number,
+): MemoryStats | undefined {
+  if (!b) return a;
+  const out: MemoryStats = { ...(a ?? {}), time: Math.max(a?.time ?? 0, b.time, 0) || time };
+  for (const k of ['usageBytes', 'workingSetBytes', 'rssBytes', 'pageFaults', 'majorPageFaults'] as const) {
+    if (b[k] !== undefined) out[k] = (out[k] ?? 0) + b[k];
+  }
+  delete out.availableBytes;
+  return out;
+}
+
+function addFs(into: FsStats, f: FsStats | undefined): void {
+  if (!f) return;
+  if (f.usedBytes !== undefined) into.usedBytes = (into.usedBytes ?? 0) + f.usedBytes;
+  if (f.inodesUsed !== undefined) into.inodesUsed = (into.inodesUsed ?? 0) + f.inodesUsed;
+}
+
+export class SummaryBuilder {
+  private readonly rates = new CpuRates();
+  /** Per pod whose sandbox is not measured: its containers' cpu as one counter. */
+  private podSums = new Map<string, MonotonicSum>();
+  private readonly nodeSum = new MonotonicSum();
+
+  build(input: SummaryInput): Summary {
+    const { nowMs } = input;
+    const sandboxCreated = new Map<string, number>();
+    for (const s of input.sandboxes) sandboxCreated.set(s.id, nsToMs(s.createdAt, nowMs));
+    const containerCreated = new Map<string, number>();
+    for (const c of input.containers) containerCreated.set(c.id, nsToMs(c.createdAt, nowMs));
+
+    // The newest ready sandbox per pod UID.
+    const byPod = new Map<string, PodSandboxStats>();
+    for (const s of input.sandboxStats) {
+      const created = sandboxCreated.get(s.attributes.id);
+      if (created === undefined) continue; // not ready (any more)
+      const uid = s.attributes.metadata.uid;
+      const other = byPod.get(uid);
+      if (!other || (sandboxCreated.get(other.attributes.id) ?? 0) < created) byPod.set(uid, s);
+    }
+
+    const pods: PodStats[] = [];
+    const podSums = new Map<string, MonotonicSum>();
+    const podCpu: [string, number][] = [];
+    let podsMemory: MemoryStats | undefined;
+    for (const [uid, s] of byPod) {
+      const pod = this.podStats(input, s, sandboxCreated, containerCreated, podSums);
+      pods.push(pod);
+      if (pod.cpu?.usageCoreNanoSeconds !== undefined) podCpu.push([uid, pod.cpu.usageCoreNanoSeconds]);
+      podsMemory = addMemory(podsMemory, pod.memory, nowMs);
+    }
+    this.podSums = podSums;
+
+    const podsCum = this.nodeSum.round(podCpu);
+    const podsCpu: CPUStats = { time: nowMs, usageCoreNanoSeconds: podsCum };
+    const podsRate = this.rates.rate('pods', { timeMs: nowMs, coreNanoSeconds: podsCum });
+    if (podsRate !== undefined) podsCpu.usageNanoCores = podsRate;
+
+    const systemContainers: ContainerStats[] = [];
+    const kubelet = input.kubelet;
+    let nodeCpu = podsCpu;
+    let nodeMemory: MemoryStats = { ...(podsMemory ?? { workingSetBytes: 0, usageBytes: 0 }), time: nowMs };
+    if (kubelet) {
+      const kCpu: CPUStats = { time: kubelet.cpu.timeMs, usageCoreNanoSeconds: kubelet.cpu.coreNanoSeconds };
+      const kRate = this.rates.rate('kubelet', kubelet.cpu);
+      if (kRate !== undefined) kCpu.usageNanoCores = kRate;
+      const kMem: MemoryStats = {
+        time: nowMs,
+        usageBytes: kubelet.memoryBytes,
+        workingSetBytes: kubelet.memoryBytes,
+        rssBytes: kubelet.memoryBytes,
+      };
+      systemContainers.push({
+        name: SystemContainerKubelet,
+        startTime: input.nodeStartTimeMs,
+        cpu: kCpu,
+        memory: kMem,
+      });
+      const cum = podsCum + kubelet.cpu.coreNanoSeconds;
+      nodeCpu = { time: nowMs, usageCoreNanoSeconds: cum };
+      const rate = this.rates.rate('node', { timeMs: nowMs, coreNanoSeconds: cum });
+      if (rate !== undefined) nodeCpu.usageNanoCores = rate;
+      nodeMemory = addMemory(nodeMemory, kMem, nowMs)!;
+    }
+    systemContainers.push({
+      name: SystemContainerPods,
+      startTime: input.nodeStartTimeMs,
+      cpu: podsCpu,
+      memory: { ...(podsMemory ?? { workingSetBytes: 0 }), time: nowMs },
+    });
+    this.rates.endRound();
+
+    nodeMemory.availableBytes = Math.max(0, input.memoryCapacityBytes - (nodeMemory.workingSetBytes ?? 0));
+    const summary: Summary = {
+      node: {
+        nodeName: input.nodeName,
+        systemContainers,
+        startTime: input.nodeStartTimeMs,
+        cpu: nodeCpu,
+        memory: nodeMemory,
+      },
+      pods,
+    };
+    if (input.fs) {
+      if (input.fs.node) summary.node.fs = input.fs.node;
+      const runtime: NonNullable<Summary['node']['runtime']> = {};
+      if (input.fs.imageFs) runtime.imageFs = input.fs.imageFs;
+      if (input.fs.containerFs) runtime.containerFs = input.fs.containerFs;
+      if (runtime.imageFs || runtime.containerFs) summary.node.runtime = runtime;
+    }
+    return summary;
+  }
+
+  private podStats(
+    input: SummaryInput,
+    s: PodSandboxStats,
+    sandboxCreated: ReadonlyMap<string, number>,
+    containerCreated: ReadonlyMap<string, number>,
+    podSums: Map<string, MonotonicSum>,
+  ): PodStats {
+    const { nowMs } = input;
+    const meta = s.attributes.metadata;
+    const ref = { name: meta.name, namespace: meta.namespace, uid: meta.uid };
+    // The newest running container per name.
+    const newest = new Map<string, { stats: RuntimeContainerStats; created: number }>();
+    for (const c of s.containers) {
+      const id = c.attributes?.id;
+      const created = id === undefined ? undefined : containerCreated.get(id);
+      if (!c.attributes || created === undefined) continue; // not running
+      const other = newest.get(c.attributes.metadata.name);
+      if (!other || other.created < created) newest.set(c.attributes.metadata.name, { stats: c, created });
+    }
+    const containers: ContainerStats[] = [];
+    let summed: MemoryStats | undefined;
+    const cpuMembers: [string, number][] = [];
+    let cpuTime = 0;
+    const ephemeral: FsStats = { time: nowMs };
+    for (const [name, { stats, created }] of newest) {
+      const id = stats.attributes!.id;
+      const c: ContainerStats = { name, startTime: created };
+      const cpu = this.cpuStats(`c/${id}`, stats.cpu, nowMs);
+      if (cpu) {
+        c.cpu = cpu;
+        if (cpu.usageCoreNanoSeconds !== undefined) cpuMembers.push([id, cpu.usageCoreNanoSeconds]);
+        cpuTime = Math.max(cpuTime, cpu.time);
+      }
+      const mem = memoryStats(stats.memory, nowMs);
+      if (mem) c.memory = mem;
+      summed = addMemory(summed, mem, nowMs);
+      if (input.fs) {
+        const w = stats.writableLayer;
+        const cfs = input.fs.containerFs;
+        if (w || cfs) {
+          const rootfs: FsStats = { ...(cfs ?? {}), time: w ? nsToMs(w.timestamp, nowMs) : nowMs };
+          delete rootfs.usedBytes;
+          delete rootfs.inodesUsed;
+          if (w?.usedBytes !== undefined) rootfs.usedBytes = w.usedBytes;
+          if (w?.inodesUsed !== undefined) rootfs.inodesUsed = w.inodesUsed;
+          c.rootfs = rootfs;
+          addFs(ephemeral, rootfs);
+        }
+        const logs = input.fs.logs(ref, name);
+        if (logs) {
+          c.logs = logs;
+          addFs(ephemeral, logs);
+        }
+      }
+      containers.push(c);
+    }
+
+    const pod: PodStats = {
+      podRef: ref,
+      startTime: sandboxCreated.get(s.attributes.id) ?? nowMs,
+      containers,
+    };
+
+    const whole = this.cpuStats(`p/${meta.uid}`, s.cpu, nowMs);
+    if (whole?.usageCoreNanoSeconds !== undefined) pod.cpu = whole;
+    else if (cpuMembers.length > 0) {
+      const sum = this.podSums.get(meta.uid) ?? new MonotonicSum();
+      podSums.set(meta.uid, sum);
+      const cum = sum.round(cpuMembers);
+      const time = cpuTime || nowMs;
+      pod.cpu = { time, usageCoreNanoSeconds: cum };
+      const rate = this.rates.rate(`p/${meta.uid}`, { timeMs: time, coreNanoSeconds: cum });
+      if (rate !== undefined) pod.cpu.usageNanoCores = rate;
+    }
+    const mem = s.memory ? memoryStats(s.memory, nowMs) : summed;
+    if (mem) pod.memory = mem;
+
+    if (s.network) {
+      const d = s.network.defaultInterface;
+      pod.network = { time: nsToMs(s.network.timestamp, nowMs), name: d?.name ?? '', ...d };
+      if (s.network.interfaces.length > 0)
+        pod.network.interfaces = s.network.interfaces.map((i) => ({ ...i }));
+    }
+    if (s.process) pod.process_stats = { process_count: s.process.processCount };
+    if (input.fs) {
+      const volumes = input.fs.volumes(meta.uid);
+      if (volumes) {
+        pod.volume = volumes;
+        for (const v of volumes) addFs(ephemeral, v);
+      }
+      pod['ephemeral-storage'] = ephemeral;
+    }
+    return pod;
+  }
+
+  /** A container's or pod's cpu as the Summary reports it, the rate filled in when the runtime gave none. */
+  private cpuStats(key: string, cpu: CpuUsage | undefined, nowMs: number): CPUStats | undefined {
+    if (!cpu) return undefined;
+    const out: CPUStats = { time: nsToMs(cpu.timestamp, nowMs) };
+    if (cpu.usageCoreNanoSeconds !== undefined) out.usageCoreNanoSeconds = cpu.usageCoreNanoSeconds;
+    const rate =
+      cpu.usageCoreNanoSeconds === undefined
+        ? undefined
+        : this.rates.rate(key, { timeMs: out.time, coreNanoSeconds: cpu.usageCoreNanoSeconds });
+    const nano = cpu.usageNanoCores ?? rate;
+    if (nano !== undefined) out.usageNanoCores = nano;
+    return out;
+  }
+}

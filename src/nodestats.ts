@@ -1,0 +1,50 @@
+/**
+ * The stats provider of one served VirtualNode (src/kubelet/stats), from its spec and pod environment:
+ *
+ * - cri: volumes and container logs measured on the node's disk (the log directory is the kubelet's
+ *   `<logRoot>/<namespace>_<pod>_<uid>/<container>`), the node's filesystem by statfs of its pods directory;
+ * - sim: volumes measured in the in-memory tree the simulated runtime reads, no log files (the runtime
+ *   keeps logs in memory), the filesystem's capacity the node's declared ephemeral storage.
+ */
+import type { VirtualNodeSpec } from './api/virtualnode.js';
+import type { PodEnvironment } from './kubelet/kubelet_config.js';
+import { DirUsage } from './kubelet/stats/du.js';
+import { StatsProvider, type StatsRuntime } from './kubelet/stats/provider.js';
+import { joinPath } from './kubelet/volume/paths.js';
+import type { Clock } from './util/clock.js';
+import { quantityValue } from './util/quantity.js';
+
+export function statsProviderFor(opts: {
+  spec: VirtualNodeSpec;
+  nodeName: string;
+  env: PodEnvironment;
+  runtime: StatsRuntime;
+  clock: Clock;
+  nodesServed(): number;
+  ownsPod(uid: string): boolean;
+}): StatsProvider {
+  const { spec, env, clock } = opts;
+  const cri = spec.runtime.type === 'cri' ? spec.runtime.cri : undefined;
+  const usage = new DirUsage(env.fs, clock);
+  return new StatsProvider({
+    nodeName: opts.nodeName,
+    runtime: opts.runtime,
+    clock,
+    startTimeMs: clock.now(),
+    memoryCapacityBytes: quantityValue(spec.capacity.memory),
+    ephemeralStorageCapacityBytes: quantityValue(spec.capacity['ephemeral-storage']),
+    nodesServed: opts.nodesServed,
+    ownsPod: opts.ownsPod,
+    volumes: { podsDir: env.podsDir, fs: env.fs, usage },
+    ...(cri
+      ? {
+          logs: {
+            dir: (pod, container) =>
+              joinPath(cri.logRoot, `${pod.namespace}_${pod.name}_${pod.uid}`, container),
+            usage,
+          },
+          statfsPath: env.podsDir,
+        }
+      : {}),
+  });
+}

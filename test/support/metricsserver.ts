@@ -1,0 +1,504 @@
+// metrics-server beside a test control plane, so `kubectl top nodes|pods` (and HorizontalPodAutoscalers on
+// CPU or memory) work: the resource metrics API `metrics.k8s.io/v1beta1` served through kube-apiserver's
+// aggregation layer, scraped from each Node's node API (`/metrics/resource`).
+//
+// Everything stays on loopback. metrics-server listens on 127.0.0.1:<free port>. The APIService names
+// the Service kube-system/metrics-server, which is of type ExternalName with externalName 127.0.0.1: for
+// such a Service the aggregator (without --enable-aggregator-routing) dials `<externalName>:<APIService
+// port>` directly (k8s.io/apiserver/pkg/util/proxy.ResolveCluster), and its availability check skips the
+// EndpointSlice lookup that only ClusterIP Services get (kube-aggregator's remote availability
+// controller). EndpointSlices could not hold a loopback address anyway, and there is no kube-proxy.
+// The aggregator verifies metrics-server's serving certificate against the APIService's caBundle with
+// server name `metrics-server.kube-system.svc`.
+//
+// Credentials: a client certificate (CN system:metrics-server) signed by the cluster CA, used both for the
+// API server and for the node API (whose client CA is the cluster CA in `npm run up` and the cluster suite;
+// its SubjectAccessReview on nodes/metrics passes by the ClusterRole below); a serving certificate from a
+// CA of its own, whose certificate is the APIService's caBundle.
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import https from 'node:https';
+import path from 'node:path';
+import {
+  freePort,
+  REPO_ROOT,
+  run,
+  writeKubeconfig,
+  type AddOnProcess,
+  type ControlPlane,
+} from './controlplane.js';
+
+const SCRIPT = path.join(REPO_ROOT, 'scripts/metrics-server.sh');
+export const METRICS_API_SERVICE = 'v1beta1.metrics.k8s.io';
+const NAMESPACE = 'kube-system';
+const NAME = 'metrics-server';
+/** The user metrics-server authenticates as (its client certificate's CN). */
+export const METRICS_SERVER_USER = 'system:metrics-server';
+const FIELD_MANAGER = 'kubelet-operator-metrics-server';
+
+export interface MetricsServerOptions {
+  /**
+   * The CA that signs the node API's serving certificates (--kubelet-certificate-authority). Default: the
+   * cluster CA, which signs kubelet-serving CSRs (kube-controller-manager's --cluster-signing-cert-file).
+   */
+  kubeletCA?: string;
+  /** --metric-resolution in seconds; metrics-server refuses less than 10. Default 15. */
+  metricResolutionSeconds?: number;
+  /** How long to wait, from the process start, for the APIService to be Available. Default 60 s. */
+  readyTimeoutMs?: number;
+  /** More metrics-server flags, appended after ours (a later flag wins). */
+  extraArgs?: string[];
+}
+
+export interface MetricsServer {
+  /** Where metrics-server listens: https://127.0.0.1:<port>. */
+  url: string;
+  port: number;
+  /** Its process (group) id, also listed by the control plane's processes(). */
+  pid: number;
+  logPath: string;
+  /** Holds its certificates and kubeconfig (inside the control plane's dir). */
+  dir: string;
+  /** The exact flags it was started with. */
+  args: string[];
+  /** Milliseconds from the call to the APIService being Available, build check included. */
+  startMs: number;
+  /** Removes the APIService (so discovery does not report a dead group) and ends the process. */
+  stop(): Promise<void>;
+}
+
+// ---- the binary -------------------------------------------------------------------------------
+
+let binaryPromise: Promise<string> | undefined;
+
+/**
+ * Path of the metrics-server binary. Runs scripts/metrics-server.sh once per process: instant when cached,
+ * a build of a few minutes when cold (its progress goes to our stderr).
+ */
+export function ensureMetricsServer(): Promise<string> {
+  binaryPromise ??= new Promise<string>((resolve, reject) => {
+    const child = spawn('bash', [SCRIPT], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr!.setEncoding('utf8').on('data', (d: string) => {
+      process.stderr.write(d);
+      stderr = (stderr + d).slice(-4000);
+    });
+    child.once('error', reject);
+    child.once('close', (code) => {
+      const last = stdout.trim().split('\n').pop() ?? '';
+      if (code === 0 && last) return resolve(last);
+      const lastLines = stderr.trimEnd().split('\n').slice(-5).join('\n');
+      reject(new Error(`scripts/metrics-server.sh exited ${code}:\n${lastLines}`));
+    });
+  });
+  binaryPromise.catch(() => (binaryPromise = undefined));
+  return binaryPromise;
+}
+
+// ---- certificates -----------------------------------------------------------------------------
+
+async function openssl(args: string[]): Promise<void> {
+  const r = await run('openssl', args);
+  if (r.code !== 0) throw new Error(`openssl ${args[0]} failed (${r.code}): ${r.stderr.trim()}`);
+}
+
+const EC_KEY = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
+const DAYS = ['-days', '3650'];
+const LEAF = ['basicConstraints=critical,CA:FALSE', 'keyUsage=critical,digitalSignature,keyEncipherment'];
+
+/** A key and a certificate for `subject` signed by `ca`; `ext` are the certificate's extensions. */
+async function signedLeaf(
+  dir: string,
+  name: string,
+  subject: string,
+  ca: { cert: string; key: string },
+  ext: string[],
+): Promise<{ cert: string; key: string }> {
+  const f = (suffix: string): string => path.join(dir, `${name}.${suffix}`);
+  await writeFile(f('ext'), ext.join('\n') + '\n');
+  await openssl(['req', '-new', ...EC_KEY, '-keyout', f('key'), '-out', f('csr'), '-subj', subject]);
+  await openssl([
+    'x509',
+    '-req',
+    '-in',
+    f('csr'),
+    '-CA',
+    ca.cert,
+    '-CAkey',
+    ca.key,
+    '-set_serial',
+    `0x${randomBytes(12).toString('hex')}`,
+    ...DAYS,
+    '-extfile',
+    f('ext'),
+    '-out',
+    f('crt'),
+  ]);
+  return { cert: f('crt'), key: f('key') };
+}
+
+interface MetricsServerPki {
+  client: { cert: string; key: string };
+  serving: { cert: string; key: string };
+  servingCA: string;
+}
+
+async function makePki(dir: string, clusterPki: string): Promise<MetricsServerPki> {
+  const clusterCA = { cert: path.join(clusterPki, 'ca.crt'), key: path.join(clusterPki, 'ca.key') };
+  const servingCA = { cert: path.join(dir, 'serving-ca.crt'), key: path.join(dir, 'serving-ca.key') };
+  const [client, serving] = await Promise.all([
+    signedLeaf(dir, 'client', `/CN=${METRICS_SERVER_USER}`, clusterCA, [
+      ...LEAF,
+      'extendedKeyUsage=clientAuth',
+    ]),
+    (async () => {
+      await openssl([
+        'req',
+        '-x509',
+        ...EC_KEY,
+        '-keyout',
+        servingCA.key,
+        '-out',
+        servingCA.cert,
+        ...DAYS,
+        '-subj',
+        '/CN=kubelet-operator-test-metrics-server-ca',
+        '-addext',
+        'basicConstraints=critical,CA:TRUE',
+        '-addext',
+        'keyUsage=critical,keyCertSign,cRLSign,digitalSignature',
+      ]);
+      // The aggregator checks the name `<service>.<namespace>.svc`; the others are for direct callers.
+      const sans = [
+        `DNS:${NAME}.${NAMESPACE}.svc`,
+        `DNS:${NAME}.${NAMESPACE}.svc.cluster.local`,
+        'DNS:localhost',
+        'IP:127.0.0.1',
+      ];
+      return signedLeaf(dir, 'serving', `/CN=${NAME}.${NAMESPACE}.svc`, servingCA, [
+        ...LEAF,
+        'extendedKeyUsage=serverAuth',
+        `subjectAltName=${sans.join(',')}`,
+      ]);
+    })(),
+  ]);
+  return { client, serving, servingCA: servingCA.cert };
+}
+
+// ---- API objects ------------------------------------------------------------------------------
+
+/** The permissions metrics-server needs, as upstream's manifests grant them to its ServiceAccount. */
+function accessObjects(): object[] {
+  const user = { kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: METRICS_SERVER_USER };
+  const roleRef = (kind: string, name: string): object => ({
+    apiGroup: 'rbac.authorization.k8s.io',
+    kind,
+    name,
+  });
+  return [
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: { name: METRICS_SERVER_USER },
+      rules: [
+        // Scraping: the node API authorizes /metrics/resource as nodes/metrics.
+        { apiGroups: [''], resources: ['nodes/metrics'], verbs: ['get'] },
+        // Its informers: which nodes to scrape, which pods to report.
+        { apiGroups: [''], resources: ['pods', 'nodes'], verbs: ['get', 'list', 'watch'] },
+      ],
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: METRICS_SERVER_USER },
+      roleRef: roleRef('ClusterRole', METRICS_SERVER_USER),
+      subjects: [user],
+    },
+    {
+      // Delegated authentication and authorization of the requests the aggregator forwards (TokenReview,
+      // SubjectAccessReview).
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: 'metrics-server:system:auth-delegator' },
+      roleRef: roleRef('ClusterRole', 'system:auth-delegator'),
+      subjects: [user],
+    },
+    {
+      // The front-proxy and client CAs it trusts, from kube-system/extension-apiserver-authentication.
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: 'metrics-server-auth-reader', namespace: NAMESPACE },
+      roleRef: roleRef('Role', 'extension-apiserver-authentication-reader'),
+      subjects: [user],
+    },
+    {
+      // Who may read the metrics: whoever has view, edit or admin (aggregated into those roles).
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: {
+        name: 'system:aggregated-metrics-reader',
+        labels: {
+          'rbac.authorization.k8s.io/aggregate-to-view': 'true',
+          'rbac.authorization.k8s.io/aggregate-to-edit': 'true',
+          'rbac.authorization.k8s.io/aggregate-to-admin': 'true',
+        },
+      },
+      rules: [
+        { apiGroups: ['metrics.k8s.io'], resources: ['pods', 'nodes'], verbs: ['get', 'list', 'watch'] },
+      ],
+    },
+    {
+      // See the module comment: the aggregator dials 127.0.0.1:<APIService port>.
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: NAME, namespace: NAMESPACE, labels: { 'app.kubernetes.io/name': NAME } },
+      spec: { type: 'ExternalName', externalName: '127.0.0.1' },
+    },
+  ];
+}
+
+function apiServiceObject(port: number, caBundlePem: Buffer): object {
+  return {
+    apiVersion: 'apiregistration.k8s.io/v1',
+    kind: 'APIService',
+    metadata: { name: METRICS_API_SERVICE, labels: { 'app.kubernetes.io/name': NAME } },
+    spec: {
+      group: 'metrics.k8s.io',
+      version: 'v1beta1',
+      service: { name: NAME, namespace: NAMESPACE, port },
+      caBundle: caBundlePem.toString('base64'),
+      groupPriorityMinimum: 100,
+      versionPriority: 100,
+    },
+  };
+}
+
+/** The REST path of one of the objects above. */
+function objectPath(obj: {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string };
+}): string {
+  const plural: Record<string, string> = {
+    ClusterRole: 'clusterroles',
+    ClusterRoleBinding: 'clusterrolebindings',
+    RoleBinding: 'rolebindings',
+    Service: 'services',
+    APIService: 'apiservices',
+  };
+  const resource = plural[obj.kind];
+  if (!resource) throw new Error(`no REST path known for kind ${obj.kind}`);
+  const base = obj.apiVersion.includes('/') ? `/apis/${obj.apiVersion}` : `/api/${obj.apiVersion}`;
+  const ns = obj.metadata.namespace ? `/namespaces/${obj.metadata.namespace}` : '';
+  return `${base}${ns}/${resource}/${obj.metadata.name}`;
+}
+
+interface ApiResponse {
+  status: number;
+  body: string;
+}
+
+/** One request to the API server with the admin credentials. */
+async function api(
+  cp: ControlPlane,
+  method: 'GET' | 'PATCH' | 'DELETE',
+  apiPath: string,
+  opts: { body?: unknown; contentType?: string; timeoutMs?: number } = {},
+): Promise<ApiResponse> {
+  const kc = cp.adminKubeConfig();
+  const options: https.RequestOptions = {};
+  await kc.applyToHTTPSOptions(options);
+  const body = opts.body === undefined ? undefined : JSON.stringify(opts.body);
+  return new Promise((resolve, reject) => {
+    const req = https.request(
+      new URL(cp.server + apiPath),
+      {
+        ...options,
+        method,
+        agent: false,
+        timeout: opts.timeoutMs ?? 10_000,
+        headers: {
+          accept: 'application/json',
+          ...(body === undefined
+            ? {}
+            : {
+                'content-type': opts.contentType ?? 'application/json',
+                'content-length': Buffer.byteLength(body),
+              }),
+        },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8').on('data', (d: string) => (text += d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error(`${method} ${apiPath}: timeout`)));
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** Server-side apply of each object (created, or made to match). */
+async function applyObjects(cp: ControlPlane, objects: object[]): Promise<void> {
+  await Promise.all(
+    objects.map(async (obj) => {
+      const p = objectPath(obj as Parameters<typeof objectPath>[0]);
+      const res = await api(cp, 'PATCH', `${p}?fieldManager=${FIELD_MANAGER}&force=true`, {
+        body: obj,
+        contentType: 'application/apply-patch+yaml',
+      });
+      if (res.status < 200 || res.status > 299) {
+        throw new Error(`applying ${p} failed (HTTP ${res.status}): ${res.body.slice(0, 500)}`);
+      }
+    }),
+  );
+}
+
+interface Condition {
+  type: string;
+  status: string;
+  reason?: string;
+  message?: string;
+}
+
+/** The APIService's Available condition, if it has one yet. */
+async function availableCondition(cp: ControlPlane): Promise<Condition | undefined> {
+  const res = await api(cp, 'GET', `/apis/apiregistration.k8s.io/v1/apiservices/${METRICS_API_SERVICE}`);
+  if (res.status !== 200) return undefined;
+  const svc = JSON.parse(res.body) as { status?: { conditions?: Condition[] } };
+  return svc.status?.conditions?.find((c) => c.type === 'Available');
+}
+
+// ---- the process ------------------------------------------------------------------------------
+
+function tail(file: string, lines = 30): string {
+  try {
+    return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+  } catch {
+    return '(no log)';
+  }
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** GET https://127.0.0.1:<port>/livez, verifying the serving certificate; true on 200. */
+function live(port: number, ca: Buffer): Promise<boolean> {
+  return new Promise((resolve) => {
+    const req = https.get(
+      { host: '127.0.0.1', port, path: '/livez', ca, agent: false, timeout: 2000 },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode === 200));
+      },
+    );
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve(false));
+  });
+}
+
+/**
+ * Starts metrics-server for `cp` and registers it as the APIService `v1beta1.metrics.k8s.io`; resolves once
+ * that APIService is Available (see the module comment for how the aggregator reaches it). The process is a
+ * component of `cp`: cp.stop() ends it too, and so do the control plane's exit hook and orphan reaping.
+ */
+export async function startMetricsServer(
+  cp: ControlPlane,
+  opts: MetricsServerOptions = {},
+): Promise<MetricsServer> {
+  const t0 = Date.now();
+  const resolutionS = opts.metricResolutionSeconds ?? 15;
+  if (resolutionS < 10)
+    throw new Error(`metrics-server refuses a metric resolution under 10 s (got ${resolutionS})`);
+  const readyTimeoutMs = opts.readyTimeoutMs ?? 60_000;
+  const clusterPki = path.join(cp.dir, 'pki');
+  const dir = path.join(cp.dir, NAME);
+  await mkdir(dir, { recursive: true });
+
+  const [binary, pki, port] = await Promise.all([
+    ensureMetricsServer(),
+    makePki(dir, clusterPki),
+    freePort(),
+    // Its permissions and the Service go in first: at start it reads the authentication ConfigMap.
+    applyObjects(cp, accessObjects()),
+  ]);
+  const kubeconfig = path.join(dir, 'kubeconfig');
+  await writeKubeconfig(
+    kubeconfig,
+    cp.server,
+    path.join(clusterPki, 'ca.crt'),
+    METRICS_SERVER_USER,
+    pki.client,
+  );
+
+  // A scrape must fit in 90 % of the resolution (metrics-server checks this); 10 s is its default.
+  const requestTimeoutS = Math.min(10, Math.floor(resolutionS * 0.9));
+  const args = [
+    `--secure-port=${port}`,
+    '--bind-address=127.0.0.1',
+    `--cert-dir=${path.join(dir, 'certs')}`,
+    `--tls-cert-file=${pki.serving.cert}`,
+    `--tls-private-key-file=${pki.serving.key}`,
+    `--kubeconfig=${kubeconfig}`,
+    `--authentication-kubeconfig=${kubeconfig}`,
+    `--authorization-kubeconfig=${kubeconfig}`,
+    // Nodes: dialled at their InternalIP on the port they publish (status.daemonEndpoints), their serving
+    // certificates verified; the client certificate of the kubeconfig authenticates us to the node API.
+    '--kubelet-preferred-address-types=InternalIP',
+    '--kubelet-use-node-status-port',
+    `--kubelet-certificate-authority=${opts.kubeletCA ?? path.join(clusterPki, 'ca.crt')}`,
+    `--kubelet-request-timeout=${requestTimeoutS}s`,
+    `--metric-resolution=${resolutionS}s`,
+    ...(opts.extraArgs ?? []),
+  ];
+  const proc: AddOnProcess = await cp.addComponent(NAME, binary, args);
+  const servingCA = await readFile(pki.servingCA);
+  const deadline = Date.now() + readyTimeoutMs;
+  const fail = async (what: string): Promise<never> => {
+    await proc.stop(1000);
+    throw new Error(`metrics-server: ${what}; log ${proc.logPath}:\n${tail(proc.logPath)}`);
+  };
+
+  // It listens once its informers have synced. Registering the APIService after that spares the
+  // aggregator a failed first check (it retries with back-off, up to 30 s apart).
+  while (!(await live(port, servingCA))) {
+    if (!proc.running) await fail('exited before serving');
+    if (Date.now() > deadline) await fail(`not serving on 127.0.0.1:${port} after ${readyTimeoutMs} ms`);
+    await sleep(100);
+  }
+  await applyObjects(cp, [apiServiceObject(port, servingCA)]);
+  let last: Condition | undefined;
+  for (;;) {
+    last = await availableCondition(cp).catch(() => last);
+    if (last?.status === 'True') break;
+    if (!proc.running) await fail('exited before its APIService was Available');
+    if (Date.now() > deadline) {
+      const why = last ? `${last.reason ?? ''}: ${last.message ?? ''}` : 'no condition yet';
+      await fail(`APIService ${METRICS_API_SERVICE} not Available after ${readyTimeoutMs} ms (${why})`);
+    }
+    await sleep(200);
+  }
+
+  let stopped: Promise<void> | undefined;
+  return {
+    url: `https://127.0.0.1:${port}`,
+    port,
+    pid: proc.pid,
+    logPath: proc.logPath,
+    dir,
+    args,
+    startMs: Date.now() - t0,
+    stop: () =>
+      (stopped ??= (async () => {
+        // Best effort: the control plane may be stopping or gone already.
+        await api(cp, 'DELETE', `/apis/apiregistration.k8s.io/v1/apiservices/${METRICS_API_SERVICE}`, {
+          timeoutMs: 3000,
+        }).catch(() => undefined);
+        await proc.stop();
+      })()),
+  };
+}
