@@ -50,6 +50,7 @@ async function scenario(
           holdMinutes: a.holdMinutes ?? (a.quick ? 1 : 10),
           concurrency: a.concurrency,
           nodeArgs: a.nodeArgs,
+          metricsServer: a.metricsServer ?? false,
         },
         log,
       );
@@ -106,7 +107,11 @@ async function main(argv: string[]): Promise<number> {
   }
   const file = path.resolve(
     REPO_ROOT,
-    a.json ?? defaultJsonPath(a.scenario + (a.quick ? '-quick' : ''), new Date()),
+    a.json ??
+      defaultJsonPath(
+        a.scenario + (a.quick ? '-quick' : '') + (a.metricsServer ? '-metrics-server' : ''),
+        new Date(),
+      ),
   );
   await mkdir(path.dirname(file), { recursive: true });
   const out = {

@@ -21,6 +21,8 @@ export interface BenchArgs {
   nodeArgs: string[];
   /** scale: write operator heap snapshots (nodes only, all Ready) into this directory. */
   heapSnapshots?: string;
+  /** steady: serve the node API on a loopback address per node and run metrics-server (15 s) against it. */
+  metricsServer?: boolean;
 }
 
 export const USAGE = `usage: npm run bench -- <${SCENARIOS.join('|')}> [flags]
@@ -33,7 +35,10 @@ export const USAGE = `usage: npm run bench -- <${SCENARIOS.join('|')}> [flags]
   --no-kwok          scale: skip the kwok side
   --json PATH        where to write the results (default bench/results/<scenario>-<timestamp>.json)
   --node-arg FLAG    a flag for the operator's node process (repeatable; e.g. --node-arg=--max-semi-space-size=4)
-  --heap-snapshots D scale: write the operator's V8 heap snapshots (nodes only, all Ready) into directory D`;
+  --heap-snapshots D scale: write the operator's V8 heap snapshots (nodes only, all Ready) into directory D
+  --metrics-server   steady: the operator serves its node API (a loopback InternalIP per node) and
+                     metrics-server scrapes every node every 15 s; adds the metrics API coverage and the
+                     cost of one scrape of one node`;
 
 export type ParsedArgs = { ok: true; args: BenchArgs } | { ok: false; message: string };
 
@@ -54,6 +59,9 @@ export function parseBenchArgs(argv: readonly string[]): ParsedArgs {
         break;
       case '--no-kwok':
         args.kwok = false;
+        break;
+      case '--metrics-server':
+        args.metricsServer = true;
         break;
       case '--json': {
         const v = value();
@@ -95,6 +103,8 @@ export function parseBenchArgs(argv: readonly string[]): ParsedArgs {
     }
   }
   if (!scenario) return { ok: false, message: 'no scenario given' };
+  if (args.metricsServer && scenario !== 'steady' && scenario !== 'all')
+    return { ok: false, message: '--metrics-server is a flag of the steady scenario' };
   return { ok: true, args: { scenario, ...args } };
 }
 

@@ -29,9 +29,12 @@ export async function createSimVirtualNodes(
   names: readonly string[],
   podsPerNode: number,
   concurrency = NODE_CREATE_CONCURRENCY,
+  /** spec.internalIP per node (the node API routes by the address dialled); unset: the operator's default. */
+  internalIPs?: ReadonlyMap<string, string>,
 ) {
   await forEachLimit(names, concurrency, (name) =>
     createVirtualNode(client, name, SERVED_BY, {
+      ...(internalIPs?.has(name) ? { internalIP: internalIPs.get(name) } : {}),
       runtime: { type: 'sim' },
       // A cluster's kubelets know its DNS service (the pods' dnsPolicy is ClusterFirst); without it every
       // pod start also records the kubelet's MissingClusterDNS warning. The address is only written into

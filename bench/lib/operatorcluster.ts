@@ -14,10 +14,16 @@ export interface OperatorCluster {
   buildMs: number;
 }
 
+export interface OperatorClusterOptions {
+  /** More operator flags, computed once the control plane is up (e.g. node API certificates of its CA). */
+  operatorArgs?: (bc: BenchCluster) => Promise<string[]>;
+}
+
 export async function withOperatorCluster<T>(
   nodeArgs: string[] | undefined,
   log: (s: string) => void,
   fn: (c: OperatorCluster) => Promise<T>,
+  opts: OperatorClusterOptions = {},
 ): Promise<T> {
   const buildMs = await buildOperator();
   log(`operator compiled by tsc into dist/ in ${duration(buildMs)}`);
@@ -26,11 +32,13 @@ export async function withOperatorCluster<T>(
   try {
     const { applyCrd } = await import('../../test/support/crd.js');
     await applyCrd(bc.cp);
+    const extraArgs = (await opts.operatorArgs?.(bc)) ?? [];
     const agent = await startOperatorProcess({
       kubeconfig: bc.kubeconfigs[OPERATOR_USER]!,
       selector: `kubelet-operator.dev/served-by=${SERVED_BY}`,
       logPath: path.join(bc.dir, 'operator.log'),
       nodeArgs,
+      extraArgs,
     });
     try {
       return await fn({ bc, agent, buildMs });

@@ -1,18 +1,28 @@
 // Steady state on the simulated runtime: N x M pods with a 10 s TCP readiness probe, all Ready, then held for
 // H minutes. Over the hold: the operator's CPU and RSS (sampled every 5 s; RSS should not grow), every
 // node's Lease renewed on time (from a watch), and the API writes it made (audit log): an unchanged pod
-// must cost no status write at all.
+// must cost no status write at all. With --metrics-server (issue #18) the operator also serves its node
+// API, each node at a loopback address of its own, and metrics-server scrapes every node every 15 s
+// (bench/lib/metrics.ts).
 import { countOf, countRequests, readAuditLog, type RequestCounts } from '../lib/audit.js';
 import { httpGet } from '../lib/agents.js';
-import { OPERATOR_USER } from '../lib/cluster.js';
+import { OPERATOR_USER, type BenchCluster } from '../lib/cluster.js';
 import { leaseCadence, LeaseWatch, type LeaseCadence } from '../lib/leases.js';
+import {
+  metricsServerRows,
+  metricsServerRun,
+  prepareNodeApi,
+  type BenchNodeApi,
+  type MetricsServerRun,
+} from '../lib/metrics.js';
 import { createSimVirtualNodes, nodeNames, waitNodesReady } from '../lib/nodes.js';
-import { withOperatorCluster } from '../lib/operatorcluster.js';
+import { withOperatorCluster, type OperatorCluster } from '../lib/operatorcluster.js';
 import { benchPod, createPods, ensureNamespace, podPlan, PodWatch } from '../lib/pods.js';
 import { ProcSampler, rssTimeline, windowUsage } from '../lib/procstat.js';
 import { promValue } from '../lib/prom.js';
 import { slope } from '../lib/stats.js';
 import { duration, formatTable, num } from '../lib/table.js';
+import { startMetricsServer, type MetricsServer } from '../../test/support/metricsserver.js';
 
 export interface SteadyOptions {
   nodes: number;
@@ -21,9 +31,13 @@ export interface SteadyOptions {
   concurrency: number;
   /** Flags for the operator's node process. */
   nodeArgs?: string[];
+  /** Serve the node API (a loopback InternalIP per node) and run metrics-server against it. */
+  metricsServer?: boolean;
 }
 
 const PROBE_PERIOD_MS = 10_000;
+/** metrics-server's --metric-resolution with --metrics-server (its default, as in most clusters). */
+const METRIC_RESOLUTION_S = 15;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 export interface SteadyRun {
@@ -38,17 +52,23 @@ export interface SteadyRun {
   rssMaxMiB: number;
   rssSlopeMiBPerMin: number;
   rssTimeline: { minute: number; rssMiB: number }[];
+  /** V8 heap used (operator's nodejs_heap_size_used_bytes) at each whole minute of the hold, from minute 0. */
+  heapUsedMiB: number[];
   eventLoopP99Ms: number;
   probesPerSec: number;
   podStatusUpdatesSeen: number;
   leases: LeaseCadence;
   requests: RequestCounts;
+  /** Set with --metrics-server. */
+  metricsServer?: MetricsServerRun;
 }
 
 async function scrape(base: string): Promise<string> {
   const res = await httpGet(`${base}/metrics`, 30_000).catch(() => undefined);
   return res?.body ?? '';
 }
+
+const heapUsedMiB = (metrics: string): number => promValue(metrics, 'nodejs_heap_size_used_bytes') / 2 ** 20;
 
 export function steadyTable(r: SteadyRun): string {
   const perMin = (n: number): string => num(n / (r.holdMs / 60_000), 1, '/min');
@@ -74,10 +94,15 @@ export function steadyTable(r: SteadyRun): string {
     ['node status writes', `${num(writes(/^(patch|update) nodes\/status$/))}`],
     ['Lease writes', `${num(writes(/^(update|patch) leases$/))}`],
     ['all API requests', `${num(r.requests.total)} (${perMin(r.requests.total)})`],
+    ...metricsServerRows(r.metricsServer, r.holdMs),
   ];
   const rss = formatTable(
-    ['minute of hold', 'RSS'],
-    r.rssTimeline.map((p) => [num(p.minute, Number.isInteger(p.minute) ? 0 : 2), num(p.rssMiB, 0, 'MiB')]),
+    ['minute of hold', 'RSS', 'V8 heap used'],
+    r.rssTimeline.map((p) => [
+      num(p.minute, Number.isInteger(p.minute) ? 0 : 2),
+      num(p.rssMiB, 0, 'MiB'),
+      Number.isInteger(p.minute) ? num(r.heapUsedMiB[p.minute], 0, 'MiB') : '',
+    ]),
   );
   const kinds = formatTable(
     ['API requests during hold, by kind', 'count'],
@@ -93,19 +118,33 @@ export async function runSteady(
   log: (s: string) => void,
 ): Promise<Record<string, unknown>> {
   const t = Date.now();
-  return withOperatorCluster(opts.nodeArgs, log, async ({ bc, agent, buildMs }) => {
-    const nodes = nodeNames('vn', opts.nodes);
+  const nodes = nodeNames('vn', opts.nodes);
+  let nodeApi: BenchNodeApi | undefined;
+  const operatorArgs = async (bc: BenchCluster): Promise<string[]> => {
+    nodeApi = await prepareNodeApi(bc, nodes);
+    return nodeApi.operatorArgs;
+  };
+  const run = async ({ bc, agent, buildMs }: OperatorCluster): Promise<Record<string, unknown>> => {
     const upSince = Date.now();
     const sampler = new ProcSampler(agent.pid, 5000).start();
+    let ms: MetricsServer | undefined;
+    let msSampler: ProcSampler | undefined;
     const leases = new LeaseWatch(bc.driver, new Set(nodes));
     const ns = 'steady';
     const watch = new PodWatch(bc.driver, ns);
     try {
-      await createSimVirtualNodes(bc.driver, nodes, opts.podsPerNode);
+      await createSimVirtualNodes(bc.driver, nodes, opts.podsPerNode, undefined, nodeApi?.ips);
       if (!(await waitNodesReady(bc.driver, nodes, 120_000))) throw new Error('nodes not Ready after 120 s');
       leases.start();
-      // Past the kubelet's start-up probe jitter (see scale.ts).
-      await sleep(Math.max(0, PROBE_PERIOD_MS + 1000 - (Date.now() - upSince)));
+      // metrics-server starts while we wait past the kubelet's start-up probe jitter (see scale.ts).
+      [ms] = await Promise.all([
+        nodeApi && startMetricsServer(bc.cp, { metricResolutionSeconds: METRIC_RESOLUTION_S }),
+        sleep(Math.max(0, PROBE_PERIOD_MS + 1000 - (Date.now() - upSince))),
+      ]);
+      if (ms) {
+        log(`metrics-server Available after ${duration(ms.startMs)} (${ms.logPath})`);
+        msSampler = new ProcSampler(ms.pid, 5000).start();
+      }
       await ensureNamespace(bc.driver, ns);
       await watch.start();
       const plan = podPlan(nodes, opts.podsPerNode, 'pod');
@@ -129,15 +168,22 @@ export async function runSteady(
       for (const p of watch.pods.values()) seen0 += p.statusUpdates;
       const h0 = Date.now();
       sampler.sample();
+      msSampler?.sample();
       const holdMs = opts.holdMinutes * 60_000;
+      const heap = [heapUsedMiB(m0)];
       for (let left = holdMs; left > 0; left -= 60_000) {
         await sleep(Math.min(60_000, left));
         const s = sampler.samples[sampler.samples.length - 1];
-        log(`hold: ${Math.round((Date.now() - h0) / 60_000)} min, RSS ${num(s?.rssMiB, 0, 'MiB')}`);
+        // The last minute's heap comes from the scrape after the hold.
+        if (left > 60_000) heap.push(heapUsedMiB(await scrape(agent.httpBase)));
+        const h = left > 60_000 ? `, V8 heap used ${num(heap[heap.length - 1], 0, 'MiB')}` : '';
+        log(`hold: ${Math.round((Date.now() - h0) / 60_000)} min, RSS ${num(s?.rssMiB, 0, 'MiB')}${h}`);
       }
       const h1 = Date.now();
       sampler.sample();
+      msSampler?.sample();
       const m1 = await scrape(agent.httpBase);
+      heap.push(heapUsedMiB(m1));
       let seen1 = 0;
       for (const p of watch.pods.values()) seen1 += p.statusUpdates;
       const hold = sampler.between(h0, h1);
@@ -145,6 +191,28 @@ export async function runSteady(
       const probes =
         promValue(m1, 'prober_probe_total', { probe_type: 'readiness' }) -
         promValue(m0, 'prober_probe_total', { probe_type: 'readiness' });
+      const msHold = msSampler?.between(h0, h1) ?? [];
+      const msRun =
+        ms && nodeApi
+          ? await metricsServerRun({
+              driver: bc.driver,
+              api: nodeApi,
+              namespace: ns,
+              nodes,
+              pods: plan.length,
+              resolutionSeconds: METRIC_RESOLUTION_S,
+              startMs: ms.startMs,
+              usage: {
+                cpuSec: windowUsage(msHold).cpuSec,
+                rssEndMiB: msHold[msHold.length - 1]?.rssMiB ?? Number.NaN,
+              },
+            })
+          : undefined;
+      if (msRun) {
+        const s = msRun.scrape;
+        log(`scrape of ${s.node}: p50 ${duration(s.p50Ms)}, p99 ${duration(s.p99Ms)}, ${s.bodyBytes} bytes`);
+      }
+      await ms?.stop();
       await leases.stop();
       await watch.stop();
       await agent.stop();
@@ -161,6 +229,7 @@ export async function runSteady(
         rssMaxMiB: use.maxRssMiB,
         rssSlopeMiBPerMin: slope(hold.map((s) => [(s.t - h0) / 60_000, s.rssMiB] as const)),
         rssTimeline: rssTimeline(hold, h0, h1),
+        heapUsedMiB: heap,
         eventLoopP99Ms: promValue(m1, 'nodejs_eventloop_lag_p99_seconds') * 1000,
         probesPerSec: probes / ((h1 - h0) / 1000),
         podStatusUpdatesSeen: seen1 - seen0,
@@ -170,6 +239,7 @@ export async function runSteady(
           durationMs: 40_000,
         }),
         requests: countRequests(await readAuditLog(bc.auditLog), OPERATOR_USER, h0, h1),
+        ...(msRun ? { metricsServer: msRun } : {}),
       };
       return {
         scenario: 'steady',
@@ -180,10 +250,13 @@ export async function runSteady(
         table: steadyTable(run),
       };
     } finally {
+      msSampler?.stop();
+      await ms?.stop();
       await leases.stop();
       await watch.stop();
       await agent.stop();
       sampler.stop();
     }
-  });
+  };
+  return withOperatorCluster(opts.nodeArgs, log, run, opts.metricsServer ? { operatorArgs } : {});
 }
