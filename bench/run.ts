@@ -89,6 +89,8 @@ async function main(argv: string[]): Promise<number> {
   const results: Record<string, unknown>[] = [];
   let failed = false;
   const t0 = Date.now();
+  // Taken now: the load average at the start is the machine's load before this run, not the run's own.
+  const env = environment();
   for (const name of names) {
     log(`scenario ${name}${a.quick ? ' (quick)' : ''}`);
     const ts = Date.now();
@@ -118,7 +120,7 @@ async function main(argv: string[]): Promise<number> {
     args: a,
     startedAt: new Date(t0).toISOString(),
     wallMs: Date.now() - t0,
-    environment: environment(),
+    environment: { ...env, loadavgAtEnd: os.loadavg() },
     results,
   };
   await writeFile(file, JSON.stringify(out, null, 2) + '\n');

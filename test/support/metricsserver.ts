@@ -16,26 +16,29 @@
 // its SubjectAccessReview on nodes/metrics passes by the ClusterRole below); a serving certificate from a
 // CA of its own, whose certificate is the APIService's caBundle.
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import https from 'node:https';
 import path from 'node:path';
 import {
   freePort,
   REPO_ROOT,
-  run,
   writeKubeconfig,
   type AddOnProcess,
   type ControlPlane,
 } from './controlplane.js';
+import {
+  accessObjects,
+  apiServiceObject,
+  METRICS_API_SERVICE,
+  METRICS_SERVER_USER,
+  NAME,
+} from './metricsserver-objects.js';
+import { makePki } from './metricsserver-pki.js';
+
+export { METRICS_API_SERVICE, METRICS_SERVER_USER };
 
 const SCRIPT = path.join(REPO_ROOT, 'scripts/metrics-server.sh');
-export const METRICS_API_SERVICE = 'v1beta1.metrics.k8s.io';
-const NAMESPACE = 'kube-system';
-const NAME = 'metrics-server';
-/** The user metrics-server authenticates as (its client certificate's CN). */
-export const METRICS_SERVER_USER = 'system:metrics-server';
 const FIELD_MANAGER = 'kubelet-operator-metrics-server';
 
 export interface MetricsServerOptions {
@@ -97,184 +100,6 @@ export function ensureMetricsServer(): Promise<string> {
   });
   binaryPromise.catch(() => (binaryPromise = undefined));
   return binaryPromise;
-}
-
-// ---- certificates -----------------------------------------------------------------------------
-
-async function openssl(args: string[]): Promise<void> {
-  const r = await run('openssl', args);
-  if (r.code !== 0) throw new Error(`openssl ${args[0]} failed (${r.code}): ${r.stderr.trim()}`);
-}
-
-const EC_KEY = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-const DAYS = ['-days', '3650'];
-const LEAF = ['basicConstraints=critical,CA:FALSE', 'keyUsage=critical,digitalSignature,keyEncipherment'];
-
-/** A key and a certificate for `subject` signed by `ca`; `ext` are the certificate's extensions. */
-async function signedLeaf(
-  dir: string,
-  name: string,
-  subject: string,
-  ca: { cert: string; key: string },
-  ext: string[],
-): Promise<{ cert: string; key: string }> {
-  const f = (suffix: string): string => path.join(dir, `${name}.${suffix}`);
-  await writeFile(f('ext'), ext.join('\n') + '\n');
-  await openssl(['req', '-new', ...EC_KEY, '-keyout', f('key'), '-out', f('csr'), '-subj', subject]);
-  await openssl([
-    'x509',
-    '-req',
-    '-in',
-    f('csr'),
-    '-CA',
-    ca.cert,
-    '-CAkey',
-    ca.key,
-    '-set_serial',
-    `0x${randomBytes(12).toString('hex')}`,
-    ...DAYS,
-    '-extfile',
-    f('ext'),
-    '-out',
-    f('crt'),
-  ]);
-  return { cert: f('crt'), key: f('key') };
-}
-
-interface MetricsServerPki {
-  client: { cert: string; key: string };
-  serving: { cert: string; key: string };
-  servingCA: string;
-}
-
-async function makePki(dir: string, clusterPki: string): Promise<MetricsServerPki> {
-  const clusterCA = { cert: path.join(clusterPki, 'ca.crt'), key: path.join(clusterPki, 'ca.key') };
-  const servingCA = { cert: path.join(dir, 'serving-ca.crt'), key: path.join(dir, 'serving-ca.key') };
-  const [client, serving] = await Promise.all([
-    signedLeaf(dir, 'client', `/CN=${METRICS_SERVER_USER}`, clusterCA, [
-      ...LEAF,
-      'extendedKeyUsage=clientAuth',
-    ]),
-    (async () => {
-      await openssl([
-        'req',
-        '-x509',
-        ...EC_KEY,
-        '-keyout',
-        servingCA.key,
-        '-out',
-        servingCA.cert,
-        ...DAYS,
-        '-subj',
-        '/CN=kubelet-operator-test-metrics-server-ca',
-        '-addext',
-        'basicConstraints=critical,CA:TRUE',
-        '-addext',
-        'keyUsage=critical,keyCertSign,cRLSign,digitalSignature',
-      ]);
-      // The aggregator checks the name `<service>.<namespace>.svc`; the others are for direct callers.
-      const sans = [
-        `DNS:${NAME}.${NAMESPACE}.svc`,
-        `DNS:${NAME}.${NAMESPACE}.svc.cluster.local`,
-        'DNS:localhost',
-        'IP:127.0.0.1',
-      ];
-      return signedLeaf(dir, 'serving', `/CN=${NAME}.${NAMESPACE}.svc`, servingCA, [
-        ...LEAF,
-        'extendedKeyUsage=serverAuth',
-        `subjectAltName=${sans.join(',')}`,
-      ]);
-    })(),
-  ]);
-  return { client, serving, servingCA: servingCA.cert };
-}
-
-// ---- API objects ------------------------------------------------------------------------------
-
-/** The permissions metrics-server needs, as upstream's manifests grant them to its ServiceAccount. */
-function accessObjects(): object[] {
-  const user = { kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: METRICS_SERVER_USER };
-  const roleRef = (kind: string, name: string): object => ({
-    apiGroup: 'rbac.authorization.k8s.io',
-    kind,
-    name,
-  });
-  return [
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'ClusterRole',
-      metadata: { name: METRICS_SERVER_USER },
-      rules: [
-        // Scraping: the node API authorizes /metrics/resource as nodes/metrics.
-        { apiGroups: [''], resources: ['nodes/metrics'], verbs: ['get'] },
-        // Its informers: which nodes to scrape, which pods to report.
-        { apiGroups: [''], resources: ['pods', 'nodes'], verbs: ['get', 'list', 'watch'] },
-      ],
-    },
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'ClusterRoleBinding',
-      metadata: { name: METRICS_SERVER_USER },
-      roleRef: roleRef('ClusterRole', METRICS_SERVER_USER),
-      subjects: [user],
-    },
-    {
-      // Delegated authentication and authorization of the requests the aggregator forwards (TokenReview,
-      // SubjectAccessReview).
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'ClusterRoleBinding',
-      metadata: { name: 'metrics-server:system:auth-delegator' },
-      roleRef: roleRef('ClusterRole', 'system:auth-delegator'),
-      subjects: [user],
-    },
-    {
-      // The front-proxy and client CAs it trusts, from kube-system/extension-apiserver-authentication.
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'RoleBinding',
-      metadata: { name: 'metrics-server-auth-reader', namespace: NAMESPACE },
-      roleRef: roleRef('Role', 'extension-apiserver-authentication-reader'),
-      subjects: [user],
-    },
-    {
-      // Who may read the metrics: whoever has view, edit or admin (aggregated into those roles).
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'ClusterRole',
-      metadata: {
-        name: 'system:aggregated-metrics-reader',
-        labels: {
-          'rbac.authorization.k8s.io/aggregate-to-view': 'true',
-          'rbac.authorization.k8s.io/aggregate-to-edit': 'true',
-          'rbac.authorization.k8s.io/aggregate-to-admin': 'true',
-        },
-      },
-      rules: [
-        { apiGroups: ['metrics.k8s.io'], resources: ['pods', 'nodes'], verbs: ['get', 'list', 'watch'] },
-      ],
-    },
-    {
-      // See the module comment: the aggregator dials 127.0.0.1:<APIService port>.
-      apiVersion: 'v1',
-      kind: 'Service',
-      metadata: { name: NAME, namespace: NAMESPACE, labels: { 'app.kubernetes.io/name': NAME } },
-      spec: { type: 'ExternalName', externalName: '127.0.0.1' },
-    },
-  ];
-}
-
-function apiServiceObject(port: number, caBundlePem: Buffer): object {
-  return {
-    apiVersion: 'apiregistration.k8s.io/v1',
-    kind: 'APIService',
-    metadata: { name: METRICS_API_SERVICE, labels: { 'app.kubernetes.io/name': NAME } },
-    spec: {
-      group: 'metrics.k8s.io',
-      version: 'v1beta1',
-      service: { name: NAME, namespace: NAMESPACE, port },
-      caBundle: caBundlePem.toString('base64'),
-      groupPriorityMinimum: 100,
-      versionPriority: 100,
-    },
-  };
 }
 
 /** The REST path of one of the objects above. */
