@@ -3,13 +3,12 @@
 // metrics-server (test/support/metricsserver.ts) scrapes every node's /metrics/resource at its own address.
 // Afterwards: what the resource metrics API reports, and the cost of one scrape of one node measured from
 // outside (sequential GETs over one kept-alive TLS connection, as metrics-server's Go client does).
-import { randomBytes } from 'node:crypto';
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import https from 'node:https';
 import path from 'node:path';
 import type { KubeClient } from '../../src/kube/client.js';
-import { run } from '../../test/support/controlplane.js';
 import { METRICS_SERVER_USER } from '../../test/support/metricsserver.js';
+import { signedLeaf } from '../../test/support/metricsserver-pki.js';
 import { freePort } from './agents.js';
 import type { BenchCluster } from './cluster.js';
 import { percentile } from './stats.js';
@@ -32,42 +31,21 @@ export interface BenchNodeApi {
   operatorArgs: string[];
 }
 
-async function openssl(args: string[]): Promise<void> {
-  const r = await run('openssl', args);
-  if (r.code !== 0) throw new Error(`openssl ${args[0]} failed (${r.code}): ${r.stderr.trim()}`);
-}
-
-/** An ECDSA P-256 key and a certificate for `subject` signed by the control plane's CA. */
-async function signedByClusterCA(
+/** A key and certificate signed by the control plane's CA, in the run's scratch dir. */
+function signedByClusterCA(
   bc: BenchCluster,
   name: string,
   subject: string,
   ext: string[],
 ): Promise<{ cert: string; key: string }> {
   const pki = path.join(bc.cp.dir, 'pki');
-  const f = (suffix: string): string => path.join(bc.dir, `${name}.${suffix}`);
-  await writeFile(f('ext'), ['basicConstraints=critical,CA:FALSE', ...ext].join('\n') + '\n');
-  const key = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-  await openssl(['req', '-new', ...key, '-keyout', f('key'), '-out', f('csr'), '-subj', subject]);
-  await openssl([
-    'x509',
-    '-req',
-    '-in',
-    f('csr'),
-    '-CA',
-    path.join(pki, 'ca.crt'),
-    '-CAkey',
-    path.join(pki, 'ca.key'),
-    '-set_serial',
-    `0x${randomBytes(12).toString('hex')}`,
-    '-days',
-    '30',
-    '-extfile',
-    f('ext'),
-    '-out',
-    f('crt'),
-  ]);
-  return { cert: f('crt'), key: f('key') };
+  return signedLeaf(
+    bc.dir,
+    name,
+    subject,
+    { cert: path.join(pki, 'ca.crt'), key: path.join(pki, 'ca.key') },
+    ['basicConstraints=critical,CA:FALSE', ...ext],
+  );
 }
 
 /**

@@ -15,8 +15,11 @@ const EC_KEY = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-n
 const DAYS = ['-days', '3650'];
 const LEAF = ['basicConstraints=critical,CA:FALSE', 'keyUsage=critical,digitalSignature,keyEncipherment'];
 
-/** A key and a certificate for `subject` signed by `ca`; `ext` are the certificate's extensions. */
-async function signedLeaf(
+/**
+ * An ECDSA P-256 key and a certificate for `subject` signed by `ca`, written as `<dir>/<name>.{key,crt}`;
+ * `ext` are the certificate's extensions. Also used by the bench (bench/lib/metrics.ts).
+ */
+export async function signedLeaf(
   dir: string,
   name: string,
   subject: string,
