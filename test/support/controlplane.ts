@@ -313,16 +313,14 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 
 // ---- binaries ---------------------------------------------------------------------------------
 
-let binDirPromise: Promise<string> | undefined;
-
 /**
- * Path of the dir holding kube-apiserver, etcd (and the scheduler and controller-manager when built
- * here). Runs scripts/kube-binaries.sh once per process: instant when cached, a long build when cold
- * (its progress goes to our stderr).
+ * Runs one of the scripts that ensure a cached binary (scripts/kube-binaries.sh, scripts/metrics-server.sh):
+ * its progress goes to our stderr as it happens, and it resolves to the script's last stdout line (the path
+ * it prints), or rejects naming the script with the last lines of its stderr.
  */
-export function ensureBinaries(): Promise<string> {
-  binDirPromise ??= new Promise<string>((resolve, reject) => {
-    const child = spawn('bash', [BINARIES_SCRIPT], { stdio: ['ignore', 'pipe', 'pipe'] });
+export function runEnsureScript(script: string): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    const child = spawn('bash', [script], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
@@ -336,9 +334,20 @@ export function ensureBinaries(): Promise<string> {
       const last = stdout.trim().split('\n').pop() ?? '';
       if (code === 0 && last) return resolve(last);
       const lastLines = stderr.trimEnd().split('\n').slice(-5).join('\n');
-      reject(new Error(`scripts/kube-binaries.sh exited ${code}:\n${lastLines}`));
+      reject(new Error(`${path.relative(REPO_ROOT, script)} exited ${code}:\n${lastLines}`));
     });
   });
+}
+
+let binDirPromise: Promise<string> | undefined;
+
+/**
+ * Path of the dir holding kube-apiserver, etcd (and the scheduler and controller-manager when built
+ * here). Runs scripts/kube-binaries.sh once per process: instant when cached, a long build when cold
+ * (its progress goes to our stderr).
+ */
+export function ensureBinaries(): Promise<string> {
+  binDirPromise ??= runEnsureScript(BINARIES_SCRIPT);
   binDirPromise.catch(() => (binDirPromise = undefined));
   return binDirPromise;
 }

@@ -15,7 +15,6 @@
 // API server and for the node API (whose client CA is the cluster CA in `npm run up` and the cluster suite;
 // its SubjectAccessReview on nodes/metrics passes by the ClusterRole below); a serving certificate from a
 // CA of its own, whose certificate is the APIService's caBundle.
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import https from 'node:https';
@@ -23,6 +22,7 @@ import path from 'node:path';
 import {
   freePort,
   REPO_ROOT,
+  runEnsureScript,
   writeKubeconfig,
   type AddOnProcess,
   type ControlPlane,
@@ -81,23 +81,7 @@ let binaryPromise: Promise<string> | undefined;
  * a build of a few minutes when cold (its progress goes to our stderr).
  */
 export function ensureMetricsServer(): Promise<string> {
-  binaryPromise ??= new Promise<string>((resolve, reject) => {
-    const child = spawn('bash', [SCRIPT], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr!.setEncoding('utf8').on('data', (d: string) => {
-      process.stderr.write(d);
-      stderr = (stderr + d).slice(-4000);
-    });
-    child.once('error', reject);
-    child.once('close', (code) => {
-      const last = stdout.trim().split('\n').pop() ?? '';
-      if (code === 0 && last) return resolve(last);
-      const lastLines = stderr.trimEnd().split('\n').slice(-5).join('\n');
-      reject(new Error(`scripts/metrics-server.sh exited ${code}:\n${lastLines}`));
-    });
-  });
+  binaryPromise ??= runEnsureScript(SCRIPT);
   binaryPromise.catch(() => (binaryPromise = undefined));
   return binaryPromise;
 }

@@ -9,6 +9,7 @@
  * container would cost several objects each, and one node's series are rendered in one pass anyway.
  */
 import type { Pod } from '../../api/core.js';
+import { labelSet } from '../../util/promtext.js';
 import type { ProbeType } from './types.js';
 
 export type ProbeMetricResult = 'successful' | 'failed' | 'unknown';
@@ -28,10 +29,6 @@ interface PodProbes {
   name: string;
   /** `<container>\0<probe type index>` -> counts by RESULTS index. */
   counts: Map<string, [number, number, number]>;
-}
-
-function escapeLabel(v: string): string {
-  return v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
 }
 
 export class ProbeMetrics {
@@ -75,10 +72,15 @@ export class ProbeMetrics {
         const type = TYPE_LABEL[TYPES[Number(key.slice(sep + 1))]!];
         for (let i = 0; i < RESULTS.length; i++) {
           if (counts[i] === 0) continue;
-          lines.push(
-            `${ProberProbeTotal}{container="${escapeLabel(container)}",namespace="${escapeLabel(p.namespace)}",` +
-              `pod="${escapeLabel(p.name)}",pod_uid="${escapeLabel(uid)}",probe_type="${type}",result="${RESULTS[i]}"} ${counts[i]}`,
-          );
+          const labels = labelSet([
+            ['container', container],
+            ['namespace', p.namespace],
+            ['pod', p.name],
+            ['pod_uid', uid],
+            ['probe_type', type],
+            ['result', RESULTS[i]!],
+          ]);
+          lines.push(`${ProberProbeTotal}${labels} ${counts[i]}`);
         }
       }
     }

@@ -9,7 +9,7 @@
  * it accrues; its resident memory likewise.
  */
 import { statfs } from 'node:fs/promises';
-import type { PodSandboxStats, Runtime } from '../../runtime/types.js';
+import type { Container, PodSandbox, PodSandboxStats, Runtime } from '../../runtime/types.js';
 import type { Clock } from '../../util/clock.js';
 import { isUnimplemented } from '../../util/errors.js';
 import { PluginDirs } from '../volumemanager/paths.js';
@@ -94,11 +94,15 @@ export class StatsProvider {
 
   private async build(withFs: boolean): Promise<Summary> {
     const { runtime, clock } = this.d;
-    const [sandboxes, containers, all] = await Promise.all([
+    const [sandboxes, containers, reported] = await Promise.all([
       runtime.listPodSandbox({ state: 'ready' }),
       runtime.listContainers({ state: 'running' }),
-      this.sandboxStats(),
+      runtime.listPodSandboxStats().catch((err: unknown) => {
+        if (isUnimplemented(err)) return undefined;
+        throw err;
+      }),
     ]);
+    const all = reported ?? (await this.fromContainerStats(sandboxes, containers));
     const owns = this.d.ownsPod;
     const sandboxStats = owns ? all.filter((s) => owns(s.attributes.metadata.uid)) : all;
     const nowMs = clock.now();
@@ -116,19 +120,12 @@ export class StatsProvider {
     return this.builder.build(input);
   }
 
-  private async sandboxStats(): Promise<PodSandboxStats[]> {
-    const { runtime } = this.d;
-    try {
-      return await runtime.listPodSandboxStats();
-    } catch (err) {
-      if (!isUnimplemented(err)) throw err;
-    }
-    // A runtime without ListPodSandboxStats: its containers' stats, grouped by sandbox.
-    const [sandboxes, containers, stats] = await Promise.all([
-      runtime.listPodSandbox({ state: 'ready' }),
-      runtime.listContainers({ state: 'running' }),
-      runtime.listContainerStats(),
-    ]);
+  /** A runtime without ListPodSandboxStats: its containers' stats, grouped by the ready sandboxes listed. */
+  private async fromContainerStats(
+    sandboxes: readonly PodSandbox[],
+    containers: readonly Container[],
+  ): Promise<PodSandboxStats[]> {
+    const stats = await this.d.runtime.listContainerStats();
     const sandboxOf = new Map(containers.map((c) => [c.id, c.podSandboxId]));
     const out = new Map<string, PodSandboxStats>();
     for (const s of sandboxes) {

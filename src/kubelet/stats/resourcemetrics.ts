@@ -8,6 +8,7 @@
  * `scrape_error` (deprecated in the kubelet, still served) and `resource_scrape_error` are 1 when the
  * runtime could not be read; the rest is then empty.
  */
+import { labelSet as labels } from '../../util/promtext.js';
 import type { Summary } from './types.js';
 
 interface Family {
@@ -28,17 +29,6 @@ export const ResourceMetricNames = {
   scrapeError: 'scrape_error',
   resourceScrapeError: 'resource_scrape_error',
 } as const;
-
-/** Label values escaped as the text format wants (backslash, double quote, newline). */
-function escapeLabel(v: string): string {
-  return v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
-}
-
-/** `{a="x",b="y"}` with the names in the order given (callers pass them sorted, as client_golang writes). */
-function labels(pairs: readonly (readonly [string, string])[]): string {
-  if (pairs.length === 0) return '';
-  return `{${pairs.map(([k, v]) => `${k}="${escapeLabel(v)}"`).join(',')}}`;
-}
 
 function sample(name: string, lbls: string, value: number, timeMs?: number): string {
   const ts = timeMs === undefined ? '' : ` ${Math.floor(timeMs)}`;
