@@ -8,11 +8,14 @@
  * - when a watch is silent for longer than the watchdog allows (no event, no bookmark), drops it and
  *   watches again, so a connection that died without a FIN does not freeze the cache.
  * Handlers run synchronously after the cache is updated; a handler that throws is logged, never fatal.
- * Handlers get the objects held by the cache: they must not mutate them.
+ * Handlers get the objects held by the cache: they must not mutate them. A new version of an object shares
+ * every subtree that did not change with the version it replaces (structshare.ts), so holders of the older
+ * version do not keep a second copy of, say, a pod's spec after a status update.
  */
 import type { Clock, TimerHandle } from '../util/clock.js';
 import { KindError, errorKind, errorMessage } from '../util/errors.js';
 import type { KubeClient } from './client.js';
+import { shareUnchanged } from './structshare.js';
 
 export interface KObject {
   metadata?: { name?: string; namespace?: string; resourceVersion?: string; uid?: string };
@@ -62,6 +65,11 @@ export interface InformerOptions {
    * stripManagedFields: what the cache does not need is not kept for every object.
    */
   transform?: (obj: KObject) => KObject;
+  /**
+   * Applied after the new version shared what did not change with the one it replaces (`prev`, absent for
+   * a new object), e.g. interning what many objects have in common (podintern.ts). May modify `obj`.
+   */
+  compact?: (obj: KObject, prev: KObject | undefined) => KObject;
 }
 
 /**
@@ -312,10 +320,11 @@ export class Informer<T extends KObject> {
       case 'MODIFIED': {
         const key = objectKey(obj);
         const old = this.store.get(key);
-        this.put(key, obj);
-        this.bump(obj);
-        if (old) this.emit('update', old, obj);
-        else this.emit('add', obj);
+        const cur = this.versionOf(obj, old);
+        this.put(key, cur);
+        this.bump(cur);
+        if (old) this.emit('update', old, cur);
+        else this.emit('add', cur);
         return;
       }
       case 'DELETED': {
@@ -334,6 +343,13 @@ export class Informer<T extends KObject> {
     }
   }
 
+  /** The object to store for a fresh `obj` replacing `old`: sharing what did not change, then compacted. */
+  private versionOf(obj: T, old: T | undefined): T {
+    const shared = old ? shareUnchanged(old, obj) : obj;
+    if (shared === old || !this.opts.compact) return shared;
+    return this.opts.compact(shared, old) as T;
+  }
+
   private bump(obj: KObject): void {
     const rv = obj.metadata?.resourceVersion;
     if (rv) this.resourceVersion = rv;
@@ -347,9 +363,10 @@ export class Informer<T extends KObject> {
       const key = objectKey(obj);
       seen.add(key);
       const old = this.store.get(key);
-      this.put(key, obj);
-      if (!old) this.emit('add', obj);
-      else if (old.metadata?.resourceVersion !== obj.metadata?.resourceVersion) this.emit('update', old, obj);
+      const cur = this.versionOf(obj, old);
+      this.put(key, cur);
+      if (!old) this.emit('add', cur);
+      else if (old.metadata?.resourceVersion !== cur.metadata?.resourceVersion) this.emit('update', old, cur);
     }
     for (const [key, old] of [...this.store]) {
       if (seen.has(key)) continue;

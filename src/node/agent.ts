@@ -289,8 +289,10 @@ export class NodeAgent {
           clock: this.cfg.clock,
           signal: this.abort.signal,
           logger: this.logger,
+          onCreated: () => this.lease.expectAbsent(),
         });
         this.node = node;
+        this.status.seed(node);
         this.logger.info('node registered', { node: this.nodeName, uid: node.metadata.uid });
         try {
           await this.cfg.onRegistered?.(node);

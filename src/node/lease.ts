@@ -6,7 +6,8 @@
  * Each sync:
  * - with a Lease from the previous sync in hand, PUTs it with a fresh renewTime (optimistic concurrency on
  *   its resourceVersion: no GET per heartbeat);
- * - on Conflict or NotFound, or with nothing in hand, GETs the Lease (creating it when absent) and PUTs again;
+ * - on Conflict or NotFound, or with nothing in hand, GETs the Lease (creating it when absent) and PUTs again
+ *   (right after the Node was created, creates it first and GETs only if it exists: see expectAbsent);
  * - any other failure waits a back-off (200 ms doubling to 7 s) before the next attempt, until one succeeds or
  *   the controller stops.
  * Every write carries holderIdentity = node name, the configured duration, and an owner reference to the Node
@@ -75,6 +76,8 @@ export class LeaseController {
   private rejectReady!: (err: Error) => void;
   private resolveDone!: () => void;
   private failures = 0;
+  /** The Node was just created: create the Lease before trying to read it (see expectAbsent). */
+  private absentLikely = false;
 
   constructor(private readonly cfg: LeaseControllerConfig) {
     if (!cfg.api || !cfg.clock || !cfg.nodeName || typeof cfg.nodeUID !== 'function') {
@@ -172,19 +175,36 @@ export class LeaseController {
     }
   }
 
-  /** GETs the Lease, creating it when absent. */
+  /**
+   * Says the Node was just created, so its Lease most likely does not exist: the next ensure creates it
+   * first and reads it only if it exists after all (one request instead of a GET that fails and a create;
+   * at 100 nodes starting, 100 requests fewer). The kubelet always GETs first.
+   */
+  expectAbsent(): void {
+    this.absentLikely = true;
+  }
+
+  /** GETs the Lease, creating it when absent (creating first when it is expected absent). */
   private async ensure(): Promise<{ lease: Lease; created: boolean }> {
-    try {
-      return { lease: await this.cfg.api.getLease(this.cfg.nodeName), created: false };
-    } catch (err) {
-      if (errorKind(err) !== 'NotFound') throw err;
-    }
     const fresh: Lease = {
       apiVersion: 'coordination.k8s.io/v1',
       kind: 'Lease',
       metadata: { name: this.cfg.nodeName, namespace: NODE_LEASE_NAMESPACE },
       spec: {},
     };
+    if (this.absentLikely) {
+      this.absentLikely = false;
+      try {
+        return { lease: await this.cfg.api.createLease(this.withRenewal(fresh)), created: true };
+      } catch (err) {
+        if (errorKind(err) !== 'AlreadyExists') throw err;
+      }
+    }
+    try {
+      return { lease: await this.cfg.api.getLease(this.cfg.nodeName), created: false };
+    } catch (err) {
+      if (errorKind(err) !== 'NotFound') throw err;
+    }
     return { lease: await this.cfg.api.createLease(this.withRenewal(fresh)), created: true };
   }
 

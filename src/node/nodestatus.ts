@@ -9,7 +9,7 @@
  */
 import { declaredFeaturesSetter } from './declaredfeatures.js';
 import { createHash } from 'node:crypto';
-import type { NodeCondition, NodeStatus, NodeSystemInfo } from '../api/node.js';
+import type { Node, NodeCondition, NodeStatus, NodeSystemInfo } from '../api/node.js';
 import type { RuntimeVersion } from '../runtime/types.js';
 import type { Clock } from '../util/clock.js';
 import { KindError, errorKind, errorMessage } from '../util/errors.js';
@@ -180,6 +180,8 @@ export class NodeStatusLoop {
   private readonly logger: NodeLogger;
   private readonly abort = new AbortController();
   private started = false;
+  /** The registered Node, read by the first round instead of a GET (see seed). */
+  private seeded: Node | undefined;
   private resolveReady!: () => void;
   private rejectReady!: (err: Error) => void;
   private resolveDone!: () => void;
@@ -283,11 +285,22 @@ export class NodeStatusLoop {
     if (errorKind(err) === 'NotFound') this.cfg.onNodeMissing?.();
   }
 
+  /**
+   * Hands the loop the Node as registration just read or created it: the first round computes on it instead
+   * of reading the Node again (one request and one round trip less before a new node can turn Ready; 100
+   * nodes starting at once sent 100 GETs for objects they had just created). Retries read as usual.
+   */
+  seed(node: Node): void {
+    this.seeded = node;
+  }
+
   /** One try of the round; the error, or undefined when the status is written or nothing was due. */
   private async tryUpdate(attempt: number): Promise<unknown> {
     const { api, clock } = this.cfg;
     try {
-      const node = await api.getNode(this.nodeName, { fromCache: attempt === 0 });
+      const seeded = attempt === 0 ? this.seeded : undefined;
+      this.seeded = undefined;
+      const node = seeded ?? (await api.getNode(this.nodeName, { fromCache: attempt === 0 }));
       const next = this.compute(node.status);
       if (!nodeStatusChanged(node.status, next, this.lastReportTime, clock.now(), this.reportFrequencyMs))
         return undefined;

@@ -142,6 +142,8 @@ export interface RegisterOptions {
   clock: Clock;
   signal?: AbortSignal;
   logger?: NodeLogger;
+  /** Called when this registration created the Node (rather than adopting an existing one). */
+  onCreated?: () => void;
 }
 
 /**
@@ -160,7 +162,7 @@ export async function registerNode(
   for (;;) {
     if (opts.signal?.aborted) throw new KindError('Unavailable', 'node registration aborted', { node: name });
     try {
-      return await tryRegister(api, node, id);
+      return await tryRegister(api, node, id, opts.onCreated);
     } catch (err) {
       logger.warn('unable to register node with API server', {
         node: name,
@@ -181,9 +183,12 @@ async function tryRegister(
   api: Pick<NodeAPI, 'createNode' | 'getNode' | 'patchNode'>,
   node: Node,
   id: NodeIdentity,
+  onCreated: (() => void) | undefined,
 ): Promise<Node> {
   try {
-    return await api.createNode(node);
+    const created = await api.createNode(node);
+    onCreated?.();
+    return created;
   } catch (err) {
     if (errorKind(err) !== 'AlreadyExists') throw err;
   }

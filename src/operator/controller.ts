@@ -32,6 +32,8 @@ import { restOperatorAPI, type OperatorAPI, type VirtualNodeWriter } from './api
 import type { ManagedNode, ManagedNodeFactory } from './managednode.js';
 import { PodCIDRDefaulter } from './podcidr.js';
 import { drainingStatus, notStartedStatus, observedStatus, VirtualNodeStatusWriter } from './status.js';
+import { internPod } from './podintern.js';
+import { processInterner } from '../util/intern.js';
 
 export interface OperatorOptions {
   /** The API server: every seam of `api` is built over it unless `api` is given. */
@@ -92,7 +94,11 @@ export class Operator {
     this.queue = new WorkQueue<string>(opts.clock, { baseDelayMs: 500, maxDelayMs: 60_000 });
     const common = { clock: opts.clock, logger: opts.logger, transform: stripManagedFields };
     this.vnInformer = new Informer<VirtualNode>(api.virtualNodes, { ...common, name: 'virtualnodes' });
-    this.podInformer = new Informer<Pod>(api.pods, { ...common, name: 'pods' });
+    this.podInformer = new Informer<Pod>(api.pods, {
+      ...common,
+      name: 'pods',
+      compact: (p, prev) => internPod(p as Pod, prev as Pod | undefined, processInterner),
+    });
     this.podInformer.addIndex(PodsByNodeIndex, (p) => (p.spec?.nodeName ? [p.spec.nodeName] : []));
     this.serviceInformer = new Informer<Service>(api.services, { ...common, name: 'services' });
     this.serviceInformer.addIndex(ServicesByNamespaceIndex, (svc) => [svc.metadata.namespace ?? '']);

@@ -15,6 +15,8 @@ export interface Clock {
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
 
+import { TimerHeap } from './timerheap.js';
+
 /** setTimeout fires at once for delays over 2^31-1 ms (about 24.8 days); longer waits are chained. */
 const MAX_TIMEOUT_MS = 2 ** 31 - 1;
 
@@ -37,13 +39,39 @@ function longTimeout(ms: number, fn: () => void, ref: boolean): TimerHandle {
   return { cancel: () => clearTimeout(t) };
 }
 
+function rethrowLater(err: unknown): void {
+  process.nextTick(() => {
+    throw err;
+  });
+}
+
+/**
+ * Wall-clock time. Timers share one heap (timerheap.ts) and one Node timeout, armed for the earliest; it
+ * does not keep the process alive. When it fires, every timer due by then runs in due order, except those
+ * created by that batch's own callbacks, which wait for the next turn of the event loop (as a 0 ms
+ * setTimeout would); microtasks a callback queues run after the batch (Node's own timers drain them after
+ * each callback: the order differs, nothing else). A callback that throws does not stop the batch: the error is rethrown on its own, as
+ * an uncaught timer error would be. `sleep` keeps the process alive for its duration.
+ */
 export class RealClock implements Clock {
+  private readonly timers = new TimerHeap(() => this.disarm());
+  private armed: ReturnType<typeof setTimeout> | undefined;
+  private armedAt = Infinity;
+  private firing = false;
+
+  /** `onError` gets what a timer callback threw (default: rethrown on its own, as an uncaught error). */
+  constructor(private readonly onError: (err: unknown) => void = rethrowLater) {}
+
   now(): number {
     return Date.now();
   }
+
   setTimer(ms: number, fn: () => void): TimerHandle {
-    return longTimeout(ms, fn, false);
+    const e = this.timers.addCallback(Date.now() + Math.max(0, ms), fn);
+    if (!this.firing && e.at < this.armedAt) this.arm(e.at);
+    return e;
   }
+
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
     return new Promise((resolve, reject) => {
       if (signal?.aborted) return reject(signal.reason);
@@ -62,32 +90,52 @@ export class RealClock implements Clock {
       signal?.addEventListener('abort', onAbort, { once: true });
     });
   }
-}
 
-interface FakeTimer {
-  at: number;
-  seq: number;
-  fn: () => void;
-  /** Cancelled or fired: no longer pending. */
-  done: boolean;
-}
+  private arm(at: number): void {
+    if (this.armed !== undefined) clearTimeout(this.armed);
+    this.armedAt = at;
+    this.armed = setTimeout(() => this.fire(), Math.min(Math.max(0, at - Date.now()), MAX_TIMEOUT_MS));
+    this.armed.unref?.();
+  }
 
-/** Earlier due time first; equal due times in creation order. */
-const before = (a: FakeTimer, b: FakeTimer): boolean => a.at < b.at || (a.at === b.at && a.seq < b.seq);
+  private disarm(): void {
+    if (this.armed !== undefined) clearTimeout(this.armed);
+    this.armed = undefined;
+    this.armedAt = Infinity;
+  }
+
+  private fire(): void {
+    this.armed = undefined;
+    this.armedAt = Infinity;
+    this.firing = true;
+    const now = Date.now();
+    const limit = this.timers.nextSeq;
+    try {
+      for (let next = this.timers.takeDue(now, limit); next; next = this.timers.takeDue(now, limit)) {
+        try {
+          next.run();
+        } catch (err) {
+          this.onError(err);
+        }
+      }
+    } finally {
+      this.firing = false;
+      const earliest = this.timers.peek();
+      if (earliest) this.arm(earliest.at);
+    }
+  }
+}
 
 /**
  * A clock that moves only when told to. `advance(ms)` fires due timers in time order, each seeing `now()`
  * equal to its own due time, so a chain of timers behaves as it would in real time.
  *
- * Timers live in a binary min-heap: setTimer and each firing are O(log n), cancel is O(1) (the entry is
- * dropped lazily when it reaches the top, and the heap is compacted once cancelled entries outnumber live
- * ones), so a simulation with 100,000 pending timers stays fast.
+ * Timers live in a TimerHeap (setTimer and each firing O(log n), cancel O(1)), so a simulation with 100,000
+ * pending timers stays fast.
  */
 export class FakeClock implements Clock {
   private current: number;
-  private seq = 0;
-  private heap: FakeTimer[] = [];
-  private live = 0;
+  private readonly timers = new TimerHeap();
 
   constructor(start = Date.UTC(2026, 0, 1)) {
     this.current = start;
@@ -98,17 +146,7 @@ export class FakeClock implements Clock {
   }
 
   setTimer(ms: number, fn: () => void): TimerHandle {
-    const timer: FakeTimer = { at: this.current + Math.max(0, ms), seq: this.seq++, fn, done: false };
-    this.push(timer);
-    this.live++;
-    return {
-      cancel: () => {
-        if (timer.done) return;
-        timer.done = true;
-        this.live--;
-        if (this.heap.length > 64 && this.heap.length > 2 * this.live) this.compact();
-      },
-    };
+    return this.timers.addCallback(this.current + Math.max(0, ms), fn);
   }
 
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
@@ -128,24 +166,15 @@ export class FakeClock implements Clock {
 
   /** Number of timers that have neither fired nor been cancelled. */
   pendingTimers(): number {
-    return this.live;
+    return this.timers.size;
   }
 
   /** Moves time forward, firing every timer due on the way (including ones those timers create). */
   advance(ms: number): void {
     const target = this.current + ms;
-    for (;;) {
-      let next = this.heap[0];
-      while (next?.done) {
-        this.pop();
-        next = this.heap[0];
-      }
-      if (!next || next.at > target) break;
-      this.pop();
+    for (let next = this.timers.takeDue(target); next; next = this.timers.takeDue(target)) {
       this.current = Math.max(this.current, next.at);
-      next.done = true;
-      this.live--;
-      next.fn();
+      next.run();
     }
     this.current = target;
   }
@@ -153,45 +182,5 @@ export class FakeClock implements Clock {
   /** Sets the time (never backwards) and fires what became due. */
   set(time: number): void {
     this.advance(Math.max(0, time - this.current));
-  }
-
-  private push(t: FakeTimer): void {
-    const h = this.heap;
-    let i = h.length;
-    h.push(t);
-    while (i > 0) {
-      const parent = (i - 1) >> 1;
-      if (!before(t, h[parent]!)) break;
-      h[i] = h[parent]!;
-      i = parent;
-    }
-    h[i] = t;
-  }
-
-  private pop(): void {
-    const h = this.heap;
-    const last = h.pop();
-    if (last === undefined || h.length === 0) return;
-    this.siftDown(0, last);
-  }
-
-  private siftDown(start: number, t: FakeTimer): void {
-    const h = this.heap;
-    const n = h.length;
-    let i = start;
-    for (;;) {
-      let child = 2 * i + 1;
-      if (child >= n) break;
-      if (child + 1 < n && before(h[child + 1]!, h[child]!)) child++;
-      if (!before(h[child]!, t)) break;
-      h[i] = h[child]!;
-      i = child;
-    }
-    h[i] = t;
-  }
-
-  private compact(): void {
-    this.heap = this.heap.filter((t) => !t.done);
-    for (let i = (this.heap.length >> 1) - 1; i >= 0; i--) this.siftDown(i, this.heap[i]!);
   }
 }

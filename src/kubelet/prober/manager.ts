@@ -20,7 +20,8 @@ import { KindError } from '../../util/errors.js';
 import type { ResultsManager } from './results.js';
 import type { ProbeType } from './types.js';
 import { startedBefore } from './doprobe.js';
-import { ProbeWorker, type ProbeRunner } from './worker.js';
+import { WorkerIndex } from './workerindex.js';
+import { ProbeWorker, type ProbeRunner, type ProbeWorkerDeps } from './worker.js';
 
 /** The probe types in the order AddPod creates workers for one container. */
 const ADD_ORDER: readonly ProbeType[] = ['startup', 'readiness', 'liveness'];
@@ -40,10 +41,6 @@ export interface ProberManagerDeps {
    * Off = the 1.33 behaviour, where a restart briefly makes every probed container unready.
    */
   keepStatusOnRestart?: boolean;
-}
-
-function workerKey(uid: string, containerName: string, probeType: ProbeType): string {
-  return JSON.stringify([uid, containerName, probeType]);
 }
 
 function hasProbe(c: Container, t: ProbeType): boolean {
@@ -71,16 +68,17 @@ function probedContainers(pod: Pod): Container[] {
 /**
  * Schedules probe workers and answers `started`/`ready` for status generation.
  *
- * Invariants: at most one live worker per key; a worker leaves the map when its loop exits (and only
- * its own entry: a newer worker under the same key is kept); regular init containers are never given
- * workers by AddPod.
+ * Invariants: at most one live worker per key (pod UID, container name, probe type); a worker leaves the
+ * index when it exits (and only itself: a newer worker under the same key is kept); regular init
+ * containers are never given workers by AddPod. The workers of one probe type share one deps object.
  */
 export class ProberManager {
   /** Epoch ms when the manager was created: workers started within one period of it jitter first. */
   readonly startedAt: number;
   private readonly deps: ProberManagerDeps;
-  private readonly random: () => number;
-  private readonly workers = new Map<string, ProbeWorker>();
+  private readonly workers = new WorkerIndex();
+  /** What every worker of a probe type is given: built once, not per worker. */
+  private readonly workerDeps: Record<ProbeType, ProbeWorkerDeps>;
 
   constructor(deps: ProberManagerDeps) {
     for (const k of ['clock', 'getPodStatus', 'runner', 'results'] as const) {
@@ -92,8 +90,22 @@ export class ProberManager {
       }
     }
     this.deps = deps;
-    this.random = deps.random ?? Math.random;
     this.startedAt = deps.clock.now();
+    const forType = (results: ResultsManager): ProbeWorkerDeps => ({
+      clock: deps.clock,
+      random: deps.random ?? Math.random,
+      getPodStatus: deps.getPodStatus,
+      results,
+      runner: deps.runner,
+      proberStartedAt: this.startedAt,
+      ...(deps.keepStatusOnRestart ? { adoptedBefore: this.startedAt } : {}),
+      onExit: (w) => this.workers.remove(w),
+    });
+    this.workerDeps = {
+      liveness: forType(deps.results.liveness),
+      readiness: forType(deps.results.readiness),
+      startup: forType(deps.results.startup),
+    };
   }
 
   /**
@@ -118,21 +130,9 @@ export class ProberManager {
   startWorker(pod: Pod, container: Container, probeType: ProbeType): boolean {
     const uid = pod?.metadata?.uid;
     if (!uid) throw new KindError('InvalidArgument', 'startWorker: pod without a UID');
-    const key = workerKey(uid, container?.name, probeType);
-    if (this.workers.has(key)) return false;
-    const worker = new ProbeWorker(pod, container, probeType, {
-      clock: this.deps.clock,
-      random: this.random,
-      getPodStatus: this.deps.getPodStatus,
-      results: this.deps.results[probeType],
-      runner: this.deps.runner,
-      proberStartedAt: this.startedAt,
-      ...(this.deps.keepStatusOnRestart ? { adoptedBefore: this.startedAt } : {}),
-      onExit: (w) => {
-        if (this.workers.get(key) === w) this.workers.delete(key);
-      },
-    });
-    this.workers.set(key, worker);
+    if (this.workers.get(uid, container?.name, probeType)) return false;
+    const worker = new ProbeWorker(pod, container, probeType, this.workerDeps[probeType]);
+    this.workers.add(worker);
     worker.start();
     return true;
   }
@@ -141,7 +141,7 @@ export class ProberManager {
   updatePod(pod: Pod): void {
     const uid = pod?.metadata?.uid;
     if (!uid) return;
-    for (const w of this.workers.values()) if (w.podUID === uid) w.setPod(pod);
+    for (const w of this.workers.ofPod(uid)) w.setPod(pod);
   }
 
   /** Stops the liveness and startup workers of the pod's regular containers (used while terminating). */
@@ -156,12 +156,14 @@ export class ProberManager {
 
   /** Stops the workers of every pod whose UID is not in `desiredPods`. */
   cleanupPods(desiredPods: ReadonlySet<string>): void {
-    for (const w of [...this.workers.values()]) if (!desiredPods.has(w.podUID)) w.stop();
+    for (const uid of [...this.workers.pods()]) {
+      if (!desiredPods.has(uid)) for (const w of this.workers.ofPod(uid)) w.stop();
+    }
   }
 
   /** The live worker for a key, if any. */
   getWorker(uid: string, containerName: string, probeType: ProbeType): ProbeWorker | undefined {
-    return this.workers.get(workerKey(uid, containerName, probeType));
+    return this.workers.get(uid, containerName, probeType);
   }
 
   workerCount(): number {

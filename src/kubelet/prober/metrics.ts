@@ -4,9 +4,10 @@
  * (`successful`, `failed`, `unknown`), as the kubelet serves it on that path. A pod's series go with the
  * pod (forget), as the kubelet deletes a worker's series when the worker stops.
  *
- * Kept compact because every probed container of every pod has an entry: three numbers per container and
- * probe type, strings shared with the pod object. prom-client is not used here: a labelled child per
- * container would cost several objects each, and one node's series are rendered in one pass anyway.
+ * Kept compact because every probed container of every pod has an entry: one flat object per container
+ * and probe type holding its three counts, chained per pod, with every string shared with the pod object.
+ * prom-client is not used here: a labelled child per container would cost several objects each, and one
+ * node's series are rendered in one pass anyway.
  */
 import type { Pod } from '../../api/core.js';
 import { labelSet } from '../../util/promtext.js';
@@ -16,7 +17,6 @@ export type ProbeMetricResult = 'successful' | 'failed' | 'unknown';
 
 export const ProberProbeTotal = 'prober_probe_total';
 
-const TYPES: readonly ProbeType[] = ['liveness', 'readiness', 'startup'];
 const TYPE_LABEL: Record<ProbeType, string> = {
   liveness: 'Liveness',
   readiness: 'Readiness',
@@ -24,30 +24,38 @@ const TYPE_LABEL: Record<ProbeType, string> = {
 };
 const RESULTS: readonly ProbeMetricResult[] = ['successful', 'failed', 'unknown'];
 
-interface PodProbes {
-  namespace: string;
-  name: string;
-  /** `<container>\0<probe type index>` -> counts by RESULTS index. */
-  counts: Map<string, [number, number, number]>;
+/**
+ * The counts of one container and probe type of one pod. The first row of a pod carries the pod's
+ * namespace and name for all of them (as first observed); `next` chains the pod's further rows in the
+ * order they were first observed. Counts only grow.
+ */
+interface Row extends Record<ProbeMetricResult, number> {
+  readonly namespace: string;
+  readonly name: string;
+  readonly container: string;
+  readonly probeType: ProbeType;
+  next: Row | undefined;
 }
 
 export class ProbeMetrics {
-  private readonly byPod = new Map<string, PodProbes>();
+  /** Pod UID -> the pod's first row. */
+  private readonly byPod = new Map<string, Row>();
 
   observe(probeType: ProbeType, result: ProbeMetricResult, pod: Pod, container: string): void {
     const uid = pod.metadata?.uid ?? '';
-    let p = this.byPod.get(uid);
-    if (!p) {
-      p = { namespace: pod.metadata?.namespace ?? '', name: pod.metadata?.name ?? '', counts: new Map() };
-      this.byPod.set(uid, p);
+    let row = this.byPod.get(uid);
+    if (!row) {
+      row = newRow(pod, container, probeType);
+      this.byPod.set(uid, row);
+    } else {
+      while (row.container !== container || row.probeType !== probeType) {
+        if (!row.next) {
+          row.next = newRow(pod, container, probeType);
+        }
+        row = row.next;
+      }
     }
-    const key = `${container}\0${TYPES.indexOf(probeType)}`;
-    let c = p.counts.get(key);
-    if (!c) {
-      c = [0, 0, 0];
-      p.counts.set(key, c);
-    }
-    c[RESULTS.indexOf(result) as 0 | 1 | 2]++;
+    row[result]++;
   }
 
   /** Drops a pod's series (the pod is gone). */
@@ -65,25 +73,36 @@ export class ProbeMetrics {
       `# HELP ${ProberProbeTotal} Probe executions of each container, by probe type and result.`,
       `# TYPE ${ProberProbeTotal} counter`,
     ];
-    for (const [uid, p] of this.byPod) {
-      for (const [key, counts] of p.counts) {
-        const sep = key.lastIndexOf('\0');
-        const container = key.slice(0, sep);
-        const type = TYPE_LABEL[TYPES[Number(key.slice(sep + 1))]!];
-        for (let i = 0; i < RESULTS.length; i++) {
-          if (counts[i] === 0) continue;
+    for (const [uid, first] of this.byPod) {
+      for (let row: Row | undefined = first; row; row = row.next) {
+        for (const result of RESULTS) {
+          if (row[result] === 0) continue;
           const labels = labelSet([
-            ['container', container],
-            ['namespace', p.namespace],
-            ['pod', p.name],
+            ['container', row.container],
+            ['namespace', first.namespace],
+            ['pod', first.name],
             ['pod_uid', uid],
-            ['probe_type', type],
-            ['result', RESULTS[i]!],
+            ['probe_type', TYPE_LABEL[row.probeType]],
+            ['result', result],
           ]);
-          lines.push(`${ProberProbeTotal}${labels} ${counts[i]}`);
+          lines.push(`${ProberProbeTotal}${labels} ${row[result]}`);
         }
       }
     }
     return `${lines.join('\n')}\n`;
   }
+}
+
+/** A row with zero counts; the namespace and name of later rows are unused but keep one object shape. */
+function newRow(pod: Pod, container: string, probeType: ProbeType): Row {
+  return {
+    namespace: pod.metadata?.namespace ?? '',
+    name: pod.metadata?.name ?? '',
+    container,
+    probeType,
+    successful: 0,
+    failed: 0,
+    unknown: 0,
+    next: undefined,
+  };
 }

@@ -67,6 +67,9 @@ export class ResultsManager implements ProbeResultsReader {
       throw new KindError('InvalidArgument', `unknown probe result: ${String(result)}`, { podUID, id });
     }
     const previous = this.cache.get(key);
+    // Map.set keeps an existing entry's key object, which may be a slice of an old copy of the ID string;
+    // re-inserting keys the entry by the caller's current string, so the old copy can be collected.
+    if (previous !== undefined) this.cache.delete(key);
     this.cache.set(key, result);
     if (previous === result) return;
     const update: ProbeResultUpdate = {

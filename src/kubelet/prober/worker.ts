@@ -1,10 +1,12 @@
 /**
- * One probe worker: the loop that probes one container for one probe type (kubelet:
- * pkg/kubelet/prober/worker.go, run / stop / doProbe). The decisions live in doprobe.ts; this file owns
- * the timing (jitter, ticker, manual trigger, stop), the probe execution and the results cache writes.
+ * One probe worker: probes one container for one probe type (kubelet: pkg/kubelet/prober/worker.go, run /
+ * stop / doProbe). The decisions live in doprobe.ts; this file owns the timing (jitter, ticker, manual
+ * trigger, stop), the probe execution and the results cache writes.
  *
- * Time comes only from the injected Clock: the jitter is a `clock.sleep`, the ticker a chain of
- * `clock.setTimer`, so the loop runs under a FakeClock exactly as it would in real time.
+ * The loop is a set of flags driven by callbacks (timer, trigger, stop, the end of a probe), not a
+ * suspended async function, so an idle worker holds only its fields and one timer entry. Time comes only
+ * from the injected Clock, through its shared TimerQueue (timerqueue.ts): under a FakeClock the worker
+ * runs exactly as in real time.
  */
 import type { Container, ContainerStatus, Pod, PodStatus, Probe } from '../../api/core.js';
 import type { PodUID } from '../container/types.js';
@@ -23,6 +25,7 @@ import {
   type ResultWrite,
 } from './doprobe.js';
 import type { ResultsManager } from './results.js';
+import { timerQueueFor } from './timerqueue.js';
 import type { ProbeType } from './types.js';
 
 /**
@@ -39,7 +42,10 @@ export type ProbeRunner = (
   probeType: ProbeType,
 ) => Promise<ProbeOutcome>;
 
-/** What a worker needs from its surroundings. */
+/**
+ * What a worker needs from its surroundings. Nothing in it is specific to one worker, so one object can
+ * serve every worker of a probe type (the prober manager shares one per type).
+ */
 export interface ProbeWorkerDeps {
   clock: Clock;
   /** Uniform random number in [0, 1); used only for the start jitter. */
@@ -53,7 +59,7 @@ export interface ProbeWorkerDeps {
   proberStartedAt: number;
   /** Keep the state of containers running since before this epoch ms (see DoProbeInputs.adoptedBefore). */
   adoptedBefore?: number;
-  /** Called once when the loop has exited and cleaned up (the manager forgets the worker here). */
+  /** Called once when the worker has exited and cleaned up (the manager forgets the worker here). */
   onExit?: (worker: ProbeWorker) => void;
 }
 
@@ -72,39 +78,56 @@ function probeOf(container: Container, probeType: ProbeType): Probe | undefined 
   }
 }
 
-/** Why the loop woke up between two probes. */
-type Wake = 'stop' | 'tick' | 'manual';
+// The worker's flags (one small integer instead of a field each).
+/** `start` was called. */
+const STARTED = 1;
+/** The worker has exited and cleaned up: final. */
+const EXITED = 2;
+/** `stop` was called: the loop exits at its next look at the flags and never probes again. */
+const STOP = 4;
+/** The start jitter timer is pending. */
+const JITTER = 8;
+/** The loop has begun (the ticker runs). */
+const LOOPING = 16;
+/** Between two probes with nothing pending: the next event is received as soon as it arrives. */
+const WAITING = 32;
+/** A tick arrived while the loop was busy (a channel of capacity one: a tick arriving now is dropped). */
+const TICK = 64;
+/** A manual trigger arrived while the loop was busy (never queued twice). */
+const TRIGGER = 128;
+/** A probe is in flight. */
+const PROBING = 256;
+/** A look at the flags (`pump`) is queued as a microtask. */
+const QUEUED = 512;
 
 /**
- * The loop's lifecycle: `idle` (constructed, `start` not called) -> `running` -> `stopped`. `doProbe` may
- * also be called directly (tests, conformance) without starting the loop.
+ * The worker's lifecycle: idle (constructed, `start` not called) -> running -> exited. `doProbe` may also
+ * be called directly (tests, conformance) without starting the worker.
  *
- * Invariants: at most one probe runs at a time per worker when only the loop calls `doProbe`; after the
- * loop exits, the worker has removed its cached result for its current container ID and called `onExit`
- * once, and `done` is resolved; a stopped worker never probes again.
+ * The loop, as events: it probes, then takes one pending event (stop, else a trigger, which absorbs a
+ * pending tick and restarts the ticker, else a tick) and probes again, or waits (WAITING). A waiting loop
+ * takes an event the moment it arrives, so a second tick or trigger can be pending behind it, as with a
+ * goroutine blocked on channels of capacity one; what the taken event causes (the probe, or the exit)
+ * happens in a later microtask, never inside the caller of `stop` or `manualTrigger` (a trigger comes from
+ * status generation, which must not see the probe's cache writes re-enter it).
+ *
+ * Invariants: at most one probe started by the worker is in flight (PROBING), and nothing starts another
+ * before it ends; at most one timer is pending (the jitter, then the ticker) and none after exit; on exit
+ * the worker has removed its cached result for its current container ID, resolved `done` and called
+ * `onExit` exactly once; an exited worker never probes again.
  */
 export class ProbeWorker {
-  readonly pod: Pod;
-  readonly podUID: PodUID;
   readonly container: Container;
-  readonly probeType: ProbeType;
-  readonly probe: Probe;
-  /** Resolves when the loop has exited and cleaned up (immediately pending until `start`). */
-  readonly done: Promise<void>;
 
   private currentPod: Pod;
-  private readonly target: ProbeTarget;
   private readonly periodMs: number;
   private readonly deps: ProbeWorkerDeps;
   private workerState: ProbeWorkerState = initialWorkerState;
-  private lifecycle: 'idle' | 'running' | 'stopped' = 'idle';
-  private stopRequested = false;
-  private triggerPending = false;
-  private tickPending = false;
-  private ticker: TimerHandle | undefined;
-  private wake: (() => void) | undefined;
-  private readonly jitterAbort = new AbortController();
-  private resolveDone!: () => void;
+  private flags = 0;
+  /** The jitter timer while JITTER, then the ticker's next tick; undefined once exited. */
+  private timer: TimerHandle | undefined = undefined;
+  /** Created only when someone asks for `done`. */
+  private exitWaiter: { promise: Promise<void>; resolve: () => void } | undefined = undefined;
 
   /** Rejects a container without the probe of `probeType`, or a probe with unusable timing. */
   constructor(pod: Pod, container: Container, probeType: ProbeType, deps: ProbeWorkerDeps) {
@@ -128,18 +151,39 @@ export class ProbeWorker {
         `${probeType} worker given the ${deps.results.probeType} results`,
       );
     }
-    this.pod = pod;
     this.currentPod = pod;
-    this.podUID = uid as PodUID;
     this.container = container;
-    this.probeType = probeType;
-    this.probe = probe;
-    this.target = { probeType, containerName: container.name, timing: probeTiming(probe) };
-    this.periodMs = this.target.timing.periodSeconds * 1000;
+    this.periodMs = probeTiming(probe).periodSeconds * 1000;
     this.deps = deps;
-    this.done = new Promise((resolve) => (this.resolveDone = resolve));
   }
 
+  /** The pod object the worker currently reads (the latest one given to `setPod`). */
+  get pod(): Pod {
+    return this.currentPod;
+  }
+  get podUID(): PodUID {
+    return this.currentPod.metadata.uid as PodUID; // setPod accepts only the same UID
+  }
+  get probeType(): ProbeType {
+    return this.deps.results.probeType; // the constructor checked it is the worker's
+  }
+  /** The probe spec this worker runs (immutable, read from the container). */
+  get probe(): Probe {
+    return probeOf(this.container, this.probeType)!;
+  }
+  /**
+   * Resolves when the worker has exited and cleaned up (pending until then, also before `start`). Created
+   * on first use: a worker nobody waits for keeps no promise.
+   */
+  get done(): Promise<void> {
+    if (!this.exitWaiter) {
+      let resolve!: () => void;
+      const promise = new Promise<void>((r) => (resolve = r));
+      if (this.flags & EXITED) resolve();
+      this.exitWaiter = { promise, resolve };
+    }
+    return this.exitWaiter.promise;
+  }
   /** The decision state (see ProbeWorkerState for its invariants). */
   get state(): ProbeWorkerState {
     return this.workerState;
@@ -153,8 +197,9 @@ export class ProbeWorker {
   get resultRun(): number {
     return resultRunOf(this.workerState);
   }
+  /** Started and not exited yet (still true between `stop` and the exit it causes). */
   get running(): boolean {
-    return this.lifecycle === 'running';
+    return (this.flags & (STARTED | EXITED)) === STARTED;
   }
 
   /**
@@ -172,8 +217,15 @@ export class ProbeWorker {
   async doProbe(): Promise<boolean> {
     try {
       const pod = this.currentPod;
+      const probe = this.probe;
+      // Built per call: the timing is a pure function of the immutable probe, so the worker keeps none.
+      const target: ProbeTarget = {
+        probeType: this.probeType,
+        containerName: this.container.name,
+        timing: probeTiming(probe),
+      };
       const status = this.deps.getPodStatus(this.podUID);
-      const decision = decideProbe(this.target, this.workerState, {
+      const decision = decideProbe(target, this.workerState, {
         pod,
         status,
         now: this.deps.clock.now(),
@@ -182,12 +234,13 @@ export class ProbeWorker {
       this.workerState = decision.state;
       this.apply(decision.writes);
       if (decision.action === 'finish') return decision.keepGoing;
+      this.adoptIDString(decision.containerID);
 
       let outcome: ProbeOutcome | 'error';
       try {
         const podWithStatus: Pod = status ? { ...pod, status } : pod;
         outcome = await this.deps.runner(
-          this.probe,
+          probe,
           podWithStatus,
           decision.containerStatus,
           decision.containerID,
@@ -196,7 +249,7 @@ export class ProbeWorker {
       } catch {
         outcome = 'error';
       }
-      const recorded = recordProbeOutcome(this.target, this.workerState, outcome);
+      const recorded = recordProbeOutcome(target, this.workerState, outcome);
       this.workerState = recorded.state;
       this.apply(recorded.writes);
       return true;
@@ -205,19 +258,40 @@ export class ProbeWorker {
     }
   }
 
-  /** Starts the loop (once; later calls do nothing). */
+  /**
+   * Starts the worker (once; later calls, and calls after `stop`, do nothing). Within one period of the
+   * prober's start it first waits a random fraction of a period; otherwise the first probe starts here.
+   */
   start(): void {
-    if (this.lifecycle !== 'idle') return;
-    this.lifecycle = 'running';
-    void this.run();
+    if (this.flags & (STARTED | EXITED)) return;
+    this.flags |= STARTED;
+    const { clock, proberStartedAt } = this.deps;
+    // After a restart every worker starts at once; spread them over one period.
+    if (this.periodMs > clock.now() - proberStartedAt) {
+      const r = this.deps.random();
+      const fraction = Number.isFinite(r) ? Math.min(Math.max(r, 0), 1) : 0;
+      this.flags |= JITTER;
+      this.timer = timerQueueFor(clock).setTimer(fraction * this.periodMs, ProbeWorker.fire, this);
+      return;
+    }
+    this.pump();
   }
 
-  /** Asks the loop to exit after the current probe. Safe to call many times, and before `start`. */
+  /**
+   * Asks the worker to exit: in a microtask when it is in the jitter or waiting, after the current probe
+   * otherwise, at once before `start`. Safe to call many times.
+   */
   stop(): void {
-    this.stopRequested = true;
-    this.jitterAbort.abort();
-    if (this.lifecycle === 'idle') this.finish();
-    this.wake?.();
+    if (this.flags & (STOP | EXITED)) return;
+    this.flags |= STOP;
+    if (!(this.flags & STARTED)) return this.exit();
+    if (this.flags & JITTER) {
+      this.timer?.cancel();
+      this.timer = undefined;
+      this.flags &= ~JITTER;
+      return this.queue();
+    }
+    this.wake();
   }
 
   /**
@@ -225,10 +299,20 @@ export class ProbeWorker {
    * returns false when a trigger is already pending (it is not queued twice) or the worker is stopped.
    */
   manualTrigger(): boolean {
-    if (this.lifecycle === 'stopped' || this.stopRequested || this.triggerPending) return false;
-    this.triggerPending = true;
-    this.wake?.();
+    if (this.flags & (STOP | EXITED | TRIGGER)) return false;
+    this.flags |= TRIGGER;
+    this.wake();
     return true;
+  }
+
+  /**
+   * Points the state at `id`, the status's own string for the ID the state already holds (an equal string,
+   * possibly another copy): the worker then shares the status manager's string instead of keeping the
+   * copy from the first status that showed the container.
+   */
+  private adoptIDString(id: string): void {
+    const s = this.workerState;
+    if (s.phase === 'probing' && s.containerID === id) this.workerState = { ...s, containerID: id };
   }
 
   private apply(writes: readonly ResultWrite[]): void {
@@ -238,74 +322,90 @@ export class ProbeWorker {
     }
   }
 
-  private async run(): Promise<void> {
-    const { clock } = this.deps;
-    // After a restart every worker starts at once; spread them over one period.
-    if (this.periodMs > clock.now() - this.deps.proberStartedAt) {
-      const r = this.deps.random();
-      const fraction = Number.isFinite(r) ? Math.min(Math.max(r, 0), 1) : 0;
-      try {
-        await clock.sleep(fraction * this.periodMs, this.jitterAbort.signal);
-      } catch {
-        // Stopped during the jitter.
-      }
+  /** Lets a waiting loop take the event just flagged; a busy loop finds it when its probe ends. */
+  private wake(): void {
+    if (this.flags & WAITING && this.take()) {
+      this.flags &= ~WAITING;
+      this.queue();
     }
-    if (!this.stopRequested) {
+  }
+
+  /**
+   * Takes the most urgent pending event: stop, else a manual trigger (it absorbs a pending tick and
+   * restarts the ticker now), else a tick. False when none is pending.
+   */
+  private take(): boolean {
+    const f = this.flags;
+    if (f & STOP) return true;
+    if (f & TRIGGER) {
+      this.flags &= ~(TRIGGER | TICK);
       this.armTicker();
-      while (!this.stopRequested && (await this.doProbe())) {
-        const why = await this.nextWake();
-        if (why === 'stop') break;
-      }
+      return true;
     }
-    this.finish();
+    if (f & TICK) {
+      this.flags &= ~TICK;
+      return true;
+    }
+    return false;
+  }
+
+  /** Runs `pump` in a microtask (once, however often it is asked for before it runs). */
+  private queue(): void {
+    if (this.flags & QUEUED) return;
+    this.flags |= QUEUED;
+    queueMicrotask(() => {
+      this.flags &= ~QUEUED;
+      this.pump();
+    });
+  }
+
+  /**
+   * The top of the loop, reached at `start` (no jitter), after the jitter, and after an event was taken:
+   * exits if stopped; otherwise starts the ticker the first time, and one probe. When the probe ends, the
+   * loop exits if the worker is done, or takes the next pending event, or waits.
+   */
+  private pump(): void {
+    const f = this.flags;
+    if (!(f & STARTED) || f & (EXITED | JITTER | WAITING | PROBING)) return;
+    if (f & STOP) return this.exit();
+    if (!(f & LOOPING)) {
+      this.flags |= LOOPING;
+      this.armTicker();
+    }
+    this.flags |= PROBING;
+    void this.doProbe().then((keepGoing) => {
+      this.flags &= ~PROBING;
+      if (!keepGoing) this.exit();
+      else if (this.take()) this.queue();
+      else this.flags |= WAITING;
+    });
   }
 
   private armTicker(): void {
-    this.ticker?.cancel();
-    this.ticker = this.deps.clock.setTimer(this.periodMs, () => {
-      this.tickPending = true; // like a ticker channel of capacity one: extra ticks are dropped
-      this.armTicker();
-      this.wake?.();
-    });
+    this.timer?.cancel();
+    this.timer = timerQueueFor(this.deps.clock).setTimer(this.periodMs, ProbeWorker.fire, this);
   }
 
-  private nextWake(): Promise<Wake> {
-    const take = (): Wake | undefined => {
-      if (this.stopRequested) return 'stop';
-      if (this.triggerPending) {
-        this.triggerPending = false;
-        this.tickPending = false;
-        this.armTicker();
-        return 'manual';
-      }
-      if (this.tickPending) {
-        this.tickPending = false;
-        return 'tick';
-      }
-      return undefined;
-    };
-    const now = take();
-    if (now) return Promise.resolve(now);
-    return new Promise((resolve) => {
-      this.wake = () => {
-        const why = take();
-        if (why) {
-          this.wake = undefined;
-          resolve(why);
-        }
-      };
-    });
+  /** The timer callback shared by all workers (no closure per timer): the jitter's end, or a tick. */
+  private static fire(this: void, w: ProbeWorker): void {
+    w.timer = undefined;
+    if (w.flags & JITTER) {
+      w.flags &= ~JITTER;
+      return w.queue();
+    }
+    w.flags |= TICK; // already set: this tick is dropped
+    w.armTicker();
+    w.wake();
   }
 
-  private finish(): void {
-    if (this.lifecycle === 'stopped') return;
-    this.lifecycle = 'stopped';
-    this.ticker?.cancel();
-    this.ticker = undefined;
-    this.wake = undefined;
+  private exit(): void {
+    if (this.flags & EXITED) return;
+    this.flags = (this.flags | EXITED) & ~(JITTER | WAITING | TICK | TRIGGER);
+    this.timer?.cancel();
+    this.timer = undefined;
     const id = currentContainerID(this.workerState);
     if (id !== undefined) this.deps.results.remove(id);
-    this.resolveDone();
+    this.exitWaiter?.resolve();
     try {
       this.deps.onExit?.(this);
     } catch {

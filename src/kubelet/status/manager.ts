@@ -34,6 +34,8 @@ import type {
   StatusPodManager,
 } from './interfaces.js';
 import { normalizeStatus } from './normalize.js';
+import { processInterner, type Interner } from '../../util/intern.js';
+import { internPodStatus } from './intern.js';
 import { readinessGateConditions } from './readiness.js';
 import { StatusSyncer } from './sync.js';
 import { terminatedPodStatus } from './terminate.js';
@@ -68,6 +70,8 @@ export interface StatusManagerConfig {
    * Off: every sync GETs the pod first, exactly as the kubelet does.
    */
   readFromCache?: boolean;
+  /** Where cached statuses are interned; default the process's one (src/util/intern.ts). */
+  interner?: Interner;
 }
 
 const silent: StatusManagerLogger = { info: () => undefined };
@@ -84,11 +88,14 @@ export class StatusManager {
 
   /** Pod UID (static pods by their own UID) -> cached status. */
   private readonly podStatuses = new Map<PodUID, VersionedPodStatus>();
+  /** Shares what many cached statuses have in common (intern.ts); cached statuses are deep-frozen there. */
+  private readonly interner: Interner;
   private readonly channel: UpdateChannel;
   private readonly syncer: StatusSyncer;
 
   /** Rejects a missing dependency with KindError('InvalidArgument') before anything runs. */
   constructor(cfg: StatusManagerConfig) {
+    this.interner = cfg.interner ?? processInterner;
     const missing = (['client', 'podManager', 'podDeletionSafety', 'clock'] as const).filter(
       (k) => typeof cfg?.[k] !== 'object' || cfg[k] === null,
     );
@@ -334,7 +341,7 @@ export class StatusManager {
     if (cached && !forceUpdate && isPodStatusByKubeletEqual(cached.status, normalized)) return false;
 
     this.podStatuses.set(uid, {
-      status: normalized,
+      status: internPodStatus(normalized, this.interner),
       version: (cached?.version ?? 0) + 1,
       podName: pod.metadata.name ?? '',
       podNamespace: pod.metadata.namespace ?? '',

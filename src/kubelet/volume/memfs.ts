@@ -7,28 +7,41 @@
  *
  * There are no permission checks (the operator writes as root); `umask` is applied to created entries as the
  * real file system does, so code that must chmod after creating behaves the same on both.
+ *
+ * A simulated node holds a few entries per pod for every pod, so entries are small: no Map for a directory
+ * of few entries, file bytes as a string, one shared mode-and-owner object per distinct triple, one copy of
+ * each common name. What the interface returns is always a fresh copy.
  */
 import { type EntryStat, type Owner, type VolumeFS, VolumeFSError } from './fs.js';
 
+/** Permission bits and owner. Never changed: entries with the same share one (chmod and chown swap it). */
 interface Meta {
-  mode: number;
-  uid: number;
-  gid: number;
+  readonly mode: number;
+  readonly uid: number;
+  readonly gid: number;
 }
 
-interface MemFile extends Meta {
-  kind: 'file';
-  data: Buffer;
+/** A file's bytes, one char per byte (latin1): a string of them costs less than a Buffer and its store. */
+interface MemFile {
+  meta: Meta;
+  data: string;
 }
 
-interface MemDir extends Meta {
-  kind: 'dir';
-  children: Map<string, MemNode>;
-}
-
-interface MemLink extends Meta {
-  kind: 'symlink';
+interface MemLink {
+  meta: Meta;
   target: string;
+}
+
+/**
+ * A directory's entries, in no order: the first in the directory itself (most of a pod's directories hold
+ * one entry), the others in `more`, as name, node pairs in one exact-size array while there are up to
+ * SMALL_DIR of them, in a Map beyond. Each name is in one place only; an empty `name0` is undefined.
+ */
+interface MemDir {
+  meta: Meta;
+  name0: string | undefined;
+  node0: MemNode | undefined;
+  more: (string | MemNode)[] | Map<string, MemNode> | undefined;
 }
 
 type MemNode = MemFile | MemDir | MemLink;
@@ -36,6 +49,10 @@ type MemNode = MemFile | MemDir | MemLink;
 /** Linux's MAXSYMLINKS. */
 const MAX_LINK_HOPS = 40;
 const DIR_SIZE = 4096;
+const SMALL_DIR = 8;
+/** Distinct mode and owner triples, and entry names, kept for sharing (the table starts over when full). */
+const METAS_LIMIT = 256;
+const NAMES_LIMIT = 1024;
 
 interface Resolved {
   /** The directory holding the final entry; undefined for the root. */
@@ -59,12 +76,14 @@ export class MemoryVolumeFS implements VolumeFS {
   private readonly umask: number;
   private readonly uid: number;
   private readonly gid: number;
+  private readonly metas = new Map<string, Meta>();
+  private readonly names = new Map<string, string>();
 
   constructor(opts: MemoryVolumeFSOptions = {}) {
     this.umask = opts.umask ?? 0o022;
     this.uid = opts.uid ?? 0;
     this.gid = opts.gid ?? 0;
-    this.root = { kind: 'dir', children: new Map(), mode: 0o755, uid: this.uid, gid: this.gid };
+    this.root = emptyDir(this.meta(0o755, this.uid, this.gid));
   }
 
   // ------------------------------------------------------------------------------------ async VolumeFS
@@ -75,44 +94,39 @@ export class MemoryVolumeFS implements VolumeFS {
     for (const part of parts) {
       prefix += `/${part}`;
       const r = this.resolve(prefix, true, 'mkdir');
-      if (r.node?.kind === 'dir') continue;
+      if (r.node && isDir(r.node)) continue;
       if (r.node) throw new VolumeFSError('EEXIST', 'mkdir', path);
       if (!r.parent) throw new VolumeFSError('ENOENT', 'mkdir', path);
-      r.parent.children.set(r.name, this.newDir(mode));
+      setEntry(r.parent, this.entryName(r.name), emptyDir(this.created(mode)));
     }
   }
 
   async writeFile(path: string, data: Buffer, mode = 0o666): Promise<void> {
     const r = this.resolve(path, true, 'open');
-    if (r.node?.kind === 'dir' || !r.parent) throw new VolumeFSError('EISDIR', 'open', path);
-    if (r.node?.kind === 'file') {
-      r.node.data = Buffer.from(data);
+    if ((r.node && isDir(r.node)) || !r.parent) throw new VolumeFSError('EISDIR', 'open', path);
+    const bytes = (Buffer.isBuffer(data) ? data : Buffer.from(data)).toString('latin1');
+    if (r.node && isFile(r.node)) {
+      r.node.data = bytes;
       return;
     }
-    r.parent.children.set(r.name, {
-      kind: 'file',
-      data: Buffer.from(data),
-      mode: mode & ~this.umask & 0o7777,
-      uid: this.uid,
-      gid: this.gid,
-    });
+    setEntry(r.parent, this.entryName(r.name), { meta: this.created(mode), data: bytes });
   }
 
   async readFile(path: string): Promise<Buffer> {
     const node = this.existing(path, true, 'open');
-    if (node.kind !== 'file') throw new VolumeFSError('EISDIR', 'read', path);
-    return Buffer.from(node.data);
+    if (!isFile(node)) throw new VolumeFSError('EISDIR', 'read', path);
+    return Buffer.from(node.data, 'latin1');
   }
 
   async symlink(target: string, path: string): Promise<void> {
     const r = this.resolve(path, false, 'symlink');
     if (r.node || !r.parent) throw new VolumeFSError('EEXIST', 'symlink', path);
-    r.parent.children.set(r.name, { kind: 'symlink', target, mode: 0o777, uid: this.uid, gid: this.gid });
+    setEntry(r.parent, this.entryName(r.name), { meta: this.meta(0o777, this.uid, this.gid), target });
   }
 
   async readlink(path: string): Promise<string> {
     const node = this.existing(path, false, 'readlink');
-    if (node.kind !== 'symlink') throw new VolumeFSError('EINVAL', 'readlink', path);
+    if (!isLink(node)) throw new VolumeFSError('EINVAL', 'readlink', path);
     return node.target;
   }
 
@@ -123,25 +137,25 @@ export class MemoryVolumeFS implements VolumeFS {
     const dst = this.resolve(to, false, 'rename');
     if (!dst.parent) throw new VolumeFSError('EBUSY', 'rename', to);
     if (dst.node === src.node) return;
-    if (src.node.kind === 'dir') {
+    if (isDir(src.node)) {
       if (dst.path === src.path || dst.path.startsWith(`${src.path}/`)) {
         throw new VolumeFSError('EINVAL', 'rename', to);
       }
-      if (dst.node && dst.node.kind !== 'dir') throw new VolumeFSError('ENOTDIR', 'rename', to);
-      if (dst.node?.kind === 'dir' && dst.node.children.size > 0) {
+      if (dst.node && !isDir(dst.node)) throw new VolumeFSError('ENOTDIR', 'rename', to);
+      if (dst.node && isDir(dst.node) && entryNames(dst.node).length > 0) {
         throw new VolumeFSError('ENOTEMPTY', 'rename', to);
       }
-    } else if (dst.node?.kind === 'dir') {
+    } else if (dst.node && isDir(dst.node)) {
       throw new VolumeFSError('EISDIR', 'rename', to);
     }
-    src.parent.children.delete(src.name);
-    dst.parent.children.set(dst.name, src.node);
+    deleteEntry(src.parent, src.name);
+    setEntry(dst.parent, this.entryName(dst.name), src.node);
   }
 
   async readdir(path: string): Promise<string[]> {
     const node = this.existing(path, true, 'scandir');
-    if (node.kind !== 'dir') throw new VolumeFSError('ENOTDIR', 'scandir', path);
-    return [...node.children.keys()].sort();
+    if (!isDir(node)) throw new VolumeFSError('ENOTDIR', 'scandir', path);
+    return entryNames(node).sort();
   }
 
   async lstat(path: string): Promise<EntryStat | undefined> {
@@ -156,17 +170,22 @@ export class MemoryVolumeFS implements VolumeFS {
     const r = this.resolve(path, false, 'rm', true);
     if (!r.node) return;
     if (!r.parent) throw new VolumeFSError('EBUSY', 'rm', path);
-    r.parent.children.delete(r.name);
+    deleteEntry(r.parent, r.name);
   }
 
   async chmod(path: string, mode: number): Promise<void> {
-    this.existing(path, true, 'chmod').mode = mode & 0o7777;
+    const node = this.existing(path, true, 'chmod');
+    node.meta = this.meta(mode & 0o7777, node.meta.uid, node.meta.gid);
   }
 
   async chown(path: string, owner: Owner): Promise<void> {
     const node = this.existing(path, false, 'lchown');
-    if (owner.uid !== undefined) node.uid = owner.uid;
-    if (owner.gid !== undefined) node.gid = owner.gid;
+    const { mode, uid, gid } = node.meta;
+    node.meta = this.meta(
+      mode,
+      owner.uid !== undefined ? owner.uid : uid,
+      owner.gid !== undefined ? owner.gid : gid,
+    );
   }
 
   async realpath(path: string): Promise<string> {
@@ -180,13 +199,13 @@ export class MemoryVolumeFS implements VolumeFS {
   /** A file's content following symlinks, or undefined when the path is missing or not a file. */
   readFileSync(path: string): Buffer | undefined {
     const node = this.tryResolve(path, true)?.node;
-    return node?.kind === 'file' ? Buffer.from(node.data) : undefined;
+    return node && isFile(node) ? Buffer.from(node.data, 'latin1') : undefined;
   }
 
   /** A directory's sorted entry names following symlinks, or undefined when it is not a directory. */
   listSync(path: string): string[] | undefined {
     const node = this.tryResolve(path, true)?.node;
-    return node?.kind === 'dir' ? [...node.children.keys()].sort() : undefined;
+    return node && isDir(node) ? entryNames(node).sort() : undefined;
   }
 
   /** Whether the path leads somewhere (a dangling symlink does not). */
@@ -199,21 +218,42 @@ export class MemoryVolumeFS implements VolumeFS {
     const r = this.resolve(path, follow, follow ? 'stat' : 'lstat', true);
     if (!r.node) return undefined;
     const n = r.node;
-    const size =
-      n.kind === 'file' ? n.data.length : n.kind === 'symlink' ? Buffer.byteLength(n.target) : DIR_SIZE;
-    return { kind: n.kind, mode: n.mode, uid: n.uid, gid: n.gid, size };
+    const { mode, uid, gid } = n.meta;
+    if (isFile(n)) return { kind: 'file', mode, uid, gid, size: n.data.length };
+    if (isLink(n)) return { kind: 'symlink', mode, uid, gid, size: Buffer.byteLength(n.target) };
+    return { kind: 'dir', mode, uid, gid, size: DIR_SIZE };
   }
 
   // ---------------------------------------------------------------------------------------- resolution
 
-  private newDir(mode: number): MemDir {
-    return {
-      kind: 'dir',
-      children: new Map(),
-      mode: mode & ~this.umask & 0o7777,
-      uid: this.uid,
-      gid: this.gid,
-    };
+  /** The meta of an entry created with `mode` (before the umask), owned by the default owner. */
+  private created(mode: number): Meta {
+    return this.meta(mode & ~this.umask & 0o7777, this.uid, this.gid);
+  }
+
+  /**
+   * The name to keep for a new entry: one copy of each name in common use (`containers`, `etc-hosts`), and
+   * never a piece still pointing into the whole path it was split from (V8 slices strings of 13 chars or more).
+   */
+  private entryName(name: string): string {
+    let kept = this.names.get(name);
+    if (kept !== undefined) return kept;
+    kept = name.length < 13 ? name : (JSON.parse(JSON.stringify(name)) as string);
+    if (this.names.size >= NAMES_LIMIT) this.names.clear();
+    this.names.set(kept, kept);
+    return kept;
+  }
+
+  /** The shared meta for these values (one of its own for values a key would blur). */
+  private meta(mode: number, uid: number, gid: number): Meta {
+    if (![mode, uid, gid].every((v) => typeof v === 'number' && !Object.is(v, -0))) return { mode, uid, gid };
+    const key = `${mode}:${uid}:${gid}`;
+    let m = this.metas.get(key);
+    if (m) return m;
+    m = Object.freeze({ mode, uid, gid });
+    if (this.metas.size >= METAS_LIMIT) this.metas.clear();
+    this.metas.set(key, m);
+    return m;
   }
 
   private existing(path: string, follow: boolean, syscall: string): MemNode {
@@ -253,9 +293,9 @@ export class MemoryVolumeFS implements VolumeFS {
         }
         continue;
       }
-      const child = cur.children.get(part);
+      const child = getEntry(cur, part);
       const last = todo.length === 0;
-      if (child?.kind === 'symlink' && (!last || followFinal)) {
+      if (child && isLink(child) && (!last || followFinal)) {
         if (++hops > MAX_LINK_HOPS) throw new VolumeFSError('ELOOP', syscall, path);
         if (child.target.startsWith('/')) {
           dirs.length = 1;
@@ -269,7 +309,7 @@ export class MemoryVolumeFS implements VolumeFS {
         if (missingOk) return { parent: undefined, name: part, node: undefined, path };
         throw new VolumeFSError('ENOENT', syscall, path);
       }
-      if (child.kind !== 'dir') {
+      if (!isDir(child)) {
         if (missingOk) return { parent: undefined, name: part, node: undefined, path };
         throw new VolumeFSError('ENOTDIR', syscall, path);
       }
@@ -285,6 +325,66 @@ export class MemoryVolumeFS implements VolumeFS {
       path: `/${names.join('/')}`,
     };
   }
+}
+
+const isFile = (n: MemNode): n is MemFile => 'data' in n;
+const isLink = (n: MemNode): n is MemLink => 'target' in n;
+const isDir = (n: MemNode): n is MemDir => 'more' in n;
+
+function emptyDir(meta: Meta): MemDir {
+  return { meta, name0: undefined, node0: undefined, more: undefined };
+}
+
+function getEntry(d: MemDir, name: string): MemNode | undefined {
+  if (d.name0 === name) return d.node0;
+  const more = d.more;
+  if (more instanceof Map) return more.get(name);
+  if (more) for (let i = 0; i < more.length; i += 2) if (more[i] === name) return more[i + 1] as MemNode;
+  return undefined;
+}
+
+/** Adds the entry, or replaces the node of an entry of that name. */
+function setEntry(d: MemDir, name: string, node: MemNode): void {
+  const more = d.more;
+  if (d.name0 === name || (d.name0 === undefined && getEntry(d, name) === undefined)) {
+    d.name0 = name;
+    d.node0 = node;
+  } else if (more instanceof Map) {
+    more.set(name, node);
+  } else if (!more) {
+    d.more = [name, node];
+  } else {
+    const i = more.indexOf(name);
+    if (i >= 0 && i % 2 === 0) more[i + 1] = node;
+    else if (more.length < 2 * SMALL_DIR) d.more = [...more, name, node];
+    else d.more = new Map<string, MemNode>([...pairs(more), [name, node]]);
+  }
+}
+
+function deleteEntry(d: MemDir, name: string): void {
+  const more = d.more;
+  if (d.name0 === name) {
+    d.name0 = d.node0 = undefined;
+  } else if (more instanceof Map) {
+    more.delete(name);
+  } else if (more) {
+    const i = more.indexOf(name);
+    if (i >= 0 && i % 2 === 0)
+      d.more = more.length === 2 ? undefined : more.filter((_, j) => j !== i && j !== i + 1);
+  }
+}
+
+function entryNames(d: MemDir): string[] {
+  const more = d.more;
+  const names = more instanceof Map ? [...more.keys()] : more ? pairs(more).map(([n]) => n) : [];
+  if (d.name0 !== undefined) names.push(d.name0);
+  return names;
+}
+
+function pairs(more: (string | MemNode)[]): [string, MemNode][] {
+  const out: [string, MemNode][] = [];
+  for (let i = 0; i < more.length; i += 2) out.push([more[i] as string, more[i + 1] as MemNode]);
+  return out;
 }
 
 function components(path: string, syscall: string): string[] {

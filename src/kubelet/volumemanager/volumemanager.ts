@@ -175,12 +175,21 @@ export class VolumeManager {
    */
   async unmountPod(uid: string): Promise<void> {
     this.pods.delete(uid);
+    const volumes = `${podDir(this.d.podsDir, uid)}/volumes`;
+    let present: string[];
+    try {
+      // One listing instead of a failed lookup per plugin without volumes (each built an error to throw).
+      present = await this.d.fs.readdir(volumes);
+    } catch {
+      return; // no volumes at all
+    }
     for (const plugin of datavolumePlugins()) {
+      if (!present.includes(plugin)) continue;
       let names: string[] = [];
       try {
-        names = await this.d.fs.readdir(`${podDir(this.d.podsDir, uid)}/volumes/${plugin}`);
+        names = await this.d.fs.readdir(`${volumes}/${plugin}`);
       } catch {
-        continue; // no volumes of this plugin
+        continue; // not a directory, or gone meanwhile
       }
       for (const name of names) await tearDownVolume(this.d, uid, plugin, name);
     }

@@ -1,13 +1,31 @@
 /**
  * Records to the Runtime's result types. Every result is a fresh object: callers own what they get.
  */
-import type { Container, ContainerStatus, PodSandbox, PodSandboxStatus, StatsAttributes } from '../types.js';
-import type { ContainerRecord, SandboxRecord } from './store.js';
+import type {
+  Container,
+  ContainerMetadata,
+  ContainerStatus,
+  PodSandbox,
+  PodSandboxMetadata,
+  PodSandboxStatus,
+  StatsAttributes,
+} from '../types.js';
+import {
+  finishedAt,
+  finishedMs,
+  ipOf,
+  logPathOf,
+  sandboxMetadata,
+  startedAt,
+  type ContainerRecord,
+  type SandboxRecord,
+} from './records.js';
+import { mountsOf } from './spec.js';
 
 export function toPodSandbox(s: SandboxRecord): PodSandbox {
   return {
     id: s.id,
-    metadata: { ...s.metadata },
+    metadata: sandboxMetadata(s),
     state: s.state,
     createdAt: s.createdAt,
     labels: { ...s.labels },
@@ -16,21 +34,21 @@ export function toPodSandbox(s: SandboxRecord): PodSandbox {
 }
 
 export function toPodSandboxStatus(s: SandboxRecord): PodSandboxStatus {
-  return { ...toPodSandbox(s), network: { ip: s.ip, additionalIps: [] }, networkMode: s.networkMode };
+  return { ...toPodSandbox(s), network: { ip: ipOf(s), additionalIps: [] }, networkMode: s.networkMode };
 }
 
 /** As ListContainers reports it: the image as configured, and the image ID. */
 export function toContainer(c: ContainerRecord): Container {
   return {
     id: c.id,
-    podSandboxId: c.sandboxId,
-    metadata: { ...c.metadata },
-    image: c.image,
-    imageRef: c.imageId,
+    podSandboxId: c.sandbox.id,
+    metadata: { ...c.spec.metadata },
+    image: c.spec.image,
+    imageRef: c.spec.imageId,
     state: c.state,
     createdAt: c.createdAt,
     labels: { ...c.labels },
-    annotations: { ...c.annotations },
+    annotations: { ...c.spec.annotations },
   };
 }
 
@@ -38,26 +56,27 @@ export function toContainer(c: ContainerRecord): Container {
 export function toContainerStatus(c: ContainerRecord): ContainerStatus {
   return {
     ...toContainer(c),
-    image: c.statusImage,
-    imageRef: c.statusImageRef,
-    startedAt: c.startedAt,
-    finishedAt: c.finishedAt,
-    exitCode: c.exitCode,
-    reason: c.reason,
-    message: c.message,
-    logPath: c.logPath,
-    ...(c.mounts.length > 0 ? { mounts: c.mounts.map((m) => ({ ...m })) } : {}),
+    image: c.spec.statusImage,
+    imageRef: c.spec.statusImageRef,
+    startedAt: startedAt(c),
+    finishedAt: finishedAt(c),
+    exitCode: c.exit?.code ?? 0,
+    reason: c.exit?.reason ?? '',
+    message: c.exit?.message ?? '',
+    logPath: logPathOf(c),
+    ...(c.spec.mounts.length > 0 ? { mounts: mountsOf(c.spec, c.hostPaths) } : {}),
     ...(c.resources ? { resources: { ...c.resources } } : {}),
   };
 }
 
 /** The container's log lines written by now, in the CRI format `<RFC3339Nano> <stream> F <line>`. */
 export function criLogLines(c: ContainerRecord, nowMs: number): string[] {
-  if (c.startedAt === 0n) return [];
-  const until = (c.state === 'exited' ? c.finishedMs : nowMs) - c.startedMs;
+  const started = startedAt(c);
+  if (started === 0n) return [];
+  const until = (c.state === 'exited' ? finishedMs(c) : nowMs) - c.startedMs;
   return c.behaviour.logs
     .filter((l) => l.afterMs <= until)
-    .map((l) => `${rfc3339Nano(c.startedAt + BigInt(l.afterMs) * 1_000_000n)} ${l.stream} F ${l.line}`);
+    .map((l) => `${rfc3339Nano(started + BigInt(l.afterMs) * 1_000_000n)} ${l.stream} F ${l.line}`);
 }
 
 /** Go's time.RFC3339Nano in UTC: fractional seconds without trailing zeros. */
@@ -68,16 +87,20 @@ export function rfc3339Nano(ns: bigint): string {
 }
 
 /** Stats attributes as ListContainerStats / ListPodSandboxStats report them (copies). */
-export function statsAttributes<M extends object>(r: {
-  id: string;
-  metadata: M;
-  labels: Record<string, string>;
-  annotations: Record<string, string>;
-}): StatsAttributes<M> {
+export function containerAttributes(c: ContainerRecord): StatsAttributes<ContainerMetadata> {
   return {
-    id: r.id,
-    metadata: { ...r.metadata },
-    labels: { ...r.labels },
-    annotations: { ...r.annotations },
+    id: c.id,
+    metadata: { ...c.spec.metadata },
+    labels: { ...c.labels },
+    annotations: { ...c.spec.annotations },
+  };
+}
+
+export function sandboxAttributes(s: SandboxRecord): StatsAttributes<PodSandboxMetadata> {
+  return {
+    id: s.id,
+    metadata: sandboxMetadata(s),
+    labels: { ...s.labels },
+    annotations: { ...s.annotations },
   };
 }

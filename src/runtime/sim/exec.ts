@@ -10,7 +10,7 @@ import { matchExec } from './behaviour.js';
 import { evaluateExec, type FileView } from './command.js';
 import { criState, execTimedOut, notRunning } from './errors.js';
 import type { Processes } from './process.js';
-import type { ContainerRecord } from './store.js';
+import type { ContainerRecord } from './records.js';
 
 export interface ExecContext {
   processes: Processes;
@@ -32,7 +32,7 @@ export async function execInContainer(
   const rule = matchExec(c.behaviour, cmd, ctx.nowMs - c.startedMs);
   const outcome = rule
     ? { durationMs: rule.delayMs, exitCode: rule.exitCode, stdout: rule.stdout, stderr: rule.stderr }
-    : evaluateExec(cmd, c.env, ctx.files);
+    : evaluateExec(cmd, c.spec.env, ctx.files);
   const limitMs = timeoutSeconds > 0 ? timeoutSeconds * 1000 : Infinity;
   const duration = outcome.durationMs ?? Infinity;
   if (duration > limitMs) {

@@ -43,6 +43,11 @@ export class IPAllocator {
 
   /** Throws Unknown (as a CNI ADD failure surfaces through containerd) when the range is exhausted. */
   allocate(sandboxId: string): string {
+    return formatIPv4(this.allocateAddress(sandboxId));
+  }
+
+  /** As allocate, the address as its 32-bit number (what the sandbox records keep). */
+  allocateAddress(sandboxId: string): number {
     let ip: number | undefined;
     if (this.nextFresh <= this.last) {
       ip = this.nextFresh++;
@@ -67,14 +72,17 @@ export class IPAllocator {
       );
     }
     this.used.add(ip);
-    return formatIPv4(ip);
+    return ip >>> 0; // an integer V8 keeps unboxed below 2^31, not a heap number
   }
 
   /** Releasing an address that is not allocated (or not ours) is a no-op. */
   release(ip: string): void {
     const n = parseIPv4(ip);
-    if (n === undefined || !this.used.delete(n)) return;
-    this.released.push(n);
+    if (n !== undefined) this.releaseAddress(n);
+  }
+
+  releaseAddress(ip: number): void {
+    if (this.used.delete(ip)) this.released.push(ip);
   }
 }
 

@@ -7,7 +7,7 @@
 import { posix } from 'node:path';
 import type { Mount, PortProbeOutcome } from '../types.js';
 import type { FileView } from './command.js';
-import type { ContainerRecord } from './store.js';
+import type { ContainerRecord } from './records.js';
 
 /** The node's files, as the simulated node keeps its pod directories (in memory). */
 export interface NodeFiles {

@@ -8,27 +8,43 @@
  *
  * Also the sim's sense of time: nanosecond timestamps that are strictly increasing across the runtime (so
  * records created in the same fake millisecond still order), and cancellable delays for calls that take time.
+ * A timestamp is kept as the clock reading `ms` and its stamp `offNs`, the nanoseconds it lies past
+ * floor(ms) ms (0 unless readings had to be spread apart): `nanos(ms, offNs)` (records.ts) is the value.
  */
 import type { Clock, TimerHandle } from '../../util/clock.js';
-import { settleResize } from './resize.js';
-import type { ContainerRecord } from './store.js';
+import { nanos, type ContainerRecord } from './records.js';
+import { pendingResize, settleResize } from './resize.js';
 import { nextMemoryEvent, startUsage } from './usage.js';
 
 /** containerd's reason for an exit code that was not an OOM kill. */
 export const reasonFor = (code: number): string => (code === 0 ? 'Completed' : 'Error');
 
+/** What waits on a running process: a stop's pending SIGKILL (and when it fires), and who waits for the exit. */
+interface Waiting {
+  kill: { timer: TimerHandle; atMs: number } | undefined;
+  waiters: ((err?: Error) => void)[];
+}
+
 export class Processes {
   private readonly delays = new Set<{ handle: TimerHandle; reject: (e: Error) => void }>();
+  /** Only the containers something waits on, beside the records: most never have anything. */
+  private readonly waiting = new Map<ContainerRecord, Waiting>();
   private lastNs = 0n;
 
   constructor(private readonly clock: Clock) {}
 
   /** Nanoseconds since the epoch, strictly increasing across calls. */
   nowNs(): bigint {
-    let ns = BigInt(Math.floor(this.clock.now())) * 1_000_000n;
-    if (ns <= this.lastNs) ns = this.lastNs + 1n;
+    const ms = this.clock.now();
+    return nanos(ms, this.stamp(ms));
+  }
+
+  /** The stamp of clock reading `ms`: its timestamp is later than every earlier one. */
+  stamp(ms: number): number {
+    const base = BigInt(Math.floor(ms)) * 1_000_000n;
+    const ns = base > this.lastNs ? base : this.lastNs + 1n;
     this.lastNs = ns;
-    return ns;
+    return Number(ns - base);
   }
 
   /** Waits `ms` on the clock; close() rejects it. */
@@ -48,8 +64,8 @@ export class Processes {
   /** Created -> running; schedules the natural exit or OOM kill. */
   start(c: ContainerRecord): void {
     c.state = 'running';
-    c.startedAt = this.nowNs();
     c.startedMs = this.clock.now();
+    c.startedOffNs = this.stamp(c.startedMs);
     settleResize(c, c.startedMs);
     startUsage(c);
     this.schedule(c);
@@ -62,12 +78,9 @@ export class Processes {
 
   /** A start that failed after creation: containerd leaves the container exited 128, reason StartError. */
   failStart(c: ContainerRecord, message: string): void {
+    const ms = this.clock.now();
     c.state = 'exited';
-    c.finishedAt = this.nowNs();
-    c.finishedMs = this.clock.now();
-    c.exitCode = 128;
-    c.reason = 'StartError';
-    c.message = message;
+    c.exit = { ms, offNs: this.stamp(ms), code: 128, reason: 'StartError', message };
   }
 
   /**
@@ -86,11 +99,11 @@ export class Processes {
       this.exit(c, 137, 'Error');
       return Promise.resolve();
     }
-    const killAt = this.clock.now() + timeoutSeconds * 1000;
-    if (killAt < c.killAt) {
-      c.killTimer?.cancel();
-      c.killAt = killAt;
-      c.killTimer = this.clock.setTimer(timeoutSeconds * 1000, () => this.exit(c, 137, 'Error'));
+    const atMs = this.clock.now() + timeoutSeconds * 1000;
+    const w = this.waitingOn(c);
+    if (atMs < (w.kill?.atMs ?? Infinity)) {
+      w.kill?.timer.cancel();
+      w.kill = { timer: this.clock.setTimer(timeoutSeconds * 1000, () => this.exit(c, 137, 'Error')), atMs };
     }
     return this.waitForExit(c);
   }
@@ -103,7 +116,7 @@ export class Processes {
   /** Resolves when the process exits or the container is forgotten; rejects if the runtime closes first. */
   waitForExit(c: ContainerRecord): Promise<void> {
     return new Promise((resolve, reject) =>
-      (c.waiters ??= []).push((err) => (err ? reject(err) : resolve())),
+      this.waitingOn(c).waiters.push((err) => (err ? reject(err) : resolve())),
     );
   }
 
@@ -121,11 +134,8 @@ export class Processes {
       d.reject(err);
     }
     this.delays.clear();
-    for (const c of containers) {
-      c.exitTimer?.cancel();
-      c.killTimer?.cancel();
-      this.settle(c, err);
-    }
+    for (const c of containers) c.exitTimer?.cancel();
+    for (const c of [...this.waiting.keys()]) this.settle(c, err);
   }
 
   /**
@@ -140,7 +150,7 @@ export class Processes {
     const b = c.behaviour;
     const natural = b.exitAfterMs === undefined ? Infinity : c.startedMs + b.exitAfterMs;
     let wake = b.usage?.memory ? nextMemoryEvent(c) : undefined;
-    const pending = b.usage?.memory ? c.pendingResize : undefined;
+    const pending = b.usage?.memory ? pendingResize(c) : undefined;
     if (pending && (!wake || pending.atMs < wake.atMs)) wake = { atMs: pending.atMs, oom: false };
     if (wake && wake.atMs <= natural) {
       if (wake.oom && wake.atMs <= now) this.exit(c, 137, 'OOMKilled');
@@ -165,22 +175,26 @@ export class Processes {
 
   private exit(c: ContainerRecord, code: number, reason: string): void {
     if (c.state !== 'running') return;
+    const ms = this.clock.now();
     c.state = 'exited';
-    c.finishedAt = this.nowNs();
-    c.finishedMs = this.clock.now();
-    c.exitCode = code;
-    c.reason = reason;
+    c.exit = { ms, offNs: this.stamp(ms), code, reason, message: '' };
     c.exitTimer?.cancel();
-    c.killTimer?.cancel();
-    c.exitTimer = c.killTimer = undefined;
-    c.killAt = Infinity;
+    c.exitTimer = undefined;
     this.settle(c);
   }
 
+  private waitingOn(c: ContainerRecord): Waiting {
+    let w = this.waiting.get(c);
+    if (!w) this.waiting.set(c, (w = { kill: undefined, waiters: [] }));
+    return w;
+  }
+
+  /** The process is gone (or the runtime closing): no SIGKILL to send, and the waits are over. */
   private settle(c: ContainerRecord, err?: Error): void {
-    const waiters = c.waiters;
-    if (!waiters) return;
-    c.waiters = undefined;
-    for (const w of waiters) w(err);
+    const w = this.waiting.get(c);
+    if (!w) return;
+    this.waiting.delete(c);
+    w.kill?.timer.cancel();
+    for (const f of w.waiters) f(err);
   }
 }

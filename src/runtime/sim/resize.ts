@@ -8,16 +8,29 @@
  */
 import { KindError } from '../../util/errors.js';
 import type { LinuxContainerResources } from '../types.js';
-import type { ContainerRecord } from './store.js';
+import type { ContainerRecord } from './records.js';
 import { resourcesChanging } from './usage.js';
+
+/** A resize the runtime is still applying: it takes effect at `atMs` (clock time). */
+export interface PendingResize {
+  readonly resources: LinuxContainerResources;
+  readonly atMs: number;
+}
+
+/** Kept beside the records rather than in them: few containers are ever waiting for a resize. */
+const pending = new WeakMap<ContainerRecord, PendingResize>();
+
+export function pendingResize(c: ContainerRecord): PendingResize | undefined {
+  return pending.get(c);
+}
 
 /** Applies a resize whose latency has passed by `nowMs`. */
 export function settleResize(c: ContainerRecord, nowMs: number): void {
-  const pending = c.pendingResize;
-  if (pending && pending.atMs <= nowMs) {
-    resourcesChanging(c, pending.resources, pending.atMs);
-    c.resources = pending.resources;
-    c.pendingResize = undefined;
+  const p = pending.get(c);
+  if (p && p.atMs <= nowMs) {
+    resourcesChanging(c, p.resources, p.atMs);
+    c.resources = p.resources;
+    pending.delete(c);
   }
 }
 
@@ -38,11 +51,12 @@ export function resizeContainer(c: ContainerRecord, resources: LinuxContainerRes
   const next = { ...(c.resources ?? {}), ...resources };
   if (c.behaviour.resizeLatencyMs > 0) {
     // The same update again (a kubelet re-actuating while it waits) does not start the wait over.
-    if (c.pendingResize && JSON.stringify(c.pendingResize.resources) === JSON.stringify(next)) return;
-    c.pendingResize = { resources: next, atMs: nowMs + c.behaviour.resizeLatencyMs };
+    const waiting = pending.get(c);
+    if (waiting && JSON.stringify(waiting.resources) === JSON.stringify(next)) return;
+    pending.set(c, { resources: next, atMs: nowMs + c.behaviour.resizeLatencyMs });
   } else {
     resourcesChanging(c, next, nowMs);
     c.resources = next;
-    c.pendingResize = undefined;
+    pending.delete(c);
   }
 }

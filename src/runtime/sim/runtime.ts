@@ -38,41 +38,27 @@ import type {
   SandboxFilter,
   StreamingRequest,
 } from '../types.js';
-import { BehaviourResolver } from './behaviour.js';
+import type { BehaviourResolver } from './behaviour.js';
 import { criLogLines, toContainer, toContainerStatus, toPodSandbox, toPodSandboxStatus } from './convert.js';
 import * as errs from './errors.js';
 import { execInContainer } from './exec.js';
 import { FaultInjector, type Fault, type RuntimeOp } from './faults.js';
 import { SimImageService } from './imageservice.js';
-import { ImageStore, parseImageReference } from './images.js';
-import { IPAllocator, parseIPv4 } from './ipam.js';
+import { fewList } from './few.js';
+import { parseImageReference, type ImageStore } from './images.js';
+import type { IPAllocator } from './ipam.js';
+import { containerKey, sandboxNameKey } from './names.js';
+import { setUp, type SimRuntimeOptions } from './options.js';
 import { fileViewOf, probePortOf, type NodeFiles } from './podview.js';
 import { Processes } from './process.js';
 import { SimAnnotationPrefix } from './profile.js';
-import { containerRecord, sandboxRecord } from './records.js';
+import { ipOf, RecordMaker, type ContainerRecord, type SandboxRecord } from './records.js';
 import { resizeContainer, settleResize } from './resize.js';
+import { mountsOf } from './spec.js';
 import { containerRemoved, containerStatsOf, listedContainerStats, sandboxStatsOf } from './stats.js';
-import { SimStore, type ContainerRecord, type SandboxRecord } from './store.js';
+import { SimStore } from './store.js';
 
-export interface SimRuntimeOptions {
-  clock: Clock;
-  /** Pod network range (default 10.88.0.0/16, containerd's default bridge range). */
-  podCIDR?: string;
-  /** What host-network sandboxes report as their IP (default 10.0.0.2). */
-  nodeIP?: string;
-  /** SimProfiles data (profile.ts), validated here: `{ defaults?, images? }`. */
-  profiles?: unknown;
-  /** Images present from the start, as if imported. */
-  images?: readonly string[];
-  /** Seeds the deterministic IDs (default "sim"): two runtimes with different seeds never share an ID. */
-  idSeed?: string;
-  /**
-   * The node's files (its in-memory pod directories): a container's `cat` of a path under one of its mounts
-   * reads them, so probes and hooks that read volumes, /etc/hosts or tokens behave.
-   */
-  files?: NodeFiles;
-  runtimeVersion?: string;
-}
+export type { SimRuntimeOptions } from './options.js';
 
 /** What probePort answers (kept under its old name for callers of the sim's own API). */
 export type ProbeOutcome = PortProbeOutcome;
@@ -91,40 +77,35 @@ export class SimRuntime implements Runtime {
   });
   private readonly clock: Clock;
   private readonly store = new SimStore();
-  private readonly images = new ImageStore();
+  private readonly records = new RecordMaker();
+  /** Containers whose start is waiting out its latency. */
+  private readonly starting = new Set<ContainerRecord>();
+  private readonly images: ImageStore;
   private readonly imageService: SimImageService;
   private readonly ipam: IPAllocator;
   private readonly nodeIP: string;
   private readonly behaviours: BehaviourResolver;
   private readonly faults = new FaultInjector();
   private readonly idSeed: string;
-  private readonly files: SimRuntimeOptions['files'];
+  private readonly files: NodeFiles | undefined;
   private readonly runtimeVersion: string;
   private readonly processes: Processes;
   private seq = 0;
   private closed = false;
 
-  /** Throws InvalidArgument for a bad CIDR, node IP, image reference or profile data. */
+  /** Throws InvalidArgument for a bad CIDR, node IP, image reference or profile data (options.ts). */
   constructor(opts: SimRuntimeOptions) {
-    if (!opts || typeof opts.clock?.setTimer !== 'function')
-      throw errs.optionError('clock', 'options.clock is required');
-    this.clock = opts.clock;
-    this.processes = new Processes(opts.clock);
-    this.ipam = new IPAllocator(opts.podCIDR ?? '10.88.0.0/16');
-    this.nodeIP = opts.nodeIP ?? '10.0.0.2';
-    if (parseIPv4(this.nodeIP) === undefined) {
-      throw errs.optionError('nodeIP', `nodeIP ${JSON.stringify(this.nodeIP)} is not an IPv4 address`);
-    }
-    this.behaviours = new BehaviourResolver(opts.profiles);
+    const setup = setUp(opts);
+    this.clock = setup.clock;
+    this.ipam = setup.ipam;
+    this.nodeIP = setup.nodeIP;
+    this.behaviours = setup.behaviours;
+    this.images = setup.images;
+    this.idSeed = setup.idSeed;
+    this.files = setup.files;
+    this.runtimeVersion = setup.runtimeVersion;
+    this.processes = new Processes(this.clock);
     this.imageService = new SimImageService(this.images, this.behaviours, (ms) => this.processes.delay(ms));
-    for (const image of opts.images ?? []) {
-      const r = parseImageReference(image);
-      if (!r) throw errs.optionError('images', `images: ${JSON.stringify(image)} is not an image reference`);
-      this.images.add(r);
-    }
-    this.idSeed = opts.idSeed ?? 'sim';
-    this.files = opts.files;
-    this.runtimeVersion = opts.runtimeVersion ?? '0.1.0';
   }
 
   // ------------------------------------------------------------------------------------------ runtime
@@ -158,23 +139,19 @@ export class SimRuntime implements Runtime {
         'sandbox config must include metadata with name, namespace and uid',
       );
     }
-    const nameKey = `${md.name}_${md.namespace}_${md.uid}_${md.attempt ?? 0}`;
+    const nameKey = sandboxNameKey({ ...md, attempt: md.attempt ?? 0 });
     this.reserve(nameKey, { pod: `${md.namespace}/${md.name}` });
     const id = this.newId('sandbox');
     const networkMode = config.linux?.securityContext?.namespaceOptions?.network ?? 'POD';
-    const ip = networkMode === 'NODE' ? this.nodeIP : this.ipam.allocate(id);
-    const sandbox = sandboxRecord(config, { id, nameKey, ip, createdAt: this.processes.nowNs() });
-    this.store.addSandbox(sandbox);
+    const ip = networkMode === 'NODE' ? this.nodeIP : this.ipam.allocateAddress(id);
+    this.store.addSandbox(this.records.sandbox(config, { id, ip, createdAt: this.processes.nowNs() }));
     return id;
   }
 
   async stopPodSandbox(id: string): Promise<void> {
     this.enter('stopPodSandbox', { sandboxId: id });
     const sandbox = this.sandbox(id);
-    for (const cid of sandbox.containers) {
-      const c = this.store.containers.get(cid);
-      if (c) this.processes.kill(c);
-    }
+    for (const c of fewList(sandbox.containers)) this.processes.kill(c);
     sandbox.state = 'notready';
   }
 
@@ -182,12 +159,9 @@ export class SimRuntime implements Runtime {
     this.enter('removePodSandbox', { sandboxId: id });
     const sandbox = this.store.getSandbox(id);
     if (!sandbox) return;
-    for (const cid of [...sandbox.containers]) {
-      const c = this.store.containers.get(cid);
-      if (c) this.dropContainer(c);
-    }
+    for (const c of [...fewList(sandbox.containers)]) this.dropContainer(c);
     sandbox.state = 'notready';
-    if (sandbox.podNetwork) this.ipam.release(sandbox.ip);
+    if (typeof sandbox.ip === 'number') this.ipam.releaseAddress(sandbox.ip);
     this.store.deleteSandbox(sandbox);
   }
 
@@ -226,9 +200,7 @@ export class SimRuntime implements Runtime {
     const ref = parseImageReference(config.image ?? '');
     const image = ref && this.images.get(ref.ref);
     if (!ref || !image) throw errs.imageNotFound(config.image, context);
-    const md = sandbox.metadata;
-    const attempt = config.metadata.attempt ?? 0;
-    const nameKey = `${name}_${md.name}_${md.namespace}_${md.uid}_${attempt}`;
+    const nameKey = containerKey(name, config.metadata.attempt ?? 0, sandbox);
     this.reserve(nameKey, context);
     const behaviour = this.behaviours.forContainer(
       config,
@@ -238,13 +210,12 @@ export class SimRuntime implements Runtime {
     if (behaviour.createError !== undefined) {
       throw new KindError('Unknown', behaviour.createError, { ...context, injected: true });
     }
-    const c = containerRecord(config, sandbox, image, {
+    const c = this.records.container(config, sandbox, image, {
       id: this.newId('container'),
-      nameKey,
       behaviour,
       createdAt: this.processes.nowNs(),
     });
-    this.store.addContainer(c, sandbox);
+    this.store.addContainer(c);
     return c.id;
   }
 
@@ -254,11 +225,11 @@ export class SimRuntime implements Runtime {
     this.checkStartable(c);
     const b = c.behaviour;
     if (b.startLatencyMs > 0) {
-      c.starting = true;
+      this.starting.add(c);
       try {
         await this.processes.delay(b.startLatencyMs);
       } finally {
-        c.starting = false;
+        this.starting.delete(c);
       }
       c = this.container(id);
       this.checkStartable(c);
@@ -310,10 +281,9 @@ export class SimRuntime implements Runtime {
   async listPodSandboxStats(filter?: PodSandboxStatsFilter): Promise<PodSandboxStats[]> {
     this.enter('listPodSandboxStats');
     const now = this.clock.now();
-    const containers = this.store.containers;
     return this.store
       .listSandboxes({ ...filter, state: 'ready' })
-      .map((s) => sandboxStatsOf(s, lookupAll(containers, s.containers), now));
+      .map((s) => sandboxStatsOf(s, fewList(s.containers), now));
   }
 
   async updateContainerResources(id: string, resources: LinuxContainerResources): Promise<void> {
@@ -328,11 +298,10 @@ export class SimRuntime implements Runtime {
   async execSync(id: string, cmd: string[], timeoutSeconds: number): Promise<ExecSyncResult> {
     this.enter('execSync', { containerId: id });
     const c = this.container(id);
-    const hostname = this.store.getSandbox(c.sandboxId)?.hostname ?? '';
     return execInContainer(c, cmd, timeoutSeconds, {
       processes: this.processes,
       nowMs: this.clock.now(),
-      files: fileViewOf(c.mounts, hostname, this.files),
+      files: fileViewOf(mountsOf(c.spec, c.hostPaths), c.sandbox.hostname, this.files),
     });
   }
 
@@ -387,7 +356,7 @@ export class SimRuntime implements Runtime {
   /** What an http or tcp probe of `port` would see now (podview.ts). NotFound for an unknown container. */
   probePort(containerId: string, port: number, protocol: 'http' | 'tcp'): ProbeOutcome {
     const c = this.container(containerId);
-    return probePortOf(c, this.store.sandboxes.get(c.sandboxId)?.ip ?? '', port, protocol, this.clock.now());
+    return probePortOf(c, ipOf(c.sandbox), port, protocol, this.clock.now());
   }
 
   /** The container's log as CRI-format lines (`<RFC3339Nano> <stream> F <line>`), as written so far. */
@@ -444,28 +413,20 @@ export class SimRuntime implements Runtime {
   }
 
   private checkStartable(c: ContainerRecord): void {
-    if (c.state !== 'created' || c.starting)
-      throw errs.notStartable(c.id, c.starting ? 'starting' : errs.criState(c.state));
-    if (this.store.sandboxes.get(c.sandboxId)?.state !== 'ready') {
-      throw errs.sandboxNotRunning(c.sandboxId, { containerId: c.id });
-    }
+    const starting = this.starting.has(c);
+    if (c.state !== 'created' || starting)
+      throw errs.notStartable(c.id, starting ? 'starting' : errs.criState(c.state));
+    if (c.sandbox.state !== 'ready') throw errs.sandboxNotRunning(c.sandbox.id, { containerId: c.id });
   }
 
   /** Kills (if running) and forgets a container. */
   private dropContainer(c: ContainerRecord): void {
     this.processes.forget(c);
-    containerRemoved(c, this.store.sandboxes.get(c.sandboxId), this.clock.now());
+    containerRemoved(c, c.sandbox, this.clock.now());
     this.store.deleteContainer(c);
   }
 
   private newId(kind: string): string {
     return createHash('sha256').update(`${this.idSeed}/${kind}/${this.seq++}`).digest('hex');
-  }
-}
-
-function* lookupAll<T>(map: ReadonlyMap<string, T>, ids: Iterable<string>): Iterable<T> {
-  for (const id of ids) {
-    const v = map.get(id);
-    if (v !== undefined) yield v;
   }
 }

@@ -11,9 +11,9 @@
  * Pending resizes that are due are applied first, so limits are those in effect at the time asked about.
  */
 import type { ContainerStats, NetworkInterfaceUsage, PodSandboxStats } from '../types.js';
-import { statsAttributes } from './convert.js';
+import { containerAttributes, sandboxAttributes } from './convert.js';
 import { settleResize } from './resize.js';
-import type { ContainerRecord, SandboxRecord } from './store.js';
+import type { ContainerRecord, SandboxRecord } from './records.js';
 import {
   cpuRate,
   cpuSeconds,
@@ -71,7 +71,7 @@ export function containerRemoved(c: ContainerRecord, s: SandboxRecord | undefine
 
 /** ListContainerStats' entry for a container: its stats with attributes. */
 export function listedContainerStats(c: ContainerRecord, nowMs: number): ContainerStats {
-  return { attributes: statsAttributes(c), ...containerStatsOf(c, nowMs) };
+  return { attributes: containerAttributes(c), ...containerStatsOf(c, nowMs) };
 }
 
 /** ListPodSandboxStats' entry for a sandbox, given its containers. */
@@ -97,7 +97,7 @@ export function sandboxStatsOf(
   }
   const eth0: NetworkInterfaceUsage = { name: 'eth0', rxBytes: 0, rxErrors: 0, txBytes: 0, txErrors: 0 };
   return {
-    attributes: statsAttributes(s),
+    attributes: sandboxAttributes(s),
     cpu: { timestamp, usageCoreNanoSeconds: coreNs, usageNanoCores: nanoCores },
     memory: {
       timestamp,

@@ -1,98 +1,59 @@
 /**
  * The simulated runtime's records and their indexes. Invariants:
- * - every container's sandbox exists and lists it (`SandboxRecord.containers`);
- * - `byPodUID` holds exactly the records whose labels carry `io.kubernetes.pod.uid`;
- * - a reserved name maps to the ID holding it, and is freed when that record is removed.
- * Lookups by ID, by sandbox and by pod UID touch only the matching records; only an unfiltered list (or a
- * filter on other labels alone) walks everything. `visited` counts records examined, so tests can check
- * that per-call work does not grow with the number of containers.
+ * - every container's sandbox is in the store and lists it (`SandboxRecord.containers`, oldest first);
+ * - `byUID` holds every sandbox under its metadata UID (oldest first). A sandbox whose
+ *   `io.kubernetes.pod.uid` label says another UID, or a container whose label differs from its sandbox's
+ *   metadata UID (never, from the kubelet: it sets both from the pod), is also in a `stray` index under
+ *   that label, so a list by pod UID label finds exactly the labelled records, in creation order;
+ * - a name is held by the one record whose name key (names.ts) it is, until that record is removed. Keys
+ *   of records named without '_' are found through `byUID`; the others are kept in `oddNames`.
+ * Lookups by ID, by sandbox and by pod UID touch only the matching records (and their pod's); only an
+ * unfiltered list (or a filter on other labels alone) walks everything. `visited` counts records examined,
+ * so tests can check that per-call work does not grow with the number of containers.
  */
 import { PodUIDLabel } from '../labels.js';
-import type {
-  ContainerFilter,
-  ContainerMetadata,
-  ContainerState,
-  LinuxContainerResources,
-  Mount,
-  NamespaceMode,
-  PodSandboxMetadata,
-  SandboxFilter,
-  SandboxState,
-} from '../types.js';
-import type { TimerHandle } from '../../util/clock.js';
-import type { Behaviour } from './behaviour.js';
+import type { ContainerFilter, SandboxFilter } from '../types.js';
+import { fewAdd, fewDelete, fewList, type Few } from './few.js';
+import { containerNameKey, isOddName, parseNameKey, sandboxNameKey } from './names.js';
+import type { ContainerRecord, SandboxRecord } from './records.js';
 
-export interface SandboxRecord {
-  readonly id: string;
-  readonly metadata: PodSandboxMetadata;
-  state: SandboxState;
-  readonly createdAt: bigint;
-  readonly labels: Record<string, string>;
-  readonly annotations: Record<string, string>;
-  readonly networkMode: NamespaceMode;
-  /** Pod IP (pod network, from the allocator) or the node IP (host network). */
-  readonly ip: string;
-  readonly podNetwork: boolean;
-  readonly logDirectory: string;
-  /** The sandbox's hostname ('' for a host-network sandbox: the node's). */
-  readonly hostname: string;
-  readonly nameKey: string;
-  readonly containers: Set<string>;
-}
-
-export interface ContainerRecord {
-  readonly id: string;
-  readonly sandboxId: string;
-  readonly metadata: ContainerMetadata;
-  /** The image as the config named it, and the image ID. */
-  readonly image: string;
-  readonly imageId: string;
-  /** What ContainerStatus reports, as containerd does: the repo tag and the repo digest. */
-  readonly statusImage: string;
-  readonly statusImageRef: string;
-  readonly labels: Record<string, string>;
-  readonly annotations: Record<string, string>;
-  readonly logPath: string;
-  readonly env: Readonly<Record<string, string>>;
-  /** As created; the simulated `cat` reads mounted files through them. */
-  readonly mounts: readonly Mount[];
-  readonly behaviour: Behaviour;
-  /** The resources applied now (as created, then as resized); undefined when created without any. */
-  resources: LinuxContainerResources | undefined;
-  /** A resize the runtime is still applying: it takes effect at `atMs` (clock time). */
-  pendingResize: { resources: LinuxContainerResources; atMs: number } | undefined;
-  readonly nameKey: string;
-  readonly createdAt: bigint;
-  state: ContainerState;
-  starting: boolean;
-  startedAt: bigint;
-  /** clock.now() at start, for behaviour windows measured from the start. */
-  startedMs: number;
-  finishedAt: bigint;
-  finishedMs: number;
-  exitCode: number;
-  reason: string;
-  message: string;
-  /** The natural exit of the main process. */
-  exitTimer: TimerHandle | undefined;
-  /** The SIGKILL of a pending stop, and when it fires. */
-  killTimer: TimerHandle | undefined;
-  killAt: number;
-  /** Called once when the container exits or is removed (stop and exec wait on it). */
-  waiters: ((err?: Error) => void)[] | undefined;
-}
+type AnyRecord = SandboxRecord | ContainerRecord;
 
 export class SimStore {
+  /** In creation order: the order of unfiltered lists. */
   readonly sandboxes = new Map<string, SandboxRecord>();
   readonly containers = new Map<string, ContainerRecord>();
-  private readonly sandboxesByPodUID = new Map<string, Set<string>>();
-  private readonly containersByPodUID = new Map<string, Set<string>>();
-  private readonly names = new Map<string, string>();
+  private readonly byUID = new Map<string, Few<SandboxRecord>>();
+  private readonly straySandboxes = new Map<unknown, Few<SandboxRecord>>();
+  private readonly strayContainers = new Map<unknown, Few<ContainerRecord>>();
+  private readonly oddNames = new Map<string, string>();
   /** Records examined by lookups and lists since construction. */
   visited = 0;
 
-  reservedBy(nameKey: string): string | undefined {
-    return this.names.get(nameKey);
+  /** Entries in each index (tests: a removed record leaves none behind). */
+  indexSizes(): Record<'byUID' | 'straySandboxes' | 'strayContainers' | 'oddNames', number> {
+    return {
+      byUID: this.byUID.size,
+      straySandboxes: this.straySandboxes.size,
+      strayContainers: this.strayContainers.size,
+      oddNames: this.oddNames.size,
+    };
+  }
+
+  /** The ID of the record holding name key `key`, if any. */
+  reservedBy(key: string): string | undefined {
+    const odd = this.oddNames.get(key);
+    if (odd !== undefined) return odd;
+    const parsed = parseNameKey(key);
+    if (!parsed) return undefined;
+    for (const s of fewList(this.byUID.get(parsed.uid))) {
+      if (!parsed.container) {
+        if (sandboxNameKey(s) === key) return s.id;
+        continue;
+      }
+      for (const c of fewList(s.containers)) if (containerNameKey(c) === key) return c.id;
+    }
+    return undefined;
   }
 
   getSandbox(id: string): SandboxRecord | undefined {
@@ -107,36 +68,42 @@ export class SimStore {
 
   addSandbox(s: SandboxRecord): void {
     this.sandboxes.set(s.id, s);
-    this.names.set(s.nameKey, s.id);
-    addTo(this.sandboxesByPodUID, s.labels[PodUIDLabel], s.id);
+    const uid = String(s.uid);
+    this.byUID.set(uid, fewAdd(this.byUID.get(uid), s));
+    if (isStray(s, uid)) addTo(this.straySandboxes, s.labels[PodUIDLabel], s);
+    this.nameAdded(sandboxNameKey(s), s);
   }
 
   deleteSandbox(s: SandboxRecord): void {
     this.sandboxes.delete(s.id);
-    if (this.names.get(s.nameKey) === s.id) this.names.delete(s.nameKey);
-    removeFrom(this.sandboxesByPodUID, s.labels[PodUIDLabel], s.id);
+    const uid = String(s.uid);
+    setOrDelete(this.byUID, uid, fewDelete(this.byUID.get(uid), s));
+    if (isStray(s, uid)) deleteFrom(this.straySandboxes, s.labels[PodUIDLabel], s);
+    this.nameDeleted(sandboxNameKey(s), s);
   }
 
-  addContainer(c: ContainerRecord, sandbox: SandboxRecord): void {
+  addContainer(c: ContainerRecord): void {
     this.containers.set(c.id, c);
-    this.names.set(c.nameKey, c.id);
-    sandbox.containers.add(c.id);
-    addTo(this.containersByPodUID, c.labels[PodUIDLabel], c.id);
+    c.sandbox.containers = fewAdd(c.sandbox.containers, c);
+    if (isStray(c, String(c.sandbox.uid))) addTo(this.strayContainers, c.labels[PodUIDLabel], c);
+    this.nameAdded(containerNameKey(c), c);
   }
 
   deleteContainer(c: ContainerRecord): void {
     this.containers.delete(c.id);
-    if (this.names.get(c.nameKey) === c.id) this.names.delete(c.nameKey);
-    this.sandboxes.get(c.sandboxId)?.containers.delete(c.id);
-    removeFrom(this.containersByPodUID, c.labels[PodUIDLabel], c.id);
+    c.sandbox.containers = fewDelete(c.sandbox.containers, c);
+    if (isStray(c, String(c.sandbox.uid))) deleteFrom(this.strayContainers, c.labels[PodUIDLabel], c);
+    this.nameDeleted(containerNameKey(c), c);
   }
 
   listSandboxes(f: SandboxFilter = {}): SandboxRecord[] {
     const uid = f.labelSelector?.[PodUIDLabel];
-    const ids: Iterable<string> | undefined =
-      f.id !== undefined ? [f.id] : uid !== undefined ? (this.sandboxesByPodUID.get(uid) ?? []) : undefined;
+    let candidates: Iterable<SandboxRecord>;
+    if (f.id !== undefined) candidates = maybe(this.sandboxes.get(f.id));
+    else if (uid !== undefined) candidates = this.sandboxesLabelled(uid);
+    else candidates = this.sandboxes.values();
     const out: SandboxRecord[] = [];
-    for (const s of ids === undefined ? this.sandboxes.values() : lookup(this.sandboxes, ids)) {
+    for (const s of candidates) {
       this.visited++;
       if (f.state !== undefined && s.state !== f.state) continue;
       if (f.labelSelector && !matches(s.labels, f.labelSelector)) continue;
@@ -147,46 +114,85 @@ export class SimStore {
 
   listContainers(f: ContainerFilter = {}): ContainerRecord[] {
     const uid = f.labelSelector?.[PodUIDLabel];
-    let ids: Iterable<string> | undefined;
-    if (f.id !== undefined) ids = [f.id];
-    else if (f.podSandboxId !== undefined) ids = this.sandboxes.get(f.podSandboxId)?.containers ?? [];
-    else if (uid !== undefined) ids = this.containersByPodUID.get(uid) ?? [];
+    let candidates: Iterable<ContainerRecord>;
+    if (f.id !== undefined) candidates = maybe(this.containers.get(f.id));
+    else if (f.podSandboxId !== undefined)
+      candidates = fewList(this.sandboxes.get(f.podSandboxId)?.containers);
+    else if (uid !== undefined) candidates = this.containersLabelled(uid);
+    else candidates = this.containers.values();
     const out: ContainerRecord[] = [];
-    for (const c of ids === undefined ? this.containers.values() : lookup(this.containers, ids)) {
+    for (const c of candidates) {
       this.visited++;
-      if (f.podSandboxId !== undefined && c.sandboxId !== f.podSandboxId) continue;
+      if (f.podSandboxId !== undefined && c.sandbox.id !== f.podSandboxId) continue;
       if (f.state !== undefined && c.state !== f.state) continue;
       if (f.labelSelector && !matches(c.labels, f.labelSelector)) continue;
       out.push(c);
     }
     return out;
   }
-}
 
-function* lookup<T>(map: ReadonlyMap<string, T>, ids: Iterable<string>): Iterable<T> {
-  for (const id of ids) {
-    const v = map.get(id);
-    if (v !== undefined) yield v;
+  /** The sandboxes whose pod UID label is `uid`, oldest first. */
+  private sandboxesLabelled(uid: unknown): SandboxRecord[] {
+    const pod = typeof uid === 'string' ? this.byUID.get(uid) : undefined;
+    const found = fewList(pod).filter((s) => s.labels[PodUIDLabel] === uid);
+    return inOrder(found, this.straySandboxes.get(uid), false);
+  }
+
+  /** The containers whose pod UID label is `uid`, oldest first. */
+  private containersLabelled(uid: unknown): ContainerRecord[] {
+    const pod = typeof uid === 'string' ? this.byUID.get(uid) : undefined;
+    const found: ContainerRecord[] = [];
+    for (const s of fewList(pod)) {
+      for (const c of fewList(s.containers)) if (c.labels[PodUIDLabel] === uid) found.push(c);
+    }
+    return inOrder(found, this.strayContainers.get(uid), Array.isArray(pod));
+  }
+
+  private nameAdded(key: string, r: AnyRecord): void {
+    if (isOddName(key, 'sandbox' in r)) this.oddNames.set(key, r.id);
+  }
+
+  private nameDeleted(key: string, r: AnyRecord): void {
+    if (this.oddNames.get(key) === r.id) this.oddNames.delete(key);
   }
 }
 
-function matches(labels: Record<string, string>, selector: Record<string, string>): boolean {
+/** Labelled with a pod UID other than the one it is indexed under. */
+function isStray(r: AnyRecord, uid: string): boolean {
+  const label = r.labels[PodUIDLabel];
+  return label !== undefined && label !== uid;
+}
+
+/**
+ * `found` plus `strays`, in creation order (createdAt is strictly increasing across the runtime). `found`
+ * is in order already unless it was gathered from several sandboxes (`mixed`).
+ */
+function inOrder<T extends AnyRecord>(found: T[], strays: Few<T>, mixed: boolean): T[] {
+  const all = strays === undefined ? found : [...found, ...fewList(strays)];
+  if (mixed || (strays !== undefined && found.length > 0))
+    all.sort((a, b) => (a.createdAt < b.createdAt ? -1 : 1));
+  return all;
+}
+
+function maybe<T>(v: T | undefined): T[] {
+  return v === undefined ? [] : [v];
+}
+
+function matches(labels: Readonly<{ [k: string]: string }>, selector: { [k: string]: string }): boolean {
   for (const k of Object.keys(selector))
     if (!Object.hasOwn(labels, k) || labels[k] !== selector[k]) return false;
   return true;
 }
 
-function addTo(index: Map<string, Set<string>>, key: string | undefined, id: string): void {
-  if (key === undefined) return;
-  let set = index.get(key);
-  if (!set) index.set(key, (set = new Set()));
-  set.add(id);
+function addTo<T extends object>(index: Map<unknown, Few<T>>, key: unknown, v: T): void {
+  index.set(key, fewAdd(index.get(key), v));
 }
 
-function removeFrom(index: Map<string, Set<string>>, key: string | undefined, id: string): void {
-  if (key === undefined) return;
-  const set = index.get(key);
-  if (!set) return;
-  set.delete(id);
-  if (set.size === 0) index.delete(key);
+function deleteFrom<T extends object>(index: Map<unknown, Few<T>>, key: unknown, v: T): void {
+  setOrDelete(index, key, fewDelete(index.get(key), v));
+}
+
+function setOrDelete<K, T extends object>(index: Map<K, Few<T>>, key: K, few: Few<T>): void {
+  if (few === undefined) index.delete(key);
+  else index.set(key, few);
 }

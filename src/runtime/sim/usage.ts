@@ -19,7 +19,7 @@
  */
 import type { LinuxContainerResources } from '../types.js';
 import { cappedTrapezoid, type Curve, type ExprCurve } from './curve.js';
-import type { ContainerRecord } from './store.js';
+import { finishedMs, type ContainerRecord } from './records.js';
 
 /**
  * What a running container whose behaviour declares no cpu or memory uses: a sleeping process's tenth of a
@@ -82,7 +82,7 @@ export function startUsage(c: ContainerRecord): void {
   if (!curves) return;
   const st: UsageState = {
     clock0: c.startedMs / 1000,
-    restarts: c.metadata.attempt,
+    restarts: c.spec.metadata.attempt,
     cap: cpuCap(c.resources),
     segT: 0,
     segBase: 0,
@@ -105,7 +105,7 @@ export function tracksUsage(c: ContainerRecord): boolean {
 
 /** Seconds since the start at clock time `ms`, within the container's run. */
 export function runSeconds(c: ContainerRecord, ms: number): number {
-  const end = c.state === 'exited' ? c.finishedMs : ms;
+  const end = c.state === 'exited' ? finishedMs(c) : ms;
   return Math.max(0, Math.min(ms, end) - c.startedMs) / 1000;
 }
 

@@ -110,6 +110,28 @@ describe('Informer', () => {
     await inf.stop();
   });
 
+  it('shares what did not change between versions, on watch updates and relists', async () => {
+    const clock = new FakeClock(0);
+    const lw = new ScriptedLW();
+    lw.lists.push({ items: [obj('a', '1', 'n1')], resourceVersion: '5' });
+    lw.lists.push({ items: [obj('a', '7', 'n1')], resourceVersion: '9' });
+    lw.watches.push(async (emit) => {
+      emit({ type: 'MODIFIED', object: obj('a', '6', 'n1') });
+      emit({ type: 'ERROR', object: { code: 410, message: 'too old' } });
+    });
+    const inf = new Informer(lw, { clock, name: 't' });
+    const versions: Obj[] = [];
+    inf.addHandlers({ add: (o) => versions.push(o), update: (_a, b) => versions.push(b) });
+    inf.start();
+    await flush(10);
+    expect(versions.map((o) => o.metadata!.resourceVersion)).to.deep.equal(['1', '6', '7']);
+    expect(versions[1]!.spec).to.equal(versions[0]!.spec);
+    expect(versions[2]!.spec).to.equal(versions[0]!.spec);
+    expect(inf.get('ns/a')).to.equal(versions[2]);
+    expect(versions[2]!.metadata).to.deep.equal({ name: 'a', namespace: 'ns', resourceVersion: '7' });
+    await inf.stop();
+  });
+
   it('relists on 410 Gone and replays the difference as events', async () => {
     const clock = new FakeClock(0);
     const lw = new ScriptedLW();

@@ -128,7 +128,9 @@ describe('NodeAgent', () => {
     await advance(clock, 20_000);
     expect(api.leases.get('vn-1')!.spec.leaseDurationSeconds).to.equal(20);
     expect(api.count('updateLease')).to.equal(10);
-    expect(api.count('getNode')).to.equal(5);
+    // Five status rounds in 20 s; the first computes on the Node registration just created, without a GET.
+    expect(api.count('getNode')).to.equal(4);
+    expect(api.count('patchNodeStatus')).to.be.at.least(1);
     await agent.stop();
   });
 

@@ -78,6 +78,37 @@ describe('LeaseController', () => {
     await lc.stop();
   });
 
+  it('after the Node was just created, creates the Lease without reading it first', async () => {
+    const { clock, api, lc } = setup();
+    lc.expectAbsent();
+    lc.start();
+    await flush();
+    await lc.ready;
+    await advance(clock, 10_000, 500);
+    expect(api.calls.map((c) => c.method)).to.deep.equal(['createLease', 'updateLease']);
+    await lc.stop();
+  });
+
+  it('reads and renews a Lease that exists although it was expected absent', async () => {
+    const { clock, api, lc } = setup();
+    await api.createLease({
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: { name: 'vn-1', namespace: 'kube-node-lease' },
+      spec: { holderIdentity: 'someone-else' },
+    });
+    api.calls.length = 0;
+    lc.expectAbsent();
+    lc.start();
+    await flush();
+    await lc.ready;
+    expect(api.calls.map((c) => c.method)).to.deep.equal(['createLease', 'getLease', 'updateLease']);
+    expect(api.leases.get('vn-1')!.spec.holderIdentity).to.equal('vn-1');
+    await advance(clock, 10_000, 500);
+    expect(api.count('getLease'), 'later renewals PUT the lease in hand').to.equal(1);
+    await lc.stop();
+  });
+
   it('honours a custom renew interval and duration', async () => {
     const clock = new FakeClock(T0);
     const api = new FakeNodeAPI();

@@ -143,9 +143,13 @@ describe('registerNode', () => {
   it('creates the Node', async () => {
     const clock = new FakeClock(T0);
     const api = new FakeNodeAPI(clock);
-    const node = await registerNode(api, buildNode(id(), {}), id(), { clock });
+    let created = 0;
+    const node = await registerNode(api, buildNode(id(), {}), id(), { clock, onCreated: () => created++ });
     expect(node.metadata.uid).to.be.a('string');
     expect(api.nodes.get('vn-1')!.metadata.labels!['type']).to.equal('virtual-kubelet');
+    expect(created, 'onCreated: this registration created the Node').to.equal(1);
+    await registerNode(api, buildNode(id(), {}), id(), { clock, onCreated: () => created++ });
+    expect(created, 'adopting an existing Node is not a creation').to.equal(1);
   });
 
   it('adopts an existing Node and reconciles what it owns', async () => {

@@ -71,4 +71,54 @@ describe('RealClock', () => {
     await clock.sleep(30);
     expect(fired).to.equal(1);
   });
+
+  it('fires timers in due order, equal due times in creation order, and not cancelled ones', async () => {
+    const clock = new RealClock();
+    const order: string[] = [];
+    clock.setTimer(20, () => order.push('b'));
+    clock.setTimer(5, () => order.push('a'));
+    clock.setTimer(20, () => order.push('c'));
+    clock.setTimer(10, () => order.push('x')).cancel();
+    const cancelledLate = clock.setTimer(25, () => order.push('y'));
+    clock.setTimer(22, () => cancelledLate.cancel());
+    await clock.sleep(60);
+    expect(order).to.deep.equal(['a', 'b', 'c']);
+  });
+
+  it('runs a timer set by a firing callback on a later turn, even with 0 ms', async () => {
+    const clock = new RealClock();
+    const order: string[] = [];
+    clock.setTimer(5, () => {
+      order.push('first');
+      clock.setTimer(0, () => order.push('chained'));
+      queueMicrotask(() => order.push('microtask'));
+    });
+    clock.setTimer(5, () => order.push('second'));
+    await clock.sleep(40);
+    expect(order).to.deep.equal(['first', 'second', 'microtask', 'chained']);
+  });
+
+  it('keeps firing the batch when a callback throws, and hands the error over', async () => {
+    const errors: unknown[] = [];
+    const clock = new RealClock((e) => errors.push(e));
+    let fired = 0;
+    clock.setTimer(5, () => {
+      throw new Error('boom');
+    });
+    clock.setTimer(5, () => fired++);
+    await clock.sleep(30);
+    expect(fired).to.equal(1);
+    expect((errors[0] as Error).message).to.equal('boom');
+  });
+
+  it('re-arms for an earlier timer set after a later one', async () => {
+    const clock = new RealClock();
+    const at: number[] = [];
+    const t0 = Date.now();
+    clock.setTimer(10_000, () => at.push(-1));
+    clock.setTimer(10, () => at.push(Date.now() - t0));
+    await clock.sleep(60);
+    expect(at).to.have.length(1);
+    expect(at[0], 'fired for the 10 ms timer, not the 10 s one').to.be.within(9, 5_000);
+  });
 });

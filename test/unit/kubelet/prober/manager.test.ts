@@ -84,6 +84,23 @@ describe('prober manager', () => {
     expect(manager.workerCount()).to.equal(0);
   });
 
+  it("UpdatePod hands the newer pod object to that pod's workers only", () => {
+    const { manager } = setup();
+    const pod = makePod([{ name: 'a', readinessProbe: probe(), livenessProbe: probe() }]);
+    const other = { ...makePod([{ name: 'a', readinessProbe: probe() }]) };
+    other.metadata = { ...other.metadata, uid: 'pod-2' };
+    manager.addPod(pod);
+    manager.addPod(other);
+    expect(manager.workerCount()).to.equal(3);
+    const newer = { ...pod, metadata: { ...pod.metadata, deletionTimestamp: '2026-01-01T00:00:01Z' } };
+    manager.updatePod(newer);
+    expect(manager.getWorker(POD_UID, 'a', 'readiness')!.pod).to.equal(newer);
+    expect(manager.getWorker(POD_UID, 'a', 'liveness')!.pod).to.equal(newer);
+    expect(manager.getWorker('pod-2', 'a', 'readiness')!.pod).to.equal(other);
+    manager.removePod(pod);
+    manager.removePod(other);
+  });
+
   it('UpdatePodStatus: started and ready for regular containers', () => {
     const { manager, results } = setup();
     const pod = makePod([

@@ -37,4 +37,33 @@ describe('prober/metrics (/metrics/probes)', () => {
     expect(parseExposition(m.render()).samples.map((s) => s.labels.pod)).to.deep.equal(['db']);
     expect(m.size()).to.equal(1);
   });
+
+  it("keeps a pod's series in first-observed order across containers and probe types", () => {
+    const m = new ProbeMetrics();
+    const web = pod('web', 'u1');
+    m.observe('liveness', 'failed', web, 'b');
+    m.observe('readiness', 'successful', web, 'a');
+    m.observe('liveness', 'successful', web, 'a');
+    m.observe('readiness', 'successful', web, 'a');
+    m.observe('liveness', 'failed', web, 'b');
+    m.observe('liveness', 'unknown', pod('db', 'u2'), 'a');
+    m.observe('liveness', 'successful', web, 'a');
+    const rows = parseExposition(m.render()).samples.map((s) => [
+      s.labels.pod,
+      s.labels.container,
+      s.labels.probe_type,
+      s.labels.result,
+      s.value,
+    ]);
+    expect(rows).to.deep.equal([
+      ['web', 'b', 'Liveness', 'failed', 2],
+      ['web', 'a', 'Readiness', 'successful', 2],
+      ['web', 'a', 'Liveness', 'successful', 2],
+      ['db', 'a', 'Liveness', 'unknown', 1],
+    ]);
+    m.forget('u1');
+    m.forget('u1');
+    expect(m.size()).to.equal(1);
+    expect(parseExposition(m.render()).samples).to.have.length(1);
+  });
 });

@@ -40,6 +40,21 @@ describe('prober ResultsManager', () => {
     expect(containerIDKey('docker://x')).to.equal('x');
   });
 
+  it('re-setting an ID, in either form, keeps one entry with the latest value', () => {
+    const m = new ResultsManager('readiness');
+    const seen: string[] = [];
+    m.subscribe((u) => seen.push(`${u.containerID}=${u.result}`));
+    m.set('containerd://a', 'failure', UID);
+    m.set(['containerd://', 'a'].join(''), 'failure', UID); // an equal string, another object
+    m.set('a', 'success', UID);
+    m.set('containerd://b', 'success', UID);
+    m.set('containerd://a', 'success', UID);
+    expect(m.size).to.equal(2);
+    expect(m.get('containerd://a')).to.equal('success');
+    expect(m.get('b')).to.equal('success');
+    expect(seen).to.deep.equal(['containerd://a=failure', 'a=success', 'containerd://b=success']);
+  });
+
   it('rejects an empty ID or an unknown result with InvalidArgument; unsubscribe works', () => {
     const m = new ResultsManager('startup');
     expect(() => m.set('', 'success', UID))

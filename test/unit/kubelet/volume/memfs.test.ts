@@ -83,4 +83,49 @@ describe('MemoryVolumeFS', () => {
     expect(fs.readFileSync('/link/../file')?.toString()).to.equal('physical');
     expect(await fs.realpath('/link/..')).to.equal('/x/y');
   });
+  it('keeps a directory of many entries: lists, replaces, renames and removes them', async () => {
+    const fs = new MemoryVolumeFS();
+    await fs.mkdir('/d');
+    const names = Array.from({ length: 20 }, (_, i) => `f${String(i).padStart(2, '0')}`);
+    for (const n of names) await fs.writeFile(`/d/${n}`, Buffer.from(n));
+    expect(await fs.readdir('/d')).to.deep.equal(names);
+    await fs.rename('/d/f00', '/d/f19');
+    await fs.rename('/d/f01', '/f01');
+    for (const n of names.slice(2, 10)) await fs.rm(`/d/${n}`);
+    await fs.writeFile('/d/f18', Buffer.from('again'));
+    expect(fs.listSync('/d')).to.deep.equal(names.slice(10));
+    expect(fs.readFileSync('/d/f19')?.toString()).to.equal('f00');
+    expect(fs.readFileSync('/d/f18')?.toString()).to.equal('again');
+    expect(fs.listSync('/')).to.deep.equal(['d', 'f01']);
+    for (const n of names.slice(10)) await fs.rm(`/d/${n}`);
+    expect(fs.listSync('/d')).to.deep.equal([]);
+    await fs.rename('/f01', '/d/only');
+    expect(fs.listSync('/d')).to.deep.equal(['only']);
+  });
+
+  it('stores any bytes exactly and reports their count as the size', async () => {
+    const fs = new MemoryVolumeFS();
+    const bytes = Buffer.concat([Buffer.from(Array.from({ length: 256 }, (_, i) => i)), Buffer.from('é✓\n')]);
+    await fs.writeFile('/bin', bytes);
+    await fs.writeFile('/u8', new Uint8Array([1, 2, 3]) as Buffer);
+    expect((await fs.readFile('/bin')).equals(bytes)).to.equal(true);
+    expect(fs.readFileSync('/u8')).to.deep.equal(Buffer.from([1, 2, 3]));
+    expect((await fs.stat('/bin'))?.size).to.equal(bytes.length);
+    await fs.writeFile('/empty', Buffer.alloc(0));
+    expect(await fs.lstat('/empty')).to.deep.equal({ kind: 'file', mode: 0o644, uid: 0, gid: 0, size: 0 });
+  });
+
+  it('changes the mode and owner of the entry named only, and keeps long names whole', async () => {
+    const fs = new MemoryVolumeFS();
+    const uid = '0f8fad5b-d9cb-469f-a165-70867728950e';
+    await fs.mkdir(`/pods/${uid}/volumes`);
+    await fs.writeFile(`/pods/${uid}/a`, Buffer.from('a'));
+    await fs.writeFile(`/pods/${uid}/b`, Buffer.from('b'));
+    await fs.chmod(`/pods/${uid}/a`, 0o600);
+    await fs.chown(`/pods/${uid}/b`, { gid: 7 });
+    expect(await fs.lstat(`/pods/${uid}/a`)).to.include({ mode: 0o600, uid: 0, gid: 0 });
+    expect(await fs.lstat(`/pods/${uid}/b`)).to.include({ mode: 0o644, uid: 0, gid: 7 });
+    expect(await fs.lstat(`/pods/${uid}/volumes`)).to.include({ mode: 0o755, gid: 0 });
+    expect(fs.listSync('/pods')).to.deep.equal([uid]);
+  });
 });

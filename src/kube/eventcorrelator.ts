@@ -1,0 +1,422 @@
+/**
+ * Event correlation as the kubelet does it, a pure function of what was seen before and `now`: an Event
+ * seen again within ten minutes patches the Event already written (count, lastTimestamp), more than ten
+ * different messages for one (object, type, reason) collapse into one combined Event, and a token bucket per
+ * involved object drops bursts.
+ *
+ * Memory (issue #17): what is kept of an object lives in one ObjectState under one map key: its numbers in
+ * one array of plain doubles (none boxed per field), its strings and references in one other, no key string
+ * built per Event. The Event a patch carries is rebuilt from those, equal to the one created.
+ */
+export type EventType = 'Normal' | 'Warning';
+
+export interface ObjectReference {
+  kind: string;
+  apiVersion?: string;
+  namespace?: string;
+  name: string;
+  uid?: string;
+  resourceVersion?: string;
+  fieldPath?: string;
+}
+
+export interface CoreEvent {
+  apiVersion: 'v1';
+  kind: 'Event';
+  metadata: { name: string; namespace: string };
+  involvedObject: ObjectReference;
+  reason: string;
+  message: string;
+  source: { component: string; host?: string };
+  firstTimestamp: string;
+  lastTimestamp: string;
+  count: number;
+  type: EventType;
+  reportingComponent: string;
+  reportingInstance: string;
+}
+
+export type Correlation =
+  | { action: 'create'; event: CoreEvent }
+  | { action: 'patch'; event: CoreEvent; patch: Pick<CoreEvent, 'count' | 'lastTimestamp' | 'message'> }
+  | { action: 'drop' };
+
+/** Involved objects kept at most; past this the least recently used one is forgotten whole. */
+const MAX_OBJECTS = 4096;
+/** Rows (see ObjectState) one object keeps at most; past this its least recently written row goes. */
+const MAX_ROWS_PER_OBJECT = 64;
+/** Rows over all objects at most; past this the least recently used objects are forgotten whole. */
+const MAX_ROWS = 4 * MAX_OBJECTS;
+/** Events of one key more than this far apart start a new Event object. */
+const DEDUP_WINDOW_MS = 10 * 60_000;
+/** More than this many distinct messages for one (object, type, reason) in the window are combined. */
+const AGGREGATE_THRESHOLD = 10;
+/** Spam filter per involved object: burst 25, one more token every 5 minutes. */
+const SPAM_BURST = 25;
+const SPAM_REFILL_MS = 5 * 60_000;
+/** Strings the pool shares at most; when full it starts over. */
+const POOL_MAX = 512;
+/**
+ * The dedup key of a combined Event, in place of a message. A message that is itself '*' shares it, as it
+ * did when the key was the joined string `object|type|reason|*`.
+ */
+const COMBINED = '*';
+
+function iso(ms: number): string {
+  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z');
+}
+
+function objectId(ref: ObjectReference): string {
+  return `${ref.kind}/${ref.namespace ?? ''}/${ref.name}/${ref.uid ?? ''}`;
+}
+
+/** Refs to one involved object: same kind, namespace, name and UID (missing the same as empty). */
+function sameObject(a: ObjectReference, b: ObjectReference): boolean {
+  if (a.kind !== b.kind || a.name !== b.name) return false;
+  return (a.namespace ?? '') === (b.namespace ?? '') && (a.uid ?? '') === (b.uid ?? '');
+}
+
+/** Same own enumerable properties with the same values: the two serialise alike. */
+function sameRef(a: ObjectReference, b: ObjectReference): boolean {
+  if (a === b) return true;
+  let n = 0;
+  for (const k in a) {
+    if (a[k as keyof ObjectReference] !== b[k as keyof ObjectReference]) return false;
+    n++;
+  }
+  for (const _k in b) n--;
+  return n === 0;
+}
+
+function withFieldPath(base: ObjectReference, fieldPath: string): ObjectReference {
+  return { ...base, fieldPath };
+}
+
+/** Nanosecond-style name suffix as client-go makes it, in bigint: now * 1e6 is past 2^53. */
+function eventName(name: string, firstMs: number, seq: number): string {
+  return `${name}.${(BigInt(Math.floor(firstMs)) * 1_000_000n + BigInt(seq)).toString(16)}`;
+}
+
+/**
+ * One copy of each string the rows keep, shared between objects: pods repeat messages ("Created container:
+ * app") and field paths. Equal strings are interchangeable, so sharing changes no value. It holds at most
+ * POOL_MAX strings and is emptied when full (rows keep theirs).
+ */
+class StringPool {
+  private readonly m = new Map<string, string>();
+  intern(s: string): string {
+    const p = this.m.get(s);
+    if (p !== undefined) return p;
+    if (this.m.size >= POOL_MAX) this.m.clear();
+    this.m.set(s, s);
+    return s;
+  }
+}
+
+/**
+ * The distinct messages of one (object, type, reason) in the window: almost always one, kept as the string
+ * itself; a Set from the second on, which stops growing past the threshold (until the window restarts the
+ * count only matters as "more than AGGREGATE_THRESHOLD").
+ */
+type Messages = string | Set<string>;
+
+function withMessage(m: Messages, message: string): Messages {
+  if (typeof m !== 'string') return m.size > AGGREGATE_THRESHOLD ? m : m.add(message);
+  return m === message ? m : new Set([m, message]);
+}
+
+/**
+ * A row's involvedObject, next to the object's first ref: undefined when the same; a string when it is that
+ * ref with this fieldPath (a pod's container events differ in nothing else); else the whole ref.
+ */
+type RefCell = ObjectReference | string | undefined;
+
+function refCell(ref: ObjectReference, base: ObjectReference, pool: StringPool): RefCell {
+  if (sameRef(ref, base)) return undefined;
+  const path = ref.fieldPath;
+  return typeof path === 'string' && sameRef(ref, withFieldPath(base, path)) ? pool.intern(path) : ref;
+}
+
+// A row's cells: the Event's type and reason; its dedup key (the message or COMBINED; undefined while its
+// (type, reason) has messages but no Event); its involvedObject as a RefCell; its (type, reason)'s messages.
+const [C_TYPE, C_REASON, C_KEY, C_REF, C_MESSAGES, CELLS] = [0, 1, 2, 3, 4, 5] as const;
+// A row's numbers, after the bucket's (tokens, last refill): its Event's first and last time (ms), count and
+// name sequence number; when its (type, reason)'s window of messages started.
+const [N_FIRST, N_LAST, N_COUNT, N_SEQ, N_GROUP_FIRST, NUMS, BUCKET] = [0, 1, 2, 3, 4, 5, 2] as const;
+
+type Cell = string | Set<string> | ObjectReference | undefined;
+
+/**
+ * What the correlator keeps of one involved object: its spam bucket and a row per Event it wrote, keyed by
+ * (type, reason, key) and found by linear scan (an object has a handful). Invariants: no two rows share
+ * (type, reason, key); the rows of one (type, reason) hold the same messages and window start; a
+ * (type, reason) with messages and no Event has one row, whose key is undefined. Both arrays grow by concat,
+ * so they are no longer than their rows.
+ */
+class ObjectState {
+  /** Spam bucket [tokens, last refill ms], then NUMS numbers per row: only numbers, stored unboxed. */
+  nums: number[];
+  /** CELLS cells per row. */
+  cells: Cell[] = [];
+
+  constructor(
+    /** The first ref recorded for the object (see RefCell). */
+    readonly ref: ObjectReference,
+    now: number,
+  ) {
+    this.nums = [SPAM_BURST, now];
+  }
+
+  /** Adds the tokens earned since the last refill, up to the burst. */
+  refill(now: number): void {
+    const n = this.nums;
+    n[0] = Math.min(SPAM_BURST, n[0]! + (now - n[1]!) / SPAM_REFILL_MS);
+    n[1] = now;
+  }
+
+  /** Spends a token if there is a whole one. */
+  takeToken(): boolean {
+    if (this.nums[0]! < 1) return false;
+    this.nums[0] = this.nums[0]! - 1;
+    return true;
+  }
+
+  get rows(): number {
+    return this.cells.length / CELLS;
+  }
+
+  /** The first row of (type, reason), or -1. */
+  group(type: EventType, reason: string): number {
+    const c = this.cells;
+    for (let i = 0; i < c.length; i += CELLS)
+      if (c[i + C_REASON] === reason && c[i + C_TYPE] === type) return i / CELLS;
+    return -1;
+  }
+
+  /** The row of (type, reason, key), or -1. */
+  find(type: EventType, reason: string, key: string | undefined): number {
+    const c = this.cells;
+    for (let i = 0; i < c.length; i += CELLS)
+      if (c[i + C_KEY] === key && c[i + C_REASON] === reason && c[i + C_TYPE] === type) return i / CELLS;
+    return -1;
+  }
+
+  cell(row: number, field: number): Cell {
+    return this.cells[row * CELLS + field];
+  }
+
+  num(row: number, field: number): number {
+    return this.nums[BUCKET + row * NUMS + field]!;
+  }
+
+  setNum(row: number, field: number, value: number): void {
+    this.nums[BUCKET + row * NUMS + field] = value;
+  }
+
+  /** The involvedObject of the row's Event, equal to the one it was created with. */
+  refOf(row: number): ObjectReference {
+    const r = this.cell(row, C_REF) as RefCell;
+    if (r === undefined) return this.ref;
+    return typeof r === 'string' ? withFieldPath(this.ref, r) : r;
+  }
+
+  /** Sets the messages and window start of (type, reason) on its rows; `now` is a touch for eviction. */
+  setGroup(type: EventType, reason: string, messages: Messages, firstMs: number, now: number): void {
+    const c = this.cells;
+    for (let r = 0; r < this.rows; r++)
+      if (c[r * CELLS + C_REASON] === reason && c[r * CELLS + C_TYPE] === type) {
+        c[r * CELLS + C_MESSAGES] = messages;
+        this.setNum(r, N_GROUP_FIRST, firstMs);
+        if (c[r * CELLS + C_KEY] === undefined) this.setNum(r, N_LAST, now);
+      }
+  }
+
+  /** Adds a row of (type, reason) without an Event; returns its index. */
+  addRow(type: EventType, reason: string, messages: Messages, groupFirstMs: number, now: number): number {
+    this.cells = this.cells.concat([type, reason, undefined, undefined, messages]);
+    this.nums = this.nums.concat([0, now, 0, 0, groupFirstMs]);
+    return this.rows - 1;
+  }
+
+  /** Makes `row` the record of an Event created `now`. */
+  setEvent(row: number, key: string, ref: RefCell, now: number, seq: number): void {
+    this.cells[row * CELLS + C_KEY] = key;
+    this.cells[row * CELLS + C_REF] = ref;
+    this.setNum(row, N_FIRST, now);
+    this.setNum(row, N_LAST, now);
+    this.setNum(row, N_COUNT, 1);
+    this.setNum(row, N_SEQ, seq);
+  }
+
+  /** Drops the row written longest ago. */
+  dropOldestRow(): void {
+    let oldest = 0;
+    for (let r = 1; r < this.rows; r++) if (this.num(r, N_LAST) < this.num(oldest, N_LAST)) oldest = r;
+    this.cells.splice(oldest * CELLS, CELLS);
+    this.nums.splice(BUCKET + oldest * NUMS, NUMS);
+  }
+}
+
+export class EventCorrelator {
+  /**
+   * Least recently used first. An object's key is its UID when it has one and no other object holds that
+   * key (a string the caller's refs already share, so none is built per object), else its objectId.
+   */
+  private readonly objects = new Map<string, ObjectState>();
+  /** Rows over all objects. */
+  private rows = 0;
+  private seq = 0;
+  private readonly pool = new StringPool();
+
+  constructor(private readonly source: { component: string; host: string }) {}
+
+  correlate(
+    ref: ObjectReference,
+    type: EventType,
+    reason: string,
+    message: string,
+    now: number,
+  ): Correlation {
+    const id = this.key(ref);
+    let o = this.objects.get(id);
+    if (o) this.objects.delete(id);
+    else o = new ObjectState(ref, now);
+    this.objects.set(id, o);
+    const c = this.decide(o, ref, type, reason, this.pool.intern(message), now);
+    this.bound(o);
+    return c;
+  }
+
+  private decide(
+    o: ObjectState,
+    ref: ObjectReference,
+    type: EventType,
+    reason: string,
+    messageIn: string,
+    now: number,
+  ): Correlation {
+    o.refill(now);
+
+    // Aggregate: many different messages for the same reason collapse into one combined Event.
+    let g = o.group(type, reason);
+    let messages: Messages = messageIn;
+    if (g < 0) {
+      g = o.addRow(type, reason, messages, now, now);
+      this.rows++;
+    } else {
+      const firstMs = o.num(g, N_GROUP_FIRST);
+      const within = now - firstMs <= DEDUP_WINDOW_MS;
+      if (within) messages = withMessage(o.cell(g, C_MESSAGES) as Messages, messageIn);
+      o.setGroup(type, reason, messages, within ? firstMs : now, now);
+    }
+    const combined = typeof messages !== 'string' && messages.size > AGGREGATE_THRESHOLD;
+    const message = combined ? `(combined from similar events): ${messageIn}` : messageIn;
+
+    const key = combined ? COMBINED : messageIn;
+    let row = o.find(type, reason, key);
+    if (row >= 0 && now - o.num(row, N_LAST) <= DEDUP_WINDOW_MS) {
+      if (!o.takeToken()) return { action: 'drop' };
+      const count = o.num(row, N_COUNT) + 1;
+      o.setNum(row, N_COUNT, count);
+      o.setNum(row, N_LAST, now);
+      const event = this.build(o, row, type, reason, message, iso(now));
+      return { action: 'patch', event, patch: { count, lastTimestamp: event.lastTimestamp, message } };
+    }
+    if (!o.takeToken()) return { action: 'drop' };
+    if (row < 0) row = o.find(type, reason, undefined);
+    if (row < 0) {
+      row = o.addRow(type, reason, messages, o.num(g, N_GROUP_FIRST), now);
+      this.rows++;
+    }
+    o.setEvent(row, key, refCell(ref, o.ref, this.pool), now, this.seq++);
+    return { action: 'create', event: this.build(o, row, type, reason, message, iso(now), ref) };
+  }
+
+  /** Brings the object's rows, all rows and the objects within their bounds; `o` was used last. */
+  private bound(o: ObjectState): void {
+    while (o.rows > MAX_ROWS_PER_OBJECT) {
+      o.dropOldestRow();
+      this.rows--;
+    }
+    while (this.rows > MAX_ROWS || this.objects.size > MAX_OBJECTS) {
+      const [id, oldest] = this.objects.entries().next().value as [string, ObjectState];
+      if (oldest === o) break;
+      this.objects.delete(id);
+      this.rows -= oldest.rows;
+    }
+  }
+
+  /**
+   * Drops what is kept for one object (the owner calls it once a pod is gone from the API). A UID never
+   * comes back, so no later event could have matched it: the Events written are the same, and a node that
+   * churns through pods keeps only its live ones.
+   */
+  forget(ref: ObjectReference): void {
+    const id = this.key(ref);
+    const o = this.objects.get(id);
+    if (!o) return;
+    this.rows -= o.rows;
+    this.objects.delete(id);
+  }
+
+  /**
+   * The key `ref`'s object is kept under, or is to be if new. A UID key has no '/' and an objectId has
+   * three, so the two never meet; an objectId key belongs to that object alone.
+   */
+  private key(ref: ObjectReference): string {
+    const uid = ref.uid;
+    if (uid && !uid.includes('/')) {
+      const o = this.objects.get(uid);
+      if (o === undefined) {
+        // New, or kept under its objectId as it came while another object held the UID key.
+        const id = objectId(ref);
+        return this.objects.has(id) ? id : uid;
+      }
+      if (sameObject(o.ref, ref)) return uid;
+    }
+    return objectId(ref);
+  }
+
+  /** Events kept (seen), (object, type, reason) message sets (similar) and objects (spam); for tests. */
+  size(): { seen: number; similar: number; spam: number } {
+    let seen = 0;
+    let similar = 0;
+    for (const o of this.objects.values())
+      for (let r = 0; r < o.rows; r++) {
+        if (o.cell(r, C_KEY) !== undefined) seen++;
+        if (o.group(o.cell(r, C_TYPE) as EventType, o.cell(r, C_REASON) as string) === r) similar++;
+      }
+    return { seen, similar, spam: this.objects.size };
+  }
+
+  /** The Event of `row` with this message and lastTimestamp, and the row's count. */
+  private build(
+    o: ObjectState,
+    row: number,
+    type: EventType,
+    reason: string,
+    message: string,
+    lastTimestamp: string,
+    ref = o.refOf(row),
+  ): CoreEvent {
+    const firstMs = o.num(row, N_FIRST);
+    return {
+      apiVersion: 'v1',
+      kind: 'Event',
+      metadata: {
+        name: eventName(ref.name, firstMs, o.num(row, N_SEQ)),
+        namespace: ref.namespace ?? 'default',
+      },
+      involvedObject: ref,
+      reason,
+      message,
+      source: { component: this.source.component, host: this.source.host },
+      firstTimestamp: iso(firstMs),
+      lastTimestamp,
+      count: o.num(row, N_COUNT),
+      type,
+      reportingComponent: this.source.component,
+      reportingInstance: this.source.host,
+    };
+  }
+}

@@ -1,0 +1,33 @@
+/**
+ * The status manager's cache keeps its statuses interned (src/util/intern.ts): a node's hostIPs, the
+ * conditions of pods that changed in the same second, `state.running` of containers started in the same
+ * second, empty `resources` and image names exist once, not once per pod.
+ */
+import type { ContainerStatus, PodStatus } from '../../api/core.js';
+import type { Interner } from '../../util/intern.js';
+
+function internContainer(c: ContainerStatus, i: Interner): ContainerStatus {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(c)) {
+    if (k === 'image' || k === 'imageID') out[k] = i.string(v as string);
+    else out[k] = typeof v === 'object' && v !== null ? i.value(v) : v;
+  }
+  return out as unknown as ContainerStatus;
+}
+
+/**
+ * `status` with its shareable parts replaced by the interned instances; what is the pod's own (podIP,
+ * podIPs, the container IDs) stays. Equal to the input by value; the input is not modified.
+ */
+export function internPodStatus(status: PodStatus, i: Interner): PodStatus {
+  const out: PodStatus = { ...status };
+  if (status.conditions) out.conditions = i.value(status.conditions);
+  if (status.hostIPs) out.hostIPs = i.value(status.hostIPs);
+  if (status.hostIP !== undefined) out.hostIP = i.string(status.hostIP);
+  if (status.startTime !== undefined) out.startTime = i.string(status.startTime);
+  for (const k of ['initContainerStatuses', 'containerStatuses', 'ephemeralContainerStatuses'] as const) {
+    const list = status[k];
+    if (list) out[k] = list.map((c) => internContainer(c, i));
+  }
+  return out;
+}
