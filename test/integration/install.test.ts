@@ -380,6 +380,18 @@ describe('install manifests (real apiserver)', function () {
       );
 
     it('serves a VirtualNode: Ready Node, plain pod Running and Ready with env from a ConfigMap and a Secret', async () => {
+      // A Lease left behind by an earlier Node of this name: the new Node's Lease cannot simply be created,
+      // so the operator reads (get leases) and takes over the one that is there.
+      await admin.request({
+        method: 'POST',
+        path: '/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases',
+        body: {
+          apiVersion: 'coordination.k8s.io/v1',
+          kind: 'Lease',
+          metadata: { name: VN },
+          spec: { holderIdentity: 'an-earlier-node', leaseDurationSeconds: 40 },
+        },
+      });
       await postVirtualNode(admin, VN, {
         runtime: { type: 'sim' },
         heartbeat: { renewIntervalSeconds: 2, leaseDurationSeconds: 10 },
@@ -387,6 +399,18 @@ describe('install manifests (real apiserver)', function () {
         kubelet: { serviceAccountTokens: 'Request' },
       });
       await waitNodeReady(admin, VN, 30_000);
+      const lease = await eventually(
+        async () => {
+          const l = await admin.request<{
+            spec: { holderIdentity?: string };
+            metadata: { ownerReferences?: { kind: string; name: string }[] };
+          }>({ method: 'GET', path: `/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/${VN}` });
+          return l.metadata.ownerReferences?.some((r) => r.kind === 'Node') ? l : undefined;
+        },
+        20_000,
+        'the Lease taken over by the new Node',
+      );
+      expect(lease.spec.holderIdentity).to.equal(VN);
       await admin.request({
         method: 'POST',
         path: `/api/v1/namespaces/${APPS}/pods`,
