@@ -16,6 +16,7 @@ export interface Clock {
 }
 
 import { TimerHeap } from './timerheap.js';
+import { TimerQueue, type TimerSource } from './timerqueue.js';
 
 /** setTimeout fires at once for delays over 2^31-1 ms (about 24.8 days); longer waits are chained. */
 const MAX_TIMEOUT_MS = 2 ** 31 - 1;
@@ -39,37 +40,38 @@ function longTimeout(ms: number, fn: () => void, ref: boolean): TimerHandle {
   return { cancel: () => clearTimeout(t) };
 }
 
-function rethrowLater(err: unknown): void {
-  process.nextTick(() => {
-    throw err;
-  });
-}
+/** One unref'd Node timeout (delays past what setTimeout holds fire early; the TimerQueue re-arms). */
+const nodeTimers: TimerSource = {
+  now: () => Date.now(),
+  setTimer(ms, fn) {
+    const t = setTimeout(fn, Math.min(Math.max(0, ms), MAX_TIMEOUT_MS));
+    t.unref?.();
+    return { cancel: () => clearTimeout(t) };
+  },
+};
 
 /**
- * Wall-clock time. Timers share one heap (timerheap.ts) and one Node timeout, armed for the earliest; it
- * does not keep the process alive. When it fires, every timer due by then runs in due order, except those
- * created by that batch's own callbacks, which wait for the next turn of the event loop (as a 0 ms
- * setTimeout would); microtasks a callback queues run after the batch (Node's own timers drain them after
- * each callback: the order differs, nothing else). A callback that throws does not stop the batch: the error is rethrown on its own, as
- * an uncaught timer error would be. `sleep` keeps the process alive for its duration.
+ * Wall-clock time. Timers share one TimerQueue on one Node timeout (timerqueue.ts), which does not keep
+ * the process alive: a batch of due timers runs in due order, timers created by the batch wait for the
+ * next turn of the event loop (as a 0 ms setTimeout would), and microtasks a callback queues run after the
+ * batch (Node's own timers drain them after each callback: the order differs, nothing else). A callback
+ * that throws does not stop the batch: the error is rethrown on its own, as an uncaught timer error would
+ * be. `sleep` keeps the process alive for its duration.
  */
 export class RealClock implements Clock {
-  private readonly timers = new TimerHeap(() => this.disarm());
-  private armed: ReturnType<typeof setTimeout> | undefined;
-  private armedAt = Infinity;
-  private firing = false;
+  private readonly timers: TimerQueue;
 
   /** `onError` gets what a timer callback threw (default: rethrown on its own, as an uncaught error). */
-  constructor(private readonly onError: (err: unknown) => void = rethrowLater) {}
+  constructor(onError?: (err: unknown) => void) {
+    this.timers = new TimerQueue(nodeTimers, onError);
+  }
 
   now(): number {
     return Date.now();
   }
 
   setTimer(ms: number, fn: () => void): TimerHandle {
-    const e = this.timers.addCallback(Date.now() + Math.max(0, ms), fn);
-    if (!this.firing && e.at < this.armedAt) this.arm(e.at);
-    return e;
+    return this.timers.setCallback(ms, fn);
   }
 
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
@@ -90,47 +92,13 @@ export class RealClock implements Clock {
       signal?.addEventListener('abort', onAbort, { once: true });
     });
   }
-
-  private arm(at: number): void {
-    if (this.armed !== undefined) clearTimeout(this.armed);
-    this.armedAt = at;
-    this.armed = setTimeout(() => this.fire(), Math.min(Math.max(0, at - Date.now()), MAX_TIMEOUT_MS));
-    this.armed.unref?.();
-  }
-
-  private disarm(): void {
-    if (this.armed !== undefined) clearTimeout(this.armed);
-    this.armed = undefined;
-    this.armedAt = Infinity;
-  }
-
-  private fire(): void {
-    this.armed = undefined;
-    this.armedAt = Infinity;
-    this.firing = true;
-    const now = Date.now();
-    const limit = this.timers.nextSeq;
-    try {
-      for (let next = this.timers.takeDue(now, limit); next; next = this.timers.takeDue(now, limit)) {
-        try {
-          next.run();
-        } catch (err) {
-          this.onError(err);
-        }
-      }
-    } finally {
-      this.firing = false;
-      const earliest = this.timers.peek();
-      if (earliest) this.arm(earliest.at);
-    }
-  }
 }
 
 /**
  * A clock that moves only when told to. `advance(ms)` fires due timers in time order, each seeing `now()`
  * equal to its own due time, so a chain of timers behaves as it would in real time.
  *
- * Timers live in a TimerHeap (setTimer and each firing O(log n), cancel O(1)), so a simulation with 100,000
+ * Timers live in a TimerHeap (setTimer, cancel and each firing O(log n)), so a simulation with 100,000
  * pending timers stays fast.
  */
 export class FakeClock implements Clock {
