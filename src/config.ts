@@ -92,6 +92,30 @@ export const ConfigSchema = z.object({
   resolvConf: z.string().startsWith('/', 'must be an absolute path').default('/etc/resolv.conf'),
   /** The host's hosts file, which host-network pods on cri VirtualNodes see (with their hostAliases). */
   hostsFile: z.string().startsWith('/', 'must be an absolute path').default('/etc/hosts'),
+  /**
+   * Share VirtualNodes with other replicas by Leases in --shard-namespace (operator/shard): each replica
+   * announces itself with a Lease and serves the VirtualNodes whose shard Lease it holds, at most its fair
+   * share. Off: this process serves every VirtualNode matching --virtual-node-selector (one replica).
+   */
+  shardLeases: z
+    .union([z.boolean(), z.enum(['true', 'false'])])
+    .transform((v) => v === true || v === 'true')
+    .default(false),
+  /** This replica's holder identity (default: env POD_NAME, else `<hostname>-<pid>`). */
+  shardIdentity: z
+    .string()
+    .regex(/^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$/, 'not a DNS label (lower case, at most 63)')
+    .or(z.literal(''))
+    .default(''),
+  /** Namespace of the shard Leases (default: env POD_NAMESPACE, else kubelet-operator-system). */
+  shardNamespace: z.string().default(''),
+  shardLeaseDurationSeconds: z.coerce.number().int().min(2).max(3600).default(15),
+  shardRenewIntervalSeconds: z.coerce.number().int().min(1).max(3600).default(5),
+  /**
+   * The host (Node name) this replica runs on (default: env NODE_NAME). A cri VirtualNode with
+   * spec.runtime.cri.host is served only by a replica on that host, whose containerd it drives.
+   */
+  shardHost: z.string().default(''),
   logLevel: z.enum(['error', 'warn', 'info', 'debug']).default('info'),
   /** Workers for the VirtualNode controller queue (syncs mostly wait on API calls; many nodes start at once). */
   workers: z.coerce.number().int().min(1).max(64).default(16),
@@ -129,6 +153,9 @@ export function loadConfig(argv: string[], env: Record<string, string | undefine
   }
   if (raw.kubeconfig === undefined && env.KUBECONFIG) raw.kubeconfig = env.KUBECONFIG;
   if (raw.defaultInternalIP === undefined && env.POD_IP) raw.defaultInternalIP = env.POD_IP;
+  if (raw.shardIdentity === undefined && env.POD_NAME) raw.shardIdentity = env.POD_NAME;
+  if (raw.shardNamespace === undefined && env.POD_NAMESPACE) raw.shardNamespace = env.POD_NAMESPACE;
+  if (raw.shardHost === undefined && env.NODE_NAME) raw.shardHost = env.NODE_NAME;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     if (!arg.startsWith('--')) return { ok: false, message: `unexpected argument ${JSON.stringify(arg)}` };
@@ -137,13 +164,18 @@ export function loadConfig(argv: string[], env: Record<string, string | undefine
     const key = byFlag.get(name);
     if (!key) return { ok: false, message: `unknown flag --${name}` };
     if (eq >= 0) raw[key] = arg.slice(eq + 1);
-    else if (key === 'unlimitedQps') raw[key] = true;
+    else if (key === 'unlimitedQps' || key === 'shardLeases') raw[key] = true;
     else if (i + 1 < argv.length) raw[key] = argv[++i];
     else return { ok: false, message: `flag --${name} needs a value` };
   }
   const r = ConfigSchema.safeParse(raw);
   if (r.success) {
     const c = r.data;
+    if (c.shardRenewIntervalSeconds * 2 >= c.shardLeaseDurationSeconds)
+      return {
+        ok: false,
+        message: '--shard-renew-interval-seconds: must be less than half of --shard-lease-duration-seconds',
+      };
     if (c.nodeApiServingCert === 'csr' && (c.nodeApiCertFile || c.nodeApiKeyFile))
       return {
         ok: false,

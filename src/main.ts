@@ -3,6 +3,7 @@
  * and a graceful shutdown on SIGTERM/SIGINT (loops stop; Nodes, Leases and pods stay for the next process).
  */
 import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { KubeConfig } from '@kubernetes/client-node';
 import { loadConfig, usage } from './config.js';
 import { KubeClient } from './kube/client.js';
@@ -10,6 +11,8 @@ import { kubeletNodeFactory } from './managednode.js';
 import { restVolumeSources } from './kubelet/volumemanager/sources.js';
 import { Metrics } from './metrics.js';
 import { Operator } from './operator.js';
+import { restShardLeaseAPI } from './operator/shard/api.js';
+import { ShardCoordinator } from './operator/shard/coordinator.js';
 import { HealthServer } from './server/http.js';
 import { NodeApiRegistry } from './server/nodeapi/registry.js';
 import { serveNodeApi, type NodeApiCertificates, type ServedNodeApi } from './server/nodeapi/serve.js';
@@ -45,12 +48,23 @@ async function main(argv: string[]): Promise<number> {
     });
     return 2;
   }
+  // With shard Leases, this replica's identity is its Lease holder name and part of its user agent (the
+  // API server's audit log tells replicas apart by it).
+  const identity =
+    cfg.shardIdentity ||
+    `${hostname()
+      .toLowerCase()
+      .replace(/[^a-z0-9-]+/g, '-')
+      .replace(/^-+|-+$/g, '')
+      .slice(0, 50)}-${process.pid}`;
   const client = await KubeClient.fromKubeConfig(kc, {
     qps: cfg.kubeApiQps,
     burst: cfg.kubeApiBurst,
     unlimited: cfg.unlimitedQps,
     clock,
-    userAgent: `kubelet-operator/${VERSION}`,
+    userAgent: cfg.shardLeases
+      ? `kubelet-operator/${VERSION} replica/${identity}`
+      : `kubelet-operator/${VERSION}`,
     onRequest: metrics.onRequest,
   });
   const nodeApi = new NodeApiRegistry();
@@ -76,6 +90,20 @@ async function main(argv: string[]): Promise<number> {
     logger,
     workers: cfg.workers,
     virtualNodeSelector: cfg.virtualNodeSelector || undefined,
+    ...(cfg.shardLeases
+      ? {
+          shard: new ShardCoordinator({
+            api: restShardLeaseAPI(client, cfg.shardNamespace || 'kubelet-operator-system'),
+            namespace: cfg.shardNamespace || 'kubelet-operator-system',
+            identity,
+            host: cfg.shardHost,
+            clock,
+            logger,
+            leaseDurationMs: cfg.shardLeaseDurationSeconds * 1000,
+            renewIntervalMs: cfg.shardRenewIntervalSeconds * 1000,
+          }),
+        }
+      : {}),
   });
 
   const server = new HealthServer(metrics.registry);
@@ -143,7 +171,12 @@ async function main(argv: string[]): Promise<number> {
   );
 
   await operator.start();
-  logger.info('operator started', { server: client.server });
+  logger.info('operator started', {
+    server: client.server,
+    ...(cfg.shardLeases
+      ? { replica: identity, shardNamespace: cfg.shardNamespace || 'kubelet-operator-system' }
+      : {}),
+  });
   await done;
   return 0;
 }

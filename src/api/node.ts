@@ -72,5 +72,6 @@ export interface Lease {
     leaseDurationSeconds?: number;
     renewTime?: string;
     acquireTime?: string;
+    leaseTransitions?: number;
   };
 }

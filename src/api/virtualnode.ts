@@ -55,6 +55,11 @@ export const VirtualNodeSpecSchema = z
           cgroupRoot: z.string().startsWith('/').default('/kubelet-operator'),
           logRoot: z.string().startsWith('/').default('/var/log/pods'),
           podNetwork: z.enum(['host', 'cni']).default('host'),
+          /**
+           * The Kubernetes Node whose containerd this VirtualNode drives. With --shard-leases only a replica
+           * on that Node (its --shard-host) serves it; unset, any replica may.
+           */
+          host: dnsSubdomain.optional(),
         }),
       }),
       z.object({

@@ -12,7 +12,8 @@
  *
  * Lifecycle: `start()` once; `ready` resolves when the pod informer has synced, the PLEG has listed the runtime
  * once (start-up waits, retrying, for a runtime that does not answer yet) and the node's pods were handed to
- * pod workers (containers already on the runtime are adopted by their labels, never recreated; runtime pods
+ * pod workers (containers already on the runtime are adopted by their labels, never recreated; a runtime that
+ * lost them with the process first rebuilds them from the pods' API statuses: kubelet_adopt.ts; runtime pods
  * unknown to the API go to pod workers to be stopped at the first housekeeping). `stop()` ends every loop and
  * parks the pod workers without touching the runtime or the API (a crash and a shutdown look the same to the
  * next Kubelet). Time comes only from the injected Clock.
@@ -26,6 +27,7 @@ import { AllocationManager, ResizeRetryMs } from './allocation/manager.js';
 import { PodConfig, type PodChange } from './config/podconfig.js';
 import { PodCache } from './container/cache.js';
 import { asPodUID } from './container/types.js';
+import { podAdoptionFor, type PodAdoption } from './kubelet_adopt.js';
 import { RuntimeCleanup } from './kubelet_cleanup.js';
 import {
   admissionNodeWithSettings,
@@ -97,6 +99,8 @@ export class Kubelet {
   private readonly inflight = new Set<Promise<unknown>>();
   private readonly unsubscribe: (() => void)[] = [];
   private readonly cleanup: RuntimeCleanup;
+  /** Rebuilds a runtime that lost its state with the process (kubelet_adopt.ts); undefined for the others. */
+  private readonly adoption: PodAdoption | undefined;
   private phase: 'new' | 'starting' | 'running' | 'stopped' = 'new';
   private statusDraining = false;
   /** Ends the start-up's waits when the Kubelet is stopped first. */
@@ -141,6 +145,7 @@ export class Kubelet {
       reasonCache: this.reasonCache,
       log: this.log,
     });
+    this.adoption = podAdoptionFor(deps, podEnv, this.runtimeManager, this.log);
     this.pleg = new GenericPLEG({ lister: this.runtimeManager, cache: this.podCache, clock: deps.clock });
     const sm = this.log.child({ component: 'status_manager' });
     this.statusManager = new StatusManager({
@@ -351,6 +356,9 @@ export class Kubelet {
     if (this.phase !== 'starting') return;
     const pods = this.desiredPods();
     this.podManager.setPods(pods);
+    // Before anything lists the runtime or generates a status: they must see the adopted containers.
+    await this.adoption?.adoptPods(pods);
+    if (this.phase !== 'starting') return;
 
     // The pod workers read the runtime only through the PLEG's cache: list it once before they start. The
     // runtime may not answer yet (containerd restarting, socket not there): wait for it, never give up.

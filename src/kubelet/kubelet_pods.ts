@@ -62,7 +62,7 @@ function configError(message: string, pod: Pod): KindError {
 export class KubeletPods implements RuntimeHelper {
   constructor(private readonly d: KubeletPodsDeps) {}
 
-  async sandboxOptions(pod: Pod): Promise<SandboxOptions> {
+  async sandboxOptions(pod: Pod, opts?: { quiet?: boolean }): Promise<SandboxOptions> {
     const hostname = podSandboxHostname(pod, this.hostnameOptions());
     const dns = getPodDNS(pod, {
       clusterDNS: this.d.clusterDNS,
@@ -70,7 +70,7 @@ export class KubeletPods implements RuntimeHelper {
       nodeIPs: this.d.nodeIPs,
       ...(await this.hostResolvConf()),
     });
-    this.recordDNSEvents(pod, dns.events);
+    if (!opts?.quiet) this.recordDNSEvents(pod, dns.events);
     const out: SandboxOptions = { dnsConfig: dns.config };
     if (hostname !== undefined) out.hostname = hostname;
     return out;

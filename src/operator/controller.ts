@@ -34,6 +34,8 @@ import { PodCIDRDefaulter } from './podcidr.js';
 import { drainingStatus, notStartedStatus, observedStatus, VirtualNodeStatusWriter } from './status.js';
 import { internPod } from './podintern.js';
 import { processInterner } from '../util/intern.js';
+import type { ShardGate } from './shard/coordinator.js';
+import type { ShardNode } from './shard/plan.js';
 
 export interface OperatorOptions {
   /** The API server: every seam of `api` is built over it unless `api` is given. */
@@ -50,6 +52,11 @@ export interface OperatorOptions {
   statusPeriodMs?: number;
   /** Delay between drain checks while a VirtualNode is being deleted (default 1 s). */
   drainRecheckMs?: number;
+  /**
+   * Shares VirtualNodes with other replicas (shard/coordinator.ts): only those it `owns` are served, and
+   * finalized. Absent: this process serves every VirtualNode it sees.
+   */
+  shard?: ShardGate;
 }
 
 const ServicesByNamespaceIndex = 'namespace';
@@ -135,6 +142,10 @@ export class Operator {
       this.vnInformer.waitForSync(),
       this.serviceInformer.waitForSync(),
     ]);
+    await this.opts.shard?.start(
+      () => this.shardNodes(),
+      (name) => this.queue.add(name),
+    );
     this.workersDone = runWorkers(
       this.queue,
       this.opts.workers ?? 4,
@@ -158,6 +169,15 @@ export class Operator {
     return [...this.served.keys()];
   }
 
+  /** Every VirtualNode, with the host a cri one is pinned to (the shard plan's input). */
+  private shardNodes(): ShardNode[] {
+    return this.vnInformer.list().map((vn) => {
+      const rt = (vn.spec as { runtime?: { type?: unknown; cri?: { host?: unknown } } } | undefined)?.runtime;
+      const host = rt?.type === 'cri' && typeof rt.cri?.host === 'string' ? rt.cri.host : '';
+      return host ? { name: vn.metadata.name ?? '', host } : { name: vn.metadata.name ?? '' };
+    });
+  }
+
   /** Stops loops and every ManagedNode; Nodes and pods stay as they are (another process takes over). */
   async stop(): Promise<void> {
     this.stopping = true;
@@ -167,11 +187,20 @@ export class Operator {
     await Promise.all([...this.served.values()].map((s) => s.node.stop().catch(() => undefined)));
     this.served.clear();
     this.byNode.clear();
+    // Only now, with every node stopped, may another replica take them.
+    await this.opts.shard?.stop();
   }
 
   /** One reconcile of one VirtualNode, by name. Throws to be retried with back-off. */
   async sync(name: string): Promise<void> {
     if (this.stopping) return;
+    const shard = this.opts.shard;
+    if (shard && !shard.owns(name)) {
+      // Served by another replica (or by none yet): stop it here, if it ran here, before its Lease goes.
+      await this.forget(name);
+      shard.stopped(name);
+      return;
+    }
     let vn = this.vnInformer.get(name);
     if (!vn) {
       // Gone without our finalizer (or after it): just stop serving it.

@@ -365,6 +365,55 @@ export interface RuntimeCapabilities {
    * it (`sim`). Absent: the `runtimeName` that version() reports (containerd, cri-o).
    */
   readonly runtimeType?: string;
+  /**
+   * Present when the runtime keeps its containers in the process (the simulated runtime): a new process has
+   * none of them, and rebuilds them from what the API recorded (kubelet/kubelet_adopt.ts). Absent: the
+   * runtime keeps its state itself and the kubelet adopts it by labels (cri).
+   */
+  readonly adopt?: RuntimeAdopter;
+}
+
+/** How the sandbox being adopted was: its pod IP (pod network only) and when it was created. */
+export interface AdoptedSandbox {
+  /** Reserved exactly; ignored for a host-network sandbox (it has the node's). */
+  ip?: string;
+  createdAtMs: number;
+}
+
+/** How the container instance being adopted was, as the pod's API status recorded it. */
+export interface AdoptedContainer {
+  /** The ID it had (without the `<type>://` prefix); it keeps it. */
+  id: string;
+  state: 'running' | 'exited';
+  startedAtMs: number;
+  /** Exited only: when, with which code (default 0), reason (default the runtime's for the code), message. */
+  finishedAtMs?: number;
+  exitCode?: number;
+  reason?: string;
+  message?: string;
+}
+
+/**
+ * Recreates a runtime's records as they were before the process that held them went away: the records
+ * exactly as RunPodSandbox, CreateContainer and StartContainer (and the exit) would have left them, with the
+ * IDs, IP and times given, without pulling, waiting or starting anything anew. Synchronous. Throws
+ * KindErrors: AlreadyExists for an ID, name or IP already taken, InvalidArgument for an IP outside the pod
+ * range or a malformed config or time, NotFound for an unknown sandbox, Unavailable once closed.
+ */
+export interface RuntimeAdopter {
+  /** Resolves to the (new) sandbox ID. */
+  adoptSandbox(config: PodSandboxConfig, fixed: AdoptedSandbox): string;
+  /**
+   * Adopts one instance of a container into a ready sandbox (oldest instances first: the order of adoption
+   * is the order of creation). A running one exits, as its behaviour says, counting from `startedAtMs`; one
+   * whose run ended meanwhile exits at the next tick. Resolves to its ID.
+   */
+  adoptContainer(
+    sandboxId: string,
+    config: ContainerConfig,
+    sandboxConfig: PodSandboxConfig,
+    fixed: AdoptedContainer,
+  ): string;
 }
 
 export interface Runtime {

@@ -11,8 +11,8 @@
  * The processes' logs go to files in a temp dir; KEEP_OPERATOR_LOGS=1 keeps them (their path is printed).
  */
 import { expect } from 'chai';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, openSync, closeSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { killLive, OperatorProcess } from '../support/operatorprocess.js';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -29,7 +29,7 @@ import {
   podCgroupDirs,
   waitNoObjectsOfNode,
 } from '../support/containerd.js';
-import { REPO_ROOT, startControlPlane, type ControlPlane } from '../support/controlplane.js';
+import { startControlPlane, type ControlPlane } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
 import {
   adminClient,
@@ -69,101 +69,6 @@ interface AuditEvent {
   stageTimestamp: string;
   responseStatus?: { code?: number };
 }
-
-/** One operator process; its output goes to `logPath`. */
-class OperatorProcess {
-  readonly child: ChildProcess;
-  readonly exited: Promise<number | null>;
-  private exitedFlag = false;
-
-  constructor(
-    readonly logPath: string,
-    kubeconfig: string,
-  ) {
-    const fd = openSync(logPath, 'a');
-    try {
-      // `node --import tsx` (not the tsx CLI) so that the pid is the operator itself, not a wrapper.
-      this.child = spawn(
-        process.execPath,
-        [
-          '--import',
-          'tsx',
-          'src/main.ts',
-          '--kubeconfig',
-          kubeconfig,
-          '--http-port',
-          '0',
-          '--http-address',
-          '127.0.0.1',
-          '--log-level',
-          'debug',
-        ],
-        { cwd: REPO_ROOT, stdio: ['ignore', fd, fd], env: { ...process.env, KUBECONFIG: '' } },
-      );
-    } finally {
-      closeSync(fd);
-    }
-    live.add(this.child);
-    this.exited = new Promise((resolve) =>
-      this.child.once('exit', (code) => {
-        this.exitedFlag = true;
-        live.delete(this.child);
-        resolve(code);
-      }),
-    );
-  }
-
-  get running(): boolean {
-    return !this.exitedFlag;
-  }
-
-  /** The health port from the process's log line, then /readyz = 200. */
-  async waitReady(timeoutMs = 60_000): Promise<number> {
-    const port = await eventually(
-      () => {
-        if (!this.running) throw new Error(`operator exited; log:\n${this.tail()}`);
-        for (const line of readFileSync(this.logPath, 'utf8').split('\n')) {
-          if (!line.includes('serving health and metrics')) continue;
-          const port = (JSON.parse(line) as { port?: number }).port;
-          if (port) return port;
-        }
-        return undefined;
-      },
-      timeoutMs,
-      'the operator to serve health',
-    );
-    await eventually(
-      async () => {
-        if (!this.running) throw new Error(`operator exited; log:\n${this.tail()}`);
-        const res = await fetch(`http://127.0.0.1:${port}/readyz`);
-        return res.status === 200 ? true : undefined;
-      },
-      timeoutMs,
-      'the operator to be ready',
-    );
-    return port;
-  }
-
-  async kill(signal: NodeJS.Signals): Promise<number | null> {
-    if (this.running) this.child.kill(signal);
-    return this.exited;
-  }
-
-  tail(lines = 30): string {
-    try {
-      return readFileSync(this.logPath, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
-    } catch {
-      return '(no log)';
-    }
-  }
-}
-
-/** Every operator child still running; SIGKILLed in `after` and, as a last resort, at process exit. */
-const live = new Set<ChildProcess>();
-const killLive = (): void => {
-  for (const c of live) c.kill('SIGKILL');
-};
-process.on('exit', killLive);
 
 describe('kubelet-operator process restart on containerd (real apiserver, real process)', function () {
   this.timeout(6 * 60_000);

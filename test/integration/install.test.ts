@@ -20,6 +20,8 @@ import type { Pod } from '../../src/api/core.js';
 import type { Node } from '../../src/api/node.js';
 import { KubeClient, type Verb } from '../../src/kube/client.js';
 import type { Operator } from '../../src/operator.js';
+import { restShardLeaseAPI } from '../../src/operator/shard/api.js';
+import { ShardCoordinator } from '../../src/operator/shard/coordinator.js';
 import { CSR_PATH, type CsrServingCertificates } from '../../src/server/nodeapi/certificate.js';
 import { NodeApiRegistry } from '../../src/server/nodeapi/registry.js';
 import type { NodeApiServer } from '../../src/server/nodeapi/server.js';
@@ -117,7 +119,7 @@ describe('install manifests (real apiserver)', function () {
     await cp?.stop();
   });
 
-  it('kubectl kustomize builds every overlay, with the hardened Deployment', async () => {
+  it('kubectl kustomize builds every overlay, with the hardened workload (sim: Deployment, cri: DaemonSet)', async () => {
     for (const overlay of OVERLAYS) {
       const objs = await render(overlay);
       const kinds = objs.map((o) => o.kind).sort();
@@ -125,7 +127,7 @@ describe('install manifests (real apiserver)', function () {
         'ClusterRole',
         'ClusterRoleBinding',
         'CustomResourceDefinition',
-        'Deployment',
+        overlay === 'sim' ? 'Deployment' : 'DaemonSet',
         'Namespace',
         'Role',
         'RoleBinding',
@@ -133,8 +135,13 @@ describe('install manifests (real apiserver)', function () {
         'ValidatingAdmissionPolicy',
         'ValidatingAdmissionPolicyBinding',
       ]);
-      const dep = find(objs, 'Deployment') as unknown as {
-        spec: { replicas: number; template: { spec: Record<string, unknown> } };
+      const dep = find(objs, overlay === 'sim' ? 'Deployment' : 'DaemonSet') as unknown as {
+        spec: {
+          replicas?: number;
+          strategy?: { type: string; rollingUpdate?: Record<string, number> };
+          updateStrategy?: { type: string; rollingUpdate?: Record<string, number> };
+          template: { spec: Record<string, unknown> };
+        };
       };
       const pod = dep.spec.template.spec as {
         automountServiceAccountToken: boolean;
@@ -145,11 +152,24 @@ describe('install manifests (real apiserver)', function () {
           livenessProbe: { httpGet: { path: string } };
           readinessProbe: { httpGet: { path: string } };
           env: { name: string }[];
+          args: string[];
         }[];
         volumes: { hostPath?: { path: string } }[];
       };
       const c = pod.containers[0]!;
-      expect(dep.spec.replicas).to.equal(1);
+      // Replicas share VirtualNodes by shard Leases: two in the sim overlay, one per labelled host for cri.
+      expect(c.args).to.include('--shard-leases=true');
+      expect(c.env.map((e) => e.name)).to.include.members(['POD_NAME', 'POD_NAMESPACE', 'NODE_NAME']);
+      if (overlay === 'sim') {
+        expect(dep.spec.replicas).to.equal(2);
+        expect(dep.spec.strategy?.type).to.equal('RollingUpdate');
+        const pdb = find(objs, 'PodDisruptionBudget') as unknown as { spec: Record<string, unknown> };
+        expect(pdb.spec.maxUnavailable).to.equal(1);
+      } else {
+        expect(dep.spec.replicas).to.equal(undefined);
+        expect(dep.spec.updateStrategy?.type).to.equal('RollingUpdate');
+        expect(objs.some((o) => o.kind === 'PodDisruptionBudget')).to.equal(false);
+      }
       expect(pod.automountServiceAccountToken).to.equal(true);
       expect(pod.securityContext).to.deep.include({ seccompProfile: { type: 'RuntimeDefault' } });
       expect(c.securityContext).to.deep.equal({
@@ -176,7 +196,6 @@ describe('install manifests (real apiserver)', function () {
           '/var/log/pods',
         ]);
       }
-      expect(objs.some((o) => o.kind === 'PodDisruptionBudget')).to.equal(false);
     }
   });
 
@@ -194,7 +213,7 @@ describe('install manifests (real apiserver)', function () {
       ]);
       expect(res.code, `${overlay}: ${res.stderr}`).to.equal(0);
       expect(res.stdout, overlay).to.contain(
-        'deployment.apps/kubelet-operator serverside-applied (server dry run)',
+        `${overlay === 'sim' ? 'deployment' : 'daemonset'}.apps/kubelet-operator serverside-applied (server dry run)`,
       );
     }
   });
@@ -270,7 +289,9 @@ describe('install manifests (real apiserver)', function () {
       expect(applied.code, applied.stderr).to.equal(0);
       const rules = [
         ...((find(objs, 'ClusterRole', SA) as unknown as { rules: Rule[] }).rules ?? []),
-        ...((find(objs, 'Role') as unknown as { rules: Rule[] }).rules ?? []),
+        ...objs
+          .filter((o) => o.kind === 'Role')
+          .flatMap((o) => (o as unknown as { rules: Rule[] }).rules ?? []),
       ];
       granted = rules.flatMap((r) => r.resources.flatMap((res) => r.verbs.map((v) => `${v} ${res}`)));
 
@@ -343,12 +364,21 @@ describe('install manifests (real apiserver)', function () {
         tls: { source: certs },
         ip: NODE_IP,
       });
+      // As the manifests run it: sharing VirtualNodes by Leases in the operator's namespace.
       op = await startTestOperator({
         client: sa,
         clock,
         logger: silentLogger,
         nodeApi: registry,
         defaultInternalIP: NODE_IP,
+        shard: new ShardCoordinator({
+          api: restShardLeaseAPI(sa, NS),
+          namespace: NS,
+          identity: 'install-test',
+          host: '',
+          clock,
+          logger: silentLogger,
+        }),
       });
     });
 
@@ -726,6 +756,22 @@ describe('install manifests (real apiserver)', function () {
             sa.request({
               method: 'GET',
               path: '/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/x',
+            }),
+        ],
+        [
+          'get a shard Lease by name (the coordinator only lists and watches them)',
+          () =>
+            sa.request({
+              method: 'GET',
+              path: `/apis/coordination.k8s.io/v1/namespaces/${NS}/leases/replica-install-test`,
+            }),
+        ],
+        [
+          'list node Leases',
+          () =>
+            sa.request({
+              method: 'GET',
+              path: '/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases',
             }),
         ],
         ['list CertificateSigningRequests', () => sa.request({ method: 'GET', path: CSR_PATH })],

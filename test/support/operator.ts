@@ -13,6 +13,7 @@ import { KubeClient, type KubeClientOptions } from '../../src/kube/client.js';
 import { kubeletNodeFactory } from '../../src/managednode.js';
 import type { Metrics } from '../../src/metrics.js';
 import { Operator } from '../../src/operator.js';
+import type { ShardGate } from '../../src/operator/shard/coordinator.js';
 import type { NodeApiRegistry } from '../../src/server/nodeapi/registry.js';
 import type { Clock } from '../../src/util/clock.js';
 import { isNotFound } from '../../src/util/errors.js';
@@ -84,6 +85,8 @@ export async function startTestOperator(opts: {
   defaultInternalIP?: string;
   /** The operator's state dir (pod directories); default one per test process, removed at exit. */
   stateDir?: string;
+  /** Shares VirtualNodes with other replicas by Leases (main.ts's --shard-leases). */
+  shard?: ShardGate;
 }): Promise<Operator> {
   const { client, clock, logger } = opts;
   const op = new Operator({
@@ -102,6 +105,7 @@ export async function startTestOperator(opts: {
     logger,
     statusPeriodMs: 1000,
     drainRecheckMs: 300,
+    ...(opts.shard ? { shard: opts.shard } : {}),
   });
   await op.start();
   return op;

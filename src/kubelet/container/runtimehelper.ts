@@ -17,9 +17,9 @@ export interface SandboxOptions {
 export interface RuntimeHelper {
   /**
    * The sandbox's hostname and DNS (kubelet GeneratePodHostNameAndDomain, GetPodDNS). Rejects with the kubelet's
-   * message for a pod whose names cannot make a hostname.
+   * message for a pod whose names cannot make a hostname. `quiet`: record no Events (MissingClusterDNS...).
    */
-  sandboxOptions(pod: Pod): Promise<SandboxOptions>;
+  sandboxOptions(pod: Pod, opts?: { quiet?: boolean }): Promise<SandboxOptions>;
   /**
    * The mounts of one container start (kubelet GenerateRunContainerOptions + kuberuntime makeMounts): its volume
    * mounts, the kubelet-managed /etc/hosts and a fresh termination-message file. Rejects with the kubelet's

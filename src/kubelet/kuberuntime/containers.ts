@@ -74,16 +74,21 @@ async function fetchEnvSources(
   return { configMaps, secrets };
 }
 
+/** What the container config is made from. */
+type ConfigArgs = Pick<StartContainerArgs, 'pod' | 'container' | 'sandboxConfig' | 'podIP' | 'podIPs'>;
+
 /**
  * The container config (kubelet: generateContainerConfig): environment, mounts, the runAsNonRoot check
  * against the image's user, expanded command and args, the preStop annotation, the sim behaviour annotations
  * of the pod, and the container's log directory. Throws with the kubelet's CreateContainerConfigError message.
+ * Without `image` (adoption: the container passed the check when it first started, and its image may not be
+ * on the runtime yet) the check is skipped and no Event is recorded; the config is the same.
  */
 async function generateContainerConfig(
   ctx: ManagerContext,
-  a: StartContainerArgs,
+  a: ConfigArgs,
   restartCount: number,
-  image: { imageRef: string; image?: Image },
+  image: { imageRef: string; image?: Image } | undefined,
 ): Promise<ContainerConfig> {
   const { pod, container } = a;
   const namespace = pod.metadata.namespace ?? '';
@@ -101,7 +106,7 @@ async function generateContainerConfig(
     ...(ctx.node.allocatable ? { nodeAllocatable: ctx.node.allocatable } : {}),
     ...(ctx.runtimeHelper ? { serviceEnv: ctx.runtimeHelper.serviceEnv(pod) } : {}),
   });
-  for (const s of skipped) {
+  for (const s of image ? skipped : []) {
     recordPodEvent(
       ctx,
       pod,
@@ -113,12 +118,14 @@ async function generateContainerConfig(
   const mounts = ctx.runtimeHelper
     ? await ctx.runtimeHelper.containerMounts(pod, container, podIPs, env)
     : undefined;
-  // kubelet getImageUser + verifyRunAsNonRoot: only a numeric, non-zero image user passes runAsNonRoot.
-  const user = needsImageUser(pod, container)
-    ? imageUserOf(image.image ?? (await ctx.runtime.imageStatus(image.imageRef)))
-    : { username: '' };
-  const denied = verifyRunAsNonRoot(pod, container, user.uid, user.username);
-  if (denied) throw new KindError('Forbidden', denied, { container: container.name });
+  if (image) {
+    // kubelet getImageUser + verifyRunAsNonRoot: only a numeric, non-zero image user passes runAsNonRoot.
+    const user = needsImageUser(pod, container)
+      ? imageUserOf(image.image ?? (await ctx.runtime.imageStatus(image.imageRef)))
+      : { username: '' };
+    const denied = verifyRunAsNonRoot(pod, container, user.uid, user.username);
+    if (denied) throw new KindError('Forbidden', denied, { container: container.name });
+  }
   const config = buildContainerConfig(
     pod,
     container,
@@ -141,6 +148,19 @@ async function generateContainerConfig(
     await mkdir(join(a.sandboxConfig.logDirectory, container.name), { recursive: true, mode: 0o755 });
   }
   return config;
+}
+
+/**
+ * The config a start of `a.container` at `restartCount` would use, for a container that is already running
+ * or ran (adoption, kubelet_adopt.ts): the same environment, mounts (a fresh termination-message file),
+ * hash and restart-count annotations, without Events or image checks. Throws as generateContainerConfig.
+ */
+export function adoptedContainerConfig(
+  ctx: ManagerContext,
+  a: ConfigArgs,
+  restartCount: number,
+): Promise<ContainerConfig> {
+  return generateContainerConfig(ctx, a, restartCount, undefined);
 }
 
 function toKeyValues(env: readonly EnvVarValue[]): { key: string; value: string }[] {

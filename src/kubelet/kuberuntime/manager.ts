@@ -13,9 +13,9 @@
  *   `error` is set when anything failed. They reject only on programming errors.
  * - Only objects labelled with this node (ManagedByLabel) are ever listed, changed or removed.
  */
-import type { Pod } from '../../api/core.js';
+import type { Container, Pod } from '../../api/core.js';
 import { isRestartableInitContainer } from '../../api/core.js';
-import type { PodSandboxConfig, Runtime } from '../../runtime/types.js';
+import type { ContainerConfig, PodSandboxConfig, Runtime } from '../../runtime/types.js';
 import { errorMessage, KindError } from '../../util/errors.js';
 import { doBackOff, formatPod } from '../backoff.js';
 import type { RuntimePodStatus } from '../container/types.js';
@@ -24,7 +24,7 @@ import type { ProbeResultsReader } from '../prober/types.js';
 import type { ReasonCache } from '../reasoncache.js';
 import { computePodActions } from './actions.js';
 import { containerSpec, recordContainerEvent, recordPodEvent, type ManagerContext } from './context.js';
-import { startContainer } from './containers.js';
+import { adoptedContainerConfig, startContainer } from './containers.js';
 import { killContainer, removeContainer } from './killcontainer.js';
 import { garbageCollect, type GarbageCollectOptions, type GarbageCollectResult } from './gc.js';
 import { killPodWithSyncResult } from './killpod.js';
@@ -33,7 +33,7 @@ import { listRuntimePods, readPodStatus, sandboxIPs } from './podstatus.js';
 import { removePod } from './removepod.js';
 import { computePodResizeActions } from './resize.js';
 import { doPodResizeAction } from './resizepod.js';
-import { createPodSandbox, effectivePod } from './sandboxes.js';
+import { createPodSandbox, effectivePod, podSandboxConfig } from './sandboxes.js';
 import { buildPodSandboxConfig } from './sandboxconfig.js';
 import { failResult, SyncResultBuilder, type PodSyncResult } from './syncresult.js';
 
@@ -342,6 +342,34 @@ export class KubeGenericRuntimeManager {
     for (const s of status.containers) {
       if (names.has(s.name)) await this.removeQuietly(pod, s.id, s.name, 'purge');
     }
+  }
+
+  // ----------------------------------------------------------------------------------------- adopting
+
+  /**
+   * The configs a fresh start would have used, for a runtime rebuilding records it lost (kubelet_adopt.ts):
+   * the pod's `attempt`-th sandbox (hostname and DNS included), and a container at `restartCount` in that
+   * sandbox with `podIPs`. No Event, pull or host directory. Rejects as creating them would.
+   */
+  adoptedSandboxConfig(pod: Pod, attempt: number): Promise<PodSandboxConfig> {
+    return podSandboxConfig(this.ctx, effectivePod(pod, this.ctx.node.podNetwork), attempt, true);
+  }
+
+  adoptedContainerConfig(
+    pod: Pod,
+    container: Container,
+    at: { sandboxConfig: PodSandboxConfig; podIPs: readonly string[]; restartCount: number },
+  ): Promise<ContainerConfig> {
+    const effective = effectivePod(pod, this.ctx.node.podNetwork);
+    const podIPs = [...at.podIPs];
+    const args = {
+      pod: effective,
+      container,
+      sandboxConfig: at.sandboxConfig,
+      podIP: podIPs[0] ?? '',
+      podIPs,
+    };
+    return adoptedContainerConfig(this.ctx, args, at.restartCount);
   }
 
   // ------------------------------------------------------------------------------------------ killing

@@ -37,8 +37,7 @@ export async function createPodSandbox(
   attempt: number,
 ): Promise<CreateSandboxOutcome> {
   try {
-    const overrides = ctx.runtimeHelper ? await ctx.runtimeHelper.sandboxOptions(pod) : undefined;
-    const config = buildPodSandboxConfig(pod, ctx.node, attempt, overrides);
+    const config = await podSandboxConfig(ctx, pod, attempt);
     if (ctx.manageLogDirectories && config.logDirectory) {
       await mkdir(config.logDirectory, { recursive: true, mode: 0o755 });
     }
@@ -52,6 +51,20 @@ export async function createPodSandbox(
       message: `Failed to create pod sandbox for pod ${JSON.stringify(podDesc)}: ${error.message}`,
     };
   }
+}
+
+/**
+ * The config of the pod's `attempt`-th sandbox, with the runtime helper's hostname and DNS. `quiet`
+ * (adoption of a sandbox that exists already) records none of the DNS Events a creation would.
+ */
+export async function podSandboxConfig(
+  ctx: ManagerContext,
+  pod: Pod,
+  attempt: number,
+  quiet = false,
+): Promise<PodSandboxConfig> {
+  const overrides = ctx.runtimeHelper ? await ctx.runtimeHelper.sandboxOptions(pod, { quiet }) : undefined;
+  return buildPodSandboxConfig(pod, ctx.node, attempt, overrides);
 }
 
 /** Stops a sandbox; an unknown one counts as stopped. */

@@ -2,7 +2,8 @@
  * Pod IP allocation for the simulated runtime, in the manner of the CNI host-local plugin: addresses come
  * from one IPv4 CIDR, the network address, the gateway (first host) and the broadcast address are never
  * handed out, and released addresses are reused only after every fresh one has been used (oldest release
- * first), so a just-freed IP is not given straight to the next pod. Allocate and release are O(1).
+ * first), so a just-freed IP is not given straight to the next pod. An adopted sandbox reserves the address it
+ * had. Allocate (amortized, past reserved addresses), reserve and release are O(1).
  */
 import { KindError } from '../../util/errors.js';
 
@@ -49,6 +50,8 @@ export class IPAllocator {
   /** As allocate, the address as its 32-bit number (what the sandbox records keep). */
   allocateAddress(sandboxId: string): number {
     let ip: number | undefined;
+    // Reserved addresses (reserve) may lie ahead among the fresh ones.
+    while (this.nextFresh <= this.last && this.used.has(this.nextFresh)) this.nextFresh++;
     if (this.nextFresh <= this.last) {
       ip = this.nextFresh++;
     } else {
@@ -73,6 +76,32 @@ export class IPAllocator {
     }
     this.used.add(ip);
     return ip >>> 0; // an integer V8 keeps unboxed below 2^31, not a heap number
+  }
+
+  /**
+   * Takes exactly `ip` for `sandboxId` (a sandbox adopted with the IP it had) and returns it as its number.
+   * Throws InvalidArgument for an address that allocate would never hand out (outside the CIDR, or its
+   * network, gateway or broadcast address) and AlreadyExists for one in use.
+   */
+  reserve(ip: string, sandboxId: string): number {
+    const n = parseIPv4(ip);
+    const context = { sandboxId, ip, cidr: this.cidr };
+    if (n === undefined || n < this.base + 2 || n > this.last) {
+      throw new KindError(
+        'InvalidArgument',
+        `failed to reserve IP ${JSON.stringify(ip)} for sandbox "${sandboxId}": not in the allocatable range of ${this.cidr}`,
+        context,
+      );
+    }
+    if (this.used.has(n)) {
+      throw new KindError(
+        'AlreadyExists',
+        `failed to reserve IP ${ip} for sandbox "${sandboxId}": already allocated`,
+        context,
+      );
+    }
+    this.used.add(n);
+    return n >>> 0;
   }
 
   /** Releasing an address that is not allocated (or not ours) is a no-op. */

@@ -12,7 +12,7 @@
  * floor(ms) ms (0 unless readings had to be spread apart): `nanos(ms, offNs)` (records.ts) is the value.
  */
 import type { Clock, TimerHandle } from '../../util/clock.js';
-import { nanos, type ContainerRecord } from './records.js';
+import { nanos, type ContainerRecord, type ExitRecord } from './records.js';
 import { pendingResize, settleResize } from './resize.js';
 import { nextMemoryEvent, startUsage } from './usage.js';
 
@@ -69,6 +69,26 @@ export class Processes {
     settleResize(c, c.startedMs);
     startUsage(c);
     this.schedule(c);
+  }
+
+  /**
+   * A container adopted running (adopt.ts): it has run since `startedMs`, maybe long before now. Its natural
+   * exit or OOM kill counts from then; one already due comes at the next tick, not during the adoption.
+   */
+  adopt(c: ContainerRecord, startedMs: number): void {
+    c.state = 'running';
+    c.startedMs = startedMs;
+    c.startedOffNs = 0;
+    startUsage(c);
+    c.exitTimer = this.clock.setTimer(0, () => this.wake(c));
+  }
+
+  /** A container adopted exited (adopt.ts): it ran from `startedMs` until `exit`; nothing is scheduled. */
+  adoptExited(c: ContainerRecord, startedMs: number, exit: Omit<ExitRecord, 'offNs'>): void {
+    c.state = 'exited';
+    c.startedMs = startedMs;
+    c.startedOffNs = 0;
+    c.exit = { ...exit, offNs: 0 };
   }
 
   /** After a resize of a running container: its memory limit, and so its OOM kill, may have moved. */

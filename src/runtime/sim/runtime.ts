@@ -7,10 +7,11 @@
  *
  * Its capabilities: the kubelet lays out no host log directories and removes no host cgroups (nothing
  * touches the host), network probes are answered by `probePort` (pod IPs are made up), logs come from
- * `readLogs`, pod annotations under SimAnnotationPrefix reach the containers (behaviour profiles), and
- * container IDs read `sim://<id>`. Beyond Runtime it offers tests `setDown` and `injectFault`. probePort and
- * readLogs model the pod, not the runtime API, so they ignore faults and `setDown` (podview.ts). In-place
- * resize: resize.ts; declared usage, stats and OOM kills: usage.ts, stats.ts, process.ts.
+ * `readLogs`, pod annotations under SimAnnotationPrefix reach the containers (behaviour profiles),
+ * container IDs read `sim://<id>`, and a new process adopts what the API recorded (`adopt`: adopt.ts).
+ * Beyond Runtime it offers tests `setDown` and `injectFault`. probePort and readLogs model the pod, not the
+ * runtime API, so they ignore faults and `setDown` (podview.ts). In-place resize: resize.ts; declared
+ * usage, stats and OOM kills: usage.ts, stats.ts, process.ts.
  */
 import { createHash } from 'node:crypto';
 import { KindError } from '../../util/errors.js';
@@ -38,6 +39,7 @@ import type {
   SandboxFilter,
   StreamingRequest,
 } from '../types.js';
+import { SimAdopter } from './adopt.js';
 import type { BehaviourResolver } from './behaviour.js';
 import { criLogLines, toContainer, toContainerStatus, toPodSandbox, toPodSandboxStatus } from './convert.js';
 import * as errs from './errors.js';
@@ -67,13 +69,17 @@ const RUNTIME_NAME = 'kubelet-operator-sim';
 
 export class SimRuntime implements Runtime {
   readonly kind = 'sim' as const;
-  readonly capabilities: RuntimeCapabilities = Object.freeze({
+  readonly capabilities: RuntimeCapabilities = Object.freeze<RuntimeCapabilities>({
     hostLogDirectories: false,
     hostPodCgroups: false,
     probePort: (id: string, port: number, protocol: 'http' | 'tcp') => this.probePort(id, port, protocol),
     readLogs: (id: string) => this.readLogs(id),
     podAnnotationPrefix: SimAnnotationPrefix,
     runtimeType: 'sim',
+    adopt: {
+      adoptSandbox: (config, fixed) => this.adopter.adoptSandbox(config, fixed),
+      adoptContainer: (id, config, sandbox, fixed) => this.adopter.adoptContainer(id, config, sandbox, fixed),
+    },
   });
   private readonly clock: Clock;
   private readonly store = new SimStore();
@@ -90,6 +96,7 @@ export class SimRuntime implements Runtime {
   private readonly files: NodeFiles | undefined;
   private readonly runtimeVersion: string;
   private readonly processes: Processes;
+  private readonly adopter: SimAdopter;
   private seq = 0;
   private closed = false;
 
@@ -106,6 +113,14 @@ export class SimRuntime implements Runtime {
     this.runtimeVersion = setup.runtimeVersion;
     this.processes = new Processes(this.clock);
     this.imageService = new SimImageService(this.images, this.behaviours, (ms) => this.processes.delay(ms));
+    this.adopter = new SimAdopter({
+      ...setup,
+      store: this.store,
+      records: this.records,
+      processes: this.processes,
+      newId: (kind) => this.newId(kind),
+      isClosed: () => this.closed,
+    });
   }
 
   // ------------------------------------------------------------------------------------------ runtime
@@ -426,7 +441,11 @@ export class SimRuntime implements Runtime {
     this.store.deleteContainer(c);
   }
 
+  /** Derived from the seed and a counter, skipping the IDs adopted from an earlier process of that seed. */
   private newId(kind: string): string {
-    return createHash('sha256').update(`${this.idSeed}/${kind}/${this.seq++}`).digest('hex');
+    for (;;) {
+      const id = createHash('sha256').update(`${this.idSeed}/${kind}/${this.seq++}`).digest('hex');
+      if (!this.adopter.taken(id)) return id;
+    }
   }
 }

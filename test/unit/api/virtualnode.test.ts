@@ -24,6 +24,35 @@ describe('parseVirtualNodeSpec', () => {
     });
   });
 
+  it('keeps spec.runtime.cri.host, the Node whose containerd a cri VirtualNode drives', () => {
+    const endpoint = 'unix:///run/containerd/containerd.sock';
+    const r = parseVirtualNodeSpec({ runtime: { type: 'cri', cri: { endpoint, host: 'worker-1.example' } } });
+    expect(r.ok).to.equal(true);
+    if (!r.ok) return;
+    expect(r.spec.runtime).to.deep.equal({
+      type: 'cri',
+      cri: {
+        endpoint,
+        host: 'worker-1.example',
+        cgroupRoot: '/kubelet-operator',
+        logRoot: '/var/log/pods',
+        podNetwork: 'host',
+      },
+    });
+    // Optional: unset, any replica may serve the node.
+    const unset = parseVirtualNodeSpec({ runtime: { type: 'cri', cri: { endpoint } } });
+    expect(unset.ok && unset.spec.runtime.type === 'cri' && unset.spec.runtime.cri.host).to.equal(undefined);
+    for (const host of ['Worker-1', 'worker_1', '-worker', 'worker.', '', 'a'.repeat(254)])
+      expect(
+        parseVirtualNodeSpec({ runtime: { type: 'cri', cri: { endpoint, host } } }),
+        host,
+      ).to.deep.include({
+        ok: false,
+      });
+    const bad = parseVirtualNodeSpec({ runtime: { type: 'cri', cri: { endpoint, host: 'Worker_1' } } });
+    expect(bad).to.deep.equal({ ok: false, message: 'spec.runtime.cri.host: not a DNS subdomain' });
+  });
+
   it('names the field for a negative capacity and a bad taint effect', () => {
     const r = parseVirtualNodeSpec({
       runtime: { type: 'sim' },

@@ -11,6 +11,8 @@ import { isInvalidArgument } from '../../../src/util/errors.js';
 import { MemoryLogger } from '../../../src/util/logger.js';
 import { FakeOperatorAPI, flush } from './fakeapi.js';
 import { FakeFactory } from './fakenode.js';
+import type { ShardGate } from '../../../src/operator/shard/coordinator.js';
+import type { ShardNode } from '../../../src/operator/shard/plan.js';
 
 const STATUS_PERIOD = 10_000;
 const DRAIN_RECHECK = 1_000;
@@ -322,5 +324,105 @@ describe('operator: VirtualNode controller', () => {
     for (const n of nodes) expect(n.events).to.deep.equal(['start', 'stop']);
     expect(api.vns.keys()).to.have.members(['vn-a', 'vn-b']);
     expect(clock.pendingTimers(), 'no status refresh left armed').to.equal(0);
+  });
+
+  describe('with a shard gate', () => {
+    /** A gate whose ownership the test sets; records what the controller reports. */
+    class ScriptedGate implements ShardGate {
+      readonly owned = new Set<string>();
+      readonly stoppedNames: string[] = [];
+      readonly order: string[] = [];
+      changed: (name: string) => void = () => undefined;
+      nodes: () => ShardNode[] = () => [];
+      async start(nodes: () => ShardNode[], changed: (name: string) => void): Promise<void> {
+        this.nodes = nodes;
+        this.changed = changed;
+      }
+      owns(name: string): boolean {
+        return this.owned.has(name);
+      }
+      stopped(name: string): void {
+        this.stoppedNames.push(name);
+      }
+      async stop(): Promise<void> {
+        this.order.push('gate stop');
+      }
+      set(name: string, owned: boolean): void {
+        if (owned) this.owned.add(name);
+        else this.owned.delete(name);
+        this.changed(name);
+      }
+    }
+
+    it('serves only what the gate says it owns, and stops a node before reporting it handed back', async () => {
+      const gate = new ScriptedGate();
+      api.vns.create(virtualNode('vn-a'));
+      api.vns.create(
+        virtualNode('vn-b', {
+          runtime: { type: 'cri', cri: { endpoint: 'unix:///run/x.sock', host: 'h1' } },
+        }),
+      );
+      op = new Operator({
+        api,
+        factory,
+        clock,
+        logger,
+        workers: 2,
+        statusPeriodMs: STATUS_PERIOD,
+        shard: gate,
+      });
+      await op.start();
+      await advance(500);
+      expect(gate.nodes()).to.deep.equal([{ name: 'vn-a' }, { name: 'vn-b', host: 'h1' }]);
+      // Not owned: nothing started, no finalizer, no status written.
+      expect(factory.created).to.have.length(0);
+      expect(api.writes).to.deep.equal([]);
+
+      gate.set('vn-a', true);
+      await advance(500);
+      expect(op.servedNodes()).to.deep.equal(['vn-a']);
+      expect(api.vns.get('vn-a')!.metadata.finalizers).to.deep.equal([FINALIZER]);
+
+      gate.set('vn-a', false);
+      await advance(500);
+      expect(op.servedNodes()).to.deep.equal([]);
+      expect(factory.node('vn-a').events).to.deep.equal(['start', 'stop']);
+      expect(gate.stoppedNames).to.include('vn-a');
+      // No status refresh of a node handed back.
+      const writes = api.writes.length;
+      await advance(3 * STATUS_PERIOD, 1000);
+      expect(api.writes.length).to.equal(writes);
+    });
+
+    it('leaves a deleting VirtualNode it does not own to its owner', async () => {
+      const gate = new ScriptedGate();
+      const vn = virtualNode('vn-a');
+      vn.metadata.finalizers = [FINALIZER];
+      api.vns.create(vn);
+      api.vns.delete('vn-a');
+      op = new Operator({ api, factory, clock, logger, workers: 2, shard: gate });
+      await op.start();
+      await advance(500);
+      expect(factory.created).to.have.length(0);
+      expect(api.vns.get('vn-a')!.metadata.finalizers).to.deep.equal([FINALIZER]);
+    });
+
+    it('hands everything back only after every node stopped', async () => {
+      const gate = new ScriptedGate();
+      api.vns.create(virtualNode('vn-a'));
+      op = new Operator({ api, factory, clock, logger, workers: 2, shard: gate });
+      await op.start();
+      gate.set('vn-a', true);
+      await advance(500);
+      const node = factory.node('vn-a');
+      const stop = node.stop.bind(node);
+      node.stop = async () => {
+        gate.order.push('node stop');
+        await stop();
+      };
+      await op.stop();
+      op = undefined;
+      expect(gate.order).to.deep.equal(['node stop', 'gate stop']);
+    });
   });
 });

@@ -1,0 +1,396 @@
+/**
+ * The shard coordinator: which VirtualNodes this replica serves, kept in Leases (plan.ts decides, this
+ * writes). Each round (every renew interval, and soon after a shard Lease changes):
+ * 1. renew this replica's membership Lease;
+ * 2. renew the Lease of every VirtualNode held; one that cannot be renewed for the renew deadline (well
+ *    inside the Lease duration) is dropped here at once, so its node stops before anyone else may take it;
+ *    one another replica took (Conflict with another holder) is dropped too;
+ * 3. hand back what the plan says is over the share: the node is stopped first (the controller calls
+ *    `stopped`), then the Lease is written with no holder, so another replica can take it at once;
+ * 4. take free Leases up to the share (a create, or an update with the observed resourceVersion as
+ *    precondition: two replicas never both win);
+ * 5. delete Leases of VirtualNodes that are gone and of replicas long dead.
+ * `stop()` hands everything back (after the controller stopped the nodes) and deletes the membership Lease.
+ *
+ * Invariants: `owns(n)` is true only while this replica's Lease on n was renewed within the renew deadline;
+ * a Lease is written free only after the controller reported n stopped; rounds never overlap.
+ */
+import type { Lease } from '../../api/node.js';
+import { Informer } from '../../kube/informer.js';
+import { formatMicroTime } from '../../node/lease.js';
+import type { Clock, TimerHandle } from '../../util/clock.js';
+import { errorKind, errorMessage } from '../../util/errors.js';
+import type { Logger } from '../../util/logger.js';
+import {
+  leaseRole,
+  replicaLeaseName,
+  SHARD_LABEL,
+  VIRTUAL_NODE_ANNOTATION,
+  virtualNodeLeaseName,
+  type ShardLeaseAPI,
+} from './api.js';
+import { planShard, type ObservedLease, type ShardNode } from './plan.js';
+
+export interface ShardCoordinatorOptions {
+  api: ShardLeaseAPI;
+  namespace: string;
+  identity: string;
+  /** The host this replica runs on ('' = unknown: pinned VirtualNodes are never taken). */
+  host: string;
+  clock: Clock;
+  logger: Logger;
+  leaseDurationMs?: number;
+  renewIntervalMs?: number;
+}
+
+/** What the controller needs: whether it may serve a VirtualNode, and when that changes. */
+export interface ShardGate {
+  /** Starts the rounds; `nodes` lists every VirtualNode, `changed` is called when `owns(name)` flips. */
+  start(nodes: () => ShardNode[], changed: (name: string) => void): Promise<void>;
+  owns(name: string): boolean;
+  /**
+   * The controller does not serve `name` (after a hand-back or a drop, or a VirtualNode it saw but does not
+   * own, e.g. a new one).
+   */
+  stopped(name: string): void;
+  /** Hands back every VirtualNode (the controller stopped them all) and leaves. */
+  stop(): Promise<void>;
+}
+
+interface Held {
+  lease: Lease;
+  /** Clock time the last accepted write was sent. */
+  renewedAt: number;
+  releasing: boolean;
+}
+
+interface Seen {
+  lease: Lease;
+  /** Local clock time it was last seen to change holder or renewTime. */
+  seenAt: number;
+}
+
+export class ShardCoordinator implements ShardGate {
+  private readonly durationMs: number;
+  private readonly renewMs: number;
+  /** Past this without an accepted renewal, a held node is dropped (before its Lease can expire). */
+  private readonly renewDeadlineMs: number;
+  private readonly informer: Informer<Lease>;
+  private readonly seen = new Map<string, Seen>();
+  private readonly held = new Map<string, Held>();
+  private member: Lease | undefined;
+  private memberRenewedAt = -Infinity;
+  private nodes: () => ShardNode[] = () => [];
+  private changed: (name: string) => void = () => undefined;
+  private timer: TimerHandle | undefined;
+  private round: Promise<void> | undefined;
+  private again = false;
+  private running = false;
+  private stopped_ = false;
+  private readonly log: Logger;
+
+  constructor(private readonly o: ShardCoordinatorOptions) {
+    this.durationMs = o.leaseDurationMs ?? 15_000;
+    this.renewMs = o.renewIntervalMs ?? 5_000;
+    this.renewDeadlineMs = Math.max(this.renewMs, this.durationMs - this.renewMs - 2_000);
+    this.log = o.logger.child({ component: 'shard', replica: o.identity });
+    this.informer = new Informer<Lease>(o.api.leases, {
+      clock: o.clock,
+      logger: this.log,
+      name: 'shard-leases',
+    });
+    const observe = (l: Lease): void => this.observe(l);
+    this.informer.addHandlers({
+      add: observe,
+      update: (_old, l) => observe(l),
+      delete: (l) => {
+        this.seen.delete(l.metadata.name ?? '');
+        this.soon();
+      },
+    });
+  }
+
+  async start(nodes: () => ShardNode[], changed: (name: string) => void): Promise<void> {
+    this.nodes = nodes;
+    this.changed = changed;
+    this.informer.start();
+    await this.informer.waitForSync();
+    this.running = true;
+    await this.runRound();
+  }
+
+  owns(name: string): boolean {
+    const h = this.held.get(name);
+    return h !== undefined && !h.releasing;
+  }
+
+  /** VirtualNodes held now (for tests and logs). */
+  heldNodes(): string[] {
+    return [...this.held].filter(([, h]) => !h.releasing).map(([n]) => n);
+  }
+
+  stopped(name: string): void {
+    const h = this.held.get(name);
+    // Not held: maybe a new VirtualNode, with a Lease free to take; look soon instead of at the next round.
+    if (!h) this.soon();
+    if (!h?.releasing || this.stopped_) return;
+    void this.handBack(name, h);
+  }
+
+  async stop(): Promise<void> {
+    if (this.stopped_) return;
+    this.stopped_ = true;
+    this.timer?.cancel();
+    await this.round;
+    await Promise.all([...this.held].map(([name, h]) => this.handBack(name, h)));
+    if (this.member) await this.o.api.delete(this.member.metadata.name ?? '').catch(() => undefined);
+    await this.informer.stop();
+  }
+
+  // ---- rounds ----
+
+  private observe(l: Lease): void {
+    const name = l.metadata.name ?? '';
+    const prev = this.seen.get(name);
+    const changed =
+      !prev ||
+      prev.lease.spec.holderIdentity !== l.spec.holderIdentity ||
+      prev.lease.spec.renewTime !== l.spec.renewTime;
+    this.seen.set(name, { lease: l, seenAt: changed ? this.o.clock.now() : prev.seenAt });
+    // A replica joining, or a Lease handed back, may change what this replica should hold (a replica
+    // leaving deletes its Lease; one that died is noticed when its Lease expires, at a periodic round).
+    const role = leaseRole(l);
+    const joined = role?.role === 'replica' && !prev;
+    const freed =
+      role?.role === 'virtualnode' && !l.spec.holderIdentity && (!prev || prev.lease.spec.holderIdentity);
+    if (joined || freed) this.soon();
+  }
+
+  /** A round shortly (coalesced). */
+  private soon(): void {
+    if (this.stopped_ || !this.running) return;
+    this.schedule(100);
+  }
+
+  private schedule(ms: number): void {
+    this.timer?.cancel();
+    this.timer = this.o.clock.setTimer(ms, () => void this.runRound());
+  }
+
+  private runRound(): Promise<void> {
+    if (this.stopped_) return Promise.resolve();
+    if (this.round) {
+      this.again = true;
+      return this.round;
+    }
+    const started = this.o.clock.now();
+    this.round = this.doRound()
+      .catch((err: unknown) => this.log.warn('shard round failed', { error: errorMessage(err) }))
+      .finally(() => {
+        this.round = undefined;
+        if (this.stopped_) return;
+        if (this.again) {
+          this.again = false;
+          this.schedule(0);
+        } else this.schedule(Math.max(0, this.renewMs - (this.o.clock.now() - started)));
+      });
+    return this.round;
+  }
+
+  private async doRound(): Promise<void> {
+    // A round soon after another (a Lease changed) renews only what is half way to its next renewal.
+    const due = this.o.clock.now() - this.renewMs / 2;
+    if (this.memberRenewedAt <= due) await this.renewMember();
+    await Promise.all(
+      [...this.held].filter(([, h]) => h.renewedAt <= due).map(([name, h]) => this.renew(name, h)),
+    );
+    if (this.stopped_) return;
+    const now = this.o.clock.now();
+    const members = new Map<string, number>();
+    const leases = new Map<string, ObservedLease>();
+    for (const { lease, seenAt } of this.seen.values()) {
+      const role = leaseRole(lease);
+      const expiresAt = seenAt + (lease.spec.leaseDurationSeconds ?? 0) * 1000;
+      if (role?.role === 'replica') members.set(role.identity, expiresAt);
+      else if (role?.role === 'virtualnode')
+        leases.set(role.node, { holder: lease.spec.holderIdentity ?? '', expiresAt });
+    }
+    const nodes = this.nodes();
+    const held = new Set([...this.held].filter(([, h]) => !h.releasing).map(([n]) => n));
+    const plan = planShard({ now, self: this.o.identity, host: this.o.host, members, nodes, leases, held });
+    for (const name of plan.release) {
+      const h = this.held.get(name);
+      if (!h || h.releasing) continue;
+      h.releasing = true;
+      this.log.info('handing back virtual node', {
+        virtualNode: name,
+        quota: plan.quota,
+        replicas: plan.members,
+      });
+      this.changed(name);
+    }
+    for (const name of plan.acquirePinned) {
+      if (this.stopped_) break;
+      if (!this.held.has(name)) await this.acquire(name);
+    }
+    let room = plan.room;
+    for (const name of plan.acquire) {
+      if (this.stopped_ || room <= 0) break;
+      if (!this.held.has(name) && (await this.acquire(name))) room--;
+    }
+    await this.collectGarbage(now, new Set(nodes.map((n) => n.name)));
+  }
+
+  private leaseBody(name: string, role: 'replica' | 'virtualnode', node?: string): Lease {
+    return {
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: {
+        name,
+        namespace: this.o.namespace,
+        labels: { [SHARD_LABEL]: role },
+        ...(node ? { annotations: { [VIRTUAL_NODE_ANNOTATION]: node } } : {}),
+      },
+      spec: {},
+    };
+  }
+
+  private async renewMember(): Promise<void> {
+    const name = replicaLeaseName(this.o.identity);
+    const now = this.o.clock.now();
+    const current = this.member ?? this.seen.get(name)?.lease ?? this.leaseBody(name, 'replica');
+    const next: Lease = {
+      ...current,
+      spec: {
+        ...current.spec,
+        holderIdentity: this.o.identity,
+        leaseDurationSeconds: Math.ceil(this.durationMs / 1000),
+        renewTime: formatMicroTime(now),
+        acquireTime: current.spec.acquireTime ?? formatMicroTime(now),
+      },
+    };
+    try {
+      this.member = current.metadata.resourceVersion
+        ? await this.o.api.update(next)
+        : await this.o.api.create(next);
+      this.memberRenewedAt = now;
+    } catch (err) {
+      // Created by an earlier process of this identity, or deleted meanwhile: start again next round.
+      this.member = undefined;
+      this.log.warn('cannot renew the replica Lease', { error: errorMessage(err) });
+    }
+  }
+
+  private async renew(name: string, h: Held): Promise<void> {
+    const sentAt = this.o.clock.now();
+    const next: Lease = {
+      ...h.lease,
+      spec: { ...h.lease.spec, holderIdentity: this.o.identity, renewTime: formatMicroTime(sentAt) },
+    };
+    try {
+      h.lease = await this.o.api.update(next);
+      h.renewedAt = sentAt;
+      return;
+    } catch (err) {
+      const kind = errorKind(err);
+      if (kind === 'Conflict' || kind === 'NotFound') {
+        this.drop(name, `its Lease changed under this replica (${kind})`);
+        return;
+      }
+      if (this.o.clock.now() - h.renewedAt >= this.renewDeadlineMs)
+        this.drop(name, `no renewal for ${this.o.clock.now() - h.renewedAt} ms: ${errorMessage(err)}`);
+    }
+  }
+
+  /** Stops serving `name` at once, without touching its Lease (lost, or not renewable in time). */
+  private drop(name: string, why: string): void {
+    if (!this.held.delete(name)) return;
+    this.log.warn('dropping virtual node', { virtualNode: name, reason: why });
+    this.changed(name);
+  }
+
+  /** Takes the Lease of `node` if it is still free; whether it did. */
+  private async acquire(node: string): Promise<boolean> {
+    const name = virtualNodeLeaseName(node);
+    const now = this.o.clock.now();
+    const seen = this.seen.get(name);
+    const observed = seen?.lease;
+    // The plan may be older than what the watch has shown since: take it only if it is still free.
+    const holder = observed?.spec.holderIdentity ?? '';
+    if (
+      seen &&
+      holder !== '' &&
+      holder !== this.o.identity &&
+      seen.seenAt + (observed?.spec.leaseDurationSeconds ?? 0) * 1000 > now
+    )
+      return false;
+    const base = observed ?? this.leaseBody(name, 'virtualnode', node);
+    const next: Lease = {
+      ...base,
+      metadata: {
+        ...base.metadata,
+        labels: { ...base.metadata.labels, [SHARD_LABEL]: 'virtualnode' },
+        annotations: { ...base.metadata.annotations, [VIRTUAL_NODE_ANNOTATION]: node },
+      },
+      spec: {
+        holderIdentity: this.o.identity,
+        leaseDurationSeconds: Math.ceil(this.durationMs / 1000),
+        acquireTime: formatMicroTime(now),
+        renewTime: formatMicroTime(now),
+        leaseTransitions:
+          (base.spec.leaseTransitions ?? 0) +
+          (base.spec.holderIdentity && base.spec.holderIdentity !== this.o.identity ? 1 : 0),
+      },
+    };
+    try {
+      const lease = observed ? await this.o.api.update(next) : await this.o.api.create(next);
+      this.held.set(node, { lease, renewedAt: now, releasing: false });
+      // Taken while stopping: stop() hands it back without it ever being served.
+      if (this.stopped_) return true;
+      this.log.info('serving virtual node', {
+        virtualNode: node,
+        previousHolder: base.spec.holderIdentity || undefined,
+      });
+      this.changed(node);
+      return true;
+    } catch (err) {
+      const kind = errorKind(err);
+      // Another replica was quicker: fine, the next round sees who.
+      if (kind !== 'Conflict' && kind !== 'AlreadyExists')
+        this.log.warn('cannot take virtual node Lease', { virtualNode: node, error: errorMessage(err) });
+      return false;
+    }
+  }
+
+  /** Writes the Lease free (or deletes it when the VirtualNode is gone) and forgets it. */
+  private async handBack(node: string, h: Held): Promise<void> {
+    if (this.held.get(node) !== h) return;
+    this.held.delete(node);
+    const gone = !this.nodes().some((n) => n.name === node);
+    try {
+      if (gone) await this.o.api.delete(h.lease.metadata.name ?? '');
+      else await this.o.api.update({ ...h.lease, spec: { ...h.lease.spec, holderIdentity: '' } });
+      this.log.info('handed back virtual node', { virtualNode: node });
+    } catch (err) {
+      // It expires by itself; nobody takes it before then.
+      this.log.warn('cannot hand back virtual node Lease', { virtualNode: node, error: errorMessage(err) });
+    }
+  }
+
+  private async collectGarbage(now: number, nodes: ReadonlySet<string>): Promise<void> {
+    for (const { lease, seenAt } of [...this.seen.values()]) {
+      const role = leaseRole(lease);
+      if (!role) continue;
+      const expiredFor = now - (seenAt + (lease.spec.leaseDurationSeconds ?? 0) * 1000);
+      const stale =
+        role.role === 'replica'
+          ? role.identity !== this.o.identity && expiredFor > 4 * this.durationMs
+          : !nodes.has(role.node) &&
+            !this.held.has(role.node) &&
+            (expiredFor > 0 || !lease.spec.holderIdentity);
+      if (!stale) continue;
+      this.seen.delete(lease.metadata.name ?? '');
+      await this.o.api.delete(lease.metadata.name ?? '').catch(() => undefined);
+    }
+  }
+}
