@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `npm test`: everything CI runs, in one command. The project's own suites (unit, conformance,
 # integration on a real kube-apiserver, e2e on a real containerd, cluster with scheduler and
-# controller-manager), then the quick preset of the kubelet's upstream e2e suite against our nodes
-# (test/upstream). Ends with one line summing both: `N passed, N failed, N skipped`.
+# controller-manager, chaos: a replica killed under churn, the API server and containerd restarted),
+# then the quick preset of the kubelet's upstream e2e suite against our nodes (test/upstream). Ends with
+# one line summing both: `N passed, N failed, N skipped`.
 #
 #   npm test                      both
 #   KO_TEST_SKIP_UPSTREAM=1 npm test   the project's suites only (the upstream build takes minutes on a cold cache)
@@ -17,7 +18,8 @@ up="$(mktemp)"
 trap 'rm -f "$own" "$up"' EXIT
 
 npx mocha --config .mocharc.cjs 'test/unit/**/*.test.ts' 'test/conformance/**/*.test.ts' \
-  'test/integration/**/*.test.ts' 'test/e2e/**/*.test.ts' 'test/cluster/**/*.test.ts' 2>&1 | tee "$own"
+  'test/integration/**/*.test.ts' 'test/e2e/**/*.test.ts' 'test/cluster/**/*.test.ts' \
+  'test/chaos/**/*.test.ts' 2>&1 | tee "$own"
 [[ "${PIPESTATUS[0]}" -eq 0 ]] || status=1
 
 if [[ -z "${KO_TEST_SKIP_UPSTREAM:-}" ]]; then

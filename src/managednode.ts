@@ -6,6 +6,7 @@
  * are admitted against it), then the Kubelet. Stopping goes the other way. Nothing here deletes API objects
  * except `drain` (this node's pods) and `remove` (the Node and its Lease).
  */
+import { randomBytes } from 'node:crypto';
 import type { Pod } from './api/core.js';
 import type { VirtualNode, VirtualNodeSpec } from './api/virtualnode.js';
 import { quantityMilliValue, quantityValue } from './util/quantity.js';
@@ -69,6 +70,7 @@ export interface ManagedNodeDeps {
 }
 
 const DEFAULT_STATE_DIR = '/var/lib/kubelet-operator';
+const PROCESS_SALT = randomBytes(8).toString('hex');
 
 function defaultRuntime(
   deps: ManagedNodeDeps,
@@ -84,7 +86,9 @@ function defaultRuntime(
       podCIDR: rt.sim.podCIDR,
       nodeIP,
       profiles: rt.sim.profile,
-      idSeed: nodeName,
+      // Unique per process and node: IDs made here never repeat one an earlier process (or another
+      // replica serving this node before) handed out, even for containers no status remembers.
+      idSeed: `${nodeName}/${PROCESS_SALT}`,
       ...(files ? { files } : {}),
     });
   }

@@ -78,6 +78,14 @@ export interface ControlPlane {
    * process-exit hook and by reapOrphans(). For reapOrphans its arguments must name `dir`.
    */
   addComponent(name: AddOnName, binary: string, args: string[]): Promise<AddOnProcess>;
+  /**
+   * Stops kube-apiserver alone (SIGTERM to its group, SIGKILL after 10 s) and starts it again with the very
+   * same flags, so on the same port, certificates and etcd (whose data is untouched); resolves once its
+   * /readyz answers 200 again. `whileDown` runs between the two, with nothing listening on the port; the
+   * server is started again even when it rejects (and its error is then rethrown). The other components
+   * keep running and reconnect by themselves.
+   */
+  restartApiServer(whileDown?: () => Promise<void>): Promise<void>;
   /** Ends every component (SIGTERM to its group, SIGKILL after a grace period) and removes dir. */
   stop(opts?: { keepDir?: boolean }): Promise<void>;
 }
@@ -691,7 +699,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     });
 
     const kubeletClient = pki.client('apiserver-kubelet-client');
-    const apiserver = await launch('kube-apiserver', [
+    const apiserverArgs = [
       `--etcd-servers=${etcdUrl}`,
       `--secure-port=${apiPort}`,
       '--bind-address=127.0.0.1',
@@ -726,16 +734,19 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       '--allow-privileged=true',
       '--profiling=false',
       ...(opts.apiserverArgs ?? []).map((a) => a.replaceAll('{pki}', path.join(dir, 'pki'))),
-    ]);
+    ];
+    let apiserver = await launch('kube-apiserver', apiserverArgs);
     const adminTls: TlsClient = {
       ca: readFileSync(pki.caCert),
       cert: readFileSync(pki.client('admin').cert),
       key: readFileSync(pki.client('admin').key),
     };
-    await waitReady(apiserver, `${server}/readyz`, readyTimeoutMs, async () => {
-      const res = await httpsGet(`${server}/readyz`, adminTls);
-      return res.status === 200;
-    });
+    const apiserverReady = (c: Component): Promise<void> =>
+      waitReady(c, `${server}/readyz`, readyTimeoutMs, async () => {
+        const res = await httpsGet(`${server}/readyz`, adminTls);
+        return res.status === 200;
+      });
+    await apiserverReady(apiserver);
     // /readyz can pass a moment before the system namespaces exist; tests create things in them.
     await waitReady(apiserver, 'namespace default', readyTimeoutMs, async () => {
       const res = await httpsGet(`${server}/api/v1/namespaces/default`, adminTls);
@@ -824,6 +835,23 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
             if (!stopped) await recordOwner().catch(() => undefined);
           },
         };
+      },
+      restartApiServer: async (whileDown) => {
+        if (stopped) throw new Error(`the control plane in ${dir} is stopped; cannot restart kube-apiserver`);
+        const old = apiserver;
+        await old.stop(10_000);
+        components.splice(components.indexOf(old), 1);
+        await recordOwner();
+        let failure: unknown;
+        try {
+          await whileDown?.();
+        } catch (err) {
+          failure = err;
+        }
+        // Same flags, same log file (appended): the port was freed when the old process exited.
+        apiserver = await launch('kube-apiserver', apiserverArgs);
+        await apiserverReady(apiserver);
+        if (failure !== undefined) throw failure;
       },
       stop: (stopOpts = {}) =>
         (stopped ??= (async () => {

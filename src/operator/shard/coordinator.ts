@@ -192,9 +192,28 @@ export class ShardCoordinator implements ShardGate {
         if (this.again) {
           this.again = false;
           this.schedule(0);
-        } else this.schedule(Math.max(0, this.renewMs - (this.o.clock.now() - started)));
+        } else {
+          // The next periodic round, or sooner when a Lease held elsewhere (a node's, or a replica's) runs
+          // out before it: a replica that died is then noticed at once, not up to an interval later.
+          const now = this.o.clock.now();
+          const periodic = this.renewMs - (now - started);
+          const expiry = this.nextExpiry(now) - now + 50;
+          this.schedule(Math.max(0, Math.min(periodic, expiry)));
+        }
       });
     return this.round;
+  }
+
+  /** The earliest local expiry of a Lease held by another replica that has not expired yet. */
+  private nextExpiry(now: number): number {
+    let next = Infinity;
+    for (const { lease, seenAt } of this.seen.values()) {
+      const holder = lease.spec.holderIdentity ?? '';
+      if (holder === '' || holder === this.o.identity) continue;
+      const at = seenAt + (lease.spec.leaseDurationSeconds ?? 0) * 1000;
+      if (at > now && at < next) next = at;
+    }
+    return next;
   }
 
   private async doRound(): Promise<void> {
