@@ -15,21 +15,27 @@
  */
 import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Pod } from '../../src/api/core.js';
 import type { KubeClient } from '../../src/kube/client.js';
+import { auditLogIn, POD_STATUS_AUDIT_POLICY, podStatusWrites } from '../support/audit.js';
 import { startControlPlane, type ControlPlane } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
-import { adminClient, createNamespace, postVirtualNode, waitNodeReady } from '../support/operator.js';
+import {
+  adminClient,
+  containerIdentity,
+  createNamespace,
+  postVirtualNode,
+  readySince,
+  waitNodeReady,
+} from '../support/operator.js';
 import { killLive, OperatorProcess } from '../support/operatorprocess.js';
 import {
   createPod,
   listPods,
   nodeLeaseRenewals,
-  POD_STATUS_AUDIT_POLICY,
-  podStatusWrites,
   probedPod,
   shardHolders,
   sleeperPod,
@@ -47,14 +53,6 @@ const NODE_LEASE_RENEW_MS = 10_000;
 const QUIET_MS = 5_000;
 const WINDOW_MS = 25_000;
 
-/** What must not change while the server is away: per container, its ID, restart count and start time. */
-const identity = (p: Pod): string =>
-  (p.status?.containerStatuses ?? [])
-    .map((c) => `${c.name}:${c.containerID}:${c.restartCount}:${c.state?.running?.startedAt}`)
-    .join(',');
-const readySince = (p: Pod): string | undefined =>
-  p.status?.conditions?.find((c) => c.type === 'Ready' && c.status === 'True')?.lastTransitionTime;
-
 describe('chaos: kube-apiserver down for 60 s (2 replicas, 6 sim nodes)', function () {
   this.timeout(8 * 60_000);
   let cp: ControlPlane | undefined;
@@ -70,17 +68,9 @@ describe('chaos: kube-apiserver down for 60 s (2 replicas, 6 sim nodes)', functi
   before(async function () {
     this.timeout(10 * 60_000);
     dir = await mkdtemp(path.join(tmpdir(), 'ko-chaos-api-'));
-    auditLog = path.join(dir, 'audit.log');
-    const policy = path.join(dir, 'audit-policy.yaml');
-    await writeFile(policy, POD_STATUS_AUDIT_POLICY);
-    await writeFile(auditLog, '');
-    cp = await startControlPlane({
-      apiserverArgs: [
-        `--audit-policy-file=${policy}`,
-        `--audit-log-path=${auditLog}`,
-        '--audit-log-mode=blocking',
-      ],
-    });
+    const audit = await auditLogIn(dir, POD_STATUS_AUDIT_POLICY);
+    auditLog = audit.auditLog;
+    cp = await startControlPlane({ apiserverArgs: audit.apiserverArgs });
     client = await adminClient(cp, { namespace: NS, client: { qps: 200, burst: 400 } });
     await createNamespace(client, SHARD_NS);
     podWatch = new ResumingWatch<Pod>(client, `/api/v1/namespaces/${NS}/pods`, pods.observe);
@@ -228,7 +218,8 @@ describe('chaos: kube-apiserver down for 60 s (2 replicas, 6 sim nodes)', functi
     const changed: string[] = [];
     for (const [name, p] of before) {
       const q = after.get(name);
-      if (!q || identity(q) !== identity(p) || readySince(q) !== readySince(p)) changed.push(name);
+      if (!q || containerIdentity(q) !== containerIdentity(p) || readySince(q) !== readySince(p))
+        changed.push(name);
     }
     m.add('pods/status writes, back -> converged: new pods', writesRecovering.length - adoptedWrites.length);
     m.add('pods/status writes, back -> converged: the 24 others', adoptedWrites.length);

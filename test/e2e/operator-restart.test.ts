@@ -11,9 +11,8 @@
  * The processes' logs go to files in a temp dir; KEEP_OPERATOR_LOGS=1 keeps them (their path is printed).
  */
 import { expect } from 'chai';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { killLive, OperatorProcess } from '../support/operatorprocess.js';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { existsSync, readdirSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Pod, PodStatus } from '../../src/api/core.js';
@@ -29,8 +28,10 @@ import {
   podCgroupDirs,
   waitNoObjectsOfNode,
 } from '../support/containerd.js';
+import { auditLogIn, POD_STATUS_AUDIT_POLICY, podStatusWrites, type AuditEvent } from '../support/audit.js';
 import { startControlPlane, type ControlPlane } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
+import { killLive, OperatorProcess } from '../support/operatorprocess.js';
 import {
   adminClient,
   isGone,
@@ -47,28 +48,6 @@ const STEADY_WINDOW_MS = 60_000;
 const POD_NAMES = ['sleeper-a', 'sleeper-b', 'probed'] as const;
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-/** Only pods/status writes reach the audit log; the API server writes it synchronously (blocking mode). */
-const AUDIT_POLICY = `apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: [RequestReceived]
-rules:
-  - level: Metadata
-    verbs: [patch, update]
-    resources:
-      - group: ''
-        resources: [pods/status]
-  - level: None
-`;
-
-interface AuditEvent {
-  verb: string;
-  stage: string;
-  userAgent?: string;
-  objectRef?: { resource?: string; subresource?: string; namespace?: string; name?: string };
-  stageTimestamp: string;
-  responseStatus?: { code?: number };
-}
 
 describe('kubelet-operator process restart on containerd (real apiserver, real process)', function () {
   this.timeout(6 * 60_000);
@@ -96,19 +75,7 @@ describe('kubelet-operator process restart on containerd (real apiserver, real p
     return p;
   };
   const statusWrites = (since: number, until = Infinity): AuditEvent[] =>
-    readFileSync(auditLog, 'utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => JSON.parse(l) as AuditEvent)
-      .filter(
-        (e) =>
-          e.stage === 'ResponseComplete' &&
-          e.objectRef?.resource === 'pods' &&
-          e.objectRef.subresource === 'status' &&
-          e.objectRef.namespace === NS &&
-          Date.parse(e.stageTimestamp) >= since &&
-          Date.parse(e.stageTimestamp) < until,
-      );
+    podStatusWrites(auditLog, NS, since, until);
   /** Containers and sandboxes of one pod in containerd. */
   const runtimeOf = async (uid: string) => {
     const [sandboxes, containers] = await Promise.all([
@@ -127,18 +94,10 @@ describe('kubelet-operator process restart on containerd (real apiserver, real p
     this.timeout(20 * 60_000); // cold binaries build, package install
     dir = await mkdtemp(path.join(tmpdir(), 'ko-op-restart-'));
     logRoot = path.join(dir, 'pod-logs');
-    auditLog = path.join(dir, 'audit.log');
-    const policy = path.join(dir, 'audit-policy.yaml');
-    await writeFile(policy, AUDIT_POLICY);
-    await writeFile(auditLog, '');
+    const audit = await auditLogIn(dir, POD_STATUS_AUDIT_POLICY);
+    auditLog = audit.auditLog;
     [cp, ctd] = await Promise.all([
-      startControlPlane({
-        apiserverArgs: [
-          `--audit-policy-file=${policy}`,
-          `--audit-log-path=${auditLog}`,
-          '--audit-log-mode=blocking',
-        ],
-      }),
+      startControlPlane({ apiserverArgs: audit.apiserverArgs }),
       startContainerd(),
     ]);
     cri = new CriRuntime({ endpoint: ctd.endpoint });

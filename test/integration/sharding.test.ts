@@ -13,8 +13,7 @@
  * The processes' logs go to a temp dir; KEEP_OPERATOR_LOGS=1 keeps it (its path is printed).
  */
 import { expect } from 'chai';
-import { readFileSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Pod } from '../../src/api/core.js';
@@ -22,9 +21,16 @@ import type { Lease, Node } from '../../src/api/node.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { leaseRole } from '../../src/operator/shard/api.js';
 import { SimBehaviourAnnotation } from '../../src/runtime/sim/profile.js';
+import { auditLogIn, completedRequests } from '../support/audit.js';
 import { startControlPlane, type ControlPlane } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
-import { adminClient, createNamespace, postVirtualNode } from '../support/operator.js';
+import {
+  adminClient,
+  containerIdentity,
+  createNamespace,
+  postVirtualNode,
+  readySince,
+} from '../support/operator.js';
 import { killLive, OperatorProcess } from '../support/operatorprocess.js';
 
 const NS = 'shard-it';
@@ -49,26 +55,6 @@ rules:
         resources: [leases]
   - level: None
 `;
-
-interface AuditEvent {
-  verb: string;
-  stage: string;
-  userAgent?: string;
-  objectRef?: { resource?: string; subresource?: string; namespace?: string; name?: string };
-  stageTimestamp: string;
-  responseStatus?: { code?: number };
-  requestObject?: Lease;
-}
-
-/** What must not change across a move: per container, its ID, restart count and start time. */
-function identity(p: Pod): string {
-  return (p.status?.containerStatuses ?? [])
-    .map((c) => `${c.name}:${c.containerID}:${c.restartCount}:${c.state?.running?.startedAt}`)
-    .join(',');
-}
-
-const readyTransition = (p: Pod): string | undefined =>
-  p.status?.conditions?.find((c) => c.type === 'Ready' && c.status === 'True')?.lastTransitionTime;
 
 describe('sharding VirtualNodes across operator replicas (real apiserver, real processes)', function () {
   this.timeout(8 * 60_000);
@@ -118,7 +104,7 @@ describe('sharding VirtualNodes across operator replicas (real apiserver, real p
 
   const allReady = async (): Promise<Pod[] | undefined> => {
     const list = await pods();
-    return list.length === NODES.length * 2 && list.every((p) => readyTransition(p) !== undefined)
+    return list.length === NODES.length * 2 && list.every((p) => readySince(p) !== undefined)
       ? list
       : undefined;
   };
@@ -128,8 +114,8 @@ describe('sharding VirtualNodes across operator replicas (real apiserver, real p
     const now = new Map((await pods()).map((p) => [p.metadata.name, p]));
     for (const p of before) {
       const q = now.get(p.metadata.name)!;
-      expect(identity(q), `${p.metadata.name} containers`).to.equal(identity(p));
-      expect(readyTransition(q), `${p.metadata.name} Ready since`).to.equal(readyTransition(p));
+      expect(containerIdentity(q), `${p.metadata.name} containers`).to.equal(containerIdentity(p));
+      expect(readySince(q), `${p.metadata.name} Ready since`).to.equal(readySince(p));
     }
   }
 
@@ -144,17 +130,9 @@ describe('sharding VirtualNodes across operator replicas (real apiserver, real p
   before(async function () {
     this.timeout(10 * 60_000);
     dir = await mkdtemp(path.join(tmpdir(), 'ko-shard-'));
-    auditLog = path.join(dir, 'audit.log');
-    const policy = path.join(dir, 'audit-policy.yaml');
-    await writeFile(policy, AUDIT_POLICY);
-    await writeFile(auditLog, '');
-    cp = await startControlPlane({
-      apiserverArgs: [
-        `--audit-policy-file=${policy}`,
-        `--audit-log-path=${auditLog}`,
-        '--audit-log-mode=blocking',
-      ],
-    });
+    const audit = await auditLogIn(dir, AUDIT_POLICY);
+    auditLog = audit.auditLog;
+    cp = await startControlPlane({ apiserverArgs: audit.apiserverArgs });
     client = await adminClient(cp, { namespace: NS, client: { qps: 200, burst: 400 } });
     await createNamespace(client, SHARD_NS);
   });
@@ -256,11 +234,8 @@ describe('sharding VirtualNodes across operator replicas (real apiserver, real p
   });
 
   it('the audit log: every pod status write came from the holder of its node at that moment', () => {
-    const events = readFileSync(auditLog, 'utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => JSON.parse(l) as AuditEvent)
-      .filter((e) => e.stage === 'ResponseComplete' && (e.responseStatus?.code ?? 0) < 300)
+    const events = completedRequests(auditLog)
+      .filter((e) => (e.responseStatus?.code ?? 0) < 300)
       .sort((a, b) => (a.stageTimestamp < b.stageTimestamp ? -1 : 1));
     // Holder of each VirtualNode over time, from the shard Lease writes.
     const holder = new Map<string, string>();
@@ -269,9 +244,10 @@ describe('sharding VirtualNodes across operator replicas (real apiserver, real p
     const moves = new Set<string>();
     for (const e of events) {
       if (e.objectRef?.resource === 'leases') {
-        const role = e.requestObject ? leaseRole(e.requestObject) : undefined;
+        const role = e.requestObject ? leaseRole(e.requestObject as Lease) : undefined;
         if (role?.role !== 'virtualnode') continue;
-        const next = e.verb === 'delete' ? '' : (e.requestObject?.spec.holderIdentity ?? '');
+        const next =
+          e.verb === 'delete' ? '' : ((e.requestObject as Lease | undefined)?.spec.holderIdentity ?? '');
         if ((holder.get(role.node) ?? '') !== next && next) moves.add(`${role.node}->${next}`);
         holder.set(role.node, next);
         continue;

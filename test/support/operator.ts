@@ -193,3 +193,16 @@ export const podReady = (s: PodStatus | undefined): string | undefined =>
 /** The status of one container of the pod (default: the container named 'c'). */
 export const cstatus = (s: PodStatus | undefined, name = 'c'): ContainerStatus | undefined =>
   s?.containerStatuses?.find((c) => c.name === name);
+
+/**
+ * What a move or a restart must leave alone, per container: its ID, restart count and start time (two pods
+ * with equal identities run the very same containers).
+ */
+export const containerIdentity = (p: Pod): string =>
+  (p.status?.containerStatuses ?? [])
+    .map((c) => `${c.name}:${c.containerID}:${c.restartCount}:${c.state?.running?.startedAt}`)
+    .join(',');
+
+/** When the pod last became Ready (undefined while it is not). */
+export const readySince = (p: Pod): string | undefined =>
+  p.status?.conditions?.find((c) => c.type === 'Ready' && c.status === 'True')?.lastTransitionTime;

@@ -3,7 +3,6 @@
  * readiness probe), who holds which VirtualNode by the shard Leases, the Node Leases' renew times, and the
  * pods/status writes of the API server's audit log.
  */
-import { readFileSync } from 'node:fs';
 import type { Pod } from '../../../src/api/core.js';
 import type { Lease } from '../../../src/api/node.js';
 import type { KubeClient } from '../../../src/kube/client.js';
@@ -98,45 +97,4 @@ export async function nodeLeaseRenewals(
     if (nodes.includes(name) && l.spec.renewTime) out.set(name, Date.parse(l.spec.renewTime));
   }
   return out;
-}
-
-/** Audit policy: pods/status writes at Metadata level, nothing else. */
-export const POD_STATUS_AUDIT_POLICY = `apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: [RequestReceived]
-rules:
-  - level: Metadata
-    verbs: [patch, update]
-    resources:
-      - group: ''
-        resources: [pods/status]
-  - level: None
-`;
-
-export interface AuditEvent {
-  verb: string;
-  stage: string;
-  userAgent?: string;
-  objectRef?: { resource?: string; subresource?: string; namespace?: string; name?: string };
-  stageTimestamp: string;
-  responseStatus?: { code?: number };
-}
-
-/** The pods/status writes of namespace `ns` that completed in [since, until), from the audit log. */
-export function podStatusWrites(auditLog: string, ns: string, since: number, until = Infinity): AuditEvent[] {
-  return readFileSync(auditLog, 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as AuditEvent)
-    .filter((e) => {
-      const at = Date.parse(e.stageTimestamp);
-      return (
-        e.stage === 'ResponseComplete' &&
-        e.objectRef?.resource === 'pods' &&
-        e.objectRef.subresource === 'status' &&
-        e.objectRef.namespace === ns &&
-        at >= since &&
-        at < until
-      );
-    });
 }
