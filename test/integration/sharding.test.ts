@@ -20,7 +20,7 @@ import type { Pod } from '../../src/api/core.js';
 import type { Lease, Node } from '../../src/api/node.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { leaseRole } from '../../src/operator/shard/api.js';
-import { SimBehaviourAnnotation } from '../../src/runtime/sim/profile.js';
+import { benchPod } from '../../bench/lib/pods.js';
 import { auditLogIn, completedRequests } from '../support/audit.js';
 import { startControlPlane, type ControlPlane } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
@@ -157,25 +157,7 @@ describe('sharding VirtualNodes across operator replicas (real apiserver, real p
       await client.request({
         method: 'POST',
         path: `/api/v1/namespaces/${NS}/pods`,
-        body: {
-          metadata: {
-            name: `${node}-web`,
-            annotations: { [SimBehaviourAnnotation]: '{"ports":{"8080":{}}}' },
-          },
-          spec: {
-            nodeName: node,
-            automountServiceAccountToken: false,
-            containers: [
-              {
-                name: 'app',
-                image: 'registry.k8s.io/e2e-test-images/agnhost:2.53',
-                args: ['netexec', '--http-port=8080'],
-                ports: [{ containerPort: 8080 }],
-                readinessProbe: { tcpSocket: { port: 8080 }, periodSeconds: 2 },
-              },
-            ],
-          },
-        },
+        body: benchPod(`${node}-web`, NS, node, 2),
       });
       await client.request({
         method: 'POST',

@@ -56,7 +56,7 @@ describe('operator: VirtualNode controller', () => {
     op = undefined;
   });
 
-  async function startOperator(): Promise<Operator> {
+  async function startOperator(shard?: ShardGate): Promise<Operator> {
     op = new Operator({
       api,
       factory,
@@ -65,6 +65,7 @@ describe('operator: VirtualNode controller', () => {
       workers: 2,
       statusPeriodMs: STATUS_PERIOD,
       drainRecheckMs: DRAIN_RECHECK,
+      ...(shard ? { shard } : {}),
     });
     await op.start();
     await flush();
@@ -362,16 +363,7 @@ describe('operator: VirtualNode controller', () => {
           runtime: { type: 'cri', cri: { endpoint: 'unix:///run/x.sock', host: 'h1' } },
         }),
       );
-      op = new Operator({
-        api,
-        factory,
-        clock,
-        logger,
-        workers: 2,
-        statusPeriodMs: STATUS_PERIOD,
-        shard: gate,
-      });
-      await op.start();
+      await startOperator(gate);
       await advance(500);
       expect(gate.nodes()).to.deep.equal([{ name: 'vn-a' }, { name: 'vn-b', host: 'h1' }]);
       // Not owned: nothing started, no finalizer, no status written.
@@ -380,12 +372,12 @@ describe('operator: VirtualNode controller', () => {
 
       gate.set('vn-a', true);
       await advance(500);
-      expect(op.servedNodes()).to.deep.equal(['vn-a']);
+      expect(op!.servedNodes()).to.deep.equal(['vn-a']);
       expect(api.vns.get('vn-a')!.metadata.finalizers).to.deep.equal([FINALIZER]);
 
       gate.set('vn-a', false);
       await advance(500);
-      expect(op.servedNodes()).to.deep.equal([]);
+      expect(op!.servedNodes()).to.deep.equal([]);
       expect(factory.node('vn-a').events).to.deep.equal(['start', 'stop']);
       expect(gate.stoppedNames).to.include('vn-a');
       // No status refresh of a node handed back.
@@ -400,8 +392,7 @@ describe('operator: VirtualNode controller', () => {
       vn.metadata.finalizers = [FINALIZER];
       api.vns.create(vn);
       api.vns.delete('vn-a');
-      op = new Operator({ api, factory, clock, logger, workers: 2, shard: gate });
-      await op.start();
+      await startOperator(gate);
       await advance(500);
       expect(factory.created).to.have.length(0);
       expect(api.vns.get('vn-a')!.metadata.finalizers).to.deep.equal([FINALIZER]);
@@ -410,8 +401,7 @@ describe('operator: VirtualNode controller', () => {
     it('hands everything back only after every node stopped', async () => {
       const gate = new ScriptedGate();
       api.vns.create(virtualNode('vn-a'));
-      op = new Operator({ api, factory, clock, logger, workers: 2, shard: gate });
-      await op.start();
+      await startOperator(gate);
       gate.set('vn-a', true);
       await advance(500);
       const node = factory.node('vn-a');
@@ -420,7 +410,7 @@ describe('operator: VirtualNode controller', () => {
         gate.order.push('node stop');
         await stop();
       };
-      await op.stop();
+      await op!.stop();
       op = undefined;
       expect(gate.order).to.deep.equal(['node stop', 'gate stop']);
     });
