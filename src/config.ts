@@ -40,10 +40,16 @@ export function isLabelSelector(s: string): boolean {
 export const ConfigSchema = z.object({
   /** Path to a kubeconfig; empty = in-cluster, or ~/.kube/config outside a cluster. */
   kubeconfig: z.string().default(''),
-  /** Client rate limit (kubelet defaults). */
+  /**
+   * Client rate limit (kubelet defaults) for everything but heartbeats and events. Heartbeats (node Leases,
+   * node status, shard Leases) are never rate limited, as the kubelet's heartbeat client.
+   */
   kubeApiQps: z.coerce.number().positive().default(50),
   kubeApiBurst: z.coerce.number().int().positive().default(100),
-  /** Lift the client rate limit entirely (benchmarks). */
+  /** The event client's own rate limit (kubelet eventRecordQPS and eventBurst, same defaults). */
+  eventQps: z.coerce.number().positive().default(50),
+  eventBurst: z.coerce.number().int().positive().default(100),
+  /** Lift the client and event rate limits entirely (benchmarks). */
   unlimitedQps: z
     .union([z.boolean(), z.enum(['true', 'false'])])
     .transform((v) => v === true || v === 'true')

@@ -67,10 +67,24 @@ async function main(argv: string[]): Promise<number> {
       : `kubelet-operator/${VERSION}`,
     onRequest: metrics.onRequest,
   });
+  // As the kubelet: heartbeats (node Leases, node status, shard Leases) on a client without a rate limit, so
+  // no flood of other requests queued in the main bucket can let a Lease expire; events on their own bucket
+  // (--event-qps/--event-burst), so they neither wait behind pod work nor hold it up. One connection pool.
+  const heartbeatClient = client.withLimits({ unlimited: true });
+  const eventClient = client.withLimits(
+    cfg.unlimitedQps ? { unlimited: true } : { qps: cfg.eventQps, burst: cfg.eventBurst },
+  );
+  // One ConfigMap/Secret/claim cache for every node's volumes and environments; entries nobody asked for in
+  // ten minutes (missing objects of deleted pods among them) are dropped every minute.
+  const sources = restVolumeSources(client, clock);
+  const pruneSources = setInterval(() => sources.prune(), 60_000);
+  pruneSources.unref();
   const nodeApi = new NodeApiRegistry();
   const factory = kubeletNodeFactory({
     nodeApi,
     client,
+    heartbeatClient,
+    eventClient,
     clock,
     logger,
     metrics,
@@ -81,7 +95,7 @@ async function main(argv: string[]): Promise<number> {
     clusterDomain: cfg.clusterDomain,
     resolvConf: cfg.resolvConf,
     hostsFile: cfg.hostsFile,
-    sources: restVolumeSources(client, clock),
+    sources,
   });
   const operator = new Operator({
     client,
@@ -93,7 +107,7 @@ async function main(argv: string[]): Promise<number> {
     ...(cfg.shardLeases
       ? {
           shard: new ShardCoordinator({
-            api: restShardLeaseAPI(client, cfg.shardNamespace || 'kubelet-operator-system'),
+            api: restShardLeaseAPI(heartbeatClient, cfg.shardNamespace || 'kubelet-operator-system'),
             namespace: cfg.shardNamespace || 'kubelet-operator-system',
             identity,
             host: cfg.shardHost,
@@ -124,6 +138,7 @@ async function main(argv: string[]): Promise<number> {
   if (certificates) {
     nodeApiServer = await serveNodeApi({
       client,
+      eventClient,
       clock,
       logger,
       registry: nodeApi,
@@ -157,9 +172,10 @@ async function main(argv: string[]): Promise<number> {
     await operator
       .stop()
       .catch((err: unknown) => logger.warn('operator stop failed', { error: errorMessage(err) }));
+    clearInterval(pruneSources);
     await server.close();
     await nodeApiServer?.close();
-    client.close();
+    client.close(); // and the connections its siblings share
     logger.info('stopped');
   };
   const done = new Promise<void>((resolve) => {

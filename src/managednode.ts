@@ -5,6 +5,9 @@
  * Order matters and is fixed here: the runtime first, then the NodeAgent (the Node must exist before pods
  * are admitted against it), then the Kubelet. Stopping goes the other way. Nothing here deletes API objects
  * except `drain` (this node's pods) and `remove` (the Node and its Lease).
+ *
+ * Three clients, as the kubelet's: the node Lease and node status on `heartbeatClient` (no rate limit), Events
+ * on `eventClient`, everything else (registration, pods, volumes, env references) on `client`.
  */
 import { randomBytes } from 'node:crypto';
 import type { Pod } from './api/core.js';
@@ -22,9 +25,9 @@ import type { Metrics } from './metrics.js';
 import type { AdmissionNode } from './node/admission.js';
 import { NodeAgent } from './node/agent.js';
 import { RuntimeState } from './node/runtimestate.js';
-import { nodeRef, restEventSink, restNodeAPI, type NodeAPI } from './node/api.js';
+import { nodeRef, restEventSink, restNodeAPI, type NodeAPI, type NodeHeartbeatAPI } from './node/api.js';
 import type { Service } from './api/service.js';
-import type { VolumeSources } from './kubelet/volumemanager/sources.js';
+import { restVolumeSources, type VolumeSources } from './kubelet/volumemanager/sources.js';
 import { podEnvironmentFor, type NodePodEnvironment } from './podenvironment.js';
 import { statsProviderFor } from './nodestats.js';
 import type { StatsProvider } from './kubelet/stats/provider.js';
@@ -40,7 +43,15 @@ import { errorMessage, isNotFound } from './util/errors.js';
 import type { Logger } from './util/logger.js';
 
 export interface ManagedNodeDeps {
+  /** Registration, pods, volumes, drain: the process's rate-limited client. */
   client: KubeClient;
+  /**
+   * The node Lease renewals and node status updates (default `client`). The operator passes a sibling
+   * without a rate limit, as the kubelet's heartbeat client, so no backlog of other requests delays them.
+   */
+  heartbeatClient?: KubeClient;
+  /** The node's and its pods' Events (default `client`); the operator's has its own bucket (--event-qps). */
+  eventClient?: KubeClient;
   clock: Clock;
   logger: Logger;
   metrics?: Metrics;
@@ -60,7 +71,10 @@ export interface ManagedNodeDeps {
   /** Cluster DNS servers and domain for nodes whose spec sets none. */
   clusterDNS?: readonly string[];
   clusterDomain?: string;
-  /** One cache of ConfigMaps, Secrets and claims for every node of the process. */
+  /**
+   * One cache of ConfigMaps, Secrets and claims for every node of the process, read by volumes and container
+   * env references alike. Default: one per node over `client`.
+   */
   sources?: VolumeSources;
   /** The host's resolv.conf and hosts file for cri nodes (defaults /etc/resolv.conf, /etc/hosts). */
   resolvConf?: string;
@@ -112,6 +126,7 @@ export class KubeletManagedNode implements ManagedNode {
   private readonly ownsRuntime: boolean;
   private readonly recorder: EventRecorder;
   private readonly api: NodeAPI;
+  private readonly heartbeatApi: NodeHeartbeatAPI;
   private agent: NodeAgent;
   private readonly kubelet: Kubelet;
   private readonly log: Logger;
@@ -137,7 +152,15 @@ export class KubeletManagedNode implements ManagedNode {
     this.internalIP = spec.internalIP ?? deps.defaultInternalIP;
     this.log = deps.logger.child({ node: nodeName, virtualNode: vn.metadata.name });
     this.api = restNodeAPI(deps.client);
-    this.recorder = new EventRecorder(restEventSink(deps.client), deps.clock, nodeName, this.log);
+    this.heartbeatApi = restNodeAPI(deps.heartbeatClient ?? deps.client);
+    this.recorder = new EventRecorder(
+      restEventSink(deps.eventClient ?? deps.client),
+      deps.clock,
+      nodeName,
+      this.log,
+    );
+    // Volumes and env references (kubelet_runtime.ts takes the pod environment's sources) share this cache.
+    const sources = deps.sources ?? restVolumeSources(deps.client, deps.clock);
     this.podEnv = podEnvironmentFor(
       spec,
       nodeName,
@@ -148,7 +171,7 @@ export class KubeletManagedNode implements ManagedNode {
         stateDir: deps.stateDir ?? DEFAULT_STATE_DIR,
         clusterDNS: deps.clusterDNS ?? [],
         clusterDomain: deps.clusterDomain ?? 'cluster.local',
-        ...(deps.sources ? { sources: deps.sources } : {}),
+        sources,
         ...(services ? { services } : {}),
         ...(deps.resolvConf ? { resolvConf: deps.resolvConf } : {}),
         ...(deps.hostsFile ? { hostsFile: deps.hostsFile } : {}),
@@ -213,6 +236,7 @@ export class KubeletManagedNode implements ManagedNode {
       spec,
       internalIP: this.internalIP,
       api: this.api,
+      heartbeatApi: this.heartbeatApi,
       runtime: this.runtime,
       runtimeState: this.runtimeState,
       recorder: this.recorder,

@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import type { ObjectMeta } from './core.js';
+import { isSimPodCIDR } from '../node/podcidr.js';
 
 export const GROUP = 'kubelet-operator.dev';
 export const VERSION = 'v1alpha1';
@@ -46,7 +47,7 @@ export const VirtualNodeSpecSchema = z
         pods: z.number().int().min(0).max(100_000).default(110),
       })
       .default({ cpu: '4', memory: '16Gi', 'ephemeral-storage': '100Gi', pods: 110 }),
-    internalIP: z.string().optional(),
+    internalIP: z.ipv4().or(z.ipv6()).optional(),
     runtime: z.discriminatedUnion('type', [
       z.object({
         type: z.literal('cri'),
@@ -67,7 +68,10 @@ export const VirtualNodeSpecSchema = z
         sim: z
           .object({
             /** Unset: the operator picks a free block per node (status.podCIDR). */
-            podCIDR: z.string().optional(),
+            podCIDR: z
+              .string()
+              .refine(isSimPodCIDR, 'the simulated runtime needs an IPv4 CIDR from /8 to /30')
+              .optional(),
             profile: z.record(z.string(), z.unknown()).optional(),
           })
           .default({}),

@@ -1,7 +1,11 @@
 /**
- * The one client every API call goes through: a KubeConfig for credentials, a token bucket in front of every
- * request (kubelet defaults 50 QPS, burst 100), typed errors by status code, and a hook that counts
- * requests by verb and code. Objects travel as plain JSON in their wire shape; nothing is re-serialised.
+ * The client API calls go through: a KubeConfig for credentials, a token bucket in front of every request
+ * (kubelet defaults 50 QPS, burst 100), typed errors by status code, and a hook that counts requests by verb
+ * and code. Objects travel as plain JSON in their wire shape; nothing is re-serialised.
+ *
+ * `withLimits` makes a sibling over the same connections, credentials, user agent and hook but with a rate
+ * limit of its own, as the kubelet keeps separate clients for heartbeats (no limit) and events (their own
+ * QPS): a flood of ordinary requests queued in one bucket must not delay a node Lease renewal.
  */
 import https from 'node:https';
 import tls from 'node:tls';
@@ -9,7 +13,7 @@ import http from 'node:http';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { RealClock, type Clock } from '../util/clock.js';
 import { KindError, type ErrorKind } from '../util/errors.js';
-import { TokenBucket, Unlimited, type RateLimiter } from './tokenbucket.js';
+import { TokenBucket, Unlimited, type Priority, type RateLimiter } from './tokenbucket.js';
 
 export type Verb = 'GET' | 'LIST' | 'WATCH' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -23,6 +27,11 @@ export interface RequestOptions {
   signal?: AbortSignal;
   /** Whole-request timeout; defaults to 60 s. */
   timeoutMs?: number;
+  /**
+   * `low`: waits for the rate limiter's token behind every `normal` request (reads that stand in for what a
+   * kubelet watches: ConfigMaps, Secrets, claims). Default `normal`.
+   */
+  priority?: Priority;
 }
 
 export interface KubeClientOptions {
@@ -35,6 +44,9 @@ export interface KubeClientOptions {
   /** Called once per finished request, for metrics. `code` is 0 when no HTTP response came back. */
   onRequest?: (verb: Verb, resource: string, code: number, durationMs: number) => void;
 }
+
+/** The rate limit of a sibling client (`withLimits`): no limit at all, or its own token bucket. */
+export type ClientLimits = { unlimited: true } | { qps: number; burst: number };
 
 export const PatchTypes = {
   strategic: 'application/strategic-merge-patch+json',
@@ -125,39 +137,48 @@ export function requestDeadline(
   };
 }
 
+/** What siblings share: the connection pool (with the TLS material), the request options and the user agent. */
+interface Transport {
+  agent: https.Agent | http.Agent;
+  /** The kubeconfig's request options without the TLS material (the agent holds that). */
+  requestOptions: https.RequestOptions;
+  userAgent: string;
+}
+
+function newTransport(server: string, baseOptions: https.RequestOptions, userAgent: string): Transport {
+  const url = new URL(server);
+  const { ca, cert, key, pfx, passphrase, rejectUnauthorized, servername, ...rest } = baseOptions;
+  // One TLS context for every connection: built per socket (Node's default when the key material
+  // travels with each request) it cost about 3 ms of CPU per new connection, 0.3 s for 100 nodes
+  // starting at once. The key material then stays out of the per-request options.
+  const agent =
+    url.protocol === 'https:'
+      ? new https.Agent({
+          keepAlive: true,
+          maxSockets: 256,
+          rejectUnauthorized,
+          servername,
+          secureContext: tls.createSecureContext({ ca, cert, key, pfx, passphrase }),
+        })
+      : new http.Agent({ keepAlive: true, maxSockets: 256 });
+  return { agent, requestOptions: rest, userAgent };
+}
+
+function newLimiter(opts: KubeClientOptions): RateLimiter {
+  return opts.unlimited
+    ? new Unlimited()
+    : new TokenBucket(opts.clock ?? new RealClock(), opts.qps ?? 50, opts.burst ?? 100);
+}
+
 export class KubeClient {
   private readonly limiter: RateLimiter;
-  private readonly agent: https.Agent | http.Agent;
-  private readonly userAgent: string;
-  /** The kubeconfig's request options without the TLS material (the agent holds that). */
-  private readonly requestOptions: https.RequestOptions;
 
   private constructor(
     readonly server: string,
-    baseOptions: https.RequestOptions,
+    private readonly transport: Transport,
     private readonly opts: KubeClientOptions,
   ) {
-    const clock = opts.clock ?? new RealClock();
-    this.limiter = opts.unlimited
-      ? new Unlimited()
-      : new TokenBucket(clock, opts.qps ?? 50, opts.burst ?? 100);
-    const url = new URL(server);
-    const { ca, cert, key, pfx, passphrase, rejectUnauthorized, servername, ...rest } = baseOptions;
-    // One TLS context for every connection: built per socket (Node's default when the key material
-    // travels with each request) it cost about 3 ms of CPU per new connection, 0.3 s for 100 nodes
-    // starting at once. The key material then stays out of the per-request options.
-    this.agent =
-      url.protocol === 'https:'
-        ? new https.Agent({
-            keepAlive: true,
-            maxSockets: 256,
-            rejectUnauthorized,
-            servername,
-            secureContext: tls.createSecureContext({ ca, cert, key, pfx, passphrase }),
-          })
-        : new http.Agent({ keepAlive: true, maxSockets: 256 });
-    this.requestOptions = rest;
-    this.userAgent = opts.userAgent ?? 'kubelet-operator';
+    this.limiter = newLimiter(opts);
   }
 
   /** Builds a client from a loaded KubeConfig (its current context). */
@@ -166,7 +187,24 @@ export class KubeClient {
     if (!cluster) throw new KindError('InvalidArgument', 'kubeconfig has no current cluster');
     const base: https.RequestOptions = {};
     await kc.applyToHTTPSOptions(base);
-    return new KubeClient(cluster.server.replace(/\/$/, ''), base, opts);
+    const server = cluster.server.replace(/\/$/, '');
+    return new KubeClient(server, newTransport(server, base, opts.userAgent ?? 'kubelet-operator'), opts);
+  }
+
+  /**
+   * A sibling client: the same server, connection pool, credentials, user agent and `onRequest` hook, but its
+   * own rate limiter, so requests queued on this client's bucket never delay the sibling's and the other way
+   * round. Invalid limits (qps <= 0, burst < 1) throw InvalidArgument. Siblings share one pool: `close()` on
+   * any of them closes the connections of all.
+   */
+  withLimits(limits: ClientLimits): KubeClient {
+    const { clock, userAgent, onRequest } = this.opts;
+    return new KubeClient(this.server, this.transport, {
+      clock,
+      userAgent,
+      onRequest,
+      ...('unlimited' in limits ? { unlimited: true } : { qps: limits.qps, burst: limits.burst }),
+    });
   }
 
   private url(path: string, query?: RequestOptions['query']): URL {
@@ -182,14 +220,15 @@ export class KubeClient {
     signal: AbortSignal | undefined,
   ): http.ClientRequest {
     const mod = url.protocol === 'https:' ? https : http;
+    const { requestOptions, agent, userAgent } = this.transport;
     return mod.request(url, {
-      ...this.requestOptions,
+      ...requestOptions,
       method,
-      agent: this.agent,
+      agent,
       signal,
       headers: {
-        ...(this.requestOptions.headers as Record<string, string> | undefined),
-        'User-Agent': this.userAgent,
+        ...(requestOptions.headers as Record<string, string> | undefined),
+        'User-Agent': userAgent,
         Accept: 'application/json',
         ...headers,
       },
@@ -198,7 +237,7 @@ export class KubeClient {
 
   /** One request; resolves to the parsed JSON body (undefined for an empty body). Errors are KindErrors. */
   async request<T = unknown>(req: RequestOptions): Promise<T> {
-    await this.limiter.acquire();
+    await this.limiter.acquire(req.priority);
     const url = this.url(req.path, req.query);
     const verb: Verb = req.method === 'GET' && isCollection(req.path) ? 'LIST' : req.method;
     const started = Date.now();
@@ -300,8 +339,8 @@ export class KubeClient {
     }
   }
 
-  /** Closes idle keep-alive sockets. */
+  /** Closes the keep-alive sockets (shared with every sibling from `withLimits`). */
   close(): void {
-    this.agent.destroy();
+    this.transport.agent.destroy();
   }
 }

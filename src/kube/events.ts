@@ -7,7 +7,7 @@
  * pod worker and a failed write is logged, never thrown.
  */
 import type { Clock } from '../util/clock.js';
-import { errorMessage } from '../util/errors.js';
+import { errorMessage, isNotFound } from '../util/errors.js';
 import { EventCorrelator, type CoreEvent, type EventType, type ObjectReference } from './eventcorrelator.js';
 
 export { EventCorrelator } from './eventcorrelator.js';
@@ -57,8 +57,16 @@ export class EventRecorder {
           await this.sink.create(c.event.metadata.namespace, c.event);
           this.stats.created++;
         } else {
-          await this.sink.patch(c.event.metadata.namespace, c.event.metadata.name, c.patch);
-          this.stats.patched++;
+          try {
+            await this.sink.patch(c.event.metadata.namespace, c.event.metadata.name, c.patch);
+            this.stats.patched++;
+          } catch (err) {
+            // The Event is gone (its create was dropped or failed, or it expired): create it whole with its
+            // count, as client-go's recorder does when a patch finds nothing.
+            if (!isNotFound(err)) throw err;
+            await this.sink.create(c.event.metadata.namespace, c.event);
+            this.stats.created++;
+          }
         }
       } catch (err) {
         this.stats.failed++;

@@ -13,6 +13,7 @@
  * 3. Service variables not already defined.
  * The kubelet returns these in Go map order (random); here the first definition of a name fixes its position.
  */
+import { formatMap } from './volume/fieldpath.js';
 import type { Container, EnvVarSource, Pod } from '../api/core.js';
 import { KindError } from '../util/errors.js';
 import {
@@ -68,6 +69,42 @@ export interface EnvironmentResult {
   skipped: SkippedEnvFromKeys[];
 }
 
+/** One reference of a container's environment to a ConfigMap or Secret. */
+export interface EnvSourceRef {
+  kind: 'configMap' | 'secret';
+  name: string;
+  /** This reference is optional: the object's absence fails nothing here. */
+  optional: boolean;
+}
+
+/**
+ * Every reference of a container's `envFrom` and `env` to a ConfigMap or Secret, in the order the kubelet
+ * reads them (envFrom first, then env; one object may be referred to more than once). A caller that fetches
+ * them in this order may stop at the first reference that is not optional and finds nothing:
+ * makeEnvironmentVariables fails there, as the kubelet does, and reads nothing after it.
+ */
+export function envSourceRefs(container: Pick<Container, 'env' | 'envFrom'>): EnvSourceRef[] {
+  const refs: EnvSourceRef[] = [];
+  for (const from of container.envFrom ?? []) {
+    const ref = from.configMapRef ?? from.secretRef;
+    if (ref) {
+      refs.push({
+        kind: from.configMapRef ? 'configMap' : 'secret',
+        name: ref.name,
+        optional: ref.optional === true,
+      });
+    }
+  }
+  for (const e of container.env ?? []) {
+    if (e.value) continue;
+    const cm = e.valueFrom?.configMapKeyRef;
+    const ref = cm ?? e.valueFrom?.secretKeyRef;
+    if (ref)
+      refs.push({ kind: cm ? 'configMap' : 'secret', name: ref.name, optional: ref.optional === true });
+  }
+  return refs;
+}
+
 /** The ConfigMaps and Secrets a container's `env` and `envFrom` refer to, each name once. */
 export function envSourceNames(container: Pick<Container, 'env' | 'envFrom'>): {
   configMaps: string[];
@@ -75,15 +112,7 @@ export function envSourceNames(container: Pick<Container, 'env' | 'envFrom'>): {
 } {
   const configMaps = new Set<string>();
   const secrets = new Set<string>();
-  for (const from of container.envFrom ?? []) {
-    if (from.configMapRef) configMaps.add(from.configMapRef.name);
-    else if (from.secretRef) secrets.add(from.secretRef.name);
-  }
-  for (const e of container.env ?? []) {
-    if (e.value) continue;
-    if (e.valueFrom?.configMapKeyRef) configMaps.add(e.valueFrom.configMapKeyRef.name);
-    else if (e.valueFrom?.secretKeyRef) secrets.add(e.valueFrom.secretKeyRef.name);
-  }
+  for (const r of envSourceRefs(container)) (r.kind === 'configMap' ? configMaps : secrets).add(r.name);
   return { configMaps: [...configMaps], secrets: [...secrets] };
 }
 
@@ -175,14 +204,6 @@ function isUsableName(name: string, rule: 'relaxed' | 'strict'): boolean {
 }
 
 // ----------------------------------------------------------------------------------------- field refs
-
-/** Go's `%v=%q` per sorted key, newline-separated (fieldpath.FormatMap). */
-function formatMap(m: Readonly<Record<string, string>> | undefined): string {
-  return Object.keys(m ?? {})
-    .sort()
-    .map((k) => `${k}=${JSON.stringify(m?.[k] ?? '')}`)
-    .join('\n');
-}
 
 const SUPPORTED_FIELD_LABELS = new Set([
   'metadata.annotations',

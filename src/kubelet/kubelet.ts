@@ -160,6 +160,7 @@ export class Kubelet {
       clock: deps.clock,
       logger: { info: (m, f) => (m.startsWith('failed') ? sm.warn(m, f) : sm.debug(m, f)) },
       readFromCache: true, // the informer's pod instead of a GET before each PATCH (status/sync.ts)
+      ...(deps.yieldToLoop ? { yieldToLoop: deps.yieldToLoop } : {}),
     });
 
     this.proberManager = new ProberManager({

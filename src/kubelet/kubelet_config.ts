@@ -81,7 +81,10 @@ export interface KubeletDeps {
   /** The node as admission sees it (allocatable, labels, taints); read at each admission. */
   node: () => AdmissionNode;
   settings: KubeletSettings;
-  /** ConfigMaps and Secrets for container environments; defaults to GETs through `client`. */
+  /**
+   * ConfigMaps and Secrets for container environments; defaults to the pod environment's cached sources (the
+   * ones volumes read), else GETs through `client`.
+   */
   envSource?: EnvSource;
   /** HTTP GET of httpGet lifecycle hooks; defaults to node:http(s). */
   hookHttpGet?: HookHttpGet;

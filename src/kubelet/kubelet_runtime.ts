@@ -1,12 +1,13 @@
 /**
  * The runtime manager a Kubelet drives (kubelet.go NewMainKubelet's kuberuntime.NewKubeGenericRuntimeManager):
- * the node facts that go into every sandbox config, the back-offs, the environment sources and the pod
- * environment (volumes, pod files) the manager's runtime helper hands to each container.
+ * the node facts that go into every sandbox config, the back-offs, the environment sources (the pod
+ * environment's cached VolumeSources when it has them) and the pod environment (volumes, pod files) the
+ * manager's runtime helper hands to each container.
  */
 import type { Logger } from '../util/logger.js';
 import { newCrashLoopBackOff } from './backoff.js';
 import { allocatableForEnv, type KubeletDeps } from './kubelet_config.js';
-import { nodeHookHttpGet, restEnvSource } from './kubelet_shell.js';
+import { nodeHookHttpGet, restEnvSource, volumeEnvSource } from './kubelet_shell.js';
 import type { NodePodEnvironment } from './kubelet_volumes.js';
 import { ImagePullBackOff } from './images/pullbackoff.js';
 import type { EventRecorderFunc } from './kuberuntime/context.js';
@@ -38,7 +39,11 @@ export function newRuntimeManager(deps: KubeletDeps, p: RuntimeManagerParts): Ku
       allocatable: allocatableForEnv(deps.node()),
     },
     recorder: p.record,
-    envSource: deps.envSource ?? restEnvSource(deps.client),
+    // Env references read through the cache the volumes read through when the pod environment has one (the
+    // operator's: one per process), so a pod retrying a missing ConfigMap costs one GET per TTL.
+    envSource:
+      deps.envSource ??
+      (p.podEnv.env.sources ? volumeEnvSource(p.podEnv.env.sources) : restEnvSource(deps.client)),
     httpGet: deps.hookHttpGet ?? nodeHookHttpGet,
     crashLoopBackOff: newCrashLoopBackOff(s.crashLoopBackOff),
     imagePullBackOff: new ImagePullBackOff(),

@@ -1,7 +1,8 @@
 /**
  * The kubelet's small adapters to the outside world, each replaceable in tests: pod event references over
- * the node's EventRecorder, ConfigMap/Secret lookups over the API for container environments, the HTTP GET of
- * lifecycle hooks, and the guard that keeps a stopped Kubelet's pod workers from acting.
+ * the node's EventRecorder, ConfigMap/Secret lookups for container environments (over the node's cached
+ * VolumeSources, or by plain GETs), the HTTP GET of lifecycle hooks, and the guard that keeps a stopped
+ * Kubelet's pod workers from acting.
  */
 import http from 'node:http';
 import https from 'node:https';
@@ -11,6 +12,7 @@ import type { EventType, ObjectReference } from '../kube/events.js';
 import { isNotFound } from '../util/errors.js';
 import type { EnvSource, EventRecorderFunc } from './kuberuntime/context.js';
 import type { PodSyncer } from './podworkers.js';
+import type { ConfigMapObject, SecretObject, VolumeSources } from './volumemanager/sources.js';
 
 /** The part of EventRecorder the kubelet uses. */
 export interface PodEventSink {
@@ -40,41 +42,60 @@ export function podEventRecorder(sink: PodEventSink): EventRecorderFunc {
 
 const enc = encodeURIComponent;
 
-interface DataObject {
-  data?: Record<string, string>;
-  binaryData?: Record<string, string>;
+/** A ConfigMap's data with its binaryData decoded (UTF-8), as env vars see it. */
+function configMapEnv(cm: ConfigMapObject): Record<string, string> {
+  const out: Record<string, string> = { ...(cm.data ?? {}) };
+  for (const [k, v] of Object.entries(cm.binaryData ?? {}))
+    out[k] = Buffer.from(v, 'base64').toString('utf8');
+  return out;
+}
+
+/** A Secret's data base64-decoded (UTF-8), as env vars see it. */
+function secretEnv(s: SecretObject): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(s.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]),
+  );
 }
 
 /**
- * ConfigMaps and Secrets by GET through the rate-limited client (the kubelet's "Get" change detection
- * strategy). A missing object resolves undefined; Secret values are base64-decoded.
+ * Container environments read through the node's VolumeSources, the cache volumes read through too (the
+ * kubelet hands its configmap and secret managers to both): a ConfigMap or Secret that many containers refer
+ * to, or that does not exist, costs one GET per TTL however often pods retry. What VolumeSources resolves
+ * undefined (NotFound) is undefined here; its other failures reject. Each call returns a fresh record.
+ */
+export function volumeEnvSource(sources: Pick<VolumeSources, 'getConfigMap' | 'getSecret'>): EnvSource {
+  return {
+    async getConfigMap(namespace, name) {
+      const cm = await sources.getConfigMap(namespace, name);
+      return cm ? configMapEnv(cm) : undefined;
+    },
+    async getSecret(namespace, name) {
+      const s = await sources.getSecret(namespace, name);
+      return s ? secretEnv(s) : undefined;
+    },
+  };
+}
+
+/**
+ * ConfigMaps and Secrets by a GET per lookup, uncached (the kubelet's "Get" change detection strategy): the
+ * fallback of a Kubelet whose pod environment has no VolumeSources. A missing object resolves undefined;
+ * other failures reject; binaryData and Secret values are base64-decoded.
  */
 export function restEnvSource(client: Pick<KubeClient, 'request'>): EnvSource {
-  const get = async (path: string): Promise<DataObject | undefined> => {
+  const get = async <T>(path: string): Promise<T | undefined> => {
     try {
-      return await client.request<DataObject>({ method: 'GET', path });
+      return await client.request<T>({ method: 'GET', path, priority: 'low' });
     } catch (err) {
       if (isNotFound(err)) return undefined;
       throw err;
     }
   };
-  return {
-    async getConfigMap(namespace, name) {
-      const cm = await get(`/api/v1/namespaces/${enc(namespace)}/configmaps/${enc(name)}`);
-      if (!cm) return undefined;
-      const out: Record<string, string> = { ...(cm.data ?? {}) };
-      for (const [k, v] of Object.entries(cm.binaryData ?? {}))
-        out[k] = Buffer.from(v, 'base64').toString('utf8');
-      return out;
-    },
-    async getSecret(namespace, name) {
-      const s = await get(`/api/v1/namespaces/${enc(namespace)}/secrets/${enc(name)}`);
-      if (!s) return undefined;
-      return Object.fromEntries(
-        Object.entries(s.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]),
-      );
-    },
-  };
+  return volumeEnvSource({
+    getConfigMap: (namespace, name) =>
+      get<ConfigMapObject>(`/api/v1/namespaces/${enc(namespace)}/configmaps/${enc(name)}`),
+    getSecret: (namespace, name) =>
+      get<SecretObject>(`/api/v1/namespaces/${enc(namespace)}/secrets/${enc(name)}`),
+  });
 }
 
 /**

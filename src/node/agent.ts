@@ -14,7 +14,14 @@ import type { VirtualNodeSpec } from '../api/virtualnode.js';
 import type { Runtime } from '../runtime/types.js';
 import type { Clock } from '../util/clock.js';
 import { KindError, errorMessage } from '../util/errors.js';
-import { nodeRef, silentLogger, type NodeAPI, type NodeEventRecorder, type NodeLogger } from './api.js';
+import {
+  nodeRef,
+  silentLogger,
+  type NodeAPI,
+  type NodeEventRecorder,
+  type NodeHeartbeatAPI,
+  type NodeLogger,
+} from './api.js';
 import { LeaseController } from './lease.js';
 import {
   DEFAULT_KUBELET_PORT,
@@ -34,7 +41,14 @@ export interface NodeAgentConfig {
   spec: Pick<VirtualNodeSpec, 'labels' | 'taints' | 'capacity' | 'heartbeat'>;
   /** Where the API server reaches the node API: spec.internalIP, else the operator's own address. */
   internalIP: string;
+  /** Registration (and everything else not in `heartbeatApi`). */
   api: NodeAPI;
+  /**
+   * The Lease renewals and node status updates; default `api`. The operator passes one over a client
+   * without a rate limit (the kubelet's heartbeat client), so a full bucket of other requests cannot let the
+   * Lease expire.
+   */
+  heartbeatApi?: NodeHeartbeatAPI;
   runtime: Pick<Runtime, 'version' | 'status'>;
   recorder: NodeEventRecorder;
   clock: Clock;
@@ -91,6 +105,12 @@ function validate(cfg: NodeAgentConfig): void {
     'updateLease',
   ] as const) {
     if (typeof api?.[m] !== 'function') throw invalid(`api.${m} is required`, node);
+  }
+  if (cfg.heartbeatApi !== undefined) {
+    const hb = cfg.heartbeatApi as Partial<NodeHeartbeatAPI> | null;
+    for (const m of ['getNode', 'patchNodeStatus', 'getLease', 'createLease', 'updateLease'] as const) {
+      if (typeof hb?.[m] !== 'function') throw invalid(`heartbeatApi.${m} is required`, node);
+    }
   }
   if (typeof cfg.runtime?.version !== 'function' || typeof cfg.runtime.status !== 'function') {
     throw invalid('runtime with version() and status() is required', node);
@@ -161,8 +181,9 @@ export class NodeAgent {
       osImage: cfg.osImage ?? 'kubelet-operator virtual node',
     });
     const hb = cfg.spec.heartbeat;
+    const heartbeatApi = cfg.heartbeatApi ?? cfg.api;
     this.lease = new LeaseController({
-      api: cfg.api,
+      api: heartbeatApi,
       clock: cfg.clock,
       nodeName: cfg.nodeName,
       nodeUID: () => this.nodeUID,
@@ -181,7 +202,7 @@ export class NodeAgent {
         logger: this.logger,
       });
     this.status = new NodeStatusLoop({
-      api: cfg.api,
+      api: heartbeatApi,
       clock: cfg.clock,
       runtimeState: this.runtimeState,
       recorder: cfg.recorder,
@@ -274,8 +295,11 @@ export class NodeAgent {
       await Promise.all([this.lease.ready, this.status.ready]);
       this.resolveReady();
     } catch (err) {
-      if (!this.abort.signal.aborted)
+      if (!this.abort.signal.aborted) {
         this.logger.warn('node agent failed to start', { node: this.nodeName, error: errorMessage(err) });
+        // `ready` settles either way: whoever waits for it (the VirtualNode's start) reports why.
+        this.rejectReady(err instanceof Error ? err : new Error(String(err)));
+      }
     }
   }
 

@@ -1,6 +1,7 @@
 /**
  * The API calls the node module makes, behind a small interface so the controllers can run against an
- * in-memory fake in unit tests and against the rate-limited KubeClient in production. Every method fails
+ * in-memory fake in unit tests and against the KubeClient in production (the heartbeat calls,
+ * NodeHeartbeatAPI, on a client without a rate limit: see NodeAgentConfig.heartbeatApi). Every method fails
  * with a KindError (`NotFound`, `AlreadyExists`, `Conflict`, `Unavailable`, ...); callers branch on the kind.
  * Returned objects belong to the caller.
  */
@@ -29,6 +30,15 @@ export interface NodeAPI {
   updateLease(lease: Lease): Promise<Lease>;
   deleteLease(name: string): Promise<void>;
 }
+
+/**
+ * The calls of the heartbeats: the Lease renewal and the node status update (its GET and its PATCH). The
+ * kubelet makes them on a client of their own without a rate limit, so they never queue behind other work.
+ */
+export type NodeHeartbeatAPI = Pick<
+  NodeAPI,
+  'getNode' | 'patchNodeStatus' | 'getLease' | 'createLease' | 'updateLease'
+>;
 
 /** The part of EventRecorder the node module uses. */
 export interface NodeEventRecorder {

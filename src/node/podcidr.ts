@@ -26,6 +26,21 @@ function parseCIDR(cidr: string): Range | undefined {
   return { first, last: first + size - 1 };
 }
 
+/** Whether the simulated runtime's IPAM can hand out addresses from `cidr`: an IPv4 CIDR /8 to /30. */
+export function isSimPodCIDR(cidr: string): boolean {
+  const m = /^\d{1,3}(?:\.\d{1,3}){3}\/(\d{1,2})$/.exec(cidr);
+  if (!m || parseCIDR(cidr) === undefined) return false;
+  const prefix = Number(m[1]);
+  return prefix >= 8 && prefix <= 30;
+}
+
+/** Whether two IPv4 CIDRs share an address (false when either does not parse). */
+export function cidrsOverlap(a: string, b: string): boolean {
+  const x = parseCIDR(a);
+  const y = parseCIDR(b);
+  return x !== undefined && y !== undefined && x.first <= y.last && y.first <= x.last;
+}
+
 /**
  * The prefix length of a block that holds `pods` addresses next to the network, gateway and broadcast
  * addresses the simulated IPAM keeps out: /24 for the usual 110 pods, larger blocks for larger nodes.

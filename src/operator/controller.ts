@@ -31,6 +31,7 @@ import type { Logger } from '../util/logger.js';
 import { restOperatorAPI, type OperatorAPI, type VirtualNodeWriter } from './api.js';
 import type { ManagedNode, ManagedNodeFactory } from './managednode.js';
 import { PodCIDRDefaulter } from './podcidr.js';
+import { nodeNameHolder, nodeNameProblem } from './nodeclaims.js';
 import { drainingStatus, notStartedStatus, observedStatus, VirtualNodeStatusWriter } from './status.js';
 import { internPod } from './podintern.js';
 import { processInterner } from '../util/intern.js';
@@ -65,6 +66,8 @@ interface Served {
   node: ManagedNode;
   spec: VirtualNodeSpec;
   started: Promise<void>;
+  /** `started` has settled (a worker never waits on a start that may take long). */
+  settled: boolean;
   startError?: string;
 }
 
@@ -224,12 +227,21 @@ export class Operator {
       await this.status.write(vn, notStartedStatus('InvalidSpec', parsed.message));
       return;
     }
+    const unservable = this.unservable(vn, parsed.spec);
+    if (unservable) {
+      await this.forget(name);
+      await this.status.write(vn, notStartedStatus(unservable.reason, unservable.message));
+      // Level-triggered: the other claim may go away (a conflict), or the spec change.
+      if (unservable.recheck) this.queue.addAfter(name, this.statusPeriodMs);
+      return;
+    }
     let spec: VirtualNodeSpec;
     try {
       spec = this.podCIDRs.withPodCIDR(vn, parsed.spec, this.vnInformer.list());
     } catch (err) {
       await this.forget(name);
       await this.status.write(vn, notStartedStatus('PodCIDRUnavailable', errorMessage(err)));
+      this.queue.addAfter(name, this.statusPeriodMs);
       return;
     }
     let served = this.served.get(name);
@@ -238,7 +250,13 @@ export class Operator {
       served = undefined;
     }
     if (!served) {
-      served = this.serve(vn, spec);
+      const started = this.serve(vn, spec);
+      if (!started.ok) {
+        await this.status.write(vn, notStartedStatus('StartFailed', started.message));
+        this.queue.addAfter(name, this.statusPeriodMs);
+        return;
+      }
+      served = started.served;
     } else if (canonicalJSON(served.spec) !== canonicalJSON(spec)) {
       served.spec = spec;
       await served.node.update(spec);
@@ -257,23 +275,66 @@ export class Operator {
     this.queue.addAfter(name, this.statusPeriodMs);
   }
 
-  /** Creates and starts the ManagedNode of a VirtualNode, and hands it the pods already bound to it. */
-  private serve(vn: VirtualNode, spec: VirtualNodeSpec): Served {
+  /**
+   * Why a VirtualNode with a valid spec still cannot serve its Node: a name no Node can register, or a Node
+   * another (older) VirtualNode serves. Undefined when it can.
+   */
+  private unservable(
+    vn: VirtualNode,
+    spec: VirtualNodeSpec,
+  ): { reason: string; message: string; recheck: boolean } | undefined {
+    const nodeName = nodeNameOf(vn, spec);
+    const problem = nodeNameProblem(nodeName);
+    if (problem) return { reason: 'InvalidSpec', message: problem, recheck: false };
+    const holder = nodeNameHolder(vn, spec, this.vnInformer.list(), (o) => parseVirtualNodeSpec(o.spec).ok);
+    if (holder) {
+      return {
+        reason: 'NodeNameConflict',
+        message: `Node ${nodeName} is served by VirtualNode ${holder.metadata.name ?? ''}, which claimed it first`,
+        recheck: true,
+      };
+    }
+    return undefined;
+  }
+
+  /**
+   * Creates and starts the ManagedNode of a VirtualNode, and hands it the pods already bound to it. A node
+   * that cannot even be built (a runtime that rejects the spec) is reported, not served.
+   */
+  private serve(
+    vn: VirtualNode,
+    spec: VirtualNodeSpec,
+  ): { ok: true; served: Served } | { ok: false; message: string } {
     const name = vn.metadata.name ?? '';
     const nodeName = nodeNameOf(vn, spec);
-    const node = this.opts.factory.create(vn, spec, nodeName, this.podInformer, (ns) =>
-      this.serviceInformer.byIndex(ServicesByNamespaceIndex, ns),
-    );
-    const entry: Served = { node, spec, started: Promise.resolve() };
-    entry.started = node.start().catch((err: unknown) => {
-      entry.startError = errorMessage(err);
-      this.opts.logger.warn('virtual node failed to start', { virtualNode: name, error: entry.startError });
-    });
+    const current = this.byNode.get(nodeName);
+    if (current !== undefined && current !== name) {
+      // The claim order decides first; this only keeps the invariant when the cache has not caught up.
+      return { ok: false, message: `Node ${nodeName} is served here by VirtualNode ${current}` };
+    }
+    let node: ManagedNode;
+    try {
+      node = this.opts.factory.create(vn, spec, nodeName, this.podInformer, (ns) =>
+        this.serviceInformer.byIndex(ServicesByNamespaceIndex, ns),
+      );
+    } catch (err) {
+      const message = errorMessage(err);
+      this.opts.logger.warn('virtual node cannot be served', { virtualNode: name, error: message });
+      return { ok: false, message };
+    }
+    const entry: Served = { node, spec, started: Promise.resolve(), settled: false };
+    entry.started = node
+      .start()
+      .catch((err: unknown) => {
+        entry.startError = errorMessage(err);
+        this.opts.logger.warn('virtual node failed to start', { virtualNode: name, error: entry.startError });
+      })
+      .finally(() => (entry.settled = true));
     this.served.set(name, entry);
     this.byNode.set(nodeName, name);
     // Hand over pods that are already bound to the node (restart safety).
     for (const p of this.podsOfNode(nodeName)) node.podAdded(p);
-    return entry;
+    return { ok: true, served: entry };
   }
 
   private async finalize(vn: VirtualNode): Promise<void> {
@@ -285,13 +346,18 @@ export class Operator {
     let served = this.served.get(name);
     if (!served) {
       // Deleted while no process served it (or before this one got to it): serve it now, so that a kubelet
-      // terminates its pods, then drain and remove it like any other. Only an invalid spec, which never
-      // started anything, goes without.
-      const parsed = parseVirtualNodeSpec(vn.spec);
-      if (parsed.ok) served = this.serve(vn, parsed.spec);
+      // terminates its pods, then drain and remove it like any other. A spec that never served a Node (invalid,
+      // a Node another VirtualNode serves, no pod CIDR, a runtime that cannot be built) goes without: the pods
+      // bound to that Node are not its own.
+      served = this.servedForDrain(vn);
     }
     if (served) {
-      await served.started;
+      if (!served.settled) {
+        // Still starting (registering, or waiting for its runtime): look again shortly, with the worker free.
+        await this.status.write(vn, drainingStatus);
+        this.queue.addAfter(name, this.drainRecheckMs);
+        return;
+      }
       const empty = await served.node.drain();
       if (!empty) {
         await this.status.write(vn, drainingStatus);
@@ -308,6 +374,21 @@ export class Operator {
       vn,
       (vn.metadata.finalizers ?? []).filter((f) => f !== FINALIZER),
     );
+  }
+
+  /** The ManagedNode that drains a deleted VirtualNode no process served, or undefined if it never could. */
+  private servedForDrain(vn: VirtualNode): Served | undefined {
+    const parsed = parseVirtualNodeSpec(vn.spec);
+    if (!parsed.ok || this.unservable(vn, parsed.spec)) return undefined;
+    let spec: VirtualNodeSpec;
+    try {
+      // The same pod CIDR it was served with (its status keeps the defaulted one), so its pods are adopted.
+      spec = this.podCIDRs.withPodCIDR(vn, parsed.spec, this.vnInformer.list());
+    } catch {
+      return undefined;
+    }
+    const started = this.serve(vn, spec);
+    return started.ok ? started.served : undefined;
   }
 
   private async forget(name: string): Promise<void> {

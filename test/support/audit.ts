@@ -31,10 +31,15 @@ export interface AuditEvent {
   requestObject?: unknown;
 }
 
-/** Writes `policy` and an empty log under `dir`; returns the log's path and the flags for kube-apiserver. */
+/**
+ * Writes `policy` and an empty log under `dir`; returns the log's path and the flags for kube-apiserver.
+ * `blocking` (default) writes each event before the response; `batch` buffers them (for thousands of
+ * requests a test makes quickly; read the log only after a second or two).
+ */
 export async function auditLogIn(
   dir: string,
   policy: string,
+  mode: 'blocking' | 'batch' = 'blocking',
 ): Promise<{ auditLog: string; apiserverArgs: string[] }> {
   const auditLog = path.join(dir, 'audit.log');
   const policyPath = path.join(dir, 'audit-policy.yaml');
@@ -45,7 +50,7 @@ export async function auditLogIn(
     apiserverArgs: [
       `--audit-policy-file=${policyPath}`,
       `--audit-log-path=${auditLog}`,
-      '--audit-log-mode=blocking',
+      `--audit-log-mode=${mode}`,
     ],
   };
 }

@@ -26,6 +26,8 @@ export class OperatorProcess {
       this.child = spawn(
         process.execPath,
         [
+          // KO_TEST_OPERATOR_NODE_ARGS: node flags for the operator only, e.g. `--prof` to profile a run.
+          ...(process.env.KO_TEST_OPERATOR_NODE_ARGS ?? '').split(' ').filter(Boolean),
           '--import',
           'tsx',
           'src/main.ts',

@@ -21,6 +21,31 @@ describe('loadConfig', () => {
     });
   });
 
+  it('reads the event client limits (kubelet eventRecordQPS/eventBurst defaults) and refuses non-positive ones', () => {
+    const d = loadConfig([], {});
+    expect(d.ok && { qps: d.config.eventQps, burst: d.config.eventBurst }).to.deep.equal({
+      qps: 50,
+      burst: 100,
+    });
+    const set = loadConfig(['--event-qps=5.5', '--event-burst', '20'], {});
+    expect(set.ok && { qps: set.config.eventQps, burst: set.config.eventBurst }).to.deep.equal({
+      qps: 5.5,
+      burst: 20,
+    });
+    const env = loadConfig([], { KO_EVENT_QPS: '7', KO_EVENT_BURST: '9' });
+    expect(env.ok && [env.config.eventQps, env.config.eventBurst]).to.deep.equal([7, 9]);
+    for (const [flag, value] of [
+      ['event-qps', '0'],
+      ['event-qps', '-1'],
+      ['event-burst', '0'],
+      ['event-burst', '1.5'],
+    ] as const) {
+      const r = loadConfig([`--${flag}=${value}`], {});
+      expect(r.ok, `${flag}=${value}`).to.equal(false);
+      if (!r.ok) expect(r.message).to.match(new RegExp(`^--${flag}: `));
+    }
+  });
+
   it('names the flag of a bad value or an unknown flag', () => {
     expect(loadConfig(['--http-port=70000'], {})).to.deep.include({ ok: false });
     const bad = loadConfig(['--http-port=70000'], {});

@@ -8,6 +8,7 @@ import { parseVirtualNodeSpec, type VirtualNode, type VirtualNodeSpec } from '..
 import type { KubeClient, RequestOptions } from '../../src/kube/client.js';
 import { Informer, stripManagedFields } from '../../src/kube/informer.js';
 import { PodsByNodeIndex } from '../../src/kubelet/podmanager.js';
+import type { VolumeSources } from '../../src/kubelet/volumemanager/sources.js';
 import { KubeletManagedNode, kubeletNodeFactory, type ManagedNodeDeps } from '../../src/managednode.js';
 import { SimRuntime } from '../../src/runtime/sim/index.js';
 import { NodeApiRegistry } from '../../src/server/nodeapi/registry.js';
@@ -126,7 +127,7 @@ const MUTATIONS = [
   'removeContainer',
 ] as const;
 
-function setup() {
+function setup(over: (sibling: () => FakeKubeClient) => Partial<ManagedNodeDeps> = () => ({})) {
   const clock = new FakeClock();
   const nodeAPI = new FakeNodeAPI(clock);
   const pods = new FakeCollection<Pod & { metadata: { name: string } }>();
@@ -157,6 +158,8 @@ function setup() {
       runtimeFor.push(`${nodeName} ${ip} ${s.runtime.type}`);
       return runtime;
     },
+    // Another client over the same in-memory API, with its own record of requests.
+    ...over(() => new FakeKubeClient(nodeAPI, pods)),
   };
   const node = new KubeletManagedNode(vn, spec(), NODE, deps, informer);
   // Pod events reach the node as the operator routes them.
@@ -287,6 +290,82 @@ describe('KubeletManagedNode', () => {
     expect(s.nodeAPI.nodes.has(NODE)).to.equal(false);
     expect(s.nodeAPI.leases.has(NODE)).to.equal(false);
     await s.node.remove(); // already gone: still fine
+  });
+});
+
+describe('KubeletManagedNode clients and sources', () => {
+  it('heartbeats on heartbeatClient, events on eventClient, registration and pods on client', async () => {
+    let heartbeat!: FakeKubeClient;
+    let events!: FakeKubeClient;
+    const s = setup((sibling) => {
+      heartbeat = sibling();
+      events = sibling();
+      return {
+        heartbeatClient: heartbeat as unknown as KubeClient,
+        eventClient: events as unknown as KubeClient,
+      };
+    });
+    try {
+      await start(s);
+      s.pods.create(pod('web'));
+      await advance(s.clock, 60_000, 500);
+      const calls = (c: FakeKubeClient) => c.requests.map((r) => `${r.method} ${r.path}`);
+      const main = calls(s.client);
+      expect(main).to.include('POST /api/v1/nodes');
+      expect(main.filter((c) => c.includes('/pods/web')).length, 'pod status on client').to.be.greaterThan(0);
+      expect(
+        main.filter((c) => c.includes('/leases') || (c.endsWith('/status') && c.includes('/nodes/'))),
+      ).to.deep.equal([]);
+      expect(main.filter((c) => c.includes('/events'))).to.deep.equal([]);
+
+      const hb = calls(heartbeat);
+      expect(hb).to.include(`PUT ${LEASES}/${NODE}`);
+      expect(hb).to.include(`PATCH /api/v1/nodes/${NODE}/status`);
+      expect(
+        hb.every(
+          (c) => c.includes('/leases') || c.startsWith(`GET /api/v1/nodes/${NODE}`) || c.endsWith('/status'),
+        ),
+      ).to.equal(true);
+      const ev = calls(events);
+      expect(ev.length).to.be.greaterThan(0);
+      expect(
+        ev.every((c) => /^(POST|PATCH) \/api\/v1\/namespaces\/[^/]+\/events/.test(c)),
+        ev.join('\n'),
+      ).to.equal(true);
+    } finally {
+      await s.node.stop();
+      await s.informer.stop();
+    }
+  });
+
+  it('reads container env references through the shared sources, never by GETs of its own', async () => {
+    const asked: string[] = [];
+    const sources: VolumeSources = {
+      getConfigMap: async (ns, n) => (asked.push(`cm ${ns}/${n}`), { data: { A: '1' } }),
+      getSecret: async (ns, n) => (
+        asked.push(`secret ${ns}/${n}`),
+        { data: { B: Buffer.from('2').toString('base64') } }
+      ),
+      getPersistentVolumeClaim: async () => undefined,
+      getPersistentVolume: async () => undefined,
+    };
+    const s = setup(() => ({ sources }));
+    try {
+      await start(s);
+      const p = pod('env');
+      p.spec!.containers[0]!.env = [
+        { name: 'A', valueFrom: { configMapKeyRef: { name: 'cfg', key: 'A' } } },
+        { name: 'B', valueFrom: { secretKeyRef: { name: 'sec', key: 'B' } } },
+      ];
+      s.pods.create(p);
+      await advance(s.clock, 3_000);
+      expect(s.pods.get('default/env')!.status?.phase).to.equal('Running');
+      expect(asked).to.include.members(['cm default/cfg', 'secret default/sec']);
+      expect(s.client.requests.filter((r) => /\/(configmaps|secrets)\//.test(r.path))).to.deep.equal([]);
+    } finally {
+      await s.node.stop();
+      await s.informer.stop();
+    }
   });
 });
 

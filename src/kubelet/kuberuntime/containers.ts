@@ -13,7 +13,7 @@ import { errorMessage, KindError } from '../../util/errors.js';
 import { formatPod } from '../backoff.js';
 import { findContainerStatusByName, type RuntimePodStatus } from '../container/types.js';
 import {
-  envSourceNames,
+  envSourceRefs,
   expandContainerCommandAndArgs,
   makeEnvironmentVariables,
   type EnvSources,
@@ -58,19 +58,30 @@ async function restartCountFromLogDir(dir: string): Promise<number> {
   return count;
 }
 
-/** Fetches the ConfigMaps and Secrets the container's environment refers to. */
+/**
+ * Fetches the ConfigMaps and Secrets the container's environment refers to, in the kubelet's order, up to the
+ * first missing one that is not optional (the environment fails there; what follows is not asked for, so a
+ * pod retrying against a missing ConfigMap costs the lookups up to it, not one per reference).
+ */
 async function fetchEnvSources(
   ctx: ManagerContext,
   namespace: string,
   container: Container,
 ): Promise<EnvSources> {
-  const names = envSourceNames(container);
   const configMaps = new Map<string, Record<string, string> | undefined>();
   const secrets = new Map<string, Record<string, string> | undefined>();
-  await Promise.all([
-    ...names.configMaps.map(async (n) => configMaps.set(n, await ctx.envSource.getConfigMap(namespace, n))),
-    ...names.secrets.map(async (n) => secrets.set(n, await ctx.envSource.getSecret(namespace, n))),
-  ]);
+  for (const ref of envSourceRefs(container)) {
+    const fetched = ref.kind === 'configMap' ? configMaps : secrets;
+    if (!fetched.has(ref.name)) {
+      fetched.set(
+        ref.name,
+        ref.kind === 'configMap'
+          ? await ctx.envSource.getConfigMap(namespace, ref.name)
+          : await ctx.envSource.getSecret(namespace, ref.name),
+      );
+    }
+    if (fetched.get(ref.name) === undefined && !ref.optional) break;
+  }
   return { configMaps, secrets };
 }
 

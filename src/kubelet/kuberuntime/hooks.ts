@@ -18,7 +18,8 @@ export type HookHttpGet = (
 ) => Promise<{ status: number }>;
 
 export interface HookRunnerDeps {
-  runtime: Pick<Runtime, 'execSync'>;
+  /** `capabilities.probePort`, when the runtime has it, answers httpGet hooks without the network (sim). */
+  runtime: Pick<Runtime, 'execSync'> & { capabilities?: Pick<Runtime['capabilities'], 'probePort'> };
   clock: Pick<Clock, 'sleep'>;
   httpGet: HookHttpGet;
   /** Time limit of an httpGet hook request. */
@@ -122,6 +123,16 @@ export async function runLifecycleHandler(deps: HookRunnerDeps, inv: HookInvocat
     const action = handler.httpGet;
     try {
       const url = hookURL(action, container, inv.podIP);
+      const answer = deps.runtime.capabilities?.probePort;
+      if (answer) {
+        // The runtime's made-up network (the simulated one): its pod IPs lead nowhere real. As for a real GET,
+        // only a failure to connect fails the hook; an HTTP error status does not.
+        const out = answer(inv.containerId, resolvePort(action.port, container.ports), 'http');
+        if (out.result === 'failure' && out.output.startsWith('dial ')) {
+          throw new Error(`Get ${JSON.stringify(url)}: ${out.output}`);
+        }
+        return { ok: true };
+      }
       await deps.httpGet(url, hookHeaders(action), deps.httpTimeoutMs);
       return { ok: true };
     } catch (err) {

@@ -70,6 +70,11 @@ export interface StatusManagerConfig {
    * Off: every sync GETs the pod first, exactly as the kubelet does.
    */
   readFromCache?: boolean;
+  /**
+   * Awaited between pods while a full sync compares every cached status with the server's (KubeletDeps
+   * .yieldToLoop): at a few thousand pods that comparison alone held the event loop for most of a second.
+   */
+  yieldToLoop?: () => Promise<void>;
   /** Where cached statuses are interned; default the process's one (src/util/intern.ts). */
   interner?: Interner;
 }
@@ -116,6 +121,7 @@ export class StatusManager {
       log: this.log,
       podStatuses: this.podStatuses,
       readFromCache: cfg.readFromCache ?? false,
+      ...(cfg.yieldToLoop ? { yieldToLoop: cfg.yieldToLoop } : {}),
     });
   }
 

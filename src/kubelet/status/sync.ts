@@ -30,6 +30,8 @@ export interface StatusSyncerDeps {
   podStatuses: Map<PodUID, VersionedPodStatus>;
   /** See StatusManagerConfig.readFromCache. */
   readFromCache: boolean;
+  /** See StatusManagerConfig.yieldToLoop. */
+  yieldToLoop?: () => Promise<void>;
 }
 
 /** A resourceVersion as a number, or undefined when it is not one (the API server's are etcd revisions). */
@@ -80,7 +82,8 @@ export class StatusSyncer {
       }
     }
     const updates: { podUID: PodUID; status: VersionedPodStatus }[] = [];
-    for (const [uid, status] of this.d.podStatuses) {
+    for (const [uid, status] of [...this.d.podStatuses]) {
+      if (all) await this.d.yieldToLoop?.();
       // Static pods are synced through their mirror pod; without one there is nothing to write to.
       let uidOfStatus: string = uid;
       const mirrorUID = podToMirror.get(uid);

@@ -10,7 +10,6 @@
 import type { ObjectMeta } from '../../api/core.js';
 
 const HEX = '0123456789abcdef';
-const PRINTABLE = /^[\p{L}\p{M}\p{N}\p{P}\p{S}]$/u;
 
 function hex(n: number, width: number): string {
   let s = '';
@@ -18,73 +17,74 @@ function hex(n: number, width: number): string {
   return s;
 }
 
-/** Go's strconv.IsPrint: letters, marks, numbers, punctuation, symbols and the ASCII space. */
-function isPrint(cp: number, ch: string): boolean {
-  return cp === 0x20 || PRINTABLE.test(ch);
+/** Printable ASCII other than `"` and `\`: a string of only these is quoted as it is (the common case). */
+const PLAIN_ASCII = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+/**
+ * What strconv.Quote changes: `"`, `\`, and every code point Go's strconv.IsPrint rejects (it accepts
+ * letters, marks, numbers, punctuation, symbols and the ASCII space). A lone UTF-16 surrogate matches too
+ * (general category Cs).
+ */
+const NEEDS_ESCAPE = /["\\]|[^\p{L}\p{M}\p{N}\p{P}\p{S} ]/gu;
+
+const NAMED_ESCAPES: Readonly<Record<number, string>> = {
+  0x07: '\\a',
+  0x08: '\\b',
+  0x0c: '\\f',
+  0x0a: '\\n',
+  0x0d: '\\r',
+  0x09: '\\t',
+  0x0b: '\\v',
+};
+
+function escapeOne(ch: string): string {
+  if (ch === '"' || ch === '\\') return `\\${ch}`;
+  const cp = ch.codePointAt(0)!;
+  // A Go string cannot hold a lone surrogate (its JSON decoder makes it U+FFFD, which is printable).
+  if (cp >= 0xd800 && cp <= 0xdfff) return '\ufffd';
+  const named = NAMED_ESCAPES[cp];
+  if (named) return named;
+  if (cp < 0x20 || cp === 0x7f) return `\\x${hex(cp, 2)}`;
+  if (cp < 0x10000) return `\\u${hex(cp, 4)}`;
+  return `\\U${hex(cp, 8)}`;
 }
 
 /**
  * Go's strconv.Quote (the `%q` verb): double quotes, `"` and `\` escaped, printable characters as they are,
  * \a \b \f \n \r \t \v by name, other bytes below 0x20 and DEL as \xHH, other unprintable runes as \uHHHH or
  * \UHHHHHHHH. A lone UTF-16 surrogate, which a Go string cannot hold (its JSON decoder makes it U+FFFD), is
- * written as U+FFFD.
+ * written as U+FFFD. One pass of one regular expression: annotation maps reach 256 KiB, and a test per
+ * character held the event loop for a second on a few such pods.
  */
 export function goQuote(s: string): string {
-  let out = '"';
-  for (const ch of s) {
-    let cp = ch.codePointAt(0)!;
-    if (cp >= 0xd800 && cp <= 0xdfff) cp = 0xfffd;
-    const c = String.fromCodePoint(cp);
-    if (c === '"' || c === '\\') {
-      out += `\\${c}`;
-      continue;
-    }
-    if (isPrint(cp, c)) {
-      out += c;
-      continue;
-    }
-    switch (cp) {
-      case 0x07:
-        out += '\\a';
-        continue;
-      case 0x08:
-        out += '\\b';
-        continue;
-      case 0x0c:
-        out += '\\f';
-        continue;
-      case 0x0a:
-        out += '\\n';
-        continue;
-      case 0x0d:
-        out += '\\r';
-        continue;
-      case 0x09:
-        out += '\\t';
-        continue;
-      case 0x0b:
-        out += '\\v';
-        continue;
-    }
-    if (cp < 0x20 || cp === 0x7f) out += `\\x${hex(cp, 2)}`;
-    else if (cp < 0x10000) out += `\\u${hex(cp, 4)}`;
-    else out += `\\U${hex(cp, 8)}`;
-  }
-  return `${out}"`;
+  if (PLAIN_ASCII.test(s)) return `"${s}"`;
+  return `"${s.replace(NEEDS_ESCAPE, escapeOne)}"`;
 }
 
-/** Go's sort.Strings: byte order of the UTF-8 encodings. */
-function compareUtf8(a: string, b: string): number {
-  return Buffer.compare(Buffer.from(a), Buffer.from(b));
+/** Go's sort.Strings: byte order of the UTF-8 encodings (UTF-16 order differs only past the BMP). */
+function sortUtf8(keys: string[]): string[] {
+  if (keys.every((k) => !/[\ud800-\udfff]/.test(k))) return keys.sort();
+  const enc = keys.map((k) => ({ k, b: Buffer.from(k) }));
+  enc.sort((x, y) => Buffer.compare(x.b, y.b));
+  return enc.map((e) => e.k);
 }
+
+/**
+ * Formatted maps by identity: a downward API volume may project the same annotations in many items, and
+ * every sync sets it up again; pod metadata maps are shared between pod versions until they change.
+ */
+const formatted = new WeakMap<object, string>();
 
 /** fieldpath.FormatMap: one `key="value"` line per key in sorted order, values quoted as Go's %q. */
 export function formatMap(m: Readonly<Record<string, string>> | undefined): string {
   if (!m) return '';
-  return Object.keys(m)
-    .sort(compareUtf8)
-    .map((k) => `${k}=${goQuote(m[k] ?? '')}`)
-    .join('\n');
+  let out = formatted.get(m);
+  if (out === undefined) {
+    out = sortUtf8(Object.keys(m))
+      .map((k) => `${k}=${goQuote(m[k] ?? '')}`)
+      .join('\n');
+    formatted.set(m, out);
+  }
+  return out;
 }
 
 /**

@@ -41,7 +41,8 @@ function restGetter<T>(
   return {
     async get(namespace, name) {
       try {
-        return await client.request<T>({ method: 'GET', path: pathOf(namespace, name) });
+        // Low priority: these GETs stand in for the kubelet's watches and must not delay pod status writes.
+        return await client.request<T>({ method: 'GET', path: pathOf(namespace, name), priority: 'low' });
       } catch (err) {
         if (isNotFound(err)) return undefined;
         throw err;

@@ -6,7 +6,9 @@
  * - `mountPod(pod)` sets up every volume that some container of the pod mounts (volumes no container uses are
  *   ignored, as the kubelet's populator ignores them). A volume that fails records the kubelet's Warning
  *   `FailedMount` event, `MountVolume.SetUp failed for volume "<name>" : <why>`, and the pod waits; the pod
- *   worker retries with its back-off. A volume the kubelet could not even process (no plugin, an unbound claim)
+ *   worker retries with its back-off, and the volume itself is tried again only after its own exponential
+ *   back-off (500 ms doubling to 2 min 2 s, as the kubelet's volume operations): a pod naming a hundred missing
+ *   ConfigMaps costs a hundred GETs per back-off step, not per sync. A volume the kubelet could not even process (no plugin, an unbound claim)
  *   ends the wait at once with `Unable to attach or mount volumes: unmounted volumes=[...], unattached
  *   volumes=[], failed to process volumes=[...]: <why>`; a pod still waiting after the kubelet's 2 min 3 s
  *   gets the same event with `context deadline exceeded`, and the clock starts again.
@@ -35,6 +37,23 @@ import { findPlugin, requiresRemount, type VolumeKind } from './plugins.js';
 /** kubelet podAttachAndMountTimeout. */
 export const PodAttachAndMountTimeoutMs = 2 * 60_000 + 3_000;
 
+/**
+ * The kubelet's exponential back-off per volume operation (nestedpendingoperations): a volume whose set-up
+ * failed is not tried again for 500 ms, then 1 s, 2 s, ... up to 2 min 2 s, however often the pod syncs.
+ */
+export const MountBackOffInitialMs = 500;
+export const MountBackOffMaxMs = 2 * 60_000 + 2_000;
+
+/** Volumes of one pod set up at once. */
+export const MountConcurrency = 4;
+
+interface MountFailure {
+  /** Not tried again before this time. */
+  retryAt: number;
+  delayMs: number;
+  message: string;
+}
+
 export type MountPodResult =
   | { ok: true; volumes: ReadonlyMap<string, MountedVolume> }
   /** `report`: the syncer records `Unable to attach or mount volumes: <message>` (the kubelet's FailedMount). */
@@ -42,6 +61,8 @@ export type MountPodResult =
 
 interface PodVolumesState {
   mounted: Map<string, MountedVolume & { kind: VolumeKind }>;
+  /** Volumes whose last set-up failed, by name, with their back-off. */
+  failed: Map<string, MountFailure>;
   /** When the pod started waiting for a volume (cleared once all are mounted). */
   waitingSince?: number;
 }
@@ -87,7 +108,7 @@ export class VolumeManager {
     const uid = pod.metadata.uid ?? '';
     let state = this.pods.get(uid);
     if (!state) {
-      state = { mounted: new Map() };
+      state = { mounted: new Map(), failed: new Map() };
       this.pods.set(uid, state);
     }
     await this.d.fs.mkdir(podDir(this.d.podsDir, uid), 0o750);
@@ -97,17 +118,22 @@ export class VolumeManager {
     const unmounted: string[] = [];
     const notProcessed: string[] = [];
     const processErrors: string[] = [];
-    await Promise.all(
-      volumes.map(async (vol) => {
+    // A few volumes at a time: each may wait for a GET of its source, and a pod with a hundred volumes must
+    // not queue a hundred GETs ahead of every other pod's (the requests then take turns across pods).
+    let next = 0;
+    const mountNext = async (): Promise<void> => {
+      while (next < volumes.length) {
+        const vol = volumes[next++]!;
         const outcome = await this.mountVolume(pod, vol, state);
-        if (outcome === 'mounted') return;
+        if (outcome === 'mounted') continue;
         unmounted.push(vol.name);
         if (outcome.stage === 'process') {
           notProcessed.push(vol.name);
           processErrors.push(outcome.message);
         }
-      }),
-    );
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(MountConcurrency, volumes.length) }, mountNext));
     // A mount of a volume the spec does not declare (API validation forbids it) can never be satisfied.
     for (const name of used) if (!volumes.some((v) => v.name === name)) unmounted.push(name);
 
@@ -139,6 +165,12 @@ export class VolumeManager {
     if (!match.ok) return { stage: 'process', message: match.message };
     const previous = state.mounted.get(vol.name);
     if (previous && previous.kind === match.kind && !requiresRemount(match.kind)) return 'mounted';
+    const now = this.d.clock.now();
+    const failure = state.failed.get(vol.name);
+    if (failure && now < failure.retryAt) {
+      // Backing off: neither tried nor reported again (the kubelet's reconciler skips it the same way).
+      return previous ? 'mounted' : { stage: 'mount', message: failure.message };
+    }
     let result;
     try {
       result = await setUpVolume(this.d, { pod, volume: vol, kind: match.kind });
@@ -146,10 +178,13 @@ export class VolumeManager {
       result = { ok: false as const, stage: 'mount' as const, message: errorMessage(err) };
     }
     if (result.ok) {
+      state.failed.delete(vol.name);
       state.mounted.set(vol.name, { ...result.volume, kind: match.kind });
       return 'mounted';
     }
     if (result.stage === 'mount') {
+      const delayMs = failure ? Math.min(failure.delayMs * 2, MountBackOffMaxMs) : MountBackOffInitialMs;
+      state.failed.set(vol.name, { retryAt: now + delayMs, delayMs, message: result.message });
       this.recordFailedMount(
         pod,
         `MountVolume.SetUp failed for volume ${JSON.stringify(vol.name)} : ${result.message}`,

@@ -10,6 +10,10 @@
  * 4. take free Leases up to the share (a create, or an update with the observed resourceVersion as
  *    precondition: two replicas never both win);
  * 5. delete Leases of VirtualNodes that are gone and of replicas long dead.
+ * While its own membership renewals fail, and for one Lease duration after they are accepted again, it
+ * counts every replica it knows as live (plan.ts, `membershipGraceUntil`): cut off from the API server, it
+ * cannot have seen them renewed, and after an outage each replica then takes back only its share. When
+ * they are accepted again it also lists the Leases at once, rather than when its watch's back-off ends.
  * `stop()` hands everything back (after the controller stopped the nodes) and deletes the membership Lease.
  *
  * Invariants: `owns(n)` is true only while this replica's Lease on n was renewed within the renew deadline;
@@ -29,7 +33,16 @@ import {
   virtualNodeLeaseName,
   type ShardLeaseAPI,
 } from './api.js';
-import { planShard, type ObservedLease, type ShardNode } from './plan.js';
+import {
+  memberExpiry,
+  membershipGraceUntil,
+  membershipRenewed,
+  NO_MEMBERSHIP_RENEWALS,
+  planShard,
+  type MembershipRenewals,
+  type ObservedLease,
+  type ShardNode,
+} from './plan.js';
 
 export interface ShardCoordinatorOptions {
   api: ShardLeaseAPI;
@@ -79,11 +92,12 @@ export class ShardCoordinator implements ShardGate {
   private readonly seen = new Map<string, Seen>();
   private readonly held = new Map<string, Held>();
   private member: Lease | undefined;
-  private memberRenewedAt = -Infinity;
+  private renewals: MembershipRenewals = NO_MEMBERSHIP_RENEWALS;
   private nodes: () => ShardNode[] = () => [];
   private changed: (name: string) => void = () => undefined;
   private timer: TimerHandle | undefined;
   private round: Promise<void> | undefined;
+  private relisting: Promise<void> | undefined;
   private again = false;
   private running = false;
   private stopped_ = false;
@@ -144,6 +158,7 @@ export class ShardCoordinator implements ShardGate {
     await this.round;
     await Promise.all([...this.held].map(([name, h]) => this.handBack(name, h)));
     if (this.member) await this.o.api.delete(this.member.metadata.name ?? '').catch(() => undefined);
+    await this.relisting;
     await this.informer.stop();
   }
 
@@ -204,27 +219,43 @@ export class ShardCoordinator implements ShardGate {
     return this.round;
   }
 
-  /** The earliest local expiry of a Lease held by another replica that has not expired yet. */
+  /**
+   * The earliest local expiry of a Lease held by another replica that has not expired yet (for a replica's
+   * membership Lease, the end of the grace window if later).
+   */
   private nextExpiry(now: number): number {
+    const graceUntil = this.graceUntil();
     let next = Infinity;
     for (const { lease, seenAt } of this.seen.values()) {
       const holder = lease.spec.holderIdentity ?? '';
       if (holder === '' || holder === this.o.identity) continue;
-      const at = seenAt + (lease.spec.leaseDurationSeconds ?? 0) * 1000;
+      const at = this.expiresAt(lease, seenAt, graceUntil);
       if (at > now && at < next) next = at;
     }
     return next;
   }
 
+  /** Until when every known replica counts as live (plan.ts). */
+  private graceUntil(): number {
+    return membershipGraceUntil(this.renewals, this.durationMs);
+  }
+
+  /** When `lease`, last seen to change at `seenAt`, runs out here: a replica's not before `graceUntil`. */
+  private expiresAt(lease: Lease, seenAt: number, graceUntil: number): number {
+    const at = seenAt + (lease.spec.leaseDurationSeconds ?? 0) * 1000;
+    return leaseRole(lease)?.role === 'replica' ? memberExpiry(at, graceUntil) : at;
+  }
+
   private async doRound(): Promise<void> {
     // A round soon after another (a Lease changed) renews only what is half way to its next renewal.
     const due = this.o.clock.now() - this.renewMs / 2;
-    if (this.memberRenewedAt <= due) await this.renewMember();
+    if (this.renewals.acceptedAt <= due) await this.renewMember();
     await Promise.all(
       [...this.held].filter(([, h]) => h.renewedAt <= due).map(([name, h]) => this.renew(name, h)),
     );
     if (this.stopped_) return;
     const now = this.o.clock.now();
+    const graceUntil = this.graceUntil();
     const members = new Map<string, number>();
     const leases = new Map<string, ObservedLease>();
     for (const { lease, seenAt } of this.seen.values()) {
@@ -236,7 +267,16 @@ export class ShardCoordinator implements ShardGate {
     }
     const nodes = this.nodes();
     const held = new Set([...this.held].filter(([, h]) => !h.releasing).map(([n]) => n));
-    const plan = planShard({ now, self: this.o.identity, host: this.o.host, members, nodes, leases, held });
+    const plan = planShard({
+      now,
+      self: this.o.identity,
+      host: this.o.host,
+      members,
+      graceUntil,
+      nodes,
+      leases,
+      held,
+    });
     for (const name of plan.release) {
       const h = this.held.get(name);
       if (!h || h.releasing) continue;
@@ -257,7 +297,7 @@ export class ShardCoordinator implements ShardGate {
       if (this.stopped_ || room <= 0) break;
       if (!this.held.has(name) && (await this.acquire(name))) room--;
     }
-    await this.collectGarbage(now, new Set(nodes.map((n) => n.name)));
+    await this.collectGarbage(now, graceUntil, new Set(nodes.map((n) => n.name)));
   }
 
   private leaseBody(name: string, role: 'replica' | 'virtualnode', node?: string): Lease {
@@ -292,12 +332,38 @@ export class ShardCoordinator implements ShardGate {
       this.member = current.metadata.resourceVersion
         ? await this.o.api.update(next)
         : await this.o.api.create(next);
-      this.memberRenewedAt = now;
     } catch (err) {
       // Created by an earlier process of this identity, or deleted meanwhile: start again next round.
       this.member = undefined;
+      this.renewals = membershipRenewed(this.renewals, now, false);
       this.log.warn('cannot renew the replica Lease', { error: errorMessage(err) });
+      return;
     }
+    const failingSince = this.renewals.failingSince;
+    this.renewals = membershipRenewed(this.renewals, now, true);
+    if (failingSince === undefined) return;
+    this.log.info('replica Lease renewed again: counting every known replica live for a Lease duration', {
+      failingForMs: now - failingSince,
+      graceUntil: new Date(this.graceUntil()).toISOString(),
+    });
+    this.relist();
+  }
+
+  /**
+   * Lists the Leases again now: after an outage the watch may still be backing off (up to 30 s), and until
+   * it resumes this replica would not see who took what. The list brings what changed (a Lease that did
+   * not change brings no event, and no news of its holder: hence the grace window); the watch follows.
+   */
+  private relist(): void {
+    if (this.relisting || this.stopped_) return;
+    this.relisting = (async () => {
+      await this.informer.stop();
+      if (!this.stopped_) this.informer.start();
+    })()
+      .catch((err: unknown) =>
+        this.log.warn('cannot restart the shard Lease watch', { error: errorMessage(err) }),
+      )
+      .finally(() => (this.relisting = undefined));
   }
 
   private async renew(name: string, h: Held): Promise<void> {
@@ -396,11 +462,12 @@ export class ShardCoordinator implements ShardGate {
     }
   }
 
-  private async collectGarbage(now: number, nodes: ReadonlySet<string>): Promise<void> {
+  private async collectGarbage(now: number, graceUntil: number, nodes: ReadonlySet<string>): Promise<void> {
     for (const { lease, seenAt } of [...this.seen.values()]) {
       const role = leaseRole(lease);
       if (!role) continue;
-      const expiredFor = now - (seenAt + (lease.spec.leaseDurationSeconds ?? 0) * 1000);
+      // A replica counted live for the grace window stays: forgotten, it would count as dead after it.
+      const expiredFor = now - this.expiresAt(lease, seenAt, graceUntil);
       const stale =
         role.role === 'replica'
           ? role.identity !== this.o.identity && expiredFor > 4 * this.durationMs

@@ -12,6 +12,14 @@
  *
  * Expiry is judged on this replica's clock from when it last saw a Lease change (client-go's leader
  * election does the same), never from the renewTime written by another machine's clock.
+ *
+ * A replica that could not renew its own membership Lease may have been cut off from the API server along
+ * with everyone else: the others' Leases going unrenewed then proves nothing. So while its renewals fail,
+ * and for one Lease duration after the first one accepted again, it counts every replica whose membership
+ * Lease it knows as live (`membershipGraceUntil`). After an outage every replica then takes only its fair
+ * share of the free Leases, instead of each counting itself alone and taking all it can; one that really
+ * died stays unrenewed through the grace window and counts as dead after it. Node Leases get no grace:
+ * their holders stop serving at their renew deadline, well inside the Lease duration, outage or not.
  */
 import { createHash } from 'node:crypto';
 
@@ -35,8 +43,13 @@ export interface ShardView {
   self: string;
   /** The host this replica runs on ('' = none known: it never takes pinned nodes). */
   host: string;
-  /** Live replicas by identity -> local expiry time (this replica is always live). */
+  /** Known replicas by identity -> local expiry time (this replica is always live). */
   members: ReadonlyMap<string, number>;
+  /**
+   * Until this clock time every replica in `members` counts as live whatever its expiry (see
+   * `membershipGraceUntil`); -Infinity outside a grace window.
+   */
+  graceUntil: number;
   /** Every VirtualNode there is. */
   nodes: readonly ShardNode[];
   /** Shard Leases by VirtualNode name. */
@@ -63,10 +76,59 @@ export interface ShardPlan {
   release: string[];
 }
 
+/**
+ * This replica's own membership renewals, as far as they bear on what it may conclude from the others'.
+ * Folded by `membershipRenewed`; read by `membershipGraceUntil`. Invariants: `failingSince` is set exactly
+ * while the attempts since the last accepted write all failed (never before the first accepted write: the
+ * first list is a fresh view); `recoveredAt` <= `acceptedAt`.
+ */
+export interface MembershipRenewals {
+  /** Clock time the last accepted write was sent (-Infinity: none yet). */
+  acceptedAt: number;
+  /** Clock time of the first failed attempt since the last accepted write. */
+  failingSince: number | undefined;
+  /** Clock time of the first accepted write after failed ones (-Infinity: none). */
+  recoveredAt: number;
+}
+
+export const NO_MEMBERSHIP_RENEWALS: MembershipRenewals = {
+  acceptedAt: -Infinity,
+  failingSince: undefined,
+  recoveredAt: -Infinity,
+};
+
+/** `r` after an attempt to write the membership Lease, sent at `at`, that was `accepted` or not. */
+export function membershipRenewed(r: MembershipRenewals, at: number, accepted: boolean): MembershipRenewals {
+  if (accepted)
+    return {
+      acceptedAt: at,
+      failingSince: undefined,
+      recoveredAt: r.failingSince === undefined ? r.recoveredAt : at,
+    };
+  if (r.failingSince !== undefined || r.acceptedAt === -Infinity) return r;
+  return { ...r, failingSince: at };
+}
+
+/**
+ * Until when every known replica counts as live: for as long as this replica's own renewals fail (it may
+ * be cut off, and so blind to theirs), then for one Lease duration after the first accepted again, the
+ * time each of them needs to be seen renewing, or to be known dead. A replica that died with the API
+ * server up is noticed as soon as before: no renewal of this replica failed meanwhile.
+ */
+export function membershipGraceUntil(r: MembershipRenewals, leaseDurationMs: number): number {
+  return r.failingSince !== undefined ? Infinity : r.recoveredAt + leaseDurationMs;
+}
+
+/** The clock time after which a replica whose membership Lease runs out at `expiresAt` counts as dead. */
+export function memberExpiry(expiresAt: number, graceUntil: number): number {
+  return Math.max(expiresAt, graceUntil);
+}
+
 /** Live replica identities, sorted, always including `self`. */
-export function liveMembers(view: Pick<ShardView, 'now' | 'self' | 'members'>): string[] {
+export function liveMembers(view: Pick<ShardView, 'now' | 'self' | 'members' | 'graceUntil'>): string[] {
   const out = new Set<string>([view.self]);
-  for (const [id, expiresAt] of view.members) if (expiresAt > view.now) out.add(id);
+  for (const [id, expiresAt] of view.members)
+    if (memberExpiry(expiresAt, view.graceUntil) > view.now) out.add(id);
   return [...out].sort();
 }
 

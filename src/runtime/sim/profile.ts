@@ -239,10 +239,38 @@ export function annotationProfiles(annotations: Record<string, string>, containe
   for (const key of [SimBehaviourAnnotation, simContainerBehaviourAnnotation(containerName)]) {
     const text = annotations[key];
     if (text === undefined) continue;
-    const source = `annotation ${key}`;
-    out.push(parseSimProfile(parseText(text, source), source));
+    out.push(parsedAnnotation(`annotation ${key}`, text));
   }
   return out;
+}
+
+/**
+ * Annotation profiles already parsed, by source and text, failures included: a pod's annotation is read at
+ * every pull and container start of every container, and parsing a large YAML document takes milliseconds
+ * to seconds; the same text always gives the same profile (returned as is: profiles are never modified).
+ */
+const parsedAnnotations = new Map<string, SimProfile | KindError>();
+const PARSED_ANNOTATIONS_MAX = 512;
+
+function parsedAnnotation(source: string, text: string): SimProfile {
+  const key = `${source}\n${text}`;
+  let parsed = parsedAnnotations.get(key);
+  if (parsed === undefined) {
+    try {
+      parsed = parseSimProfile(parseText(text, source), source);
+    } catch (err) {
+      parsed =
+        err instanceof KindError
+          ? err
+          : new KindError('InvalidArgument', `${source}: ${String(err)}`, { source });
+    }
+    if (parsedAnnotations.size >= PARSED_ANNOTATIONS_MAX) {
+      parsedAnnotations.delete(parsedAnnotations.keys().next().value!);
+    }
+  } else parsedAnnotations.delete(key); // most recently used last
+  parsedAnnotations.set(key, parsed);
+  if (parsed instanceof KindError) throw parsed;
+  return parsed;
 }
 
 /** Layers `over` on `base` (see the module comment for the rules). Neither argument is modified. */

@@ -22,6 +22,8 @@ export type NodeApiCertificates =
 
 export interface ServeNodeApiOptions {
   client: KubeClient;
+  /** Where its Events go (the operator's event client, with its own rate limit); default `client`. */
+  eventClient?: KubeClient;
   clock: Clock;
   logger: Logger;
   registry: NodeApiRegistry;
@@ -50,7 +52,8 @@ export async function serveNodeApi(o: ServeNodeApiOptions): Promise<ServedNodeAp
       clock: o.clock,
       logger: o.logger.child({ component: 'node-api-certificates' }),
       nodes: o.registry,
-      recorderFor: (node) => new EventRecorder(restEventSink(o.client), o.clock, node, o.logger),
+      recorderFor: (node) =>
+        new EventRecorder(restEventSink(o.eventClient ?? o.client), o.clock, node, o.logger),
     });
     certs.start();
     certificates = certs;

@@ -1,5 +1,10 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { KubeConfig } from '@kubernetes/client-node';
 import { expect } from 'chai';
-import { requestDeadline } from '../../../src/kube/client.js';
+import { KubeClient, requestDeadline } from '../../../src/kube/client.js';
+import { FakeClock } from '../../../src/util/clock.js';
+import { isInvalidArgument } from '../../../src/util/errors.js';
 
 describe('kube client: requestDeadline', () => {
   it('aborts with a TimeoutError once the timeout passes, and says so', async () => {
@@ -38,5 +43,112 @@ describe('kube client: requestDeadline', () => {
     parent.abort();
     expect(d.signal.aborted).to.equal(false);
     expect(d.timedOut()).to.equal(false);
+  });
+});
+
+describe('kube client: withLimits siblings', () => {
+  let server: http.Server;
+  let connections = 0;
+  const seen: { path: string; userAgent: string | undefined }[] = [];
+  let base = '';
+
+  before(async () => {
+    server = http.createServer((req, res) => {
+      seen.push({ path: req.url ?? '', userAgent: req.headers['user-agent'] });
+      res.setHeader('Content-Type', 'application/json');
+      res.end(JSON.stringify({ path: req.url }));
+    });
+    server.on('connection', () => connections++);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+
+  after(async () => {
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+  });
+
+  beforeEach(() => {
+    connections = 0;
+    seen.length = 0;
+  });
+
+  async function clientFor(clock: FakeClock, hook: string[]): Promise<KubeClient> {
+    const kc = new KubeConfig();
+    kc.loadFromOptions({
+      clusters: [{ name: 'c', server: base, skipTLSVerify: true }],
+      users: [{ name: 'u' }],
+      contexts: [{ name: 'ctx', cluster: 'c', user: 'u' }],
+      currentContext: 'ctx',
+    });
+    return KubeClient.fromKubeConfig(kc, {
+      qps: 1,
+      burst: 1,
+      clock,
+      userAgent: 'test-agent/1',
+      onRequest: (verb, resource, code) => hook.push(`${verb} ${resource} ${code}`),
+    });
+  }
+
+  const lease = (name: string) => `/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/${name}`;
+
+  it('a sibling is not held up by the drained bucket of its parent, and its own bucket holds only itself', async () => {
+    const clock = new FakeClock();
+    const hook: string[] = [];
+    const parent = await clientFor(clock, hook);
+    const heartbeat = parent.withLimits({ unlimited: true });
+    const events = parent.withLimits({ qps: 1, burst: 1 });
+    try {
+      await parent.request({ method: 'GET', path: '/api/v1/namespaces/ns/configmaps/a' });
+      // The parent's only token is gone and the fake clock does not move: its next request waits.
+      let parentDone = false;
+      const queued = parent
+        .request({ method: 'GET', path: '/api/v1/namespaces/ns/configmaps/b' })
+        .then(() => (parentDone = true));
+
+      for (let i = 0; i < 5; i++) await heartbeat.request({ method: 'PUT', path: lease('n1'), body: {} });
+      await events.request({ method: 'POST', path: '/api/v1/namespaces/ns/events', body: {} });
+      expect(parentDone, 'the parent request still waits for a token').to.equal(false);
+
+      // The event sibling's bucket is drained now too; the heartbeat sibling still goes through.
+      let eventDone = false;
+      const queuedEvent = events
+        .request({ method: 'POST', path: '/api/v1/namespaces/ns/events', body: {} })
+        .then(() => (eventDone = true));
+      await heartbeat.request({ method: 'GET', path: lease('n1') });
+      expect(eventDone).to.equal(false);
+      expect(connections, 'one shared pool: requests one at a time reuse one socket').to.equal(1);
+
+      clock.advance(1_000);
+      await Promise.all([queued, queuedEvent]);
+      expect(parentDone && eventDone).to.equal(true);
+
+      // Same user agent, same hook.
+      expect(seen.map((s) => s.userAgent)).to.deep.equal(seen.map(() => 'test-agent/1'));
+      expect(hook).to.include.members(['PUT leases 200', 'POST events 200', 'GET configmaps 200']);
+      expect(hook).to.have.length(10);
+    } finally {
+      parent.close();
+    }
+  });
+
+  it('rejects invalid limits with InvalidArgument', async () => {
+    const parent = await clientFor(new FakeClock(), []);
+    try {
+      for (const bad of [
+        { qps: 0, burst: 10 },
+        { qps: 5, burst: 0 },
+      ]) {
+        let err: unknown;
+        try {
+          parent.withLimits(bad);
+        } catch (e) {
+          err = e;
+        }
+        expect(isInvalidArgument(err), JSON.stringify(bad)).to.equal(true);
+      }
+    } finally {
+      parent.close();
+    }
   });
 });

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { EventCorrelator, EventRecorder, type CoreEvent, type EventSink } from '../../../src/kube/events.js';
 import { FakeClock } from '../../../src/util/clock.js';
+import { KindError } from '../../../src/util/errors.js';
 
 const pod = { kind: 'Pod', apiVersion: 'v1', namespace: 'ns', name: 'p', uid: 'u1' };
 
@@ -120,5 +121,25 @@ describe('EventRecorder', () => {
     await r.flush();
     expect(calls).to.deep.equal(['create ns Created', 'patch ns 2']);
     expect(r.stats).to.include({ created: 1, patched: 1, failed: 1 });
+  });
+});
+
+describe('EventRecorder: an Event gone before its patch', () => {
+  it('creates it again whole, with its count, when the patch finds nothing', async () => {
+    const calls: string[] = [];
+    const sink: EventSink = {
+      async create(ns, e: CoreEvent) {
+        calls.push(`create ${ns} ${e.reason} count=${e.count}`);
+      },
+      async patch() {
+        throw new KindError('NotFound', 'events "x" not found');
+      },
+    };
+    const r = new EventRecorder(sink, new FakeClock(0), 'node-1');
+    r.event(pod, 'Warning', 'BackOff', 'Back-off restarting failed container');
+    r.event(pod, 'Warning', 'BackOff', 'Back-off restarting failed container');
+    await r.flush();
+    expect(calls).to.deep.equal(['create ns BackOff count=1', 'create ns BackOff count=2']);
+    expect(r.stats).to.include({ created: 2, patched: 0, failed: 0 });
   });
 });

@@ -35,6 +35,34 @@ describe('TokenBucket', () => {
     expect(order).to.deep.equal([1, 2, 3]);
   });
 
+  it('serves low-priority waiters only while no normal one waits', async () => {
+    const clock = new FakeClock(0);
+    const b = new TokenBucket(clock, 10, 1);
+    const order: string[] = [];
+    const ps = [
+      b.acquire('low').then(() => order.push('low-1')), // takes the one saved token at once
+      b.acquire('low').then(() => order.push('low-2')),
+      b.acquire('low').then(() => order.push('low-3')),
+      b.acquire().then(() => order.push('normal-1')),
+    ];
+    await tick();
+    expect(order).to.deep.equal(['low-1']);
+    clock.advance(100);
+    await tick();
+    await tick();
+    // A normal request that came while the lows waited goes first, then one that comes later still does.
+    ps.push(b.acquire('normal').then(() => order.push('normal-2')));
+    for (let i = 0; i < 4; i++) {
+      clock.advance(100);
+      await tick();
+      await tick();
+    }
+    await Promise.all(ps);
+    expect(order).to.deep.equal(['low-1', 'normal-1', 'normal-2', 'low-2', 'low-3']);
+    // No more tokens than qps allows: 5 in 0.5 s at 10/s with a burst of 1.
+    expect(clock.now()).to.equal(500);
+  });
+
   it('rejects nonsense settings with a typed error', () => {
     expect(() => new TokenBucket(new FakeClock(), 0, 1)).to.throw(/qps > 0/);
   });

@@ -200,6 +200,19 @@ describe('envvars: makeEnvironmentVariables', () => {
     });
   });
 
+  it('formats whole label and annotation maps as the volume does (Go %q, UTF-8 key order)', () => {
+    const p = pod({
+      name: 'app',
+      env: [{ name: 'ALL', valueFrom: { fieldRef: { fieldPath: 'metadata.annotations' } } }],
+    });
+    p.metadata.annotations = { '😀': 'x', '～': 'bell\u0007 del\u007f é\u200b', a: 'tab\t' };
+    const r = makeEnvironmentVariables(p, p.spec.containers[0]!, sources(), ctx);
+    // JSON.stringify would write \u0007 and keep U+007F and U+200B raw, and sort the astral key first.
+    expect(r.env.find((e) => e.name === 'ALL')?.value).to.equal(
+      'a="tab\\t"\n～="bell\\a del\\x7f é\\u200b"\n😀="x"',
+    );
+  });
+
   it('rejects unsupported field paths and versions', () => {
     const c = (fieldPath: string, apiVersion?: string): Container => ({
       name: 'app',

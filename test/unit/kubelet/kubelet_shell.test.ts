@@ -3,7 +3,21 @@
 import { expect } from 'chai';
 import type { Pod } from '../../../src/api/core.js';
 import type { RequestOptions } from '../../../src/kube/client.js';
-import { guardSyncer, podEventRecorder, podRef, restEnvSource } from '../../../src/kubelet/kubelet_shell.js';
+import {
+  guardSyncer,
+  podEventRecorder,
+  podRef,
+  restEnvSource,
+  volumeEnvSource,
+} from '../../../src/kubelet/kubelet_shell.js';
+import {
+  DefaultObjectTTLMs,
+  restVolumeSources,
+  type ConfigMapObject,
+  type SecretObject,
+  type VolumeSources,
+} from '../../../src/kubelet/volumemanager/sources.js';
+import { FakeClock } from '../../../src/util/clock.js';
 import type { PodSyncer, SyncContext } from '../../../src/kubelet/podworkers.js';
 import type { RuntimePodStatus } from '../../../src/kubelet/container/types.js';
 import { KubeletPodManager, podNodeNameIndexFunc } from '../../../src/kubelet/podmanager.js';
@@ -134,6 +148,80 @@ describe('kubelet shell adapters', () => {
         err = e;
       }
       expect((err as KindError).kind).to.equal('Unavailable');
+    });
+  });
+
+  describe('volumeEnvSource', () => {
+    const b64 = (v: string) => Buffer.from(v).toString('base64');
+
+    it('decodes what VolumeSources returns as restEnvSource does; missing is undefined, other errors reject', async () => {
+      const configMaps = new Map<string, ConfigMapObject>([
+        ['ns/cm', { data: { a: '1' }, binaryData: { b: b64('2') } }],
+        ['ns/empty', {}],
+      ]);
+      const secrets = new Map<string, SecretObject>([['ns/s', { data: { k: b64('v'), u: b64('ü') } }]]);
+      let down = false;
+      const sources: VolumeSources = {
+        getConfigMap: async (ns, n) => {
+          if (down) throw new KindError('Unavailable', 'down');
+          return configMaps.get(`${ns}/${n}`);
+        },
+        getSecret: async (ns, n) => secrets.get(`${ns}/${n}`),
+        getPersistentVolumeClaim: async () => undefined,
+        getPersistentVolume: async () => undefined,
+      };
+      const env = volumeEnvSource(sources);
+      expect(await env.getConfigMap('ns', 'cm')).to.deep.equal({ a: '1', b: '2' });
+      expect(await env.getConfigMap('ns', 'empty')).to.deep.equal({});
+      expect(await env.getSecret('ns', 's')).to.deep.equal({ k: 'v', u: 'ü' });
+      expect(await env.getConfigMap('ns', 'missing')).to.equal(undefined);
+      expect(await env.getSecret('other', 's')).to.equal(undefined);
+      // Each call a fresh record: a caller changing it does not change the cached object.
+      const first = (await env.getConfigMap('ns', 'cm'))!;
+      first.a = 'changed';
+      expect(configMaps.get('ns/cm')!.data).to.deep.equal({ a: '1' });
+      expect((await env.getConfigMap('ns', 'cm'))!.a).to.equal('1');
+      down = true;
+      let err: unknown;
+      try {
+        await env.getConfigMap('ns', 'cm');
+      } catch (e) {
+        err = e;
+      }
+      expect((err as KindError).kind).to.equal('Unavailable');
+    });
+
+    it('over restVolumeSources, lookups within the TTL cost one GET per object, found or missing', async () => {
+      const clock = new FakeClock();
+      const c = new FakeClient();
+      c.reply = (req) => {
+        if (req.path === '/api/v1/namespaces/ns/configmaps/cm') return { data: { a: '1' } };
+        if (req.path === '/api/v1/namespaces/ns/secrets/s') return { data: { k: b64('v') } };
+        throw new KindError('NotFound', 'not found');
+      };
+      const sources = restVolumeSources(c, clock);
+      const env = volumeEnvSource(sources);
+      const gets = (suffix: string) => c.requests.filter((r) => r.path.endsWith(suffix)).length;
+
+      expect(await env.getConfigMap('ns', 'cm')).to.deep.equal({ a: '1' });
+      expect(await env.getConfigMap('ns', 'cm')).to.deep.equal({ a: '1' });
+      expect(gets('/configmaps/cm'), 'two lookups, one GET').to.equal(1);
+      // Concurrent lookups share one GET; a missing object is cached like a found one.
+      await Promise.all([env.getSecret('ns', 's'), env.getSecret('ns', 's'), env.getSecret('ns', 's')]);
+      expect(gets('/secrets/s')).to.equal(1);
+      for (let i = 0; i < 5; i++) expect(await env.getConfigMap('ns', 'missing')).to.equal(undefined);
+      expect(gets('/configmaps/missing')).to.equal(1);
+      // The volume manager reading the same object meanwhile costs nothing more.
+      expect(await sources.getConfigMap('ns', 'cm')).to.deep.equal({ data: { a: '1' } });
+      expect(gets('/configmaps/cm')).to.equal(1);
+
+      clock.advance(DefaultObjectTTLMs + 1);
+      await env.getConfigMap('ns', 'cm');
+      await env.getConfigMap('ns', 'missing');
+      expect(
+        [gets('/configmaps/cm'), gets('/configmaps/missing')],
+        'after the TTL: asked again',
+      ).to.deep.equal([2, 2]);
     });
   });
 });

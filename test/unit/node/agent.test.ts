@@ -3,6 +3,7 @@ import type { Node } from '../../../src/api/node.js';
 import { parseVirtualNodeSpec, type VirtualNodeSpec } from '../../../src/api/virtualnode.js';
 import { EventRecorder, type CoreEvent } from '../../../src/kube/events.js';
 import { NodeAgent, type NodeAgentConfig } from '../../../src/node/agent.js';
+import type { NodeHeartbeatAPI } from '../../../src/node/api.js';
 import { FakeClock } from '../../../src/util/clock.js';
 import { isInvalidArgument } from '../../../src/util/errors.js';
 import { FakeNodeAPI, FakeRuntime, RecordingRecorder, flush } from './fakeapi.js';
@@ -59,6 +60,7 @@ describe('NodeAgent', () => {
       { spec: undefined },
       { hostNetwork: undefined as never },
       { daemonPort: 70000 },
+      { heartbeatApi: { getLease: cfg.api.getLease } as never },
     ];
     for (const b of bad) {
       let err: unknown;
@@ -115,6 +117,39 @@ describe('NodeAgent', () => {
       statusWrites: 1,
     });
     await agent.stop();
+  });
+
+  it('renews the Lease and updates node status through heartbeatApi, and registers through api', async () => {
+    // Status reported every 10 s, so a minute holds several status writes.
+    const { clock, api, cfg } = setup({ spec: spec({ heartbeat: { statusReportFrequencySeconds: 10 } }) });
+    const viaHeartbeat: string[] = [];
+    const heartbeatApi: NodeHeartbeatAPI = {
+      getNode: (n) => (viaHeartbeat.push('getNode'), api.getNode(n)),
+      patchNodeStatus: (n, p) => (viaHeartbeat.push('patchNodeStatus'), api.patchNodeStatus(n, p)),
+      getLease: (n) => (viaHeartbeat.push('getLease'), api.getLease(n)),
+      createLease: (l) => (viaHeartbeat.push('createLease'), api.createLease(l)),
+      updateLease: (l) => (viaHeartbeat.push('updateLease'), api.updateLease(l)),
+    };
+    const agent = new NodeAgent({ ...cfg, heartbeatApi });
+    agent.start();
+    await flush();
+    await agent.ready;
+    // A status update that has to read the Node (a failed patch drops the seeded copy).
+    api.fail('patchNodeStatus', 'Conflict');
+    await advance(clock, 60_000);
+    await agent.stop();
+
+    const counts = (list: string[]) =>
+      list.reduce<Record<string, number>>((m, k) => ((m[k] = (m[k] ?? 0) + 1), m), {});
+    const all = counts(api.calls.map((c) => c.method));
+    const hb = counts(viaHeartbeat);
+    expect(all.createNode, 'registered through api').to.equal(1);
+    expect(viaHeartbeat).to.not.include('createNode');
+    expect(hb.updateLease).to.be.greaterThan(1);
+    expect(hb.patchNodeStatus).to.be.greaterThan(1);
+    expect(hb.getNode, 'the status loop reads the Node through heartbeatApi').to.be.greaterThan(0);
+    for (const m of ['createLease', 'updateLease', 'patchNodeStatus'])
+      expect(hb[m], `every ${m} went through heartbeatApi`).to.equal(all[m]);
   });
 
   it('uses the heartbeat settings of the spec', async () => {

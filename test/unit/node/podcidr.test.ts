@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { IPAllocator } from '../../../src/runtime/sim/ipam.js';
-import { allocatePodCIDR, podCIDRPrefixFor } from '../../../src/node/podcidr.js';
+import { allocatePodCIDR, cidrsOverlap, isSimPodCIDR, podCIDRPrefixFor } from '../../../src/node/podcidr.js';
 
 describe('allocatePodCIDR (default pod CIDRs for simulated nodes)', () => {
   it('gives a /24 inside the pool for the usual 110 pods, the same one for the same name', () => {
@@ -40,5 +40,31 @@ describe('allocatePodCIDR (default pod CIDRs for simulated nodes)', () => {
     const ipam = new IPAllocator(c);
     for (let i = 0; i < 5000; i++) ipam.allocate(`s${i}`);
     expect(ipam.allocated).to.equal(5000);
+  });
+});
+
+describe('isSimPodCIDR and cidrsOverlap', () => {
+  it('accepts what the simulated IPAM can serve: IPv4 /8 to /30', () => {
+    for (const ok of ['10.0.0.0/8', '10.1.2.0/24', '192.168.0.4/30'])
+      expect(isSimPodCIDR(ok), ok).to.equal(true);
+    for (const bad of [
+      '0.0.0.0/0',
+      '10.0.0.0/7',
+      '10.0.0.1/31',
+      '10.0.0.1/32',
+      'fd00::/120',
+      '10.0.0.0',
+      '300.0.0.0/24',
+      '',
+    ])
+      expect(isSimPodCIDR(bad), bad).to.equal(false);
+    // Every address the IPAM takes such a block for, it can also allocate from.
+    expect(() => new IPAllocator('192.168.0.4/30').allocate('s')).to.not.throw();
+  });
+
+  it('tells blocks that share an address', () => {
+    expect(cidrsOverlap('10.1.0.0/16', '10.1.2.0/24')).to.equal(true);
+    expect(cidrsOverlap('10.1.2.0/24', '10.1.3.0/24')).to.equal(false);
+    expect(cidrsOverlap('10.1.2.0/24', 'fd00::/64')).to.equal(false);
   });
 });

@@ -257,6 +257,8 @@ describe('operator: VirtualNode controller', () => {
     api.vns.create({ ...virtualNode('vn-a'), metadata: { name: 'vn-a', finalizers: [FINALIZER] } });
     api.vns.delete('vn-a');
     await startOperator();
+    // Its start settles first (a worker never waits for it), then the drain.
+    await advance(DRAIN_RECHECK);
     expect(factory.node('vn-a').events).to.deep.equal(['start', 'drain', 'stop', 'remove']);
     expect(api.vns.get('vn-a')).to.equal(undefined);
   });
@@ -325,6 +327,153 @@ describe('operator: VirtualNode controller', () => {
     for (const n of nodes) expect(n.events).to.deep.equal(['start', 'stop']);
     expect(api.vns.keys()).to.have.members(['vn-a', 'vn-b']);
     expect(clock.pendingTimers(), 'no status refresh left armed').to.equal(0);
+  });
+
+  describe('specs that cannot serve a Node', () => {
+    const at = (vn: VirtualNode, creationTimestamp: string): VirtualNode => ({
+      ...vn,
+      metadata: { ...vn.metadata, creationTimestamp },
+    });
+
+    it('leaves a Node to the VirtualNode that claimed it first, and hands it over once that one is gone', async () => {
+      api.vns.create(at(virtualNode('vn-first', { nodeName: 'shared' }), '2026-01-01T00:00:00Z'));
+      api.vns.create(
+        at(
+          virtualNode('vn-later', {
+            nodeName: 'shared',
+            runtime: { type: 'sim', sim: { podCIDR: '10.2.0.0/24' } },
+          }),
+          '2026-01-01T00:00:05Z',
+        ),
+      );
+      api.podStore.create(pod('p1', 'shared'));
+      await startOperator();
+      expect(factory.created.map((n) => n.vn.metadata.name)).to.deep.equal(['vn-first']);
+      expect(condition(api.vns.get('vn-later'), 'Ready')).to.deep.include({
+        status: 'False',
+        reason: 'NodeNameConflict',
+        message: 'Node shared is served by VirtualNode vn-first, which claimed it first',
+      });
+      const first = factory.node('shared');
+      expect(first.events).to.deep.equal(['start', 'add p1']);
+
+      // Deleting the later one touches nothing of the Node it never served.
+      api.vns.delete('vn-later');
+      await flush();
+      expect(api.vns.get('vn-later'), 'finalizer dropped at once').to.equal(undefined);
+      expect(first.events).to.deep.equal(['start', 'add p1']);
+      expect(factory.created).to.have.length(1);
+
+      // A third claim waits while the first drains, then serves the Node once the first is gone.
+      api.vns.create(
+        at(
+          virtualNode('vn-third', {
+            nodeName: 'shared',
+            runtime: { type: 'sim', sim: { podCIDR: '10.3.0.0/24' } },
+          }),
+          '2026-01-01T00:00:09Z',
+        ),
+      );
+      await flush();
+      expect(condition(api.vns.get('vn-third'), 'Ready')?.reason).to.equal('NodeNameConflict');
+      api.vns.delete('vn-first');
+      await flush();
+      expect(first.events.slice(-3)).to.deep.equal(['drain', 'stop', 'remove']);
+      await advance(STATUS_PERIOD);
+      expect(factory.created.map((n) => n.vn.metadata.name)).to.deep.equal(['vn-first', 'vn-third']);
+      expect(condition(api.vns.get('vn-third'), 'Ready')?.reason).to.equal('NodeReady');
+    });
+
+    it('reports a runtime that cannot be built as StartFailed, and lets such a VirtualNode be deleted', async () => {
+      const create = factory.create.bind(factory);
+      factory.create = (vn, spec, nodeName) => {
+        if (vn.metadata.name === 'vn-bad') throw new Error('sim runtime: capacity 8Ei is out of range');
+        return create(vn, spec, nodeName);
+      };
+      api.vns.create(virtualNode('vn-bad'));
+      api.vns.create(virtualNode('vn-good', { runtime: { type: 'sim', sim: { podCIDR: '10.2.0.0/24' } } }));
+      await startOperator();
+      expect(condition(api.vns.get('vn-bad'), 'Ready')).to.deep.include({
+        status: 'False',
+        reason: 'StartFailed',
+        message: 'sim runtime: capacity 8Ei is out of range',
+      });
+      expect(condition(api.vns.get('vn-good'), 'Ready')?.reason).to.equal('NodeReady');
+      expect(logger.lines.map((l) => l.msg)).to.include('virtual node cannot be served');
+      api.vns.delete('vn-bad');
+      await flush();
+      expect(api.vns.get('vn-bad')).to.equal(undefined);
+      expect(op!.servedNodes()).to.deep.equal(['vn-good']);
+    });
+
+    it('never holds a worker on a start that does not settle, also while deleting', async () => {
+      factory.prepare = (n) => {
+        if (n.vn.metadata.name?.startsWith('stuck')) n.start = () => new Promise<void>(() => undefined);
+      };
+      for (let i = 0; i < 3; i++)
+        api.vns.create(
+          virtualNode(`stuck-${i}`, { runtime: { type: 'sim', sim: { podCIDR: `10.${10 + i}.0.0/24` } } }),
+        );
+      await startOperator();
+      for (let i = 0; i < 3; i++) api.vns.delete(`stuck-${i}`);
+      await advance(3 * DRAIN_RECHECK);
+      // Two workers, three deletions waiting on starts that never end: a new VirtualNode is still served.
+      api.vns.create(virtualNode('vn-new', { runtime: { type: 'sim', sim: { podCIDR: '10.20.0.0/24' } } }));
+      await advance(DRAIN_RECHECK);
+      expect(condition(api.vns.get('vn-new'), 'Ready')?.reason).to.equal('NodeReady');
+      expect(condition(api.vns.get('stuck-0'), 'Ready')?.reason).to.equal('Draining');
+    });
+
+    it('refuses a Node name longer than a hostname label', async () => {
+      api.vns.create(virtualNode(`vn-${'x'.repeat(70)}`));
+      await startOperator();
+      expect(factory.created).to.have.length(0);
+      const ready = condition(api.vns.get(`vn-${'x'.repeat(70)}`), 'Ready');
+      expect(ready).to.deep.include({ status: 'False', reason: 'InvalidSpec' });
+      expect(ready?.message).to.match(/has 73 characters; .*at most 63: set spec.nodeName$/);
+    });
+
+    it('gives a pod CIDR to the VirtualNode that named it first; an unusable one blocks no other', async () => {
+      api.vns.create(at(virtualNode('vn-a'), '2026-01-01T00:00:00Z'));
+      api.vns.create(at(virtualNode('vn-b'), '2026-01-01T00:00:01Z'));
+      api.vns.create(
+        at(
+          virtualNode('vn-all', { runtime: { type: 'sim', sim: { podCIDR: '0.0.0.0/0' } } }),
+          '2026-01-01T00:00:02Z',
+        ),
+      );
+      api.vns.create(
+        at(virtualNode('vn-default', { runtime: { type: 'sim', sim: {} } }), '2026-01-01T00:00:03Z'),
+      );
+      await startOperator();
+      expect(condition(api.vns.get('vn-a'), 'Ready')?.reason).to.equal('NodeReady');
+      expect(condition(api.vns.get('vn-b'), 'Ready')).to.deep.include({
+        status: 'False',
+        reason: 'PodCIDRUnavailable',
+        message: 'spec.runtime.sim.podCIDR 10.1.0.0/24 overlaps the pod CIDR of VirtualNode vn-a',
+      });
+      expect(condition(api.vns.get('vn-all'), 'Ready')).to.deep.include({
+        status: 'False',
+        reason: 'InvalidSpec',
+        message: 'spec.runtime.sim.podCIDR: the simulated runtime needs an IPv4 CIDR from /8 to /30',
+      });
+      expect(condition(api.vns.get('vn-default'), 'Ready')?.reason).to.equal('NodeReady');
+      expect(api.vns.get('vn-default')!.status?.podCIDR).to.match(/^10\.\d+\.\d+\.0\/24$/);
+    });
+
+    it('drains a deleted VirtualNode no process served with the pod CIDR its status kept', async () => {
+      api.vns.create({
+        ...virtualNode('vn-a', { runtime: { type: 'sim', sim: {} } }),
+        metadata: { name: 'vn-a', finalizers: [FINALIZER] },
+        status: { podCIDR: '10.200.3.0/24' },
+      });
+      api.vns.delete('vn-a');
+      await startOperator();
+      await advance(DRAIN_RECHECK);
+      const node = factory.created[0]!;
+      expect(node.spec.runtime.type === 'sim' && node.spec.runtime.sim.podCIDR).to.equal('10.200.3.0/24');
+      expect(node.events).to.deep.equal(['start', 'drain', 'stop', 'remove']);
+    });
   });
 
   describe('with a shard gate', () => {

@@ -279,6 +279,36 @@ describe('KubeGenericRuntimeManager.syncPod', function () {
     ]);
   });
 
+  it('reads environment sources in order and stops at the first required one missing, as the kubelet', async () => {
+    const h = new Harness();
+    const asked: string[] = [];
+    const get = h.configMaps.get.bind(h.configMaps);
+    h.configMaps.get = (name: string) => (asked.push(name), get(name));
+    h.configMaps.set('present', { k: 'v' });
+    const pod = makePod({
+      containers: [
+        container('app', forever, {
+          envFrom: [
+            { configMapRef: { name: 'maybe', optional: true } },
+            { configMapRef: { name: 'present' } },
+          ],
+          env: [
+            { name: 'A', valueFrom: { configMapKeyRef: { name: 'present', key: 'k' } } },
+            { name: 'B', valueFrom: { configMapKeyRef: { name: 'missing', key: 'k' } } },
+            { name: 'C', valueFrom: { configMapKeyRef: { name: 'after', key: 'k' } } },
+          ],
+        }),
+      ],
+    });
+    const r = await h.sync(pod);
+    expect(r.results.find((x) => x.error)).to.include({ message: 'configmap "missing" not found' });
+    expect(asked, 'each object once, nothing after the failing reference').to.deep.equal([
+      'maybe',
+      'present',
+      'missing',
+    ]);
+  });
+
   it('fails with CreateContainerConfigError when a referenced config map is missing', async () => {
     const h = new Harness();
     const pod = makePod({
@@ -336,6 +366,10 @@ describe('KubeGenericRuntimeManager.syncPod', function () {
 
   it('kills the container when its postStart hook fails', async () => {
     const h = new Harness();
+    // A runtime that leaves the network to the kubelet: the hook's GET goes through the injected getter.
+    Object.defineProperty(h.runtime, 'capabilities', {
+      value: { ...h.runtime.capabilities, probePort: undefined },
+    });
     h.httpFails = true;
     const pod = makePod({
       containers: [
@@ -363,6 +397,26 @@ describe('KubeGenericRuntimeManager.syncPod', function () {
       'Killing: FailedPostStartHook',
     ]);
     expect(st.containers[0]!.state).to.equal('exited');
+  });
+
+  it('answers an httpGet hook on a simulated pod from the runtime, never over the network', async () => {
+    const h = new Harness();
+    const pod = makePod({
+      containers: [
+        container('app', server, {
+          ports: [{ name: 'http', containerPort: 8080 }],
+          lifecycle: { postStart: { httpGet: { path: '/nope', port: 9 } } },
+        }),
+      ],
+    });
+    const r = await h.sync(pod);
+    expect(h.httpCalls, 'no real GET to a made-up pod IP').to.deep.equal([]);
+    const failed = r.results.find((x) => x.error)!;
+    expect(failed.error).to.equal('PostStartHookError');
+    const st = await h.status(pod);
+    expect(failed.message).to.include(
+      `failed - error: Get "http://${st.ips[0]}:9/nope": dial tcp ${st.ips[0]}:9: connect: connection refused`,
+    );
   });
 
   it('runs an exec postStart hook in the container', async () => {

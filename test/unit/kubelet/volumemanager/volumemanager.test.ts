@@ -2,6 +2,9 @@ import { expect } from 'chai';
 import type { Pod } from '../../../../src/api/core.js';
 import type { Volume } from '../../../../src/api/volumes.js';
 import {
+  MountBackOffInitialMs,
+  MountBackOffMaxMs,
+  MountConcurrency,
   PodAttachAndMountTimeoutMs,
   podVolumeNames,
   type MountPodResult,
@@ -186,6 +189,7 @@ describe('volumemanager/volumemanager', () => {
         const h = harness();
         const pod = podWith([cm('a', 'cm-a'), cm('b', 'cm-b')]);
         await h.vm.mountPod(pod);
+        h.clock.advance(MountBackOffInitialMs);
         await h.vm.mountPod(pod);
         expect(failedMounts(h).sort()).to.deep.equal([
           'MountVolume.SetUp failed for volume "a" : configmap "cm-a" not found',
@@ -193,6 +197,50 @@ describe('volumemanager/volumemanager', () => {
           'MountVolume.SetUp failed for volume "b" : configmap "cm-b" not found',
           'MountVolume.SetUp failed for volume "b" : configmap "cm-b" not found',
         ]);
+      });
+
+      it('tries a failed volume again only after its exponential back-off (500 ms doubling to 2 min 2 s)', async () => {
+        const h = harness();
+        const pod = podWith([cm('a', 'cm-a'), { name: 'ok', emptyDir: {} }]);
+        const gets = () => h.sources.calls.filter((c) => c === `configmaps/${NS}/cm-a`).length;
+        const attemptsAt: number[] = [];
+        const start = h.clock.now();
+        // The pod syncs every 100 ms for five minutes; the volume is tried at 0, 0.5, 1.5, 3.5, ... s.
+        for (let t = 0; t <= 300_000; t += 100) {
+          const before = gets();
+          const r = failed(await h.vm.mountPod(pod));
+          expect(r.message).to.match(/^unmounted volumes=\[a\]/);
+          if (gets() > before) attemptsAt.push(h.clock.now() - start);
+          h.clock.advance(100);
+        }
+        const gaps = attemptsAt.slice(1).map((t, i) => t - attemptsAt[i]!);
+        expect(gaps.slice(0, 8)).to.deep.equal([500, 1000, 2000, 4000, 8000, 16000, 32000, 64000]);
+        expect(Math.max(...gaps)).to.be.at.most(MountBackOffMaxMs + 100);
+        expect(gaps.at(-1)).to.be.at.least(MountBackOffMaxMs);
+        expect(failedMounts(h)).to.have.length(attemptsAt.length);
+
+        // Once the ConfigMap exists, the next attempt after the back-off mounts it, and the back-off is gone.
+        h.sources.configMaps.set(`${NS}/cm-a`, { data: { k: 'v' } });
+        h.clock.advance(MountBackOffMaxMs);
+        expect((await h.vm.mountPod(pod)).ok).to.equal(true);
+      });
+
+      it('sets up at most MountConcurrency volumes of one pod at once', async () => {
+        const h = harness();
+        let inFlight = 0;
+        let most = 0;
+        const get = h.sources.getConfigMap.bind(h.sources);
+        h.sources.getConfigMap = async (ns, name) => {
+          most = Math.max(most, ++inFlight);
+          await new Promise((r) => setImmediate(r));
+          inFlight--;
+          return get(ns, name);
+        };
+        const pod = podWith(Array.from({ length: 20 }, (_, i) => cm(`v${i}`, `cm-${i}`)));
+        const r = failed(await h.vm.mountPod(pod));
+        expect(r.message).to.include('unmounted volumes=[v0 v1 v10');
+        expect(h.sources.calls).to.have.length(20);
+        expect(most).to.equal(MountConcurrency);
       });
 
       it('an event recorder that throws is logged, never fatal', async () => {

@@ -70,9 +70,21 @@ describe('ShardCoordinator', () => {
 
   const counts = (): number[] => replicas.map((r) => r.serving.size);
 
+  /** VirtualNode Leases each replica took since write `from`. */
+  const takesSince = (from: number): Record<string, number> => {
+    const out: Record<string, number> = {};
+    for (const w of store.writes.slice(from))
+      if (w.name.startsWith('vn-') && w.take) out[w.by] = (out[w.by] ?? 0) + 1;
+    return out;
+  };
+  /** VirtualNode Leases written free since `from`. */
+  const handBacksSince = (from: number): number =>
+    store.writes.slice(from).filter((w) => w.name.startsWith('vn-') && w.verb === 'update' && !w.holder)
+      .length;
+
   beforeEach(() => {
     clock = new FakeClock();
-    store = new FakeLeaseStore();
+    store = new FakeLeaseStore(clock);
     nodes = Array.from({ length: 10 }, (_, i) => ({ name: `vn-${i}` }));
     replicas = [];
   });
@@ -80,9 +92,12 @@ describe('ShardCoordinator', () => {
   afterEach(async () => {
     for (const r of replicas) {
       r.api.cut = false;
+      r.api.latencyMs = 0;
       r.serving.clear();
-      const stopping = r.coordinator.stop();
-      await run(200);
+      let stopped = false;
+      const stopping = r.coordinator.stop().then(() => (stopped = true));
+      // Writes already in flight take their latency.
+      for (let t = 0; t < 200 || (!stopped && t < 5_000); t += 100) await run(100);
       await stopping;
     }
   });
@@ -186,5 +201,145 @@ describe('ShardCoordinator', () => {
     const renewals = store.writes.slice(before).filter((w) => w.verb === 'update');
     // 10 node Leases + 2 replica Leases, every 5 s, for 20 s.
     expect(renewals.length).to.be.within(44, 52);
+  });
+  it('a replica that dies with the API server up is taken over one Lease duration after its last renewal', async () => {
+    add('a');
+    add('b');
+    await run(12_000);
+    const [a, b] = replicas as [Replica, Replica];
+    const bNodes = [...b.serving];
+    // The process dies: no write ever again, its nodes stop with it.
+    b.api.cut = true;
+    b.serving.clear();
+    const lastWrite = Math.max(...store.writes.filter((w) => w.by === 'b').map((w) => w.at));
+    let takenAt: number | undefined;
+    for (let t = 0; t < 30_000 && takenAt === undefined; t += 100) {
+      await run(100);
+      if (bNodes.every((n) => a.serving.has(n))) takenAt = clock.now();
+    }
+    expect(takenAt, 'a took them').to.not.equal(undefined);
+    // Its Leases run out 15 s after a saw them last renewed; a looks then, not at its next periodic round.
+    expect(takenAt! - lastWrite).to.be.within(15_000, 15_200);
+    expect(a.serving.size).to.equal(10);
+  });
+
+  for (const downMs of [12_000, 60_000, 120_000])
+    it(`after ${downMs / 1000} s without an API server, each replica takes back only its share: 5/5, nothing moved twice`, async () => {
+      add('a');
+      add('b');
+      await run(12_000);
+      expect(counts()).to.deep.equal([5, 5]);
+      for (const r of replicas) r.api.cut = true;
+      // Nothing renewable: each drops its nodes at its renew deadline (checked for double serving meanwhile).
+      await run(downMs);
+      expect(counts()).to.deep.equal([0, 0]);
+      const from = store.writes.length;
+      const backAt = clock.now();
+      for (const r of replicas) r.api.cut = false;
+      let splitAt: number | undefined;
+      for (let t = 0; t < 60_000; t += 100) {
+        await run(100);
+        if (splitAt === undefined && counts().join('/') === '5/5') splitAt = clock.now();
+      }
+      expect(splitAt, 'a 5/5 split').to.not.equal(undefined);
+      // Each replica's first round after the return (one renew interval at most) takes its share.
+      expect(splitAt! - backAt).to.be.at.most(5_200);
+      expect(counts()).to.deep.equal([5, 5]);
+      // Every node taken exactly once, nothing handed back to be taken again.
+      expect(takesSince(from)).to.deep.equal({ a: 5, b: 5 });
+      expect(handBacksSince(from)).to.equal(0);
+      // Each listed the Leases again at its first round back, not when its watch's back-off ended.
+      for (const r of replicas)
+        expect(r.api.listedAt.find((t) => t > backAt)! - backAt, r.id).to.be.at.most(5_200);
+    });
+
+  it('after a short outage that cost one replica one renewal and the other two, nothing is moved twice', async () => {
+    add('a');
+    add('b');
+    await run(12_000);
+    expect(counts()).to.deep.equal([5, 5]);
+    const lastRenewal = (id: string): number =>
+      Math.max(...store.writes.filter((w) => w.name === `replica-${id}`).map((w) => w.at));
+    // Each renews its membership Lease every 5 s; the rounds a Lease event brings on put them in step. A
+    // round of a's own (a node it does not hold reported stopped) 3.5 s after b's renewal puts a out of it.
+    await run(lastRenewal('b') + 3_400 - clock.now());
+    replicas[0]!.coordinator.stopped('vn-elsewhere');
+    await run(10_000);
+    // p renews d ms after q.
+    const aAfterB = (((lastRenewal('a') - lastRenewal('b')) % 5_000) + 5_000) % 5_000;
+    const [p, q] = (aAfterB >= 500 && aAfterB <= 4_500 ? replicas : [...replicas].reverse()) as [
+      Replica,
+      Replica,
+    ];
+    const d = p.id === 'a' ? aAfterB : 5_000 - aAfterB;
+    expect(d, 'the two phases apart').to.be.within(500, 4_500);
+    const seen = lastRenewal(q.id);
+    while (lastRenewal(q.id) === seen) await run(100);
+    const tq = lastRenewal(q.id);
+    // Away from just after p's renewal (at tq + d) until between q's second failed one (tq + 10 s) and p's
+    // next (tq + d + 10 s): p misses one renewal and keeps its nodes; q misses two and drops its nodes.
+    await run(tq + d + 100 - clock.now());
+    expect(lastRenewal(p.id)).to.be.above(tq);
+    for (const r of replicas) r.api.cut = true;
+    await run(tq + 10_000 + d / 2 - clock.now());
+    expect([p.serving.size, q.serving.size]).to.deep.equal([5, 0]);
+    const from = store.writes.length;
+    // Back, and slow for q: its first renewal lands a little after its Lease ran out in p's view (p looks
+    // then, at a round that renews nothing: p renewed 1.5 s before).
+    q.api.latencyMs = 200;
+    for (const r of replicas) r.api.cut = false;
+    await run(40_000);
+    expect(counts()).to.deep.equal([5, 5]);
+    expect(takesSince(from)).to.deep.equal({ [q.id]: 5 });
+    expect(handBacksSince(from)).to.equal(0);
+  });
+
+  it('after an outage, a replica that never came back is taken over when the grace window ends', async () => {
+    add('a');
+    add('b');
+    await run(12_000);
+    const [a, b] = replicas as [Replica, Replica];
+    for (const r of replicas) r.api.cut = true;
+    await run(60_000);
+    const from = store.writes.length;
+    const backAt = clock.now();
+    // b's process died during the outage: it never writes again.
+    a.api.cut = false;
+    let halfAt: number | undefined;
+    let allAt: number | undefined;
+    for (let t = 0; t < 60_000 && allAt === undefined; t += 100) {
+      await run(100);
+      if (halfAt === undefined && a.serving.size === 5) halfAt = clock.now();
+      if (a.serving.size === 10) allAt = clock.now();
+    }
+    expect(b.serving.size).to.equal(0);
+    expect(halfAt, 'a took its share first').to.not.equal(undefined);
+    expect(allAt, 'a took everything').to.not.equal(undefined);
+    // Its own share at its first round; b counted live for one Lease duration after a's first accepted
+    // write, then its nodes (long expired) taken at once.
+    expect(halfAt! - backAt).to.be.at.most(5_200);
+    expect(allAt! - halfAt!).to.be.within(15_000, 15_200);
+    expect(allAt! - backAt).to.be.at.most(15_000 + 15_000 + 5_000);
+    expect(takesSince(from)).to.deep.equal({ a: 10 });
+    expect(handBacksSince(from)).to.equal(0);
+  });
+  it('after an outage, three replicas of which one never came back: shares only grow, nothing moves twice', async () => {
+    add('a');
+    add('b');
+    add('c');
+    await run(12_000);
+    expect(counts()).to.deep.equal([4, 3, 3]);
+    for (const r of replicas) r.api.cut = true;
+    await run(60_000);
+    const from = store.writes.length;
+    replicas[0]!.api.cut = false;
+    replicas[1]!.api.cut = false;
+    // c counted live through the grace window: 4/3 and c's share left free, then 5/5.
+    await run(5_200);
+    expect(counts()).to.deep.equal([4, 3, 0]);
+    await run(15_000);
+    expect(counts()).to.deep.equal([5, 5, 0]);
+    expect(takesSince(from)).to.deep.equal({ a: 5, b: 5 });
+    expect(handBacksSince(from)).to.equal(0);
   });
 });

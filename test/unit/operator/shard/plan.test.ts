@@ -1,5 +1,14 @@
 import { expect } from 'chai';
-import { fairShare, liveMembers, planShard, type ShardView } from '../../../../src/operator/shard/plan.js';
+import {
+  fairShare,
+  liveMembers,
+  membershipGraceUntil,
+  membershipRenewed,
+  NO_MEMBERSHIP_RENEWALS,
+  planShard,
+  type MembershipRenewals,
+  type ShardView,
+} from '../../../../src/operator/shard/plan.js';
 
 const NOW = 1_000_000;
 const nodes = (n: number, prefix = 'vn') =>
@@ -11,6 +20,7 @@ function view(over: Partial<ShardView>): ShardView {
     self: 'a',
     host: '',
     members: new Map(),
+    graceUntil: -Infinity,
     nodes: [],
     leases: new Map(),
     held: new Set(),
@@ -32,7 +42,91 @@ describe('shard plan', () => {
       ['c', NOW],
       ['d', NOW - 5],
     ]);
-    expect(liveMembers({ now: NOW, self: 'a', members })).to.deep.equal(['a', 'b']);
+    expect(liveMembers({ now: NOW, self: 'a', members, graceUntil: -Infinity })).to.deep.equal(['a', 'b']);
+    expect(liveMembers({ now: NOW, self: 'a', members, graceUntil: NOW })).to.deep.equal(['a', 'b']);
+  });
+
+  it('counts every known replica live until the grace window ends', () => {
+    const members = new Map([
+      ['b', NOW - 60_000],
+      ['c', NOW + 1],
+    ]);
+    expect(liveMembers({ now: NOW, self: 'a', members, graceUntil: NOW + 1 })).to.deep.equal(['a', 'b', 'c']);
+    expect(liveMembers({ now: NOW, self: 'a', members, graceUntil: Infinity })).to.deep.equal([
+      'a',
+      'b',
+      'c',
+    ]);
+    expect(liveMembers({ now: NOW + 1, self: 'a', members, graceUntil: NOW + 1 })).to.deep.equal(['a']);
+  });
+
+  it('after an outage, takes only its share of the free Leases while the others are in grace', () => {
+    // Nobody renewed anything for a minute: every Lease looks expired, the other replica's too.
+    const stale = NOW - 45_000;
+    const leases = new Map(
+      nodes(10).map((n, i) => [n.name, { holder: i < 5 ? 'a' : 'b', expiresAt: stale }]),
+    );
+    const members = new Map([['b', stale]]);
+    const alone = planShard(view({ nodes: nodes(10), members, leases }));
+    expect([alone.members, alone.quota, alone.room]).to.deep.equal([1, 10, 10]);
+    const grace = planShard(view({ nodes: nodes(10), members, leases, graceUntil: NOW + 15_000 }));
+    expect([grace.members, grace.quota, grace.room]).to.deep.equal([2, 5, 5]);
+    // Node Leases get no grace: every one is free, the coordinator takes the first `room`.
+    expect(grace.acquire).to.have.length(10);
+    expect(grace.release).to.deep.equal([]);
+  });
+
+  it('keeps a grace window while its own renewals fail and for a Lease duration after they succeed', () => {
+    const fold = (steps: [number, boolean][]): MembershipRenewals =>
+      steps.reduce((r, [at, ok]) => membershipRenewed(r, at, ok), NO_MEMBERSHIP_RENEWALS);
+    const grace = (steps: [number, boolean][]): number => membershipGraceUntil(fold(steps), 15_000);
+    // Renewing as usual, or failing before the first accepted write (the first list is a fresh view): none.
+    expect(
+      grace([
+        [0, true],
+        [5_000, true],
+        [10_000, true],
+      ]),
+    ).to.equal(-Infinity);
+    expect(
+      grace([
+        [0, false],
+        [5_000, true],
+        [10_000, true],
+      ]),
+    ).to.equal(-Infinity);
+    // Failing: every known replica live, however long it lasts.
+    expect(
+      grace([
+        [0, true],
+        [5_000, false],
+      ]),
+    ).to.equal(Infinity);
+    expect(
+      grace([
+        [0, true],
+        [5_000, false],
+        [65_000, false],
+      ]),
+    ).to.equal(Infinity);
+    expect(
+      fold([
+        [0, true],
+        [5_000, false],
+        [65_000, false],
+      ]).failingSince,
+    ).to.equal(5_000);
+    // Accepted again: one Lease duration from the first accepted write, not moved by the next ones.
+    const back: [number, boolean][] = [
+      [0, true],
+      [5_000, false],
+      [65_000, false],
+      [70_000, true],
+    ];
+    expect(grace(back)).to.equal(85_000);
+    expect(grace([...back, [75_000, true], [80_000, true]])).to.equal(85_000);
+    // A second outage starts another window.
+    expect(grace([...back, [75_000, false], [80_000, true]])).to.equal(95_000);
   });
 
   it('alone, takes every free node', () => {
