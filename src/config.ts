@@ -46,7 +46,7 @@ export const ConfigSchema = z.object({
    */
   kubeApiQps: z.coerce.number().positive().default(50),
   kubeApiBurst: z.coerce.number().int().positive().default(100),
-  /** The event client's own rate limit (kubelet eventRecordQPS and eventBurst, same defaults). */
+  /** Each VirtualNode's Event rate limit, a bucket per node (kubelet eventRecordQPS and eventBurst, same defaults). */
   eventQps: z.coerce.number().positive().default(50),
   eventBurst: z.coerce.number().int().positive().default(100),
   /** Lift the client and event rate limits entirely (benchmarks). */

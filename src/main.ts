@@ -68,12 +68,14 @@ async function main(argv: string[]): Promise<number> {
     onRequest: metrics.onRequest,
   });
   // As the kubelet: heartbeats (node Leases, node status, shard Leases) on a client without a rate limit, so
-  // no flood of other requests queued in the main bucket can let a Lease expire; events on their own bucket
+  // no flood of other requests queued in the main bucket can let a Lease expire; events on a bucket per node
   // (--event-qps/--event-burst), so they neither wait behind pod work nor hold it up. One connection pool.
   const heartbeatClient = client.withLimits({ unlimited: true });
-  const eventClient = client.withLimits(
-    cfg.unlimitedQps ? { unlimited: true } : { qps: cfg.eventQps, burst: cfg.eventBurst },
-  );
+  const eventLimits = cfg.unlimitedQps
+    ? ({ unlimited: true } as const)
+    : { qps: cfg.eventQps, burst: cfg.eventBurst };
+  // The node API server's Events; each node gets a bucket of its own below, as each kubelet has.
+  const eventClient = client.withLimits(eventLimits);
   // One ConfigMap/Secret/claim cache for every node's volumes and environments; entries nobody asked for in
   // ten minutes (missing objects of deleted pods among them) are dropped every minute.
   const sources = restVolumeSources(client, clock);
@@ -84,7 +86,7 @@ async function main(argv: string[]): Promise<number> {
     nodeApi,
     client,
     heartbeatClient,
-    eventClient,
+    eventClient: () => client.withLimits(eventLimits),
     clock,
     logger,
     metrics,

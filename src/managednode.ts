@@ -50,8 +50,12 @@ export interface ManagedNodeDeps {
    * without a rate limit, as the kubelet's heartbeat client, so no backlog of other requests delays them.
    */
   heartbeatClient?: KubeClient;
-  /** The node's and its pods' Events (default `client`); the operator's has its own bucket (--event-qps). */
-  eventClient?: KubeClient;
+  /**
+   * The node's and its pods' Events (default `client`). The operator gives each node a sibling with a bucket
+   * of its own (--event-qps, --event-burst), as each kubelet has its own eventRecordQPS: one node's flood of
+   * Events neither fills another's queue nor gets its own dropped for the others'.
+   */
+  eventClient?: KubeClient | (() => KubeClient);
   clock: Clock;
   logger: Logger;
   metrics?: Metrics;
@@ -154,7 +158,9 @@ export class KubeletManagedNode implements ManagedNode {
     this.api = restNodeAPI(deps.client);
     this.heartbeatApi = restNodeAPI(deps.heartbeatClient ?? deps.client);
     this.recorder = new EventRecorder(
-      restEventSink(deps.eventClient ?? deps.client),
+      restEventSink(
+        typeof deps.eventClient === 'function' ? deps.eventClient() : (deps.eventClient ?? deps.client),
+      ),
       deps.clock,
       nodeName,
       this.log,

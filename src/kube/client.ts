@@ -170,6 +170,13 @@ function newLimiter(opts: KubeClientOptions): RateLimiter {
     : new TokenBucket(opts.clock ?? new RealClock(), opts.qps ?? 50, opts.burst ?? 100);
 }
 
+/**
+ * A watch stream pauses for a turn of the event loop after this much time handling its events: a backlog of
+ * large objects (thousands of pods of a megabyte each, every status write coming back as an event) arrives in
+ * one read after another, and handled without a pause it held timers and other sockets for most of a second.
+ */
+const WATCH_SLICE_MS = 10;
+
 export class KubeClient {
   private readonly limiter: RateLimiter;
 
@@ -307,8 +314,11 @@ export class KubeClient {
             return;
           }
           let buffered = '';
+          // Time spent handling events since the stream last let the event loop turn (see WATCH_SLICE_MS).
+          let busyMs = 0;
           res.setEncoding('utf8');
           res.on('data', (chunk: string) => {
+            const began = performance.now();
             buffered += chunk;
             let nl: number;
             while ((nl = buffered.indexOf('\n')) >= 0) {
@@ -321,6 +331,14 @@ export class KubeClient {
                 r.destroy(err as Error);
                 return;
               }
+            }
+            busyMs += performance.now() - began;
+            if (busyMs >= WATCH_SLICE_MS) {
+              res.pause();
+              setImmediate(() => {
+                busyMs = 0;
+                res.resume();
+              });
             }
           });
           res.on('end', () => resolve());

@@ -297,12 +297,17 @@ describe('KubeletManagedNode clients and sources', () => {
   it('heartbeats on heartbeatClient, events on eventClient, registration and pods on client', async () => {
     let heartbeat!: FakeKubeClient;
     let events!: FakeKubeClient;
+    let eventClientsMade = 0;
     const s = setup((sibling) => {
       heartbeat = sibling();
       events = sibling();
       return {
         heartbeatClient: heartbeat as unknown as KubeClient,
-        eventClient: events as unknown as KubeClient,
+        // A bucket per node: the factory form, called once by the node it serves.
+        eventClient: () => {
+          eventClientsMade++;
+          return events as unknown as KubeClient;
+        },
       };
     });
     try {
@@ -327,6 +332,7 @@ describe('KubeletManagedNode clients and sources', () => {
         ),
       ).to.equal(true);
       const ev = calls(events);
+      expect(eventClientsMade).to.equal(1);
       expect(ev.length).to.be.greaterThan(0);
       expect(
         ev.every((c) => /^(POST|PATCH) \/api\/v1\/namespaces\/[^/]+\/events/.test(c)),
