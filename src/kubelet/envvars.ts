@@ -2,7 +2,7 @@
  * A container's environment as the kubelet builds it (kubelet_pods.go makeEnvironmentVariables,
  * podFieldSelectorRuntimeValue, containerResourceRuntimeValue; third_party/forked/golang/expansion).
  *
- * Pure: the caller fetches the referenced ConfigMaps and Secrets first (`envSourceNames` says which) and passes
+ * Pure: the caller fetches the referenced ConfigMaps and Secrets first (`envSourceRefs` says which) and passes
  * them in; nothing here does I/O or reads a clock. Same inputs, same output, in a stable order.
  *
  * Order of resolution, as the kubelet's:
@@ -103,17 +103,6 @@ export function envSourceRefs(container: Pick<Container, 'env' | 'envFrom'>): En
       refs.push({ kind: cm ? 'configMap' : 'secret', name: ref.name, optional: ref.optional === true });
   }
   return refs;
-}
-
-/** The ConfigMaps and Secrets a container's `env` and `envFrom` refer to, each name once. */
-export function envSourceNames(container: Pick<Container, 'env' | 'envFrom'>): {
-  configMaps: string[];
-  secrets: string[];
-} {
-  const configMaps = new Set<string>();
-  const secrets = new Set<string>();
-  for (const r of envSourceRefs(container)) (r.kind === 'configMap' ? configMaps : secrets).add(r.name);
-  return { configMaps: [...configMaps], secrets: [...secrets] };
 }
 
 // ------------------------------------------------------------------------------------------ expansion

@@ -9,10 +9,14 @@ import https from 'node:https';
 import type { Pod } from '../api/core.js';
 import type { KubeClient } from '../kube/client.js';
 import type { EventType, ObjectReference } from '../kube/events.js';
-import { isNotFound } from '../util/errors.js';
 import type { EnvSource, EventRecorderFunc } from './kuberuntime/context.js';
 import type { PodSyncer } from './podworkers.js';
-import type { ConfigMapObject, SecretObject, VolumeSources } from './volumemanager/sources.js';
+import {
+  restDataGetters,
+  type ConfigMapObject,
+  type SecretObject,
+  type VolumeSources,
+} from './volumemanager/sources.js';
 
 /** The part of EventRecorder the kubelet uses. */
 export interface PodEventSink {
@@ -39,8 +43,6 @@ export function podRef(pod: Pod, fieldPath?: string): ObjectReference {
 export function podEventRecorder(sink: PodEventSink): EventRecorderFunc {
   return (pod, type, reason, message, fieldPath) => sink.event(podRef(pod, fieldPath), type, reason, message);
 }
-
-const enc = encodeURIComponent;
 
 /** A ConfigMap's data with its binaryData decoded (UTF-8), as env vars see it. */
 function configMapEnv(cm: ConfigMapObject): Record<string, string> {
@@ -82,19 +84,10 @@ export function volumeEnvSource(sources: Pick<VolumeSources, 'getConfigMap' | 'g
  * other failures reject; binaryData and Secret values are base64-decoded.
  */
 export function restEnvSource(client: Pick<KubeClient, 'request'>): EnvSource {
-  const get = async <T>(path: string): Promise<T | undefined> => {
-    try {
-      return await client.request<T>({ method: 'GET', path, priority: 'low' });
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    }
-  };
+  const { configMaps, secrets } = restDataGetters(client);
   return volumeEnvSource({
-    getConfigMap: (namespace, name) =>
-      get<ConfigMapObject>(`/api/v1/namespaces/${enc(namespace)}/configmaps/${enc(name)}`),
-    getSecret: (namespace, name) =>
-      get<SecretObject>(`/api/v1/namespaces/${enc(namespace)}/secrets/${enc(name)}`),
+    getConfigMap: (namespace, name) => configMaps.get(namespace, name),
+    getSecret: (namespace, name) => secrets.get(namespace, name),
   });
 }
 

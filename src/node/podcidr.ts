@@ -4,7 +4,7 @@
  * taken (other VirtualNodes' spec or status podCIDR) and records the result in the VirtualNode status, so a
  * restarted operator keeps handing out the same addresses.
  */
-import { formatIPv4, parseIPv4 } from '../runtime/sim/ipam.js';
+import { formatIPv4, parseIPv4, parseSimPodCIDR } from '../runtime/sim/ipam.js';
 import { KindError } from '../util/errors.js';
 
 /** Where default pod CIDRs come from: 10.128.0.0/9 (32768 /24 blocks), clear of the usual service ranges. */
@@ -26,12 +26,9 @@ function parseCIDR(cidr: string): Range | undefined {
   return { first, last: first + size - 1 };
 }
 
-/** Whether the simulated runtime's IPAM can hand out addresses from `cidr`: an IPv4 CIDR /8 to /30. */
+/** Whether the simulated runtime's IPAM can hand out addresses from `cidr` (an IPv4 CIDR /8 to /30). */
 export function isSimPodCIDR(cidr: string): boolean {
-  const m = /^\d{1,3}(?:\.\d{1,3}){3}\/(\d{1,2})$/.exec(cidr);
-  if (!m || parseCIDR(cidr) === undefined) return false;
-  const prefix = Number(m[1]);
-  return prefix >= 8 && prefix <= 30;
+  return parseSimPodCIDR(cidr) !== undefined;
 }
 
 /** Whether two IPv4 CIDRs share an address (false when either does not parse). */

@@ -221,29 +221,15 @@ export class Operator {
       // node served and only refreshes the status).
       vn = { ...vn, metadata: { ...vn.metadata, finalizers } };
     }
-    const parsed = parseVirtualNodeSpec(vn.spec);
-    if (!parsed.ok) {
+    const servable = this.servableSpec(vn);
+    if (!servable.ok) {
       await this.forget(name);
-      await this.status.write(vn, notStartedStatus('InvalidSpec', parsed.message));
+      await this.status.write(vn, notStartedStatus(servable.reason, servable.message));
+      // Level-triggered: the other claim may go away (a conflict, a pod CIDR), or the spec change.
+      if (servable.recheck) this.queue.addAfter(name, this.statusPeriodMs);
       return;
     }
-    const unservable = this.unservable(vn, parsed.spec);
-    if (unservable) {
-      await this.forget(name);
-      await this.status.write(vn, notStartedStatus(unservable.reason, unservable.message));
-      // Level-triggered: the other claim may go away (a conflict), or the spec change.
-      if (unservable.recheck) this.queue.addAfter(name, this.statusPeriodMs);
-      return;
-    }
-    let spec: VirtualNodeSpec;
-    try {
-      spec = this.podCIDRs.withPodCIDR(vn, parsed.spec, this.vnInformer.list());
-    } catch (err) {
-      await this.forget(name);
-      await this.status.write(vn, notStartedStatus('PodCIDRUnavailable', errorMessage(err)));
-      this.queue.addAfter(name, this.statusPeriodMs);
-      return;
-    }
+    const spec = servable.spec;
     let served = this.served.get(name);
     if (served && this.opts.factory.needsRestart(served.spec, spec)) {
       await this.forget(name);
@@ -276,25 +262,33 @@ export class Operator {
   }
 
   /**
-   * Why a VirtualNode with a valid spec still cannot serve its Node: a name no Node can register, or a Node
-   * another (older) VirtualNode serves. Undefined when it can.
+   * The spec a VirtualNode is served with (parsed, its pod CIDR defaulted), or why it cannot serve its Node:
+   * an invalid spec, a name no Node can register, a Node another (older) VirtualNode serves, no pod CIDR.
+   * `recheck`: the reason may go away without a change to this VirtualNode.
    */
-  private unservable(
+  private servableSpec(
     vn: VirtualNode,
-    spec: VirtualNodeSpec,
-  ): { reason: string; message: string; recheck: boolean } | undefined {
-    const nodeName = nodeNameOf(vn, spec);
+  ): { ok: true; spec: VirtualNodeSpec } | { ok: false; reason: string; message: string; recheck: boolean } {
+    const parsed = parseVirtualNodeSpec(vn.spec);
+    if (!parsed.ok) return { ok: false, reason: 'InvalidSpec', message: parsed.message, recheck: false };
+    const nodeName = nodeNameOf(vn, parsed.spec);
     const problem = nodeNameProblem(nodeName);
-    if (problem) return { reason: 'InvalidSpec', message: problem, recheck: false };
-    const holder = nodeNameHolder(vn, spec, this.vnInformer.list(), (o) => parseVirtualNodeSpec(o.spec).ok);
+    if (problem) return { ok: false, reason: 'InvalidSpec', message: problem, recheck: false };
+    const all = this.vnInformer.list();
+    const holder = nodeNameHolder(vn, parsed.spec, all, (o) => parseVirtualNodeSpec(o.spec).ok);
     if (holder) {
       return {
+        ok: false,
         reason: 'NodeNameConflict',
         message: `Node ${nodeName} is served by VirtualNode ${holder.metadata.name ?? ''}, which claimed it first`,
         recheck: true,
       };
     }
-    return undefined;
+    try {
+      return { ok: true, spec: this.podCIDRs.withPodCIDR(vn, parsed.spec, all) };
+    } catch (err) {
+      return { ok: false, reason: 'PodCIDRUnavailable', message: errorMessage(err), recheck: true };
+    }
   }
 
   /**
@@ -352,13 +346,9 @@ export class Operator {
       served = this.servedForDrain(vn);
     }
     if (served) {
-      if (!served.settled) {
-        // Still starting (registering, or waiting for its runtime): look again shortly, with the worker free.
-        await this.status.write(vn, drainingStatus);
-        this.queue.addAfter(name, this.drainRecheckMs);
-        return;
-      }
-      const empty = await served.node.drain();
+      // Pods left, or still starting (registering, or waiting for its runtime: not drained yet, as a worker
+      // must never wait on a start): look again shortly.
+      const empty = served.settled && (await served.node.drain());
       if (!empty) {
         await this.status.write(vn, drainingStatus);
         this.queue.addAfter(name, this.drainRecheckMs);
@@ -378,16 +368,11 @@ export class Operator {
 
   /** The ManagedNode that drains a deleted VirtualNode no process served, or undefined if it never could. */
   private servedForDrain(vn: VirtualNode): Served | undefined {
-    const parsed = parseVirtualNodeSpec(vn.spec);
-    if (!parsed.ok || this.unservable(vn, parsed.spec)) return undefined;
-    let spec: VirtualNodeSpec;
-    try {
-      // The same pod CIDR it was served with (its status keeps the defaulted one), so its pods are adopted.
-      spec = this.podCIDRs.withPodCIDR(vn, parsed.spec, this.vnInformer.list());
-    } catch {
-      return undefined;
-    }
-    const started = this.serve(vn, spec);
+    // The same spec and pod CIDR it was served with (its status keeps the defaulted one), so its pods are
+    // adopted.
+    const servable = this.servableSpec(vn);
+    if (!servable.ok) return undefined;
+    const started = this.serve(vn, servable.spec);
     return started.ok ? started.served : undefined;
   }
 

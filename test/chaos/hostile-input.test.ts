@@ -34,7 +34,12 @@ import { startControlPlane, type ControlPlane } from '../support/controlplane.js
 import { eventually } from '../support/eventually.js';
 import { adminClient, isGone, postVirtualNode, VN_PATH, waitNodeReady } from '../support/operator.js';
 import { killLive, OperatorProcess } from '../support/operatorprocess.js';
-import { auditLogIn, POD_STATUS_AUDIT_POLICY, podStatusWrites } from '../support/audit.js';
+import {
+  auditLogIn,
+  POD_STATUS_AUDIT_POLICY,
+  podStatusAuditPolicy,
+  podStatusWrites,
+} from '../support/audit.js';
 import { listPods, probedPod, sleeperPod } from './lib/cluster.js';
 import { hostilePod, hostilePodName } from './lib/hostile.js';
 import { oddVirtualNodes } from './lib/oddnodes.js';
@@ -71,10 +76,12 @@ describe('chaos: hostile pod and VirtualNode specs (1 operator process, 4 sim no
     const audit = await auditLogIn(
       dir,
       process.env.CHAOS_DIAG
-        ? POD_STATUS_AUDIT_POLICY.replace(
-            '  - level: None',
-            "  - level: Metadata\n    verbs: [get]\n    resources:\n      - group: ''\n        resources: [configmaps, secrets]\n  - level: None",
-          )
+        ? podStatusAuditPolicy(`  - level: Metadata
+    verbs: [get]
+    resources:
+      - group: ''
+        resources: [configmaps, secrets]
+`)
         : POD_STATUS_AUDIT_POLICY,
       'batch',
     );

@@ -21,7 +21,7 @@ import type { Lease, Node } from '../../src/api/node.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { leaseRole } from '../../src/operator/shard/api.js';
 import { benchPod } from '../../bench/lib/pods.js';
-import { auditLogIn, completedRequests } from '../support/audit.js';
+import { auditLogIn, completedRequests, podStatusAuditPolicy } from '../support/audit.js';
 import { startControlPlane, type ControlPlane } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
 import {
@@ -38,23 +38,14 @@ const SHARD_NS = 'kubelet-operator-system';
 const NODES = Array.from({ length: 10 }, (_, i) => `vn-shard-${i}`);
 const LEASE_DURATION_S = 15;
 
-const AUDIT_POLICY = `apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: [RequestReceived]
-rules:
-  - level: Metadata
-    verbs: [patch, update]
-    resources:
-      - group: ''
-        resources: [pods/status]
-  - level: Request
+/** pods/status writes, and the shard Leases' writes with their bodies (who held what, when). */
+const AUDIT_POLICY = podStatusAuditPolicy(`  - level: Request
     verbs: [create, update, delete]
     namespaces: [${SHARD_NS}]
     resources:
       - group: coordination.k8s.io
         resources: [leases]
-  - level: None
-`;
+`);
 
 describe('sharding VirtualNodes across operator replicas (real apiserver, real processes)', function () {
   this.timeout(8 * 60_000);

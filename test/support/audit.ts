@@ -7,8 +7,12 @@ import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
-/** Only pods/status writes, at Metadata level (who wrote, when). */
-export const POD_STATUS_AUDIT_POLICY = `apiVersion: audit.k8s.io/v1
+/**
+ * pods/status writes at Metadata level (who wrote, when), then `extraRules` (YAML list items indented as
+ * these), and nothing else.
+ */
+export function podStatusAuditPolicy(extraRules = ''): string {
+  return `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: [RequestReceived]
 rules:
@@ -17,8 +21,12 @@ rules:
     resources:
       - group: ''
         resources: [pods/status]
-  - level: None
+${extraRules}  - level: None
 `;
+}
+
+/** Only pods/status writes, at Metadata level (who wrote, when). */
+export const POD_STATUS_AUDIT_POLICY = podStatusAuditPolicy();
 
 export interface AuditEvent {
   verb: string;

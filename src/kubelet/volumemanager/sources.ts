@@ -51,22 +51,29 @@ function restGetter<T>(
   };
 }
 
+/**
+ * ConfigMaps and Secrets by one uncached GET each, at low priority (they stand in for the kubelet's watches):
+ * NotFound resolves undefined, any other failure rejects. What restVolumeSources caches.
+ */
+export function restDataGetters(client: Pick<KubeClient, 'request'>): {
+  configMaps: ObjectGetter<ConfigMapObject>;
+  secrets: ObjectGetter<SecretObject>;
+} {
+  return {
+    configMaps: restGetter(client, (ns, n) => `/api/v1/namespaces/${enc(ns)}/configmaps/${enc(n)}`),
+    secrets: restGetter(client, (ns, n) => `/api/v1/namespaces/${enc(ns)}/secrets/${enc(n)}`),
+  };
+}
+
 /** VolumeSources over GETs through the operator's rate-limited client, each object cached for `ttlMs`. */
 export function restVolumeSources(
   client: Pick<KubeClient, 'request'>,
   clock: Pick<Clock, 'now'>,
   ttlMs = DefaultObjectTTLMs,
 ): VolumeSources & { prune(): void } {
-  const configMaps = new ObjectCache<ConfigMapObject>(
-    restGetter(client, (ns, n) => `/api/v1/namespaces/${enc(ns)}/configmaps/${enc(n)}`),
-    clock,
-    ttlMs,
-  );
-  const secrets = new ObjectCache<SecretObject>(
-    restGetter(client, (ns, n) => `/api/v1/namespaces/${enc(ns)}/secrets/${enc(n)}`),
-    clock,
-    ttlMs,
-  );
+  const data = restDataGetters(client);
+  const configMaps = new ObjectCache<ConfigMapObject>(data.configMaps, clock, ttlMs);
+  const secrets = new ObjectCache<SecretObject>(data.secrets, clock, ttlMs);
   const claims = new ObjectCache<PersistentVolumeClaim>(
     restGetter(client, (ns, n) => `/api/v1/namespaces/${enc(ns)}/persistentvolumeclaims/${enc(n)}`),
     clock,

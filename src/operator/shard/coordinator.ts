@@ -44,6 +44,11 @@ import {
   type ShardNode,
 } from './plan.js';
 
+/** When a Lease last seen to change at `seenAt` (local clock) runs out, judged on the local clock. */
+function localExpiry(lease: Lease, seenAt: number): number {
+  return seenAt + (lease.spec.leaseDurationSeconds ?? 0) * 1000;
+}
+
 export interface ShardCoordinatorOptions {
   api: ShardLeaseAPI;
   namespace: string;
@@ -242,7 +247,7 @@ export class ShardCoordinator implements ShardGate {
 
   /** When `lease`, last seen to change at `seenAt`, runs out here: a replica's not before `graceUntil`. */
   private expiresAt(lease: Lease, seenAt: number, graceUntil: number): number {
-    const at = seenAt + (lease.spec.leaseDurationSeconds ?? 0) * 1000;
+    const at = localExpiry(lease, seenAt);
     return leaseRole(lease)?.role === 'replica' ? memberExpiry(at, graceUntil) : at;
   }
 
@@ -260,7 +265,7 @@ export class ShardCoordinator implements ShardGate {
     const leases = new Map<string, ObservedLease>();
     for (const { lease, seenAt } of this.seen.values()) {
       const role = leaseRole(lease);
-      const expiresAt = seenAt + (lease.spec.leaseDurationSeconds ?? 0) * 1000;
+      const expiresAt = localExpiry(lease, seenAt);
       if (role?.role === 'replica') members.set(role.identity, expiresAt);
       else if (role?.role === 'virtualnode')
         leases.set(role.node, { holder: lease.spec.holderIdentity ?? '', expiresAt });
@@ -402,12 +407,7 @@ export class ShardCoordinator implements ShardGate {
     const observed = seen?.lease;
     // The plan may be older than what the watch has shown since: take it only if it is still free.
     const holder = observed?.spec.holderIdentity ?? '';
-    if (
-      seen &&
-      holder !== '' &&
-      holder !== this.o.identity &&
-      seen.seenAt + (observed?.spec.leaseDurationSeconds ?? 0) * 1000 > now
-    )
+    if (seen && holder !== '' && holder !== this.o.identity && localExpiry(seen.lease, seen.seenAt) > now)
       return false;
     const base = observed ?? this.leaseBody(name, 'virtualnode', node);
     const next: Lease = {

@@ -7,6 +7,17 @@
  */
 import { KindError } from '../../util/errors.js';
 
+/**
+ * The network address and prefix of a pod CIDR the allocator can serve (an IPv4 CIDR /8 to /30: room for at
+ * least one pod beside the network, gateway and broadcast addresses), or undefined for anything else.
+ */
+export function parseSimPodCIDR(cidr: string): { addr: number; prefix: number } | undefined {
+  const m = /^(\d{1,3}(?:\.\d{1,3}){3})\/(\d{1,2})$/.exec(cidr);
+  const prefix = m ? Number(m[2]) : NaN;
+  const addr = m ? parseIPv4(m[1]!) : undefined;
+  return addr !== undefined && prefix >= 8 && prefix <= 30 ? { addr, prefix } : undefined;
+}
+
 export class IPAllocator {
   readonly cidr: string;
   private readonly base: number;
@@ -18,10 +29,8 @@ export class IPAllocator {
 
   /** Throws InvalidArgument for anything but an IPv4 CIDR with room for at least one pod. */
   constructor(cidr: string) {
-    const m = /^(\d{1,3}(?:\.\d{1,3}){3})\/(\d{1,2})$/.exec(cidr);
-    const prefix = m ? Number(m[2]) : NaN;
-    const addr = m ? parseIPv4(m[1]!) : undefined;
-    if (addr === undefined || !(prefix >= 8 && prefix <= 30)) {
+    const parsed = parseSimPodCIDR(cidr);
+    if (!parsed) {
       throw new KindError(
         'InvalidArgument',
         `sim runtime: podCIDR ${JSON.stringify(cidr)} is not an IPv4 CIDR /8../30`,
@@ -30,6 +39,7 @@ export class IPAllocator {
         },
       );
     }
+    const { addr, prefix } = parsed;
     const size = 2 ** (32 - prefix);
     this.cidr = cidr;
     this.base = addr - (addr % size);

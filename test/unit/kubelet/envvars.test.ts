@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import type { Container, Pod } from '../../../src/api/core.js';
 import {
-  envSourceNames,
+  envSourceRefs,
   expand,
   expandContainerCommandAndArgs,
   makeEnvironmentVariables,
@@ -269,16 +269,23 @@ describe('envvars: makeEnvironmentVariables', () => {
     expect(r).to.deep.equal({ KUBERNETES_SERVICE_HOST: 'mine', URL: 'http://svc', SVC_HOST: 'svc' });
   });
 
-  it('lists the referenced config maps and secrets once each', () => {
+  it('lists every reference to a config map or secret in the order the kubelet reads them', () => {
     expect(
-      envSourceNames({
-        envFrom: [{ configMapRef: { name: 'a' } }, { secretRef: { name: 's' } }],
+      envSourceRefs({
+        envFrom: [{ configMapRef: { name: 'a' } }, { secretRef: { name: 's', optional: true } }],
         env: [
+          { name: 'L', value: 'literal' },
           { name: 'X', valueFrom: { configMapKeyRef: { name: 'a', key: 'k' } } },
-          { name: 'Y', valueFrom: { configMapKeyRef: { name: 'b', key: 'k' } } },
+          { name: 'Y', valueFrom: { configMapKeyRef: { name: 'b', key: 'k', optional: true } } },
           { name: 'Z', valueFrom: { secretKeyRef: { name: 't', key: 'k' } } },
         ],
       }),
-    ).to.deep.equal({ configMaps: ['a', 'b'], secrets: ['s', 't'] });
+    ).to.deep.equal([
+      { kind: 'configMap', name: 'a', optional: false },
+      { kind: 'secret', name: 's', optional: true },
+      { kind: 'configMap', name: 'a', optional: false },
+      { kind: 'configMap', name: 'b', optional: true },
+      { kind: 'secret', name: 't', optional: false },
+    ]);
   });
 });
