@@ -2,7 +2,7 @@
 # `npm test`: everything CI runs, in one command. The project's own suites (unit, conformance,
 # integration on a real kube-apiserver, e2e on a real containerd, cluster with scheduler and
 # controller-manager, chaos: a replica killed under churn, the API server stopped for a minute, containerd
-# restarted under churn),
+# restarted under churn, hostile pod and VirtualNode specs with a fixed seed),
 # then the quick preset of the kubelet's upstream e2e suite against our nodes (test/upstream). Ends with
 # one line summing both: `N passed, N failed, N skipped`.
 #
@@ -18,9 +18,12 @@ own="$(mktemp)"
 up="$(mktemp)"
 trap 'rm -f "$own" "$up"' EXIT
 
-npx mocha --config .mocharc.cjs 'test/unit/**/*.test.ts' 'test/conformance/**/*.test.ts' \
+# The hostile-input scenario reads CHAOS_SEED: CI replays one known input (npm run test:chaos draws a new one).
+CHAOS_SEED="${CHAOS_SEED:-380821128}" \
+  npx mocha --config .mocharc.cjs 'test/unit/**/*.test.ts' 'test/conformance/**/*.test.ts' \
   'test/integration/**/*.test.ts' 'test/e2e/**/*.test.ts' 'test/cluster/**/*.test.ts' \
   test/chaos/replica-kill.test.ts test/chaos/apiserver-down.test.ts test/chaos/containerd-restart.test.ts \
+  test/chaos/hostile-input.test.ts \
   2>&1 | tee "$own"
 [[ "${PIPESTATUS[0]}" -eq 0 ]] || status=1
 

@@ -19,6 +19,7 @@ import { serveNodeApi, type NodeApiCertificates, type ServedNodeApi } from './se
 import { RealClock } from './util/clock.js';
 import { errorMessage } from './util/errors.js';
 import { createLogger } from './util/logger.js';
+import { processSlicer } from './util/timeslice.js';
 
 export const VERSION = '0.1.0';
 
@@ -66,11 +67,12 @@ async function main(argv: string[]): Promise<number> {
       ? `kubelet-operator/${VERSION} replica/${identity}`
       : `kubelet-operator/${VERSION}`,
     onRequest: metrics.onRequest,
+    yieldToLoop: () => processSlicer.yield(),
   });
   // As the kubelet: heartbeats (node Leases, node status, shard Leases) on a client without a rate limit, so
   // no flood of other requests queued in the main bucket can let a Lease expire; events on a bucket per node
   // (--event-qps/--event-burst), so they neither wait behind pod work nor hold it up. One connection pool.
-  const heartbeatClient = client.withLimits({ unlimited: true });
+  const heartbeatClient = client.withLimits({ unlimited: true, prompt: true });
   const eventLimits = cfg.unlimitedQps
     ? ({ unlimited: true } as const)
     : { qps: cfg.eventQps, burst: cfg.eventBurst };

@@ -4,6 +4,7 @@
  * client requests by verb and code. One registry per operator process; every series carries the node.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { EventLoopDelaySampler } from './util/loopdelay.js';
 
 export class Metrics {
   readonly registry = new Registry();
@@ -16,10 +17,19 @@ export class Metrics {
   readonly runningPods: Gauge<'node'>;
   readonly runningContainers: Gauge<'node'>;
   readonly virtualNodes: Gauge<'state'>;
+  readonly eventLoopDelay: Histogram;
+  private readonly loopDelaySampler: EventLoopDelaySampler | undefined;
 
   constructor(defaultMetrics = true) {
     const registers = [this.registry];
     if (defaultMetrics) collectDefaultMetrics({ register: this.registry });
+    this.eventLoopDelay = new Histogram({
+      name: 'kubelet_operator_event_loop_delay_seconds',
+      help: 'How late a 10 ms timer fires: event-loop delay, cumulative (unlike nodejs_eventloop_lag_*, which every scrape resets).',
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers,
+    });
+    if (defaultMetrics) this.loopDelaySampler = new EventLoopDelaySampler(this.eventLoopDelay).start();
     const secs = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
     this.podStartDuration = new Histogram({
       name: 'kubelet_pod_start_duration_seconds',
@@ -79,6 +89,11 @@ export class Metrics {
       labelNames: ['state'],
       registers,
     });
+  }
+
+  /** Stops the process-level sampling (the timer is unref'd; this is for tests that build many). */
+  close(): void {
+    this.loopDelaySampler?.stop();
   }
 
   /** Hook for KubeClient's onRequest. */

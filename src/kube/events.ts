@@ -8,7 +8,13 @@
  */
 import type { Clock } from '../util/clock.js';
 import { errorMessage, isNotFound } from '../util/errors.js';
-import { EventCorrelator, type CoreEvent, type EventType, type ObjectReference } from './eventcorrelator.js';
+import {
+  EventCorrelator,
+  type Correlation,
+  type CoreEvent,
+  type EventType,
+  type ObjectReference,
+} from './eventcorrelator.js';
 
 export { EventCorrelator } from './eventcorrelator.js';
 export type { Correlation, CoreEvent, EventType, ObjectReference } from './eventcorrelator.js';
@@ -23,15 +29,29 @@ export interface EventLogger {
   warn(msg: string, meta?: Record<string, unknown>): void;
 }
 
+type Write = Exclude<Correlation, { action: 'drop' }>;
+
+interface Queued {
+  write: Write;
+  ref: ObjectReference;
+  type: EventType;
+  reason: string;
+}
+
 /**
- * Records Events for one node. `event()` returns at once; writes happen in order on a background chain,
- * with at most `maxPending` outstanding (older ones beyond that are dropped and counted).
+ * Records Events for one node. `event()` returns at once; writes happen in order on a background pump, with
+ * at most `maxPending` waiting. Like the kubelet's broadcaster (1,000 queued, the rest dropped) the queue is
+ * bounded; unlike it, a Warning that finds the queue full takes the place of the oldest waiting Normal Event,
+ * so that a flood of Pulled/Created/Started never costs a pod the one Event that says what went wrong.
  */
 export class EventRecorder {
   private readonly correlator: EventCorrelator;
-  private chain: Promise<void> = Promise.resolve();
-  private pending = 0;
-  readonly stats = { created: 0, patched: 0, dropped: 0, failed: 0 };
+  private queue: (Queued | undefined)[] = [];
+  private head = 0;
+  private waiting = 0;
+  private running = false;
+  private pump: Promise<void> = Promise.resolve();
+  readonly stats = { created: 0, patched: 0, dropped: 0, displaced: 0, failed: 0 };
 
   constructor(
     private readonly sink: EventSink,
@@ -46,39 +66,20 @@ export class EventRecorder {
 
   event(ref: ObjectReference, type: EventType, reason: string, message: string): void {
     const c = this.correlator.correlate(ref, type, reason, message, this.clock.now());
-    if (c.action === 'drop' || this.pending >= this.maxPending) {
+    if (c.action === 'drop') {
       this.stats.dropped++;
       return;
     }
-    this.pending++;
-    this.chain = this.chain.then(async () => {
-      try {
-        if (c.action === 'create') {
-          await this.sink.create(c.event.metadata.namespace, c.event);
-          this.stats.created++;
-        } else {
-          try {
-            await this.sink.patch(c.event.metadata.namespace, c.event.metadata.name, c.patch);
-            this.stats.patched++;
-          } catch (err) {
-            // The Event is gone (its create was dropped or failed, or it expired): create it whole with its
-            // count, as client-go's recorder does when a patch finds nothing.
-            if (!isNotFound(err)) throw err;
-            await this.sink.create(c.event.metadata.namespace, c.event);
-            this.stats.created++;
-          }
-        }
-      } catch (err) {
-        this.stats.failed++;
-        this.logger?.warn('event write failed', {
-          reason,
-          object: `${ref.kind}/${ref.namespace ?? ''}/${ref.name}`,
-          error: errorMessage(err),
-        });
-      } finally {
-        this.pending--;
-      }
-    });
+    if (this.waiting >= this.maxPending && !(type === 'Warning' && this.displaceNormal())) {
+      this.stats.dropped++;
+      return;
+    }
+    this.queue.push({ write: c, ref, type, reason });
+    this.waiting++;
+    if (!this.running) {
+      this.running = true;
+      this.pump = this.drain();
+    }
   }
 
   /** See EventCorrelator.forget: the object is gone for good. */
@@ -87,7 +88,68 @@ export class EventRecorder {
   }
 
   /** Resolves when every recorded event has been written (or failed). */
-  flush(): Promise<void> {
-    return this.chain;
+  async flush(): Promise<void> {
+    while (this.running) await this.pump;
+  }
+
+  /** Removes the oldest waiting Normal Event; false when every waiting one is a Warning. */
+  private displaceNormal(): boolean {
+    for (let i = this.head; i < this.queue.length; i++) {
+      if (this.queue[i]?.type !== 'Normal') continue;
+      this.queue[i] = undefined;
+      this.waiting--;
+      this.stats.dropped++;
+      this.stats.displaced++;
+      return true;
+    }
+    return false;
+  }
+
+  /** Writes the queue out in order; `running` drops in the same turn as the last look at the queue. */
+  private async drain(): Promise<void> {
+    try {
+      while (this.head < this.queue.length) {
+        const q = this.queue[this.head];
+        this.queue[this.head++] = undefined;
+        if (this.head > 1024 && this.head * 2 > this.queue.length) {
+          this.queue = this.queue.slice(this.head);
+          this.head = 0;
+        }
+        if (!q) continue;
+        this.waiting--;
+        await this.write(q);
+      }
+      this.queue = [];
+      this.head = 0;
+    } finally {
+      this.running = false;
+    }
+  }
+
+  private async write({ write: c, ref, reason }: Queued): Promise<void> {
+    try {
+      if (c.action === 'create') {
+        await this.sink.create(c.event.metadata.namespace, c.event);
+        this.stats.created++;
+        return;
+      }
+      try {
+        await this.sink.patch(c.event.metadata.namespace, c.event.metadata.name, c.patch);
+        this.stats.patched++;
+      } catch (err) {
+        // The Event is gone (its create was dropped or failed, or it expired): create it whole with its
+        // count, as client-go's recorder does when a patch finds nothing.
+        if (!isNotFound(err)) throw err;
+        await this.sink.create(c.event.metadata.namespace, c.event);
+        this.stats.created++;
+      }
+    } catch (err) {
+      this.stats.failed++;
+      this.logger?.warn('event write failed', {
+        reason,
+        object: `${ref.kind}/${ref.namespace ?? ''}/${ref.name}`,
+        error: errorMessage(err),
+      });
+    }
   }
 }

@@ -9,7 +9,7 @@
  * Pure: inputs are the node view and the other pods; the answer is data.
  */
 import type { Pod, Toleration } from '../api/core.js';
-import { podRequests } from '../api/resources.js';
+import { podRequests, type ResourceAmounts } from '../api/resources.js';
 import { errorMessage } from '../util/errors.js';
 import { admitSysctls, safeSysctlAllowlist, SysctlAllowlist } from './sysctl.js';
 
@@ -111,7 +111,18 @@ function tolerates(t: Toleration, taint: NodeTaint): boolean {
   return t.key === taint.key && (t.value ?? '') === (taint.value ?? '');
 }
 
+/** Host ports by spec object, like requestsOf: admission reads every admitted pod's for each admission. */
+const hostPortsMemo = new WeakMap<object, string[]>();
 function hostPorts(pod: Pod): string[] {
+  let out = hostPortsMemo.get(pod.spec);
+  if (!out) {
+    out = specHostPorts(pod);
+    hostPortsMemo.set(pod.spec, out);
+  }
+  return out;
+}
+
+function specHostPorts(pod: Pod): string[] {
   const out: string[] = [];
   for (const c of [...(pod.spec.initContainers ?? []), ...pod.spec.containers]) {
     for (const p of c.ports ?? []) {
@@ -125,6 +136,21 @@ function portsConflict(a: string, b: string): boolean {
   const [pa, ia, na] = a.split('/');
   const [pb, ib, nb] = b.split('/');
   return pa === pb && na === nb && (ia === ib || ia === '0.0.0.0' || ib === '0.0.0.0');
+}
+
+/**
+ * A spec's requests, computed once per spec object: admission sums them over every admitted pod for each pod
+ * it admits, and the admitted pods' specs are the same objects from one admission to the next. Specs are
+ * never changed in place (a new version of a pod is a new object), so the memo cannot go stale.
+ */
+const requestsMemo = new WeakMap<object, ResourceAmounts>();
+function requestsOf(spec: Pod['spec']): ResourceAmounts {
+  let r = requestsMemo.get(spec);
+  if (!r) {
+    r = podRequests(spec);
+    requestsMemo.set(spec, r);
+  }
+  return r;
 }
 
 /**
@@ -165,9 +191,9 @@ export function admitPod(pod: Pod, node: AdmissionNode, admitted: Pod[]): AdmitR
   let requests: Map<string, number>;
   const used = new Map<string, number>();
   try {
-    requests = podRequests(pod.spec);
+    requests = requestsOf(pod.spec);
     for (const other of admitted)
-      for (const [k, v] of podRequests(other.spec)) used.set(k, (used.get(k) ?? 0) + v);
+      for (const [k, v] of requestsOf(other.spec)) used.set(k, (used.get(k) ?? 0) + v);
   } catch (err) {
     return {
       admit: false,

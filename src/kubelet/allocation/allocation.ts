@@ -76,6 +76,15 @@ export function sameRequirements(
 }
 
 /**
+ * The spec as allocated, by spec object and allocation: admission asks for every admitted pod each time it
+ * admits one, with the same spec and allocation objects (both are replaced, never changed in place).
+ */
+const allocatedSpecs = new WeakMap<
+  Pod['spec'],
+  { allocation: PodAllocation; spec: Pod['spec'] | undefined }
+>();
+
+/**
  * The pod as allocated: every resizable container whose allocation differs from its spec gets the allocation.
  * `updated` tells whether anything differed (then the returned pod is a copy).
  */
@@ -84,21 +93,35 @@ export function updatePodFromAllocation(
   allocation: PodAllocation | undefined,
 ): { pod: Pod; updated: boolean } {
   if (!allocation) return { pod, updated: false };
-  let updated = false;
-  const apply = (list: Container[] | undefined, init: boolean): Container[] | undefined =>
-    list?.map((c) => {
-      if (!isResizableContainer(c, init)) return c;
+  let known = allocatedSpecs.get(pod.spec);
+  if (known?.allocation !== allocation) {
+    known = { allocation, spec: allocatedSpec(pod.spec, allocation) };
+    allocatedSpecs.set(pod.spec, known);
+  }
+  return known.spec ? { pod: { ...pod, spec: known.spec }, updated: true } : { pod, updated: false };
+}
+
+/** The spec with the allocation applied; undefined when it already matches. */
+function allocatedSpec(podSpec: Pod['spec'], allocation: PodAllocation): Pod['spec'] | undefined {
+  // Copies a list only once one of its containers differs (admission calls this for every admitted pod).
+  const apply = (list: Container[] | undefined, init: boolean): Container[] | undefined => {
+    let out: Container[] | undefined;
+    for (let i = 0; i < (list?.length ?? 0); i++) {
+      const c = list![i]!;
+      if (!isResizableContainer(c, init)) continue;
       const alloc = allocation.get(c.name);
-      if (!alloc || sameRequirements(c.resources, alloc)) return c;
-      updated = true;
-      return { ...c, resources: copyRequirements(alloc) };
-    });
-  const containers = apply(pod.spec.containers, false) ?? [];
-  const initContainers = apply(pod.spec.initContainers, true);
-  if (!updated) return { pod, updated: false };
-  const spec = { ...pod.spec, containers };
+      if (!alloc || sameRequirements(c.resources, alloc)) continue;
+      out ??= [...list!];
+      out[i] = { ...c, resources: copyRequirements(alloc) };
+    }
+    return out;
+  };
+  const containers = apply(podSpec.containers, false);
+  const initContainers = apply(podSpec.initContainers, true);
+  if (!containers && !initContainers) return undefined;
+  const spec = { ...podSpec, containers: containers ?? podSpec.containers };
   if (initContainers) spec.initContainers = initContainers;
-  return { pod: { ...pod, spec }, updated: true };
+  return spec;
 }
 
 /**

@@ -54,13 +54,55 @@ export async function scrapeSeries(
   return out;
 }
 
+/** Cumulative bucket counts of a Prometheus histogram: [upper bound, observations at or below it], ascending. */
+export type Buckets = [number, number][];
+
+/** The buckets of histogram `name` (no other labels) in Prometheus text; `+Inf` as Infinity. */
+export function parseBuckets(text: string, name: string): Buckets {
+  const out: Buckets = [];
+  for (const m of text.matchAll(new RegExp(`^${name}_bucket\\{le="([^"]+)"\\} (\\S+)$`, 'gm')))
+    out.push([m[1] === '+Inf' ? Infinity : Number(m[1]), Number(m[2])]);
+  return out.sort((a, b) => a[0] - b[0]);
+}
+
+/** What was observed between two scrapes of one histogram. */
+export function bucketsBetween(before: Buckets, after: Buckets): Buckets {
+  const old = new Map(before);
+  return after.map(([le, n]) => [le, n - (old.get(le) ?? 0)]);
+}
+
 /**
- * Samples prom-client's `nodejs_eventloop_lag_p99_seconds` of one process every `everyMs`: each scrape
- * reports the p99 of the event loop's delay since the previous one (prom-client resets its histogram at
- * every collection), so the samples together cover the whole time the sampler ran.
+ * The q-quantile (0..1) of a histogram, interpolated within its bucket as Prometheus' histogram_quantile
+ * does; the highest finite bound when it falls in the +Inf bucket; NaN for no observations.
+ */
+export function histogramQuantile(q: number, buckets: Buckets): number {
+  const total = buckets.at(-1)?.[1] ?? 0;
+  if (total === 0) return NaN;
+  const rank = q * total;
+  let prevLe = 0;
+  let prevCount = 0;
+  for (const [le, count] of buckets) {
+    if (count >= rank) {
+      if (le === Infinity) return prevLe;
+      return prevLe + ((le - prevLe) * (rank - prevCount)) / Math.max(1, count - prevCount);
+    }
+    prevLe = le;
+    prevCount = count;
+  }
+  return prevLe;
+}
+
+/** The operator's cumulative event-loop delay histogram (src/util/loopdelay.ts). */
+export const LOOP_DELAY_HISTOGRAM = 'kubelet_operator_event_loop_delay_seconds';
+
+/**
+ * Samples one process's event-loop delay every `everyMs`: prom-client's `nodejs_eventloop_lag_p99_seconds`
+ * and `_max_seconds`, each over the time since the previous scrape (prom-client resets its monitor at every
+ * collection, so the samples together cover the whole time the sampler ran), and the operator's cumulative
+ * histogram, from which `overall` gives a percentile over the whole time between the first and last scrape.
  */
 export class LagSampler {
-  readonly samples: { at: number; p99: number; max: number }[] = [];
+  readonly samples: { at: number; p99: number; max: number; buckets: Buckets }[] = [];
   failures = 0;
   private timer: NodeJS.Timeout | undefined;
   private inFlight: Promise<void> = Promise.resolve();
@@ -70,7 +112,8 @@ export class LagSampler {
     private readonly everyMs = 2000,
   ) {}
 
-  start(): void {
+  async start(): Promise<void> {
+    await this.sample();
     this.timer = setInterval(() => {
       this.inFlight = this.sample();
     }, this.everyMs);
@@ -94,10 +137,30 @@ export class LagSampler {
         at: Date.now(),
         p99: read('nodejs_eventloop_lag_p99_seconds'),
         max: read('nodejs_eventloop_lag_max_seconds'),
+        buckets: parseBuckets(text, LOOP_DELAY_HISTOGRAM),
       });
     } catch {
       this.failures++;
     }
+  }
+
+  /** The q-quantile of the delay over the whole sampled time, in ms (NaN without two scrapes). */
+  overallMs(q: number): number {
+    const first = this.samples[0];
+    const last = this.samples.at(-1);
+    if (!first || !last || first === last) return NaN;
+    return histogramQuantile(q, bucketsBetween(first.buckets, last.buckets)) * 1000;
+  }
+
+  /** Observations over the whole sampled time, and how many of them were above `ms`. */
+  overallAbove(ms: number): { total: number; above: number } {
+    const first = this.samples[0];
+    const last = this.samples.at(-1);
+    if (!first || !last) return { total: 0, above: 0 };
+    const d = bucketsBetween(first.buckets, last.buckets);
+    const total = d.at(-1)?.[1] ?? 0;
+    const atOrBelow = d.filter(([le]) => le <= ms / 1000).at(-1)?.[1] ?? 0;
+    return { total, above: total - atOrBelow };
   }
 
   worstP99Ms(): number {

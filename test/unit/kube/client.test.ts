@@ -46,6 +46,18 @@ describe('kube client: requestDeadline', () => {
   });
 });
 
+/** A kubeconfig for a plain-HTTP test server on loopback. */
+function kubeConfigFor(server: string): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: 'c', server, skipTLSVerify: true }],
+    users: [{ name: 'u' }],
+    contexts: [{ name: 'ctx', cluster: 'c', user: 'u' }],
+    currentContext: 'ctx',
+  });
+  return kc;
+}
+
 describe('kube client: withLimits siblings', () => {
   let server: http.Server;
   let connections = 0;
@@ -74,14 +86,7 @@ describe('kube client: withLimits siblings', () => {
   });
 
   async function clientFor(clock: FakeClock, hook: string[]): Promise<KubeClient> {
-    const kc = new KubeConfig();
-    kc.loadFromOptions({
-      clusters: [{ name: 'c', server: base, skipTLSVerify: true }],
-      users: [{ name: 'u' }],
-      contexts: [{ name: 'ctx', cluster: 'c', user: 'u' }],
-      currentContext: 'ctx',
-    });
-    return KubeClient.fromKubeConfig(kc, {
+    return KubeClient.fromKubeConfig(kubeConfigFor(base), {
       qps: 1,
       burst: 1,
       clock,
@@ -132,6 +137,32 @@ describe('kube client: withLimits siblings', () => {
     }
   });
 
+  it('takes its turns through yieldToLoop before a request leaves and before its answer is read; a prompt sibling does not', async () => {
+    const turns: string[] = [];
+    const parent = await KubeClient.fromKubeConfig(kubeConfigFor(base), {
+      unlimited: true,
+      yieldToLoop: async () => {
+        turns.push(`turn after ${seen.length} requests`);
+      },
+    });
+    try {
+      const got = await parent.request<{ path: string }>({
+        method: 'GET',
+        path: '/api/v1/namespaces/ns/pods/a',
+      });
+      expect(got.path).to.equal('/api/v1/namespaces/ns/pods/a');
+      expect(turns).to.deep.equal(['turn after 0 requests', 'turn after 1 requests']);
+      await parent.withLimits({ qps: 5, burst: 5 }).request({ method: 'GET', path: '/api/v1/nodes/n' });
+      expect(turns, 'a sibling takes turns too').to.have.length(4);
+      await parent
+        .withLimits({ unlimited: true, prompt: true })
+        .request({ method: 'PUT', path: lease('n'), body: {} });
+      expect(turns, 'a prompt sibling takes none').to.have.length(4);
+    } finally {
+      parent.close();
+    }
+  });
+
   it('rejects invalid limits with InvalidArgument', async () => {
     const parent = await clientFor(new FakeClock(), []);
     try {
@@ -149,6 +180,47 @@ describe('kube client: withLimits siblings', () => {
       }
     } finally {
       parent.close();
+    }
+  });
+});
+
+describe('kube client: watch streams', () => {
+  it('splits events at newlines wherever the chunks break, however long a line, and skips blank lines', async () => {
+    const big = 'x'.repeat(300_000);
+    const events = [
+      { type: 'ADDED', object: { n: 1 } },
+      { type: 'MODIFIED', object: { n: 2, big } },
+      { type: 'DELETED', object: { n: 3, s: 'a\\nb ü' } },
+    ];
+    const wire = events.map((e) => JSON.stringify(e)).join('\n\n') + '\n';
+    const server = http.createServer((_req, res) => {
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      // Odd chunk sizes, one of them splitting a two-byte character and one a newline pair.
+      const bytes = Buffer.from(wire, 'utf8');
+      const cuts = [1, 7, 4096, 65_537, 150_001, 299_999, bytes.length - 3, bytes.length];
+      let at = 0;
+      const next = (): void => {
+        const cut = cuts.shift();
+        if (cut === undefined) return void res.end();
+        res.write(bytes.subarray(at, cut));
+        at = cut;
+        setTimeout(next, 1);
+      };
+      next();
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const client = await KubeClient.fromKubeConfig(
+        kubeConfigFor(`http://127.0.0.1:${(server.address() as AddressInfo).port}`),
+        { unlimited: true },
+      );
+      const got: unknown[] = [];
+      await client.watch('/api/v1/pods', {}, (e) => got.push(e), new AbortController().signal);
+      client.close();
+      expect(got).to.deep.equal(events);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
     }
   });
 });

@@ -143,3 +143,69 @@ describe('EventRecorder: an Event gone before its patch', () => {
     expect(r.stats).to.include({ created: 2, patched: 0, failed: 0 });
   });
 });
+
+describe('EventRecorder: a full queue', () => {
+  /** A sink that holds every write until `release()`; records what it wrote. */
+  function heldSink() {
+    const written: string[] = [];
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const sink: EventSink = {
+      async create(_ns, e: CoreEvent) {
+        await gate;
+        written.push(`${e.type}/${e.reason}/${e.involvedObject.name}`);
+      },
+      async patch() {
+        await gate;
+      },
+    };
+    return { sink, written, release: () => open() };
+  }
+  const podN = (i: number) => ({ ...pod, name: `p${i}`, uid: `u${i}` });
+
+  it('lets a Warning take the place of the oldest waiting Normal Event', async () => {
+    const { sink, written, release } = heldSink();
+    const r = new EventRecorder(sink, new FakeClock(0), 'node-1', undefined, 3);
+    // The first write is in flight; three more wait.
+    for (let i = 0; i < 4; i++) r.event(podN(i), 'Normal', 'Pulled', 'Pulled image');
+    r.event(podN(9), 'Warning', 'FailedPostStartHook', 'hook failed');
+    r.event(podN(10), 'Normal', 'Started', 'Started container');
+    release();
+    await r.flush();
+    expect(written).to.deep.equal([
+      'Normal/Pulled/p0',
+      'Normal/Pulled/p2',
+      'Normal/Pulled/p3',
+      'Warning/FailedPostStartHook/p9',
+    ]);
+    expect(r.stats).to.include({ created: 4, dropped: 2, displaced: 1 });
+  });
+
+  it('drops a Warning when only Warnings wait', async () => {
+    const { sink, written, release } = heldSink();
+    const r = new EventRecorder(sink, new FakeClock(0), 'node-1', undefined, 2);
+    for (let i = 0; i < 4; i++) r.event(podN(i), 'Warning', 'BackOff', 'Back-off');
+    release();
+    await r.flush();
+    expect(written).to.deep.equal(['Warning/BackOff/p0', 'Warning/BackOff/p1', 'Warning/BackOff/p2']);
+    expect(r.stats).to.include({ created: 3, dropped: 1, displaced: 0 });
+  });
+
+  it('writes an Event recorded as the last write of a busy spell finishes', async () => {
+    const written: string[] = [];
+    const sink: EventSink = {
+      async create(_ns, e: CoreEvent) {
+        written.push(e.reason ?? '');
+        // Recorded from a continuation of the write itself, before the pump has looked at its queue again.
+        if (e.reason === 'First') queueMicrotask(() => recorder.event(podN(2), 'Normal', 'Second', 'second'));
+      },
+      async patch() {},
+    };
+    const recorder = new EventRecorder(sink, new FakeClock(0), 'node-1');
+    recorder.event(podN(1), 'Normal', 'First', 'first');
+    await recorder.flush();
+    await new Promise((r) => setTimeout(r, 0));
+    await recorder.flush();
+    expect(written).to.deep.equal(['First', 'Second']);
+  });
+});

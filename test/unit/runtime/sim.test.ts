@@ -323,6 +323,14 @@ images:
           /annotation sim\.kubelet-operator\.dev\/behaviour: not valid YAML/,
         ],
         [simContainerBehaviourAnnotation('c'), 'ignoresSigterm: maybe', /behaviour\.c: .*ignoresSigterm/],
+        // JSON goes to the JSON parser: 5,000 levels deep is read (the YAML parser overflowed its stack on
+        // it) and the schema says what is wrong; flow-style YAML that is not JSON still parses as YAML.
+        [
+          SimBehaviourAnnotation,
+          `{"run": ${'['.repeat(5000)}${']'.repeat(5000)}}`,
+          /profile: run: .*expected object/,
+        ],
+        [SimBehaviourAnnotation, '{run: {exitAfterMs: -1}}', /profile: run\.exitAfterMs/],
       ] as const) {
         const cfg = containerConfig(p.config, 'c', ['true'], { annotations: { [key]: value } });
         const err = await rejection(sim.createContainer(p.id, cfg, p.config));

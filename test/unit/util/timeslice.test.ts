@@ -21,4 +21,28 @@ describe('TimeSlicer', () => {
     expect(order.at(-1)).to.equal('new slice');
     expect(order).to.not.include('second macrotask');
   });
+
+  it('gives parked callers one slice per loop turn between them, in the order they parked', async () => {
+    let t = 0;
+    const s = new TimeSlicer(10, () => t);
+    t = 10;
+    const ran: number[] = [];
+    // The slice that started at 0 is used up: five callers park, each then works 6 ms.
+    const done = [1, 2, 3, 4, 5].map((i) =>
+      s.yield().then(() => {
+        t += 6;
+        ran.push(i);
+      }),
+    );
+    expect(s.waiting()).to.equal(5);
+    const turn = () => new Promise((resolve) => setImmediate(resolve));
+    await turn();
+    expect(ran, 'first turn: two callers fill its 10 ms').to.deep.equal([1, 2]);
+    await turn();
+    expect(ran).to.deep.equal([1, 2, 3, 4]);
+    await turn();
+    await Promise.all(done);
+    expect(ran).to.deep.equal([1, 2, 3, 4, 5]);
+    expect(s.waiting()).to.equal(0);
+  });
 });
