@@ -250,6 +250,8 @@ export class KubeletManagedNode implements ManagedNode {
       hostNetwork: spec.runtime.type === 'cri' && spec.runtime.cri.podNetwork === 'host',
       daemonPort: this.deps.nodeApiPort,
       logger: this.log,
+      // The Kubelet is ready once its PLEG has listed the runtime: the first node status then sees it healthy.
+      firstStatusAfter: () => this.kubelet.ready,
     });
   }
 
@@ -270,8 +272,9 @@ export class KubeletManagedNode implements ManagedNode {
   async start(): Promise<void> {
     // The first runtime check before the Kubelet starts: its sync loop waits for one.
     await this.runtimeState.update();
-    // The Kubelet first: its PLEG relists at once, so the first node status already sees it healthy
-    // (otherwise the Node would wait a whole status period NotReady). Admission reads the spec, not the Node.
+    // The Kubelet first: its PLEG relists at once, and the first node status waits for that (bounded), so it
+    // sees the PLEG healthy (otherwise the Node would show NotReady for a whole status period; a Node taken
+    // over from another replica would drop from Ready). Admission reads the spec, not the Node.
     this.kubelet.start();
     this.agent.start();
     this.unregisterNodeApi = this.deps.nodeApi?.register({

@@ -65,6 +65,8 @@ export interface NodeAgentConfig {
   logger?: NodeLogger;
   /** Called after each (re-)registration with the Node as the API server returned it. Errors are logged. */
   onRegistered?: (node: Node) => void | Promise<void>;
+  /** See NodeStatusLoopConfig.firstStatusAfter (the kubelet's first PLEG relist). */
+  firstStatusAfter?: () => Promise<unknown>;
 }
 
 export interface NodeAgentHealth {
@@ -211,6 +213,7 @@ export class NodeAgent {
       updateFrequencyMs: hb.statusUpdateFrequencySeconds * 1000,
       reportFrequencyMs: hb.statusReportFrequencySeconds * 1000,
       onNodeMissing: () => void this.reregister(),
+      ...(cfg.firstStatusAfter ? { firstStatusAfter: cfg.firstStatusAfter } : {}),
       logger: this.logger,
     });
     this.ready = new Promise((resolve, reject) => {

@@ -156,8 +156,18 @@ export interface NodeStatusLoopConfig {
   reportFrequencyMs?: number;
   /** Called when the Node is gone (NotFound on read or write); the owner re-registers it. */
   onNodeMissing?: () => void;
+  /**
+   * The first round waits for this (the kubelet's first PLEG relist), at most FIRST_STATUS_WAIT_MS: a kubelet
+   * relists at once and registers after an API round trip, so its first status sees the PLEG healthy; here
+   * registration can win that race, and a Node taken over from another replica turned NotReady ("pleg has yet
+   * to be successful") for one status period. A runtime that never answers keeps the wait to its bound.
+   */
+  firstStatusAfter?: () => Promise<unknown>;
   logger?: NodeLogger;
 }
+
+/** The longest the first status round waits for `firstStatusAfter` (half the default update period). */
+export const FIRST_STATUS_WAIT_MS = 5_000;
 
 /**
  * Computes and reports node status. Invariants: one sync at a time; a write happens only when
@@ -245,6 +255,7 @@ export class NodeStatusLoop {
   private async run(): Promise<void> {
     const { clock } = this.cfg;
     try {
+      if (this.cfg.firstStatusAfter) await this.waitFor(this.cfg.firstStatusAfter());
       while (!this.abort.signal.aborted) {
         const began = clock.now();
         await this.syncOnce();
@@ -257,6 +268,23 @@ export class NodeStatusLoop {
     } finally {
       this.resolveDone();
     }
+  }
+
+  /** Waits for `p` (its failure counts as done), at most FIRST_STATUS_WAIT_MS; rejects when stopped. */
+  private async waitFor(p: Promise<unknown>): Promise<void> {
+    const bound = new AbortController();
+    const stop = (): void => bound.abort();
+    this.abort.signal.addEventListener('abort', stop, { once: true });
+    try {
+      await Promise.race([
+        p.catch(() => undefined),
+        this.cfg.clock.sleep(FIRST_STATUS_WAIT_MS, bound.signal).catch(() => undefined),
+      ]);
+    } finally {
+      this.abort.signal.removeEventListener('abort', stop);
+      bound.abort();
+    }
+    if (this.abort.signal.aborted) throw new KindError('Unavailable', 'node status loop stopped');
   }
 
   /**

@@ -169,6 +169,33 @@ describe('NodeAgent', () => {
     await agent.stop();
   });
 
+  it('writes the first status once firstStatusAfter resolves (the first relist), or after 5 s without it; the Lease goes on', async () => {
+    for (const settles of [true, false]) {
+      let relisted!: () => void;
+      const firstRelist = new Promise<void>((resolve) => (relisted = resolve));
+      const { clock, api, agent } = setup({ firstStatusAfter: () => firstRelist });
+      agent.start();
+      await advance(clock, 2_000);
+      expect(api.nodes.has('vn-1'), 'registered at once').to.equal(true);
+      expect(api.count('createLease') + api.count('updateLease'), 'the Lease is not held up').to.be.at.least(
+        1,
+      );
+      expect(api.count('patchNodeStatus'), 'no status before the first relist').to.equal(0);
+      if (settles) {
+        relisted();
+        await flush(10);
+        expect(api.count('patchNodeStatus'), 'right after the first relist').to.equal(1);
+      } else {
+        await advance(clock, 2_500);
+        expect(api.count('patchNodeStatus')).to.equal(0);
+        await advance(clock, 1_000);
+        expect(api.count('patchNodeStatus'), 'after FIRST_STATUS_WAIT_MS').to.equal(1);
+      }
+      await agent.ready;
+      await agent.stop();
+    }
+  });
+
   it('registers again, with a new UID and Lease owner, when the Node is deleted behind its back', async () => {
     const { clock, api, registered, agent } = setup();
     agent.start();
