@@ -266,6 +266,8 @@ export class KubeClient {
     const signal = deadline.signal;
     const what = `${req.method} ${req.path}`;
     let code = 0;
+    // When the answer was in: the latency metric leaves out the turn waited for afterwards.
+    let answeredAt: number | undefined;
     try {
       const { status, text } = await new Promise<{ status: number; text: string }>((resolve, reject) => {
         const headers: Record<string, string> = {};
@@ -286,6 +288,7 @@ export class KubeClient {
         r.end(body);
       });
       code = status;
+      answeredAt = Date.now();
       await this.opts.yieldToLoop?.();
       if (status < 200 || status >= 300) throw apiError(status, text, what);
       return (text ? JSON.parse(text) : undefined) as T;
@@ -296,7 +299,7 @@ export class KubeClient {
       throw new KindError('Unavailable', `${what}: ${(err as Error).message}`, {}, { cause: err });
     } finally {
       deadline.release();
-      this.opts.onRequest?.(verb, resourceOf(req.path), code, Date.now() - started);
+      this.opts.onRequest?.(verb, resourceOf(req.path), code, (answeredAt ?? Date.now()) - started);
     }
   }
 

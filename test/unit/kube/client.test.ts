@@ -139,10 +139,14 @@ describe('kube client: withLimits siblings', () => {
 
   it('takes its turns through yieldToLoop before a request leaves and before its answer is read; a prompt sibling does not', async () => {
     const turns: string[] = [];
+    const durations: number[] = [];
     const parent = await KubeClient.fromKubeConfig(kubeConfigFor(base), {
       unlimited: true,
+      onRequest: (_verb, _resource, _code, ms) => durations.push(ms),
+      // The turn after an answer is a long one: the request's latency does not include it.
       yieldToLoop: async () => {
         turns.push(`turn after ${seen.length} requests`);
+        if (seen.length > 0) await new Promise((r) => setTimeout(r, 300));
       },
     });
     try {
@@ -152,6 +156,8 @@ describe('kube client: withLimits siblings', () => {
       });
       expect(got.path).to.equal('/api/v1/namespaces/ns/pods/a');
       expect(turns).to.deep.equal(['turn after 0 requests', 'turn after 1 requests']);
+      expect(durations).to.have.length(1);
+      expect(durations[0], 'latency without the turn').to.be.below(250);
       await parent.withLimits({ qps: 5, burst: 5 }).request({ method: 'GET', path: '/api/v1/nodes/n' });
       expect(turns, 'a sibling takes turns too').to.have.length(4);
       await parent
