@@ -18,7 +18,6 @@ export class Metrics {
   readonly runningContainers: Gauge<'node'>;
   readonly virtualNodes: Gauge<'state'>;
   readonly eventLoopDelay: Histogram;
-  private readonly loopDelaySampler: EventLoopDelaySampler | undefined;
 
   constructor(defaultMetrics = true) {
     const registers = [this.registry];
@@ -29,7 +28,8 @@ export class Metrics {
       buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
       registers,
     });
-    if (defaultMetrics) this.loopDelaySampler = new EventLoopDelaySampler(this.eventLoopDelay).start();
+    // Process-wide, like the default metrics; its timer is unref'd and never holds the process.
+    if (defaultMetrics) new EventLoopDelaySampler(this.eventLoopDelay).start();
     const secs = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
     this.podStartDuration = new Histogram({
       name: 'kubelet_pod_start_duration_seconds',
@@ -89,11 +89,6 @@ export class Metrics {
       labelNames: ['state'],
       registers,
     });
-  }
-
-  /** Stops the process-level sampling (the timer is unref'd; this is for tests that build many). */
-  close(): void {
-    this.loopDelaySampler?.stop();
   }
 
   /** Hook for KubeClient's onRequest. */

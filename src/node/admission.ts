@@ -11,6 +11,7 @@
 import type { Pod, Toleration } from '../api/core.js';
 import { podRequests, type ResourceAmounts } from '../api/resources.js';
 import { errorMessage } from '../util/errors.js';
+import { memoByIdentity } from '../util/memo.js';
 import { admitSysctls, safeSysctlAllowlist, SysctlAllowlist } from './sysctl.js';
 
 export interface NodeTaint {
@@ -112,25 +113,15 @@ function tolerates(t: Toleration, taint: NodeTaint): boolean {
 }
 
 /** Host ports by spec object, like requestsOf: admission reads every admitted pod's for each admission. */
-const hostPortsMemo = new WeakMap<object, string[]>();
-function hostPorts(pod: Pod): string[] {
-  let out = hostPortsMemo.get(pod.spec);
-  if (!out) {
-    out = specHostPorts(pod);
-    hostPortsMemo.set(pod.spec, out);
-  }
-  return out;
-}
-
-function specHostPorts(pod: Pod): string[] {
+const hostPortsOf = memoByIdentity((spec: Pod['spec']): string[] => {
   const out: string[] = [];
-  for (const c of [...(pod.spec.initContainers ?? []), ...pod.spec.containers]) {
+  for (const c of [...(spec.initContainers ?? []), ...spec.containers]) {
     for (const p of c.ports ?? []) {
       if (p.hostPort) out.push(`${p.protocol ?? 'TCP'}/${p.hostIP ?? '0.0.0.0'}/${p.hostPort}`);
     }
   }
   return out;
-}
+});
 
 function portsConflict(a: string, b: string): boolean {
   const [pa, ia, na] = a.split('/');
@@ -143,15 +134,7 @@ function portsConflict(a: string, b: string): boolean {
  * it admits, and the admitted pods' specs are the same objects from one admission to the next. Specs are
  * never changed in place (a new version of a pod is a new object), so the memo cannot go stale.
  */
-const requestsMemo = new WeakMap<object, ResourceAmounts>();
-function requestsOf(spec: Pod['spec']): ResourceAmounts {
-  let r = requestsMemo.get(spec);
-  if (!r) {
-    r = podRequests(spec);
-    requestsMemo.set(spec, r);
-  }
-  return r;
-}
+const requestsOf = memoByIdentity((spec: Pod['spec']): ResourceAmounts => podRequests(spec));
 
 /**
  * Decides whether `pod` may run on `node` next to `admitted` (pods already running or admitted there, not
@@ -226,8 +209,8 @@ export function admitPod(pod: Pod, node: AdmissionNode, admitted: Pod[]): AdmitR
   if (pod.spec.nodeName && pod.spec.nodeName !== node.name) {
     return predicateFailed('NodeName', "node(s) didn't match the requested node name");
   }
-  const taken = admitted.flatMap(hostPorts);
-  if (hostPorts(pod).some((p) => taken.some((t) => portsConflict(p, t)))) {
+  const taken = admitted.flatMap((p) => hostPortsOf(p.spec));
+  if (hostPortsOf(pod.spec).some((p) => taken.some((t) => portsConflict(p, t)))) {
     return predicateFailed('NodePorts', "node(s) didn't have free ports for the requested pod ports");
   }
   const untolerated = node.taints.find(

@@ -8,6 +8,7 @@
  * fieldPath").
  */
 import type { ObjectMeta } from '../../api/core.js';
+import { memoByIdentity } from '../../util/memo.js';
 
 const HEX = '0123456789abcdef';
 
@@ -72,19 +73,15 @@ function sortUtf8(keys: string[]): string[] {
  * Formatted maps by identity: a downward API volume may project the same annotations in many items, and
  * every sync sets it up again; pod metadata maps are shared between pod versions until they change.
  */
-const formatted = new WeakMap<object, string>();
+const formatted = memoByIdentity((m: Readonly<Record<string, string>>): string =>
+  sortUtf8(Object.keys(m))
+    .map((k) => `${k}=${goQuote(m[k] ?? '')}`)
+    .join('\n'),
+);
 
 /** fieldpath.FormatMap: one `key="value"` line per key in sorted order, values quoted as Go's %q. */
 export function formatMap(m: Readonly<Record<string, string>> | undefined): string {
-  if (!m) return '';
-  let out = formatted.get(m);
-  if (out === undefined) {
-    out = sortUtf8(Object.keys(m))
-      .map((k) => `${k}=${goQuote(m[k] ?? '')}`)
-      .join('\n');
-    formatted.set(m, out);
-  }
-  return out;
+  return m ? formatted(m) : '';
 }
 
 /**

@@ -146,21 +146,23 @@ export class LagSampler {
 
   /** The q-quantile of the delay over the whole sampled time, in ms (NaN without two scrapes). */
   overallMs(q: number): number {
-    const first = this.samples[0];
-    const last = this.samples.at(-1);
-    if (!first || !last || first === last) return NaN;
-    return histogramQuantile(q, bucketsBetween(first.buckets, last.buckets)) * 1000;
+    const d = this.overall();
+    return d ? histogramQuantile(q, d) * 1000 : NaN;
   }
 
   /** Observations over the whole sampled time, and how many of them were above `ms`. */
   overallAbove(ms: number): { total: number; above: number } {
-    const first = this.samples[0];
-    const last = this.samples.at(-1);
-    if (!first || !last) return { total: 0, above: 0 };
-    const d = bucketsBetween(first.buckets, last.buckets);
+    const d = this.overall() ?? [];
     const total = d.at(-1)?.[1] ?? 0;
     const atOrBelow = d.filter(([le]) => le <= ms / 1000).at(-1)?.[1] ?? 0;
     return { total, above: total - atOrBelow };
+  }
+
+  /** The histogram's observations between the first and the last scrape; undefined without two. */
+  private overall(): Buckets | undefined {
+    const first = this.samples[0];
+    const last = this.samples.at(-1);
+    return first && last && first !== last ? bucketsBetween(first.buckets, last.buckets) : undefined;
   }
 
   worstP99Ms(): number {
