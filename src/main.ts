@@ -4,9 +4,9 @@
  */
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { KubeConfig } from '@kubernetes/client-node';
 import { loadConfig, usage } from './config.js';
-import { KubeClient } from './kube/client.js';
+import { KubeClient, connectionOf } from './kube/client.js';
+import { loadPlainKubeConfig, type KubeConnection } from './kube/kubeconfig.js';
 import { kubeletNodeFactory } from './managednode.js';
 import { restVolumeSources } from './kubelet/volumemanager/sources.js';
 import { Metrics } from './metrics.js';
@@ -23,6 +23,18 @@ import { processSlicer } from './util/timeslice.js';
 
 export const VERSION = '0.1.0';
 
+/**
+ * The connection of a kubeconfig that needs client-node's KubeConfig (exec plugins, auth providers, several
+ * files; see kube/kubeconfig.ts), imported only then: it is a third of the start-up time.
+ */
+async function clientNodeConnection(file: string | undefined): Promise<KubeConnection> {
+  const { KubeConfig } = await import('@kubernetes/client-node');
+  const kc = new KubeConfig();
+  if (file) kc.loadFromFile(file);
+  else kc.loadFromDefault();
+  return connectionOf(kc);
+}
+
 async function main(argv: string[]): Promise<number> {
   if (argv.includes('--help') || argv.includes('-h')) {
     console.log(usage());
@@ -38,10 +50,10 @@ async function main(argv: string[]): Promise<number> {
   const clock = new RealClock();
   const metrics = new Metrics();
 
-  const kc = new KubeConfig();
+  let connection: KubeConnection;
   try {
-    if (cfg.kubeconfig) kc.loadFromFile(cfg.kubeconfig);
-    else kc.loadFromDefault();
+    connection =
+      loadPlainKubeConfig(cfg.kubeconfig || undefined) ?? (await clientNodeConnection(cfg.kubeconfig));
   } catch (err) {
     logger.error('cannot load a kubeconfig', {
       kubeconfig: cfg.kubeconfig || '(default)',
@@ -58,7 +70,7 @@ async function main(argv: string[]): Promise<number> {
       .replace(/[^a-z0-9-]+/g, '-')
       .replace(/^-+|-+$/g, '')
       .slice(0, 50)}-${process.pid}`;
-  const client = await KubeClient.fromKubeConfig(kc, {
+  const client = KubeClient.fromConnection(connection, {
     qps: cfg.kubeApiQps,
     burst: cfg.kubeApiBurst,
     unlimited: cfg.unlimitedQps,

@@ -27,6 +27,7 @@ import { NodeAgent } from './node/agent.js';
 import { RuntimeState } from './node/runtimestate.js';
 import { nodeRef, restEventSink, restNodeAPI, type NodeAPI, type NodeHeartbeatAPI } from './node/api.js';
 import type { Service } from './api/service.js';
+import { EventHold } from './kube/eventhold.js';
 import { restVolumeSources, type VolumeSources } from './kubelet/volumemanager/sources.js';
 import { podEnvironmentFor, type NodePodEnvironment } from './podenvironment.js';
 import { statsProviderFor } from './nodestats.js';
@@ -85,6 +86,11 @@ export interface ManagedNodeDeps {
   hostsFile?: string;
   /** The token manager's clock (default `clock`): tests run it faster to see token refreshes. */
   tokenClock?: Clock;
+  /**
+   * Holds every node's Event writes while nodes of the process start (see EventHold); kubeletNodeFactory
+   * makes one for all its nodes. None: Events are written at once.
+   */
+  eventHold?: EventHold;
 }
 
 const DEFAULT_STATE_DIR = '/var/lib/kubelet-operator';
@@ -165,6 +171,7 @@ export class KubeletManagedNode implements ManagedNode {
       nodeName,
       this.log,
     );
+    if (deps.eventHold) this.recorder.holdWith(deps.eventHold);
     // Volumes and env references (kubelet_runtime.ts takes the pod environment's sources) share this cache.
     const sources = deps.sources ?? restVolumeSources(deps.client, deps.clock);
     this.podEnv = podEnvironmentFor(
@@ -275,6 +282,8 @@ export class KubeletManagedNode implements ManagedNode {
     // The Kubelet first: its PLEG relists at once, and the first node status waits for that (bounded), so it
     // sees the PLEG healthy (otherwise the Node would show NotReady for a whole status period; a Node taken
     // over from another replica would drop from Ready). Admission reads the spec, not the Node.
+    // While nodes start, Events wait for their first status (bounded): registration and readiness go first.
+    this.deps.eventHold?.track(this.agent.ready);
     this.kubelet.start();
     this.agent.start();
     this.unregisterNodeApi = this.deps.nodeApi?.register({
@@ -382,9 +391,10 @@ export class KubeletManagedNode implements ManagedNode {
 }
 
 export function kubeletNodeFactory(deps: ManagedNodeDeps): ManagedNodeFactory {
+  const shared: ManagedNodeDeps = { ...deps, eventHold: deps.eventHold ?? new EventHold(deps.clock) };
   return {
     create: (vn, spec, nodeName, pods, services) =>
-      new KubeletManagedNode(vn, spec, nodeName, deps, pods, services),
+      new KubeletManagedNode(vn, spec, nodeName, shared, pods, services),
     // A different runtime, endpoint, address, node name or kubelet setting needs a fresh runtime and kubelet.
     needsRestart: (a, b) =>
       JSON.stringify(a.runtime) !== JSON.stringify(b.runtime) ||

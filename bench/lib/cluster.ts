@@ -126,11 +126,12 @@ export async function startBenchCluster(): Promise<BenchCluster> {
       auditLog,
       kubeconfigs,
       driver,
-      // The audit log (about 110 MB for 2 x 10,000 pods) has been read by then; the agents' logs stay.
+      // The audit log (about 110 MB for 2 x 10,000 pods) has been read by then; the agents' logs stay, and
+      // so does the audit log with BENCH_KEEP_AUDIT=1 (to read a run's requests one by one).
       stop: async () => {
         driver.close();
         await cp.stop();
-        await rm(auditLog, { force: true });
+        if (!process.env.BENCH_KEEP_AUDIT) await rm(auditLog, { force: true });
       },
     };
   } catch (err) {

@@ -193,7 +193,10 @@ async function runSide(
     if (!(await waitNodesReady(bc.driver, nodes, 120_000)))
       throw new Error(`${side.name}: not all ${nodes.length} nodes Ready after 120 s`);
     const nodesReadyMs = Date.now() - tSetup;
-    log(`${side.name}: ${nodes.length} nodes Ready in ${duration(nodesReadyMs)}; warm-up round`);
+    log(
+      `${side.name}: ${nodes.length} nodes Ready in ${duration(nodesReadyMs)} ` +
+        `(process ready after ${duration(upSince - tSetup)}); warm-up round`,
+    );
     const sampler = new ProcSampler(agent.pid, 1000).start();
     const warm = await podRound(bc, `warm-${side.tag}`, podPlan(nodes, 1, 'warm'), opts.concurrency);
     if (!warm.ready || !warm.gone) throw new Error(`${side.name}: the warm-up round did not finish`);

@@ -11,6 +11,7 @@ import https from 'node:https';
 import tls from 'node:tls';
 import http from 'node:http';
 import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConnection } from './kubeconfig.js';
 import { RealClock, type Clock } from '../util/clock.js';
 import { KindError, type ErrorKind } from '../util/errors.js';
 import { TokenBucket, Unlimited, type Priority, type RateLimiter } from './tokenbucket.js';
@@ -175,6 +176,17 @@ function newTransport(server: string, baseOptions: https.RequestOptions, userAge
   return { agent, requestOptions: rest, userAgent };
 }
 
+/** The server and request options of a KubeConfig's current context, as client-node applies them. */
+export async function connectionOf(kc: KubeConfig): Promise<KubeConnection> {
+  const cluster = kc.getCurrentCluster();
+  if (!cluster) throw new KindError('InvalidArgument', 'kubeconfig has no current cluster');
+  const options: https.RequestOptions = {};
+  await kc.applyToHTTPSOptions(options);
+  // client-node adds an agent of its own; the client has its own pool (newTransport).
+  delete options.agent;
+  return { server: cluster.server.replace(/\/$/, ''), options };
+}
+
 function newLimiter(opts: KubeClientOptions): RateLimiter {
   return opts.unlimited
     ? new Unlimited()
@@ -201,12 +213,17 @@ export class KubeClient {
 
   /** Builds a client from a loaded KubeConfig (its current context). */
   static async fromKubeConfig(kc: KubeConfig, opts: KubeClientOptions = {}): Promise<KubeClient> {
-    const cluster = kc.getCurrentCluster();
-    if (!cluster) throw new KindError('InvalidArgument', 'kubeconfig has no current cluster');
-    const base: https.RequestOptions = {};
-    await kc.applyToHTTPSOptions(base);
-    const server = cluster.server.replace(/\/$/, '');
-    return new KubeClient(server, newTransport(server, base, opts.userAgent ?? 'kubelet-operator'), opts);
+    return KubeClient.fromConnection(await connectionOf(kc), opts);
+  }
+
+  /** Builds a client from a server and its request options (see loadPlainKubeConfig). */
+  static fromConnection(conn: KubeConnection, opts: KubeClientOptions = {}): KubeClient {
+    const server = conn.server.replace(/\/$/, '');
+    return new KubeClient(
+      server,
+      newTransport(server, conn.options, opts.userAgent ?? 'kubelet-operator'),
+      opts,
+    );
   }
 
   /**

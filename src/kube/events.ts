@@ -8,6 +8,7 @@
  */
 import type { Clock } from '../util/clock.js';
 import { errorMessage, isNotFound } from '../util/errors.js';
+import type { EventHold } from './eventhold.js';
 import {
   EventCorrelator,
   type Correlation,
@@ -51,6 +52,8 @@ export class EventRecorder {
   private waiting = 0;
   private running = false;
   private pump: Promise<void> = Promise.resolve();
+  /** Writes wait while it holds (see EventHold). */
+  private hold: EventHold | undefined;
   readonly stats = { created: 0, patched: 0, dropped: 0, displaced: 0, failed: 0 };
 
   constructor(
@@ -80,6 +83,11 @@ export class EventRecorder {
       this.running = true;
       this.pump = this.drain();
     }
+  }
+
+  /** From now on each write waits while `hold` holds. */
+  holdWith(hold: EventHold): void {
+    this.hold = hold;
   }
 
   /** See EventCorrelator.forget: the object is gone for good. */
@@ -116,6 +124,8 @@ export class EventRecorder {
           this.head = 0;
         }
         if (!q) continue;
+        const held = this.hold?.wait();
+        if (held) await held;
         this.waiting--;
         await this.write(q);
       }

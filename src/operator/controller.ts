@@ -68,8 +68,18 @@ interface Served {
   started: Promise<void>;
   /** `started` has settled (a worker never waits on a start that may take long). */
   settled: boolean;
+  /** When the start began (clock ms). */
+  since: number;
   startError?: string;
 }
+
+/**
+ * How long a starting node's first VirtualNode status waits for the start to settle. A start usually takes
+ * well under a second (registration and the first node status); writing `Registering` before it would be one
+ * more write per node, and a worker waiting on it, while a hundred nodes start at once. A start that takes
+ * longer gets its `Registering` status when this has passed.
+ */
+const FIRST_STATUS_GRACE_MS = 2_000;
 
 /**
  * Invariants: at most one ManagedNode per VirtualNode name and per node name; `byNode` maps exactly the
@@ -247,6 +257,14 @@ export class Operator {
       served.spec = spec;
       await served.node.update(spec);
     }
+    if (!served.settled) {
+      const waited = this.opts.clock.now() - served.since;
+      if (waited < FIRST_STATUS_GRACE_MS) {
+        // Its start settling queues this VirtualNode again (see serve); this is the fallback.
+        this.queue.addAfter(name, FIRST_STATUS_GRACE_MS - waited);
+        return;
+      }
+    }
     const rt = served.spec.runtime;
     await this.status.write(
       vn,
@@ -316,14 +334,24 @@ export class Operator {
       this.opts.logger.warn('virtual node cannot be served', { virtualNode: name, error: message });
       return { ok: false, message };
     }
-    const entry: Served = { node, spec, started: Promise.resolve(), settled: false };
+    const entry: Served = {
+      node,
+      spec,
+      started: Promise.resolve(),
+      settled: false,
+      since: this.opts.clock.now(),
+    };
     entry.started = node
       .start()
       .catch((err: unknown) => {
         entry.startError = errorMessage(err);
         this.opts.logger.warn('virtual node failed to start', { virtualNode: name, error: entry.startError });
       })
-      .finally(() => (entry.settled = true));
+      .finally(() => {
+        entry.settled = true;
+        // Its status now tells how the start went.
+        if (!this.stopping && this.served.get(name) === entry) this.queue.add(name);
+      });
     this.served.set(name, entry);
     this.byNode.set(nodeName, name);
     // Hand over pods that are already bound to the node (restart safety).

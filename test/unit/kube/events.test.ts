@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { EventHold } from '../../../src/kube/eventhold.js';
 import { EventCorrelator, EventRecorder, type CoreEvent, type EventSink } from '../../../src/kube/events.js';
 import { FakeClock } from '../../../src/util/clock.js';
 import { KindError } from '../../../src/util/errors.js';
@@ -207,5 +208,68 @@ describe('EventRecorder: a full queue', () => {
     await new Promise((r) => setTimeout(r, 0));
     await recorder.flush();
     expect(written).to.deep.equal(['First', 'Second']);
+  });
+});
+
+describe('EventRecorder with an EventHold', () => {
+  const sinkOf = (calls: string[]): EventSink => ({
+    async create(_ns, e: CoreEvent) {
+      calls.push(e.reason ?? '');
+    },
+    async patch() {},
+  });
+  const settle = async (): Promise<void> => {
+    for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r));
+  };
+
+  it('writes nothing while a node starts, then everything in order once none is starting', async () => {
+    const clock = new FakeClock(0);
+    const hold = new EventHold(clock, 10_000);
+    const calls: string[] = [];
+    const r = new EventRecorder(sinkOf(calls), clock, 'node-1');
+    r.holdWith(hold);
+    let startA!: () => void;
+    let startB!: (e: Error) => void;
+    hold.track(new Promise<void>((res) => (startA = res)));
+    hold.track(new Promise<void>((_res, rej) => (startB = rej)));
+    r.event(pod, 'Normal', 'Starting', 'Starting kubelet.');
+    r.event(pod, 'Warning', 'BackOff', 'Back-off');
+    await settle();
+    expect(calls).to.deep.equal([]);
+    startA();
+    await settle();
+    expect(calls, 'one node still starting').to.deep.equal([]);
+    startB(new Error('registration failed')); // a failed start ends the hold as well
+    await settle();
+    expect(calls).to.deep.equal(['Starting', 'BackOff']);
+    expect(hold.count).to.equal(0);
+  });
+
+  it('holds for at most maxMs: a node that never finishes starting does not keep Events back', async () => {
+    const clock = new FakeClock(0);
+    const hold = new EventHold(clock, 10_000);
+    const calls: string[] = [];
+    const r = new EventRecorder(sinkOf(calls), clock, 'node-1');
+    r.holdWith(hold);
+    hold.track(new Promise<void>(() => {}));
+    r.event(pod, 'Normal', 'Starting', 'Starting kubelet.');
+    await settle();
+    clock.advance(9_999);
+    await settle();
+    expect(calls).to.deep.equal([]);
+    clock.advance(1);
+    await settle();
+    expect(calls).to.deep.equal(['Starting']);
+    expect(hold.count).to.equal(0);
+  });
+
+  it('writes at once when no node is starting', async () => {
+    const clock = new FakeClock(0);
+    const calls: string[] = [];
+    const r = new EventRecorder(sinkOf(calls), clock, 'node-1');
+    r.holdWith(new EventHold(clock));
+    r.event(pod, 'Normal', 'Pulled', 'Container image "busybox" already present on machine');
+    await r.flush();
+    expect(calls).to.deep.equal(['Pulled']);
   });
 });

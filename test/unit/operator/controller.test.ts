@@ -217,6 +217,38 @@ describe('operator: VirtualNode controller', () => {
     });
   });
 
+  it('writes the first status once the start settles, and Registering only for a start that takes over 2 s', async () => {
+    let finishA!: () => void;
+    let finishB!: () => void;
+    factory.prepare = (n) => {
+      n.startWaits = new Promise((res) =>
+        n.vn.metadata.name === 'vn-a' ? (finishA = res) : (finishB = res),
+      );
+      n.observation.registered = false;
+    };
+    api.vns.create(virtualNode('vn-a'));
+    api.vns.create(virtualNode('vn-b', { runtime: { type: 'sim', sim: { podCIDR: '10.2.0.0/24' } } }));
+    await startOperator();
+    await advance(500);
+    expect(api.statusWrites('vn-a'), 'nothing while the start is moments away').to.have.length(0);
+    factory.node('vn-a').observation.registered = true;
+    finishA();
+    await advance(100);
+    expect(api.statusWrites('vn-a'), 'one write, straight to Ready').to.have.length(1);
+    expect(condition(api.vns.get('vn-a'), 'Ready')).to.deep.include({ status: 'True', reason: 'NodeReady' });
+
+    await advance(1_500);
+    expect(api.statusWrites('vn-b')).to.have.length(1);
+    expect(condition(api.vns.get('vn-b'), 'Ready')).to.deep.include({
+      status: 'False',
+      reason: 'Registering',
+    });
+    factory.node('vn-b').observation.registered = true;
+    finishB();
+    await advance(100);
+    expect(condition(api.vns.get('vn-b'), 'Ready')).to.deep.include({ status: 'True', reason: 'NodeReady' });
+  });
+
   it('reports a node that failed to start as StartFailed', async () => {
     factory.prepare = (n) => (n.startError = new Error('runtime socket missing'));
     api.vns.create(virtualNode('vn-a'));

@@ -13,6 +13,8 @@ export class FakeManagedNode implements ManagedNode {
   /** How many drain calls still report pods left. */
   podsLeft = 0;
   startError: Error | undefined;
+  /** When set, start() settles only after it does (a slow registration). */
+  startWaits: Promise<void> | undefined;
   observation: ManagedNodeObservation = {
     registered: true,
     problems: [],
@@ -30,6 +32,7 @@ export class FakeManagedNode implements ManagedNode {
 
   async start(): Promise<void> {
     this.events.push('start');
+    if (this.startWaits) await this.startWaits;
     if (this.startError) throw this.startError;
   }
   async update(spec: VirtualNodeSpec): Promise<void> {
