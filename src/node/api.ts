@@ -121,6 +121,7 @@ export function restEventSink(client: KubeClient): EventSink {
         method: 'POST',
         path: `/api/v1/namespaces/${enc(namespace)}/events`,
         body: event,
+        ignoreAnswer: true,
       });
     },
     async patch(namespace: string, name: string, patch: Partial<CoreEvent>): Promise<void> {
@@ -129,6 +130,7 @@ export function restEventSink(client: KubeClient): EventSink {
         path: `/api/v1/namespaces/${enc(namespace)}/events/${enc(name)}`,
         body: patch,
         contentType: PatchTypes.merge,
+        ignoreAnswer: true,
       });
     },
   };

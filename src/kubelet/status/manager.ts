@@ -33,7 +33,7 @@ import type {
   StatusManagerLogger,
   StatusPodManager,
 } from './interfaces.js';
-import { normalizeStatus } from './normalize.js';
+import { normalizeStatusInPlace } from './normalize.js';
 import { processInterner, type Interner } from '../../util/intern.js';
 import { internPodStatus } from './intern.js';
 import { readinessGateConditions } from './readiness.js';
@@ -343,7 +343,7 @@ export class StatusManager {
     if (oldStatus.startTime) status.startTime = oldStatus.startTime;
     else if (!status.startTime) status.startTime = new Date(now).toISOString();
 
-    const normalized = normalizeStatus(pod, status);
+    const normalized = normalizeStatusInPlace(pod, status);
     if (cached && !forceUpdate && isPodStatusByKubeletEqual(cached.status, normalized)) return false;
 
     this.podStatuses.set(uid, {

@@ -41,6 +41,8 @@ const decoder = new TextDecoder('utf-8', { fatal: false });
  * replace it with U+FFFD, which is longer and would make the message differ again on the next compare).
  */
 export function truncateUTF8(s: string, maxBytes: number): string {
+  // A UTF-16 unit is at most 3 bytes of UTF-8 (a surrogate pair, two units, is 4).
+  if (s.length * 3 <= maxBytes) return s;
   const bytes = encoder.encode(s);
   if (bytes.length <= maxBytes) return s;
   let end = Math.max(0, maxBytes);
@@ -93,20 +95,20 @@ export function sortInitContainerStatuses(pod: Pod, statuses: ContainerStatus[])
 /**
  * A normalized deep copy of `status`: every time truncated to whole seconds, each terminated message cut
  * to 12 KiB divided by the number of containers in the spec (init + regular + ephemeral), regular and
- * ephemeral statuses sorted by name, init statuses in spec order. The input is not modified. Idempotent.
+ * ephemeral statuses sorted by name, init statuses in spec order; `status` itself when that changes nothing
+ * (most statuses read back from the API server). The input is never modified, and the result must not be.
+ * Idempotent.
  */
 export function normalizeStatus(pod: Pod, status: PodStatus): PodStatus {
-  const out = structuredClone(status);
-  const spec = pod.spec;
-  const containers =
-    (spec?.containers?.length ?? 0) +
-    (spec?.initContainers?.length ?? 0) +
-    (spec?.ephemeralContainers?.length ?? 0);
-  const bytesPerStatus =
-    containers > 0
-      ? Math.floor(MaxPodTerminationMessageLogLength / containers)
-      : MaxPodTerminationMessageLogLength;
+  return isNormalized(pod, status) ? status : normalizeStatusInPlace(pod, structuredClone(status));
+}
 
+/**
+ * normalizeStatus on a status the caller owns: modifies and returns it, no copy. (The status manager's own
+ * copy of a new status used to be copied again here: two structured clones per pod sync.)
+ */
+export function normalizeStatusInPlace(pod: Pod, out: PodStatus): PodStatus {
+  const bytesPerStatus = messageBytesPerStatus(pod);
   if (out.startTime) out.startTime = truncateTime(out.startTime);
   for (const c of out.conditions ?? []) normalizeConditionTimes(c);
 
@@ -117,6 +119,61 @@ export function normalizeStatus(pod: Pod, status: PodStatus): PodStatus {
   normalizeContainerStatuses(out.ephemeralContainerStatuses, bytesPerStatus);
   out.ephemeralContainerStatuses?.sort(byName);
   return out;
+}
+
+function messageBytesPerStatus(pod: Pod): number {
+  const spec = pod.spec;
+  const containers =
+    (spec?.containers?.length ?? 0) +
+    (spec?.initContainers?.length ?? 0) +
+    (spec?.ephemeralContainers?.length ?? 0);
+  return containers > 0
+    ? Math.floor(MaxPodTerminationMessageLogLength / containers)
+    : MaxPodTerminationMessageLogLength;
+}
+
+/**
+ * Whether normalizing would change nothing: the usual case for a status the API server holds, since the
+ * status manager wrote it normalized. Two or more init container statuses are not checked (spec order): false.
+ */
+function isNormalized(pod: Pod, s: PodStatus): boolean {
+  const bytesPerStatus = messageBytesPerStatus(pod);
+  if (s.startTime && truncateTime(s.startTime) !== s.startTime) return false;
+  for (const c of s.conditions ?? []) {
+    if (c.lastProbeTime && truncateTime(c.lastProbeTime) !== c.lastProbeTime) return false;
+    if (c.lastTransitionTime && truncateTime(c.lastTransitionTime) !== c.lastTransitionTime) return false;
+  }
+  if ((s.initContainerStatuses?.length ?? 0) > 1) return false;
+  return (
+    containerStatusesNormal(s.containerStatuses, bytesPerStatus, true) &&
+    containerStatusesNormal(s.initContainerStatuses, bytesPerStatus, false) &&
+    containerStatusesNormal(s.ephemeralContainerStatuses, bytesPerStatus, true)
+  );
+}
+
+function containerStatusesNormal(
+  statuses: ContainerStatus[] | undefined,
+  bytesPerStatus: number,
+  sorted: boolean,
+): boolean {
+  if (!statuses) return true;
+  for (let i = 0; i < statuses.length; i++) {
+    const c = statuses[i]!;
+    if (sorted && i > 0 && byName(statuses[i - 1]!, c) > 0) return false;
+    if (!stateNormal(c.state, bytesPerStatus) || !stateNormal(c.lastState, bytesPerStatus)) return false;
+  }
+  return true;
+}
+
+function stateNormal(state: ContainerState | undefined, bytesPerStatus: number): boolean {
+  if (!state) return true;
+  const r = state.running?.startedAt;
+  if (r && truncateTime(r) !== r) return false;
+  const t = state.terminated;
+  if (!t) return true;
+  if (t.startedAt && truncateTime(t.startedAt) !== t.startedAt) return false;
+  if (t.finishedAt && truncateTime(t.finishedAt) !== t.finishedAt) return false;
+  return typeof t.message !== 'string' || truncateUTF8(t.message, bytesPerStatus) === t.message;
 }
 
 function normalizeConditionTimes(c: PodCondition): void {

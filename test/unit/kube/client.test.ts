@@ -4,16 +4,23 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { expect } from 'chai';
 import { KubeClient, requestDeadline } from '../../../src/kube/client.js';
 import { FakeClock } from '../../../src/util/clock.js';
-import { isInvalidArgument } from '../../../src/util/errors.js';
+import { KindError, isInvalidArgument } from '../../../src/util/errors.js';
 
 describe('kube client: requestDeadline', () => {
-  it('aborts with a TimeoutError once the timeout passes, and says so', async () => {
+  /** Records what the deadline destroyed it with. */
+  const request = () => {
+    const r = { destroyedWith: undefined as Error | undefined, destroy: (e: Error) => (r.destroyedWith = e) };
+    return r;
+  };
+
+  it('destroys its request with a TimeoutError once the timeout passes, and says so', async () => {
     const d = requestDeadline(5);
-    expect(d.signal.aborted).to.equal(false);
-    await new Promise((r) => setTimeout(r, 30));
-    expect(d.signal.aborted).to.equal(true);
+    const r = request();
+    d.attach(r);
+    expect(r.destroyedWith).to.equal(undefined);
+    await new Promise((res) => setTimeout(res, 30));
+    expect(r.destroyedWith?.name).to.equal('TimeoutError');
     expect(d.timedOut()).to.equal(true);
-    expect((d.signal.reason as DOMException).name).to.equal('TimeoutError');
     d.release();
   });
 
@@ -21,27 +28,33 @@ describe('kube client: requestDeadline', () => {
     const early = new AbortController();
     early.abort(new Error('stop'));
     const a = requestDeadline(60_000, early.signal);
-    expect(a.signal.aborted).to.equal(true);
+    const ra = request();
+    a.attach(ra);
+    expect(ra.destroyedWith?.name).to.equal('AbortError');
     expect(a.timedOut()).to.equal(false);
     a.release();
 
     const late = new AbortController();
     const b = requestDeadline(60_000, late.signal);
-    expect(b.signal.aborted).to.equal(false);
+    const rb = request();
+    b.attach(rb);
+    expect(rb.destroyedWith).to.equal(undefined);
     late.abort(new Error('later'));
-    expect(b.signal.aborted).to.equal(true);
-    expect((b.signal.reason as Error).message).to.equal('later');
+    expect(rb.destroyedWith?.name).to.equal('AbortError');
+    expect((rb.destroyedWith?.cause as Error).message).to.equal('later');
     expect(b.timedOut()).to.equal(false);
     b.release();
   });
 
-  it('after release neither the timer nor the caller signal can abort it', async () => {
+  it('after release neither the timer nor the caller signal can end it', async () => {
     const parent = new AbortController();
     const d = requestDeadline(5, parent.signal);
+    const r = request();
+    d.attach(r);
     d.release();
-    await new Promise((r) => setTimeout(r, 30));
+    await new Promise((res) => setTimeout(res, 30));
     parent.abort();
-    expect(d.signal.aborted).to.equal(false);
+    expect(r.destroyedWith).to.equal(undefined);
     expect(d.timedOut()).to.equal(false);
   });
 });
@@ -169,6 +182,18 @@ describe('kube client: withLimits siblings', () => {
     }
   });
 
+  it('with ignoreAnswer resolves undefined without reading the answer', async () => {
+    const client = await KubeClient.fromKubeConfig(kubeConfigFor(base), { unlimited: true });
+    try {
+      expect(await client.request({ method: 'GET', path: '/api/v1/x' })).to.deep.equal({ path: '/api/v1/x' });
+      expect(await client.request({ method: 'GET', path: '/api/v1/x', ignoreAnswer: true })).to.equal(
+        undefined,
+      );
+    } finally {
+      client.close();
+    }
+  });
+
   it('rejects invalid limits with InvalidArgument', async () => {
     const parent = await clientFor(new FakeClock(), []);
     try {
@@ -227,6 +252,44 @@ describe('kube client: watch streams', () => {
     } finally {
       server.closeAllConnections();
       await new Promise((r) => server.close(r));
+    }
+  });
+});
+
+describe('kube client: a request that gets no answer', () => {
+  let server: http.Server;
+  let base = '';
+  before(async () => {
+    server = http.createServer(() => {}); // never answers
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  after(async () => {
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+  });
+
+  it('fails DeadlineExceeded after its timeout, and Unavailable when its caller aborts', async () => {
+    const client = await KubeClient.fromKubeConfig(kubeConfigFor(base), { unlimited: true });
+    try {
+      const t0 = Date.now();
+      const timedOut = await client
+        .request({ method: 'GET', path: '/api/v1/pods', timeoutMs: 50 })
+        .catch((e) => e);
+      expect(timedOut).to.be.instanceOf(KindError);
+      expect((timedOut as KindError).kind).to.equal('DeadlineExceeded');
+      expect(Date.now() - t0).to.be.lessThan(5_000);
+
+      const ac = new AbortController();
+      const pending = client
+        .request({ method: 'GET', path: '/api/v1/pods', signal: ac.signal })
+        .catch((e) => e);
+      setTimeout(() => ac.abort(new Error('caller gave up')), 20);
+      const aborted = (await pending) as KindError;
+      expect(aborted.kind).to.equal('Unavailable');
+      expect(aborted.message).to.match(/aborted/);
+    } finally {
+      client.close();
     }
   });
 });

@@ -83,6 +83,43 @@ describe('status manager helpers', () => {
     it('leaves an unparsable time as it is', () => {
       expect(normalizeStatus(pod(), { startTime: 'yesterday' }).startTime).to.equal('yesterday');
     });
+
+    it('answers a normal status with itself, anything else with a normalized copy, never touching its input', () => {
+      const p = pod({ containers: [{ name: 'a' }, { name: 'b' }] });
+      const running = (name: string, startedAt: string) => ({ name, state: { running: { startedAt } } });
+      const normal = {
+        startTime: '2026-01-01T00:00:00Z',
+        conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: '2026-01-01T00:00:01Z' }],
+        containerStatuses: [running('a', '2026-01-01T00:00:02Z'), running('b', '2026-01-01T00:00:03Z')],
+      };
+      expect(normalizeStatus(p, normal as never)).to.equal(normal);
+      const variants = {
+        'sub-second start': { ...normal, startTime: '2026-01-01T00:00:00.5Z' },
+        'sub-second condition': {
+          ...normal,
+          conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: '2026-01-01T00:00:01.1Z' }],
+        },
+        'unsorted containers': { ...normal, containerStatuses: [...normal.containerStatuses].reverse() },
+        'sub-second container start': {
+          ...normal,
+          containerStatuses: [running('a', '2026-01-01T00:00:02.3Z'), normal.containerStatuses[1]!],
+        },
+        'over-long message': {
+          ...normal,
+          containerStatuses: [
+            { name: 'a', state: { terminated: { exitCode: 1, message: 'x'.repeat(7_000) } } },
+            normal.containerStatuses[1]!,
+          ],
+        },
+      };
+      for (const [what, status] of Object.entries(variants)) {
+        const before = JSON.stringify(status);
+        const out = normalizeStatus(p, status as never);
+        expect(out, what).to.not.equal(status);
+        expect(normalizeStatus(p, out), what).to.equal(out);
+        expect(JSON.stringify(status), `${what}: input untouched`).to.equal(before);
+      }
+    });
   });
 
   describe('isPodStatusByKubeletEqual', () => {
