@@ -17,6 +17,7 @@ import type { Container, Pod, SecurityContext } from '../../api/core.js';
 import { ManagedByLabel, PodNameLabel, PodNamespaceLabel, PodUIDLabel } from '../../runtime/labels.js';
 import type { NamespaceMode, PodSandboxConfig, PortMapping, SecurityProfile } from '../../runtime/types.js';
 import { KindError } from '../../util/errors.js';
+import { cloneData } from '../../util/clone.js';
 
 /** The node-level inputs (kubelet flags / config). */
 export interface NodeSettings {
@@ -179,10 +180,10 @@ export function buildPodSandboxConfig(
   };
   if (overrides) {
     if (overrides.hostname !== undefined) config.hostname = overrides.hostname;
-    if (overrides.dnsConfig) config.dnsConfig = structuredClone(overrides.dnsConfig);
+    if (overrides.dnsConfig) config.dnsConfig = cloneData(overrides.dnsConfig);
   } else {
     if (!pod.spec.hostNetwork) config.hostname = podHostname(pod);
-    if (node.dnsConfig) config.dnsConfig = structuredClone(node.dnsConfig);
+    if (node.dnsConfig) config.dnsConfig = cloneData(node.dnsConfig);
   }
   const sysctls = spec.securityContext?.sysctls;
   if (sysctls && sysctls.length > 0 && config.linux) {

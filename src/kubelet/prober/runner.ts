@@ -109,7 +109,8 @@ export function createProbeRunner(deps: ProbeRunnerDeps): ProbeRunner {
       }
     };
     const container = containerSpec(pod, name);
-    let lastError: unknown = new KindError('NotFound', `container ${name} is not in the pod spec`);
+    // Made only when needed: an error captures a stack trace, which on every probe was a cost of its own.
+    let lastError: unknown;
     let execution: ProbeExecution | undefined;
     if (container) {
       for (let attempt = 0; attempt < MaxProbeRetries && !execution; attempt++) {
@@ -121,6 +122,7 @@ export function createProbeRunner(deps: ProbeRunnerDeps): ProbeRunner {
       }
     }
     if (!execution) {
+      lastError ??= new KindError('NotFound', `container ${name} is not in the pod spec`);
       event('Unhealthy', `${title} probe errored: ${errorMessage(lastError)}`);
       deps.onProbe?.(probeType, 'unknown', pod, name);
       deps.logger?.info('probe errored', { probeType, container: name, err: errorMessage(lastError) });

@@ -31,6 +31,7 @@ import { getPhase } from './phase.js';
 import { applyHostIPs, sortPodIPs } from './podips.js';
 import { validatePodSpecForStatus } from './inputvalidation.js';
 import { applyContainerResources } from './resources.js';
+import { cloneData } from '../../util/clone.js';
 
 /**
  * Sets the probe-derived fields of a freshly generated status (kubelet: prober.Manager.UpdatePodStatus):
@@ -223,14 +224,14 @@ export function generateAPIPodStatus(
   const conditions: PodCondition[] = [];
   for (const c of apiStatus.conditions ?? []) {
     if (typeof c === 'object' && c !== null && !isKubeletOwnedCondition(c.type))
-      conditions.push(structuredClone(c));
+      conditions.push(cloneData(c));
   }
   // DisruptionTarget is set once (eviction, node shutdown) and is carried, not regenerated.
   const disruption = (old.conditions ?? []).find(
     (c) => typeof c === 'object' && c !== null && c.type === DisruptionTarget,
   );
-  if (disruption) replaceOrAppend(conditions, structuredClone(disruption));
-  for (const c of opts.inPlaceResize?.conditions ?? []) conditions.push(structuredClone(c));
+  if (disruption) replaceOrAppend(conditions, cloneData(disruption));
+  for (const c of opts.inPlaceResize?.conditions ?? []) conditions.push(cloneData(c));
 
   if (opts.podReadyToStartContainersCondition !== false) {
     conditions.push(generatePodReadyToStartContainersCondition(pod, runtime));

@@ -14,6 +14,7 @@ import {
 import type { ReasonCacheReader } from '../reasoncache.js';
 import { KindError } from '../../util/errors.js';
 import { validatePodSpecForStatus } from './inputvalidation.js';
+import { cloneData } from '../../util/clone.js';
 
 /** Default waiting reasons: before the pod's init containers ran, everything is "PodInitializing". */
 export const ContainerCreating = 'ContainerCreating';
@@ -44,7 +45,7 @@ export interface ConvertContainerStatusesInput {
 }
 
 function clone<T>(v: T): T {
-  return structuredClone(v);
+  return cloneData(v);
 }
 
 function newestFirst(records: readonly KubeContainerStatus[]): KubeContainerStatus[] {

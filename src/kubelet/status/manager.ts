@@ -42,6 +42,7 @@ import { terminatedPodStatus } from './terminate.js';
 import { checkContainerStateTransition } from './transition.js';
 import { isValidPodStatus, validatePodForStatusManager, validatePodStatus } from './inputvalidation.js';
 import type { VersionedPodStatus } from './versioned.js';
+import { cloneData } from '../../util/clone.js';
 
 export type { VersionedPodStatus } from './versioned.js';
 
@@ -143,7 +144,7 @@ export class StatusManager {
   /** The cached status for a pod UID (a mirror UID is translated to its static pod), as a copy. */
   getPodStatus(uid: PodUID): PodStatus | undefined {
     const entry = this.podStatuses.get(this.podManager.translatePodUID(uid));
-    return entry ? structuredClone(entry.status) : undefined;
+    return entry ? cloneData(entry.status) : undefined;
   }
 
   /**
@@ -172,7 +173,7 @@ export class StatusManager {
   /** The cache entry under exactly this UID (no translation), for diagnostics and tests. */
   cachedEntry(uid: PodUID): Readonly<VersionedPodStatus> | undefined {
     const entry = this.podStatuses.get(uid);
-    return entry ? { ...entry, status: structuredClone(entry.status) } : undefined;
+    return entry ? { ...entry, status: cloneData(entry.status) } : undefined;
   }
 
   // ---- mutators ----
@@ -185,7 +186,7 @@ export class StatusManager {
   setPodStatus(pod: Pod, status: PodStatus): void {
     validatePodForStatusManager(pod);
     validatePodStatus(status);
-    this.updateStatusInternal(pod, structuredClone(status), !!pod.metadata.deletionTimestamp, false);
+    this.updateStatusInternal(pod, cloneData(status), !!pod.metadata.deletionTimestamp, false);
   }
 
   /**
@@ -299,7 +300,7 @@ export class StatusManager {
       this.log.info('container status changed for an unknown container', { pod: podRef(pod), containerID });
       return undefined;
     }
-    return { pod, status: structuredClone(cached.status), container };
+    return { pod, status: cloneData(cached.status), container };
   }
 
   /**

@@ -23,6 +23,7 @@ import {
   updateLastTransitionTime,
   updatePodCondition,
 } from './conditions.js';
+import { cloneData } from '../../util/clone.js';
 
 /**
  * The status to send, from `oldStatus` (the API server's) and `newStatus` (the kubelet's cache). Neither
@@ -43,7 +44,7 @@ export function mergePodStatus(
   couldHaveRunningContainers: boolean,
   now: number,
 ): PodStatus {
-  const merged = structuredClone(newStatus);
+  const merged = cloneData(newStatus);
   const conditions = (oldStatus.conditions ?? [])
     .filter((c) => !isKubeletOwnedCondition(c.type))
     .map((c) => ({ ...c }));
@@ -63,7 +64,7 @@ export function mergePodStatus(
   merged.conditions = conditions;
 
   if (oldStatus.resourceClaimStatuses !== undefined) {
-    merged.resourceClaimStatuses = structuredClone(oldStatus.resourceClaimStatuses);
+    merged.resourceClaimStatuses = cloneData(oldStatus.resourceClaimStatuses);
   } else {
     delete merged.resourceClaimStatuses;
   }

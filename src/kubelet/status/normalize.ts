@@ -5,6 +5,7 @@
  */
 import type { ContainerState, ContainerStatus, Pod, PodCondition, PodStatus } from '../../api/core.js';
 import { formatRFC3339, parseRFC3339 } from '../../util/rfc3339.js';
+import { cloneData } from '../../util/clone.js';
 
 /** Total bytes of termination message the kubelet keeps for a whole pod (kubecontainer, 12 KiB). */
 export const MaxPodTerminationMessageLogLength = 1024 * 12;
@@ -100,7 +101,7 @@ export function sortInitContainerStatuses(pod: Pod, statuses: ContainerStatus[])
  * Idempotent.
  */
 export function normalizeStatus(pod: Pod, status: PodStatus): PodStatus {
-  return isNormalized(pod, status) ? status : normalizeStatusInPlace(pod, structuredClone(status));
+  return isNormalized(pod, status) ? status : normalizeStatusInPlace(pod, cloneData(status));
 }
 
 /**

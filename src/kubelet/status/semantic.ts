@@ -84,7 +84,57 @@ export function canonicalEqual(a: unknown, b: unknown, key = ''): boolean {
   return false;
 }
 
-/** `Semantic.DeepEqual` on wire-shaped values: zero values equal absence; times compare as instants. */
+/**
+ * `Semantic.DeepEqual` on wire-shaped values: zero values equal absence; times compare as instants. The same
+ * answer as `canonicalEqual(wireCanonical(a), wireCanonical(b))`, found by walking both values at once
+ * without building their canonical forms (the status manager asks this on every pod sync; the two canonical
+ * copies were most of the garbage it made).
+ */
 export function semanticEqual(a: unknown, b: unknown): boolean {
-  return canonicalEqual(wireCanonical(a), wireCanonical(b));
+  return sameCanonical(a, b, '', false);
+}
+
+/** Whether canonical(v, keepZero) is undefined. */
+function isAbsent(v: unknown, keepZero: boolean): boolean {
+  if (v === null || v === undefined) return true;
+  switch (typeof v) {
+    case 'string':
+      return v === '' && !keepZero;
+    case 'number':
+      return (v === 0 || !Number.isFinite(v)) && !keepZero;
+    case 'boolean':
+      return v === false && !keepZero;
+    case 'object':
+      if (keepZero) return false;
+      if (Array.isArray(v)) return v.length === 0;
+      for (const k in v) if (!isAbsent((v as JSONObject)[k], POINTER_KEYS.has(k))) return false;
+      return true;
+    default:
+      return true;
+  }
+}
+
+/** canonicalEqual(canonical(a, keepZero), canonical(b, keepZero), key), without building either. */
+function sameCanonical(a: unknown, b: unknown, key: string, keepZero: boolean): boolean {
+  const absentA = isAbsent(a, keepZero);
+  const absentB = isAbsent(b, keepZero);
+  if (absentA || absentB) return absentA && absentB;
+  if (a === b) return true;
+  if (typeof a === 'string' && typeof b === 'string') return TIME_KEYS.has(key) && sameInstant(a, b);
+  if (Array.isArray(a) || Array.isArray(b)) {
+    if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!sameCanonical(a[i], b[i], key, true)) return false;
+    return true;
+  }
+  if (!isJSONObject(a) || !isJSONObject(b)) return false;
+  for (const k in a) {
+    const pk = POINTER_KEYS.has(k);
+    if (isAbsent(a[k], pk)) continue;
+    if (!Object.hasOwn(b, k) || !sameCanonical(a[k], b[k], k, pk)) return false;
+  }
+  for (const k in b) {
+    if (Object.hasOwn(a, k) && !isAbsent(a[k], POINTER_KEYS.has(k))) continue;
+    if (!isAbsent(b[k], POINTER_KEYS.has(k))) return false;
+  }
+  return true;
 }

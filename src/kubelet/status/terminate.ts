@@ -12,6 +12,7 @@ import {
   type PodStatus,
 } from '../../api/core.js';
 import { isStaticPod } from '../types/podupdate.js';
+import { cloneData } from '../../util/clone.js';
 
 /** Reason for a container whose fate the kubelet could not observe (kubecontainer). */
 export const ContainerReasonStatusUnknown = 'ContainerStatusUnknown';
@@ -75,7 +76,7 @@ export function initializedContainerCount(statuses: readonly ContainerStatus[]):
  * TODO #116484).
  */
 export function terminatedPodStatus(pod: Pod, base: PodStatus): PodStatus {
-  const status = structuredClone(base);
+  const status = cloneData(base);
   if (hasPodInitialized(pod)) {
     for (const s of status.containerStatuses ?? []) {
       if (!s.state?.terminated) s.state = unknownTerminatedState();

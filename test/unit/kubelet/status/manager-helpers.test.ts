@@ -8,7 +8,7 @@ import {
   truncateUTF8,
 } from '../../../../src/kubelet/status/normalize.js';
 import { createPodStatusPatch } from '../../../../src/kubelet/status/patch.js';
-import { semanticEqual } from '../../../../src/kubelet/status/semantic.js';
+import { canonicalEqual, semanticEqual, wireCanonical } from '../../../../src/kubelet/status/semantic.js';
 import { hasPodInitialized, terminatedPodStatus } from '../../../../src/kubelet/status/terminate.js';
 import { checkContainerStateTransition } from '../../../../src/kubelet/status/transition.js';
 import { isInvalidArgument } from '../../../../src/util/errors.js';
@@ -22,6 +22,71 @@ function pod(spec: Partial<Pod['spec']> = {}, status: PodStatus = {}): Pod {
 
 describe('status manager helpers', () => {
   describe('semanticEqual', () => {
+    it('answers as comparing the two canonical forms, on thousands of random pairs', () => {
+      // A small deterministic generator (xorshift) of status-like values, zero values and pointer keys
+      // included, and of near-copies of them, so that both equal and unequal pairs are common.
+      let seed = 0x2f6b1a3d;
+      const rand = (n: number): number => {
+        seed ^= seed << 13;
+        seed ^= seed >>> 17;
+        seed ^= seed << 5;
+        return (seed >>> 0) % n;
+      };
+      const keys = [
+        'ready',
+        'started',
+        'running',
+        'state',
+        'name',
+        'startedAt',
+        'restartCount',
+        'waiting',
+        'x',
+      ];
+      const leaf = (): unknown =>
+        [
+          null,
+          undefined,
+          '',
+          'a',
+          0,
+          1,
+          false,
+          true,
+          '2026-01-01T00:00:00Z',
+          '2026-01-01T01:00:00+01:00',
+          [],
+          {},
+        ][rand(12)];
+      const value = (depth: number): unknown => {
+        if (depth === 0 || rand(3) === 0) return leaf();
+        if (rand(4) === 0) return Array.from({ length: rand(3) }, () => value(depth - 1));
+        const o: Record<string, unknown> = {};
+        for (let i = rand(4); i > 0; i--) o[keys[rand(keys.length)]!] = value(depth - 1);
+        return o;
+      };
+      const nearCopy = (v: unknown, depth: number): unknown => {
+        if (rand(5) === 0) return value(depth);
+        if (Array.isArray(v)) return v.map((e) => nearCopy(e, depth - 1));
+        if (v && typeof v === 'object') {
+          const o: Record<string, unknown> = {};
+          for (const [k, e] of Object.entries(v)) if (rand(6) !== 0) o[k] = nearCopy(e, depth - 1);
+          if (rand(4) === 0) o[keys[rand(keys.length)]!] = leaf();
+          return o;
+        }
+        return v;
+      };
+      let equal = 0;
+      for (let i = 0; i < 5000; i++) {
+        const a = value(4);
+        const b = rand(2) ? nearCopy(a, 4) : value(4);
+        const expected = canonicalEqual(wireCanonical(a), wireCanonical(b));
+        if (expected) equal++;
+        expect(semanticEqual(a, b), JSON.stringify([a, b])).to.equal(expected);
+      }
+      expect(equal, 'equal pairs are common enough to matter').to.be.greaterThan(500);
+    });
+
     it('treats zero values as absent but keeps pointer fields', () => {
       expect(semanticEqual({ ready: false, restartCount: 0, image: '' }, {})).to.equal(true);
       expect(semanticEqual({ name: 'a', started: false }, { name: 'a' })).to.equal(false);
