@@ -4,7 +4,8 @@
  * runtime that answers probes itself reports whether the port accepts connections; the wording around its
  * answer is the kubelet's.
  */
-import * as grpc from '@grpc/grpc-js';
+import type * as grpc from '@grpc/grpc-js';
+import { grpcJs } from '../../util/grpcmodules.js';
 import type { PortProbeOutcome } from '../../runtime/types.js';
 import { formatGoDuration } from '../../util/duration.js';
 import { KindError } from '../../util/errors.js';
@@ -73,7 +74,7 @@ export async function grpcProbe(
   const addr = joinHostPort(host, port);
   const timeout = formatGoDuration(timeoutMs);
   const deadline = Date.now() + timeoutMs;
-  const client = new grpc.Client(addr, grpc.credentials.createInsecure(), {
+  const client = new (grpcJs().Client)(addr, grpcJs().credentials.createInsecure(), {
     'grpc.primary_user_agent': ProbeUserAgent,
   });
   try {
@@ -92,20 +93,20 @@ export async function grpcProbe(
         (s: string) => encodeHealthCheckRequest(s),
         (b: Buffer) => decodeHealthCheckResponse(b),
         service,
-        new grpc.Metadata(),
+        new (grpcJs().Metadata)(),
         { deadline },
         (err, status) => resolve({ err, status }),
       );
     });
     if (response.err) {
       const e = response.err;
-      if (e.code === grpc.status.UNIMPLEMENTED) {
+      if (e.code === grpcJs().status.UNIMPLEMENTED) {
         return {
           result: 'failure',
           output: `error: this server does not implement the grpc health protocol (grpc.health.v1.Health): ${e.details}`,
         };
       }
-      if (e.code === grpc.status.DEADLINE_EXCEEDED) {
+      if (e.code === grpcJs().status.DEADLINE_EXCEEDED) {
         return { result: 'failure', output: `timeout: health rpc did not complete within ${timeout}` };
       }
       return { result: 'failure', output: `error: health rpc probe failed: ${e.message}` };

@@ -15,8 +15,9 @@
  * - After close(), every call fails Unavailable without touching the network.
  */
 import { fileURLToPath } from 'node:url';
-import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
+import type * as grpc from '@grpc/grpc-js';
+import type * as protoLoader from '@grpc/proto-loader';
+import { grpcJs, grpcProtoLoader } from '../../util/grpcmodules.js';
 import { KindError } from '../../util/errors.js';
 import { criError, type CriCallContext } from './errors.js';
 
@@ -58,8 +59,10 @@ const loaded = new Map<string, CriServices>();
 export function loadCriServices(protoPath: string = DEFAULT_PROTO): CriServices {
   let services = loaded.get(protoPath);
   if (!services) {
-    const def = protoLoader.loadSync(protoPath, PROTO_LOADER_OPTIONS);
-    const root = grpc.loadPackageDefinition(def) as unknown as { runtime?: { v1?: Partial<CriServices> } };
+    const def = grpcProtoLoader().loadSync(protoPath, PROTO_LOADER_OPTIONS);
+    const root = grpcJs().loadPackageDefinition(def) as unknown as {
+      runtime?: { v1?: Partial<CriServices> };
+    };
     const v1 = root.runtime?.v1;
     if (!v1?.RuntimeService || !v1.ImageService) {
       throw new KindError(
@@ -121,7 +124,7 @@ export class CriConnection {
     this.socketPath = parsed.socketPath;
     this.logger = logger;
     const services = loadCriServices(protoPath);
-    const creds = grpc.credentials.createInsecure();
+    const creds = grpcJs().credentials.createInsecure();
     this.runtimeClient = new services.RuntimeService(this.endpoint, creds, CHANNEL_OPTIONS);
     this.imageClient = new services.ImageService(this.endpoint, creds, {
       ...CHANNEL_OPTIONS,
@@ -151,7 +154,7 @@ export class CriConnection {
     const fn = (client as unknown as Record<string, UnaryMethod | undefined>)[method];
     if (!fn) return Promise.reject(new KindError('Unimplemented', `CRI ${method} is not in our proto`, ctx));
     return new Promise<T>((resolve, reject) => {
-      const metadata = new grpc.Metadata({ waitForReady: false });
+      const metadata = new (grpcJs().Metadata)({ waitForReady: false });
       try {
         fn.call(client, request, metadata, { deadline: Date.now() + timeoutMs }, (err, response) => {
           if (err) {

@@ -2,8 +2,32 @@
  * gRPC status -> KindError for CRI calls. Pure; the message keeps the runtime's own words (an image pull
  * failure must reach the pod's status as containerd phrased it).
  */
-import { status as GrpcStatus } from '@grpc/grpc-js';
 import { KindError, type ErrorKind } from '../../util/errors.js';
+
+/** gRPC's status code names by number (the same in every gRPC implementation; grpc-js loads lazily). */
+const GRPC_CODE_NAMES = [
+  'OK',
+  'CANCELLED',
+  'UNKNOWN',
+  'INVALID_ARGUMENT',
+  'DEADLINE_EXCEEDED',
+  'NOT_FOUND',
+  'ALREADY_EXISTS',
+  'PERMISSION_DENIED',
+  'RESOURCE_EXHAUSTED',
+  'FAILED_PRECONDITION',
+  'ABORTED',
+  'OUT_OF_RANGE',
+  'UNIMPLEMENTED',
+  'INTERNAL',
+  'UNAVAILABLE',
+  'DATA_LOSS',
+  'UNAUTHENTICATED',
+] as const;
+const GrpcStatus = Object.fromEntries(GRPC_CODE_NAMES.map((name, code) => [name, code])) as Record<
+  (typeof GRPC_CODE_NAMES)[number],
+  number
+>;
 
 /** The parts of a grpc-js ServiceError this module reads. */
 export interface GrpcErrorLike {
@@ -36,7 +60,7 @@ const RESERVED_NAME = /is reserved for/;
 
 export function grpcCodeName(code: number | undefined): string {
   if (code === undefined) return 'NONE';
-  return (GrpcStatus as unknown as Record<number, string | undefined>)[code] ?? `CODE_${code}`;
+  return GRPC_CODE_NAMES[code] ?? `CODE_${code}`;
 }
 
 export function kindForGrpcError(err: GrpcErrorLike): ErrorKind {

@@ -19,7 +19,7 @@ import {
   securityProfileToWire,
   versionFromWire,
 } from '../../../src/runtime/cri/convert.js';
-import { criError, kindForGrpcError } from '../../../src/runtime/cri/errors.js';
+import { criError, grpcCodeName, kindForGrpcError } from '../../../src/runtime/cri/errors.js';
 import type { WireContainerStatus, WirePodSandboxStatus } from '../../../src/runtime/cri/messages.js';
 import type { ContainerConfig, PodSandboxConfig } from '../../../src/runtime/types.js';
 import { KindError, errorKind } from '../../../src/util/errors.js';
@@ -423,6 +423,13 @@ describe('runtime/cri convert', () => {
       ];
       for (const [code, kind] of table)
         expect(kindForGrpcError({ code, details: 'x' }), String(code)).to.equal(kind);
+    });
+
+    it("names every code as grpc-js's status enum does (the table is ours, so grpc-js loads lazily)", () => {
+      const names = Object.entries(status).filter(([, v]) => typeof v === 'number');
+      expect(names.length).to.equal(17);
+      for (const [name, code] of names) expect(grpcCodeName(code as number)).to.equal(name);
+      expect(grpcCodeName(99)).to.equal('CODE_99');
     });
 
     it("reads containerd's reserved-name UNKNOWN as AlreadyExists", () => {
