@@ -221,13 +221,18 @@ describe('EventRecorder with an EventHold', () => {
   const settle = async (): Promise<void> => {
     for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r));
   };
-
-  it('writes nothing while a node starts, then everything in order once none is starting', async () => {
+  /** A recorder held by a fresh EventHold (10 s at most), and what it wrote. */
+  const held = () => {
     const clock = new FakeClock(0);
     const hold = new EventHold(clock, 10_000);
     const calls: string[] = [];
     const r = new EventRecorder(sinkOf(calls), clock, 'node-1');
     r.holdWith(hold);
+    return { clock, hold, calls, r };
+  };
+
+  it('writes nothing while a node starts, then everything in order once none is starting', async () => {
+    const { hold, calls, r } = held();
     let startA!: () => void;
     let startB!: (e: Error) => void;
     hold.track(new Promise<void>((res) => (startA = res)));
@@ -246,11 +251,7 @@ describe('EventRecorder with an EventHold', () => {
   });
 
   it('holds for at most maxMs: a node that never finishes starting does not keep Events back', async () => {
-    const clock = new FakeClock(0);
-    const hold = new EventHold(clock, 10_000);
-    const calls: string[] = [];
-    const r = new EventRecorder(sinkOf(calls), clock, 'node-1');
-    r.holdWith(hold);
+    const { clock, hold, calls, r } = held();
     hold.track(new Promise<void>(() => {}));
     r.event(pod, 'Normal', 'Starting', 'Starting kubelet.');
     await settle();
