@@ -279,11 +279,11 @@ export class KubeletManagedNode implements ManagedNode {
   async start(): Promise<void> {
     // The first runtime check before the Kubelet starts: its sync loop waits for one.
     await this.runtimeState.update();
+    // While nodes start, Events wait for their first status (bounded): registration and readiness go first.
+    this.deps.eventHold?.track(this.agent.ready);
     // The Kubelet first: its PLEG relists at once, and the first node status waits for that (bounded), so it
     // sees the PLEG healthy (otherwise the Node would show NotReady for a whole status period; a Node taken
     // over from another replica would drop from Ready). Admission reads the spec, not the Node.
-    // While nodes start, Events wait for their first status (bounded): registration and readiness go first.
-    this.deps.eventHold?.track(this.agent.ready);
     this.kubelet.start();
     this.agent.start();
     this.unregisterNodeApi = this.deps.nodeApi?.register({

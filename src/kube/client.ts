@@ -121,7 +121,7 @@ function isCollection(path: string): boolean {
 }
 
 /** What a deadline ends: a ClientRequest (destroying it fails the request with the error). */
-export interface Destroyable {
+interface Destroyable {
   destroy(err: Error): unknown;
 }
 
@@ -136,7 +136,7 @@ export interface Destroyable {
 export function requestDeadline(
   timeoutMs: number,
   parent?: AbortSignal,
-): { attach(req: Destroyable): void; failure(): Error | undefined; timedOut(): boolean; release(): void } {
+): { attach(req: Destroyable): void; timedOut(): boolean; release(): void } {
   let req: Destroyable | undefined;
   let failure: Error | undefined;
   let timedOut = false;
@@ -163,7 +163,6 @@ export function requestDeadline(
       req = r;
       if (failure) r.destroy(failure);
     },
-    failure: () => failure,
     timedOut: () => timedOut,
     release: () => {
       clearTimeout(timer);
