@@ -82,43 +82,34 @@ export async function createKwokNodes(
 }
 
 /**
- * Resolves true once every named Node is Ready, false on timeout: a list, then a watch from its
- * resourceVersion, so the moment is exact (a 250 ms poll put up to a quarter second on both sides' figure).
- * A watch that ends early (the server closes it, or 410 Gone) starts over with a new list.
+ * Resolves true once every named Node is Ready, false on timeout, from a watch, so the moment is exact (a 250 ms
+ * poll put up to a quarter second on both sides' figure). A watch without a resourceVersion starts with an
+ * ADDED event for every Node there is (as the Lease watcher relies on); one that ends early starts over.
  */
 export async function waitNodesReady(client: KubeClient, names: readonly string[], timeoutMs: number) {
   const want = new Set(names);
   const deadline = Date.now() + timeoutMs;
   const ready = new Set<string>();
-  const see = (n: Node): void => {
-    const name = n.metadata.name ?? '';
-    if (!want.has(name)) return;
-    if (nodeReady(n)) ready.add(name);
-    else ready.delete(name);
-  };
   while (Date.now() < deadline) {
-    const list = await client.request<{ items: Node[]; metadata: { resourceVersion: string } }>({
-      method: 'GET',
-      path: '/api/v1/nodes',
-    });
     ready.clear();
-    for (const n of list.items) see(n);
-    if (ready.size === want.size) return true;
     const stop = new AbortController();
     const timer = setTimeout(() => stop.abort(), Math.max(0, deadline - Date.now()));
     try {
       await client.watch(
         '/api/v1/nodes',
-        { resourceVersion: list.metadata.resourceVersion, timeoutSeconds: Math.ceil(timeoutMs / 1000) },
+        { timeoutSeconds: Math.ceil(timeoutMs / 1000) },
         (e) => {
-          if (e.type === 'DELETED') ready.delete((e.object as Node).metadata?.name ?? '');
-          else if (e.type === 'ADDED' || e.type === 'MODIFIED') see(e.object as Node);
+          const n = e.object as Node;
+          const name = n.metadata?.name ?? '';
+          if (!want.has(name)) return;
+          if (e.type !== 'DELETED' && nodeReady(n)) ready.add(name);
+          else ready.delete(name);
           if (ready.size === want.size) stop.abort();
         },
         stop.signal,
       );
     } catch {
-      // 410 Gone or a broken stream: list again.
+      // A broken stream: watch again.
     } finally {
       clearTimeout(timer);
     }

@@ -205,9 +205,10 @@ export async function connectionOf(kc: KubeConfig): Promise<KubeConnection> {
   if (!cluster) throw new KindError('InvalidArgument', 'kubeconfig has no current cluster');
   const options: https.RequestOptions = {};
   await kc.applyToHTTPSOptions(options);
-  // client-node adds an agent of its own; the client has its own pool (newTransport).
+  // client-node adds an agent of its own; the client has its own pool (newTransport). Its cluster server has
+  // no trailing slash (client-node drops it when it loads a kubeconfig).
   delete options.agent;
-  return { server: cluster.server.replace(/\/$/, ''), options };
+  return { server: cluster.server, options };
 }
 
 function newLimiter(opts: KubeClientOptions): RateLimiter {
@@ -241,12 +242,8 @@ export class KubeClient {
 
   /** Builds a client from a server and its request options (see loadPlainKubeConfig). */
   static fromConnection(conn: KubeConnection, opts: KubeClientOptions = {}): KubeClient {
-    const server = conn.server.replace(/\/$/, '');
-    return new KubeClient(
-      server,
-      newTransport(server, conn.options, opts.userAgent ?? 'kubelet-operator'),
-      opts,
-    );
+    const { server, options } = conn;
+    return new KubeClient(server, newTransport(server, options, opts.userAgent ?? 'kubelet-operator'), opts);
   }
 
   /**

@@ -13,6 +13,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { parse as parseYAML } from 'yaml';
+import { isRecord } from '../util/record.js';
 
 /** The server URL (no trailing slash) and the request options client-node's applyToHTTPSOptions would give. */
 export interface KubeConnection {
@@ -139,8 +140,4 @@ function named(list: unknown, name: string, field: string): Record<string, unkno
   if (found.length !== 1) return undefined;
   const value = (found[0] as Record<string, unknown>)[field];
   return isRecord(value) ? value : undefined;
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }

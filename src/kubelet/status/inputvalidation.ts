@@ -7,13 +7,10 @@
  */
 import type { Container, Pod, PodSpec, PodStatus, RestartPolicy } from '../../api/core.js';
 import { KindError } from '../../util/errors.js';
+import { isRecord } from '../../util/record.js';
 
 const RESTART_POLICIES: ReadonlySet<string> = new Set(['Always', 'OnFailure', 'Never']);
 const STATUS_LISTS = ['initContainerStatuses', 'containerStatuses', 'ephemeralContainerStatuses'] as const;
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 function invalid(message: string, context: Record<string, unknown> = {}): never {
   throw new KindError('InvalidArgument', message, context);
@@ -27,7 +24,7 @@ function containerList(
   if (list === undefined || list === null) return [];
   if (!Array.isArray(list)) invalid(`spec.${field} is not a list`, { field });
   list.forEach((c: unknown, i) => {
-    if (!isObject(c) || typeof c.name !== 'string') {
+    if (!isRecord(c) || typeof c.name !== 'string') {
       invalid(`spec.${field}[${i}] has no name`, { field, index: i });
     }
   });
@@ -68,7 +65,7 @@ export function validatePodSpecForStatus(spec: PodSpec | undefined | null): Rest
 export function validatePodForStatusManager(
   pod: unknown,
 ): asserts pod is Pod & { metadata: { uid: string } } {
-  if (!isObject(pod) || !isObject(pod.metadata)) invalid('pod has no metadata');
+  if (!isRecord(pod) || !isRecord(pod.metadata)) invalid('pod has no metadata');
   const { uid, name, namespace } = pod.metadata;
   if (typeof uid !== 'string' || uid === '') invalid('pod has no metadata.uid', { name, namespace });
   for (const [field, v] of [
@@ -87,7 +84,7 @@ export function validatePodForStatusManager(
  * unrecognised phase is a value the algorithms define (TerminatePod makes it Failed).
  */
 export function validatePodStatus(status: unknown): asserts status is PodStatus {
-  if (!isObject(status)) invalid('pod status is not an object');
+  if (!isRecord(status)) invalid('pod status is not an object');
   for (const field of ['phase', 'reason', 'message', 'startTime'] as const) {
     const v = status[field];
     if (v !== undefined && v !== null && typeof v !== 'string') invalid(`status.${field} is not a string`);
@@ -96,7 +93,7 @@ export function validatePodStatus(status: unknown): asserts status is PodStatus 
   if (conditions !== undefined && conditions !== null) {
     if (!Array.isArray(conditions)) invalid('status.conditions is not a list');
     conditions.forEach((c: unknown, i) => {
-      if (!isObject(c) || typeof c.type !== 'string' || c.type === '' || typeof c.status !== 'string') {
+      if (!isRecord(c) || typeof c.type !== 'string' || c.type === '' || typeof c.status !== 'string') {
         invalid(`status.conditions[${i}] needs a type and a status`, { index: i });
       }
     });
@@ -106,11 +103,11 @@ export function validatePodStatus(status: unknown): asserts status is PodStatus 
     if (list === undefined || list === null) continue;
     if (!Array.isArray(list)) invalid(`status.${field} is not a list`);
     list.forEach((s: unknown, i) => {
-      if (!isObject(s) || typeof s.name !== 'string')
+      if (!isRecord(s) || typeof s.name !== 'string')
         invalid(`status.${field}[${i}] has no name`, { index: i });
       for (const k of ['state', 'lastState'] as const) {
         const st = s[k];
-        if (st !== undefined && st !== null && !isObject(st))
+        if (st !== undefined && st !== null && !isRecord(st))
           invalid(`status.${field}[${i}].${k} is not an object`);
       }
     });

@@ -10,6 +10,8 @@
  * computed on this canonical form, so a server status that spells out zero values never looks changed.
  */
 
+import { isRecord } from '../../util/record.js';
+
 /**
  * Keys whose Go field is a pointer in the pod status types (ContainerStatus.started, ContainerState's
  * waiting / running / terminated): a present zero value is kept.
@@ -27,9 +29,7 @@ export const TIME_KEYS: ReadonlySet<string> = new Set([
 
 export type JSONObject = Record<string, unknown>;
 
-export function isJSONObject(v: unknown): v is JSONObject {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
+export const isJSONObject: (v: unknown) => v is JSONObject = isRecord;
 
 /**
  * The canonical wire form of a JSON value: zero values dropped (unless under a pointer key), list
@@ -127,14 +127,8 @@ function sameCanonical(a: unknown, b: unknown, key: string, keepZero: boolean): 
     return true;
   }
   if (!isJSONObject(a) || !isJSONObject(b)) return false;
-  for (const k in a) {
-    const pk = POINTER_KEYS.has(k);
-    if (isAbsent(a[k], pk)) continue;
-    if (!Object.hasOwn(b, k) || !sameCanonical(a[k], b[k], k, pk)) return false;
-  }
-  for (const k in b) {
-    if (Object.hasOwn(a, k) && !isAbsent(a[k], POINTER_KEYS.has(k))) continue;
-    if (!isAbsent(b[k], POINTER_KEYS.has(k))) return false;
-  }
+  // A key missing on one side is an absent value there, which sameCanonical already weighs.
+  for (const k in a) if (!sameCanonical(a[k], b[k], k, POINTER_KEYS.has(k))) return false;
+  for (const k in b) if (!Object.hasOwn(a, k) && !isAbsent(b[k], POINTER_KEYS.has(k))) return false;
   return true;
 }
