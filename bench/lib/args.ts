@@ -35,7 +35,7 @@ export const USAGE = `usage: npm run bench -- <${SCENARIOS.join('|')}> [flags]
   --no-kwok          scale: skip the kwok side
   --json PATH        where to write the results (default bench/results/<scenario>-<timestamp>.json)
   --node-arg FLAG    a flag for the operator's node process (repeatable; e.g. --node-arg=--max-semi-space-size=4)
-  --heap-snapshots D scale: write the operator's V8 heap snapshots (nodes only, all Ready) into directory D
+  --heap-snapshots D scale: write the operator's V8 heap snapshots (nodes only, all Ready, Events written) into D
   --metrics-server   steady: the operator serves its node API (a loopback InternalIP per node) and
                      metrics-server scrapes every node every 15 s; adds the metrics API coverage and the
                      cost of one scrape of one node`;

@@ -34,6 +34,7 @@ import { ProcSampler, windowUsage } from '../lib/procstat.js';
 import { promValue } from '../lib/prom.js';
 import { createPods, deletePods, ensureNamespace, podPlan, PodWatch } from '../lib/pods.js';
 import { snapshotLiveBytes, targetsTable } from '../lib/scaletargets.js';
+type LiveBytes = ReturnType<typeof snapshotLiveBytes>;
 import { ratio, summarize } from '../lib/stats.js';
 import { duration, formatTable, num, times } from '../lib/table.js';
 
@@ -44,7 +45,7 @@ export interface ScaleOptions {
   kwok: boolean;
   /** Flags for the operator's node process. */
   nodeArgs?: string[];
-  /** Write the operator's heap snapshots (nodes only, all Ready) here; off when unset. */
+  /** Write the operator's heap snapshots (nodes only, all Ready, all Ready with Events written) here; off when unset. */
   heapSnapshots?: string;
 }
 
@@ -171,6 +172,28 @@ async function tallyEvents(bc: BenchCluster, ns: string): Promise<Record<string,
   return out;
 }
 
+/**
+ * Waits until the namespace's Event count has not moved for three polls a second apart (60 s at most);
+ * resolves to the time it took. A list with limit=1 reports the rest as remainingItemCount.
+ */
+async function waitEventsSettled(bc: BenchCluster, ns: string): Promise<number> {
+  const t0 = Date.now();
+  let last = -1;
+  let still = 0;
+  while (still < 3 && Date.now() - t0 < 60_000) {
+    const page = await bc.driver.request<{ items: unknown[]; metadata: { remainingItemCount?: number } }>({
+      method: 'GET',
+      path: `/api/v1/namespaces/${ns}/events`,
+      query: { limit: 1 },
+    });
+    const n = page.items.length + (page.metadata.remainingItemCount ?? 0);
+    still = n === last ? still + 1 : 0;
+    last = n;
+    if (still < 3) await sleep(1000);
+  }
+  return Date.now() - t0;
+}
+
 async function runSide(
   bc: BenchCluster,
   side: {
@@ -207,6 +230,7 @@ async function runSide(
     const rssIdle = sampler.sample()?.rssMiB ?? Number.NaN;
     const snapBase = await side.snapshot?.(agent, 'nodes-only');
     let snapReady: string | undefined;
+    let snapSettled: string | undefined;
 
     const plan = podPlan(nodes, opts.podsPerNode, 'pod');
     log(`${side.name}: creating ${plan.length} pods`);
@@ -217,6 +241,12 @@ async function runSide(
         rssAtReady = sampler.sample()?.rssMiB ?? Number.NaN;
         atReady = await scrape(agent, side.hasMetrics);
         snapReady = await side.snapshot?.(agent, `all-ready-${plan.length}`);
+        if (side.snapshot) {
+          // The pods' Events still queued at Ready are in flight, not kept per pod: snapshot again once written.
+          const settledMs = await waitEventsSettled(bc, `bench-${side.tag}`);
+          log(`${side.name}: Events settled after ${duration(settledMs)}`);
+          snapSettled = await side.snapshot(agent, `settled-${plan.length}`);
+        }
         log(`${side.name}: ${plan.length} pods Ready; deleting them`);
       },
     });
@@ -237,9 +267,20 @@ async function runSide(
       changes += p.stateChanges;
     }
     let liveHeapPerPodBytes = Number.NaN;
-    if (snapBase && snapReady) {
+    if (snapBase && snapReady && snapSettled) {
       try {
-        liveHeapPerPodBytes = (snapshotLiveBytes(snapReady) - snapshotLiveBytes(snapBase)) / plan.length;
+        const [base, atReady, settled] = [snapBase, snapReady, snapSettled].map(snapshotLiveBytes) as [
+          LiveBytes,
+          LiveBytes,
+          LiveBytes,
+        ];
+        const perPod = (a: number, b: number): string => `${((a - b) / plan.length / 1000).toFixed(1)} KB`;
+        liveHeapPerPodBytes = (settled.total - settled.code - (base.total - base.code)) / plan.length;
+        log(
+          `${side.name}: live heap per pod ${perPod(atReady.total, base.total)} at Ready, ` +
+            `${perPod(settled.total, base.total)} with the Events written, of which compiled code ` +
+            `${perPod(settled.code, base.code)}: ${(liveHeapPerPodBytes / 1000).toFixed(1)} KB of data`,
+        );
       } catch (err) {
         log(`${side.name}: heap snapshots not read (${(err as Error).message})`);
       }

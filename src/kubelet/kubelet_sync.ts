@@ -313,7 +313,10 @@ export class KubeletPodSyncer implements PodSyncer {
   private admit(pod: Pod): boolean {
     const uid = pod.metadata.uid as string;
     if (this.rejected.has(uid)) return true;
-    if (this.admitted.has(uid)) return false;
+    if (this.admitted.has(uid)) {
+      this.refreshAdmitted(pod);
+      return false;
+    }
     // A pod the API already reports finished is not running here; it only needs terminating, and it takes
     // no room from the others.
     if (isTerminalPhase(pod.status?.phase)) return false;
@@ -342,6 +345,12 @@ export class KubeletPodSyncer implements PodSyncer {
       ...(typeof pod.metadata.generation === 'number' ? { observedGeneration: pod.metadata.generation } : {}),
     });
     return true;
+  }
+
+  /** An admitted pod is kept in its newest version (the pod manager's too), not the first as a second copy. */
+  refreshAdmitted(pod: Pod): void {
+    const uid = pod.metadata.uid ?? '';
+    if (this.admitted.has(uid)) this.admitted.set(uid, pod);
   }
 
   /** Admitted pods that still hold resources, as the API has them now (the allocation manager's view). */

@@ -57,7 +57,7 @@ export interface SyncLoopDeps {
     'setContainerReadiness' | 'setContainerStartup' | 'removeOrphanedStatuses' | 'syncBatch'
   >;
   prober: Pick<ProberManager, 'updatePod' | 'cleanupPods'>;
-  syncer: Pick<KubeletPodSyncer, 'retain'>;
+  syncer: Pick<KubeletPodSyncer, 'retain' | 'refreshAdmitted'>;
   /** Spec updates that ask for other resources become resize requests there (kubelet HandlePodUpdates). */
   allocation?: Pick<AllocationManager, 'handlePodUpdate'>;
   podCache: Pick<PodCache, 'get'>;
@@ -213,6 +213,11 @@ export class SyncLoop {
         return this.dispatch(pod, 'update');
       case 'RECONCILE':
         if (needToReconcilePodReadiness(pod)) this.syncByUID(asPodUID(pod.metadata.uid ?? ''));
+        else {
+          // Whoever keeps the pod keeps this version: the older one is not held beside the informer's.
+          this.d.podWorkers.refreshIdle(pod);
+          this.d.syncer.refreshAdmitted(pod);
+        }
         return;
       case 'DELETE': {
         const state = this.d.podWorkers.state(asPodUID(pod.metadata.uid ?? ''));

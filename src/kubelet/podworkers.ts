@@ -27,6 +27,7 @@
 import type { Pod } from '../api/core.js';
 import type { Clock, TimerHandle } from '../util/clock.js';
 import { errorMessage, KindError } from '../util/errors.js';
+import { timerQueueFor } from '../util/timerqueue.js';
 import type { PodCache } from './container/cache.js';
 import { asPodUID, type PodUID, type RuntimePodStatus } from './container/types.js';
 
@@ -115,6 +116,7 @@ export interface PodWorkersOptions {
 }
 
 interface PodSyncStatus {
+  readonly uid: PodUID;
   state: WorkerState;
   /** Latest pod object seen; a runtime-only pod has none. */
   pod: Pod | undefined;
@@ -189,6 +191,7 @@ export class PodWorkers {
     if (!status) {
       // A runtime-only pod starts out terminating: it is never synced, only stopped.
       status = {
+        uid,
         state: update.pod ? 'syncing' : 'terminating',
         pod: update.pod,
         ...(update.runningPod && !update.pod ? { runningPod: update.runningPod } : {}),
@@ -418,6 +421,17 @@ export class PodWorkers {
     return got.status;
   }
 
+  /**
+   * A status-only change of a pod whose worker is idle: the worker keeps this version (same spec object,
+   * newer status) instead of the one it last synced. Its next resync syncs the newest pod, as the kubelet's
+   * periodic sync takes the pod manager's, and the older version is not kept alive beside the informer's.
+   */
+  refreshIdle(pod: Pod): void {
+    const status = this.pods.get(asPodUID(pod.metadata.uid ?? ''));
+    if (!status || status.working || status.pending || status.state !== 'syncing') return;
+    if (status.pod && status.pod !== pod && status.pod.spec === pod.spec) status.pod = pod;
+  }
+
   /** Runs a due resync or retry of the pod's worker now, unless it is busy or has something pending. */
   resync(uid: PodUID): void {
     const status = this.pods.get(uid);
@@ -439,12 +453,15 @@ export class PodWorkers {
     let delay = base * (1 + 0.5 * this.random());
     const due = status.state === 'syncing' && status.pod ? this.opts.syncDue?.(status.pod) : undefined;
     if (due !== undefined && Number.isFinite(due)) delay = Math.min(delay, Math.max(0, due));
-    status.timer = this.opts.clock.setTimer(delay, () => {
-      status.timer = undefined;
-      if (this.pods.get(uid) !== status || status.working) return;
-      status.due = true;
-      if (this.opts.onDue) this.opts.onDue(uid);
-      else this.resync(uid);
-    });
+    // One shared callback with the status as its argument: no closure per pod (see timerQueueFor).
+    status.timer = timerQueueFor(this.opts.clock).setTimer(delay, this.onTimer, status);
   }
+
+  private readonly onTimer = (status: PodSyncStatus): void => {
+    status.timer = undefined;
+    if (this.pods.get(status.uid) !== status || status.working) return;
+    status.due = true;
+    if (this.opts.onDue) this.opts.onDue(status.uid);
+    else this.resync(status.uid);
+  };
 }

@@ -61,6 +61,8 @@ export function internPod(pod: Pod, prev: Pod | undefined, i: Interner): Pod {
     }
     if (typeof meta.namespace === 'string') meta.namespace = i.string(meta.namespace);
     if (typeof meta.generateName === 'string') meta.generateName = i.string(meta.generateName);
+    // Seconds: the pods of one rollout share a few dozen values.
+    if (typeof meta.creationTimestamp === 'string') meta.creationTimestamp = i.string(meta.creationTimestamp);
   }
   const spec = pod.spec as unknown as Loose | undefined;
   if (spec && spec !== (prev?.spec as unknown)) {

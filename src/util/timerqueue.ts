@@ -1,8 +1,10 @@
 /**
  * Many timers behind one: a TimerHeap whose earliest entry is kept armed on a single underlying timer.
- * The RealClock keeps every timer of the process this way on one Node timeout; the prober keeps all its
- * workers' timers this way on one timer of its Clock (src/kubelet/prober/timerqueue.ts). An entry costs one
- * small object, and a caller with many timers can share one callback that gets the entry's argument.
+ * The RealClock keeps every timer of the process this way on one Node timeout; the probe workers and the pod
+ * workers keep theirs this way on one timer of their Clock (`timerQueueFor`). An entry costs one small
+ * object, and a caller with many timers can share one callback that gets the entry's argument, so no closure
+ * is made per timer either (a closure and its context are about 120 bytes; every pod has a pending resync
+ * and a probe tick). Timing is the clock's: under a FakeClock each entry still runs at its own due time.
  *
  * When the underlying timer fires, every entry due by then runs in due order, equal due times in creation
  * order, except entries created by that batch's own callbacks: they wait for the next underlying timer (on
@@ -96,4 +98,16 @@ export class TimerQueue {
       if (earliest) this.arm(earliest.at);
     }
   }
+}
+
+const queues = new WeakMap<TimerSource, TimerQueue>();
+
+/** The timer queue of a clock shared by its many-timer users: one per clock, made on first use, gone with it. */
+export function timerQueueFor(clock: TimerSource): TimerQueue {
+  let q = queues.get(clock);
+  if (!q) {
+    q = new TimerQueue(clock);
+    queues.set(clock, q);
+  }
+  return q;
 }

@@ -39,7 +39,11 @@ export function resizableContainers(pod: Pick<Pod, 'spec'>): Container[] {
   ];
 }
 
+/** What a container without requests or limits is allocated: one frozen object, not one per container. */
+const NO_REQUIREMENTS: ResourceRequirements = Object.freeze({});
+
 function copyRequirements(r: ResourceRequirements | undefined): ResourceRequirements {
+  if (!r?.requests && !r?.limits) return NO_REQUIREMENTS;
   const out: ResourceRequirements = {};
   if (r?.requests) out.requests = { ...r.requests };
   if (r?.limits) out.limits = { ...r.limits };

@@ -23,6 +23,8 @@ import type {
   Runtime,
 } from '../../runtime/types.js';
 import { isNotFound } from '../../util/errors.js';
+import { exact } from '../../util/exact.js';
+import { processInterner } from '../../util/intern.js';
 import {
   asContainerID,
   asPodUID,
@@ -47,7 +49,7 @@ export function nsToMs(ns: bigint): number | undefined {
 /** The pod IPs a sandbox reports: its IP, then the additional ones, empty ones dropped. */
 export function sandboxIPs(status: Pick<PodSandboxStatus, 'network'>): string[] {
   if (!status.network) return [];
-  return [status.network.ip, ...status.network.additionalIps].filter((ip) => ip !== '');
+  return exact([status.network.ip, ...status.network.additionalIps].filter((ip) => ip !== ''));
 }
 
 export function toSandboxStatus(s: PodSandboxStatus): SandboxStatus {
@@ -89,7 +91,8 @@ export function toContainerStatus(s: RuntimeContainerStatus, runtimeType: string
     const started = nsToMs(s.startedAt);
     if (started !== undefined) out.startedAt = started;
   }
-  if (s.resources) out.resources = toKubeContainerResources(s.resources);
+  // Frozen and shared: the pod cache holds one per container, and most containers' are equal.
+  if (s.resources) out.resources = processInterner.value(toKubeContainerResources(s.resources));
   if (s.state === 'exited') {
     out.exitCode = s.exitCode;
     out.reason = s.reason;
@@ -158,7 +161,7 @@ export async function readPodStatus(
     uid: asPodUID(uid),
     name,
     namespace,
-    sandboxes,
+    sandboxes: exact(sandboxes),
     containers,
     ips,
   };
@@ -222,7 +225,7 @@ export async function listRuntimePods(runtime: Runtime, nodeName: string): Promi
       uid,
       name,
       namespace,
-      containers: cs,
-      sandboxes: sbs,
+      containers: exact(cs),
+      sandboxes: exact(sbs),
     }));
 }

@@ -25,7 +25,7 @@ import {
   type ResultWrite,
 } from './doprobe.js';
 import type { ResultsManager } from './results.js';
-import { timerQueueFor } from './timerqueue.js';
+import { timerQueueFor } from '../../util/timerqueue.js';
 import type { ProbeType } from './types.js';
 
 /**

@@ -17,7 +17,7 @@ function internContainer(c: ContainerStatus, i: Interner): ContainerStatus {
 
 /**
  * `status` with its shareable parts replaced by the interned instances; what is the pod's own (podIP,
- * podIPs, the container IDs) stays. Equal to the input by value; the input is not modified.
+ * podIPs, the container IDs) stays, podIPs[0] holding the very string of podIP. Equal to the input by value; the input is not modified.
  */
 export function internPodStatus(status: PodStatus, i: Interner): PodStatus {
   const out: PodStatus = { ...status };
@@ -25,6 +25,11 @@ export function internPodStatus(status: PodStatus, i: Interner): PodStatus {
   if (status.hostIPs) out.hostIPs = i.value(status.hostIPs);
   if (status.hostIP !== undefined) out.hostIP = i.string(status.hostIP);
   if (status.startTime !== undefined) out.startTime = i.string(status.startTime);
+  // podIPs[0] repeats podIP: one string, not a second decoded copy.
+  const first = status.podIPs?.[0];
+  if (first && status.podIP !== undefined && first.ip === status.podIP) {
+    out.podIPs = [{ ...first, ip: status.podIP }, ...status.podIPs!.slice(1)];
+  }
   for (const k of ['initContainerStatuses', 'containerStatuses', 'ephemeralContainerStatuses'] as const) {
     const list = status[k];
     if (list) out[k] = list.map((c) => internContainer(c, i));

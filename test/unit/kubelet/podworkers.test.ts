@@ -212,6 +212,45 @@ describe('PodWorkers', () => {
     w.stop();
   });
 
+  it('an idle worker takes a status-only version of its pod (same spec) for its next resync', async () => {
+    const clock = new FakeClock(0);
+    const s = new FakeSyncer();
+    const w = new PodWorkers(s, { podCache: freshCache, clock, resyncIntervalMs: 60_000, random: () => 0 });
+    const v1 = pod('a');
+    w.updatePod({ type: 'create', pod: v1 });
+    await w.waitIdle();
+    w.refreshIdle({
+      ...v1,
+      metadata: { ...v1.metadata, resourceVersion: '2' },
+      status: { phase: 'Running' },
+    });
+    // A different spec object is not a status-only change: the worker keeps what it has.
+    w.refreshIdle({ ...v1, metadata: { ...v1.metadata, resourceVersion: '3' }, spec: { ...v1.spec } });
+    // Unknown pods are ignored.
+    w.refreshIdle(pod('b'));
+    clock.advance(60_000);
+    await w.waitIdle();
+    expect(s.calls).to.deep.equal(['sync create rv=1', 'sync sync rv=2']);
+    // A busy worker is left alone: it keeps the version it syncs.
+    let release = (): void => {};
+    s.hold = new Promise<void>((r) => (release = r));
+    clock.advance(60_000);
+    await flush();
+    expect(s.calls).to.have.length(3);
+    w.refreshIdle({
+      ...v1,
+      metadata: { ...v1.metadata, resourceVersion: '4' },
+      status: { phase: 'Running' },
+    });
+    s.hold = undefined;
+    release();
+    await w.waitIdle();
+    clock.advance(60_000);
+    await w.waitIdle();
+    expect(s.calls.slice(2)).to.deep.equal(['sync sync rv=2', 'sync sync rv=2']);
+    w.stop();
+  });
+
   it('syncs again when syncDue says so, sooner than the resync or the back-off (an active deadline)', async () => {
     const clock = new FakeClock(0);
     const s = new FakeSyncer();

@@ -48,6 +48,19 @@ describe('status interning', () => {
     expect(b.containerStatuses![0]).to.not.equal(a.containerStatuses![0]);
   });
 
+  it('keeps every pod IP, dual stack too, and leaves the input as it was', () => {
+    const i = new Interner();
+    const dual: PodStatus = { ...status('10.88.0.2', 'a'), podIPs: [{ ip: '10.88.0.2' }, { ip: 'fd00::2' }] };
+    const before = JSON.stringify(dual);
+    const out = internPodStatus(dual, i);
+    expect(out.podIPs).to.deep.equal([{ ip: '10.88.0.2' }, { ip: 'fd00::2' }]);
+    expect(out.podIPs).to.not.equal(dual.podIPs);
+    expect(JSON.stringify(dual)).to.equal(before);
+    // A podIPs that does not start with podIP (never written so, but not ours to fix) is kept as it is.
+    const odd: PodStatus = { ...status('10.88.0.2', 'a'), podIPs: [{ ip: 'fd00::2' }] };
+    expect(internPodStatus(odd, i).podIPs).to.equal(odd.podIPs);
+  });
+
   it('freezes shared values, so a mistaken write throws instead of changing another pod', () => {
     const i = new Interner();
     const a = internPodStatus(status('10.88.0.2', 'a'), i);

@@ -1,10 +1,10 @@
 import { expect } from 'chai';
-import { TimerQueue, timerQueueFor } from '../../../../src/kubelet/prober/timerqueue.js';
-import { FakeClock } from '../../../../src/util/clock.js';
+import { TimerQueue, timerQueueFor } from '../../../src/util/timerqueue.js';
+import { FakeClock } from '../../../src/util/clock.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 
-describe('prober TimerQueue', () => {
+describe('TimerQueue', () => {
   it('runs entries at their own due time, in due order, equal times in scheduling order', () => {
     const clock = new FakeClock(T0);
     const q = new TimerQueue(clock);
