@@ -17,7 +17,8 @@ function internContainer(c: ContainerStatus, i: Interner): ContainerStatus {
 
 /**
  * `status` with its shareable parts replaced by the interned instances; what is the pod's own (podIP,
- * podIPs, the container IDs) stays, podIPs[0] holding the very string of podIP. Equal to the input by value; the input is not modified.
+ * podIPs, the container IDs) stays, podIPs[0] holding the very string of podIP. Equal to the input by
+ * value; the input is not modified.
  */
 export function internPodStatus(status: PodStatus, i: Interner): PodStatus {
   const out: PodStatus = { ...status };
