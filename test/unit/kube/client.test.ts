@@ -194,6 +194,53 @@ describe('kube client: withLimits siblings', () => {
     }
   });
 
+  it("sends the path and query a URL would make of them, behind the server's own path too", async () => {
+    const cases: [string, Record<string, string | number | boolean | undefined> | undefined][] = [
+      ['/api/v1/namespaces/ns/pods/p', undefined],
+      ['/api/v1/pods', { labelSelector: 'a in (b, c),d!=e', limit: 500, watch: true, skip: undefined }],
+      ['/api/v1/namespaces/ns/pods/with space', { fieldSelector: 'spec.nodeName=n1' }],
+      ['/api/v1/namespaces/ns/pods/a\\b/../c', undefined],
+      ['/api/v1/namespaces/ns/configmaps/x%2Fy', { q: 'é&?=#' }],
+      ['/api/v1/namespaces/ns/pods/p?pretty=1', { limit: 1 }],
+      ['/api/v1/x"y<z>`{}', {}],
+    ];
+    for (const prefix of ['', '/proxy/k8s']) {
+      const client = await KubeClient.fromKubeConfig(kubeConfigFor(base + prefix), { unlimited: true });
+      try {
+        for (const [path, query] of cases) {
+          const u = new URL(base + prefix + path);
+          for (const [k, v] of Object.entries(query ?? {}))
+            if (v !== undefined) u.searchParams.set(k, String(v));
+          const got = (
+            await client.request<{ path: string }>({ method: 'GET', path, ...(query ? { query } : {}) })
+          ).path;
+          expect(got, `${prefix}${path}`).to.equal(u.pathname + u.search);
+        }
+      } finally {
+        client.close();
+      }
+    }
+  });
+
+  it('reaches a server named by an IPv6 literal', async () => {
+    const v6 = http.createServer((req, res) =>
+      res.end(JSON.stringify({ path: req.url, host: req.headers.host })),
+    );
+    await new Promise<void>((r) => v6.listen(0, '::1', r));
+    const port = (v6.address() as AddressInfo).port;
+    const client = await KubeClient.fromKubeConfig(kubeConfigFor(`http://[::1]:${port}`), {
+      unlimited: true,
+    });
+    try {
+      const got = await client.request({ method: 'GET', path: '/api/v1/x', query: { a: 'b' } });
+      expect(got).to.deep.equal({ path: '/api/v1/x?a=b', host: `[::1]:${port}` });
+    } finally {
+      client.close();
+      v6.closeAllConnections();
+      await new Promise((r) => v6.close(r));
+    }
+  });
+
   it('rejects invalid limits with InvalidArgument', async () => {
     const parent = await clientFor(new FakeClock(), []);
     try {
