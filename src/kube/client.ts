@@ -180,7 +180,7 @@ interface Transport {
   userAgent: string;
   /**
    * The server, parsed once: a request gets its options from here instead of from a URL parsed per request
-   * (WHATWG URL parsing and Node's conversion of it were about 2 % of the operator's CPU in a create burst).
+   * (WHATWG URL parsing and Node's conversion of it were about 1 % of the operator's CPU in a create burst).
    */
   target: {
     module: typeof http | typeof https;
