@@ -34,7 +34,6 @@ import { ProcSampler, windowUsage } from '../lib/procstat.js';
 import { promValue } from '../lib/prom.js';
 import { createPods, deletePods, ensureNamespace, podPlan, PodWatch } from '../lib/pods.js';
 import { snapshotLiveBytes, targetsTable } from '../lib/scaletargets.js';
-type LiveBytes = ReturnType<typeof snapshotLiveBytes>;
 import { ratio, summarize } from '../lib/stats.js';
 import { duration, formatTable, num, times } from '../lib/table.js';
 
@@ -269,11 +268,9 @@ async function runSide(
     let liveHeapPerPodBytes = Number.NaN;
     if (snapBase && snapReady && snapSettled) {
       try {
-        const [base, atReady, settled] = [snapBase, snapReady, snapSettled].map(snapshotLiveBytes) as [
-          LiveBytes,
-          LiveBytes,
-          LiveBytes,
-        ];
+        const base = snapshotLiveBytes(snapBase);
+        const atReady = snapshotLiveBytes(snapReady);
+        const settled = snapshotLiveBytes(snapSettled);
         const perPod = (a: number, b: number): string => `${((a - b) / plan.length / 1000).toFixed(1)} KB`;
         liveHeapPerPodBytes = (settled.total - settled.code - (base.total - base.code)) / plan.length;
         log(

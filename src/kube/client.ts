@@ -203,6 +203,13 @@ function isPlainPath(p: string): boolean {
   return PLAIN_PATH.test(p) && !p.includes('/.');
 }
 
+/** A request's query parameters, unset ones left out. */
+function searchParams(query: NonNullable<RequestOptions['query']>): URLSearchParams {
+  const params = new URLSearchParams();
+  for (const [k, v] of Object.entries(query)) if (v !== undefined) params.set(k, String(v));
+  return params;
+}
+
 function newTransport(server: string, baseOptions: https.RequestOptions, userAgent: string): Transport {
   const url = new URL(server);
   const target = {
@@ -296,17 +303,13 @@ export class KubeClient {
 
   /** The request target (path and query) of `path` on this server, encoded as a URL would have it. */
   private url(path: string, query?: RequestOptions['query']): string {
+    const params = query ? searchParams(query) : undefined;
     const full = this.transport.target.prefix + path;
-    if (!isPlainPath(full)) {
-      const u = new URL(this.server + path);
-      for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) u.searchParams.set(k, String(v));
-      return u.pathname + u.search;
-    }
-    if (!query) return full;
-    const params = new URLSearchParams();
-    for (const [k, v] of Object.entries(query)) if (v !== undefined) params.set(k, String(v));
-    const qs = params.toString();
-    return qs ? `${full}?${qs}` : full;
+    if (isPlainPath(full)) return params?.size ? `${full}?${params}` : full;
+    // A query in the path itself is kept, the parameters set over it, as a URL's searchParams does.
+    const u = new URL(this.server + path);
+    for (const [k, v] of params ?? []) u.searchParams.set(k, v);
+    return u.pathname + u.search;
   }
 
   private open(

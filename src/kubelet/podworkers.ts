@@ -221,7 +221,7 @@ export class PodWorkers {
     status.timer?.cancel();
     status.timer = undefined;
     if (wantsTermination) status.active?.abort(new Error('pod is being terminated'));
-    if (!status.working) void this.work(uid, status);
+    if (!status.working) void this.work(status);
   }
 
   /** Lifecycle state of a UID, or undefined when unknown or forgotten. */
@@ -312,7 +312,8 @@ export class PodWorkers {
     if (update.kill?.reason && !status.kill?.reason) status.kill = { ...status.kill, ...update.kill };
   }
 
-  private async work(uid: PodUID, status: PodSyncStatus): Promise<void> {
+  private async work(status: PodSyncStatus): Promise<void> {
+    const uid = status.uid;
     status.working = true;
     try {
       while (status.pending && this.pods.get(uid) === status) {
@@ -378,7 +379,7 @@ export class PodWorkers {
           status.lastSyncTime = this.opts.clock.now();
           this.opts.onSync?.(op, this.opts.clock.now() - started, failed);
         }
-        if (!status.pending) this.scheduleNext(uid, status, failed, ac.signal.aborted);
+        if (!status.pending) this.scheduleNext(status, failed, ac.signal.aborted);
       }
     } finally {
       status.working = false;
@@ -438,11 +439,11 @@ export class PodWorkers {
     if (!status?.due || status.working || status.pending) return;
     status.due = false;
     status.pending = { type: 'sync', ...(status.pod ? { pod: status.pod } : {}) };
-    void this.work(uid, status);
+    void this.work(status);
   }
 
   /** Level-triggered follow-up: resync, retry after back-off, or (terminating) retry termination. */
-  private scheduleNext(uid: PodUID, status: PodSyncStatus, failed: boolean, aborted: boolean): void {
+  private scheduleNext(status: PodSyncStatus, failed: boolean, aborted: boolean): void {
     if (status.state === 'terminated' && !failed) return;
     if (aborted && status.state !== 'syncing') {
       // A kill aborted the sync: continue with termination at once.

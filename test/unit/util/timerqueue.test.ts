@@ -4,12 +4,18 @@ import { FakeClock } from '../../../src/util/clock.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 
+/** A queue on a FakeClock and a callback that logs each entry's argument with the time it ran at. */
+function timedLog() {
+  const clock = new FakeClock(T0);
+  const q = new TimerQueue(clock);
+  const seen: [string, number][] = [];
+  const log = (name: string) => seen.push([name, clock.now() - T0]);
+  return { clock, q, seen, log };
+}
+
 describe('TimerQueue', () => {
   it('runs entries at their own due time, in due order, equal times in scheduling order', () => {
-    const clock = new FakeClock(T0);
-    const q = new TimerQueue(clock);
-    const seen: [string, number][] = [];
-    const log = (name: string) => seen.push([name, clock.now() - T0]);
+    const { clock, q, seen, log } = timedLog();
     q.setTimer(300, log, 'c');
     q.setTimer(100, log, 'a');
     q.setTimer(300, log, 'd');
@@ -60,10 +66,7 @@ describe('TimerQueue', () => {
   });
 
   it('re-arms the clock timer for an entry earlier than the armed one', () => {
-    const clock = new FakeClock(T0);
-    const q = new TimerQueue(clock);
-    const seen: [string, number][] = [];
-    const log = (name: string) => seen.push([name, clock.now() - T0]);
+    const { clock, q, seen, log } = timedLog();
     q.setTimer(1_000, log, 'late');
     q.setTimer(10, log, 'early');
     expect(clock.pendingTimers()).to.equal(1);
