@@ -51,6 +51,13 @@ if [[ -z "${KO_TEST_SKIP_UPSTREAM:-}" && -z "$(summary "$up")" ]]; then
   total_f=$((total_f + 1))
   status=1
 fi
+# CI keeps only the tail of the output: name what failed here, where it is read.
+failed_names="$( { grep -E '^FAILED: ' "$own"; grep -E '^FAIL[[:space:]]' "$up"; } 2>/dev/null | cut -c1-400 | head -n 40 )"
+if [[ -n "$failed_names" ]]; then
+  echo
+  echo "== failed"
+  echo "$failed_names"
+fi
 echo
 echo "${total_p} passed, ${total_f} failed, ${total_s} skipped"
 exit "$status"

@@ -10,6 +10,13 @@
  * turn, in the order they parked, only while that turn's slice lasts; the rest wait for the next turn. (Each
  * parked caller used to get a macrotask of its own, and each started a fresh slice: fifty parked pod syncs
  * made one check phase of half a second.)
+ *
+ * The clock is read only once a released caller has gone as far as it can: until it waits for real I/O,
+ * parks again or ends, i.e. until the microtask queue has drained (a `process.nextTick` callback queued from
+ * a microtask runs only then). Reading it after one microtask instead saw only the released caller's first
+ * step (a runtime call of a few microseconds), so a turn released a hundred callers before any of them did
+ * its real work, and that work then ran on in the same check phase: at 2,000 hostile pods, check phases of
+ * 16 ms at the median and 100 ms at the 99th percentile on a 10 ms slice.
  */
 export class TimeSlicer {
   private sliceStart: number;
@@ -45,8 +52,8 @@ export class TimeSlicer {
   }
 
   /**
-   * One loop turn: a new slice, and parked callers released one by one (each gets to run its first step
-   * before the next is released) until the slice is used up.
+   * One loop turn: a new slice, and parked callers released one by one (each runs until the microtask queue
+   * is empty before the next is released) until the slice is used up.
    */
   private async turn(): Promise<void> {
     this.scheduled = false;
@@ -55,7 +62,7 @@ export class TimeSlicer {
       const resolve = this.parked[this.head]!;
       this.parked[this.head++] = NOOP;
       resolve();
-      await RESOLVED;
+      await microtasksDrained();
     }
     if (this.head >= this.parked.length) {
       this.parked = [];
@@ -72,6 +79,14 @@ export class TimeSlicer {
 
 const RESOLVED: Promise<void> = Promise.resolve();
 const NOOP = (): void => {};
+
+/**
+ * Resolves once every microtask queued before and while it waits has run. Node runs the nextTick queue only
+ * when the microtask queue is empty, so its callback comes after the released caller's whole promise chain.
+ */
+function microtasksDrained(): Promise<void> {
+  return new Promise((resolve) => process.nextTick(resolve));
+}
 
 /** One slicer for the whole process: every node's pod syncs share the one event loop. */
 export const processSlicer = new TimeSlicer();

@@ -45,4 +45,28 @@ describe('TimeSlicer', () => {
     expect(ran).to.deep.equal([1, 2, 3, 4, 5]);
     expect(s.waiting()).to.equal(0);
   });
+
+  it('reads the clock only after a released caller has run its whole promise chain', async () => {
+    let t = 0;
+    const s = new TimeSlicer(10, () => t);
+    t = 10;
+    const ran: number[] = [];
+    // Each caller does its 6 ms of work a few promise steps after it is released (a runtime call answered,
+    // then the pod sync carrying on), not in its first step.
+    const deepWork = async (i: number): Promise<void> => {
+      await s.yield();
+      for (let step = 0; step < 5; step++) await Promise.resolve();
+      t += 6;
+      ran.push(i);
+    };
+    const done = [1, 2, 3, 4, 5].map(deepWork);
+    const turn = () => new Promise((resolve) => setImmediate(resolve));
+    await turn();
+    expect(ran, 'first turn: two callers fill its 10 ms, deep work and all').to.deep.equal([1, 2]);
+    await turn();
+    expect(ran).to.deep.equal([1, 2, 3, 4]);
+    await turn();
+    await Promise.all(done);
+    expect(ran).to.deep.equal([1, 2, 3, 4, 5]);
+  });
 });
