@@ -20,6 +20,7 @@ import { Kubelet } from './kubelet/kubelet.js';
 import { PodsByNodeIndex } from './kubelet/podmanager.js';
 import { asPodUID } from './kubelet/container/types.js';
 import { podRef } from './kubelet/kubelet_shell.js';
+import { memoByIdentity } from './util/memo.js';
 import { processSlicer } from './util/timeslice.js';
 import type { Metrics } from './metrics.js';
 import type { AdmissionNode } from './node/admission.js';
@@ -262,18 +263,24 @@ export class KubeletManagedNode implements ManagedNode {
     });
   }
 
+  /**
+   * The node as admission sees it, built once per spec (admission asks for it at every pod it admits, and
+   * the labels and allocatable it derives cost about as much as the rest of an admission).
+   */
+  private readonly admissionNodeOf = memoByIdentity((spec: VirtualNodeSpec): AdmissionNode => ({
+    name: this.nodeName,
+    labels: desiredLabels({
+      nodeName: this.nodeName,
+      virtualNodeName: this.vn.metadata.name ?? this.nodeName,
+      labels: spec.labels,
+      taints: spec.taints,
+    }),
+    taints: spec.taints,
+    allocatable: admissionAllocatable(spec),
+  }));
+
   private admissionNode(): AdmissionNode {
-    return {
-      name: this.nodeName,
-      labels: desiredLabels({
-        nodeName: this.nodeName,
-        virtualNodeName: this.vn.metadata.name ?? this.nodeName,
-        labels: this.spec.labels,
-        taints: this.spec.taints,
-      }),
-      taints: this.spec.taints,
-      allocatable: admissionAllocatable(this.spec),
-    };
+    return this.admissionNodeOf(this.spec);
   }
 
   async start(): Promise<void> {

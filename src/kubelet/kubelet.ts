@@ -21,6 +21,8 @@
 import type { Pod } from '../api/core.js';
 import { errorMessage, KindError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
+import { memoByIdentity } from '../util/memo.js';
+import type { AdmissionNode } from '../node/admission.js';
 import { PeriodicLoops } from '../util/periodic.js';
 import { ActiveDeadlineHandler } from './activedeadline.js';
 import { AllocationManager, ResizeRetryMs } from './allocation/manager.js';
@@ -180,10 +182,13 @@ export class Kubelet {
       keepStatusOnRestart: true,
     });
 
+    // Once per node object (the node's own is rebuilt only when its spec changes): the kernel release it
+    // may default to is a system call, and admission asks at every pod.
+    const admissionNode = memoByIdentity((n: AdmissionNode) => admissionNodeWithSettings(n, s));
     this.resizeConditions = new PodResizeConditions(deps.clock);
     this.allocationManager = new AllocationManager({
       conditions: this.resizeConditions,
-      node: () => admissionNodeWithSettings(deps.node(), s),
+      node: () => admissionNode(deps.node()),
       getPodByUID: (uid) => this.podManager.getPodByUID(asPodUID(uid)),
       activePods: () => this.syncer.activePods(),
       record,
@@ -204,7 +209,7 @@ export class Kubelet {
       clock: deps.clock,
       logger: this.log,
       record,
-      node: () => admissionNodeWithSettings(deps.node(), s),
+      node: () => admissionNode(deps.node()),
       podManager: this.podManager,
       statusManager: this.statusManager,
       prober: this.proberManager,

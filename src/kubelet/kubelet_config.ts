@@ -78,7 +78,10 @@ export interface KubeletDeps {
   clock: Clock;
   logger: Logger;
   metrics?: Metrics;
-  /** The node as admission sees it (allocatable, labels, taints); read at each admission. */
+  /**
+   * The node as admission sees it (allocatable, labels, taints); read at each admission. Never changed in
+   * place: a node that changes is a new object (the Kubelet keeps what it derives from it per object).
+   */
   node: () => AdmissionNode;
   settings: KubeletSettings;
   /**

@@ -353,11 +353,19 @@ export class KubeletPodSyncer implements PodSyncer {
     if (this.admitted.has(uid)) this.admitted.set(uid, pod);
   }
 
-  /** Admitted pods that still hold resources, as the API has them now (the allocation manager's view). */
+  /**
+   * Admitted pods that still hold resources, as the API has them now (the allocation manager's view): still
+   * syncing, and reported terminal neither by the status manager nor by the API. Admission reads it at every
+   * pod, so each pod is looked up once.
+   */
   activePods(): Pod[] {
     const out: Pod[] = [];
     for (const [uid, admitted] of this.admitted) {
-      if (this.isActive(uid)) out.push(this.d.podManager.getPodByUID(asPodUID(uid)) ?? admitted);
+      if (this.d.workerState(uid) !== 'syncing') continue;
+      const podUID = asPodUID(uid);
+      if (isTerminalPhase(this.d.statusManager.getPodPhase(podUID))) continue;
+      const latest = this.d.podManager.getPodByUID(podUID);
+      if (!isTerminalPhase(latest?.status?.phase)) out.push(latest ?? admitted);
     }
     return out;
   }
@@ -371,13 +379,6 @@ export class KubeletPodSyncer implements PodSyncer {
     } catch (err) {
       this.d.logger.warn('event recorder failed', { err: errorMessage(err) });
     }
-  }
-
-  /** Active = admitted, still syncing, and reported terminal neither by the status manager nor by the API. */
-  private isActive(uid: string): boolean {
-    if (this.d.workerState(uid) !== 'syncing') return false;
-    if (isTerminalPhase(this.d.statusManager.getPodPhase(asPodUID(uid)))) return false;
-    return !isTerminalPhase(this.d.podManager.getPodByUID(asPodUID(uid))?.status?.phase);
   }
 
   /**

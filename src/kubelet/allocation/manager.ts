@@ -166,10 +166,12 @@ export class AllocationManager {
 
   /** Other active pods as allocated: what a resize or an admission is measured against. */
   allocatedPods(except: string): Pod[] {
-    return this.d
-      .activePods()
-      .filter((p) => p.metadata.uid !== except)
-      .map((p) => this.updatePodFromAllocation(p).pod);
+    const out: Pod[] = [];
+    for (const p of this.d.activePods()) {
+      const uid = p.metadata.uid ?? '';
+      if (uid !== except) out.push(updatePodFromAllocation(p, this.allocated.get(uid)).pod);
+    }
+    return out;
   }
 
   /** kubelet handlePodResourcesResize: true when the desired resources were allocated. */
