@@ -22,51 +22,36 @@ describe('TimeSlicer', () => {
     expect(order).to.not.include('second macrotask');
   });
 
-  it('gives parked callers one slice per loop turn between them, in the order they parked', async () => {
+  /**
+   * Five callers park on a used-up slice; each, once released, works 6 ms after `depth` more promise steps (a
+   * runtime call answered, then the pod sync carrying on). A 10 ms turn holds two of them, whatever the depth.
+   */
+  async function twoPerTurn(depth: number): Promise<void> {
     let t = 0;
     const s = new TimeSlicer(10, () => t);
     t = 10;
     const ran: number[] = [];
-    // The slice that started at 0 is used up: five callers park, each then works 6 ms.
-    const done = [1, 2, 3, 4, 5].map((i) =>
-      s.yield().then(() => {
-        t += 6;
-        ran.push(i);
-      }),
-    );
+    const work = async (i: number): Promise<void> => {
+      await s.yield();
+      for (let step = 0; step < depth; step++) await Promise.resolve();
+      t += 6;
+      ran.push(i);
+    };
+    const done = [1, 2, 3, 4, 5].map(work);
     expect(s.waiting()).to.equal(5);
     const turn = () => new Promise((resolve) => setImmediate(resolve));
     await turn();
-    expect(ran, 'first turn: two callers fill its 10 ms').to.deep.equal([1, 2]);
+    expect(ran, `first turn, work ${depth} steps deep: two callers fill its 10 ms`).to.deep.equal([1, 2]);
     await turn();
     expect(ran).to.deep.equal([1, 2, 3, 4]);
     await turn();
     await Promise.all(done);
     expect(ran).to.deep.equal([1, 2, 3, 4, 5]);
     expect(s.waiting()).to.equal(0);
-  });
+  }
 
-  it('reads the clock only after a released caller has run its whole promise chain', async () => {
-    let t = 0;
-    const s = new TimeSlicer(10, () => t);
-    t = 10;
-    const ran: number[] = [];
-    // Each caller does its 6 ms of work a few promise steps after it is released (a runtime call answered,
-    // then the pod sync carrying on), not in its first step.
-    const deepWork = async (i: number): Promise<void> => {
-      await s.yield();
-      for (let step = 0; step < 5; step++) await Promise.resolve();
-      t += 6;
-      ran.push(i);
-    };
-    const done = [1, 2, 3, 4, 5].map(deepWork);
-    const turn = () => new Promise((resolve) => setImmediate(resolve));
-    await turn();
-    expect(ran, 'first turn: two callers fill its 10 ms, deep work and all').to.deep.equal([1, 2]);
-    await turn();
-    expect(ran).to.deep.equal([1, 2, 3, 4]);
-    await turn();
-    await Promise.all(done);
-    expect(ran).to.deep.equal([1, 2, 3, 4, 5]);
-  });
+  it('gives parked callers one slice per loop turn between them, in the order they parked', () =>
+    twoPerTurn(0));
+
+  it('reads the clock only after a released caller has run its whole promise chain', () => twoPerTurn(5));
 });
