@@ -209,6 +209,17 @@ export class KubeletPodSyncer implements PodSyncer {
     // When the runtime changed, inspect the pod now (kubelet: pleg.UpdateCache), so the new containers show in
     // the status without waiting for the next relist; a sync that did nothing reuses the view it started from.
     const acted = changedRuntime(result);
+    if (
+      !acted &&
+      !result.error &&
+      result.results.every((r) => r.error === undefined) &&
+      !this.resizing(uid)
+    ) {
+      // Nothing changed (the sandbox config is reported at every sync): the status generated from the same view
+      // at the start of this sync stands, and generating it again would give the same one.
+      this.observeStart(uid, pod, status);
+      return { isTerminal: false };
+    }
     const latest = acted ? await this.d.relist(refOf(pod)) : before;
     recordResizeResult(pod, result, this.d.resizeConditions, this.eventRecorder);
     resizeProgress(pod, latest, this.d.resizeConditions, this.eventRecorder);
@@ -261,6 +272,13 @@ export class KubeletPodSyncer implements PodSyncer {
     // Its room is free now: a deferred resize may fit.
     this.d.allocation.removePod(uid);
     if (this.d.allocation.hasPendingResizes()) this.d.allocation.retryPendingResizes('pod_terminated');
+  }
+
+  private resizing(uid: string): boolean {
+    return (
+      this.d.resizeConditions.pending(uid) !== undefined ||
+      this.d.resizeConditions.inProgress(uid) !== undefined
+    );
   }
 
   /** How soon a pod must be synced again for its resize (the runtime catching up); undefined: no hurry. */
@@ -321,7 +339,12 @@ export class KubeletPodSyncer implements PodSyncer {
     // no room from the others.
     if (isTerminalPhase(pod.status?.phase)) return false;
     const asAllocated = this.d.allocation.podForAdmission(pod);
-    const result = admitPod(asAllocated, this.d.node(), this.d.allocation.allocatedPods(uid));
+    const node = this.d.node();
+    // The allocated pods' tally holds at least what the active pods do: a pod that fits it fits them, without
+    // a scan of the node's pods per pod admitted. Anything else is decided against the active pods themselves.
+    const tallied = this.d.allocation.admissionPeers(uid);
+    let result = tallied ? admitPod(asAllocated, node, tallied) : undefined;
+    if (!result?.admit) result = admitPod(asAllocated, node, this.d.allocation.allocatedPods(uid));
     if (result.admit) {
       this.admitted.set(uid, pod);
       this.d.allocation.setAllocated(asAllocated);

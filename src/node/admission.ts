@@ -137,12 +137,55 @@ function portsConflict(a: string, b: string): boolean {
 const requestsOf = memoByIdentity((spec: Pod['spec']): ResourceAmounts => podRequests(spec));
 
 /**
+ * What admission needs of the pods already admitted on a node: how many, the sum of their requests and their
+ * host ports. A summary that counts more pods, more of every resource and more ports than the node really holds
+ * can only admit less: a pod it admits fits the real node too (see AdmittedTally).
+ */
+export interface AdmissionPeers {
+  count: number;
+  used: ReadonlyMap<string, number>;
+  hostPorts: readonly string[];
+}
+
+/** The peers' summary of a list of pods, or the admission error a pod with invalid requests among them gives. */
+export function admissionPeers(admitted: readonly Pod[]): AdmissionPeers | AdmitResult {
+  const used = new Map<string, number>();
+  try {
+    for (const other of admitted)
+      for (const [k, v] of requestsOf(other.spec)) used.set(k, (used.get(k) ?? 0) + v);
+  } catch (err) {
+    return invalidRequest(err);
+  }
+  return { count: admitted.length, used, hostPorts: admitted.flatMap((p) => hostPortsOf(p.spec)) };
+}
+
+function invalidRequest(err: unknown): AdmitResult {
+  return {
+    admit: false,
+    reason: 'UnexpectedAdmissionError',
+    message: `Invalid resource request: ${errorMessage(err)}`,
+  };
+}
+
+/** A spec's requests (memoized per spec object) and host ports, as admission counts them. */
+export function admissionShare(spec: Pod['spec']): {
+  requests: ResourceAmounts;
+  hostPorts: readonly string[];
+} {
+  return { requests: requestsOf(spec), hostPorts: hostPortsOf(spec) };
+}
+
+/**
  * Decides whether `pod` may run on `node` next to `admitted` (pods already running or admitted there, not
  * terminal). The first failing check gives the reason, in the kubelet's order: sysctls, OS label, OS field,
  * resources (pods count first, then cpu, memory, ephemeral storage, extended), node affinity, node name, host
  * ports, NoExecute taints.
  */
-export function admitPod(pod: Pod, node: AdmissionNode, admitted: Pod[]): AdmitResult {
+export function admitPod(
+  pod: Pod,
+  node: AdmissionNode,
+  admitted: readonly Pod[] | AdmissionPeers,
+): AdmitResult {
   if ((pod.spec.securityContext?.sysctls ?? []).length > 0) {
     let verdict: AdmitResult;
     try {
@@ -171,23 +214,19 @@ export function admitPod(pod: Pod, node: AdmissionNode, admitted: Pod[]): AdmitR
     };
   }
 
-  let requests: Map<string, number>;
-  const used = new Map<string, number>();
+  let requests: ResourceAmounts;
   try {
     requests = requestsOf(pod.spec);
-    for (const other of admitted)
-      for (const [k, v] of requestsOf(other.spec)) used.set(k, (used.get(k) ?? 0) + v);
   } catch (err) {
-    return {
-      admit: false,
-      reason: 'UnexpectedAdmissionError',
-      message: `Invalid resource request: ${errorMessage(err)}`,
-    };
+    return invalidRequest(err);
   }
+  const peers = Array.isArray(admitted) ? admissionPeers(admitted) : (admitted as AdmissionPeers);
+  if ('admit' in peers) return peers;
+  const used = peers.used;
 
   const podsCapacity = node.allocatable.get('pods');
-  if (podsCapacity !== undefined && admitted.length + 1 > podsCapacity) {
-    return insufficient('pods', 1, admitted.length, podsCapacity);
+  if (podsCapacity !== undefined && peers.count + 1 > podsCapacity) {
+    return insufficient('pods', 1, peers.count, podsCapacity);
   }
   const ordered = [
     'cpu',
@@ -209,7 +248,7 @@ export function admitPod(pod: Pod, node: AdmissionNode, admitted: Pod[]): AdmitR
   if (pod.spec.nodeName && pod.spec.nodeName !== node.name) {
     return predicateFailed('NodeName', "node(s) didn't match the requested node name");
   }
-  const taken = admitted.flatMap((p) => hostPortsOf(p.spec));
+  const taken = peers.hostPorts;
   if (hostPortsOf(pod.spec).some((p) => taken.some((t) => portsConflict(p, t)))) {
     return predicateFailed('NodePorts', "node(s) didn't have free ports for the requested pod ports");
   }

@@ -14,7 +14,7 @@
  * No I/O: the node view, the pods, the Event recorder and the pod-sync trigger come in as functions.
  */
 import { isTerminalPhase, type Pod, type ResourceRequirements } from '../../api/core.js';
-import type { AdmissionNode } from '../../node/admission.js';
+import type { AdmissionNode, AdmissionPeers } from '../../node/admission.js';
 import { errorMessage } from '../../util/errors.js';
 import { getPodQOS } from '../qos.js';
 import type { PodResizeConditions } from '../status/resizeconditions.js';
@@ -34,6 +34,7 @@ import {
   ResizeStarted,
 } from './messages.js';
 import { admitResize, Infeasible } from './resizeadmission.js';
+import { AdmittedTally } from './tally.js';
 
 /** Why the pending resizes are retried (kubelet: TriggerReason*), for logs. */
 export type ResizeTrigger = 'pod_updated' | 'pods_added' | 'pod_terminated' | 'periodic_retry';
@@ -61,6 +62,8 @@ function podRef(pod: Pod): string {
 
 export class AllocationManager {
   private readonly allocated = new Map<string, PodAllocation>();
+  /** What the allocated pods hold, summed as they come and go (admission's peers without a scan). */
+  private readonly tally = new AdmittedTally();
   private pendingResizes: string[] = [];
 
   constructor(private readonly d: AllocationManagerDeps) {}
@@ -89,7 +92,17 @@ export class AllocationManager {
 
   /** Records an admitted pod's allocation (kubelet: SetAllocatedResources). */
   setAllocated(pod: Pod): void {
-    this.allocated.set(pod.metadata.uid ?? '', allocationFromPod(pod));
+    const uid = pod.metadata.uid ?? '';
+    this.allocated.set(uid, allocationFromPod(pod));
+    this.tally.set(uid, pod.spec);
+  }
+
+  /**
+   * Every allocated pod not yet removed, `except` left out, summed for admission: never less than the active
+   * pods hold (see AdmittedTally); undefined when only allocatedPods can answer.
+   */
+  admissionPeers(except: string): AdmissionPeers | undefined {
+    return this.tally.peers(except);
   }
 
   /**
@@ -114,14 +127,19 @@ export class AllocationManager {
     if (this.pendingResizes.length > 0) this.retryPendingResizes('pod_updated');
   }
 
-  removePod(uid: string): void {
+  private removeAllocation(uid: string): void {
     this.allocated.delete(uid);
+    this.tally.delete(uid);
+  }
+
+  removePod(uid: string): void {
+    this.removeAllocation(uid);
     this.pendingResizes = this.pendingResizes.filter((u) => u !== uid);
   }
 
   /** Forgets pods not in `uids` (kubelet: RemoveOrphanedPods). */
   retain(uids: ReadonlySet<string>): void {
-    for (const uid of [...this.allocated.keys()]) if (!uids.has(uid)) this.allocated.delete(uid);
+    for (const uid of [...this.allocated.keys()]) if (!uids.has(uid)) this.removeAllocation(uid);
     this.pendingResizes = this.pendingResizes.filter((u) => uids.has(u));
   }
 

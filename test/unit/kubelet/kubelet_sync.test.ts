@@ -558,6 +558,24 @@ describe('KubeletPodSyncer', () => {
     expect(f.statuses.size, 'no API object: no status').to.equal(0);
   });
 
+  it('keeps the status it started from when the runtime had nothing to do, and only then', async () => {
+    const f = new Fakes();
+    const s = f.syncer();
+    const noop = { results: [{ action: 'ConfigPodSandbox', target: 'sb' }] } as unknown as PodSyncResult;
+    f.runtimeViews = [rt('a', [rec('running')])];
+    f.syncResult = noop;
+    expect(await s.syncPod(ctx(), 'update', mkPod('a'), f.view())).to.deep.equal({ isTerminal: false });
+    expect(f.calls).to.deep.equal(['setPodStatus Running', 'prober.addPod', 'mountPod', 'runtime.syncPod']);
+    expect(f.started.length, 'the start is still observed').to.equal(1);
+    // A start failure before create is not a change of the runtime, but its reason must show in this sync.
+    f.calls = [];
+    f.syncResult = {
+      results: [{ action: 'StartContainer', target: 'app', error: 'CrashLoopBackOff' }],
+    } as unknown as PodSyncResult;
+    await s.syncPod(ctx(), 'update', mkPod('a'), f.view());
+    expect(f.calls.filter((c) => c.startsWith('setPodStatus')).length).to.equal(2);
+  });
+
   it('inspects the pod again only when the runtime changed (not for the sandbox config or a back-off)', async () => {
     const r = (action: string, error?: string) => ({ action, target: 'app', ...(error ? { error } : {}) });
     const res = (...results: ReturnType<typeof r>[]) => ({ results }) as unknown as PodSyncResult;
