@@ -4,7 +4,7 @@ import type { Node } from '../../src/api/node.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { createVirtualNode, nodeReady, VN_PATH } from '../../scripts/lib/cluster.js';
 import { KWOK_NODE_ANNOTATION } from './agents.js';
-import { forEachLimit } from './pods.js';
+import { forEachConcurrently } from '../../src/util/pool.js';
 
 /** The label value our benchmark operator selects (`kubelet-operator.dev/served-by=<this>`). */
 export const SERVED_BY = 'bench';
@@ -32,7 +32,7 @@ export async function createSimVirtualNodes(
   /** spec.internalIP per node (the node API routes by the address dialled); unset: the operator's default. */
   internalIPs?: ReadonlyMap<string, string>,
 ) {
-  await forEachLimit(names, concurrency, (name) =>
+  await forEachConcurrently(names, concurrency, (name) =>
     createVirtualNode(client, name, SERVED_BY, {
       ...(internalIPs?.has(name) ? { internalIP: internalIPs.get(name) } : {}),
       runtime: { type: 'sim' },
@@ -63,7 +63,7 @@ export async function createKwokNodes(
   concurrency = NODE_CREATE_CONCURRENCY,
 ) {
   const resources = { cpu: '64', memory: '256Gi', pods: String(podCapacity(podsPerNode)) };
-  await forEachLimit(names, concurrency, async (name) => {
+  await forEachConcurrently(names, concurrency, async (name) => {
     await client.request({
       method: 'POST',
       path: '/api/v1/nodes',

@@ -3,6 +3,7 @@
 // and when it was gone. Times are epoch ms on this machine's clock (the driver's view).
 import type { KubeClient } from '../../src/kube/client.js';
 import { SimBehaviourAnnotation } from '../../src/runtime/sim/profile.js';
+import { forEachConcurrently } from '../../src/util/pool.js';
 
 export interface PodLike {
   metadata?: { name?: string; namespace?: string; resourceVersion?: string; deletionTimestamp?: string };
@@ -94,19 +95,6 @@ export async function ensureNamespace(client: KubeClient, name: string): Promise
       body: { metadata: { name: 'default' } },
     })
     .catch(ignoreExists);
-}
-
-/** Runs `fn` over `items` with at most `limit` in flight. */
-export async function forEachLimit<T>(
-  items: readonly T[],
-  limit: number,
-  fn: (item: T) => Promise<void>,
-): Promise<void> {
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) await fn(items[next++]!);
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }
 
 /** Watches the pods of one namespace from the moment it is started (the namespace should be empty). */
@@ -221,7 +209,7 @@ export async function createPods(
   makePod: (name: string, namespace: string, node: string) => object = benchPod,
 ): Promise<void> {
   const path = `/api/v1/namespaces/${watch.namespace}/pods`;
-  await forEachLimit(pods, concurrency, async ({ name, node }) => {
+  await forEachConcurrently(pods, concurrency, async ({ name, node }) => {
     const sent = Date.now();
     await client.request({ method: 'POST', path, body: makePod(name, watch.namespace, node) });
     watch.record(name).createdAt ??= sent;
@@ -238,7 +226,7 @@ export async function deletePods(
   names: readonly string[],
   concurrency: number,
 ): Promise<void> {
-  await forEachLimit(names, concurrency, async (name) => {
+  await forEachConcurrently(names, concurrency, async (name) => {
     await client
       .request({ method: 'DELETE', path: `/api/v1/namespaces/${namespace}/pods/${name}` })
       .catch((err: unknown) => {

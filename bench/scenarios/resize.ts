@@ -8,7 +8,8 @@ import { countOf, countRequests, readAuditLog, type RequestCounts } from '../lib
 import { OPERATOR_USER } from '../lib/cluster.js';
 import { createSimVirtualNodes, nodeNames, waitNodesReady } from '../lib/nodes.js';
 import { withOperatorCluster } from '../lib/operatorcluster.js';
-import { createPods, ensureNamespace, forEachLimit, podPlan, PodWatch, type PodLike } from '../lib/pods.js';
+import { forEachConcurrently } from '../../src/util/pool.js';
+import { createPods, ensureNamespace, podPlan, PodWatch, type PodLike } from '../lib/pods.js';
 import { ProcSampler, windowUsage } from '../lib/procstat.js';
 import { summarize } from '../lib/stats.js';
 import { duration, formatTable, num } from '../lib/table.js';
@@ -108,7 +109,7 @@ export async function runResize(
         if (sentAt.has(name) && !resizedAt.has(name) && isResized(pod)) resizedAt.set(name, Date.now());
       });
       const r0 = Date.now();
-      await forEachLimit(plan, opts.concurrency, async ({ name }) => {
+      await forEachConcurrently(plan, opts.concurrency, async ({ name }) => {
         sentAt.set(name, Date.now());
         await bc.driver.request({
           method: 'PATCH',

@@ -35,7 +35,15 @@ export interface RequestOptions {
   priority?: Priority;
   /** The answer is not wanted: a successful body is neither kept nor parsed (resolves undefined). */
   ignoreAnswer?: boolean;
+  /** The Accept header; defaults to application/json (see PartialObjectMetadataJSON). */
+  accept?: string;
 }
+
+/**
+ * Asks the API server for an object's metadata alone (kind PartialObjectMetadata), for a write whose caller
+ * reads only the answer's metadata: the server then encodes, and the client parses, a fraction of the object.
+ */
+export const PartialObjectMetadataJSON = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1';
 
 export interface KubeClientOptions {
   qps?: number;
@@ -354,6 +362,7 @@ export class KubeClient {
     try {
       const { status, text } = await new Promise<{ status: number; text: string }>((resolve, reject) => {
         const headers: Record<string, string> = {};
+        if (req.accept !== undefined) headers.Accept = req.accept;
         if (body !== undefined) {
           headers['Content-Type'] = req.contentType ?? 'application/json';
           headers['Content-Length'] = String(Buffer.byteLength(body));

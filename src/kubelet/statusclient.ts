@@ -1,11 +1,11 @@
 /**
  * The status manager's three API calls over the rate-limited KubeClient (kubelet: the clientset calls of
  * status_manager.go syncPod): GET the pod, PATCH `pods/<name>/status` with a strategic merge patch whose
- * body carries the UID precondition, and the final DELETE with grace period 0 and a UID precondition, so a
+ * body carries the UID precondition (answered with the pod's metadata only), and the final DELETE with grace period 0 and a UID precondition, so a
  * pod recreated under the same name is never patched or deleted by mistake.
  */
-import type { Pod } from '../api/core.js';
-import { PatchTypes, type KubeClient } from '../kube/client.js';
+import type { ObjectMeta, Pod } from '../api/core.js';
+import { PartialObjectMetadataJSON, PatchTypes, type KubeClient } from '../kube/client.js';
 import type { PodStatusClient } from './status/interfaces.js';
 import type { PodStatusPatch } from './status/patch.js';
 
@@ -23,12 +23,14 @@ export function restPodStatusClient(client: Pick<KubeClient, 'request'>): PodSta
   return {
     getPod: (namespace, name) => client.request<Pod>({ method: 'GET', path: podPath(namespace, name) }),
     patchPodStatus: (namespace, name, _uid: string, patch: PodStatusPatch) =>
-      // The precondition travels in the body (`metadata.uid`), as the kubelet's PatchPodStatus sends it.
-      client.request<Pod>({
+      // The precondition travels in the body (`metadata.uid`), as the kubelet's PatchPodStatus sends it. The
+      // status manager reads only the answer's metadata (UID, resourceVersion, deletionTimestamp).
+      client.request<{ metadata: ObjectMeta }>({
         method: 'PATCH',
         path: `${podPath(namespace, name)}/status`,
         body: patch,
         contentType: PatchTypes.strategic,
+        accept: PartialObjectMetadataJSON,
       }),
     deletePod: async (namespace, name, uid, gracePeriodSeconds) => {
       await client.request({

@@ -150,4 +150,19 @@ describe('status manager: the informer copy instead of a GET (real kube-apiserve
     expect(s.manager.statusReads()).to.deep.equal({ cache: 2, get: 0 });
     expect(s.manager.getPodStatus(asPodUID(s.created.metadata.uid ?? ''))?.phase).to.equal('Running');
   });
+
+  it("is answered the patched pod's metadata alone, the stored resourceVersion among it", async () => {
+    const s = await setup('cache-metadata-answer');
+    const rest = restPodStatusClient(client);
+    const answer = await rest.patchPodStatus(NS, 'cache-metadata-answer', s.created.metadata.uid!, {
+      metadata: { uid: s.created.metadata.uid! },
+      status: { phase: 'Running', message: 'from the test' },
+    } as never);
+    const stored = await s.read();
+    expect(Object.keys(answer).sort()).to.deep.equal(['apiVersion', 'kind', 'metadata']);
+    expect((answer as { kind?: string }).kind).to.equal('PartialObjectMetadata');
+    expect(answer.metadata.uid).to.equal(s.created.metadata.uid);
+    expect(answer.metadata.resourceVersion).to.equal(stored.metadata.resourceVersion);
+    expect(stored.status).to.include({ phase: 'Running', message: 'from the test' });
+  });
 });

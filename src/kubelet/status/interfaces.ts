@@ -3,7 +3,7 @@
  * interfaces (kubelet: status_manager.go PodManager, PodDeletionSafetyProvider, and the clientset calls of
  * syncPod). Implementations live in the shell; tests pass fakes.
  */
-import type { Pod } from '../../api/core.js';
+import type { ObjectMeta, Pod } from '../../api/core.js';
 import type { PodUID } from '../container/types.js';
 import type { PodStatusPatch } from './patch.js';
 
@@ -45,9 +45,14 @@ export interface PodStatusClient {
   /**
    * PATCH the `status` subresource with a strategic merge patch (content type
    * application/strategic-merge-patch+json). `uid` is the precondition also carried in the body. Resolves
-   * to the pod as the server stored it.
+   * to the metadata of the pod as the server stored it (its status is the merged one the patch was made for).
    */
-  patchPodStatus(namespace: string, name: string, uid: string, patch: PodStatusPatch): Promise<Pod>;
+  patchPodStatus(
+    namespace: string,
+    name: string,
+    uid: string,
+    patch: PodStatusPatch,
+  ): Promise<{ metadata: ObjectMeta }>;
   /** DELETE the pod with this grace period and a UID precondition (never another pod of the same name). */
   deletePod(namespace: string, name: string, uid: string, gracePeriodSeconds: 0): Promise<void>;
 }

@@ -55,6 +55,7 @@ describe('kubelet shell adapters', () => {
           path: '/api/v1/namespaces/ns/pods/web-1/status',
           body: patch,
           contentType: 'application/strategic-merge-patch+json',
+          accept: 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1',
         },
         {
           method: 'DELETE',

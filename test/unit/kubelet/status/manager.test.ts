@@ -48,6 +48,38 @@ describe('StatusManager', () => {
     expect(manager.peekPodStatus(UID)?.message).to.equal('n');
   });
 
+  it('writes the statuses of one batch up to four pods at a time, each pod once', async () => {
+    const server = new FakeApiServer();
+    let inFlight = 0;
+    let most = 0;
+    const patched: string[] = [];
+    const slow = async <T>(call: () => Promise<T>): Promise<T> => {
+      most = Math.max(most, ++inFlight);
+      await new Promise((r) => setTimeout(r, 5));
+      inFlight--;
+      return call();
+    };
+    const client: PodStatusClient = {
+      getPod: (ns, name) => slow(() => server.getPod(ns, name)),
+      patchPodStatus: (ns, name, uid, patch) => {
+        patched.push(name);
+        return slow(() => server.patchPodStatus(ns, name, uid, patch));
+      },
+      deletePod: (ns, name, uid, grace) => server.deletePod(ns, name, uid, grace),
+    };
+    const { manager } = setup({ client });
+    const names = Array.from({ length: 10 }, (_, i) => `p${i}`);
+    for (const name of names) {
+      const pod = testPod({}, { uid: `u-${name}`, name });
+      server.put(pod);
+      manager.setPodStatus(pod, { phase: 'Running', message: name });
+    }
+    expect(await manager.syncBatch(false)).to.equal(10);
+    expect(most).to.equal(4);
+    expect([...patched].sort()).to.deep.equal([...names].sort());
+    expect(await manager.syncBatch(false), 'all written').to.equal(0);
+  });
+
   it('keeps a condition transition time while its status holds, re-stamps it when it flips', () => {
     const { manager, clock } = setup();
     const pod = testPod();
