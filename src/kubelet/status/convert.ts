@@ -147,6 +147,8 @@ export function convertToAPIContainerStatuses(
     throw new KindError('InvalidArgument', 'pod has no metadata');
   }
   validatePodSpecForStatus(pod.spec);
+  // No containers of this kind (most pods have no init or ephemeral containers): no statuses either.
+  if (containers.length === 0) return [];
   const records = (Array.isArray(runtimeStatus?.containers) ? runtimeStatus.containers : []).filter(
     (r): r is KubeContainerStatus => typeof r === 'object' && r !== null && typeof r.name === 'string',
   );

@@ -7,6 +7,7 @@
  */
 import type { Container, Pod, PodSpec, PodStatus, RestartPolicy } from '../../api/core.js';
 import { KindError } from '../../util/errors.js';
+import { memoByIdentity } from '../../util/memo.js';
 import { isRecord } from '../../util/record.js';
 
 const RESTART_POLICIES: ReadonlySet<string> = new Set(['Always', 'OnFailure', 'Never']);
@@ -39,6 +40,14 @@ function containerList(
  */
 export function validatePodSpecForStatus(spec: PodSpec | undefined | null): RestartPolicy {
   if (typeof spec !== 'object' || spec === null) invalid('pod has no spec');
+  return validSpecs(spec);
+}
+
+/**
+ * The check of one spec object, once: a status is generated several times per sync (init, regular and ephemeral
+ * lists each check the spec), and specs are never changed in place. A spec that fails is not remembered.
+ */
+const validSpecs = memoByIdentity((spec: PodSpec): RestartPolicy => {
   const policy: unknown = spec.restartPolicy;
   if (
     policy !== undefined &&
@@ -56,7 +65,7 @@ export function validatePodSpecForStatus(spec: PodSpec | undefined | null): Rest
     }
   }
   return (policy ?? 'Always') as RestartPolicy;
-}
+});
 
 /**
  * A pod the status manager can key and sync: an object with metadata.uid (non-empty), string name and

@@ -93,8 +93,17 @@ export class MemoryVolumeFS implements VolumeFS {
     const found = this.resolve(path, true, 'mkdir', true);
     if (found.node && isDir(found.node)) return;
     const parts = components(path, 'mkdir');
-    let prefix = '';
-    for (const part of parts) {
+    // Back from the end to the deepest ancestor there is (usually the parent), then forward creating: a walk
+    // per missing directory, not one per component from the root.
+    let have = parts.length - 1;
+    for (; have > 0; have--) {
+      const r = this.resolve(`/${parts.slice(0, have).join('/')}`, true, 'mkdir', true);
+      if (!r.node) continue;
+      if (!isDir(r.node)) throw new VolumeFSError('EEXIST', 'mkdir', path);
+      break;
+    }
+    let prefix = have > 0 ? `/${parts.slice(0, have).join('/')}` : '';
+    for (const part of parts.slice(have)) {
       prefix += `/${part}`;
       const r = this.resolve(prefix, true, 'mkdir');
       if (r.node && isDir(r.node)) continue;

@@ -1,5 +1,7 @@
 /**
- * Records to the Runtime's result types. Every result is a fresh object: callers own what they get.
+ * Records to the Runtime's result types. Every result is a fresh object; the label, annotation and metadata
+ * maps in it are the records' own, frozen (a relist converts every sandbox and container of the node each
+ * second, and copies of them were most of what it allocated).
  */
 import type {
   Container,
@@ -28,8 +30,8 @@ export function toPodSandbox(s: SandboxRecord): PodSandbox {
     metadata: sandboxMetadata(s),
     state: s.state,
     createdAt: s.createdAt,
-    labels: { ...s.labels },
-    annotations: { ...s.annotations },
+    labels: s.labels,
+    annotations: s.annotations,
   };
 }
 
@@ -42,13 +44,13 @@ export function toContainer(c: ContainerRecord): Container {
   return {
     id: c.id,
     podSandboxId: c.sandbox.id,
-    metadata: { ...c.spec.metadata },
+    metadata: c.spec.metadata,
     image: c.spec.image,
     imageRef: c.spec.imageId,
     state: c.state,
     createdAt: c.createdAt,
-    labels: { ...c.labels },
-    annotations: { ...c.spec.annotations },
+    labels: c.labels,
+    annotations: c.spec.annotations,
   };
 }
 
@@ -100,7 +102,7 @@ export function sandboxAttributes(s: SandboxRecord): StatsAttributes<PodSandboxM
   return {
     id: s.id,
     metadata: sandboxMetadata(s),
-    labels: { ...s.labels },
-    annotations: { ...s.annotations },
+    labels: s.labels,
+    annotations: s.annotations,
   };
 }

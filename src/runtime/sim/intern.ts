@@ -93,8 +93,15 @@ export class CompactCopies {
     this.templates = new SharedValues(limit);
   }
 
-  /** Equal to `{ ...o }`: the same own enumerable properties in the same order, values as read once. */
-  copy(o: Readonly<Record<string, string>> | undefined): Record<string, string> {
+  /**
+   * Equal to `{ ...o }`: the same own enumerable properties in the same order, values as read once; frozen, so
+   * the runtime's answers can hand it out as it is (convert.ts).
+   */
+  copy(o: Readonly<Record<string, string>> | undefined): Readonly<Record<string, string>> {
+    return Object.freeze(this.plainCopy(o));
+  }
+
+  private plainCopy(o: Readonly<Record<string, string>> | undefined): Record<string, string> {
     if (o === undefined || o === null) return {};
     const keys = Object.keys(o);
     if (keys.length <= IN_OBJECT || Object.getOwnPropertySymbols(o).length > 0) return { ...o };

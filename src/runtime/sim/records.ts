@@ -105,9 +105,9 @@ export class RecordMaker {
       state: 'ready',
       createdAt: fixed.createdAt,
       labels: this.labels.copy(config.labels),
-      annotations: this.annotations.get(plainKey(config.annotations ?? {}), () => ({
-        ...config.annotations,
-      })),
+      annotations: this.annotations.get(plainKey(config.annotations ?? {}), () =>
+        Object.freeze({ ...config.annotations }),
+      ),
       networkMode: config.linux?.securityContext?.namespaceOptions?.network ?? 'POD',
       ip: fixed.ip,
       logDirectory: typeof logDirectory === 'string' ? flatString(logDirectory) : logDirectory,

@@ -69,13 +69,14 @@ export class ContainerSpecs {
       mounts,
       resources ?? null,
     ]);
+    // Metadata and annotations are frozen: the runtime's answers hand them out as they are (convert.ts).
     const spec = this.table.get(key, () => ({
-      metadata,
+      metadata: Object.freeze(metadata),
       image: config.image,
       imageId: image.id,
       statusImage,
       statusImageRef,
-      annotations: { ...config.annotations },
+      annotations: Object.freeze({ ...config.annotations }),
       logPath: config.logPath,
       env: env ? Object.fromEntries(env) : NO_ENV,
       mounts,
