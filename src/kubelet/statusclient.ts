@@ -1,8 +1,9 @@
 /**
  * The status manager's three API calls over the rate-limited KubeClient (kubelet: the clientset calls of
  * status_manager.go syncPod): GET the pod, PATCH `pods/<name>/status` with a strategic merge patch whose
- * body carries the UID precondition (answered with the pod's metadata only), and the final DELETE with grace period 0 and a UID precondition, so a
- * pod recreated under the same name is never patched or deleted by mistake.
+ * body carries the UID precondition (answered with the pod's metadata only), and the final DELETE with grace
+ * period 0 and a UID precondition, so a pod recreated under the same name is never patched or deleted by
+ * mistake.
  */
 import type { ObjectMeta, Pod } from '../api/core.js';
 import { PartialObjectMetadataJSON, PatchTypes, type KubeClient } from '../kube/client.js';

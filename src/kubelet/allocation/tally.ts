@@ -9,8 +9,8 @@
  * pods too, and a pod it rejects is decided again against the active pods themselves.
  *
  * A spec whose requests cannot be read, or that asks for a negative or fractional amount (sums of fractions
- * drift), would break that bound; while
- * such a pod is tallied, `peers` answers undefined and the caller scans the active pods.
+ * drift), would break that bound: while such a pod is tallied, `peers` answers undefined and the caller scans
+ * the active pods.
  */
 import type { Pod } from '../../api/core.js';
 import type { ResourceAmounts } from '../../api/resources.js';
@@ -25,7 +25,7 @@ export class AdmittedTally {
   private readonly shares = new Map<string, Share | undefined>();
   private readonly used = new Map<string, number>();
   private readonly ports = new Map<string, number>();
-  /** Tallied pods whose share could not be counted (invalid or negative requests). */
+  /** Tallied pods whose share could not be counted (unreadable, negative or fractional requests). */
   private unreadable = 0;
 
   /** Tallies (or re-tallies) a pod with the spec it is allocated. */
@@ -66,10 +66,6 @@ export class AdmittedTally {
       if (n <= 0) this.ports.delete(p);
       else this.ports.set(p, n);
     }
-  }
-
-  has(uid: string): boolean {
-    return this.shares.has(uid);
   }
 
   get size(): number {

@@ -88,13 +88,13 @@ export function rfc3339Nano(ns: bigint): string {
   return `${new Date(ms).toISOString().slice(0, 19)}${frac ? `.${frac}` : ''}Z`;
 }
 
-/** Stats attributes as ListContainerStats / ListPodSandboxStats report them (copies). */
+/** Stats attributes as ListContainerStats / ListPodSandboxStats report them (the records' frozen maps). */
 export function containerAttributes(c: ContainerRecord): StatsAttributes<ContainerMetadata> {
   return {
     id: c.id,
-    metadata: { ...c.spec.metadata },
-    labels: { ...c.labels },
-    annotations: { ...c.spec.annotations },
+    metadata: c.spec.metadata,
+    labels: c.labels,
+    annotations: c.spec.annotations,
   };
 }
 

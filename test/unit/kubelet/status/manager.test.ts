@@ -3,6 +3,7 @@ import type { Pod, PodStatus } from '../../../../src/api/core.js';
 import { asPodUID } from '../../../../src/kubelet/container/types.js';
 import type { PodStatusClient } from '../../../../src/kubelet/status/interfaces.js';
 import { StatusManager } from '../../../../src/kubelet/status/manager.js';
+import { SYNC_CONCURRENCY } from '../../../../src/kubelet/status/sync.js';
 import { ConfigSourceAnnotationKey } from '../../../../src/kubelet/types/podupdate.js';
 import { FakeClock } from '../../../../src/util/clock.js';
 import { isInvalidArgument, KindError } from '../../../../src/util/errors.js';
@@ -48,7 +49,7 @@ describe('StatusManager', () => {
     expect(manager.peekPodStatus(UID)?.message).to.equal('n');
   });
 
-  it('writes the statuses of one batch up to four pods at a time, each pod once', async () => {
+  it('writes the statuses of one batch up to SYNC_CONCURRENCY (4) pods at a time, each pod once', async () => {
     const server = new FakeApiServer();
     let inFlight = 0;
     let most = 0;
@@ -75,7 +76,7 @@ describe('StatusManager', () => {
       manager.setPodStatus(pod, { phase: 'Running', message: name });
     }
     expect(await manager.syncBatch(false)).to.equal(10);
-    expect(most).to.equal(4);
+    expect(most).to.equal(SYNC_CONCURRENCY);
     expect([...patched].sort()).to.deep.equal([...names].sort());
     expect(await manager.syncBatch(false), 'all written').to.equal(0);
   });
