@@ -153,11 +153,33 @@ describe('Kubelet against a real API server (simulated runtime)', function () {
   ): Promise<PodStatus> =>
     eventually(
       async () => {
-        const s = (await getPod(name)).status ?? {};
-        return pred(s) ? s : undefined;
+        const pod = await getPod(name);
+        const s = pod.status ?? {};
+        return pred(s) ? pod : undefined;
       },
       timeoutMs,
       `${name}: ${what}`,
+    ).then(async (pod) => {
+      // The tests read `history` after this; it is written by the informer's watch, which may still be
+      // behind the GET. Wait until the watch has delivered this version too.
+      const rv = BigInt(pod.metadata.resourceVersion!);
+      await eventually(
+        () => {
+          const seen = informer.get(`${NS}/${name}`)?.metadata.resourceVersion;
+          return seen !== undefined && BigInt(seen) >= rv ? true : undefined;
+        },
+        5_000,
+        `${name}: the informer at resourceVersion ${rv}`,
+      );
+      return pod.status ?? {};
+    });
+
+  /** Resolves once the informer has seen `name` deleted, so every update before that is in `history`. */
+  const informerSawDelete = (name: string): Promise<true> =>
+    eventually(
+      () => (informer.get(`${NS}/${name}`) === undefined ? true : undefined),
+      5_000,
+      `${name}: deletion seen by the informer`,
     );
 
   /** The first status in the informer's history of `name` (after `from`) that satisfies `pred`. */
@@ -707,6 +729,7 @@ describe('Kubelet against a real API server (simulated runtime)', function () {
     const took = Date.now() - t0;
     console.log(`      graceful delete (grace 3 s) completed in ${took} ms`);
     expect(took).to.be.within(2_800, 10_000);
+    await informerSawDelete('graceful');
     const last = history.get('graceful')!.at(-1)!.status;
     expect(cs(last, 'app')?.state?.terminated?.exitCode).to.equal(137);
     const reasons = (await eventsWith('graceful', ['Killing'])).map((e) => e.reason);
@@ -741,6 +764,7 @@ describe('Kubelet against a real API server (simulated runtime)', function () {
     await deletePod('finishing');
     await eventually(gone('finishing'), PROMPT_DELETE_MS, `deleted pod gone within ${PROMPT_DELETE_MS} ms`);
     console.log(`      pod finished by its deletion removed in ${Date.now() - t0} ms`);
+    await informerSawDelete('finishing');
     const last = history.get('finishing')!.at(-1)!.status;
     expect(cs(last, 'app')?.state?.terminated?.exitCode, 'stopped by SIGTERM').to.equal(143);
 
