@@ -3,7 +3,7 @@
  * needsReconcile, canBeDeleted): from the versioned cache to the API server. It reads the cache the
  * manager writes and owns `apiStatusVersions`; the manager owns everything else.
  */
-import { isTerminalPhase, type Pod, type PodStatus } from '../../api/core.js';
+import { isTerminalPhase, type Pod } from '../../api/core.js';
 import type { Clock } from '../../util/clock.js';
 import { errorMessage, isNotFound } from '../../util/errors.js';
 import { forEachConcurrently } from '../../util/pool.js';
@@ -61,8 +61,13 @@ export function canBeDeleted(pod: Pod, podIsFinished: boolean): boolean {
 export class StatusSyncer {
   /** API pod UID (the mirror UID for static pods) -> last version synced. */
   readonly apiStatusVersions = new Map<string, number>();
-  /** API pod UID -> resourceVersion (as a number) of the pod our last PATCH returned. */
-  private readonly writtenRevisions = new Map<string, number>();
+  /**
+   * API pod UID -> our last PATCH: the resourceVersion (as a number) it returned and, with readFromCache, the
+   * pod as that write left it. Kept only until the pod manager's copy is as new (see cachedServerPod).
+   */
+  private readonly written = new Map<string, { revision: number; pod?: Pod }>();
+  /** A cache entry -> the pod manager's copy last found to agree with it (see needsReconcile). */
+  private readonly agreed = new WeakMap<VersionedPodStatus, Pod>();
   /** GETs saved by readFromCache, and GETs made (diagnostics, tests, bench). */
   readonly reads = { cache: 0, get: 0 };
   private chain: Promise<unknown> = Promise.resolve();
@@ -79,10 +84,15 @@ export class StatusSyncer {
   private async syncBatchNow(all: boolean): Promise<number> {
     const { podToMirror, mirrorToPod } = this.d.podManager.getUIDTranslations();
     if (all) {
-      for (const byUID of [this.apiStatusVersions, this.writtenRevisions]) {
+      for (const byUID of [this.apiStatusVersions, this.written]) {
         for (const uid of [...byUID.keys()]) {
           if (!this.d.podStatuses.has(asPodUID(uid)) && !mirrorToPod.has(uid)) byUID.delete(uid);
         }
+      }
+      // A write the pod manager's copy has caught up with is no longer needed to stand in for it.
+      for (const [uid, w] of this.written) {
+        const have = revision(this.d.podManager.getPodByUID(asPodUID(uid))?.metadata.resourceVersion);
+        if (have !== undefined && have >= w.revision) this.written.delete(uid);
       }
     }
     const updates: { podUID: PodUID; status: VersionedPodStatus }[] = [];
@@ -101,7 +111,7 @@ export class StatusSyncer {
         updates.push({ podUID: uid, status });
       } else if (this.needsUpdate(uidOfStatus, status)) {
         updates.push({ podUID: uid, status });
-      } else if (this.needsReconcile(uid, status.status)) {
+      } else if (this.needsReconcile(uid, status)) {
         // Forget the synced version so the sync below records the one it writes.
         this.apiStatusVersions.delete(uidOfStatus);
         updates.push({ podUID: uid, status });
@@ -127,15 +137,22 @@ export class StatusSyncer {
     return pod ? canBeDeleted(pod, status.podIsFinished) : false;
   }
 
-  /** The server's status, as the pod manager last saw it, disagrees with the cache by kubelet rules. */
-  private needsReconcile(uid: PodUID, status: PodStatus): boolean {
+  /**
+   * The server's status, as the pod manager last saw it, disagrees with the cache by kubelet rules. Both
+   * inputs are replaced, never mutated, on every change, so a pair found in agreement is remembered and not
+   * compared again at every full pass (most pods of a steady node).
+   */
+  private needsReconcile(uid: PodUID, status: VersionedPodStatus): boolean {
     let pod = this.d.podManager.getPodByUID(uid);
     if (!pod) return false;
     if (isStaticPod(pod)) {
       pod = this.d.podManager.getMirrorPodByPod(pod);
       if (!pod) return false;
     }
-    return !isPodStatusByKubeletEqual(normalizeStatus(pod, pod.status ?? {}), status);
+    if (this.agreed.get(status) === pod) return false;
+    if (!isPodStatusByKubeletEqual(normalizeStatus(pod, pod.status ?? {}), status.status)) return true;
+    this.agreed.set(status, pod);
+    return false;
   }
 
   /**
@@ -145,9 +162,16 @@ export class StatusSyncer {
    * kubelet changes. A condition another writer added after the copy (a readiness gate, DisruptionTarget)
    * is absent from both sides, so the patch leaves it alone (conditions merge by type; a missing entry in
    * `$setElementOrder` is kept by the server); one another writer changed or removed is equal on both
-   * sides and not touched either. What a copy older than our own write would get wrong (a field we set
-   * and since dropped would be missing from both sides and survive) is excluded by the revision check.
-   * Undefined (so: GET) when the option is off, the copy is missing, names another pod or is older.
+   * sides and not touched either.
+   *
+   * A copy older than our own last write would get that write wrong: a field we set and have since dropped
+   * would be missing from both sides and survive. While the informer has not delivered our write, the pod
+   * as our write left it stands in instead (its status the merged one the patch made, its metadata the
+   * server's answer): it is the newest state of the pod we know, and the same reasoning holds for whatever
+   * other writers did after it.
+   *
+   * Undefined (so: GET) when the option is off, the copy is missing, names another pod, or is older than
+   * a write made before this process kept the written pod.
    */
   private cachedServerPod(uid: PodUID, status: VersionedPodStatus): Pod | undefined {
     if (!this.d.readFromCache) return undefined;
@@ -157,8 +181,9 @@ export class StatusSyncer {
       return undefined;
     const have = revision(pod.metadata.resourceVersion);
     if (have === undefined) return undefined;
-    const written = this.writtenRevisions.get(uid);
-    return written === undefined || have >= written ? pod : undefined;
+    const written = this.written.get(uid);
+    if (written === undefined || have >= written.revision) return pod;
+    return written.pod;
   }
 
   private async syncPod(uid: PodUID, status: VersionedPodStatus): Promise<void> {
@@ -209,7 +234,12 @@ export class StatusSyncer {
     }
     this.apiStatusVersions.set(pod.metadata?.uid || serverUID, status.version);
     const written = patch ? revision(pod.metadata?.resourceVersion) : undefined;
-    if (written !== undefined) this.writtenRevisions.set(pod.metadata?.uid || serverUID, written);
+    if (written !== undefined) {
+      this.written.set(pod.metadata?.uid || serverUID, {
+        revision: written,
+        ...(this.d.readFromCache && !isStaticPod(pod) ? { pod } : {}),
+      });
+    }
 
     if (canBeDeleted(pod, status.podIsFinished)) {
       try {
