@@ -109,6 +109,26 @@ function byCreatedDesc<T extends { createdAt: bigint }>(a: T, b: T): number {
 }
 
 /**
+ * `list` newest first, as a stable sort by byCreatedDesc would order it, without touching `list`. Runtimes
+ * usually list in creation order (the simulated one always does), so one pass finds the list oldest first
+ * and reverses it, where a sort compared every pair again at every relist.
+ */
+function newestFirst<T extends { createdAt: bigint }>(list: readonly T[]): T[] {
+  let ascending = true;
+  let descending = true;
+  for (let i = 1; i < list.length && (ascending || descending); i++) {
+    const a = list[i - 1]!.createdAt;
+    const b = list[i]!.createdAt;
+    // Strictly: equal times keep their listed order in a stable sort, which a reversal would not.
+    if (a >= b) ascending = false;
+    if (a < b) descending = false;
+  }
+  if (descending) return [...list];
+  if (ascending) return [...list].reverse();
+  return [...list].sort(byCreatedDesc);
+}
+
+/**
  * Everything the runtime has for one pod (kubelet: GetPodStatus). Objects removed between the listing and their
  * status call are skipped, as the kubelet does; any other runtime error rejects (the PLEG retries).
  */
@@ -208,24 +228,24 @@ export async function listRuntimePods(runtime: Runtime, nodeName: string): Promi
     }
     return p;
   };
-  for (const sb of [...sandboxes].sort(byCreatedDesc)) {
+  for (const sb of newestFirst(sandboxes)) {
     const p = podOf(sb, sb.metadata);
     if (!p) continue;
     p.sandboxes.push({ id: sb.id, state: sb.state === 'ready' ? 'running' : 'exited' });
     if (sb.createdAt > p.createdAt) p.createdAt = sb.createdAt;
   }
-  for (const c of [...containers].sort(byCreatedDesc)) {
+  for (const c of newestFirst(containers)) {
     const p = podOf(c, { uid: '', name: '', namespace: '' });
     if (!p) continue;
     p.containers.push({ id: c.id, state: c.state });
   }
-  return [...pods.values()]
-    .sort(byCreatedDesc)
-    .map(({ uid, name, namespace, containers: cs, sandboxes: sbs }) => ({
-      uid,
-      name,
-      namespace,
-      containers: exact(cs),
-      sandboxes: exact(sbs),
-    }));
+  // Already in order: a pod is added at its newest sandbox, in newest-first order, and pods with no sandbox
+  // (createdAt 0) after all others, as the stable sort by byCreatedDesc would place them.
+  return [...pods.values()].map(({ uid, name, namespace, containers: cs, sandboxes: sbs }) => ({
+    uid,
+    name,
+    namespace,
+    containers: exact(cs),
+    sandboxes: exact(sbs),
+  }));
 }

@@ -115,12 +115,26 @@ export function containerIDsOf(...pods: (ListedContainers | undefined)[]): strin
   return [...seen];
 }
 
+/** The same records, in the same order, in the same states: nothing happened between the two listings. */
+function sameListing(a: ListedContainers, b: ListedContainers): boolean {
+  return sameRecords(a.containers, b.containers) && sameRecords(a.sandboxes, b.sandboxes);
+}
+
+function sameRecords(a: readonly ListedContainer[], b: readonly ListedContainer[]): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i]!.id !== b[i]!.id || a[i]!.state !== b[i]!.state) return false;
+  return true;
+}
+
 /** All events between two listings of one pod (either may be absent: the pod appeared or vanished). */
 export function computePodEvents(
   podUID: string,
   oldPod: ListedContainers | undefined,
   newPod: ListedContainers | undefined,
 ): PodLifecycleEvent[] {
+  // The common case of every relist: an unchanged pod, listed in the runtime's stable order.
+  if (oldPod && newPod && sameListing(oldPod, newPod)) return [];
   return containerIDsOf(oldPod, newPod).flatMap((id) =>
     generateEvents(podUID, id, getContainerState(oldPod, id), getContainerState(newPod, id)),
   );

@@ -75,6 +75,8 @@ interface VersionedCondition {
   version: number;
 }
 
+const NO_CONDITIONS: readonly (VersionedCondition & { key: string })[] = Object.freeze([]);
+
 function isRuntimePod(p: unknown): p is RuntimePod {
   if (typeof p !== 'object' || p === null) return false;
   const r = p as Record<string, unknown>;
@@ -236,7 +238,8 @@ export class GenericPLEG {
     let eventsDropped = 0;
     for (const [uid, record] of [...this.records]) {
       const events = computePodEvents(uid, record.old, record.current);
-      const conditions = [...(this.watchConditions.get(uid) ?? [])].map(([key, v]) => ({ key, ...v }));
+      const watched = this.watchConditions.get(uid);
+      const conditions = watched ? [...watched].map(([key, v]) => ({ key, ...v })) : NO_CONDITIONS;
       const stale = this.updateFailed.has(uid);
       if (events.length === 0 && conditions.length === 0 && !this.podsToReinspect.has(uid) && !stale) {
         // No event means every container and sandbox has the same state in both listings, so the new one

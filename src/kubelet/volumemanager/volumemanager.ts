@@ -218,12 +218,14 @@ export class VolumeManager {
   async unmountPod(uid: string): Promise<void> {
     this.pods.delete(uid);
     const volumes = `${podDir(this.d.podsDir, uid)}/volumes`;
+    // Most pods have no volume directory at all: a stat says so without building an error to throw (whose
+    // stack trace cost more than the whole teardown). One listing then instead of a lookup per plugin.
+    if ((await this.d.fs.lstat(volumes))?.kind !== 'dir') return;
     let present: string[];
     try {
-      // One listing instead of a failed lookup per plugin without volumes (each built an error to throw).
       present = await this.d.fs.readdir(volumes);
     } catch {
-      return; // no volumes at all
+      return; // gone meanwhile
     }
     for (const plugin of datavolumePlugins()) {
       if (!present.includes(plugin)) continue;

@@ -179,8 +179,11 @@ function maybe<T>(v: T | undefined): T[] {
 }
 
 function matches(labels: Readonly<{ [k: string]: string }>, selector: { [k: string]: string }): boolean {
-  for (const k of Object.keys(selector))
+  // for-in over the (plain, prototype-free in practice) selector: no key array per record listed.
+  for (const k in selector) {
+    if (!Object.hasOwn(selector, k)) continue;
     if (!Object.hasOwn(labels, k) || labels[k] !== selector[k]) return false;
+  }
   return true;
 }
 
