@@ -6,7 +6,7 @@
  * Returned objects belong to the caller.
  */
 import type { KubeClient } from '../kube/client.js';
-import { PatchTypes } from '../kube/client.js';
+import { PartialObjectMetadataJSON, PatchTypes } from '../kube/client.js';
 import type { CoreEvent, EventSink, EventType, ObjectReference } from '../kube/events.js';
 import type { Lease, Node } from '../api/node.js';
 
@@ -121,6 +121,8 @@ export function restEventSink(client: KubeClient): EventSink {
         method: 'POST',
         path: `/api/v1/namespaces/${enc(namespace)}/events`,
         body: event,
+        // Nothing of the answer is read: the server need not encode, nor send, more than the metadata.
+        accept: PartialObjectMetadataJSON,
         ignoreAnswer: true,
       });
     },
@@ -130,6 +132,7 @@ export function restEventSink(client: KubeClient): EventSink {
         path: `/api/v1/namespaces/${enc(namespace)}/events/${enc(name)}`,
         body: patch,
         contentType: PatchTypes.merge,
+        accept: PartialObjectMetadataJSON,
         ignoreAnswer: true,
       });
     },

@@ -390,5 +390,58 @@ describe('status manager helpers', () => {
         ['ContainersReady', 'False', 4],
       ]);
     });
+
+    it('changes neither input on any path (both deep-frozen), and its result can be merged again', () => {
+      const deepFreeze = <T>(v: T): T => {
+        if (v && typeof v === 'object') {
+          for (const x of Object.values(v)) deepFreeze(x);
+          Object.freeze(v);
+        }
+        return v;
+      };
+      const server = (phase: PodStatus['phase']): PodStatus =>
+        deepFreeze({
+          phase,
+          message: 'server',
+          resourceClaimStatuses: [{ name: 'gpu' }],
+          conditions: [
+            { type: 'example.com/x', status: 'True' },
+            { type: 'Ready', status: 'True', lastTransitionTime: '2025-01-01T00:00:00Z' },
+            { type: 'DisruptionTarget', status: 'True', lastTransitionTime: '2025-01-01T00:00:00Z' },
+          ],
+        });
+      const cached = (phase: PodStatus['phase']): PodStatus =>
+        deepFreeze({
+          phase,
+          containerStatuses: [{ name: 'c', ready: true, restartCount: 0, image: 'i', imageID: 'i' }],
+          conditions: [
+            { type: 'ContainersReady', status: 'True' },
+            { type: 'Ready', status: 'True' },
+            { type: 'DisruptionTarget', status: 'True', reason: 'TerminationByKubelet' },
+            { type: 'DisruptionTarget', status: 'False', reason: 'second of the type' },
+          ],
+        });
+      for (const from of ['Pending', 'Running', 'Succeeded', 'Failed'] as const) {
+        for (const to of ['Running', 'Succeeded', 'Failed'] as const) {
+          for (const couldRun of [false, true]) {
+            const what = `${from} -> ${to}, could run ${couldRun}`;
+            const merged = mergePodStatus(server(from), cached(to), couldRun, NOW);
+            expect(merged.conditions?.length, what).to.be.greaterThan(0);
+            const again = mergePodStatus(deepFreeze(merged), cached(to), couldRun, NOW + 1000);
+            expect(again.phase, what).to.be.a('string');
+          }
+        }
+      }
+      const terminal = mergePodStatus(server('Running'), cached('Failed'), false, NOW);
+      const disruption = terminal.conditions?.filter((c) => c.type === 'DisruptionTarget');
+      expect(disruption, 'the first of the type, re-stamped against the server').to.deep.equal([
+        {
+          type: 'DisruptionTarget',
+          status: 'True',
+          reason: 'TerminationByKubelet',
+          lastTransitionTime: '2025-01-01T00:00:00Z',
+        },
+      ]);
+    });
   });
 });
