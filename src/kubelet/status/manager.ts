@@ -94,6 +94,8 @@ export class StatusManager {
 
   /** Pod UID (static pods by their own UID) -> cached status. */
   private readonly podStatuses = new Map<PodUID, VersionedPodStatus>();
+  /** UIDs whose entry was written since a batch last found them synced (see StatusSyncerDeps.changed). */
+  private readonly changed = new Set<PodUID>();
   /** Shares what many cached statuses have in common (intern.ts); cached statuses are deep-frozen there. */
   private readonly interner: Interner;
   private readonly channel: UpdateChannel;
@@ -121,6 +123,7 @@ export class StatusManager {
       clock: cfg.clock,
       log: this.log,
       podStatuses: this.podStatuses,
+      changed: this.changed,
       readFromCache: cfg.readFromCache ?? false,
       ...(cfg.yieldToLoop ? { yieldToLoop: cfg.yieldToLoop } : {}),
     });
@@ -355,6 +358,7 @@ export class StatusManager {
       podIsFinished,
       at: cached?.at || now,
     });
+    this.changed.add(uid);
     this.channel.send();
     return true;
   }

@@ -29,6 +29,13 @@ export interface StatusSyncerDeps {
   log: StatusManagerLogger;
   /** The manager's cache, keyed by pod UID (static pods by their own UID). Entries are replaced, never mutated. */
   podStatuses: Map<PodUID, VersionedPodStatus>;
+  /**
+   * The UIDs the manager wrote an entry for; a batch takes them and puts back the ones it could not bring
+   * to the server (so: every UID whose entry may be newer than its synced version is in here). A batch
+   * that is not a full pass looks at these alone, where the kubelet walks its whole cache (one node's
+   * hundred pods for each status change).
+   */
+  changed: Set<PodUID>;
   /** See StatusManagerConfig.readFromCache. */
   readFromCache: boolean;
   /** See StatusManagerConfig.yieldToLoop. */
@@ -96,14 +103,23 @@ export class StatusSyncer {
       }
     }
     const updates: { podUID: PodUID; status: VersionedPodStatus }[] = [];
-    // A full pass takes turns with other work, so it walks a copy; the others finish the walk in one go.
-    for (const [uid, status] of all ? [...this.d.podStatuses] : this.d.podStatuses) {
+    const changed = [...this.d.changed];
+    this.d.changed.clear();
+    // A full pass takes turns with other work, so it walks a copy; the others walk what changed, in one go.
+    const candidates: Iterable<[PodUID, VersionedPodStatus | undefined]> = all
+      ? [...this.d.podStatuses]
+      : changed.map((uid) => [uid, this.d.podStatuses.get(uid)]);
+    for (const [uid, status] of candidates) {
+      if (!status) continue; // forgotten since it changed
       if (all) await this.d.yieldToLoop?.();
       // Static pods are synced through their mirror pod; without one there is nothing to write to.
       let uidOfStatus: string = uid;
       const mirrorUID = podToMirror.get(uid);
       if (mirrorUID !== undefined) {
-        if (mirrorUID === '') continue;
+        if (mirrorUID === '') {
+          this.d.changed.add(uid); // no mirror pod to write to yet
+          continue;
+        }
         uidOfStatus = mirrorUID;
       }
       if (!all) {
@@ -127,7 +143,17 @@ export class StatusSyncer {
     // Different pods at once (each pod still one sync at a time: batches run in turn). The kubelet writes them
     // one after the other; a node starting a hundred pods then waits on a hundred round trips in a row.
     await forEachConcurrently(updates, SYNC_CONCURRENCY, sync);
+    // What a sync could not bring to the server (a failed GET or PATCH) is looked at again by the next batch.
+    for (const u of updates) if (!this.synced(u.podUID, u.status, podToMirror)) this.d.changed.add(u.podUID);
     return updates.length;
+  }
+
+  /** The entry's version reached the server, or the entry is gone (nothing left to write). */
+  private synced(uid: PodUID, status: VersionedPodStatus, podToMirror: ReadonlyMap<string, string>): boolean {
+    const current = this.d.podStatuses.get(uid);
+    if (current !== status) return current === undefined;
+    const mirrorUID = podToMirror.get(uid);
+    return (this.apiStatusVersions.get(mirrorUID || uid) ?? 0) >= status.version;
   }
 
   private needsUpdate(uidOfStatus: string, status: VersionedPodStatus): boolean {

@@ -216,6 +216,42 @@ describe('StatusManager', () => {
     expect(manager.apiStatusVersions.get('u1')).to.equal(1);
   });
 
+  it("retries a failed write at the next batch another pod's change starts, and skips synced pods", async () => {
+    const server = new FakeApiServer();
+    let failures = 0;
+    const patched: string[] = [];
+    const client: PodStatusClient = {
+      getPod: (ns, name) => server.getPod(ns, name),
+      patchPodStatus: async (ns, name, uid, patch) => {
+        if (failures > 0) {
+          failures--;
+          throw new KindError('Unavailable', 'apiserver down');
+        }
+        patched.push(name);
+        return server.patchPodStatus(ns, name, uid, patch);
+      },
+      deletePod: (ns, name, uid, grace) => server.deletePod(ns, name, uid, grace),
+    };
+    const { manager } = setup({ client });
+    const a = testPod({}, { uid: 'ua', name: 'a' });
+    const b = testPod({}, { uid: 'ub', name: 'b' });
+    const c = testPod({}, { uid: 'uc', name: 'c' });
+    for (const p of [a, b, c]) server.put(p);
+    manager.setPodStatus(c, { message: 'c1' });
+    await manager.drain();
+    expect(patched).to.deep.equal(['c']);
+    failures = 1;
+    manager.setPodStatus(a, { message: 'a1' });
+    expect(await manager.drain(), 'the write of a fails').to.equal(1);
+    expect(manager.apiStatusVersions.has('ua')).to.equal(false);
+    manager.setPodStatus(b, { message: 'b1' });
+    expect(await manager.drain(), 'b, and a again; c is synced').to.equal(2);
+    expect([...patched].sort()).to.deep.equal(['a', 'b', 'c']);
+    expect((await server.getPod('ns', 'a')).status?.message).to.equal('a1');
+    manager.setPodStatus(b, { message: 'b2' });
+    expect(await manager.drain(), 'only b').to.equal(1);
+  });
+
   it('delays the terminal phase and the DELETE while containers may run, then finishes', async () => {
     let couldRun = true;
     const { manager, server, podManager, verbs } = setup({ couldRun: () => couldRun });
