@@ -130,8 +130,8 @@ export interface PodSandbox {
   metadata: PodSandboxMetadata;
   state: SandboxState;
   createdAt: bigint;
-  labels: Record<string, string>;
-  annotations: Record<string, string>;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly annotations: Readonly<Record<string, string>>;
 }
 
 export interface PodSandboxStatus extends PodSandbox {
@@ -149,8 +149,8 @@ export interface Container {
   imageRef: string;
   state: ContainerState;
   createdAt: bigint;
-  labels: Record<string, string>;
-  annotations: Record<string, string>;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly annotations: Readonly<Record<string, string>>;
 }
 
 export interface ContainerStatus extends Container {
@@ -209,8 +209,8 @@ export interface FilesystemUsage {
 export interface StatsAttributes<M> {
   id: string;
   metadata: M;
-  labels: Record<string, string>;
-  annotations: Record<string, string>;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly annotations: Readonly<Record<string, string>>;
 }
 
 /**

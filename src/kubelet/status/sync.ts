@@ -208,8 +208,10 @@ export class StatusSyncer {
     const have = revision(pod.metadata.resourceVersion);
     if (have === undefined) return undefined;
     const written = this.written.get(uid);
-    if (written === undefined || have >= written.revision) return pod;
-    return written.pod;
+    if (written === undefined) return pod;
+    if (have < written.revision) return written.pod;
+    this.written.delete(uid); // the copy has caught up for good: revisions of one pod only grow
+    return pod;
   }
 
   private async syncPod(uid: PodUID, status: VersionedPodStatus): Promise<void> {
@@ -252,7 +254,11 @@ export class StatusSyncer {
           patch,
         );
         // The server answers with the stored pod's metadata; its status is the merged one the patch made.
-        pod = { ...pod, metadata: stored.metadata, status: merged };
+        // The field managers are left out: nothing here reads them, and the pod may be kept (see `written`).
+        const { managedFields: _managers, ...metadata } = stored.metadata as Pod['metadata'] & {
+          managedFields?: unknown;
+        };
+        pod = { ...pod, metadata, status: merged };
       } catch (err) {
         log.info('failed to update status for pod', { pod: ref, podUID: uid, err: errorMessage(err) });
         return;

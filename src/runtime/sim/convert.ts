@@ -1,7 +1,8 @@
 /**
  * Records to the Runtime's result types. Every result is a fresh object; the label, annotation and metadata
- * maps in it are the records' own, frozen (a relist converts every sandbox and container of the node each
- * second, and copies of them were most of what it allocated).
+ * maps in it are the records' own (a relist converts every sandbox and container of the node each second,
+ * and copies of them were most of what it allocated): read-only by the Runtime's types, and the shared
+ * annotation and metadata maps frozen as well.
  */
 import type {
   Container,
