@@ -196,8 +196,7 @@ export class StatusSyncer {
    * server's answer): it is the newest state of the pod we know, and the same reasoning holds for whatever
    * other writers did after it.
    *
-   * Undefined (so: GET) when the option is off, the copy is missing, names another pod, or is older than
-   * a write made before this process kept the written pod.
+   * Undefined (so: GET) when the option is off, or the copy is missing or names another pod.
    */
   private cachedServerPod(uid: PodUID, status: VersionedPodStatus): Pod | undefined {
     if (!this.d.readFromCache) return undefined;
