@@ -1,10 +1,10 @@
 // NodeAgent against a real kube-apiserver + etcd: registration, Lease heartbeat, status writes only on change,
 // Ready following the runtime, and deleteNode. The runtime is a small fake (version/status only): this test is
-// about the Node, not containers.
+// about the Node, not containers. Also the Event sink itself: a create, an aggregating patch, metadata-only answers.
 import { expect } from 'chai';
 import type { Lease, Node } from '../../src/api/node.js';
 import { parseVirtualNodeSpec } from '../../src/api/virtualnode.js';
-import { KubeClient } from '../../src/kube/client.js';
+import { KubeClient, PartialObjectMetadataJSON } from '../../src/kube/client.js';
 import { EventRecorder, type CoreEvent } from '../../src/kube/events.js';
 import { NodeAgent } from '../../src/node/agent.js';
 import { restEventSink, restNodeAPI } from '../../src/node/api.js';
@@ -265,6 +265,43 @@ describe('NodeAgent against a real API server', function () {
       'the Lease owned by the new Node',
     );
     expect(lease.metadata.ownerReferences).to.have.length(1);
+  });
+
+  it('writes Events through the REST sink: a create, an aggregating patch, answers of metadata alone', async () => {
+    const sink = restEventSink(client);
+    const at = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+    const event: CoreEvent = {
+      apiVersion: 'v1',
+      kind: 'Event',
+      metadata: { name: 'p.1875f0c0aaaa0001', namespace: 'default' },
+      involvedObject: { kind: 'Pod', namespace: 'default', name: 'p', uid: 'u-1', apiVersion: 'v1' },
+      reason: 'Pulled',
+      message: 'Container image "busybox" already present on machine',
+      source: { component: 'kubelet', host: 'node-a' },
+      firstTimestamp: at,
+      lastTimestamp: at,
+      count: 1,
+      type: 'Normal',
+      reportingComponent: 'kubelet',
+      reportingInstance: 'node-a',
+    };
+    await sink.create('default', event);
+    await sink.patch('default', event.metadata.name, { count: 2, lastTimestamp: at, message: event.message });
+    const stored = await client.request<CoreEvent>({
+      method: 'GET',
+      path: `/api/v1/namespaces/${'default'}/events/${event.metadata.name}`,
+    });
+    expect(stored).to.include({ reason: 'Pulled', count: 2, message: event.message });
+
+    // What the sink asks for, asked directly: the server answers both verbs with the metadata alone.
+    const created = await client.request<Record<string, unknown>>({
+      method: 'POST',
+      path: `/api/v1/namespaces/${'default'}/events`,
+      body: { ...event, metadata: { name: 'p.1875f0c0aaaa0002', namespace: 'default' } },
+      accept: PartialObjectMetadataJSON,
+    });
+    expect(created.kind).to.equal('PartialObjectMetadata');
+    expect(created).to.not.have.property('reason');
   });
 
   it('deleteNode removes the Node and its Lease', async () => {

@@ -96,6 +96,27 @@ describe('status manager: the informer copy instead of a GET (real kube-apiserve
     });
   }
 
+  /** Other writers set the readiness gate True and add DisruptionTarget (a controller, an eviction). */
+  async function othersAddGateAndDisruption(name: string, disruptionReason: string): Promise<void> {
+    await otherWriterAdds(name, { type: GATE, status: 'True' });
+    await otherWriterAdds(name, {
+      type: 'DisruptionTarget',
+      status: 'True',
+      reason: disruptionReason,
+      message: 'from the test',
+    });
+  }
+
+  /** The other writer's gate and DisruptionTarget survived our second write, which made ContainersReady True. */
+  function expectOthersKeptAndReady(pod: Pod, disruptionReason: string): void {
+    expect(conditionOf(pod, GATE)?.status).to.equal('True');
+    expect(conditionOf(pod, 'DisruptionTarget')).to.deep.include({
+      status: 'True',
+      reason: disruptionReason,
+    });
+    expect(conditionOf(pod, 'ContainersReady')?.status).to.equal('True');
+  }
+
   const running = (ready: boolean, message?: string): PodStatus => ({
     phase: 'Running',
     ...(message ? { message } : {}),
@@ -111,23 +132,12 @@ describe('status manager: the informer copy instead of a GET (real kube-apiserve
     expect(s.gets(), 'the first write reads the copy').to.equal(0);
     // The informer has delivered our own write, but not yet the other writer's below.
     s.podManager.upsert(await s.read());
-    await otherWriterAdds('cache-keeps-others', { type: GATE, status: 'True' });
-    await otherWriterAdds('cache-keeps-others', {
-      type: 'DisruptionTarget',
-      status: 'True',
-      reason: 'EvictionByEvictionAPI',
-      message: 'Eviction API: evicting',
-    });
+    await othersAddGateAndDisruption('cache-keeps-others', 'EvictionByEvictionAPI');
     await s.set(running(true, 'all containers up'));
     expect(s.gets(), 'a copy as new as our last write stands in for the GET').to.equal(0);
 
     const pod = await s.read();
-    expect(conditionOf(pod, GATE)?.status).to.equal('True');
-    expect(conditionOf(pod, 'DisruptionTarget')).to.deep.include({
-      status: 'True',
-      reason: 'EvictionByEvictionAPI',
-    });
-    expect(conditionOf(pod, 'ContainersReady')?.status).to.equal('True');
+    expectOthersKeptAndReady(pod, 'EvictionByEvictionAPI');
     expect(pod.status?.message).to.equal('all containers up');
   });
 
@@ -145,22 +155,11 @@ describe('status manager: the informer copy instead of a GET (real kube-apiserve
   it('keeps what others wrote between its two writes while the copy is older than both', async () => {
     const s = await setup('cache-older-others');
     await s.set(running(false, 'starting'));
-    await otherWriterAdds('cache-older-others', { type: GATE, status: 'True' });
-    await otherWriterAdds('cache-older-others', {
-      type: 'DisruptionTarget',
-      status: 'True',
-      reason: 'TerminationByKubelet',
-      message: 'from the test',
-    });
+    await othersAddGateAndDisruption('cache-older-others', 'TerminationByKubelet');
     await s.set(running(true));
     expect(s.gets()).to.equal(0);
     const pod = await s.read();
-    expect(conditionOf(pod, GATE)?.status).to.equal('True');
-    expect(conditionOf(pod, 'DisruptionTarget')).to.deep.include({
-      status: 'True',
-      reason: 'TerminationByKubelet',
-    });
-    expect(conditionOf(pod, 'ContainersReady')?.status).to.equal('True');
+    expectOthersKeptAndReady(pod, 'TerminationByKubelet');
     expect(pod.status?.message).to.equal(undefined);
   });
 
