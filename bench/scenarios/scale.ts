@@ -254,7 +254,8 @@ async function runSide(
     // while after the last pod is gone. Counted before that, the start's Events looked fewer than they are
     // (and with them the requests per pod): count them once they are all written, outside every window.
     const eventsMs = await waitEventsSettled(bc, `bench-${side.tag}`, 300_000);
-    if (eventsMs > 4000) log(`${side.name}: Events settled ${duration(eventsMs)} after the last pod was gone`);
+    if (eventsMs > 4000)
+      log(`${side.name}: Events settled ${duration(eventsMs)} after the last pod was gone`);
     const eventsByReason = await tallyEvents(bc, `bench-${side.tag}`);
     const lat: number[] = [];
     for (const p of r.watch.pods.values())
