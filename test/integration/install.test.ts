@@ -691,8 +691,12 @@ describe('install manifests (real apiserver)', function () {
         [...used].filter((k) => !granted.includes(k)),
         'used but not granted',
       ).to.deep.equal([]);
+      // The status manager GETs a pod only when the informer holds no copy of it (a pod deleted meanwhile, a
+      // static pod's mirror); this scenario never gets there, every write here reads the informer's copy or
+      // the pod as its own last write left it (src/kubelet/status/sync.ts).
+      const rarelyUsed = new Set(['get pods']);
       expect(
-        granted.filter((k) => !used.has(k)),
+        granted.filter((k) => !used.has(k) && !rarelyUsed.has(k)),
         'granted but not used',
       ).to.deep.equal([]);
     });
