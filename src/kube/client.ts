@@ -15,6 +15,7 @@ import type { KubeConnection } from './kubeconfig.js';
 import { RealClock, type Clock } from '../util/clock.js';
 import { KindError, type ErrorKind } from '../util/errors.js';
 import { TokenBucket, Unlimited, type Priority, type RateLimiter } from './tokenbucket.js';
+import { withoutManagedFields } from './managedfields.js';
 
 export type Verb = 'GET' | 'LIST' | 'WATCH' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -37,6 +38,17 @@ export interface RequestOptions {
   ignoreAnswer?: boolean;
   /** The Accept header; defaults to application/json (see PartialObjectMetadataJSON). */
   accept?: string;
+  /**
+   * The answer's metadata.managedFields are cut from its text before it is parsed (see managedfields.ts for
+   * the kinds this suits); they are then absent from what the request resolves to.
+   */
+  dropManagedFields?: boolean;
+}
+
+/** How a watch's events are read. */
+export interface WatchOptions {
+  /** As RequestOptions.dropManagedFields, for each event's object. */
+  dropManagedFields?: boolean;
 }
 
 /**
@@ -385,7 +397,8 @@ export class KubeClient {
       answeredAt = Date.now();
       await this.opts.yieldToLoop?.();
       if (status < 200 || status >= 300) throw apiError(status, text, what);
-      return (text && !req.ignoreAnswer ? JSON.parse(text) : undefined) as T;
+      if (!text || req.ignoreAnswer) return undefined as T;
+      return JSON.parse(req.dropManagedFields ? withoutManagedFields(text) : text) as T;
     } catch (err) {
       if (err instanceof KindError) throw err;
       if (deadline.timedOut())
@@ -406,7 +419,11 @@ export class KubeClient {
     query: RequestOptions['query'],
     onEvent: (event: { type: string; object: unknown }) => void,
     signal: AbortSignal,
+    opts: WatchOptions = {},
   ): Promise<void> {
+    const parse = opts.dropManagedFields
+      ? (line: string): unknown => JSON.parse(withoutManagedFields(line))
+      : (line: string): unknown => JSON.parse(line);
     await this.limiter.acquire();
     const url = this.url(path, { ...query, watch: true });
     const started = Date.now();
@@ -445,7 +462,7 @@ export class KubeClient {
               line = line.trim();
               if (!line) continue;
               try {
-                onEvent(JSON.parse(line) as { type: string; object: unknown });
+                onEvent(parse(line) as { type: string; object: unknown });
               } catch (err) {
                 r.destroy(err as Error);
                 return;

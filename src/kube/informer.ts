@@ -14,7 +14,7 @@
  */
 import type { Clock, TimerHandle } from '../util/clock.js';
 import { KindError, errorKind, errorMessage } from '../util/errors.js';
-import type { KubeClient } from './client.js';
+import type { KubeClient, WatchOptions } from './client.js';
 import { shareUnchanged } from './structshare.js';
 
 export interface KObject {
@@ -88,12 +88,17 @@ export function objectKey(obj: KObject): string {
   return m.namespace ? `${m.namespace}/${m.name ?? ''}` : (m.name ?? '');
 }
 
-/** A ListWatcher over the REST API for one collection path (e.g. /api/v1/pods). */
+/**
+ * A ListWatcher over the REST API for one collection path (e.g. /api/v1/pods). With `dropManagedFields`, the
+ * objects' managedFields are cut from the text before it is parsed (for kinds managedfields.ts suits); the
+ * informer's stripManagedFields transform then finds nothing left to drop.
+ */
 export function restListWatcher<T extends KObject>(
   client: KubeClient,
   path: string,
   selectors: { fieldSelector?: string; labelSelector?: string } = {},
   random: () => number = Math.random,
+  opts: WatchOptions = {},
 ): ListWatcher<T> {
   return {
     async list(signal) {
@@ -103,6 +108,7 @@ export function restListWatcher<T extends KObject>(
         query: { ...selectors },
         signal,
         timeoutMs: 120_000,
+        dropManagedFields: opts.dropManagedFields,
       });
       return { items: res.items ?? [], resourceVersion: res.metadata?.resourceVersion ?? '' };
     },
@@ -114,6 +120,7 @@ export function restListWatcher<T extends KObject>(
         { ...selectors, resourceVersion, allowWatchBookmarks: true, timeoutSeconds },
         onEvent,
         signal,
+        opts,
       );
     },
   };

@@ -25,13 +25,15 @@ export function restPodStatusClient(client: Pick<KubeClient, 'request'>): PodSta
     getPod: (namespace, name) => client.request<Pod>({ method: 'GET', path: podPath(namespace, name) }),
     patchPodStatus: (namespace, name, _uid: string, patch: PodStatusPatch) =>
       // The precondition travels in the body (`metadata.uid`), as the kubelet's PatchPodStatus sends it. The
-      // status manager reads only the answer's metadata (UID, resourceVersion, deletionTimestamp).
+      // status manager reads only the answer's metadata (UID, resourceVersion, deletionTimestamp), and
+      // never its managedFields, most of what a metadata answer holds.
       client.request<{ metadata: ObjectMeta }>({
         method: 'PATCH',
         path: `${podPath(namespace, name)}/status`,
         body: patch,
         contentType: PatchTypes.strategic,
         accept: PartialObjectMetadataJSON,
+        dropManagedFields: true,
       }),
     deletePod: async (namespace, name, uid, gracePeriodSeconds) => {
       await client.request({

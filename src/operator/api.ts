@@ -44,8 +44,11 @@ export function restOperatorAPI(client: KubeClient, virtualNodeSelector?: string
       VIRTUAL_NODES_PATH,
       virtualNodeSelector ? { labelSelector: virtualNodeSelector } : {},
     ),
-    // One watch for every bound pod, rather than one per node: the API server filters on the field.
-    pods: restListWatcher(client, '/api/v1/pods', { fieldSelector: 'spec.nodeName!=' }),
+    // One watch for every bound pod, rather than one per node: the API server filters on the field. A pod
+    // has no user-keyed map of arrays, so its managedFields can be cut before parsing (managedfields.ts).
+    pods: restListWatcher(client, '/api/v1/pods', { fieldSelector: 'spec.nodeName!=' }, Math.random, {
+      dropManagedFields: true,
+    }),
     services: restListWatcher(client, '/api/v1/services', {}),
     writer: {
       patchFinalizers: (name, resourceVersion, finalizers) =>

@@ -303,6 +303,42 @@ describe('kube client: watch streams', () => {
   });
 });
 
+describe('kube client: managedFields cut before parsing', () => {
+  it('drops them from an answer and from watch events only when asked', async () => {
+    const pod = { metadata: { name: 'p', managedFields: [{ manager: 'm', fieldsV1: { 'f:a': {} } }] }, spec: {} };
+    const server = http.createServer((req, res) => {
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      if (req.url?.includes('watch=true')) res.end(`${JSON.stringify({ type: 'ADDED', object: pod })}\n`);
+      else res.end(JSON.stringify(pod));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const client = await KubeClient.fromKubeConfig(
+        kubeConfigFor(`http://127.0.0.1:${(server.address() as AddressInfo).port}`),
+        { unlimited: true },
+      );
+      const path = '/api/v1/namespaces/ns/pods/p';
+      expect(await client.request({ method: 'GET', path })).to.deep.equal(pod);
+      expect(await client.request({ method: 'GET', path, dropManagedFields: true })).to.deep.equal({
+        metadata: { name: 'p' },
+        spec: {},
+      });
+      const got: unknown[] = [];
+      const signal = new AbortController().signal;
+      await client.watch('/api/v1/pods', {}, (e) => got.push(e), signal);
+      await client.watch('/api/v1/pods', {}, (e) => got.push(e), signal, { dropManagedFields: true });
+      client.close();
+      expect(got).to.deep.equal([
+        { type: 'ADDED', object: pod },
+        { type: 'ADDED', object: { metadata: { name: 'p' }, spec: {} } },
+      ]);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
+  });
+});
+
 describe('kube client: a request that gets no answer', () => {
   let server: http.Server;
   let base = '';
