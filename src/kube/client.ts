@@ -122,22 +122,20 @@ export function apiError(code: number, body: string, what: string): KindError {
   });
 }
 
-function resourceOf(path: string): string {
+/**
+ * What a request path names, for metrics: the resource (`pods`, `pods/status`, `things` of /apis/g/v/things)
+ * and whether it is a collection (a GET on it is a LIST), from one split of the path per request.
+ */
+export function pathTarget(path: string): { resource: string; collection: boolean } {
   // /api/v1/namespaces/ns/pods/name/status -> pods/status; /apis/g/v/things -> things
-  const parts = path.split('?')[0]!.split('/').filter(Boolean);
-  const start = parts[0] === 'api' ? 2 : 3;
-  const rest = parts.slice(start);
-  if (rest[0] === 'namespaces' && rest.length > 2) rest.splice(0, 2);
+  const q = path.indexOf('?');
+  const parts = (q < 0 ? path : path.slice(0, q)).split('/').filter(Boolean);
+  let rest = parts.slice(parts[0] === 'api' ? 2 : 3);
+  const namespaced = rest[0] === 'namespaces';
+  const collection = namespaced ? rest.length === 1 || rest.length === 3 : rest.length === 1;
+  if (namespaced && rest.length > 2) rest = rest.slice(2);
   const resource = rest[0] ?? '';
-  return rest.length >= 3 ? `${resource}/${rest[2]}` : resource;
-}
-
-/** True for a path that names a collection (a GET on it is a LIST). */
-function isCollection(path: string): boolean {
-  const parts = path.split('?')[0]!.split('/').filter(Boolean);
-  const rest = parts.slice(parts[0] === 'api' ? 2 : 3);
-  if (rest[0] === 'namespaces') return rest.length === 1 || rest.length === 3;
-  return rest.length === 1;
+  return { resource: rest.length >= 3 ? `${resource}/${rest[2]}` : resource, collection };
 }
 
 /** What a deadline ends: a ClientRequest (destroying it fails the request with the error). */
@@ -363,7 +361,8 @@ export class KubeClient {
     await this.limiter.acquire(req.priority);
     await this.opts.yieldToLoop?.();
     const url = this.url(req.path, req.query);
-    const verb: Verb = req.method === 'GET' && isCollection(req.path) ? 'LIST' : req.method;
+    const target = pathTarget(req.path);
+    const verb: Verb = req.method === 'GET' && target.collection ? 'LIST' : req.method;
     const started = Date.now();
     const body = req.body === undefined ? undefined : JSON.stringify(req.body);
     const deadline = requestDeadline(req.timeoutMs ?? 60_000, req.signal);
@@ -406,7 +405,7 @@ export class KubeClient {
       throw new KindError('Unavailable', `${what}: ${(err as Error).message}`, {}, { cause: err });
     } finally {
       deadline.release();
-      this.opts.onRequest?.(verb, resourceOf(req.path), code, (answeredAt ?? Date.now()) - started);
+      this.opts.onRequest?.(verb, target.resource, code, (answeredAt ?? Date.now()) - started);
     }
   }
 
@@ -490,7 +489,7 @@ export class KubeClient {
       if (err instanceof KindError) throw err;
       throw new KindError('Unavailable', `WATCH ${path}: ${(err as Error).message}`, {}, { cause: err });
     } finally {
-      this.opts.onRequest?.('WATCH', resourceOf(path), code, Date.now() - started);
+      this.opts.onRequest?.('WATCH', pathTarget(path).resource, code, Date.now() - started);
     }
   }
 

@@ -62,8 +62,17 @@ const POOL_MAX = 512;
  */
 const COMBINED = '*';
 
+/** The second last formatted by iso, and its text: a burst of Events formats the same second again and again. */
+let isoSecond = Number.NaN;
+let isoText = '';
+
 function iso(ms: number): string {
-  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z');
+  const second = Math.floor(ms / 1000);
+  if (second !== isoSecond) {
+    isoText = new Date(second * 1000).toISOString().replace('.000Z', 'Z');
+    isoSecond = second;
+  }
+  return isoText;
 }
 
 function objectId(ref: ObjectReference): string {

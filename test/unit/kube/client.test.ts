@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
 import { expect } from 'chai';
-import { KubeClient, requestDeadline } from '../../../src/kube/client.js';
+import { KubeClient, pathTarget, requestDeadline } from '../../../src/kube/client.js';
 import { FakeClock } from '../../../src/util/clock.js';
 import { KindError, isInvalidArgument } from '../../../src/util/errors.js';
 
@@ -373,6 +373,28 @@ describe('kube client: a request that gets no answer', () => {
       expect(aborted.message).to.match(/aborted/);
     } finally {
       client.close();
+    }
+  });
+});
+
+describe('kube client: pathTarget', () => {
+  it('names the resource (with its subresource) and whether the path is a collection', () => {
+    const cases: [string, string, boolean][] = [
+      ['/api/v1/pods', 'pods', true],
+      ['/api/v1/pods?watch=true&fieldSelector=spec.nodeName%21%3D', 'pods', true],
+      ['/api/v1/namespaces', 'namespaces', true],
+      ['/api/v1/namespaces/ns', 'namespaces', false],
+      ['/api/v1/namespaces/ns/pods', 'pods', true],
+      ['/api/v1/namespaces/ns/pods/p', 'pods', false],
+      ['/api/v1/namespaces/ns/pods/p/status', 'pods/status', false],
+      ['/api/v1/nodes/n/status', 'nodes/status', false],
+      ['/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n', 'leases', false],
+      ['/apis/kubelet-operator.dev/v1alpha1/virtualnodes', 'virtualnodes', true],
+      ['/apis/kubelet-operator.dev/v1alpha1/virtualnodes/v/status', 'virtualnodes/status', false],
+      ['//api//v1/nodes', 'nodes', true],
+    ];
+    for (const [path, resource, collection] of cases) {
+      expect(pathTarget(path), path).to.deep.equal({ resource, collection });
     }
   });
 });
