@@ -305,7 +305,10 @@ describe('kube client: watch streams', () => {
 
 describe('kube client: managedFields cut before parsing', () => {
   it('drops them from an answer and from watch events only when asked', async () => {
-    const pod = { metadata: { name: 'p', managedFields: [{ manager: 'm', fieldsV1: { 'f:a': {} } }] }, spec: {} };
+    const pod = {
+      metadata: { name: 'p', managedFields: [{ manager: 'm', fieldsV1: { 'f:a': {} } }] },
+      spec: {},
+    };
     const server = http.createServer((req, res) => {
       res.writeHead(200, { 'Content-Type': 'application/json' });
       if (req.url?.includes('watch=true')) res.end(`${JSON.stringify({ type: 'ADDED', object: pod })}\n`);

@@ -43,7 +43,11 @@ describe('withoutManagedFields', () => {
 
   it('cuts every item of a list and the object of a watch event', () => {
     const item = (n: number) => ({ metadata: { name: `p${n}`, managedFields: managers }, spec: {} });
-    const list = JSON.stringify({ kind: 'PodList', metadata: { resourceVersion: '9' }, items: [1, 2, 3].map(item) });
+    const list = JSON.stringify({
+      kind: 'PodList',
+      metadata: { resourceVersion: '9' },
+      items: [1, 2, 3].map(item),
+    });
     expect(JSON.parse(withoutManagedFields(list))).to.deep.equal(parsedThenStripped(list));
     expect(withoutManagedFields(list)).not.to.include('managedFields');
     const event = JSON.stringify({ type: 'MODIFIED', object: item(4) });

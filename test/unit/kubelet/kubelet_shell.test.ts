@@ -41,7 +41,7 @@ const pod = (uid: string, name = `p-${uid}`, extra: Partial<Pod['metadata']> = {
 
 describe('kubelet shell adapters', () => {
   describe('restPodStatusClient', () => {
-    it('GETs the pod, PATCHes pods/status strategically with the UID in the body, DELETEs with grace 0 and a UID precondition', async () => {
+    it('GETs the pod, PATCHes pods/status strategically with the UID in the body (metadata answer, managedFields cut), DELETEs with grace 0 and a UID precondition', async () => {
       const c = new FakeClient();
       const sc = restPodStatusClient(c);
       await sc.getPod('ns', 'web-1');
@@ -56,6 +56,7 @@ describe('kubelet shell adapters', () => {
           body: patch,
           contentType: 'application/strategic-merge-patch+json',
           accept: 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1',
+          dropManagedFields: true,
         },
         {
           method: 'DELETE',
