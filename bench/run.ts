@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { REPO_ROOT } from '../test/support/controlplane.js';
 import { defaultJsonPath, parseBenchArgs, USAGE, type BenchArgs } from './lib/args.js';
+import { imageNodeFlags } from './lib/imageflags.js';
 import { duration } from './lib/table.js';
 
 const log = (s: string): void => {
@@ -24,8 +25,11 @@ function environment(): Record<string, unknown> {
 
 async function scenario(
   name: Exclude<BenchArgs['scenario'], 'all'>,
-  a: BenchArgs,
+  given: BenchArgs,
 ): Promise<Record<string, unknown>> {
+  // The operator runs as the image runs it: its ENTRYPOINT's node flags first, then --node-arg's.
+  const a = { ...given, nodeArgs: [...(given.imageNodeFlags ? imageNodeFlags() : []), ...given.nodeArgs] };
+  if (name !== 'cri-latency') log(`${name}: operator's node flags: ${a.nodeArgs.join(' ') || '(none)'}`);
   switch (name) {
     case 'scale': {
       const { runScale } = await import('./scenarios/scale.js');

@@ -4,7 +4,8 @@
 #      USER, OCI labels, no HEALTHCHECK, no ADD, no :latest);
 #   2. build: replays the Dockerfile's COPY/RUN/ENV steps stage by stage in a temp dir (a dir per stage
 #      stands in for its filesystem; COPY sources are filtered by .dockerignore's allow list);
-#   3. run: `node dist/main.js --help` and the CRI proto load in the final stage, as the image's uid.
+#   3. run: the ENTRYPOINT with --help (its node flags included) and the CRI proto load in the final stage,
+#      as the image's uid.
 # Exits non-zero on the first failure. KEEP_TMP=1 keeps the temp dir.
 set -euo pipefail
 
@@ -92,8 +93,12 @@ final="${stage_dir[$stage]}"
 chmod -R a+rX "$tmp"
 as_user=(setpriv --reuid "$uid" --regid "$gid" --clear-groups)
 [ "$(id -u)" = 0 ] || as_user=()
-(cd "$final" && "${as_user[@]}" env HOME=/nonexistent node dist/main.js --help) | grep -q -- '--kubeconfig' \
-  || fail "node dist/main.js --help did not print the flags"
+# The ENTRYPOINT itself (exec form), node flags included: a flag this node rejects fails here.
+mapfile -t entrypoint < <(grep '^ENTRYPOINT ' "$dockerfile" | tail -1 | sed 's/^ENTRYPOINT //' \
+  | node -e 'for (const a of JSON.parse(require("fs").readFileSync(0, "utf8"))) console.log(a)')
+[ "${entrypoint[0]:-}" = node ] || fail "ENTRYPOINT must be exec form starting with node"
+(cd "$final" && "${as_user[@]}" env HOME=/nonexistent "${entrypoint[@]}" --help) | grep -q -- '--kubeconfig' \
+  || fail "${entrypoint[*]} --help did not print the flags"
 (cd "$final" && "${as_user[@]}" node --input-type=module -e \
   "const m = await import('./dist/runtime/cri/connection.js'); m.loadCriServices(); console.log('cri proto: ok');") \
   || fail "the compiled CRI client cannot load its proto"

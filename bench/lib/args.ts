@@ -17,8 +17,13 @@ export interface BenchArgs {
   json?: string;
   /** scale: also run the same scenario with kwok (default true). */
   kwok: boolean;
-  /** Flags for the operator's node process (e.g. --max-old-space-size=384), in order. */
+  /**
+   * Flags for the operator's node process (e.g. --max-old-space-size=384), in order, after the image's own
+   * (see imageNodeFlags; a V8 flag given twice takes the later value).
+   */
   nodeArgs: string[];
+  /** Run the operator with the node flags of the image's ENTRYPOINT (default true). */
+  imageNodeFlags: boolean;
   /** scale: write operator heap snapshots (nodes only, all Ready) into this directory. */
   heapSnapshots?: string;
   /** steady: serve the node API on a loopback address per node and run metrics-server (15 s) against it. */
@@ -34,7 +39,10 @@ export const USAGE = `usage: npm run bench -- <${SCENARIOS.join('|')}> [flags]
   --concurrency C    concurrent pod creates from the driver (default 64)
   --no-kwok          scale: skip the kwok side
   --json PATH        where to write the results (default bench/results/<scenario>-<timestamp>.json)
-  --node-arg FLAG    a flag for the operator's node process (repeatable; e.g. --node-arg=--max-semi-space-size=4)
+  --node-arg FLAG    a flag for the operator's node process (repeatable; e.g. --node-arg=--max-semi-space-size=4),
+                     after the image's own flags
+  --no-image-node-flags
+                     run the operator's node without the flags of the Dockerfile's ENTRYPOINT
   --heap-snapshots D scale: write the operator's V8 heap snapshots (nodes only, all Ready, Events written) into D
   --metrics-server   steady: the operator serves its node API (a loopback InternalIP per node) and
                      metrics-server scrapes every node every 15 s; adds the metrics API coverage and the
@@ -44,7 +52,13 @@ export type ParsedArgs = { ok: true; args: BenchArgs } | { ok: false; message: s
 
 export function parseBenchArgs(argv: readonly string[]): ParsedArgs {
   let scenario: Scenario | undefined;
-  const args: Omit<BenchArgs, 'scenario'> = { quick: false, concurrency: 64, kwok: true, nodeArgs: [] };
+  const args: Omit<BenchArgs, 'scenario'> = {
+    quick: false,
+    concurrency: 64,
+    kwok: true,
+    nodeArgs: [],
+    imageNodeFlags: true,
+  };
   const positive = (flag: string, v: string | undefined): number | string => {
     const n = Number(v);
     return v !== undefined && Number.isInteger(n) && n > 0 ? n : `${flag} needs a positive integer`;
@@ -59,6 +73,9 @@ export function parseBenchArgs(argv: readonly string[]): ParsedArgs {
         break;
       case '--no-kwok':
         args.kwok = false;
+        break;
+      case '--no-image-node-flags':
+        args.imageNodeFlags = false;
         break;
       case '--metrics-server':
         args.metricsServer = true;

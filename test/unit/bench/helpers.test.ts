@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { parseBenchArgs, defaultJsonPath } from '../../../bench/lib/args.js';
+import { entrypointNodeFlags, imageNodeFlags } from '../../../bench/lib/imageflags.js';
 import {
   auditPolicy,
   countOf,
@@ -291,6 +292,7 @@ describe('bench helpers', () => {
           concurrency: 64,
           kwok: true,
           nodeArgs: [],
+          imageNodeFlags: true,
         },
       });
       expect(parseBenchArgs(['steady', '--hold-minutes', '2', '--no-kwok'])).to.deep.include({ ok: true });
@@ -307,6 +309,9 @@ describe('bench helpers', () => {
       ]);
       expect(r.ok && r.args.nodeArgs).to.deep.equal(['--max-old-space-size=384', '--expose-gc']);
       expect(r.ok && r.args.heapSnapshots).to.equal('/tmp/snaps');
+      expect(r.ok && r.args.imageNodeFlags).to.equal(true);
+      const bare = parseBenchArgs(['scale', '--no-image-node-flags']);
+      expect(bare.ok && bare.args.imageNodeFlags).to.equal(false);
       expect(parseBenchArgs(['scale', '--node-arg', 'x'])).to.deep.equal({
         ok: false,
         message: '--node-arg needs a node flag (--node-arg=--flag)',
@@ -335,5 +340,23 @@ describe('bench helpers', () => {
         'bench/results/scale-2026-11-23T01-02-03Z.json',
       );
     });
+  });
+});
+
+describe('bench: the image node flags', () => {
+  it('reads the flags between node and dist/main.js of the exec-form ENTRYPOINT', () => {
+    const df = 'FROM node:22 AS build\nENTRYPOINT ["node", "--a=1", "--b", "dist/main.js"]\n';
+    expect(entrypointNodeFlags(df)).to.deep.equal(['--a=1', '--b']);
+    expect(entrypointNodeFlags('ENTRYPOINT ["node", "dist/main.js"]')).to.deep.equal([]);
+  });
+
+  it('fails loudly on any other ENTRYPOINT, or none', () => {
+    for (const df of ['FROM x', 'ENTRYPOINT node dist/main.js', 'ENTRYPOINT ["sh", "-c", "dist/main.js"]']) {
+      expect(() => entrypointNodeFlags(df), df).to.throw(/expected ENTRYPOINT/);
+    }
+  });
+
+  it("finds the repository's Dockerfile in that shape", () => {
+    expect(imageNodeFlags()).to.be.an('array');
   });
 });

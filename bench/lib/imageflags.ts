@@ -1,0 +1,36 @@
+// The node flags the image runs the operator with, read from the Dockerfile's ENTRYPOINT, so the benchmarks
+// measure the process as it ships (issue #17 asks for its figures "with the default node flags of the image").
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { REPO_ROOT } from '../../test/support/controlplane.js';
+
+/**
+ * The flags between `node` and `dist/main.js` in the exec-form ENTRYPOINT of `dockerfile` (its text). Throws
+ * when there is no such ENTRYPOINT: a benchmark must not quietly run a process other than the image's.
+ */
+export function entrypointNodeFlags(dockerfile: string): string[] {
+  const lines = dockerfile.split('\n').filter((l) => l.startsWith('ENTRYPOINT '));
+  const line = lines.at(-1);
+  let argv: unknown;
+  try {
+    argv = line === undefined ? undefined : JSON.parse(line.slice('ENTRYPOINT '.length));
+  } catch {
+    argv = undefined;
+  }
+  if (
+    !Array.isArray(argv) ||
+    argv[0] !== 'node' ||
+    argv.at(-1) !== 'dist/main.js' ||
+    !argv.every((a) => typeof a === 'string')
+  ) {
+    throw new Error(
+      `Dockerfile: expected ENTRYPOINT ["node", <flags>..., "dist/main.js"], found ${line ?? 'none'}`,
+    );
+  }
+  return (argv as string[]).slice(1, -1);
+}
+
+/** The node flags of the repository's image (see entrypointNodeFlags). */
+export function imageNodeFlags(): string[] {
+  return entrypointNodeFlags(readFileSync(path.join(REPO_ROOT, 'Dockerfile'), 'utf8'));
+}
