@@ -45,10 +45,12 @@ export interface RequestOptions {
   dropManagedFields?: boolean;
 }
 
-/** How a watch's events are read. */
-export interface WatchOptions {
-  /** As RequestOptions.dropManagedFields, for each event's object. */
-  dropManagedFields?: boolean;
+/** How a watch's events are read: `dropManagedFields` as for a request, for each event's object. */
+export type WatchOptions = Pick<RequestOptions, 'dropManagedFields'>;
+
+/** An answer's or a watch event's JSON, its managedFields cut first when asked (see withoutManagedFields). */
+function parseJSON(text: string, dropManagedFields: boolean | undefined): unknown {
+  return JSON.parse(dropManagedFields ? withoutManagedFields(text) : text);
 }
 
 /**
@@ -397,7 +399,7 @@ export class KubeClient {
       await this.opts.yieldToLoop?.();
       if (status < 200 || status >= 300) throw apiError(status, text, what);
       if (!text || req.ignoreAnswer) return undefined as T;
-      return JSON.parse(req.dropManagedFields ? withoutManagedFields(text) : text) as T;
+      return parseJSON(text, req.dropManagedFields) as T;
     } catch (err) {
       if (err instanceof KindError) throw err;
       if (deadline.timedOut())
@@ -420,9 +422,6 @@ export class KubeClient {
     signal: AbortSignal,
     opts: WatchOptions = {},
   ): Promise<void> {
-    const parse = opts.dropManagedFields
-      ? (line: string): unknown => JSON.parse(withoutManagedFields(line))
-      : (line: string): unknown => JSON.parse(line);
     await this.limiter.acquire();
     const url = this.url(path, { ...query, watch: true });
     const started = Date.now();
@@ -461,7 +460,7 @@ export class KubeClient {
               line = line.trim();
               if (!line) continue;
               try {
-                onEvent(parse(line) as { type: string; object: unknown });
+                onEvent(parseJSON(line, opts.dropManagedFields) as { type: string; object: unknown });
               } catch (err) {
                 r.destroy(err as Error);
                 return;
