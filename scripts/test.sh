@@ -52,7 +52,7 @@ if [[ -z "${KO_TEST_SKIP_UPSTREAM:-}" && -z "$(summary "$up")" ]]; then
   status=1
 fi
 # CI keeps only the tail of the output: name what failed here, where it is read.
-failed_names="$( { grep -E '^FAILED: ' "$own"; grep -E '^FAIL[[:space:]]' "$up"; } 2>/dev/null | cut -c1-400 | head -n 40 )"
+failed_names="$( { grep -E '^FAILED: ' "$own"; grep -E '^FAIL[[:space:]]' "$up"; } 2>/dev/null | cut -c1-1000 | head -n 40 )"
 if [[ -n "$failed_names" ]]; then
   echo
   echo "== failed"

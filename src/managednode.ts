@@ -173,6 +173,7 @@ export class KubeletManagedNode implements ManagedNode {
       this.log,
     );
     if (deps.eventHold) this.recorder.holdWith(deps.eventHold);
+    deps.metrics?.eventRecorders.set(nodeName, this.recorder);
     // Volumes and env references (kubelet_runtime.ts takes the pod environment's sources) share this cache.
     const sources = deps.sources ?? restVolumeSources(deps.client, deps.clock);
     this.podEnv = podEnvironmentFor(
@@ -351,6 +352,9 @@ export class KubeletManagedNode implements ManagedNode {
     await this.kubelet.stop().catch(() => undefined);
     await this.agent.stop().catch(() => undefined);
     await this.recorder.flush();
+    // A replacement for the same node may have taken the name already.
+    if (this.deps.metrics?.eventRecorders.get(this.nodeName) === this.recorder)
+      this.deps.metrics.eventRecorders.delete(this.nodeName);
     this.podEnv.stop();
     if (this.ownsRuntime) await this.runtime.close().catch(() => undefined);
   }

@@ -6,6 +6,19 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { EventLoopDelaySampler } from './util/loopdelay.js';
 
+/** What the metrics read of an Event recorder (kube/events.ts EventRecorder). */
+export interface EventRecorderView {
+  readonly stats: {
+    created: number;
+    patched: number;
+    merged: number;
+    dropped: number;
+    filtered: number;
+    failed: number;
+  };
+  readonly pending: number;
+}
+
 export class Metrics {
   readonly registry = new Registry();
   readonly podStartDuration: Histogram<'node'>;
@@ -18,6 +31,8 @@ export class Metrics {
   readonly runningContainers: Gauge<'node'>;
   readonly virtualNodes: Gauge<'state'>;
   readonly eventLoopDelay: Histogram;
+  /** Each served node's Event recorder, read when the metrics are scraped (ManagedNode adds and removes). */
+  readonly eventRecorders = new Map<string, EventRecorderView>();
 
   constructor(defaultMetrics = true) {
     const registers = [this.registry];
@@ -82,6 +97,35 @@ export class Metrics {
       help: 'Running containers.',
       labelNames: ['node'],
       registers,
+    });
+    const recorders = this.eventRecorders;
+    new Counter({
+      name: 'kubelet_operator_events_total',
+      help: 'Event writes by outcome: created, patched, merged (into a waiting write of the same Event), filtered (spam filter), dropped_queue_full (displaced included: a waiting write that gave way to one of higher priority), failed.',
+      labelNames: ['node', 'outcome'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [node, r] of recorders) {
+          const s = r.stats;
+          this.inc({ node, outcome: 'created' }, s.created);
+          this.inc({ node, outcome: 'patched' }, s.patched);
+          this.inc({ node, outcome: 'merged' }, s.merged);
+          this.inc({ node, outcome: 'filtered' }, s.filtered);
+          this.inc({ node, outcome: 'dropped_queue_full' }, s.dropped - s.filtered);
+          this.inc({ node, outcome: 'failed' }, s.failed);
+        }
+      },
+    });
+    new Gauge({
+      name: 'kubelet_operator_events_pending',
+      help: 'Events waiting in a node recorder queue to be written.',
+      labelNames: ['node'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [node, r] of recorders) this.set({ node }, r.pending);
+      },
     });
     this.virtualNodes = new Gauge({
       name: 'kubelet_operator_virtual_nodes',

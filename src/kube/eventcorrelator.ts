@@ -257,6 +257,14 @@ class ObjectState {
     this.setNum(row, N_SEQ, seq);
   }
 
+  /** Whether a row holds an Event of `type`. */
+  hasEvent(type: EventType): boolean {
+    const c = this.cells;
+    for (let i = 0; i < c.length; i += CELLS)
+      if (c[i + C_TYPE] === type && c[i + C_KEY] !== undefined) return true;
+    return false;
+  }
+
   /** Drops the row written longest ago. */
   dropOldestRow(): void {
     let oldest = 0;
@@ -384,6 +392,11 @@ export class EventCorrelator {
       if (sameObject(o.ref, ref)) return uid;
     }
     return objectId(ref);
+  }
+
+  /** Whether an Event of `type` about `ref`'s object was created and is still remembered. Touches nothing. */
+  hasEvent(ref: ObjectReference, type: EventType): boolean {
+    return this.objects.get(this.key(ref))?.hasEvent(type) ?? false;
   }
 
   /** Events kept (seen), (object, type, reason) message sets (similar) and objects (spam); for tests. */

@@ -30,6 +30,9 @@ export interface EventLogger {
   warn(msg: string, meta?: Record<string, unknown>): void;
 }
 
+/** At most one log line per this long about Events a full queue dropped. */
+const DROP_LOG_MS = 10_000;
+
 type Write = Exclude<Correlation, { action: 'drop' }>;
 
 interface Queued {
@@ -37,24 +40,55 @@ interface Queued {
   ref: ObjectReference;
   type: EventType;
   reason: string;
+  /** The Event's namespace/name: a later write of the same Event merges into this one while it waits. */
+  key: string;
+  /** See priority. */
+  priority: number;
+}
+
+/**
+ * Which waiting write gives way when the queue is full, lowest first: an update of an Event already written
+ * (patch: the next patch carries the whole count again), then a new Normal Event, then a new Warning about an
+ * object that has had one before; last of all an object's first Warning, the Event that says what went wrong.
+ */
+function priority(type: EventType, action: Write['action'], firstWarning: boolean): number {
+  if (action === 'patch') return type === 'Warning' ? 1 : 0;
+  if (type === 'Normal') return 2;
+  return firstWarning ? 4 : 3;
 }
 
 /**
  * Records Events for one node. `event()` returns at once; writes happen in order on a background pump, with
  * at most `maxPending` waiting. Like the kubelet's broadcaster (1,000 queued, the rest dropped) the queue is
- * bounded; unlike it, a Warning that finds the queue full takes the place of the oldest waiting Normal Event,
- * so that a flood of Pulled/Created/Started never costs a pod the one Event that says what went wrong.
+ * bounded and written one at a time. Unlike it, nothing is lost that a later write would repeat, and what is
+ * lost is the least telling:
+ * - a write of an Event that still waits to be written merges into the waiting one (its count, last
+ *   timestamp and message move on; a waiting create becomes the create of the Event as it is now), so a
+ *   flood of repeats costs one write per Event, not one per repeat;
+ * - a write that finds the queue full takes the place of the oldest waiting write of lower priority
+ *   (`priority`), so that a flood of Pulled/Created/Started or of count updates never costs a pod the one
+ *   Event that says what went wrong.
  */
 export class EventRecorder {
   private readonly correlator: EventCorrelator;
   private queue: (Queued | undefined)[] = [];
   private head = 0;
   private waiting = 0;
+  /** Waiting writes by Event key (taken off when the pump takes them). */
+  private readonly byKey = new Map<string, Queued>();
   private running = false;
   private pump: Promise<void> = Promise.resolve();
   /** Writes wait while it holds (see EventHold). */
   private hold: EventHold | undefined;
-  readonly stats = { created: 0, patched: 0, dropped: 0, displaced: 0, failed: 0 };
+  /**
+   * Writes by outcome. `dropped` counts every Event write not made: `filtered` of them by the correlator's
+   * spam filter, the rest because the queue was full (`displaced` of those gave way to a later write of
+   * higher priority). `merged`: writes folded into a waiting write of the same Event (nothing lost).
+   */
+  readonly stats = { created: 0, patched: 0, merged: 0, dropped: 0, filtered: 0, displaced: 0, failed: 0 };
+  /** Full-queue drops since the last log line about them, and when that line was written. */
+  private unlogged = 0;
+  private loggedAt = -Infinity;
 
   constructor(
     private readonly sink: EventSink,
@@ -68,16 +102,30 @@ export class EventRecorder {
   }
 
   event(ref: ObjectReference, type: EventType, reason: string, message: string): void {
+    const firstWarning = type === 'Warning' && !this.correlator.hasEvent(ref, 'Warning');
     const c = this.correlator.correlate(ref, type, reason, message, this.clock.now());
     if (c.action === 'drop') {
       this.stats.dropped++;
+      this.stats.filtered++;
       return;
     }
-    if (this.waiting >= this.maxPending && !(type === 'Warning' && this.displaceNormal())) {
+    const key = `${c.event.metadata.namespace}/${c.event.metadata.name}`;
+    const waiting = this.byKey.get(key);
+    if (waiting) {
+      // The Event as it is now replaces the waiting write's: a create stays a create.
+      waiting.write = waiting.write.action === 'create' ? { action: 'create', event: c.event } : c;
+      this.stats.merged++;
+      return;
+    }
+    const p = priority(type, c.action, firstWarning);
+    if (this.waiting >= this.maxPending && !this.displace(p)) {
       this.stats.dropped++;
+      this.dropLogged(ref, type, reason);
       return;
     }
-    this.queue.push({ write: c, ref, type, reason });
+    const q: Queued = { write: c, ref, type, reason, key, priority: p };
+    this.queue.push(q);
+    this.byKey.set(key, q);
     this.waiting++;
     if (!this.running) {
       this.running = true;
@@ -100,17 +148,54 @@ export class EventRecorder {
     while (this.running) await this.pump;
   }
 
-  /** Removes the oldest waiting Normal Event; false when every waiting one is a Warning. */
-  private displaceNormal(): boolean {
-    for (let i = this.head; i < this.queue.length; i++) {
-      if (this.queue[i]?.type !== 'Normal') continue;
-      this.queue[i] = undefined;
-      this.waiting--;
-      this.stats.dropped++;
-      this.stats.displaced++;
-      return true;
+  /** Events waiting to be written. */
+  get pending(): number {
+    return this.waiting;
+  }
+
+  /**
+   * Says that Events are lost to a full queue (client-go logs each one; a flood here would log thousands, so
+   * one line at most every DROP_LOG_MS, naming the latest and how many went since the last line).
+   */
+  private dropLogged(ref: ObjectReference, type: EventType, reason: string): void {
+    this.unlogged++;
+    const now = this.clock.now();
+    if (now - this.loggedAt < DROP_LOG_MS) return;
+    this.logger?.warn('unable to record event: too many queued events, dropped', {
+      dropped: this.unlogged,
+      queued: this.waiting,
+      type,
+      reason,
+      object: `${ref.kind}/${ref.namespace ?? ''}/${ref.name}`,
+    });
+    this.unlogged = 0;
+    this.loggedAt = now;
+  }
+
+  /**
+   * Removes the oldest of the lowest-priority waiting writes if its priority is below `than`; false when no
+   * waiting write is below it.
+   */
+  private displace(than: number): boolean {
+    let at = -1;
+    let lowest = than;
+    for (let i = this.head; i < this.queue.length && lowest > 0; i++) {
+      const q = this.queue[i];
+      if (!q) continue;
+      if (q.priority < lowest) {
+        lowest = q.priority;
+        at = i;
+      }
     }
-    return false;
+    const q = at < 0 ? undefined : this.queue[at];
+    if (!q) return false;
+    this.queue[at] = undefined;
+    this.byKey.delete(q.key);
+    this.waiting--;
+    this.stats.dropped++;
+    this.stats.displaced++;
+    this.dropLogged(q.ref, q.type, q.reason);
+    return true;
   }
 
   /** Writes the queue out in order; `running` drops in the same turn as the last look at the queue. */
@@ -124,6 +209,7 @@ export class EventRecorder {
           this.head = 0;
         }
         if (!q) continue;
+        this.byKey.delete(q.key);
         const held = this.hold?.wait();
         if (held) await held;
         this.waiting--;

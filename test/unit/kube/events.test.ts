@@ -118,6 +118,7 @@ describe('EventRecorder', () => {
     const r = new EventRecorder(sink, clock, 'node-1');
     r.event(pod, 'Normal', 'Pulling', 'Pulling image "busybox"');
     r.event(pod, 'Normal', 'Created', 'Created container: c');
+    await r.flush();
     r.event(pod, 'Normal', 'Created', 'Created container: c');
     await r.flush();
     expect(calls).to.deep.equal(['create ns Created', 'patch ns 2']);
@@ -190,6 +191,129 @@ describe('EventRecorder: a full queue', () => {
     await r.flush();
     expect(written).to.deep.equal(['Warning/BackOff/p0', 'Warning/BackOff/p1', 'Warning/BackOff/p2']);
     expect(r.stats).to.include({ created: 3, dropped: 1, displaced: 0 });
+  });
+
+  it('merges the repeats of an Event that waits into its one write, with the count as it is by then', async () => {
+    const { sink, release } = heldSink();
+    const writes: string[] = [];
+    const logged: EventSink = {
+      async create(ns, e) {
+        await sink.create(ns, e);
+        writes.push(`create ${e.involvedObject.name} ${e.reason} count=${e.count}`);
+      },
+      async patch(_ns, name, p) {
+        await sink.patch(_ns, name, p);
+        writes.push(`patch ${name.split('.')[0]} count=${p.count}`);
+      },
+    };
+    const clock = new FakeClock(0);
+    const r = new EventRecorder(logged, clock, 'node-1');
+    r.event(podN(0), 'Warning', 'BackOff', 'Back-off'); // in flight
+    for (let i = 0; i < 5; i++) {
+      clock.advance(1000);
+      r.event(podN(1), 'Warning', 'BackOff', 'Back-off'); // a create, then four repeats merged into it
+      r.event(podN(0), 'Warning', 'BackOff', 'Back-off'); // patches of p0's Event, merged into one
+    }
+    expect(r.pending).to.equal(2);
+    release();
+    await r.flush();
+    expect(writes).to.deep.equal([
+      'create p0 BackOff count=1',
+      'create p1 BackOff count=5',
+      'patch p0 count=6',
+    ]);
+    expect(r.stats).to.include({ created: 2, patched: 1, merged: 8, dropped: 0 });
+  });
+
+  it("gives a full queue's place to the lowest priority: patches first, then Normal creates", async () => {
+    const { sink, written, release } = heldSink();
+    const clock = new FakeClock(0);
+    const r = new EventRecorder(sink, clock, 'node-1', undefined, 3);
+    r.event(podN(0), 'Warning', 'Unhealthy', 'probe failed'); // written: in flight
+    r.event(podN(1), 'Normal', 'Pulled', 'Pulled image'); // waits
+    await new Promise((res) => setImmediate(res));
+    // p0's Event is created (well, in flight); repeats of it are patches.
+    clock.advance(1000);
+    r.event(podN(0), 'Warning', 'Unhealthy', 'probe failed'); // a Warning patch, waits
+    r.event(podN(2), 'Normal', 'Started', 'Started container'); // waits: the queue is full now
+    r.event(podN(3), 'Warning', 'FailedPostStartHook', 'hook failed'); // displaces the patch
+    r.event(podN(4), 'Warning', 'Failed', 'Error: ErrImagePull'); // displaces the oldest Normal create
+    r.event(podN(5), 'Normal', 'Killing', 'Stopping container'); // nothing below it: dropped
+    r.event(podN(6), 'Warning', 'BackOff', 'Back-off'); // displaces the last Normal create
+    r.event(podN(7), 'Warning', 'Failed', 'Error'); // only Warning creates wait: dropped
+    release();
+    await r.flush();
+    expect(written).to.deep.equal([
+      'Warning/Unhealthy/p0',
+      'Warning/FailedPostStartHook/p3',
+      'Warning/Failed/p4',
+      'Warning/BackOff/p6',
+    ]);
+    expect(r.stats).to.include({ created: 4, patched: 0, dropped: 5, displaced: 3, filtered: 0 });
+  });
+
+  it("keeps an object's first Warning over a further Warning about an object that has one", async () => {
+    const { sink, written, release } = heldSink();
+    const r = new EventRecorder(sink, new FakeClock(0), 'node-1', undefined, 2);
+    r.event(podN(0), 'Warning', 'Unhealthy', 'probe failed'); // in flight
+    r.event(podN(0), 'Warning', 'Failed', 'Error: ErrImagePull'); // p0's second Warning: waits
+    r.event(podN(1), 'Warning', 'FailedMount', 'no such configmap'); // p1's first: waits, the queue is full
+    r.event(podN(2), 'Warning', 'FailedPostStartHook', 'hook failed'); // p2's first: displaces p0's second
+    r.event(podN(3), 'Warning', 'BackOff', 'Back-off'); // only first Warnings wait: dropped
+    release();
+    await r.flush();
+    expect(written).to.deep.equal([
+      'Warning/Unhealthy/p0',
+      'Warning/FailedMount/p1',
+      'Warning/FailedPostStartHook/p2',
+    ]);
+    expect(r.stats).to.include({ created: 3, dropped: 2, displaced: 1 });
+  });
+
+  it('says in the log that Events are lost, at most once per 10 s, with how many went', async () => {
+    const { sink, release } = heldSink();
+    const clock = new FakeClock(0);
+    const lines: Record<string, unknown>[] = [];
+    const logger = { warn: (msg: string, meta?: Record<string, unknown>) => lines.push({ msg, ...meta }) };
+    const r = new EventRecorder(sink, clock, 'node-1', logger, 1);
+    r.event(podN(0), 'Normal', 'Pulled', 'in flight');
+    r.event(podN(1), 'Normal', 'Pulled', 'waits');
+    r.event(podN(2), 'Normal', 'Started', 'dropped, logged');
+    r.event(podN(3), 'Warning', 'BackOff', 'displaces p1');
+    r.event(podN(4), 'Warning', 'Failed', 'dropped, not logged yet');
+    clock.advance(10_000);
+    r.event(podN(5), 'Warning', 'Unhealthy', 'dropped, logged with the two before');
+    expect(r.pending).to.equal(1);
+    release();
+    await r.flush();
+    expect(lines).to.deep.equal([
+      {
+        msg: 'unable to record event: too many queued events, dropped',
+        dropped: 1,
+        queued: 1,
+        type: 'Normal',
+        reason: 'Started',
+        object: 'Pod/ns/p2',
+      },
+      {
+        msg: 'unable to record event: too many queued events, dropped',
+        dropped: 3,
+        queued: 1,
+        type: 'Warning',
+        reason: 'Unhealthy',
+        object: 'Pod/ns/p5',
+      },
+    ]);
+    expect(r.stats).to.include({ created: 2, dropped: 4, filtered: 0, displaced: 1 });
+    expect(r.pending).to.equal(0);
+  });
+
+  it('counts what the spam filter drops apart from what a full queue drops', async () => {
+    const r = new EventRecorder({ async create() {}, async patch() {} }, new FakeClock(0), 'node-1');
+    for (let i = 0; i < 30; i++) r.event(pod, 'Normal', 'Pulled', `message ${i}`);
+    await r.flush();
+    // Burst 25 per object: the rest are the spam filter's.
+    expect(r.stats).to.include({ dropped: 5, filtered: 5, displaced: 0 });
   });
 
   it('writes an Event recorded as the last write of a busy spell finishes', async () => {
