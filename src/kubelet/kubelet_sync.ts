@@ -192,7 +192,7 @@ export class KubeletPodSyncer implements PodSyncer {
     const status = this.generate(pod, before, false);
     this.d.statusManager.setPodStatus(pod, status);
     if (isTerminalPhase(status.phase)) return { isTerminal: true };
-    if (ctx.signal.aborted) return { isTerminal: false };
+    if (ctx.aborted) return { isTerminal: false };
 
     this.d.prober.addPod(pod);
     this.d.prober.updatePod(pod);
@@ -203,7 +203,7 @@ export class KubeletPodSyncer implements PodSyncer {
       if (mounted.report) this.recordEvent(pod, 'Warning', 'FailedMount', message);
       throw new KindError('Unavailable', message, { pod: `${pod.metadata.namespace}/${pod.metadata.name}` });
     }
-    if (ctx.signal.aborted) return { isTerminal: false };
+    if (ctx.aborted) return { isTerminal: false };
     const result = await this.d.runtime.syncPod(ctx, pod, before, this.d.probes);
 
     // When the runtime changed, inspect the pod now (kubelet: pleg.UpdateCache), so the new containers show in
@@ -226,7 +226,7 @@ export class KubeletPodSyncer implements PodSyncer {
     const after = this.generate(pod, latest, false);
     this.d.statusManager.setPodStatus(pod, after);
     this.observeStart(uid, pod, after);
-    if (result.error && !ctx.signal.aborted) throw result.error;
+    if (result.error && !ctx.aborted) throw result.error;
     return { isTerminal: isTerminalPhase(after.phase) };
   }
 

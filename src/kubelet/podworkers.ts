@@ -28,6 +28,7 @@ import type { Pod } from '../api/core.js';
 import type { Clock, TimerHandle } from '../util/clock.js';
 import { errorMessage, KindError } from '../util/errors.js';
 import { timerQueueFor } from '../util/timerqueue.js';
+import { SyncCancel } from './util/synccancel.js';
 import type { PodCache } from './container/cache.js';
 import { asPodUID, type PodUID, type RuntimePodStatus } from './container/types.js';
 
@@ -57,8 +58,10 @@ export interface UpdatePodOptions {
   kill?: KillPodOptions;
 }
 
+/** What a sync is given: whether it was cancelled, and a signal for what waits (see SyncCancel). */
 export interface SyncContext {
-  signal: AbortSignal;
+  readonly aborted: boolean;
+  readonly signal: AbortSignal;
 }
 
 /**
@@ -134,7 +137,7 @@ interface PodSyncStatus {
   due?: boolean;
   working: boolean;
   /** Aborts the running sync (a kill arrived). */
-  active?: AbortController;
+  active?: SyncCancel;
   /** Set when termination was requested; grace only ever shrinks. */
   gracePeriodSeconds?: number;
   kill?: KillPodOptions;
@@ -319,9 +322,8 @@ export class PodWorkers {
       while (status.pending && this.pods.get(uid) === status) {
         const update = status.pending;
         status.pending = undefined;
-        const ac = new AbortController();
-        status.active = ac;
-        const ctx = { signal: ac.signal };
+        const ctx = new SyncCancel();
+        status.active = ctx;
         let failed = false;
         const started = this.opts.clock.now();
         let op: 'sync' | 'terminating' | 'terminated' = 'sync';
@@ -332,7 +334,7 @@ export class PodWorkers {
             status.state = 'terminated';
             status.terminatedAt = this.opts.clock.now();
           } else if (status.state === 'syncing') {
-            const runtime = await this.runtimeStatus(uid, status.lastSyncTime, ac.signal);
+            const runtime = await this.runtimeStatus(uid, status.lastSyncTime, ctx);
             const pod = update.pod ?? status.pod!;
             const { isTerminal } = await this.syncer.syncPod(ctx, update.type, pod, runtime);
             if (isTerminal && status.state === 'syncing') {
@@ -366,7 +368,7 @@ export class PodWorkers {
           }
         } catch (err) {
           failed = true;
-          if (!ac.signal.aborted) {
+          if (!ctx.aborted) {
             this.opts.logger?.warn('pod sync failed', {
               pod: describe(status),
               uid,
@@ -379,7 +381,7 @@ export class PodWorkers {
           status.lastSyncTime = this.opts.clock.now();
           this.opts.onSync?.(op, this.opts.clock.now() - started, failed);
         }
-        if (!status.pending) this.scheduleNext(status, failed, ac.signal.aborted);
+        if (!status.pending) this.scheduleNext(status, failed, ctx.aborted);
       }
     } finally {
       status.working = false;
@@ -389,29 +391,28 @@ export class PodWorkers {
 
   /**
    * The pod's runtime view from the PLEG's cache, newer than the worker's last sync (kubelet:
-   * podCache.GetNewerThan). A kill arriving meanwhile (`signal`) ends the wait: the worker goes on to
+   * podCache.GetNewerThan). A kill arriving meanwhile (`cancel`) ends the wait: the worker goes on to
    * terminate. An inspection that failed fails the sync, which is retried.
    */
   private async runtimeStatus(
     uid: PodUID,
     minTime: number,
-    signal: AbortSignal | undefined,
+    cancel: SyncCancel | undefined,
   ): Promise<RuntimePodStatus> {
     const wait = this.opts.podCache.getNewerThan(uid, minTime);
     let got: { status: RuntimePodStatus; error: unknown };
-    if (!signal) {
+    if (!cancel) {
       got = await wait;
     } else {
-      if (signal.aborted) throw new KindError('Unavailable', 'pod is being terminated');
-      let onAbort: (() => void) | undefined;
+      if (cancel.aborted) throw new KindError('Unavailable', 'pod is being terminated');
+      let off: (() => void) | undefined;
       const aborted = new Promise<never>((_, reject) => {
-        onAbort = () => reject(new KindError('Unavailable', 'pod is being terminated'));
-        signal.addEventListener('abort', onAbort, { once: true });
+        off = cancel.onAbort(() => reject(new KindError('Unavailable', 'pod is being terminated')));
       });
       try {
         got = await Promise.race([wait, aborted]);
       } finally {
-        if (onAbort) signal.removeEventListener('abort', onAbort);
+        off?.();
       }
     }
     if (got.error !== undefined) {

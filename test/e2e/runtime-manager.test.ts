@@ -18,6 +18,7 @@ import { podLogsDirectory } from '../../src/kubelet/kuberuntime/sandboxconfig.js
 import { PodUIDLabel } from '../../src/runtime/labels.js';
 import { RealClock } from '../../src/util/clock.js';
 import { startContainerd, type TestContainerd, podCgroupDirs } from '../support/containerd.js';
+import { SyncCancel } from '../../src/kubelet/util/synccancel.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const NODE = 'rm-e2e';
@@ -92,7 +93,7 @@ describe('KubeGenericRuntimeManager on real containerd', function () {
       },
     };
     const probes = { liveness: { get: () => undefined }, startup: { get: () => undefined } };
-    const signal = new AbortController().signal;
+    const sync = new SyncCancel();
 
     let status: RuntimePodStatus = await manager.getPodStatus(uid, pod.metadata.name!, 'default');
     const deadline = Date.now() + 60_000;
@@ -100,7 +101,7 @@ describe('KubeGenericRuntimeManager on real containerd', function () {
       const main = status.containers.find((c) => c.name === 'main');
       if (main?.state === 'running') break;
       if (Date.now() > deadline) throw new Error(`main never ran; events: ${events.join(' | ')}`);
-      const r = await manager.syncPod({ signal }, pod, status, probes);
+      const r = await manager.syncPod(sync, pod, status, probes);
       expect(r.error?.message ?? '', events.join(' | ')).to.equal('');
       await sleep(200);
       status = await manager.getPodStatus(uid, pod.metadata.name!, 'default');
@@ -120,7 +121,7 @@ describe('KubeGenericRuntimeManager on real containerd', function () {
     expect(podCgroupDirs(ctd.cgroupParentPrefix, uid)).to.not.deep.equal([]);
 
     // sleep as PID 1 ignores SIGTERM: the 2 s grace period runs out, then SIGKILL.
-    const killed = await manager.killPod({ signal }, pod, status);
+    const killed = await manager.killPod(sync, pod, status);
     expect(killed.error).to.equal(undefined);
     status = await manager.getPodStatus(uid, pod.metadata.name!, 'default');
     expect(status.containers.find((c) => c.name === 'main')).to.include({ state: 'exited', exitCode: 137 });

@@ -39,7 +39,8 @@ export interface StartContainerArgs {
   podStatus: RuntimePodStatus;
   podIP: string;
   podIPs: string[];
-  signal: AbortSignal;
+  /** The sync's cancellation; its signal is read only when a postStart hook runs. */
+  cancel: { readonly signal: AbortSignal };
 }
 
 /** The restart count implied by the log files `<n>.log` in the container's log directory (calcRestartCountByLogDir). */
@@ -248,7 +249,7 @@ export async function startContainer(ctx: ManagerContext, a: StartContainerArgs)
       container,
       handler: postStart,
       podIP: a.podIPs[0] ?? a.podIP,
-      signal: a.signal,
+      signal: a.cancel.signal,
     });
     if (!outcome.ok) {
       ctx.logger.warn('Failed to execute PostStartHook', {

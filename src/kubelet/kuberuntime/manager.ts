@@ -51,7 +51,9 @@ export { PodSyncError } from './syncresult.js';
 
 /** Ends a sync early; the pod workers abort it when the pod must terminate. */
 export interface RuntimeSyncContext {
-  signal: AbortSignal;
+  readonly aborted: boolean;
+  /** Made on first use (SyncCancel): read it only to wait on it. */
+  readonly signal: AbortSignal;
 }
 
 /** The probe result caches computePodActions reads. */
@@ -208,7 +210,7 @@ export class KubeGenericRuntimeManager {
       const created = await createPodSandbox(ctx, pod, podDesc, actions.attempt);
       if (!created.ok) {
         // Failing because the pod is being deleted is not an error.
-        if (sync.signal.aborted) return;
+        if (sync.aborted) return;
         failResult(r, 'CreatePodSandboxError', created.message);
         ctx.logger.warn('CreatePodSandbox for pod failed', { pod: podDesc, err: created.error.message });
         recordPodEvent(
@@ -273,7 +275,7 @@ export class KubeGenericRuntimeManager {
         podStatus,
         podIP,
         podIPs,
-        signal: sync.signal,
+        cancel: sync,
       });
       if (!out.ok) {
         failResult(r, out.error, out.message);
@@ -291,20 +293,20 @@ export class KubeGenericRuntimeManager {
 
     // Step 5: ephemeral containers, before init containers so that debugging works while init is stuck.
     for (const idx of actions.ephemeralContainersToStart) {
-      if (sync.signal.aborted) return;
+      if (sync.aborted) return;
       await start('ephemeral container', pod.spec.ephemeralContainers![idx]!.name, true);
     }
     // Step 6: init containers, in order; a failed regular one ends the sync, a failed sidecar is skipped.
     for (const idx of actions.initContainersToStart) {
-      if (sync.signal.aborted) return;
+      if (sync.aborted) return;
       const c = pod.spec.initContainers![idx]!;
       if (!(await start('init container', c.name, false)) && !isRestartableInitContainer(c)) return;
     }
     // Step 7: in-place resize of running containers. Step 8: regular containers.
-    if (sync.signal.aborted) return;
+    if (sync.aborted) return;
     await doPodResizeAction(ctx, podDesc, resize.toUpdate, b);
     for (const idx of actions.containersToStart) {
-      if (sync.signal.aborted) return;
+      if (sync.aborted) return;
       await start('container', pod.spec.containers[idx]!.name, false);
     }
   }

@@ -24,9 +24,10 @@ import { ReasonCache } from '../../../src/kubelet/reasoncache.js';
 import { FakeClock } from '../../../src/util/clock.js';
 import { silentLogger } from '../../../src/util/logger.js';
 import type { MountPodResult } from '../../../src/kubelet/volumemanager/volumemanager.js';
+import { SyncCancel } from '../../../src/kubelet/util/synccancel.js';
 
 const NODE_IP = '192.168.1.10';
-const ctx = () => ({ signal: new AbortController().signal });
+const ctx = () => new SyncCancel();
 
 function mkPod(
   uid: string,

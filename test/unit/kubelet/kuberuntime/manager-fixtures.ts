@@ -14,6 +14,7 @@ import { ReasonCache } from '../../../../src/kubelet/reasoncache.js';
 import { SimRuntime } from '../../../../src/runtime/sim/index.js';
 import type { ContainerConfig } from '../../../../src/runtime/types.js';
 import { FakeClock } from '../../../../src/util/clock.js';
+import { SyncCancel } from '../../../../src/kubelet/util/synccancel.js';
 
 export const IMAGE = 'docker.io/library/busybox:1.36';
 export const NODE = 'node-a';
@@ -156,14 +157,11 @@ export class Harness {
   /** One sync with a fresh runtime view, as a pod worker does after the PLEG caught up. */
   async sync(pod: Pod, p: SyncPodProbes = probes()): Promise<PodSyncResult> {
     const status = await this.status(pod);
-    return drive(this.clock, this.manager.syncPod({ signal: new AbortController().signal }, pod, status, p));
+    return drive(this.clock, this.manager.syncPod(new SyncCancel(), pod, status, p));
   }
 
   async kill(pod: Pod | undefined, status: RuntimePodStatus, grace?: number): Promise<PodSyncResult> {
-    return drive(
-      this.clock,
-      this.manager.killPod({ signal: new AbortController().signal }, pod, status, grace),
-    );
+    return drive(this.clock, this.manager.killPod(new SyncCancel(), pod, status, grace));
   }
 
   /** Events as `Reason: message`, then forgets them. */
