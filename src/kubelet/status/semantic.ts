@@ -51,12 +51,18 @@ function canonical(value: unknown, keepZero: boolean): unknown {
     return value.map((e) => canonical(e, true) ?? null);
   }
   if (isJSONObject(value)) {
+    // for-in over own keys and a count: no entry pairs or key list built per object (a status write
+    // canonicalizes two whole statuses).
     const out: JSONObject = {};
-    for (const [k, v] of Object.entries(value)) {
-      const c = canonical(v, POINTER_KEYS.has(k));
-      if (c !== undefined) out[k] = c;
+    let kept = 0;
+    for (const k in value) {
+      if (!Object.hasOwn(value, k)) continue;
+      const c = canonical(value[k], POINTER_KEYS.has(k));
+      if (c === undefined) continue;
+      out[k] = c;
+      kept++;
     }
-    return Object.keys(out).length === 0 && !keepZero ? undefined : out;
+    return kept === 0 && !keepZero ? undefined : out;
   }
   return undefined;
 }

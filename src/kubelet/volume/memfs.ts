@@ -415,7 +415,17 @@ function pairs(more: (string | MemNode)[]): [string, MemNode][] {
   return out;
 }
 
+/** The path's non-empty components (one pass, no intermediate array: every call resolves a path). */
 function components(path: string, syscall: string): string[] {
-  if (!path.startsWith('/')) throw new VolumeFSError('EINVAL', syscall, path);
-  return path.split('/').filter((p) => p !== '');
+  if (path.charCodeAt(0) !== SLASH) throw new VolumeFSError('EINVAL', syscall, path);
+  const out: string[] = [];
+  let start = 1;
+  for (let i = 1; i <= path.length; i++) {
+    if (i < path.length && path.charCodeAt(i) !== SLASH) continue;
+    if (i > start) out.push(path.slice(start, i));
+    start = i + 1;
+  }
+  return out;
 }
+
+const SLASH = 0x2f;

@@ -103,10 +103,11 @@ export class SimStore {
     else if (uid !== undefined) candidates = this.sandboxesLabelled(uid);
     else candidates = this.sandboxes.values();
     const out: SandboxRecord[] = [];
+    const selector = selectorOf(f.labelSelector);
     for (const s of candidates) {
       this.visited++;
       if (f.state !== undefined && s.state !== f.state) continue;
-      if (f.labelSelector && !matches(s.labels, f.labelSelector)) continue;
+      if (selector && !matches(s.labels, selector)) continue;
       out.push(s);
     }
     return out;
@@ -121,11 +122,12 @@ export class SimStore {
     else if (uid !== undefined) candidates = this.containersLabelled(uid);
     else candidates = this.containers.values();
     const out: ContainerRecord[] = [];
+    const selector = selectorOf(f.labelSelector);
     for (const c of candidates) {
       this.visited++;
       if (f.podSandboxId !== undefined && c.sandbox.id !== f.podSandboxId) continue;
       if (f.state !== undefined && c.state !== f.state) continue;
-      if (f.labelSelector && !matches(c.labels, f.labelSelector)) continue;
+      if (selector && !matches(c.labels, selector)) continue;
       out.push(c);
     }
     return out;
@@ -178,12 +180,15 @@ function maybe<T>(v: T | undefined): T[] {
   return v === undefined ? [] : [v];
 }
 
-function matches(labels: Readonly<{ [k: string]: string }>, selector: { [k: string]: string }): boolean {
-  // for-in over the (plain, prototype-free in practice) selector: no key array per record listed.
-  for (const k in selector) {
-    if (!Object.hasOwn(selector, k)) continue;
-    if (!Object.hasOwn(labels, k) || labels[k] !== selector[k]) return false;
-  }
+/** A label selector as key, value pairs, taken apart once per listing rather than once per record. */
+type Selector = readonly (readonly [string, string])[];
+
+function selectorOf(selector: { [k: string]: string } | undefined): Selector | undefined {
+  return selector === undefined ? undefined : Object.entries(selector);
+}
+
+function matches(labels: Readonly<{ [k: string]: string }>, selector: Selector): boolean {
+  for (const [k, v] of selector) if (labels[k] !== v || !Object.hasOwn(labels, k)) return false;
   return true;
 }
 
