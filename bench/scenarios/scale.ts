@@ -68,6 +68,9 @@ export interface SideRun {
   rssIdleMiB: number;
   rssAtAllReadyMiB: number;
   heapUsedAtAllReadyMiB: number;
+  /** V8 heap committed when all are Ready, and its young generation (absent in older results). */
+  heapCommittedAtAllReadyMiB?: number;
+  youngCommittedAtAllReadyMiB?: number;
   /** Live heap bytes per pod, from the heap snapshots (NaN without --heap-snapshots). */
   liveHeapPerPodBytes: number;
   /** The Events in the measured namespace afterwards: reason -> [Event objects, sum of their counts]. */
@@ -93,14 +96,26 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 async function scrape(
   agent: AgentProcess,
   hasMetrics: boolean,
-): Promise<{ lagP99Ms: number; heapMiB: number }> {
-  if (!hasMetrics) return { lagP99Ms: Number.NaN, heapMiB: Number.NaN };
+): Promise<{ lagP99Ms: number; heapMiB: number; heapCommittedMiB: number; youngCommittedMiB: number }> {
+  if (!hasMetrics)
+    return {
+      lagP99Ms: Number.NaN,
+      heapMiB: Number.NaN,
+      heapCommittedMiB: Number.NaN,
+      youngCommittedMiB: Number.NaN,
+    };
   // prom-client resets its event-loop delay histogram on every scrape: this p99 covers the time since the
   // previous scrape.
   const res = await httpGet(`${agent.httpBase}/metrics`, 30_000).catch(() => undefined);
   return {
     lagP99Ms: res ? promValue(res.body, 'nodejs_eventloop_lag_p99_seconds') * 1000 : Number.NaN,
     heapMiB: res ? promValue(res.body, 'nodejs_heap_size_used_bytes') / 2 ** 20 : Number.NaN,
+    // What V8 holds from the OS for its heap, and of that the young generation (the semi-spaces the image's
+    // --max-semi-space-size lets grow): with heap used, where RSS goes.
+    heapCommittedMiB: res ? promValue(res.body, 'nodejs_heap_size_total_bytes') / 2 ** 20 : Number.NaN,
+    youngCommittedMiB: res
+      ? promValue(res.body, 'nodejs_heap_space_size_total_bytes', { space: 'new' }) / 2 ** 20
+      : Number.NaN,
   };
 }
 
@@ -233,7 +248,7 @@ async function runSide(
 
     const plan = podPlan(nodes, opts.podsPerNode, 'pod');
     log(`${side.name}: creating ${plan.length} pods`);
-    let atReady = { lagP99Ms: Number.NaN, heapMiB: Number.NaN };
+    let atReady: Awaited<ReturnType<typeof scrape>> = await scrape(agent, false);
     let rssAtReady = Number.NaN;
     const r = await podRound(bc, `bench-${side.tag}`, plan, opts.concurrency, {
       afterReady: async () => {
@@ -306,6 +321,8 @@ async function runSide(
       rssIdleMiB: rssIdle,
       rssAtAllReadyMiB: rssAtReady,
       heapUsedAtAllReadyMiB: atReady.heapMiB,
+      heapCommittedAtAllReadyMiB: atReady.heapCommittedMiB,
+      youngCommittedAtAllReadyMiB: atReady.youngCommittedMiB,
       liveHeapPerPodBytes,
       eventsByReason,
       eventLoopP99Ms: atReady.lagP99Ms,
@@ -358,6 +375,8 @@ export function scaleTable(runs: SideRun[]): string {
     ['RSS when all Ready', (r) => r.rssAtAllReadyMiB, mib],
     ['RSS peak (create+delete)', (r) => r.maxRssMiB, mib],
     ['V8 heap used when all Ready', (r) => r.heapUsedAtAllReadyMiB, mib],
+    ['V8 heap committed when all Ready', (r) => r.heapCommittedAtAllReadyMiB ?? Number.NaN, mib],
+    ['  of which young generation', (r) => r.youngCommittedAtAllReadyMiB ?? Number.NaN, mib],
     ['event-loop lag p99, create phase', (r) => r.eventLoopP99Ms, (v) => num(v, 1, 'ms')],
     ['API requests / pod, create', (r) => requestsPerPod(r.createRequests, r.pods), n2],
     ['status writes / pod, create', (r) => writes(r.createRequests, r.pods), n2],
