@@ -173,7 +173,6 @@ export class KubeletManagedNode implements ManagedNode {
       this.log,
     );
     if (deps.eventHold) this.recorder.holdWith(deps.eventHold);
-    deps.metrics?.eventRecorders.set(nodeName, this.recorder);
     // Volumes and env references (kubelet_runtime.ts takes the pod environment's sources) share this cache.
     const sources = deps.sources ?? restVolumeSources(deps.client, deps.clock);
     this.podEnv = podEnvironmentFor(
@@ -285,6 +284,8 @@ export class KubeletManagedNode implements ManagedNode {
   }
 
   async start(): Promise<void> {
+    // In start, not the constructor: a node whose runtime cannot be built never counts.
+    this.deps.metrics?.eventRecorders.set(this.nodeName, this.recorder);
     // The first runtime check before the Kubelet starts: its sync loop waits for one.
     await this.runtimeState.update();
     // While nodes start, Events wait for their first status (bounded): registration and readiness go first.
