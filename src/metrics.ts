@@ -4,20 +4,11 @@
  * client requests by verb and code. One registry per operator process; every series carries the node.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { EventRecorder } from './kube/events.js';
 import { EventLoopDelaySampler } from './util/loopdelay.js';
 
-/** What the metrics read of an Event recorder (kube/events.ts EventRecorder). */
-export interface EventRecorderView {
-  readonly stats: {
-    created: number;
-    patched: number;
-    merged: number;
-    dropped: number;
-    filtered: number;
-    failed: number;
-  };
-  readonly pending: number;
-}
+/** What the metrics read of an Event recorder: its outcome counts and what waits. */
+export type EventRecorderView = Pick<EventRecorder, 'stats' | 'pending'>;
 
 export class Metrics {
   readonly registry = new Registry();

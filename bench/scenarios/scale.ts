@@ -92,18 +92,23 @@ export interface SideRun {
 const PROBE_PERIOD_MS = 10_000;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
+interface Scraped {
+  lagP99Ms: number;
+  heapMiB: number;
+  heapCommittedMiB: number;
+  youngCommittedMiB: number;
+}
+
+const NOT_SCRAPED: Scraped = {
+  lagP99Ms: Number.NaN,
+  heapMiB: Number.NaN,
+  heapCommittedMiB: Number.NaN,
+  youngCommittedMiB: Number.NaN,
+};
+
 /** Event-loop lag p99 and V8 heap in use, from the agent's /metrics; NaN for an agent without them. */
-async function scrape(
-  agent: AgentProcess,
-  hasMetrics: boolean,
-): Promise<{ lagP99Ms: number; heapMiB: number; heapCommittedMiB: number; youngCommittedMiB: number }> {
-  if (!hasMetrics)
-    return {
-      lagP99Ms: Number.NaN,
-      heapMiB: Number.NaN,
-      heapCommittedMiB: Number.NaN,
-      youngCommittedMiB: Number.NaN,
-    };
+async function scrape(agent: AgentProcess, hasMetrics: boolean): Promise<Scraped> {
+  if (!hasMetrics) return NOT_SCRAPED;
   // prom-client resets its event-loop delay histogram on every scrape: this p99 covers the time since the
   // previous scrape.
   const res = await httpGet(`${agent.httpBase}/metrics`, 30_000).catch(() => undefined);
@@ -248,7 +253,7 @@ async function runSide(
 
     const plan = podPlan(nodes, opts.podsPerNode, 'pod');
     log(`${side.name}: creating ${plan.length} pods`);
-    let atReady: Awaited<ReturnType<typeof scrape>> = await scrape(agent, false);
+    let atReady = NOT_SCRAPED;
     let rssAtReady = Number.NaN;
     const r = await podRound(bc, `bench-${side.tag}`, plan, opts.concurrency, {
       afterReady: async () => {

@@ -35,7 +35,7 @@ describe('HealthServer', () => {
 describe('Metrics: Event recorders', () => {
   it('reads every registered recorder at scrape time, by node and outcome', async () => {
     const metrics = new Metrics(false);
-    const stats = { created: 7, patched: 3, merged: 5, dropped: 6, filtered: 2, failed: 1 };
+    const stats = { created: 7, patched: 3, merged: 5, dropped: 6, filtered: 2, displaced: 1, failed: 1 };
     metrics.eventRecorders.set('vn-a', { stats, pending: 12 });
     const text = await metrics.registry.metrics();
     expect(text).to.contain('kubelet_operator_events_total{node="vn-a",outcome="created"} 7');
