@@ -1,7 +1,8 @@
 /**
  * What the kubelet removes from the runtime besides what pod workers stop (kubelet: the container GC and the
- * per-pod dead-container deletor): dead containers are garbage-collected, coalesced to one run at a time, and
- * when a container dies the older exited instances of it go at once. Nothing here stops a container: pods,
+ * per-pod dead-container deletor): dead containers are garbage-collected, coalesced to one run at a time,
+ * when a container dies the older exited instances of it go at once, and at housekeeping the log directories
+ * and cgroups of removed pods that their removal left behind go. Nothing here stops a container: pods,
  * orphaned runtime pods included, are stopped by pod workers only; whether a pod's content may go is the pod
  * workers' word.
  */
@@ -18,7 +19,10 @@ export interface RuntimeCleanupDeps {
     info(msg: string, meta?: Record<string, unknown>): void;
     warn(msg: string, meta?: Record<string, unknown>): void;
   };
-  runtime: Pick<KubeGenericRuntimeManager, 'garbageCollect' | 'removeContainer'>;
+  runtime: Pick<
+    KubeGenericRuntimeManager,
+    'garbageCollect' | 'removeContainer' | 'removeOrphanedPodLeftovers'
+  >;
   /** Whether all of a pod's runtime objects may go (kubelet: ShouldPodContentBeRemoved). */
   podWorkers: Pick<PodWorkers, 'shouldPodContentBeRemoved'>;
   /** False once the kubelet stops: no new work starts, work in flight ends early. */
@@ -83,6 +87,25 @@ export class RuntimeCleanup {
       }
     } finally {
       this.deleting = false;
+    }
+  }
+
+  /**
+   * Housekeeping's pass over the log directories and cgroups of pods whose removal did not take them (see
+   * kuberuntime/podleftovers.ts); `runtimePods` is the runtime as last listed. Failures are logged.
+   */
+  async removeOrphanedPodLeftovers(runtimePods: readonly { uid: string }[]): Promise<void> {
+    if (!this.d.active()) return;
+    let listed: Set<string> | undefined;
+    const inRuntime = (uid: string): boolean => (listed ??= new Set(runtimePods.map((p) => p.uid))).has(uid);
+    try {
+      const errors = await this.d.runtime.removeOrphanedPodLeftovers(
+        (uid) => this.d.podWorkers.shouldPodContentBeRemoved(asPodUID(uid)),
+        inRuntime,
+      );
+      for (const e of errors) this.d.log.warn('pod cleanup', { err: e });
+    } catch (err) {
+      this.d.log.warn('pod cleanup failed', { err: errorMessage(err) });
     }
   }
 

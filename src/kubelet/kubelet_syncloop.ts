@@ -61,7 +61,10 @@ export interface SyncLoopDeps {
   /** Spec updates that ask for other resources become resize requests there (kubelet HandlePodUpdates). */
   allocation?: Pick<AllocationManager, 'handlePodUpdate'>;
   podCache: Pick<PodCache, 'get'>;
-  cleanup: Pick<RuntimeCleanup, 'cleanUpContainersInPod' | 'gcDue' | 'requestGC'>;
+  cleanup: Pick<
+    RuntimeCleanup,
+    'cleanUpContainersInPod' | 'gcDue' | 'requestGC' | 'removeOrphanedPodLeftovers'
+  >;
   volumes: Pick<VolumeManager, 'retain' | 'cleanupOrphanedPodDirs'>;
   onPodUnmounted?: (uid: string) => void;
   /** This node's pods in the API (the informer's index). */
@@ -276,6 +279,7 @@ export class SyncLoop {
     this.d.statusManager.removeOrphanedStatuses(desired);
     this.d.prober.cleanupPods(new Set([...desired].filter((uid) => workers.state(uid) === 'syncing')));
     await this.killOrphanedRuntimePods(desired);
+    await this.d.cleanup.removeOrphanedPodLeftovers(this.d.runtimePods());
 
     // kubelet cleanupOrphanedPodDirs: directories of pods neither in the API, nor known to a worker, nor running.
     this.d.volumes.retain(new Set([...known, ...desired]));

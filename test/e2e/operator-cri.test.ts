@@ -301,7 +301,9 @@ describe('kubelet-operator end to end on containerd (real apiserver, cri runtime
       () => (readdirSync(logRoot).length === 0 ? true : undefined),
       20_000,
       'pod log directories removed',
-    );
+    ).catch((err: Error) => {
+      throw new Error(`${err.message}; still there: ${readdirSync(logRoot).join(', ')}`);
+    });
   });
 
   it('deleting the VirtualNodes removes their Nodes and Leases', async () => {

@@ -42,6 +42,7 @@ const SHELL = new Set([
   'kuberuntime/images.ts',
   'kuberuntime/hooks.ts',
   'kuberuntime/gc.ts',
+  'kuberuntime/removeleftovers.ts',
   'kuberuntime/syncresult.ts',
   'kuberuntime/resizepod.ts',
   'kubelet_volumes.ts',

@@ -157,6 +157,8 @@ async function generateContainerConfig(
     }
   }
   if (ctx.manageLogDirectories && a.sandboxConfig.logDirectory) {
+    const { namespace, name: podName, uid } = a.sandboxConfig.metadata;
+    ctx.leftovers.record(namespace, podName, uid);
     await mkdir(join(a.sandboxConfig.logDirectory, container.name), { recursive: true, mode: 0o755 });
   }
   return config;

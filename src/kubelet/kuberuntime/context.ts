@@ -9,6 +9,7 @@ import type { Backoff } from '../backoff.js';
 import type { ImagePullBackOff } from '../images/pullbackoff.js';
 import type { RuntimeHelper } from '../container/runtimehelper.js';
 import type { HookHttpGet, HookRunnerDeps } from './hooks.js';
+import type { PodLeftovers } from './podleftovers.js';
 import type { NodeSettings } from './sandboxconfig.js';
 import type { ContainerFileReader } from './terminationmessage.js';
 
@@ -68,6 +69,8 @@ export interface ManagerContext {
   manageLogDirectories: boolean;
   /** rmdir the pod cgroup left behind by the runtime when a pod is removed. */
   removePodCgroups: boolean;
+  /** The pods whose log directory or cgroup this node made and has not yet removed. */
+  leftovers: PodLeftovers;
   /** The runtime name that prefixes container IDs in the API (`containerd://...`). */
   runtimeType(): Promise<string>;
   /** Sandbox hostname and DNS, container mounts and service variables; without it, none of those. */

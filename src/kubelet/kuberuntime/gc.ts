@@ -15,7 +15,8 @@ import { ManagedByLabel, PodNameLabel, PodNamespaceLabel, PodUIDLabel } from '..
 import { errorMessage } from '../../util/errors.js';
 import type { ManagerContext } from './context.js';
 import { killContainer, removeContainer } from './killcontainer.js';
-import { removePodCgroup, removePodLogDirectory, removePodSandbox } from './sandboxes.js';
+import { removePodLeftovers } from './removeleftovers.js';
+import { removePodSandbox } from './sandboxes.js';
 
 export interface GarbageCollectOptions {
   /** True when every runtime object of the pod may go (the pod was deleted, or is unknown to the node). */
@@ -178,8 +179,7 @@ export async function garbageCollect(
     }
     if (gone && left === 0 && list[0]) {
       try {
-        await removePodLogDirectory(ctx, list[0].namespace, list[0].name, uid);
-        await removePodCgroup(ctx, uid);
+        await removePodLeftovers(ctx, list[0].namespace, list[0].name, uid);
       } catch (err) {
         result.errors.push(`failed to clean up pod ${uid}: ${errorMessage(err)}`);
       }

@@ -30,6 +30,7 @@ import { garbageCollect, type GarbageCollectOptions, type GarbageCollectResult }
 import { killPodWithSyncResult } from './killpod.js';
 import { managerContext, validateDeps, type KubeGenericRuntimeManagerDeps } from './managerdeps.js';
 import { listRuntimePods, readPodStatus, sandboxIPs } from './podstatus.js';
+import { removeOrphanedPodLeftovers } from './removeleftovers.js';
 import { removePod } from './removepod.js';
 import { computePodResizeActions } from './resize.js';
 import { doPodResizeAction } from './resizepod.js';
@@ -414,5 +415,17 @@ export class KubeGenericRuntimeManager {
   /** The kubelet's container GC for this node (see gc.ts). Failures are reported, never thrown. */
   async garbageCollect(opts: GarbageCollectOptions): Promise<GarbageCollectResult> {
     return garbageCollect(this.ctx, opts);
+  }
+
+  /**
+   * Removes the log directories and cgroups this node made for pods whose content may go and of which the
+   * runtime holds nothing, where removing the pod did not (see podleftovers.ts). Returns one line per failure.
+   */
+  async removeOrphanedPodLeftovers(
+    removable: (uid: string) => boolean,
+    inRuntime: (uid: string) => boolean,
+  ): Promise<string[]> {
+    if (this.ctx.leftovers.size === 0) return [];
+    return removeOrphanedPodLeftovers(this.ctx, removable, inRuntime);
   }
 }

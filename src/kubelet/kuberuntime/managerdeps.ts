@@ -18,6 +18,7 @@ import type {
   RuntimeManagerNodeSettings,
 } from './context.js';
 import type { HookHttpGet } from './hooks.js';
+import { PodLeftovers } from './podleftovers.js';
 import type { ContainerFileReader } from './terminationmessage.js';
 
 export interface KubeGenericRuntimeManagerDeps {
@@ -117,6 +118,7 @@ export function managerContext(
     imagePullBackOff: deps.imagePullBackOff,
     manageLogDirectories: deps.manageLogDirectories ?? caps.hostLogDirectories,
     removePodCgroups: deps.removePodCgroups ?? caps.hostPodCgroups,
+    leftovers: new PodLeftovers(),
     runtimeType,
     ...(deps.runtimeHelper ? { runtimeHelper: deps.runtimeHelper } : {}),
     ...(deps.files ? { files: deps.files } : {}),

@@ -8,7 +8,8 @@ import { errorMessage } from '../../util/errors.js';
 import type { RuntimePodStatus } from '../container/types.js';
 import type { ManagerContext } from './context.js';
 import { removeContainer } from './killcontainer.js';
-import { removePodCgroup, removePodLogDirectory, removePodSandbox } from './sandboxes.js';
+import { removePodLeftovers } from './removeleftovers.js';
+import { removePodSandbox } from './sandboxes.js';
 import { failResult, SyncResultBuilder, type PodSyncResult } from './syncresult.js';
 
 /** `relist` reads the pod afresh from the runtime; a failure there is logged and the removal goes on. */
@@ -50,8 +51,7 @@ export async function removePod(
   const result = b.build({ podUID: running.uid });
   if (!result.error) {
     try {
-      await removePodLogDirectory(ctx, running.namespace, running.name, running.uid);
-      await removePodCgroup(ctx, running.uid);
+      await removePodLeftovers(ctx, running.namespace, running.name, running.uid);
     } catch (err) {
       ctx.logger.warn('could not clean up pod directories', {
         podUID: running.uid,

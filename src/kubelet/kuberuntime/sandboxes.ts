@@ -1,16 +1,14 @@
 /**
- * Pod sandboxes (kubelet: kuberuntime_sandbox.go createPodSandbox, plus the host-side leftovers the kubelet's
- * pod cgroup and log managers clean up): create, stop, remove, and the pod's log directory and cgroup.
+ * Pod sandboxes (kubelet: kuberuntime_sandbox.go createPodSandbox): create (with the pod's log directory),
+ * stop, remove. What a pod leaves on the host is removed by podleftovers.ts.
  */
-import { mkdir, readdir, rm, rmdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { mkdir } from 'node:fs/promises';
 import type { Pod } from '../../api/core.js';
 import type { PodSandboxConfig } from '../../runtime/types.js';
-import { errorMessage, isNotFound } from '../../util/errors.js';
+import { isNotFound } from '../../util/errors.js';
 import type { ManagerContext } from './context.js';
-import { buildPodSandboxConfig, podCgroupParent, podLogsDirectory } from './sandboxconfig.js';
-
-const CGROUP_MOUNT = '/sys/fs/cgroup';
+import { makesLeftovers } from './removeleftovers.js';
+import { buildPodSandboxConfig } from './sandboxconfig.js';
 
 /**
  * The pod as the node runs it: with `podNetwork: host`, every pod gets the node's network namespace, so the
@@ -38,6 +36,8 @@ export async function createPodSandbox(
 ): Promise<CreateSandboxOutcome> {
   try {
     const config = await podSandboxConfig(ctx, pod, attempt);
+    if (makesLeftovers(ctx))
+      ctx.leftovers.record(config.metadata.namespace, config.metadata.name, config.metadata.uid);
     if (ctx.manageLogDirectories && config.logDirectory) {
       await mkdir(config.logDirectory, { recursive: true, mode: 0o755 });
     }
@@ -82,59 +82,4 @@ export async function stopPodSandbox(ctx: ManagerContext, id: string): Promise<v
 export async function removePodSandbox(ctx: ManagerContext, id: string): Promise<void> {
   await stopPodSandbox(ctx, id);
   await ctx.runtime.removePodSandbox(id);
-}
-
-/** Removes `<podLogsRoot>/<ns>_<name>_<uid>` when this manager owns log directories. Idempotent. */
-export async function removePodLogDirectory(
-  ctx: ManagerContext,
-  namespace: string,
-  name: string,
-  uid: string,
-): Promise<void> {
-  if (!ctx.manageLogDirectories || !namespace || !name || !uid) return;
-  await rm(podLogsDirectory(ctx.node.podLogsRoot, namespace, name, uid), { recursive: true, force: true });
-}
-
-/** rmdir a cgroupfs directory, children first (cgroupfs refuses recursive unlink). Missing = done. */
-async function rmdirTree(path: string): Promise<void> {
-  let entries;
-  try {
-    entries = await readdir(path, { withFileTypes: true });
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw err;
-  }
-  for (const e of entries) {
-    if (e.isDirectory()) await rmdirTree(join(path, e.name));
-  }
-  try {
-    await rmdir(path);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-  }
-}
-
-/**
- * Removes the pod's cgroup (`<cgroupRoot>/pod<uid>`) in every mounted hierarchy: containerd leaves it behind
- * after RemovePodSandbox, where the kubelet's pod cgroup manager would delete it. Failures are logged (a busy
- * cgroup is retried by the next removal or GC), never thrown.
- */
-export async function removePodCgroup(ctx: ManagerContext, uid: string): Promise<void> {
-  if (!ctx.removePodCgroups || !uid) return;
-  const rel = podCgroupParent(ctx.node.cgroupRoot, uid);
-  let hierarchies: string[];
-  try {
-    hierarchies = (await readdir(CGROUP_MOUNT, { withFileTypes: true }))
-      .filter((e) => e.isDirectory())
-      .map((e) => join(CGROUP_MOUNT, e.name));
-  } catch {
-    return;
-  }
-  for (const base of [CGROUP_MOUNT, ...hierarchies]) {
-    try {
-      await rmdirTree(join(base, rel));
-    } catch (err) {
-      ctx.logger.warn('could not remove pod cgroup', { path: join(base, rel), err: errorMessage(err) });
-    }
-  }
 }

@@ -54,6 +54,8 @@ function setup() {
   const removable = new Set<string>();
   const inflight: Promise<unknown>[] = [];
   const logs: { level: string; msg: string; meta?: Record<string, unknown> }[] = [];
+  /** What each housekeeping pass over pod leftovers found to clean up. */
+  const leftoverPasses: string[][] = [];
   let active = true;
   const cleanup = new RuntimeCleanup({
     clock,
@@ -72,6 +74,11 @@ function setup() {
         gcRuns.push({ opts, done });
         if (autoGC) done.resolve(emptyGC);
         return done.promise;
+      },
+      removeOrphanedPodLeftovers: async (removable, inRuntime) => {
+        const asked = ['pod-a', 'pod-b', UID].filter((uid) => !inRuntime(uid) && removable(uid));
+        leftoverPasses.push(asked);
+        return asked.map((uid) => `failed to clean up pod ${uid}`);
       },
     },
     podWorkers: { shouldPodContentBeRemoved: (uid: string) => removable.has(uid) },
@@ -133,6 +140,7 @@ function setup() {
     gcRuns,
     removable,
     logs,
+    leftoverPasses,
     deadInstance,
     podStatus,
     left,
@@ -288,6 +296,22 @@ describe('RuntimeCleanup', () => {
       expect(s.gcRuns).to.have.length(2);
       s.gcRuns[1]!.done.resolve(emptyGC);
       await s.settle();
+    });
+  });
+
+  describe('pod leftovers at housekeeping', () => {
+    it("asks about pods the listing does not hold, by the pod workers' word, and logs each failure", async () => {
+      const s = setup();
+      s.removable.add('pod-a').add(UID);
+      await s.cleanup.removeOrphanedPodLeftovers([{ uid: UID }, { uid: 'pod-c' }]);
+      // pod-b may not go yet, UID is still in the runtime: only pod-a.
+      expect(s.leftoverPasses).to.deep.equal([['pod-a']]);
+      expect(s.logs.filter((l) => l.msg === 'pod cleanup').map((l) => l.meta)).to.deep.equal([
+        { err: 'failed to clean up pod pod-a' },
+      ]);
+      s.deactivate();
+      await s.cleanup.removeOrphanedPodLeftovers([]);
+      expect(s.leftoverPasses, 'nothing once inactive').to.have.length(1);
     });
   });
 });

@@ -90,6 +90,8 @@ export interface HarnessOptions {
   podNetwork?: 'host' | 'cni';
   images?: string[];
   profiles?: unknown;
+  /** A real directory: the manager makes and removes pod log directories there, as on a containerd node. */
+  logRoot?: string;
 }
 
 export class Harness {
@@ -125,7 +127,7 @@ export class Harness {
       clock: this.clock,
       nodeSettings: {
         nodeName: NODE,
-        podLogsRoot: '/var/log/pods',
+        podLogsRoot: this.opts.logRoot ?? '/var/log/pods',
         cgroupRoot: '/kubepods',
         podNetwork: this.opts.podNetwork ?? 'cni',
         nodeIP: '10.0.0.2',
@@ -145,6 +147,7 @@ export class Harness {
       imagePullBackOff: new ImagePullBackOff(),
       reasonCache: new ReasonCache(),
       logger: { info: () => undefined, warn: () => undefined },
+      ...(this.opts.logRoot ? { manageLogDirectories: true } : {}),
     };
     this.manager = new KubeGenericRuntimeManager(this.deps);
     return this.manager;

@@ -1,6 +1,10 @@
 // KubeGenericRuntimeManager beyond starting: killing (grace, preStop, sidecar order), state rebuilt from labels
 // by a new manager, garbage collection, removal, and construction checks.
 import { expect } from 'chai';
+import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Pod } from '../../../../src/api/core.js';
 import { PodCache } from '../../../../src/kubelet/container/cache.js';
 import { KubeGenericRuntimeManager } from '../../../../src/kubelet/kuberuntime/manager.js';
 import { GenericPLEG } from '../../../../src/kubelet/pleg/generic.js';
@@ -263,6 +267,86 @@ describe('KubeGenericRuntimeManager: garbage collection and removal', function (
     const empty = await h.status(pod);
     expect(empty).to.deep.include({ sandboxes: [], containers: [], ips: [] });
     expect((await drive(h.clock, h.manager.removePod(st))).error).to.equal(undefined);
+  });
+});
+
+describe('KubeGenericRuntimeManager pod leftovers (log directories on a real filesystem)', function () {
+  this.timeout(10_000);
+  let root = '';
+  beforeEach(async () => {
+    root = await mkdtemp(join(tmpdir(), 'ko-leftovers-'));
+  });
+  afterEach(async () => {
+    await rm(root, { recursive: true, force: true });
+  });
+  const dirOf = (pod: Pod): string => `${pod.metadata.namespace}_${pod.metadata.name}_${pod.metadata.uid}`;
+
+  it("removePod takes the pod log directory; a removal that failed leaves it to housekeeping, which never touches another node's pods", async () => {
+    const h = new Harness({ logRoot: root });
+    const a = makePod({ containers: [container('app', server)] });
+    const b = makePod({ containers: [container('app', server)] });
+    await h.sync(a);
+    await h.sync(b);
+    // Another VirtualNode on this host, with the same log root.
+    await mkdir(join(root, 'default_theirs_uid-theirs', 'app'), { recursive: true });
+    expect((await readdir(root)).sort()).to.deep.equal(
+      ['default_theirs_uid-theirs', dirOf(a), dirOf(b)].sort(),
+    );
+    expect(await readdir(join(root, dirOf(a)))).to.deep.equal(['app']);
+
+    const stA = await h.status(a);
+    await h.kill(a, stA);
+    expect((await drive(h.clock, h.manager.removePod(stA))).error).to.equal(undefined);
+    expect(await readdir(root)).to.not.include(dirOf(a));
+
+    const stB = await h.status(b);
+    await h.kill(b, stB);
+    h.runtime.injectFault({ op: 'removeContainer', kind: 'Unavailable', message: 'runtime is busy' });
+    const failed = await drive(h.clock, h.manager.removePod(stB));
+    expect(failed.error?.message).to.include('runtime is busy');
+    // The sandbox went (and its container with it), the directory stayed.
+    expect(await h.manager.getPods()).to.deep.equal([]);
+    expect(await readdir(root)).to.include(dirOf(b));
+
+    const inRuntime = async (): Promise<(uid: string) => boolean> => {
+      const uids = new Set((await h.manager.getPods()).map((p) => p.uid as string));
+      return (uid) => uids.has(uid);
+    };
+    // Not yet the pod workers' to remove: stays.
+    expect(await h.manager.removeOrphanedPodLeftovers(() => false, await inRuntime())).to.deep.equal([]);
+    expect(await readdir(root)).to.include(dirOf(b));
+    // Everything may go, as an unknown pod may: only what this node made goes.
+    expect(await h.manager.removeOrphanedPodLeftovers(() => true, await inRuntime())).to.deep.equal([]);
+    expect(await readdir(root)).to.deep.equal(['default_theirs_uid-theirs']);
+  });
+
+  it('housekeeping keeps the directory of a pod the runtime still holds, and takes one made again after the removal', async () => {
+    const h = new Harness({ logRoot: root });
+    const pod = makePod({ containers: [container('app', server)] });
+    await h.sync(pod);
+    const st = await h.status(pod);
+    await h.kill(pod, st);
+    const held = (uid: string): boolean => uid === pod.metadata.uid;
+    expect(await h.manager.removeOrphanedPodLeftovers(() => true, held)).to.deep.equal([]);
+    expect(await readdir(root)).to.deep.equal([dirOf(pod)]);
+
+    expect((await drive(h.clock, h.manager.removePod(st))).error).to.equal(undefined);
+    expect(await readdir(root)).to.deep.equal([]);
+    // A start still on its way when the pod was removed makes the directory again; its sandbox goes by
+    // another hand (here: straight from the runtime), so no removal of the pod comes to take it.
+    await h.sync(pod);
+    for (const sb of await h.runtime.listPodSandbox()) await h.runtime.removePodSandbox(sb.id);
+    expect(await readdir(root)).to.deep.equal([dirOf(pod)]);
+    const gc = await h.manager.garbageCollect({ shouldPodContentBeRemoved: () => true });
+    expect(gc.removedSandboxes, 'the GC finds no sandbox to go with it').to.deep.equal([]);
+    expect(await readdir(root)).to.deep.equal([dirOf(pod)]);
+    expect(
+      await h.manager.removeOrphanedPodLeftovers(
+        () => true,
+        () => false,
+      ),
+    ).to.deep.equal([]);
+    expect(await readdir(root)).to.deep.equal([]);
   });
 });
 
