@@ -352,6 +352,7 @@ export class KubeletManagedNode implements ManagedNode {
     this.unregisterNodeApi?.();
     await this.kubelet.stop().catch(() => undefined);
     await this.agent.stop().catch(() => undefined);
+    this.recorder.close();
     await this.recorder.flush();
     // A replacement for the same node may have taken the name already.
     if (this.deps.metrics?.eventRecorders.get(this.nodeName) === this.recorder)

@@ -92,7 +92,7 @@ export class Metrics {
     const recorders = this.eventRecorders;
     new Counter({
       name: 'kubelet_operator_events_total',
-      help: 'Event writes by outcome: created, patched, merged (into a waiting write of the same Event), filtered (spam filter), dropped_queue_full (displaced included: a waiting write that gave way to one of higher priority), failed.',
+      help: 'Event writes by outcome: created, patched, merged (into a waiting write of the same Event), filtered (spam filter), dropped_queue_full (displaced included: a waiting write that gave way to one of higher priority), failed, retried (a try that got no answer from the API server, made again after a sleep).',
       labelNames: ['node', 'outcome'],
       registers,
       collect() {
@@ -105,6 +105,7 @@ export class Metrics {
           this.inc({ node, outcome: 'filtered' }, s.filtered);
           this.inc({ node, outcome: 'dropped_queue_full' }, s.dropped - s.filtered);
           this.inc({ node, outcome: 'failed' }, s.failed);
+          this.inc({ node, outcome: 'retried' }, s.retried);
         }
       },
     });

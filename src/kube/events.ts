@@ -4,10 +4,11 @@
  *
  * The correlator (eventcorrelator.ts) is pure: it decides create / patch / drop from what it has seen and
  * `now`. The recorder does the I/O through a small sink on a background queue, so recording never blocks a
- * pod worker and a failed write is logged, never thrown.
+ * pod worker and a failed write is logged, never thrown. A write that could not reach the API server is tried
+ * again after a sleep, as client-go's recorder does; one the server refused is not.
  */
 import type { Clock } from '../util/clock.js';
-import { errorMessage, isNotFound } from '../util/errors.js';
+import { errorKind, errorMessage, isNotFound, KindError } from '../util/errors.js';
 import type { EventHold } from './eventhold.js';
 import {
   EventCorrelator,
@@ -32,6 +33,23 @@ export interface EventLogger {
 
 /** At most one log line per this long about Events a full queue dropped. */
 const DROP_LOG_MS = 10_000;
+
+/** Tries of one write that cannot reach the API server, and the sleep between them (client-go's recorder). */
+export const EVENT_WRITE_TRIES = 12;
+export const EVENT_RETRY_SLEEP_MS = 10_000;
+
+/**
+ * A failure to reach the API server (connection refused or reset, a timeout): the request got no answer, so
+ * it may be tried again. An answer, even 5xx or 429, is the server's word (client-go's recorder does not try
+ * again then; its REST client already waited out any Retry-After).
+ */
+function unanswered(err: unknown): boolean {
+  return (
+    err instanceof KindError &&
+    (err.kind === 'Unavailable' || err.kind === 'DeadlineExceeded') &&
+    err.context['code'] === undefined
+  );
+}
 
 type Write = Exclude<Correlation, { action: 'drop' }>;
 
@@ -85,10 +103,22 @@ export class EventRecorder {
    * spam filter, the rest because the queue was full (`displaced` of those gave way to a later write of
    * higher priority). `merged`: writes folded into a waiting write of the same Event (nothing lost).
    */
-  readonly stats = { created: 0, patched: 0, merged: 0, dropped: 0, filtered: 0, displaced: 0, failed: 0 };
+  readonly stats = {
+    created: 0,
+    patched: 0,
+    merged: 0,
+    dropped: 0,
+    filtered: 0,
+    displaced: 0,
+    failed: 0,
+    /** Tries of a write that got no answer and were made again after a sleep. */
+    retried: 0,
+  };
   /** Full-queue drops since the last log line about them, and when that line was written. */
   private unlogged = 0;
   private loggedAt = -Infinity;
+  /** Aborted by close(): a write no longer waits to be tried again. */
+  private readonly closing = new AbortController();
 
   constructor(
     private readonly sink: EventSink,
@@ -141,6 +171,14 @@ export class EventRecorder {
   /** See EventCorrelator.forget: the object is gone for good. */
   forget(ref: ObjectReference): void {
     this.correlator.forget(ref);
+  }
+
+  /**
+   * The node stops: what waits is still written, each write tried once, and a write sleeping before its next
+   * try gives up now. flush() after it resolves without waiting out sleeps.
+   */
+  close(): void {
+    this.closing.abort();
   }
 
   /** Resolves when every recorded event has been written (or failed). */
@@ -222,30 +260,69 @@ export class EventRecorder {
     }
   }
 
-  private async write({ write: c, ref, reason }: Queued): Promise<void> {
-    try {
-      if (c.action === 'create') {
-        await this.sink.create(c.event.metadata.namespace, c.event);
-        this.stats.created++;
+  /**
+   * One Event write, tried up to EVENT_WRITE_TRIES times while the API server cannot be reached, sleeping
+   * EVENT_RETRY_SLEEP_MS between tries (the first sleep a random part of it, so that nodes that lost the
+   * server together do not come back together). The queue waits meanwhile, as the kubelet's does.
+   */
+  private async write(q: Queued): Promise<void> {
+    const object = `${q.ref.kind}/${q.ref.namespace ?? ''}/${q.ref.name}`;
+    for (let tries = 1; ; tries++) {
+      let error: unknown;
+      try {
+        await this.writeOnce(q.write);
+        return;
+      } catch (err) {
+        error = err;
+      }
+      const again =
+        tries < EVENT_WRITE_TRIES &&
+        unanswered(error) &&
+        (await this.sleepBeforeTry(tries, () => ({ reason: q.reason, object, error: errorMessage(error) })));
+      if (!again) {
+        this.stats.failed++;
+        this.logger?.warn('event write failed', {
+          reason: q.reason,
+          object,
+          tries,
+          error: errorMessage(error),
+        });
         return;
       }
+      this.stats.retried++;
+    }
+  }
+
+  /** False when the recorder closed before or during the sleep. Says so in the log before the first one. */
+  private async sleepBeforeTry(tries: number, meta: () => Record<string, unknown>): Promise<boolean> {
+    if (this.closing.signal.aborted) return false;
+    if (tries === 1) this.logger?.warn('unable to write event, will try again after sleeping', meta());
+    const ms = tries === 1 ? Math.random() * EVENT_RETRY_SLEEP_MS : EVENT_RETRY_SLEEP_MS;
+    return this.clock.sleep(ms, this.closing.signal).then(
+      () => true,
+      () => false,
+    );
+  }
+
+  /** A waiting create may have gone through on a try whose answer was lost: AlreadyExists is done. */
+  private async writeOnce(c: Write): Promise<void> {
+    const { namespace, name } = c.event.metadata;
+    if (c.action === 'patch') {
       try {
-        await this.sink.patch(c.event.metadata.namespace, c.event.metadata.name, c.patch);
+        await this.sink.patch(namespace, name, c.patch);
         this.stats.patched++;
+        return;
       } catch (err) {
         // The Event is gone (its create was dropped or failed, or it expired): create it whole with its
         // count, as client-go's recorder does when a patch finds nothing.
         if (!isNotFound(err)) throw err;
-        await this.sink.create(c.event.metadata.namespace, c.event);
-        this.stats.created++;
       }
-    } catch (err) {
-      this.stats.failed++;
-      this.logger?.warn('event write failed', {
-        reason,
-        object: `${ref.kind}/${ref.namespace ?? ''}/${ref.name}`,
-        error: errorMessage(err),
-      });
     }
+    try {
+      await this.sink.create(namespace, c.event);
+    } catch (err) {
+      if (errorKind(err) !== 'AlreadyExists') throw err;
+    }
+    this.stats.created++;
   }
 }

@@ -1,6 +1,13 @@
 import { expect } from 'chai';
 import { EventHold } from '../../../src/kube/eventhold.js';
-import { EventCorrelator, EventRecorder, type CoreEvent, type EventSink } from '../../../src/kube/events.js';
+import {
+  EVENT_RETRY_SLEEP_MS,
+  EVENT_WRITE_TRIES,
+  EventCorrelator,
+  EventRecorder,
+  type CoreEvent,
+  type EventSink,
+} from '../../../src/kube/events.js';
 import { FakeClock } from '../../../src/util/clock.js';
 import { KindError } from '../../../src/util/errors.js';
 
@@ -123,6 +130,101 @@ describe('EventRecorder', () => {
     await r.flush();
     expect(calls).to.deep.equal(['create ns Created', 'patch ns 2']);
     expect(r.stats).to.include({ created: 1, patched: 1, failed: 1 });
+  });
+});
+
+describe('EventRecorder: a write that gets no answer', () => {
+  const unanswered = () => new KindError('Unavailable', 'POST events: connect ECONNREFUSED 127.0.0.1:6443');
+  const answered = () => new KindError('Unavailable', 'POST events: 503 ServiceUnavailable', { code: 503 });
+  /** A sink that throws the queued errors, in order, before it writes; records what it wrote. */
+  function failingSink(errors: Error[]) {
+    const calls: string[] = [];
+    const sink: EventSink = {
+      async create(_ns, e: CoreEvent) {
+        const err = errors.shift();
+        if (err) throw err;
+        calls.push(`create ${e.reason}`);
+      },
+      async patch(_ns, _name, p) {
+        const err = errors.shift();
+        if (err) throw err;
+        calls.push(`patch ${p.count}`);
+      },
+    };
+    return { sink, calls };
+  }
+  const settle = async (): Promise<void> => {
+    for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r));
+  };
+
+  it('is tried again after a sleep while the queue waits, then goes out in order', async () => {
+    const { sink, calls } = failingSink([unanswered(), unanswered()]);
+    const clock = new FakeClock(0);
+    const warnings: string[] = [];
+    const r = new EventRecorder(sink, clock, 'node-1', { warn: (m) => void warnings.push(m) });
+    r.event(pod, 'Normal', 'Pulled', 'Pulled image');
+    r.event(pod, 'Normal', 'Created', 'Created container: c');
+    await settle();
+    expect(calls).to.deep.equal([]);
+    expect(r.pending).to.equal(1);
+    clock.advance(EVENT_RETRY_SLEEP_MS); // the first sleep is a random part of it
+    await settle();
+    expect(calls, 'the second try failed too').to.deep.equal([]);
+    clock.advance(EVENT_RETRY_SLEEP_MS);
+    await r.flush();
+    expect(calls).to.deep.equal(['create Pulled', 'create Created']);
+    expect(r.stats).to.include({ created: 2, retried: 2, failed: 0 });
+    expect(warnings, 'one line per write, not per try').to.deep.equal([
+      'unable to write event, will try again after sleeping',
+    ]);
+  });
+
+  it(`gives up after ${EVENT_WRITE_TRIES} tries; the server's own refusal is never tried again`, async () => {
+    const { sink, calls } = failingSink([
+      ...Array.from({ length: EVENT_WRITE_TRIES }, unanswered),
+      answered(),
+    ]);
+    const clock = new FakeClock(0);
+    const r = new EventRecorder(sink, clock, 'node-1');
+    r.event(pod, 'Warning', 'BackOff', 'Back-off restarting failed container');
+    r.event(pod, 'Normal', 'Pulled', 'Pulled image');
+    r.event(pod, 'Normal', 'Started', 'Started container c');
+    for (let i = 0; i < EVENT_WRITE_TRIES; i++) {
+      await settle();
+      clock.advance(EVENT_RETRY_SLEEP_MS);
+    }
+    await r.flush();
+    expect(calls).to.deep.equal(['create Started']);
+    expect(r.stats).to.include({ created: 1, retried: EVENT_WRITE_TRIES - 1, failed: 2 });
+  });
+
+  it('a create whose answer was lost and that exists now counts as written', async () => {
+    const { sink, calls } = failingSink([
+      unanswered(),
+      new KindError('AlreadyExists', 'events "p.1" already exists', { code: 409 }),
+    ]);
+    const clock = new FakeClock(0);
+    const r = new EventRecorder(sink, clock, 'node-1');
+    r.event(pod, 'Normal', 'Pulled', 'Pulled image');
+    await settle();
+    clock.advance(EVENT_RETRY_SLEEP_MS);
+    await r.flush();
+    expect(calls).to.deep.equal([]);
+    expect(r.stats).to.include({ created: 1, retried: 1, failed: 0 });
+  });
+
+  it('close() ends a sleep before the next try: what waits is written once, and flush resolves', async () => {
+    const { sink, calls } = failingSink([unanswered()]);
+    const clock = new FakeClock(0);
+    const r = new EventRecorder(sink, clock, 'node-1');
+    r.event(pod, 'Warning', 'Unhealthy', 'Readiness probe failed');
+    r.event(pod, 'Normal', 'Killing', 'Stopping container c');
+    await settle();
+    r.close();
+    await r.flush();
+    expect(calls).to.deep.equal(['create Killing']);
+    expect(r.stats).to.include({ created: 1, retried: 0, failed: 1 });
+    expect(clock.pendingTimers()).to.equal(0);
   });
 });
 

@@ -35,7 +35,16 @@ describe('HealthServer', () => {
 describe('Metrics: Event recorders', () => {
   it('reads every registered recorder at scrape time, by node and outcome', async () => {
     const metrics = new Metrics(false);
-    const stats = { created: 7, patched: 3, merged: 5, dropped: 6, filtered: 2, displaced: 1, failed: 1 };
+    const stats = {
+      created: 7,
+      patched: 3,
+      merged: 5,
+      dropped: 6,
+      filtered: 2,
+      displaced: 1,
+      failed: 1,
+      retried: 4,
+    };
     metrics.eventRecorders.set('vn-a', { stats, pending: 12 });
     const text = await metrics.registry.metrics();
     expect(text).to.contain('kubelet_operator_events_total{node="vn-a",outcome="created"} 7');
@@ -43,6 +52,7 @@ describe('Metrics: Event recorders', () => {
     expect(text).to.contain('kubelet_operator_events_total{node="vn-a",outcome="merged"} 5');
     expect(text).to.contain('kubelet_operator_events_total{node="vn-a",outcome="filtered"} 2');
     expect(text).to.contain('kubelet_operator_events_total{node="vn-a",outcome="dropped_queue_full"} 4');
+    expect(text).to.contain('kubelet_operator_events_total{node="vn-a",outcome="retried"} 4');
     expect(text).to.contain('kubelet_operator_events_total{node="vn-a",outcome="failed"} 1');
     expect(text).to.contain('kubelet_operator_events_pending{node="vn-a"} 12');
     metrics.eventRecorders.delete('vn-a');
