@@ -49,11 +49,21 @@ export class KubeletPodManager implements StatusPodManager {
     if (this.byName.get(key)?.metadata.uid === uid) this.byName.delete(key);
   }
 
-  /** Replaces the whole set (housekeeping, level-triggered from the informer). */
+  /**
+   * Replaces the whole set (housekeeping, level-triggered from the informer). When `pods` are exactly the
+   * objects held, one per UID and per name, nothing would change: the maps stay as they are.
+   */
   setPods(pods: readonly Pod[]): void {
+    if (this.holdsExactly(pods)) return;
     this.byUID.clear();
     this.byName.clear();
     for (const p of pods) this.upsert(p);
+  }
+
+  private holdsExactly(pods: readonly Pod[]): boolean {
+    if (pods.length !== this.byUID.size || pods.length !== this.byName.size) return false;
+    for (const p of pods) if (this.byUID.get(p.metadata?.uid ?? '') !== p) return false;
+    return true;
   }
 
   getPods(): Pod[] {

@@ -87,6 +87,30 @@ describe('kubelet shell adapters', () => {
       expect(pm.getPods().map((p) => p.metadata.uid)).to.deep.equal(['c']);
     });
 
+    it('setPods with the objects it holds changes nothing; any other set replaces, the last of a name winning', () => {
+      const pm = new KubeletPodManager();
+      const [a, b] = [pod('a'), pod('b')];
+      pm.setPods([a, b]);
+      pm.setPods([b, a]);
+      expect(pm.getPods()).to.have.members([a, b]);
+      // The same UID as a new object (the informer's newer version) replaces the held one.
+      const a2 = pod('a');
+      pm.setPods([a2, b]);
+      expect(pm.getPodByUID(asPodUID('a'))).to.equal(a2);
+      expect(pm.getPodByFullName('ns', 'p-a')).to.equal(a2);
+      // Two UIDs under one name: the later in the set holds the name, whatever was held before.
+      const c = pod('c', 'p-a');
+      pm.setPods([c, a2]);
+      expect(pm.getPodByFullName('ns', 'p-a')).to.equal(a2);
+      pm.setPods([a2, c]);
+      expect(pm.getPodByFullName('ns', 'p-a')).to.equal(c);
+      pm.setPods([a2, c]);
+      expect(pm.getPodByFullName('ns', 'p-a')).to.equal(c);
+      pm.setPods([a2]);
+      expect(pm.getPods()).to.deep.equal([a2]);
+      expect(pm.getPodByFullName('ns', 'p-a')).to.equal(a2);
+    });
+
     it('has no static pods: identity translation and empty maps', () => {
       const pm = new KubeletPodManager();
       expect(pm.translatePodUID('x')).to.equal('x');
