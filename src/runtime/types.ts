@@ -433,7 +433,7 @@ export interface Runtime {
   /** Removes a sandbox and its containers. Removing an unknown ID succeeds (idempotent, like CRI). */
   removePodSandbox(id: string): Promise<void>;
   podSandboxStatus(id: string): Promise<PodSandboxStatus>;
-  listPodSandbox(filter?: SandboxFilter): Promise<PodSandbox[]>;
+  listPodSandbox(filter?: SandboxFilter): Promise<readonly PodSandbox[]>;
 
   /** `sandboxConfig` is the config the sandbox was run with (containerd needs it on every create). */
   createContainer(
@@ -446,7 +446,7 @@ export interface Runtime {
   stopContainer(id: string, timeoutSeconds: number): Promise<void>;
   /** Removing an unknown ID succeeds. */
   removeContainer(id: string): Promise<void>;
-  listContainers(filter?: ContainerFilter): Promise<Container[]>;
+  listContainers(filter?: ContainerFilter): Promise<readonly Container[]>;
   containerStatus(id: string): Promise<ContainerStatus>;
   /**
    * In-place resize: applies new cpu and memory settings to a created or running container without restarting

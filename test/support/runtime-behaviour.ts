@@ -324,7 +324,7 @@ export function describeRuntimeBehaviour(name: string, setup: () => Promise<Runt
       const b1 = await startContainer(b, 'one', ['sleep', '3600']);
       await waitExited(a2);
 
-      const ids = (cs: { id: string }[]): string[] => cs.map((c) => c.id).sort();
+      const ids = (cs: readonly { id: string }[]): string[] => cs.map((c) => c.id).sort();
       expect(ids(await rt.listContainers({ podSandboxId: a.id }))).to.deep.equal([a1, a2].sort());
       expect(ids(await rt.listContainers({ podSandboxId: b.id }))).to.deep.equal([b1]);
       const uidB = b.config.metadata.uid;

@@ -26,7 +26,8 @@ export interface RuntimePod {
 /**
  * The runtime as the PLEG sees it.
  * - `getPods` lists every pod, including exited containers and sandboxes (kubelet: GetPods(all=true)).
- *   Rejecting aborts the relist.
+ *   Rejecting aborts the relist. Answering with the very array it gave the last time says that nothing
+ *   changed: that relist then diffs nothing (unless a pod waits to be inspected again).
  * - `getPodStatus` inspects one pod (kubelet: GetPodStatus). Rejecting marks the pod for reinspection.
  * Neither result is mutated by the PLEG.
  */
@@ -37,6 +38,14 @@ export interface PodLister {
 
 /** A predicate over a freshly inspected status; once it holds, the PLEG emits ConditionMet and forgets it. */
 export type WatchCondition = (status: RuntimePodStatus) => boolean;
+
+const UNCHANGED: RelistResult = Object.freeze({
+  listed: true,
+  eventsSent: 0,
+  eventsDropped: 0,
+  inspected: Object.freeze([]),
+  inspectionFailed: Object.freeze([]),
+});
 
 /** Default capacity of the event channel (kubelet: plegChannelCapacity). */
 export const DEFAULT_PLEG_CHANNEL_CAPACITY = 1000;
@@ -104,6 +113,8 @@ export class GenericPLEG {
   private readonly watchConditions = new Map<string, Map<string, VersionedCondition>>();
   private relistTime: number | undefined;
   private lastListing: RuntimePod[] = [];
+  /** The lister's answer the last full relist diffed, as it was given. */
+  private lastPods: unknown;
   private discarded = 0;
   private queue: Promise<unknown> = Promise.resolve();
 
@@ -218,6 +229,13 @@ export class GenericPLEG {
     let pods: readonly RuntimePod[];
     try {
       const listed: unknown = await this.lister.getPods();
+      if (listed === this.lastPods && this.settled()) {
+        // The very listing the last relist diffed (a lister that keeps unchanged answers, getPods): nothing
+        // changed, nothing waits to be inspected, so this relist would send nothing and inspect nothing.
+        this.relistTime = timestamp;
+        this.cache.updateTime(timestamp);
+        return UNCHANGED;
+      }
       if (!Array.isArray(listed) || !listed.every(isRuntimePod)) {
         throw new KindError('InvalidArgument', 'runtime pod listing is malformed');
       }
@@ -226,6 +244,7 @@ export class GenericPLEG {
       return { listed: false, error };
     }
     this.relistTime = timestamp;
+    this.lastPods = pods;
     this.lastListing = [...pods];
     this.setCurrent(pods);
     for (const uid of [...this.watchConditions.keys()]) {
@@ -298,6 +317,11 @@ export class GenericPLEG {
     this.cache.updateTime(timestamp);
     this.podsToReinspect = needsReinspection;
     return { listed: true, eventsSent, eventsDropped, inspected, inspectionFailed: [...needsReinspection] };
+  }
+
+  /** No pod is watched, waits for reinspection or has a failed inspection cached. */
+  private settled(): boolean {
+    return this.watchConditions.size === 0 && this.podsToReinspect.size === 0 && this.updateFailed.size === 0;
   }
 
   private setCurrent(pods: readonly RuntimePod[]): void {

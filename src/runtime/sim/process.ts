@@ -31,7 +31,11 @@ export class Processes {
   private readonly waiting = new Map<ContainerRecord, Waiting>();
   private lastNs = 0n;
 
-  constructor(private readonly clock: Clock) {}
+  /** `changed` is told of every state change (the store's revision, store.ts). */
+  constructor(
+    private readonly clock: Clock,
+    private readonly changed: () => void = () => undefined,
+  ) {}
 
   /** Nanoseconds since the epoch, strictly increasing across calls. */
   nowNs(): bigint {
@@ -64,6 +68,7 @@ export class Processes {
   /** Created -> running; schedules the natural exit or OOM kill. */
   start(c: ContainerRecord): void {
     c.state = 'running';
+    this.changed();
     c.startedMs = this.clock.now();
     c.startedOffNs = this.stamp(c.startedMs);
     settleResize(c, c.startedMs);
@@ -77,6 +82,7 @@ export class Processes {
    */
   adopt(c: ContainerRecord, startedMs: number): void {
     c.state = 'running';
+    this.changed();
     c.startedMs = startedMs;
     c.startedOffNs = 0;
     startUsage(c);
@@ -86,6 +92,7 @@ export class Processes {
   /** A container adopted exited (adopt.ts): it ran from `startedMs` until `exit`; nothing is scheduled. */
   adoptExited(c: ContainerRecord, startedMs: number, exit: Omit<ExitRecord, 'offNs'>): void {
     c.state = 'exited';
+    this.changed();
     c.startedMs = startedMs;
     c.startedOffNs = 0;
     c.exit = { ...exit, offNs: 0 };
@@ -100,6 +107,7 @@ export class Processes {
   failStart(c: ContainerRecord, message: string): void {
     const ms = this.clock.now();
     c.state = 'exited';
+    this.changed();
     c.exit = { ms, offNs: this.stamp(ms), code: 128, reason: 'StartError', message };
   }
 
@@ -197,6 +205,7 @@ export class Processes {
     if (c.state !== 'running') return;
     const ms = this.clock.now();
     c.state = 'exited';
+    this.changed();
     c.exit = { ms, offNs: this.stamp(ms), code, reason, message: '' };
     c.exitTimer?.cancel();
     c.exitTimer = undefined;

@@ -49,6 +49,7 @@ import { SimImageService } from './imageservice.js';
 import { fewList } from './few.js';
 import { parseImageReference, type ImageStore } from './images.js';
 import type { IPAllocator } from './ipam.js';
+import { ListingCache } from './listingcache.js';
 import { containerKey, sandboxNameKey } from './names.js';
 import { setUp, type SimRuntimeOptions } from './options.js';
 import { fileViewOf, probePortOf, type NodeFiles } from './podview.js';
@@ -83,6 +84,8 @@ export class SimRuntime implements Runtime {
   });
   private readonly clock: Clock;
   private readonly store = new SimStore();
+  private readonly sandboxListings = new ListingCache<PodSandbox>();
+  private readonly containerListings = new ListingCache<Container>();
   private readonly records = new RecordMaker();
   /** Containers whose start is waiting out its latency. */
   private readonly starting = new Set<ContainerRecord>();
@@ -111,7 +114,7 @@ export class SimRuntime implements Runtime {
     this.idSeed = setup.idSeed;
     this.files = setup.files;
     this.runtimeVersion = setup.runtimeVersion;
-    this.processes = new Processes(this.clock);
+    this.processes = new Processes(this.clock, () => this.store.touch());
     this.imageService = new SimImageService(this.images, this.behaviours, (ms) => this.processes.delay(ms));
     this.adopter = new SimAdopter({
       ...setup,
@@ -168,6 +171,7 @@ export class SimRuntime implements Runtime {
     const sandbox = this.sandbox(id);
     for (const c of fewList(sandbox.containers)) this.processes.kill(c);
     sandbox.state = 'notready';
+    this.store.touch();
   }
 
   async removePodSandbox(id: string): Promise<void> {
@@ -176,6 +180,7 @@ export class SimRuntime implements Runtime {
     if (!sandbox) return;
     for (const c of [...fewList(sandbox.containers)]) this.dropContainer(c);
     sandbox.state = 'notready';
+    this.store.touch();
     if (typeof sandbox.ip === 'number') this.ipam.releaseAddress(sandbox.ip);
     this.store.deleteSandbox(sandbox);
   }
@@ -186,9 +191,11 @@ export class SimRuntime implements Runtime {
     return toPodSandboxStatus(s);
   }
 
-  async listPodSandbox(filter?: SandboxFilter): Promise<PodSandbox[]> {
+  async listPodSandbox(filter?: SandboxFilter): Promise<readonly PodSandbox[]> {
     this.enter('listPodSandbox');
-    return this.store.listSandboxes(filter).map(toPodSandbox);
+    return this.sandboxListings.get(filter, this.store.revision, () =>
+      this.store.listSandboxes(filter).map(toPodSandbox),
+    );
   }
 
   // ---------------------------------------------------------------------------------------- containers
@@ -267,9 +274,11 @@ export class SimRuntime implements Runtime {
     if (c) this.dropContainer(c);
   }
 
-  async listContainers(filter?: ContainerFilter): Promise<Container[]> {
+  async listContainers(filter?: ContainerFilter): Promise<readonly Container[]> {
     this.enter('listContainers');
-    return this.store.listContainers(filter).map(toContainer);
+    return this.containerListings.get(filter, this.store.revision, () =>
+      this.store.listContainers(filter).map(toContainer),
+    );
   }
 
   async containerStatus(id: string): Promise<ContainerStatus> {

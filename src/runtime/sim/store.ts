@@ -29,6 +29,15 @@ export class SimStore {
   private readonly oddNames = new Map<string, string>();
   /** Records examined by lookups and lists since construction. */
   visited = 0;
+  /**
+   * Moves whenever a listing could answer differently: a record added or removed here, or a sandbox's or
+   * container's state changed (whoever changes one calls touch()). Nothing else a listing reports changes.
+   */
+  revision = 0;
+
+  touch(): void {
+    this.revision++;
+  }
 
   /** Entries in each index (tests: a removed record leaves none behind). */
   indexSizes(): Record<'byUID' | 'straySandboxes' | 'strayContainers' | 'oddNames', number> {
@@ -67,6 +76,7 @@ export class SimStore {
   }
 
   addSandbox(s: SandboxRecord): void {
+    this.revision++;
     this.sandboxes.set(s.id, s);
     const uid = String(s.uid);
     this.byUID.set(uid, fewAdd(this.byUID.get(uid), s));
@@ -75,6 +85,7 @@ export class SimStore {
   }
 
   deleteSandbox(s: SandboxRecord): void {
+    this.revision++;
     this.sandboxes.delete(s.id);
     const uid = String(s.uid);
     setOrDelete(this.byUID, uid, fewDelete(this.byUID.get(uid), s));
@@ -83,6 +94,7 @@ export class SimStore {
   }
 
   addContainer(c: ContainerRecord): void {
+    this.revision++;
     this.containers.set(c.id, c);
     c.sandbox.containers = fewAdd(c.sandbox.containers, c);
     if (isStray(c, String(c.sandbox.uid))) addTo(this.strayContainers, c.labels[PodUIDLabel], c);
@@ -90,6 +102,7 @@ export class SimStore {
   }
 
   deleteContainer(c: ContainerRecord): void {
+    this.revision++;
     this.containers.delete(c.id);
     c.sandbox.containers = fewDelete(c.sandbox.containers, c);
     if (isStray(c, String(c.sandbox.uid))) deleteFrom(this.strayContainers, c.labels[PodUIDLabel], c);

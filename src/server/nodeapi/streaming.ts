@@ -210,7 +210,7 @@ export async function resolveStreamingUrl(
     } catch (err) {
       throw runtimeError(err, `pod "${podName}"`);
     }
-    const sandbox = sandboxes.sort((a, b) => (b.createdAt > a.createdAt ? 1 : -1))[0];
+    const sandbox = [...sandboxes].sort((a, b) => (b.createdAt > a.createdAt ? 1 : -1))[0];
     if (!sandbox) throw new HttpError(400, `pod "${podName}" has no running sandbox`);
     try {
       return (await rt.portForward(sandbox.id, opts.ports)).url;
@@ -234,7 +234,7 @@ export async function resolveStreamingUrl(
   } catch (err) {
     throw runtimeError(err, `container "${name}" in pod "${podName}"`);
   }
-  const container = containers.sort((a, b) => (b.createdAt > a.createdAt ? 1 : -1))[0];
+  const container = [...containers].sort((a, b) => (b.createdAt > a.createdAt ? 1 : -1))[0];
   if (!container) throw new HttpError(400, `container "${name}" in pod "${podName}" is not running`);
   const req = { containerId: container.id, ...opts.streams };
   try {

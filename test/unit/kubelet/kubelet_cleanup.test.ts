@@ -117,7 +117,7 @@ function setup() {
       namespace: 'default',
       sandboxes: [],
       ips: [],
-      containers: containers
+      containers: [...containers]
         .sort((a, b) => Number(b.createdAt - a.createdAt))
         .map((c) => ({
           id: asContainerID(c.id),

@@ -198,4 +198,66 @@ describe('GenericPLEG updateCache after a runtime outage', () => {
     await pleg.relist();
     expect(cache.get('gone').error).to.equal(undefined);
   });
+
+  describe('a lister that answers with the very listing of the last relist', () => {
+    it('diffs and inspects nothing; the relist time and the cache time still move', async () => {
+      const { clock, pleg, lister, cache } = setup();
+      lister.set('p', [{ id: 'a', state: 'running' }]);
+      let reads = 0;
+      lister.pods = new Proxy(lister.pods, {
+        get: (target, key, receiver) => {
+          if (typeof key === 'string' && /^\d+$/.test(key)) reads++;
+          return Reflect.get(target, key, receiver) as unknown;
+        },
+      });
+      expect(await pleg.relist()).to.deep.include({ listed: true, eventsSent: 1, inspected: ['p'] });
+      pleg.events.drain();
+      lister.inspected = [];
+      clock.advance(1000);
+      reads = 0;
+      const r = await pleg.relist();
+      expect(reads, 'not a pod of the listing looked at').to.equal(0);
+      expect(r).to.deep.equal({
+        listed: true,
+        eventsSent: 0,
+        eventsDropped: 0,
+        inspected: [],
+        inspectionFailed: [],
+      });
+      expect(lister.inspected).to.deep.equal([]);
+      expect(pleg.lastRelistTime).to.equal(clock.now());
+      // A worker waiting for a status newer than now - 1 is answered: the cache is current as of this relist.
+      let answered = false;
+      void cache.getNewerThan('p', clock.now() - 1).then(() => (answered = true));
+      await new Promise((res) => setImmediate(res));
+      expect(answered).to.equal(true);
+      // A new array with a change is diffed as ever.
+      lister.set('p', [{ id: 'a', state: 'exited' }]);
+      await pleg.relist();
+      expect(pleg.events.drain().map((e) => e.type)).to.deep.equal(['ContainerDied']);
+    });
+
+    it('still inspects a pod whose last inspection failed, or that a watch condition waits on', async () => {
+      const { clock, pleg, lister } = setup();
+      lister.set('p', [{ id: 'a', state: 'running' }]);
+      let fail = true;
+      lister.duringInspect = () => {
+        if (fail) {
+          fail = false;
+          throw new Error('runtime busy');
+        }
+      };
+      expect(await pleg.relist()).to.deep.include({ inspectionFailed: ['p'] });
+      clock.advance(1000);
+      expect(await pleg.relist(), 'same listing, reinspected').to.deep.include({
+        inspected: ['p'],
+        inspectionFailed: [],
+      });
+      clock.advance(1000);
+      expect(await pleg.relist()).to.deep.include({ inspected: [] });
+      pleg.setPodWatchCondition('p', 'resize', () => false);
+      clock.advance(1000);
+      expect(await pleg.relist(), 'watched').to.deep.include({ inspected: ['p'] });
+    });
+  });
 });
