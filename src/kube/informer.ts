@@ -136,7 +136,8 @@ export class Informer<T extends KObject> {
   private readonly store = new Map<string, T>();
   private readonly handlers: InformerHandlers<T>[] = [];
   private readonly indexers = new Map<string, (obj: T) => string[]>();
-  private readonly indexes = new Map<string, Map<string, Set<string>>>();
+  /** By index name, then index value: the objects under it by key (the objects themselves, no second lookup). */
+  private readonly indexes = new Map<string, Map<string, Map<string, T>>>();
   private resourceVersion = '';
   private synced = false;
   private syncWaiters: (() => void)[] = [];
@@ -179,14 +180,8 @@ export class Informer<T extends KObject> {
 
   /** Objects whose index `name` yields `value`. */
   byIndex(name: string, value: string): T[] {
-    const keys = this.indexes.get(name)?.get(value);
-    if (!keys) return [];
-    const out: T[] = [];
-    for (const k of keys) {
-      const o = this.store.get(k);
-      if (o) out.push(o);
-    }
-    return out;
+    const objects = this.indexes.get(name)?.get(value);
+    return objects ? [...objects.values()] : [];
   }
 
   get size(): number {
@@ -389,9 +384,9 @@ export class Informer<T extends KObject> {
     for (const [name, fn] of this.indexers) {
       const idx = this.indexes.get(name)!;
       for (const v of fn(obj)) {
-        let set = idx.get(v);
-        if (!set) idx.set(v, (set = new Set()));
-        set.add(key);
+        let objects = idx.get(v);
+        if (!objects) idx.set(v, (objects = new Map()));
+        objects.set(key, obj);
       }
     }
   }
@@ -407,9 +402,9 @@ export class Informer<T extends KObject> {
     for (const [name, fn] of this.indexers) {
       const idx = this.indexes.get(name)!;
       for (const v of fn(obj)) {
-        const set = idx.get(v);
-        set?.delete(key);
-        if (set && set.size === 0) idx.delete(v);
+        const objects = idx.get(v);
+        objects?.delete(key);
+        if (objects && objects.size === 0) idx.delete(v);
       }
     }
   }

@@ -275,17 +275,19 @@ export class SyncLoop {
     const workers = this.d.podWorkers;
     workers.syncKnownPods(desired);
     const known = new Set(workers.knownPods());
-    this.d.syncer.retain(new Set([...known, ...desired]));
+    const kept = new Set(known);
+    for (const uid of desired) kept.add(uid);
+    this.d.syncer.retain(kept);
     this.d.statusManager.removeOrphanedStatuses(desired);
     this.d.prober.cleanupPods(new Set([...desired].filter((uid) => workers.state(uid) === 'syncing')));
     await this.killOrphanedRuntimePods(desired);
     await this.d.cleanup.removeOrphanedPodLeftovers(this.d.runtimePods());
 
     // kubelet cleanupOrphanedPodDirs: directories of pods neither in the API, nor known to a worker, nor running.
-    this.d.volumes.retain(new Set([...known, ...desired]));
+    this.d.volumes.retain(kept);
     const removed = await this.d.volumes.cleanupOrphanedPodDirs((dir) => {
       const uid = asPodUID(dir);
-      return known.has(uid) || desired.has(uid) || !workers.shouldPodRuntimeBeRemoved(uid);
+      return kept.has(uid) || !workers.shouldPodRuntimeBeRemoved(uid);
     });
     for (const uid of removed) this.d.onPodUnmounted?.(uid);
     if (this.d.cleanup.gcDue(this.d.containerGCPeriodMs)) this.d.cleanup.requestGC();

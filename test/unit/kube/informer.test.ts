@@ -206,6 +206,8 @@ describe('Informer', () => {
     lw.watches.push(async (emit) => {
       emit({ type: 'MODIFIED', object: obj('a', '2', 'n2') });
       emit({ type: 'DELETED', object: obj('b', '3', 'n2') });
+      // Same index value: the index still hands out the newest object.
+      emit({ type: 'MODIFIED', object: obj('a', '4', 'n2') });
     });
     const inf = new Informer(lw, { clock, name: 't' });
     inf.addIndex('node', (o) => (o.spec?.node ? [o.spec.node] : []));
@@ -220,7 +222,9 @@ describe('Informer', () => {
     expect(inf.stats.handlerErrors).to.equal(2);
     expect(events).to.include('update a@1->2');
     expect(inf.byIndex('node', 'n1').map((o) => o.metadata!.name)).to.deep.equal([]);
-    expect(inf.byIndex('node', 'n2').map((o) => o.metadata!.name)).to.deep.equal(['a']);
+    expect(
+      inf.byIndex('node', 'n2').map((o) => `${o.metadata!.name}@${o.metadata!.resourceVersion}`),
+    ).to.deep.equal(['a@4']);
     expect(inf.size).to.equal(1);
     await inf.stop();
   });
