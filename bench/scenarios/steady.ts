@@ -54,6 +54,11 @@ export interface SteadyRun {
   rssTimeline: { minute: number; rssMiB: number }[];
   /** V8 heap used (operator's nodejs_heap_size_used_bytes) at each whole minute of the hold, from minute 0. */
   heapUsedMiB: number[];
+  /**
+   * V8's young generation as committed (nodejs_heap_space_size_total_bytes of space new) at the same minutes:
+   * V8 gives it back while the process allocates little (absent in older results).
+   */
+  youngCommittedMiB?: number[];
   eventLoopP99Ms: number;
   probesPerSec: number;
   podStatusUpdatesSeen: number;
@@ -69,6 +74,8 @@ async function scrape(base: string): Promise<string> {
 }
 
 const heapUsedMiB = (metrics: string): number => promValue(metrics, 'nodejs_heap_size_used_bytes') / 2 ** 20;
+const youngMiB = (metrics: string): number =>
+  promValue(metrics, 'nodejs_heap_space_size_total_bytes', { space: 'new' }) / 2 ** 20;
 
 export function steadyTable(r: SteadyRun): string {
   const perMin = (n: number): string => num(n / (r.holdMs / 60_000), 1, '/min');
@@ -97,11 +104,12 @@ export function steadyTable(r: SteadyRun): string {
     ...metricsServerRows(r.metricsServer, r.holdMs),
   ];
   const rss = formatTable(
-    ['minute of hold', 'RSS', 'V8 heap used'],
+    ['minute of hold', 'RSS', 'V8 heap used', 'young generation'],
     r.rssTimeline.map((p) => [
       num(p.minute, Number.isInteger(p.minute) ? 0 : 2),
       num(p.rssMiB, 0, 'MiB'),
       Number.isInteger(p.minute) ? num(r.heapUsedMiB[p.minute], 0, 'MiB') : '',
+      Number.isInteger(p.minute) ? num(r.youngCommittedMiB?.[p.minute] ?? Number.NaN, 0, 'MiB') : '',
     ]),
   );
   const kinds = formatTable(
@@ -171,11 +179,16 @@ export async function runSteady(
       msSampler?.sample();
       const holdMs = opts.holdMinutes * 60_000;
       const heap = [heapUsedMiB(m0)];
+      const young = [youngMiB(m0)];
       for (let left = holdMs; left > 0; left -= 60_000) {
         await sleep(Math.min(60_000, left));
         const s = sampler.samples[sampler.samples.length - 1];
         // The last minute's heap comes from the scrape after the hold.
-        if (left > 60_000) heap.push(heapUsedMiB(await scrape(agent.httpBase)));
+        if (left > 60_000) {
+          const m = await scrape(agent.httpBase);
+          heap.push(heapUsedMiB(m));
+          young.push(youngMiB(m));
+        }
         const h = left > 60_000 ? `, V8 heap used ${num(heap[heap.length - 1], 0, 'MiB')}` : '';
         log(`hold: ${Math.round((Date.now() - h0) / 60_000)} min, RSS ${num(s?.rssMiB, 0, 'MiB')}${h}`);
       }
@@ -184,6 +197,7 @@ export async function runSteady(
       msSampler?.sample();
       const m1 = await scrape(agent.httpBase);
       heap.push(heapUsedMiB(m1));
+      young.push(youngMiB(m1));
       let seen1 = 0;
       for (const p of watch.pods.values()) seen1 += p.statusUpdates;
       const hold = sampler.between(h0, h1);
@@ -230,6 +244,7 @@ export async function runSteady(
         rssSlopeMiBPerMin: slope(hold.map((s) => [(s.t - h0) / 60_000, s.rssMiB] as const)),
         rssTimeline: rssTimeline(hold, h0, h1),
         heapUsedMiB: heap,
+        youngCommittedMiB: young,
         eventLoopP99Ms: promValue(m1, 'nodejs_eventloop_lag_p99_seconds') * 1000,
         probesPerSec: probes / ((h1 - h0) / 1000),
         podStatusUpdatesSeen: seen1 - seen0,
