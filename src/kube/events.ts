@@ -293,15 +293,27 @@ export class EventRecorder {
     }
   }
 
-  /** False when the recorder closed before or during the sleep. Says so in the log before the first one. */
+  /**
+   * False when the recorder closed before or during the sleep. Says so in the log before the first one. The
+   * sleep is a clock timer, which never keeps the process alive on its own (a recorder nobody closes, such
+   * as the node API's, must not hold up the exit).
+   */
   private async sleepBeforeTry(tries: number, meta: () => Record<string, unknown>): Promise<boolean> {
-    if (this.closing.signal.aborted) return false;
+    const signal = this.closing.signal;
+    if (signal.aborted) return false;
     if (tries === 1) this.logger?.warn('unable to write event, will try again after sleeping', meta());
     const ms = tries === 1 ? Math.random() * EVENT_RETRY_SLEEP_MS : EVENT_RETRY_SLEEP_MS;
-    return this.clock.sleep(ms, this.closing.signal).then(
-      () => true,
-      () => false,
-    );
+    return new Promise<boolean>((resolve) => {
+      const onAbort = (): void => {
+        timer.cancel();
+        resolve(false);
+      };
+      const timer = this.clock.setTimer(ms, () => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(true);
+      });
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
   }
 
   /** A waiting create may have gone through on a try whose answer was lost: AlreadyExists is done. */

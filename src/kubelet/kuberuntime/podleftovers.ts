@@ -31,10 +31,6 @@ export class PodLeftovers {
     this.pods.delete(uid);
   }
 
-  has(uid: string): boolean {
-    return this.pods.has(uid);
-  }
-
   get size(): number {
     return this.pods.size;
   }
