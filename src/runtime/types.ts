@@ -371,6 +371,13 @@ export interface RuntimeCapabilities {
    * runtime keeps its state itself and the kubelet adopts it by labels (cri).
    */
   readonly adopt?: RuntimeAdopter;
+  /**
+   * Present when the runtime can tell that nothing its listings report has changed (the simulated runtime):
+   * a number that moves whenever a sandbox or container is added or removed or changes state. While it stands,
+   * the kubelet's relist reuses its last listing without asking (kuberuntime/manager.ts getPods). Undefined
+   * from it: ask this time. Absent (cri): every relist lists.
+   */
+  readonly listingRevision?: () => number | undefined;
 }
 
 /** How the sandbox being adopted was: its pod IP (pod network only) and when it was created. */

@@ -29,7 +29,7 @@ import { killContainer, removeContainer } from './killcontainer.js';
 import { garbageCollect, type GarbageCollectOptions, type GarbageCollectResult } from './gc.js';
 import { killPodWithSyncResult } from './killpod.js';
 import { managerContext, validateDeps, type KubeGenericRuntimeManagerDeps } from './managerdeps.js';
-import { listRuntimePods, readPodStatus, sandboxIPs, type RuntimePodListing } from './podstatus.js';
+import { listRuntimePods, readPodStatus, sandboxIPs } from './podstatus.js';
 import { removeOrphanedPodLeftovers } from './removeleftovers.js';
 import { removePod } from './removepod.js';
 import { computePodResizeActions } from './resize.js';
@@ -70,8 +70,8 @@ function asKindError(err: unknown): KindError {
 export class KubeGenericRuntimeManager {
   readonly runtime: Runtime;
   private readonly ctx: ManagerContext;
-  /** What getPods answered last, reused while the runtime's listings stay the same (podstatus.ts). */
-  private lastListing: RuntimePodListing | undefined;
+  /** What getPods answered last, and the runtime's listing revision then (RuntimeCapabilities). */
+  private lastListing: { revision: number; pods: readonly RuntimePod[] } | undefined;
   private readonly reasonCache: ReasonCache;
   private runtimeName: string | undefined;
 
@@ -104,8 +104,13 @@ export class KubeGenericRuntimeManager {
 
   /** Every pod of this node on the runtime, exited objects included (the PLEG's listing). */
   async getPods(): Promise<readonly RuntimePod[]> {
-    this.lastListing = await listRuntimePods(this.runtime, this.ctx.node.nodeName, this.lastListing);
-    return this.lastListing.pods;
+    // Read before listing: a change while the listing runs moves it past what is kept, so the next call lists.
+    const revision = this.runtime.capabilities.listingRevision?.();
+    const last = this.lastListing;
+    if (revision !== undefined && last?.revision === revision) return last.pods;
+    const pods = await listRuntimePods(this.runtime, this.ctx.node.nodeName);
+    this.lastListing = revision === undefined ? undefined : { revision, pods };
+    return pods;
   }
 
   /**

@@ -196,40 +196,17 @@ interface MutablePod {
   createdAt: bigint;
 }
 
-/** A listing of the node's pods and the runtime listings it was grouped from. */
-export interface RuntimePodListing {
-  readonly sandboxes: readonly PodSandbox[];
-  readonly containers: readonly RuntimeContainer[];
-  readonly pods: readonly RuntimePod[];
-}
-
 /**
  * Every pod of this node on the runtime, exited containers and sandboxes included (kubelet: GetPods(all)).
  * Pods are grouped by the pod UID label; sandboxes appear as ready = running, not ready = exited. Pods are
  * ordered by their newest sandbox, newest first.
- *
- * When the runtime answers with the very listings `last` was grouped from (a runtime that keeps unchanged
- * answers, sim/listingcache.ts), `last` itself is the answer: its pods the same array, so that the PLEG sees
- * by identity that nothing changed.
  */
-export async function listRuntimePods(
-  runtime: Runtime,
-  nodeName: string,
-  last?: RuntimePodListing,
-): Promise<RuntimePodListing> {
+export async function listRuntimePods(runtime: Runtime, nodeName: string): Promise<RuntimePod[]> {
   const selector = { [ManagedByLabel]: nodeName };
   const [sandboxes, containers] = await Promise.all([
     runtime.listPodSandbox({ labelSelector: selector }),
     runtime.listContainers({ labelSelector: selector }),
   ]);
-  if (last && last.sandboxes === sandboxes && last.containers === containers) return last;
-  return { sandboxes, containers, pods: groupRuntimePods(sandboxes, containers) };
-}
-
-function groupRuntimePods(
-  sandboxes: readonly PodSandbox[],
-  containers: readonly RuntimeContainer[],
-): readonly RuntimePod[] {
   const pods = new Map<string, MutablePod>();
   const podOf = (
     obj: PodSandbox | RuntimeContainer,

@@ -63,6 +63,11 @@ export class FaultInjector {
     this.faults = [];
   }
 
+  /** Neither down nor holding a fault: every call goes through. */
+  quiet(): boolean {
+    return !this.down && this.faults.length === 0;
+  }
+
   /** Throws when the runtime is down or a fault applies to this call (using it up). */
   check(op: RuntimeOp, context: Record<string, unknown>): void {
     if (this.down) {

@@ -49,7 +49,6 @@ import { SimImageService } from './imageservice.js';
 import { fewList } from './few.js';
 import { parseImageReference, type ImageStore } from './images.js';
 import type { IPAllocator } from './ipam.js';
-import { ListingCache } from './listingcache.js';
 import { containerKey, sandboxNameKey } from './names.js';
 import { setUp, type SimRuntimeOptions } from './options.js';
 import { fileViewOf, probePortOf, type NodeFiles } from './podview.js';
@@ -77,6 +76,9 @@ export class SimRuntime implements Runtime {
     readLogs: (id: string) => this.readLogs(id),
     podAnnotationPrefix: SimAnnotationPrefix,
     runtimeType: 'sim',
+    // Unknown (no promise) while a fault is armed or the runtime is down or closed: a listing must then be
+    // asked, to fail as it should.
+    listingRevision: () => (this.closed || !this.faults.quiet() ? undefined : this.store.revision),
     adopt: {
       adoptSandbox: (config, fixed) => this.adopter.adoptSandbox(config, fixed),
       adoptContainer: (id, config, sandbox, fixed) => this.adopter.adoptContainer(id, config, sandbox, fixed),
@@ -84,8 +86,6 @@ export class SimRuntime implements Runtime {
   });
   private readonly clock: Clock;
   private readonly store = new SimStore();
-  private readonly sandboxListings = new ListingCache<PodSandbox>();
-  private readonly containerListings = new ListingCache<Container>();
   private readonly records = new RecordMaker();
   /** Containers whose start is waiting out its latency. */
   private readonly starting = new Set<ContainerRecord>();
@@ -193,9 +193,7 @@ export class SimRuntime implements Runtime {
 
   async listPodSandbox(filter?: SandboxFilter): Promise<readonly PodSandbox[]> {
     this.enter('listPodSandbox');
-    return this.sandboxListings.get(filter, this.store.revision, () =>
-      this.store.listSandboxes(filter).map(toPodSandbox),
-    );
+    return this.store.listSandboxes(filter).map(toPodSandbox);
   }
 
   // ---------------------------------------------------------------------------------------- containers
@@ -276,9 +274,7 @@ export class SimRuntime implements Runtime {
 
   async listContainers(filter?: ContainerFilter): Promise<readonly Container[]> {
     this.enter('listContainers');
-    return this.containerListings.get(filter, this.store.revision, () =>
-      this.store.listContainers(filter).map(toContainer),
-    );
+    return this.store.listContainers(filter).map(toContainer);
   }
 
   async containerStatus(id: string): Promise<ContainerStatus> {

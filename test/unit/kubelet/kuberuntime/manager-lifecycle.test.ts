@@ -246,6 +246,26 @@ describe('KubeGenericRuntimeManager: garbage collection and removal', function (
     expect((await h.runtime.listPodSandbox()).map((s) => s.id)).to.deep.equal([foreign]);
   });
 
+  it("getPods answers with its last listing while the runtime's listing revision stands, and lists when it moves or is unknown", async () => {
+    const h = new Harness();
+    const pod = makePod({ containers: [container('app', server)] });
+    await h.sync(pod);
+    const a = await h.manager.getPods();
+    expect(await h.manager.getPods()).to.equal(a);
+    await h.kill(pod, await h.status(pod));
+    const b = await h.manager.getPods();
+    expect(b).to.not.equal(a);
+    expect(b[0]!.containers.map((c) => c.state)).to.deep.equal(['exited']);
+    // An armed fault makes the revision unknown: the listing is asked, and fails as it should.
+    h.runtime.injectFault({ op: 'listPodSandbox', kind: 'Unavailable', message: 'runtime is busy' });
+    const failed = await h.manager.getPods().then(
+      () => undefined,
+      (err: Error) => err.message,
+    );
+    expect(failed).to.equal('runtime is busy');
+    expect(await h.manager.getPods(), 'the fault used up, the revision stands where it stood').to.equal(b);
+  });
+
   it('removePod leaves nothing of the pod, and is idempotent', async () => {
     const h = new Harness();
     const pod = makePod({

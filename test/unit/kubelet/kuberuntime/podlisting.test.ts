@@ -110,34 +110,11 @@ function reference(sandboxes: PodSandbox[], containers: Container[]) {
   }));
 }
 
-describe('listRuntimePods: the last listing reused', () => {
-  it('answers with the last listing while the runtime answers with the same arrays, and groups again when either changes', async () => {
-    const sbs = [sandbox('s1', 1, 10n, true)];
-    let cs = [container('c1', 1, 11n)];
-    const runtime = {
-      listPodSandbox: async () => sbs,
-      listContainers: async () => cs,
-    } as unknown as Runtime;
-    const first = await listRuntimePods(runtime, NODE);
-    const again = await listRuntimePods(runtime, NODE, first);
-    expect(again).to.equal(first);
-    expect(again.pods).to.equal(first.pods);
-    cs = [...cs, container('c2', 1, 12n)];
-    const changed = await listRuntimePods(runtime, NODE, first);
-    expect(changed.pods).to.not.equal(first.pods);
-    expect(changed.pods[0]!.containers.map((c) => c.id)).to.deep.equal(['c2', 'c1']);
-    // Equal but not the same arrays (a runtime that answers afresh, as over CRI): grouped again.
-    const fresh = await listRuntimePods(runtimeListing(sbs, cs), NODE, changed);
-    expect(fresh.pods).to.not.equal(changed.pods);
-    expect(fresh.pods).to.deep.equal(changed.pods);
-  });
-});
-
 describe('listRuntimePods: order of pods and records', () => {
   it('lists a creation-ordered runtime newest first', async () => {
     const sbs = [sandbox('s1', 1, 10n, true), sandbox('s2', 2, 20n, true), sandbox('s3', 1, 30n, false)];
     const cs = [container('c1', 1, 11n), container('c2', 2, 21n), container('c3', 1, 31n)];
-    const { pods } = await listRuntimePods(runtimeListing(sbs, cs), NODE);
+    const pods = await listRuntimePods(runtimeListing(sbs, cs), NODE);
     expect(pods.map((p) => p.uid)).to.deep.equal(['uid-1', 'uid-2']);
     expect(pods[0]!.sandboxes).to.deep.equal([
       { id: 's3', state: 'exited' },
@@ -167,7 +144,7 @@ describe('listRuntimePods: order of pods and records', () => {
         sbs = sbs.sort(byTime).reverse();
         cs = cs.sort(byTime).reverse();
       }
-      const { pods: got } = await listRuntimePods(runtimeListing(sbs, cs), NODE);
+      const got = await listRuntimePods(runtimeListing(sbs, cs), NODE);
       expect(JSON.parse(JSON.stringify(got)), `seed ${seed}`).to.deep.equal(reference(sbs, cs));
     }
   });

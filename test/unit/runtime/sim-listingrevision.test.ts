@@ -1,9 +1,8 @@
-// The simulated runtime's label listings are kept while nothing they report changes (sim/listingcache.ts): the
-// same frozen array comes back until a sandbox or container is added, removed or changes state, whoever
-// changed it (a call, a process exiting on the clock); and what comes back always agrees with a listing
-// answered afresh. Listings by ID, state, sandbox or pod UID are never kept.
+// The simulated runtime's listing revision (RuntimeCapabilities.listingRevision): it stands while nothing a
+// listing reports changes and moves with every sandbox or container added, removed or changing state, whoever
+// changed it (a call, a process exiting on the clock); it is unknown while a fault is armed or the runtime is
+// down or closed, so that a listing is asked and fails as it should.
 import { expect } from 'chai';
-import { ManagedByLabel, PodUIDLabel } from '../../../src/runtime/labels.js';
 import type { ContainerState, SandboxState } from '../../../src/runtime/types.js';
 import { newSim } from './sim-fixtures.js';
 
@@ -49,58 +48,49 @@ async function freshSandboxes(sim: Sim): Promise<string[]> {
   return all.sort((a, b) => (a.createdAt < b.createdAt ? -1 : 1)).map((s) => `${s.id} ${s.state}`);
 }
 
-describe('SimRuntime listing cache', () => {
-  it('hands out the same frozen listing until something in it changes, a process exiting on the clock too', async () => {
+describe('SimRuntime listing revision', () => {
+  it('stands while nothing listed changes and moves with each change, a process exiting on the clock too', async () => {
     const { sim, pod, run, clock } = newSim();
+    const revision = (): number | undefined => sim.capabilities.listingRevision?.();
     const p = await pod();
     await run(p, 'short', { argv: ['sleep', '2'] });
-    const first = await sim.listContainers();
-    expect(Object.isFrozen(first)).to.equal(true);
-    expect(await sim.listContainers(), 'nothing changed').to.equal(first);
-    expect(await sim.listContainers({ labelSelector: {} })).to.equal(first);
+    const r0 = revision();
+    expect(r0).to.be.a('number');
+    await sim.listContainers();
+    await sim.containerStatus((await sim.listContainers())[0]!.id);
     clock.advance(1000);
-    expect(await sim.listContainers(), 'still running').to.equal(first);
+    expect(revision(), 'listed, inspected, still running').to.equal(r0);
     clock.advance(1500);
-    const after = await sim.listContainers();
-    expect(after).to.not.equal(first);
-    expect(after.map((c) => c.state)).to.deep.equal(['exited']);
-    const sandboxes = await sim.listPodSandbox();
+    const r1 = revision();
+    expect(r1, 'exited on the clock').to.not.equal(r0);
     await sim.stopPodSandbox(p.id);
-    expect((await sim.listPodSandbox()).map((s) => s.state)).to.deep.equal(['notready']);
-    expect(
-      sandboxes.map((s) => s.state),
-      'an answer already given never changes',
-    ).to.deep.equal(['ready']);
+    expect(revision()).to.not.equal(r1);
   });
 
-  it('keeps no listing by pod UID, ID, state or sandbox', async () => {
-    const { sim, pod, run } = newSim();
-    const p = await pod();
-    const id = await run(p, 'app');
-    const filters = [
-      { labelSelector: { [PodUIDLabel]: p.config.metadata.uid } },
-      { id },
-      { state: 'running' as const },
-      { podSandboxId: p.id },
-    ];
-    for (const f of filters) {
-      const a = await sim.listContainers(f);
-      expect(a).to.have.length(1);
-      expect(await sim.listContainers(f), JSON.stringify(f)).to.not.equal(a);
-    }
-    // A selector on other labels is kept, apart from the unfiltered listing.
-    const none = await sim.listContainers({ labelSelector: { [ManagedByLabel]: 'vn-1' } });
-    expect(none).to.deep.equal([]);
-    expect(await sim.listContainers({ labelSelector: { [ManagedByLabel]: 'vn-1' } })).to.equal(none);
+  it('is unknown while a fault is armed or the runtime is down or closed', async () => {
+    const { sim } = newSim();
+    const revision = (): number | undefined => sim.capabilities.listingRevision?.();
+    expect(revision()).to.be.a('number');
+    sim.injectFault({ op: 'listContainers', kind: 'Unavailable' });
+    expect(revision()).to.equal(undefined);
+    await sim.listContainers().catch(() => undefined);
+    expect(revision(), 'the fault used up').to.be.a('number');
+    sim.setDown(true);
+    expect(revision()).to.equal(undefined);
+    sim.setDown(false);
+    expect(revision()).to.be.a('number');
+    await sim.close();
+    expect(revision()).to.equal(undefined);
   });
 
-  it('agrees with a fresh listing after every step of random runtime work', async () => {
+  it('never stands over a change a fresh listing shows, through random runtime work', async () => {
     for (let seed = 1; seed <= 20; seed++) {
       const r = rng(seed);
       const { sim, pod, create, clock } = newSim();
       const pods: Awaited<ReturnType<typeof pod>>[] = [];
       const containers: string[] = [];
       const pick = <T>(xs: T[]): T | undefined => xs[Math.floor(r() * xs.length)];
+      let before = { revision: sim.capabilities.listingRevision?.(), listing: '' };
       for (let step = 0; step < 60; step++) {
         const op = Math.floor(r() * 8);
         const c = pick(containers);
@@ -123,11 +113,15 @@ describe('SimRuntime listing cache', () => {
           await drive(clock, sim.removePodSandbox(p.id));
           pods.splice(pods.indexOf(p), 1);
         } else clock.advance(Math.floor(r() * 3000));
-        const where = `seed ${seed} step ${step} op ${op}`;
-        const cs = (await sim.listContainers()).map((x) => `${x.id} ${x.state}`);
-        expect(cs, where).to.deep.equal(await freshContainers(sim));
-        const sbs = (await sim.listPodSandbox()).map((x) => `${x.id} ${x.state}`);
-        expect(sbs, where).to.deep.equal(await freshSandboxes(sim));
+        const now = {
+          revision: sim.capabilities.listingRevision?.(),
+          listing: JSON.stringify([await freshSandboxes(sim), await freshContainers(sim)]),
+        };
+        if (now.revision === before.revision)
+          expect(now.listing, `seed ${seed} step ${step} op ${op}: the revision stood`).to.equal(
+            before.listing,
+          );
+        before = now;
       }
     }
   });
