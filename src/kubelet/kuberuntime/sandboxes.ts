@@ -1,6 +1,6 @@
 /**
  * Pod sandboxes (kubelet: kuberuntime_sandbox.go createPodSandbox): create (with the pod's log directory),
- * stop, remove. What a pod leaves on the host is removed by podleftovers.ts.
+ * stop, remove. What a pod leaves on the host is removed by removeleftovers.ts.
  */
 import { mkdir } from 'node:fs/promises';
 import type { Pod } from '../../api/core.js';

@@ -4,19 +4,8 @@
 // down or closed, so that a listing is asked and fails as it should.
 import { expect } from 'chai';
 import type { ContainerState, SandboxState } from '../../../src/runtime/types.js';
+import { Rng } from '../../chaos/lib/rng.js';
 import { newSim } from './sim-fixtures.js';
-
-/** A small deterministic generator (mulberry32). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type Sim = ReturnType<typeof newSim>['sim'];
 
@@ -85,7 +74,8 @@ describe('SimRuntime listing revision', () => {
 
   it('never stands over a change a fresh listing shows, through random runtime work', async () => {
     for (let seed = 1; seed <= 20; seed++) {
-      const r = rng(seed);
+      const rng = new Rng(seed);
+      const r = (): number => rng.next();
       const { sim, pod, create, clock } = newSim();
       const pods: Awaited<ReturnType<typeof pod>>[] = [];
       const containers: string[] = [];

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import type { Container, Pod } from '../../../../src/api/core.js';
 import { AdmittedTally } from '../../../../src/kubelet/allocation/tally.js';
 import { admitPod, type AdmissionNode } from '../../../../src/node/admission.js';
+import { Rng } from '../../../chaos/lib/rng.js';
 
 const spec = (cpu: string, memory?: string, hostPort?: number): Pod['spec'] => ({
   containers: [
@@ -18,18 +19,6 @@ const pod = (uid: string, s: Pod['spec']): Pod => ({
   metadata: { name: uid, namespace: 'ns', uid },
   spec: s,
 });
-
-/** Small deterministic generator (mulberry32), so a failure names its seed. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
 
 describe('AdmittedTally', () => {
   it('sums count, requests and host ports as pods are tallied, re-tallied and removed', () => {
@@ -65,7 +54,8 @@ describe('AdmittedTally', () => {
 
   it('never admits a pod the active pods would reject, and admits what they admit once asked again (random nodes)', () => {
     for (let seed = 1; seed <= 300; seed++) {
-      const r = rng(seed);
+      const rng = new Rng(seed);
+      const r = (): number => rng.next();
       const node: AdmissionNode = {
         name: 'n',
         labels: {},
