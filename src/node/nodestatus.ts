@@ -192,6 +192,7 @@ export class NodeStatusLoop {
   private started = false;
   /** The registered Node, read by the first round instead of a GET (see seed). */
   private seeded: Node | undefined;
+  private firstStatusWaited: Promise<void> | undefined;
   private resolveReady!: () => void;
   private rejectReady!: (err: Error) => void;
   private resolveDone!: () => void;
@@ -222,11 +223,19 @@ export class NodeStatusLoop {
   }
 
   /**
-   * The status the Node is registered with (kubelet: initialNode): the runtime's version if it answers, but
-   * no status check yet, so Ready=False until the first sync. Records the pressure events.
+   * The status the Node is registered with (kubelet: initialNode, which runs every status setter): the
+   * runtime's version if it answers, and readiness as the runtime state last checked it. Unchecked, the Node
+   * registers Ready=False and turns Ready on the first sync. Checked healthy (the owner checks the runtime
+   * before it starts the node, as the kubelet runs updateRuntimeUp before it registers), registration first
+   * waits for `firstStatusAfter` (the PLEG's first relist, bounded as the first round's wait), so a healthy
+   * node is created Ready: no round trip and no status write stand between its creation and its readiness,
+   * and, as with a kubelet whose Node is created Ready, no NodeReady Event follows (there was no earlier
+   * Ready condition to change from). Records the pressure events.
    */
   async initialStatus(): Promise<NodeStatus> {
-    await this.cfg.runtimeState.refreshVersion();
+    // Unchecked or unhealthy: NotReady whatever the PLEG says, so registration does not wait for it.
+    const healthy = this.cfg.runtimeState.runtimeReady().ready;
+    await Promise.all([this.cfg.runtimeState.refreshVersion(), healthy ? this.firstStatusWait() : undefined]);
     return this.compute(undefined);
   }
 
@@ -255,7 +264,7 @@ export class NodeStatusLoop {
   private async run(): Promise<void> {
     const { clock } = this.cfg;
     try {
-      if (this.cfg.firstStatusAfter) await this.waitFor(this.cfg.firstStatusAfter());
+      await this.firstStatusWait();
       while (!this.abort.signal.aborted) {
         const began = clock.now();
         await this.syncOnce();
@@ -268,6 +277,16 @@ export class NodeStatusLoop {
     } finally {
       this.resolveDone();
     }
+  }
+
+  /**
+   * The wait for `firstStatusAfter`, one for the loop's life: when registration waited for it already (see
+   * initialStatus), the first round does not wait a second time.
+   */
+  private firstStatusWait(): Promise<void> {
+    if (!this.cfg.firstStatusAfter) return Promise.resolve();
+    this.firstStatusWaited ??= this.waitFor(this.cfg.firstStatusAfter());
+    return this.firstStatusWaited;
   }
 
   /** Waits for `p` (its failure counts as done), at most FIRST_STATUS_WAIT_MS; rejects when stopped. */

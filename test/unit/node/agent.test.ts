@@ -3,6 +3,7 @@ import type { Node } from '../../../src/api/node.js';
 import { parseVirtualNodeSpec, type VirtualNodeSpec } from '../../../src/api/virtualnode.js';
 import { EventRecorder, type CoreEvent } from '../../../src/kube/events.js';
 import { NodeAgent, type NodeAgentConfig } from '../../../src/node/agent.js';
+import { RuntimeState } from '../../../src/node/runtimestate.js';
 import type { NodeHeartbeatAPI } from '../../../src/node/api.js';
 import { FakeClock } from '../../../src/util/clock.js';
 import { isInvalidArgument } from '../../../src/util/errors.js';
@@ -194,6 +195,79 @@ describe('NodeAgent', () => {
       await agent.ready;
       await agent.stop();
     }
+  });
+
+  it('with the runtime checked healthy first, registers Ready once the first relist is in (bounded), with no NodeReady Event', async () => {
+    for (const settles of [true, false]) {
+      let relisted!: () => void;
+      const firstRelist = new Promise<void>((resolve) => (relisted = resolve));
+      let plegHealthy = false;
+      const base = setup();
+      const runtimeState = new RuntimeState({
+        nodeName: 'vn-1',
+        runtime: base.runtime,
+        clock: base.clock,
+        healthChecks: () => (plegHealthy ? [] : ['PLEG is not healthy: pleg has yet to be successful']),
+      });
+      // The owner checks the runtime before it starts the node (KubeletManagedNode.start).
+      await runtimeState.update();
+      const { clock } = base;
+      const { api, recorder, agent } = setup({
+        runtimeState,
+        firstStatusAfter: () => firstRelist,
+        clock: base.clock,
+        runtime: base.runtime,
+      });
+      agent.start();
+      await advance(clock, 1_000);
+      expect(api.nodes.has('vn-1'), 'registration waits for the first relist').to.equal(false);
+      if (settles) {
+        plegHealthy = true;
+        relisted();
+        await flush(10);
+      } else {
+        await advance(clock, 4_500);
+      }
+      expect(api.count('createNode'), `registered (settles: ${settles})`).to.equal(1);
+      const ready = api.nodes.get('vn-1')!.status!.conditions!.find((c) => c.type === 'Ready')!;
+      if (settles) {
+        expect(ready).to.include({ status: 'True', reason: 'KubeletReady' });
+      } else {
+        expect(ready).to.include({ status: 'False', reason: 'KubeletNotReady' });
+        expect(ready.message).to.contain('pleg has yet to be successful');
+      }
+      await agent.ready;
+      // The kubelet's first round after registration writes all the same (nothing reported yet), at once:
+      // the first round does not wait for the relist a second time.
+      expect(api.count('patchNodeStatus')).to.equal(1);
+      expect(recorder.reasons()).to.not.include('NodeReady');
+      if (!settles) {
+        plegHealthy = true;
+        await advance(clock, 10_000);
+        expect(recorder.reasons()).to.include('NodeReady');
+      }
+      await agent.stop();
+    }
+  });
+
+  it('registers at once, NotReady, when the runtime check failed (no wait for a relist)', async () => {
+    const base = setup();
+    base.runtime.down = true;
+    const runtimeState = new RuntimeState({ nodeName: 'vn-1', runtime: base.runtime, clock: base.clock });
+    await runtimeState.update();
+    const never = new Promise<void>(() => {});
+    const { api, agent } = setup({
+      runtimeState,
+      firstStatusAfter: () => never,
+      clock: base.clock,
+      runtime: base.runtime,
+    });
+    agent.start();
+    await flush(10);
+    expect(api.nodes.has('vn-1')).to.equal(true);
+    const ready = api.nodes.get('vn-1')!.status!.conditions!.find((c) => c.type === 'Ready')!;
+    expect(ready.status).to.equal('False');
+    await agent.stop();
   });
 
   it('registers again, with a new UID and Lease owner, when the Node is deleted behind its back', async () => {
