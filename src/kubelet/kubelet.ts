@@ -57,6 +57,9 @@ import { PodResizeConditions } from './status/resizeconditions.js';
 import { restPodStatusClient } from './statusclient.js';
 import type { VolumeManager } from './volumemanager/volumemanager.js';
 
+/** What health() answers while all is well, shared (the sync loop asks before every input). */
+const HEALTHY: readonly string[] = Object.freeze([]);
+
 export { meaningfulChange, type KubeletDeps, type KubeletSettings } from './kubelet_config.js';
 
 /**
@@ -326,11 +329,9 @@ export class Kubelet {
   }
 
   /** Problems that make the node not ready (consumed by the node status loop); empty when healthy. */
-  health(): string[] {
-    const out: string[] = [];
+  health(): readonly string[] {
     const pleg = this.pleg.healthy(this.d.clock.now());
-    if (!pleg.healthy) out.push(`PLEG is not healthy: ${pleg.message}`);
-    return out;
+    return pleg.healthy ? HEALTHY : [`PLEG is not healthy: ${pleg.message}`];
   }
 
   // ---- pod source (the operator routes the shared informer's events here) ----

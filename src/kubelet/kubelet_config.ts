@@ -97,7 +97,7 @@ export interface KubeletDeps {
    * The node's runtime state (node/runtimestate.ts): while it reports errors, pod work waits (kubelet: syncLoop
    * skips iterations while runtimeErrors() is non-empty). Default: only this Kubelet's PLEG health.
    */
-  runtimeState?: { runtimeErrors(): string[] };
+  runtimeState?: { runtimeErrors(): readonly string[] };
   /**
    * Awaited before every pod sync, to let timers and I/O run between the syncs of a burst: the simulated
    * runtime answers without I/O, so thousands of syncs would otherwise run as one unbroken chain of

@@ -77,7 +77,7 @@ export interface SyncLoopDeps {
    */
   listRuntimePods?: () => Promise<readonly RuntimePod[]>;
   /** Why the runtime cannot take pod work now; empty when it can. */
-  runtimeErrors: () => string[];
+  runtimeErrors: () => readonly string[];
   /** Wakes the status manager's writer. */
   statusSignal: () => void;
   containerGCPeriodMs: number;
@@ -173,6 +173,7 @@ export class SyncLoop {
   /** Whether the runtime may take pod work now (logs when that changes). */
   gateOpen(): boolean {
     const errors = this.d.runtimeErrors();
+    if (errors.length === 0 && this.lastGateError === '') return true;
     const message = errors.join(', ');
     if (message !== this.lastGateError) {
       if (message) this.d.log.warn('runtime not healthy; pod syncs wait', { errors: message });

@@ -55,7 +55,7 @@ export interface NodeAgentConfig {
   /** Pods run in the host network namespace: the runtime's NetworkReady does not gate Ready. */
   hostNetwork: boolean;
   /** Extra readiness errors, e.g. PLEG health; empty when healthy (used when no runtimeState is given). */
-  healthChecks?: () => string[];
+  healthChecks?: () => readonly string[];
   /** The node's runtime state, shared with the kubelet's sync loop; default one built from runtime and healthChecks. */
   runtimeState?: RuntimeState;
   daemonPort?: number;

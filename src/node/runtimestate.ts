@@ -27,21 +27,31 @@ function conditionString(c: RuntimeCondition | undefined, type: string): string 
 }
 
 /** Errors that make the runtime unusable for pods, in the kubelet's wording (runtimeErrors without health). */
-export function runtimeCheckErrors(check: RuntimeCheck): string[] {
+export function runtimeCheckErrors(check: RuntimeCheck): readonly string[] {
   if (check.state === 'unchecked') return [RUNTIME_NOT_CHECKED];
   if (check.state === 'failed') return [RUNTIME_DOWN];
   const runtimeReady = check.conditions.find((c) => c.type === 'RuntimeReady');
   return runtimeReady?.status
-    ? []
+    ? NO_ERRORS
     : [`container runtime not ready: ${conditionString(runtimeReady, 'RuntimeReady')}`];
 }
+
+/**
+ * The answer when nothing is wrong, one shared frozen array: the sync loop asks before every input it
+ * handles (thousands a second on a busy process) and a healthy node then allocates nothing.
+ */
+const NO_ERRORS: readonly string[] = Object.freeze([]);
 
 /**
  * The Ready condition's errors in the kubelet's order and wording (runtime_state.go and updateRuntimeUp):
  * runtime, then health checks (PLEG and friends), then network. A network that is not ready does not count
  * when the node's pods use the host network, since no pod then needs the runtime's network.
  */
-export function readinessErrors(check: RuntimeCheck, hostNetwork: boolean, healthErrors: string[]): string[] {
+export function readinessErrors(
+  check: RuntimeCheck,
+  hostNetwork: boolean,
+  healthErrors: readonly string[],
+): string[] {
   const errors = [...runtimeCheckErrors(check), ...healthErrors];
   if (check.state === 'ok' && !hostNetwork) {
     const networkReady = check.conditions.find((c) => c.type === 'NetworkReady');
@@ -78,7 +88,7 @@ export interface RuntimeStateOptions {
   /** Deadline of each runtime call (default 5 s). */
   timeoutMs?: number;
   /** Extra errors, e.g. "PLEG is not healthy: ..."; empty when healthy. */
-  healthChecks?: () => string[];
+  healthChecks?: () => readonly string[];
   logger?: NodeLogger;
 }
 
@@ -157,8 +167,8 @@ export class RuntimeState {
     return this.lastOk;
   }
 
-  healthErrors(): string[] {
-    if (!this.o.healthChecks) return [];
+  healthErrors(): readonly string[] {
+    if (!this.o.healthChecks) return NO_ERRORS;
     try {
       return this.o.healthChecks();
     } catch (err) {
@@ -167,8 +177,11 @@ export class RuntimeState {
   }
 
   /** kubelet runtimeErrors: why pods cannot be synced now (runtime, then health checks); empty when they can. */
-  runtimeErrors(): string[] {
-    return [...runtimeCheckErrors(this.check), ...this.healthErrors()];
+  runtimeErrors(): readonly string[] {
+    const runtime = runtimeCheckErrors(this.check);
+    const health = this.healthErrors();
+    if (health.length === 0) return runtime;
+    return runtime.length === 0 ? health : [...runtime, ...health];
   }
 
   /** The node's Ready errors: runtimeErrors plus the network unless pods use the host network. */

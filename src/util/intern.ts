@@ -22,13 +22,23 @@ function deepFreeze<T>(v: T): T {
 export class Interner {
   private current = new Map<string, unknown>();
   private previous = new Map<string, unknown>();
+  /**
+   * Every object this table ever handed out as a shared instance. Asked for one of them again (a status
+   * that kept its conditions, a pod version whose unchanged parts the informer shared with the last one),
+   * `value` answers it as it is, without writing its JSON text and hashing that; such a value stays the
+   * shared instance even after its generation was dropped.
+   */
+  private readonly handedOut = new WeakSet<object>();
 
   constructor(private readonly max = DEFAULT_INTERN_ENTRIES) {}
 
   /** The shared, frozen instance equal to `v` (by JSON text); `v` itself when it is not an object. */
   value<T>(v: T): T {
     if (typeof v !== 'object' || v === null) return v;
-    return this.lookup(JSON.stringify(v), v, true);
+    if (this.handedOut.has(v)) return v;
+    const shared = this.lookup(JSON.stringify(v), v, true);
+    this.handedOut.add(shared as object);
+    return shared;
   }
 
   /** The shared instance of a string (one copy of e.g. an image name across a node's pods). */

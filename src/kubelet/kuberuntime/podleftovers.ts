@@ -16,6 +16,8 @@
 interface PodRef {
   namespace: string;
   name: string;
+  /** A failed removal of its cgroup was logged already (a busy cgroup is tried at every housekeeping). */
+  failureLogged?: boolean;
 }
 
 /** The pods this node made host-side leftovers for and has not yet cleaned up, by UID. */
@@ -25,6 +27,18 @@ export class PodLeftovers {
   /** Called before the leftovers are made (a sandbox run, a container's log directory). */
   record(namespace: string, name: string, uid: string): void {
     if (uid && !this.pods.has(uid)) this.pods.set(uid, { namespace, name });
+  }
+
+  /**
+   * Whether a failed removal of the pod's leftovers is to be logged: the first time only, so a cgroup that
+   * stays busy is not reported again at every housekeeping (every 2 s) until it goes.
+   */
+  logFailure(uid: string): boolean {
+    const ref = this.pods.get(uid);
+    if (!ref) return true;
+    if (ref.failureLogged) return false;
+    ref.failureLogged = true;
+    return true;
   }
 
   forget(uid: string): void {

@@ -83,7 +83,8 @@ async function rmdirTree(path: string): Promise<void> {
 /**
  * Removes the pod's cgroup (`<cgroupRoot>/pod<uid>`) in every mounted hierarchy: containerd leaves it behind
  * after RemovePodSandbox, where the kubelet's pod cgroup manager would delete it. Failures are logged, never
- * thrown; false when one hierarchy still holds it (a busy cgroup).
+ * thrown, and only the first time for a pod (PodLeftovers.logFailure); false when one hierarchy still holds it
+ * (a busy cgroup).
  */
 async function removePodCgroup(ctx: LeftoversContext, uid: string): Promise<boolean> {
   if (!ctx.removePodCgroups) return true;
@@ -96,14 +97,19 @@ async function removePodCgroup(ctx: LeftoversContext, uid: string): Promise<bool
   } catch {
     return true;
   }
-  let removed = true;
+  const failures: string[] = [];
   for (const base of [CGROUP_MOUNT, ...hierarchies]) {
     try {
       await rmdirTree(join(base, rel));
     } catch (err) {
-      removed = false;
-      ctx.logger.warn('could not remove pod cgroup', { path: join(base, rel), err: errorMessage(err) });
+      failures.push(`${join(base, rel)}: ${errorMessage(err)}`);
     }
   }
-  return removed;
+  if (failures.length && ctx.leftovers.logFailure(uid)) {
+    ctx.logger.warn('could not remove pod cgroup; housekeeping tries again (logged once)', {
+      podUID: uid,
+      errors: failures,
+    });
+  }
+  return failures.length === 0;
 }

@@ -99,6 +99,9 @@ function isRuntimePod(p: unknown): p is RuntimePod {
  * inspection succeeds, so an error cached during a runtime outage never outlives it; watch conditions exist
  * only for pods present in the last listing; relists never overlap (calls queue behind each other).
  */
+/** The answer of a healthy PLEG, shared: the sync loop asks before every input it handles. */
+const HEALTHY: PLEGHealth = Object.freeze({ healthy: true });
+
 export class GenericPLEG {
   /** Events for the sync loop. Full channel: the event is dropped and counted in `discardedEvents`. */
   readonly events: BoundedChannel<PodLifecycleEvent>;
@@ -158,7 +161,7 @@ export class GenericPLEG {
         message: `pleg was last seen active ${elapsed}ms ago; threshold is ${this.relistThresholdMs}ms`,
       };
     }
-    return { healthy: true };
+    return HEALTHY;
   }
 
   /**

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { Rng } from '../../chaos/lib/rng.js';
 import {
   EventCorrelator,
   type Correlation,
@@ -92,17 +93,6 @@ class PlainCorrelator {
   }
 }
 
-/** Deterministic pseudo-random numbers in [0, 1) (mulberry32). */
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 describe('EventCorrelator (compact state)', () => {
   it('decides exactly as the plain correlator over random event streams', () => {
     const refs: ObjectReference[] = [
@@ -147,7 +137,8 @@ describe('EventCorrelator (compact state)', () => {
     const total = { create: 0, patch: 0, drop: 0, combined: 0 };
     for (const seed of [1, 2, 3, 4])
       for (const stream of streams) {
-        const rnd = random(seed);
+        const rng = new Rng(seed);
+        const rnd = (): number => rng.next();
         const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]!;
         const compact = new EventCorrelator(src);
         const plain = new PlainCorrelator();

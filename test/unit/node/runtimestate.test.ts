@@ -36,6 +36,22 @@ describe('RuntimeState', () => {
     expect(state.runtimeReady()).to.deep.equal({ ready: false, message: notReady });
   });
 
+  it('answers a healthy node with one shared empty list (the sync loop asks before every input)', async () => {
+    const { state } = setup();
+    await state.update();
+    const first = state.runtimeErrors();
+    expect(first).to.deep.equal([]);
+    expect(state.runtimeErrors()).to.equal(first);
+    expect(Object.isFrozen(first)).to.equal(true);
+    // Health errors alone, and runtime errors alone, come back as they are; both together, in order.
+    const sick = setup(['PLEG is not healthy: x']);
+    await sick.state.update();
+    expect(sick.state.runtimeErrors()).to.deep.equal(['PLEG is not healthy: x']);
+    sick.runtime.down = true;
+    await sick.state.update();
+    expect(sick.state.runtimeErrors()).to.deep.equal([RUNTIME_DOWN, 'PLEG is not healthy: x']);
+  });
+
   it('reports a runtime that stopped answering as down, and keeps the last version it knew', async () => {
     const { runtime, state } = setup();
     await state.update();

@@ -79,6 +79,22 @@ describe('status interning', () => {
     expect(i.value({ n: 0 })).to.deep.equal({ n: 0 });
   });
 
+  it('answers a value it handed out as it is, without writing its JSON again, even after its generation went', () => {
+    const i = new Interner(2);
+    let written = 0;
+    const v = { a: 1, toJSON: () => (written++, { a: 1 }) };
+    const shared = i.value(v);
+    expect(shared).to.equal(v);
+    expect(written).to.equal(1);
+    expect(i.value(shared)).to.equal(shared);
+    for (let n = 0; n < 10; n++) i.value({ n });
+    expect(i.value(shared)).to.equal(shared);
+    expect(written, 'no JSON text written for a handed-out value').to.equal(1);
+    // An equal value that is not the handed-out one is still found by its text.
+    const first = i.value({ a: 3 });
+    expect(i.value({ a: 3 })).to.equal(first);
+  });
+
   it('the status manager caches interned statuses that still read and copy as before', () => {
     const clock = new FakeClock(Date.UTC(2026, 0, 1));
     const server = new FakeApiServer();
