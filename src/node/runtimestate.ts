@@ -26,6 +26,12 @@ function conditionString(c: RuntimeCondition | undefined, type: string): string 
     : `${type}=false reason:ConditionMissing message:runtime reported no ${type} condition`;
 }
 
+/**
+ * The answer when nothing is wrong, one shared frozen array: the sync loop asks before every input it
+ * handles (thousands a second on a busy process) and a healthy node then allocates nothing.
+ */
+const NO_ERRORS: readonly string[] = Object.freeze([]);
+
 /** Errors that make the runtime unusable for pods, in the kubelet's wording (runtimeErrors without health). */
 export function runtimeCheckErrors(check: RuntimeCheck): readonly string[] {
   if (check.state === 'unchecked') return [RUNTIME_NOT_CHECKED];
@@ -35,12 +41,6 @@ export function runtimeCheckErrors(check: RuntimeCheck): readonly string[] {
     ? NO_ERRORS
     : [`container runtime not ready: ${conditionString(runtimeReady, 'RuntimeReady')}`];
 }
-
-/**
- * The answer when nothing is wrong, one shared frozen array: the sync loop asks before every input it
- * handles (thousands a second on a busy process) and a healthy node then allocates nothing.
- */
-const NO_ERRORS: readonly string[] = Object.freeze([]);
 
 /**
  * The Ready condition's errors in the kubelet's order and wording (runtime_state.go and updateRuntimeUp):

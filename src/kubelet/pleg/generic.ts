@@ -92,6 +92,9 @@ function isRuntimePod(p: unknown): p is RuntimePod {
   return typeof r.uid === 'string' && Array.isArray(r.containers) && Array.isArray(r.sandboxes);
 }
 
+/** The answer of a healthy PLEG, shared: the sync loop asks before every input it handles. */
+const HEALTHY: PLEGHealth = Object.freeze({ healthy: true });
+
 /**
  * Invariants: a pod's record advances (`old = current`) only after a successful inspection, so a failed
  * one is retried with the same diff; the reinspection set holds exactly the pods whose inspection failed
@@ -99,9 +102,6 @@ function isRuntimePod(p: unknown): p is RuntimePod {
  * inspection succeeds, so an error cached during a runtime outage never outlives it; watch conditions exist
  * only for pods present in the last listing; relists never overlap (calls queue behind each other).
  */
-/** The answer of a healthy PLEG, shared: the sync loop asks before every input it handles. */
-const HEALTHY: PLEGHealth = Object.freeze({ healthy: true });
-
 export class GenericPLEG {
   /** Events for the sync loop. Full channel: the event is dropped and counted in `discardedEvents`. */
   readonly events: BoundedChannel<PodLifecycleEvent>;
