@@ -303,6 +303,9 @@ export class ServingCertificateManager {
   }
 }
 
+/** A NodeEventRecorder that may hold writes still to go (the EventRecorder of src/kube/events.ts). */
+export type ClosableRecorder = NodeEventRecorder & { close?(): void; flush?(): Promise<void> };
+
 /** What CsrServingCertificates needs from the node registry. */
 export interface ServedNodes {
   nodes(): NodeApiTarget[];
@@ -316,8 +319,12 @@ export interface CsrServingCertificatesOptions {
   clock: Clock;
   logger: Logger;
   nodes: ServedNodes;
-  /** An event recorder for the named Node. */
-  recorderFor(nodeName: string): NodeEventRecorder;
+  /**
+   * An event recorder for the named Node. When that node's manager stops (the node leaves, or stop()), the
+   * recorder is closed (a write sleeping before its next try gives up) and flushed, as a node's own recorder
+   * is when the node stops.
+   */
+  recorderFor(nodeName: string): ClosableRecorder;
   random?: () => number;
 }
 
@@ -326,7 +333,10 @@ export interface CsrServingCertificatesOptions {
  * node registers, stopped when it leaves), chosen by the local address a connection arrived on.
  */
 export class CsrServingCertificates implements ServingCertificateSource {
-  private readonly managers = new Map<string, { key: string; m: ServingCertificateManager }>();
+  private readonly managers = new Map<
+    string,
+    { key: string; m: ServingCertificateManager; recorder: ClosableRecorder }
+  >();
   private unsubscribe: (() => void) | undefined;
   private readonly lastRefusal = new Map<string, number>();
 
@@ -342,7 +352,7 @@ export class CsrServingCertificates implements ServingCertificateSource {
     this.unsubscribe = undefined;
     const all = [...this.managers.values()];
     this.managers.clear();
-    await Promise.all(all.map((e) => e.m.stop()));
+    await Promise.all(all.map((e) => retire(e)));
   }
 
   /** The manager of a node (tests and diagnostics). */
@@ -376,22 +386,23 @@ export class CsrServingCertificates implements ServingCertificateSource {
       const n = want.get(name);
       if (!n || e.key !== `${n.internalIP}`) {
         this.managers.delete(name);
-        void e.m.stop();
+        void retire(e);
       }
     }
     for (const [name, n] of want) {
       if (this.managers.has(name)) continue;
       try {
+        const recorder = this.opts.recorderFor(name);
         const m = new ServingCertificateManager({
           api: this.opts.api,
           clock: this.opts.clock,
           logger: this.opts.logger.child({ node: name }),
-          recorder: this.opts.recorderFor(name),
+          recorder,
           nodeName: name,
           addresses: [n.internalIP, name],
           random: this.opts.random,
         });
-        this.managers.set(name, { key: n.internalIP, m });
+        this.managers.set(name, { key: n.internalIP, m, recorder });
         m.start();
       } catch (err) {
         this.opts.logger.warn('cannot request a node API serving certificate', {
@@ -401,4 +412,11 @@ export class CsrServingCertificates implements ServingCertificateSource {
       }
     }
   }
+}
+
+/** Stops a node's manager, then closes and flushes its recorder (nothing records to it any more). */
+async function retire(e: { m: ServingCertificateManager; recorder: ClosableRecorder }): Promise<void> {
+  await e.m.stop();
+  e.recorder.close?.();
+  await e.recorder.flush?.();
 }

@@ -12,6 +12,7 @@ import path from 'node:path';
 import { derLength, integer, oid } from '../../../src/server/nodeapi/asn1.js';
 import {
   CSR_PATH,
+  CsrServingCertificates,
   ServingCertificateManager,
   csrOutcome,
   type CsrApi,
@@ -393,5 +394,47 @@ describe('node API serving certificate (CSR)', function () {
         await m.stop();
       }
     });
+  });
+
+  it('closes and flushes a node recorder when the node leaves, and every one at stop()', async () => {
+    const clock = new FakeClock(Date.now());
+    let listener: () => void = () => undefined;
+    let nodes = [
+      { nodeName: 'vn-a', internalIP: '10.0.0.1' },
+      { nodeName: 'vn-b', internalIP: '10.0.0.2' },
+    ];
+    let posts = 0;
+    const api: CsrApi = {
+      request: <T>() => Promise.resolve({ metadata: { name: `csr-${++posts}`, resourceVersion: '1' } } as T),
+      watch: (_path, _query, _onEvent, signal) =>
+        new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve())),
+    };
+    const log: string[] = [];
+    const certs = new CsrServingCertificates({
+      api,
+      clock,
+      logger: silentLogger,
+      nodes: {
+        nodes: () => nodes as never,
+        nodeByAddress: (a) => nodes.find((n) => n.internalIP === a) as never,
+        onChange: (fn) => {
+          listener = fn;
+          return () => undefined;
+        },
+      },
+      recorderFor: (name) => ({
+        event: () => undefined,
+        close: () => void log.push(`close ${name}`),
+        flush: async () => void log.push(`flush ${name}`),
+      }),
+    });
+    certs.start();
+    await eventually(() => posts === 2, 5000, 'a CSR per node');
+    nodes = nodes.slice(1);
+    listener();
+    await eventually(() => log.length === 2, 5000, 'vn-a retired');
+    expect(log).to.deep.equal(['close vn-a', 'flush vn-a']);
+    await certs.stop();
+    expect(log).to.deep.equal(['close vn-a', 'flush vn-a', 'close vn-b', 'flush vn-b']);
   });
 });
