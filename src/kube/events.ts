@@ -7,7 +7,7 @@
  * pod worker and a failed write is logged, never thrown. A write that could not reach the API server is tried
  * again after a sleep, as client-go's recorder does; one the server refused is not.
  */
-import type { Clock } from '../util/clock.js';
+import { sleepOnTimer, type Clock } from '../util/clock.js';
 import { errorKind, errorMessage, isNotFound, KindError } from '../util/errors.js';
 import type { EventHold } from './eventhold.js';
 import {
@@ -299,21 +299,13 @@ export class EventRecorder {
    * as the node API's, must not hold up the exit).
    */
   private async sleepBeforeTry(tries: number, meta: () => Record<string, unknown>): Promise<boolean> {
-    const signal = this.closing.signal;
-    if (signal.aborted) return false;
+    if (this.closing.signal.aborted) return false;
     if (tries === 1) this.logger?.warn('unable to write event, will try again after sleeping', meta());
     const ms = tries === 1 ? Math.random() * EVENT_RETRY_SLEEP_MS : EVENT_RETRY_SLEEP_MS;
-    return new Promise<boolean>((resolve) => {
-      const onAbort = (): void => {
-        timer.cancel();
-        resolve(false);
-      };
-      const timer = this.clock.setTimer(ms, () => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(true);
-      });
-      signal.addEventListener('abort', onAbort, { once: true });
-    });
+    return sleepOnTimer(this.clock, ms, this.closing.signal).then(
+      () => true,
+      () => false,
+    );
   }
 
   /** A waiting create may have gone through on a try whose answer was lost: AlreadyExists is done. */

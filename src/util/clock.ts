@@ -95,6 +95,30 @@ export class RealClock implements Clock {
 }
 
 /**
+ * `Clock.sleep` on the clock's own timers (setTimer): under a RealClock it never keeps the process alive,
+ * for a wait nobody may be left to end (an Event write's retry, when no one closes its recorder). Rejects
+ * with the abort reason when `signal` aborts first.
+ */
+export function sleepOnTimer(
+  clock: Pick<Clock, 'setTimer'>,
+  ms: number,
+  signal?: AbortSignal,
+): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const h = clock.setTimer(ms, () => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    });
+    const onAbort = () => {
+      h.cancel();
+      reject(signal?.reason);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/**
  * A clock that moves only when told to. `advance(ms)` fires due timers in time order, each seeing `now()`
  * equal to its own due time, so a chain of timers behaves as it would in real time.
  *
@@ -118,18 +142,7 @@ export class FakeClock implements Clock {
   }
 
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
-    return new Promise((resolve, reject) => {
-      if (signal?.aborted) return reject(signal.reason);
-      const h = this.setTimer(ms, () => {
-        signal?.removeEventListener('abort', onAbort);
-        resolve();
-      });
-      const onAbort = () => {
-        h.cancel();
-        reject(signal?.reason);
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
-    });
+    return sleepOnTimer(this, ms, signal);
   }
 
   /** Number of timers that have neither fired nor been cancelled. */
