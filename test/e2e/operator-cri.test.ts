@@ -20,6 +20,7 @@ import type { Operator } from '../../src/operator.js';
 import { CriRuntime } from '../../src/runtime/cri/client.js';
 import { PodUIDLabel } from '../../src/runtime/labels.js';
 import { RealClock } from '../../src/util/clock.js';
+import { isNotFound } from '../../src/util/errors.js';
 import {
   criRuntimeSpec,
   startContainerd,
@@ -103,6 +104,18 @@ describe('kubelet-operator end to end on containerd (real apiserver, cri runtime
   const eventsWith = (name: string, reasons: string[]): Promise<CoreEvent[]> =>
     eventsWithReasons(() => eventsOf(name), reasons, name);
   const gone = (p: string): Promise<true | undefined> => isGone(client, p);
+  /** 'gone' when the GET answers NotFound; otherwise what it found (UID, creation time) or how it failed. */
+  const whatIsLeft = async (p: string): Promise<string> => {
+    try {
+      const o = await client.request<{ metadata?: { uid?: string; creationTimestamp?: string } }>({
+        method: 'GET',
+        path: p,
+      });
+      return `still there: uid ${o.metadata?.uid}, created ${o.metadata?.creationTimestamp}`;
+    } catch (err) {
+      return isNotFound(err) ? 'gone' : `GET failed: ${(err as Error).message}`;
+    }
+  };
 
   before(async function () {
     this.timeout(20 * 60_000); // cold binaries build, package install
@@ -310,10 +323,11 @@ describe('kubelet-operator end to end on containerd (real apiserver, cri runtime
     for (const node of [NODE, LATE_NODE]) {
       await client.request({ method: 'DELETE', path: `${VN_PATH}/${node}` });
       await eventually(() => gone(`${VN_PATH}/${node}`), 60_000, `VirtualNode ${node} gone`);
-      expect(await gone(`/api/v1/nodes/${node}`)).to.equal(true);
-      expect(await gone(`/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/${node}`)).to.equal(
-        true,
-      );
+      expect(await whatIsLeft(`/api/v1/nodes/${node}`), `Node ${node}`).to.equal('gone');
+      expect(
+        await whatIsLeft(`/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/${node}`),
+        `Lease ${node}`,
+      ).to.equal('gone');
     }
   });
 });
