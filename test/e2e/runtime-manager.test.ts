@@ -3,7 +3,8 @@
 // containers, sandboxes, log directory or pod cgroup).
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -66,6 +67,23 @@ describe('KubeGenericRuntimeManager on real containerd', function () {
     if (logRoot) await rm(logRoot, { recursive: true, force: true });
   });
 
+  /** Syncs `pod` until its container `main` runs; returns the pod's runtime status then. */
+  async function syncUntilRunning(sync: SyncCancel, pod: Pod): Promise<RuntimePodStatus> {
+    const { uid, name } = pod.metadata as { uid: string; name: string };
+    const probes = { liveness: { get: () => undefined }, startup: { get: () => undefined } };
+    let status: RuntimePodStatus = await manager.getPodStatus(uid, name, 'default');
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const main = status.containers.find((c) => c.name === 'main');
+      if (main?.state === 'running') return status;
+      if (Date.now() > deadline) throw new Error(`main never ran; events: ${events.join(' | ')}`);
+      const r = await manager.syncPod(sync, pod, status, probes);
+      expect(r.error?.message ?? '', events.join(' | ')).to.equal('');
+      await sleep(200);
+      status = await manager.getPodStatus(uid, name, 'default');
+    }
+  }
+
   it('runs init then main, and killPod + removePod leave nothing', async () => {
     const uid = randomUUID();
     const pod: Pod = {
@@ -92,20 +110,8 @@ describe('KubeGenericRuntimeManager on real containerd', function () {
         ],
       },
     };
-    const probes = { liveness: { get: () => undefined }, startup: { get: () => undefined } };
     const sync = new SyncCancel();
-
-    let status: RuntimePodStatus = await manager.getPodStatus(uid, pod.metadata.name!, 'default');
-    const deadline = Date.now() + 60_000;
-    for (;;) {
-      const main = status.containers.find((c) => c.name === 'main');
-      if (main?.state === 'running') break;
-      if (Date.now() > deadline) throw new Error(`main never ran; events: ${events.join(' | ')}`);
-      const r = await manager.syncPod(sync, pod, status, probes);
-      expect(r.error?.message ?? '', events.join(' | ')).to.equal('');
-      await sleep(200);
-      status = await manager.getPodStatus(uid, pod.metadata.name!, 'default');
-    }
+    let status = await syncUntilRunning(sync, pod);
 
     expect(status.sandboxes).to.have.length(1);
     expect(status.sandboxes[0]).to.include({ state: 'ready', netns: 'node' });
@@ -134,5 +140,46 @@ describe('KubeGenericRuntimeManager on real containerd', function () {
     expect(await manager.getPods()).to.deep.equal([]);
     expect(existsSync(logDir)).to.equal(false);
     expect(podCgroupDirs(ctd.cgroupParentPrefix, uid)).to.deep.equal([]);
+  });
+
+  it('kills a process left in the pod cgroup when the pod is removed, and the cgroup goes (pod container manager Destroy)', async () => {
+    const uid = randomUUID();
+    const pod: Pod = {
+      metadata: { name: 'stray-process', namespace: 'default', uid },
+      spec: {
+        nodeName: NODE,
+        terminationGracePeriodSeconds: 1,
+        containers: [
+          {
+            name: 'main',
+            image: ctd.images.busybox,
+            imagePullPolicy: 'IfNotPresent',
+            command: ['sleep', '3600'],
+          },
+        ],
+      },
+    };
+    const sync = new SyncCancel();
+    let status = await syncUntilRunning(sync, pod);
+    // A host process charged to the pod's cgroup, as one escaping its container's would be: the runtime knows
+    // nothing of it, so removing the sandbox leaves it there and the cgroup cannot be removed.
+    const stray = spawn('sleep', ['3600'], { stdio: 'ignore' });
+    const exited = new Promise<NodeJS.Signals | null>((resolve) =>
+      stray.on('exit', (_code, signal) => resolve(signal)),
+    );
+    const dirs = podCgroupDirs(ctd.cgroupParentPrefix, uid).filter((d) =>
+      existsSync(join(d, 'cgroup.procs')),
+    );
+    expect(dirs, 'the pod has a cgroup').to.not.deep.equal([]);
+    for (const d of dirs) writeFileSync(join(d, 'cgroup.procs'), String(stray.pid));
+    try {
+      expect((await manager.killPod(sync, pod, status)).error).to.equal(undefined);
+      status = await manager.getPodStatus(uid, pod.metadata.name!, 'default');
+      expect((await manager.removePod(status)).error).to.equal(undefined);
+      expect(podCgroupDirs(ctd.cgroupParentPrefix, uid)).to.deep.equal([]);
+      expect(await exited).to.equal('SIGKILL');
+    } finally {
+      stray.kill('SIGKILL');
+    }
   });
 });

@@ -43,6 +43,7 @@ const SHELL = new Set([
   'kuberuntime/hooks.ts',
   'kuberuntime/gc.ts',
   'kuberuntime/removeleftovers.ts',
+  'cm/podcgroup.ts',
   'kuberuntime/syncresult.ts',
   'kuberuntime/resizepod.ts',
   'kubelet_volumes.ts',

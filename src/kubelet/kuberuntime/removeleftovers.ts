@@ -2,13 +2,11 @@
  * Removing a pod's host-side leftovers, its log directory and its cgroup, for the pods PodLeftovers holds
  * (see podleftovers.ts for which and when).
  */
-import { readdir, rm, rmdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
+import { destroyCgroup } from '../cm/podcgroup.js';
 import { errorMessage } from '../../util/errors.js';
 import type { PodLeftovers } from './podleftovers.js';
 import { podCgroupParent, podLogsDirectory } from './sandboxconfig.js';
-
-const CGROUP_MOUNT = '/sys/fs/cgroup';
 
 /** What of the runtime manager's context the clean-up reads (ManagerContext has it all). */
 export interface LeftoversContext {
@@ -61,50 +59,15 @@ export async function removeOrphanedPodLeftovers(
   return errors;
 }
 
-/** rmdir a cgroupfs directory, children first (cgroupfs refuses recursive unlink). Missing = done. */
-async function rmdirTree(path: string): Promise<void> {
-  let entries;
-  try {
-    entries = await readdir(path, { withFileTypes: true });
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw err;
-  }
-  for (const e of entries) {
-    if (e.isDirectory()) await rmdirTree(join(path, e.name));
-  }
-  try {
-    await rmdir(path);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-  }
-}
-
 /**
- * Removes the pod's cgroup (`<cgroupRoot>/pod<uid>`) in every mounted hierarchy: containerd leaves it behind
- * after RemovePodSandbox, where the kubelet's pod cgroup manager would delete it. Failures are logged, never
- * thrown, and only the first time for a pod (PodLeftovers.logFailure); false when one hierarchy still holds it
- * (a busy cgroup).
+ * Destroys the pod's cgroup (`<cgroupRoot>/pod<uid>`) in every mounted hierarchy, processes still in it killed
+ * first (cm/podcgroup.ts): containerd leaves the cgroup behind after RemovePodSandbox, where the kubelet's pod
+ * container manager would destroy it. Failures are logged, never thrown, and only the first time for a pod
+ * (PodLeftovers.logFailure); false when one hierarchy still holds it.
  */
 async function removePodCgroup(ctx: LeftoversContext, uid: string): Promise<boolean> {
   if (!ctx.removePodCgroups) return true;
-  const rel = podCgroupParent(ctx.node.cgroupRoot, uid);
-  let hierarchies: string[];
-  try {
-    hierarchies = (await readdir(CGROUP_MOUNT, { withFileTypes: true }))
-      .filter((e) => e.isDirectory())
-      .map((e) => join(CGROUP_MOUNT, e.name));
-  } catch {
-    return true;
-  }
-  const failures: string[] = [];
-  for (const base of [CGROUP_MOUNT, ...hierarchies]) {
-    try {
-      await rmdirTree(join(base, rel));
-    } catch (err) {
-      failures.push(`${join(base, rel)}: ${errorMessage(err)}`);
-    }
-  }
+  const failures = await destroyCgroup(podCgroupParent(ctx.node.cgroupRoot, uid));
   if (failures.length && ctx.leftovers.logFailure(uid)) {
     ctx.logger.warn('could not remove pod cgroup; housekeeping tries again (logged once)', {
       podUID: uid,

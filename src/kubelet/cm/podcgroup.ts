@@ -1,0 +1,184 @@
+/**
+ * Destroying a pod's cgroup on the host (kubelet: the pod container manager's Destroy). Processes still
+ * charged to it are killed first, since a cgroup with a member cannot be removed; then the directories go,
+ * children first, in every mounted hierarchy. Only ever asked for a pod whose sandboxes the runtime has
+ * removed, so whatever is left in the cgroup belongs to no container of ours.
+ */
+import { readdir, readFile, rmdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { errorMessage } from '../../util/errors.js';
+
+export const CGROUP_MOUNT = '/sys/fs/cgroup';
+
+/** How often the members are killed before giving up, as the kubelet's pod container manager does. */
+const KILL_ROUNDS = 5;
+
+/**
+ * rmdir of a cgroup whose last member was just killed answers EBUSY until the kernel has reaped it: tried
+ * again after these waits (ms), about 1.3 s in all, before the removal is left to the next housekeeping.
+ */
+const BUSY_WAITS_MS = [10, 20, 40, 80, 160, 320, 640];
+
+/** The host side the destruction touches; the real one by default, a stand-in in tests. */
+export interface CgroupHost {
+  /**
+   * The pid of each member of one cgroup directory (its `cgroup.procs`), not of its children; 0 for a member
+   * outside this process's pid namespace (cgroup v2; v1 does not list it).
+   */
+  members(dir: string): Promise<number[]>;
+  /** Subdirectories of `dir`; undefined when it is gone. */
+  children(dir: string): Promise<string[] | undefined>;
+  /** SIGKILL; resolves false when the process was already gone. */
+  kill(pid: number): Promise<boolean>;
+  /** rmdir; a missing directory is removed already. */
+  remove(dir: string): Promise<void>;
+  sleep(ms: number): Promise<void>;
+}
+
+export const hostCgroups: CgroupHost = {
+  async members(dir) {
+    let text: string;
+    try {
+      text = await readFile(join(dir, 'cgroup.procs'), 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw err;
+    }
+    // A member outside this process's pid namespace reads as 0 under cgroup v2 (kept: it holds the cgroup all
+    // the same); cgroup v1 leaves it out, and the removal then fails busy.
+    return text
+      .split('\n')
+      .filter((line) => line !== '')
+      .map(Number)
+      .filter((pid) => Number.isInteger(pid) && pid >= 0);
+  },
+  async children(dir) {
+    try {
+      return (await readdir(dir, { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => e.name);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw err;
+    }
+  },
+  async kill(pid) {
+    try {
+      process.kill(pid, 'SIGKILL');
+      return true;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ESRCH') return false;
+      throw err;
+    }
+  },
+  async remove(dir) {
+    try {
+      await rmdir(dir);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+  },
+  sleep: (ms) => new Promise((r) => setTimeout(r, ms).unref()),
+};
+
+/** Every directory of the cgroup tree at `dir`, parents before their children; [] when there is none. */
+async function treeOf(host: CgroupHost, dir: string): Promise<string[]> {
+  const out: string[] = [];
+  const queue = [dir];
+  for (let d = queue.shift(); d !== undefined; d = queue.shift()) {
+    const names = await host.children(d);
+    if (names === undefined) continue;
+    out.push(d);
+    for (const name of names) queue.push(join(d, name));
+  }
+  return out;
+}
+
+/**
+ * Kills every process charged to the trees at `dirs` (kubelet: tryKillingCgroupProcesses): up to five rounds
+ * over the members found at the start, each process killed once, a round repeated only for the kills that
+ * failed. This process and pid 1 are never killed: a cgroup holding them is not a pod's (the failure says so).
+ * Members this process cannot name (outside its pid namespace) are a failure too, and nothing is killed.
+ * Returns how many were killed and the failures of the last round.
+ */
+export async function killCgroupMembers(
+  host: CgroupHost,
+  dirs: readonly string[],
+): Promise<{ killed: number; errors: string[] }> {
+  const pids = new Set<number>();
+  for (const dir of dirs)
+    for (const d of await treeOf(host, dir)) for (const pid of await host.members(d)) pids.add(pid);
+  let killed = 0;
+  let errors: string[] = [];
+  const done = new Set<number>();
+  if (pids.delete(0)) {
+    // Not nameable from here (an operator pod without hostPID): the cgroup stays, and the log says why.
+    return {
+      killed,
+      errors: ["processes outside this process's pid namespace hold it: they cannot be killed from here"],
+    };
+  }
+  for (let round = 0; round < KILL_ROUNDS && done.size < pids.size; round++) {
+    errors = [];
+    for (const pid of pids) {
+      if (done.has(pid)) continue;
+      if (pid === process.pid || pid === 1) {
+        errors.push(`process ${pid} is not a pod's: not killed`);
+        done.add(pid);
+        continue;
+      }
+      try {
+        if (await host.kill(pid)) killed++;
+        done.add(pid);
+      } catch (err) {
+        errors.push(`kill ${pid}: ${errorMessage(err)}`);
+      }
+    }
+  }
+  return { killed, errors };
+}
+
+/** rmdir of a tree, children first; EBUSY is waited out when `waitBusy` (its members were just killed). */
+async function removeTree(host: CgroupHost, dir: string, waitBusy: boolean): Promise<void> {
+  const tree = await treeOf(host, dir);
+  for (const d of tree.reverse()) {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await host.remove(d);
+        break;
+      } catch (err) {
+        const busy = (err as NodeJS.ErrnoException).code === 'EBUSY';
+        if (!busy || !waitBusy || attempt >= BUSY_WAITS_MS.length) throw err;
+        await host.sleep(BUSY_WAITS_MS[attempt]!);
+      }
+    }
+  }
+}
+
+/**
+ * Destroys the cgroup at `rel` (relative to each hierarchy's mount) in every mounted hierarchy: members
+ * killed, then the directories removed. Returns one line per hierarchy that still holds it, or a failed
+ * kill (then nothing is removed: the next housekeeping tries it all again); [] when it is gone everywhere.
+ */
+export async function destroyCgroup(
+  rel: string,
+  host: CgroupHost = hostCgroups,
+  mount = CGROUP_MOUNT,
+): Promise<string[]> {
+  let hierarchies: string[];
+  try {
+    hierarchies = ((await host.children(mount)) ?? []).map((name) => join(mount, name));
+  } catch {
+    return [];
+  }
+  const dirs = [mount, ...hierarchies].map((base) => join(base, rel));
+  const { killed, errors } = await killCgroupMembers(host, dirs);
+  if (errors.length > 0) return errors.map((e) => `${rel}: ${e}`);
+  const failures: string[] = [];
+  for (const dir of dirs) {
+    try {
+      await removeTree(host, dir, killed > 0);
+    } catch (err) {
+      failures.push(`${dir}: ${errorMessage(err)}`);
+    }
+  }
+  return failures;
+}
