@@ -95,36 +95,36 @@ async function treeOf(host: CgroupHost, dir: string): Promise<string[]> {
 /**
  * Kills every process charged to the trees at `dirs` (kubelet: tryKillingCgroupProcesses): up to five rounds
  * over the members found at the start, each process killed once, a round repeated only for the kills that
- * failed. This process and pid 1 are never killed: a cgroup holding them is not a pod's (the failure says so).
- * Members this process cannot name (outside its pid namespace) are a failure too, and nothing is killed.
+ * failed. A cgroup holding this process or pid 1 is not a pod's, and one holding members this process cannot
+ * name (outside its pid namespace) cannot be emptied from here: for both nothing is killed, and the failure
+ * says why.
  * Returns how many were killed and the failures of the last round.
  */
-export async function killCgroupMembers(
+async function killCgroupMembers(
   host: CgroupHost,
   dirs: readonly string[],
 ): Promise<{ killed: number; errors: string[] }> {
   const pids = new Set<number>();
   for (const dir of dirs)
     for (const d of await treeOf(host, dir)) for (const pid of await host.members(d)) pids.add(pid);
-  let killed = 0;
-  let errors: string[] = [];
-  const done = new Set<number>();
   if (pids.delete(0)) {
     // Not nameable from here (an operator pod without hostPID): the cgroup stays, and the log says why.
     return {
-      killed,
+      killed: 0,
       errors: ["processes outside this process's pid namespace hold it: they cannot be killed from here"],
     };
   }
+  const foreign = [...pids].filter((pid) => pid === process.pid || pid === 1);
+  if (foreign.length > 0) {
+    return { killed: 0, errors: foreign.map((pid) => `process ${pid} is not a pod's: nothing killed`) };
+  }
+  let killed = 0;
+  let errors: string[] = [];
+  const done = new Set<number>();
   for (let round = 0; round < KILL_ROUNDS && done.size < pids.size; round++) {
     errors = [];
     for (const pid of pids) {
       if (done.has(pid)) continue;
-      if (pid === process.pid || pid === 1) {
-        errors.push(`process ${pid} is not a pod's: not killed`);
-        done.add(pid);
-        continue;
-      }
       try {
         if (await host.kill(pid)) killed++;
         done.add(pid);
@@ -157,6 +157,7 @@ async function removeTree(host: CgroupHost, dir: string, waitBusy: boolean): Pro
  * Destroys the cgroup at `rel` (relative to each hierarchy's mount) in every mounted hierarchy: members
  * killed, then the directories removed. Returns one line per hierarchy that still holds it, or a failed
  * kill (then nothing is removed: the next housekeeping tries it all again); [] when it is gone everywhere.
+ * Never throws.
  */
 export async function destroyCgroup(
   rel: string,
@@ -170,8 +171,14 @@ export async function destroyCgroup(
     return [];
   }
   const dirs = [mount, ...hierarchies].map((base) => join(base, rel));
-  const { killed, errors } = await killCgroupMembers(host, dirs);
-  if (errors.length > 0) return errors.map((e) => `${rel}: ${e}`);
+  let killed: number;
+  try {
+    const found = await killCgroupMembers(host, dirs);
+    if (found.errors.length > 0) return found.errors.map((e) => `${rel}: ${e}`);
+    killed = found.killed;
+  } catch (err) {
+    return [`${rel}: reading its members: ${errorMessage(err)}`];
+  }
   const failures: string[] = [];
   for (const dir of dirs) {
     try {

@@ -29,7 +29,12 @@ class FakeCgroups implements CgroupHost {
     }
   }
 
+  /** Directories whose members cannot be read. */
+  readonly unreadable = new Set<string>();
+
   async members(dir: string): Promise<number[]> {
+    if (this.unreadable.has(dir))
+      throw Object.assign(new Error(`open ${dir}/cgroup.procs: EACCES`), { code: 'EACCES' });
     return [...(this.dirs.get(dir) ?? [])];
   }
 
@@ -136,12 +141,14 @@ describe('destroyCgroup (pod container manager Destroy)', () => {
     expect(stuck.removed).to.deep.equal([]);
   });
 
-  it('never kills pid 1 or this process: the cgroup is reported as not a pod one and kept', async () => {
+  it('kills nothing in a cgroup that holds pid 1 or this process: it is reported as not a pod one and kept', async () => {
     const host = new FakeCgroups({ [`${MOUNT}/pids/${REL}`]: [1, process.pid, 101] });
     const failures = await destroyCgroup(REL, host, MOUNT);
-    expect(host.killed).to.deep.equal([101]);
-    expect(failures.join('\n')).to.include(`process 1 is not a pod's`);
-    expect(failures.join('\n')).to.include(`process ${process.pid} is not a pod's`);
+    expect(host.killed).to.deep.equal([]);
+    expect(failures).to.deep.equal([
+      `${REL}: process 1 is not a pod's: nothing killed`,
+      `${REL}: process ${process.pid} is not a pod's: nothing killed`,
+    ]);
     expect(host.dirs.has(`${MOUNT}/pids/${REL}`)).to.equal(true);
   });
 
@@ -153,5 +160,15 @@ describe('destroyCgroup (pod container manager Destroy)', () => {
       `${REL}: processes outside this process's pid namespace hold it: they cannot be killed from here`,
     ]);
     expect(host.dirs.has(`${MOUNT}/pids/${REL}`)).to.equal(true);
+  });
+
+  it('answers members it cannot read as a failure, not a throw, and removes nothing', async () => {
+    const host = new FakeCgroups({ [`${MOUNT}/pids/${REL}`]: [101] });
+    host.unreadable.add(`${MOUNT}/pids/${REL}`);
+    const failures = await destroyCgroup(REL, host, MOUNT);
+    expect(failures).to.have.length(1);
+    expect(failures[0]).to.match(/pod1234: reading its members: .*EACCES/);
+    expect(host.killed).to.deep.equal([]);
+    expect(host.removed).to.deep.equal([]);
   });
 });
