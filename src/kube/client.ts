@@ -230,6 +230,27 @@ function searchParams(query: NonNullable<RequestOptions['query']>): URLSearchPar
   return params;
 }
 
+/**
+ * Node's agents key their connection pools by a name built from each request's options (host, port and, for
+ * TLS, every option that could change the connection), building it twice per request: when the request
+ * asks for a socket and when the socket is freed. Every request of a transport goes to one server with one
+ * TLS context and carries no connection options of its own, so one name serves them all (it also keys the
+ * TLS session cache, which then holds that one server's session).
+ */
+const POOL_NAME = 'api-server';
+
+class OneServerHttpsAgent extends https.Agent {
+  override getName(): string {
+    return POOL_NAME;
+  }
+}
+
+class OneServerHttpAgent extends http.Agent {
+  override getName(): string {
+    return POOL_NAME;
+  }
+}
+
 function newTransport(server: string, baseOptions: https.RequestOptions, userAgent: string): Transport {
   const url = new URL(server);
   const target = {
@@ -246,14 +267,14 @@ function newTransport(server: string, baseOptions: https.RequestOptions, userAge
   // starting at once. The key material then stays out of the per-request options.
   const agent =
     url.protocol === 'https:'
-      ? new https.Agent({
+      ? new OneServerHttpsAgent({
           keepAlive: true,
           maxSockets: 256,
           rejectUnauthorized,
           servername,
           secureContext: tls.createSecureContext({ ca, cert, key, pfx, passphrase }),
         })
-      : new http.Agent({ keepAlive: true, maxSockets: 256 });
+      : new OneServerHttpAgent({ keepAlive: true, maxSockets: 256 });
   return { agent, requestOptions: rest, userAgent, target };
 }
 

@@ -182,6 +182,25 @@ describe('kube client: withLimits siblings', () => {
     }
   });
 
+  it('keeps its connections alive: requests one after another share one, and a burst reuses what it opened', async () => {
+    const client = await KubeClient.fromKubeConfig(kubeConfigFor(base), { unlimited: true });
+    try {
+      for (let i = 0; i < 5; i++) await client.request({ method: 'GET', path: `/api/v1/seq${i}` });
+      expect(connections).to.equal(1);
+      await Promise.all(
+        [0, 1, 2, 3].map((i) => client.request({ method: 'GET', path: `/api/v1/burst${i}` })),
+      );
+      const afterBurst = connections;
+      expect(afterBurst).to.be.within(1, 4);
+      await Promise.all(
+        [0, 1, 2, 3].map((i) => client.request({ method: 'GET', path: `/api/v1/again${i}` })),
+      );
+      expect(connections).to.equal(afterBurst);
+    } finally {
+      client.close();
+    }
+  });
+
   it('with ignoreAnswer resolves undefined without reading the answer', async () => {
     const client = await KubeClient.fromKubeConfig(kubeConfigFor(base), { unlimited: true });
     try {
