@@ -8,7 +8,7 @@ import { readdir, readFile, rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { errorMessage } from '../../util/errors.js';
 
-export const CGROUP_MOUNT = '/sys/fs/cgroup';
+const CGROUP_MOUNT = '/sys/fs/cgroup';
 
 /** How often the members are killed before giving up, as the kubelet's pod container manager does. */
 const KILL_ROUNDS = 5;
@@ -35,7 +35,7 @@ export interface CgroupHost {
   sleep(ms: number): Promise<void>;
 }
 
-export const hostCgroups: CgroupHost = {
+const hostCgroups: CgroupHost = {
   async members(dir) {
     let text: string;
     try {
