@@ -93,7 +93,7 @@ async function treeOf(host: CgroupHost, dir: string): Promise<string[]> {
 }
 
 /**
- * Kills every process charged to the trees at `dirs` (kubelet: tryKillingCgroupProcesses): up to five rounds
+ * Kills every process charged to the cgroup directories `dirs` (kubelet: tryKillingCgroupProcesses): up to five rounds
  * over the members found at the start, each process killed once, a round repeated only for the kills that
  * failed. A cgroup holding this process or pid 1 is not a pod's, and one holding members this process cannot
  * name (outside its pid namespace) cannot be emptied from here: for both nothing is killed, and the failure
@@ -105,8 +105,7 @@ async function killCgroupMembers(
   dirs: readonly string[],
 ): Promise<{ killed: number; errors: string[] }> {
   const pids = new Set<number>();
-  for (const dir of dirs)
-    for (const d of await treeOf(host, dir)) for (const pid of await host.members(d)) pids.add(pid);
+  for (const d of dirs) for (const pid of await host.members(d)) pids.add(pid);
   if (pids.delete(0)) {
     // Not nameable from here (an operator pod without hostPID): the cgroup stays, and the log says why.
     return {
@@ -136,10 +135,12 @@ async function killCgroupMembers(
   return { killed, errors };
 }
 
-/** rmdir of a tree, children first; EBUSY is waited out when `waitBusy` (its members were just killed). */
-async function removeTree(host: CgroupHost, dir: string, waitBusy: boolean): Promise<void> {
-  const tree = await treeOf(host, dir);
-  for (const d of tree.reverse()) {
+/**
+ * rmdir of a tree (treeOf's order), children first; EBUSY is waited out when `waitBusy` (its members were just
+ * killed).
+ */
+async function removeTree(host: CgroupHost, tree: readonly string[], waitBusy: boolean): Promise<void> {
+  for (const d of [...tree].reverse()) {
     for (let attempt = 0; ; attempt++) {
       try {
         await host.remove(d);
@@ -170,19 +171,27 @@ export async function destroyCgroup(
   } catch {
     return [];
   }
-  const dirs = [mount, ...hierarchies].map((base) => join(base, rel));
+  // Each hierarchy's tree is walked once: killing members neither adds nor removes cgroup directories.
+  const trees: { dir: string; tree: string[] }[] = [];
   let killed: number;
   try {
-    const found = await killCgroupMembers(host, dirs);
+    for (const base of [mount, ...hierarchies]) {
+      const dir = join(base, rel);
+      trees.push({ dir, tree: await treeOf(host, dir) });
+    }
+    const found = await killCgroupMembers(
+      host,
+      trees.flatMap((t) => t.tree),
+    );
     if (found.errors.length > 0) return found.errors.map((e) => `${rel}: ${e}`);
     killed = found.killed;
   } catch (err) {
     return [`${rel}: reading its members: ${errorMessage(err)}`];
   }
   const failures: string[] = [];
-  for (const dir of dirs) {
+  for (const { dir, tree } of trees) {
     try {
-      await removeTree(host, dir, killed > 0);
+      await removeTree(host, tree, killed > 0);
     } catch (err) {
       failures.push(`${dir}: ${errorMessage(err)}`);
     }
