@@ -93,12 +93,11 @@ async function treeOf(host: CgroupHost, dir: string): Promise<string[]> {
 }
 
 /**
- * Kills every process charged to the cgroup directories `dirs` (kubelet: tryKillingCgroupProcesses): up to five rounds
- * over the members found at the start, each process killed once, a round repeated only for the kills that
- * failed. A cgroup holding this process or pid 1 is not a pod's, and one holding members this process cannot
- * name (outside its pid namespace) cannot be emptied from here: for both nothing is killed, and the failure
- * says why.
- * Returns how many were killed and the failures of the last round.
+ * Kills every process charged to the cgroup directories `dirs` (kubelet: tryKillingCgroupProcesses): up to
+ * five rounds over the members found at the start, each process killed once, a round repeated only for the
+ * kills that failed. A cgroup holding this process or pid 1 is not a pod's, and one holding members this
+ * process cannot name (outside its pid namespace) cannot be emptied from here: for both nothing is killed,
+ * and the failure says why. Returns how many were killed and the failures of the last round.
  */
 async function killCgroupMembers(
   host: CgroupHost,
@@ -136,8 +135,8 @@ async function killCgroupMembers(
 }
 
 /**
- * rmdir of a tree (treeOf's order), children first; EBUSY is waited out when `waitBusy` (its members were just
- * killed).
+ * rmdir of a tree (treeOf's order), children first; EBUSY is waited out when `waitBusy` (its members were
+ * just killed).
  */
 async function removeTree(host: CgroupHost, tree: readonly string[], waitBusy: boolean): Promise<void> {
   for (const d of [...tree].reverse()) {
