@@ -13,43 +13,24 @@
  * each common name. What the interface returns is always a fresh copy.
  */
 import { type EntryStat, type Owner, type VolumeFS, VolumeFSError } from './fs.js';
-
-/** Permission bits and owner. Never changed: entries with the same share one (chmod and chown swap it). */
-interface Meta {
-  readonly mode: number;
-  readonly uid: number;
-  readonly gid: number;
-}
-
-/** A file's bytes, one char per byte (latin1): a string of them costs less than a Buffer and its store. */
-interface MemFile {
-  meta: Meta;
-  data: string;
-}
-
-interface MemLink {
-  meta: Meta;
-  target: string;
-}
-
-/**
- * A directory's entries, in no order: the first in the directory itself (most of a pod's directories hold
- * one entry), the others in `more`, as name, node pairs in one exact-size array while there are up to
- * SMALL_DIR of them, in a Map beyond. Each name is in one place only; an empty `name0` is undefined.
- */
-interface MemDir {
-  meta: Meta;
-  name0: string | undefined;
-  node0: MemNode | undefined;
-  more: (string | MemNode)[] | Map<string, MemNode> | undefined;
-}
-
-type MemNode = MemFile | MemDir | MemLink;
+import {
+  deleteEntry,
+  emptyDir,
+  entryNames,
+  getEntry,
+  getEntryAt,
+  isDir,
+  isFile,
+  isLink,
+  setEntry,
+  type Meta,
+  type MemDir,
+  type MemNode,
+} from './memfs_tree.js';
 
 /** Linux's MAXSYMLINKS. */
 const MAX_LINK_HOPS = 40;
 const DIR_SIZE = 4096;
-const SMALL_DIR = 8;
 /** Distinct mode and owner triples, and entry names, kept for sharing (the table starts over when full). */
 const METAS_LIMIT = 256;
 const NAMES_LIMIT = 1024;
@@ -99,16 +80,19 @@ export class MemoryVolumeFS implements VolumeFS {
     for (; have > 0; have--) {
       const r = this.resolve(`/${parts.slice(0, have).join('/')}`, true, 'mkdir', true);
       if (!r.node) continue;
-      if (!isDir(r.node)) throw new VolumeFSError('EEXIST', 'mkdir', path);
+      if (!isDir(r.node)) throw new VolumeFSError('ENOTDIR', 'mkdir', path);
       break;
     }
     let prefix = have > 0 ? `/${parts.slice(0, have).join('/')}` : '';
-    for (const part of parts.slice(have)) {
-      prefix += `/${part}`;
+    for (let k = have; k < parts.length; k++) {
+      prefix += `/${parts[k]!}`;
       const r = this.resolve(prefix, true, 'mkdir');
       if (r.node && isDir(r.node)) continue;
-      if (r.node) throw new VolumeFSError('EEXIST', 'mkdir', path);
-      if (!r.parent) throw new VolumeFSError('ENOENT', 'mkdir', path);
+      if (r.node) throw new VolumeFSError(k < parts.length - 1 ? 'ENOTDIR' : 'EEXIST', 'mkdir', path);
+      // A dangling symlink in the way: mkdir(2) does not follow it, and nothing can be made under it.
+      if (!r.parent || this.resolve(prefix, false, 'mkdir', true).node) {
+        throw new VolumeFSError('ENOENT', 'mkdir', path);
+      }
       setEntry(r.parent, this.entryName(r.name), emptyDir(this.created(mode)));
     }
   }
@@ -290,6 +274,38 @@ export class MemoryVolumeFS implements VolumeFS {
    * `missingOk`, which reports either as a missing entry.
    */
   private resolve(path: string, followFinal: boolean, syscall: string, missingOk = false): Resolved {
+    if (path.charCodeAt(0) !== SLASH) throw new VolumeFSError('EINVAL', syscall, path);
+    // Most paths hold no `.`, `..` or symlink: walked on the string itself, without splitting it (a pod start
+    // resolves dozens of paths). Anything else goes to the general walk below, from the start.
+    let cur = this.root;
+    const n = path.length;
+    let i = skipSlashes(path, 1);
+    while (i < n) {
+      let end = path.indexOf('/', i);
+      if (end < 0) end = n;
+      const next = skipSlashes(path, end);
+      const last = next >= n;
+      if (isDotComponent(path, i, end)) break;
+      const child = getEntryAt(cur, path, i, end);
+      if (child && isLink(child) && (!last || followFinal)) break;
+      if (last) return new Found(cur, path.slice(i, end), child, path, i);
+      if (!child || !isDir(child)) {
+        if (missingOk) return { parent: undefined, name: path.slice(i, end), node: undefined, path };
+        throw new VolumeFSError(child ? 'ENOTDIR' : 'ENOENT', syscall, path);
+      }
+      cur = child;
+      i = next;
+    }
+    return this.resolveComponents(path, followFinal, syscall, missingOk);
+  }
+
+  /** The general walk of `resolve`: the path split into components, symlinks spliced in as met. */
+  private resolveComponents(
+    path: string,
+    followFinal: boolean,
+    syscall: string,
+    missingOk: boolean,
+  ): Resolved {
     let todo = components(path, syscall);
     let at = 0;
     const dirs: MemDir[] = [this.root];
@@ -341,78 +357,39 @@ export class MemoryVolumeFS implements VolumeFS {
   }
 }
 
-/** A resolved entry; its canonical path is only put together when asked for (rename, realpath). */
+/**
+ * A resolved entry; its canonical path is only put together when asked for (rename, realpath), from its
+ * directory's components, or from a path whose first `dirEnd` chars led to that directory with no `.`, `..`
+ * or symlink on the way.
+ */
 class Found implements Resolved {
   constructor(
     readonly parent: MemDir,
     readonly name: string,
     readonly node: MemNode | undefined,
-    private readonly dirNames: string[],
+    private readonly dir: readonly string[] | string,
+    private readonly dirEnd = 0,
   ) {}
 
   get path(): string {
-    return `/${[...this.dirNames, this.name].join('/')}`;
+    const dirNames =
+      typeof this.dir === 'string' ? components(this.dir.slice(0, this.dirEnd), 'realpath') : this.dir;
+    return `/${[...dirNames, this.name].join('/')}`;
   }
 }
 
-const isFile = (n: MemNode): n is MemFile => 'data' in n;
-const isLink = (n: MemNode): n is MemLink => 'target' in n;
-const isDir = (n: MemNode): n is MemDir => 'more' in n;
-
-function emptyDir(meta: Meta): MemDir {
-  return { meta, name0: undefined, node0: undefined, more: undefined };
+/** The index of the first char at or after `i` that is not a slash. */
+function skipSlashes(path: string, i: number): number {
+  while (i < path.length && path.charCodeAt(i) === SLASH) i++;
+  return i;
 }
 
-function getEntry(d: MemDir, name: string): MemNode | undefined {
-  if (d.name0 === name) return d.node0;
-  const more = d.more;
-  if (more instanceof Map) return more.get(name);
-  if (more) for (let i = 0; i < more.length; i += 2) if (more[i] === name) return more[i + 1] as MemNode;
-  return undefined;
-}
-
-/** Adds the entry, or replaces the node of an entry of that name. */
-function setEntry(d: MemDir, name: string, node: MemNode): void {
-  const more = d.more;
-  if (d.name0 === name || (d.name0 === undefined && getEntry(d, name) === undefined)) {
-    d.name0 = name;
-    d.node0 = node;
-  } else if (more instanceof Map) {
-    more.set(name, node);
-  } else if (!more) {
-    d.more = [name, node];
-  } else {
-    const i = more.indexOf(name);
-    if (i >= 0 && i % 2 === 0) more[i + 1] = node;
-    else if (more.length < 2 * SMALL_DIR) d.more = [...more, name, node];
-    else d.more = new Map<string, MemNode>([...pairs(more), [name, node]]);
-  }
-}
-
-function deleteEntry(d: MemDir, name: string): void {
-  const more = d.more;
-  if (d.name0 === name) {
-    d.name0 = d.node0 = undefined;
-  } else if (more instanceof Map) {
-    more.delete(name);
-  } else if (more) {
-    const i = more.indexOf(name);
-    if (i >= 0 && i % 2 === 0)
-      d.more = more.length === 2 ? undefined : more.filter((_, j) => j !== i && j !== i + 1);
-  }
-}
-
-function entryNames(d: MemDir): string[] {
-  const more = d.more;
-  const names = more instanceof Map ? [...more.keys()] : more ? pairs(more).map(([n]) => n) : [];
-  if (d.name0 !== undefined) names.push(d.name0);
-  return names;
-}
-
-function pairs(more: (string | MemNode)[]): [string, MemNode][] {
-  const out: [string, MemNode][] = [];
-  for (let i = 0; i < more.length; i += 2) out.push([more[i] as string, more[i + 1] as MemNode]);
-  return out;
+/** Whether path[i, end) is `.` or `..`. */
+function isDotComponent(path: string, i: number, end: number): boolean {
+  const len = end - i;
+  return (
+    (len === 1 || len === 2) && path.charCodeAt(i) === DOT && (len === 1 || path.charCodeAt(i + 1) === DOT)
+  );
 }
 
 /** The path's non-empty components (one pass, no intermediate array: every call resolves a path). */
@@ -429,3 +406,4 @@ function components(path: string, syscall: string): string[] {
 }
 
 const SLASH = 0x2f;
+const DOT = 0x2e;

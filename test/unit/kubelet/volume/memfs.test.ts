@@ -1,6 +1,11 @@
 import { expect } from 'chai';
-import { fsErrorCode } from '../../../../src/kubelet/volume/fs.js';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fsErrorCode, type VolumeFS } from '../../../../src/kubelet/volume/fs.js';
 import { MemoryVolumeFS } from '../../../../src/kubelet/volume/memfs.js';
+import { RealVolumeFS } from '../../../../src/kubelet/volume/realfs.js';
+import { UMASK } from './fixtures.js';
 
 async function code(p: Promise<unknown>): Promise<string | undefined> {
   try {
@@ -129,3 +134,82 @@ describe('MemoryVolumeFS', () => {
     expect(fs.listSync('/pods')).to.deep.equal([uid]);
   });
 });
+
+describe('MemoryVolumeFS against the real file system', () => {
+  // Random trees of directories, files and symlinks (relative and absolute, dangling and looping), built the
+  // same in memory and in a temporary directory, then random paths with `.`, `..` and repeated slashes read
+  // through both: the in-memory walk must land where the kernel's does, or fail with the same code.
+  const outcome = async (p: Promise<unknown>): Promise<unknown> => {
+    try {
+      const v = await p;
+      return Buffer.isBuffer(v) ? `bytes:${v.toString()}` : v;
+    } catch (err) {
+      return `error:${fsErrorCode(err)}`;
+    }
+  };
+
+  it('resolves random paths to the same entries, or the same errors', async function () {
+    this.timeout(20_000);
+    const tmp = await mkdtemp(path.join(tmpdir(), 'kubelet-operator-memfs-'));
+    try {
+      for (let seed = 1; seed <= 12; seed++) {
+        const rnd = mulberry32(seed);
+        const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]!;
+        // Two levels below the temporary directory, so that up to two `..` stay inside it.
+        const root = path.join(tmp, `s${seed}`, 'x', 'root');
+        const mem = new MemoryVolumeFS({ umask: UMASK });
+        const real = new RealVolumeFS();
+        const names = ['a', 'b', 'c', 'dd', 'long-name-of-thirteen-or-more'];
+        const dirs = [root];
+        for (const fs of [mem, real]) await fs.mkdir(root);
+        for (let i = 0; i < 25; i++) {
+          const at = `${pick(dirs)}/${pick(names)}`;
+          const kind = rnd();
+          const link = pick(['a', 'b/c', '../a', `${root}/b`, `${root}/dd/a`, './c', 'missing']);
+          const results: unknown[] = [];
+          for (const fs of [mem, real]) {
+            if (kind < 0.45) results.push(await outcome(fs.mkdir(at)));
+            else if (kind < 0.75) results.push(await outcome(fs.writeFile(at, Buffer.from(at))));
+            else results.push(await outcome(fs.symlink(link, at)));
+          }
+          expect(
+            results[0],
+            `building ${at} (${kind < 0.45 ? 'mkdir' : kind < 0.75 ? 'write' : `symlink ${link}`})`,
+          ).to.deep.equal(results[1]);
+          if (kind < 0.45 && results[0] === undefined) dirs.push(at);
+        }
+        for (let i = 0; i < 150; i++) {
+          let rel = '';
+          let ups = 0;
+          for (let n = 1 + Math.floor(rnd() * 4); n > 0; n--) {
+            const r = rnd();
+            const part = r < 0.1 && ups < 2 ? (ups++, '..') : r < 0.2 ? '.' : pick(names);
+            rel += (rnd() < 0.1 ? '//' : '/') + part;
+          }
+          const p = root + rel;
+          for (const read of [
+            (fs: VolumeFS) => fs.realpath(p),
+            (fs: VolumeFS) => fs.readFile(p),
+            (fs: VolumeFS) => fs.stat(p).then((s) => s?.kind),
+            (fs: VolumeFS) => fs.lstat(p).then((s) => s?.kind),
+          ]) {
+            expect(await outcome(read(mem)), `${p} (seed ${seed})`).to.deep.equal(await outcome(read(real)));
+          }
+        }
+      }
+    } finally {
+      await rm(tmp, { recursive: true, force: true });
+    }
+  });
+});
+
+/** A small seeded generator, so that a failure names its seed. */
+function mulberry32(seed: number): () => number {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
