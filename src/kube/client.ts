@@ -49,8 +49,19 @@ export interface RequestOptions {
 export type WatchOptions = Pick<RequestOptions, 'dropManagedFields'>;
 
 /** An answer's or a watch event's JSON, its managedFields cut first when asked (see withoutManagedFields). */
-function parseJSON(text: string, dropManagedFields: boolean | undefined): unknown {
-  return JSON.parse(dropManagedFields ? withoutManagedFields(text) : text);
+function parseJSON(json: Buffer, dropManagedFields: boolean | undefined): unknown {
+  return JSON.parse((dropManagedFields ? withoutManagedFields(json) : json).toString('utf8'));
+}
+
+const NEWLINE = 0x0a;
+
+/** Whether a line holds only JSON whitespace (the API server ends each watch event with a newline). */
+function isBlank(line: Buffer): boolean {
+  for (let i = 0; i < line.length; i++) {
+    const c = line[i];
+    if (c !== 0x20 && c !== 0x09 && c !== 0x0d && c !== 0x0a) return false;
+  }
+  return true;
 }
 
 /**
@@ -192,7 +203,9 @@ export function requestDeadline(
   };
 }
 
-/** What siblings share: the connection pool (with the TLS material), the request options and the user agent. */
+/**
+ * What siblings share: the connection pool (with the TLS material), the request options and the user agent.
+ */
 interface Transport {
   agent: https.Agent | http.Agent;
   /** The kubeconfig's request options without the TLS material (the agent holds that). */
@@ -394,7 +407,7 @@ export class KubeClient {
     // When the answer was in: the latency metric leaves out the turn waited for afterwards.
     let answeredAt: number | undefined;
     try {
-      const { status, text } = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const { status, bytes } = await new Promise<{ status: number; bytes: Buffer }>((resolve, reject) => {
         const headers: Record<string, string> = {};
         if (req.accept !== undefined) headers.Accept = req.accept;
         if (body !== undefined) {
@@ -407,9 +420,7 @@ export class KubeClient {
           const chunks: Buffer[] = [];
           const keep = !req.ignoreAnswer || (res.statusCode ?? 0) < 200 || (res.statusCode ?? 0) >= 300;
           res.on('data', (c: Buffer) => keep && chunks.push(c));
-          res.on('end', () =>
-            resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }),
-          );
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, bytes: Buffer.concat(chunks) }));
           res.on('error', reject);
         });
         r.on('error', reject);
@@ -418,9 +429,9 @@ export class KubeClient {
       code = status;
       answeredAt = Date.now();
       await this.opts.yieldToLoop?.();
-      if (status < 200 || status >= 300) throw apiError(status, text, what);
-      if (!text || req.ignoreAnswer) return undefined as T;
-      return parseJSON(text, req.dropManagedFields) as T;
+      if (status < 200 || status >= 300) throw apiError(status, bytes.toString('utf8'), what);
+      if (bytes.length === 0 || req.ignoreAnswer) return undefined as T;
+      return parseJSON(bytes, req.dropManagedFields) as T;
     } catch (err) {
       if (err instanceof KindError) throw err;
       if (deadline.timedOut())
@@ -461,25 +472,25 @@ export class KubeClient {
             return;
           }
           // The start of a line whose end has not arrived yet, in pieces: a megabyte pod comes in dozens of
-          // chunks, and searching or re-slicing the whole buffer per chunk made that quadratic.
-          let partial: string[] = [];
+          // chunks, and searching or re-slicing the whole buffer per chunk made that quadratic. Lines are cut
+          // from the bytes and each decoded once, after its managedFields are cut (a newline byte is never
+          // part of a multi-byte UTF-8 character).
+          let partial: Buffer[] = [];
           // Time spent handling events since the stream last let the event loop turn (see WATCH_SLICE_MS).
           let busyMs = 0;
-          res.setEncoding('utf8');
-          res.on('data', (chunk: string) => {
+          res.on('data', (chunk: Buffer) => {
             const began = performance.now();
             let from = 0;
             let nl: number;
-            while ((nl = chunk.indexOf('\n', from)) >= 0) {
-              let line = chunk.slice(from, nl);
+            while ((nl = chunk.indexOf(NEWLINE, from)) >= 0) {
+              let line = chunk.subarray(from, nl);
               from = nl + 1;
               if (partial.length > 0) {
                 partial.push(line);
-                line = partial.join('');
+                line = Buffer.concat(partial);
                 partial = [];
               }
-              line = line.trim();
-              if (!line) continue;
+              if (isBlank(line)) continue;
               try {
                 onEvent(parseJSON(line, opts.dropManagedFields) as { type: string; object: unknown });
               } catch (err) {
@@ -487,7 +498,7 @@ export class KubeClient {
                 return;
               }
             }
-            if (from < chunk.length) partial.push(chunk.slice(from));
+            if (from < chunk.length) partial.push(chunk.subarray(from));
             busyMs += performance.now() - began;
             if (busyMs >= WATCH_SLICE_MS) {
               res.pause();
