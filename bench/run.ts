@@ -41,6 +41,7 @@ async function scenario(
           kwok: a.kwok,
           nodeArgs: a.nodeArgs,
           heapSnapshots: a.heapSnapshots,
+          allocProfile: a.allocProfile,
         },
         log,
       );

@@ -26,6 +26,8 @@ export interface BenchArgs {
   imageNodeFlags: boolean;
   /** scale: write operator heap snapshots (nodes only, all Ready) into this directory. */
   heapSnapshots?: string;
+  /** scale: count the operator's allocations in the create phase; the profile goes into this directory. */
+  allocProfile?: string;
   /** steady: serve the node API on a loopback address per node and run metrics-server (15 s) against it. */
   metricsServer?: boolean;
 }
@@ -44,6 +46,9 @@ export const USAGE = `usage: npm run bench -- <${SCENARIOS.join('|')}> [flags]
   --no-image-node-flags
                      run the operator's node without the flags of the Dockerfile's ENTRYPOINT
   --heap-snapshots D scale: write the operator's V8 heap snapshots (nodes only, all Ready, Events written) into D
+  --alloc-profile D  scale: count what the operator allocates from the first create to all Ready (V8's
+                     sampling heap profiler, collected objects included); prints KB per pod and the top
+                     functions, writes the profile into D
   --metrics-server   steady: the operator serves its node API (a loopback InternalIP per node) and
                      metrics-server scrapes every node every 15 s; adds the metrics API coverage and the
                      cost of one scrape of one node`;
@@ -91,6 +96,12 @@ export function parseBenchArgs(argv: readonly string[]): ParsedArgs {
         if (!v?.startsWith('-'))
           return { ok: false, message: '--node-arg needs a node flag (--node-arg=--flag)' };
         args.nodeArgs.push(v);
+        break;
+      }
+      case '--alloc-profile': {
+        const v = value();
+        if (!v) return { ok: false, message: '--alloc-profile needs a directory' };
+        args.allocProfile = v;
         break;
       }
       case '--heap-snapshots': {

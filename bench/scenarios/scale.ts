@@ -33,6 +33,7 @@ import {
 import { ProcSampler, windowUsage } from '../lib/procstat.js';
 import { promValue } from '../lib/prom.js';
 import { createPods, deletePods, ensureNamespace, podPlan, PodWatch } from '../lib/pods.js';
+import { AllocWindow, allocProfileNodeArgs, logAllocations, type ProfileNode } from '../lib/allocprofile.js';
 import { snapshotLiveBytes, targetsTable } from '../lib/scaletargets.js';
 import { ratio, summarize } from '../lib/stats.js';
 import { duration, formatTable, num, times } from '../lib/table.js';
@@ -46,6 +47,8 @@ export interface ScaleOptions {
   nodeArgs?: string[];
   /** Write the operator's heap snapshots (nodes only, all Ready, all Ready with Events written) here; off when unset. */
   heapSnapshots?: string;
+  /** Count what the operator allocates from the first create until all are Ready, profile written here. */
+  allocProfile?: string;
 }
 
 /** What one side measured; times are epoch ms, durations ms. */
@@ -73,6 +76,8 @@ export interface SideRun {
   youngCommittedAtAllReadyMiB?: number;
   /** Live heap bytes per pod, from the heap snapshots (NaN without --heap-snapshots). */
   liveHeapPerPodBytes: number;
+  /** Bytes allocated per pod from the first create until all were Ready (only with --alloc-profile). */
+  allocatedPerPodBytes?: number;
   /** The Events in the measured namespace afterwards: reason -> [Event objects, sum of their counts]. */
   eventsByReason: Record<string, [number, number]>;
   eventLoopP99Ms: number;
@@ -223,6 +228,8 @@ async function runSide(
     start(): Promise<AgentProcess>;
     /** Takes a heap snapshot named label, if this run takes them; resolves to its file. */
     snapshot?(agent: AgentProcess, label: string): Promise<string>;
+    /** The window of the agent's allocation profile, if this run counts allocations. */
+    allocations?: AllocWindow;
   },
   nodes: string[],
   opts: ScaleOptions,
@@ -255,10 +262,13 @@ async function runSide(
     log(`${side.name}: creating ${plan.length} pods`);
     let atReady = NOT_SCRAPED;
     let rssAtReady = Number.NaN;
+    let allocated: ProfileNode | undefined;
+    await side.allocations?.open();
     const r = await podRound(bc, `bench-${side.tag}`, plan, opts.concurrency, {
       afterReady: async () => {
         rssAtReady = sampler.sample()?.rssMiB ?? Number.NaN;
         atReady = await scrape(agent, side.hasMetrics);
+        allocated = await side.allocations?.close();
         snapReady = await side.snapshot?.(agent, `all-ready-${plan.length}`);
         if (side.snapshot) {
           // The pods' Events still queued at Ready are in flight, not kept per pod: snapshot again once written.
@@ -291,6 +301,9 @@ async function runSide(
       updates += p.statusUpdates;
       changes += p.stateChanges;
     }
+    const allocatedPerPodBytes = allocated
+      ? logAllocations(allocated, plan.length, side.name, log)
+      : undefined;
     let liveHeapPerPodBytes = Number.NaN;
     if (snapBase && snapReady && snapSettled) {
       try {
@@ -329,6 +342,7 @@ async function runSide(
       heapCommittedAtAllReadyMiB: atReady.heapCommittedMiB,
       youngCommittedAtAllReadyMiB: atReady.youngCommittedMiB,
       liveHeapPerPodBytes,
+      ...(allocatedPerPodBytes !== undefined ? { allocatedPerPodBytes } : {}),
       eventsByReason,
       eventLoopP99Ms: atReady.lagP99Ms,
       allDeletedMs: r.deleted - r.t2,
@@ -431,6 +445,9 @@ export async function runScale(
     await applyCrd(bc.cp);
     await warmVirtualNodeStorage(bc.driver);
     const ourNodes = nodeNames('vn', opts.nodes);
+    const allocFile = opts.allocProfile
+      ? path.join(opts.allocProfile, `create-${new Date().toISOString().replace(/[:.]/g, '-')}.heapprofile`)
+      : undefined;
     runs.push(
       await runSide(
         bc,
@@ -447,11 +464,13 @@ export async function runScale(
               nodeArgs: [
                 ...(opts.nodeArgs ?? []),
                 ...(opts.heapSnapshots ? heapSnapshotNodeArgs(opts.heapSnapshots) : []),
+                ...(allocFile ? allocProfileNodeArgs(allocFile) : []),
               ],
             });
             await createSimVirtualNodes(bc.driver, ourNodes, opts.podsPerNode);
             return agent;
           },
+          ...(allocFile ? { allocations: new AllocWindow(allocFile) } : {}),
           snapshot: opts.heapSnapshots
             ? async (agent, label) => {
                 const file = await heapSnapshot(agent, opts.heapSnapshots!, label);
