@@ -5,7 +5,7 @@
 // ones the garbage collector has taken since included (bench/lib/allocprofile.ts). Allocation is what the
 // young generation's size trades against CPU (bench/README.md), so this prints the total per pod and the
 // functions that allocate most.
-import { sampleAllocations, summarizeAllocations } from './lib/allocprofile.js';
+import { logAllocations, sampleAllocations } from './lib/allocprofile.js';
 import { runPods } from '../test/unit/memory/perpod-fixture.js';
 
 const arg = (name: string): string | undefined => {
@@ -17,8 +17,9 @@ const TOP = Number(arg('--top') ?? 25);
 
 const { head, result } = await sampleAllocations((start) => runPods(PODS, start, () => undefined));
 await result.kubelet.stop(0);
-const { total, byFunction } = summarizeAllocations(head);
-console.log(`${PODS} pods, 30 s of fake time each: ${(total / PODS / 1024).toFixed(1)} KB allocated per pod`);
-for (const [fn, bytes] of byFunction.slice(0, TOP)) {
-  console.log(`${(bytes / PODS / 1024).toFixed(2).padStart(8)} KB  ${fn}`);
-}
+logAllocations(head, {
+  pods: PODS,
+  during: `by ${PODS} pods over 30 s of fake time`,
+  top: TOP,
+  log: (s) => console.log(s),
+});

@@ -3,7 +3,6 @@
 // benchmark opens and closes (`allocProfileNodeArgs` + `AllocWindow`, for `scale --alloc-profile DIR`),
 // and summarised by function. A built-in or Node-internal frame (`Map`, `join`, Node's HTTP client)
 // counts to the nearest function of the project's, or of a package's, that called it.
-import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import inspector from 'node:inspector/promises';
 import path from 'node:path';
@@ -39,19 +38,19 @@ export function summarizeAllocations(head: ProfileNode): { total: number; byFunc
   return { total, byFunction: [...byFunction].sort((a, b) => b[1] - a[1]) };
 }
 
-/** Logs the bytes allocated per pod in the create phase and the top allocators; returns the first. */
+/**
+ * Logs the bytes allocated `during` (e.g. "from the first create to all Ready") in all and per pod, and the
+ * `top` functions that allocated most, per pod; returns the bytes per pod.
+ */
 export function logAllocations(
   head: ProfileNode,
-  pods: number,
-  name: string,
-  log: (s: string) => void,
+  opts: { pods: number; during: string; top: number; log: (s: string) => void },
 ): number {
+  const { pods, log } = opts;
   const { total, byFunction } = summarizeAllocations(head);
   const kb = (b: number): string => `${(b / pods / 1024).toFixed(1)} KB`;
-  log(
-    `${name}: allocated ${(total / 2 ** 20).toFixed(0)} MiB from the first create to all Ready, ${kb(total)} per pod`,
-  );
-  for (const [fn, bytes] of byFunction.slice(0, 12)) log(`  ${kb(bytes).padStart(9)}  ${fn}`);
+  log(`allocated ${(total / 2 ** 20).toFixed(0)} MiB ${opts.during}, ${kb(total)} per pod`);
+  for (const [fn, bytes] of byFunction.slice(0, opts.top)) log(`  ${kb(bytes).padStart(9)}  ${fn}`);
   return total / pods;
 }
 
@@ -107,20 +106,20 @@ export class AllocWindow {
     await writeFile(`${this.file}.start`, '');
   }
 
-  /** Closes the window and waits (up to a minute) for the operator to write its profile. */
+  /**
+   * Closes the window and waits (up to a minute) for the operator to write its profile: until then the read
+   * finds no file, or a file still being written that does not parse, and is tried again.
+   */
   async close(): Promise<ProfileNode> {
     await writeFile(`${this.file}.stop`, '');
     const deadline = Date.now() + 60_000;
-    while (!existsSync(this.file)) {
-      if (Date.now() > deadline) throw new Error(`no allocation profile in ${this.file} after 60 s`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    // Written in one call; a read racing the write fails to parse, and is tried again.
     for (;;) {
       try {
         return (JSON.parse(await readFile(this.file, 'utf8')) as { head: ProfileNode }).head;
       } catch (err) {
-        if (Date.now() > deadline) throw err;
+        if (Date.now() > deadline) {
+          throw new Error(`no allocation profile in ${this.file} after 60 s: ${(err as Error).message}`);
+        }
         await new Promise((r) => setTimeout(r, 100));
       }
     }

@@ -302,7 +302,12 @@ async function runSide(
       changes += p.stateChanges;
     }
     const allocatedPerPodBytes = allocated
-      ? logAllocations(allocated, plan.length, side.name, log)
+      ? logAllocations(allocated, {
+          pods: plan.length,
+          during: 'from the first create to all Ready',
+          top: 12,
+          log: (s) => log(`${side.name}: ${s}`),
+        })
       : undefined;
     let liveHeapPerPodBytes = Number.NaN;
     if (snapBase && snapReady && snapSettled) {

@@ -204,7 +204,8 @@ export function requestDeadline(
 }
 
 /**
- * What siblings share: the connection pool (with the TLS material), the request options and the user agent.
+ * What siblings share: the connection pool (with the TLS material), the request options and the headers
+ * (the user agent's among them).
  */
 interface Transport {
   agent: https.Agent | http.Agent;
