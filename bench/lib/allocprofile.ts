@@ -22,34 +22,43 @@ const SAMPLING = {
 };
 
 /** The total and the bytes by function (`name file:line`, the file from its src/, dist/ or test/ on). */
-export function summarizeAllocations(head: ProfileNode): { total: number; byFunction: [string, number][] } {
+export function summarizeAllocations(
+  head: ProfileNode,
+  leaveOut?: RegExp,
+): { total: number; byFunction: [string, number][]; leftOut: number } {
   const byFunction = new Map<string, number>();
   let total = 0;
+  let leftOut = 0;
   const walk = (n: ProfileNode, owner: string): void => {
     const { functionName, url, lineNumber } = n.callFrame;
     const own = url.startsWith('file:')
       ? `${functionName || '(anonymous)'} ${url.replace(/^.*?\/(src|dist|test|node_modules)\//, '$1/')}:${lineNumber + 1}`
       : owner;
-    total += n.selfSize;
-    byFunction.set(own, (byFunction.get(own) ?? 0) + n.selfSize);
+    if (leaveOut?.test(own)) leftOut += n.selfSize;
+    else {
+      total += n.selfSize;
+      byFunction.set(own, (byFunction.get(own) ?? 0) + n.selfSize);
+    }
     for (const c of n.children) walk(c, own);
   };
   walk(head, '(outside the project)');
-  return { total, byFunction: [...byFunction].sort((a, b) => b[1] - a[1]) };
+  return { total, byFunction: [...byFunction].sort((a, b) => b[1] - a[1]), leftOut };
 }
 
 /**
  * Logs the bytes allocated `during` (e.g. "from the first create to all Ready") in all and per pod, and the
- * `top` functions that allocated most, per pod; returns the bytes per pod.
+ * `top` functions that allocated most, per pod; returns the bytes per pod. What functions matching `leaveOut`
+ * allocated themselves (a test fixture's fakes standing in for the API server) is left out and said so.
  */
 export function logAllocations(
   head: ProfileNode,
-  opts: { pods: number; during: string; top: number; log: (s: string) => void },
+  opts: { pods: number; during: string; top: number; log: (s: string) => void; leaveOut?: RegExp },
 ): number {
   const { pods, log } = opts;
-  const { total, byFunction } = summarizeAllocations(head);
+  const { total, byFunction, leftOut } = summarizeAllocations(head, opts.leaveOut);
   const kb = (b: number): string => `${(b / pods / 1024).toFixed(1)} KB`;
-  log(`allocated ${(total / 2 ** 20).toFixed(0)} MiB ${opts.during}, ${kb(total)} per pod`);
+  const without = leftOut > 0 ? ` (${kb(leftOut)} per pod by ${String(opts.leaveOut)} left out)` : '';
+  log(`allocated ${(total / 2 ** 20).toFixed(0)} MiB ${opts.during}, ${kb(total)} per pod${without}`);
   for (const [fn, bytes] of byFunction.slice(0, opts.top)) log(`  ${kb(bytes).padStart(9)}  ${fn}`);
   return total / pods;
 }

@@ -8,6 +8,7 @@ import { EventRecorder } from '../../../src/kube/events.js';
 import { Kubelet } from '../../../src/kubelet/kubelet.js';
 import { SimBehaviourAnnotation } from '../../../src/runtime/sim/profile.js';
 import { advance, mkPod, setup, start } from '../kubelet/kubelet-fixtures.js';
+import { EchoingAPI } from './echoapi.js';
 
 /** Live heap bytes after full collections. */
 export function heapUsedAfterGC(): number {
@@ -36,6 +37,17 @@ export interface PerPodRun {
   /** Containers running once the pods have started. */
   running: number;
   kubelet: Kubelet;
+  /** Status PATCHes and GETs, with `echo`. */
+  writes?: { patches: number; gets: number };
+}
+
+export interface PerPodOptions {
+  /**
+   * Status writes come back as informer updates (test/unit/memory/echoapi.ts), as on a real API server.
+   * Without it the pods' written statuses never reach the pod manager; the memory budget keeps that shape so
+   * that only objects of the kubelet core are counted (the echoed pod versions are the informer's).
+   */
+  echo?: boolean;
 }
 
 /**
@@ -43,13 +55,24 @@ export interface PerPodRun {
  * pass (every pod running and probed), then calls `after()`. The pod objects exist before the baseline, so
  * they are not counted. The caller stops the Kubelet.
  */
-export async function runPods(pods: number, baseline: () => void, after: () => void): Promise<PerPodRun> {
-  const { clock, api, deps, runtime } = setup();
+export async function runPods(
+  pods: number,
+  baseline: () => void,
+  after: () => void,
+  opts: PerPodOptions = {},
+): Promise<PerPodRun> {
+  const { clock, api: fakeAPI, deps, runtime } = setup();
   const list = Array.from({ length: pods }, (_, i) => benchLikePod(i));
   const base = deps();
   const recorder = new EventRecorder({ create: async () => {}, patch: async () => {} }, clock, 'n1');
+  // The echo's updates come on later turns, once `kubelet` below exists.
+  const echo = opts.echo ? new EchoingAPI((pod, old) => kubelet.handlePodUpdate(pod, old)) : undefined;
+  const api = echo ?? fakeAPI;
+  const informer = echo ? { ...base.podInformer, byIndex: () => [...echo.pods.values()] } : base.podInformer;
   const kubelet = new Kubelet({
     ...base,
+    client: api,
+    podInformer: informer,
     recorder,
     node: () => ({
       ...base.node(),
@@ -69,5 +92,5 @@ export async function runPods(pods: number, baseline: () => void, after: () => v
   await advance(clock, 30_000, 500);
   const running = (await runtime.listContainers()).filter((c) => c.state === 'running').length;
   after();
-  return { running, kubelet };
+  return { running, kubelet, ...(echo ? { writes: { patches: echo.patches, gets: echo.gets } } : {}) };
 }
