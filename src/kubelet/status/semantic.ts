@@ -80,12 +80,19 @@ export function canonicalEqual(a: unknown, b: unknown, key = ''): boolean {
   if (typeof a === 'string' && typeof b === 'string') return TIME_KEYS.has(key) && sameInstant(a, b);
   if (Array.isArray(a) || Array.isArray(b)) {
     if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
-    return a.every((x, i) => canonicalEqual(x, b[i], key));
+    for (let i = 0; i < a.length; i++) if (!canonicalEqual(a[i], b[i], key)) return false;
+    return true;
   }
   if (isJSONObject(a) && isJSONObject(b)) {
-    const ka = Object.keys(a);
-    if (ka.length !== Object.keys(b).length) return false;
-    return ka.every((k) => Object.hasOwn(b, k) && canonicalEqual(a[k], b[k], k));
+    // Loops and counts over own keys: no key lists or closures (a status patch compares two statuses).
+    let count = 0;
+    for (const k in a) {
+      if (!Object.hasOwn(a, k)) continue;
+      if (!Object.hasOwn(b, k) || !canonicalEqual(a[k], b[k], k)) return false;
+      count++;
+    }
+    for (const k in b) if (Object.hasOwn(b, k)) count--;
+    return count === 0;
   }
   return false;
 }

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import type { Pod, PodStatus } from '../../../../src/api/core.js';
+import type { Pod, PodCondition, PodStatus } from '../../../../src/api/core.js';
 import { isPodStatusByKubeletEqual } from '../../../../src/kubelet/status/equality.js';
 import { mergePodStatus } from '../../../../src/kubelet/status/merge.js';
 import {
@@ -269,6 +269,96 @@ describe('status manager helpers', () => {
       });
       const applied = applyPodStatusPatch(server, patch!.status);
       expect(semanticEqual(applied, next)).to.equal(true);
+    });
+
+    it('takes the server to the new status, and is null exactly when nothing but order differs (random pairs)', () => {
+      let seed = 0x5eed1e55;
+      const rand = (n: number): number => {
+        seed ^= seed << 13;
+        seed ^= seed >>> 17;
+        seed ^= seed << 5;
+        return (seed >>> 0) % n;
+      };
+      const pick = <T>(xs: readonly T[]): T => xs[rand(xs.length)]!;
+      const times = ['2026-01-01T00:00:00Z', '2026-01-01T01:00:00+01:00', '2026-01-01T00:00:05Z', null];
+      const types = ['PodScheduled', 'Initialized', 'Ready', 'ContainersReady', 'example.com/gate'];
+      // Unique types, in a random order, each with random fields (zero values and time spellings included).
+      const conditions = (): PodCondition[] =>
+        types
+          .filter(() => rand(3) !== 0)
+          .sort(() => rand(3) - 1)
+          .map((type) => ({
+            type,
+            status: pick(['True', 'False', 'Unknown'] as const),
+            ...(rand(2) ? { reason: pick(['', 'ContainersNotReady', 'PodCompleted']) } : {}),
+            ...(rand(2) ? { lastTransitionTime: pick(times) ?? '' } : {}),
+            ...(rand(3) === 0 ? { lastProbeTime: null } : {}),
+          }));
+      const ips = () => ['10.1.0.5', '10.1.0.6', 'fd00::5'].filter(() => rand(2) === 0).map((ip) => ({ ip }));
+      const status = (): PodStatus => {
+        const s: PodStatus = {};
+        if (rand(4)) s.phase = pick(['Pending', 'Running', 'Succeeded']);
+        if (rand(3) === 0) s.message = pick(['', 'm1', 'm2']);
+        if (rand(4)) s.conditions = conditions();
+        if (rand(2)) s.podIPs = ips();
+        if (rand(2)) s.hostIPs = ips();
+        if (rand(2)) s.startTime = pick(times) ?? undefined;
+        if (rand(3)) {
+          s.containerStatuses = [
+            {
+              name: 'a',
+              ready: rand(2) === 0,
+              restartCount: rand(2),
+              image: pick(['', 'img:1']),
+              ...(rand(2) ? { started: rand(2) === 0 } : {}),
+              state: pick([{ running: {} }, { waiting: { reason: 'ContainerCreating' } }, {}]),
+            },
+          ];
+        }
+        return s;
+      };
+      // A copy with a few fields changed, so that equal and nearly equal pairs are common.
+      const near = (s: PodStatus): PodStatus => {
+        const c = structuredClone(s);
+        if (rand(3) === 0 && c.conditions?.length) {
+          const i = rand(c.conditions.length);
+          c.conditions[i] = { ...c.conditions[i]!, status: pick(['True', 'False'] as const) };
+        }
+        if (rand(4) === 0) c.conditions = rand(2) ? [...(c.conditions ?? [])].reverse() : conditions();
+        if (rand(4) === 0) c.podIPs = ips();
+        if (rand(5) === 0) c.phase = 'Running';
+        if (rand(5) === 0) delete c.message;
+        return c;
+      };
+      // Merge-keyed lists sorted by key: a list whose entries are unchanged but reordered makes no patch, as
+      // apimachinery's two-way merge patch writes a list's new order only along with a change in it.
+      const byKey = (s: PodStatus): PodStatus => ({
+        ...s,
+        ...(s.conditions
+          ? { conditions: [...s.conditions].sort((a, b) => a.type.localeCompare(b.type)) }
+          : {}),
+        ...(s.podIPs ? { podIPs: [...s.podIPs].sort((a, b) => a.ip.localeCompare(b.ip)) } : {}),
+        ...(s.hostIPs ? { hostIPs: [...s.hostIPs].sort((a, b) => a.ip.localeCompare(b.ip)) } : {}),
+      });
+      let nulls = 0;
+      for (let i = 0; i < 4000; i++) {
+        const server = status();
+        const next = rand(4) ? near(server) : status();
+        const patch = createPodStatusPatch('u1', server, next);
+        const why = JSON.stringify({ server, next, patch });
+        if (patch === null) {
+          nulls++;
+          expect(semanticEqual(byKey(server), byKey(next)), why).to.equal(true);
+          continue;
+        }
+        const applied = applyPodStatusPatch(server, patch.status);
+        expect(semanticEqual(byKey(applied), byKey(next)), why).to.equal(true);
+        const order = patch.status['$setElementOrder/conditions'];
+        if (order !== undefined) {
+          expect(order, why).to.deep.equal((next.conditions ?? []).map((c) => ({ type: c.type })));
+        }
+      }
+      expect(nulls, 'equal pairs are common enough to matter').to.be.greaterThan(200);
     });
 
     it('requires the UID and well-keyed conditions', () => {
