@@ -145,11 +145,12 @@ export class KubeletPodSyncer implements PodSyncer {
   retain(uids: ReadonlySet<string>): void {
     this.d.allocation.retain(uids);
     this.d.resizeConditions.retain(uids);
+    // Maps and sets may lose entries while they are walked: no copies of their keys per housekeeping.
     for (const m of [this.admitted, this.rejected, this.firstSeen]) {
-      for (const uid of [...m.keys()]) if (!uids.has(uid)) m.delete(uid);
+      for (const uid of m.keys()) if (!uids.has(uid)) m.delete(uid);
     }
     for (const set of [this.startRecorded, this.untouched]) {
-      for (const uid of [...set]) if (!uids.has(uid)) set.delete(uid);
+      for (const uid of set) if (!uids.has(uid)) set.delete(uid);
     }
   }
 

@@ -275,12 +275,13 @@ export class SyncLoop {
     }
     const workers = this.d.podWorkers;
     workers.syncKnownPods(desired);
-    const known = new Set(workers.knownPods());
-    const kept = new Set(known);
-    for (const uid of desired) kept.add(uid);
+    const kept = new Set<PodUID>(desired);
+    const syncing = new Set<PodUID>();
+    for (const uid of workers.knownPods()) kept.add(asPodUID(uid));
+    for (const uid of desired) if (workers.state(uid) === 'syncing') syncing.add(uid);
     this.d.syncer.retain(kept);
     this.d.statusManager.removeOrphanedStatuses(desired);
-    this.d.prober.cleanupPods(new Set([...desired].filter((uid) => workers.state(uid) === 'syncing')));
+    this.d.prober.cleanupPods(syncing);
     await this.killOrphanedRuntimePods(desired);
     await this.d.cleanup.removeOrphanedPodLeftovers(this.d.runtimePods());
 
@@ -300,22 +301,25 @@ export class SyncLoop {
    * running pods / containers gauges from the last relist's listing.
    */
   private async killOrphanedRuntimePods(desired: ReadonlySet<PodUID>): Promise<void> {
-    const runs = (rp: RuntimePod): boolean =>
-      rp.sandboxes.some((s) => s.state === 'running') || rp.containers.some((c) => c.state === 'running');
     const orphaned = (rp: RuntimePod): boolean =>
       runs(rp) && !desired.has(rp.uid) && this.d.podWorkers.state(rp.uid) === undefined;
+    // Counted in loops: no array or closure per pod at every housekeeping.
     let runningPods = 0;
     let runningContainers = 0;
+    let anyOrphan = false;
     const listed = this.d.runtimePods();
     for (const rp of listed) {
-      if (rp.sandboxes.some((s) => s.state === 'running')) runningPods++;
-      runningContainers += rp.containers.filter((c) => c.state === 'running').length;
+      const sandboxRuns = countRunning(rp.sandboxes) > 0;
+      const containersRunning = countRunning(rp.containers);
+      if (sandboxRuns) runningPods++;
+      runningContainers += containersRunning;
+      if ((sandboxRuns || containersRunning > 0) && !anyOrphan) anyOrphan = orphaned(rp);
     }
     this.d.metrics?.runningPods.set({ node: this.d.nodeName }, runningPods);
     this.d.metrics?.runningContainers.set({ node: this.d.nodeName }, runningContainers);
+    if (!anyOrphan) return;
 
     let orphans = listed.filter(orphaned);
-    if (orphans.length === 0) return;
     if (this.d.listRuntimePods) {
       try {
         orphans = (await this.d.listRuntimePods()).filter(orphaned);
@@ -331,4 +335,16 @@ export class SyncLoop {
       });
     }
   }
+}
+
+/** How many of the sandboxes or containers are running. */
+function countRunning(objs: readonly { state: string }[]): number {
+  let n = 0;
+  for (const o of objs) if (o.state === 'running') n++;
+  return n;
+}
+
+/** Whether the runtime pod still runs a sandbox or a container. */
+function runs(rp: RuntimePod): boolean {
+  return countRunning(rp.sandboxes) > 0 || countRunning(rp.containers) > 0;
 }

@@ -139,7 +139,8 @@ export class AllocationManager {
 
   /** Forgets pods not in `uids` (kubelet: RemoveOrphanedPods). */
   retain(uids: ReadonlySet<string>): void {
-    for (const uid of [...this.allocated.keys()]) if (!uids.has(uid)) this.removeAllocation(uid);
+    // removeAllocation only deletes, which a Map allows while it is walked: no copy of its keys.
+    for (const uid of this.allocated.keys()) if (!uids.has(uid)) this.removeAllocation(uid);
     this.pendingResizes = this.pendingResizes.filter((u) => uids.has(u));
   }
 

@@ -40,25 +40,27 @@ export interface ProbeTiming {
  * make every outcome publish at once.
  */
 export function probeTiming(probe: Probe): ProbeTiming {
-  const field = (name: keyof ProbeTiming, dflt: number): number => {
-    const v: unknown = probe[name];
-    if (v === undefined || v === null || v === 0) return dflt;
-    if (typeof v !== 'number' || !Number.isFinite(v)) {
-      throw new KindError('InvalidArgument', `probe ${name} is not a number: ${String(v)}`);
-    }
-    return v;
-  };
   const timing: ProbeTiming = {
-    initialDelaySeconds: field('initialDelaySeconds', 0),
-    periodSeconds: field('periodSeconds', 10),
-    timeoutSeconds: field('timeoutSeconds', 1),
-    successThreshold: field('successThreshold', 1),
-    failureThreshold: field('failureThreshold', 3),
+    initialDelaySeconds: timingField(probe, 'initialDelaySeconds', 0),
+    periodSeconds: timingField(probe, 'periodSeconds', 10),
+    timeoutSeconds: timingField(probe, 'timeoutSeconds', 1),
+    successThreshold: timingField(probe, 'successThreshold', 1),
+    failureThreshold: timingField(probe, 'failureThreshold', 3),
   };
   if (timing.periodSeconds <= 0) {
     throw new KindError('InvalidArgument', `probe periodSeconds must be positive: ${timing.periodSeconds}`);
   }
   return timing;
+}
+
+/** One field of probeTiming: the value, or `dflt` when unset or zero. A function, not a closure per call. */
+export function timingField(probe: Probe, name: keyof ProbeTiming, dflt: number): number {
+  const v: unknown = probe[name];
+  if (v === undefined || v === null || v === 0) return dflt;
+  if (typeof v !== 'number' || !Number.isFinite(v)) {
+    throw new KindError('InvalidArgument', `probe ${name} is not a number: ${String(v)}`);
+  }
+  return v;
 }
 
 /** The cached value a worker publishes for a container it has not probed yet. */
@@ -159,9 +161,30 @@ export type ProbeDecision =
 
 /** Finds the container by name among regular statuses, then init statuses; only entries with an ID count. */
 function findProbedContainer(status: PodStatus, name: string): ContainerStatus | undefined {
-  const withID = (list: ContainerStatus[] | undefined) =>
-    (list ?? []).find((c) => c?.name === name && typeof c.containerID === 'string' && c.containerID !== '');
-  return withID(status.containerStatuses) ?? withID(status.initContainerStatuses);
+  return withID(status.containerStatuses, name) ?? withID(status.initContainerStatuses, name);
+}
+
+/** The first status of the named container that has a container ID (a loop: this runs at every probe). */
+function withID(list: ContainerStatus[] | undefined, name: string): ContainerStatus | undefined {
+  if (!list) return undefined;
+  for (const c of list) {
+    if (c?.name === name && typeof c.containerID === 'string' && c.containerID !== '') return c;
+  }
+  return undefined;
+}
+
+/** No cache writes: one shared list, since most probes write nothing. */
+const NO_WRITES: readonly ResultWrite[] = Object.freeze([]);
+
+/** `writes` with `w` added: a new list when it was the shared empty one (which is never modified). */
+function withWrite(writes: readonly ResultWrite[], w: ResultWrite): readonly ResultWrite[] {
+  if (writes === NO_WRITES) return [w];
+  (writes as ResultWrite[]).push(w);
+  return writes;
+}
+
+function finish(s: ProbeWorkerState, keepGoing: boolean, writes = NO_WRITES): ProbeDecision {
+  return { action: 'finish', state: s, keepGoing, writes };
 }
 
 /** Whole seconds since `startedAt`, truncated toward zero. A missing or unparsable time counts as 0. */
@@ -182,12 +205,6 @@ export function decideProbe(
   state: ProbeWorkerState,
   inputs: DoProbeInputs,
 ): ProbeDecision {
-  const finish = (s: ProbeWorkerState, keepGoing: boolean, writes: ResultWrite[] = []): ProbeDecision => ({
-    action: 'finish',
-    state: s,
-    keepGoing,
-    writes,
-  });
   const { status, pod, now } = inputs;
   // 1-2. No status yet: wait. A terminal pod never needs probing again.
   if (!status) return finish(state, true);
@@ -199,16 +216,22 @@ export function decideProbe(
   const id = c.containerID;
 
   // 4. A new container restarts the bookkeeping of the cache and lifts a hold.
-  const writes: ResultWrite[] = [];
+  let writes = NO_WRITES;
   let s = state;
   if (currentContainerID(s) !== id) {
     const old = currentContainerID(s);
-    if (old !== undefined) writes.push({ op: 'remove', containerID: old });
+    if (old !== undefined) writes = withWrite(writes, { op: 'remove', containerID: old });
     const adopted =
       target.probeType !== 'liveness' &&
       inputs.adoptedBefore !== undefined &&
       startedBefore(c, inputs.adoptedBefore);
-    if (!adopted) writes.push({ op: 'set', containerID: id, result: initialProbeResult(target.probeType) });
+    if (!adopted) {
+      writes = withWrite(writes, {
+        op: 'set',
+        containerID: id,
+        result: initialProbeResult(target.probeType),
+      });
+    }
     s =
       s.phase === 'awaitingContainer'
         ? { phase: 'probing', containerID: id, lastResult: undefined, resultRun: 0 }
@@ -221,14 +244,14 @@ export function decideProbe(
   // 6. A container that is not running fails; it stops the worker only if it will never come back.
   const running = c.state?.running;
   if (!running) {
-    writes.push({ op: 'set', containerID: id, result: 'failure' });
+    writes = withWrite(writes, { op: 'set', containerID: id, result: 'failure' });
     const willRestart = !c.state?.terminated || pod.spec?.restartPolicy !== 'Never';
     return finish(s, willRestart, writes);
   }
 
   // 7. Deletion: liveness and startup go quiet so that shutdown does not restart the container.
   if (pod.metadata?.deletionTimestamp && target.probeType !== 'readiness') {
-    writes.push({ op: 'set', containerID: id, result: 'success' });
+    writes = withWrite(writes, { op: 'set', containerID: id, result: 'success' });
     return finish(s, false, writes);
   }
 
@@ -253,7 +276,7 @@ export function recordProbeOutcome(
   state: ProbeWorkerState,
   outcome: ProbeOutcome | 'error',
 ): { state: ProbeWorkerState; writes: readonly ResultWrite[] } {
-  if (state.phase !== 'probing' || outcome === 'error') return { state, writes: [] };
+  if (state.phase !== 'probing' || outcome === 'error') return { state, writes: NO_WRITES };
   let result: ProbeResult;
   switch (outcome) {
     case 'success':
@@ -267,7 +290,7 @@ export function recordProbeOutcome(
       const never: never = outcome;
       // An outcome outside the contract is treated like an execution error: thrown away.
       void never;
-      return { state, writes: [] };
+      return { state, writes: NO_WRITES };
     }
   }
   const resultRun = state.lastResult === result ? state.resultRun + 1 : 1;
@@ -277,9 +300,9 @@ export function recordProbeOutcome(
     (result === 'failure' && resultRun < failureThreshold) ||
     (result === 'success' && resultRun < successThreshold)
   ) {
-    return { state: counted, writes: [] };
+    return { state: counted, writes: NO_WRITES };
   }
-  const writes: ResultWrite[] = [{ op: 'set', containerID: state.containerID, result }];
+  const writes: readonly ResultWrite[] = [{ op: 'set', containerID: state.containerID, result }];
   const hold = (target.probeType === 'liveness' && result === 'failure') || target.probeType === 'startup';
   if (hold) {
     return { state: { phase: 'onHold', containerID: state.containerID, lastResult: result }, writes };

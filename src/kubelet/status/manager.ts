@@ -245,7 +245,8 @@ export class StatusManager {
 
   /** Forgets every cached status whose UID is not in `podUIDs` (the pods the kubelet still knows). */
   removeOrphanedStatuses(podUIDs: ReadonlySet<string>): void {
-    for (const uid of [...this.podStatuses.keys()]) {
+    // Deletes only, which a Map allows while it is walked: no copy of its keys per housekeeping.
+    for (const uid of this.podStatuses.keys()) {
       if (!podUIDs.has(uid)) this.podStatuses.delete(uid);
     }
   }

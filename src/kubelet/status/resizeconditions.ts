@@ -79,7 +79,7 @@ export class PodResizeConditions {
 
   /** Forgets pods not in `uids`. */
   retain(uids: ReadonlySet<string>): void {
-    for (const uid of [...this.byUID.keys()]) if (!uids.has(uid)) this.byUID.delete(uid);
+    for (const uid of this.byUID.keys()) if (!uids.has(uid)) this.byUID.delete(uid); // deletes only: no copy
   }
 
   private entry(uid: string): Entry {

@@ -92,7 +92,7 @@ export class StatusSyncer {
     const { podToMirror, mirrorToPod } = this.d.podManager.getUIDTranslations();
     if (all) {
       for (const byUID of [this.apiStatusVersions, this.written]) {
-        for (const uid of [...byUID.keys()]) {
+        for (const uid of byUID.keys()) {
           if (!this.d.podStatuses.has(asPodUID(uid)) && !mirrorToPod.has(uid)) byUID.delete(uid);
         }
       }

@@ -273,6 +273,7 @@ export class VolumeManager {
 
   /** Forgets in-memory state of pods no longer known (their directories are cleaned up separately). */
   retain(uids: ReadonlySet<string>): void {
-    for (const uid of [...this.pods.keys()]) if (!uids.has(uid)) this.pods.delete(uid);
+    // A Map may lose entries while it is walked (never adding any): no copy of its keys per housekeeping.
+    for (const uid of this.pods.keys()) if (!uids.has(uid)) this.pods.delete(uid);
   }
 }
