@@ -6,18 +6,33 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { EventRecorder } from './kube/events.js';
 import { EventLoopDelaySampler } from './util/loopdelay.js';
+import {
+  SeriesCounter,
+  SeriesHistogram,
+  type CounterSeries,
+  type HistogramSeries,
+} from './util/promseries.js';
 
 /** What the metrics read of an Event recorder: its outcome counts and what waits. */
 export type EventRecorderView = Pick<EventRecorder, 'stats' | 'pending'>;
 
+/** One node's series of the per-node metrics, made on first use (see Metrics.forNode). */
+export interface NodeMetricSeries {
+  readonly podStart: HistogramSeries;
+  readonly relist: HistogramSeries;
+  worker(operation: string): HistogramSeries;
+  probe(probeType: string, result: string): CounterSeries;
+}
+
 export class Metrics {
   readonly registry = new Registry();
-  readonly podStartDuration: Histogram<'node'>;
-  readonly podWorkerDuration: Histogram<'node' | 'operation'>;
-  readonly plegRelistDuration: Histogram<'node'>;
-  readonly proberProbeTotal: Counter<'node' | 'probe_type' | 'result'>;
-  readonly restClientRequests: Counter<'verb' | 'resource' | 'code'>;
-  readonly restClientLatency: Histogram<'verb'>;
+  // Counted per pod, probe, relist or request: series kept by their callers (src/util/promseries.ts).
+  readonly podStartDuration: SeriesHistogram<'node'>;
+  readonly podWorkerDuration: SeriesHistogram<'node' | 'operation'>;
+  readonly plegRelistDuration: SeriesHistogram<'node'>;
+  readonly proberProbeTotal: SeriesCounter<'node' | 'probe_type' | 'result'>;
+  readonly restClientRequests: SeriesCounter<'verb' | 'resource' | 'code'>;
+  readonly restClientLatency: SeriesHistogram<'verb'>;
   readonly runningPods: Gauge<'node'>;
   readonly runningContainers: Gauge<'node'>;
   readonly virtualNodes: Gauge<'state'>;
@@ -37,40 +52,40 @@ export class Metrics {
     // Process-wide, like the default metrics; its timer is unref'd and never holds the process.
     if (defaultMetrics) new EventLoopDelaySampler(this.eventLoopDelay).start();
     const secs = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
-    this.podStartDuration = new Histogram({
+    this.podStartDuration = new SeriesHistogram({
       name: 'kubelet_pod_start_duration_seconds',
       help: 'Duration from a pod being seen by the node agent to all its containers running.',
       labelNames: ['node'],
       buckets: secs,
       registers,
     });
-    this.podWorkerDuration = new Histogram({
+    this.podWorkerDuration = new SeriesHistogram({
       name: 'kubelet_pod_worker_duration_seconds',
       help: 'Duration of one pod worker sync, by operation.',
       labelNames: ['node', 'operation'],
       buckets: secs,
       registers,
     });
-    this.plegRelistDuration = new Histogram({
+    this.plegRelistDuration = new SeriesHistogram({
       name: 'kubelet_pleg_relist_duration_seconds',
       help: 'Duration of one PLEG relist.',
       labelNames: ['node'],
       buckets: secs,
       registers,
     });
-    this.proberProbeTotal = new Counter({
+    this.proberProbeTotal = new SeriesCounter({
       name: 'prober_probe_total',
       help: 'Probe results by probe type and result.',
       labelNames: ['node', 'probe_type', 'result'],
       registers,
     });
-    this.restClientRequests = new Counter({
+    this.restClientRequests = new SeriesCounter({
       name: 'rest_client_requests_total',
       help: 'API server requests by verb, resource and HTTP code (0 = no response).',
       labelNames: ['verb', 'resource', 'code'],
       registers,
     });
-    this.restClientLatency = new Histogram({
+    this.restClientLatency = new SeriesHistogram({
       name: 'rest_client_request_duration_seconds',
       help: 'API server request latency by verb.',
       labelNames: ['verb'],
@@ -127,9 +142,44 @@ export class Metrics {
     });
   }
 
+  /** The node's series, for the kubelet of that node to keep. */
+  forNode(node: string): NodeMetricSeries {
+    const workers = new Map<string, HistogramSeries>();
+    const probes = new Map<string, Map<string, CounterSeries>>();
+    return {
+      podStart: this.podStartDuration.series({ node }),
+      relist: this.plegRelistDuration.series({ node }),
+      worker: (operation) => {
+        let s = workers.get(operation);
+        if (!s) workers.set(operation, (s = this.podWorkerDuration.series({ node, operation })));
+        return s;
+      },
+      probe: (probe_type, result) => {
+        let byResult = probes.get(probe_type);
+        if (!byResult) probes.set(probe_type, (byResult = new Map()));
+        let s = byResult.get(result);
+        if (!s) byResult.set(result, (s = this.proberProbeTotal.series({ node, probe_type, result })));
+        return s;
+      },
+    };
+  }
+
+  /** verb -> resource -> code -> series, and verb -> latency series: found without a key string. */
+  private readonly requestSeries = new Map<string, Map<string, Map<number, CounterSeries>>>();
+  private readonly latencySeries = new Map<string, HistogramSeries>();
+
   /** Hook for KubeClient's onRequest. */
   readonly onRequest = (verb: string, resource: string, code: number, durationMs: number): void => {
-    this.restClientRequests.inc({ verb, resource, code: String(code) });
-    this.restClientLatency.observe({ verb }, durationMs / 1000);
+    let byResource = this.requestSeries.get(verb);
+    if (!byResource) this.requestSeries.set(verb, (byResource = new Map()));
+    let byCode = byResource.get(resource);
+    if (!byCode) byResource.set(resource, (byCode = new Map()));
+    let requests = byCode.get(code);
+    if (!requests)
+      byCode.set(code, (requests = this.restClientRequests.series({ verb, resource, code: String(code) })));
+    requests.inc();
+    let latency = this.latencySeries.get(verb);
+    if (!latency) this.latencySeries.set(verb, (latency = this.restClientLatency.series({ verb })));
+    latency.observe(durationMs / 1000);
   };
 }

@@ -49,6 +49,7 @@ import { KubeletPodManager, PodsByNodeIndex } from './podmanager.js';
 import { PodWorkers } from './podworkers.js';
 import { ProberManager } from './prober/manager.js';
 import { ProbeMetrics } from './prober/metrics.js';
+import type { NodeMetricSeries } from '../metrics.js';
 import { ResultsManager } from './prober/results.js';
 import { createProbeRunner } from './prober/runner.js';
 import { ReasonCache } from './reasoncache.js';
@@ -98,6 +99,8 @@ export class Kubelet {
   private readonly d: KubeletDeps;
   private readonly settings: KubeletPeriods;
   private readonly log: Logger;
+  /** This node's series of the per-node metrics (src/metrics.ts forNode), when there are metrics. */
+  private readonly metricSeries: NodeMetricSeries | undefined;
   private readonly syncer: KubeletPodSyncer;
   private readonly loop: SyncLoop;
   private readonly loops: PeriodicLoops<'pleg' | 'housekeeping' | 'status' | 'resize'>;
@@ -139,6 +142,7 @@ export class Kubelet {
     const record = podEventRecorder(deps.recorder);
     const metrics = deps.metrics;
     const node = deps.nodeName;
+    const series = (this.metricSeries = metrics?.forNode(node));
     const podEnv = newPodEnvironment(deps, record, nodeIPs, this.log);
     this.volumeManager = podEnv.volumes;
     const onPodUnmounted = podEnv.env.onPodUnmounted;
@@ -175,7 +179,7 @@ export class Kubelet {
         runtime: deps.runtime,
         record,
         onProbe: (probeType, result, pod, container) => {
-          metrics?.proberProbeTotal.inc({ node, probe_type: probeType, result });
+          series?.probe(probeType, result).inc();
           this.probeMetrics.observe(probeType, result, pod, container);
         },
         logger: { info: (m, f) => this.log.debug(m, f) },
@@ -229,7 +233,7 @@ export class Kubelet {
       probes: { liveness: this.results.liveness, startup: this.results.startup },
       reasonCache: this.reasonCache,
       workerState: (uid) => this.podWorkers.state(asPodUID(uid)),
-      onPodStarted: (ms) => metrics?.podStartDuration.observe({ node }, ms / 1000),
+      onPodStarted: (ms) => series?.podStart.observe(ms / 1000),
       evictionHandlers: [activeDeadline],
       allocation: this.allocationManager,
       resizeConditions: this.resizeConditions,
@@ -253,7 +257,7 @@ export class Kubelet {
       resyncIntervalMs: this.settings.resyncIntervalMs,
       backOffMs: this.settings.podWorkerBackOffMs,
       logger: this.log.child({ component: 'pod_workers' }),
-      onSync: (op, ms) => metrics?.podWorkerDuration.observe({ node, operation: op }, ms / 1000),
+      onSync: (op, ms) => series?.worker(op).observe(ms / 1000),
       syncDue: (pod) => minDue(activeDeadline.timeUntilSync(pod), this.syncer.resizeSyncDue(pod)),
       onDue: (uid) => void this.loop.handle({ source: 'resync', podUID: uid }),
     });
@@ -429,10 +433,7 @@ export class Kubelet {
   private async relist(send: boolean): Promise<boolean> {
     const started = this.d.clock.now();
     const r = await this.pleg.relist();
-    this.d.metrics?.plegRelistDuration.observe(
-      { node: this.nodeName },
-      (this.d.clock.now() - started) / 1000,
-    );
+    this.metricSeries?.relist.observe((this.d.clock.now() - started) / 1000);
     if (!r.listed) this.log.warn('PLEG relist failed', { err: errorMessage(r.error) });
     if (send && this.phase === 'running') this.sendPlegEvents();
     return r.listed;
