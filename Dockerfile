@@ -31,8 +31,9 @@ COPY --from=build /src/dist ./dist
 # Numeric, so that runAsNonRoot can verify it; the manifests run as the same uid.
 USER 65532:65532
 EXPOSE 8080
-# V8's young generation at 64 MiB a semi-space (16 by default) lets a pod start's short-lived objects die
+# V8's young generation at 32 MiB a semi-space (16 by default) lets a pod start's short-lived objects die
 # there instead of being promoted, and a fixed old-generation growth of 2x (V8 picks up to 4x on a machine
-# with memory to spare) keeps the heap near what is live: both less CPU and less memory at 10,000 pods
-# (bench/README.md, issue #17, "V8 flags"). The benchmarks read these flags from here.
-ENTRYPOINT ["node", "--max-semi-space-size=64", "--heap-growing-percent=100", "dist/main.js"]
+# with memory to spare) keeps the heap near what is live: less memory than V8's defaults at 10,000 pods and
+# no more CPU. 64 MiB cost as much CPU and 38 MiB more RSS once a pod start made less garbage (bench/README.md,
+# issue #17, "V8 flags" and "the young generation measured again"). The benchmarks read these flags from here.
+ENTRYPOINT ["node", "--max-semi-space-size=32", "--heap-growing-percent=100", "dist/main.js"]
