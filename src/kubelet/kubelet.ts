@@ -19,6 +19,7 @@
  * next Kubelet). Time comes only from the injected Clock.
  */
 import type { Pod } from '../api/core.js';
+import type { NodeMetricSeries } from '../metrics.js';
 import { errorMessage, KindError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import { memoByIdentity } from '../util/memo.js';
@@ -49,7 +50,6 @@ import { KubeletPodManager, PodsByNodeIndex } from './podmanager.js';
 import { PodWorkers } from './podworkers.js';
 import { ProberManager } from './prober/manager.js';
 import { ProbeMetrics } from './prober/metrics.js';
-import type { NodeMetricSeries } from '../metrics.js';
 import { ResultsManager } from './prober/results.js';
 import { createProbeRunner } from './prober/runner.js';
 import { ReasonCache } from './reasoncache.js';
