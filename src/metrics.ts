@@ -16,7 +16,7 @@ import {
 /** What the metrics read of an Event recorder: its outcome counts and what waits. */
 export type EventRecorderView = Pick<EventRecorder, 'stats' | 'pending'>;
 
-/** One node's series of the per-node metrics, made on first use (see Metrics.forNode). */
+/** One node's series of the per-node metrics: the node's label given once (see Metrics.forNode). */
 export interface NodeMetricSeries {
   readonly podStart: HistogramSeries;
   readonly relist: HistogramSeries;
@@ -144,42 +144,17 @@ export class Metrics {
 
   /** The node's series, for the kubelet of that node to keep. */
   forNode(node: string): NodeMetricSeries {
-    const workers = new Map<string, HistogramSeries>();
-    const probes = new Map<string, Map<string, CounterSeries>>();
     return {
       podStart: this.podStartDuration.series({ node }),
       relist: this.plegRelistDuration.series({ node }),
-      worker: (operation) => {
-        let s = workers.get(operation);
-        if (!s) workers.set(operation, (s = this.podWorkerDuration.series({ node, operation })));
-        return s;
-      },
-      probe: (probe_type, result) => {
-        let byResult = probes.get(probe_type);
-        if (!byResult) probes.set(probe_type, (byResult = new Map()));
-        let s = byResult.get(result);
-        if (!s) byResult.set(result, (s = this.proberProbeTotal.series({ node, probe_type, result })));
-        return s;
-      },
+      worker: (operation) => this.podWorkerDuration.series({ node, operation }),
+      probe: (probe_type, result) => this.proberProbeTotal.series({ node, probe_type, result }),
     };
   }
 
-  /** verb -> resource -> code -> series, and verb -> latency series: found without a key string. */
-  private readonly requestSeries = new Map<string, Map<string, Map<number, CounterSeries>>>();
-  private readonly latencySeries = new Map<string, HistogramSeries>();
-
   /** Hook for KubeClient's onRequest. */
   readonly onRequest = (verb: string, resource: string, code: number, durationMs: number): void => {
-    let byResource = this.requestSeries.get(verb);
-    if (!byResource) this.requestSeries.set(verb, (byResource = new Map()));
-    let byCode = byResource.get(resource);
-    if (!byCode) byResource.set(resource, (byCode = new Map()));
-    let requests = byCode.get(code);
-    if (!requests)
-      byCode.set(code, (requests = this.restClientRequests.series({ verb, resource, code: String(code) })));
-    requests.inc();
-    let latency = this.latencySeries.get(verb);
-    if (!latency) this.latencySeries.set(verb, (latency = this.restClientLatency.series({ verb })));
-    latency.observe(durationMs / 1000);
+    this.restClientRequests.inc({ verb, resource, code: String(code) });
+    this.restClientLatency.observe({ verb }, durationMs / 1000);
   };
 }

@@ -1,10 +1,11 @@
 /**
- * Counters and histograms whose label sets are resolved once, into a series the caller keeps: counting on a
- * series touches numbers only. prom-client's own Counter and Histogram take a label object on every call,
- * check it, build a key string from it and look the bucket up by a number-keyed property; at 10,000 pods
- * (a request, a pod sync, a relist or a probe each counted) that was 3 % of the operator's busy time in a
- * create phase (bench/README.md). These register in a prom-client Registry like its own metrics and
- * answer it in the same shape, so the exposition text is the same line for line.
+ * Counters and histograms whose label sets are found by their values, one map per label, with no key string
+ * or label check per call, and whose series a caller may keep to skip even that: counting on a series touches
+ * numbers only. prom-client's own Counter and Histogram take a label object on every call, check it, build a
+ * key string from it and look the bucket up by a number-keyed property; at 10,000 pods (a request, a pod
+ * sync, a relist or a probe each counted) that was 3 % of the operator's busy time in a create phase
+ * (bench/README.md). These register in a prom-client Registry like its own metrics and answer it in the same
+ * shape, so the exposition text is the same line for line.
  */
 import type { Metric, Registry } from 'prom-client';
 
@@ -37,13 +38,25 @@ interface Sample {
   exemplar?: null;
 }
 
-/** Series by label values (joined by a character no label value holds in practice). */
+interface Entry<L extends string, S> {
+  labels: Labels<L>;
+  series: S;
+}
+
+/** A level of the lookup: a label's value -> the next level, or the entry after the last label. */
+type Level<L extends string, S> = Map<string, Level<L, S> | Entry<L, S>>;
+
+/** Series by label values, looked up one label at a time in the order of `labelNames`. */
 abstract class SeriesMetric<L extends string, S> {
   readonly name: string;
   readonly help: string;
   readonly aggregator = 'sum';
   abstract readonly type: 'counter' | 'histogram';
-  protected readonly byKey = new Map<string, { labels: Labels<L>; series: S }>();
+  /** Every series, in the order made (the order of the exposition). */
+  protected readonly entries: Entry<L, S>[] = [];
+  private readonly root: Level<L, S> = new Map();
+  /** The series of a metric without labels. */
+  private unlabelled: Entry<L, S> | undefined;
   private readonly labelNames: readonly L[];
 
   constructor(cfg: Config<L>) {
@@ -56,21 +69,44 @@ abstract class SeriesMetric<L extends string, S> {
 
   /** The series of `labels` (every label name given, no other), made on first use. */
   series(labels: Labels<L>): S {
-    let key = '';
-    for (const n of this.labelNames) {
-      const v = labels[n];
-      if (typeof v !== 'string') throw new TypeError(`${this.name}: label ${n} is missing`);
-      key += `${v}\u0000`;
+    const names = this.labelNames;
+    let level = this.root;
+    let found: Entry<L, S> | undefined = names.length === 0 ? this.unlabelled : undefined;
+    for (let i = 0; i < names.length; i++) {
+      const v = labels[names[i]!];
+      if (typeof v !== 'string') throw new TypeError(`${this.name}: label ${names[i]} is missing`);
+      const next = level.get(v);
+      if (next === undefined) break;
+      if (i === names.length - 1) found = next as Entry<L, S>;
+      else level = next as Level<L, S>;
     }
-    let entry = this.byKey.get(key);
-    if (!entry) {
-      for (const n of Object.keys(labels)) {
-        if (!this.labelNames.includes(n as L)) throw new TypeError(`${this.name}: unknown label ${n}`);
+    return (found ?? this.add(labels)).series;
+  }
+
+  /** Makes the series of `labels`, checked: every label name given (a string), no other. */
+  private add(labels: Labels<L>): Entry<L, S> {
+    const names = this.labelNames;
+    for (const n of names) {
+      if (typeof labels[n] !== 'string') throw new TypeError(`${this.name}: label ${n} is missing`);
+    }
+    for (const n of Object.keys(labels)) {
+      if (!names.includes(n as L)) throw new TypeError(`${this.name}: unknown label ${n}`);
+    }
+    const entry: Entry<L, S> = { labels: { ...labels }, series: this.newSeries() };
+    if (names.length === 0) this.unlabelled = entry;
+    let level = this.root;
+    for (let i = 0; i < names.length; i++) {
+      const v = labels[names[i]!];
+      if (i === names.length - 1) {
+        level.set(v, entry);
+        break;
       }
-      entry = { labels: { ...labels }, series: this.newSeries() };
-      this.byKey.set(key, entry);
+      let next = level.get(v) as Level<L, S> | undefined;
+      if (next === undefined) level.set(v, (next = new Map()));
+      level = next;
     }
-    return entry.series;
+    this.entries.push(entry);
+    return entry;
   }
 
   protected abstract newSeries(): S;
@@ -116,7 +152,7 @@ class CounterCell implements CounterSeries {
 export class SeriesCounter<L extends string> extends SeriesMetric<L, CounterCell> {
   readonly type = 'counter';
 
-  /** Counts `n` for `labels` (a series lookup per call: hot paths keep the series instead). */
+  /** Counts `n` for `labels` (a lookup of the series per call, by its label values). */
   inc(labels: Labels<L>, n = 1): void {
     this.series(labels).inc(n);
   }
@@ -126,11 +162,11 @@ export class SeriesCounter<L extends string> extends SeriesMetric<L, CounterCell
   }
 
   protected samples(): Sample[] {
-    return [...this.byKey.values()].map((e) => ({ value: e.series.count, labels: { ...e.labels } }));
+    return this.entries.map((e) => ({ value: e.series.count, labels: { ...e.labels } }));
   }
 
   reset(): void {
-    for (const e of this.byKey.values()) e.series.count = 0;
+    for (const e of this.entries) e.series.count = 0;
   }
 }
 
@@ -164,7 +200,7 @@ export class SeriesHistogram<L extends string> extends SeriesMetric<L, Histogram
     this.bounds = [...cfg.buckets].sort((a, b) => a - b);
   }
 
-  /** Observes `value` for `labels` (a series lookup per call: hot paths keep the series instead). */
+  /** Observes `value` for `labels` (a lookup of the series per call, by its label values). */
   observe(labels: Labels<L>, value: number): void {
     this.series(labels).observe(value);
   }
@@ -177,7 +213,7 @@ export class SeriesHistogram<L extends string> extends SeriesMetric<L, Histogram
   protected samples(): Sample[] {
     const out: Sample[] = [];
     const bucket = `${this.name}_bucket`;
-    for (const { labels, series } of this.byKey.values()) {
+    for (const { labels, series } of this.entries) {
       let acc = 0;
       for (let i = 0; i < this.bounds.length; i++) {
         acc += series.buckets[i]!;
@@ -213,7 +249,7 @@ export class SeriesHistogram<L extends string> extends SeriesMetric<L, Histogram
   }
 
   reset(): void {
-    for (const { series } of this.byKey.values()) {
+    for (const { series } of this.entries) {
       series.buckets.fill(0);
       series.sum = 0;
       series.count = 0;

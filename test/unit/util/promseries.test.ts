@@ -59,6 +59,21 @@ describe('promseries: counters and histograms with series kept by their callers'
     expect(() => h2.series({ node: 'n1', op: 'x' }).observe(Number.NaN)).to.throw(TypeError);
   });
 
+  it('finds the same series again by its label values, with or without labels', async () => {
+    const { ours, c2 } = pair();
+    expect(c2.series({ node: 'n1', code: '200' })).to.equal(c2.series({ code: '200', node: 'n1' }));
+    expect(c2.series({ node: 'n1', code: '200' })).not.to.equal(c2.series({ node: 'n1', code: '201' }));
+    const bare = new SeriesCounter({
+      name: 'bare_total',
+      help: 'No labels.',
+      labelNames: [],
+      registers: [ours],
+    });
+    expect(bare.series({})).to.equal(bare.series({}));
+    bare.inc({}, 2);
+    expect(await ours.metrics()).to.include('bare_total 2');
+  });
+
   it('keeps a series across a reset, counting from zero again', async () => {
     const { ours, c2, h2 } = pair();
     const s = c2.series({ node: 'n1', code: '200' });
