@@ -16,6 +16,16 @@ import { applyPodStatusPatch } from '../../../conformance/areas/statusManager-ap
 
 const NOW = Date.UTC(2026, 0, 1, 12, 0, 0, 250);
 
+/** A small deterministic generator (xorshift): rand(n) is an integer in [0, n). */
+function xorshift(seed: number): (n: number) => number {
+  return (n) => {
+    seed ^= seed << 13;
+    seed ^= seed >>> 17;
+    seed ^= seed << 5;
+    return (seed >>> 0) % n;
+  };
+}
+
 function pod(spec: Partial<Pod['spec']> = {}, status: PodStatus = {}): Pod {
   return { metadata: { uid: 'u1', name: 'p', namespace: 'ns' }, spec: { containers: [], ...spec }, status };
 }
@@ -23,15 +33,9 @@ function pod(spec: Partial<Pod['spec']> = {}, status: PodStatus = {}): Pod {
 describe('status manager helpers', () => {
   describe('semanticEqual', () => {
     it('answers as comparing the two canonical forms, on thousands of random pairs', () => {
-      // A small deterministic generator (xorshift) of status-like values, zero values and pointer keys
+      // A small deterministic generator of status-like values, zero values and pointer keys
       // included, and of near-copies of them, so that both equal and unequal pairs are common.
-      let seed = 0x2f6b1a3d;
-      const rand = (n: number): number => {
-        seed ^= seed << 13;
-        seed ^= seed >>> 17;
-        seed ^= seed << 5;
-        return (seed >>> 0) % n;
-      };
+      const rand = xorshift(0x2f6b1a3d);
       const keys = [
         'ready',
         'started',
@@ -272,13 +276,7 @@ describe('status manager helpers', () => {
     });
 
     it('takes the server to the new status, and is null exactly when nothing but order differs (random pairs)', () => {
-      let seed = 0x5eed1e55;
-      const rand = (n: number): number => {
-        seed ^= seed << 13;
-        seed ^= seed >>> 17;
-        seed ^= seed << 5;
-        return (seed >>> 0) % n;
-      };
+      const rand = xorshift(0x5eed1e55);
       const pick = <T>(xs: readonly T[]): T => xs[rand(xs.length)]!;
       const times = ['2026-01-01T00:00:00Z', '2026-01-01T01:00:00+01:00', '2026-01-01T00:00:05Z', null];
       const types = ['PodScheduled', 'Initialized', 'Ready', 'ContainersReady', 'example.com/gate'];
