@@ -49,6 +49,11 @@ export const ConfigSchema = z.object({
   /** Each VirtualNode's Event rate limit, a bucket per node (kubelet eventRecordQPS and eventBurst, same defaults). */
   eventQps: z.coerce.number().positive().default(50),
   eventBurst: z.coerce.number().int().positive().default(100),
+  /**
+   * Connections to the API server for everything but heartbeats and events; requests beyond them wait their
+   * turn in the process. Events and heartbeats have pools of their own (EVENT_CONNECTIONS, HEARTBEAT_CONNECTIONS).
+   */
+  kubeApiConnections: z.coerce.number().int().positive().default(64),
   /** Lift the client and event rate limits entirely (benchmarks). */
   unlimitedQps: z
     .union([z.boolean(), z.enum(['true', 'false'])])

@@ -21,6 +21,13 @@ import { errorMessage } from './util/errors.js';
 import { createLogger } from './util/logger.js';
 import { processSlicer } from './util/timeslice.js';
 
+/**
+ * The Event writes' and the heartbeats' own connections (the rest: --kube-api-connections). Sixteen keep up
+ * with 100 nodes' Leases and node statuses, and with a burst's Events as fast as the API server takes them.
+ */
+const EVENT_CONNECTIONS = 16;
+const HEARTBEAT_CONNECTIONS = 16;
+
 export const VERSION = '0.1.0';
 
 /**
@@ -74,6 +81,7 @@ async function main(argv: string[]): Promise<number> {
     qps: cfg.kubeApiQps,
     burst: cfg.kubeApiBurst,
     unlimited: cfg.unlimitedQps,
+    connections: cfg.kubeApiConnections,
     clock,
     userAgent: cfg.shardLeases
       ? `kubelet-operator/${VERSION} replica/${identity}`
@@ -83,13 +91,17 @@ async function main(argv: string[]): Promise<number> {
   });
   // As the kubelet: heartbeats (node Leases, node status, shard Leases) on a client without a rate limit, so
   // no flood of other requests queued in the main bucket can let a Lease expire; events on a bucket per node
-  // (--event-qps/--event-burst), so they neither wait behind pod work nor hold it up. One connection pool.
-  const heartbeatClient = client.withLimits({ unlimited: true, prompt: true });
+  // (--event-qps/--event-burst), so they neither wait behind pod work nor hold it up. Each of the three has
+  // its own connections too: a burst's backlog of Events or status writes waits in its own pool's queue.
+  const heartbeatClient = client
+    .withPool(HEARTBEAT_CONNECTIONS)
+    .withLimits({ unlimited: true, prompt: true });
+  const eventPool = client.withPool(EVENT_CONNECTIONS);
   const eventLimits = cfg.unlimitedQps
     ? ({ unlimited: true } as const)
     : { qps: cfg.eventQps, burst: cfg.eventBurst };
   // The node API server's Events; each node gets a bucket of its own below, as each kubelet has.
-  const eventClient = client.withLimits(eventLimits);
+  const eventClient = eventPool.withLimits(eventLimits);
   // One ConfigMap/Secret/claim cache for every node's volumes and environments; entries nobody asked for in
   // ten minutes (missing objects of deleted pods among them) are dropped every minute.
   const sources = restVolumeSources(client, clock);
@@ -100,7 +112,7 @@ async function main(argv: string[]): Promise<number> {
     nodeApi,
     client,
     heartbeatClient,
-    eventClient: () => client.withLimits(eventLimits),
+    eventClient: () => eventPool.withLimits(eventLimits),
     clock,
     logger,
     metrics,
@@ -153,7 +165,9 @@ async function main(argv: string[]): Promise<number> {
         : undefined;
   if (certificates) {
     nodeApiServer = await serveNodeApi({
-      client,
+      // Its own connections, without a bound: a node's CSR is watched until someone approves it (minutes,
+      // perhaps), and a hundred nodes waiting at once must not hold the main pool's connections.
+      client: client.withPool(Infinity),
       eventClient,
       clock,
       logger,

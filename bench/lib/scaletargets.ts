@@ -13,6 +13,8 @@ export interface TargetInputs {
   podsPerSec: number;
   readyLatency: { p99: number };
   createCpuSec: number;
+  /** The create phase's CPU until the Events of the pods' start were written too (absent in older results). */
+  createWithEventsCpuSec?: number;
   rssAtAllReadyMiB: number;
   nodesReadyMs: number;
   eventLoopP99Ms: number;
@@ -79,7 +81,9 @@ export function targetRows(ours: TargetInputs, kwok: TargetInputs | undefined): 
   const x = (v: number): string => times(v);
   const tp = ratio(ours.podsPerSec, kwok?.podsPerSec ?? Number.NaN);
   const p99 = ratio(ours.readyLatency.p99, kwok?.readyLatency.p99 ?? Number.NaN);
-  const cpu = ratio(ours.createCpuSec / ours.pods, kwok ? kwok.createCpuSec / kwok.pods : Number.NaN);
+  // A pod's start includes its Events: counted until they are written, which a burst leaves queued past Ready.
+  const startCpu = (r: TargetInputs): number => (r.createWithEventsCpuSec ?? r.createCpuSec) / r.pods;
+  const cpu = ratio(startCpu(ours), kwok ? startCpu(kwok) : Number.NaN);
   const writes =
     requestsPerPod(ours.createRequests, ours.pods, STATUS_WRITE) +
     requestsPerPod(ours.deleteRequests, ours.pods, STATUS_WRITE);
@@ -87,7 +91,7 @@ export function targetRows(ours: TargetInputs, kwok: TargetInputs | undefined): 
   return [
     ['throughput, ours / kwok', tp, x, '>= 1.0x', tp >= 1],
     ['create -> Ready p99, ours / kwok', p99, x, '<= 1.0x', p99 <= 1],
-    ['CPU per pod, create phase, ours / kwok', cpu, x, '<= 1.5x', cpu <= 1.5],
+    ['CPU per pod, create phase with its Events, ours / kwok', cpu, x, '<= 1.5x', cpu <= 1.5],
     [
       'RSS when all pods are Ready',
       ours.rssAtAllReadyMiB,

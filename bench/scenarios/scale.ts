@@ -66,6 +66,12 @@ export interface SideRun {
   podsPerSec: number;
   readyLatency: ReturnType<typeof summarize>;
   createCpuSec: number;
+  /**
+   * From the first create until all were Ready and the Events of their start were written (absent in older
+   * results), and that CPU.
+   */
+  startEventsWrittenMs?: number;
+  createWithEventsCpuSec?: number;
   deleteCpuSec: number;
   maxRssMiB: number;
   rssIdleMiB: number;
@@ -197,13 +203,19 @@ async function tallyEvents(bc: BenchCluster, ns: string): Promise<Record<string,
 }
 
 /**
- * Waits until the namespace's Event count has not moved for three polls a second apart (`maxMs` at most);
- * resolves to the time it took. A list with limit=1 reports the rest as remainingItemCount.
+ * Waits until the namespace's Event count has not moved for three polls a second apart (`maxMs` at most).
+ * Resolves to the time it took and to when the count was last seen to change (undefined when it never moved
+ * after the first poll: it was final already). A list with limit=1 reports the rest as remainingItemCount.
  */
-async function waitEventsSettled(bc: BenchCluster, ns: string, maxMs = 60_000): Promise<number> {
+async function waitEventsSettled(
+  bc: BenchCluster,
+  ns: string,
+  maxMs = 60_000,
+): Promise<{ ms: number; changedAt: number | undefined }> {
   const t0 = Date.now();
   let last = -1;
   let still = 0;
+  let changedAt: number | undefined;
   while (still < 3 && Date.now() - t0 < maxMs) {
     const page = await bc.driver.request<{ items: unknown[]; metadata: { remainingItemCount?: number } }>({
       method: 'GET',
@@ -211,11 +223,12 @@ async function waitEventsSettled(bc: BenchCluster, ns: string, maxMs = 60_000): 
       query: { limit: 1 },
     });
     const n = page.items.length + (page.metadata.remainingItemCount ?? 0);
+    if (last >= 0 && n !== last) changedAt = Date.now();
     still = n === last ? still + 1 : 0;
     last = n;
     if (still < 3) await sleep(1000);
   }
-  return Date.now() - t0;
+  return { ms: Date.now() - t0, changedAt };
 }
 
 async function runSide(
@@ -263,6 +276,7 @@ async function runSide(
     let atReady = NOT_SCRAPED;
     let rssAtReady = Number.NaN;
     let allocated: ProfileNode | undefined;
+    let startEventsAt: number | undefined;
     await side.allocations?.open();
     const r = await podRound(bc, `bench-${side.tag}`, plan, opts.concurrency, {
       afterReady: async () => {
@@ -270,12 +284,15 @@ async function runSide(
         atReady = await scrape(agent, side.hasMetrics);
         allocated = await side.allocations?.close();
         snapReady = await side.snapshot?.(agent, `all-ready-${plan.length}`);
-        if (side.snapshot) {
-          // The pods' Events still queued at Ready are in flight, not kept per pod: snapshot again once written.
-          const settledMs = await waitEventsSettled(bc, `bench-${side.tag}`);
-          log(`${side.name}: Events settled after ${duration(settledMs)}`);
-          snapSettled = await side.snapshot(agent, `settled-${plan.length}`);
-        }
+        // A node writes its Events one at a time, as a kubelet's broadcaster does, so a burst's Events are
+        // still being written when the last pod is Ready. The start of the pods is their Events too: the
+        // create phase's CPU is also counted until they are written, and the deletes wait for them.
+        const written = await waitEventsSettled(bc, `bench-${side.tag}`, 300_000);
+        startEventsAt = written.changedAt;
+        if (written.changedAt !== undefined)
+          log(`${side.name}: the start's Events written ${duration(written.ms)} after all were Ready`);
+        // The pods' Events still queued at Ready are in flight, not kept per pod: snapshot again once written.
+        snapSettled = await side.snapshot?.(agent, `settled-${plan.length}`);
         log(`${side.name}: ${plan.length} pods Ready; deleting them`);
       },
     });
@@ -283,7 +300,7 @@ async function runSide(
     // A node writes its Events one at a time, as a kubelet does, so after a burst its queue is written for a
     // while after the last pod is gone. Counted before that, the start's Events looked fewer than they are
     // (and with them the requests per pod): count them once they are all written, outside every window.
-    const eventsMs = await waitEventsSettled(bc, `bench-${side.tag}`, 300_000);
+    const { ms: eventsMs } = await waitEventsSettled(bc, `bench-${side.tag}`, 300_000);
     if (eventsMs > 4000)
       log(`${side.name}: Events settled ${duration(eventsMs)} after the last pod was gone`);
     const eventsByReason = await tallyEvents(bc, `bench-${side.tag}`);
@@ -293,6 +310,8 @@ async function runSide(
     const ready = r.watch.count((p) => p.readyAt !== undefined);
     const pods = plan.length;
     const createUse = windowUsage(sampler.between(r.t0, r.t1 + 1000));
+    const startEventsEnd = Math.max(r.t1, startEventsAt ?? r.t1);
+    const createWithEventsUse = windowUsage(sampler.between(r.t0, startEventsEnd + 1000));
     const deleteUse = windowUsage(sampler.between(r.t2, r.t3 + 1000));
     const all = windowUsage(sampler.between(r.t0, r.t3 + 1000));
     let updates = 0;
@@ -339,6 +358,8 @@ async function runSide(
       podsPerSec: r.ready ? pods / ((r.t1 - r.t0) / 1000) : Number.NaN,
       readyLatency: summarize(lat),
       createCpuSec: createUse.cpuSec,
+      createWithEventsCpuSec: createWithEventsUse.cpuSec,
+      startEventsWrittenMs: startEventsEnd - r.t0,
       deleteCpuSec: deleteUse.cpuSec,
       maxRssMiB: all.maxRssMiB,
       rssIdleMiB: rssIdle,
@@ -395,6 +416,8 @@ export function scaleTable(runs: SideRun[]): string {
     ['create -> Ready p50', (r) => r.readyLatency.p50, ms],
     ['create -> Ready p99', (r) => r.readyLatency.p99, ms],
     ['CPU, create phase', (r) => r.createCpuSec, sec],
+    ["start's Events all written after", (r) => r.startEventsWrittenMs ?? Number.NaN, ms],
+    ['CPU, create phase with its Events', (r) => r.createWithEventsCpuSec ?? Number.NaN, sec],
     ['RSS before the pods (nodes only)', (r) => r.rssIdleMiB, mib],
     ['RSS when all Ready', (r) => r.rssAtAllReadyMiB, mib],
     ['RSS peak (create+delete)', (r) => r.maxRssMiB, mib],

@@ -75,6 +75,8 @@ export interface KubeClientOptions {
   burst?: number;
   /** Lift the rate limit entirely (benchmarks). */
   unlimited?: boolean;
+  /** At most this many connections in the client's pool (see `withPool`); DEFAULT_CONNECTIONS if unset. */
+  connections?: number;
   clock?: Clock;
   userAgent?: string;
   /** Called once per finished request, for metrics. `code` is 0 when no HTTP response came back. */
@@ -209,6 +211,10 @@ export function requestDeadline(
  */
 interface Transport {
   agent: https.Agent | http.Agent;
+  /** Another pool of at most `maxSockets` connections to the same server with the same TLS context. */
+  newAgent(maxSockets: number): https.Agent | http.Agent;
+  /** Every pool made from the first transport (`close()` destroys them all). */
+  pools: Set<https.Agent | http.Agent>;
   /** The kubeconfig's request options without the TLS material (the agent holds that) and the headers. */
   requestOptions: https.RequestOptions;
   /** The kubeconfig's headers (a bearer token), then the user agent and `Accept` every request sends. */
@@ -254,6 +260,15 @@ function searchParams(query: NonNullable<RequestOptions['query']>): URLSearchPar
  */
 const POOL_NAME = 'api-server';
 
+/** A pool's size: a whole number of connections, at least one; Infinity for a pool without a bound. */
+function checkConnections(n: number): void {
+  if (!(n === Infinity || (Number.isInteger(n) && n >= 1)))
+    throw new KindError('InvalidArgument', `a connection pool needs at least one connection (got ${n})`);
+}
+
+/** The connections of a client's pool unless `withPool` gives it another (Node's agent queues the rest). */
+const DEFAULT_CONNECTIONS = 64;
+
 class OneServerHttpsAgent extends https.Agent {
   override getName(): string {
     return POOL_NAME;
@@ -266,7 +281,12 @@ class OneServerHttpAgent extends http.Agent {
   }
 }
 
-function newTransport(server: string, baseOptions: https.RequestOptions, userAgent: string): Transport {
+function newTransport(
+  server: string,
+  baseOptions: https.RequestOptions,
+  userAgent: string,
+  connections: number,
+): Transport {
   const url = new URL(server);
   const target = {
     module: url.protocol === 'https:' ? https : http,
@@ -280,19 +300,24 @@ function newTransport(server: string, baseOptions: https.RequestOptions, userAge
   // One TLS context for every connection: built per socket (Node's default when the key material
   // travels with each request) it cost about 3 ms of CPU per new connection, 0.3 s for 100 nodes
   // starting at once. The key material then stays out of the per-request options.
-  const agent =
-    url.protocol === 'https:'
+  const secureContext =
+    url.protocol === 'https:' ? tls.createSecureContext({ ca, cert, key, pfx, passphrase }) : undefined;
+  const newAgent = (maxSockets: number): https.Agent | http.Agent =>
+    secureContext
       ? new OneServerHttpsAgent({
           keepAlive: true,
-          maxSockets: 256,
+          maxSockets,
           rejectUnauthorized,
           servername,
-          secureContext: tls.createSecureContext({ ca, cert, key, pfx, passphrase }),
+          secureContext,
         })
-      : new OneServerHttpAgent({ keepAlive: true, maxSockets: 256 });
+      : new OneServerHttpAgent({ keepAlive: true, maxSockets });
+  const agent = newAgent(connections);
   const { headers, ...requestOptions } = rest;
   return {
     agent,
+    newAgent,
+    pools: new Set([agent]),
     requestOptions,
     headers: {
       ...(headers as Record<string, string> | undefined),
@@ -347,7 +372,10 @@ export class KubeClient {
   /** Builds a client from a server and its request options (see loadPlainKubeConfig). */
   static fromConnection(conn: KubeConnection, opts: KubeClientOptions = {}): KubeClient {
     const { server, options } = conn;
-    return new KubeClient(server, newTransport(server, options, opts.userAgent ?? 'kubelet-operator'), opts);
+    const connections = opts.connections ?? DEFAULT_CONNECTIONS;
+    checkConnections(connections);
+    const transport = newTransport(server, options, opts.userAgent ?? 'kubelet-operator', connections);
+    return new KubeClient(server, transport, opts);
   }
 
   /**
@@ -365,6 +393,20 @@ export class KubeClient {
       ...(yieldToLoop && !limits.prompt ? { yieldToLoop } : {}),
       ...('unlimited' in limits ? { unlimited: true } : { qps: limits.qps, burst: limits.burst }),
     });
+  }
+
+  /**
+   * A sibling client (as `withLimits`, with this client's own rate limit) over a connection pool of its own,
+   * at most `maxSockets` connections. Requests wait for a free connection in their pool, first come first
+   * served, so a pool per kind of traffic keeps one kind's backlog from holding up another's: a burst's
+   * Events do not delay status writes, and neither delays a Lease renewal. Siblings of the returned client
+   * (`withLimits`) share its pool.
+   */
+  withPool(maxSockets: number): KubeClient {
+    checkConnections(maxSockets);
+    const agent = this.transport.newAgent(maxSockets);
+    this.transport.pools.add(agent);
+    return new KubeClient(this.server, { ...this.transport, agent }, this.opts);
   }
 
   /** The request target (path and query) of `path` on this server, encoded as a URL would have it. */
@@ -535,8 +577,8 @@ export class KubeClient {
     }
   }
 
-  /** Closes the keep-alive sockets (shared with every sibling from `withLimits`). */
+  /** Closes the keep-alive sockets of every pool this client's family has (see `withLimits`, `withPool`). */
   close(): void {
-    this.transport.agent.destroy();
+    for (const pool of this.transport.pools) pool.destroy();
   }
 }

@@ -46,6 +46,20 @@ describe('loadConfig', () => {
     }
   });
 
+  it('reads the main connection pool size (default 64) and refuses anything but a whole positive number', () => {
+    const d = loadConfig([], {});
+    expect(d.ok && d.config.kubeApiConnections).to.equal(64);
+    const set = loadConfig(['--kube-api-connections=8'], {});
+    expect(set.ok && set.config.kubeApiConnections).to.equal(8);
+    const env = loadConfig([], { KO_KUBE_API_CONNECTIONS: '128' });
+    expect(env.ok && env.config.kubeApiConnections).to.equal(128);
+    for (const value of ['0', '-4', '2.5', 'many']) {
+      const r = loadConfig([`--kube-api-connections=${value}`], {});
+      expect(r.ok, value).to.equal(false);
+      if (!r.ok) expect(r.message).to.match(/^--kube-api-connections: /);
+    }
+  });
+
   it('names the flag of a bad value or an unknown flag', () => {
     expect(loadConfig(['--http-port=70000'], {})).to.deep.include({ ok: false });
     const bad = loadConfig(['--http-port=70000'], {});

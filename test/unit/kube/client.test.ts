@@ -1,5 +1,5 @@
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
 import { expect } from 'chai';
 import { KubeClient, pathTarget, requestDeadline } from '../../../src/kube/client.js';
@@ -395,6 +395,102 @@ describe('kube client: a request that gets no answer', () => {
       expect(aborted.message).to.match(/aborted/);
     } finally {
       client.close();
+    }
+  });
+});
+
+describe('kube client: connection pools', () => {
+  let server: http.Server;
+  let base = '';
+  /** Requests the server holds, by path, until the test answers them; and every connection it accepted. */
+  const held = new Map<string, http.ServerResponse>();
+  const sockets: Socket[] = [];
+  const heldPaths = (): string[] => [...held.keys()].sort();
+  const answer = (path: string): void => {
+    held.get(path)!.end('{}');
+    held.delete(path);
+  };
+  const until = async (what: () => boolean): Promise<void> => {
+    for (let i = 0; i < 500 && !what(); i++) await new Promise((r) => setTimeout(r, 5));
+    expect(what()).to.equal(true);
+  };
+
+  before(async () => {
+    server = http.createServer((req, res) => {
+      res.setHeader('Content-Type', 'application/json');
+      held.set(req.url ?? '', res);
+    });
+    server.on('connection', (s) => sockets.push(s));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  after(async () => {
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+  });
+
+  it('a pool opens at most its connections and queues the rest in order; another pool is not held up by it', async () => {
+    const main = await KubeClient.fromKubeConfig(kubeConfigFor(base), { unlimited: true, connections: 2 });
+    const events = main.withPool(1);
+    // A sibling of a pooled client shares that pool, not the first one.
+    const nodeEvents = events.withLimits({ unlimited: true });
+    try {
+      const mainDone = ['/api/v1/a', '/api/v1/b', '/api/v1/c', '/api/v1/d'].map((path) =>
+        main.request({ method: 'GET', path }),
+      );
+      await until(() => held.size === 2);
+      expect(heldPaths(), 'two connections, the rest waits').to.deep.equal(['/api/v1/a', '/api/v1/b']);
+
+      const ev1 = events.request({ method: 'POST', path: '/api/v1/e1', body: {} });
+      const ev2 = nodeEvents.request({ method: 'POST', path: '/api/v1/e2', body: {} });
+      await until(() => held.has('/api/v1/e1'));
+      expect(held.size, 'the event pool has its own connection; its second request waits for it').to.equal(3);
+
+      answer('/api/v1/e1');
+      await until(() => held.has('/api/v1/e2'));
+      answer('/api/v1/e2');
+      await Promise.all([ev1, ev2]);
+      expect(held.size, 'the full main pool did not move').to.equal(2);
+
+      answer('/api/v1/b');
+      await until(() => held.has('/api/v1/c'));
+      expect(heldPaths(), 'first come, first served').to.deep.equal(['/api/v1/a', '/api/v1/c']);
+      answer('/api/v1/a');
+      await until(() => held.has('/api/v1/d'));
+      answer('/api/v1/c');
+      answer('/api/v1/d');
+      await Promise.all(mainDone);
+      expect(sockets, 'two connections for the main pool, one for the events').to.have.length(3);
+
+      main.close();
+      await until(() => sockets.every((s) => s.destroyed || s.readyState === 'closed'));
+    } finally {
+      main.close();
+    }
+  });
+
+  it('rejects a pool without connections; Infinity is a pool without a bound', async () => {
+    for (const bad of [0, -1, 1.5, Number.NaN]) {
+      let err: unknown;
+      try {
+        await KubeClient.fromKubeConfig(kubeConfigFor(base), { unlimited: true, connections: bad });
+      } catch (e) {
+        err = e;
+      }
+      expect(isInvalidArgument(err), `connections ${bad}`).to.equal(true);
+      const client = await KubeClient.fromKubeConfig(kubeConfigFor(base), { unlimited: true });
+      try {
+        expect(() => client.withPool(bad), `withPool(${bad})`).to.throw(KindError, /at least one connection/);
+        const unbounded = client.withPool(Infinity);
+        const all = ['/api/v1/u1', '/api/v1/u2', '/api/v1/u3'].map((path) =>
+          unbounded.request({ method: 'GET', path }),
+        );
+        await until(() => held.size === 3);
+        for (const path of heldPaths()) answer(path);
+        await Promise.all(all);
+      } finally {
+        client.close();
+      }
     }
   });
 });
