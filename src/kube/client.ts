@@ -360,8 +360,10 @@ export class KubeClient {
     readonly server: string,
     private readonly transport: Transport,
     private readonly opts: KubeClientOptions,
+    /** A limiter to share (`withPool`); a new one from `opts` otherwise. */
+    limiter?: RateLimiter,
   ) {
-    this.limiter = newLimiter(opts);
+    this.limiter = limiter ?? newLimiter(opts);
   }
 
   /** Builds a client from a loaded KubeConfig (its current context). */
@@ -396,17 +398,17 @@ export class KubeClient {
   }
 
   /**
-   * A sibling client (as `withLimits`, with this client's own rate limit) over a connection pool of its own,
-   * at most `maxSockets` connections. Requests wait for a free connection in their pool, first come first
-   * served, so a pool per kind of traffic keeps one kind's backlog from holding up another's: a burst's
-   * Events do not delay status writes, and neither delays a Lease renewal. Siblings of the returned client
-   * (`withLimits`) share its pool.
+   * A sibling client over a connection pool of its own, at most `maxSockets` connections (Infinity: no bound),
+   * sharing everything else with this one, its rate limiter included. Requests wait for a free connection in
+   * their pool, first come first served, so a pool per kind of traffic keeps one kind's backlog from holding
+   * up another's: a burst's Events do not delay status writes, and neither delays a Lease renewal. Siblings
+   * of the returned client (`withLimits`) share its pool.
    */
   withPool(maxSockets: number): KubeClient {
     checkConnections(maxSockets);
     const agent = this.transport.newAgent(maxSockets);
     this.transport.pools.add(agent);
-    return new KubeClient(this.server, { ...this.transport, agent }, this.opts);
+    return new KubeClient(this.server, { ...this.transport, agent }, this.opts, this.limiter);
   }
 
   /** The request target (path and query) of `path` on this server, encoded as a URL would have it. */

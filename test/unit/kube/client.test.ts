@@ -110,7 +110,7 @@ describe('kube client: withLimits siblings', () => {
 
   const lease = (name: string) => `/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/${name}`;
 
-  it('a sibling is not held up by the drained bucket of its parent, and its own bucket holds only itself', async () => {
+  it("a sibling is not held up by the drained bucket of its parent, and its own bucket holds only itself; a sibling over another pool shares its parent's", async () => {
     const clock = new FakeClock();
     const hook: string[] = [];
     const parent = await clientFor(clock, hook);
@@ -141,10 +141,23 @@ describe('kube client: withLimits siblings', () => {
       await Promise.all([queued, queuedEvent]);
       expect(parentDone && eventDone).to.equal(true);
 
+      // A sibling over another pool shares its parent's bucket, which is still empty.
+      let pooledDone = false;
+      const pooled = parent
+        .withPool(1)
+        .request({ method: 'GET', path: '/api/v1/namespaces/ns/configmaps/c' })
+        .then(() => (pooledDone = true));
+      // Waiting for a token is a sleep on the fake clock, which the request does before it goes out.
+      for (let i = 0; i < 100 && clock.pendingTimers() === 0 && !pooledDone; i++) await Promise.resolve();
+      expect(clock.pendingTimers(), 'the pooled sibling sleeps for a token').to.equal(1);
+      expect(pooledDone).to.equal(false);
+      clock.advance(1_000);
+      await pooled;
+
       // Same user agent, same hook.
       expect(seen.map((s) => s.userAgent)).to.deep.equal(seen.map(() => 'test-agent/1'));
       expect(hook).to.include.members(['PUT leases 200', 'POST events 200', 'GET configmaps 200']);
-      expect(hook).to.have.length(10);
+      expect(hook).to.have.length(11);
     } finally {
       parent.close();
     }
