@@ -60,6 +60,18 @@ describe('kube client: requestDeadline', () => {
 });
 
 /** A kubeconfig for a plain-HTTP test server on loopback. */
+/** Starts `server` on a free loopback port; resolves to its base URL. */
+async function listenLocal(server: http.Server): Promise<string> {
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+/** Closes `server` and the connections it still holds. */
+async function closeServer(server: http.Server): Promise<void> {
+  server.closeAllConnections();
+  await new Promise((r) => server.close(r));
+}
+
 function kubeConfigFor(server: string): KubeConfig {
   const kc = new KubeConfig();
   kc.loadFromOptions({
@@ -84,13 +96,11 @@ describe('kube client: withLimits siblings', () => {
       res.end(JSON.stringify({ path: req.url }));
     });
     server.on('connection', () => connections++);
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    base = await listenLocal(server);
   });
 
   after(async () => {
-    server.closeAllConnections();
-    await new Promise((r) => server.close(r));
+    await closeServer(server);
   });
 
   beforeEach(() => {
@@ -268,8 +278,7 @@ describe('kube client: withLimits siblings', () => {
       expect(got).to.deep.equal({ path: '/api/v1/x?a=b', host: `[::1]:${port}` });
     } finally {
       client.close();
-      v6.closeAllConnections();
-      await new Promise((r) => v6.close(r));
+      await closeServer(v6);
     }
   });
 
@@ -318,19 +327,15 @@ describe('kube client: watch streams', () => {
       };
       next();
     });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const url = await listenLocal(server);
     try {
-      const client = await KubeClient.fromKubeConfig(
-        kubeConfigFor(`http://127.0.0.1:${(server.address() as AddressInfo).port}`),
-        { unlimited: true },
-      );
+      const client = await KubeClient.fromKubeConfig(kubeConfigFor(url), { unlimited: true });
       const got: unknown[] = [];
       await client.watch('/api/v1/pods', {}, (e) => got.push(e), new AbortController().signal);
       client.close();
       expect(got).to.deep.equal(events);
     } finally {
-      server.closeAllConnections();
-      await new Promise((r) => server.close(r));
+      await closeServer(server);
     }
   });
 });
@@ -346,12 +351,9 @@ describe('kube client: managedFields cut before parsing', () => {
       if (req.url?.includes('watch=true')) res.end(`${JSON.stringify({ type: 'ADDED', object: pod })}\n`);
       else res.end(JSON.stringify(pod));
     });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const url = await listenLocal(server);
     try {
-      const client = await KubeClient.fromKubeConfig(
-        kubeConfigFor(`http://127.0.0.1:${(server.address() as AddressInfo).port}`),
-        { unlimited: true },
-      );
+      const client = await KubeClient.fromKubeConfig(kubeConfigFor(url), { unlimited: true });
       const path = '/api/v1/namespaces/ns/pods/p';
       expect(await client.request({ method: 'GET', path })).to.deep.equal(pod);
       expect(await client.request({ method: 'GET', path, dropManagedFields: true })).to.deep.equal({
@@ -368,8 +370,7 @@ describe('kube client: managedFields cut before parsing', () => {
         { type: 'ADDED', object: { metadata: { name: 'p' }, spec: {} } },
       ]);
     } finally {
-      server.closeAllConnections();
-      await new Promise((r) => server.close(r));
+      await closeServer(server);
     }
   });
 });
@@ -379,12 +380,10 @@ describe('kube client: a request that gets no answer', () => {
   let base = '';
   before(async () => {
     server = http.createServer(() => {}); // never answers
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    base = await listenLocal(server);
   });
   after(async () => {
-    server.closeAllConnections();
-    await new Promise((r) => server.close(r));
+    await closeServer(server);
   });
 
   it('fails DeadlineExceeded after its timeout, and Unavailable when its caller aborts', async () => {
@@ -434,12 +433,10 @@ describe('kube client: connection pools', () => {
       held.set(req.url ?? '', res);
     });
     server.on('connection', (s) => sockets.push(s));
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    base = await listenLocal(server);
   });
   after(async () => {
-    server.closeAllConnections();
-    await new Promise((r) => server.close(r));
+    await closeServer(server);
   });
 
   it('a pool opens at most its connections and queues the rest in order; another pool is not held up by it', async () => {
