@@ -153,7 +153,7 @@ export class KubeletManagedNode implements ManagedNode {
     spec: VirtualNodeSpec,
     nodeName: string,
     private readonly deps: ManagedNodeDeps,
-    /** The operator's shared informer of bound pods, indexed by PodsByNodeIndex. */
+    /** The informer of this node's pods (the controller's), indexed by PodsByNodeIndex. */
     private readonly pods: Informer<Pod>,
     /** The operator's services by namespace (service link variables). */
     services?: (namespace: string) => readonly Service[],
@@ -325,6 +325,8 @@ export class KubeletManagedNode implements ManagedNode {
   }
 
   async drain(): Promise<boolean> {
+    // Before its first list the informer knows no pod, which is not "none left".
+    if (!this.pods.hasSynced()) return false;
     const pods = this.pods.byIndex(PodsByNodeIndex, this.nodeName);
     for (const p of pods) {
       if (p.metadata.deletionTimestamp) continue;

@@ -338,7 +338,7 @@ export class Kubelet {
     return pleg.healthy ? HEALTHY : [`PLEG is not healthy: ${pleg.message}`];
   }
 
-  // ---- pod source (the operator routes the shared informer's events here) ----
+  // ---- pod source (the operator hands the events of the node's pod informer here) ----
 
   /** A pod appeared in the informer. Pods of other nodes are ignored. */
   handlePodAdd(pod: Pod): void {

@@ -70,7 +70,7 @@ export interface KubeletDeps {
   /** Must equal runtime.kind (a guard against wiring the wrong runtime). */
   runtimeKind: 'cri' | 'sim';
   client: Pick<KubeClient, 'request'>;
-  /** The shared pod informer, with the PodsByNodeIndex index (podNodeNameIndexFunc). */
+  /** The node's pod informer (field selector spec.nodeName), with the PodsByNodeIndex index. */
   podInformer: Pick<Informer<Pod>, 'waitForSync' | 'byIndex'>;
   /** Index name on the informer; defaults to PodsByNodeIndex. */
   podIndexName?: string;

@@ -1,6 +1,6 @@
 /**
  * The kubelet's view of the pods bound to its node (kubelet: pkg/kubelet/pod/pod_manager.go), reduced to
- * what this operator needs: pods by UID and by namespace/name, fed from the shared pod informer.
+ * what this operator needs: pods by UID and by namespace/name, fed from the node's pod informer.
  *
  * Static pods are not supported: pods come only from the API server, so there are no mirror pods, every
  * UID translates to itself and the static/mirror maps are empty. A mirror pod bound to this node (made by
@@ -15,7 +15,7 @@ import { isMirrorPod } from './types/podupdate.js';
 /** Name of the pod informer index by `spec.nodeName` that the kubelet reads its desired pods from. */
 export const PodsByNodeIndex = 'spec.nodeName';
 
-/** Index function for PodsByNodeIndex: register it on the shared pod informer before starting it. */
+/** Index function for PodsByNodeIndex: register it on the pod informer before starting it. */
 export function podNodeNameIndexFunc(obj: KObject): string[] {
   const nodeName = (obj as Partial<Pod>).spec?.nodeName;
   return typeof nodeName === 'string' && nodeName !== '' ? [nodeName] : [];

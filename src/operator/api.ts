@@ -1,5 +1,5 @@
 /**
- * The VirtualNode controller's I/O: the three collections it watches (VirtualNodes, bound pods, Services)
+ * The VirtualNode controller's I/O: what it watches (VirtualNodes, Services, and each served node's pods)
  * and the two writes it makes to a VirtualNode (its finalizers, its status subresource). `restOperatorAPI`
  * builds them over the KubeClient; unit tests pass in-memory fakes.
  */
@@ -27,8 +27,11 @@ export interface VirtualNodeWriter {
 export interface OperatorAPI {
   /** VirtualNodes this process serves (the label selector already applied). */
   virtualNodes: ListWatcher<VirtualNode>;
-  /** Every pod bound to a node (spec.nodeName set); routed to nodes by the controller. */
-  pods: ListWatcher<Pod>;
+  /**
+   * The pods bound to one node (field selector spec.nodeName=`nodeName`), as each kubelet watches its own:
+   * the API server sends a process only the pods of the nodes it serves.
+   */
+  podsOfNode(nodeName: string): ListWatcher<Pod>;
   /** Every Service: pods' service link variables. */
   services: ListWatcher<Service>;
   writer: VirtualNodeWriter;
@@ -38,17 +41,29 @@ export function restOperatorAPI(client: KubeClient, virtualNodeSelector?: string
   const swallowNotFound = (err: unknown): void => {
     if (!isNotFound(err)) throw err;
   };
+  // A watch holds its connection for minutes, and there is one per served node: they get a pool without a
+  // bound, so that they never take the connections the writes queue for (the rate limiter is still shared).
+  const watchClient = client.withPool(Infinity);
   return {
     virtualNodes: restListWatcher(
       client,
       VIRTUAL_NODES_PATH,
       virtualNodeSelector ? { labelSelector: virtualNodeSelector } : {},
     ),
-    // One watch for every bound pod, rather than one per node: the API server filters on the field. A pod
-    // has no user-keyed map of arrays, so its managedFields can be cut before parsing (managedfields.ts).
-    pods: restListWatcher(client, '/api/v1/pods', { fieldSelector: 'spec.nodeName!=' }, Math.random, {
-      dropManagedFields: true,
-    }),
+    // One watch per node, not one for every bound pod: a cluster's other pods (on real kubelets, or on
+    // another replica's nodes) are neither sent nor parsed nor cached here, and the API server's watch cache
+    // hands each pod event only to the watch of its node. A pod has no user-keyed map of arrays, so its
+    // managedFields can be cut before parsing (managedfields.ts).
+    podsOfNode: (nodeName) =>
+      restListWatcher(
+        watchClient,
+        '/api/v1/pods',
+        { fieldSelector: `spec.nodeName=${nodeName}` },
+        Math.random,
+        {
+          dropManagedFields: true,
+        },
+      ),
     services: restListWatcher(client, '/api/v1/services', {}),
     writer: {
       patchFinalizers: (name, resourceVersion, finalizers) =>

@@ -1,14 +1,15 @@
 /**
- * The VirtualNode controller: watches VirtualNodes and the pods bound to nodes, and keeps one ManagedNode
- * (NodeAgent + Kubelet + Runtime) per VirtualNode. Level-triggered by key through a work queue:
+ * The VirtualNode controller: watches VirtualNodes and keeps one ManagedNode (NodeAgent + Kubelet + Runtime)
+ * per VirtualNode, with a watch of the pods bound to its node. Level-triggered by key through a work queue:
  * - a new or changed VirtualNode gets the drain finalizer, then its spec is validated; an invalid spec
  *   sets Ready=False/InvalidSpec naming the field and starts nothing; a valid one starts (or updates) its
  *   ManagedNode;
  * - a VirtualNode being deleted is drained (its pods deleted and waited for), its Node and Lease removed,
  *   then the finalizer is dropped;
  * - its status is re-observed every status period and written by the status writer (status.ts).
- * Pod events are routed by spec.nodeName to the ManagedNode of that node. One bad object never stops the
- * loop: its sync fails, is logged and retried with back-off.
+ * Each served node has its own pod informer (field selector spec.nodeName, as a kubelet's), whose events go
+ * to that node alone. One bad object never stops the loop: its sync fails, is logged and retried with
+ * back-off.
  */
 import type { Pod } from '../api/core.js';
 import type { Service } from '../api/service.js';
@@ -64,6 +65,8 @@ const ServicesByNamespaceIndex = 'namespace';
 
 interface Served {
   node: ManagedNode;
+  /** The pods bound to the node; started with the node, stopped before it. */
+  pods: Informer<Pod>;
   spec: VirtualNodeSpec;
   started: Promise<void>;
   /** `started` has settled (a worker never waits on a start that may take long). */
@@ -87,15 +90,15 @@ const FIRST_STATUS_GRACE_MS = 2_000;
  */
 export class Operator {
   readonly vnInformer: Informer<VirtualNode>;
-  readonly podInformer: Informer<Pod>;
   /** Every Service, by namespace: the service link variables of pods (as the kubelet's service informer). */
   readonly serviceInformer: Informer<Service>;
   private readonly queue: WorkQueue<string>;
   private readonly served = new Map<string, Served>();
-  /** Node name -> VirtualNode name, for routing pods. */
+  /** Node name -> VirtualNode name. */
   private readonly byNode = new Map<string, string>();
   private readonly podCIDRs = new PodCIDRDefaulter();
   private readonly writer: VirtualNodeWriter;
+  private readonly api: OperatorAPI;
   private readonly status: VirtualNodeStatusWriter;
   private workersDone: Promise<void> | undefined;
   private readonly statusPeriodMs: number;
@@ -108,18 +111,13 @@ export class Operator {
       opts.api ?? (opts.client ? restOperatorAPI(opts.client, opts.virtualNodeSelector) : undefined);
     if (!api) throw new KindError('InvalidArgument', 'operator: a client or an api is required');
     this.writer = api.writer;
+    this.api = api;
     this.status = new VirtualNodeStatusWriter(api.writer, opts.clock);
     this.statusPeriodMs = opts.statusPeriodMs ?? 10_000;
     this.drainRecheckMs = opts.drainRecheckMs ?? 1000;
     this.queue = new WorkQueue<string>(opts.clock, { baseDelayMs: 500, maxDelayMs: 60_000 });
     const common = { clock: opts.clock, logger: opts.logger, transform: stripManagedFields };
     this.vnInformer = new Informer<VirtualNode>(api.virtualNodes, { ...common, name: 'virtualnodes' });
-    this.podInformer = new Informer<Pod>(api.pods, {
-      ...common,
-      name: 'pods',
-      compact: (p, prev) => internPod(p as Pod, prev as Pod | undefined, processInterner),
-    });
-    this.podInformer.addIndex(PodsByNodeIndex, (p) => (p.spec?.nodeName ? [p.spec.nodeName] : []));
     this.serviceInformer = new Informer<Service>(api.services, { ...common, name: 'services' });
     this.serviceInformer.addIndex(ServicesByNamespaceIndex, (svc) => [svc.metadata.namespace ?? '']);
     this.vnInformer.addHandlers({
@@ -129,32 +127,34 @@ export class Operator {
       },
       delete: (vn) => this.queue.add(objectKey(vn)),
     });
-    this.podInformer.addHandlers({
-      add: (p) => this.routePod(p)?.podAdded(p),
-      update: (o, p) => this.routePod(p)?.podUpdated(o, p),
-      delete: (p) => this.routePod(p)?.podDeleted(p),
+  }
+
+  /**
+   * The informer of one node's pods (not started). Pods are interned across every node's informer
+   * (podintern.ts), so replicas on different nodes still share what they have in common.
+   */
+  private podInformerFor(nodeName: string): Informer<Pod> {
+    const pods = new Informer<Pod>(this.api.podsOfNode(nodeName), {
+      clock: this.opts.clock,
+      logger: this.opts.logger,
+      transform: stripManagedFields,
+      name: `pods of ${nodeName}`,
+      compact: (p, prev) => internPod(p as Pod, prev as Pod | undefined, processInterner),
     });
+    pods.addIndex(PodsByNodeIndex, (p) => (p.spec?.nodeName ? [p.spec.nodeName] : []));
+    return pods;
   }
 
-  private routePod(p: Pod): ManagedNode | undefined {
-    const vnName = p.spec?.nodeName ? this.byNode.get(p.spec.nodeName) : undefined;
-    return vnName ? this.served.get(vnName)?.node : undefined;
-  }
-
-  /** Pods of a node from the shared cache (for ManagedNodes). */
+  /** The pods of a served node, from its informer (empty for a node not served here). */
   podsOfNode(nodeName: string): Pod[] {
-    return this.podInformer.byIndex(PodsByNodeIndex, nodeName);
+    const vnName = this.byNode.get(nodeName);
+    return (vnName ? this.served.get(vnName)?.pods.list() : undefined) ?? [];
   }
 
   async start(): Promise<void> {
-    this.podInformer.start();
     this.vnInformer.start();
     this.serviceInformer.start();
-    await Promise.all([
-      this.podInformer.waitForSync(),
-      this.vnInformer.waitForSync(),
-      this.serviceInformer.waitForSync(),
-    ]);
+    await Promise.all([this.vnInformer.waitForSync(), this.serviceInformer.waitForSync()]);
     await this.opts.shard?.start(
       () => this.shardNodes(),
       (name) => this.queue.add(name),
@@ -171,10 +171,9 @@ export class Operator {
     );
   }
 
-  /** Ready once both informers synced. */
+  /** Ready once the VirtualNode informer synced (a node's pods are its own start's business). */
   ready(): string | undefined {
     if (!this.vnInformer.hasSynced()) return 'virtual node informer not synced';
-    if (!this.podInformer.hasSynced()) return 'pod informer not synced';
     return undefined;
   }
 
@@ -196,8 +195,8 @@ export class Operator {
     this.stopping = true;
     this.queue.shutDown();
     await this.workersDone;
-    await Promise.all([this.vnInformer.stop(), this.podInformer.stop(), this.serviceInformer.stop()]);
-    await Promise.all([...this.served.values()].map((s) => s.node.stop().catch(() => undefined)));
+    await Promise.all([this.vnInformer.stop(), this.serviceInformer.stop()]);
+    await Promise.all([...this.served.values()].map((s) => stopServed(s).catch(() => undefined)));
     this.served.clear();
     this.byNode.clear();
     // Only now, with every node stopped, may another replica take them.
@@ -310,8 +309,9 @@ export class Operator {
   }
 
   /**
-   * Creates and starts the ManagedNode of a VirtualNode, and hands it the pods already bound to it. A node
-   * that cannot even be built (a runtime that rejects the spec) is reported, not served.
+   * Creates and starts the ManagedNode of a VirtualNode, and the informer of the pods bound to its node (its
+   * first list hands over the pods already there: restart safety). A node that cannot even be built (a
+   * runtime that rejects the spec) is reported, not served.
    */
   private serve(
     vn: VirtualNode,
@@ -324,9 +324,10 @@ export class Operator {
       // The claim order decides first; this only keeps the invariant when the cache has not caught up.
       return { ok: false, message: `Node ${nodeName} is served here by VirtualNode ${current}` };
     }
+    const pods = this.podInformerFor(nodeName);
     let node: ManagedNode;
     try {
-      node = this.opts.factory.create(vn, spec, nodeName, this.podInformer, (ns) =>
+      node = this.opts.factory.create(vn, spec, nodeName, pods, (ns) =>
         this.serviceInformer.byIndex(ServicesByNamespaceIndex, ns),
       );
     } catch (err) {
@@ -336,6 +337,7 @@ export class Operator {
     }
     const entry: Served = {
       node,
+      pods,
       spec,
       started: Promise.resolve(),
       settled: false,
@@ -354,8 +356,13 @@ export class Operator {
       });
     this.served.set(name, entry);
     this.byNode.set(nodeName, name);
-    // Hand over pods that are already bound to the node (restart safety).
-    for (const p of this.podsOfNode(nodeName)) node.podAdded(p);
+    // Its events go to this node alone; the first list hands over the pods already bound (restart safety).
+    pods.addHandlers({
+      add: (p) => node.podAdded(p),
+      update: (o, p) => node.podUpdated(o, p),
+      delete: (p) => node.podDeleted(p),
+    });
+    pods.start();
     return { ok: true, served: entry };
   }
 
@@ -382,7 +389,7 @@ export class Operator {
         this.queue.addAfter(name, this.drainRecheckMs);
         return;
       }
-      await served.node.stop();
+      await stopServed(served);
       await served.node.remove();
       this.served.delete(name);
       this.byNode.delete(served.node.nodeName);
@@ -409,10 +416,16 @@ export class Operator {
     if (!served) return;
     this.served.delete(name);
     this.byNode.delete(served.node.nodeName);
-    await served.node.stop();
+    await stopServed(served);
   }
 
   private patchFinalizers(vn: VirtualNode, finalizers: string[]): Promise<boolean> {
     return this.writer.patchFinalizers(vn.metadata.name ?? '', vn.metadata.resourceVersion, finalizers);
   }
+}
+
+/** Stops a served node's pod informer (no event reaches a stopping node), then the node. */
+async function stopServed(served: Served): Promise<void> {
+  await served.pods.stop();
+  await served.node.stop();
 }

@@ -42,7 +42,10 @@ export interface ManagedNodeObservation {
 }
 
 export interface ManagedNodeFactory {
-  /** `pods` is the operator's shared informer of bound pods, indexed by node name (PodsByNodeIndex). */
+  /**
+   * `pods` is the informer of the pods bound to `nodeName` (indexed by PodsByNodeIndex). The controller starts
+   * it after `create` and stops it before the node; the node reads it and never starts or stops it.
+   */
   create(
     vn: VirtualNode,
     spec: VirtualNodeSpec,

@@ -143,6 +143,34 @@ describe('operator: VirtualNode controller', () => {
     expect(api.vns.get('vn-a')!.status?.nodeName).to.equal('node-a');
   });
 
+  it('watches the pods of served nodes only, one watch per node, ended when the node stops', async () => {
+    api.vns.create(virtualNode('vn-a'));
+    api.vns.create(virtualNode('vn-b', { runtime: { type: 'sim', sim: { podCIDR: '10.2.0.0/24' } } }));
+    api.podStore.create(pod('elsewhere', 'real-node'));
+    await startOperator();
+    expect([...api.podViews.keys()].sort()).to.deep.equal(['vn-a', 'vn-b']);
+    expect(api.podViews.get('vn-a')!.lists).to.equal(1);
+    expect(api.podStore.lists).to.equal(0);
+    expect(api.podStore.watching).to.equal(2);
+
+    // Created unbound, then bound: it starts to match the node's selector and arrives as an add.
+    api.podStore.create(pod('late', ''));
+    await flush();
+    api.podStore.update('default/late', (p) => (p.spec.nodeName = 'vn-a'));
+    await flush();
+    expect(factory.node('vn-a').events).to.deep.equal(['start', 'add late']);
+    expect(factory.node('vn-b').events).to.deep.equal(['start']);
+    expect(op!.podsOfNode('real-node')).to.deep.equal([]);
+
+    api.vns.update('vn-b', (o) => (o.metadata.finalizers = []));
+    api.vns.delete('vn-b');
+    await flush();
+    expect(api.podStore.watching).to.equal(1);
+    api.podStore.create(pod('after', 'vn-b'));
+    await flush();
+    expect(factory.node('vn-b').events).to.deep.equal(['start', 'stop']);
+  });
+
   it('reports an invalid spec as Ready=False/InvalidSpec naming the field, and starts when it is fixed', async () => {
     api.vns.create(virtualNode('bad', { capacity: { pods: -1 } }));
     await startOperator();

@@ -29,31 +29,83 @@ export class Revision {
   }
 }
 
+/** A watch event with the version it replaced (MODIFIED), for views that filter on a field. */
+interface Recorded {
+  rv: number;
+  event: WatchEvent;
+  prev?: KObject;
+}
+
 /** One collection: the store, its event history and its open watches. */
 export class FakeCollection<T extends Stored> implements ListWatcher<T> {
   private readonly store = new Map<string, T>();
-  private readonly history: { rv: number; event: WatchEvent }[] = [];
-  private readonly watchers = new Set<(e: WatchEvent) => void>();
+  private readonly history: Recorded[] = [];
+  private readonly watchers = new Set<(r: Recorded) => void>();
   lists = 0;
 
   constructor(private readonly rev: Revision = new Revision()) {}
 
   async list(): Promise<{ items: T[]; resourceVersion: string }> {
     this.lists++;
+    return this.snapshot();
+  }
+
+  private snapshot(): { items: T[]; resourceVersion: string } {
     return { items: [...this.store.values()].map(clone), resourceVersion: this.rev.next() };
   }
 
   watch(resourceVersion: string, onEvent: (e: WatchEvent) => void, signal: AbortSignal): Promise<void> {
-    for (const h of this.history) if (h.rv > Number(resourceVersion)) onEvent(clone(h.event));
-    this.watchers.add(onEvent);
+    return this.watchRecorded(resourceVersion, (r) => onEvent(clone(r.event)), signal);
+  }
+
+  private watchRecorded(
+    resourceVersion: string,
+    on: (r: Recorded) => void,
+    signal: AbortSignal,
+  ): Promise<void> {
+    for (const h of this.history) if (h.rv > Number(resourceVersion)) on(h);
+    this.watchers.add(on);
     return new Promise((resolve) => {
       const end = (): void => {
-        this.watchers.delete(onEvent);
+        this.watchers.delete(on);
         resolve();
       };
       if (signal.aborted) end();
       else signal.addEventListener('abort', end, { once: true });
     });
+  }
+
+  /**
+   * The collection through a field selector, as the API server serves one: only matching objects are
+   * listed, and an object that starts (stops) matching arrives as ADDED (DELETED).
+   */
+  where(matches: (o: T) => boolean): ListWatcher<T> & { lists: number } {
+    const view = {
+      lists: 0,
+      list: async (): Promise<{ items: T[]; resourceVersion: string }> => {
+        view.lists++;
+        const all = this.snapshot();
+        return { items: all.items.filter(matches), resourceVersion: all.resourceVersion };
+      },
+      watch: (resourceVersion: string, onEvent: (e: WatchEvent) => void, signal: AbortSignal) =>
+        this.watchRecorded(
+          resourceVersion,
+          ({ event, prev }) => {
+            const now = matches(event.object as T);
+            const before = event.type === 'MODIFIED' ? matches(prev as T) : now;
+            if (!now && !before) return;
+            const type = event.type !== 'MODIFIED' || now === before ? event.type : now ? 'ADDED' : 'DELETED';
+            onEvent({ type, object: clone(event.object) });
+          },
+          signal,
+        ),
+    };
+    return view;
+  }
+
+  /** Open watches, views' included. */
+  get watching(): number {
+    return this.watchers.size;
   }
 
   get(key: string): T | undefined {
@@ -65,10 +117,14 @@ export class FakeCollection<T extends Stored> implements ListWatcher<T> {
     return [...this.store.keys()];
   }
 
-  private emit(type: 'ADDED' | 'MODIFIED' | 'DELETED', obj: T): void {
-    const event = { type, object: clone(obj) };
-    this.history.push({ rv: Number(obj.metadata.resourceVersion), event });
-    for (const w of [...this.watchers]) w(clone(event));
+  private emit(type: 'ADDED' | 'MODIFIED' | 'DELETED', obj: T, prev?: T): void {
+    const recorded: Recorded = {
+      rv: Number(obj.metadata.resourceVersion),
+      event: { type, object: clone(obj) },
+    };
+    if (prev) recorded.prev = clone(prev);
+    this.history.push(recorded);
+    for (const w of [...this.watchers]) w(recorded);
   }
 
   create(obj: T): T {
@@ -101,7 +157,7 @@ export class FakeCollection<T extends Stored> implements ListWatcher<T> {
       return clone(next);
     }
     this.store.set(key, next);
-    this.emit('MODIFIED', next);
+    this.emit('MODIFIED', next, cur);
     return clone(next);
   }
 
@@ -132,8 +188,14 @@ export class FakeOperatorAPI implements OperatorAPI {
   readonly podStore = new FakeCollection<Pod & Stored>(this.rev);
   readonly serviceStore = new FakeCollection<Service & Stored>(this.rev);
   readonly virtualNodes: ListWatcher<VirtualNode> = this.vns;
-  readonly pods: ListWatcher<Pod> = this.podStore;
+  /** Every node's pod view handed out, by node name (its `lists` count the lists of that node's pods). */
+  readonly podViews = new Map<string, ListWatcher<Pod> & { lists: number }>();
   readonly services: ListWatcher<Service> = this.serviceStore;
+  podsOfNode(nodeName: string): ListWatcher<Pod> {
+    const view = this.podStore.where((p) => p.spec?.nodeName === nodeName);
+    this.podViews.set(nodeName, view);
+    return view;
+  }
   /** Every write, in order. */
   readonly writes: { method: WriteMethod; name: string; body: unknown }[] = [];
   private readonly failures = new Map<WriteMethod, KindError[]>();
