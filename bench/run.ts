@@ -5,7 +5,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { REPO_ROOT } from '../test/support/controlplane.js';
 import { defaultJsonPath, parseBenchArgs, USAGE, type BenchArgs } from './lib/args.js';
+import { ensureImageNode, operatorNode } from './lib/agents.js';
 import { imageNodeFlags } from './lib/imageflags.js';
+import { run } from '../test/support/controlplane.js';
 import { duration } from './lib/table.js';
 
 const log = (s: string): void => {
@@ -21,6 +23,11 @@ function environment(): Record<string, unknown> {
     loadavgAtStart: os.loadavg(),
     kernel: os.release(),
   };
+}
+
+async function nodeVersion(bin: string): Promise<string> {
+  const r = await run(bin, ['--version']);
+  return r.code === 0 ? r.stdout.trim() : `unknown (${bin} --version exited ${r.code})`;
 }
 
 async function scenario(
@@ -90,12 +97,14 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const a = parsed.args;
+  if (a.imageNode) process.env.BENCH_OPERATOR_NODE = await ensureImageNode();
   const names = a.scenario === 'all' ? (['scale', 'steady', 'cri-latency', 'resize'] as const) : [a.scenario];
   const results: Record<string, unknown>[] = [];
   let failed = false;
   const t0 = Date.now();
   // Taken now: the load average at the start is the machine's load before this run, not the run's own.
-  const env = environment();
+  const env = { ...environment(), operatorNode: await nodeVersion(operatorNode()) };
+  log(`operator on node ${env.operatorNode} (${operatorNode()})`);
   for (const name of names) {
     log(`scenario ${name}${a.quick ? ' (quick)' : ''}`);
     const ts = Date.now();

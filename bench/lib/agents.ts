@@ -120,6 +120,20 @@ export async function buildOperator(): Promise<number> {
   return Date.now() - t0;
 }
 
+/** The node that runs the operator: BENCH_OPERATOR_NODE (see ensureImageNode), else this process's. */
+export function operatorNode(): string {
+  return process.env.BENCH_OPERATOR_NODE || process.execPath;
+}
+
+/** Fetches (once, cached) the image's Node release by scripts/image-node.sh; returns its binary. */
+export async function ensureImageNode(): Promise<string> {
+  const r = await run('bash', [path.join(REPO_ROOT, 'scripts/image-node.sh')]);
+  if (r.stderr.trim()) process.stderr.write(r.stderr);
+  const bin = r.stdout.trim().split('\n').pop() ?? '';
+  if (r.code !== 0 || !bin) throw new Error(`scripts/image-node.sh exited ${r.code}:\n${r.stderr.trim()}`);
+  return bin;
+}
+
 /** Runs `node dist/main.js` (see buildOperator) with the client rate limit lifted; ready when /readyz is. */
 export async function startOperatorProcess(opts: {
   kubeconfig: string;
@@ -133,7 +147,7 @@ export async function startOperatorProcess(opts: {
   const httpBase = `http://127.0.0.1:${port}`;
   return launch(
     'kubelet-operator',
-    process.execPath,
+    operatorNode(),
     [
       ...(opts.nodeArgs ?? []),
       path.join(REPO_ROOT, 'dist/main.js'),

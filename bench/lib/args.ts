@@ -24,6 +24,8 @@ export interface BenchArgs {
   nodeArgs: string[];
   /** Run the operator with the node flags of the image's ENTRYPOINT (default true). */
   imageNodeFlags: boolean;
+  /** Run the operator on the image's Node release (scripts/image-node.sh) instead of this process's. */
+  imageNode: boolean;
   /** scale: write operator heap snapshots (nodes only, all Ready) into this directory. */
   heapSnapshots?: string;
   /** scale: count the operator's allocations in the create phase; the profile goes into this directory. */
@@ -45,6 +47,8 @@ export const USAGE = `usage: npm run bench -- <${SCENARIOS.join('|')}> [flags]
                      after the image's own flags
   --no-image-node-flags
                      run the operator's node without the flags of the Dockerfile's ENTRYPOINT
+  --image-node       run the operator (not the driver) on the image's Node release, fetched and cached by
+                     scripts/image-node.sh, instead of the machine's (BENCH_OPERATOR_NODE=PATH names any node)
   --heap-snapshots D scale: write the operator's V8 heap snapshots (nodes only, all Ready, Events written) into D
   --alloc-profile D  scale: count what the operator allocates from the first create to all Ready (V8's
                      sampling heap profiler, collected objects included); prints KB per pod and the top
@@ -63,6 +67,7 @@ export function parseBenchArgs(argv: readonly string[]): ParsedArgs {
     kwok: true,
     nodeArgs: [],
     imageNodeFlags: true,
+    imageNode: false,
   };
   const positive = (flag: string, v: string | undefined): number | string => {
     const n = Number(v);
@@ -81,6 +86,9 @@ export function parseBenchArgs(argv: readonly string[]): ParsedArgs {
         break;
       case '--no-image-node-flags':
         args.imageNodeFlags = false;
+        break;
+      case '--image-node':
+        args.imageNode = true;
         break;
       case '--metrics-server':
         args.metricsServer = true;

@@ -293,6 +293,7 @@ describe('bench helpers', () => {
           kwok: true,
           nodeArgs: [],
           imageNodeFlags: true,
+          imageNode: false,
         },
       });
       expect(parseBenchArgs(['steady', '--hold-minutes', '2', '--no-kwok'])).to.deep.include({ ok: true });
@@ -312,6 +313,9 @@ describe('bench helpers', () => {
       expect(r.ok && r.args.imageNodeFlags).to.equal(true);
       const bare = parseBenchArgs(['scale', '--no-image-node-flags']);
       expect(bare.ok && bare.args.imageNodeFlags).to.equal(false);
+      expect(r.ok && r.args.imageNode).to.equal(false);
+      const shipped = parseBenchArgs(['scale', '--image-node']);
+      expect(shipped.ok && shipped.args.imageNode).to.equal(true);
       expect(parseBenchArgs(['scale', '--node-arg', 'x'])).to.deep.equal({
         ok: false,
         message: '--node-arg needs a node flag (--node-arg=--flag)',
