@@ -15,7 +15,9 @@ import type { KubeConnection } from './kubeconfig.js';
 import { RealClock, type Clock } from '../util/clock.js';
 import { KindError, type ErrorKind } from '../util/errors.js';
 import { TokenBucket, Unlimited, type Priority, type RateLimiter } from './tokenbucket.js';
-import { withoutManagedFields } from './managedfields.js';
+import { parseJSON, readWatchEvents } from './watchstream.js';
+import { Http2Watches } from './h2watches.js';
+import type { Readable } from 'node:stream';
 
 export type Verb = 'GET' | 'LIST' | 'WATCH' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -47,22 +49,6 @@ export interface RequestOptions {
 
 /** How a watch's events are read: `dropManagedFields` as for a request, for each event's object. */
 export type WatchOptions = Pick<RequestOptions, 'dropManagedFields'>;
-
-/** An answer's or a watch event's JSON, its managedFields cut first when asked (see withoutManagedFields). */
-function parseJSON(json: Buffer, dropManagedFields: boolean | undefined): unknown {
-  return JSON.parse((dropManagedFields ? withoutManagedFields(json) : json).toString('utf8'));
-}
-
-const NEWLINE = 0x0a;
-
-/** Whether a line holds only JSON whitespace (the API server ends each watch event with a newline). */
-function isBlank(line: Buffer): boolean {
-  for (let i = 0; i < line.length; i++) {
-    const c = line[i];
-    if (c !== 0x20 && c !== 0x09 && c !== 0x0d && c !== 0x0a) return false;
-  }
-  return true;
-}
 
 /**
  * Asks the API server for an object's metadata alone (kind PartialObjectMetadata), for a write whose caller
@@ -215,6 +201,8 @@ interface Transport {
   newAgent(maxSockets: number): https.Agent | http.Agent;
   /** Every pool made from the first transport (`close()` destroys them all). */
   pools: Set<https.Agent | http.Agent>;
+  /** The watches of an https server, over HTTP/2 (shared by every client made from the first transport). */
+  h2?: Http2Watches;
   /** The kubeconfig's request options without the TLS material (the agent holds that) and the headers. */
   requestOptions: https.RequestOptions;
   /** The kubeconfig's headers (a bearer token), then the user agent and `Accept` every request sends. */
@@ -318,6 +306,16 @@ function newTransport(
     agent,
     newAgent,
     pools: new Set([agent]),
+    ...(secureContext
+      ? {
+          h2: new Http2Watches({
+            origin: url.origin,
+            secureContext,
+            ...(servername !== undefined ? { servername } : {}),
+            ...(rejectUnauthorized !== undefined ? { rejectUnauthorized } : {}),
+          }),
+        }
+      : {}),
     requestOptions,
     headers: {
       ...(headers as Record<string, string> | undefined),
@@ -345,13 +343,6 @@ function newLimiter(opts: KubeClientOptions): RateLimiter {
     ? new Unlimited()
     : new TokenBucket(opts.clock ?? new RealClock(), opts.qps ?? 50, opts.burst ?? 100);
 }
-
-/**
- * A watch stream pauses for a turn of the event loop after this much time handling its events: a backlog of
- * large objects (thousands of pods of a megabyte each, every status write coming back as an event) arrives in
- * one read after another, and handled without a pause it held timers and other sockets for most of a second.
- */
-const WATCH_SLICE_MS = 10;
 
 export class KubeClient {
   private readonly limiter: RateLimiter;
@@ -513,60 +504,39 @@ export class KubeClient {
     const url = this.url(path, { ...query, watch: true });
     const started = Date.now();
     let code = 0;
-    try {
-      await new Promise<void>((resolve, reject) => {
-        const r = this.open('GET', url, {}, signal);
-        r.on('response', (res) => {
-          code = res.statusCode ?? 0;
-          if (code !== 200) {
+    // The answer, over whichever connection carries it: an error's body, or the events until the end.
+    const answer = (status: number, body: Readable, destroy: (err: Error) => void): Promise<void> => {
+      code = status;
+      return status === 200
+        ? readWatchEvents(body, onEvent, opts.dropManagedFields, destroy)
+        : new Promise((resolve, reject) => {
             const chunks: Buffer[] = [];
-            res.on('data', (c: Buffer) => chunks.push(c));
-            res.on('end', () =>
-              reject(apiError(code, Buffer.concat(chunks).toString('utf8'), `WATCH ${path}`)),
+            body.on('data', (c: Buffer) => chunks.push(c));
+            body.on('end', () =>
+              reject(apiError(status, Buffer.concat(chunks).toString('utf8'), `WATCH ${path}`)),
             );
-            return;
-          }
-          // The start of a line whose end has not arrived yet, in pieces: a megabyte pod comes in dozens of
-          // chunks, and searching or re-slicing the whole buffer per chunk made that quadratic. Lines are cut
-          // from the bytes and each decoded once, after its managedFields are cut (a newline byte is never
-          // part of a multi-byte UTF-8 character).
-          let partial: Buffer[] = [];
-          // Time spent handling events since the stream last let the event loop turn (see WATCH_SLICE_MS).
-          let busyMs = 0;
-          res.on('data', (chunk: Buffer) => {
-            const began = performance.now();
-            let from = 0;
-            let nl: number;
-            while ((nl = chunk.indexOf(NEWLINE, from)) >= 0) {
-              let line = chunk.subarray(from, nl);
-              from = nl + 1;
-              if (partial.length > 0) {
-                partial.push(line);
-                line = Buffer.concat(partial);
-                partial = [];
-              }
-              if (isBlank(line)) continue;
-              try {
-                onEvent(parseJSON(line, opts.dropManagedFields) as { type: string; object: unknown });
-              } catch (err) {
-                r.destroy(err as Error);
-                return;
-              }
-            }
-            if (from < chunk.length) partial.push(chunk.subarray(from));
-            busyMs += performance.now() - began;
-            if (busyMs >= WATCH_SLICE_MS) {
-              res.pause();
-              setImmediate(() => {
-                busyMs = 0;
-                res.resume();
-              });
-            }
+            body.on('error', reject);
           });
-          res.on('end', () => resolve());
-          res.on('error', reject);
-          res.on('aborted', () => reject(new Error('watch stream aborted by the server')));
-        });
+    };
+    try {
+      const stream = await this.transport.h2?.open(url, this.transport.headers, signal);
+      await new Promise<void>((resolve, reject) => {
+        if (stream) {
+          stream.once('response', (h) =>
+            answer(Number(h[':status']), stream, (err) => stream.destroy(err)).then(resolve, reject),
+          );
+          stream.on('error', reject);
+          // A reset stream closes without 'end'; one that ended (answered) is settled by `answer`.
+          stream.once('close', () => {
+            if (!stream.readableEnded)
+              reject(new Error(`watch stream closed (HTTP/2 code ${stream.rstCode})`));
+          });
+          return;
+        }
+        const r = this.open('GET', url, {}, signal);
+        r.on('response', (res) =>
+          answer(res.statusCode ?? 0, res, (err) => r.destroy(err)).then(resolve, reject),
+        );
         r.on('error', reject);
         r.end();
       });
@@ -579,8 +549,17 @@ export class KubeClient {
     }
   }
 
+  /**
+   * The HTTP/2 connections made for this client family's watches, and the watches sent over HTTP/1.1 because
+   * the server refused HTTP/2 (undefined for a plain-HTTP server, whose watches are all HTTP/1.1).
+   */
+  watchStats(): Readonly<{ connections: number; fallbacks: number }> | undefined {
+    return this.transport.h2?.stats;
+  }
+
   /** Closes the keep-alive sockets of every pool this client's family has (see `withLimits`, `withPool`). */
   close(): void {
     for (const pool of this.transport.pools) pool.destroy();
+    this.transport.h2?.close();
   }
 }

@@ -41,8 +41,9 @@ export function restOperatorAPI(client: KubeClient, virtualNodeSelector?: string
   const swallowNotFound = (err: unknown): void => {
     if (!isNotFound(err)) throw err;
   };
-  // A watch holds its connection for minutes, and there is one per served node: they get a pool without a
-  // bound, so that they never take the connections the writes queue for (the rate limiter is still shared).
+  // One list and watch per served node: a pool without a bound, so that they never take the connections the
+  // writes queue for (the rate limiter is still shared). Watches go over HTTP/2 (h2watches.ts), their lists
+  // and, should the server refuse HTTP/2, the watches too over this pool.
   const watchClient = client.withPool(Infinity);
   return {
     virtualNodes: restListWatcher(

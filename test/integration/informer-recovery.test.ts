@@ -232,6 +232,8 @@ describe('informer recovery against a real API server', function () {
         'cm-4 warm',
       );
       const watchesBefore = informer.stats.watches;
+      // The API server speaks HTTP/2: the watch is a stream on a connection of the client's watches.
+      expect(proxied.watchStats()).to.deep.equal({ connections: 1, fallbacks: 0 });
 
       // Cut off: reset every connection and refuse new ones while the objects change.
       proxy.refuse(true);
@@ -283,6 +285,9 @@ describe('informer recovery against a real API server', function () {
       expect(informer.stats.watches).to.be.greaterThan(watchesBefore + 1);
       expect(informer.stats.relistsOnGone, 'no relist was needed').to.equal(0);
       expect(informer.stats.lists, 'resumed by watching, never by listing again').to.equal(1);
+      // Resets and refused connections are failures, not a server without HTTP/2: it watches over HTTP/2 again.
+      expect(proxied.watchStats()!.fallbacks, 'watches sent over HTTP/1.1').to.equal(0);
+      expect(proxied.watchStats()!.connections, 'HTTP/2 connections').to.be.greaterThan(1);
 
       // Every write was delivered as its own handler call, in order, and nothing else happened.
       const after = inf.seen.slice(inf.seen.findIndex((s) => s.rv === warm.metadata.resourceVersion) + 1);
