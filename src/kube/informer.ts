@@ -99,6 +99,8 @@ export function restListWatcher<T extends KObject>(
   selectors: { fieldSelector?: string; labelSelector?: string } = {},
   random: () => number = Math.random,
   opts: WatchOptions = {},
+  /** The client of the watches, when they are to go over another pool than the lists (default `client`). */
+  watchClient: KubeClient = client,
 ): ListWatcher<T> {
   return {
     async list(signal) {
@@ -115,7 +117,7 @@ export function restListWatcher<T extends KObject>(
     watch(resourceVersion, onEvent, signal) {
       // Server-side timeout between 5 and 10 minutes, as client-go spreads reconnects.
       const timeoutSeconds = Math.floor(300 * (1 + random()));
-      return client.watch(
+      return watchClient.watch(
         path,
         { ...selectors, resourceVersion, allowWatchBookmarks: true, timeoutSeconds },
         onEvent,

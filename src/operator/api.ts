@@ -41,9 +41,9 @@ export function restOperatorAPI(client: KubeClient, virtualNodeSelector?: string
   const swallowNotFound = (err: unknown): void => {
     if (!isNotFound(err)) throw err;
   };
-  // One list and watch per served node: a pool without a bound, so that they never take the connections the
-  // writes queue for (the rate limiter is still shared). Watches go over HTTP/2 (h2watches.ts), their lists
-  // and, should the server refuse HTTP/2, the watches too over this pool.
+  // One watch per served node: over HTTP/2 they share a connection (h2watches.ts); should the server refuse
+  // HTTP/2, each holds a connection of its own, from a pool without a bound so that they never take the
+  // connections the writes queue for. Their lists are short requests, on the main pool.
   const watchClient = client.withPool(Infinity);
   return {
     virtualNodes: restListWatcher(
@@ -57,13 +57,12 @@ export function restOperatorAPI(client: KubeClient, virtualNodeSelector?: string
     // managedFields can be cut before parsing (managedfields.ts).
     podsOfNode: (nodeName) =>
       restListWatcher(
-        watchClient,
+        client,
         '/api/v1/pods',
         { fieldSelector: `spec.nodeName=${nodeName}` },
         Math.random,
-        {
-          dropManagedFields: true,
-        },
+        { dropManagedFields: true },
+        watchClient,
       ),
     services: restListWatcher(client, '/api/v1/services', {}),
     writer: {
