@@ -6,6 +6,9 @@
  * `withLimits` makes a sibling over the same connections, credentials, user agent and hook but with a rate
  * limit of its own, as the kubelet keeps separate clients for heartbeats (no limit) and events (their own
  * QPS): a flood of ordinary requests queued in one bucket must not delay a node Lease renewal.
+ *
+ * Requests go over HTTP/1.1 connection pools (`withPool`); watches of an https server over HTTP/2, all of a
+ * client family's on one connection (h2watches.ts).
  */
 import https from 'node:https';
 import tls from 'node:tls';
