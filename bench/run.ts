@@ -3,11 +3,10 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { REPO_ROOT } from '../test/support/controlplane.js';
+import { REPO_ROOT, run } from '../test/support/controlplane.js';
 import { defaultJsonPath, parseBenchArgs, USAGE, type BenchArgs } from './lib/args.js';
 import { ensureImageNode, operatorNode } from './lib/agents.js';
 import { imageNodeFlags } from './lib/imageflags.js';
-import { run } from '../test/support/controlplane.js';
 import { duration } from './lib/table.js';
 
 const log = (s: string): void => {

@@ -19,11 +19,10 @@ export interface Http2WatchOptions {
   secureContext: tls.SecureContext;
   servername?: string;
   rejectUnauthorized?: boolean;
-  /** How long watches go over HTTP/1.1 after a connection could not be made HTTP/2 (default 5 min). */
-  fallbackMs?: number;
-  /** Milliseconds, for the fall-back's timing (default Date.now). */
-  now?: () => number;
 }
+
+/** How long watches go over HTTP/1.1 after the server refused HTTP/2. */
+const FALLBACK_MS = 5 * 60_000;
 
 /**
  * Streams opened on a connection before the server's SETTINGS said how many it takes: no more than a server
@@ -59,15 +58,10 @@ export class Http2Watches {
   private connections: Connection[] = [];
   private refusedAt = -Infinity;
   private closed = false;
-  private readonly fallbackMs: number;
-  private readonly now: () => number;
   /** Connections made, and watches sent over HTTP/1.1 because a connection could not be made HTTP/2. */
   readonly stats = { connections: 0, fallbacks: 0 };
 
-  constructor(private readonly opts: Http2WatchOptions) {
-    this.fallbackMs = opts.fallbackMs ?? 5 * 60_000;
-    this.now = opts.now ?? Date.now;
-  }
+  constructor(private readonly opts: Http2WatchOptions) {}
 
   /**
    * Opens a GET of `target` (path and query) with `headers`; undefined when the watch is to go over HTTP/1.1
@@ -79,14 +73,16 @@ export class Http2Watches {
     headers: Readonly<Record<string, string>>,
     signal: AbortSignal,
   ): Promise<http2.ClientHttp2Stream | undefined> {
-    if (this.closed || this.now() - this.refusedAt < this.fallbackMs) return undefined;
+    if (this.closed || Date.now() - this.refusedAt < FALLBACK_MS) return undefined;
     const conn = this.pick();
     conn.streams++;
     const how = await conn.ready;
     if (how !== 'ready' || conn.session.closed || conn.session.destroyed) {
       this.release(conn);
-      if (how === 'refused' && !this.closed) this.refusedAt = this.now();
-      if (how === 'refused') this.stats.fallbacks++;
+      if (how === 'refused') {
+        this.stats.fallbacks++;
+        if (!this.closed) this.refusedAt = Date.now();
+      }
       return undefined;
     }
     const h: http2.OutgoingHttpHeaders = { ':method': 'GET', ':path': target };

@@ -18,7 +18,7 @@ const NEWLINE = 0x0a;
  * large objects (thousands of pods of a megabyte each, every status write coming back as an event) arrives in
  * one read after another, and handled without a pause it held timers and other sockets for most of a second.
  */
-export const WATCH_SLICE_MS = 10;
+const WATCH_SLICE_MS = 10;
 
 /** Whether a line holds only JSON whitespace (the API server ends each watch event with a newline). */
 function isBlank(line: Buffer): boolean {

@@ -6,6 +6,7 @@ import http from 'node:http';
 import https from 'node:https';
 import tls from 'node:tls';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import type net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -24,6 +25,19 @@ function kubeConfigFor(server: string): KubeConfig {
     currentContext: 'ctx',
   });
   return kc;
+}
+
+/** Listens on a loopback port; returns the server's https URL. */
+async function listenTls(server: net.Server): Promise<string> {
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+/** The event types of one watch of pods, until the server ends it. */
+async function watchTypes(client: KubeClient): Promise<string[]> {
+  const got: string[] = [];
+  await client.watch('/api/v1/pods', {}, (e) => got.push(e.type), new AbortController().signal);
+  return got;
 }
 
 const bookmark = (rv: string): string =>
@@ -69,8 +83,7 @@ describe('kube client: watches over HTTP/2', function () {
       seen.sessions++;
       s.on('close', () => seen.closedSessions++);
     });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const url = await listenTls(server);
     return {
       url,
       seen,
@@ -161,15 +174,10 @@ describe('kube client: watches over HTTP/2', function () {
       res.end(bookmark('7'));
     });
     server.on('tlsClientError', () => refusals++);
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const url = await listenTls(server);
     const client = await KubeClient.fromKubeConfig(kubeConfigFor(url), { unlimited: true });
     try {
-      for (let i = 0; i < 3; i++) {
-        const got: string[] = [];
-        await client.watch('/api/v1/pods', {}, (e) => got.push(e.type), new AbortController().signal);
-        expect(got).to.deep.equal(['BOOKMARK']);
-      }
+      for (let i = 0; i < 3; i++) expect(await watchTypes(client)).to.deep.equal(['BOOKMARK']);
       expect(versions).to.deep.equal(['1.1', '1.1', '1.1']);
       expect(refusals).to.equal(1);
       expect(client.watchStats()).to.deep.equal({ connections: 1, fallbacks: 1 });
@@ -193,15 +201,10 @@ describe('kube client: watches over HTTP/2', function () {
       handshakes++;
       web.emit('connection', sock);
     });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const url = await listenTls(server);
     const client = await KubeClient.fromKubeConfig(kubeConfigFor(url), { unlimited: true });
     try {
-      for (let i = 0; i < 2; i++) {
-        const got: string[] = [];
-        await client.watch('/api/v1/pods', {}, (e) => got.push(e.type), new AbortController().signal);
-        expect(got).to.deep.equal(['BOOKMARK']);
-      }
+      for (let i = 0; i < 2; i++) expect(await watchTypes(client)).to.deep.equal(['BOOKMARK']);
       expect(versions).to.deep.equal(['1.1', '1.1']);
       // One connection tried for HTTP/2, one kept alive for both watches.
       expect(handshakes).to.equal(2);
