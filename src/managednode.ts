@@ -258,8 +258,8 @@ export class KubeletManagedNode implements ManagedNode {
       hostNetwork: spec.runtime.type === 'cri' && spec.runtime.cri.podNetwork === 'host',
       daemonPort: this.deps.nodeApiPort,
       logger: this.log,
-      // The Kubelet is ready once its PLEG has listed the runtime: the first node status then sees it healthy.
-      firstStatusAfter: () => this.kubelet.ready,
+      // The PLEG's first relist (before the pods are listed): the first node status then sees it healthy.
+      firstStatusAfter: () => this.kubelet.runtimeListed,
     });
   }
 
@@ -290,8 +290,8 @@ export class KubeletManagedNode implements ManagedNode {
     await this.runtimeState.update();
     // While nodes start, Events wait for their first status (bounded): registration and readiness go first.
     this.deps.eventHold?.track(this.agent.ready);
-    // The Kubelet first: its PLEG relists at once, and the first node status waits for that (bounded), so it
-    // sees the PLEG healthy (otherwise the Node would show NotReady for a whole status period; a Node taken
+    // The Kubelet first: its PLEG relists at once, before the node's pods are listed, and the first node status
+    // waits for that (bounded), so it sees the PLEG healthy (otherwise the Node would show NotReady for a whole status period; a Node taken
     // over from another replica would drop from Ready). Admission reads the spec, not the Node.
     this.kubelet.start();
     this.agent.start();

@@ -10,10 +10,12 @@
  *   PLEG ─► pod cache ─► pod workers (the only runtime view a sync gets) ◄── relist of one pod ─ runtime manager
  *   status manager ─► on each change syncBatch(false); every 10 s syncBatch(true) ─► pods/status, final DELETE
  *
- * Lifecycle: `start()` once; `ready` resolves when the pod informer has synced, the PLEG has listed the runtime
- * once (start-up waits, retrying, for a runtime that does not answer yet) and the node's pods were handed to
- * pod workers (containers already on the runtime are adopted by their labels, never recreated; a runtime that
- * lost them with the process first rebuilds them from the pods' API statuses: kubelet_adopt.ts; runtime pods
+ * Lifecycle: `start()` once. The PLEG lists the runtime first, before the pods are known, as a kubelet's PLEG
+ * starts before its pod sources have synced (start-up waits, retrying, for a runtime that does not answer yet);
+ * `runtimeListed` then resolves, and the node's first status waits for that, never for the pod list. `ready`
+ * resolves when the pod informer has synced too and the node's pods were handed to pod workers (containers
+ * already on the runtime are adopted by their labels, never recreated; a runtime that lost them with the
+ * process first rebuilds them from the pods' API statuses, kubelet_adopt.ts, and is listed again; runtime pods
  * unknown to the API go to pod workers to be stopped at the first housekeeping). `stop()` ends every loop and
  * parks the pod workers without touching the runtime or the API (a crash and a shutdown look the same to the
  * next Kubelet). Time comes only from the injected Clock.
@@ -73,6 +75,8 @@ export class Kubelet {
   readonly nodeName: string;
   /** Resolves once started (see the module comment); rejects if stopped first. */
   readonly ready: Promise<void>;
+  /** Resolves at the PLEG's first successful relist, which needs no pod list; rejects if stopped first. */
+  readonly runtimeListed: Promise<void>;
   /** Resolves once stopped. */
   readonly done: Promise<void>;
 
@@ -115,6 +119,8 @@ export class Kubelet {
   private readonly startAbort = new AbortController();
   private resolveReady!: () => void;
   private rejectReady!: (err: Error) => void;
+  private resolveRuntimeListed!: () => void;
+  private rejectRuntimeListed!: (err: Error) => void;
   private resolveDone!: () => void;
 
   /** Checks the deps and builds every part; nothing runs until start(). Throws KindError('InvalidArgument'). */
@@ -136,6 +142,11 @@ export class Kubelet {
       this.rejectReady = reject;
     });
     this.ready.catch(() => undefined);
+    this.runtimeListed = new Promise((resolve, reject) => {
+      this.resolveRuntimeListed = resolve;
+      this.rejectRuntimeListed = reject;
+    });
+    this.runtimeListed.catch(() => undefined);
     this.done = new Promise((resolve) => (this.resolveDone = resolve));
 
     const nodeIPs = deps.nodeIPs && deps.nodeIPs.length > 0 ? [...deps.nodeIPs] : [deps.nodeIP];
@@ -316,7 +327,9 @@ export class Kubelet {
     this.phase = 'stopped';
     this.loop.stop();
     this.startAbort.abort();
-    this.rejectReady(new KindError('Unavailable', 'kubelet stopped before ready', { node: this.nodeName }));
+    const early = new KindError('Unavailable', 'kubelet stopped before ready', { node: this.nodeName });
+    this.rejectRuntimeListed(early);
+    this.rejectReady(early);
     this.loops.stop();
     for (const u of this.unsubscribe.splice(0)) u();
     this.podWorkers.stop();
@@ -363,28 +376,22 @@ export class Kubelet {
   // ---- internals: startup ----
 
   private async run(): Promise<void> {
+    if (!(await this.listRuntime())) return;
+    this.resolveRuntimeListed();
+    // From now on the PLEG relists whatever the pod list does, so its health stays the runtime's; the events
+    // of the relists before the pod workers start wait in its channel until they do.
+    this.loops.every('pleg', this.settings.plegRelistPeriodMs, async () => {
+      await this.relist(true);
+    });
     await this.d.podInformer.waitForSync();
     if (this.phase !== 'starting') return;
     const pods = this.desiredPods();
     this.podManager.setPods(pods);
-    // Before anything lists the runtime or generates a status: they must see the adopted containers.
-    await this.adoption?.adoptPods(pods);
+    // Before the pod workers start: they see the runtime only through the PLEG's cache, so a runtime that got
+    // adopted containers is listed again first.
+    const adoption = await this.adoption?.adoptPods(pods);
     if (this.phase !== 'starting') return;
-
-    // The pod workers read the runtime only through the PLEG's cache: list it once before they start. The
-    // runtime may not answer yet (containerd restarting, socket not there): wait for it, never give up.
-    for (let attempt = 0; ; attempt++) {
-      const r = await this.relist(false);
-      if (this.phase !== 'starting') return;
-      if (r) break;
-      const delayMs = Math.min(500 * 2 ** attempt, 10_000);
-      this.log.warn('runtime not reachable at start; retrying', { delayMs });
-      try {
-        await this.d.clock.sleep(delayMs, this.startAbort.signal);
-      } catch {
-        return; // stopped
-      }
-    }
+    if (adoption && adoption.adopted.length > 0 && !(await this.listRuntime())) return;
 
     const probe = (u: Parameters<Parameters<ResultsManager['subscribe']>[0]>[0]): void =>
       void this.loop.handle({ source: 'probe', update: u });
@@ -395,8 +402,9 @@ export class Kubelet {
       this.statusManager.onUpdate(() => void this.loop.handle({ source: 'status' })),
     );
 
-    // Pods go to their workers oldest first, so admission sees them in the order they were created.
-    const ordered = [...pods].sort((a, b) =>
+    // Pods go to their workers oldest first, so admission sees them in the order they were created. Read
+    // again: pods bound while the runtime was adopted are in the informer (and the pod manager) by now.
+    const ordered = this.desiredPods().sort((a, b) =>
       (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? ''),
     );
     this.phase = 'running';
@@ -404,9 +412,6 @@ export class Kubelet {
     for (const p of ordered) this.loop.dispatch(p, 'create');
     this.sendPlegEvents();
 
-    this.loops.every('pleg', this.settings.plegRelistPeriodMs, async () => {
-      await this.relist(true);
-    });
     this.loops.every('housekeeping', this.settings.housekeepingPeriodMs, () =>
       this.loop.handle({ source: 'housekeeping' }),
     );
@@ -427,6 +432,26 @@ export class Kubelet {
     this.inflight.add(p);
     void p.finally(() => this.inflight.delete(p)).catch(() => undefined);
     return p;
+  }
+
+  /**
+   * The start-up's relist: the pod workers read the runtime only through the PLEG's cache. A runtime that does
+   * not answer yet (containerd restarting, socket not there) is waited for, never given up on. Resolves false
+   * when the Kubelet was stopped meanwhile.
+   */
+  private async listRuntime(): Promise<boolean> {
+    for (let attempt = 0; ; attempt++) {
+      const listed = await this.relist(false);
+      if (this.phase !== 'starting') return false;
+      if (listed) return true;
+      const delayMs = Math.min(500 * 2 ** attempt, 10_000);
+      this.log.warn('runtime not reachable at start; retrying', { delayMs });
+      try {
+        await this.d.clock.sleep(delayMs, this.startAbort.signal);
+      } catch {
+        return false; // stopped
+      }
+    }
   }
 
   /** One PLEG relist; its events go to the sync loop when `send`. Resolves whether the runtime was listed. */

@@ -112,6 +112,31 @@ describe('Kubelet', () => {
     await k.stop(0);
   });
 
+  it('lists the runtime before the pods are known: the node is healthy while the pod list is still out', async () => {
+    const { clock, creates, api, deps } = setup();
+    api.pods.set('p-a', mkPod('a'));
+    let synced!: () => void;
+    const sync = new Promise<void>((resolve) => (synced = resolve));
+    const base = deps();
+    const k = new Kubelet({ ...base, podInformer: { ...base.podInformer, waitForSync: () => sync } });
+    const seen: string[] = [];
+    void k.runtimeListed.then(() => seen.push('runtime listed'));
+    void k.ready.then(() => seen.push('ready'));
+    k.start();
+    await advance(clock, 3_000);
+    // Three seconds without a pod list: the PLEG has kept relisting, so the node's health is the runtime's.
+    expect(seen).to.deep.equal(['runtime listed']);
+    expect(k.health()).to.deep.equal([]);
+    expect(creates).to.deep.equal([]);
+    await advance(clock, 200_000, 1_000);
+    expect(k.health(), 'the PLEG still relists after its threshold').to.deep.equal([]);
+    synced();
+    await advance(clock, 3_000);
+    expect(seen).to.deep.equal(['runtime listed', 'ready']);
+    expect(creates).to.deep.equal(['p-a/app']);
+    await k.stop(0);
+  });
+
   it('waits for a runtime that does not answer at start, then starts', async () => {
     const { clock, runtime, creates, api, deps } = setup();
     api.pods.set('p-a', mkPod('a'));
@@ -140,11 +165,13 @@ describe('Kubelet', () => {
     k.start();
     await advance(clock, 2_000);
     await k.stop(0);
-    const err = await k.ready.then(
-      () => undefined,
-      (e: unknown) => e,
-    );
-    expect((err as KindError).kind).to.equal('Unavailable');
+    for (const p of [k.runtimeListed, k.ready]) {
+      const err = await p.then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect((err as KindError).kind).to.equal('Unavailable');
+    }
     expect(clock.pendingTimers(), 'timers left after stop').to.equal(0);
   });
 
