@@ -7,9 +7,12 @@
  *
  * Requests stay on HTTP/1.1: they were tried on HTTP/2 and cost the same CPU (bench/README.md, 2026-11-26
  * night), and their pools bound how many run at once (client.ts). A server that does not speak HTTP/2 (its
- * TLS refuses the `h2` protocol, or chooses none) gets the watches over HTTP/1.1 for five minutes, then is
- * asked again; a connection that fails for another reason (the server down, a reset) changes nothing.
+ * TLS refuses the `h2` protocol, chooses none, or agrees to `h2` and then sends no SETTINGS) gets the watches
+ * over HTTP/1.1 for five minutes, then is asked again. A connection that fails for another reason (the server
+ * down, a reset) fails the watches waiting for it, as an HTTP/1.1 connection would fail its watch: the caller
+ * tries again over HTTP/2, and no watch is left on HTTP/1.1 for its whole life by a passing failure.
  */
+import { KindError } from '../util/errors.js';
 import http2 from 'node:http2';
 import type tls from 'node:tls';
 
@@ -31,7 +34,7 @@ const FALLBACK_MS = 5 * 60_000;
  */
 const STREAMS_BEFORE_SETTINGS = 100;
 
-/** A connection whose server has sent no SETTINGS by then is given up (`failed`). */
+/** A connection whose server has sent no SETTINGS by then is given up (`refused`: it does not speak HTTP/2). */
 const SETTINGS_TIMEOUT_MS = 30_000;
 
 /** Flow-control windows: a burst of one node's pod events, or a megabyte object, never waits for credit. */
@@ -44,10 +47,12 @@ interface Connection {
   streams: number;
   /**
    * How the connection came up: `ready` once the server's SETTINGS arrived; `refused` when the server does
-   * not speak HTTP/2 (its TLS refused `h2`, or chose no protocol); `failed` when it went before either (the
-   * server down, a reset: HTTP/1.1 would fare no better, so it is not remembered).
+   * not speak HTTP/2 (its TLS refused `h2` or chose no protocol, or no SETTINGS came in time); `failed` when
+   * it went before either (the server down, a reset: HTTP/1.1 would fare no better, so it is not remembered).
    */
   ready: Promise<'ready' | 'refused' | 'failed'>;
+  /** Why it failed, when it did. */
+  error?: Error;
   /** The server's stream limit once its SETTINGS arrived. */
   limit: number;
   /** The server sent GOAWAY: its open streams finish, no new one starts on it. */
@@ -66,7 +71,7 @@ export class Http2Watches {
   /**
    * Opens a GET of `target` (path and query) with `headers`; undefined when the watch is to go over HTTP/1.1
    * (this client is closed, or the server did not take HTTP/2 a short while ago). Aborting `signal` resets
-   * the stream.
+   * the stream. Rejects (KindError Unavailable) when the connection failed before HTTP/2 came up.
    */
   async open(
     target: string,
@@ -79,11 +84,14 @@ export class Http2Watches {
     const how = await conn.ready;
     if (how !== 'ready' || conn.session.closed || conn.session.destroyed) {
       this.release(conn);
+      if (this.closed) return undefined;
       if (how === 'refused') {
         this.stats.fallbacks++;
-        if (!this.closed) this.refusedAt = Date.now();
+        this.refusedAt = Date.now();
+        return undefined;
       }
-      return undefined;
+      const why = `HTTP/2 connection to ${this.opts.origin} failed: ${conn.error?.message ?? 'closed'}`;
+      throw new KindError('Unavailable', why, {}, { cause: conn.error });
     }
     const h: http2.OutgoingHttpHeaders = { ':method': 'GET', ':path': target };
     for (const [k, v] of Object.entries(headers)) h[k.toLowerCase()] = v;
@@ -132,7 +140,7 @@ export class Http2Watches {
     };
     // A server that sends no SETTINGS in time is given up.
     const timer = setTimeout(() => {
-      settle('failed');
+      settle('refused');
       session.destroy();
     }, SETTINGS_TIMEOUT_MS);
     timer.unref();
@@ -155,9 +163,10 @@ export class Http2Watches {
       session.setLocalWindowSize(CONNECTION_WINDOW);
     });
     // Without a listener an 'error' would throw; the streams on it see the failure themselves.
-    session.on('error', (err: NodeJS.ErrnoException) =>
-      settleOnce(err.code === 'ERR_SSL_TLSV1_ALERT_NO_APPLICATION_PROTOCOL' ? 'refused' : 'failed'),
-    );
+    session.on('error', (err: NodeJS.ErrnoException) => {
+      conn.error ??= err;
+      settleOnce(err.code === 'ERR_SSL_TLSV1_ALERT_NO_APPLICATION_PROTOCOL' ? 'refused' : 'failed');
+    });
     session.once('goaway', () => (conn.goingAway = true));
     session.once('close', () => {
       settleOnce('failed');

@@ -1,12 +1,13 @@
 // Watches over HTTP/2 against loopback TLS servers: a client family's watches share one connection, a new
 // one past the server's stream limit; an error answer and an abort behave as over HTTP/1.1; a server whose TLS
-// refuses `h2` gets the watches over HTTP/1.1, without being asked again at once.
+// refuses `h2` gets the watches over HTTP/1.1, without being asked again at once; a connection that breaks
+// before HTTP/2 is up fails its watch, and the next one goes over HTTP/2 again.
 import http2 from 'node:http2';
 import http from 'node:http';
 import https from 'node:https';
 import tls from 'node:tls';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import type net from 'node:net';
+import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -161,6 +162,43 @@ describe('kube client: watches over HTTP/2', function () {
       await Promise.all([first, ...rest]);
     } finally {
       client.close();
+      await srv.close();
+    }
+  });
+
+  it('fails a watch whose connection breaks before HTTP/2 is up, and watches over HTTP/2 again after', async () => {
+    const srv = await h2Server();
+    const port = Number(new URL(srv.url).port);
+    let accepted = 0;
+    // In front of the server: the first connection is reset before its TLS handshake, the others pass.
+    const front = net.createServer((sock) => {
+      if (accepted++ === 0) return sock.destroy();
+      const back = net.connect(port, '127.0.0.1');
+      sock.pipe(back).pipe(sock);
+      sock.on('error', () => back.destroy());
+      back.on('error', () => sock.destroy());
+    });
+    const url = await listenTls(front);
+    const client = await KubeClient.fromKubeConfig(kubeConfigFor(url), { unlimited: true });
+    try {
+      const err = await Promise.race([
+        watchTypes(client).then(
+          () => 'watched',
+          (e: unknown) => e,
+        ),
+        new Promise((r) => setTimeout(() => r('still watching after 5 s'), 5_000)),
+      ]);
+      expect(errorKind(err), String(err)).to.equal('Unavailable');
+      const second = watchTypes(client);
+      await srv.waitOpen(1);
+      srv.finish();
+      expect(await second).to.deep.equal(['BOOKMARK', 'BOOKMARK']);
+      expect(srv.seen.versions).to.deep.equal(['2.0']);
+      expect(client.watchStats()).to.deep.equal({ connections: 2, fallbacks: 0 });
+    } finally {
+      srv.finish();
+      client.close();
+      front.close();
       await srv.close();
     }
   });
