@@ -290,9 +290,10 @@ export class KubeletManagedNode implements ManagedNode {
     await this.runtimeState.update();
     // While nodes start, Events wait for their first status (bounded): registration and readiness go first.
     this.deps.eventHold?.track(this.agent.ready);
-    // The Kubelet first: its PLEG relists at once, before the node's pods are listed, and the first node status
-    // waits for that (bounded), so it sees the PLEG healthy (otherwise the Node would show NotReady for a whole status period; a Node taken
-    // over from another replica would drop from Ready). Admission reads the spec, not the Node.
+    // The Kubelet first: its PLEG relists at once, before the node's pods are listed, and the first node
+    // status waits for that (bounded), so it sees the PLEG healthy (otherwise the Node would show NotReady
+    // for a whole status period; a Node taken over from another replica would drop from Ready). Admission
+    // reads the spec, not the Node.
     this.kubelet.start();
     this.agent.start();
     this.unregisterNodeApi = this.deps.nodeApi?.register({

@@ -12,9 +12,9 @@
  * down, a reset) fails the watches waiting for it, as an HTTP/1.1 connection would fail its watch: the caller
  * tries again over HTTP/2, and no watch is left on HTTP/1.1 for its whole life by a passing failure.
  */
-import { KindError } from '../util/errors.js';
 import http2 from 'node:http2';
 import type tls from 'node:tls';
+import { KindError } from '../util/errors.js';
 
 export interface Http2WatchOptions {
   /** The server's origin, `https://host:port`. */
@@ -34,7 +34,7 @@ const FALLBACK_MS = 5 * 60_000;
  */
 const STREAMS_BEFORE_SETTINGS = 100;
 
-/** A connection whose server has sent no SETTINGS by then is given up (`refused`: it does not speak HTTP/2). */
+/** A connection whose server has sent no SETTINGS by then is given up (`refused`: it speaks no HTTP/2). */
 const SETTINGS_TIMEOUT_MS = 30_000;
 
 /** Flow-control windows: a burst of one node's pod events, or a megabyte object, never waits for credit. */

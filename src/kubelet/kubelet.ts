@@ -10,13 +10,13 @@
  *   PLEG ─► pod cache ─► pod workers (the only runtime view a sync gets) ◄── relist of one pod ─ runtime manager
  *   status manager ─► on each change syncBatch(false); every 10 s syncBatch(true) ─► pods/status, final DELETE
  *
- * Lifecycle: `start()` once. The PLEG lists the runtime first, before the pods are known, as a kubelet's PLEG
- * starts before its pod sources have synced (start-up waits, retrying, for a runtime that does not answer yet);
- * `runtimeListed` then resolves, and the node's first status waits for that, never for the pod list. `ready`
- * resolves when the pod informer has synced too and the node's pods were handed to pod workers (containers
- * already on the runtime are adopted by their labels, never recreated; a runtime that lost them with the
- * process first rebuilds them from the pods' API statuses, kubelet_adopt.ts, and is listed again; runtime pods
- * unknown to the API go to pod workers to be stopped at the first housekeeping). `stop()` ends every loop and
+ * Lifecycle: `start()` once. The PLEG lists the runtime first, before the pods are known, as a kubelet's
+ * PLEG starts before its pod sources have synced (start-up waits, retrying, for a runtime that does not
+ * answer yet); `runtimeListed` then resolves, and the node's first status waits for that, never for the pod
+ * list. `ready` resolves when the pod informer has synced too and the node's pods were handed to pod workers
+ * (containers already on the runtime are adopted by their labels, never recreated; a runtime that lost them
+ * with the process first rebuilds them from the pods' API statuses, kubelet_adopt.ts, and is listed again;
+ * runtime pods unknown to the API go to pod workers to be stopped at the first housekeeping). `stop()` ends every loop and
  * parks the pod workers without touching the runtime or the API (a crash and a shutdown look the same to the
  * next Kubelet). Time comes only from the injected Clock.
  */
@@ -435,9 +435,9 @@ export class Kubelet {
   }
 
   /**
-   * The start-up's relist: the pod workers read the runtime only through the PLEG's cache. A runtime that does
-   * not answer yet (containerd restarting, socket not there) is waited for, never given up on. Resolves false
-   * when the Kubelet was stopped meanwhile.
+   * The start-up's relist: the pod workers read the runtime only through the PLEG's cache. A runtime that
+   * does not answer yet (containerd restarting, socket not there) is waited for, never given up on. Resolves
+   * false when the Kubelet was stopped meanwhile.
    */
   private async listRuntime(): Promise<boolean> {
     for (let attempt = 0; ; attempt++) {

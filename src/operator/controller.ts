@@ -309,9 +309,9 @@ export class Operator {
   }
 
   /**
-   * Creates and starts the ManagedNode of a VirtualNode, and, once its start settles, the informer of the pods
-   * bound to its node (its first list hands over the pods already there: restart safety). A node that cannot
-   * even be built (a runtime that rejects the spec) is reported, not served.
+   * Creates and starts the ManagedNode of a VirtualNode, and, once its start settles, the informer of the
+   * pods bound to its node (its first list hands over the pods already there: restart safety). A node that
+   * cannot even be built (a runtime that rejects the spec) is reported, not served.
    */
   private serve(
     vn: VirtualNode,
@@ -355,7 +355,7 @@ export class Operator {
         // The node's pods are listed and watched once its Node is registered and reported, as a kubelet
         // watches its pods only after its node has synced: while a hundred nodes start, their lists do not
         // queue in front of the registrations. The first list hands over the pods already bound (restart
-        // safety); the Kubelet's PLEG has listed the runtime meanwhile, and its pod workers wait for this list.
+        // safety); the Kubelet's PLEG has listed the runtime meanwhile, and its pod workers wait for it.
         pods.start();
         // Its status now tells how the start went.
         this.queue.add(name);
