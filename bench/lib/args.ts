@@ -22,7 +22,7 @@ export interface BenchArgs {
    * (see imageNodeFlags; a V8 flag given twice takes the later value).
    */
   nodeArgs: string[];
-  /** Run the operator with the node flags of the image's ENTRYPOINT (default true). */
+  /** Run the operator with the node flags of the image's ENTRYPOINT and its compile cache (default true). */
   imageNodeFlags: boolean;
   /** Run the operator on the image's Node release (scripts/image-node.sh) instead of this process's. */
   imageNode: boolean;
@@ -46,7 +46,8 @@ export const USAGE = `usage: npm run bench -- <${SCENARIOS.join('|')}> [flags]
   --node-arg FLAG    a flag for the operator's node process (repeatable; e.g. --node-arg=--max-semi-space-size=4),
                      after the image's own flags
   --no-image-node-flags
-                     run the operator's node without the flags of the Dockerfile's ENTRYPOINT
+                     run the operator's node without the flags of the Dockerfile's ENTRYPOINT (and
+                     without the compile cache its ENV NODE_COMPILE_CACHE gives the image)
   --image-node       run the operator (not the driver) on the image's Node release, fetched and cached by
                      scripts/image-node.sh, instead of the machine's (BENCH_OPERATOR_NODE=PATH names any node)
   --heap-snapshots D scale: write the operator's V8 heap snapshots (nodes only, all Ready, Events written) into D

@@ -1,5 +1,6 @@
-// The node flags the image runs the operator with, read from the Dockerfile's ENTRYPOINT, so the benchmarks
-// measure the process as it ships (issue #17 asks for its figures "with the default node flags of the image").
+// The node flags the image runs the operator with, read from the Dockerfile's ENTRYPOINT, and whether it
+// starts from a compile cache (ENV NODE_COMPILE_CACHE), so the benchmarks measure the process as it ships
+// (issue #17 asks for its figures "with the default node flags of the image").
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { REPO_ROOT } from '../../test/support/controlplane.js';
@@ -33,4 +34,14 @@ export function entrypointNodeFlags(dockerfile: string): string[] {
 /** The node flags of the repository's image (see entrypointNodeFlags). */
 export function imageNodeFlags(): string[] {
   return entrypointNodeFlags(readFileSync(path.join(REPO_ROOT, 'Dockerfile'), 'utf8'));
+}
+
+/** Whether `dockerfile` (its text) sets NODE_COMPILE_CACHE: the image starts from a compile cache. */
+export function setsCompileCache(dockerfile: string): boolean {
+  return dockerfile.split('\n').some((l) => /^ENV NODE_COMPILE_CACHE=\S/.test(l));
+}
+
+/** Whether the repository's image starts from a compile cache (see setsCompileCache). */
+export function imageCompileCache(): boolean {
+  return setsCompileCache(readFileSync(path.join(REPO_ROOT, 'Dockerfile'), 'utf8'));
 }

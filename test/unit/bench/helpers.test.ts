@@ -1,6 +1,11 @@
 import { expect } from 'chai';
 import { parseBenchArgs, defaultJsonPath } from '../../../bench/lib/args.js';
-import { entrypointNodeFlags, imageNodeFlags } from '../../../bench/lib/imageflags.js';
+import {
+  entrypointNodeFlags,
+  imageCompileCache,
+  imageNodeFlags,
+  setsCompileCache,
+} from '../../../bench/lib/imageflags.js';
 import {
   auditPolicy,
   countOf,
@@ -362,5 +367,15 @@ describe('bench: the image node flags', () => {
 
   it("finds the repository's Dockerfile in that shape", () => {
     expect(imageNodeFlags()).to.be.an('array');
+  });
+
+  it('sees an image that starts from a compile cache by its ENV line only', () => {
+    expect(setsCompileCache('FROM node:22\nENV NODE_COMPILE_CACHE=/app/.compile-cache\n')).to.equal(true);
+    expect(setsCompileCache('FROM node:22\n# ENV NODE_COMPILE_CACHE=/x\nENV NODE_ENV=production\n')).to.equal(
+      false,
+    );
+    expect(setsCompileCache('ENV NODE_COMPILE_CACHE=\n')).to.equal(false);
+    // The repository's image does (the benchmarks then fill one for the operator).
+    expect(imageCompileCache()).to.equal(true);
   });
 });
