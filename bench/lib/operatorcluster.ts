@@ -25,7 +25,7 @@ export async function withOperatorCluster<T>(
   fn: (c: OperatorCluster) => Promise<T>,
   opts: OperatorClusterOptions = {},
 ): Promise<T> {
-  const buildMs = await buildOperator();
+  const buildMs = await buildOperator(nodeArgs);
   log(`operator compiled by tsc into dist/ in ${duration(buildMs)}`);
   const bc = await startBenchCluster();
   log(`control plane up in ${duration(bc.cp.startMs)} (${bc.dir})`);

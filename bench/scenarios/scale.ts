@@ -326,7 +326,7 @@ export async function runScale(
 ): Promise<Record<string, unknown>> {
   const meta: Record<string, unknown> = { ...opts };
   const t = Date.now();
-  meta.operatorBuildMs = await buildOperator();
+  meta.operatorBuildMs = await buildOperator(opts.nodeArgs);
   log(`operator compiled by tsc into dist/ in ${duration(meta.operatorBuildMs as number)}`);
   let kwokDir = '';
   if (opts.kwok) {
