@@ -31,10 +31,13 @@ user_line="$(grep '^USER ' "$dockerfile" | tail -1)"
 [[ "$user_line" =~ ^USER\ ([1-9][0-9]*)(:([0-9]+))?$ ]] || fail "last USER must be a numeric non-root uid: ${user_line:-none}"
 uid="${BASH_REMATCH[1]}"
 gid="${BASH_REMATCH[3]:-$uid}"
+# The ENTRYPOINT (exec form), an argument a line; step 3 runs it.
+mapfile -t entrypoint < <(grep '^ENTRYPOINT ' "$dockerfile" | tail -1 | sed 's/^ENTRYPOINT //' \
+  | node -e 'for (const a of JSON.parse(require("fs").readFileSync(0, "utf8"))) console.log(a)')
+[ "${entrypoint[0]:-}" = node ] || fail "ENTRYPOINT must be exec form starting with node"
 # The build fills Node's compile cache as the runtime uid with the ENTRYPOINT's flags (Node keys the cache by
 # both): a flag changed in one place only would leave the image with a cache it never reads.
-entry_flags="$(grep '^ENTRYPOINT ' "$dockerfile" | tail -1 | sed 's/^ENTRYPOINT //' \
-  | node -e 'const a = JSON.parse(require("fs").readFileSync(0, "utf8")); console.log(a.slice(1, -1).join(" "))')"
+entry_flags="${entrypoint[*]:1:${#entrypoint[@]}-2}"
 if grep -q '^ENV NODE_COMPILE_CACHE=' "$dockerfile"; then
   fill="RUN node${entry_flags:+ $entry_flags} dist/main.js --help > /dev/null"
   grep -qxF "$fill" "$dockerfile" || fail "NODE_COMPILE_CACHE is set but no \`$fill\` fills it"
@@ -131,10 +134,7 @@ final="${stage_dir[$stage]}"
 chmod -R a+rX "$tmp"
 as_user=(setpriv --reuid "$uid" --regid "$gid" --clear-groups)
 [ "$(id -u)" = 0 ] || as_user=()
-# The ENTRYPOINT itself (exec form), node flags included: a flag this node rejects fails here.
-mapfile -t entrypoint < <(grep '^ENTRYPOINT ' "$dockerfile" | tail -1 | sed 's/^ENTRYPOINT //' \
-  | node -e 'for (const a of JSON.parse(require("fs").readFileSync(0, "utf8"))) console.log(a)')
-[ "${entrypoint[0]:-}" = node ] || fail "ENTRYPOINT must be exec form starting with node"
+# The ENTRYPOINT itself, node flags included: a flag the image's node rejects fails here.
 run_final() { (cd "$final" && "${as_user[@]}" env HOME=/nonexistent PATH="$node_path" "${env_prefix[@]}" "$@"); }
 run_final "${entrypoint[@]}" --help | grep -q -- '--kubeconfig' || fail "${entrypoint[*]} --help did not print the flags"
 run_final node --input-type=module -e \

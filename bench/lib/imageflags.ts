@@ -31,9 +31,14 @@ export function entrypointNodeFlags(dockerfile: string): string[] {
   return (argv as string[]).slice(1, -1);
 }
 
+/** The repository's Dockerfile, as text. */
+function repoDockerfile(): string {
+  return readFileSync(path.join(REPO_ROOT, 'Dockerfile'), 'utf8');
+}
+
 /** The node flags of the repository's image (see entrypointNodeFlags). */
 export function imageNodeFlags(): string[] {
-  return entrypointNodeFlags(readFileSync(path.join(REPO_ROOT, 'Dockerfile'), 'utf8'));
+  return entrypointNodeFlags(repoDockerfile());
 }
 
 /** Whether `dockerfile` (its text) sets NODE_COMPILE_CACHE: the image starts from a compile cache. */
@@ -43,5 +48,5 @@ export function setsCompileCache(dockerfile: string): boolean {
 
 /** Whether the repository's image starts from a compile cache (see setsCompileCache). */
 export function imageCompileCache(): boolean {
-  return setsCompileCache(readFileSync(path.join(REPO_ROOT, 'Dockerfile'), 'utf8'));
+  return setsCompileCache(repoDockerfile());
 }
