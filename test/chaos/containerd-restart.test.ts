@@ -261,7 +261,10 @@ describe('chaos: containerd restarted under pod churn (cri, 1 operator process)'
     expect(notReadyAt, 'NotReady seen').to.be.greaterThan(0);
     expect(doubled, 'pods with other than one sandbox and one container of each name').to.deep.equal([]);
     expect(pods.createdTwice(), 'containers that showed two IDs').to.deep.equal([]);
-    expect(pods.restarted(), 'restarted containers').to.deep.equal([]);
+    const restarted = pods.restarted();
+    // On a failure, what the operator logged about those pods explains it.
+    const restartLog = restarted.map((r) => op!.grep([`${NS}/${r.split('/')[0]}"`], 25)).join('\n');
+    expect(restarted, `restarted containers; the operator's log of them:\n${restartLog}`).to.deep.equal([]);
     expect(touched, 'steady pods whose sandbox or containers changed').to.deep.equal([]);
     expect(op!.running, op!.tail()).to.equal(true);
   });

@@ -315,7 +315,8 @@ describe('kubelet-operator end to end on containerd (real apiserver, cri runtime
       20_000,
       'pod log directories removed',
     ).catch((err: Error) => {
-      throw new Error(`${err.message}; still there: ${readdirSync(logRoot).join(', ')}`);
+      const left = readdirSync(logRoot, { recursive: true }).map(String).sort();
+      throw new Error(`${err.message}; still there: ${left.join(', ')}`);
     });
   });
 

@@ -92,6 +92,19 @@ export class OperatorProcess {
     return this.exited;
   }
 
+  /** The last `max` log lines that contain every one of `words` (a failure's context), one per line. */
+  grep(words: readonly string[], max = 40): string {
+    try {
+      const lines = readFileSync(this.logPath, 'utf8').split('\n');
+      return lines
+        .filter((l) => words.every((w) => l.includes(w)))
+        .slice(-max)
+        .join('\n');
+    } catch {
+      return '(no log)';
+    }
+  }
+
   tail(lines = 30): string {
     try {
       return readFileSync(this.logPath, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');

@@ -10,14 +10,23 @@
  * made leftovers for (`PodLeftovers`) and removes only those: with the pod, or, when that removal did not
  * happen or did not finish (a failed removal, a directory made again by a container start that was still
  * on its way), at the next housekeeping once the pod's content may go and the runtime holds nothing of it.
+ * A removed pod stays recorded for RecheckAfterMs more, and housekeeping removes its leftovers once again
+ * then: a directory made again after the removal by a hand that recorded nothing new (a start whose record
+ * came before the removal, the runtime opening a container's log file) would otherwise be nobody's.
  * The record is in memory: after a restart, what a pod left with no sandbox of ours still around it is no
  * longer known to be ours, and stays. The removal itself is removeleftovers.ts.
  */
+
+/** How long after a removal of its leftovers a pod is looked at once more (see above). */
+export const RecheckAfterMs = 5_000;
+
 interface PodRef {
   namespace: string;
   name: string;
   /** A failed removal of its cgroup was logged already (a busy cgroup is tried at every housekeeping). */
   failureLogged?: boolean;
+  /** Clock time its leftovers were removed; set: it is kept only for the second look. */
+  removedAt?: number;
 }
 
 /** The pods this node made host-side leftovers for and has not yet cleaned up, by UID. */
@@ -26,7 +35,22 @@ export class PodLeftovers {
 
   /** Called before the leftovers are made (a sandbox run, a container's log directory). */
   record(namespace: string, name: string, uid: string): void {
-    if (uid && !this.pods.has(uid)) this.pods.set(uid, { namespace, name });
+    if (!uid) return;
+    const ref = this.pods.get(uid);
+    if (!ref) this.pods.set(uid, { namespace, name });
+    // Made again after a removal: the pod's again, as any recorded one.
+    else delete ref.removedAt;
+  }
+
+  /**
+   * The pod's leftovers were removed at `now`. The first time it stays recorded for the second look; at the
+   * second look (RecheckAfterMs later, or more) it is forgotten.
+   */
+  removed(uid: string, now: number): void {
+    const ref = this.pods.get(uid);
+    if (!ref) return;
+    if (ref.removedAt !== undefined && now - ref.removedAt >= RecheckAfterMs) this.pods.delete(uid);
+    else ref.removedAt ??= now;
   }
 
   /**
@@ -41,18 +65,24 @@ export class PodLeftovers {
     return true;
   }
 
-  forget(uid: string): void {
-    this.pods.delete(uid);
-  }
-
   get size(): number {
     return this.pods.size;
   }
 
-  /** The recorded pods whose content may go and of which the runtime holds nothing: theirs to clean up. */
-  orphaned(removable: (uid: string) => boolean, inRuntime: (uid: string) => boolean): [string, PodRef][] {
+  /**
+   * The recorded pods whose content may go and of which the runtime holds nothing: theirs to clean up. A
+   * removed pod is among them once its second look is due at `now`.
+   */
+  orphaned(
+    removable: (uid: string) => boolean,
+    inRuntime: (uid: string) => boolean,
+    now: number,
+  ): [string, PodRef][] {
     const out: [string, PodRef][] = [];
-    for (const [uid, ref] of this.pods) if (!inRuntime(uid) && removable(uid)) out.push([uid, ref]);
+    for (const [uid, ref] of this.pods) {
+      if (ref.removedAt !== undefined && now - ref.removedAt < RecheckAfterMs) continue;
+      if (!inRuntime(uid) && removable(uid)) out.push([uid, ref]);
+    }
     return out;
   }
 }

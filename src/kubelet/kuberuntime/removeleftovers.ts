@@ -15,6 +15,7 @@ export interface LeftoversContext {
   node: { podLogsRoot: string; cgroupRoot: string };
   logger: { warn(message: string, fields?: Record<string, unknown>): void };
   leftovers: PodLeftovers;
+  clock: { now(): number };
 }
 
 /** Whether this node makes leftovers at all (a simulated runtime makes none: nothing is recorded then). */
@@ -23,8 +24,9 @@ export function makesLeftovers(ctx: LeftoversContext): boolean {
 }
 
 /**
- * Removes the pod's log directory and cgroup, then forgets the pod. Throws when the directory could not go;
- * a cgroup that could not go is logged, and the pod stays recorded so that housekeeping tries again.
+ * Removes the pod's log directory and cgroup, then marks the pod removed (PodLeftovers.removed: forgotten
+ * after a second look). Throws when the directory could not go; a cgroup that could not go is logged, and
+ * the pod stays recorded as it was, so that housekeeping tries again.
  */
 export async function removePodLeftovers(
   ctx: LeftoversContext,
@@ -36,7 +38,7 @@ export async function removePodLeftovers(
   if (ctx.manageLogDirectories && namespace && name) {
     await rm(podLogsDirectory(ctx.node.podLogsRoot, namespace, name, uid), { recursive: true, force: true });
   }
-  if (await removePodCgroup(ctx, uid)) ctx.leftovers.forget(uid);
+  if (await removePodCgroup(ctx, uid)) ctx.leftovers.removed(uid, ctx.clock.now());
 }
 
 /**
@@ -49,7 +51,7 @@ export async function removeOrphanedPodLeftovers(
   inRuntime: (uid: string) => boolean,
 ): Promise<string[]> {
   const errors: string[] = [];
-  for (const [uid, ref] of ctx.leftovers.orphaned(removable, inRuntime)) {
+  for (const [uid, ref] of ctx.leftovers.orphaned(removable, inRuntime, ctx.clock.now())) {
     try {
       await removePodLeftovers(ctx, ref.namespace, ref.name, uid);
     } catch (err) {

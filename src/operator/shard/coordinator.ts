@@ -435,6 +435,14 @@ export class ShardCoordinator implements ShardGate {
       this.log.info('serving virtual node', {
         virtualNode: node,
         previousHolder: base.spec.holderIdentity || undefined,
+        // How long after the previous holder's Lease ran out here it was taken (a takeover's delay).
+        // and how long after its last renewal (its renewTime, on the writer's clock) that renewal was seen.
+        ...(seen && holder !== '' && holder !== this.o.identity
+          ? {
+              takenAfterExpiryMs: this.o.clock.now() - localExpiry(seen.lease, seen.seenAt),
+              renewSeenAfterMs: seen.seenAt - Date.parse(seen.lease.spec.renewTime ?? ''),
+            }
+          : {}),
       });
       this.changed(node);
       return true;

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import type { Pod } from '../../../../src/api/core.js';
 import { PodCache } from '../../../../src/kubelet/container/cache.js';
 import { KubeGenericRuntimeManager } from '../../../../src/kubelet/kuberuntime/manager.js';
+import { RecheckAfterMs } from '../../../../src/kubelet/kuberuntime/podleftovers.js';
 import { GenericPLEG } from '../../../../src/kubelet/pleg/generic.js';
 import { ManagedByLabel, PodUIDLabel } from '../../../../src/runtime/labels.js';
 import { KindError } from '../../../../src/util/errors.js';
@@ -367,6 +368,34 @@ describe('KubeGenericRuntimeManager pod leftovers (log directories on a real fil
       ),
     ).to.deep.equal([]);
     expect(await readdir(root)).to.deep.equal([]);
+  });
+
+  it('housekeeping looks once more after a removal and takes a directory made again by a hand that recorded nothing', async () => {
+    const h = new Harness({ logRoot: root });
+    const pod = makePod({ containers: [container('app', server)] });
+    await h.sync(pod);
+    const st = await h.status(pod);
+    await h.kill(pod, st);
+    expect((await drive(h.clock, h.manager.removePod(st))).error).to.equal(undefined);
+    expect(await readdir(root)).to.deep.equal([]);
+    // The runtime opening the container's log file once more after the removal (containerd makes the
+    // directory for it), or a start whose record came before the removal: nothing new is recorded.
+    await mkdir(join(root, dirOf(pod), 'app'), { recursive: true });
+    const housekeeping = (): Promise<string[]> =>
+      h.manager.removeOrphanedPodLeftovers(
+        () => true,
+        () => false,
+      );
+    expect(await housekeeping()).to.deep.equal([]);
+    expect(await readdir(root), 'not yet due').to.deep.equal([dirOf(pod)]);
+    h.clock.advance(RecheckAfterMs);
+    expect(await housekeeping()).to.deep.equal([]);
+    expect(await readdir(root)).to.deep.equal([]);
+    // Then the pod is forgotten: a directory of that name made later is not this node's to take.
+    await mkdir(join(root, dirOf(pod)));
+    h.clock.advance(RecheckAfterMs);
+    expect(await housekeeping()).to.deep.equal([]);
+    expect(await readdir(root)).to.deep.equal([dirOf(pod)]);
   });
 });
 
