@@ -32,6 +32,7 @@ import type { AllocationManager } from './allocation/manager.js';
 import { recordResizeResult, resizeProgress } from './allocation/progress.js';
 import { isPodResizeInProgress } from './kuberuntime/resize.js';
 import type { PodResizeConditions } from './status/resizeconditions.js';
+import { sameInputs, SettledSyncs, type SyncInputs } from './settledsyncs.js';
 
 export interface KubeletPodSyncerDeps {
   nodeIPs: readonly string[];
@@ -138,6 +139,8 @@ export class KubeletPodSyncer implements PodSyncer {
   private readonly untouched = new Set<string>();
   private readonly firstSeen = new Map<string, number>();
   private readonly startRecorded = new Set<string>();
+  /** Pods whose last sync found nothing to do, with what it read (settledsyncs.ts). */
+  private readonly settled = new SettledSyncs();
 
   constructor(private readonly d: KubeletPodSyncerDeps) {}
 
@@ -152,6 +155,12 @@ export class KubeletPodSyncer implements PodSyncer {
     for (const set of [this.startRecorded, this.untouched]) {
       for (const uid of set) if (!uids.has(uid)) set.delete(uid);
     }
+    this.settled.retain(uids);
+  }
+
+  /** Pods whose next sync, with the same inputs, skips status generation and the runtime (for tests). */
+  get settledPods(): number {
+    return this.settled.size;
   }
 
   /** Whether the pod was rejected by admission. */
@@ -176,28 +185,36 @@ export class KubeletPodSyncer implements PodSyncer {
     }
     // The pod as allocated: a resize not (yet) accepted changes nothing on the runtime.
     const pod = this.d.allocation.updatePodFromAllocation(apiPod).pod;
+    const inputs = this.inputsOf(apiPod, pod, viewed);
+    // Nothing this pod's last sync read has changed, and that sync found nothing to do: neither would this one.
+    const unchanged = !this.resizing(uid) && this.settled.unchanged(uid, inputs);
+    this.settled.forget(uid);
     let before = viewed;
-    // A resize the runtime may still be applying shows only on a fresh inspection (no PLEG event says so).
-    if (isPodResizeInProgress(pod, before)) before = await this.d.relist(refOf(pod));
-    resizeProgress(pod, before, this.d.resizeConditions, this.eventRecorder);
+    let status: PodStatus | undefined;
+    if (!unchanged) {
+      // A resize the runtime may still be applying shows only on a fresh inspection (no PLEG event says so).
+      if (isPodResizeInProgress(pod, before)) before = await this.d.relist(refOf(pod));
+      resizeProgress(pod, before, this.d.resizeConditions, this.eventRecorder);
 
-    if (
-      isTerminalPhase(pod.status?.phase) &&
-      before.sandboxes.length === 0 &&
-      before.containers.length === 0
-    ) {
-      // Finished before we saw it (a restart after GC, or a rejection): its API status is final as it is.
-      this.untouched.add(uid);
-      return { isTerminal: true };
+      if (
+        isTerminalPhase(pod.status?.phase) &&
+        before.sandboxes.length === 0 &&
+        before.containers.length === 0
+      ) {
+        // Finished before we saw it (a restart after GC, or a rejection): its API status is final as it is.
+        this.untouched.add(uid);
+        return { isTerminal: true };
+      }
+      status = this.generate(pod, before, false);
+      this.d.statusManager.setPodStatus(pod, status);
+      if (isTerminalPhase(status.phase)) return { isTerminal: true };
     }
-    const status = this.generate(pod, before, false);
-    this.d.statusManager.setPodStatus(pod, status);
-    if (isTerminalPhase(status.phase)) return { isTerminal: true };
     if (ctx.aborted) return { isTerminal: false };
 
     this.d.prober.addPod(pod);
     this.d.prober.updatePod(pod);
     // kubelet SyncPod: WaitForAttachAndMount. Nothing starts without its volumes; the pod worker retries.
+    // For a settled pod this is the resync's remaining work: configMap and secret contents are refreshed.
     const mounted = await this.d.volumes.mountPod(pod);
     if (!mounted.ok) {
       const message = `Unable to attach or mount volumes: ${mounted.message}`;
@@ -205,6 +222,10 @@ export class KubeletPodSyncer implements PodSyncer {
       throw new KindError('Unavailable', message, { pod: `${pod.metadata.namespace}/${pod.metadata.name}` });
     }
     if (ctx.aborted) return { isTerminal: false };
+    if (status === undefined) {
+      this.settled.settled(uid, inputs);
+      return { isTerminal: false };
+    }
     const result = await this.d.runtime.syncPod(ctx, pod, before, this.d.probes);
 
     // When the runtime changed, inspect the pod now (kubelet: pleg.UpdateCache), so the new containers show in
@@ -219,6 +240,9 @@ export class KubeletPodSyncer implements PodSyncer {
       // Nothing changed (the sandbox config is reported at every sync): the status generated from the same view
       // at the start of this sync stands, and generating it again would give the same one.
       this.observeStart(uid, pod, status);
+      // Read once more: the sync awaited, and an input that changed meanwhile must not be taken as settled.
+      const now = this.inputsOf(apiPod, pod, viewed);
+      if (before === viewed && sameInputs(inputs, now)) this.settled.settled(uid, inputs);
       return { isTerminal: false };
     }
     const latest = acted ? await this.d.relist(refOf(pod)) : before;
@@ -273,6 +297,18 @@ export class KubeletPodSyncer implements PodSyncer {
     // Its room is free now: a deferred resize may fit.
     this.d.allocation.removePod(uid);
     if (this.d.allocation.hasPendingResizes()) this.d.allocation.retryPendingResizes('pod_terminated');
+  }
+
+  /** What a sync of `apiPod` reads besides the clock (settledsyncs.ts). */
+  private inputsOf(apiPod: Pod, pod: Pod, view: RuntimePodStatus): SyncInputs {
+    return {
+      apiPod,
+      pod,
+      latest: this.d.podManager.getPodByUID(asPodUID(podUID(apiPod))),
+      view,
+      liveness: this.d.probes.liveness.revision,
+      startup: this.d.probes.startup.revision,
+    };
   }
 
   private resizing(uid: string): boolean {

@@ -44,6 +44,7 @@ export class ResultsManager implements ProbeResultsReader {
   readonly probeType: ProbeType;
   private readonly cache = new Map<string, ProbeResult>();
   private readonly listeners = new Set<ProbeResultListener>();
+  private changes = 0;
 
   constructor(probeType: ProbeType) {
     if (probeType !== 'liveness' && probeType !== 'readiness' && probeType !== 'startup') {
@@ -72,6 +73,7 @@ export class ResultsManager implements ProbeResultsReader {
     if (previous !== undefined) this.cache.delete(key);
     this.cache.set(key, result);
     if (previous === result) return;
+    this.changes++;
     const update: ProbeResultUpdate = {
       containerID: id,
       result,
@@ -90,7 +92,12 @@ export class ResultsManager implements ProbeResultsReader {
   /** Forgets the container's result. Silent: no update is pushed. */
   remove(id: string): void {
     if (typeof id !== 'string') return;
-    this.cache.delete(containerIDKey(id));
+    if (this.cache.delete(containerIDKey(id))) this.changes++;
+  }
+
+  /** Counts the changes of what `get` answers: a new or different result set, a result removed. */
+  get revision(): number {
+    return this.changes;
   }
 
   /** Registers a listener for updates; the returned function unregisters it. */

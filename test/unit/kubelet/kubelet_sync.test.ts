@@ -577,6 +577,97 @@ describe('KubeletPodSyncer', () => {
     expect(f.calls.filter((c) => c.startsWith('setPodStatus')).length).to.equal(2);
   });
 
+  it('a settled pod synced again with the same inputs skips status and runtime, still mounts; any changed input brings the whole sync back', async () => {
+    const f = new Fakes();
+    const liveness = new ResultsManager('liveness');
+    const startup = new ResultsManager('startup');
+    const s = f.syncer({ probes: { liveness, startup } });
+    f.syncResult = { results: [{ action: 'ConfigPodSandbox', target: 'sb' }] } as unknown as PodSyncResult;
+    let view = rt('a', [rec('running')]);
+    f.runtimeViews = [view];
+    const p = mkPod('a');
+    f.pods.set('a', p);
+    const whole = ['setPodStatus Running', 'prober.addPod', 'mountPod', 'runtime.syncPod'];
+    const settled = ['prober.addPod', 'mountPod'];
+    const sync = async (pod: Pod = p): Promise<string[]> => {
+      f.calls = [];
+      expect(await s.syncPod(ctx(), 'sync', pod, view)).to.deep.equal({ isTerminal: false });
+      return f.calls;
+    };
+    expect(await sync()).to.deep.equal(whole);
+    expect(s.settledPods).to.equal(1);
+    expect(await sync(), 'nothing changed').to.deep.equal(settled);
+    expect(await sync(), 'still nothing').to.deep.equal(settled);
+
+    view = rt('a', [rec('running')]);
+    expect(await sync(), 'the runtime inspected anew').to.deep.equal(whole);
+    expect(await sync()).to.deep.equal(settled);
+
+    liveness.set('sim://c-running', 'failure', asPodUID('a'));
+    expect(await sync(), 'a liveness result').to.deep.equal(whole);
+    expect(await sync()).to.deep.equal(settled);
+    startup.set('sim://c-running', 'success', asPodUID('a'));
+    expect(await sync(), 'a startup result').to.deep.equal(whole);
+    liveness.set('sim://c-running', 'failure', asPodUID('a'));
+    expect(await sync(), 'the same liveness result again').to.deep.equal(settled);
+    liveness.remove('sim://c-running');
+    expect(await sync(), 'a liveness result removed').to.deep.equal(whole);
+
+    f.pods.set('a', { ...p, status: { phase: 'Running', conditions: [{ type: 'x', status: 'True' }] } });
+    expect(await sync(), "the pod manager's newest pod").to.deep.equal(whole);
+    expect(await sync()).to.deep.equal(settled);
+    const updated = { ...p };
+    expect(await sync(updated), 'the pod handed to the worker').to.deep.equal(whole);
+    expect(await sync(updated)).to.deep.equal(settled);
+
+    // A sync that acted is never taken as settled.
+    f.syncResult = undefined;
+    view = rt('a', [rec('running')]);
+    expect(await sync(updated)).to.deep.equal([...whole, 'relist', 'setPodStatus Running']);
+    f.syncResult = { results: [] };
+    expect(await sync(updated), 'after a sync that acted').to.deep.equal(whole);
+    expect(await sync(updated)).to.deep.equal(settled);
+
+    // A failed mount fails the settled sync too, and the next one works everything out again.
+    f.mountResult = { ok: false, message: 'configmap "c" not found', report: true } as MountPodResult;
+    let err: unknown;
+    try {
+      await sync(updated);
+    } catch (e) {
+      err = e;
+    }
+    expect(String(err)).to.include('Unable to attach or mount volumes');
+    f.mountResult = { ok: true, volumes: new Map() };
+    expect(await sync(updated)).to.deep.equal(whole);
+    s.retain(new Set());
+    expect(s.settledPods).to.equal(0);
+    expect(await sync(updated), 'forgotten by housekeeping').to.deep.equal(whole);
+  });
+
+  it('never takes a pod with an active deadline, or one whose probe results cannot be versioned, as settled', async () => {
+    const f = new Fakes();
+    f.syncResult = { results: [] };
+    const view = rt('a', [rec('running')]);
+    const timed = mkPod('a');
+    timed.spec.activeDeadlineSeconds = 60;
+    const s = f.syncer();
+    await s.syncPod(ctx(), 'sync', timed, view);
+    f.calls = [];
+    await s.syncPod(ctx(), 'sync', timed, view);
+    expect(f.calls).to.include('runtime.syncPod');
+    expect(s.settledPods).to.equal(0);
+
+    const plain = mkPod('b');
+    const bView = rt('b', [rec('running')]);
+    const unversioned = f.syncer({
+      probes: { liveness: { get: () => undefined }, startup: { get: () => undefined } },
+    });
+    await unversioned.syncPod(ctx(), 'sync', plain, bView);
+    f.calls = [];
+    await unversioned.syncPod(ctx(), 'sync', plain, bView);
+    expect(f.calls).to.include('runtime.syncPod');
+  });
+
   it('inspects the pod again only when the runtime changed (not for the sandbox config or a back-off)', async () => {
     const r = (action: string, error?: string) => ({ action, target: 'app', ...(error ? { error } : {}) });
     const res = (...results: ReturnType<typeof r>[]) => ({ results }) as unknown as PodSyncResult;

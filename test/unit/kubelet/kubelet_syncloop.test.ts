@@ -105,11 +105,12 @@ describe('SyncLoop', () => {
       settings: { ...deps().settings, resyncIntervalMs: 2_000 },
       runtimeState: { runtimeErrors: () => [...errors] },
     });
+    // Every sync of a running pod mounts its volumes, a settled one too (it skips the runtime's sync).
     let syncs = 0;
-    const sync = k.runtimeManager.syncPod.bind(k.runtimeManager);
-    k.runtimeManager.syncPod = (...a: Parameters<typeof sync>) => {
+    const mount = k.volumeManager.mountPod.bind(k.volumeManager);
+    k.volumeManager.mountPod = (...a: Parameters<typeof mount>) => {
       syncs++;
-      return sync(...a);
+      return mount(...a);
     };
     await start(k, clock);
     await advance(clock, 7_000);
