@@ -186,7 +186,7 @@ export class KubeletPodSyncer implements PodSyncer {
     // The pod as allocated: a resize not (yet) accepted changes nothing on the runtime.
     const pod = this.d.allocation.updatePodFromAllocation(apiPod).pod;
     const inputs = this.inputsOf(apiPod, pod, viewed);
-    // Nothing this pod's last sync read has changed, and that sync found nothing to do: neither would this one.
+    // Nothing this pod's last sync read has changed, and it found nothing to do: neither would this sync.
     const unchanged = !this.resizing(uid) && this.settled.unchanged(uid, inputs);
     this.settled.forget(uid);
     let before = viewed;

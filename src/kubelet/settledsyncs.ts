@@ -4,14 +4,15 @@
  *
  * The kubelet runs the whole SyncPod at every resync (once a minute per pod): it generates the API status,
  * computes the pod's actions and builds the sandbox config, and for a settled pod all three give what they
- * gave a minute ago. They are pure functions of what they read (decisions here are functions of spec, runtime
- * state and clock, with I/O at the edges), so their answer can be kept while their inputs stay the same objects:
+ * gave a minute ago. They are pure functions of what they read (spec, runtime state, clock; no I/O), so their
+ * answer can be kept while their inputs stay the same objects:
  * - the pod as the worker has it, the pod as allocated (the same object unless a resize was allocated), and
  *   the pod manager's newest one (conditions other writers own, e.g. readiness gates, come from it);
  * - the runtime's view of the pod: the PLEG cache's object, replaced whenever the pod is inspected again;
  * - the liveness and startup results (their caches' revisions), which computePodActions reads.
- * The clock is read only for the active deadline, so pods with `activeDeadlineSeconds` are never kept, nor are
- * pods being resized. Readiness reaches the status manager on its own (SetContainerReadiness), as in the
+ * Of the clock, a sync that finds nothing to do reads only the active deadline (back-offs come with errors,
+ * and a sync with errors is never kept): pods with `activeDeadlineSeconds` are never kept, nor are pods being
+ * resized. Readiness reaches the status manager on its own (SetContainerReadiness), as in the
  * kubelet. What a resync still does for a kept pod: the prober's bookkeeping and the volume manager's mount
  * (configMap, secret, downward API and projected volumes are refreshed there).
  */
