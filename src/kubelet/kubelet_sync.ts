@@ -32,7 +32,7 @@ import type { AllocationManager } from './allocation/manager.js';
 import { recordResizeResult, resizeProgress } from './allocation/progress.js';
 import { isPodResizeInProgress } from './kuberuntime/resize.js';
 import type { PodResizeConditions } from './status/resizeconditions.js';
-import { sameInputs, SettledSyncs, type SyncInputs } from './settledsyncs.js';
+import { SettledSyncs, type SyncInputs } from './settledsyncs.js';
 
 export interface KubeletPodSyncerDeps {
   nodeIPs: readonly string[];
@@ -240,9 +240,8 @@ export class KubeletPodSyncer implements PodSyncer {
       // Nothing changed (the sandbox config is reported at every sync): the status generated from the same view
       // at the start of this sync stands, and generating it again would give the same one.
       this.observeStart(uid, pod, status);
-      // Read once more: the sync awaited, and an input that changed meanwhile must not be taken as settled.
-      const now = this.inputsOf(apiPod, pod, viewed);
-      if (before === viewed && sameInputs(inputs, now)) this.settled.settled(uid, inputs);
+      // Kept with the inputs this sync started from: one that changed meanwhile brings a sync that misses.
+      if (before === viewed) this.settled.settled(uid, inputs);
       return { isTerminal: false };
     }
     const latest = acted ? await this.d.relist(refOf(pod)) : before;

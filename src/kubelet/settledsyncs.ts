@@ -35,7 +35,7 @@ export interface SyncInputs {
 }
 
 /** Whether two syncs read the same inputs. */
-export function sameInputs(a: SyncInputs, b: SyncInputs): boolean {
+function sameInputs(a: SyncInputs, b: SyncInputs): boolean {
   return (
     a.apiPod === b.apiPod &&
     a.pod === b.pod &&

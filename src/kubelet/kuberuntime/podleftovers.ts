@@ -29,6 +29,11 @@ interface PodRef {
   removedAt?: number;
 }
 
+/** Removed, and its second look not yet due at `now`. */
+function awaitsSecondLook(ref: PodRef, now: number): boolean {
+  return ref.removedAt !== undefined && now - ref.removedAt < RecheckAfterMs;
+}
+
 /** The pods this node made host-side leftovers for and has not yet cleaned up, by UID. */
 export class PodLeftovers {
   private readonly pods = new Map<string, PodRef>();
@@ -49,8 +54,8 @@ export class PodLeftovers {
   removed(uid: string, now: number): void {
     const ref = this.pods.get(uid);
     if (!ref) return;
-    if (ref.removedAt !== undefined && now - ref.removedAt >= RecheckAfterMs) this.pods.delete(uid);
-    else ref.removedAt ??= now;
+    if (ref.removedAt === undefined) ref.removedAt = now;
+    else if (!awaitsSecondLook(ref, now)) this.pods.delete(uid);
   }
 
   /**
@@ -80,8 +85,7 @@ export class PodLeftovers {
   ): [string, PodRef][] {
     const out: [string, PodRef][] = [];
     for (const [uid, ref] of this.pods) {
-      if (ref.removedAt !== undefined && now - ref.removedAt < RecheckAfterMs) continue;
-      if (!inRuntime(uid) && removable(uid)) out.push([uid, ref]);
+      if (!awaitsSecondLook(ref, now) && !inRuntime(uid) && removable(uid)) out.push([uid, ref]);
     }
     return out;
   }

@@ -407,8 +407,10 @@ export class ShardCoordinator implements ShardGate {
     const observed = seen?.lease;
     // The plan may be older than what the watch has shown since: take it only if it is still free.
     const holder = observed?.spec.holderIdentity ?? '';
-    if (seen && holder !== '' && holder !== this.o.identity && localExpiry(seen.lease, seen.seenAt) > now)
-      return false;
+    // When it runs out here, if another replica holds it.
+    const expiresAt =
+      seen && holder !== '' && holder !== this.o.identity ? localExpiry(seen.lease, seen.seenAt) : undefined;
+    if (expiresAt !== undefined && expiresAt > now) return false;
     const base = observed ?? this.leaseBody(name, 'virtualnode', node);
     const next: Lease = {
       ...base,
@@ -437,9 +439,9 @@ export class ShardCoordinator implements ShardGate {
         previousHolder: base.spec.holderIdentity || undefined,
         // How long after the previous holder's Lease ran out here it was taken (a takeover's delay).
         // and how long after its last renewal (its renewTime, on the writer's clock) that renewal was seen.
-        ...(seen && holder !== '' && holder !== this.o.identity
+        ...(seen && expiresAt !== undefined
           ? {
-              takenAfterExpiryMs: this.o.clock.now() - localExpiry(seen.lease, seen.seenAt),
+              takenAfterExpiryMs: this.o.clock.now() - expiresAt,
               renewSeenAfterMs: seen.seenAt - Date.parse(seen.lease.spec.renewTime ?? ''),
             }
           : {}),

@@ -301,6 +301,12 @@ describe('KubeGenericRuntimeManager pod leftovers (log directories on a real fil
     await rm(root, { recursive: true, force: true });
   });
   const dirOf = (pod: Pod): string => `${pod.metadata.namespace}_${pod.metadata.name}_${pod.metadata.uid}`;
+  /** Housekeeping's pass with every pod free to go and nothing of them in the runtime. */
+  const housekeeping = (h: Harness): Promise<string[]> =>
+    h.manager.removeOrphanedPodLeftovers(
+      () => true,
+      () => false,
+    );
 
   it("removePod takes the pod log directory; a removal that failed leaves it to housekeeping, which never touches another node's pods", async () => {
     const h = new Harness({ logRoot: root });
@@ -361,12 +367,7 @@ describe('KubeGenericRuntimeManager pod leftovers (log directories on a real fil
     const gc = await h.manager.garbageCollect({ shouldPodContentBeRemoved: () => true });
     expect(gc.removedSandboxes, 'the GC finds no sandbox to go with it').to.deep.equal([]);
     expect(await readdir(root)).to.deep.equal([dirOf(pod)]);
-    expect(
-      await h.manager.removeOrphanedPodLeftovers(
-        () => true,
-        () => false,
-      ),
-    ).to.deep.equal([]);
+    expect(await housekeeping(h)).to.deep.equal([]);
     expect(await readdir(root)).to.deep.equal([]);
   });
 
@@ -381,20 +382,15 @@ describe('KubeGenericRuntimeManager pod leftovers (log directories on a real fil
     // The runtime opening the container's log file once more after the removal (containerd makes the
     // directory for it), or a start whose record came before the removal: nothing new is recorded.
     await mkdir(join(root, dirOf(pod), 'app'), { recursive: true });
-    const housekeeping = (): Promise<string[]> =>
-      h.manager.removeOrphanedPodLeftovers(
-        () => true,
-        () => false,
-      );
-    expect(await housekeeping()).to.deep.equal([]);
+    expect(await housekeeping(h)).to.deep.equal([]);
     expect(await readdir(root), 'not yet due').to.deep.equal([dirOf(pod)]);
     h.clock.advance(RecheckAfterMs);
-    expect(await housekeeping()).to.deep.equal([]);
+    expect(await housekeeping(h)).to.deep.equal([]);
     expect(await readdir(root)).to.deep.equal([]);
     // Then the pod is forgotten: a directory of that name made later is not this node's to take.
     await mkdir(join(root, dirOf(pod)));
     h.clock.advance(RecheckAfterMs);
-    expect(await housekeeping()).to.deep.equal([]);
+    expect(await housekeeping(h)).to.deep.equal([]);
     expect(await readdir(root)).to.deep.equal([dirOf(pod)]);
   });
 });
