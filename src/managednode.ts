@@ -41,7 +41,7 @@ import { SimRuntime } from './runtime/sim/index.js';
 import type { Runtime } from './runtime/types.js';
 import type { NodeApiRegistry } from './server/nodeapi/registry.js';
 import type { Clock } from './util/clock.js';
-import { errorMessage, isNotFound } from './util/errors.js';
+import { errorMessage, isNotFound, KindError } from './util/errors.js';
 import type { Logger } from './util/logger.js';
 
 export interface ManagedNodeDeps {
@@ -288,6 +288,10 @@ export class KubeletManagedNode implements ManagedNode {
     this.deps.metrics?.eventRecorders.set(this.nodeName, this.recorder);
     // The first runtime check before the Kubelet starts: its sync loop waits for one.
     await this.runtimeState.update();
+    // Stopped meanwhile (its VirtualNode forgotten): nothing may start after the stop, or its kubelet, Node
+    // and node API route would outlive it.
+    if (this.stopped)
+      throw new KindError('Unavailable', 'node stopped while starting', { node: this.nodeName });
     // While nodes start, Events wait for their first status (bounded): registration and readiness go first.
     this.deps.eventHold?.track(this.agent.ready);
     // The Kubelet first: its PLEG relists at once, before the node's pods are listed, and the first node

@@ -96,6 +96,12 @@ export class Operator {
   private readonly served = new Map<string, Served>();
   /** Node name -> VirtualNode name. */
   private readonly byNode = new Map<string, string>();
+  /**
+   * UID, by name, of each VirtualNode this process finalized whose going the cache has not shown yet. A sync
+   * in that window reads the copy from before (deleting, finalizer on) and would serve it again to drain it:
+   * its Node, just removed, would be registered anew and left behind.
+   */
+  private readonly finalized = new Map<string, string>();
   private readonly podCIDRs = new PodCIDRDefaulter();
   private readonly writer: VirtualNodeWriter;
   private readonly api: OperatorAPI;
@@ -198,6 +204,7 @@ export class Operator {
     await Promise.all([this.vnInformer.stop(), this.serviceInformer.stop()]);
     await Promise.all([...this.served.values()].map((s) => stopServed(s).catch(() => undefined)));
     this.served.clear();
+    this.finalized.clear();
     this.byNode.clear();
     // Only now, with every node stopped, may another replica take them.
     await this.opts.shard?.stop();
@@ -216,8 +223,14 @@ export class Operator {
     let vn = this.vnInformer.get(name);
     if (!vn) {
       // Gone without our finalizer (or after it): just stop serving it.
+      this.finalized.delete(name);
       await this.forget(name);
       return;
+    }
+    if (this.finalized.has(name)) {
+      if (this.finalized.get(name) === vn.metadata.uid) return;
+      // A new object under the same name.
+      this.finalized.delete(name);
     }
     if (vn.metadata.deletionTimestamp) {
       await this.finalize(vn);
@@ -404,6 +417,7 @@ export class Operator {
       vn,
       (vn.metadata.finalizers ?? []).filter((f) => f !== FINALIZER),
     );
+    if (vn.metadata.uid) this.finalized.set(name, vn.metadata.uid);
   }
 
   /** The ManagedNode that drains a deleted VirtualNode no process served, or undefined if it never could. */

@@ -111,7 +111,7 @@ describe('kubelet-operator end to end on containerd (real apiserver, cri runtime
         method: 'GET',
         path: p,
       });
-      return `still there: uid ${o.metadata?.uid}, created ${o.metadata?.creationTimestamp}`;
+      return `still there: uid ${o.metadata?.uid}, created ${o.metadata?.creationTimestamp}, now ${new Date().toISOString()}`;
     } catch (err) {
       return isNotFound(err) ? 'gone' : `GET failed: ${(err as Error).message}`;
     }

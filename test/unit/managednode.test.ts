@@ -291,6 +291,28 @@ describe('KubeletManagedNode', () => {
     expect(s.nodeAPI.leases.has(NODE)).to.equal(false);
     await s.node.remove(); // already gone: still fine
   });
+
+  it('a stop while the first runtime check is out starts nothing once it answers', async () => {
+    let answer = (): void => {};
+    const answered = new Promise<void>((r) => (answer = r));
+    const version = s.runtime.version.bind(s.runtime);
+    s.runtime.version = async () => {
+      await answered;
+      return version();
+    };
+    const started = s.node.start().then(
+      () => 'resolved',
+      (err: unknown) => (err as Error).message,
+    );
+    await flush();
+    await s.node.stop();
+    answer();
+    expect(await started).to.match(/stopped/);
+    await advance(s.clock, 10_000, 1_000);
+    expect(s.nodeAPI.nodes.has(NODE), 'no Node registered').to.equal(false);
+    expect(s.registry.nodes(), 'no node API route').to.deep.equal([]);
+    expect(s.mutations).to.deep.equal([]);
+  });
 });
 
 describe('KubeletManagedNode clients and sources', () => {

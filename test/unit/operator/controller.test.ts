@@ -313,6 +313,30 @@ describe('operator: VirtualNode controller', () => {
     expect(op!.servedNodes()).to.deep.equal([]);
   });
 
+  it('never serves again a VirtualNode it finalized while its cache still shows it deleting', async () => {
+    api.vns.create(virtualNode('vn-a'));
+    await startOperator();
+    const node = factory.node('vn-a');
+    let stopped = (): void => {};
+    node.stopWaits = new Promise((r) => (stopped = r));
+    api.vns.delete('vn-a');
+    await flush();
+    expect(node.events.slice(-2)).to.deep.equal(['drain', 'stop']);
+    // While the node stops, the periodic status sync comes due, and the watch lags: the object's going
+    // reaches the cache only after that sync ran on the stale copy (deleting, finalizer on).
+    const release = api.vns.holdWatches();
+    await advance(STATUS_PERIOD);
+    stopped();
+    await flush();
+    expect(node.events.at(-1)).to.equal('remove');
+    expect(api.vns.get('vn-a'), 'finalizer dropped, object gone').to.equal(undefined);
+    release();
+    await flush();
+    // A node served again would have registered the Node just removed, and nothing would remove it again.
+    expect(factory.created).to.have.length(1);
+    expect(op!.servedNodes()).to.deep.equal([]);
+  });
+
   it('serves a VirtualNode found already deleting, so that its pods are drained before it goes', async () => {
     api.vns.create({ ...virtualNode('vn-a'), metadata: { name: 'vn-a', finalizers: [FINALIZER] } });
     api.vns.delete('vn-a');

@@ -117,6 +117,25 @@ export class FakeCollection<T extends Stored> implements ListWatcher<T> {
     return [...this.store.keys()];
   }
 
+  /**
+   * Holds back what open watches are sent (a lagging watch): changes go on being made, and reach the
+   * watches, in order, when the returned function is called.
+   */
+  holdWatches(): () => void {
+    const held: Recorded[] = [];
+    this.held = held;
+    return () => {
+      if (this.held === held) this.held = undefined;
+      for (const r of held) this.deliver(r);
+    };
+  }
+
+  private held: Recorded[] | undefined;
+
+  private deliver(recorded: Recorded): void {
+    for (const w of [...this.watchers]) w(recorded);
+  }
+
   private emit(type: 'ADDED' | 'MODIFIED' | 'DELETED', obj: T, prev?: T): void {
     const recorded: Recorded = {
       rv: Number(obj.metadata.resourceVersion),
@@ -124,7 +143,8 @@ export class FakeCollection<T extends Stored> implements ListWatcher<T> {
     };
     if (prev) recorded.prev = clone(prev);
     this.history.push(recorded);
-    for (const w of [...this.watchers]) w(recorded);
+    if (this.held) this.held.push(recorded);
+    else this.deliver(recorded);
   }
 
   create(obj: T): T {

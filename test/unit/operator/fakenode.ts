@@ -15,6 +15,8 @@ export class FakeManagedNode implements ManagedNode {
   startError: Error | undefined;
   /** When set, start() settles only after it does (a slow registration). */
   startWaits: Promise<void> | undefined;
+  /** When set, stop() settles only after it does (a kubelet waiting for its syncs in flight). */
+  stopWaits: Promise<void> | undefined;
   observation: ManagedNodeObservation = {
     registered: true,
     problems: [],
@@ -48,6 +50,7 @@ export class FakeManagedNode implements ManagedNode {
   }
   async stop(): Promise<void> {
     this.events.push('stop');
+    if (this.stopWaits) await this.stopWaits;
   }
   podAdded(p: Pod): void {
     this.events.push(`add ${p.metadata.name}`);
