@@ -28,7 +28,7 @@ import { NodeAgent } from './node/agent.js';
 import { RuntimeState } from './node/runtimestate.js';
 import { nodeRef, restEventSink, restNodeAPI, type NodeAPI, type NodeHeartbeatAPI } from './node/api.js';
 import type { Service } from './api/service.js';
-import { EventHold } from './kube/eventhold.js';
+import { StartupHold } from './kube/startuphold.js';
 import { restVolumeSources, type VolumeSources } from './kubelet/volumemanager/sources.js';
 import { podEnvironmentFor, type NodePodEnvironment } from './podenvironment.js';
 import { statsProviderFor } from './nodestats.js';
@@ -88,13 +88,23 @@ export interface ManagedNodeDeps {
   /** The token manager's clock (default `clock`): tests run it faster to see token refreshes. */
   tokenClock?: Clock;
   /**
-   * Holds every node's Event writes while nodes of the process start (see EventHold); kubeletNodeFactory
+   * Holds every node's Event writes while nodes of the process start (see StartupHold); kubeletNodeFactory
    * makes one for all its nodes. None: Events are written at once.
    */
-  eventHold?: EventHold;
+  eventHold?: StartupHold;
+  /**
+   * Holds the first Lease of each new Node while nodes of the process register (see StartupHold);
+   * kubeletNodeFactory makes one for all its nodes. None: each Lease is created right after its Node.
+   */
+  leaseHold?: StartupHold;
 }
 
 const DEFAULT_STATE_DIR = '/var/lib/kubelet-operator';
+/**
+ * The longest a new Node's Lease waits for other nodes' registrations: far inside the Lease's 40 s, and a
+ * new Node's Ready condition carries its heartbeat until then.
+ */
+const LEASE_HOLD_MAX_MS = 5_000;
 const PROCESS_SALT = randomBytes(8).toString('hex');
 
 function defaultRuntime(
@@ -260,6 +270,7 @@ export class KubeletManagedNode implements ManagedNode {
       logger: this.log,
       // The PLEG's first relist (before the pods are listed): the first node status then sees it healthy.
       firstStatusAfter: () => this.kubelet.runtimeListed,
+      ...(this.deps.leaseHold ? { leaseHold: this.deps.leaseHold } : {}),
     });
   }
 
@@ -411,7 +422,11 @@ export class KubeletManagedNode implements ManagedNode {
 }
 
 export function kubeletNodeFactory(deps: ManagedNodeDeps): ManagedNodeFactory {
-  const shared: ManagedNodeDeps = { ...deps, eventHold: deps.eventHold ?? new EventHold(deps.clock) };
+  const shared: ManagedNodeDeps = {
+    ...deps,
+    eventHold: deps.eventHold ?? new StartupHold(deps.clock),
+    leaseHold: deps.leaseHold ?? new StartupHold(deps.clock, LEASE_HOLD_MAX_MS),
+  };
   return {
     create: (vn, spec, nodeName, pods, services) =>
       new KubeletManagedNode(vn, spec, nodeName, shared, pods, services),

@@ -9,7 +9,7 @@
  */
 import { sleepOnTimer, type Clock } from '../util/clock.js';
 import { errorKind, errorMessage, isNotFound, KindError } from '../util/errors.js';
-import type { EventHold } from './eventhold.js';
+import type { StartupHold } from './startuphold.js';
 import {
   EventCorrelator,
   type Correlation,
@@ -96,8 +96,8 @@ export class EventRecorder {
   private readonly byKey = new Map<string, Queued>();
   private running = false;
   private pump: Promise<void> = Promise.resolve();
-  /** Writes wait while it holds (see EventHold). */
-  private hold: EventHold | undefined;
+  /** Writes wait while it holds (see StartupHold). */
+  private hold: StartupHold | undefined;
   /**
    * Writes by outcome. `dropped` counts every Event write not made: `filtered` of them by the correlator's
    * spam filter, the rest because the queue was full (`displaced` of those gave way to a later write of
@@ -164,7 +164,7 @@ export class EventRecorder {
   }
 
   /** From now on each write waits while `hold` holds. */
-  holdWith(hold: EventHold): void {
+  holdWith(hold: StartupHold): void {
     this.hold = hold;
   }
 

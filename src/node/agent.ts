@@ -30,6 +30,7 @@ import {
   type NodeStatusParams,
 } from './nodestatus.js';
 import { buildNode, registerNode, type NodeIdentity } from './registration.js';
+import type { StartupHold } from '../kube/startuphold.js';
 import { RuntimeState } from './runtimestate.js';
 
 export interface NodeAgentConfig {
@@ -67,6 +68,11 @@ export interface NodeAgentConfig {
   onRegistered?: (node: Node) => void | Promise<void>;
   /** See NodeStatusLoopConfig.firstStatusAfter (the kubelet's first PLEG relist). */
   firstStatusAfter?: () => Promise<unknown>;
+  /**
+   * Shared by the nodes of a process: each counts as registering until its Node is registered, and the
+   * Lease of a Node just created waits while others register (bounded; see StartupHold).
+   */
+  leaseHold?: StartupHold;
 }
 
 export interface NodeAgentHealth {
@@ -192,6 +198,7 @@ export class NodeAgent {
       leaseDurationSeconds: hb.leaseDurationSeconds,
       renewIntervalMs: hb.renewIntervalSeconds * 1000,
       logger: this.logger,
+      ...(cfg.leaseHold ? { createAfter: () => cfg.leaseHold?.wait() } : {}),
     });
     this.runtimeState =
       cfg.runtimeState ??
@@ -291,7 +298,9 @@ export class NodeAgent {
 
   private async boot(): Promise<void> {
     try {
-      await this.reregister();
+      const registration = this.reregister();
+      this.cfg.leaseHold?.track(registration);
+      await registration;
       if (this.abort.signal.aborted || !this.node) return;
       this.lease.start();
       this.status.start();
@@ -312,14 +321,18 @@ export class NodeAgent {
     this.registering ??= (async () => {
       try {
         const status = await this.status.initialStatus();
+        let created = false;
         const node = await registerNode(this.cfg.api, buildNode(this.identity, status), this.identity, {
           clock: this.cfg.clock,
           signal: this.abort.signal,
           logger: this.logger,
-          onCreated: () => this.lease.expectAbsent(),
+          onCreated: () => {
+            created = true;
+            this.lease.expectAbsent();
+          },
         });
         this.node = node;
-        this.status.seed(node);
+        this.status.seed(node, created);
         this.logger.info('node registered', { node: this.nodeName, uid: node.metadata.uid });
         try {
           await this.cfg.onRegistered?.(node);

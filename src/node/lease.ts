@@ -45,6 +45,11 @@ export interface LeaseControllerConfig {
   leaseDurationSeconds?: number;
   renewIntervalMs?: number;
   logger?: NodeLogger;
+  /**
+   * Waited for (when it returns a promise) before the Lease of a Node just created is created: while other
+   * nodes of the process register, their Node creates go first (see StartupHold). Bounded by its giver.
+   */
+  createAfter?: () => Promise<void> | undefined;
 }
 
 /** Whether `lease` already carries the owner reference to the Node with `uid`. */
@@ -194,6 +199,9 @@ export class LeaseController {
     };
     if (this.absentLikely) {
       this.absentLikely = false;
+      await this.cfg.createAfter?.();
+      if (this.stopped)
+        throw new KindError('Unavailable', 'lease controller stopped', { node: this.cfg.nodeName });
       try {
         return { lease: await this.cfg.api.createLease(this.withRenewal(fresh)), created: true };
       } catch (err) {

@@ -192,6 +192,8 @@ export class NodeStatusLoop {
   private started = false;
   /** The registered Node, read by the first round instead of a GET (see seed). */
   private seeded: Node | undefined;
+  /** Clock time of the status initialStatus last computed (what a Node created by registration carries). */
+  private initialAt: number | undefined;
   private firstStatusWaited: Promise<void> | undefined;
   private resolveReady!: () => void;
   private rejectReady!: (err: Error) => void;
@@ -236,6 +238,7 @@ export class NodeStatusLoop {
     // Unchecked or unhealthy: NotReady whatever the PLEG says, so registration does not wait for it.
     const healthy = this.cfg.runtimeState.runtimeReady().ready;
     await Promise.all([this.cfg.runtimeState.refreshVersion(), healthy ? this.firstStatusWait() : undefined]);
+    this.initialAt = this.cfg.clock.now();
     return this.compute(undefined);
   }
 
@@ -337,8 +340,13 @@ export class NodeStatusLoop {
    * of reading the Node again (one request and one round trip less before a new node can turn Ready; 100
    * nodes starting at once sent 100 GETs for objects they had just created). Retries read as usual.
    */
-  seed(node: Node): void {
+  seed(node: Node, created = false): void {
     this.seeded = node;
+    // A Node registration created carries initialStatus's status: that create was a status report. The first
+    // round then writes only what changed since (the kubelet writes once more right after registering, as its
+    // report time starts at zero, and sends the status the Node was just created with: 100 nodes starting at
+    // once sent 100 such writes).
+    if (created && this.initialAt !== undefined) this.lastReportTime = this.initialAt;
   }
 
   /** One try of the round; the error, or undefined when the status is written or nothing was due. */

@@ -653,20 +653,20 @@ describe('install manifests (real apiserver)', function () {
       );
     });
 
-    it('applies a label change to its Node (patch), deletes pods, and drains on VirtualNode delete', async () => {
+    it('applies a label and a capacity change to its Node (patch, status patch), deletes pods, and drains on VirtualNode delete', async () => {
       await admin.request({
         method: 'PATCH',
         path: `${VN_PATH}/${VN}`,
         contentType: 'application/merge-patch+json',
-        body: { spec: { labels: { 'install-test': 'yes' } } },
+        body: { spec: { labels: { 'install-test': 'yes' }, capacity: { pods: 42 } } },
       });
       await eventually(
         async () => {
           const n = await admin.request<Node>({ method: 'GET', path: `/api/v1/nodes/${VN}` });
-          return n.metadata.labels?.['install-test'] === 'yes';
+          return n.metadata.labels?.['install-test'] === 'yes' && n.status?.capacity?.pods === '42';
         },
         20_000,
-        'the Node label',
+        'the Node label and capacity',
       );
       await admin.request({ method: 'DELETE', path: `/api/v1/namespaces/${APPS}/pods/plain` });
       const gone = (p: string): Promise<true | undefined> => isGone(admin, p);

@@ -336,6 +336,8 @@ describe('KubeletManagedNode clients and sources', () => {
       await start(s);
       s.pods.create(pod('web'));
       await advance(s.clock, 60_000, 500);
+      // The Node was created with its status; the next report is due after the report frequency (5 min).
+      await advance(s.clock, 250_000, 5_000);
       const calls = (c: FakeKubeClient) => c.requests.map((r) => `${r.method} ${r.path}`);
       const main = calls(s.client);
       expect(main).to.include('POST /api/v1/nodes');

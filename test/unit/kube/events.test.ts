@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { EventHold } from '../../../src/kube/eventhold.js';
+import { StartupHold } from '../../../src/kube/startuphold.js';
 import {
   EVENT_RETRY_SLEEP_MS,
   EVENT_WRITE_TRIES,
@@ -437,7 +437,7 @@ describe('EventRecorder: a full queue', () => {
   });
 });
 
-describe('EventRecorder with an EventHold', () => {
+describe('EventRecorder with an StartupHold', () => {
   const sinkOf = (calls: string[]): EventSink => ({
     async create(_ns, e: CoreEvent) {
       calls.push(e.reason ?? '');
@@ -447,10 +447,10 @@ describe('EventRecorder with an EventHold', () => {
   const settle = async (): Promise<void> => {
     for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r));
   };
-  /** A recorder held by a fresh EventHold (10 s at most), and what it wrote. */
+  /** A recorder held by a fresh StartupHold (10 s at most), and what it wrote. */
   const held = () => {
     const clock = new FakeClock(0);
-    const hold = new EventHold(clock, 10_000);
+    const hold = new StartupHold(clock, 10_000);
     const calls: string[] = [];
     const r = new EventRecorder(sinkOf(calls), clock, 'node-1');
     r.holdWith(hold);
@@ -494,7 +494,7 @@ describe('EventRecorder with an EventHold', () => {
     const clock = new FakeClock(0);
     const calls: string[] = [];
     const r = new EventRecorder(sinkOf(calls), clock, 'node-1');
-    r.holdWith(new EventHold(clock));
+    r.holdWith(new StartupHold(clock));
     r.event(pod, 'Normal', 'Pulled', 'Container image "busybox" already present on machine');
     await r.flush();
     expect(calls).to.deep.equal(['Pulled']);

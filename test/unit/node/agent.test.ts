@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import type { Node } from '../../../src/api/node.js';
 import { parseVirtualNodeSpec, type VirtualNodeSpec } from '../../../src/api/virtualnode.js';
 import { EventRecorder, type CoreEvent } from '../../../src/kube/events.js';
+import { StartupHold } from '../../../src/kube/startuphold.js';
 import { NodeAgent, type NodeAgentConfig } from '../../../src/node/agent.js';
 import { RuntimeState } from '../../../src/node/runtimestate.js';
 import type { NodeHeartbeatAPI } from '../../../src/node/api.js';
@@ -237,17 +238,72 @@ describe('NodeAgent', () => {
         expect(ready.message).to.contain('pleg has yet to be successful');
       }
       await agent.ready;
-      // The kubelet's first round after registration writes all the same (nothing reported yet), at once:
-      // the first round does not wait for the relist a second time.
-      expect(api.count('patchNodeStatus')).to.equal(1);
+      // The create was the first report: the first round (at once, it does not wait for the relist a second
+      // time) finds nothing changed and writes nothing.
+      expect(api.count('patchNodeStatus')).to.equal(0);
       expect(recorder.reasons()).to.not.include('NodeReady');
       if (!settles) {
         plegHealthy = true;
         await advance(clock, 10_000);
         expect(recorder.reasons()).to.include('NodeReady');
+        expect(api.count('patchNodeStatus'), 'the change to Ready written').to.equal(1);
       }
       await agent.stop();
     }
+  });
+
+  it('a Node it adopts (already there) gets its first status written at once; one it created does not', async () => {
+    const first = setup();
+    first.agent.start();
+    await first.agent.ready;
+    // Created NotReady (the runtime unchecked here), so the first round wrote the change to Ready.
+    expect(first.api.count('patchNodeStatus')).to.equal(1);
+    await first.agent.stop();
+    // Another agent for the same Node (a restart, another replica): the Node's status is someone's report of
+    // an earlier time, not this agent's.
+    const second = new NodeAgent({ ...first.cfg });
+    second.start();
+    await second.ready;
+    expect(first.api.count('createNode')).to.equal(2);
+    expect(first.api.count('patchNodeStatus'), 'adopted: written at once').to.equal(2);
+    await second.stop();
+  });
+
+  it('creates the Lease of a Node it created only once the other nodes of the process have registered', async () => {
+    const clock = new FakeClock(T0);
+    const hold = new StartupHold(clock, 5_000);
+    const a = setup({ clock, leaseHold: hold });
+    const b = new NodeAgent({ ...a.cfg, nodeName: 'vn-2', virtualNodeName: 'vn-2' });
+    // vn-2's first create fails: it registers after a back-off of 100 ms.
+    a.api.fail('createNode', 'Unavailable');
+    b.start();
+    await flush();
+    a.agent.start();
+    await flush();
+    expect(a.api.nodes.has('vn-1'), 'vn-1 registered').to.equal(true);
+    expect(a.api.leases.has('vn-1'), 'its Lease waits for vn-2').to.equal(false);
+    await advance(clock, 500, 100);
+    expect(a.api.nodes.has('vn-2')).to.equal(true);
+    expect([...a.api.leases.keys()].sort()).to.deep.equal(['vn-1', 'vn-2']);
+    await Promise.all([a.agent.ready, b.ready]);
+    await Promise.all([a.agent.stop(), b.stop()]);
+  });
+
+  it("creates its Lease after at most the hold's bound when another node cannot register", async () => {
+    const clock = new FakeClock(T0);
+    const hold = new StartupHold(clock, 5_000);
+    const a = setup({ clock, leaseHold: hold });
+    // Registering for ever (every create fails): it holds the Lease at most 5 s.
+    hold.track(new Promise(() => {}));
+    a.agent.start();
+    await flush();
+    expect(a.api.nodes.has('vn-1')).to.equal(true);
+    await advance(clock, 4_500);
+    expect(a.api.leases.has('vn-1')).to.equal(false);
+    await advance(clock, 1_000);
+    expect(a.api.leases.has('vn-1')).to.equal(true);
+    await a.agent.ready;
+    await a.agent.stop();
   });
 
   it('registers at once, NotReady, when the runtime check failed (no wait for a relist)', async () => {

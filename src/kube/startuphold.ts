@@ -1,14 +1,16 @@
 /**
- * Holds a process's Event writes back while its nodes start. A hundred VirtualNodes starting at once send
- * five Events each (Starting, three pressure conditions, NodeReady, as the kubelet) beside the requests that
- * make them Ready (Node create, Lease, first status); on a busy API server the Events then make every node's
- * registration wait. Events are asynchronous anyway, so they go once the starting nodes have posted their
- * first status. Nothing is dropped: the recorders' queues keep filling (bounded as always), and both holds
- * are bounded, a node counts as starting for at most `maxMs`, and a recorder waits at most `maxMs` at a time.
+ * Holds back a process's writes that can wait while its nodes start. A hundred VirtualNodes starting at once
+ * each send what makes them Ready (the Node, created Ready) beside what can come a moment later: five Events
+ * each (Starting, three pressure conditions, NodeReady, as the kubelet), the Lease, and, once a node has
+ * started, its VirtualNode's status and its pods' list and watch. On a busy API server those made every
+ * node's registration wait. Two holds use this (ManagedNodeDeps): Events wait until the starting nodes have
+ * posted their first status (`eventHold`), and a new Node's first Lease waits until the nodes starting have
+ * registered (`leaseHold`). Nothing is dropped, and both waits are bounded: a node counts as starting for at
+ * most `maxMs`, and a waiter waits at most `maxMs` at a time.
  */
 import type { Clock } from '../util/clock.js';
 
-export class EventHold {
+export class StartupHold {
   private starting = 0;
   private waiters: (() => void)[] = [];
 
