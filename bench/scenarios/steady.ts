@@ -20,6 +20,7 @@ import { withOperatorCluster, type OperatorCluster } from '../lib/operatorcluste
 import { benchPod, createPods, ensureNamespace, podPlan, PodWatch } from '../lib/pods.js';
 import { ProcSampler, rssTimeline, windowUsage } from '../lib/procstat.js';
 import { promValue } from '../lib/prom.js';
+import { waitEventsSettled } from '../lib/scaleround.js';
 import { slope } from '../lib/stats.js';
 import { duration, formatTable, num } from '../lib/table.js';
 import { startMetricsServer, type MetricsServer } from '../../test/support/metricsserver.js';
@@ -167,8 +168,12 @@ export async function runSteady(
         60_000 + plan.length * 60,
       );
       const allReadyMs = allReady ? Date.now() - t0 : Number.NaN;
+      // The start's Events (three a pod, written a node's queue at a time) drain for a minute or more after
+      // the last Ready: the hold begins once they have, so that it measures a settled node, not that tail.
+      const events = await waitEventsSettled(bc, ns, 300_000);
       log(
-        `${watch.count((r) => r.readyAt !== undefined)} pods Ready; settling 20 s, then holding ${opts.holdMinutes} min`,
+        `${watch.count((r) => r.readyAt !== undefined)} pods Ready; the start's Events written ` +
+          `${duration(events.ms)} later; settling 20 s, then holding ${opts.holdMinutes} min`,
       );
       await sleep(20_000);
       const m0 = await scrape(agent.httpBase);
