@@ -155,6 +155,8 @@ export class LeaseController {
         const updated = await this.cfg.api.updateLease(this.withRenewal(base));
         return this.renewed(updated);
       } catch (err) {
+        // Stopped while it waited (createAfter): nothing failed.
+        if (this.stopped) return;
         const kind = errorKind(err);
         this.latest = undefined;
         base = undefined;
