@@ -227,8 +227,9 @@ export class Operator {
       await this.forget(name);
       return;
     }
-    if (this.finalized.has(name)) {
-      if (this.finalized.get(name) === vn.metadata.uid) return;
+    const finalizedUID = this.finalized.get(name);
+    if (finalizedUID !== undefined) {
+      if (finalizedUID === vn.metadata.uid) return;
       // A new object under the same name.
       this.finalized.delete(name);
     }

@@ -27,13 +27,13 @@
  */
 import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
-import http from 'node:http';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Pod } from '../../src/api/core.js';
 import type { VirtualNode } from '../../src/api/virtualnode.js';
 import type { KubeClient } from '../../src/kube/client.js';
+import { httpGet } from '../../bench/lib/agents.js';
 import { startControlPlane, type ControlPlane } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
 import { adminClient, isGone, postVirtualNode, VN_PATH, waitNodeReady } from '../support/operator.js';
@@ -157,8 +157,11 @@ describe('chaos: hostile pod and VirtualNode specs (1 operator process, 4 sim no
     const health = { checks: 0, failures: [] as string[] };
     const healthTimer = setInterval(() => {
       health.checks++;
-      void healthz(port)
-        .then((status) => {
+      // A connection of its own per check (httpGet), as the kubelet's HTTP probes make them: a pooled
+      // keep-alive connection the server closes as idle just when a check reuses it would fail the check
+      // without saying anything of the process.
+      void httpGet(`http://127.0.0.1:${port}/healthz`, 5000)
+        .then(({ status }) => {
           if (status !== 200) health.failures.push(`${status} at ${new Date().toISOString()}`);
         })
         .catch((err: unknown) => health.failures.push(`${errorDetail(err)} at ${new Date().toISOString()}`));
@@ -454,28 +457,8 @@ describe('chaos: hostile pod and VirtualNode specs (1 operator process, 4 sim no
   });
 });
 
-/**
- * One GET of the operator's /healthz on a connection of its own, as the kubelet's HTTP probes make them (no
- * keep-alive): a pooled connection the server closes as idle just when a check reuses it fails the check
- * without saying anything of the process. Times out after 5 s.
- */
-function healthz(port: number): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = http.get(
-      { host: '127.0.0.1', port, path: '/healthz', agent: false, timeout: 5000 },
-      (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error('no answer within 5 s')));
-    req.on('error', reject);
-  });
-}
-
-/** An error with its code and cause, when it has them. */
+/** An error with its code, when it has one (ECONNRESET, ECONNREFUSED, ...). */
 function errorDetail(err: unknown): string {
-  const e = err as { code?: string; cause?: unknown };
-  const cause = e.cause ? ` (cause: ${String(e.cause)})` : '';
-  return `${String(err)}${e.code ? ` [${e.code}]` : ''}${cause}`;
+  const code = (err as { code?: string }).code;
+  return `${String(err)}${code ? ` [${code}]` : ''}`;
 }

@@ -437,8 +437,8 @@ export class ShardCoordinator implements ShardGate {
       this.log.info('serving virtual node', {
         virtualNode: node,
         previousHolder: base.spec.holderIdentity || undefined,
-        // How long after the previous holder's Lease ran out here it was taken (a takeover's delay).
-        // and how long after its last renewal (its renewTime, on the writer's clock) that renewal was seen.
+        // How long after the previous holder's Lease ran out here it was taken (a takeover's delay), and
+        // how long after its last renewal (its renewTime, on the writer's clock) that renewal was seen.
         ...(seen && expiresAt !== undefined
           ? {
               takenAfterExpiryMs: this.o.clock.now() - expiresAt,
