@@ -5,6 +5,10 @@
  */
 import type { ContainerStatus, Pod } from '../../../src/api/core.js';
 import type { Node } from '../../../src/api/node.js';
+import {
+  ContainerReasonStatusUnknown,
+  MessageContainerUnknown,
+} from '../../../src/kubelet/status/convert.js';
 import type { WatchEventType } from './watch.js';
 
 /** One pod's history, keyed by UID (a name may be reused). */
@@ -19,6 +23,13 @@ export interface PodHistory {
   firstIdAt: Map<string, number>;
   /** Container name -> the highest restart count seen. */
   restarts: Map<string, number>;
+  /**
+   * Container name -> how many of its count's rises were the runtime's own loss, not a restart: the pod was
+   * being deleted and the rise came with the state the kubelet gives a container its runtime reports UNKNOWN
+   * after it ran (terminated, ContainerStatusUnknown, no container ID). containerd 1.6 reports that for a
+   * container whose SIGKILL lands while containerd itself goes down.
+   */
+  lostByRuntime: Map<string, number>;
   readyAt?: number;
   /** Ready went from True to anything else while the pod was not being deleted. */
   readyDrops: number;
@@ -38,6 +49,14 @@ const allStatuses = (p: Pod): ContainerStatus[] => [
   ...(p.status?.initContainerStatuses ?? []),
   ...(p.status?.containerStatuses ?? []),
 ];
+
+/** The status the kubelet gives a container that ran and that its runtime now reports UNKNOWN. */
+const isLostByRuntime = (c: ContainerStatus): boolean => {
+  const t = c.state?.terminated;
+  return (
+    t?.reason === ContainerReasonStatusUnknown && t.message === MessageContainerUnknown && !t.containerID
+  );
+};
 
 /** Strips the runtime prefix: `sim://abc` -> `abc`. */
 export const bareID = (id: string): string => id.replace(/^[a-z]+:\/\//, '');
@@ -61,6 +80,7 @@ export class PodLedger {
         idsAtZero: new Map(),
         firstIdAt: new Map(),
         restarts: new Map(),
+        lostByRuntime: new Map(),
         readyDrops: 0,
         statusChanges: 0,
         lastStatusChangeAt: at,
@@ -82,7 +102,11 @@ export class PodLedger {
     if (podIsReady(pod)) h.readyAt ??= at;
     else if (wasReady && h.deletingAt === undefined) h.readyDrops++;
     for (const c of allStatuses(pod)) {
-      h.restarts.set(c.name, Math.max(h.restarts.get(c.name) ?? 0, c.restartCount ?? 0));
+      const before = h.restarts.get(c.name) ?? 0;
+      const count = c.restartCount ?? 0;
+      if (count === before + 1 && h.deletingAt !== undefined && isLostByRuntime(c))
+        h.lostByRuntime.set(c.name, (h.lostByRuntime.get(c.name) ?? 0) + 1);
+      h.restarts.set(c.name, Math.max(before, count));
       if (c.containerID && !h.firstIdAt.has(c.name)) h.firstIdAt.set(c.name, at);
       if (c.containerID && (c.restartCount ?? 0) === 0) {
         let ids = h.idsAtZero.get(c.name);
@@ -103,11 +127,25 @@ export class PodLedger {
     return out;
   }
 
-  /** `pod/container: n` for every container whose restart count ever rose above 0. */
+  /**
+   * `pod/container: n` for every container whose restart count rose above 0 for more than the runtime's own
+   * losses (`lostByRuntime`): n counts the rises left.
+   */
   restarted(): string[] {
     const out: string[] = [];
     for (const h of this.pods.values())
-      for (const [c, n] of h.restarts) if (n > 0) out.push(`${h.name}/${c}: ${n}`);
+      for (const [c, n] of h.restarts) {
+        const left = n - (h.lostByRuntime.get(c) ?? 0);
+        if (left > 0) out.push(`${h.name}/${c}: ${left}`);
+      }
+    return out;
+  }
+
+  /** `pod/container: n` for every container of a deleted pod whose count rose because its runtime lost it. */
+  lostByRuntime(): string[] {
+    const out: string[] = [];
+    for (const h of this.pods.values())
+      for (const [c, n] of h.lostByRuntime) out.push(`${h.name}/${c}: ${n}`);
     return out;
   }
 
