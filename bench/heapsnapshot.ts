@@ -1,9 +1,11 @@
-// `tsx bench/heapsnapshot.ts BASE.heapsnapshot [AFTER.heapsnapshot --per N] [--top K] [--retained]`
+// `tsx bench/heapsnapshot.ts BASE.heapsnapshot [AFTER.heapsnapshot --per N] [--top K] [--retained]
+//   [--owner KEY]`
 // Summarises V8 heap snapshots (as `npm run bench -- scale --heap-snapshots DIR` writes them): live bytes by
 // class (self size), and with two snapshots the difference per unit (e.g. per pod). --retained also computes
 // the dominator tree (Cooper, Harvey, Kennedy: "A Simple, Fast Dominance Algorithm") and prints the classes
 // whose instances retain the most, counting an instance only when no other instance of a listed class
-// dominates it, so nested objects are not counted twice.
+// dominates it, so nested objects are not counted twice. --owner KEY (a line of "new objects by owner", e.g.
+// `SettledSyncs.byUID`) splits that owner's new objects by class and by the edge that reaches them.
 import { readFileSync } from 'node:fs';
 
 interface Snapshot {
@@ -308,7 +310,12 @@ const PLUMBING = new Set(
  * class on the shortest retaining path from the root, with the property leading away from it
  * (e.g. `StatusManager.podStatuses`). Shows what the growth between two snapshots hangs off.
  */
-function growthByOwner(base: Graph, after: Graph, top: number): [string, number, number][] {
+function growthByOwner(
+  base: Graph,
+  after: Graph,
+  top: number,
+  detail?: string,
+): { owners: [string, number, number][]; detail: [string, number, number][] } {
   const old = new Set<number>();
   for (let i = 0; i < base.count; i++) old.add(base.id[i]!);
   const n = after.count;
@@ -320,6 +327,8 @@ function growthByOwner(base: Graph, after: Graph, top: number): [string, number,
     return /^[A-Z_]/.test(c) && !PLUMBING.has(c);
   };
   owner[0] = 0;
+  /** The edge (from its parent in the search) each object was first reached by, for --owner. */
+  const via = new Int32Array(n).fill(-1);
   const queue = new Uint32Array(n);
   let head = 0;
   let tail = 0;
@@ -345,6 +354,7 @@ function growthByOwner(base: Graph, after: Graph, top: number): [string, number,
         }
         owner[w] = ix;
       } else owner[w] = owner[v]!;
+      via[w] = j;
       queue[tail++] = w;
     }
   }
@@ -356,14 +366,29 @@ function growthByOwner(base: Graph, after: Graph, top: number): [string, number,
     r.bytes += after.self[v]!;
     sum.set(owner[v]!, r);
   }
-  return [...sum.entries()]
-    .map(([k, r]): [string, number, number] => [keys[k]!, r.n, r.bytes])
-    .sort((a, b) => b[2] - a[2])
-    .slice(0, top);
+  const detailIx = detail === undefined ? -1 : (keyIx.get(detail) ?? -2);
+  const parts = new Map<string, { n: number; bytes: number }>();
+  if (detailIx !== -1)
+    for (let v = 0; v < n; v++) {
+      if (owner[v] !== detailIx || old.has(after.id[v]!)) continue;
+      const edge = via[v]! >= 0 ? after.edgeName(via[v]!) : '?';
+      const k = `${after.names[after.cls[v]!]!} via .${/^\d+$/.test(edge) ? '[n]' : edge}`;
+      const r = parts.get(k) ?? { n: 0, bytes: 0 };
+      r.n++;
+      r.bytes += after.self[v]!;
+      parts.set(k, r);
+    }
+  const ranked = (m: Map<string, { n: number; bytes: number }>): [string, number, number][] =>
+    [...m.entries()]
+      .map(([k, r]): [string, number, number] => [k, r.n, r.bytes])
+      .sort((a, b) => b[2] - a[2])
+      .slice(0, top);
+  const owners = new Map([...sum.entries()].map(([k, r]) => [keys[k]!, r]));
+  return { owners: ranked(owners), detail: ranked(parts) };
 }
 
 function main(argv: string[]): void {
-  const files = argv.filter((a) => !a.startsWith('--') && !/^\d+$/.test(a));
+  const files = argv.filter((a, i) => !a.startsWith('--') && !/^\d+$/.test(a) && argv[i - 1] !== '--owner');
   const flag = (f: string): number | undefined => {
     const i = argv.indexOf(f);
     return i >= 0 ? Number(argv[i + 1]) : undefined;
@@ -391,8 +416,17 @@ function main(argv: string[]): void {
     for (const r of rows.slice(0, top))
       console.log(`${r.bytes.toFixed(0).padStart(13)}  ${r.n.toFixed(2).padStart(12)}  ${r.name}`);
     console.log('\nnew objects by owner (bytes/unit, objects/unit, nearest named class . property)');
-    for (const [name, k, bytes] of growthByOwner(a, b, top))
+    const ownerKey = argv.includes('--owner') ? argv[argv.indexOf('--owner') + 1] : undefined;
+    const growth = growthByOwner(a, b, top, ownerKey);
+    for (const [name, k, bytes] of growth.owners)
       console.log(`${(bytes / per).toFixed(0).padStart(13)}  ${(k / per).toFixed(2).padStart(12)}  ${name}`);
+    if (ownerKey !== undefined) {
+      console.log(`\nnew objects of ${ownerKey}, by class and the edge that reached them`);
+      for (const [name, k, bytes] of growth.detail)
+        console.log(
+          `${(bytes / per).toFixed(0).padStart(13)}  ${(k / per).toFixed(2).padStart(12)}  ${name}`,
+        );
+    }
     if (argv.includes('--retained')) {
       const r = retainedByClass(b, top);
       console.log('\nretained by class, in the second snapshot (bytes/unit, instances/unit)');

@@ -297,7 +297,8 @@ export class EventCorrelator {
     const id = this.key(ref);
     let o = this.objects.get(id);
     if (o) this.objects.delete(id);
-    else o = new ObjectState(ref, now);
+    // Kept with its field path interned: a container's path (`spec.containers{app}`) is made per event.
+    else o = new ObjectState(ref.fieldPath ? withFieldPath(ref, this.pool.intern(ref.fieldPath)) : ref, now);
     this.objects.set(id, o);
     const c = this.decide(o, ref, type, reason, this.pool.intern(message), now);
     this.bound(o);

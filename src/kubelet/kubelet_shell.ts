@@ -28,15 +28,15 @@ export interface PodEventSink {
  * for container events, the container's field path (`spec.containers{web}`).
  */
 export function podRef(pod: Pod, fieldPath?: string): ObjectReference {
-  const ref: ObjectReference = {
-    kind: 'Pod',
-    apiVersion: 'v1',
-    namespace: pod.metadata.namespace ?? 'default',
-    name: pod.metadata.name ?? '',
-  };
-  if (pod.metadata.uid) ref.uid = pod.metadata.uid;
-  if (fieldPath) ref.fieldPath = fieldPath;
-  return ref;
+  const namespace = pod.metadata.namespace ?? 'default';
+  const name = pod.metadata.name ?? '';
+  const uid = pod.metadata.uid;
+  // Each shape as one literal: V8 keeps a literal's fields inside the object, while fields added after the
+  // fourth go to a property array of their own (the event correlator keeps a pod's first ref).
+  if (uid && fieldPath) return { kind: 'Pod', apiVersion: 'v1', namespace, name, uid, fieldPath };
+  if (uid) return { kind: 'Pod', apiVersion: 'v1', namespace, name, uid };
+  if (fieldPath) return { kind: 'Pod', apiVersion: 'v1', namespace, name, fieldPath };
+  return { kind: 'Pod', apiVersion: 'v1', namespace, name };
 }
 
 /** An EventRecorderFunc over the node's recorder (which never blocks: writes are queued). */

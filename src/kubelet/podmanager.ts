@@ -29,24 +29,39 @@ const EMPTY: ReadonlyMap<string, string> = new Map();
  */
 export class KubeletPodManager implements StatusPodManager {
   private readonly byUID = new Map<string, Pod>();
-  private readonly byName = new Map<string, Pod>();
+  /**
+   * Namespace -> name -> pod: keyed by the pod's own strings, where a `namespace/name` key would be a string
+   * made for each pod.
+   */
+  private readonly byName = new Map<string, Map<string, Pod>>();
+  /** How many pods `byName` holds. */
+  private named = 0;
 
   /** Adds or replaces a pod. Pods without a UID and mirror pods are ignored. */
   upsert(pod: Pod): void {
     const uid = pod.metadata?.uid;
     if (!uid || isMirrorPod(pod)) return;
     this.byUID.set(uid, pod);
-    this.byName.set(fullName(pod), pod);
+    const ns = pod.metadata.namespace ?? '';
+    let names = this.byName.get(ns);
+    if (!names) this.byName.set(ns, (names = new Map()));
+    const name = pod.metadata.name ?? '';
+    if (!names.has(name)) this.named++;
+    names.set(name, pod);
   }
 
   /** Forgets a pod (by UID; the by-name entry only if it still points at that UID). */
   remove(pod: Pod): void {
     const uid = pod.metadata?.uid;
     if (!uid) return;
-    const known = this.byUID.get(uid);
+    const known = (this.byUID.get(uid) ?? pod).metadata;
     this.byUID.delete(uid);
-    const key = fullName(known ?? pod);
-    if (this.byName.get(key)?.metadata.uid === uid) this.byName.delete(key);
+    const names = this.byName.get(known?.namespace ?? '');
+    const name = known?.name ?? '';
+    if (names?.get(name)?.metadata.uid !== uid) return;
+    names.delete(name);
+    this.named--;
+    if (names.size === 0) this.byName.delete(known?.namespace ?? '');
   }
 
   /**
@@ -57,11 +72,12 @@ export class KubeletPodManager implements StatusPodManager {
     if (this.holdsExactly(pods)) return;
     this.byUID.clear();
     this.byName.clear();
+    this.named = 0;
     for (const p of pods) this.upsert(p);
   }
 
   private holdsExactly(pods: readonly Pod[]): boolean {
-    if (pods.length !== this.byUID.size || pods.length !== this.byName.size) return false;
+    if (pods.length !== this.byUID.size || pods.length !== this.named) return false;
     for (const p of pods) if (this.byUID.get(p.metadata?.uid ?? '') !== p) return false;
     return true;
   }
@@ -71,7 +87,7 @@ export class KubeletPodManager implements StatusPodManager {
   }
 
   getPodByFullName(namespace: string, name: string): Pod | undefined {
-    return this.byName.get(`${namespace}/${name}`);
+    return this.byName.get(namespace)?.get(name);
   }
 
   // ---- StatusPodManager ----
@@ -94,8 +110,4 @@ export class KubeletPodManager implements StatusPodManager {
   } {
     return { podToMirror: EMPTY, mirrorToPod: EMPTY };
   }
-}
-
-function fullName(pod: Pod): string {
-  return `${pod.metadata?.namespace ?? ''}/${pod.metadata?.name ?? ''}`;
 }

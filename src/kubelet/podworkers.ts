@@ -193,17 +193,23 @@ export class PodWorkers {
     let status = this.pods.get(uid);
     if (!status) {
       // A runtime-only pod starts out terminating: it is never synced, only stopped.
+      // Every field a running pod's worker sets, in one literal: V8 then keeps them all inside the object
+      // (fields added later go to a separate property array, 40 bytes more per pod).
       status = {
         uid,
         state: update.pod ? 'syncing' : 'terminating',
         pod: update.pod,
-        ...(update.runningPod && !update.pod ? { runningPod: update.runningPod } : {}),
         deleted: !update.pod,
         evicted: false,
         lastSyncTime: 0,
+        pending: undefined,
+        due: false,
         working: false,
+        active: undefined,
+        timer: undefined,
         startedAt: this.opts.clock.now(),
       };
+      if (update.runningPod && !update.pod) status.runningPod = update.runningPod;
       this.pods.set(uid, status);
     }
     if (status.state === 'terminated') return;

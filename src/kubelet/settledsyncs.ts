@@ -7,7 +7,8 @@
  * gave a minute ago. They are pure functions of what they read (spec, runtime state, clock; no I/O), so their
  * answer can be kept while their inputs stay the same objects:
  * - the pod as the worker has it, the pod as allocated (the same object unless a resize was allocated), and
- *   the pod manager's newest one (conditions other writers own, e.g. readiness gates, come from it);
+ *   the pod manager's newest one (conditions other writers own, e.g. readiness gates, come from it); a pod
+ *   from the API is known by its resourceVersion;
  * - the runtime's view of the pod: the PLEG cache's object, replaced whenever the pod is inspected again;
  * - the liveness and startup results (their caches' revisions), which computePodActions reads.
  * Of the clock, a sync that finds nothing to do reads only the active deadline (back-offs come with errors,
@@ -34,12 +35,30 @@ export interface SyncInputs {
   startup: number | undefined;
 }
 
-/** Whether two syncs read the same inputs. */
-function sameInputs(a: SyncInputs, b: SyncInputs): boolean {
+/**
+ * A pod object's version: its resourceVersion when it has one (two objects of one version, e.g. the informer's
+ * before and after a relist, hold the same pod), else the object itself. Keeping the version string rather
+ * than the object lets an older version go once the informer has a newer one: a settled pod's own status write
+ * comes back as one.
+ */
+type Version = string | Pod;
+
+const versionOf = (p: Pod): Version => p.metadata.resourceVersion || p;
+
+/** What is kept of a settled sync's inputs (`pod` is `apiPod`: see keepable). */
+interface Settled {
+  apiPod: Version;
+  latest: Version | undefined;
+  view: RuntimePodStatus;
+  liveness: number | undefined;
+  startup: number | undefined;
+}
+
+/** Whether a sync reads the inputs a settled one read. */
+function sameInputs(a: Settled, b: SyncInputs): boolean {
   return (
-    a.apiPod === b.apiPod &&
-    a.pod === b.pod &&
-    a.latest === b.latest &&
+    a.apiPod === versionOf(b.apiPod) &&
+    a.latest === (b.latest && versionOf(b.latest)) &&
     a.view === b.view &&
     a.liveness === b.liveness &&
     a.startup === b.startup
@@ -48,7 +67,7 @@ function sameInputs(a: SyncInputs, b: SyncInputs): boolean {
 
 /** The last no-op sync's inputs, by pod UID. */
 export class SettledSyncs {
-  private readonly byUID = new Map<string, SyncInputs>();
+  private readonly byUID = new Map<string, Settled>();
 
   /** Whether `pod` may be kept at all (its status would not change with the clock alone). */
   static keepable(inputs: SyncInputs): boolean {
@@ -62,8 +81,17 @@ export class SettledSyncs {
 
   /** Records a sync that found nothing to do, or forgets the pod when its inputs may not be kept. */
   settled(uid: string, inputs: SyncInputs): void {
-    if (SettledSyncs.keepable(inputs)) this.byUID.set(uid, inputs);
-    else this.byUID.delete(uid);
+    if (!SettledSyncs.keepable(inputs)) {
+      this.byUID.delete(uid);
+      return;
+    }
+    this.byUID.set(uid, {
+      apiPod: versionOf(inputs.apiPod),
+      latest: inputs.latest && versionOf(inputs.latest),
+      view: inputs.view,
+      liveness: inputs.liveness,
+      startup: inputs.startup,
+    });
   }
 
   /** Whether the last sync of `uid` found nothing to do and read exactly these inputs. */

@@ -53,16 +53,17 @@ export function sandboxIPs(status: Pick<PodSandboxStatus, 'network'>): string[] 
 }
 
 export function toSandboxStatus(s: PodSandboxStatus): SandboxStatus {
-  const out: SandboxStatus = {
-    id: asSandboxID(s.id),
-    state: s.state,
-    attempt: s.metadata.attempt,
-    ip: s.network ? s.network.ip : null,
-    netns: s.networkMode === 'NODE' ? 'node' : 'pod',
-  };
+  const id = asSandboxID(s.id);
+  const ip = s.network ? s.network.ip : null;
+  const netns = s.networkMode === 'NODE' ? 'node' : 'pod';
+  const createdAt = nsToMs(s.createdAt);
+  // The usual record (a creation time, one IP) as one literal: V8 keeps a literal's fields inside the
+  // object, where a field added later takes a property array of its own (the pod cache holds one per pod).
+  if (createdAt !== undefined && !(s.network && s.network.additionalIps.length > 0))
+    return { id, state: s.state, attempt: s.metadata.attempt, ip, netns, createdAt };
+  const out: SandboxStatus = { id, state: s.state, attempt: s.metadata.attempt, ip, netns };
   if (s.network && s.network.additionalIps.length > 0) out.additionalIPs = [...s.network.additionalIps];
-  const created = nsToMs(s.createdAt);
-  if (created !== undefined) out.createdAt = created;
+  if (createdAt !== undefined) out.createdAt = createdAt;
   return out;
 }
 
@@ -73,6 +74,25 @@ function restartCountOf(annotations: Record<string, string>): number {
 
 /** One container record of the runtime view (kubelet: toKubeContainerStatus). */
 export function toContainerStatus(s: RuntimeContainerStatus, runtimeType: string): KubeContainerStatus {
+  const createdAt = nsToMs(s.createdAt);
+  const startedAt = nsToMs(s.startedAt);
+  if (s.state === 'running' && createdAt !== undefined && startedAt !== undefined && s.resources) {
+    // The usual record, a running container, as one literal (see toSandboxStatus).
+    return {
+      id: asContainerID(s.id),
+      name: s.labels[ContainerNameLabel] ?? s.metadata.name,
+      state: s.state,
+      runtimeType,
+      restartCount: restartCountOf(s.annotations),
+      hash: s.annotations[ContainerHashAnnotation] ?? '',
+      sandboxID: asSandboxID(s.podSandboxId),
+      image: s.image,
+      imageRef: s.imageRef,
+      createdAt,
+      startedAt,
+      resources: processInterner.value(toKubeContainerResources(s.resources)),
+    };
+  }
   const out: KubeContainerStatus = {
     id: asContainerID(s.id),
     name: s.labels[ContainerNameLabel] ?? s.metadata.name,
@@ -84,13 +104,9 @@ export function toContainerStatus(s: RuntimeContainerStatus, runtimeType: string
     image: s.image,
     imageRef: s.imageRef,
   };
-  const created = nsToMs(s.createdAt);
-  if (created !== undefined) out.createdAt = created;
+  if (createdAt !== undefined) out.createdAt = createdAt;
   // A container past `created` has been started (or tried to be).
-  if (s.state !== 'created') {
-    const started = nsToMs(s.startedAt);
-    if (started !== undefined) out.startedAt = started;
-  }
+  if (s.state !== 'created' && startedAt !== undefined) out.startedAt = startedAt;
   // Frozen and shared: the pod cache holds one per container, and most containers' are equal.
   if (s.resources) out.resources = processInterner.value(toKubeContainerResources(s.resources));
   if (s.state === 'exited') {

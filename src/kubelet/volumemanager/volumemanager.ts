@@ -60,7 +60,8 @@ export type MountPodResult =
   | { ok: false; message: string; report: boolean };
 
 interface PodVolumesState {
-  mounted: Map<string, MountedVolume & { kind: VolumeKind }>;
+  /** Made on the first mount, as `failed`: many pods mount no volume at all. */
+  mounted?: Map<string, MountedVolume & { kind: VolumeKind }>;
   /**
    * Volumes whose last set-up failed, by name, with their back-off. Made on the first failure: an empty Map is
    * 184 bytes, and most pods never have one.
@@ -92,6 +93,9 @@ function goList(names: readonly string[]): string {
   return `[${names.join(' ')}]`;
 }
 
+/** The mounted volumes of a pod that has none. */
+const NO_VOLUMES: ReadonlyMap<string, MountedVolume> = new Map();
+
 export class VolumeManager {
   private readonly pods = new Map<string, PodVolumesState>();
 
@@ -103,7 +107,8 @@ export class VolumeManager {
 
   /** The pod's mounted volumes by name, as the last mountPod left them. */
   mountedVolumes(uid: string): ReadonlyMap<string, MountedVolume> | undefined {
-    return this.pods.get(uid)?.mounted;
+    const state = this.pods.get(uid);
+    return state && (state.mounted ?? NO_VOLUMES);
   }
 
   /** kubelet makePodDataDirs + WaitForAttachAndMount, once (see the module comment). */
@@ -111,7 +116,7 @@ export class VolumeManager {
     const uid = pod.metadata.uid ?? '';
     let state = this.pods.get(uid);
     if (!state) {
-      state = { mounted: new Map() };
+      state = {};
       this.pods.set(uid, state);
     }
     await this.d.fs.mkdir(podDir(this.d.podsDir, uid), 0o750);
@@ -142,7 +147,7 @@ export class VolumeManager {
 
     if (unmounted.length === 0) {
       delete state.waitingSince;
-      return { ok: true, volumes: state.mounted };
+      return { ok: true, volumes: state.mounted ?? NO_VOLUMES };
     }
     unmounted.sort();
     notProcessed.sort();
@@ -166,7 +171,7 @@ export class VolumeManager {
   ): Promise<'mounted' | { stage: 'mount' | 'process'; message: string }> {
     const match = findPlugin(vol);
     if (!match.ok) return { stage: 'process', message: match.message };
-    const previous = state.mounted.get(vol.name);
+    const previous = state.mounted?.get(vol.name);
     if (previous && previous.kind === match.kind && !requiresRemount(match.kind)) return 'mounted';
     const now = this.d.clock.now();
     const failure = state.failed?.get(vol.name);
@@ -182,7 +187,7 @@ export class VolumeManager {
     }
     if (result.ok) {
       if (state.failed?.delete(vol.name) && state.failed.size === 0) delete state.failed;
-      state.mounted.set(vol.name, { ...result.volume, kind: match.kind });
+      (state.mounted ??= new Map()).set(vol.name, { ...result.volume, kind: match.kind });
       return 'mounted';
     }
     if (result.stage === 'mount') {

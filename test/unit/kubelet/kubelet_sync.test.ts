@@ -620,6 +620,17 @@ describe('KubeletPodSyncer', () => {
     expect(await sync(updated), 'the pod handed to the worker').to.deep.equal(whole);
     expect(await sync(updated)).to.deep.equal(settled);
 
+    // A pod from the API is known by its version: another object of it (a relist's) is the same input.
+    const v7 = { ...p, metadata: { ...p.metadata, resourceVersion: '7' } };
+    expect(await sync(v7), 'a pod with a resourceVersion').to.deep.equal(whole);
+    expect(await sync({ ...v7 }), 'the same version, another object').to.deep.equal(settled);
+    const v8 = { ...p, metadata: { ...p.metadata, resourceVersion: '8' } };
+    expect(await sync(v8), 'a newer version').to.deep.equal(whole);
+    f.pods.set('a', v8);
+    expect(await sync(v8), 'the newer version in the pod manager too').to.deep.equal(whole);
+    f.pods.set('a', { ...v8 });
+    expect(await sync(v8), "the pod manager's object of the same version").to.deep.equal(settled);
+
     // A sync that acted is never taken as settled.
     f.syncResult = undefined;
     view = rt('a', [rec('running')]);
