@@ -56,12 +56,13 @@ export class KubeletPodManager implements StatusPodManager {
     if (!uid) return;
     const known = (this.byUID.get(uid) ?? pod).metadata;
     this.byUID.delete(uid);
-    const names = this.byName.get(known?.namespace ?? '');
-    const name = known?.name ?? '';
+    const ns = known.namespace ?? '';
+    const name = known.name ?? '';
+    const names = this.byName.get(ns);
     if (names?.get(name)?.metadata.uid !== uid) return;
     names.delete(name);
     this.named--;
-    if (names.size === 0) this.byName.delete(known?.namespace ?? '');
+    if (names.size === 0) this.byName.delete(ns);
   }
 
   /**

@@ -192,9 +192,9 @@ export class PodWorkers {
     const uid = asPodUID(given);
     let status = this.pods.get(uid);
     if (!status) {
-      // A runtime-only pod starts out terminating: it is never synced, only stopped.
       // Every field a running pod's worker sets, in one literal: V8 then keeps them all inside the object
-      // (fields added later go to a separate property array, 40 bytes more per pod).
+      // (fields added later go to a separate property array, 40 bytes more per pod). A runtime-only pod
+      // starts out terminating: it is never synced, only stopped.
       status = {
         uid,
         state: update.pod ? 'syncing' : 'terminating',
