@@ -74,42 +74,49 @@ function restartCountOf(annotations: Record<string, string>): number {
 
 /** One container record of the runtime view (kubelet: toKubeContainerStatus). */
 export function toContainerStatus(s: RuntimeContainerStatus, runtimeType: string): KubeContainerStatus {
+  const id = asContainerID(s.id);
+  const name = s.labels[ContainerNameLabel] ?? s.metadata.name;
+  const { state, image, imageRef } = s;
+  const restartCount = restartCountOf(s.annotations);
+  const hash = s.annotations[ContainerHashAnnotation] ?? '';
+  const sandboxID = asSandboxID(s.podSandboxId);
   const createdAt = nsToMs(s.createdAt);
-  const startedAt = nsToMs(s.startedAt);
-  if (s.state === 'running' && createdAt !== undefined && startedAt !== undefined && s.resources) {
-    // The usual record, a running container, as one literal (see toSandboxStatus).
+  // A container past `created` has been started (or tried to be).
+  const startedAt = state === 'created' ? undefined : nsToMs(s.startedAt);
+  // Frozen and shared: the pod cache holds one per container, and most containers' are equal.
+  const resources = s.resources && processInterner.value(toKubeContainerResources(s.resources));
+  // The usual record, a running container, as one literal with no spread (see toSandboxStatus).
+  if (state === 'running' && createdAt !== undefined && startedAt !== undefined && resources) {
     return {
-      id: asContainerID(s.id),
-      name: s.labels[ContainerNameLabel] ?? s.metadata.name,
-      state: s.state,
+      id,
+      name,
+      state,
       runtimeType,
-      restartCount: restartCountOf(s.annotations),
-      hash: s.annotations[ContainerHashAnnotation] ?? '',
-      sandboxID: asSandboxID(s.podSandboxId),
-      image: s.image,
-      imageRef: s.imageRef,
+      restartCount,
+      hash,
+      sandboxID,
+      image,
+      imageRef,
       createdAt,
       startedAt,
-      resources: processInterner.value(toKubeContainerResources(s.resources)),
+      resources,
     };
   }
   const out: KubeContainerStatus = {
-    id: asContainerID(s.id),
-    name: s.labels[ContainerNameLabel] ?? s.metadata.name,
-    state: s.state,
+    id,
+    name,
+    state,
     runtimeType,
-    restartCount: restartCountOf(s.annotations),
-    hash: s.annotations[ContainerHashAnnotation] ?? '',
-    sandboxID: asSandboxID(s.podSandboxId),
-    image: s.image,
-    imageRef: s.imageRef,
+    restartCount,
+    hash,
+    sandboxID,
+    image,
+    imageRef,
   };
   if (createdAt !== undefined) out.createdAt = createdAt;
-  // A container past `created` has been started (or tried to be).
-  if (s.state !== 'created' && startedAt !== undefined) out.startedAt = startedAt;
-  // Frozen and shared: the pod cache holds one per container, and most containers' are equal.
-  if (s.resources) out.resources = processInterner.value(toKubeContainerResources(s.resources));
-  if (s.state === 'exited') {
+  if (startedAt !== undefined) out.startedAt = startedAt;
+  if (resources) out.resources = resources;
+  if (state === 'exited') {
     out.exitCode = s.exitCode;
     out.reason = s.reason;
     out.message = s.message;
