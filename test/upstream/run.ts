@@ -10,7 +10,7 @@
 // `--focus REGEX` runs the matching specs instead (with the suite's default skip of Slow/Serial/... specs).
 // Specs listed in test/upstream/excluded.yaml are not run; each is reported with the reason.
 //
-// Prints a table per spec (passed, or failed with the first line of its failure), a table per area, and a
+// Prints a table per spec (passed, or failed with the first lines of its failure), a table per area, and a
 // closing `N passed, N failed, N skipped` line. Per-spec JSON and junit reports, the operator's log and the
 // e2e output land in .local/upstream/<time>/ (ignored by git). Exit 0 only when nothing failed.
 import { execFile, spawn } from 'node:child_process';

@@ -128,7 +128,7 @@ export interface SpecResult {
   /** The spec's first container text without its tags, e.g. `[sig-node] Pods`. */
   area: string;
   outcome: Outcome;
-  /** The first line of the failure, the skip message, or the exclusion's reason. */
+  /** The failure's first lines (joined by ` / `), the skip message, or the exclusion's reason. */
   detail: string;
   seconds: number;
 }
@@ -157,6 +157,20 @@ function firstLine(s: string | undefined): string {
 }
 
 /**
+ * A failure's first non-empty lines on one line. A gomega failure's first line is only `Expected`; the value
+ * and the matcher follow on the next lines, and CI shows nothing but this table.
+ */
+function firstLines(s: string | undefined, max = 600): string {
+  const text = (s ?? '')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '')
+    .slice(0, 8)
+    .join(' / ');
+  return text.length > max ? `${text.slice(0, max)}...` : text;
+}
+
+/**
  * The selected specs of a ginkgo report, each with its outcome. Suite-level nodes (BeforeSuite and the like)
  * count only when they failed: a failed setup fails the run.
  */
@@ -178,7 +192,7 @@ export function classify(
           text: `[${r.LeafNodeType ?? 'node'}] ${ref.text}`.trim(),
           area: 'suite',
           outcome: 'failed',
-          detail: firstLine(r.Failure?.Message),
+          detail: firstLines(r.Failure?.Message),
           seconds,
         });
       continue;
@@ -198,7 +212,7 @@ export function classify(
         seconds,
       });
     } else {
-      const detail = firstLine(r.Failure?.Message) || firstLine(r.Failure?.ForwardedPanic) || state;
+      const detail = firstLines(r.Failure?.Message) || firstLine(r.Failure?.ForwardedPanic) || state;
       out.push({ text: ref.text, area, outcome: 'failed', detail: `${state}: ${detail}`, seconds });
     }
   }

@@ -14,6 +14,7 @@
  * - Privileged sandbox when any container (init and ephemeral included) is privileged.
  */
 import type { Container, Pod, SecurityContext } from '../../api/core.js';
+import { normalizeSysctlName } from '../../node/sysctl.js';
 import { ManagedByLabel, PodNameLabel, PodNamespaceLabel, PodUIDLabel } from '../../runtime/labels.js';
 import type { NamespaceMode, PodSandboxConfig, PortMapping, SecurityProfile } from '../../runtime/types.js';
 import { KindError } from '../../util/errors.js';
@@ -187,7 +188,9 @@ export function buildPodSandboxConfig(
   }
   const sysctls = spec.securityContext?.sysctls;
   if (sysctls && sysctls.length > 0 && config.linux) {
-    config.linux.sysctls = Object.fromEntries(sysctls.map((s) => [s.name, s.value]));
+    // In dot form, as the kubelet hands them to the runtime (kuberuntime_manager's SyncPod): runc checks a
+    // name's kernel namespace by its dotted prefix, so `kernel/shm_rmid_forced` is `kernel.shm_rmid_forced`.
+    config.linux.sysctls = Object.fromEntries(sysctls.map((s) => [normalizeSysctlName(s.name), s.value]));
   }
   return config;
 }

@@ -78,7 +78,7 @@ describe('upstream e2e selection', () => {
     expect(listed('quick', ['[sig-node] a']).selects({ text: '[sig-node] a', labels: [] })).to.equal(true);
   });
 
-  it('classifies a report: passed, failed with the first line, skipped at run time, excluded, not selected', () => {
+  it('classifies a report: passed, failed with its first lines, skipped at run time, excluded, not selected', () => {
     const reports = [
       spec(['[sig-node] Pods', 'when x'], 'passes', ['NodeConformance'], 'passed'),
       spec(['[sig-node] Pods'], 'fails', ['NodeConformance'], 'failed', '\nexpected 1\nto equal 2'),
@@ -98,7 +98,7 @@ describe('upstream e2e selection', () => {
     ]);
     expect(results.map((r) => [r.text, r.outcome, r.detail])).to.deep.equal([
       ['[sig-node] Pods when x passes', 'passed', ''],
-      ['[sig-node] Pods fails', 'failed', 'failed: expected 1'],
+      ['[sig-node] Pods fails', 'failed', 'failed: expected 1 / to equal 2'],
       ['[sig-node] Pods skips', 'skipped', 'Only supported for providers [gce]'],
       ['[sig-node] Pods excluded', 'excluded', 'no such kubelet feature here'],
       ['[SynchronizedBeforeSuite]', 'failed', 'nodes not ready'],

@@ -131,6 +131,23 @@ describe('kuberuntime sandboxconfig', () => {
     expect(c.linux?.sysctls).to.deep.equal({ 'net.core.somaxconn': '1024' });
   });
 
+  it('hands sysctls to the runtime in dot form, as the kubelet does', () => {
+    const p = pod({
+      securityContext: {
+        sysctls: [
+          { name: 'kernel/shm_rmid_forced', value: '1' },
+          { name: 'net/ipv4/conf/eno2.100/rp_filter', value: '0' },
+          { name: 'net.ipv4.ip_local_port_range', value: '32769 60999' },
+        ],
+      },
+    } as Partial<Pod['spec']>);
+    expect(buildPodSandboxConfig(p, node, 0).linux?.sysctls).to.deep.equal({
+      'kernel.shm_rmid_forced': '1',
+      'net.ipv4.conf.eno2/100.rp_filter': '0',
+      'net.ipv4.ip_local_port_range': '32769 60999',
+    });
+  });
+
   it('rejects a pod without identity', () => {
     const p = pod({}, { uid: '' });
     expect(errorKind(catchErr(() => buildPodSandboxConfig(p, node, 0)))).to.equal('InvalidArgument');
