@@ -48,6 +48,7 @@ async function scenario(
           nodeArgs: a.nodeArgs,
           heapSnapshots: a.heapSnapshots,
           allocProfile: a.allocProfile,
+          apiserverProfile: a.apiserverProfile,
         },
         log,
       );

@@ -30,6 +30,8 @@ export interface BenchArgs {
   heapSnapshots?: string;
   /** scale: count the operator's allocations in the create phase; the profile goes into this directory. */
   allocProfile?: string;
+  /** scale: the API server's CPU profile of each side's first seconds of creates, written into this directory. */
+  apiserverProfile?: string;
   /** steady: serve the node API on a loopback address per node and run metrics-server (15 s) against it. */
   metricsServer?: boolean;
 }
@@ -54,6 +56,9 @@ export const USAGE = `usage: npm run bench -- <${SCENARIOS.join('|')}> [flags]
   --alloc-profile D  scale: count what the operator allocates from the first create to all Ready (V8's
                      sampling heap profiler, collected objects included); prints KB per pod and the top
                      functions, writes the profile into D
+  --apiserver-profile D
+                     scale: the API server's CPU profile of each side's first 20 s of creates (pprof format,
+                     written into D); prints its top functions (go tool pprof -top)
   --metrics-server   steady: the operator serves its node API (a loopback InternalIP per node) and
                      metrics-server scrapes every node every 15 s; adds the metrics API coverage and the
                      cost of one scrape of one node`;
@@ -111,6 +116,12 @@ export function parseBenchArgs(argv: readonly string[]): ParsedArgs {
         const v = value();
         if (!v) return { ok: false, message: '--alloc-profile needs a directory' };
         args.allocProfile = v;
+        break;
+      }
+      case '--apiserver-profile': {
+        const v = value();
+        if (!v) return { ok: false, message: '--apiserver-profile needs a directory' };
+        args.apiserverProfile = v;
         break;
       }
       case '--heap-snapshots': {

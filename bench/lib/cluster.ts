@@ -95,7 +95,7 @@ async function identity(cp: ControlPlane, dir: string, user: string): Promise<st
   return file;
 }
 
-export async function startBenchCluster(): Promise<BenchCluster> {
+export async function startBenchCluster(opts: { apiserverArgs?: string[] } = {}): Promise<BenchCluster> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'kubelet-operator-bench-'));
   const auditLog = path.join(dir, 'audit.log');
   const policy = path.join(dir, 'audit-policy.yaml');
@@ -108,6 +108,7 @@ export async function startBenchCluster(): Promise<BenchCluster> {
       '--audit-log-format=json',
       '--audit-log-maxsize=0',
       '--audit-log-mode=blocking',
+      ...(opts.apiserverArgs ?? []),
     ],
     readyTimeoutMs: 120_000,
   });

@@ -1,6 +1,7 @@
 // Scale on the simulated runtime, our operator and kwok side by side on one API server: N nodes x M pods
 // created with nodeName set, time until all are Running+Ready, then deleted until all are gone. Each side
 // runs alone (the other stopped), in its own namespace, after its own warm-up round.
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import {
   countRequests,
@@ -31,6 +32,7 @@ import {
 } from '../lib/nodes.js';
 import { ProcSampler, windowUsage } from '../lib/procstat.js';
 import { podPlan } from '../lib/pods.js';
+import { APISERVER_PROFILING_FLAG, apiserverCpuProfile, pprofTop } from '../lib/apiserverprofile.js';
 import { AllocWindow, allocProfileNodeArgs, logAllocations, type ProfileNode } from '../lib/allocprofile.js';
 import { NOT_SCRAPED, podRound, scrape, tallyEvents, waitEventsSettled } from '../lib/scaleround.js';
 import { snapshotLiveBytes, targetsTable } from '../lib/scaletargets.js';
@@ -48,7 +50,12 @@ export interface ScaleOptions {
   heapSnapshots?: string;
   /** Count what the operator allocates from the first create until all are Ready, profile written here. */
   allocProfile?: string;
+  /** Write the API server's CPU profile of each side's first seconds of creates here; off when unset. */
+  apiserverProfile?: string;
 }
+
+/** Seconds of the API server's CPU profile from a side's first create (kwok's creates take 17 to 22 s). */
+const APISERVER_PROFILE_SECONDS = 20;
 
 /** What one side measured; times are epoch ms, durations ms. */
 export interface SideRun {
@@ -149,6 +156,18 @@ async function runSide(
     let allocated: ProfileNode | undefined;
     let startEventsAt: number | undefined;
     await side.allocations?.open();
+    const serverProfile = opts.apiserverProfile
+      ? path.join(opts.apiserverProfile, `apiserver-create-${side.tag}.pprof`)
+      : undefined;
+    const profiled = serverProfile
+      ? apiserverCpuProfile(bc, APISERVER_PROFILE_SECONDS, serverProfile).then(
+          () => serverProfile,
+          (err: unknown) => {
+            log(`${side.name}: the API server's profile failed: ${String(err)}`);
+            return undefined;
+          },
+        )
+      : undefined;
     const r = await podRound(bc, `bench-${side.tag}`, plan, opts.concurrency, {
       afterReady: async () => {
         rssAtReady = sampler.sample()?.rssMiB ?? Number.NaN;
@@ -168,6 +187,12 @@ async function runSide(
       },
     });
     sampler.stop();
+    const profileFile = await profiled;
+    if (profileFile)
+      log(
+        `${side.name}: the API server's CPU in the first ${APISERVER_PROFILE_SECONDS} s of creates ` +
+          `(${profileFile}):\n${await pprofTop(profileFile)}`,
+      );
     // A node writes its Events one at a time, as a kubelet does, so after a burst its queue is written for a
     // while after the last pod is gone. Counted before that, the start's Events looked fewer than they are
     // (and with them the requests per pod): count them once they are all written, outside every window.
@@ -336,7 +361,10 @@ export async function runScale(
     meta.kwokEnsureMs = k.ms;
     log(`kwok ${meta.kwokVersion} ready in ${duration(k.ms)} (${kwokDir})`);
   }
-  const bc = await startBenchCluster();
+  if (opts.apiserverProfile) await mkdir(opts.apiserverProfile, { recursive: true });
+  const bc = await startBenchCluster({
+    apiserverArgs: opts.apiserverProfile ? [APISERVER_PROFILING_FLAG] : [],
+  });
   log(`control plane up in ${duration(bc.cp.startMs)} (${bc.dir})`);
   const runs: SideRun[] = [];
   try {

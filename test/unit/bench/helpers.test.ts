@@ -327,6 +327,15 @@ describe('bench helpers', () => {
       });
     });
 
+    it('takes a directory for the API server profile', () => {
+      const r = parseBenchArgs(['scale', '--apiserver-profile=/tmp/prof']);
+      expect(r.ok && r.args.apiserverProfile).to.equal('/tmp/prof');
+      expect(parseBenchArgs(['scale', '--apiserver-profile'])).to.deep.equal({
+        ok: false,
+        message: '--apiserver-profile needs a directory',
+      });
+    });
+
     it('rejects what it does not know', () => {
       expect(parseBenchArgs([])).to.deep.equal({ ok: false, message: 'no scenario given' });
       expect(parseBenchArgs(['scale', '--nodes', '0'])).to.deep.equal({
