@@ -36,10 +36,84 @@ export interface CoreEvent {
   reportingInstance: string;
 }
 
-export type Correlation =
-  | { action: 'create'; event: CoreEvent }
-  | { action: 'patch'; event: CoreEvent; patch: Pick<CoreEvent, 'count' | 'lastTimestamp' | 'message'> }
-  | { action: 'drop' };
+/** The `source` and reporting fields of every Event one correlator decides on. */
+interface EventSource {
+  component: string;
+  host: string;
+}
+
+/**
+ * A write the correlator decided on, kept as numbers and shared strings: a node's Events can wait seconds to be
+ * written (one at a time, behind a burst's others), and a body built at once would wait with them. The body,
+ * the patch and the name are built when asked, equal each time.
+ */
+export class EventWrite {
+  constructor(
+    readonly action: 'create' | 'patch',
+    readonly involvedObject: ObjectReference,
+    readonly type: EventType,
+    readonly reason: string,
+    readonly message: string,
+    readonly firstMs: number,
+    readonly lastMs: number,
+    readonly count: number,
+    /** The correlator's sequence number of the Event: with the first time, it names it; one per Event. */
+    readonly seq: number,
+    private readonly source: EventSource,
+  ) {}
+
+  get namespace(): string {
+    return this.involvedObject.namespace ?? 'default';
+  }
+
+  get name(): string {
+    return eventName(this.involvedObject.name, this.firstMs, this.seq);
+  }
+
+  /** The Event whole, as created (a patch that finds no Event creates this). */
+  get event(): CoreEvent {
+    const { component, host } = this.source;
+    return {
+      apiVersion: 'v1',
+      kind: 'Event',
+      metadata: { name: this.name, namespace: this.namespace },
+      involvedObject: this.involvedObject,
+      reason: this.reason,
+      message: this.message,
+      source: { component, host },
+      firstTimestamp: iso(this.firstMs),
+      lastTimestamp: iso(this.lastMs),
+      count: this.count,
+      type: this.type,
+      reportingComponent: component,
+      reportingInstance: host,
+    };
+  }
+
+  /** What a patch of the Event carries. */
+  get patch(): Pick<CoreEvent, 'count' | 'lastTimestamp' | 'message'> {
+    return { count: this.count, lastTimestamp: iso(this.lastMs), message: this.message };
+  }
+
+  /** This write as the create of the Event as it is now (a later write merged into a waiting create). */
+  asCreate(): EventWrite {
+    if (this.action === 'create') return this;
+    return new EventWrite(
+      'create',
+      this.involvedObject,
+      this.type,
+      this.reason,
+      this.message,
+      this.firstMs,
+      this.lastMs,
+      this.count,
+      this.seq,
+      this.source,
+    );
+  }
+}
+
+export type Correlation = EventWrite | { action: 'drop' };
 
 /** Involved objects kept at most; past this the least recently used one is forgotten whole. */
 const MAX_OBJECTS = 4096;
@@ -222,12 +296,6 @@ class ObjectState {
     this.nums[BUCKET + row * NUMS + field] = value;
   }
 
-  /** The involvedObject of the row's Event, equal to the one it was created with. */
-  refOf(row: number): ObjectReference {
-    const r = this.cell(row, C_REF) as RefCell;
-    if (r === undefined) return this.ref;
-    return typeof r === 'string' ? withFieldPath(this.ref, r) : r;
-  }
 
   /** Sets the messages and window start of (type, reason) on its rows; `now` is a touch for eviction. */
   setGroup(type: EventType, reason: string, messages: Messages, firstMs: number, now: number): void {
@@ -284,8 +352,15 @@ export class EventCorrelator {
   private rows = 0;
   private seq = 0;
   private readonly pool = new StringPool();
+  /** The ref refOf built last, with the first ref it was built from. */
+  private lastPathRef: { base: ObjectReference; ref: ObjectReference } | undefined;
 
-  constructor(private readonly source: { component: string; host: string }) {}
+  private readonly source: EventSource;
+
+  constructor(source: EventSource) {
+    // A copy of its own: every write of this correlator shares it, and the caller's object may change.
+    this.source = { component: source.component, host: source.host };
+  }
 
   correlate(
     ref: ObjectReference,
@@ -337,8 +412,7 @@ export class EventCorrelator {
       const count = o.num(row, N_COUNT) + 1;
       o.setNum(row, N_COUNT, count);
       o.setNum(row, N_LAST, now);
-      const event = this.build(o, row, type, reason, message, iso(now));
-      return { action: 'patch', event, patch: { count, lastTimestamp: event.lastTimestamp, message } };
+      return this.write('patch', o, row, type, reason, message, this.refOf(o, o.cell(row, C_REF) as RefCell));
     }
     if (!o.takeToken()) return { action: 'drop' };
     if (row < 0) row = o.find(type, reason, undefined);
@@ -346,8 +420,9 @@ export class EventCorrelator {
       row = o.addRow(type, reason, messages, o.num(g, N_GROUP_FIRST), now);
       this.rows++;
     }
-    o.setEvent(row, key, refCell(ref, o.ref, this.pool), now, this.seq++);
-    return { action: 'create', event: this.build(o, row, type, reason, message, iso(now), ref) };
+    const cell = refCell(ref, o.ref, this.pool);
+    o.setEvent(row, key, cell, now, this.seq++);
+    return this.write('create', o, row, type, reason, message, this.refOf(o, cell));
   }
 
   /** Brings the object's rows, all rows and the objects within their bounds; `o` was used last. */
@@ -412,34 +487,42 @@ export class EventCorrelator {
     return { seen, similar, spam: this.objects.size };
   }
 
-  /** The Event of `row` with this message and lastTimestamp, and the row's count. */
-  private build(
+  /**
+   * The involvedObject a row's RefCell stands for, equal to the ref its Event was created with. A waiting write
+   * holds it, so it is the object's first ref when the same, and a ref with another field path is built once
+   * for a run of Events about it (a container's Pulled, Created, Started), not once each.
+   */
+  private refOf(o: ObjectState, cell: RefCell): ObjectReference {
+    if (cell === undefined) return o.ref;
+    if (typeof cell !== 'string') return cell;
+    const last = this.lastPathRef;
+    if (last !== undefined && last.base === o.ref && last.ref.fieldPath === cell) return last.ref;
+    const ref = withFieldPath(o.ref, cell);
+    this.lastPathRef = { base: o.ref, ref };
+    return ref;
+  }
+
+  /** The write of `row`'s Event as it is now, about `ref`. */
+  private write(
+    action: EventWrite['action'],
     o: ObjectState,
     row: number,
     type: EventType,
     reason: string,
     message: string,
-    lastTimestamp: string,
-    ref = o.refOf(row),
-  ): CoreEvent {
-    const firstMs = o.num(row, N_FIRST);
-    return {
-      apiVersion: 'v1',
-      kind: 'Event',
-      metadata: {
-        name: eventName(ref.name, firstMs, o.num(row, N_SEQ)),
-        namespace: ref.namespace ?? 'default',
-      },
-      involvedObject: ref,
+    ref: ObjectReference,
+  ): EventWrite {
+    return new EventWrite(
+      action,
+      ref,
+      type,
       reason,
       message,
-      source: { component: this.source.component, host: this.source.host },
-      firstTimestamp: iso(firstMs),
-      lastTimestamp,
-      count: o.num(row, N_COUNT),
-      type,
-      reportingComponent: this.source.component,
-      reportingInstance: this.source.host,
-    };
+      o.num(row, N_FIRST),
+      o.num(row, N_LAST),
+      o.num(row, N_COUNT),
+      o.num(row, N_SEQ),
+      this.source,
+    );
   }
 }

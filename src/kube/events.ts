@@ -12,13 +12,13 @@ import { errorKind, errorMessage, isNotFound, KindError } from '../util/errors.j
 import type { StartupHold } from './startuphold.js';
 import {
   EventCorrelator,
-  type Correlation,
   type CoreEvent,
   type EventType,
+  type EventWrite,
   type ObjectReference,
 } from './eventcorrelator.js';
 
-export { EventCorrelator } from './eventcorrelator.js';
+export { EventCorrelator, EventWrite } from './eventcorrelator.js';
 export type { Correlation, CoreEvent, EventType, ObjectReference } from './eventcorrelator.js';
 
 export interface EventSink {
@@ -51,15 +51,9 @@ function unanswered(err: unknown): boolean {
   );
 }
 
-type Write = Exclude<Correlation, { action: 'drop' }>;
-
 interface Queued {
-  write: Write;
-  ref: ObjectReference;
-  type: EventType;
-  reason: string;
-  /** The Event's namespace/name: a later write of the same Event merges into this one while it waits. */
-  key: string;
+  /** Kept compact while it waits; the body is built when the write is made. */
+  write: EventWrite;
   /** See priority. */
   priority: number;
 }
@@ -69,7 +63,7 @@ interface Queued {
  * (patch: the next patch carries the whole count again), then a new Normal Event, then a new Warning about an
  * object that has had one before; last of all an object's first Warning, the Event that says what went wrong.
  */
-function priority(type: EventType, action: Write['action'], firstWarning: boolean): number {
+function priority(type: EventType, action: EventWrite['action'], firstWarning: boolean): number {
   if (action === 'patch') return type === 'Warning' ? 1 : 0;
   if (type === 'Normal') return 2;
   return firstWarning ? 4 : 3;
@@ -92,8 +86,11 @@ export class EventRecorder {
   private queue: (Queued | undefined)[] = [];
   private head = 0;
   private waiting = 0;
-  /** Waiting writes by Event key (taken off when the pump takes them). */
-  private readonly byKey = new Map<string, Queued>();
+  /**
+   * Waiting writes by their Event's sequence number, which names one Event of this recorder's correlator (taken
+   * off when the pump takes them): a later write of the same Event merges into the waiting one.
+   */
+  private readonly bySeq = new Map<number, Queued>();
   private running = false;
   private pump: Promise<void> = Promise.resolve();
   /** Writes wait while it holds (see StartupHold). */
@@ -139,11 +136,10 @@ export class EventRecorder {
       this.stats.filtered++;
       return;
     }
-    const key = `${c.event.metadata.namespace}/${c.event.metadata.name}`;
-    const waiting = this.byKey.get(key);
+    const waiting = this.bySeq.get(c.seq);
     if (waiting) {
       // The Event as it is now replaces the waiting write's: a create stays a create.
-      waiting.write = waiting.write.action === 'create' ? { action: 'create', event: c.event } : c;
+      waiting.write = waiting.write.action === 'create' ? c.asCreate() : c;
       this.stats.merged++;
       return;
     }
@@ -153,9 +149,9 @@ export class EventRecorder {
       this.dropLogged(ref, type, reason);
       return;
     }
-    const q: Queued = { write: c, ref, type, reason, key, priority: p };
+    const q: Queued = { write: c, priority: p };
     this.queue.push(q);
-    this.byKey.set(key, q);
+    this.bySeq.set(c.seq, q);
     this.waiting++;
     if (!this.running) {
       this.running = true;
@@ -228,11 +224,11 @@ export class EventRecorder {
     const q = at < 0 ? undefined : this.queue[at];
     if (!q) return false;
     this.queue[at] = undefined;
-    this.byKey.delete(q.key);
+    this.bySeq.delete(q.write.seq);
     this.waiting--;
     this.stats.dropped++;
     this.stats.displaced++;
-    this.dropLogged(q.ref, q.type, q.reason);
+    this.dropLogged(q.write.involvedObject, q.write.type, q.write.reason);
     return true;
   }
 
@@ -247,7 +243,7 @@ export class EventRecorder {
           this.head = 0;
         }
         if (!q) continue;
-        this.byKey.delete(q.key);
+        this.bySeq.delete(q.write.seq);
         const held = this.hold?.wait();
         if (held) await held;
         this.waiting--;
@@ -266,7 +262,9 @@ export class EventRecorder {
    * server together do not come back together). The queue waits meanwhile, as the kubelet's does.
    */
   private async write(q: Queued): Promise<void> {
-    const object = `${q.ref.kind}/${q.ref.namespace ?? ''}/${q.ref.name}`;
+    const ref = q.write.involvedObject;
+    const object = `${ref.kind}/${ref.namespace ?? ''}/${ref.name}`;
+    const reason = q.write.reason;
     for (let tries = 1; ; tries++) {
       let error: unknown;
       try {
@@ -278,11 +276,11 @@ export class EventRecorder {
       const again =
         tries < EVENT_WRITE_TRIES &&
         unanswered(error) &&
-        (await this.sleepBeforeTry(tries, () => ({ reason: q.reason, object, error: errorMessage(error) })));
+        (await this.sleepBeforeTry(tries, () => ({ reason, object, error: errorMessage(error) })));
       if (!again) {
         this.stats.failed++;
         this.logger?.warn('event write failed', {
-          reason: q.reason,
+          reason,
           object,
           tries,
           error: errorMessage(error),
@@ -309,11 +307,11 @@ export class EventRecorder {
   }
 
   /** A waiting create may have gone through on a try whose answer was lost: AlreadyExists is done. */
-  private async writeOnce(c: Write): Promise<void> {
-    const { namespace, name } = c.event.metadata;
+  private async writeOnce(c: EventWrite): Promise<void> {
+    const namespace = c.namespace;
     if (c.action === 'patch') {
       try {
-        await this.sink.patch(namespace, name, c.patch);
+        await this.sink.patch(namespace, c.name, c.patch);
         this.stats.patched++;
         return;
       } catch (err) {
