@@ -296,7 +296,6 @@ class ObjectState {
     this.nums[BUCKET + row * NUMS + field] = value;
   }
 
-
   /** Sets the messages and window start of (type, reason) on its rows; `now` is a touch for eviction. */
   setGroup(type: EventType, reason: string, messages: Messages, firstMs: number, now: number): void {
     const c = this.cells;
