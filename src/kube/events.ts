@@ -18,8 +18,8 @@ import {
   type ObjectReference,
 } from './eventcorrelator.js';
 
-export { EventCorrelator, EventWrite } from './eventcorrelator.js';
-export type { Correlation, CoreEvent, EventType, ObjectReference } from './eventcorrelator.js';
+export { EventCorrelator } from './eventcorrelator.js';
+export type { Correlation, CoreEvent, EventType, EventWrite, ObjectReference } from './eventcorrelator.js';
 
 export interface EventSink {
   create(namespace: string, event: CoreEvent): Promise<void>;

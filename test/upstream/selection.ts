@@ -151,24 +151,23 @@ export function specRef(r: GinkgoSpecReport): SpecRef {
   return { text, labels };
 }
 
-function firstLine(s: string | undefined): string {
-  const line = (s ?? '').split('\n').find((l) => l.trim() !== '') ?? '';
-  return line.trim().slice(0, 240);
-}
-
 /**
- * A failure's first non-empty lines on one line. A gomega failure's first line is only `Expected`; the value
- * and the matcher follow on the next lines, and CI shows nothing but this table.
+ * The first `count` non-empty lines of `s`, trimmed and joined by ` / `, cut at `max` characters. A skip
+ * message or a panic needs its first line; a gomega failure's first line is only `Expected`, with the value
+ * and the matcher on the next lines, and CI shows nothing but this table.
  */
-function firstLines(s: string | undefined, max = 600): string {
-  const text = (s ?? '')
+function firstLines(s: string | undefined, count: number, max: number): string {
+  return (s ?? '')
     .split('\n')
     .map((l) => l.trim())
     .filter((l) => l !== '')
-    .slice(0, 8)
-    .join(' / ');
-  return text.length > max ? `${text.slice(0, max)}...` : text;
+    .slice(0, count)
+    .join(' / ')
+    .slice(0, max);
 }
+
+const firstLine = (s: string | undefined): string => firstLines(s, 1, 240);
+const failureLines = (s: string | undefined): string => firstLines(s, 8, 600);
 
 /**
  * The selected specs of a ginkgo report, each with its outcome. Suite-level nodes (BeforeSuite and the like)
@@ -192,7 +191,7 @@ export function classify(
           text: `[${r.LeafNodeType ?? 'node'}] ${ref.text}`.trim(),
           area: 'suite',
           outcome: 'failed',
-          detail: firstLines(r.Failure?.Message),
+          detail: failureLines(r.Failure?.Message),
           seconds,
         });
       continue;
@@ -212,7 +211,7 @@ export function classify(
         seconds,
       });
     } else {
-      const detail = firstLines(r.Failure?.Message) || firstLine(r.Failure?.ForwardedPanic) || state;
+      const detail = failureLines(r.Failure?.Message) || firstLine(r.Failure?.ForwardedPanic) || state;
       out.push({ text: ref.text, area, outcome: 'failed', detail: `${state}: ${detail}`, seconds });
     }
   }
