@@ -127,6 +127,7 @@ describe('install manifests (real apiserver)', function () {
         'ClusterRole',
         'ClusterRoleBinding',
         'CustomResourceDefinition',
+        'FlowSchema',
         overlay === 'sim' ? 'Deployment' : 'DaemonSet',
         'Namespace',
         'Role',
@@ -678,6 +679,22 @@ describe('install manifests (real apiserver)', function () {
       expect(await gone(`/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/${VN}`)).to.equal(
         true,
       );
+    });
+
+    it("had its requests dispatched at a kubelet's priority levels (node-high, system)", async () => {
+      // apiserver_flowcontrol_dispatched_requests_total by FlowSchema and priority level. The schemas are
+      // the operator's own (flowcontrol.yaml): whatever they count, its ServiceAccount sent.
+      const res = await kubectl(cp, ['get', '--raw', '/metrics']);
+      expect(res.code, res.stderr).to.equal(0);
+      const got = new Map<string, number>();
+      for (const line of res.stdout.split('\n')) {
+        if (!line.startsWith('apiserver_flowcontrol_dispatched_requests_total{')) continue;
+        const fs = /flow_schema="([^"]*)"/.exec(line)?.[1];
+        const pl = /priority_level="([^"]*)"/.exec(line)?.[1];
+        got.set(`${fs} ${pl}`, Number(line.slice(line.lastIndexOf(' ') + 1)));
+      }
+      expect(got.get('kubelet-operator-node-high node-high') ?? 0, 'Node and Lease requests').to.be.above(0);
+      expect(got.get('kubelet-operator-nodes system') ?? 0, 'the other requests').to.be.above(0);
     });
 
     it('was never refused, and used every verb and resource it is granted', async () => {
