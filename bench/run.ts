@@ -49,6 +49,7 @@ async function scenario(
           heapSnapshots: a.heapSnapshots,
           allocProfile: a.allocProfile,
           apiserverProfile: a.apiserverProfile,
+          agentAuth: a.agentAuth,
         },
         log,
       );

@@ -3,6 +3,10 @@
 export const SCENARIOS = ['scale', 'steady', 'cri-latency', 'resize', 'all'] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 
+/** How the benchmark's agents authenticate to the API server (bench/lib/cluster.ts). */
+export const AGENT_AUTHS = ['token', 'certificate'] as const;
+export type AgentAuth = (typeof AGENT_AUTHS)[number];
+
 export interface BenchArgs {
   scenario: Scenario;
   quick: boolean;
@@ -32,6 +36,8 @@ export interface BenchArgs {
   allocProfile?: string;
   /** scale: the API server's CPU profile of each side's first seconds of creates, written into this directory. */
   apiserverProfile?: string;
+  /** scale: how the agents authenticate (default token: their ServiceAccounts', as deployed). */
+  agentAuth: AgentAuth;
   /** steady: serve the node API on a loopback address per node and run metrics-server (15 s) against it. */
   metricsServer?: boolean;
 }
@@ -59,6 +65,9 @@ export const USAGE = `usage: npm run bench -- <${SCENARIOS.join('|')}> [flags]
   --apiserver-profile D
                      scale: the API server's CPU profile of each side's first 20 s of creates (pprof format,
                      written into D); prints its top functions (go tool pprof -top)
+  --agent-auth A     scale: token (default; each agent with its ServiceAccount's token, RBAC and FlowSchemas,
+                     as deployed) or certificate (client certificates in system:masters, exempt from API
+                     Priority and Fairness: the benchmark before 2026-11-29)
   --metrics-server   steady: the operator serves its node API (a loopback InternalIP per node) and
                      metrics-server scrapes every node every 15 s; adds the metrics API coverage and the
                      cost of one scrape of one node`;
@@ -74,6 +83,7 @@ export function parseBenchArgs(argv: readonly string[]): ParsedArgs {
     nodeArgs: [],
     imageNodeFlags: true,
     imageNode: false,
+    agentAuth: 'token',
   };
   const positive = (flag: string, v: string | undefined): number | string => {
     const n = Number(v);
@@ -122,6 +132,13 @@ export function parseBenchArgs(argv: readonly string[]): ParsedArgs {
         const v = value();
         if (!v) return { ok: false, message: '--apiserver-profile needs a directory' };
         args.apiserverProfile = v;
+        break;
+      }
+      case '--agent-auth': {
+        const v = value();
+        if (!(AGENT_AUTHS as readonly (string | undefined)[]).includes(v))
+          return { ok: false, message: `--agent-auth needs one of ${AGENT_AUTHS.join(', ')}` };
+        args.agentAuth = v as AgentAuth;
         break;
       }
       case '--heap-snapshots': {

@@ -1,7 +1,15 @@
 // The benchmark's control plane: etcd + kube-apiserver from test/support/controlplane.ts (no scheduler: pods
 // are created with nodeName set), a Metadata-level audit log, and one client identity per party so the API
-// server itself counts what each agent asks of it. Every identity is in system:masters, so RBAC allows
-// everything and API Priority and Fairness exempts all of them alike (no server-side throttling on any side).
+// server itself counts what each agent asks of it.
+//
+// The driver is a client certificate in system:masters (RBAC allows it everything, API Priority and Fairness
+// exempts it). The agents authenticate as they are deployed (`--agent-auth token`, the default): each with a
+// token of its own ServiceAccount, under its own RBAC and FlowSchemas. Ours is the sim overlay of
+// manifests/ applied as a user would (the Deployment stays inert: there is no controller-manager here);
+// kwok's is `kwok-controller` in kube-system, where kwok's own manifests put it (bound to cluster-admin
+// here), so the built-in FlowSchemas give it workload-high and its Leases leader-election. With
+// `--agent-auth certificate` both agents get client certificates in system:masters instead, as before
+// 2026-11-29: exempt from API Priority and Fairness, and each request's chain verified by the API server.
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -9,7 +17,14 @@ import { randomBytes } from 'node:crypto';
 import { stringify as toYaml } from 'yaml';
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '../../src/kube/client.js';
-import { run, startControlPlane, type ControlPlane } from '../../test/support/controlplane.js';
+import {
+  kubectl,
+  REPO_ROOT,
+  run,
+  startControlPlane,
+  type ControlPlane,
+} from '../../test/support/controlplane.js';
+import type { AgentAuth } from './args.js';
 import { auditPolicy } from './audit.js';
 
 /** The benchmark driver (creates and deletes pods, watches them); left out of the audit log. */
@@ -17,12 +32,28 @@ export const DRIVER_USER = 'bench-driver';
 export const OPERATOR_USER = 'bench-kubelet-operator';
 export const KWOK_USER = 'bench-kwok';
 
+/** An agent's kubeconfig and the user name the API server (and so the audit log) knows it by. */
+export interface AgentIdentity {
+  kubeconfig: string;
+  user: string;
+}
+
+/** Where the manifests put each agent's ServiceAccount (`--agent-auth token`). */
+const SERVICE_ACCOUNTS = {
+  operator: { namespace: 'kubelet-operator-system', name: 'kubelet-operator' },
+  kwok: { namespace: 'kube-system', name: 'kwok-controller' },
+} as const;
+/** Longer than any scenario runs; the agents read their token once. */
+const TOKEN_SECONDS = 12 * 3600;
+
 export interface BenchCluster {
   cp: ControlPlane;
   /** Scratch dir of this run: audit log (removed by stop), kubeconfigs, agent logs, configs. */
   dir: string;
   auditLog: string;
-  kubeconfigs: Record<string, string>;
+  auth: AgentAuth;
+  operator: AgentIdentity;
+  kwok: AgentIdentity;
   /** A client with no rate limit as DRIVER_USER. */
   driver: KubeClient;
   stop(): Promise<void>;
@@ -75,19 +106,25 @@ async function identity(cp: ControlPlane, dir: string, user: string): Promise<st
     crt,
   ]);
   const b64 = async (f: string): Promise<string> => (await readFile(f)).toString('base64');
+  return writeKubeconfig(cp, dir, user, {
+    'client-certificate-data': await b64(crt),
+    'client-key-data': await b64(key),
+  });
+}
+
+async function writeKubeconfig(
+  cp: ControlPlane,
+  dir: string,
+  user: string,
+  credentials: Record<string, string>,
+): Promise<string> {
+  const ca = (await readFile(path.join(cp.dir, 'pki', 'ca.crt'))).toString('base64');
   const file = path.join(dir, `${user}.kubeconfig`);
   const config = {
     apiVersion: 'v1',
     kind: 'Config',
-    clusters: [
-      {
-        name: 'bench',
-        cluster: { server: cp.server, 'certificate-authority-data': await b64(path.join(pki, 'ca.crt')) },
-      },
-    ],
-    users: [
-      { name: user, user: { 'client-certificate-data': await b64(crt), 'client-key-data': await b64(key) } },
-    ],
+    clusters: [{ name: 'bench', cluster: { server: cp.server, 'certificate-authority-data': ca } }],
+    users: [{ name: user, user: credentials }],
     contexts: [{ name: user, context: { cluster: 'bench', user } }],
     'current-context': user,
   };
@@ -95,7 +132,57 @@ async function identity(cp: ControlPlane, dir: string, user: string): Promise<st
   return file;
 }
 
-export async function startBenchCluster(opts: { apiserverArgs?: string[] } = {}): Promise<BenchCluster> {
+/**
+ * The agents' ServiceAccounts with their RBAC (and ours with its FlowSchemas), as installed; a kubeconfig
+ * holding a token of each.
+ */
+async function serviceAccountIdentities(
+  cp: ControlPlane,
+  dir: string,
+  driver: KubeClient,
+): Promise<{ operator: AgentIdentity; kwok: AgentIdentity }> {
+  const applied = await kubectl(cp, [
+    'apply',
+    '--server-side',
+    '-k',
+    path.join(REPO_ROOT, 'manifests/overlays/sim'),
+  ]);
+  if (applied.code !== 0) throw new Error(`applying manifests/overlays/sim failed: ${applied.stderr.trim()}`);
+  const kwok = SERVICE_ACCOUNTS.kwok;
+  await driver.request({
+    method: 'POST',
+    path: `/api/v1/namespaces/${kwok.namespace}/serviceaccounts`,
+    body: { metadata: { name: kwok.name } },
+  });
+  await driver.request({
+    method: 'POST',
+    path: '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings',
+    body: {
+      metadata: { name: kwok.name },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
+      subjects: [{ kind: 'ServiceAccount', name: kwok.name, namespace: kwok.namespace }],
+    },
+  });
+  const identityOf = async (sa: { namespace: string; name: string }): Promise<AgentIdentity> => {
+    const tr = await driver.request<{ status: { token: string } }>({
+      method: 'POST',
+      path: `/api/v1/namespaces/${sa.namespace}/serviceaccounts/${sa.name}/token`,
+      body: {
+        apiVersion: 'authentication.k8s.io/v1',
+        kind: 'TokenRequest',
+        spec: { expirationSeconds: TOKEN_SECONDS },
+      },
+    });
+    const user = `system:serviceaccount:${sa.namespace}:${sa.name}`;
+    return { kubeconfig: await writeKubeconfig(cp, dir, sa.name, { token: tr.status.token }), user };
+  };
+  return { operator: await identityOf(SERVICE_ACCOUNTS.operator), kwok: await identityOf(kwok) };
+}
+
+export async function startBenchCluster(
+  opts: { apiserverArgs?: string[]; auth?: AgentAuth } = {},
+): Promise<BenchCluster> {
+  const auth = opts.auth ?? 'token';
   const dir = await mkdtemp(path.join(os.tmpdir(), 'kubelet-operator-bench-'));
   const auditLog = path.join(dir, 'audit.log');
   const policy = path.join(dir, 'audit-policy.yaml');
@@ -113,19 +200,25 @@ export async function startBenchCluster(opts: { apiserverArgs?: string[] } = {})
     readyTimeoutMs: 120_000,
   });
   try {
-    const kubeconfigs: Record<string, string> = {};
-    for (const u of [DRIVER_USER, OPERATOR_USER, KWOK_USER]) kubeconfigs[u] = await identity(cp, dir, u);
     const kc = new KubeConfig();
-    kc.loadFromFile(kubeconfigs[DRIVER_USER]!);
+    kc.loadFromFile(await identity(cp, dir, DRIVER_USER));
     const driver = await KubeClient.fromKubeConfig(kc, {
       unlimited: true,
       userAgent: 'kubelet-operator-bench',
     });
+    const agents =
+      auth === 'token'
+        ? await serviceAccountIdentities(cp, dir, driver)
+        : {
+            operator: { kubeconfig: await identity(cp, dir, OPERATOR_USER), user: OPERATOR_USER },
+            kwok: { kubeconfig: await identity(cp, dir, KWOK_USER), user: KWOK_USER },
+          };
     return {
       cp,
       dir,
       auditLog,
-      kubeconfigs,
+      auth,
+      ...agents,
       driver,
       // The audit log (about 110 MB for 2 x 10,000 pods) has been read by then; the agents' logs stay, and
       // so does the audit log with BENCH_KEEP_AUDIT=1 (to read a run's requests one by one).

@@ -3,7 +3,7 @@
 // the scenario's function returns or throws.
 import path from 'node:path';
 import { buildOperator, startOperatorProcess, type AgentProcess } from './agents.js';
-import { OPERATOR_USER, startBenchCluster, type BenchCluster } from './cluster.js';
+import { startBenchCluster, type BenchCluster } from './cluster.js';
 import { SERVED_BY } from './nodes.js';
 import { duration } from './table.js';
 
@@ -34,7 +34,7 @@ export async function withOperatorCluster<T>(
     await applyCrd(bc.cp);
     const extraArgs = (await opts.operatorArgs?.(bc)) ?? [];
     const agent = await startOperatorProcess({
-      kubeconfig: bc.kubeconfigs[OPERATOR_USER]!,
+      kubeconfig: bc.operator.kubeconfig,
       selector: `kubelet-operator.dev/served-by=${SERVED_BY}`,
       logPath: path.join(bc.dir, 'operator.log'),
       nodeArgs,

@@ -5,7 +5,6 @@
 // writes (audit log). kwok does not act on resizes (its stages never report container resources), so there is
 // no kwok side to compare with; the report says so.
 import { countOf, countRequests, readAuditLog, type RequestCounts } from '../lib/audit.js';
-import { OPERATOR_USER } from '../lib/cluster.js';
 import { createSimVirtualNodes, nodeNames, waitNodesReady } from '../lib/nodes.js';
 import { withOperatorCluster } from '../lib/operatorcluster.js';
 import { forEachConcurrently } from '../../src/util/pool.js';
@@ -132,7 +131,7 @@ export async function runResize(
       sampler.sample();
       const use = windowUsage(sampler.between(r0, r1));
       const latencies = [...resizedAt].map(([name, at]) => at - sentAt.get(name)!);
-      const requests = countRequests(await readAuditLog(bc.auditLog), OPERATOR_USER, r0, r1);
+      const requests = countRequests(await readAuditLog(bc.auditLog), bc.operator.user, r0, r1);
       const run: ResizeRun = {
         pods: plan.length,
         resized: resizedAt.size,

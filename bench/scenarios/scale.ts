@@ -21,7 +21,8 @@ import {
   startOperatorProcess,
   type AgentProcess,
 } from '../lib/agents.js';
-import { KWOK_USER, OPERATOR_USER, startBenchCluster, type BenchCluster } from '../lib/cluster.js';
+import type { AgentAuth } from '../lib/args.js';
+import { startBenchCluster, type BenchCluster } from '../lib/cluster.js';
 import {
   createKwokNodes,
   createSimVirtualNodes,
@@ -52,6 +53,8 @@ export interface ScaleOptions {
   allocProfile?: string;
   /** Write the API server's CPU profile of each side's first seconds of creates here; off when unset. */
   apiserverProfile?: string;
+  /** How the agents authenticate (default token). */
+  agentAuth?: AgentAuth;
 }
 
 /** Seconds of the API server's CPU profile from a side's first create (kwok's creates take 17 to 22 s). */
@@ -364,8 +367,9 @@ export async function runScale(
   if (opts.apiserverProfile) await mkdir(opts.apiserverProfile, { recursive: true });
   const bc = await startBenchCluster({
     apiserverArgs: opts.apiserverProfile ? [APISERVER_PROFILING_FLAG] : [],
+    auth: opts.agentAuth ?? 'token',
   });
-  log(`control plane up in ${duration(bc.cp.startMs)} (${bc.dir})`);
+  log(`control plane up in ${duration(bc.cp.startMs)} (${bc.dir}); agents authenticate with ${bc.auth}s`);
   const runs: SideRun[] = [];
   try {
     const { applyCrd } = await import('../../test/support/crd.js');
@@ -380,12 +384,12 @@ export async function runScale(
         bc,
         {
           name: 'kubelet-operator',
-          user: OPERATOR_USER,
+          user: bc.operator.user,
           tag: 'ours',
           hasMetrics: true,
           start: async () => {
             const agent = await startOperatorProcess({
-              kubeconfig: bc.kubeconfigs[OPERATOR_USER]!,
+              kubeconfig: bc.operator.kubeconfig,
               selector: `kubelet-operator.dev/served-by=${SERVED_BY}`,
               logPath: path.join(bc.dir, 'operator.log'),
               nodeArgs: [
@@ -418,14 +422,14 @@ export async function runScale(
           bc,
           {
             name: 'kwok',
-            user: KWOK_USER,
+            user: bc.kwok.user,
             tag: 'kwok',
             hasMetrics: false,
             start: async () => {
               await createKwokNodes(bc.driver, kwokNodes, opts.podsPerNode);
               return startKwok({
                 kwokDir,
-                kubeconfig: bc.kubeconfigs[KWOK_USER]!,
+                kubeconfig: bc.kwok.kubeconfig,
                 logPath: path.join(bc.dir, 'kwok.log'),
                 configPath: path.join(bc.dir, 'kwok.yaml'),
               });

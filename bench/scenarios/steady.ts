@@ -6,7 +6,7 @@
 // (bench/lib/metrics.ts).
 import { countOf, countRequests, readAuditLog, type RequestCounts } from '../lib/audit.js';
 import { httpGet } from '../lib/agents.js';
-import { OPERATOR_USER, type BenchCluster } from '../lib/cluster.js';
+import { type BenchCluster } from '../lib/cluster.js';
 import { leaseCadence, LeaseWatch, type LeaseCadence } from '../lib/leases.js';
 import {
   metricsServerRows,
@@ -258,7 +258,7 @@ export async function runSteady(
           lateMs: 12_000,
           durationMs: 40_000,
         }),
-        requests: countRequests(await readAuditLog(bc.auditLog), OPERATOR_USER, h0, h1),
+        requests: countRequests(await readAuditLog(bc.auditLog), bc.operator.user, h0, h1),
         ...(msRun ? { metricsServer: msRun } : {}),
       };
       return {

@@ -299,6 +299,7 @@ describe('bench helpers', () => {
           nodeArgs: [],
           imageNodeFlags: true,
           imageNode: false,
+          agentAuth: 'token',
         },
       });
       expect(parseBenchArgs(['steady', '--hold-minutes', '2', '--no-kwok'])).to.deep.include({ ok: true });
@@ -333,6 +334,17 @@ describe('bench helpers', () => {
       expect(parseBenchArgs(['scale', '--apiserver-profile'])).to.deep.equal({
         ok: false,
         message: '--apiserver-profile needs a directory',
+      });
+    });
+
+    it('authenticates the agents with ServiceAccount tokens unless told certificate', () => {
+      const r = parseBenchArgs(['scale']);
+      expect(r.ok && r.args.agentAuth).to.equal('token');
+      const c = parseBenchArgs(['scale', '--agent-auth', 'certificate']);
+      expect(c.ok && c.args.agentAuth).to.equal('certificate');
+      expect(parseBenchArgs(['scale', '--agent-auth=password'])).to.deep.equal({
+        ok: false,
+        message: '--agent-auth needs one of token, certificate',
       });
     });
 
