@@ -54,7 +54,11 @@ export interface SyncLoopDeps {
   podWorkers: PodWorkers;
   statusManager: Pick<
     StatusManager,
-    'setContainerReadiness' | 'setContainerStartup' | 'removeOrphanedStatuses' | 'syncBatch'
+    | 'setContainerReadiness'
+    | 'setContainerStartup'
+    | 'removeOrphanedStatuses'
+    | 'syncBatch'
+    | 'podManagerUpdated'
   >;
   prober: Pick<ProberManager, 'updatePod' | 'cleanupPods'>;
   syncer: Pick<KubeletPodSyncer, 'retain' | 'refreshAdmitted'>;
@@ -199,7 +203,10 @@ export class SyncLoop {
 
   private applyToPodManager(change: PodChange): void {
     if (change.op === 'DELETE') this.d.podManager.remove(change.pod);
-    else this.d.podManager.upsert(change.pod);
+    else {
+      this.d.podManager.upsert(change.pod);
+      this.d.statusManager.podManagerUpdated(change.pod.metadata.uid ?? '');
+    }
     if (change.op === 'UPDATE' || change.op === 'RECONCILE') this.d.prober.updatePod(change.pod);
   }
 

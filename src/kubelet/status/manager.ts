@@ -142,6 +142,19 @@ export class StatusManager {
     return { ...this.syncer.reads };
   }
 
+  /**
+   * The pod manager now holds a new copy of the pod with this API UID (an informer update). Our last write
+   * of it, kept while the copy was older, is let go once the copy has caught up (see StatusSyncer.written).
+   */
+  podManagerUpdated(uid: string): void {
+    this.syncer.podManagerUpdated(uid);
+  }
+
+  /** Our writes still standing in for an older copy in the pod manager (diagnostics, tests). */
+  get writesAhead(): number {
+    return this.syncer.writesAhead;
+  }
+
   // ---- reading ----
 
   /** The cached status for a pod UID (a mirror UID is translated to its static pod), as a copy. */

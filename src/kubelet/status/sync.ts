@@ -70,7 +70,8 @@ export class StatusSyncer {
   readonly apiStatusVersions = new Map<string, number>();
   /**
    * API pod UID -> our last PATCH: the resourceVersion (as a number) it returned and, with readFromCache, the
-   * pod as that write left it. Kept only until the pod manager's copy is as new (see cachedServerPod).
+   * pod as that write left it. Kept only until the pod manager's copy is as new (see cachedServerPod and
+   * podManagerUpdated).
    */
   private readonly written = new Map<string, { revision: number; pod?: Pod }>();
   /** A cache entry -> the pod manager's copy last found to agree with it (see needsReconcile). */
@@ -88,6 +89,23 @@ export class StatusSyncer {
     return run;
   }
 
+  /**
+   * The pod manager took a new copy of the pod with API UID `uid`: once that copy is as new as our last
+   * write, the write no longer stands in for it. Dropped here rather than at the next sync or full pass,
+   * so a node's pods are not held twice (ours and the informer's) while they run.
+   */
+  podManagerUpdated(uid: string): void {
+    const w = this.written.get(uid);
+    if (w === undefined) return;
+    const have = revision(this.d.podManager.getPodByUID(asPodUID(uid))?.metadata.resourceVersion);
+    if (have !== undefined && have >= w.revision) this.written.delete(uid);
+  }
+
+  /** Writes still standing in for the pod manager's copy (diagnostics, tests). */
+  get writesAhead(): number {
+    return this.written.size;
+  }
+
   private async syncBatchNow(all: boolean): Promise<number> {
     const { podToMirror, mirrorToPod } = this.d.podManager.getUIDTranslations();
     if (all) {
@@ -97,10 +115,7 @@ export class StatusSyncer {
         }
       }
       // A write the pod manager's copy has caught up with is no longer needed to stand in for it.
-      for (const [uid, w] of this.written) {
-        const have = revision(this.d.podManager.getPodByUID(asPodUID(uid))?.metadata.resourceVersion);
-        if (have !== undefined && have >= w.revision) this.written.delete(uid);
-      }
+      for (const uid of this.written.keys()) this.podManagerUpdated(uid);
     }
     const updates: { podUID: PodUID; status: VersionedPodStatus }[] = [];
     const changed = [...this.d.changed];

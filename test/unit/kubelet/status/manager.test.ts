@@ -380,6 +380,45 @@ describe('StatusManager', () => {
     expect(manager.getPodStatus(UID)).to.equal(undefined);
   });
 
+  it('with readFromCache, keeps its last write only until the pod manager holds a copy as new', async () => {
+    const server = new FakeApiServer();
+    const podManager = new FakePodManager(server);
+    // The server's answer to a status patch carries the pod's next resourceVersion.
+    let revision = 10;
+    const client: PodStatusClient = {
+      getPod: (ns, name) => server.getPod(ns, name),
+      patchPodStatus: async (ns, name, uid, patch) => {
+        const stored = await server.patchPodStatus(ns, name, uid, patch);
+        return { ...stored, metadata: { ...stored.metadata, resourceVersion: String(++revision) } };
+      },
+      deletePod: (ns, name, uid, grace) => server.deletePod(ns, name, uid, grace),
+    };
+    const manager = new StatusManager({
+      client,
+      podManager,
+      podDeletionSafety: { podCouldHaveRunningContainers: () => false },
+      clock: new FakeClock(Date.UTC(2026, 0, 1)),
+      readFromCache: true,
+    });
+    const copy = (rv: string): Pod => testPod({}, { resourceVersion: rv });
+    server.put(copy('10'));
+    podManager.add(copy('10'));
+    manager.setPodStatus(copy('10'), { phase: 'Running' });
+    await manager.syncBatch(false);
+    expect(server.actions.map((a) => a.verb)).to.deep.equal(['patch/status']);
+    expect(manager.writesAhead, 'the copy (10) is older than the write (11)').to.equal(1);
+    manager.podManagerUpdated('u1');
+    expect(manager.writesAhead, 'nothing newer arrived').to.equal(1);
+    podManager.add(copy('11'));
+    manager.podManagerUpdated('other');
+    expect(manager.writesAhead, 'another pod').to.equal(1);
+    manager.podManagerUpdated('u1');
+    expect(manager.writesAhead, 'the informer delivered our write').to.equal(0);
+    manager.setPodStatus(copy('11'), { phase: 'Running', message: 'next' });
+    await manager.syncBatch(false);
+    expect(manager.statusReads(), 'the next write reads the copy').to.deep.equal({ cache: 2, get: 0 });
+  });
+
   it('rejects malformed input with InvalidArgument before touching the cache', () => {
     const { manager } = setup();
     expect(() => manager.setPodStatus(testPod({}, { uid: '' }), {}))
