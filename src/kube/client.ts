@@ -111,6 +111,27 @@ function kindForStatus(code: number, reason: string | undefined): ErrorKind {
   return 'Unknown';
 }
 
+/** Times a request answered 429 or 5xx with `Retry-After` is sent again (client-go's REST client: 10). */
+export const MAX_RETRIES = 10;
+
+/**
+ * The seconds to wait before sending a request again, when its answer asks for it: 429 or 5xx with a
+ * `Retry-After` of whole seconds (client-go reads no other form, and waits no longer than it says).
+ */
+export function retryAfterSeconds(status: number, header: string | undefined): number | undefined {
+  if (status !== 429 && status < 500) return undefined;
+  if (header === undefined || !/^[0-9]{1,6}$/.test(header.trim())) return undefined;
+  return Number(header.trim());
+}
+
+interface Answer {
+  status: number;
+  bytes: Buffer;
+  retryAfter: string | undefined;
+}
+
+const realClock = new RealClock();
+
 /** A KindError for an API error; `context.code` and `context.reason` carry the server's words. */
 export function apiError(code: number, body: string, what: string): KindError {
   let status: StatusBody = {};
@@ -155,10 +176,13 @@ interface Destroyable {
  * soon as the request is over (a timeout signal otherwise stays registered, with what its listeners hold, for
  * the whole timeout after a request that took milliseconds: tens of MiB at thousands of requests a minute).
  */
-export function requestDeadline(
-  timeoutMs: number,
-  parent?: AbortSignal,
-): { attach(req: Destroyable): void; timedOut(): boolean; release(): void } {
+export interface RequestDeadline {
+  attach(req: Destroyable): void;
+  timedOut(): boolean;
+  release(): void;
+}
+
+export function requestDeadline(timeoutMs: number, parent?: AbortSignal): RequestDeadline {
   let req: Destroyable | undefined;
   let failure: Error | undefined;
   let timedOut = false;
@@ -441,8 +465,33 @@ export class KubeClient {
     );
   }
 
-  /** One request; resolves to the parsed JSON body (undefined for an empty body). Errors are KindErrors. */
+  /**
+   * One request; resolves to the parsed JSON body (undefined for an empty body). Errors are KindErrors.
+   *
+   * An answer of 429 or 5xx that carries `Retry-After` (API Priority and Fairness rejecting a request it
+   * could not queue, a server shedding load) is sent again after that many seconds, up to MAX_RETRIES
+   * times, all within the request's timeout: client-go's REST client does the same for every verb, so a
+   * kubelet's writes ride out a rejection that ours would otherwise lose. Each attempt takes a token of the
+   * rate limiter and is reported to `onRequest`.
+   */
   async request<T = unknown>(req: RequestOptions): Promise<T> {
+    const deadline = requestDeadline(req.timeoutMs ?? 60_000, req.signal);
+    try {
+      for (let retries = 0; ; retries++) {
+        try {
+          return await this.attempt<T>(req, deadline);
+        } catch (err) {
+          const wait = err instanceof KindError ? err.context['retryAfterSeconds'] : undefined;
+          if (typeof wait !== 'number' || retries >= MAX_RETRIES) throw err;
+          await (this.opts.clock ?? realClock).sleep(wait * 1000, req.signal);
+        }
+      }
+    } finally {
+      deadline.release();
+    }
+  }
+
+  private async attempt<T>(req: RequestOptions, deadline: RequestDeadline): Promise<T> {
     await this.limiter.acquire(req.priority);
     await this.opts.yieldToLoop?.();
     const url = this.url(req.path, req.query);
@@ -450,13 +499,12 @@ export class KubeClient {
     const verb: Verb = req.method === 'GET' && target.collection ? 'LIST' : req.method;
     const started = Date.now();
     const body = req.body === undefined ? undefined : JSON.stringify(req.body);
-    const deadline = requestDeadline(req.timeoutMs ?? 60_000, req.signal);
     const what = `${req.method} ${req.path}`;
     let code = 0;
     // When the answer was in: the latency metric leaves out the turn waited for afterwards.
     let answeredAt: number | undefined;
     try {
-      const { status, bytes } = await new Promise<{ status: number; bytes: Buffer }>((resolve, reject) => {
+      const answer = await new Promise<Answer>((resolve, reject) => {
         const headers: Record<string, string> = {};
         if (req.accept !== undefined) headers.Accept = req.accept;
         if (body !== undefined) {
@@ -467,18 +515,27 @@ export class KubeClient {
         deadline.attach(r);
         r.on('response', (res) => {
           const chunks: Buffer[] = [];
-          const keep = !req.ignoreAnswer || (res.statusCode ?? 0) < 200 || (res.statusCode ?? 0) >= 300;
+          const status = res.statusCode ?? 0;
+          const keep = !req.ignoreAnswer || status < 200 || status >= 300;
           res.on('data', (c: Buffer) => keep && chunks.push(c));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, bytes: Buffer.concat(chunks) }));
+          res.on('end', () =>
+            resolve({ status, bytes: Buffer.concat(chunks), retryAfter: res.headers['retry-after'] }),
+          );
           res.on('error', reject);
         });
         r.on('error', reject);
         r.end(body);
       });
+      const { status, bytes } = answer;
       code = status;
       answeredAt = Date.now();
       await this.opts.yieldToLoop?.();
-      if (status < 200 || status >= 300) throw apiError(status, bytes.toString('utf8'), what);
+      if (status < 200 || status >= 300) {
+        const err = apiError(status, bytes.toString('utf8'), what);
+        const wait = retryAfterSeconds(status, answer.retryAfter);
+        if (wait !== undefined) err.context['retryAfterSeconds'] = wait;
+        throw err;
+      }
       if (bytes.length === 0 || req.ignoreAnswer) return undefined as T;
       return parseJSON(bytes, req.dropManagedFields) as T;
     } catch (err) {
@@ -487,7 +544,6 @@ export class KubeClient {
         throw new KindError('DeadlineExceeded', `${what}: timed out`, {}, { cause: err });
       throw new KindError('Unavailable', `${what}: ${(err as Error).message}`, {}, { cause: err });
     } finally {
-      deadline.release();
       this.opts.onRequest?.(verb, target.resource, code, (answeredAt ?? Date.now()) - started);
     }
   }

@@ -41,7 +41,8 @@ export const EVENT_RETRY_SLEEP_MS = 10_000;
 /**
  * A failure to reach the API server (connection refused or reset, a timeout): the request got no answer, so
  * it may be tried again. An answer, even 5xx or 429, is the server's word (client-go's recorder does not try
- * again then; its REST client already waited out any Retry-After).
+ * again then). Any Retry-After it carried has already been waited out, by KubeClient.request as by
+ * client-go's REST client.
  */
 function unanswered(err: unknown): boolean {
   return (

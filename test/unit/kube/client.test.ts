@@ -2,8 +2,14 @@ import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
 import { expect } from 'chai';
-import { KubeClient, pathTarget, requestDeadline } from '../../../src/kube/client.js';
-import { FakeClock } from '../../../src/util/clock.js';
+import {
+  KubeClient,
+  MAX_RETRIES,
+  pathTarget,
+  requestDeadline,
+  retryAfterSeconds,
+} from '../../../src/kube/client.js';
+import { FakeClock, RealClock } from '../../../src/util/clock.js';
 import { KindError, isInvalidArgument } from '../../../src/util/errors.js';
 
 describe('kube client: requestDeadline', () => {
@@ -370,6 +376,78 @@ describe('kube client: managedFields cut before parsing', () => {
         { type: 'ADDED', object: { metadata: { name: 'p' }, spec: {} } },
       ]);
     } finally {
+      await closeServer(server);
+    }
+  });
+});
+
+describe('kube client: Retry-After', () => {
+  /** Sleeps no time, and remembers how long it was asked to. */
+  class SpyClock extends RealClock {
+    readonly waits: number[] = [];
+    override async sleep(ms: number): Promise<void> {
+      this.waits.push(ms);
+    }
+  }
+
+  it('reads whole seconds on 429 and 5xx only', () => {
+    expect(retryAfterSeconds(429, '1')).to.equal(1);
+    expect(retryAfterSeconds(503, ' 7 ')).to.equal(7);
+    expect(retryAfterSeconds(500, '0')).to.equal(0);
+    expect(retryAfterSeconds(429, undefined)).to.equal(undefined);
+    expect(retryAfterSeconds(429, 'Wed, 21 Oct 2026 07:28:00 GMT')).to.equal(undefined);
+    expect(retryAfterSeconds(429, '-1')).to.equal(undefined);
+    expect(retryAfterSeconds(409, '1')).to.equal(undefined);
+    expect(retryAfterSeconds(404, '1')).to.equal(undefined);
+  });
+
+  it('sends a request again after the seconds a 429 or 5xx asks for, any verb, at most MAX_RETRIES times', async () => {
+    const seen = new Map<string, number>();
+    const server = http.createServer((req, res) => {
+      req.resume();
+      const n = (seen.get(req.url!) ?? 0) + 1;
+      seen.set(req.url!, n);
+      const reply = (code: number, headers: Record<string, string> = {}): void => {
+        res.writeHead(code, { 'Content-Type': 'application/json', ...headers });
+        res.end(JSON.stringify(code < 300 ? { ok: n } : { kind: 'Status', code, message: 'busy' }));
+      };
+      if (req.url === '/twice' && n <= 2) return reply(429, { 'Retry-After': n === 1 ? '1' : '3' });
+      if (req.url === '/always') return reply(503, { 'Retry-After': '1' });
+      if (req.url === '/no-header') return reply(429);
+      if (req.url === '/conflict') return reply(409, { 'Retry-After': '1' });
+      reply(201);
+    });
+    const url = await listenLocal(server);
+    const clock = new SpyClock();
+    const attempts: number[] = [];
+    const client = await KubeClient.fromKubeConfig(kubeConfigFor(url), {
+      unlimited: true,
+      clock,
+      onRequest: (_verb, _resource, code) => attempts.push(code),
+    });
+    try {
+      expect(await client.request({ method: 'POST', path: '/twice', body: {} })).to.deep.equal({ ok: 3 });
+      expect(clock.waits, 'the seconds each answer asked for').to.deep.equal([1000, 3000]);
+      expect(attempts, 'each attempt reported').to.deep.equal([429, 429, 201]);
+
+      const failed = (path: string): Promise<KindError> =>
+        client.request({ method: 'PATCH', path, body: {} }).then(
+          () => expect.fail(`${path} resolved`),
+          (e: KindError) => e,
+        );
+      clock.waits.length = 0;
+      const always = await failed('/always');
+      expect(always.kind).to.equal('Unavailable');
+      expect(always.context.code).to.equal(503);
+      expect(seen.get('/always'), 'the first try and MAX_RETRIES more').to.equal(1 + MAX_RETRIES);
+      expect(clock.waits).to.have.length(MAX_RETRIES);
+
+      expect((await failed('/no-header')).context.code).to.equal(429);
+      expect(seen.get('/no-header'), 'no Retry-After: the answer stands').to.equal(1);
+      expect((await failed('/conflict')).kind).to.equal('Conflict');
+      expect(seen.get('/conflict'), 'only 429 and 5xx are sent again').to.equal(1);
+    } finally {
+      client.close();
       await closeServer(server);
     }
   });
