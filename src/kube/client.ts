@@ -470,12 +470,15 @@ export class KubeClient {
    *
    * An answer of 429 or 5xx that carries `Retry-After` (API Priority and Fairness rejecting a request it
    * could not queue, a server shedding load) is sent again after that many seconds, up to MAX_RETRIES
-   * times, all within the request's timeout: client-go's REST client does the same for every verb, so a
-   * kubelet's writes ride out a rejection that ours would otherwise lose. Each attempt takes a token of the
-   * rate limiter and is reported to `onRequest`.
+   * times: client-go's REST client does the same for every verb, so a kubelet's writes ride out a rejection
+   * that ours would otherwise lose. All attempts share the request's timeout; an answer whose wait would
+   * outlast it, or a caller that aborts meanwhile, ends the request with that answer's error. Each attempt
+   * takes a token of the rate limiter and is reported to `onRequest`.
    */
   async request<T = unknown>(req: RequestOptions): Promise<T> {
-    const deadline = requestDeadline(req.timeoutMs ?? 60_000, req.signal);
+    const timeoutMs = req.timeoutMs ?? 60_000;
+    const giveUpAt = Date.now() + timeoutMs;
+    const deadline = requestDeadline(timeoutMs, req.signal);
     try {
       for (let retries = 0; ; retries++) {
         try {
@@ -483,7 +486,10 @@ export class KubeClient {
         } catch (err) {
           const wait = err instanceof KindError ? err.context['retryAfterSeconds'] : undefined;
           if (typeof wait !== 'number' || retries >= MAX_RETRIES) throw err;
-          await (this.opts.clock ?? realClock).sleep(wait * 1000, req.signal);
+          if (Date.now() + wait * 1000 >= giveUpAt || req.signal?.aborted) throw err;
+          await (this.opts.clock ?? realClock).sleep(wait * 1000, req.signal).catch(() => {
+            throw err;
+          });
         }
       }
     } finally {

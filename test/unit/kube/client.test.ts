@@ -415,6 +415,7 @@ describe('kube client: Retry-After', () => {
       if (req.url === '/always') return reply(503, { 'Retry-After': '1' });
       if (req.url === '/no-header') return reply(429);
       if (req.url === '/conflict') return reply(409, { 'Retry-After': '1' });
+      if (req.url === '/long') return reply(429, { 'Retry-After': '5' });
       reply(201);
     });
     const url = await listenLocal(server);
@@ -446,6 +447,19 @@ describe('kube client: Retry-After', () => {
       expect(seen.get('/no-header'), 'no Retry-After: the answer stands').to.equal(1);
       expect((await failed('/conflict')).kind).to.equal('Conflict');
       expect(seen.get('/conflict'), 'only 429 and 5xx are sent again').to.equal(1);
+
+      clock.waits.length = 0;
+      const long = await client
+        .request({ method: 'GET', path: '/long', timeoutMs: 3_000 })
+        .catch((e: KindError) => e);
+      expect((long as KindError).context.code, 'a wait past the timeout: the answer stands').to.equal(429);
+      expect([seen.get('/long'), clock.waits]).to.deep.equal([1, []]);
+      const ac = new AbortController();
+      ac.abort();
+      const aborted = await client
+        .request({ method: 'GET', path: '/twice', signal: ac.signal })
+        .catch((e: unknown) => e);
+      expect(aborted).to.be.instanceOf(KindError);
     } finally {
       client.close();
       await closeServer(server);
