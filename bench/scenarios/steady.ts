@@ -6,7 +6,7 @@
 // (bench/lib/metrics.ts).
 import { countOf, countRequests, readAuditLog, type RequestCounts } from '../lib/audit.js';
 import { httpGet } from '../lib/agents.js';
-import { type BenchCluster } from '../lib/cluster.js';
+import type { BenchCluster } from '../lib/cluster.js';
 import { leaseCadence, LeaseWatch, type LeaseCadence } from '../lib/leases.js';
 import {
   metricsServerRows,

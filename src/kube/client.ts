@@ -168,6 +168,13 @@ interface Destroyable {
   destroy(err: Error): unknown;
 }
 
+/** See requestDeadline; every request a client sends again shares its first attempt's deadline. */
+export interface RequestDeadline {
+  attach(req: Destroyable): void;
+  timedOut(): boolean;
+  release(): void;
+}
+
 /**
  * The deadline of one request: after `timeoutMs` (a TimeoutError, as AbortSignal.timeout) or when `parent`
  * aborts (an AbortError whose cause is the parent's reason, as Node's `signal` option), it destroys the
@@ -176,12 +183,6 @@ interface Destroyable {
  * soon as the request is over (a timeout signal otherwise stays registered, with what its listeners hold, for
  * the whole timeout after a request that took milliseconds: tens of MiB at thousands of requests a minute).
  */
-export interface RequestDeadline {
-  attach(req: Destroyable): void;
-  timedOut(): boolean;
-  release(): void;
-}
-
 export function requestDeadline(timeoutMs: number, parent?: AbortSignal): RequestDeadline {
   let req: Destroyable | undefined;
   let failure: Error | undefined;

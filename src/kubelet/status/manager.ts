@@ -147,7 +147,7 @@ export class StatusManager {
    * of it, kept while the copy was older, is let go once the copy has caught up (see StatusSyncer.written).
    */
   podManagerUpdated(uid: string): void {
-    this.syncer.podManagerUpdated(uid);
+    this.syncer.dropIfCaughtUp(uid);
   }
 
   /** Our writes still standing in for an older copy in the pod manager (diagnostics, tests). */

@@ -71,7 +71,7 @@ export class StatusSyncer {
   /**
    * API pod UID -> our last PATCH: the resourceVersion (as a number) it returned and, with readFromCache, the
    * pod as that write left it. Kept only until the pod manager's copy is as new (see cachedServerPod and
-   * podManagerUpdated).
+   * dropIfCaughtUp).
    */
   private readonly written = new Map<string, { revision: number; pod?: Pod }>();
   /** A cache entry -> the pod manager's copy last found to agree with it (see needsReconcile). */
@@ -90,11 +90,11 @@ export class StatusSyncer {
   }
 
   /**
-   * The pod manager took a new copy of the pod with API UID `uid`: once that copy is as new as our last
-   * write, the write no longer stands in for it. Dropped here rather than at the next sync or full pass,
-   * so a node's pods are not held twice (ours and the informer's) while they run.
+   * Drops our last write of the pod with API UID `uid` once the pod manager's copy is as new: it no longer
+   * needs to stand in for it. Called for every copy the pod manager takes (StatusManager.podManagerUpdated),
+   * so through a burst a pod is not held twice, ours and the informer's, until its next sync or full pass.
    */
-  podManagerUpdated(uid: string): void {
+  dropIfCaughtUp(uid: string): void {
     const w = this.written.get(uid);
     if (w === undefined) return;
     const have = revision(this.d.podManager.getPodByUID(asPodUID(uid))?.metadata.resourceVersion);
@@ -115,7 +115,7 @@ export class StatusSyncer {
         }
       }
       // A write the pod manager's copy has caught up with is no longer needed to stand in for it.
-      for (const uid of this.written.keys()) this.podManagerUpdated(uid);
+      for (const uid of this.written.keys()) this.dropIfCaughtUp(uid);
     }
     const updates: { podUID: PodUID; status: VersionedPodStatus }[] = [];
     const changed = [...this.d.changed];
