@@ -1,7 +1,10 @@
 // The sync loop (src/kubelet/kubelet_syncloop.ts) inside a Kubelet on the simulated runtime: the runtime
-// gate, orphaned runtime pods going through pod workers, and resyncs routed through the loop.
+// gate, orphaned runtime pods going through pod workers, resyncs routed through the loop, and the status
+// manager told of every pod copy the loop takes.
 import { expect } from 'chai';
+import type { Pod } from '../../../src/api/core.js';
 import { Kubelet } from '../../../src/kubelet/kubelet.js';
+import type { RequestOptions } from '../../../src/kube/client.js';
 import { advance, mkPod, setup, start } from './kubelet-fixtures.js';
 
 describe('SyncLoop', () => {
@@ -122,6 +125,35 @@ describe('SyncLoop', () => {
     errors.length = 0;
     await advance(clock, 3_000);
     expect(syncs).to.be.greaterThan(before);
+    await k.stop(0);
+  });
+
+  it("tells the status manager of every pod copy it takes, so our last write goes once the informer's copy has it", async () => {
+    const { clock, api, deps } = setup();
+    api.pods.set('p-a', mkPod('a'));
+    // As a real API server: a status patch answers with the pod's next resourceVersion.
+    let revision = 1;
+    const request = api.request.bind(api);
+    api.request = (async (req: RequestOptions) => {
+      const out = (await request(req)) as Pod;
+      if (req.method !== 'PATCH') return out;
+      return { ...out, metadata: { ...out.metadata, resourceVersion: String(++revision) } };
+    }) as typeof api.request;
+    const k = new Kubelet(deps());
+    await start(k, clock);
+    await advance(clock, 3_000);
+    expect(api.patches.length, 'the pod started and its status was written').to.be.at.least(1);
+    expect(k.statusManager.writesAhead, 'the informer has not brought our write yet').to.equal(1);
+    const copy = (rv: number): Pod => {
+      const p = structuredClone(api.pods.get('p-a')!);
+      return { ...p, metadata: { ...p.metadata, resourceVersion: String(rv) } };
+    };
+    k.handlePodUpdate(copy(revision - 1));
+    await advance(clock, 100);
+    expect(k.statusManager.writesAhead, 'an older copy').to.equal(1);
+    k.handlePodUpdate(copy(revision));
+    await advance(clock, 100);
+    expect(k.statusManager.writesAhead, 'the copy our write made').to.equal(0);
     await k.stop(0);
   });
 });
