@@ -170,6 +170,8 @@ interface Destroyable {
 
 /** See requestDeadline; every request a client sends again shares its first attempt's deadline. */
 export interface RequestDeadline {
+  /** When its timeout ends (a Date.now() time); the parent may abort it earlier. */
+  readonly endsAt: number;
   attach(req: Destroyable): void;
   timedOut(): boolean;
   release(): void;
@@ -206,6 +208,7 @@ export function requestDeadline(timeoutMs: number, parent?: AbortSignal): Reques
   if (parent?.aborted) onParentAbort();
   else parent?.addEventListener('abort', onParentAbort, { once: true });
   return {
+    endsAt: Date.now() + timeoutMs,
     attach: (r) => {
       req = r;
       if (failure) r.destroy(failure);
@@ -477,9 +480,7 @@ export class KubeClient {
    * takes a token of the rate limiter and is reported to `onRequest`.
    */
   async request<T = unknown>(req: RequestOptions): Promise<T> {
-    const timeoutMs = req.timeoutMs ?? 60_000;
-    const giveUpAt = Date.now() + timeoutMs;
-    const deadline = requestDeadline(timeoutMs, req.signal);
+    const deadline = requestDeadline(req.timeoutMs ?? 60_000, req.signal);
     try {
       for (let retries = 0; ; retries++) {
         try {
@@ -487,7 +488,8 @@ export class KubeClient {
         } catch (err) {
           const wait = err instanceof KindError ? err.context['retryAfterSeconds'] : undefined;
           if (typeof wait !== 'number' || retries >= MAX_RETRIES) throw err;
-          if (Date.now() + wait * 1000 >= giveUpAt || req.signal?.aborted) throw err;
+          if (Date.now() + wait * 1000 >= deadline.endsAt) throw err;
+          // Rejects at once if the caller has aborted, or as soon as it does.
           await (this.opts.clock ?? realClock).sleep(wait * 1000, req.signal).catch(() => {
             throw err;
           });

@@ -4,11 +4,9 @@
  * as client-go's REST client does), so a burst through a narrow level is slowed down, not lost.
  */
 import { expect } from 'chai';
-import { readFileSync } from 'node:fs';
-import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '../../src/kube/client.js';
 import { kubectl, startControlPlane, type ControlPlane } from '../support/controlplane.js';
-import { saToken } from '../support/kubectl.js';
+import { saToken, tokenKubeConfig } from '../support/kubectl.js';
 
 const SA = 'apf-busy';
 
@@ -64,20 +62,7 @@ describe('API Priority and Fairness: a rejected request is sent again after Retr
       `--serviceaccount=default:${SA}`,
     ]);
     expect(bound.code, bound.stderr).to.equal(0);
-    const cluster = cp.adminKubeConfig().getCurrentCluster()!;
-    const kc = new KubeConfig();
-    kc.loadFromOptions({
-      clusters: [
-        {
-          name: 'test',
-          server: cluster.server,
-          caData: cluster.caData ?? readFileSync(cluster.caFile!).toString('base64'),
-        },
-      ],
-      users: [{ name: SA, token }],
-      contexts: [{ name: SA, cluster: 'test', user: SA }],
-      currentContext: SA,
-    });
+    const kc = tokenKubeConfig(cp, SA, token);
     const codes: number[] = [];
     const client = await KubeClient.fromKubeConfig(kc, {
       unlimited: true,

@@ -12,10 +12,8 @@
  */
 import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
-import { parse, parseAllDocuments, stringify } from 'yaml';
+import { parse, parseAllDocuments } from 'yaml';
 import type { Pod } from '../../src/api/core.js';
 import type { Node } from '../../src/api/node.js';
 import { KubeClient, type Verb } from '../../src/kube/client.js';
@@ -31,7 +29,7 @@ import { KindError } from '../../src/util/errors.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { kubectl, REPO_ROOT, run, startControlPlane, type ControlPlane } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
-import { saToken } from '../support/kubectl.js';
+import { saToken, tokenKubeConfig } from '../support/kubectl.js';
 import { listenNodeApi, nodeApiGet, startCsrCertificates } from '../support/nodeapi.js';
 import {
   createNamespace,
@@ -306,30 +304,7 @@ describe('install manifests (real apiserver)', function () {
           spec: { expirationSeconds: 3600 },
         },
       });
-      const cluster = cp.adminKubeConfig().getCurrentCluster()!;
-      const kubeconfigPath = path.join(cp.dir, 'operator-sa.kubeconfig');
-      await writeFile(
-        kubeconfigPath,
-        stringify({
-          apiVersion: 'v1',
-          kind: 'Config',
-          clusters: [
-            {
-              name: 'test',
-              cluster: {
-                server: cluster.server,
-                'certificate-authority-data':
-                  cluster.caData ?? Buffer.from(readFileSync(cluster.caFile!)).toString('base64'),
-              },
-            },
-          ],
-          users: [{ name: SA, user: { token: tr.status.token } }],
-          contexts: [{ name: SA, context: { cluster: 'test', user: SA } }],
-          'current-context': SA,
-        }),
-      );
-      const kc = new KubeConfig();
-      kc.loadFromFile(kubeconfigPath);
+      const kc = tokenKubeConfig(cp, SA, tr.status.token);
       sa = await KubeClient.fromKubeConfig(kc, {
         onRequest: (verb, resource, code) => {
           const key = `${RBAC_VERB[verb]} ${resource}`;

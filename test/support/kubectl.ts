@@ -4,6 +4,8 @@
  */
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { KubeConfig } from '@kubernetes/client-node';
 import { kubectl, type ControlPlane } from './controlplane.js';
 
 /**
@@ -21,6 +23,29 @@ export async function saToken(
   const t = await kubectl(cp, ['create', 'token', name, ...ns]);
   expect(t.code, t.stderr).to.equal(0);
   return t.stdout.trim();
+}
+
+/** A kubeconfig that holds only the control plane's server and CA, and `token` as the user `user`. */
+export function tokenKubeConfig(
+  cp: Pick<ControlPlane, 'adminKubeConfig'>,
+  user: string,
+  token: string,
+): KubeConfig {
+  const cluster = cp.adminKubeConfig().getCurrentCluster()!;
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [
+      {
+        name: 'test',
+        server: cluster.server,
+        caData: cluster.caData ?? readFileSync(cluster.caFile!).toString('base64'),
+      },
+    ],
+    users: [{ name: user, token }],
+    contexts: [{ name: user, cluster: 'test', user }],
+    currentContext: user,
+  });
+  return kc;
 }
 
 export interface WatchedKubectl {
