@@ -7,6 +7,8 @@ import { REPO_ROOT, run } from '../test/support/controlplane.js';
 import { defaultJsonPath, parseBenchArgs, USAGE, type BenchArgs } from './lib/args.js';
 import { ensureImageNode, operatorNode } from './lib/agents.js';
 import { imageCompileCache, imageNodeFlags } from './lib/imageflags.js';
+import { targetsSummaryTable } from './lib/scaletargets.js';
+import type { SideRun } from './scenarios/scale.js';
 import { duration } from './lib/table.js';
 
 const log = (s: string): void => {
@@ -39,20 +41,28 @@ async function scenario(
   switch (name) {
     case 'scale': {
       const { runScale } = await import('./scenarios/scale.js');
-      return runScale(
-        {
-          nodes: a.nodes ?? (a.quick ? 10 : 100),
-          podsPerNode: a.pods ?? 100,
-          concurrency: a.concurrency,
-          kwok: a.kwok,
-          nodeArgs: a.nodeArgs,
-          heapSnapshots: a.heapSnapshots,
-          allocProfile: a.allocProfile,
-          apiserverProfile: a.apiserverProfile,
-          agentAuth: a.agentAuth,
-        },
-        log,
-      );
+      const opts = {
+        nodes: a.nodes ?? (a.quick ? 10 : 100),
+        podsPerNode: a.pods ?? 100,
+        concurrency: a.concurrency,
+        kwok: a.kwok,
+        nodeArgs: a.nodeArgs,
+        heapSnapshots: a.heapSnapshots,
+        allocProfile: a.allocProfile,
+        apiserverProfile: a.apiserverProfile,
+        agentAuth: a.agentAuth,
+      };
+      if (a.runs === 1) return runScale(opts, log);
+      const each: Record<string, unknown>[] = [];
+      for (let i = 1; i <= a.runs; i++) {
+        log(`scale: run ${i} of ${a.runs}`);
+        const r = await runScale(opts, log);
+        console.log(`\nscale, run ${i} of ${a.runs}:\n${String(r.table)}\n`);
+        each.push(r);
+      }
+      const sides = each.map((r) => r.sides as SideRun[]);
+      const summary = targetsSummaryTable(sides.map(([ours, kwok]) => ({ ours: ours!, kwok })));
+      return { scenario: 'scale', runs: each, table: `${a.runs} runs, one after the other\n\n${summary}` };
     }
     case 'steady': {
       const { runSteady } = await import('./scenarios/steady.js');

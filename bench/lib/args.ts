@@ -40,6 +40,8 @@ export interface BenchArgs {
   agentAuth: AgentAuth;
   /** steady: serve the node API on a loopback address per node and run metrics-server (15 s) against it. */
   metricsServer?: boolean;
+  /** scale: run the whole scenario this many times, each on a fresh control plane, and summarize (default 1). */
+  runs: number;
 }
 
 export const USAGE = `usage: npm run bench -- <${SCENARIOS.join('|')}> [flags]
@@ -68,6 +70,8 @@ export const USAGE = `usage: npm run bench -- <${SCENARIOS.join('|')}> [flags]
   --agent-auth A     scale: token (default; each agent with its ServiceAccount's token, RBAC and FlowSchemas,
                      as deployed) or certificate (client certificates in system:masters, exempt from API
                      Priority and Fairness: the benchmark before 2026-11-29)
+  --runs N           scale: run it N times, one after the other (each with a fresh control plane), and print
+                     the targets' median over the runs and how many runs met each
   --metrics-server   steady: the operator serves its node API (a loopback InternalIP per node) and
                      metrics-server scrapes every node every 15 s; adds the metrics API coverage and the
                      cost of one scrape of one node`;
@@ -84,6 +88,7 @@ export function parseBenchArgs(argv: readonly string[]): ParsedArgs {
     imageNodeFlags: true,
     imageNode: false,
     agentAuth: 'token',
+    runs: 1,
   };
   const positive = (flag: string, v: string | undefined): number | string => {
     const n = Number(v);
@@ -150,12 +155,14 @@ export function parseBenchArgs(argv: readonly string[]): ParsedArgs {
       case '--nodes':
       case '--pods':
       case '--hold-minutes':
+      case '--runs':
       case '--concurrency': {
         const n = positive(flag, value());
         if (typeof n === 'string') return { ok: false, message: n };
         if (flag === '--nodes') args.nodes = n;
         else if (flag === '--pods') args.pods = n;
         else if (flag === '--hold-minutes') args.holdMinutes = n;
+        else if (flag === '--runs') args.runs = n;
         else args.concurrency = n;
         break;
       }
@@ -170,6 +177,8 @@ export function parseBenchArgs(argv: readonly string[]): ParsedArgs {
   if (!scenario) return { ok: false, message: 'no scenario given' };
   if (args.metricsServer && scenario !== 'steady' && scenario !== 'all')
     return { ok: false, message: '--metrics-server is a flag of the steady scenario' };
+  if (args.runs > 1 && scenario !== 'scale')
+    return { ok: false, message: '--runs is a flag of the scale scenario' };
   return { ok: true, args: { scenario, ...args } };
 }
 

@@ -1,10 +1,18 @@
-// Pure statistics for the benchmarks: nearest-rank percentiles, summaries and a least-squares slope.
+// Pure statistics for the benchmarks: nearest-rank percentiles, medians, summaries and a least-squares slope.
 
 /** Nearest-rank percentile of an ascending array; NaN when empty. */
 export function percentile(sorted: readonly number[], p: number): number {
   if (sorted.length === 0) return Number.NaN;
   const rank = Math.ceil((p / 100) * sorted.length);
   return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1]!;
+}
+
+/** The median of the finite values; NaN when there is none. The mean of the middle two for an even count. */
+export function median(values: readonly number[]): number {
+  const v = values.filter(Number.isFinite).sort((a, b) => a - b);
+  if (v.length === 0) return Number.NaN;
+  const mid = Math.floor(v.length / 2);
+  return v.length % 2 ? v[mid]! : (v[mid - 1]! + v[mid]!) / 2;
 }
 
 export interface Summary {

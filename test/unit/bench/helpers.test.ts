@@ -23,7 +23,8 @@ import {
   windowUsage,
 } from '../../../bench/lib/procstat.js';
 import { promValue } from '../../../bench/lib/prom.js';
-import { percentile, ratio, slope, summarize } from '../../../bench/lib/stats.js';
+import { targetRows, targetsSummaryTable, type TargetInputs } from '../../../bench/lib/scaletargets.js';
+import { median, percentile, ratio, slope, summarize } from '../../../bench/lib/stats.js';
 import { duration, formatTable, num, times } from '../../../bench/lib/table.js';
 
 describe('bench helpers', () => {
@@ -35,6 +36,14 @@ describe('bench helpers', () => {
       expect(percentile(s, 100)).to.equal(100);
       expect(percentile([7], 99)).to.equal(7);
       expect(percentile([], 50)).to.be.NaN;
+    });
+
+    it('takes the median of the finite values, the mean of the middle two for an even count', () => {
+      expect(median([3, 1, 2])).to.equal(2);
+      expect(median([4, 1, 3, 2])).to.equal(2.5);
+      expect(median([Number.NaN, 5, 1])).to.equal(3);
+      expect(median([Number.NaN])).to.be.NaN;
+      expect(median([])).to.be.NaN;
     });
 
     it('summarizes unsorted samples without changing them', () => {
@@ -300,6 +309,7 @@ describe('bench helpers', () => {
           imageNodeFlags: true,
           imageNode: false,
           agentAuth: 'token',
+          runs: 1,
         },
       });
       expect(parseBenchArgs(['steady', '--hold-minutes', '2', '--no-kwok'])).to.deep.include({ ok: true });
@@ -346,6 +356,20 @@ describe('bench helpers', () => {
         ok: false,
         message: '--agent-auth needs one of token, certificate',
       });
+    });
+
+    it('repeats the scale scenario, and only it', () => {
+      const r = parseBenchArgs(['scale', '--runs', '3']);
+      expect(r.ok && r.args.runs).to.equal(3);
+      expect(parseBenchArgs(['scale', '--runs=0'])).to.deep.equal({
+        ok: false,
+        message: '--runs needs a positive integer',
+      });
+      expect(parseBenchArgs(['steady', '--runs', '2'])).to.deep.equal({
+        ok: false,
+        message: '--runs is a flag of the scale scenario',
+      });
+      expect(parseBenchArgs(['steady', '--runs', '1'])).to.deep.include({ ok: true });
     });
 
     it('rejects what it does not know', () => {
@@ -398,5 +422,94 @@ describe('bench: the image node flags', () => {
     expect(setsCompileCache('ENV NODE_COMPILE_CACHE=\n')).to.equal(false);
     // The repository's image does (the benchmarks then fill one for the operator).
     expect(imageCompileCache()).to.equal(true);
+  });
+});
+
+describe('bench: the issue #17 targets', () => {
+  /** One side of a 10-pod run: everything on target but what `over` changes. */
+  const side = (over: Partial<TargetInputs> = {}): TargetInputs => ({
+    nodes: 2,
+    pods: 10,
+    podsPerSec: 100,
+    readyLatency: { p99: 1000 },
+    createCpuSec: 1,
+    createWithEventsCpuSec: 1,
+    rssAtAllReadyMiB: 200,
+    nodesReadyMs: 1500,
+    eventLoopP99Ms: 40,
+    statusUpdatesPerPod: 2,
+    createRequests: { total: 20, byKind: { 'patch pods/status': 10, 'create events': 10 } },
+    deleteRequests: { total: 10, byKind: { 'patch pods/status': 10 } },
+    liveHeapPerPodBytes: Number.NaN,
+    eventsByReason: { Started: [10, 10] },
+    ...over,
+  });
+  const kwok = side({ createWithEventsCpuSec: 1 });
+
+  it("tests each row's value against its target", () => {
+    const rows = targetRows(side({ podsPerSec: 90, rssAtAllReadyMiB: 301 }), kwok);
+    const byFigure = new Map(rows.map((r) => [r.figure, r]));
+    const tp = byFigure.get('throughput, ours / kwok')!;
+    expect(tp.value).to.be.closeTo(0.9, 1e-9);
+    expect(tp.shown).to.equal('0.90x');
+    expect(tp.meets(tp.value)).to.equal(false);
+    expect(tp.meets(1)).to.equal(true);
+    const rss = byFigure.get('RSS when all pods are Ready')!;
+    expect([rss.meets(rss.value), rss.meets(300)]).to.deep.equal([false, true]);
+    // Requests: 10 status writes and the 10 Started Events, per pod.
+    expect(byFigure.get('API requests per pod, create (Events by reason)')!.value).to.equal(2);
+    const writes = byFigure.get('status writes per lifecycle / status changes')!;
+    expect(writes.shown).to.equal('2.00 / 2.00');
+    expect(writes.meets(writes.value)).to.equal(true);
+    expect(writes.meets(0.1)).to.equal(false);
+  });
+
+  it('summarizes several runs by the median and counts the runs that met each target', () => {
+    const runs = [
+      { ours: side({ podsPerSec: 90 }), kwok },
+      { ours: side({ podsPerSec: 120, statusUpdatesPerPod: 1.9 }), kwok },
+      { ours: side({ podsPerSec: 105 }), kwok },
+    ];
+    const lines = targetsSummaryTable(runs).split('\n');
+    expect(lines[0]).to.match(
+      /^target \(issue #17\)\s+run 1\s+run 2\s+run 3\s+median\s+target\s+met\s+runs met$/,
+    );
+    const cells = (figure: string): string[] =>
+      lines
+        .find((l) => l.startsWith(figure))!
+        .slice(figure.length)
+        .trim()
+        .split(/\s{2,}/);
+    // Throughput 0.90x, 1.20x, 1.05x: the median meets 1.0x, two runs of three did.
+    expect(cells('throughput, ours / kwok')).to.deep.equal([
+      '0.90x',
+      '1.20x',
+      '1.05x',
+      '1.05x',
+      '>= 1.0x',
+      'met',
+      '2 of 3',
+    ]);
+    // One run wrote 0.1 more statuses per pod than it saw change: the median is still equal, two runs met it.
+    expect(cells('status writes per lifecycle / status changes')).to.deep.equal([
+      '2.00 / 2.00',
+      '2.00 / 1.90',
+      '2.00 / 2.00',
+      '+0.00 (writes - changes)',
+      'equal',
+      'met',
+      '2 of 3',
+    ]);
+    // Without snapshots the row has no value in any run.
+    expect(cells('live heap per pod (heap snapshots, settled)').slice(-3)).to.deep.equal([
+      '<= 8 KB',
+      'n/a',
+      'n/a',
+    ]);
+    // Without kwok the ratios have none either.
+    const alone = targetsSummaryTable([{ ours: side() }, { ours: side() }]).split('\n');
+    expect(alone.find((l) => l.startsWith('throughput'))).to.match(
+      /n\/a\s+n\/a\s+n\/a\s+>= 1\.0x\s+n\/a\s+n\/a$/,
+    );
   });
 });
