@@ -3,13 +3,17 @@
 # outside the repo, keyed by version:
 #   $CACHE/kwok/<kwok-version>/bin/kwok
 #   $CACHE/kwok/<kwok-version>/stages/*.yaml   (kwok's own "fast" node and pod stages, from the module)
+#   $CACHE/kwok/<kwok-version>/rbac/           (kwok's own install of its ServiceAccount: ClusterRole, binding,
+#                                               FlowSchema; a kustomization, from the module)
 # with CACHE=${KUBELET_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubelet-operator}.
 #
 # kwok run standalone has no built-in stages (kwokctl writes them into its config): the benchmark passes
 # these files with --config, exactly as kwokctl's defaults are: node-initialize, node-heartbeat-with-lease,
 # pod-ready, pod-complete, pod-delete.
 #
-# Progress goes to stderr; the last (and only) stdout line is the kwok dir (bin/kwok and stages/).
+# The benchmark installs kwok's ServiceAccount with rbac/ as kwok's manifests do, and runs kwok with its token.
+#
+# Progress goes to stderr; the last (and only) stdout line is the kwok dir (bin/kwok, stages/ and rbac/).
 # Exit 2: a prerequisite (Go) is missing. Override the pin with KWOK_VERSION.
 set -euo pipefail
 
@@ -32,7 +36,9 @@ STAGE_FILES=(
   pod/fast/pod-complete.yaml
   pod/fast/pod-delete.yaml
 )
-cached() { [[ -x "$KWOK_DIR/bin/kwok" && -f "$KWOK_DIR/stages/pod-delete.yaml" ]]; }
+cached() {
+  [[ -x "$KWOK_DIR/bin/kwok" && -f "$KWOK_DIR/stages/pod-delete.yaml" && -f "$KWOK_DIR/rbac/kustomization.yaml" ]]
+}
 
 if cached; then
   echo "$KWOK_DIR"
@@ -63,6 +69,9 @@ MOD_DIR="$(go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | sed -n 's/^[
 [[ -d "$MOD_DIR/kustomize/stage" ]] || die "kwok $KWOK_VERSION: no kustomize/stage in the module at $MOD_DIR"
 mkdir -p "$STAGE/stages"
 for f in "${STAGE_FILES[@]}"; do cp "$MOD_DIR/kustomize/stage/$f" "$STAGE/stages/"; done
+[[ -f "$MOD_DIR/kustomize/rbac/kustomization.yaml" ]] || die "kwok $KWOK_VERSION: no kustomize/rbac in the module"
+mkdir -p "$STAGE/rbac"
+cp "$MOD_DIR"/kustomize/rbac/*.yaml "$STAGE/rbac/"
 printf 'kwok %s built with %s in %ss on %s\n' "$KWOK_VERSION" "$(go env GOVERSION)" $((SECONDS - start)) \
   "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >"$STAGE/BUILD-INFO"
 chmod 755 "$STAGE"

@@ -24,6 +24,7 @@ import {
   startControlPlane,
   type ControlPlane,
 } from '../../test/support/controlplane.js';
+import { applyCrd, waitForCrd } from '../../test/support/crd.js';
 import type { AgentAuth } from './args.js';
 import { auditPolicy } from './audit.js';
 
@@ -53,7 +54,8 @@ export interface BenchCluster {
   auditLog: string;
   auth: AgentAuth;
   operator: AgentIdentity;
-  kwok: AgentIdentity;
+  /** Only when the cluster was started for kwok too (`kwokDir`). */
+  kwok?: AgentIdentity;
   /** A client with no rate limit as DRIVER_USER. */
   driver: KubeClient;
   stop(): Promise<void>;
@@ -133,36 +135,23 @@ async function writeKubeconfig(
 }
 
 /**
- * The agents' ServiceAccounts with their RBAC (and ours with its FlowSchemas), as installed; a kubeconfig
- * holding a token of each.
+ * The agents' ServiceAccounts as each is installed, and a kubeconfig holding a token of each: ours with what
+ * `kubectl apply -k manifests/overlays/sim` installs (the CRD, RBAC, admission policy, FlowSchemas), kwok's
+ * with its own manifests' ServiceAccount, ClusterRole, binding and FlowSchema (`kwokDir`/rbac, which puts its
+ * requests at the exempt priority level).
  */
 async function serviceAccountIdentities(
   cp: ControlPlane,
   dir: string,
   driver: KubeClient,
-): Promise<{ operator: AgentIdentity; kwok: AgentIdentity }> {
-  const applied = await kubectl(cp, [
-    'apply',
-    '--server-side',
-    '-k',
-    path.join(REPO_ROOT, 'manifests/overlays/sim'),
-  ]);
-  if (applied.code !== 0) throw new Error(`applying manifests/overlays/sim failed: ${applied.stderr.trim()}`);
-  const kwok = SERVICE_ACCOUNTS.kwok;
-  await driver.request({
-    method: 'POST',
-    path: `/api/v1/namespaces/${kwok.namespace}/serviceaccounts`,
-    body: { metadata: { name: kwok.name } },
-  });
-  await driver.request({
-    method: 'POST',
-    path: '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings',
-    body: {
-      metadata: { name: kwok.name },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
-      subjects: [{ kind: 'ServiceAccount', name: kwok.name, namespace: kwok.namespace }],
-    },
-  });
+  kwokDir: string | undefined,
+): Promise<{ operator: AgentIdentity; kwok?: AgentIdentity }> {
+  const apply = async (kustomization: string): Promise<void> => {
+    const applied = await kubectl(cp, ['apply', '--server-side', '-k', kustomization]);
+    if (applied.code !== 0) throw new Error(`applying ${kustomization} failed: ${applied.stderr.trim()}`);
+  };
+  await apply(path.join(REPO_ROOT, 'manifests/overlays/sim'));
+  if (kwokDir) await apply(path.join(kwokDir, 'rbac'));
   const identityOf = async (sa: { namespace: string; name: string }): Promise<AgentIdentity> => {
     const tr = await driver.request<{ status: { token: string } }>({
       method: 'POST',
@@ -176,11 +165,16 @@ async function serviceAccountIdentities(
     const user = `system:serviceaccount:${sa.namespace}:${sa.name}`;
     return { kubeconfig: await writeKubeconfig(cp, dir, sa.name, { token: tr.status.token }), user };
   };
-  return { operator: await identityOf(SERVICE_ACCOUNTS.operator), kwok: await identityOf(kwok) };
+  const operator = await identityOf(SERVICE_ACCOUNTS.operator);
+  return kwokDir ? { operator, kwok: await identityOf(SERVICE_ACCOUNTS.kwok) } : { operator };
 }
 
+/**
+ * A control plane for one benchmark run, with the VirtualNode CRD served and the agents' identities; kwok's
+ * only with `kwokDir` (scripts/kwok-binary.sh's directory).
+ */
 export async function startBenchCluster(
-  opts: { apiserverArgs?: string[]; auth?: AgentAuth } = {},
+  opts: { apiserverArgs?: string[]; auth?: AgentAuth; kwokDir?: string } = {},
 ): Promise<BenchCluster> {
   const auth = opts.auth ?? 'token';
   const dir = await mkdtemp(path.join(os.tmpdir(), 'kubelet-operator-bench-'));
@@ -206,13 +200,20 @@ export async function startBenchCluster(
       unlimited: true,
       userAgent: 'kubelet-operator-bench',
     });
-    const agents =
-      auth === 'token'
-        ? await serviceAccountIdentities(cp, dir, driver)
-        : {
-            operator: { kubeconfig: await identity(cp, dir, OPERATOR_USER), user: OPERATOR_USER },
-            kwok: { kubeconfig: await identity(cp, dir, KWOK_USER), user: KWOK_USER },
-          };
+    const certificate = async (user: string): Promise<AgentIdentity> => ({
+      kubeconfig: await identity(cp, dir, user),
+      user,
+    });
+    let agents: { operator: AgentIdentity; kwok?: AgentIdentity };
+    if (auth === 'token') {
+      // The overlay applied there holds the CRD; it only has to be served.
+      agents = await serviceAccountIdentities(cp, dir, driver, opts.kwokDir);
+      await waitForCrd(cp);
+    } else {
+      await applyCrd(cp);
+      const operator = await certificate(OPERATOR_USER);
+      agents = opts.kwokDir ? { operator, kwok: await certificate(KWOK_USER) } : { operator };
+    }
     return {
       cp,
       dir,

@@ -30,8 +30,6 @@ export async function withOperatorCluster<T>(
   const bc = await startBenchCluster();
   log(`control plane up in ${duration(bc.cp.startMs)} (${bc.dir})`);
   try {
-    const { applyCrd } = await import('../../test/support/crd.js');
-    await applyCrd(bc.cp);
     const extraArgs = (await opts.operatorArgs?.(bc)) ?? [];
     const agent = await startOperatorProcess({
       kubeconfig: bc.operator.kubeconfig,

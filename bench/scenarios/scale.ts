@@ -368,12 +368,11 @@ export async function runScale(
   const bc = await startBenchCluster({
     apiserverArgs: opts.apiserverProfile ? [APISERVER_PROFILING_FLAG] : [],
     auth: opts.agentAuth ?? 'token',
+    ...(opts.kwok ? { kwokDir } : {}),
   });
   log(`control plane up in ${duration(bc.cp.startMs)} (${bc.dir}); agents authenticate with ${bc.auth}s`);
   const runs: SideRun[] = [];
   try {
-    const { applyCrd } = await import('../../test/support/crd.js');
-    await applyCrd(bc.cp);
     await warmVirtualNodeStorage(bc.driver);
     const ourNodes = nodeNames('vn', opts.nodes);
     const allocFile = opts.allocProfile
@@ -416,20 +415,22 @@ export async function runScale(
       ),
     );
     if (opts.kwok) {
+      const kwokIdentity = bc.kwok;
+      if (!kwokIdentity) throw new Error('the benchmark cluster was started without an identity for kwok');
       const kwokNodes = nodeNames('kwok', opts.nodes);
       runs.push(
         await runSide(
           bc,
           {
             name: 'kwok',
-            user: bc.kwok.user,
+            user: kwokIdentity.user,
             tag: 'kwok',
             hasMetrics: false,
             start: async () => {
               await createKwokNodes(bc.driver, kwokNodes, opts.podsPerNode);
               return startKwok({
                 kwokDir,
-                kubeconfig: bc.kwok.kubeconfig,
+                kubeconfig: kwokIdentity.kubeconfig,
                 logPath: path.join(bc.dir, 'kwok.log'),
                 configPath: path.join(bc.dir, 'kwok.yaml'),
               });

@@ -6,6 +6,11 @@ import { kubectl, REPO_ROOT, type ControlPlane } from './controlplane.js';
 export async function applyCrd(cp: Pick<ControlPlane, 'kubeconfigPath'>): Promise<void> {
   const crd = await kubectl(cp, ['apply', '-f', path.join(REPO_ROOT, 'crds/virtualnode.yaml')]);
   if (crd.code !== 0) throw new Error(`applying the CRD failed: ${crd.stderr}`);
+  await waitForCrd(cp);
+}
+
+/** Waits until the VirtualNode CRD (applied by whatever means) is Established and served. */
+export async function waitForCrd(cp: Pick<ControlPlane, 'kubeconfigPath'>): Promise<void> {
   const wait = await kubectl(cp, [
     'wait',
     '--for=condition=Established',
