@@ -243,6 +243,27 @@ describe('Kubelet', () => {
     await k.stop(0);
   });
 
+  it('admits the pods it finds at start oldest first, whatever order the informer lists them in', async () => {
+    const { clock, api, deps, eventMessages, creates } = setup();
+    const big = (uid: string, created: string): Pod => {
+      const p = mkPod(uid, {
+        containers: [{ name: 'app', image: 'img:1', resources: { requests: { cpu: '3' } } }],
+      });
+      p.metadata.creationTimestamp = created;
+      return p;
+    };
+    // Listed newest first; the node has 4 CPUs, room for one of the two.
+    api.pods.set('p-new', big('new', '2026-01-01T00:00:10Z'));
+    api.pods.set('p-old', big('old', '2026-01-01T00:00:09Z'));
+    const k = new Kubelet(deps());
+    await start(k, clock);
+    await advance(clock, 1_000);
+    expect(creates).to.deep.equal(['p-old/app']);
+    expect(k.statusManager.getPodStatus(asPodUID('new'))).to.include({ phase: 'Failed', reason: 'OutOfcpu' });
+    expect(eventMessages.filter((m) => m.startsWith('Warning OutOfcpu'))).to.have.length(1);
+    await k.stop(0);
+  });
+
   it('rejects a pod with a sysctl the node does not allow, and admits it once the settings allow it', async () => {
     const sysctlPod = (uid: string) =>
       mkPod(uid, { securityContext: { sysctls: [{ name: 'kernel.msgmax', value: '65536' }] } });
