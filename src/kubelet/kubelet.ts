@@ -404,13 +404,11 @@ export class Kubelet {
 
     // Pods go to their workers oldest first, so admission sees them in the order they were created. Read
     // again: pods bound while the runtime was adopted are in the informer (and the pod manager) by now.
-    // By time, not by a locale's collation of the strings (which loads ICU's collator, megabytes, for this).
-    const created = (p: Pod): number => Date.parse(p.metadata.creationTimestamp ?? '') || -Infinity;
-    const ordered = this.desiredPods().sort((a, b) => {
-      const ta = created(a);
-      const tb = created(b);
-      return ta < tb ? -1 : ta > tb ? 1 : 0;
-    });
+    // By time, each parsed once; not by a locale's collation of the strings, which loads ICU's collator.
+    const ordered = this.desiredPods()
+      .map((pod) => ({ pod, at: Date.parse(pod.metadata.creationTimestamp ?? '') || -Infinity }))
+      .sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0))
+      .map((e) => e.pod);
     this.phase = 'running';
     this.loop.run();
     for (const p of ordered) this.loop.dispatch(p, 'create');
