@@ -1,11 +1,12 @@
 // `npm run bench:events [-- --nodes N --pods M --rounds R]`
 // What a pod's start Events cost the operator's process, against a real API server (test/support's control
 // plane): N EventRecorders, one per node as the operator keeps them, each records Pulled, Created and Started
-// for M pods, written through the REST sink and a KubeClient pool of 16 connections, as src/main.ts sets up
-// the Event client. Each round is timed until every recorder has flushed; prints this process's CPU (user +
-// system, all threads) per Event written, and the Events per second, for each round and their median.
-// The API server's and etcd's CPU is not counted: they are processes of their own.
+// for M pods, written through the REST sink and a KubeClient pool of EVENT_CONNECTIONS (src/config.ts), as
+// src/main.ts sets up the Event client. Each round is timed until every recorder has flushed; prints this
+// process's CPU (user + system, all threads) per Event written, and the Events per second, for each round
+// and their median. The API server's and etcd's CPU is not counted: they are processes of their own.
 import { startControlPlane } from '../test/support/controlplane.js';
+import { EVENT_CONNECTIONS } from '../src/config.js';
 import { KubeClient } from '../src/kube/client.js';
 import { EventRecorder, type ObjectReference } from '../src/kube/events.js';
 import { restEventSink } from '../src/node/api.js';
@@ -21,8 +22,6 @@ const arg = (name: string, fallback: number): number => {
 const NODES = arg('--nodes', 100);
 const PODS = arg('--pods', 34);
 const ROUNDS = arg('--rounds', 3);
-/** src/main.ts EVENT_CONNECTIONS. */
-const CONNECTIONS = 16;
 const REASONS = [
   ['Pulled', 'Container image "registry.k8s.io/e2e-test-images/agnhost:2.53" already present on machine'],
   ['Created', 'Created container: app'],
@@ -32,7 +31,7 @@ const REASONS = [
 const cp = await startControlPlane();
 try {
   const client = (await KubeClient.fromKubeConfig(cp.adminKubeConfig(), { unlimited: true })).withPool(
-    CONNECTIONS,
+    EVENT_CONNECTIONS,
   );
   const clock = new RealClock();
   const round = async (tag: string): Promise<{ usPerEvent: number; perSec: number }> => {
@@ -69,7 +68,7 @@ try {
   for (let i = 1; i <= ROUNDS; i++) results.push(await round(`r${i}`));
   client.close();
   const events = NODES * PODS * REASONS.length;
-  console.log(`${events} Events per round from ${NODES} recorders over ${CONNECTIONS} connections`);
+  console.log(`${events} Events per round from ${NODES} recorders over ${EVENT_CONNECTIONS} connections`);
   console.log(`CPU per Event (us): ${results.map((r) => r.usPerEvent.toFixed(0)).join(', ')}`);
   console.log(`Events per second: ${results.map((r) => r.perSec.toFixed(0)).join(', ')}`);
   console.log(

@@ -7,6 +7,14 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
 
+/**
+ * The Event writes' and the heartbeats' own connections (the rest: --kube-api-connections). Sixteen keep up
+ * with 100 nodes' Leases and node statuses, and with a burst's Events as fast as the API server takes them.
+ * Exported for bench:events, which measures the Event client as main.ts sets it up.
+ */
+export const EVENT_CONNECTIONS = 16;
+export const HEARTBEAT_CONNECTIONS = 16;
+
 // Label selector syntax (apimachinery labels.Parse): requirements separated by commas, each `key`, `!key`,
 // `key=v`, `key==v`, `key!=v`, `key in (v,...)`, `key notin (v,...)`, `key > n` or `key < n`. Checked here so
 // that a typo stops the process at start instead of failing every list the operator makes.

@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { loadConfig, usage } from './config.js';
+import { EVENT_CONNECTIONS, HEARTBEAT_CONNECTIONS, loadConfig, usage } from './config.js';
 import { KubeClient, connectionOf } from './kube/client.js';
 import { loadPlainKubeConfig, type KubeConnection } from './kube/kubeconfig.js';
 import { kubeletNodeFactory } from './managednode.js';
@@ -20,13 +20,6 @@ import { RealClock } from './util/clock.js';
 import { errorMessage } from './util/errors.js';
 import { createLogger } from './util/logger.js';
 import { processSlicer } from './util/timeslice.js';
-
-/**
- * The Event writes' and the heartbeats' own connections (the rest: --kube-api-connections). Sixteen keep up
- * with 100 nodes' Leases and node statuses, and with a burst's Events as fast as the API server takes them.
- */
-const EVENT_CONNECTIONS = 16;
-const HEARTBEAT_CONNECTIONS = 16;
 
 export const VERSION = '0.1.0';
 
