@@ -467,6 +467,77 @@ describe('kube client: Retry-After', () => {
   });
 });
 
+describe('kube client: a watch answered with Retry-After', () => {
+  class SpyClock extends RealClock {
+    readonly waits: number[] = [];
+    onSleep?: () => void;
+    override async sleep(ms: number, signal?: AbortSignal): Promise<void> {
+      this.waits.push(ms);
+      this.onSleep?.();
+      if (signal?.aborted) throw new Error('aborted');
+    }
+  }
+
+  it('watches again after the seconds a 429 or 5xx asks for; without the header, or past MAX_RETRIES, it fails', async () => {
+    const seen = new Map<string, number>();
+    const server = http.createServer((req, res) => {
+      const path = new URL(req.url!, 'http://x').pathname;
+      const n = (seen.get(path) ?? 0) + 1;
+      seen.set(path, n);
+      const refuse = (code: number, headers: Record<string, string> = {}): void => {
+        res.writeHead(code, { 'Content-Type': 'application/json', ...headers });
+        res.end(JSON.stringify({ kind: 'Status', code, message: 'busy' }));
+      };
+      if (path === '/api/v1/pods' && n === 1) return refuse(429, { 'Retry-After': '2' });
+      if (path === '/api/v1/pods' && n === 2) return refuse(503, { 'Retry-After': '1' });
+      if (path === '/api/v1/nodes') return refuse(429);
+      if (path === '/api/v1/services') return refuse(429, { 'Retry-After': '1' });
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.end(JSON.stringify({ type: 'ADDED', object: { metadata: { name: `p${n}` } } }) + '\n');
+    });
+    const url = await listenLocal(server);
+    const clock = new SpyClock();
+    const codes: number[] = [];
+    const client = await KubeClient.fromKubeConfig(kubeConfigFor(url), {
+      unlimited: true,
+      clock,
+      onRequest: (verb, _resource, code) => verb === 'WATCH' && codes.push(code),
+    });
+    const watch = async (path: string, signal = new AbortController().signal): Promise<unknown[]> => {
+      const events: unknown[] = [];
+      await client.watch(path, {}, (e) => events.push(e), signal);
+      return events;
+    };
+    try {
+      expect(await watch('/api/v1/pods')).to.deep.equal([
+        { type: 'ADDED', object: { metadata: { name: 'p3' } } },
+      ]);
+      expect(clock.waits, 'the seconds each answer asked for').to.deep.equal([2000, 1000]);
+      expect(codes, 'each attempt reported').to.deep.equal([429, 503, 200]);
+
+      const noHeader = await watch('/api/v1/nodes').catch((e: KindError) => e);
+      expect((noHeader as KindError).context.code, 'no Retry-After: the answer stands').to.equal(429);
+      expect(seen.get('/api/v1/nodes')).to.equal(1);
+
+      clock.waits.length = 0;
+      const always = await watch('/api/v1/services').catch((e: KindError) => e);
+      expect((always as KindError).kind).to.equal('Unavailable');
+      expect(seen.get('/api/v1/services'), 'the first try and MAX_RETRIES more').to.equal(1 + MAX_RETRIES);
+      expect(clock.waits).to.have.length(MAX_RETRIES);
+
+      // Stopped while it waits: resolves quietly, as a stopped watch does.
+      const ac = new AbortController();
+      clock.onSleep = () => ac.abort();
+      seen.delete('/api/v1/pods');
+      expect(await watch('/api/v1/pods', ac.signal)).to.deep.equal([]);
+      expect(seen.get('/api/v1/pods'), 'not sent again once stopped').to.equal(1);
+    } finally {
+      client.close();
+      await closeServer(server);
+    }
+  });
+});
+
 describe('kube client: a request that gets no answer', () => {
   let server: http.Server;
   let base = '';
@@ -568,6 +639,39 @@ describe('kube client: connection pools', () => {
       await until(() => sockets.every((s) => s.destroyed || s.readyState === 'closed'));
     } finally {
       main.close();
+    }
+  });
+
+  it('closes a connection left unused for its idle timeout, never one whose answer takes longer', async () => {
+    const client = await KubeClient.fromKubeConfig(kubeConfigFor(base), {
+      unlimited: true,
+      idleTimeoutMs: 100,
+    });
+    const pooled = client.withPool(2);
+    try {
+      const first = sockets.length;
+      const slow = client.request({ method: 'GET', path: '/api/v1/slow' });
+      const other = pooled.request({ method: 'GET', path: '/api/v1/other' });
+      await until(() => held.size === 2);
+      answer('/api/v1/other');
+      await other;
+      // Held three idle timeouts: the connection carries a request, so it stays.
+      await new Promise((r) => setTimeout(r, 300));
+      expect(
+        sockets.slice(first).filter((s) => s.destroyed),
+        'the slow request keeps its connection',
+      ).to.have.length(1);
+      answer('/api/v1/slow');
+      expect(await slow).to.deep.equal({});
+      await until(() => sockets.slice(first).every((s) => s.destroyed));
+
+      const later = client.request({ method: 'GET', path: '/api/v1/later' });
+      await until(() => held.has('/api/v1/later'));
+      expect(sockets.length - first, 'a later request opens a new connection').to.equal(3);
+      answer('/api/v1/later');
+      await later;
+    } finally {
+      client.close();
     }
   });
 
