@@ -23,7 +23,10 @@ export function meaningfulChange(old: Pod, pod: Pod): boolean {
   const b = pod.metadata ?? {};
   if (a.uid !== b.uid || a.deletionTimestamp !== b.deletionTimestamp) return true;
   if (a.deletionGracePeriodSeconds !== b.deletionGracePeriodSeconds) return true;
-  const same = (x: unknown, y: unknown): boolean => JSON.stringify(x ?? {}) === JSON.stringify(y ?? {});
+  // The informer hands out a new version with the unchanged parts of the last one (structshare.ts): after a
+  // status write the spec, labels and annotations are the very same objects, and no text is written.
+  const same = (x: unknown, y: unknown): boolean =>
+    x === y || JSON.stringify(x ?? {}) === JSON.stringify(y ?? {});
   return !same(a.labels, b.labels) || !same(a.annotations, b.annotations) || !same(old.spec, pod.spec);
 }
 

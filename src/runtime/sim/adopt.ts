@@ -21,6 +21,7 @@ import type {
 import type { BehaviourResolver } from './behaviour.js';
 import * as errs from './errors.js';
 import { parseImageReference, type ImageStore } from './images.js';
+import type { IdKind } from './ids.js';
 import type { IPAllocator } from './ipam.js';
 import { containerKey, sandboxNameKey } from './names.js';
 import { fileViewOf, type NodeFiles } from './podview.js';
@@ -38,8 +39,8 @@ export interface AdoptionDeps {
   behaviours: BehaviourResolver;
   processes: Processes;
   files: NodeFiles | undefined;
-  /** A fresh ID of `kind` (runtime.ts). */
-  newId(kind: string): string;
+  /** A fresh sandbox or container ID (runtime.ts, ids.ts). */
+  newId(kind: IdKind): string;
   /** Once closed, adoption fails Unavailable (faults do not apply: adoption is no CRI call). */
   isClosed(): boolean;
 }

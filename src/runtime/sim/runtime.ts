@@ -13,7 +13,6 @@
  * runtime API, so they ignore faults and `setDown` (podview.ts). In-place resize: resize.ts; declared
  * usage, stats and OOM kills: usage.ts, stats.ts, process.ts.
  */
-import { createHash } from 'node:crypto';
 import { KindError } from '../../util/errors.js';
 import type { Clock } from '../../util/clock.js';
 import type {
@@ -59,6 +58,7 @@ import { resizeContainer, settleResize } from './resize.js';
 import { mountsOf } from './spec.js';
 import { containerRemoved, containerStatsOf, listedContainerStats, sandboxStatsOf } from './stats.js';
 import { SimStore } from './store.js';
+import { IdSource, type IdKind } from './ids.js';
 
 export type { SimRuntimeOptions } from './options.js';
 
@@ -95,7 +95,8 @@ export class SimRuntime implements Runtime {
   private readonly nodeIP: string;
   private readonly behaviours: BehaviourResolver;
   private readonly faults = new FaultInjector();
-  private readonly idSeed: string;
+  /** Sandbox and container IDs from sources of their own: an adopted container's ID is never a sandbox's. */
+  private readonly ids: Record<IdKind, IdSource>;
   private readonly files: NodeFiles | undefined;
   private readonly runtimeVersion: string;
   private readonly processes: Processes;
@@ -111,7 +112,10 @@ export class SimRuntime implements Runtime {
     this.nodeIP = setup.nodeIP;
     this.behaviours = setup.behaviours;
     this.images = setup.images;
-    this.idSeed = setup.idSeed;
+    this.ids = {
+      sandbox: new IdSource(`${setup.idSeed}/sandbox`),
+      container: new IdSource(`${setup.idSeed}/container`),
+    };
     this.files = setup.files;
     this.runtimeVersion = setup.runtimeVersion;
     this.processes = new Processes(this.clock, () => this.store.touch());
@@ -447,9 +451,9 @@ export class SimRuntime implements Runtime {
   }
 
   /** Derived from the seed and a counter, skipping the IDs adopted from an earlier process of that seed. */
-  private newId(kind: string): string {
+  private newId(kind: IdKind): string {
     for (;;) {
-      const id = createHash('sha256').update(`${this.idSeed}/${kind}/${this.seq++}`).digest('hex');
+      const id = this.ids[kind].id(this.seq++);
       if (!this.adopter.taken(id)) return id;
     }
   }
