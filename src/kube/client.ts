@@ -131,6 +131,23 @@ function headerText(v: string | string[] | undefined): string | undefined {
   return Array.isArray(v) ? v[0] : v;
 }
 
+/**
+ * The error of an answer that is not a success: apiError, and for a 429 or 5xx with `Retry-After` the seconds
+ * to wait in `context.retryAfterSeconds` (see retryWaitMs).
+ */
+function answerError(status: number, body: string, what: string, retryAfter: string | undefined): KindError {
+  const err = apiError(status, body, what);
+  const wait = retryAfterSeconds(status, retryAfter);
+  if (wait !== undefined) err.context['retryAfterSeconds'] = wait;
+  return err;
+}
+
+/** How long to wait before sending again what failed with `err` after `retries` retries; undefined: do not. */
+function retryWaitMs(err: unknown, retries: number): number | undefined {
+  const wait = err instanceof KindError ? err.context['retryAfterSeconds'] : undefined;
+  return typeof wait === 'number' && retries < MAX_RETRIES ? wait * 1000 : undefined;
+}
+
 interface Answer {
   status: number;
   bytes: Buffer;
@@ -510,11 +527,10 @@ export class KubeClient {
         try {
           return await this.attempt<T>(req, deadline);
         } catch (err) {
-          const wait = err instanceof KindError ? err.context['retryAfterSeconds'] : undefined;
-          if (typeof wait !== 'number' || retries >= MAX_RETRIES) throw err;
-          if (Date.now() + wait * 1000 >= deadline.endsAt) throw err;
+          const waitMs = retryWaitMs(err, retries);
+          if (waitMs === undefined || Date.now() + waitMs >= deadline.endsAt) throw err;
           // Rejects at once if the caller has aborted, or as soon as it does.
-          await (this.opts.clock ?? realClock).sleep(wait * 1000, req.signal).catch(() => {
+          await (this.opts.clock ?? realClock).sleep(waitMs, req.signal).catch(() => {
             throw err;
           });
         }
@@ -564,10 +580,7 @@ export class KubeClient {
       answeredAt = Date.now();
       await this.opts.yieldToLoop?.();
       if (status < 200 || status >= 300) {
-        const err = apiError(status, bytes.toString('utf8'), what);
-        const wait = retryAfterSeconds(status, answer.retryAfter);
-        if (wait !== undefined) err.context['retryAfterSeconds'] = wait;
-        throw err;
+        throw answerError(status, bytes.toString('utf8'), what, answer.retryAfter);
       }
       if (bytes.length === 0 || req.ignoreAnswer) return undefined as T;
       return parseJSON(bytes, req.dropManagedFields) as T;
@@ -601,9 +614,9 @@ export class KubeClient {
       try {
         return await this.watchOnce(path, query, onEvent, signal, opts);
       } catch (err) {
-        const wait = err instanceof KindError ? err.context['retryAfterSeconds'] : undefined;
-        if (typeof wait !== 'number' || retries >= MAX_RETRIES) throw err;
-        const waited = await (this.opts.clock ?? realClock).sleep(wait * 1000, signal).then(
+        const waitMs = retryWaitMs(err, retries);
+        if (waitMs === undefined) throw err;
+        const waited = await (this.opts.clock ?? realClock).sleep(waitMs, signal).then(
           () => true,
           () => false,
         );
@@ -636,12 +649,11 @@ export class KubeClient {
         : new Promise((resolve, reject) => {
             const chunks: Buffer[] = [];
             body.on('data', (c: Buffer) => chunks.push(c));
-            body.on('end', () => {
-              const err = apiError(status, Buffer.concat(chunks).toString('utf8'), `WATCH ${path}`);
-              const wait = retryAfterSeconds(status, retryAfter);
-              if (wait !== undefined) err.context['retryAfterSeconds'] = wait;
-              reject(err);
-            });
+            body.on('end', () =>
+              reject(
+                answerError(status, Buffer.concat(chunks).toString('utf8'), `WATCH ${path}`, retryAfter),
+              ),
+            );
             body.on('error', reject);
           });
     };

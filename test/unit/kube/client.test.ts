@@ -381,15 +381,21 @@ describe('kube client: managedFields cut before parsing', () => {
   });
 });
 
-describe('kube client: Retry-After', () => {
-  /** Sleeps no time, and remembers how long it was asked to. */
-  class SpyClock extends RealClock {
-    readonly waits: number[] = [];
-    override async sleep(ms: number): Promise<void> {
-      this.waits.push(ms);
-    }
+/**
+ * Sleeps no time and remembers how long it was asked to; `onSleep` runs first (a test may abort there), and a
+ * sleep whose signal is aborted rejects, as the real clock's does.
+ */
+class SpyClock extends RealClock {
+  readonly waits: number[] = [];
+  onSleep?: () => void;
+  override async sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    this.waits.push(ms);
+    this.onSleep?.();
+    if (signal?.aborted) throw new Error('aborted');
   }
+}
 
+describe('kube client: Retry-After', () => {
   it('reads whole seconds on 429 and 5xx only', () => {
     expect(retryAfterSeconds(429, '1')).to.equal(1);
     expect(retryAfterSeconds(503, ' 7 ')).to.equal(7);
@@ -468,16 +474,6 @@ describe('kube client: Retry-After', () => {
 });
 
 describe('kube client: a watch answered with Retry-After', () => {
-  class SpyClock extends RealClock {
-    readonly waits: number[] = [];
-    onSleep?: () => void;
-    override async sleep(ms: number, signal?: AbortSignal): Promise<void> {
-      this.waits.push(ms);
-      this.onSleep?.();
-      if (signal?.aborted) throw new Error('aborted');
-    }
-  }
-
   it('watches again after the seconds a 429 or 5xx asks for; without the header, or past MAX_RETRIES, it fails', async () => {
     const seen = new Map<string, number>();
     const server = http.createServer((req, res) => {
