@@ -8,26 +8,40 @@
  * QPS): a flood of ordinary requests queued in one bucket must not delay a node Lease renewal.
  *
  * Requests go over HTTP/1.1 connection pools (`withPool`); watches of an https server over HTTP/2, all of a
- * client family's on one connection (h2watches.ts).
+ * client family's on one connection (transport.ts, h2watches.ts). What an answer that is not a success
+ * means, and when a request is sent again, is apierrors.ts; a request's timeout, deadline.ts.
  */
-import https from 'node:https';
-import tls from 'node:tls';
-import http from 'node:http';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { KubeConnection } from './kubeconfig.js';
 import { RealClock, type Clock } from '../util/clock.js';
-import { KindError, type ErrorKind } from '../util/errors.js';
+import { KindError } from '../util/errors.js';
 import { TokenBucket, Unlimited, type Priority, type RateLimiter } from './tokenbucket.js';
 import { parseJSON, readWatchEvents } from './watchstream.js';
-import { Http2Watches } from './h2watches.js';
 import type { Readable } from 'node:stream';
+import { answerError, headerText, retryWaitMs } from './apierrors.js';
+import { requestDeadline, type RequestDeadline } from './deadline.js';
+import {
+  checkConnections,
+  connectionOf,
+  DEFAULT_CONNECTIONS,
+  IDLE_CONNECTION_TIMEOUT_MS,
+  newTransport,
+  openRequest,
+  requestPath,
+  type Query,
+  type Transport,
+} from './transport.js';
+
+export { apiError, MAX_RETRIES, retryAfterSeconds } from './apierrors.js';
+export { requestDeadline, type RequestDeadline } from './deadline.js';
+export { connectionOf, IDLE_CONNECTION_TIMEOUT_MS } from './transport.js';
 
 export type Verb = 'GET' | 'LIST' | 'WATCH' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 export interface RequestOptions {
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   path: string;
-  query?: Record<string, string | number | boolean | undefined>;
+  query?: Query;
   body?: unknown;
   /** Defaults to application/json; patches name their type (strategic-merge, merge, json, apply). */
   contentType?: string;
@@ -95,59 +109,6 @@ export const PatchTypes = {
   apply: 'application/apply-patch+yaml',
 } as const;
 
-/** The API server's Status object, as far as we read it. */
-interface StatusBody {
-  kind?: string;
-  message?: string;
-  reason?: string;
-  code?: number;
-}
-
-function kindForStatus(code: number, reason: string | undefined): ErrorKind {
-  if (code === 404) return 'NotFound';
-  if (code === 409) return reason === 'AlreadyExists' ? 'AlreadyExists' : 'Conflict';
-  if (code === 410) return 'Gone';
-  if (code === 401 || code === 403) return 'Forbidden';
-  if (code === 400 || code === 422) return 'InvalidArgument';
-  if (code === 429 || code >= 500) return 'Unavailable';
-  return 'Unknown';
-}
-
-/** Times a request answered 429 or 5xx with `Retry-After` is sent again (client-go's REST client: 10). */
-export const MAX_RETRIES = 10;
-
-/**
- * The seconds to wait before sending a request again, when its answer asks for it: 429 or 5xx with a
- * `Retry-After` of whole seconds (client-go reads no other form, and waits no longer than it says).
- */
-export function retryAfterSeconds(status: number, header: string | undefined): number | undefined {
-  if (status !== 429 && status < 500) return undefined;
-  if (header === undefined || !/^[0-9]{1,6}$/.test(header.trim())) return undefined;
-  return Number(header.trim());
-}
-
-/** A header's text: the first of repeated values, as Go's `Header.Get` reads it. */
-function headerText(v: string | string[] | undefined): string | undefined {
-  return Array.isArray(v) ? v[0] : v;
-}
-
-/**
- * The error of an answer that is not a success: apiError, and for a 429 or 5xx with `Retry-After` the seconds
- * to wait in `context.retryAfterSeconds` (see retryWaitMs).
- */
-function answerError(status: number, body: string, what: string, retryAfter: string | undefined): KindError {
-  const err = apiError(status, body, what);
-  const wait = retryAfterSeconds(status, retryAfter);
-  if (wait !== undefined) err.context['retryAfterSeconds'] = wait;
-  return err;
-}
-
-/** How long to wait before sending again what failed with `err` after `retries` retries; undefined: do not. */
-function retryWaitMs(err: unknown, retries: number): number | undefined {
-  const wait = err instanceof KindError ? err.context['retryAfterSeconds'] : undefined;
-  return typeof wait === 'number' && retries < MAX_RETRIES ? wait * 1000 : undefined;
-}
-
 interface Answer {
   status: number;
   bytes: Buffer;
@@ -155,21 +116,6 @@ interface Answer {
 }
 
 const realClock = new RealClock();
-
-/** A KindError for an API error; `context.code` and `context.reason` carry the server's words. */
-export function apiError(code: number, body: string, what: string): KindError {
-  let status: StatusBody = {};
-  try {
-    status = JSON.parse(body) as StatusBody;
-  } catch {
-    status = { message: body.slice(0, 500) };
-  }
-  const kind = kindForStatus(code, status.reason);
-  return new KindError(kind, `${what}: ${code} ${status.reason ?? ''} ${status.message ?? ''}`.trim(), {
-    code,
-    reason: status.reason,
-  });
-}
 
 /**
  * What a request path names, for metrics: the resource (`pods`, `pods/status`, `things` of /apis/g/v/things)
@@ -185,223 +131,6 @@ export function pathTarget(path: string): { resource: string; collection: boolea
   if (namespaced && rest.length > 2) rest = rest.slice(2);
   const resource = rest[0] ?? '';
   return { resource: rest.length >= 3 ? `${resource}/${rest[2]}` : resource, collection };
-}
-
-/** What a deadline ends: a ClientRequest (destroying it fails the request with the error). */
-interface Destroyable {
-  destroy(err: Error): unknown;
-}
-
-/** See requestDeadline; every request a client sends again shares its first attempt's deadline. */
-export interface RequestDeadline {
-  /** When its timeout ends (a Date.now() time); the parent may abort it earlier. */
-  readonly endsAt: number;
-  attach(req: Destroyable): void;
-  timedOut(): boolean;
-  release(): void;
-}
-
-/**
- * The deadline of one request: after `timeoutMs` (a TimeoutError, as AbortSignal.timeout) or when `parent`
- * aborts (an AbortError whose cause is the parent's reason, as Node's `signal` option), it destroys the
- * request attached to it. No AbortController per request: creating one, and Node wiring it into the request,
- * was about 4 % of the operator's CPU while pods start. `release()` frees the timer and the parent listener as
- * soon as the request is over (a timeout signal otherwise stays registered, with what its listeners hold, for
- * the whole timeout after a request that took milliseconds: tens of MiB at thousands of requests a minute).
- */
-export function requestDeadline(timeoutMs: number, parent?: AbortSignal): RequestDeadline {
-  let req: Destroyable | undefined;
-  let failure: Error | undefined;
-  let timedOut = false;
-  const fail = (err: Error): void => {
-    if (failure) return;
-    failure = err;
-    req?.destroy(err);
-  };
-  const timer = setTimeout(() => {
-    timedOut = true;
-    fail(new DOMException('The operation was aborted due to timeout', 'TimeoutError'));
-  }, timeoutMs);
-  timer.unref();
-  const onParentAbort = (): void =>
-    fail(
-      Object.assign(new Error('The operation was aborted', { cause: parent?.reason }), {
-        name: 'AbortError',
-      }),
-    );
-  if (parent?.aborted) onParentAbort();
-  else parent?.addEventListener('abort', onParentAbort, { once: true });
-  return {
-    endsAt: Date.now() + timeoutMs,
-    attach: (r) => {
-      req = r;
-      if (failure) r.destroy(failure);
-    },
-    timedOut: () => timedOut,
-    release: () => {
-      clearTimeout(timer);
-      parent?.removeEventListener('abort', onParentAbort);
-      req = undefined;
-    },
-  };
-}
-
-/**
- * What siblings share: the connection pool (with the TLS material), the request options and the headers
- * (the user agent's among them).
- */
-interface Transport {
-  agent: https.Agent | http.Agent;
-  /** Another pool of at most `maxSockets` connections to the same server with the same TLS context. */
-  newAgent(maxSockets: number): https.Agent | http.Agent;
-  /** Every pool made from the first transport (`close()` destroys them all). */
-  pools: Set<https.Agent | http.Agent>;
-  /** The watches of an https server, over HTTP/2 (shared by every client made from the first transport). */
-  h2?: Http2Watches;
-  /** The kubeconfig's request options without the TLS material (the agent holds that) and the headers. */
-  requestOptions: https.RequestOptions;
-  /** The kubeconfig's headers (a bearer token), then the user agent and `Accept` every request sends. */
-  headers: Readonly<Record<string, string>>;
-  /**
-   * The server, parsed once: a request gets its options from here instead of from a URL parsed per request
-   * (WHATWG URL parsing and Node's conversion of it were about 1 % of the operator's CPU in a create burst).
-   */
-  target: {
-    module: typeof http | typeof https;
-    protocol: string;
-    hostname: string;
-    port: string;
-    /** The server's own path (a proxy's prefix), without a trailing slash. */
-    prefix: string;
-  };
-}
-
-/**
- * A path that a URL would keep as it is: printable ASCII outside the path's percent-encode set and the query
- * and fragment marks, no backslash (a URL turns it into a slash) and no dot segment. Anything else is
- * resolved through URL, as every path was before.
- */
-const PLAIN_PATH = /^[!$-;=@-[\]-_a-z|~]*$/;
-
-function isPlainPath(p: string): boolean {
-  return PLAIN_PATH.test(p) && !p.includes('/.');
-}
-
-/** A request's query parameters, unset ones left out. */
-function searchParams(query: NonNullable<RequestOptions['query']>): URLSearchParams {
-  const params = new URLSearchParams();
-  for (const [k, v] of Object.entries(query)) if (v !== undefined) params.set(k, String(v));
-  return params;
-}
-
-/**
- * Node's agents key their connection pools by a name built from each request's options (host, port and, for
- * TLS, every option that could change the connection), building it twice per request: when the request
- * asks for a socket and when the socket is freed. Every request of a transport goes to one server with one
- * TLS context and carries no connection options of its own, so one name serves them all (it also keys the
- * TLS session cache, which then holds that one server's session).
- */
-const POOL_NAME = 'api-server';
-
-/** A pool's size: a whole number of connections, at least one; Infinity for a pool without a bound. */
-function checkConnections(n: number): void {
-  if (!(n === Infinity || (Number.isInteger(n) && n >= 1)))
-    throw new KindError('InvalidArgument', `a connection pool needs at least one connection (got ${n})`);
-}
-
-/** The connections of a client's pool unless `withPool` gives it another (Node's agent queues the rest). */
-const DEFAULT_CONNECTIONS = 64;
-
-/**
- * A pooled connection unused this long is closed, as client-go's transport closes an idle one after Go's
- * `IdleConnTimeout` (90 s). A burst opens every connection of its pool, and without this they all stayed
- * open for the life of the process: about 100 TLS connections for a hundred nodes, some 130 KiB of the
- * process's memory each and a connection each on the API server. A request in flight is never cut: Node's
- * agent applies the timeout to its free connections only (an answer may take longer, a watch for ever).
- */
-export const IDLE_CONNECTION_TIMEOUT_MS = 90_000;
-
-class OneServerHttpsAgent extends https.Agent {
-  override getName(): string {
-    return POOL_NAME;
-  }
-}
-
-class OneServerHttpAgent extends http.Agent {
-  override getName(): string {
-    return POOL_NAME;
-  }
-}
-
-function newTransport(
-  server: string,
-  baseOptions: https.RequestOptions,
-  userAgent: string,
-  connections: number,
-  idleTimeoutMs: number,
-): Transport {
-  const url = new URL(server);
-  const target = {
-    module: url.protocol === 'https:' ? https : http,
-    protocol: url.protocol,
-    // As Node's own conversion of a URL: an IPv6 literal without its brackets.
-    hostname: url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname,
-    port: url.port,
-    prefix: url.pathname.replace(/\/+$/, ''),
-  };
-  const { ca, cert, key, pfx, passphrase, rejectUnauthorized, servername, ...rest } = baseOptions;
-  // One TLS context for every connection: built per socket (Node's default when the key material
-  // travels with each request) it cost about 3 ms of CPU per new connection, 0.3 s for 100 nodes
-  // starting at once. The key material then stays out of the per-request options.
-  const secureContext =
-    url.protocol === 'https:' ? tls.createSecureContext({ ca, cert, key, pfx, passphrase }) : undefined;
-  const newAgent = (maxSockets: number): https.Agent | http.Agent =>
-    secureContext
-      ? new OneServerHttpsAgent({
-          keepAlive: true,
-          maxSockets,
-          timeout: idleTimeoutMs,
-          rejectUnauthorized,
-          servername,
-          secureContext,
-        })
-      : new OneServerHttpAgent({ keepAlive: true, maxSockets, timeout: idleTimeoutMs });
-  const agent = newAgent(connections);
-  const { headers, ...requestOptions } = rest;
-  return {
-    agent,
-    newAgent,
-    pools: new Set([agent]),
-    ...(secureContext
-      ? {
-          h2: new Http2Watches({
-            origin: url.origin,
-            secureContext,
-            ...(servername !== undefined ? { servername } : {}),
-            ...(rejectUnauthorized !== undefined ? { rejectUnauthorized } : {}),
-          }),
-        }
-      : {}),
-    requestOptions,
-    headers: {
-      ...(headers as Record<string, string> | undefined),
-      'User-Agent': userAgent,
-      Accept: 'application/json',
-    },
-    target,
-  };
-}
-
-/** The server and request options of a KubeConfig's current context, as client-node applies them. */
-export async function connectionOf(kc: KubeConfig): Promise<KubeConnection> {
-  const cluster = kc.getCurrentCluster();
-  if (!cluster) throw new KindError('InvalidArgument', 'kubeconfig has no current cluster');
-  const options: https.RequestOptions = {};
-  await kc.applyToHTTPSOptions(options);
-  // client-node adds an agent of its own; the client has its own pool (newTransport). Its cluster server has
-  // no trailing slash (client-node drops it when it loads a kubeconfig).
-  delete options.agent;
-  return { server: cluster.server, options };
 }
 
 function newLimiter(opts: KubeClientOptions): RateLimiter {
@@ -474,42 +203,6 @@ export class KubeClient {
     return new KubeClient(this.server, { ...this.transport, agent }, this.opts, this.limiter);
   }
 
-  /** The request target (path and query) of `path` on this server, encoded as a URL would have it. */
-  private url(path: string, query?: RequestOptions['query']): string {
-    const params = query ? searchParams(query) : undefined;
-    const full = this.transport.target.prefix + path;
-    if (isPlainPath(full)) return params?.size ? `${full}?${params}` : full;
-    // A query in the path itself is kept, the parameters set over it, as a URL's searchParams does.
-    const u = new URL(this.server + path);
-    for (const [k, v] of params ?? []) u.searchParams.set(k, v);
-    return u.pathname + u.search;
-  }
-
-  private open(
-    method: string,
-    target: string,
-    headers: Record<string, string>,
-    signal: AbortSignal | undefined,
-  ): http.ClientRequest {
-    const { requestOptions, agent } = this.transport;
-    const { module, protocol, hostname, port } = this.transport.target;
-    // Object.assign, not a spread with fields added after it: on Node 20 (V8 11) that literal cost about
-    // 3 KB of garbage per request, new hidden classes each time; this one about 0.2 KB.
-    return module.request(
-      Object.assign({}, requestOptions, {
-        protocol,
-        hostname,
-        // '' (none in the server's URL) is the protocol's default port, as Node reads it.
-        port,
-        path: target,
-        method,
-        agent,
-        signal,
-        headers: Object.assign({}, this.transport.headers, headers),
-      }),
-    );
-  }
-
   /**
    * One request; resolves to the parsed JSON body (undefined for an empty body). Errors are KindErrors.
    *
@@ -543,7 +236,7 @@ export class KubeClient {
   private async attempt<T>(req: RequestOptions, deadline: RequestDeadline): Promise<T> {
     await this.limiter.acquire(req.priority);
     await this.opts.yieldToLoop?.();
-    const url = this.url(req.path, req.query);
+    const url = requestPath(this.transport, req.path, req.query);
     const target = pathTarget(req.path);
     const verb: Verb = req.method === 'GET' && target.collection ? 'LIST' : req.method;
     const started = Date.now();
@@ -560,7 +253,7 @@ export class KubeClient {
           headers['Content-Type'] = req.contentType ?? 'application/json';
           headers['Content-Length'] = String(Buffer.byteLength(body));
         }
-        const r = this.open(req.method, url, headers, undefined);
+        const r = openRequest(this.transport, req.method, url, headers, undefined);
         deadline.attach(r);
         r.on('response', (res) => {
           const chunks: Buffer[] = [];
@@ -633,7 +326,7 @@ export class KubeClient {
     opts: WatchOptions,
   ): Promise<void> {
     await this.limiter.acquire();
-    const url = this.url(path, { ...query, watch: true });
+    const url = requestPath(this.transport, path, { ...query, watch: true });
     const started = Date.now();
     let code = 0;
     // The answer, over whichever connection carries it: an error's body, or the events until the end.
@@ -674,7 +367,7 @@ export class KubeClient {
           });
           return;
         }
-        const r = this.open('GET', url, {}, signal);
+        const r = openRequest(this.transport, 'GET', url, {}, signal);
         r.on('response', (res) =>
           answer(res.statusCode ?? 0, headerText(res.headers['retry-after']), res, (err) =>
             r.destroy(err),
