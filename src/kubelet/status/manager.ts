@@ -39,6 +39,7 @@ import { internPodStatus } from './intern.js';
 import { readinessGateConditions } from './readiness.js';
 import { StatusSyncer } from './sync.js';
 import { terminatedPodStatus } from './terminate.js';
+import { wireEqual } from './wireequal.js';
 import { checkContainerStateTransition } from './transition.js';
 import { isValidPodStatus, validatePodForStatusManager, validatePodStatus } from './inputvalidation.js';
 import type { VersionedPodStatus } from './versioned.js';
@@ -148,6 +149,26 @@ export class StatusManager {
    */
   podManagerUpdated(uid: string): void {
     this.syncer.dropIfCaughtUp(uid);
+    this.shareServerStatus(asPodUID(uid));
+  }
+
+  /**
+   * Once the server's status, as the pod manager's new copy carries it, is the cached status (wireequal.ts:
+   * our write arrived and nobody else added to it), the entry takes that object in place of its own: the
+   * two are one value, and a pod no longer keeps two copies of its status (the informer's and ours) for as
+   * long as it runs. The kubelet's cache holds Go structs, where the server's `lastState: {}` and a member
+   * we leave out are the same zero value; everything that reads the cache reads either form alike. The entry
+   * is replaced whole with the same version, so nothing is signalled or written. Static pods keep theirs
+   * (the server's is the mirror pod's).
+   */
+  private shareServerStatus(uid: PodUID): void {
+    const entry = this.podStatuses.get(uid);
+    if (!entry) return;
+    const pod = this.podManager.getPodByUID(uid);
+    const server = pod?.status;
+    if (!pod || !server || server === entry.status || isStaticPod(pod)) return;
+    if (!wireEqual(server, entry.status)) return;
+    this.podStatuses.set(uid, { ...entry, status: server });
   }
 
   /** Our writes still standing in for an older copy in the pod manager (diagnostics, tests). */

@@ -1,9 +1,10 @@
 import { expect } from 'chai';
 import type { Pod, PodStatus } from '../../../../src/api/core.js';
-import { asPodUID } from '../../../../src/kubelet/container/types.js';
+import { asPodUID, type PodUID } from '../../../../src/kubelet/container/types.js';
 import type { PodStatusClient } from '../../../../src/kubelet/status/interfaces.js';
 import { StatusManager } from '../../../../src/kubelet/status/manager.js';
 import { SYNC_CONCURRENCY } from '../../../../src/kubelet/status/sync.js';
+import { wireEqual } from '../../../../src/kubelet/status/wireequal.js';
 import { ConfigSourceAnnotationKey } from '../../../../src/kubelet/types/podupdate.js';
 import { FakeClock } from '../../../../src/util/clock.js';
 import { isInvalidArgument, KindError } from '../../../../src/util/errors.js';
@@ -366,6 +367,101 @@ describe('StatusManager', () => {
       [gate, 'True'],
       ['Ready', 'True'],
     ]);
+  });
+
+  describe('sharing the status the informer delivers', () => {
+    /** A pod manager whose copy of one pod is a fixed object, as the informer's is until its next event. */
+    class PinnedPodManager extends FakePodManager {
+      pinned: Pod | undefined;
+      override getPodByUID(uid: PodUID): Pod | undefined {
+        return this.pinned?.metadata.uid === uid ? this.pinned : super.getPodByUID(uid);
+      }
+    }
+
+    const statuses = () => [
+      cs('c1', { ready: true, containerID: 'containerd://a' }),
+      cs('c2', { containerID: 'containerd://b' }),
+    ];
+
+    async function written(pod: Pod) {
+      const server = new FakeApiServer();
+      const podManager = new PinnedPodManager(server);
+      const manager = new StatusManager({
+        client: server,
+        podManager,
+        podDeletionSafety: { podCouldHaveRunningContainers: () => false },
+        clock: new FakeClock(Date.UTC(2026, 0, 1)),
+      });
+      server.put(pod);
+      podManager.add(pod);
+      manager.setPodStatus(pod, { phase: 'Running', containerStatuses: statuses() });
+      await manager.syncBatch(false);
+      const uid = asPodUID(pod.metadata.uid ?? '');
+      // The informer's copy of the pod once our write is on the server: decoded anew, its status the one we
+      // wrote as a real server serves it (zero times null, zero structs {}; this fake leaves zero values out).
+      const ours = manager.getPodStatus(uid)!;
+      const copy: Pod = {
+        ...structuredClone(await server.getPod('ns', 'p')),
+        status: {
+          ...ours,
+          conditions: ours.conditions?.map((c) => ({ ...c, lastProbeTime: null })),
+          containerStatuses: ours.containerStatuses?.map((c) => ({ lastState: {}, ...c })),
+        },
+      };
+      server.actions.splice(0);
+      return { server, podManager, manager, uid, copy, before: manager.cachedEntry(uid)! };
+    }
+
+    it("takes the copy's status object once it is the cached status; same version, nothing written", async () => {
+      const { server, podManager, manager, uid, copy, before } = await written(testPod());
+      const own = manager.peekPodStatus(uid);
+      manager.podManagerUpdated('u1');
+      expect(manager.peekPodStatus(uid), 'no copy pinned yet: nothing to share').to.equal(own);
+      podManager.pinned = copy;
+      manager.podManagerUpdated('u1');
+      expect(manager.peekPodStatus(uid)).to.equal(copy.status);
+      const { status: now, ...entry } = manager.cachedEntry(uid)!;
+      const { status: was, ...entryBefore } = before;
+      expect(entry, 'the same version, name and times').to.deep.equal(entryBefore);
+      expect(wireEqual(now, was)).to.equal(true);
+      expect(await manager.syncBatch(false)).to.equal(0);
+      expect(await manager.syncBatch(true)).to.equal(0);
+      expect(server.actions).to.deep.equal([]);
+      // The next change is judged against the shared status as it was against our own.
+      manager.setPodStatus(testPod(), { phase: 'Running', containerStatuses: statuses() });
+      expect(manager.cachedEntry(uid)?.version, 'equal by kubelet rules: not stored').to.equal(
+        before.version,
+      );
+      manager.setContainerReadiness(uid, 'docker://c2', true);
+      expect(copy.status?.containerStatuses?.[1]?.ready, 'the shared object is never written to').to.equal(
+        false,
+      );
+    });
+
+    it('keeps its own status while the copy differs in anything, or the pod is static', async () => {
+      const gated = await written(testPod());
+      const other = { type: 'example.com/gate', status: 'True' as const };
+      gated.copy.status!.conditions = [...(gated.copy.status!.conditions ?? []), other];
+      gated.podManager.pinned = gated.copy;
+      const own = gated.manager.peekPodStatus(gated.uid);
+      gated.manager.podManagerUpdated('u1');
+      expect(gated.manager.peekPodStatus(gated.uid), 'another writer added a condition').to.equal(own);
+
+      const stale = await written(testPod());
+      stale.copy.status!.phase = 'Pending';
+      stale.podManager.pinned = stale.copy;
+      const ours = stale.manager.peekPodStatus(stale.uid);
+      stale.manager.podManagerUpdated('u1');
+      expect(stale.manager.peekPodStatus(stale.uid), 'an older status').to.equal(ours);
+
+      const staticPod = testPod({}, { annotations: { [ConfigSourceAnnotationKey]: 'file' } });
+      const { manager, podManager, uid } = await written(staticPod);
+      const cached = manager.getPodStatus(uid);
+      podManager.pinned = { ...staticPod, status: cached! };
+      const kept = manager.peekPodStatus(uid);
+      manager.podManagerUpdated('u1');
+      expect(manager.peekPodStatus(uid), 'a static pod is written through its mirror').to.equal(kept);
+    });
   });
 
   it('hands out copies and forgets orphans', () => {
