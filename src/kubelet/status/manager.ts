@@ -127,6 +127,7 @@ export class StatusManager {
       changed: this.changed,
       readFromCache: cfg.readFromCache ?? false,
       ...(cfg.yieldToLoop ? { yieldToLoop: cfg.yieldToLoop } : {}),
+      caughtUp: (uid) => this.shareServerStatus(asPodUID(uid)),
     });
   }
 
@@ -149,12 +150,11 @@ export class StatusManager {
    */
   podManagerUpdated(uid: string): void {
     this.syncer.dropIfCaughtUp(uid);
-    this.shareServerStatus(asPodUID(uid));
   }
 
   /**
-   * Once the server's status, as the pod manager's new copy carries it, is the cached status (wireequal.ts:
-   * our write arrived and nobody else added to it), the entry takes that object in place of its own: the
+   * When the pod manager's new copy is the first to carry our last write, and its status is the cached
+   * status (wireequal.ts: nobody else added to it, nothing changed here since), the entry takes that object in place of its own: the
    * two are one value, and a pod no longer keeps two copies of its status (the informer's and ours) for as
    * long as it runs. The kubelet's cache holds Go structs, where the server's `lastState: {}` and a member
    * we leave out are the same zero value; everything that reads the cache reads either form alike. The entry

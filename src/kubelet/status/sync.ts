@@ -40,6 +40,8 @@ export interface StatusSyncerDeps {
   readFromCache: boolean;
   /** See StatusManagerConfig.yieldToLoop. */
   yieldToLoop?: () => Promise<void>;
+  /** Called with a pod's API UID when the pod manager's copy first carries our last write to it. */
+  caughtUp?: (uid: string) => void;
 }
 
 /** Pods whose status one batch writes at the same time. */
@@ -98,7 +100,13 @@ export class StatusSyncer {
     const w = this.written.get(uid);
     if (w === undefined) return;
     const have = revision(this.d.podManager.getPodByUID(asPodUID(uid))?.metadata.resourceVersion);
-    if (have !== undefined && have >= w.revision) this.written.delete(uid);
+    if (have !== undefined && have >= w.revision) this.dropWritten(uid);
+  }
+
+  /** Lets our last write of the pod go: the pod manager's copy carries it (see StatusSyncerDeps.caughtUp). */
+  private dropWritten(uid: string): void {
+    this.written.delete(uid);
+    this.d.caughtUp?.(uid);
   }
 
   /** Writes still standing in for the pod manager's copy (diagnostics, tests). */
@@ -224,7 +232,7 @@ export class StatusSyncer {
     const written = this.written.get(uid);
     if (written === undefined) return pod;
     if (have < written.revision) return written.pod;
-    this.written.delete(uid); // the copy has caught up for good: revisions of one pod only grow
+    this.dropWritten(uid); // the copy has caught up for good: revisions of one pod only grow
     return pod;
   }
 
@@ -281,10 +289,13 @@ export class StatusSyncer {
     this.apiStatusVersions.set(pod.metadata?.uid || serverUID, status.version);
     const written = patch ? revision(pod.metadata?.resourceVersion) : undefined;
     if (written !== undefined) {
-      this.written.set(pod.metadata?.uid || serverUID, {
+      const apiUID = pod.metadata?.uid || serverUID;
+      this.written.set(apiUID, {
         revision: written,
         ...(this.d.readFromCache && !isStaticPod(pod) ? { pod } : {}),
       });
+      // The watch may have delivered the write before its answer was read: the copy may carry it already.
+      this.dropIfCaughtUp(apiUID);
     }
 
     if (canBeDeleted(pod, status.podIsFinished)) {

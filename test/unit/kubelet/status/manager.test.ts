@@ -383,40 +383,55 @@ describe('StatusManager', () => {
       cs('c2', { containerID: 'containerd://b' }),
     ];
 
-    async function written(pod: Pod) {
+    /**
+     * A pod at resourceVersion 10 whose status is set (not yet written); the server answers a status patch with
+     * 11. `copyOf` is the informer's copy at a version: decoded anew, its status the cached one as a real
+     * server serves it (zero times null, zero structs {}).
+     */
+    function world(pod: Pod) {
       const server = new FakeApiServer();
       const podManager = new PinnedPodManager(server);
+      const client: PodStatusClient = {
+        getPod: (ns, name) => server.getPod(ns, name),
+        patchPodStatus: async (ns, name, uid, patch) => {
+          const stored = await server.patchPodStatus(ns, name, uid, patch);
+          return { ...stored, metadata: { ...stored.metadata, resourceVersion: '11' } };
+        },
+        deletePod: (ns, name, uid, grace) => server.deletePod(ns, name, uid, grace),
+      };
       const manager = new StatusManager({
-        client: server,
+        client,
         podManager,
         podDeletionSafety: { podCouldHaveRunningContainers: () => false },
         clock: new FakeClock(Date.UTC(2026, 0, 1)),
       });
-      server.put(pod);
-      podManager.add(pod);
-      manager.setPodStatus(pod, { phase: 'Running', containerStatuses: statuses() });
-      await manager.syncBatch(false);
+      const at10 = { ...pod, metadata: { ...pod.metadata, resourceVersion: '10' } };
+      server.put(at10);
+      podManager.add(at10);
+      manager.setPodStatus(at10, { phase: 'Running', containerStatuses: statuses() });
       const uid = asPodUID(pod.metadata.uid ?? '');
-      // The informer's copy of the pod once our write is on the server: decoded anew, its status the one we
-      // wrote as a real server serves it (zero times null, zero structs {}; this fake leaves zero values out).
       const ours = manager.getPodStatus(uid)!;
-      const copy: Pod = {
-        ...structuredClone(await server.getPod('ns', 'p')),
+      const copyOf = (resourceVersion: string): Pod => ({
+        ...structuredClone(at10),
+        metadata: { ...structuredClone(at10.metadata), resourceVersion },
         status: {
-          ...ours,
+          ...structuredClone(ours),
           conditions: ours.conditions?.map((c) => ({ ...c, lastProbeTime: null })),
           containerStatuses: ours.containerStatuses?.map((c) => ({ lastState: {}, ...c })),
         },
-      };
-      server.actions.splice(0);
-      return { server, podManager, manager, uid, copy, before: manager.cachedEntry(uid)! };
+      });
+      return { server, podManager, manager, uid, copyOf, before: manager.cachedEntry(uid)! };
     }
 
-    it("takes the copy's status object once it is the cached status; same version, nothing written", async () => {
-      const { server, podManager, manager, uid, copy, before } = await written(testPod());
+    it("takes the copy's status object once the copy carries our write; same version, nothing written", async () => {
+      const { server, podManager, manager, uid, copyOf, before } = world(testPod());
+      await manager.syncBatch(false);
+      server.actions.splice(0);
       const own = manager.peekPodStatus(uid);
+      podManager.pinned = copyOf('10');
       manager.podManagerUpdated('u1');
-      expect(manager.peekPodStatus(uid), 'no copy pinned yet: nothing to share').to.equal(own);
+      expect(manager.peekPodStatus(uid), 'a copy older than our write').to.equal(own);
+      const copy = copyOf('11');
       podManager.pinned = copy;
       manager.podManagerUpdated('u1');
       expect(manager.peekPodStatus(uid)).to.equal(copy.status);
@@ -428,39 +443,43 @@ describe('StatusManager', () => {
       expect(await manager.syncBatch(true)).to.equal(0);
       expect(server.actions).to.deep.equal([]);
       // The next change is judged against the shared status as it was against our own.
-      manager.setPodStatus(testPod(), { phase: 'Running', containerStatuses: statuses() });
-      expect(manager.cachedEntry(uid)?.version, 'equal by kubelet rules: not stored').to.equal(
-        before.version,
-      );
-      manager.setContainerReadiness(uid, 'docker://c2', true);
-      expect(copy.status?.containerStatuses?.[1]?.ready, 'the shared object is never written to').to.equal(
+      manager.setPodStatus(copy, { phase: 'Running', containerStatuses: statuses() });
+      expect(manager.cachedEntry(uid)?.version, 'equal by kubelet rules').to.equal(before.version);
+      manager.setContainerReadiness(uid, 'containerd://b', true);
+      expect(manager.peekPodStatus(uid)?.containerStatuses?.[1]?.ready).to.equal(true);
+      expect(copy.status?.containerStatuses?.[1]?.ready, 'the shared object is not written to').to.equal(
         false,
       );
     });
 
-    it('keeps its own status while the copy differs in anything, or the pod is static', async () => {
-      const gated = await written(testPod());
+    it('takes it when the watch delivered our write before the answer to it was read', async () => {
+      const { podManager, manager, uid, copyOf } = world(testPod());
+      const copy = copyOf('11');
+      podManager.pinned = copy;
+      manager.podManagerUpdated('u1');
+      await manager.syncBatch(false);
+      expect(manager.peekPodStatus(uid)).to.equal(copy.status);
+      expect(manager.writesAhead).to.equal(0);
+    });
+
+    it('keeps its own status while the copy differs in anything', async () => {
+      const gated = world(testPod());
+      await gated.manager.syncBatch(false);
+      const withGate = gated.copyOf('11');
       const other = { type: 'example.com/gate', status: 'True' as const };
-      gated.copy.status!.conditions = [...(gated.copy.status!.conditions ?? []), other];
-      gated.podManager.pinned = gated.copy;
+      withGate.status!.conditions = [...(withGate.status!.conditions ?? []), other];
+      gated.podManager.pinned = withGate;
       const own = gated.manager.peekPodStatus(gated.uid);
       gated.manager.podManagerUpdated('u1');
       expect(gated.manager.peekPodStatus(gated.uid), 'another writer added a condition').to.equal(own);
 
-      const stale = await written(testPod());
-      stale.copy.status!.phase = 'Pending';
-      stale.podManager.pinned = stale.copy;
-      const ours = stale.manager.peekPodStatus(stale.uid);
-      stale.manager.podManagerUpdated('u1');
-      expect(stale.manager.peekPodStatus(stale.uid), 'an older status').to.equal(ours);
-
-      const staticPod = testPod({}, { annotations: { [ConfigSourceAnnotationKey]: 'file' } });
-      const { manager, podManager, uid } = await written(staticPod);
-      const cached = manager.getPodStatus(uid);
-      podManager.pinned = { ...staticPod, status: cached! };
-      const kept = manager.peekPodStatus(uid);
-      manager.podManagerUpdated('u1');
-      expect(manager.peekPodStatus(uid), 'a static pod is written through its mirror').to.equal(kept);
+      const moved = world(testPod());
+      await moved.manager.syncBatch(false);
+      moved.manager.setContainerReadiness(moved.uid, 'containerd://b', true);
+      const ours = moved.manager.peekPodStatus(moved.uid);
+      moved.podManager.pinned = moved.copyOf('11');
+      moved.manager.podManagerUpdated('u1');
+      expect(moved.manager.peekPodStatus(moved.uid), 'the cache moved on since the write').to.equal(ours);
     });
   });
 
