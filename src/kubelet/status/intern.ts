@@ -1,7 +1,8 @@
 /**
- * The status manager's cache keeps its statuses interned (src/util/intern.ts): a node's hostIPs, the
- * conditions of pods that changed in the same second, `state.running` of containers started in the same
- * second, empty `resources` and image names exist once, not once per pod.
+ * Interned statuses (src/util/intern.ts): a node's hostIPs, the conditions of pods that changed in the same
+ * second, `state.running` of containers started in the same second, empty `resources` and image names exist
+ * once, not once per pod. The pod informer interns every status it keeps; the status manager those of its
+ * cached statuses that the informer's did not replace (compaction.ts).
  */
 import type { ContainerStatus, PodStatus } from '../../api/core.js';
 import type { Interner } from '../../util/intern.js';

@@ -35,11 +35,10 @@ import type {
 } from './interfaces.js';
 import { normalizeStatusInPlace } from './normalize.js';
 import { processInterner, type Interner } from '../../util/intern.js';
-import { internPodStatus } from './intern.js';
+import { CacheCompaction } from './compaction.js';
 import { readinessGateConditions } from './readiness.js';
 import { StatusSyncer } from './sync.js';
 import { terminatedPodStatus } from './terminate.js';
-import { wireEqual } from './wireequal.js';
 import { checkContainerStateTransition } from './transition.js';
 import { isValidPodStatus, validatePodForStatusManager, validatePodStatus } from './inputvalidation.js';
 import type { VersionedPodStatus } from './versioned.js';
@@ -97,14 +96,13 @@ export class StatusManager {
   private readonly podStatuses = new Map<PodUID, VersionedPodStatus>();
   /** UIDs whose entry was written since a batch last found them synced (see StatusSyncerDeps.changed). */
   private readonly changed = new Set<PodUID>();
-  /** Shares what many cached statuses have in common (intern.ts); cached statuses are deep-frozen there. */
-  private readonly interner: Interner;
+  /** Keeps the cached statuses small (compaction.ts). */
+  private readonly compaction: CacheCompaction;
   private readonly channel: UpdateChannel;
   private readonly syncer: StatusSyncer;
 
   /** Rejects a missing dependency with KindError('InvalidArgument') before anything runs. */
   constructor(cfg: StatusManagerConfig) {
-    this.interner = cfg.interner ?? processInterner;
     const missing = (['client', 'podManager', 'podDeletionSafety', 'clock'] as const).filter(
       (k) => typeof cfg?.[k] !== 'object' || cfg[k] === null,
     );
@@ -113,6 +111,7 @@ export class StatusManager {
     }
     this.podManager = cfg.podManager;
     this.clock = cfg.clock;
+    this.compaction = new CacheCompaction(this.podStatuses, cfg.podManager, cfg.interner ?? processInterner);
     this.log = cfg.logger ?? silent;
     this.channel = new UpdateChannel((err) =>
       this.log.info('status update listener failed', { err: errorMessage(err) }),
@@ -127,7 +126,7 @@ export class StatusManager {
       changed: this.changed,
       readFromCache: cfg.readFromCache ?? false,
       ...(cfg.yieldToLoop ? { yieldToLoop: cfg.yieldToLoop } : {}),
-      caughtUp: (uid) => this.shareServerStatus(asPodUID(uid)),
+      caughtUp: (uid) => this.compaction.caughtUp(asPodUID(uid)),
     });
   }
 
@@ -150,25 +149,6 @@ export class StatusManager {
    */
   podManagerUpdated(uid: string): void {
     this.syncer.dropIfCaughtUp(uid);
-  }
-
-  /**
-   * When the pod manager's new copy is the first to carry our last write, and its status is the cached
-   * status (wireequal.ts: nobody else added to it, nothing changed here since), the entry takes that object in place of its own: the
-   * two are one value, and a pod no longer keeps two copies of its status (the informer's and ours) for as
-   * long as it runs. The kubelet's cache holds Go structs, where the server's `lastState: {}` and a member
-   * we leave out are the same zero value; everything that reads the cache reads either form alike. The entry
-   * is replaced whole with the same version, so nothing is signalled or written. Static pods keep theirs
-   * (the server's is the mirror pod's).
-   */
-  private shareServerStatus(uid: PodUID): void {
-    const entry = this.podStatuses.get(uid);
-    if (!entry) return;
-    const pod = this.podManager.getPodByUID(uid);
-    const server = pod?.status;
-    if (!pod || !server || server === entry.status || isStaticPod(pod)) return;
-    if (!wireEqual(server, entry.status)) return;
-    this.podStatuses.set(uid, { ...entry, status: server });
   }
 
   /** Our writes still standing in for an older copy in the pod manager (diagnostics, tests). */
@@ -386,13 +366,14 @@ export class StatusManager {
     if (cached && !forceUpdate && isPodStatusByKubeletEqual(cached.status, normalized)) return false;
 
     this.podStatuses.set(uid, {
-      status: internPodStatus(normalized, this.interner),
+      status: normalized,
       version: (cached?.version ?? 0) + 1,
       podName: pod.metadata.name ?? '',
       podNamespace: pod.metadata.namespace ?? '',
       podIsFinished,
       at: cached?.at || now,
     });
+    this.compaction.stored(uid);
     this.changed.add(uid);
     this.channel.send();
     return true;
@@ -411,6 +392,7 @@ export class StatusManager {
    * Runs one at a time; never rejects (failures are logged and retried by a later sync).
    */
   syncBatch(all: boolean): Promise<number> {
+    if (all) this.compaction.internBuilt();
     return this.syncer.syncBatch(all);
   }
 }

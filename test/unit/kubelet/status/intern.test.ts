@@ -95,7 +95,7 @@ describe('status interning', () => {
     expect(i.value({ a: 3 })).to.equal(first);
   });
 
-  it('the status manager caches interned statuses that still read and copy as before', () => {
+  it('the status manager interns its statuses at a full pass; they still read and copy as before', async () => {
     const clock = new FakeClock(Date.UTC(2026, 0, 1));
     const server = new FakeApiServer();
     const manager = new StatusManager({
@@ -111,8 +111,14 @@ describe('status interning', () => {
     });
     manager.setPodStatus(pod('u1'), { phase: 'Pending', hostIPs: [{ ip: '10.0.0.1' }] });
     manager.setPodStatus(pod('u2'), { phase: 'Pending', hostIPs: [{ ip: '10.0.0.1' }] });
+    const hostIPs = (uid: string) => manager.peekPodStatus(asPodUID(uid))!.hostIPs;
+    expect(hostIPs('u2'), 'as built: one copy each until a full pass').to.not.equal(hostIPs('u1'));
+    const versions = ['u1', 'u2'].map((uid) => manager.cachedEntry(asPodUID(uid))?.version);
+    await manager.syncBatch(true);
     const one = manager.peekPodStatus(asPodUID('u1'))!;
     expect(manager.peekPodStatus(asPodUID('u2'))!.hostIPs).to.equal(one.hostIPs);
+    expect(Object.isFrozen(one.hostIPs)).to.equal(true);
+    expect(['u1', 'u2'].map((uid) => manager.cachedEntry(asPodUID(uid))?.version)).to.deep.equal(versions);
     const copy = manager.getPodStatus(asPodUID('u1'))!;
     copy.hostIPs!.push({ ip: '10.0.0.2' });
     expect(manager.peekPodStatus(asPodUID('u2'))!.hostIPs).to.deep.equal([{ ip: '10.0.0.1' }]);
