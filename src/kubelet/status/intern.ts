@@ -8,10 +8,13 @@ import type { ContainerStatus, PodStatus } from '../../api/core.js';
 import type { Interner } from '../../util/intern.js';
 
 function internContainer(c: ContainerStatus, i: Interner): ContainerStatus {
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(c)) {
+  // A spread keeps a decoded status's layout, every field in the object itself; one built key by key from {}
+  // keeps all but four in a second array (24 bytes more per container).
+  const out = { ...c } as Record<string, unknown>;
+  for (const k of Object.keys(out)) {
+    const v = out[k];
     if (k === 'image' || k === 'imageID') out[k] = i.string(v as string);
-    else out[k] = typeof v === 'object' && v !== null ? i.value(v) : v;
+    else if (typeof v === 'object' && v !== null) out[k] = i.value(v);
   }
   return out as unknown as ContainerStatus;
 }

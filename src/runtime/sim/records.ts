@@ -39,7 +39,13 @@ export interface SandboxRecord {
   readonly networkMode: NamespaceMode;
   /** The pod IP as its 32-bit number (pod network, from the allocator), or the node IP (host network). */
   readonly ip: number | string;
-  readonly logDirectory: string;
+  /**
+   * The log directory as configured (logDirectoryOf): whole, or when it is the kubelet's
+   * `<root>/<namespace>_<name>_<uid>` for this sandbox's metadata, `<root>/` alone (one string for all such
+   * sandboxes), `logDirOfPod` then set.
+   */
+  readonly logRoot: string;
+  readonly logDirOfPod: boolean;
   /** The sandbox's hostname ('' for a host-network sandbox: the node's). */
   readonly hostname: string;
   /** Its containers, oldest first (few.ts); store.ts keeps this. */
@@ -82,12 +88,15 @@ export interface ContainerRecord {
 /** Distinct sandbox annotation sets kept for sharing, and label key lists kept as templates. */
 const ANNOTATIONS_LIMIT = 512;
 const LABEL_SHAPES_LIMIT = 256;
+/** Distinct pod log roots kept for sharing (a node has one). */
+const LOG_ROOTS_LIMIT = 16;
 
 /** Makes records, sharing what replicas have in common. One per runtime. */
 export class RecordMaker {
   readonly specs = new ContainerSpecs();
   private readonly annotations = new SharedValues<Readonly<Record<string, string>>>(ANNOTATIONS_LIMIT);
   private readonly labels = new CompactCopies(LABEL_SHAPES_LIMIT);
+  private readonly logRoots = new SharedValues<string>(LOG_ROOTS_LIMIT);
 
   /** A ready sandbox for `config` (whose metadata the runtime checked). */
   sandbox(
@@ -95,7 +104,7 @@ export class RecordMaker {
     fixed: { id: string; ip: number | string; createdAt: bigint },
   ): SandboxRecord {
     const md = config.metadata;
-    const logDirectory = config.logDirectory ?? '';
+    const { logRoot, logDirOfPod } = this.logDirectory(config.logDirectory ?? '', md);
     return {
       id: fixed.id,
       name: md.name,
@@ -110,10 +119,21 @@ export class RecordMaker {
       ),
       networkMode: config.linux?.securityContext?.namespaceOptions?.network ?? 'POD',
       ip: fixed.ip,
-      logDirectory: typeof logDirectory === 'string' ? flatString(logDirectory) : logDirectory,
+      logRoot,
+      logDirOfPod,
       hostname: config.hostname ?? '',
       containers: undefined,
     };
+  }
+
+  /** How a sandbox keeps `dir` (see SandboxRecord.logRoot). */
+  private logDirectory(dir: string, md: PodSandboxMetadata): { logRoot: string; logDirOfPod: boolean } {
+    if (typeof dir !== 'string') return { logRoot: dir, logDirOfPod: false };
+    const own = `/${md.namespace}_${md.name}_${md.uid}`;
+    if (dir.length <= own.length || !dir.endsWith(own))
+      return { logRoot: flatString(dir), logDirOfPod: false };
+    const root = dir.slice(0, dir.length - own.length + 1);
+    return { logRoot: this.logRoots.get(root, () => flatString(root)), logDirOfPod: true };
   }
 
   /** A created, never started container in `sandbox` running `image`. */
@@ -140,7 +160,7 @@ export class RecordMaker {
       exitTimer: undefined,
     };
     // A log path that cannot be joined fails the create, not a later status.
-    if (typeof sandbox.logDirectory !== 'string' || typeof spec.logPath !== 'string') logPathOf(c);
+    if (typeof sandbox.logRoot !== 'string' || typeof spec.logPath !== 'string') logPathOf(c);
     return c;
   }
 }
@@ -167,9 +187,14 @@ export function finishedMs(c: ContainerRecord): number {
 
 /** The sandbox's log directory joined with the config's log path; '' when either is empty. */
 export function logPathOf(c: ContainerRecord): string {
-  const dir = c.sandbox.logDirectory;
+  const dir = logDirectoryOf(c.sandbox);
   const rel = c.spec.logPath;
   return dir && rel ? posix.join(dir, rel) : '';
+}
+
+/** The sandbox's log directory as configured. */
+export function logDirectoryOf(s: SandboxRecord): string {
+  return s.logDirOfPod ? `${s.logRoot}${s.namespace}_${s.name}_${s.uid}` : s.logRoot;
 }
 
 /** The sandbox's IP, dotted. */

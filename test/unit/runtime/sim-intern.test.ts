@@ -3,7 +3,7 @@ import { PodUIDLabel } from '../../../src/runtime/labels.js';
 import { fewAdd, fewDelete, fewList, type Few } from '../../../src/runtime/sim/few.js';
 import { compileProfile } from '../../../src/runtime/sim/index.js';
 import { CompactCopies, flatString, plainKey, SharedValues } from '../../../src/runtime/sim/intern.js';
-import { RecordMaker } from '../../../src/runtime/sim/records.js';
+import { logDirectoryOf, RecordMaker } from '../../../src/runtime/sim/records.js';
 import type { ContainerConfig, Image, Mount, PodSandboxConfig } from '../../../src/runtime/types.js';
 import { IMAGE, newSim } from './sim-fixtures.js';
 
@@ -205,5 +205,24 @@ describe('sim interning helpers', () => {
     for (const it of items.filter((x) => x.i % 2 === 0 && x.i !== 6)) few = fewDelete(few, it);
     expect(few).to.equal(items[6]);
     expect(fewDelete(few, items[6]!)).to.equal(undefined);
+  });
+});
+
+describe('SimRuntime sandbox log directories', () => {
+  it("keep the kubelet's <root>/<namespace>_<name>_<uid> as one shared root, anything else whole", () => {
+    const maker = new RecordMaker();
+    const fixed = (id: string) => ({ id, ip: 1, createdAt: 1n });
+    const a = maker.sandbox(replica('u1').sandbox, fixed('a'));
+    const b = maker.sandbox(replica('u2').sandbox, fixed('b'));
+    expect(logDirectoryOf(a)).to.equal('/var/log/pods/ns_p-u1_u1');
+    expect(logDirectoryOf(b)).to.equal('/var/log/pods/ns_p-u2_u2');
+    expect([a.logDirOfPod, b.logDirOfPod]).to.deep.equal([true, true]);
+    expect(a.logRoot).to.equal('/var/log/pods/');
+    const others = ['/var/log/pods/ns_p-u3_other', '/ns_p-u3_u3', '', 'ns_p-u3_u3', '/x/ns_p-u3_u3/'];
+    for (const dir of others) {
+      const s = maker.sandbox({ ...replica('u3').sandbox, logDirectory: dir }, fixed(dir));
+      expect(logDirectoryOf(s), dir).to.equal(dir);
+      expect(s.logDirOfPod, dir).to.equal(false);
+    }
   });
 });
