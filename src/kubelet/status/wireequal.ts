@@ -28,7 +28,7 @@ export function wireEqual(a: unknown, b: unknown): boolean {
   }
   const x = a as Record<string, unknown>;
   const y = b as Record<string, unknown>;
-  // Counts of present members, no key lists: this runs for each informer update of a pod with a status.
+  // Counts of present members, no key lists: this runs once for each status write that reaches the informer.
   let count = 0;
   for (const k in x) {
     if (!Object.hasOwn(x, k) || absent(x[k])) continue;
