@@ -37,6 +37,18 @@ function setup(opts: { client?: PodStatusClient; couldRun?: () => boolean } = {}
 
 const cs = (name: string, extra: object = {}) => ({ name, ready: false, restartCount: 0, ...extra });
 
+/** The fake server as a status client whose answer to a status patch carries the resourceVersion `next` gives. */
+function revisionClient(server: FakeApiServer, next: () => string): PodStatusClient {
+  return {
+    getPod: (ns, name) => server.getPod(ns, name),
+    patchPodStatus: async (ns, name, uid, patch) => {
+      const stored = await server.patchPodStatus(ns, name, uid, patch);
+      return { ...stored, metadata: { ...stored.metadata, resourceVersion: next() } };
+    },
+    deletePod: (ns, name, uid, grace) => server.deletePod(ns, name, uid, grace),
+  };
+}
+
 describe('StatusManager', () => {
   it('peekPodStatus is the cached entry itself (no copy), equal to what getPodStatus copies', () => {
     const { manager } = setup();
@@ -391,16 +403,8 @@ describe('StatusManager', () => {
     function world(pod: Pod) {
       const server = new FakeApiServer();
       const podManager = new PinnedPodManager(server);
-      const client: PodStatusClient = {
-        getPod: (ns, name) => server.getPod(ns, name),
-        patchPodStatus: async (ns, name, uid, patch) => {
-          const stored = await server.patchPodStatus(ns, name, uid, patch);
-          return { ...stored, metadata: { ...stored.metadata, resourceVersion: '11' } };
-        },
-        deletePod: (ns, name, uid, grace) => server.deletePod(ns, name, uid, grace),
-      };
       const manager = new StatusManager({
-        client,
+        client: revisionClient(server, () => '11'),
         podManager,
         podDeletionSafety: { podCouldHaveRunningContainers: () => false },
         clock: new FakeClock(Date.UTC(2026, 0, 1)),
@@ -500,16 +504,8 @@ describe('StatusManager', () => {
     const podManager = new FakePodManager(server);
     // The server's answer to a status patch carries the pod's next resourceVersion.
     let revision = 10;
-    const client: PodStatusClient = {
-      getPod: (ns, name) => server.getPod(ns, name),
-      patchPodStatus: async (ns, name, uid, patch) => {
-        const stored = await server.patchPodStatus(ns, name, uid, patch);
-        return { ...stored, metadata: { ...stored.metadata, resourceVersion: String(++revision) } };
-      },
-      deletePod: (ns, name, uid, grace) => server.deletePod(ns, name, uid, grace),
-    };
     const manager = new StatusManager({
-      client,
+      client: revisionClient(server, () => String(++revision)),
       podManager,
       podDeletionSafety: { podCouldHaveRunningContainers: () => false },
       clock: new FakeClock(Date.UTC(2026, 0, 1)),
