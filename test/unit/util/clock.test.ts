@@ -88,6 +88,10 @@ describe('RealClock', () => {
   it('runs a timer set by a firing callback on a later turn, even with 0 ms', async () => {
     const clock = new RealClock();
     const order: string[] = [];
+    // Both 5 ms timers must fall due in the same millisecond to be one batch: set them right after the clock
+    // turns a millisecond (on a loaded machine the clock could otherwise turn between the two calls, and then
+    // the chained 0 ms timer would rightly come before the later 'second').
+    for (const t = Date.now(); Date.now() === t;);
     clock.setTimer(5, () => {
       order.push('first');
       clock.setTimer(0, () => order.push('chained'));
