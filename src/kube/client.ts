@@ -20,13 +20,13 @@ import { parseJSON, readWatchEvents } from './watchstream.js';
 import type { Readable } from 'node:stream';
 import { answerError, headerText, retryWaitMs } from './apierrors.js';
 import { requestDeadline, type RequestDeadline } from './deadline.js';
+import { afterConnectionTurn, openStream, sendRequest } from './dispatch.js';
 import {
   checkConnections,
   connectionOf,
   DEFAULT_CONNECTIONS,
   IDLE_CONNECTION_TIMEOUT_MS,
   newTransport,
-  openRequest,
   requestPath,
   type Query,
   type Transport,
@@ -108,12 +108,6 @@ export const PatchTypes = {
   json: 'application/json-patch+json',
   apply: 'application/apply-patch+yaml',
 } as const;
-
-interface Answer {
-  status: number;
-  bytes: Buffer;
-  retryAfter: string | undefined;
-}
 
 const realClock = new RealClock();
 
@@ -198,9 +192,9 @@ export class KubeClient {
    */
   withPool(maxSockets: number): KubeClient {
     checkConnections(maxSockets);
-    const agent = this.transport.newAgent(maxSockets);
-    this.transport.pools.add(agent);
-    return new KubeClient(this.server, { ...this.transport, agent }, this.opts, this.limiter);
+    const pool = this.transport.newPool(maxSockets);
+    this.transport.pools.add(pool);
+    return new KubeClient(this.server, { ...this.transport, pool }, this.opts, this.limiter);
   }
 
   /**
@@ -246,28 +240,18 @@ export class KubeClient {
     // When the answer was in: the latency metric leaves out the turn waited for afterwards.
     let answeredAt: number | undefined;
     try {
-      const answer = await new Promise<Answer>((resolve, reject) => {
-        const headers: Record<string, string> = {};
-        if (req.accept !== undefined) headers.Accept = req.accept;
-        if (body !== undefined) {
-          headers['Content-Type'] = req.contentType ?? 'application/json';
-          headers['Content-Length'] = String(Buffer.byteLength(body));
-        }
-        const r = openRequest(this.transport, req.method, url, headers, undefined);
-        deadline.attach(r);
-        r.on('response', (res) => {
-          const chunks: Buffer[] = [];
-          const status = res.statusCode ?? 0;
-          const keep = !req.ignoreAnswer || status < 200 || status >= 300;
-          res.on('data', (c: Buffer) => keep && chunks.push(c));
-          res.on('end', () =>
-            resolve({ status, bytes: Buffer.concat(chunks), retryAfter: res.headers['retry-after'] }),
-          );
-          res.on('error', reject);
-        });
-        r.on('error', reject);
-        r.end(body);
-      });
+      const headers: Record<string, string> = {};
+      if (req.accept !== undefined) headers.Accept = req.accept;
+      if (body !== undefined) headers['Content-Type'] = req.contentType ?? 'application/json';
+      const answer = await sendRequest(
+        this.transport,
+        req.method,
+        url,
+        headers,
+        body,
+        !!req.ignoreAnswer,
+        (r) => deadline.attach(r),
+      );
       const { status, bytes } = answer;
       code = status;
       answeredAt = Date.now();
@@ -367,14 +351,13 @@ export class KubeClient {
           });
           return;
         }
-        const r = openRequest(this.transport, 'GET', url, {}, signal);
-        r.on('response', (res) =>
-          answer(res.statusCode ?? 0, headerText(res.headers['retry-after']), res, (err) =>
-            r.destroy(err),
-          ).then(resolve, reject),
+        openStream(this.transport, url, signal).then(
+          (res) =>
+            afterConnectionTurn(
+              answer(res.status, res.retryAfter, res.body, (err) => res.body.destroy(err)),
+            ).then(resolve, reject),
+          reject,
         );
-        r.on('error', reject);
-        r.end();
       });
     } catch (err) {
       if (signal.aborted) return;
@@ -395,7 +378,8 @@ export class KubeClient {
 
   /** Closes the keep-alive sockets of every pool this client's family has (see `withLimits`, `withPool`). */
   close(): void {
-    for (const pool of this.transport.pools) pool.destroy();
+    // Ends every connection now, requests in flight with them (their callers see an error).
+    for (const pool of this.transport.pools) pool.destroy().catch(() => undefined);
     this.transport.h2?.close();
   }
 }

@@ -1,12 +1,15 @@
 /**
  * The connections a client family talks over: HTTP/1.1 keep-alive pools to one API server (one per kind of
  * traffic, `KubeClient.withPool`), all built from one TLS context, and the HTTP/2 connection its watches
- * share (h2watches.ts). A request's options are built here from the server parsed once, not from a URL per
- * request.
+ * share (h2watches.ts). The pools are undici's (`Pool`, the HTTP client Node's own fetch is built on): a
+ * request costs the process about a third less CPU than through node:http's agent and ClientRequest (see
+ * bench/README.md), and the API server sees the same HTTP/1.1 requests.
  */
-import https from 'node:https';
 import tls from 'node:tls';
-import http from 'node:http';
+import type https from 'node:https';
+import type { Pool } from 'undici';
+// The Pool class alone, not the package's index (see undici-pool.d.ts); the version is pinned in package.json.
+import PoolClass from 'undici/lib/dispatcher/pool.js';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { KubeConnection } from './kubeconfig.js';
 import { KindError } from '../util/errors.js';
@@ -16,32 +19,23 @@ import { Http2Watches } from './h2watches.js';
 export type Query = Record<string, string | number | boolean | undefined>;
 
 /**
- * What siblings share: the connection pool (with the TLS material), the request options and the headers
- * (the user agent's among them).
+ * What siblings share: the connection pool (with the TLS material), the server and the headers (the user
+ * agent's among them).
  */
 export interface Transport {
-  agent: https.Agent | http.Agent;
-  /** Another pool of at most `maxSockets` connections to the same server with the same TLS context. */
-  newAgent(maxSockets: number): https.Agent | http.Agent;
+  pool: Pool;
+  /** Another pool of at most `connections` connections to the same server with the same TLS context. */
+  newPool(connections: number): Pool;
   /** Every pool made from the first transport (`close()` destroys them all). */
-  pools: Set<https.Agent | http.Agent>;
+  pools: Set<Pool>;
   /** The watches of an https server, over HTTP/2 (shared by every client made from the first transport). */
   h2?: Http2Watches;
-  /** The kubeconfig's request options without the TLS material (the agent holds that) and the headers. */
-  requestOptions: https.RequestOptions;
-  /** The kubeconfig's headers (a bearer token), then the user agent and `Accept` every request sends. */
+  /** The kubeconfig's headers (a bearer token or basic credentials), then the user agent and `Accept`. */
   headers: Readonly<Record<string, string>>;
-  /**
-   * The server, parsed once: a request gets its options from here instead of from a URL parsed per request
-   * (WHATWG URL parsing and Node's conversion of it were about 1 % of the operator's CPU in a create burst).
-   */
+  /** The server, parsed once. */
   target: {
     /** The server as the kubeconfig names it. */
     server: string;
-    module: typeof http | typeof https;
-    protocol: string;
-    hostname: string;
-    port: string;
     /** The server's own path (a proxy's prefix), without a trailing slash. */
     prefix: string;
   };
@@ -65,43 +59,48 @@ function searchParams(query: Query): URLSearchParams {
   return params;
 }
 
-/**
- * Node's agents key their connection pools by a name built from each request's options (host, port and, for
- * TLS, every option that could change the connection), building it twice per request: when the request
- * asks for a socket and when the socket is freed. Every request of a transport goes to one server with one
- * TLS context and carries no connection options of its own, so one name serves them all (it also keys the
- * TLS session cache, which then holds that one server's session).
- */
-const POOL_NAME = 'api-server';
-
 /** A pool's size: a whole number of connections, at least one; Infinity for a pool without a bound. */
 export function checkConnections(n: number): void {
   if (!(n === Infinity || (Number.isInteger(n) && n >= 1)))
     throw new KindError('InvalidArgument', `a connection pool needs at least one connection (got ${n})`);
 }
 
-/** The connections of a client's pool unless `withPool` gives it another (Node's agent queues the rest). */
+/** The connections of a client's pool unless `withPool` gives it another (the pool queues the rest). */
 export const DEFAULT_CONNECTIONS = 64;
 
 /**
  * A pooled connection unused this long is closed, as client-go's transport closes an idle one after Go's
  * `IdleConnTimeout` (90 s). A burst opens every connection of its pool, and without this they all stayed
  * open for the life of the process: about 100 TLS connections for a hundred nodes, some 130 KiB of the
- * process's memory each and a connection each on the API server. A request in flight is never cut: Node's
- * agent applies the timeout to its free connections only (an answer may take longer, a watch for ever).
+ * process's memory each and a connection each on the API server. A request in flight is never cut: the pool
+ * applies the timeout to its idle connections only (an answer may take longer, a watch for ever).
  */
 export const IDLE_CONNECTION_TIMEOUT_MS = 90_000;
 
-class OneServerHttpsAgent extends https.Agent {
-  override getName(): string {
-    return POOL_NAME;
-  }
-}
-
-class OneServerHttpAgent extends http.Agent {
-  override getName(): string {
-    return POOL_NAME;
-  }
+/**
+ * The kubeconfig's request options the pools understand: the TLS material and checks go into the one TLS
+ * context and the connect options, its headers (and basic credentials, as node:http's `auth` sends them)
+ * into every request's headers. Nothing else of them applies to a connection to the API server.
+ */
+function splitOptions(base: https.RequestOptions): {
+  tlsOptions: tls.SecureContextOptions;
+  connect: { rejectUnauthorized?: boolean; servername?: string };
+  headers: Record<string, string>;
+} {
+  const { ca, cert, key, pfx, passphrase, rejectUnauthorized, servername, headers, auth } = base;
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries((headers ?? {}) as Record<string, unknown>))
+    if (v !== undefined) out[k] = Array.isArray(v) ? v.join(', ') : String(v);
+  if (auth && !Object.keys(out).some((k) => k.toLowerCase() === 'authorization'))
+    out.Authorization = `Basic ${Buffer.from(auth).toString('base64')}`;
+  return {
+    tlsOptions: { ca, cert, key, pfx, passphrase },
+    connect: {
+      ...(rejectUnauthorized !== undefined ? { rejectUnauthorized } : {}),
+      ...(servername ? { servername } : {}),
+    },
+    headers: out,
+  };
 }
 
 export function newTransport(
@@ -112,55 +111,40 @@ export function newTransport(
   idleTimeoutMs: number,
 ): Transport {
   const url = new URL(server);
-  const target = {
-    server,
-    module: url.protocol === 'https:' ? https : http,
-    protocol: url.protocol,
-    // As Node's own conversion of a URL: an IPv6 literal without its brackets.
-    hostname: url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname,
-    port: url.port,
-    prefix: url.pathname.replace(/\/+$/, ''),
-  };
-  const { ca, cert, key, pfx, passphrase, rejectUnauthorized, servername, ...rest } = baseOptions;
-  // One TLS context for every connection: built per socket (Node's default when the key material
-  // travels with each request) it cost about 3 ms of CPU per new connection, 0.3 s for 100 nodes
-  // starting at once. The key material then stays out of the per-request options.
-  const secureContext =
-    url.protocol === 'https:' ? tls.createSecureContext({ ca, cert, key, pfx, passphrase }) : undefined;
-  const newAgent = (maxSockets: number): https.Agent | http.Agent =>
-    secureContext
-      ? new OneServerHttpsAgent({
-          keepAlive: true,
-          maxSockets,
-          timeout: idleTimeoutMs,
-          rejectUnauthorized,
-          servername,
-          secureContext,
-        })
-      : new OneServerHttpAgent({ keepAlive: true, maxSockets, timeout: idleTimeoutMs });
-  const agent = newAgent(connections);
-  const { headers, ...requestOptions } = rest;
+  const { tlsOptions, connect, headers } = splitOptions(baseOptions);
+  // One TLS context for every connection: built per socket it cost about 3 ms of CPU per new connection,
+  // 0.3 s for 100 nodes starting at once.
+  const secureContext = url.protocol === 'https:' ? tls.createSecureContext(tlsOptions) : undefined;
+  const newPool = (n: number): Pool =>
+    new PoolClass(url.origin, {
+      connections: n === Infinity ? null : n,
+      // A server's Keep-Alive hint may shorten the idle timeout, never lengthen it (Go's server sends none).
+      keepAliveTimeout: idleTimeoutMs,
+      keepAliveMaxTimeout: idleTimeoutMs,
+      // A request's deadline (deadline.ts) and a watch's signal end them; the pool sets no timer of its own.
+      headersTimeout: 0,
+      bodyTimeout: 0,
+      ...(secureContext ? { connect: { ...connect, secureContext } } : {}),
+    });
+  const pool = newPool(connections);
   return {
-    agent,
-    newAgent,
-    pools: new Set([agent]),
+    pool,
+    newPool,
+    pools: new Set([pool]),
     ...(secureContext
       ? {
           h2: new Http2Watches({
             origin: url.origin,
             secureContext,
-            ...(servername !== undefined ? { servername } : {}),
-            ...(rejectUnauthorized !== undefined ? { rejectUnauthorized } : {}),
+            ...(connect.servername !== undefined ? { servername: connect.servername } : {}),
+            ...(connect.rejectUnauthorized !== undefined
+              ? { rejectUnauthorized: connect.rejectUnauthorized }
+              : {}),
           }),
         }
       : {}),
-    requestOptions,
-    headers: {
-      ...(headers as Record<string, string> | undefined),
-      'User-Agent': userAgent,
-      Accept: 'application/json',
-    },
-    target,
+    headers: { ...headers, 'User-Agent': userAgent, Accept: 'application/json' },
+    target: { server, prefix: url.pathname.replace(/\/+$/, '') },
   };
 }
 
@@ -184,31 +168,4 @@ export function requestPath(t: Transport, path: string, query?: Query): string {
   const u = new URL(t.target.server + path);
   for (const [k, v] of params ?? []) u.searchParams.set(k, v);
   return u.pathname + u.search;
-}
-
-/** A request over the transport's pool, with its headers after the transport's own. */
-export function openRequest(
-  t: Transport,
-  method: string,
-  target: string,
-  headers: Record<string, string>,
-  signal: AbortSignal | undefined,
-): http.ClientRequest {
-  const { requestOptions, agent } = t;
-  const { module, protocol, hostname, port } = t.target;
-  // Object.assign, not a spread with fields added after it: on Node 20 (V8 11) that literal cost about
-  // 3 KB of garbage per request, new hidden classes each time; this one about 0.2 KB.
-  return module.request(
-    Object.assign({}, requestOptions, {
-      protocol,
-      hostname,
-      // '' (none in the server's URL) is the protocol's default port, as Node reads it.
-      port,
-      path: target,
-      method,
-      agent,
-      signal,
-      headers: Object.assign({}, t.headers, headers),
-    }),
-  );
 }

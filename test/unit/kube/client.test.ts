@@ -1,4 +1,5 @@
 import http from 'node:http';
+import { getEventListeners } from 'node:events';
 import type { AddressInfo, Socket } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
 import { expect } from 'chai';
@@ -342,6 +343,87 @@ describe('kube client: watch streams', () => {
       expect(got).to.deep.equal(events);
     } finally {
       await closeServer(server);
+    }
+  });
+});
+
+describe('kube client: a watch over HTTP/1.1', () => {
+  /** A server that sends each watch one event and holds it; `cut` ends the connection after the event. */
+  let server: http.Server;
+  let base = '';
+  let mode: 'hold' | 'cut' | 'end' | 'garbage' = 'hold';
+  const closed: string[] = [];
+  before(async () => {
+    server = http.createServer((req, res) => {
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.on('close', () => closed.push(req.url ?? ''));
+      if (mode === 'garbage') return void res.write('{not json\n');
+      res.write(JSON.stringify({ type: 'ADDED', object: { n: 1 } }) + '\n');
+      if (mode === 'cut') res.socket?.destroy();
+      if (mode === 'end') res.end();
+    });
+    base = await listenLocal(server);
+  });
+  after(async () => {
+    await closeServer(server);
+  });
+  beforeEach(() => {
+    closed.length = 0;
+  });
+  const until = async (what: () => boolean): Promise<void> => {
+    for (let i = 0; i < 400 && !what(); i++) await new Promise((r) => setTimeout(r, 5));
+    expect(what()).to.equal(true);
+  };
+
+  it('ends quietly when its caller aborts, and the server sees the connection go', async () => {
+    mode = 'hold';
+    const client = await KubeClient.fromKubeConfig(kubeConfigFor(base), { unlimited: true });
+    try {
+      const ac = new AbortController();
+      const got: unknown[] = [];
+      const done = client.watch('/api/v1/pods', {}, (e) => got.push(e), ac.signal);
+      await until(() => got.length === 1);
+      ac.abort();
+      await done;
+      await until(() => closed.length === 1);
+      expect(getEventListeners(ac.signal, 'abort')).to.have.length(0);
+    } finally {
+      client.close();
+    }
+  });
+
+  it('fails Unavailable when the server cuts it, or when an event cannot be read (then it ends the request)', async () => {
+    const client = await KubeClient.fromKubeConfig(kubeConfigFor(base), { unlimited: true });
+    try {
+      for (const m of ['cut', 'garbage'] as const) {
+        mode = m;
+        const ac = new AbortController();
+        let err: unknown;
+        await client.watch('/api/v1/pods', {}, () => undefined, ac.signal).catch((e: unknown) => (err = e));
+        expect(err, m).to.be.instanceOf(KindError);
+        expect((err as KindError).kind, m).to.equal('Unavailable');
+        await until(() => closed.length > 0);
+        closed.length = 0;
+        expect(getEventListeners(ac.signal, 'abort'), m).to.have.length(0);
+      }
+    } finally {
+      client.close();
+    }
+  });
+
+  it("lets go of the caller's signal when a watch ends, however many it sends with it", async () => {
+    mode = 'end';
+    const client = await KubeClient.fromKubeConfig(kubeConfigFor(base), { unlimited: true });
+    try {
+      const ac = new AbortController();
+      for (let i = 0; i < 20; i++) {
+        const got: unknown[] = [];
+        await client.watch('/api/v1/pods', {}, (e) => got.push(e), ac.signal);
+        expect(got).to.have.length(1);
+      }
+      expect(getEventListeners(ac.signal, 'abort')).to.have.length(0);
+    } finally {
+      client.close();
     }
   });
 });
