@@ -217,6 +217,10 @@ describe('kube client: withLimits siblings', () => {
     try {
       for (let i = 0; i < 5; i++) await client.request({ method: 'GET', path: `/api/v1/seq${i}` });
       expect(connections).to.equal(1);
+      // A DELETE with DeleteOptions, as the kubelet deletes a pod, keeps its connection too.
+      for (let i = 0; i < 3; i++)
+        await client.request({ method: 'DELETE', path: `/api/v1/del${i}`, body: { gracePeriodSeconds: 0 } });
+      expect(connections, 'DELETEs with a body').to.equal(1);
       await Promise.all(
         [0, 1, 2, 3].map((i) => client.request({ method: 'GET', path: `/api/v1/burst${i}` })),
       );
