@@ -293,6 +293,44 @@ describe('kube client: withLimits siblings', () => {
     }
   });
 
+  it("sends the kubeconfig user's credentials: a bearer token, or a username and password as Basic", async () => {
+    const auth: (string | undefined)[] = [];
+    const srv = http.createServer((req, res) => {
+      auth.push(req.headers.authorization);
+      res.end('{}');
+    });
+    const url = await listenLocal(srv);
+    const configFor = (user: { name: string; token?: string; username?: string; password?: string }) => {
+      const kc = new KubeConfig();
+      kc.loadFromOptions({
+        clusters: [{ name: 'c', server: url, skipTLSVerify: true }],
+        users: [user],
+        contexts: [{ name: 'ctx', cluster: 'c', user: user.name }],
+        currentContext: 'ctx',
+      });
+      return kc;
+    };
+    try {
+      for (const user of [
+        { name: 't', token: 'abc.def' },
+        { name: 'p', username: 'ann', password: 's3cret:x' },
+      ]) {
+        const client = await KubeClient.fromKubeConfig(configFor(user), { unlimited: true });
+        try {
+          await client.request({ method: 'GET', path: '/api/v1/namespaces' });
+        } finally {
+          client.close();
+        }
+      }
+      expect(auth).to.deep.equal([
+        'Bearer abc.def',
+        `Basic ${Buffer.from('ann:s3cret:x').toString('base64')}`,
+      ]);
+    } finally {
+      await closeServer(srv);
+    }
+  });
+
   it('rejects invalid limits with InvalidArgument', async () => {
     const parent = await clientFor(new FakeClock(), []);
     try {
