@@ -20,7 +20,7 @@ import { parseJSON, readWatchEvents } from './watchstream.js';
 import type { Readable } from 'node:stream';
 import { answerError, headerText, retryWaitMs } from './apierrors.js';
 import { requestDeadline, type RequestDeadline } from './deadline.js';
-import { afterConnectionTurn, openStream, sendRequest } from './dispatch.js';
+import { openStream, sendRequest } from './dispatch.js';
 import {
   checkConnections,
   connectionOf,
@@ -254,7 +254,7 @@ export class KubeClient {
       );
       const { status, bytes } = answer;
       code = status;
-      answeredAt = Date.now();
+      answeredAt = answer.endedAt;
       await this.opts.yieldToLoop?.();
       if (status < 200 || status >= 300) {
         throw answerError(status, bytes.toString('utf8'), what, answer.retryAfter);
@@ -353,9 +353,10 @@ export class KubeClient {
         }
         openStream(this.transport, url, signal).then(
           (res) =>
-            afterConnectionTurn(
-              answer(res.status, res.retryAfter, res.body, (err) => res.body.destroy(err)),
-            ).then(resolve, reject),
+            answer(res.status, res.retryAfter, res.body, (err) => res.body.destroy(err)).then(
+              resolve,
+              reject,
+            ),
           reject,
         );
       });

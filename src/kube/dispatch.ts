@@ -13,6 +13,18 @@ export interface Answer {
   status: number;
   bytes: Buffer;
   retryAfter: string | undefined;
+  /** When its last byte was read (Date.now()); the answer settles a loop turn later (whenConnectionFree). */
+  endedAt: number;
+}
+
+/**
+ * Runs `fn` once the connection that just finished an answer is free for the pool's next request: undici
+ * hands a connection its next request only a loop turn after an answer (a setImmediate it queues once the
+ * handler's end call returns), and a caller that sends its next request, or watch, as soon as this one is
+ * over must find it free, not open another.
+ */
+function whenConnectionFree(fn: () => void): void {
+  process.nextTick(() => setImmediate(fn));
 }
 
 /**
@@ -58,15 +70,14 @@ class AnswerHandler implements Dispatcher.DispatchHandler {
   }
 
   onResponseEnd(): void {
-    // Settled on the loop's next check phase, after the connection's own: undici hands a connection its
-    // next request only a loop turn after an answer (setImmediate, queued once this call returns), and a
-    // caller that sends its next request as soon as this one resolves must find it free, not open another.
-    process.nextTick(() => setImmediate(() => this.settle()));
+    const endedAt = Date.now();
+    whenConnectionFree(() => this.settle(endedAt));
   }
 
-  private settle(): void {
+  private settle(endedAt: number): void {
     const { status, chunks, retryAfter } = this;
-    this.resolve({ status, bytes: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks), retryAfter });
+    const bytes = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+    this.resolve({ status, bytes, retryAfter, endedAt });
   }
 
   onResponseError(_c: Dispatcher.DispatchController, err: Error): void {
@@ -106,21 +117,6 @@ export function sendRequest(
       handler,
     );
   });
-}
-
-/**
- * `p` settled a loop turn later, when a connection whose answer `p` read to its end is free again for the
- * pool (see AnswerHandler.onResponseEnd): a watch sent again right after one ended then reuses it.
- */
-export function afterConnectionTurn<T>(p: Promise<T>): Promise<T> {
-  const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
-  return p.then(
-    (v) => turn().then(() => v),
-    (err: unknown) =>
-      turn().then(() => {
-        throw err;
-      }),
-  );
 }
 
 /** A streamed answer (a watch): its status, its `Retry-After`, and its body as it arrives. */
@@ -188,7 +184,9 @@ class StreamHandler implements Dispatcher.DispatchHandler {
   onResponseEnd(): void {
     this.ended = true;
     this.done();
-    this.body!.push(null);
+    // The reader sees the end once the connection is free: a watch sent again right away then reuses it.
+    const body = this.body!;
+    whenConnectionFree(() => body.push(null));
   }
 
   onResponseError(_c: Dispatcher.DispatchController, err: Error): void {

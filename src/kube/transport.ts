@@ -133,14 +133,7 @@ export function newTransport(
     pools: new Set([pool]),
     ...(secureContext
       ? {
-          h2: new Http2Watches({
-            origin: url.origin,
-            secureContext,
-            ...(connect.servername !== undefined ? { servername: connect.servername } : {}),
-            ...(connect.rejectUnauthorized !== undefined
-              ? { rejectUnauthorized: connect.rejectUnauthorized }
-              : {}),
-          }),
+          h2: new Http2Watches({ origin: url.origin, secureContext, ...connect }),
         }
       : {}),
     headers: { ...headers, 'User-Agent': userAgent, Accept: 'application/json' },
