@@ -38,15 +38,33 @@ const SPEC_LISTS: ReadonlySet<string> = new Set([
 const VOLUME_OWN: ReadonlySet<string> = new Set(['name']);
 const META_SHARED = ['labels', 'annotations', 'ownerReferences', 'finalizers'] as const;
 
-function internContainers(list: unknown, i: Interner): unknown {
-  if (!Array.isArray(list)) return list;
-  return list.map((c: Container) => {
+/**
+ * A container list with its common parts interned. A container without mounts (nothing of the pod's own)
+ * is interned whole, and a list of only such containers is too: the pods of one template on one node then
+ * share one list (`whole`).
+ */
+function internContainers(list: unknown, i: Interner): { list: unknown; whole: boolean } {
+  if (!Array.isArray(list)) return { list, whole: false };
+  let whole = true;
+  const out = list.map((c: Container) => {
     if (typeof c !== 'object' || c === null) return c;
     const copy = { ...c } as unknown as Loose;
     internFields(copy, i, CONTAINER_OWN);
-    return copy;
+    if (copy.volumeMounts !== undefined) {
+      whole = false;
+      return copy;
+    }
+    return i.value(copy);
   });
+  return whole ? { list: i.value(out), whole } : { list: out, whole };
 }
+
+/**
+ * Spec fields that belong to one pod: a StatefulSet pod's hostname and subdomain, the volumes (the
+ * service-account volume's random name). A spec holding one is not interned whole; one that holds none
+ * is, keyed with its node name, so the replicas on one node share it.
+ */
+const SPEC_OWN = ['hostname', 'subdomain', 'volumes'] as const;
 
 /**
  * `pod` (modified in place: a freshly decoded object nobody else holds) with its common parts replaced by
@@ -67,8 +85,12 @@ export function internPod(pod: Pod, prev: Pod | undefined, i: Interner): Pod {
   const spec = pod.spec as unknown as Loose | undefined;
   if (spec && spec !== (prev?.spec as unknown)) {
     internFields(spec, i, SPEC_LISTS);
+    let whole = true;
     for (const k of ['containers', 'initContainers', 'ephemeralContainers'] as const) {
-      if (spec[k] !== undefined) spec[k] = internContainers(spec[k], i);
+      if (spec[k] === undefined) continue;
+      const interned = internContainers(spec[k], i);
+      spec[k] = interned.list;
+      whole &&= interned.whole;
     }
     if (Array.isArray(spec.volumes)) {
       spec.volumes = spec.volumes.map((v: unknown) => {
@@ -78,6 +100,10 @@ export function internPod(pod: Pod, prev: Pod | undefined, i: Interner): Pod {
         return copy;
       });
     }
+    const own = SPEC_OWN.some(
+      (k) => spec[k] !== undefined && !(Array.isArray(spec[k]) && spec[k].length === 0),
+    );
+    if (whole && !own) pod.spec = i.value(pod.spec);
   }
   if (pod.status && pod.status !== prev?.status) pod.status = internPodStatus(pod.status, i);
   return pod;

@@ -80,12 +80,14 @@ export function sameRequirements(
 }
 
 /**
- * The spec as allocated, by spec object and allocation: admission asks for every admitted pod each time it
- * admits one, with the same spec and allocation objects (both are replaced, never changed in place).
+ * The spec as allocated, by allocation and spec object: admission asks for every admitted pod each time it
+ * admits one, with the same spec and allocation objects (both are replaced, never changed in place). Keyed
+ * by the allocation, which is each pod's own: the pods of one template on one node share one spec object
+ * (src/operator/podintern.ts).
  */
 const allocatedSpecs = new WeakMap<
-  Pod['spec'],
-  { allocation: PodAllocation; spec: Pod['spec'] | undefined }
+  PodAllocation,
+  { spec: Pod['spec']; allocated: Pod['spec'] | undefined }
 >();
 
 /**
@@ -97,12 +99,14 @@ export function updatePodFromAllocation(
   allocation: PodAllocation | undefined,
 ): { pod: Pod; updated: boolean } {
   if (!allocation) return { pod, updated: false };
-  let known = allocatedSpecs.get(pod.spec);
-  if (known?.allocation !== allocation) {
-    known = { allocation, spec: allocatedSpec(pod.spec, allocation) };
-    allocatedSpecs.set(pod.spec, known);
+  let known = allocatedSpecs.get(allocation);
+  if (known?.spec !== pod.spec) {
+    known = { spec: pod.spec, allocated: allocatedSpec(pod.spec, allocation) };
+    allocatedSpecs.set(allocation, known);
   }
-  return known.spec ? { pod: { ...pod, spec: known.spec }, updated: true } : { pod, updated: false };
+  return known.allocated
+    ? { pod: { ...pod, spec: known.allocated }, updated: true }
+    : { pod, updated: false };
 }
 
 /** The spec with the allocation applied; undefined when it already matches. */

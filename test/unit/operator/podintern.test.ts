@@ -75,6 +75,37 @@ describe('internPod', () => {
     expect(i.size - size, 'nothing new but the status parts').to.be.at.most(2);
   });
 
+  it("shares a whole spec among the replicas of one node when nothing in it is the pod's own", () => {
+    const i = new Interner();
+    // No service-account volume (automountServiceAccountToken: false): no per-pod volume or mount.
+    const bare = (n: number, node: string, extra: Record<string, unknown> = {}): Pod => {
+      const p = replica(n);
+      delete p.spec.volumes;
+      delete p.spec.containers[0]!.volumeMounts;
+      p.spec.nodeName = node;
+      Object.assign(p.spec, extra);
+      return p;
+    };
+    const a = internPod(bare(1, 'vn-1'), undefined, i);
+    const b = internPod(bare(2, 'vn-1'), undefined, i);
+    const other = internPod(bare(3, 'vn-2'), undefined, i);
+    const named = internPod(bare(4, 'vn-1', { hostname: 'web-4' }), undefined, i);
+    expect(a).to.deep.equal(bare(1, 'vn-1'));
+    expect(named).to.deep.equal(bare(4, 'vn-1', { hostname: 'web-4' }));
+    expect(b.spec, 'one node, one template').to.equal(a.spec);
+    expect(other.spec, 'another node').to.not.equal(a.spec);
+    expect(other.spec.containers, 'the containers are the same everywhere').to.equal(a.spec.containers);
+    expect(named.spec, "a hostname is the pod's own").to.not.equal(a.spec);
+    expect(named.spec.containers).to.equal(a.spec.containers);
+    expect(() => {
+      a.spec.nodeName = 'vn-9';
+    }, 'shared, so frozen').to.throw(TypeError);
+    // A mount keeps the container (and so the spec) the pod's own, as before.
+    const mounted = internPod(replica(5), undefined, i);
+    expect(Object.isFrozen(mounted.spec)).to.equal(false);
+    expect(Object.isFrozen(mounted.spec.containers[0])).to.equal(false);
+  });
+
   it('freezes the shared parts, so a write to them throws instead of changing other pods', () => {
     const i = new Interner();
     const a = internPod(replica(1), undefined, i);

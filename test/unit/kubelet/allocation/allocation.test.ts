@@ -70,6 +70,21 @@ describe('pod allocation', () => {
     expect(same.pod).to.equal(admitted);
   });
 
+  it("keeps each pod's allocated spec when pods share one spec object (the informer interns specs)", () => {
+    const spec = pod('shared', [ctr('app', '500m', '64Mi')]).spec;
+    const a: Pod = { metadata: { name: 'a', namespace: 'ns', uid: 'a' }, spec };
+    const b: Pod = { metadata: { name: 'b', namespace: 'ns', uid: 'b' }, spec };
+    const allocA = allocationFromPod(pod('a', [ctr('app', '100m', '64Mi')]));
+    const allocB = allocationFromPod(pod('b', [ctr('app', '200m', '64Mi')]));
+    const firstA = updatePodFromAllocation(a, allocA).pod.spec;
+    const firstB = updatePodFromAllocation(b, allocB).pod.spec;
+    expect(firstA.containers[0]!.resources?.requests?.cpu).to.equal('100m');
+    expect(firstB.containers[0]!.resources?.requests?.cpu).to.equal('200m');
+    // Asked again in turn, as every sync asks: each pod's allocated spec is found, not built again.
+    expect(updatePodFromAllocation(a, allocA).pod.spec).to.equal(firstA);
+    expect(updatePodFromAllocation(b, allocB).pod.spec).to.equal(firstB);
+  });
+
   it('reads the allocation back from the status a previous process wrote', () => {
     const p = pod('a', [ctr('app', '500m', '128Mi'), ctr('new', '10m')]);
     p.status = {
