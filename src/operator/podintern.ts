@@ -42,8 +42,8 @@ const META_SHARED = ['labels', 'annotations', 'ownerReferences', 'finalizers'] a
 
 /**
  * A container list with its common parts interned. A container without mounts (nothing of the pod's own)
- * is interned whole, and a list of only such containers is too: the pods of one template on one node then
- * share one list (`whole`).
+ * is interned whole, and a list of only such containers is too (`whole`): the pods of one template then
+ * share one list on every node, and the spec holding it can be shared by the pods of one node.
  */
 function internContainers(list: unknown, i: Interner): { list: unknown; whole: boolean } {
   if (!Array.isArray(list)) return { list, whole: false };
