@@ -72,6 +72,8 @@ export class KubeGenericRuntimeManager {
   private readonly ctx: ManagerContext;
   /** What getPods answered last, and the runtime's listing revision then (RuntimeCapabilities). */
   private lastListing: { revision: number; pods: readonly RuntimePod[] } | undefined;
+  /** The pods getPods listed last, by UID: a pod that did not change is answered as the same object. */
+  private readonly listedPods = new Map<string, RuntimePod>();
   private readonly reasonCache: ReasonCache;
   private runtimeName: string | undefined;
 
@@ -108,7 +110,7 @@ export class KubeGenericRuntimeManager {
     const revision = this.runtime.capabilities.listingRevision?.();
     const last = this.lastListing;
     if (revision !== undefined && last?.revision === revision) return last.pods;
-    const pods = await listRuntimePods(this.runtime, this.ctx.node.nodeName);
+    const pods = await listRuntimePods(this.runtime, this.ctx.node.nodeName, this.listedPods);
     this.lastListing = revision === undefined ? undefined : { revision, pods };
     return pods;
   }

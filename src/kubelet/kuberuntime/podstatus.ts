@@ -30,7 +30,6 @@ import {
   asPodUID,
   asSandboxID,
   type KubeContainerStatus,
-  type PodUID,
   type RuntimePodStatus,
   type SandboxStatus,
 } from '../container/types.js';
@@ -210,65 +209,99 @@ export async function readPodStatus(
   };
 }
 
-interface MutablePod {
-  uid: PodUID;
+/** One pod's objects as this listing found them, newest first, before they become a RuntimePod. */
+interface ListedPod {
+  uid: string;
   name: string;
   namespace: string;
-  containers: ListedContainer[];
-  sandboxes: ListedContainer[];
-  createdAt: bigint;
+  sandboxes: PodSandbox[] | undefined;
+  containers: RuntimeContainer[] | undefined;
 }
+
+const sandboxState = (sb: PodSandbox): ListedContainer['state'] =>
+  sb.state === 'ready' ? 'running' : 'exited';
 
 /**
  * Every pod of this node on the runtime, exited containers and sandboxes included (kubelet: GetPods(all)).
  * Pods are grouped by the pod UID label; sandboxes appear as ready = running, not ready = exited. Pods are
  * ordered by their newest sandbox, newest first.
+ *
+ * `memo` holds the pods of the previous call by UID: a pod listed again with the same name, sandboxes and
+ * containers (ids and states, in order) is answered with that very object, and the memo is updated to this
+ * listing. The PLEG lists every second while most pods stay as they were; without it each call built every
+ * pod of the node anew (the largest allocation of a pod start in the scale benchmark, bench/README.md).
  */
-export async function listRuntimePods(runtime: Runtime, nodeName: string): Promise<RuntimePod[]> {
+export async function listRuntimePods(
+  runtime: Runtime,
+  nodeName: string,
+  memo?: Map<string, RuntimePod>,
+): Promise<RuntimePod[]> {
   const selector = { [ManagedByLabel]: nodeName };
   const [sandboxes, containers] = await Promise.all([
     runtime.listPodSandbox({ labelSelector: selector }),
     runtime.listContainers({ labelSelector: selector }),
   ]);
-  const pods = new Map<string, MutablePod>();
-  const podOf = (
-    obj: PodSandbox | RuntimeContainer,
-    fallback: { uid: string; name: string; namespace: string },
-  ): MutablePod | undefined => {
-    const uid = obj.labels[PodUIDLabel] ?? fallback.uid;
-    if (!uid) return undefined;
-    let p = pods.get(uid);
-    if (!p) {
-      p = {
-        uid: asPodUID(uid),
-        name: obj.labels[PodNameLabel] ?? fallback.name,
-        namespace: obj.labels[PodNamespaceLabel] ?? fallback.namespace,
-        containers: [],
-        sandboxes: [],
-        createdAt: 0n,
-      };
-      pods.set(uid, p);
-    }
-    return p;
-  };
+  const pods = new Map<string, ListedPod>();
+  // Already in order: a pod is added at its newest sandbox, in newest-first order, and pods with no sandbox
+  // after all others, as a stable sort by their newest sandbox would place them.
   for (const sb of newestFirst(sandboxes)) {
-    const p = podOf(sb, sb.metadata);
-    if (!p) continue;
-    p.sandboxes.push({ id: sb.id, state: sb.state === 'ready' ? 'running' : 'exited' });
-    if (sb.createdAt > p.createdAt) p.createdAt = sb.createdAt;
+    const uid = sb.labels[PodUIDLabel] ?? sb.metadata.uid;
+    if (!uid) continue;
+    const p = pods.get(uid);
+    if (!p) {
+      const name = sb.labels[PodNameLabel] ?? sb.metadata.name;
+      const namespace = sb.labels[PodNamespaceLabel] ?? sb.metadata.namespace;
+      pods.set(uid, { uid, name, namespace, sandboxes: [sb], containers: undefined });
+    } else if (p.sandboxes) p.sandboxes.push(sb);
+    else p.sandboxes = [sb];
   }
   for (const c of newestFirst(containers)) {
-    const p = podOf(c, { uid: '', name: '', namespace: '' });
-    if (!p) continue;
-    p.containers.push({ id: c.id, state: c.state });
+    const uid = c.labels[PodUIDLabel];
+    if (!uid) continue;
+    const p = pods.get(uid);
+    if (!p) {
+      const name = c.labels[PodNameLabel] ?? '';
+      const namespace = c.labels[PodNamespaceLabel] ?? '';
+      pods.set(uid, { uid, name, namespace, sandboxes: undefined, containers: [c] });
+    } else if (p.containers) p.containers.push(c);
+    else p.containers = [c];
   }
-  // Already in order: a pod is added at its newest sandbox, in newest-first order, and pods with no sandbox
-  // (createdAt 0) after all others, as the stable sort by byCreatedDesc would place them.
-  return [...pods.values()].map(({ uid, name, namespace, containers: cs, sandboxes: sbs }) => ({
-    uid,
-    name,
-    namespace,
-    containers: exact(cs),
-    sandboxes: exact(sbs),
-  }));
+  const out: RuntimePod[] = [];
+  for (const p of pods.values()) {
+    const before = memo?.get(p.uid);
+    const pod = before && listedAs(before, p) ? before : runtimePod(p);
+    out.push(pod);
+    if (memo && pod !== before) memo.set(p.uid, pod);
+  }
+  if (memo) for (const uid of memo.keys()) if (!pods.has(uid)) memo.delete(uid);
+  return out;
+}
+
+function runtimePod(p: ListedPod): RuntimePod {
+  return {
+    uid: asPodUID(p.uid),
+    name: p.name,
+    namespace: p.namespace,
+    containers: p.containers ? p.containers.map((c) => ({ id: c.id, state: c.state })) : [],
+    sandboxes: p.sandboxes ? p.sandboxes.map((sb) => ({ id: sb.id, state: sandboxState(sb) })) : [],
+  };
+}
+
+/** Whether `pod` is what `p` lists: the same name, and the same ids and states in the same order. */
+function listedAs(pod: RuntimePod, p: ListedPod): boolean {
+  if (pod.name !== p.name || pod.namespace !== p.namespace) return false;
+  const sbs = p.sandboxes ?? [];
+  const cs = p.containers ?? [];
+  if (pod.sandboxes.length !== sbs.length || pod.containers.length !== cs.length) return false;
+  for (let i = 0; i < sbs.length; i++) {
+    const a = pod.sandboxes[i]!;
+    const b = sbs[i]!;
+    if (a.id !== b.id || a.state !== sandboxState(b)) return false;
+  }
+  for (let i = 0; i < cs.length; i++) {
+    const a = pod.containers[i]!;
+    const b = cs[i]!;
+    if (a.id !== b.id || a.state !== b.state) return false;
+  }
+  return true;
 }

@@ -11,6 +11,7 @@ import {
   PodNamespaceLabel,
   PodUIDLabel,
 } from '../../../../src/runtime/labels.js';
+import type { RuntimePod } from '../../../../src/kubelet/pleg/generic.js';
 import type { Container, PodSandbox, Runtime } from '../../../../src/runtime/types.js';
 
 const NODE = 'node-a';
@@ -146,6 +147,71 @@ describe('listRuntimePods: order of pods and records', () => {
       }
       const got = await listRuntimePods(runtimeListing(sbs, cs), NODE);
       expect(JSON.parse(JSON.stringify(got)), `seed ${seed}`).to.deep.equal(reference(sbs, cs));
+    }
+  });
+});
+
+describe('listRuntimePods: a memo of the last listing', () => {
+  it('answers a pod listed the same again with the same object, and a changed pod with a new one', async () => {
+    const memo = new Map<string, RuntimePod>();
+    const sbs = [sandbox('s1', 1, 10n, true), sandbox('s2', 2, 20n, true)];
+    const cs = [container('c1', 1, 11n), container('c2', 2, 21n)];
+    const first = await listRuntimePods(runtimeListing(sbs, cs), NODE, memo);
+    expect([...memo.keys()]).to.deep.equal(['uid-2', 'uid-1']);
+
+    // Pod 2's container exits: pod 1 is the same object, pod 2 a new one that says so.
+    const exited = { ...cs[1]!, state: 'exited' } as Container;
+    const second = await listRuntimePods(runtimeListing(sbs, [cs[0]!, exited]), NODE, memo);
+    expect(second[1]).to.equal(first[1]);
+    expect(second[0]).to.not.equal(first[0]);
+    expect(second[0]!.containers).to.deep.equal([{ id: 'c2', state: 'exited' }]);
+    expect(first[0]!.containers).to.deep.equal([{ id: 'c2', state: 'running' }]);
+    expect(memo.get('uid-2')).to.equal(second[0]);
+
+    // A new sandbox of pod 1 (newest, so pod 1 now comes first), a sandbox going not ready, a pod gone.
+    const third = await listRuntimePods(
+      runtimeListing([sbs[0]!, sandbox('s3', 1, 30n, true)], [cs[0]!]),
+      NODE,
+      memo,
+    );
+    expect(third.map((p) => p.uid)).to.deep.equal(['uid-1']);
+    expect(third[0]).to.not.equal(second[1]);
+    expect([...memo.keys()]).to.deep.equal(['uid-1']);
+    const notReady = await listRuntimePods(
+      runtimeListing([sbs[0]!, sandbox('s3', 1, 30n, false)], [cs[0]!]),
+      NODE,
+      memo,
+    );
+    expect(notReady[0]).to.not.equal(third[0]);
+    expect(notReady[0]!.sandboxes.map((s) => s.state)).to.deep.equal(['exited', 'running']);
+  });
+
+  it('agrees with a listing without a memo over random changes', async () => {
+    const memo = new Map<string, RuntimePod>();
+    const r = rng(7);
+    let sbs: PodSandbox[] = [];
+    let cs: Container[] = [];
+    for (let round = 0; round < 200; round++) {
+      // Each round adds, removes or flips a few records; most pods stay as they were.
+      const changes = Math.floor(r() * 3);
+      for (let k = 0; k < changes; k++) {
+        const what = r();
+        const pod = Math.floor(r() * 6);
+        if (what < 0.3) sbs.push(sandbox(`s${round}-${k}`, pod, BigInt(round * 10 + k), r() < 0.7));
+        else if (what < 0.6) cs.push(container(`c${round}-${k}`, pod, BigInt(round * 10 + k)));
+        else if (what < 0.75 && sbs.length > 0)
+          sbs = sbs.filter((_, i) => i !== Math.floor(r() * sbs.length));
+        else if (what < 0.9 && cs.length > 0) {
+          const i = Math.floor(r() * cs.length);
+          cs = cs.map((c, j) =>
+            j === i ? ({ ...c, state: c.state === 'running' ? 'exited' : 'running' } as Container) : c,
+          );
+        } else if (cs.length > 0) cs = cs.filter((_, i) => i !== Math.floor(r() * cs.length));
+      }
+      const withMemo = await listRuntimePods(runtimeListing(sbs, cs), NODE, memo);
+      const without = await listRuntimePods(runtimeListing(sbs, cs), NODE);
+      expect(withMemo, `round ${round}`).to.deep.equal(without);
+      expect([...memo.values()], `round ${round}`).to.have.members(withMemo);
     }
   });
 });
