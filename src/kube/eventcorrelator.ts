@@ -43,24 +43,50 @@ interface EventSource {
 }
 
 /**
+ * Write times are kept as whole ms after this: small integers, held in the write itself, where a time since the
+ * epoch would take a boxed number of its own. Only whole ms ever matter (a name floors its time, timestamps are
+ * seconds), and ms past it of any size are still exact.
+ */
+const TIME_BASE = Date.now();
+
+/**
  * A write the correlator decided on, kept as numbers and shared strings: a node's Events can wait seconds to be
  * written (one at a time, behind a burst's others), and a body built at once would wait with them. The body,
- * the patch and the name are built when asked, equal each time.
+ * the patch and the name are built when asked, equal each time. While it waits, a later write of the same
+ * Event merges into it (`merge`); that is all that changes it.
  */
 export class EventWrite {
+  private first: number;
+  private last: number;
+  /** The recorder's: which waiting write gives way when its queue is full (events.ts). */
+  priority = 0;
+
   constructor(
     readonly action: 'create' | 'patch',
-    readonly involvedObject: ObjectReference,
+    public involvedObject: ObjectReference,
     readonly type: EventType,
     readonly reason: string,
-    readonly message: string,
-    readonly firstMs: number,
-    readonly lastMs: number,
-    readonly count: number,
+    public message: string,
+    firstMs: number,
+    lastMs: number,
+    public count: number,
     /** The correlator's sequence number of the Event: with the first time, it names it; one per Event. */
     readonly seq: number,
     private readonly source: EventSource,
-  ) {}
+  ) {
+    this.first = Math.floor(firstMs) - TIME_BASE;
+    this.last = Math.floor(lastMs) - TIME_BASE;
+  }
+
+  /** When the Event was first seen, in whole ms. */
+  get firstMs(): number {
+    return this.first + TIME_BASE;
+  }
+
+  /** When the Event was last seen, in whole ms. */
+  get lastMs(): number {
+    return this.last + TIME_BASE;
+  }
 
   get namespace(): string {
     return this.involvedObject.namespace ?? 'default';
@@ -95,21 +121,15 @@ export class EventWrite {
     return { count: this.count, lastTimestamp: iso(this.lastMs), message: this.message };
   }
 
-  /** This write as the create of the Event as it is now (a later write merged into a waiting create). */
-  asCreate(): EventWrite {
-    if (this.action === 'create') return this;
-    return new EventWrite(
-      'create',
-      this.involvedObject,
-      this.type,
-      this.reason,
-      this.message,
-      this.firstMs,
-      this.lastMs,
-      this.count,
-      this.seq,
-      this.source,
-    );
+  /**
+   * Takes on a later write of the same Event (same seq) while this one waits: the Event as it is now, its count,
+   * last time, message and involvedObject; a waiting create stays a create of the Event as it is now.
+   */
+  merge(later: EventWrite): void {
+    this.involvedObject = later.involvedObject;
+    this.message = later.message;
+    this.last = later.last;
+    this.count = later.count;
   }
 }
 

@@ -52,13 +52,6 @@ function unanswered(err: unknown): boolean {
   );
 }
 
-interface Queued {
-  /** Kept compact while it waits; the body is built when the write is made. */
-  write: EventWrite;
-  /** See priority. */
-  priority: number;
-}
-
 /**
  * Which waiting write gives way when the queue is full, lowest first: an update of an Event already written
  * (patch: the next patch carries the whole count again), then a new Normal Event, then a new Warning about an
@@ -84,14 +77,15 @@ function priority(type: EventType, action: EventWrite['action'], firstWarning: b
  */
 export class EventRecorder {
   private readonly correlator: EventCorrelator;
-  private queue: (Queued | undefined)[] = [];
+  /** Writes waiting, each kept compact (its body is built when it is made), with its priority on it. */
+  private queue: (EventWrite | undefined)[] = [];
   private head = 0;
   private waiting = 0;
   /**
    * Waiting writes by their Event's sequence number, which names one Event of this recorder's correlator (taken
    * off when the pump takes them): a later write of the same Event merges into the waiting one.
    */
-  private readonly bySeq = new Map<number, Queued>();
+  private readonly bySeq = new Map<number, EventWrite>();
   private running = false;
   private pump: Promise<void> = Promise.resolve();
   /** Writes wait while it holds (see StartupHold). */
@@ -140,19 +134,18 @@ export class EventRecorder {
     const waiting = this.bySeq.get(c.seq);
     if (waiting) {
       // The Event as it is now replaces the waiting write's: a create stays a create.
-      waiting.write = waiting.write.action === 'create' ? c.asCreate() : c;
+      waiting.merge(c);
       this.stats.merged++;
       return;
     }
-    const p = priority(type, c.action, firstWarning);
-    if (this.waiting >= this.maxPending && !this.displace(p)) {
+    c.priority = priority(type, c.action, firstWarning);
+    if (this.waiting >= this.maxPending && !this.displace(c.priority)) {
       this.stats.dropped++;
       this.dropLogged(ref, type, reason);
       return;
     }
-    const q: Queued = { write: c, priority: p };
-    this.queue.push(q);
-    this.bySeq.set(c.seq, q);
+    this.queue.push(c);
+    this.bySeq.set(c.seq, c);
     this.waiting++;
     if (!this.running) {
       this.running = true;
@@ -225,11 +218,11 @@ export class EventRecorder {
     const q = at < 0 ? undefined : this.queue[at];
     if (!q) return false;
     this.queue[at] = undefined;
-    this.bySeq.delete(q.write.seq);
+    this.bySeq.delete(q.seq);
     this.waiting--;
     this.stats.dropped++;
     this.stats.displaced++;
-    this.dropLogged(q.write.involvedObject, q.write.type, q.write.reason);
+    this.dropLogged(q.involvedObject, q.type, q.reason);
     return true;
   }
 
@@ -244,7 +237,7 @@ export class EventRecorder {
           this.head = 0;
         }
         if (!q) continue;
-        this.bySeq.delete(q.write.seq);
+        this.bySeq.delete(q.seq);
         const held = this.hold?.wait();
         if (held) await held;
         this.waiting--;
@@ -262,14 +255,14 @@ export class EventRecorder {
    * EVENT_RETRY_SLEEP_MS between tries (the first sleep a random part of it, so that nodes that lost the
    * server together do not come back together). The queue waits meanwhile, as the kubelet's does.
    */
-  private async write(q: Queued): Promise<void> {
-    const ref = q.write.involvedObject;
+  private async write(q: EventWrite): Promise<void> {
+    const ref = q.involvedObject;
     const object = `${ref.kind}/${ref.namespace ?? ''}/${ref.name}`;
-    const reason = q.write.reason;
+    const reason = q.reason;
     for (let tries = 1; ; tries++) {
       let error: unknown;
       try {
-        await this.writeOnce(q.write);
+        await this.writeOnce(q);
         return;
       } catch (err) {
         error = err;

@@ -301,14 +301,16 @@ describe('EventRecorder: a full queue', () => {
     const logged: EventSink = {
       async create(ns, e) {
         await sink.create(ns, e);
-        writes.push(`create ${e.involvedObject.name} ${e.reason} count=${e.count}`);
+        const at = `${e.firstTimestamp}..${e.lastTimestamp}`;
+        writes.push(`create ${e.metadata.name} ${e.reason} count=${e.count} ${at}`);
       },
       async patch(_ns, name, p) {
         await sink.patch(_ns, name, p);
-        writes.push(`patch ${name.split('.')[0]} count=${p.count}`);
+        writes.push(`patch ${name} count=${p.count} ${p.lastTimestamp}`);
       },
     };
-    const clock = new FakeClock(0);
+    // A clock of today's times, with a fraction: names and timestamps take the whole ms and seconds of it.
+    const clock = new FakeClock(1_796_000_000_000.75);
     const r = new EventRecorder(logged, clock, 'node-1');
     r.event(podN(0), 'Warning', 'BackOff', 'Back-off'); // in flight
     for (let i = 0; i < 5; i++) {
@@ -319,10 +321,12 @@ describe('EventRecorder: a full queue', () => {
     expect(r.pending).to.equal(2);
     release();
     await r.flush();
+    const p0 = `p0.${(1_796_000_000_000n * 1_000_000n).toString(16)}`;
+    const p1 = `p1.${(1_796_000_001_000n * 1_000_000n + 1n).toString(16)}`;
     expect(writes).to.deep.equal([
-      'create p0 BackOff count=1',
-      'create p1 BackOff count=5',
-      'patch p0 count=6',
+      `create ${p0} BackOff count=1 2026-11-30T00:53:20Z..2026-11-30T00:53:20Z`,
+      `create ${p1} BackOff count=5 2026-11-30T00:53:21Z..2026-11-30T00:53:25Z`,
+      `patch ${p0} count=6 2026-11-30T00:53:25Z`,
     ]);
     expect(r.stats).to.include({ created: 2, patched: 1, merged: 8, dropped: 0 });
   });
