@@ -34,6 +34,9 @@ const DIR_SIZE = 4096;
 /** Distinct mode and owner triples, and entry names, kept for sharing (the table starts over when full). */
 const METAS_LIMIT = 256;
 const NAMES_LIMIT = 1024;
+/** File heads kept for sharing (see fileBytes), and the shortest head worth it. */
+const HEADS_LIMIT = 256;
+const MIN_HEAD = 64;
 
 interface Resolved {
   /** The directory holding the final entry; undefined for the root. */
@@ -59,6 +62,7 @@ export class MemoryVolumeFS implements VolumeFS {
   private readonly gid: number;
   private readonly metas = new Map<string, Meta>();
   private readonly names = new Map<string, string>();
+  private readonly heads = new Map<string, string>();
 
   constructor(opts: MemoryVolumeFSOptions = {}) {
     this.umask = opts.umask ?? 0o022;
@@ -100,7 +104,7 @@ export class MemoryVolumeFS implements VolumeFS {
   async writeFile(path: string, data: Buffer, mode = 0o666): Promise<void> {
     const r = this.resolve(path, true, 'open');
     if ((r.node && isDir(r.node)) || !r.parent) throw new VolumeFSError('EISDIR', 'open', path);
-    const bytes = (Buffer.isBuffer(data) ? data : Buffer.from(data)).toString('latin1');
+    const bytes = this.fileBytes(Buffer.isBuffer(data) ? data : Buffer.from(data));
     if (r.node && isFile(r.node)) {
       r.node.data = bytes;
       return;
@@ -238,6 +242,28 @@ export class MemoryVolumeFS implements VolumeFS {
     if (this.names.size >= NAMES_LIMIT) this.names.clear();
     this.names.set(kept, kept);
     return kept;
+  }
+
+  /**
+   * A file's bytes to keep: everything up to its last line in one copy shared by every file that begins alike,
+   * then its last line. Pods' files differ in their last line when at all: each pod's hosts file has the same
+   * header and local entries before the line naming the pod (a string of 200 bytes, 60 of them its own), and a
+   * projected CA bundle is the same file in every pod. V8 keeps `head + last` as a pair of the two (a cons
+   * string) until something reads the file whole; a file that is read (the atomic writer compares its
+   * projections) is flattened into a copy of its own again, as it was before.
+   */
+  private fileBytes(data: Buffer): string {
+    // Each part decoded from the bytes: a piece cut from the whole string would keep the whole alive.
+    const cut = data.length > MIN_HEAD ? data.lastIndexOf(0x0a, data.length - 2) + 1 : 0;
+    if (cut < MIN_HEAD) return data.toString('latin1');
+    let head = data.toString('latin1', 0, cut);
+    const kept = this.heads.get(head);
+    if (kept !== undefined) head = kept;
+    else {
+      if (this.heads.size >= HEADS_LIMIT) this.heads.clear();
+      this.heads.set(head, head);
+    }
+    return head + data.toString('latin1', cut);
   }
 
   /** The shared meta for these values (one of its own for values a key would blur). */

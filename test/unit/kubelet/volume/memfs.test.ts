@@ -4,7 +4,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fsErrorCode, type VolumeFS } from '../../../../src/kubelet/volume/fs.js';
 import { MemoryVolumeFS } from '../../../../src/kubelet/volume/memfs.js';
+import { managedHostsFileContent } from '../../../../src/kubelet/podfiles/etchosts.js';
 import { RealVolumeFS } from '../../../../src/kubelet/volume/realfs.js';
+import { heapUsedAfterGC } from '../../memory/perpod-fixture.js';
 import { UMASK } from './fixtures.js';
 
 async function code(p: Promise<unknown>): Promise<string | undefined> {
@@ -213,3 +215,58 @@ function mulberry32(seed: number): () => number {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
+
+describe('MemoryVolumeFS: files that begin alike', () => {
+  const header = '# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost\n';
+  const hosts = (i: number): string =>
+    `${header}fe00::0\tip6-localnet\n10.88.${i >> 8}.${i & 255}\tpod-${i}\n`;
+  /** A pod's hosts file as the kubelet writes it. */
+  const podHosts = (i: number): string =>
+    managedHostsFileContent([`10.88.${i >> 8}.${i & 255}`], `pod-${i}`, '', undefined);
+
+  it('reads back every byte as written, whatever the lines', async () => {
+    const fs = new MemoryVolumeFS();
+    await fs.mkdir('/d');
+    const rnd = mulberry32(3);
+    const cases = [
+      hosts(1),
+      hosts(2).slice(0, -1), // no final newline
+      `${header}\n`, // the last line empty
+      'x'.repeat(64) + '\n' + 'y', // the head exactly as long as the shortest shared one
+      'x'.repeat(63) + '\n' + 'y',
+      '\n'.repeat(100),
+      header.repeat(3),
+    ];
+    for (let k = 0; k < 40; k++) {
+      // Any bytes, newlines among them.
+      const bytes = Buffer.from(
+        Array.from({ length: Math.floor(rnd() * 300) }, () => (rnd() < 0.1 ? 10 : Math.floor(rnd() * 256))),
+      );
+      cases.push(bytes.toString('latin1'));
+    }
+    for (const [i, text] of cases.entries()) {
+      const bytes = Buffer.from(text, 'latin1');
+      await fs.writeFile(`/d/f${i}`, bytes);
+      expect((await fs.readFile(`/d/f${i}`)).equals(bytes), `case ${i}`).to.equal(true);
+      expect(fs.readFileSync(`/d/f${i}`)?.equals(bytes), `case ${i}`).to.equal(true);
+      expect((await fs.stat(`/d/f${i}`))?.size, `case ${i}`).to.equal(bytes.length);
+    }
+    // Rewritten with another head: the new bytes, nothing of the old.
+    await fs.writeFile('/d/f0', Buffer.from(`${'z'.repeat(80)}\n${hosts(9)}`));
+    expect((await fs.readFile('/d/f0')).toString()).to.equal(`${'z'.repeat(80)}\n${hosts(9)}`);
+  });
+
+  it('keeps one copy of the part before the last line', async () => {
+    const files = 20_000;
+    const fs = new MemoryVolumeFS();
+    for (let d = 0; d < 40; d++) await fs.mkdir(`/pods/d${d}`);
+    const dirsOnly = heapUsedAfterGC();
+    for (let i = 0; i < files; i++)
+      await fs.writeFile(`/pods/d${i % 40}/etc-hosts-${i}`, Buffer.from(podHosts(i)));
+    const perFile = (heapUsedAfterGC() - dirsOnly) / files;
+    expect((await fs.readFile('/pods/d7/etc-hosts-7')).toString()).to.equal(podHosts(7)); // fs alive to here
+    // All a file keeps of its own (its entry, name and node, its last line and the pair holding it) takes less
+    // than a whole copy of its bytes would: measured 2026-11-30, 181 bytes per file of 199; 332 with a copy.
+    expect(perFile, `${perFile.toFixed(0)} bytes per file`).to.be.below(podHosts(0).length);
+  });
+});
