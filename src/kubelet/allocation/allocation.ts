@@ -82,8 +82,9 @@ export function sameRequirements(
 /**
  * The spec as allocated, by allocation and spec object: admission asks for every admitted pod each time it
  * admits one, with the same spec and allocation objects (both are replaced, never changed in place). Keyed
- * by the allocation, which is each pod's own: the pods of one template on one node share one spec object
- * (src/operator/podintern.ts).
+ * by the allocation, checked against the spec: the pods of one template on one node share one spec object
+ * (src/operator/podintern.ts) and one allocation (AllocationManager), and an allocation shared by pods whose
+ * specs differ (one of them resized) is answered right, only recomputed.
  */
 const allocatedSpecs = new WeakMap<
   PodAllocation,

@@ -56,12 +56,21 @@ export interface AllocationManagerDeps {
   logger: { info(msg: string, meta?: Record<string, unknown>): void };
 }
 
+/** Distinct allocations kept for sharing (see AllocationManager.alike). */
+const ALIKE_LIMIT = 256;
+
 function podRef(pod: Pod): string {
   return `${pod.metadata.namespace ?? ''}/${pod.metadata.name ?? ''}`;
 }
 
 export class AllocationManager {
   private readonly allocated = new Map<string, PodAllocation>();
+  /**
+   * One allocation object for this node's pods that are allocated alike, by its JSON text (the replicas of a
+   * template: a Map of one container is 220 bytes). Allocations are replaced, never changed, so sharing one
+   * changes no pod's; bounded, it starts over when full.
+   */
+  private readonly alike = new Map<string, PodAllocation>();
   /** What the allocated pods hold, summed as they come and go (admission's peers without a scan). */
   private readonly tally = new AdmittedTally();
   private pendingResizes: string[] = [];
@@ -93,8 +102,17 @@ export class AllocationManager {
   /** Records an admitted pod's allocation (kubelet: SetAllocatedResources). */
   setAllocated(pod: Pod): void {
     const uid = pod.metadata.uid ?? '';
-    this.allocated.set(uid, allocationFromPod(pod));
+    this.allocated.set(uid, this.shared(allocationFromPod(pod)));
     this.tally.set(uid, pod.spec);
+  }
+
+  private shared(allocation: PodAllocation): PodAllocation {
+    const key = JSON.stringify([...allocation]);
+    const kept = this.alike.get(key);
+    if (kept !== undefined) return kept;
+    if (this.alike.size >= ALIKE_LIMIT) this.alike.clear();
+    this.alike.set(key, allocation);
+    return allocation;
   }
 
   /**

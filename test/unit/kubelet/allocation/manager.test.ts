@@ -60,6 +60,28 @@ class Harness {
 }
 
 describe('AllocationManager', () => {
+  it('keeps one allocation for pods allocated alike; a resize of one leaves the others as they were', () => {
+    const h = new Harness();
+    h.admit(pod('a', '500m'));
+    h.admit(pod('b', '500m'));
+    h.admit(pod('c', '250m'));
+    expect(h.m.getContainerAllocation('a', 'app')).to.equal(h.m.getContainerAllocation('b', 'app'));
+    expect(h.allocatedCPU('c')).to.equal('250m');
+    h.update(pod('a', '1', 2));
+    expect([h.allocatedCPU('a'), h.allocatedCPU('b')]).to.deep.equal(['1', '500m']);
+    // The pod as allocated follows its own allocation, whichever pods share it.
+    expect(
+      h.m.updatePodFromAllocation(pod('b', '750m', 2)).pod.spec.containers[0]!.resources?.requests,
+    ).to.deep.equal({
+      cpu: '500m',
+    });
+    expect(
+      h.m.updatePodFromAllocation(pod('a', '750m', 3)).pod.spec.containers[0]!.resources?.requests,
+    ).to.deep.equal({
+      cpu: '1',
+    });
+  });
+
   it('accepts a resize that fits: allocation, PodResizeInProgress, ResizeStarted, a pod sync', () => {
     const h = new Harness();
     h.admit(pod('a', '500m'));
