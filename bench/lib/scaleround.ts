@@ -31,8 +31,8 @@ export async function scrape(agent: AgentProcess, hasMetrics: boolean): Promise<
   return {
     lagP99Ms: res ? promValue(res.body, 'nodejs_eventloop_lag_p99_seconds') * 1000 : Number.NaN,
     heapMiB: res ? promValue(res.body, 'nodejs_heap_size_used_bytes') / 2 ** 20 : Number.NaN,
-    // What V8 holds from the OS for its heap, and of that the young generation (the semi-spaces the image's
-    // --max-semi-space-size lets grow): with heap used, where RSS goes.
+    // What V8 holds from the OS for its heap, and of that the young generation (its two semi-spaces, as large
+    // as --max-semi-space-size lets them grow): with heap used, where RSS goes.
     heapCommittedMiB: res ? promValue(res.body, 'nodejs_heap_size_total_bytes') / 2 ** 20 : Number.NaN,
     youngCommittedMiB: res
       ? promValue(res.body, 'nodejs_heap_space_size_total_bytes', { space: 'new' }) / 2 ** 20
