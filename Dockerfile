@@ -42,7 +42,7 @@ RUN node --heap-growing-percent=100 dist/main.js --help > /dev/null
 EXPOSE 8080
 # A fixed old-generation growth of 2x (V8 picks up to 4x on a machine with memory to spare) keeps the heap near
 # what is live: at 10,000 pods 288 MiB when all are Ready against 352 to 370 with V8's defaults, for the same
-# CPU. The young generation is V8's own (16 MiB semi-spaces on Node 20 and 22): 32 MiB saved about 5 % of the
+# CPU. The young generation is V8's own (16 MiB semi-spaces on Node 20 and 22): 32 MiB saved about 6 % of the
 # CPU of a pod start for 30 MiB more RSS, which the memory target cannot spare (bench/README.md, issue #17,
 # "V8 flags", "the young generation measured again" and 2026-11-30 (morning)). The benchmarks read these flags
 # from here.

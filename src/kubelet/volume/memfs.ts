@@ -9,8 +9,9 @@
  * real file system does, so code that must chmod after creating behaves the same on both.
  *
  * A simulated node holds a few entries per pod for every pod, so entries are small: no Map for a directory
- * of few entries, file bytes as a string, one shared mode-and-owner object per distinct triple, one copy of
- * each common name. What the interface returns is always a fresh copy.
+ * of few entries, file bytes as a string (what files share up to their last line kept once, see fileBytes),
+ * one shared mode-and-owner object per distinct triple, one copy of each common name. What the interface
+ * returns is always a fresh copy.
  */
 import { type EntryStat, type Owner, type VolumeFS, VolumeFSError } from './fs.js';
 import {

@@ -1,7 +1,8 @@
 /**
  * listRuntimePods (kubelet: GetPods(all)): pods grouped by their UID label, records and pods newest first.
  * The listing avoids sorting what a runtime already lists in creation order; held here to a plain stable
- * sort of every list, on random listings in every order, with ties and pods that have no sandbox.
+ * sort of every list, on random listings in every order, with ties and pods that have no sandbox. With a memo,
+ * a pod listed as before is the same object, and every answer equals one without it.
  */
 import { expect } from 'chai';
 import { listRuntimePods } from '../../../../src/kubelet/kuberuntime/podstatus.js';
