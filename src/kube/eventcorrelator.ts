@@ -52,8 +52,8 @@ const TIME_BASE = Date.now();
 /**
  * A write the correlator decided on, kept as numbers and shared strings: a node's Events can wait seconds to be
  * written (one at a time, behind a burst's others), and a body built at once would wait with them. The body,
- * the patch and the name are built when asked, equal each time. While it waits, a later write of the same
- * Event merges into it (`merge`); that is all that changes it.
+ * the patch and the name are built when asked, equal each time. The recorder sets its priority once as it
+ * queues it; while it waits, a later write of the same Event merges into it (`merge`); nothing else changes it.
  */
 export class EventWrite {
   private first: number;

@@ -133,7 +133,7 @@ export class EventRecorder {
     }
     const waiting = this.bySeq.get(c.seq);
     if (waiting) {
-      // The Event as it is now replaces the waiting write's: a create stays a create.
+      // The waiting write takes on the Event as it is now: a create stays a create.
       waiting.merge(c);
       this.stats.merged++;
       return;
