@@ -16,6 +16,7 @@
 import { isTerminalPhase, type Pod, type ResourceRequirements } from '../../api/core.js';
 import type { AdmissionNode, AdmissionPeers } from '../../node/admission.js';
 import { errorMessage } from '../../util/errors.js';
+import { SharedValues } from '../../util/sharedvalues.js';
 import { getPodQOS } from '../qos.js';
 import type { PodResizeConditions } from '../status/resizeconditions.js';
 import {
@@ -70,7 +71,7 @@ export class AllocationManager {
    * template: a Map of one container is 220 bytes). Allocations are replaced, never changed, so sharing one
    * changes no pod's; bounded, it starts over when full.
    */
-  private readonly alike = new Map<string, PodAllocation>();
+  private readonly alike = new SharedValues<PodAllocation>(ALIKE_LIMIT);
   /** What the allocated pods hold, summed as they come and go (admission's peers without a scan). */
   private readonly tally = new AdmittedTally();
   private pendingResizes: string[] = [];
@@ -102,17 +103,12 @@ export class AllocationManager {
   /** Records an admitted pod's allocation (kubelet: SetAllocatedResources). */
   setAllocated(pod: Pod): void {
     const uid = pod.metadata.uid ?? '';
-    this.allocated.set(uid, this.shared(allocationFromPod(pod)));
+    const allocation = allocationFromPod(pod);
+    this.allocated.set(
+      uid,
+      this.alike.get(JSON.stringify([...allocation]), () => allocation),
+    );
     this.tally.set(uid, pod.spec);
-  }
-
-  private shared(allocation: PodAllocation): PodAllocation {
-    const key = JSON.stringify([...allocation]);
-    const kept = this.alike.get(key);
-    if (kept !== undefined) return kept;
-    if (this.alike.size >= ALIKE_LIMIT) this.alike.clear();
-    this.alike.set(key, allocation);
-    return allocation;
   }
 
   /**

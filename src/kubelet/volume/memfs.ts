@@ -13,6 +13,7 @@
  * one shared mode-and-owner object per distinct triple, one copy of each common name. What the interface
  * returns is always a fresh copy.
  */
+import { SharedValues } from '../../util/sharedvalues.js';
 import { type EntryStat, type Owner, type VolumeFS, VolumeFSError } from './fs.js';
 import {
   deleteEntry,
@@ -61,9 +62,9 @@ export class MemoryVolumeFS implements VolumeFS {
   private readonly umask: number;
   private readonly uid: number;
   private readonly gid: number;
-  private readonly metas = new Map<string, Meta>();
+  private readonly metas = new SharedValues<Meta>(METAS_LIMIT);
   private readonly names = new Map<string, string>();
-  private readonly heads = new Map<string, string>();
+  private readonly heads = new SharedValues<string>(HEADS_LIMIT);
 
   constructor(opts: MemoryVolumeFSOptions = {}) {
     this.umask = opts.umask ?? 0o022;
@@ -257,26 +258,14 @@ export class MemoryVolumeFS implements VolumeFS {
     // Each part decoded from the bytes: a piece cut from the whole string would keep the whole alive.
     const cut = data.length > MIN_HEAD ? data.lastIndexOf(0x0a, data.length - 2) + 1 : 0;
     if (cut < MIN_HEAD) return data.toString('latin1');
-    let head = data.toString('latin1', 0, cut);
-    const kept = this.heads.get(head);
-    if (kept !== undefined) head = kept;
-    else {
-      if (this.heads.size >= HEADS_LIMIT) this.heads.clear();
-      this.heads.set(head, head);
-    }
-    return head + data.toString('latin1', cut);
+    const head = data.toString('latin1', 0, cut);
+    return this.heads.get(head, () => head) + data.toString('latin1', cut);
   }
 
   /** The shared meta for these values (one of its own for values a key would blur). */
   private meta(mode: number, uid: number, gid: number): Meta {
     if (![mode, uid, gid].every((v) => typeof v === 'number' && !Object.is(v, -0))) return { mode, uid, gid };
-    const key = `${mode}:${uid}:${gid}`;
-    let m = this.metas.get(key);
-    if (m) return m;
-    m = Object.freeze({ mode, uid, gid });
-    if (this.metas.size >= METAS_LIMIT) this.metas.clear();
-    this.metas.set(key, m);
-    return m;
+    return this.metas.get(`${mode}:${uid}:${gid}`, () => Object.freeze({ mode, uid, gid }));
   }
 
   private existing(path: string, follow: boolean, syscall: string): MemNode {

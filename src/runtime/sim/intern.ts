@@ -10,26 +10,9 @@
  * cost at most `limit` keys, and no count of users has to be kept.
  */
 
-export class SharedValues<T> {
-  private readonly table = new Map<string, T>();
+import { SharedValues } from '../../util/sharedvalues.js';
 
-  constructor(private readonly limit: number) {}
-
-  /** The shared value for `key`, made by `make` the first time; with no key, a value of its own. */
-  get(key: string | undefined, make: () => T): T {
-    if (key === undefined) return make();
-    const hit = this.table.get(key);
-    if (hit !== undefined) return hit;
-    const value = make();
-    if (this.table.size >= this.limit) this.table.clear();
-    this.table.set(key, value);
-    return value;
-  }
-
-  get size(): number {
-    return this.table.size;
-  }
-}
+export { SharedValues };
 
 /**
  * A key for `value` that no other plain value shares (JSON, which keeps key order), or undefined when JSON
