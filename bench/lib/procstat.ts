@@ -27,6 +27,22 @@ export function parseProcStatusMem(text: string): { rssMiB: number; hwmMiB: numb
   return { rssMiB: kb('VmRSS') / 1024, hwmMiB: kb('VmHWM') / 1024 };
 }
 
+/**
+ * The machine's CPU time from the first line of /proc/stat, in seconds: `busy` is every state but idle and
+ * iowait (user, nice, system, irq, softirq, steal), `all` every state. Guest time is already in user.
+ */
+export function parseProcStatMachine(text: string, clkTck = CLK_TCK): { busySec: number; allSec: number } {
+  const end = text.indexOf('\n');
+  const f = (end < 0 ? text : text.slice(0, end)).trim().split(/\s+/);
+  if (f[0] !== 'cpu' || f.length < 8) throw new Error('malformed /proc/stat');
+  // user nice system idle iowait irq softirq [steal [guest [guest_nice]]]
+  const v = f.slice(1, 9).map(Number);
+  if (v.some((x) => !Number.isFinite(x))) throw new Error('malformed /proc/stat');
+  const all = v.reduce((a, b) => a + b, 0);
+  const idle = v[3]! + v[4]!;
+  return { busySec: (all - idle) / clkTck, allSec: all / clkTck };
+}
+
 export interface ProcSample {
   /** Epoch ms. */
   t: number;
@@ -45,7 +61,17 @@ export function readProc(pid: number): ProcSample | undefined {
   }
 }
 
-/** Samples a process every `intervalMs` until stopped; keeps every sample. */
+/** The whole machine as a sample: `cpuSec` is the busy time of all its CPUs; no memory figures. */
+export function readMachine(): ProcSample | undefined {
+  try {
+    const { busySec } = parseProcStatMachine(readFileSync('/proc/stat', 'utf8'));
+    return { t: Date.now(), cpuSec: busySec, rssMiB: Number.NaN, hwmMiB: Number.NaN };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Samples a process (or, with `read`, something else) every `intervalMs` until stopped; keeps every sample. */
 export class ProcSampler {
   readonly samples: ProcSample[] = [];
   private timer: NodeJS.Timeout | undefined;
@@ -53,6 +79,7 @@ export class ProcSampler {
   constructor(
     readonly pid: number,
     private readonly intervalMs = 1000,
+    private readonly read: () => ProcSample | undefined = () => readProc(pid),
   ) {}
 
   start(): this {
@@ -62,7 +89,7 @@ export class ProcSampler {
   }
 
   sample(): ProcSample | undefined {
-    const s = readProc(this.pid);
+    const s = this.read();
     if (s) this.samples.push(s);
     return s;
   }

@@ -31,7 +31,7 @@ import {
   warmVirtualNodeStorage,
   waitNodesReady,
 } from '../lib/nodes.js';
-import { ProcSampler, windowUsage } from '../lib/procstat.js';
+import { ProcSampler, readMachine, windowUsage } from '../lib/procstat.js';
 import { podPlan } from '../lib/pods.js';
 import { APISERVER_PROFILING_FLAG, apiserverCpuProfile, pprofTop } from '../lib/apiserverprofile.js';
 import { AllocWindow, allocProfileNodeArgs, logAllocations, type ProfileNode } from '../lib/allocprofile.js';
@@ -103,6 +103,11 @@ export interface SideRun {
   stateChangesPerPod: number;
   /** [agent started, nodes Ready], [start, all Ready] and [delete sent, all gone], epoch ms. */
   windows: { startup: [number, number]; create: [number, number]; delete: [number, number] };
+  /**
+   * CPU seconds the rest of the machine used from the first create until all were Ready (absent in older
+   * results): the API server, etcd, the benchmark's own driver process, and every CPU of the machine.
+   */
+  createPhaseCpuSec?: { apiserver: number; etcd: number; driver: number; machine: number };
   startupRequests?: RequestCounts;
   createRequests?: RequestCounts;
   deleteRequests?: RequestCounts;
@@ -141,6 +146,16 @@ async function runSide(
         `(process ready after ${duration(upSince - tSetup)}); warm-up round`,
     );
     const sampler = new ProcSampler(agent.pid, 1000).start();
+    // The agent shares two cores with these: what it and its requests cost them sets the creates' pace.
+    const pidOf = (name: string): number | undefined => bc.cp.processes().find((p) => p.name === name)?.pid;
+    const apiserverPid = pidOf('kube-apiserver');
+    const etcdPid = pidOf('etcd');
+    const others = {
+      apiserver: apiserverPid === undefined ? undefined : new ProcSampler(apiserverPid, 1000).start(),
+      etcd: etcdPid === undefined ? undefined : new ProcSampler(etcdPid, 1000).start(),
+      driver: new ProcSampler(process.pid, 1000).start(),
+      machine: new ProcSampler(0, 1000, readMachine).start(),
+    };
     const warm = await podRound(bc, `warm-${side.tag}`, podPlan(nodes, 1, 'warm'), opts.concurrency);
     if (!warm.ready || !warm.gone) throw new Error(`${side.name}: the warm-up round did not finish`);
     // A kubelet delays the first probe of a pod by a random part of the period while it has been up for
@@ -190,6 +205,7 @@ async function runSide(
       },
     });
     sampler.stop();
+    for (const o of Object.values(others)) o?.stop();
     const profileFile = await profiled;
     if (profileFile)
       log(
@@ -209,6 +225,8 @@ async function runSide(
     const ready = r.watch.count((p) => p.readyAt !== undefined);
     const pods = plan.length;
     const createUse = windowUsage(sampler.between(r.t0, r.t1 + 1000));
+    const createOf = (o: ProcSampler | undefined): number =>
+      o ? windowUsage(o.between(r.t0, r.t1 + 1000)).cpuSec : Number.NaN;
     const startEventsEnd = Math.max(r.t1, startEventsAt ?? r.t1);
     const createWithEventsUse = windowUsage(sampler.between(r.t0, startEventsEnd + 1000));
     const deleteUse = windowUsage(sampler.between(r.t2, r.t3 + 1000));
@@ -257,6 +275,12 @@ async function runSide(
       podsPerSec: r.ready ? pods / ((r.t1 - r.t0) / 1000) : Number.NaN,
       readyLatency: summarize(lat),
       createCpuSec: createUse.cpuSec,
+      createPhaseCpuSec: {
+        apiserver: createOf(others.apiserver),
+        etcd: createOf(others.etcd),
+        driver: createOf(others.driver),
+        machine: createOf(others.machine),
+      },
       createWithEventsCpuSec: createWithEventsUse.cpuSec,
       startEventsWrittenMs: startEventsEnd - r.t0,
       deleteCpuSec: deleteUse.cpuSec,
@@ -315,6 +339,15 @@ export function scaleTable(runs: SideRun[]): string {
     ['create -> Ready p50', (r) => r.readyLatency.p50, ms],
     ['create -> Ready p99', (r) => r.readyLatency.p99, ms],
     ['CPU, create phase', (r) => r.createCpuSec, sec],
+    ['  kube-apiserver in the same window', (r) => r.createPhaseCpuSec?.apiserver ?? Number.NaN, sec],
+    ['  etcd', (r) => r.createPhaseCpuSec?.etcd ?? Number.NaN, sec],
+    ["  the benchmark's driver", (r) => r.createPhaseCpuSec?.driver ?? Number.NaN, sec],
+    ['  the whole machine (all CPUs busy)', (r) => r.createPhaseCpuSec?.machine ?? Number.NaN, sec],
+    [
+      '  the whole machine per pod',
+      (r) => ((r.createPhaseCpuSec?.machine ?? Number.NaN) * 1000) / r.pods,
+      (v) => num(v, 2, 'ms'),
+    ],
     ["start's Events all written after", (r) => r.startEventsWrittenMs ?? Number.NaN, ms],
     ['CPU, create phase with its Events', (r) => r.createWithEventsCpuSec ?? Number.NaN, sec],
     ['RSS before the pods (nodes only)', (r) => r.rssIdleMiB, mib],

@@ -18,6 +18,7 @@ import { leaseCadence } from '../../../bench/lib/leases.js';
 import { isRunningReady, podPlan, statusKey } from '../../../bench/lib/pods.js';
 import {
   parseProcStatCpu,
+  parseProcStatMachine,
   parseProcStatusMem,
   rssTimeline,
   windowUsage,
@@ -176,6 +177,16 @@ describe('bench helpers', () => {
       const stat = '4242 (node (x) y) S 1 2 3 4 5 6 7 8 9 10 250 50 0 0 20 0 11 0 100 200 300';
       expect(parseProcStatCpu(stat)).to.equal(3);
       expect(() => parseProcStatCpu('1 (x) S')).to.throw(/malformed/);
+    });
+
+    it("reads the machine's busy and whole CPU time from /proc/stat's first line", () => {
+      // user nice system idle iowait irq softirq steal guest guest_nice, in ticks
+      const stat = 'cpu  300 20 100 900 80 10 40 30 5 0\ncpu0 150 10 50 450 40 5 20 15 0 0\nintr 1 2\n';
+      // busy: everything but idle and iowait (guest is inside user already)
+      expect(parseProcStatMachine(stat)).to.deep.equal({ busySec: 5, allSec: 14.8 });
+      expect(parseProcStatMachine('cpu 1 2 3 4 5 6 7')).to.deep.equal({ busySec: 0.19, allSec: 0.28 });
+      expect(() => parseProcStatMachine('cpu0 1 2 3 4 5 6 7 8\n')).to.throw(/malformed/);
+      expect(() => parseProcStatMachine('cpu 1 2 x 4 5 6 7 8\n')).to.throw(/malformed/);
     });
 
     it('reads VmRSS and VmHWM in MiB', () => {
