@@ -84,7 +84,8 @@ export class ProcSampler {
 
   start(): this {
     this.sample();
-    this.timer = setInterval(() => this.sample(), this.intervalMs);
+    // Never what keeps the process alive: a run that failed before stop() still ends.
+    this.timer = setInterval(() => this.sample(), this.intervalMs).unref();
     return this;
   }
 
