@@ -224,7 +224,7 @@ async function runSide(
       if (p.readyAt !== undefined && p.createdAt !== undefined) lat.push(p.readyAt - p.createdAt);
     const ready = r.watch.count((p) => p.readyAt !== undefined);
     const pods = plan.length;
-    const createUse = windowUsage(sampler.between(r.t0, r.t1 + 1000));
+    // CPU seconds of a sampled process (or the machine) from the first create until all were Ready.
     const createOf = (o: ProcSampler | undefined): number =>
       o ? windowUsage(o.between(r.t0, r.t1 + 1000)).cpuSec : Number.NaN;
     const startEventsEnd = Math.max(r.t1, startEventsAt ?? r.t1);
@@ -274,7 +274,7 @@ async function runSide(
       allReadyMs: r.ready ? r.t1 - r.t0 : Number.NaN,
       podsPerSec: r.ready ? pods / ((r.t1 - r.t0) / 1000) : Number.NaN,
       readyLatency: summarize(lat),
-      createCpuSec: createUse.cpuSec,
+      createCpuSec: createOf(sampler),
       createPhaseCpuSec: {
         apiserver: createOf(others.apiserver),
         etcd: createOf(others.etcd),

@@ -12,8 +12,6 @@
 
 import { SharedValues } from '../../util/sharedvalues.js';
 
-export { SharedValues };
-
 /**
  * A key for `value` that no other plain value shares (JSON, which keeps key order), or undefined when JSON
  * would blur it: anything but strings, booleans, finite numbers (not -0), null, arrays and plain objects

@@ -20,7 +20,8 @@ import type {
 } from '../types.js';
 import type { Behaviour } from './behaviour.js';
 import type { Few } from './few.js';
-import { CompactCopies, flatString, plainKey, SharedValues } from './intern.js';
+import { SharedValues } from '../../util/sharedvalues.js';
+import { CompactCopies, flatString, plainKey } from './intern.js';
 import { formatIPv4 } from './ipam.js';
 import { ContainerSpecs, type ContainerSpec, type HostPaths } from './spec.js';
 

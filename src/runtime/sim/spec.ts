@@ -6,7 +6,8 @@
  * copies of the config's values, so a caller changing its config afterwards changes nothing here.
  */
 import type { ContainerConfig, ContainerMetadata, Image, LinuxContainerResources, Mount } from '../types.js';
-import { SharedValues, plainKey } from './intern.js';
+import { SharedValues } from '../../util/sharedvalues.js';
+import { plainKey } from './intern.js';
 
 export interface ContainerSpec {
   readonly metadata: Readonly<ContainerMetadata>;
