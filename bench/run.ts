@@ -4,7 +4,7 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { REPO_ROOT, run } from '../test/support/controlplane.js';
-import { defaultJsonPath, parseBenchArgs, USAGE, type BenchArgs } from './lib/args.js';
+import { defaultJsonPath, kwokFirstInRun, parseBenchArgs, USAGE, type BenchArgs } from './lib/args.js';
 import { ensureImageNode, operatorNode } from './lib/agents.js';
 import { imageCompileCache, imageNodeFlags } from './lib/imageflags.js';
 import { targetsSummaryTable } from './lib/scaletargets.js';
@@ -51,18 +51,24 @@ async function scenario(
         allocProfile: a.allocProfile,
         apiserverProfile: a.apiserverProfile,
         agentAuth: a.agentAuth,
+        kwokFirst: a.kwokFirst,
       };
       if (a.runs === 1) return runScale(opts, log);
       const each: Record<string, unknown>[] = [];
       for (let i = 1; i <= a.runs; i++) {
-        log(`scale: run ${i} of ${a.runs}`);
-        const r = await runScale(opts, log);
+        const kwokFirst = kwokFirstInRun(a, i);
+        log(`scale: run ${i} of ${a.runs}${a.kwok ? (kwokFirst ? ', kwok first' : ', ours first') : ''}`);
+        const r = await runScale({ ...opts, kwokFirst }, log);
         console.log(`\nscale, run ${i} of ${a.runs}:\n${String(r.table)}\n`);
         each.push(r);
       }
       const sides = each.map((r) => r.sides as SideRun[]);
       const summary = targetsSummaryTable(sides.map(([ours, kwok]) => ({ ours: ours!, kwok })));
-      return { scenario: 'scale', runs: each, table: `${a.runs} runs, one after the other\n\n${summary}` };
+      return {
+        scenario: 'scale',
+        runs: each,
+        table: `${a.runs} runs, one after the other${a.kwok ? ', alternating which side goes first' : ''}\n\n${summary}`,
+      };
     }
     case 'steady': {
       const { runSteady } = await import('./scenarios/steady.js');

@@ -42,6 +42,8 @@ export interface BenchArgs {
   metricsServer?: boolean;
   /** scale: run the whole scenario this many times, each on a fresh control plane, and summarize (default 1). */
   runs: number;
+  /** scale: kwok's side runs first (with --runs N, in the first run; the runs alternate the order). */
+  kwokFirst: boolean;
 }
 
 export const USAGE = `usage: npm run bench -- <${SCENARIOS.join('|')}> [flags]
@@ -71,10 +73,21 @@ export const USAGE = `usage: npm run bench -- <${SCENARIOS.join('|')}> [flags]
                      as deployed) or certificate (client certificates in system:masters, exempt from API
                      Priority and Fairness: the benchmark before 2026-11-29)
   --runs N           scale: run it N times, one after the other (each with a fresh control plane), and print
-                     the targets' median over the runs and how many runs met each
+                     the targets' median over the runs and how many runs met each; the runs alternate which
+                     side goes first (the second meets the first one's Events and write history)
+  --kwok-first       scale: kwok's side first, then ours (in the first of --runs N); default ours first
   --metrics-server   steady: the operator serves its node API (a loopback InternalIP per node) and
                      metrics-server scrapes every node every 15 s; adds the metrics API coverage and the
                      cost of one scrape of one node`;
+
+/**
+ * Whether kwok's side goes first in run `run` (1-based) of a scale set: the first run as `--kwok-first` says,
+ * then every run the other way round, so each side goes second in half the runs (the second side meets what
+ * the first left on the shared API server and etcd). Never without kwok.
+ */
+export function kwokFirstInRun(a: Pick<BenchArgs, 'kwok' | 'kwokFirst'>, run: number): boolean {
+  return a.kwok && a.kwokFirst === (run % 2 === 1);
+}
 
 export type ParsedArgs = { ok: true; args: BenchArgs } | { ok: false; message: string };
 
@@ -89,6 +102,7 @@ export function parseBenchArgs(argv: readonly string[]): ParsedArgs {
     imageNode: false,
     agentAuth: 'token',
     runs: 1,
+    kwokFirst: false,
   };
   const positive = (flag: string, v: string | undefined): number | string => {
     const n = Number(v);
@@ -113,6 +127,9 @@ export function parseBenchArgs(argv: readonly string[]): ParsedArgs {
         break;
       case '--metrics-server':
         args.metricsServer = true;
+        break;
+      case '--kwok-first':
+        args.kwokFirst = true;
         break;
       case '--json': {
         const v = value();

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { parseBenchArgs, defaultJsonPath } from '../../../bench/lib/args.js';
+import { parseBenchArgs, defaultJsonPath, kwokFirstInRun } from '../../../bench/lib/args.js';
 import {
   entrypointNodeFlags,
   imageCompileCache,
@@ -321,9 +321,20 @@ describe('bench helpers', () => {
           imageNode: false,
           agentAuth: 'token',
           runs: 1,
+          kwokFirst: false,
         },
       });
       expect(parseBenchArgs(['steady', '--hold-minutes', '2', '--no-kwok'])).to.deep.include({ ok: true });
+    });
+
+    it('alternates which side of a scale set goes first, starting as --kwok-first says', () => {
+      const first = parseBenchArgs(['scale', '--runs', '4', '--kwok-first']);
+      expect(first.ok && first.args.kwokFirst).to.equal(true);
+      const order = (kwok: boolean, kwokFirst: boolean): boolean[] =>
+        [1, 2, 3, 4].map((run) => kwokFirstInRun({ kwok, kwokFirst }, run));
+      expect(order(true, false)).to.deep.equal([false, true, false, true]);
+      expect(order(true, true)).to.deep.equal([true, false, true, false]);
+      expect(order(false, true)).to.deep.equal([false, false, false, false]);
     });
 
     it('passes node flags to the operator and takes a heap snapshot directory', () => {
