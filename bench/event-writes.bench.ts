@@ -11,22 +11,13 @@ import { KubeClient } from '../src/kube/client.js';
 import { EventRecorder, type ObjectReference } from '../src/kube/events.js';
 import { restEventSink } from '../src/node/api.js';
 import { RealClock } from '../src/util/clock.js';
+import { positiveArg } from './lib/args.js';
+import { POD_START_EVENTS } from './lib/pods.js';
 import { median } from './lib/stats.js';
 
-const arg = (name: string, fallback: number): number => {
-  const i = process.argv.indexOf(name);
-  const v = i >= 0 ? Number(process.argv[i + 1]) : fallback;
-  if (!Number.isInteger(v) || v < 1) throw new Error(`${name} needs a positive integer`);
-  return v;
-};
-const NODES = arg('--nodes', 100);
-const PODS = arg('--pods', 34);
-const ROUNDS = arg('--rounds', 3);
-const REASONS = [
-  ['Pulled', 'Container image "registry.k8s.io/e2e-test-images/agnhost:2.53" already present on machine'],
-  ['Created', 'Created container: app'],
-  ['Started', 'Started container app'],
-] as const;
+const NODES = positiveArg('--nodes', 100);
+const PODS = positiveArg('--pods', 34);
+const ROUNDS = positiveArg('--rounds', 3);
 
 const cp = await startControlPlane();
 try {
@@ -51,7 +42,7 @@ try {
           uid: `${tag}-${n}-${p}`,
           fieldPath: 'spec.containers{app}',
         };
-        for (const [reason, message] of REASONS) r.event(ref, 'Normal', reason, message);
+        for (const [reason, message] of POD_START_EVENTS) r.event(ref, 'Normal', reason, message);
       }
     });
     await Promise.all(recorders.map((r) => r.flush()));
@@ -59,7 +50,7 @@ try {
     const used = process.cpuUsage(cpu);
     const written = recorders.reduce((n, r) => n + r.stats.created, 0);
     const failed = recorders.reduce((n, r) => n + r.stats.failed + r.stats.dropped, 0);
-    if (failed > 0 || written !== NODES * PODS * REASONS.length)
+    if (failed > 0 || written !== NODES * PODS * POD_START_EVENTS.length)
       throw new Error(`${tag}: ${written} Events written, ${failed} failed or dropped`);
     return { usPerEvent: (used.user + used.system) / written, perSec: (written * 1000) / wallMs };
   };
@@ -67,7 +58,7 @@ try {
   const results: { usPerEvent: number; perSec: number }[] = [];
   for (let i = 1; i <= ROUNDS; i++) results.push(await round(`r${i}`));
   client.close();
-  const events = NODES * PODS * REASONS.length;
+  const events = NODES * PODS * POD_START_EVENTS.length;
   console.log(`${events} Events per round from ${NODES} recorders over ${EVENT_CONNECTIONS} connections`);
   console.log(`CPU per Event (us): ${results.map((r) => r.usPerEvent.toFixed(0)).join(', ')}`);
   console.log(`Events per second: ${results.map((r) => r.perSec.toFixed(0)).join(', ')}`);

@@ -27,32 +27,21 @@ import { restEventSink } from '../src/node/api.js';
 import { RealClock } from '../src/util/clock.js';
 import { forEachConcurrently } from '../src/util/pool.js';
 import { ensureKwok } from './lib/agents.js';
+import { positiveArg } from './lib/args.js';
 import { startBenchCluster, type BenchCluster } from './lib/cluster.js';
-import { benchPod, ensureNamespace } from './lib/pods.js';
+import { BENCH_IMAGE, benchPod, ensureNamespace, POD_START_EVENTS } from './lib/pods.js';
 import { readProc } from './lib/procstat.js';
 import { median } from './lib/stats.js';
 import { formatTable, num } from './lib/table.js';
 
-const arg = (name: string, fallback: number): number => {
-  const i = process.argv.indexOf(name);
-  const v = i >= 0 ? Number(process.argv[i + 1]) : fallback;
-  if (!Number.isInteger(v) || v < 1) throw new Error(`${name} needs a positive integer`);
-  return v;
-};
-const PODS = arg('--pods', 2000);
-const ROUNDS = arg('--rounds', 4);
+const PODS = positiveArg('--pods', 2000);
+const ROUNDS = positiveArg('--rounds', 4);
 const IN_FLIGHT = 16;
 /** Pods per VirtualNode in `scale`, so Events per recorder. */
 const PODS_PER_NODE = 100;
 const NAMESPACE = 'write-cost';
 const NODE = 'vn-0';
-const IMAGE = 'registry.k8s.io/e2e-test-images/agnhost:2.53';
 const IMAGE_ID = `registry.k8s.io/e2e-test-images/agnhost@sha256:${'36a9e71d'.repeat(8)}`;
-const EVENTS = [
-  ['Pulled', `Container image "${IMAGE}" already present on machine`],
-  ['Created', 'Created container: app'],
-  ['Started', 'Started container app'],
-] as const;
 
 interface Created {
   name: string;
@@ -94,7 +83,7 @@ function operatorStatus(p: Created, kind: StatusKind): PodStatus {
         name: 'app',
         ready: true,
         restartCount: 0,
-        image: IMAGE,
+        image: BENCH_IMAGE,
         imageID: IMAGE_ID,
         containerID: `sim://${p.uid.replace(/-/g, '').repeat(2)}`,
         started: true,
@@ -115,7 +104,13 @@ function kwokPatch(p: Created): object {
         type,
       })),
       containerStatuses: [
-        { image: IMAGE, name: 'app', ready: true, restartCount: 0, state: { running: { startedAt: now } } },
+        {
+          image: BENCH_IMAGE,
+          name: 'app',
+          ready: true,
+          restartCount: 0,
+          state: { running: { startedAt: now } },
+        },
       ],
       hostIP: '127.0.0.1',
       hostIPs: [{ ip: '127.0.0.1' }],
@@ -241,7 +236,7 @@ try {
     }
     record(
       "Event create (a pod start's Pulled, Created, Started)",
-      eventPods.length * EVENTS.length,
+      eventPods.length * POD_START_EVENTS.length,
       await measured(bc, async () => {
         eventPods.forEach((p, i) => {
           const ref = {
@@ -253,14 +248,14 @@ try {
             fieldPath: 'spec.containers{app}',
           };
           const recorder = recorders[Math.floor(i / PODS_PER_NODE)]!;
-          for (const [reason, message] of EVENTS) recorder.event(ref, 'Normal', reason, message);
+          for (const [reason, message] of POD_START_EVENTS) recorder.event(ref, 'Normal', reason, message);
         });
         await Promise.all(recorders.map((r) => r.flush()));
       }),
     );
     const written = recorders.reduce((n, r) => n + r.stats.created, 0);
-    if (written !== eventPods.length * EVENTS.length) {
-      throw new Error(`${written} of ${eventPods.length * EVENTS.length} Events written`);
+    if (written !== eventPods.length * POD_START_EVENTS.length) {
+      throw new Error(`${written} of ${eventPods.length * POD_START_EVENTS.length} Events written`);
     }
     await bc.driver.request({
       method: 'DELETE',

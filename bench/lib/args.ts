@@ -89,6 +89,17 @@ export function kwokFirstInRun(a: Pick<BenchArgs, 'kwok' | 'kwokFirst'>, run: nu
   return a.kwok && a.kwokFirst === (run % 2 === 1);
 }
 
+/**
+ * `--name N` of this process's command line for the micro-benchmarks (`npm run bench:<name> -- --name N`):
+ * a positive integer, `fallback` when absent; anything else throws.
+ */
+export function positiveArg(name: string, fallback: number, argv: readonly string[] = process.argv): number {
+  const i = argv.indexOf(name);
+  const v = i >= 0 ? Number(argv[i + 1]) : fallback;
+  if (!Number.isInteger(v) || v < 1) throw new Error(`${name} needs a positive integer`);
+  return v;
+}
+
 export type ParsedArgs = { ok: true; args: BenchArgs } | { ok: false; message: string };
 
 export function parseBenchArgs(argv: readonly string[]): ParsedArgs {

@@ -14,6 +14,16 @@ export interface PodLike {
   };
 }
 
+/** The benchmark pod's image. */
+export const BENCH_IMAGE = 'registry.k8s.io/e2e-test-images/agnhost:2.53';
+
+/** The Events a kubelet records for the benchmark pod's start (reason, message), in order. */
+export const POD_START_EVENTS = [
+  ['Pulled', `Container image "${BENCH_IMAGE}" already present on machine`],
+  ['Created', 'Created container: app'],
+  ['Started', 'Started container app'],
+] as const;
+
 /**
  * The benchmark pod: an agnhost netexec server on 8080 with a TCP readiness probe. On the simulated runtime
  * the annotation says that port answers; kwok ignores both the annotation and the probe (it marks pods
@@ -36,7 +46,7 @@ export function benchPod(name: string, namespace: string, nodeName: string, prob
       containers: [
         {
           name: 'app',
-          image: 'registry.k8s.io/e2e-test-images/agnhost:2.53',
+          image: BENCH_IMAGE,
           args: ['netexec', '--http-port=8080'],
           ports: [{ containerPort: 8080 }],
           readinessProbe: { tcpSocket: { port: 8080 }, periodSeconds: probePeriodSeconds },

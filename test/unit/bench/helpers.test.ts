@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { parseBenchArgs, defaultJsonPath, kwokFirstInRun } from '../../../bench/lib/args.js';
+import { parseBenchArgs, defaultJsonPath, kwokFirstInRun, positiveArg } from '../../../bench/lib/args.js';
 import {
   entrypointNodeFlags,
   imageCompileCache,
@@ -325,6 +325,13 @@ describe('bench helpers', () => {
         },
       });
       expect(parseBenchArgs(['steady', '--hold-minutes', '2', '--no-kwok'])).to.deep.include({ ok: true });
+    });
+
+    it("reads a micro-benchmark's positive integer flag, its fallback when absent", () => {
+      expect(positiveArg('--pods', 34, ['node', 'x.ts', '--pods', '7'])).to.equal(7);
+      expect(positiveArg('--pods', 34, ['node', 'x.ts'])).to.equal(34);
+      expect(() => positiveArg('--pods', 34, ['node', 'x.ts', '--pods', '0'])).to.throw('positive integer');
+      expect(() => positiveArg('--pods', 34, ['node', 'x.ts', '--pods'])).to.throw('positive integer');
     });
 
     it('alternates which side of a scale set goes first, starting as --kwok-first says', () => {
