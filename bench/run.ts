@@ -52,6 +52,7 @@ async function scenario(
         apiserverProfile: a.apiserverProfile,
         agentAuth: a.agentAuth,
         kwokFirst: a.kwokFirst,
+        auditEvents: a.auditEvents,
       };
       if (a.runs === 1) return runScale(opts, log);
       const each: Record<string, unknown>[] = [];

@@ -1,4 +1,4 @@
-// `npm run bench:write-cost [-- --pods N --rounds R]`
+// `npm run bench:write-cost [-- --pods N --rounds R] [--audit-events]`
 // What kube-apiserver and etcd spend on each write of a pod start, by kind, on the scale benchmark's own
 // control plane (bench/lib/cluster.ts: the Metadata audit log, each agent with the ServiceAccount token,
 // RBAC and FlowSchema its manifests give it). The kinds:
@@ -157,7 +157,8 @@ async function measured(
 }
 
 const kwokDir = (await ensureKwok()).dir;
-const bc = await startBenchCluster({ kwokDir });
+// Events are left out of the audit log unless asked (bench/lib/audit.ts); --audit-events measures them audited.
+const bc = await startBenchCluster({ kwokDir, auditEvents: process.argv.includes('--audit-events') });
 const perRequest = new Map<string, { apiserverMs: number[]; etcdMs: number[] }>();
 const record = (kind: string, requests: number, m: { apiserverSec: number; etcdSec: number }): void => {
   const r = perRequest.get(kind) ?? { apiserverMs: [], etcdMs: [] };

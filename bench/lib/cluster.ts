@@ -174,14 +174,14 @@ async function serviceAccountIdentities(
  * only with `kwokDir` (scripts/kwok-binary.sh's directory).
  */
 export async function startBenchCluster(
-  opts: { apiserverArgs?: string[]; auth?: AgentAuth; kwokDir?: string } = {},
+  opts: { apiserverArgs?: string[]; auth?: AgentAuth; kwokDir?: string; auditEvents?: boolean } = {},
 ): Promise<BenchCluster> {
   const auth = opts.auth ?? 'token';
   const dir = await mkdtemp(path.join(os.tmpdir(), 'kubelet-operator-bench-'));
   const auditLog = path.join(dir, 'audit.log');
   const policy = path.join(dir, 'audit-policy.yaml');
   // The API server's own loopback client is not an agent; leave it out too.
-  await writeFile(policy, auditPolicy([DRIVER_USER, 'system:apiserver']));
+  await writeFile(policy, auditPolicy([DRIVER_USER, 'system:apiserver'], { events: opts.auditEvents }));
   const cp = await startControlPlane({
     apiserverArgs: [
       `--audit-policy-file=${policy}`,

@@ -2,7 +2,7 @@
 // the target it is held to and whether it met it. Ratios need both sides (not with --no-kwok); the live
 // heap per pod needs --heap-snapshots.
 import { readFileSync } from 'node:fs';
-import { countOf, requestsPerPod, STATUS_WRITE, type RequestCounts } from './audit.js';
+import { countOf, EVENT_WRITE, requestsPerPod, STATUS_WRITE, type RequestCounts } from './audit.js';
 import { median, ratio } from './stats.js';
 import { duration, formatTable, num, times } from './table.js';
 
@@ -32,13 +32,13 @@ export interface TargetInputs {
 
 /** Event reasons of a pod's termination; every other reason belongs to its start. */
 const DELETE_REASONS = new Set(['Killing', 'FailedKillPod', 'ExceededGracePeriod', 'FailedPreStopHook']);
-const EVENT_WRITE = /^(create|patch) events$/;
 
 /**
  * API requests per pod for starting it, with its Events counted by reason rather than by when they were
  * written: a node writes its Events one at a time (as a kubelet's event broadcaster does), so under a burst
  * many of the start's Events are written during the delete phase and a count by time window would miss
- * them. Each Event object is one create plus (count - 1) patches.
+ * them (and the audit log leaves Events out unless --audit-events: see auditPolicy). Each Event object is one
+ * create plus (count - 1) patches.
  */
 export function startRequestsPerPod(r: TargetInputs): number {
   const c = r.createRequests;

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { parse as parseYaml } from 'yaml';
 import { parseBenchArgs, defaultJsonPath, kwokFirstInRun, positiveArg } from '../../../bench/lib/args.js';
 import {
   entrypointNodeFlags,
@@ -169,6 +170,17 @@ describe('bench helpers', () => {
       expect(p).to.contain('level: Metadata');
       expect(p).to.contain('omitStages: [RequestReceived]');
     });
+
+    it('leaves core Events out of the policy unless asked, before the Metadata rule that would take them', () => {
+      const rules = (policy: string): unknown[] => (parseYaml(policy) as { rules: unknown[] }).rules;
+      const without = rules(auditPolicy(['bench-driver']));
+      const eventsRule = { level: 'None', resources: [{ group: '', resources: ['events'] }] };
+      expect(without).to.deep.include(eventsRule);
+      expect(without.findIndex((r) => JSON.stringify(r) === JSON.stringify(eventsRule))).to.be.lessThan(
+        without.findIndex((r) => (r as { level: string }).level === 'Metadata'),
+      );
+      expect(rules(auditPolicy(['bench-driver'], { events: true }))).to.not.deep.include(eventsRule);
+    });
   });
 
   describe('/proc parsing', () => {
@@ -322,9 +334,12 @@ describe('bench helpers', () => {
           agentAuth: 'token',
           runs: 1,
           kwokFirst: false,
+          auditEvents: false,
         },
       });
       expect(parseBenchArgs(['steady', '--hold-minutes', '2', '--no-kwok'])).to.deep.include({ ok: true });
+      const audited = parseBenchArgs(['scale', '--audit-events']);
+      expect(audited.ok && audited.args.auditEvents).to.equal(true);
     });
 
     it("reads a micro-benchmark's positive integer flag, its fallback when absent", () => {
