@@ -27,7 +27,9 @@ export async function withOperatorCluster<T>(
 ): Promise<T> {
   const buildMs = await buildOperator(nodeArgs);
   log(`operator compiled by tsc into dist/ in ${duration(buildMs)}`);
-  const bc = await startBenchCluster();
+  // These scenarios count every request of the operator alone, Events included (few: none while pods are
+  // healthy), so they audit Events as before; only scale's side-by-side leaves them out (bench/lib/audit.ts).
+  const bc = await startBenchCluster({ auditEvents: true });
   log(`control plane up in ${duration(bc.cp.startMs)} (${bc.dir})`);
   try {
     const extraArgs = (await opts.operatorArgs?.(bc)) ?? [];
