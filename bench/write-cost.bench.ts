@@ -1,7 +1,7 @@
 // `npm run bench:write-cost [-- --pods N --rounds R] [--audit-events]`
 // What kube-apiserver and etcd spend on each write of a pod start, by kind, on the scale benchmark's own
-// control plane (bench/lib/cluster.ts: the Metadata audit log, each agent with the ServiceAccount token,
-// RBAC and FlowSchema its manifests give it). The kinds:
+// control plane (bench/lib/cluster.ts: the Metadata audit log, Events left out of it unless --audit-events,
+// each agent with the ServiceAccount token, RBAC and FlowSchema its manifests give it). The kinds:
 //   - the driver's pod create (the same on both sides of `scale`);
 //   - a pod's first status write as kubelet-operator sends it once the pod is Running and Ready: the status
 //     manager's own strategic merge patch (createPodStatusPatch) of the status it writes for the benchmark's
@@ -13,9 +13,9 @@
 //   - the start's three Events (Pulled, Created, Started), through the operator's EventRecorder, REST sink
 //     and Event connection pool.
 // Each round sends every kind in turn (the status writes starting with another each round), N of each (N pods,
-// or 3 N Events), 16 in flight; the CPU of
-// kube-apiserver and etcd (/proc/<pid>/stat) before and after each kind gives its cost per request. Prints
-// the median over the rounds and what a pod start's writes cost the API server on each side.
+// or 3 N Events), 16 in flight; the CPU of kube-apiserver and etcd (/proc/<pid>/stat) before and after each
+// kind gives its cost per request. Prints the median over the rounds and what a pod start's writes cost the
+// API server on each side.
 import { KubeConfig } from '@kubernetes/client-node';
 import type { PodStatus } from '../src/api/core.js';
 import { EVENT_CONNECTIONS } from '../src/config.js';

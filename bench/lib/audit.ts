@@ -124,6 +124,11 @@ export const STATUS_WRITE = /^(patch|update) pods\/status$/;
 /** Event writes (audited only with `events`, see auditPolicy). */
 export const EVENT_WRITE = /^(create|patch) events$/;
 
+/** The requests that are not Event writes (the same whether the log recorded Events or not). */
+export function requestsBesidesEvents(counts: RequestCounts): number {
+  return counts.total - countOf(counts, EVENT_WRITE);
+}
+
 /** Requests per pod: all of them, or those whose kind matches `pattern`; NaN without counts. */
 export function requestsPerPod(c: RequestCounts | undefined, pods: number, pattern?: RegExp): number {
   return c ? (pattern ? countOf(c, pattern) : c.total) / pods : Number.NaN;

@@ -2,7 +2,7 @@
 // the target it is held to and whether it met it. Ratios need both sides (not with --no-kwok); the live
 // heap per pod needs --heap-snapshots.
 import { readFileSync } from 'node:fs';
-import { countOf, EVENT_WRITE, requestsPerPod, STATUS_WRITE, type RequestCounts } from './audit.js';
+import { requestsBesidesEvents, requestsPerPod, STATUS_WRITE, type RequestCounts } from './audit.js';
 import { median, ratio } from './stats.js';
 import { duration, formatTable, num, times } from './table.js';
 
@@ -43,7 +43,7 @@ const DELETE_REASONS = new Set(['Killing', 'FailedKillPod', 'ExceededGracePeriod
 export function startRequestsPerPod(r: TargetInputs): number {
   const c = r.createRequests;
   if (!c) return Number.NaN;
-  const nonEvent = c.total - countOf(c, EVENT_WRITE);
+  const nonEvent = requestsBesidesEvents(c);
   let events = 0;
   for (const [reason, [, count]] of Object.entries(r.eventsByReason))
     if (!DELETE_REASONS.has(reason)) events += count;

@@ -7,8 +7,8 @@ import path from 'node:path';
 import {
   countRequests,
   readAuditLog,
+  requestsBesidesEvents,
   requestsPerPod,
-  EVENT_WRITE,
   STATUS_WRITE,
   type AuditRecord,
   type RequestCounts,
@@ -339,8 +339,8 @@ export function scaleTable(runs: SideRun[]): string {
   const writes = (c: RequestCounts | undefined, pods: number): number =>
     requestsPerPod(c, pods, STATUS_WRITE);
   // The same with or without --audit-events: Events are counted by reason (the last rows, and the targets).
-  const requestsBesidesEvents = (c: RequestCounts | undefined, pods: number): number =>
-    requestsPerPod(c, pods) - requestsPerPod(c, pods, EVENT_WRITE);
+  const besidesEvents = (c: RequestCounts | undefined, pods: number): number =>
+    c ? requestsBesidesEvents(c) / pods : Number.NaN;
   const spec: [string, (r: SideRun) => number, (v: number) => string][] = [
     ['nodes Ready after start', (r) => r.nodesReadyMs, ms],
     ['API requests / node, start-up', (r) => (r.startupRequests?.total ?? Number.NaN) / r.nodes, n2],
@@ -369,12 +369,12 @@ export function scaleTable(runs: SideRun[]): string {
     ['V8 heap committed when all Ready', (r) => r.heapCommittedAtAllReadyMiB ?? Number.NaN, mib],
     ['  of which young generation', (r) => r.youngCommittedAtAllReadyMiB ?? Number.NaN, mib],
     ['event-loop lag p99, create phase', (r) => r.eventLoopP99Ms, (v) => num(v, 1, 'ms')],
-    ['API requests / pod, create, Events aside', (r) => requestsBesidesEvents(r.createRequests, r.pods), n2],
+    ['API requests / pod, create, Events aside', (r) => besidesEvents(r.createRequests, r.pods), n2],
     ['status writes / pod, create', (r) => writes(r.createRequests, r.pods), n2],
     ['all delete calls answered', (r) => r.allDeletedMs, ms],
     ['time until all gone (delete)', (r) => r.deleteAllGoneMs, ms],
     ['CPU, delete phase', (r) => r.deleteCpuSec, sec],
-    ['API requests / pod, delete, Events aside', (r) => requestsBesidesEvents(r.deleteRequests, r.pods), n2],
+    ['API requests / pod, delete, Events aside', (r) => besidesEvents(r.deleteRequests, r.pods), n2],
     ['status writes / pod, delete', (r) => writes(r.deleteRequests, r.pods), n2],
     [
       'status writes / pod, lifecycle',

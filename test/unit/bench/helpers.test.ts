@@ -13,6 +13,7 @@ import {
   countRequests,
   countsRequest,
   parseAuditLine,
+  requestsBesidesEvents,
   type AuditRecord,
 } from '../../../bench/lib/audit.js';
 import { leaseCadence } from '../../../bench/lib/leases.js';
@@ -162,6 +163,15 @@ describe('bench helpers', () => {
       expect(c.byKind).to.deep.equal({ 'patch pods/status': 2, 'get pods': 1, 'update leases': 1 });
       expect(countOf(c, /^(patch|update) pods\/status$/)).to.equal(2);
       expect(countOf(c, /leases/)).to.equal(1);
+      expect(requestsBesidesEvents(c)).to.equal(4);
+      const withEvents = countRequests(
+        [...records, r('op', 'create', 'events', 130), r('op', 'patch', 'events', 140)],
+        'op',
+        100,
+        200,
+      );
+      expect(withEvents.total).to.equal(6);
+      expect(requestsBesidesEvents(withEvents)).to.equal(4);
     });
 
     it('writes a policy that drops the ignored users', () => {
