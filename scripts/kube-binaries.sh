@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Ensures a real kube-apiserver, kube-scheduler, kube-controller-manager and etcd for the tests.
+# Ensures a real kube-apiserver, kube-scheduler, kube-controller-manager, kube-proxy and etcd for the tests
+# (the tests do not run kube-proxy themselves: scripts/cluster-addons.sh puts it in an image).
 #
 # The binaries are built once from the Go module proxy (there is no other download here) and cached
 # outside the repo, keyed by version:
-#   $CACHE/kube/<k8s-version>/bin/{kube-apiserver,kube-scheduler,kube-controller-manager}
+#   $CACHE/kube/<k8s-version>/bin/{kube-apiserver,kube-scheduler,kube-controller-manager,kube-proxy}
 #   $CACHE/etcd/<etcd-version>/bin/etcd
-#   $CACHE/assets/kube-<k8s-version>_etcd-<etcd-version>/   (symlinks to all four: one bin dir)
+#   $CACHE/assets/kube-<k8s-version>_etcd-<etcd-version>/   (symlinks to all five: one bin dir)
 # with CACHE=${KUBELET_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubelet-operator}.
+# The build is incremental: a version dir that lacks some binaries (one cached before kube-proxy was on the
+# list) gets only those built, each moved in with an atomic rename; the binaries it holds are never rebuilt.
 # If KUBEBUILDER_ASSETS names a directory holding kube-apiserver and etcd, that directory is used instead.
 #
 # Progress goes to stderr; the last (and only) stdout line is the bin dir holding all the binaries.
@@ -22,7 +25,7 @@ CACHE_ROOT="${KUBELET_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubelet-op
 KUBE_DIR="$CACHE_ROOT/kube/$KUBE_VERSION"
 ETCD_DIR="$CACHE_ROOT/etcd/$ETCD_VERSION"
 ASSETS_DIR="$CACHE_ROOT/assets/kube-${KUBE_VERSION}_etcd-${ETCD_VERSION}"
-KUBE_BINS=(kube-apiserver kube-controller-manager kube-scheduler)
+KUBE_BINS=(kube-apiserver kube-controller-manager kube-scheduler kube-proxy)
 
 log() { echo "kube-binaries: $*" >&2; }
 die() {
@@ -42,6 +45,12 @@ fi
 kube_cached() {
   local b
   for b in "${KUBE_BINS[@]}"; do [[ -x "$KUBE_DIR/bin/$b" ]] || return 1; done
+}
+# The Kubernetes binaries the cache lacks, one per line.
+kube_missing() {
+  local b
+  for b in "${KUBE_BINS[@]}"; do [[ -x "$KUBE_DIR/bin/$b" ]] || echo "$b"; done
+  return 0
 }
 etcd_cached() { [[ -x "$ETCD_DIR/bin/etcd" ]]; }
 assets_ready() {
@@ -163,6 +172,9 @@ etcd_steps() {
 
 kube_steps() {
   local work="$1" stage="$2" staging_version="$3" ldflags="$4" gomod replaces gets b t0
+  shift 4
+  # The binaries to build: the rest of the arguments.
+  local bins=("$@")
   cd "$work"
   go mod init kubelet-operator.invalid/kube-build >/dev/null 2>&1
   gomod="$(mod_gomod "k8s.io/kubernetes@$KUBE_VERSION")"
@@ -173,10 +185,10 @@ kube_steps() {
   fi
   go mod edit "-require=k8s.io/kubernetes@$KUBE_VERSION" "${replaces[@]}"
   gets=()
-  for b in "${KUBE_BINS[@]}"; do gets+=("k8s.io/kubernetes/cmd/$b@$KUBE_VERSION"); done
+  for b in "${bins[@]}"; do gets+=("k8s.io/kubernetes/cmd/$b@$KUBE_VERSION"); done
   go get "${gets[@]}"
   # One go build per binary; they share the module and build caches, so later ones reuse packages.
-  for b in "${KUBE_BINS[@]}"; do
+  for b in "${bins[@]}"; do
     t0=$SECONDS
     CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$stage/bin/$b" "k8s.io/kubernetes/cmd/$b"
     echo "kube-binaries: built $b in $((SECONDS - t0))s" >&2
@@ -199,10 +211,18 @@ build_etcd() {
   log "etcd $ETCD_VERSION built in $((SECONDS - start))s"
 }
 
+# Builds the Kubernetes binaries the cache lacks into a stage dir next to $KUBE_DIR, then moves each into
+# $KUBE_DIR/bin with a rename (atomic: a reader sees no file or the whole new one; the binaries already
+# there, perhaps running, are not touched).
 build_kube() {
-  local start=$SECONDS work stage staging_version minor ldflags pkg
-  log "building Kubernetes $KUBE_VERSION (${KUBE_BINS[*]}) from the Go module proxy (once; cached in $KUBE_DIR)."
-  log "a cold build takes a long time (tens of minutes on 2 cores)"
+  local start=$SECONDS work stage staging_version minor ldflags pkg b missing
+  mapfile -t missing < <(kube_missing)
+  if [[ -d "$KUBE_DIR/bin" ]] && ((${#missing[@]} < ${#KUBE_BINS[@]})); then
+    log "building ${missing[*]} $KUBE_VERSION from the Go module proxy, next to the binaries cached in $KUBE_DIR"
+  else
+    log "building Kubernetes $KUBE_VERSION (${missing[*]}) from the Go module proxy (once; cached in $KUBE_DIR)."
+    log "a cold build takes a long time (tens of minutes on 2 cores)"
+  fi
   new_workdir kube-build
   work="$DIR"
   new_stage "$CACHE_ROOT/kube"
@@ -217,22 +237,40 @@ build_kube() {
     ldflags+=" -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
     ldflags+=" -X $pkg.gitTreeState=clean"
   done
-  run_step kube_steps "$work" "$stage" "$staging_version" "$ldflags"
-  printf 'kubernetes %s built with %s in %ss on %s\n' "$KUBE_VERSION" "$(go env GOVERSION)" \
-    $((SECONDS - start)) "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >"$stage/BUILD-INFO"
-  rm -rf "$KUBE_DIR"
-  mv -T "$stage" "$KUBE_DIR"
-  log "Kubernetes $KUBE_VERSION built in $((SECONDS - start))s"
+  run_step kube_steps "$work" "$stage" "$staging_version" "$ldflags" "${missing[@]}"
+  # BUILD-INFO: one line per build that added binaries, oldest first.
+  {
+    if [[ -f "$KUBE_DIR/BUILD-INFO" ]]; then cat "$KUBE_DIR/BUILD-INFO"; fi
+    printf 'kubernetes %s (%s) built with %s in %ss on %s\n' "$KUBE_VERSION" "${missing[*]}" "$(go env GOVERSION)" \
+      $((SECONDS - start)) "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  } >"$stage/BUILD-INFO"
+  if [[ -d "$KUBE_DIR/bin" ]]; then
+    for b in "${missing[@]}"; do mv -f -T "$stage/bin/$b" "$KUBE_DIR/bin/$b"; done
+    mv -f -T "$stage/BUILD-INFO" "$KUBE_DIR/BUILD-INFO"
+  else
+    rm -rf "$KUBE_DIR"
+    mv -T "$stage" "$KUBE_DIR"
+  fi
+  log "Kubernetes $KUBE_VERSION (${missing[*]}) built in $((SECONDS - start))s"
 }
 
+# The assets dir: a symlink per binary. A new dir is staged and renamed into place; an existing one (say,
+# from before kube-proxy was on the list) gets the missing links renamed into it, so it never disappears
+# under a reader.
 link_assets() {
   local stage b
   new_stage "$CACHE_ROOT/assets"
   stage="$DIR"
   for b in "${KUBE_BINS[@]}"; do ln -s "$KUBE_DIR/bin/$b" "$stage/$b"; done
   ln -s "$ETCD_DIR/bin/etcd" "$stage/etcd"
-  rm -rf "$ASSETS_DIR"
-  mv -T "$stage" "$ASSETS_DIR"
+  if [[ -d "$ASSETS_DIR" && ! -L "$ASSETS_DIR" ]]; then
+    for b in "${KUBE_BINS[@]}" etcd; do
+      [[ -x "$ASSETS_DIR/$b" ]] || mv -f -T "$stage/$b" "$ASSETS_DIR/$b"
+    done
+  else
+    rm -rf "$ASSETS_DIR"
+    mv -T "$stage" "$ASSETS_DIR"
+  fi
 }
 
 if ! etcd_cached || ! kube_cached; then
