@@ -37,6 +37,14 @@ export const DEFAULT_STATUS_UPDATE_FREQUENCY_MS = 10_000;
 export const DEFAULT_STATUS_REPORT_FREQUENCY_MS = 5 * 60_000;
 /** Tries per node status round (the kubelet's nodeStatusUpdateRetry). */
 export const NODE_STATUS_UPDATE_RETRY = 5;
+/**
+ * kubelet fastStatusUpdateOnce: until a new node is first Ready, or this long has passed (the kubelet's
+ * nodeReadyGracePeriod), its status rounds come every FAST_STATUS_PERIOD_MS instead of the update frequency,
+ * so a pod CIDR assigned a moment after registration, or a network turning ready, shows at once.
+ */
+export const NODE_READY_GRACE_MS = 120_000;
+/** The kubelet polls its Node lister every 100 ms; a GET each time here, so a second. */
+export const FAST_STATUS_PERIOD_MS = 1_000;
 
 export {
   RUNTIME_DOWN,
@@ -135,6 +143,13 @@ export function nodeConditionEvents(prev: NodeCondition[] | undefined, next: Nod
     }
   }
   return reasons;
+}
+
+/** The Node's pod CIDRs: spec.podCIDRs, else the single spec.podCIDR of older writers. */
+export function podCIDRsOf(node: Pick<Node, 'spec'>): string[] {
+  const s = node.spec;
+  if (s?.podCIDRs?.length) return s.podCIDRs;
+  return s?.podCIDR ? [s.podCIDR] : [];
 }
 
 /** The status fields this module owns: the body of the strategic merge patch. */
@@ -268,12 +283,19 @@ export class NodeStatusLoop {
     const { clock } = this.cfg;
     try {
       await this.firstStatusWait();
+      const fastUntil = clock.now() + NODE_READY_GRACE_MS;
+      let everReady = false;
       while (!this.abort.signal.aborted) {
         const began = clock.now();
         await this.syncOnce();
         this.resolveReady();
         if (this.abort.signal.aborted) break;
-        await clock.sleep(Math.max(0, this.updateFrequencyMs - (clock.now() - began)), this.abort.signal);
+        everReady ||= this.isReady();
+        const period =
+          !everReady && clock.now() < fastUntil
+            ? Math.min(FAST_STATUS_PERIOD_MS, this.updateFrequencyMs)
+            : this.updateFrequencyMs;
+        await clock.sleep(Math.max(0, period - (clock.now() - began)), this.abort.signal);
       }
     } catch {
       // Only the abort of a sleep lands here.
@@ -356,6 +378,10 @@ export class NodeStatusLoop {
       const seeded = attempt === 0 ? this.seeded : undefined;
       this.seeded = undefined;
       const node = seeded ?? (await api.getNode(this.nodeName, { fromCache: attempt === 0 }));
+      // kubelet tryUpdateNodeStatus: the pod CIDR the control plane assigned (node IPAM) goes to the runtime,
+      // whose network turns ready with it; the new readiness is in this very round.
+      if (await this.cfg.runtimeState.updatePodCIDR(podCIDRsOf(node).join(',')))
+        await this.cfg.runtimeState.update();
       const next = this.compute(node.status);
       if (!nodeStatusChanged(node.status, next, this.lastReportTime, clock.now(), this.reportFrequencyMs))
         return undefined;

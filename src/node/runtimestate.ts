@@ -83,7 +83,7 @@ export function withTimeout<T>(p: Promise<T>, ms: number, clock: Clock, what: st
 
 export interface RuntimeStateOptions {
   nodeName: string;
-  runtime: Pick<Runtime, 'version' | 'status'>;
+  runtime: Pick<Runtime, 'version' | 'status' | 'updatePodCIDR'>;
   clock: Clock;
   /** Deadline of each runtime call (default 5 s). */
   timeoutMs?: number;
@@ -98,6 +98,8 @@ export class RuntimeState {
   private runtimeVersion: RuntimeVersion | undefined;
   private refreshing: Promise<void> | undefined;
   private lastOk: number | undefined;
+  /** The pod CIDR last handed to the runtime (kubelet runtimeState.podCIDR). */
+  private appliedPodCIDR = '';
   private readonly timeoutMs: number;
   private readonly logger: NodeLogger;
 
@@ -117,6 +119,39 @@ export class RuntimeState {
       },
     );
     return this.refreshing;
+  }
+
+  /**
+   * kubelet updatePodCIDR: hands the Node's pod CIDR to the runtime when it differs from the one handed last;
+   * true when it changed. A runtime without addressing of the control plane's (sim) takes none. Never
+   * rejects: a failure is logged and tried again on the next status round, as the kubelet does.
+   */
+  async updatePodCIDR(podCIDR: string): Promise<boolean> {
+    if (podCIDR === '' || podCIDR === this.appliedPodCIDR) return false;
+    const { runtime } = this.o;
+    if (!runtime.updatePodCIDR) return false;
+    try {
+      await withTimeout(
+        runtime.updatePodCIDR(podCIDR),
+        this.timeoutMs,
+        this.o.clock,
+        'runtime pod CIDR update',
+      );
+    } catch (err) {
+      this.logger.warn('handing the pod CIDR to the container runtime failed', {
+        node: this.o.nodeName,
+        podCIDR,
+        error: errorMessage(err),
+      });
+      return false;
+    }
+    this.logger.info('pod CIDR handed to the container runtime', { node: this.o.nodeName, podCIDR });
+    this.appliedPodCIDR = podCIDR;
+    return true;
+  }
+
+  get podCIDR(): string {
+    return this.appliedPodCIDR;
   }
 
   /** Only the version (registration, before the first status check). Never rejects. */

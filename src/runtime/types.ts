@@ -432,6 +432,12 @@ export interface Runtime {
   version(): Promise<RuntimeVersion>;
   /** RuntimeReady and NetworkReady conditions. */
   status(): Promise<RuntimeCondition[]>;
+  /**
+   * The node's pod CIDR (comma-separated when dual-stack), as the control plane assigned it (Node
+   * spec.podCIDRs): CRI UpdateRuntimeConfig, with which containerd writes its CNI configuration from its
+   * template. Absent for a runtime with its own addressing (sim).
+   */
+  updatePodCIDR?(podCIDR: string): Promise<void>;
 
   /** Creates and starts a sandbox; resolves to its ID. */
   runPodSandbox(config: PodSandboxConfig): Promise<string>;

@@ -39,6 +39,13 @@ export interface ControlPlaneOptions {
   controllerManagerArgs?: string[];
   /** How long to wait for each component to become ready. Default 60 s. */
   readyTimeoutMs?: number;
+  /**
+   * The cluster's pod network, when it has one (test/support/podnetwork.ts): kube-apiserver then also listens
+   * on `advertiseAddress` (the host's address on the run's bridge, in its serving certificate too) and keeps
+   * the `kubernetes` Service's endpoints pointing there, so pods reach it through the Service; and
+   * kube-controller-manager hands each Node a /24 of `clusterCIDR` (node IPAM), as on a kubeadm cluster.
+   */
+  podNetwork?: { advertiseAddress: string; clusterCIDR: string };
 }
 
 export interface ComponentProcess {
@@ -65,6 +72,8 @@ export interface ControlPlane {
   dir: string;
   /** https URL of kube-apiserver on loopback. */
   server: string;
+  /** https URL of kube-apiserver as pods and nodes reach it (the pod network's address), when it has one. */
+  podNetworkServer?: string;
   /** Admin kubeconfig (client cert in system:masters, certs embedded so it can be copied). */
   kubeconfigPath: string;
   binDir: string;
@@ -396,7 +405,11 @@ const DAYS = ['-days', '3650'];
  * the front-proxy CA with its client, and the service-account key pair. All keys are ECDSA P-256
  * (fast to generate; every component accepts them).
  */
-async function makePki(dir: string, clients: Record<string, string>): Promise<Pki> {
+async function makePki(
+  dir: string,
+  clients: Record<string, string>,
+  extraServerIPs: readonly string[] = [],
+): Promise<Pki> {
   const p = (f: string): string => path.join(dir, f);
   await mkdir(dir, { recursive: true });
 
@@ -459,6 +472,7 @@ async function makePki(dir: string, clients: Record<string, string>): Promise<Pk
     'DNS:kubernetes.default',
     'DNS:kubernetes.default.svc',
     'DNS:kubernetes.default.svc.cluster.local',
+    ...extraServerIPs.map((ip) => `IP:${ip}`),
   ];
   await Promise.all([
     (async () => {
@@ -673,7 +687,8 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     };
     if (opts.scheduler) clients['scheduler'] = '/CN=system:kube-scheduler';
     if (opts.controllerManager) clients['controller-manager'] = '/CN=system:kube-controller-manager';
-    const pki = await makePki(path.join(dir, 'pki'), clients);
+    const advertise = opts.podNetwork?.advertiseAddress;
+    const pki = await makePki(path.join(dir, 'pki'), clients, advertise ? [advertise] : []);
 
     const kubeconfigPath = path.join(dir, 'admin.kubeconfig');
     await writeKubeconfig(kubeconfigPath, server, pki.caCert, 'admin', pki.client('admin'));
@@ -702,11 +717,20 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     const apiserverArgs = [
       `--etcd-servers=${etcdUrl}`,
       `--secure-port=${apiPort}`,
-      '--bind-address=127.0.0.1',
-      '--advertise-address=127.0.0.1',
-      // The lease endpoint reconciler refuses a loopback advertise address; nothing here needs the
-      // `kubernetes` Service's endpoints (the Service itself is still created).
-      '--endpoint-reconciler-type=none',
+      ...(advertise
+        ? [
+            // Loopback for the host's clients and the run's bridge for pods: both are this machine's.
+            '--bind-address=0.0.0.0',
+            `--advertise-address=${advertise}`,
+            '--endpoint-reconciler-type=lease',
+          ]
+        : [
+            '--bind-address=127.0.0.1',
+            '--advertise-address=127.0.0.1',
+            // The lease endpoint reconciler refuses a loopback advertise address; without a pod network
+            // nothing needs the `kubernetes` Service's endpoints (the Service itself is still created).
+            '--endpoint-reconciler-type=none',
+          ]),
       `--cert-dir=${path.join(dir, 'apiserver-certs')}`,
       `--tls-cert-file=${pki.serverCert}`,
       `--tls-private-key-file=${pki.serverKey}`,
@@ -781,6 +805,14 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         `--cluster-signing-cert-file=${pki.caCert}`,
         `--cluster-signing-key-file=${pki.caKey}`,
         `--service-cluster-ip-range=${SERVICE_CIDR}`,
+        ...(opts.podNetwork
+          ? [
+              '--allocate-node-cidrs=true',
+              `--cluster-cidr=${opts.podNetwork.clusterCIDR}`,
+              '--node-cidr-mask-size=24',
+              '--configure-cloud-routes=false',
+            ]
+          : []),
         // A list flag: a second --controllers would add to this one, so one in the extra args replaces it.
         ...((opts.controllerManagerArgs ?? []).some((a) => a.startsWith('--controllers='))
           ? []
@@ -808,6 +840,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     return {
       dir,
       server,
+      ...(advertise ? { podNetworkServer: `https://${advertise}:${apiPort}` } : {}),
       kubeconfigPath,
       binDir,
       startMs: Date.now() - t0,

@@ -25,6 +25,7 @@ import {
   exclusionsFor,
   exactRegex,
   focused,
+  incompleteness,
   listed,
   nodeConformance,
   summaryLine,
@@ -263,6 +264,7 @@ async function main(): Promise<void> {
       failure = `no ginkgo report (${String(err)}); see ${outDir}/e2e.log`;
     }
     results = classify(reports, selection, exclusions);
+    if (!failure) results.push(...incompleteness(results, selection));
     if (!failure && code !== 0 && !results.some((r) => r.outcome === 'failed')) {
       failure = `ginkgo exited ${code} without a failed spec; see ${outDir}/e2e.log`;
     }

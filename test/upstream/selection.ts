@@ -40,6 +40,8 @@ export interface Selection {
   skip: string[];
   /** The same rule as a predicate. */
   selects(spec: SpecRef): boolean;
+  /** The specs a preset file names: each must be reported by ginkgo, or the run fails naming it. */
+  expected?: readonly string[];
 }
 
 /**
@@ -75,6 +77,7 @@ export function listed(name: string, specs: readonly string[], extraSkip: readon
     focus: specs.map(exactRegex),
     skip: [...extraSkip],
     selects: (s) => wanted.has(s.text) && !anyMatch(extraSkip, s.text),
+    expected: specs.filter((s) => !anyMatch(extraSkip, s)),
   };
 }
 
@@ -214,6 +217,41 @@ export function classify(
       const detail = failureLines(r.Failure?.Message) || firstLine(r.Failure?.ForwardedPanic) || state;
       out.push({ text: ref.text, area, outcome: 'failed', detail: `${state}: ${detail}`, seconds });
     }
+  }
+  return out;
+}
+
+/**
+ * What a run's results lack to count as a run: a failed result for each spec the selection names that ginkgo
+ * never reported (renamed or removed upstream, or a typo in a preset file), and one when no spec was selected
+ * at all (a focus that matches nothing, or exclusions that cover everything), so a run can never pass on
+ * nothing. Pure: the caller appends these to the results.
+ */
+export function incompleteness(
+  results: readonly SpecResult[],
+  selection: Pick<Selection, 'expected' | 'name'>,
+): SpecResult[] {
+  const out: SpecResult[] = [];
+  const reported = new Set(results.map((r) => r.text));
+  for (const text of selection.expected ?? []) {
+    if (reported.has(text)) continue;
+    out.push({
+      text,
+      // Without a report the container texts are unknown: the area is the sig alone.
+      area: /^\[sig-[a-z-]+\]/.exec(text)?.[0] ?? 'suite',
+      outcome: 'failed',
+      detail: `not reported by ginkgo: the ${selection.name} preset names a spec e2e.test does not have (renamed or removed upstream?)`,
+      seconds: 0,
+    });
+  }
+  if (out.length === 0 && !results.some((r) => r.outcome !== 'excluded')) {
+    out.push({
+      text: 'test:upstream selection',
+      area: 'suite',
+      outcome: 'failed',
+      detail: `${selection.name} selected no spec to run: a run that runs nothing does not pass`,
+      seconds: 0,
+    });
   }
   return out;
 }

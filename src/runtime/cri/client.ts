@@ -137,6 +137,15 @@ export class CriRuntime implements Runtime {
     return (r.status?.conditions ?? []).map(conditionFromWire);
   }
 
+  async updatePodCIDR(podCIDR: string): Promise<void> {
+    await this.conn.call<Record<string, never>>(
+      'runtime',
+      'UpdateRuntimeConfig',
+      { runtime_config: { network_config: { pod_cidr: podCIDR } } },
+      this.deadlines.shortMs,
+    );
+  }
+
   // ---------------------------------------------------------------------------------- sandboxes
 
   async runPodSandbox(config: PodSandboxConfig): Promise<string> {

@@ -3,6 +3,7 @@
  * (scripts/up.ts, test/cluster): one HTTPS server for every served VirtualNode, with its serving
  * certificate either from files or requested per node by CSR (signer kubernetes.io/kubelet-serving).
  */
+import type { Server } from 'node:net';
 import type { Registry } from 'prom-client';
 import { EventRecorder } from '../../kube/events.js';
 import type { KubeClient } from '../../kube/client.js';
@@ -40,6 +41,11 @@ export interface ServedNodeApi {
   /** Set in CSR mode. */
   certificates?: CsrServingCertificates;
   port: number;
+  /**
+   * Serves node API connections of a socket listening elsewhere too: a node address inside a network
+   * namespace that this process is not in, opened there and handed over (see NodeApiServer.adopt).
+   */
+  adopt(listener: Server): void;
   close(): Promise<void>;
 }
 
@@ -80,6 +86,7 @@ export async function serveNodeApi(o: ServeNodeApiOptions): Promise<ServedNodeAp
     server,
     certificates,
     port,
+    adopt: (listener) => server.adopt(listener),
     close: async () => {
       await server.close();
       await certificates?.stop();

@@ -14,7 +14,7 @@
  * gone, or when the client leaves.
  */
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
+import type { Server as NetServer, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import type { Registry } from 'prom-client';
@@ -113,6 +113,12 @@ export class NodeApiServer {
       void this.handleUpgrade(req, socket, head);
     });
     return this.front.listen(port, host);
+  }
+
+  /** Also serves a socket that already listens (AddressTlsListener.adopt); only after listen(). */
+  adopt(server: NetServer): void {
+    if (!this.front) throw new Error('node API: adopt() before listen()');
+    this.front.adopt(server);
   }
 
   async close(): Promise<void> {

@@ -42,6 +42,8 @@ export interface AddressTlsListenerOptions {
 
 export class AddressTlsListener {
   private server: net.Server | undefined;
+  /** Listening sockets opened elsewhere and handed over (adopt). */
+  private readonly adopted = new Set<net.Server>();
   private readonly contexts = new WeakMap<ServingCertificate, tls.Server>();
   private readonly sockets = new Set<net.Socket>();
 
@@ -61,12 +63,23 @@ export class AddressTlsListener {
     return (server.address() as net.AddressInfo).port;
   }
 
+  /**
+   * Serves the connections of a socket that already listens: one opened by another process (a node's
+   * address inside a network namespace this process is not in) and handed over, as socket activation
+   * does. Its connections are treated as this listener's own; close() closes it too.
+   */
+  adopt(server: net.Server): void {
+    this.adopted.add(server);
+    server.on('connection', (raw: net.Socket) => this.accept(raw));
+    server.on('error', () => undefined);
+  }
+
   /** Stops listening and destroys every open connection. */
   async close(): Promise<void> {
-    const s = this.server;
+    const servers = [...(this.server ? [this.server] : []), ...this.adopted];
     this.server = undefined;
-    if (!s) return;
-    const closed = new Promise<void>((resolve) => s.close(() => resolve()));
+    this.adopted.clear();
+    const closed = Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
     for (const sock of this.sockets) sock.destroy();
     await closed;
   }

@@ -176,6 +176,15 @@ export class FakeRuntime {
   runtimeReady = true;
   networkReady = true;
   statusCalls = 0;
+  /** Pod CIDRs handed over, in order (CRI UpdateRuntimeConfig). */
+  podCIDRs: string[] = [];
+  /** Like containerd with a CNI config template: the network turns ready once a pod CIDR comes. */
+  cniFromPodCIDR = false;
+  async updatePodCIDR(podCIDR: string): Promise<void> {
+    if (this.down) throw new KindError('Unavailable', 'connection refused');
+    this.podCIDRs.push(podCIDR);
+    if (this.cniFromPodCIDR) this.networkReady = true;
+  }
   async version(): Promise<RuntimeVersion> {
     return { version: 'v1', runtimeName: 'fake', runtimeVersion: '1.2.3', runtimeApiVersion: 'v1' };
   }

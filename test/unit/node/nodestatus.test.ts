@@ -309,6 +309,48 @@ describe('NodeStatusLoop', () => {
     await cni.loop.stop();
   });
 
+  it('hands the pod CIDR the control plane assigns to the runtime once, and turns Ready in that round', async () => {
+    const { clock, api, runtime, loop, register } = setup({ hostNetwork: false });
+    runtime.networkReady = false;
+    runtime.cniFromPodCIDR = true;
+    await register();
+    loop.start();
+    await flush();
+    expect(readyOf(api).message).to.match(/^container runtime network not ready/);
+    // Until it is first Ready, a new node reads its Node every second (kubelet fastStatusUpdateOnce).
+    await advance(clock, 3_000);
+    expect(api.count('getNode')).to.equal(1 + 3);
+    expect(runtime.podCIDRs).to.deep.equal([]);
+
+    // kube-controller-manager's node IPAM assigns the node a range.
+    api.nodes.get('vn-1')!.spec = { podCIDR: '10.244.1.0/24', podCIDRs: ['10.244.1.0/24'] };
+    await advance(clock, 1_000);
+    expect(runtime.podCIDRs).to.deep.equal(['10.244.1.0/24']);
+    expect(readyOf(api).status).to.equal('True');
+    expect(loop.isReady()).to.equal(true);
+
+    // Ready: back to the update frequency, and the same range is not handed over again.
+    const reads = api.count('getNode');
+    await advance(clock, 30_000);
+    expect(api.count('getNode') - reads).to.equal(3);
+    expect(runtime.podCIDRs).to.deep.equal(['10.244.1.0/24']);
+    await loop.stop();
+  });
+
+  it('reads fast only during the grace period while a node never turns Ready', async () => {
+    const { clock, api, runtime, loop, register } = setup({ hostNetwork: false });
+    runtime.networkReady = false;
+    await register();
+    loop.start();
+    await flush();
+    await advance(clock, 120_000, 1_000);
+    const fast = api.count('getNode');
+    expect(fast).to.be.within(119, 121);
+    await advance(clock, 60_000, 1_000);
+    expect(api.count('getNode') - fast).to.be.within(5, 7);
+    await loop.stop();
+  });
+
   it('reports injected health check errors (PLEG)', async () => {
     let errors: string[] = [];
     const { clock, api, loop, register } = setup({ healthChecks: () => errors });

@@ -9,6 +9,7 @@ import {
   exactRegex,
   exclusionsFor,
   focused,
+  incompleteness,
   listed,
   nodeConformance,
   summaryLine,
@@ -105,6 +106,35 @@ describe('upstream e2e selection', () => {
     ]);
     expect(results[0]!.area).to.equal('[sig-node] Pods');
     expect(summaryLine(results)).to.equal('1 passed, 2 failed, 2 skipped');
+  });
+
+  it('fails a preset spec that ginkgo never reported, naming it', () => {
+    const selection = listed('quick', ['[sig-node] Pods passes', '[sig-node] Pods renamed upstream']);
+    const results = classify([spec(['[sig-node] Pods'], 'passes', [], 'passed')], selection, []);
+    const missing = incompleteness(results, selection);
+    expect(missing.map((r) => [r.text, r.outcome, r.area])).to.deep.equal([
+      ['[sig-node] Pods renamed upstream', 'failed', '[sig-node]'],
+    ]);
+    expect(missing[0]!.detail).to.match(/not reported by ginkgo/);
+    expect(summaryLine([...results, ...missing])).to.equal('1 passed, 1 failed, 0 skipped');
+  });
+
+  it('fails a run that selected no spec, and one whose every spec is excluded', () => {
+    const none = incompleteness([], focused('matches nothing'));
+    expect(none.map((r) => [r.text, r.outcome])).to.deep.equal([['test:upstream selection', 'failed']]);
+    expect(summaryLine(none)).to.equal('0 passed, 1 failed, 0 skipped');
+    const excludedOnly = classify(
+      [spec(['[sig-node] Pods'], 'excluded', ['NodeConformance'], 'skipped')],
+      nodeConformance(),
+      [{ spec: '[sig-node] Pods excluded', reason: 'no such kubelet feature here' }],
+    );
+    expect(incompleteness(excludedOnly, nodeConformance())).to.have.length(1);
+    const ran = classify(
+      [spec(['[sig-node] Pods'], 'passes', ['NodeConformance'], 'passed')],
+      nodeConformance(),
+      [],
+    );
+    expect(incompleteness(ran, nodeConformance())).to.deep.equal([]);
   });
 
   it('names the area by its first container text without tags', () => {
