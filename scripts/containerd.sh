@@ -4,6 +4,13 @@
 #   containerd.sh install        apt-get installs containerd, runc and busybox-static when missing
 #   containerd.sh images <out>   writes busybox.tar and pause.tar (OCI image layouts) into <out>
 #   containerd.sh start <dir>    config, root, state and socket under <dir>; imports the images into k8s.io
+#                                With CONTAINERD_NETNS=<path> (a network namespace, /run/netns/<name>) the daemon
+#                                runs in that namespace, as on a node of its own: host-network pods get the
+#                                node's network, and CNI (bridge, routes, portmap rules) works inside it.
+#                                CONTAINERD_STREAM_ADDRESS sets where exec/attach/port-forward streams listen
+#                                (default 127.0.0.1; from another namespace it must be the node's address).
+#                                A file <dir>/cni/conf-template.json becomes the CRI plugin's conf_template:
+#                                the CNI config is written from it when the kubelet hands over the pod CIDR.
 #   containerd.sh stop <dir>     removes pods and containers, stops containerd, unmounts, removes <dir>
 #
 # Each instance owns the pod cgroups under /kubelet-operator-test/<basename of dir>; stop removes them.
@@ -183,8 +190,8 @@ oom_score = 0
     tolerate_missing_hugetlb_controller = true
     netns_mounts_under_state_dir = true
     enable_selinux = false
-    # Streaming (exec/attach/port-forward) on a random loopback port, so instances never collide.
-    stream_server_address = "127.0.0.1"
+    # Streaming (exec/attach/port-forward) on a random port, so instances never collide.
+    stream_server_address = "${CONTAINERD_STREAM_ADDRESS:-127.0.0.1}"
     stream_server_port = "0"
 
     [plugins."io.containerd.grpc.v1.cri".containerd]
@@ -202,6 +209,9 @@ oom_score = 0
       bin_dir = "$dir/cni/bin"
       conf_dir = "$dir/cni/net.d"
 EOF
+  if [[ -f "$dir/cni/conf-template.json" ]]; then
+    echo "      conf_template = \"$dir/cni/conf-template.json\"" >>"$dir/config.toml"
+  fi
 }
 
 ctr_at() {
@@ -247,7 +257,15 @@ cmd_start() {
   # Own session and process group: the test harness can kill the whole group, and a terminal's
   # SIGINT does not reach it. In a non-interactive shell the background child is no group leader,
   # so setsid needs no fork and $! is containerd's own pid.
-  setsid containerd --config "$dir/config.toml" </dev/null >>"$dir/containerd.log" 2>&1 &
+  # nsenter switches the network namespace alone (mounts stay the host's, so the operator's volume mounts
+  # reach the containers) and execs, so the pid is still containerd's.
+  local enter=()
+  if [[ -n "${CONTAINERD_NETNS:-}" ]]; then
+    [[ -e "$CONTAINERD_NETNS" ]] || die "no network namespace at $CONTAINERD_NETNS"
+    echo "$CONTAINERD_NETNS" >"$dir/netns"
+    enter=(nsenter "--net=$CONTAINERD_NETNS")
+  fi
+  setsid "${enter[@]}" containerd --config "$dir/config.toml" </dev/null >>"$dir/containerd.log" 2>&1 &
   local pid=$!
   echo "$pid" >"$dir/containerd.pid"
 

@@ -13,7 +13,15 @@
  * message, never a silent skip.
  */
 import { execFile, spawn, spawnSync } from 'node:child_process';
-import { closeSync, existsSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  writeFileSync,
+} from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
@@ -65,12 +73,17 @@ const STOP_TIMEOUT_MS = 2 * 60_000;
 
 let installed: Promise<void> | undefined;
 
-function run(cmd: string, args: readonly string[], timeoutMs: number): Promise<CtrResult> {
+function run(
+  cmd: string,
+  args: readonly string[],
+  timeoutMs: number,
+  env?: NodeJS.ProcessEnv,
+): Promise<CtrResult> {
   return new Promise((resolve) => {
     execFile(
       cmd,
       [...args],
-      { timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024, killSignal: 'SIGKILL' },
+      { timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024, killSignal: 'SIGKILL', ...(env ? { env } : {}) },
       (err, stdout, stderr) => {
         let code = 0;
         if (err) {
@@ -114,11 +127,32 @@ function lastLines(text: string, n: number): string {
   return text.trim().split('\n').slice(-n).join('\n');
 }
 
+export interface ContainerdOptions {
+  /**
+   * Run the daemon in this network namespace (`/run/netns/<name>`), as on a node of its own: its host-network
+   * pods get that namespace, and CNI works inside it. Streams (exec, attach, port-forward) then listen on
+   * `streamAddress`, which must be reachable from this process (the node's address).
+   */
+  netns?: { path: string; streamAddress: string };
+  /** A CNI config template (containerd's conf_template): the config is written once the pod CIDR comes. */
+  cniConfTemplate?: string;
+}
+
 /** Starts a private containerd; see the module comment. */
-export async function startContainerd(): Promise<TestContainerd> {
+export async function startContainerd(opts: ContainerdOptions = {}): Promise<TestContainerd> {
   await ensureContainerdInstalled();
   // Short path: the socket path must fit in a unix socket address.
   const dir = await mkdtemp(join(tmpdir(), 'ko-ctrd-'));
+  if (opts.cniConfTemplate !== undefined) {
+    mkdirSync(join(dir, 'cni'), { recursive: true });
+    writeFileSync(join(dir, 'cni', 'conf-template.json'), opts.cniConfTemplate);
+  }
+  const env = {
+    ...process.env,
+    ...(opts.netns
+      ? { CONTAINERD_NETNS: opts.netns.path, CONTAINERD_STREAM_ADDRESS: opts.netns.streamAddress }
+      : {}),
+  };
   const socketPath = join(dir, 'containerd.sock');
 
   // Synchronous, for process 'exit': the script's stop, or at least the daemon's process group.
@@ -137,7 +171,7 @@ export async function startContainerd(): Promise<TestContainerd> {
   // Registered before start: a start that dies half-way is cleaned up too.
   process.on('exit', onExit);
 
-  const started = await run('bash', [SCRIPT, 'start', dir], START_TIMEOUT_MS);
+  const started = await run('bash', [SCRIPT, 'start', dir], START_TIMEOUT_MS, env);
   if (started.code !== 0) {
     await run('bash', [SCRIPT, 'stop', dir], STOP_TIMEOUT_MS);
     process.off('exit', onExit);
@@ -208,8 +242,16 @@ async function stopDaemonOnly(dir: string): Promise<void> {
 async function startDaemonOnly(dir: string, socketPath: string): Promise<void> {
   const log = openSync(join(dir, 'containerd.log'), 'a');
   let pid: number | undefined;
+  // In the network namespace it started in, when the script recorded one.
+  const netns = existsSync(join(dir, 'netns')) ? readFileSync(join(dir, 'netns'), 'utf8').trim() : '';
+  const argv = [
+    ...(netns ? ['nsenter', `--net=${netns}`] : []),
+    'containerd',
+    '--config',
+    join(dir, 'config.toml'),
+  ];
   try {
-    const child = spawn('containerd', ['--config', join(dir, 'config.toml')], {
+    const child = spawn(argv[0]!, argv.slice(1), {
       detached: true,
       stdio: ['ignore', log, log],
     });

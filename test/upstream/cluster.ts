@@ -2,11 +2,13 @@
  * The cluster the upstream e2e suite runs against: real etcd, kube-apiserver, kube-scheduler and
  * kube-controller-manager, and kubelet-operator (in this process) as the only node agent.
  *
- * - `cri` (default): a private containerd holding the e2e images under their upstream names, on a pod network
- *   private to the run (test/support/podnetwork.ts), and `nodes` untainted cri VirtualNodes `cri-1..N`. Each
- *   node's InternalIP is an address of its own on the run's bridge, so the API server dials its node API
- *   there, `nodes/<name>/proxy` works (loopback addresses are refused for it), and two pods may use the same
- *   port on two nodes.
+ * - `cri` (default): `nodes` untainted cri VirtualNodes `cri-1..N`, each in a network namespace of its own on
+ *   the run's bridge with its own containerd holding the e2e images under their upstream names
+ *   (scripts/lib/nodenetwork.ts): its InternalIP is its namespace's address, where the API server dials its
+ *   node API and its host-network pods listen, its pods get addresses from the /24 that node IPAM assigns it,
+ *   and the nodes' pod ranges are routed to each other. kube-proxy (a DaemonSet) and CoreDNS (the kube-dns
+ *   Service, the nodes' clusterDNS) run on them, so pods reach Services, the API server through the
+ *   `kubernetes` Service, and each other by name, as on a kubeadm cluster.
  * - `sim`: `nodes` untainted sim VirtualNodes `sim-1..N` on the simulated runtime (no containerd, no root),
  *   for the specs that only need a kubelet's status handling.
  *
@@ -31,7 +33,15 @@ import {
   startOperator,
   waitNodeReady,
 } from '../../scripts/lib/cluster.js';
-import { startContainerd, type TestContainerd } from '../support/containerd.js';
+import {
+  CLUSTER_DOMAIN,
+  DNS_SERVICE_IP,
+  routeNodePodCIDRs,
+  startClusterAddons,
+  startNodeMachine,
+  type NodeMachine,
+} from '../../scripts/lib/nodenetwork.js';
+import type { TestContainerd } from '../support/containerd.js';
 import { startControlPlane, type ControlPlane } from '../support/controlplane.js';
 import { createPodNetwork, type PodNetwork } from '../support/podnetwork.js';
 
@@ -47,6 +57,8 @@ export interface UpstreamClusterOptions {
   importImages?: (socketPath: string) => Promise<void>;
   /** Progress lines. */
   say?: (line: string) => void;
+  /** The kubectl that applies the add-ons (default: kubectl on PATH). */
+  kubectl?: string;
 }
 
 export interface UpstreamCluster {
@@ -56,7 +68,8 @@ export interface UpstreamCluster {
   /** Per node, its InternalIP. */
   nodeIPs: Record<string, string>;
   network?: PodNetwork;
-  containerd?: TestContainerd;
+  /** Per cri node, its containerd. */
+  containerds: Record<string, TestContainerd>;
   operatorLog: string;
   stop(): Promise<void>;
 }
@@ -75,25 +88,22 @@ export async function startUpstreamCluster(o: UpstreamClusterOptions): Promise<U
     const stateDir = await mkdtemp(path.join(tmpdir(), 'ko-state-'));
     cleanups.push(() => removeStateDir(stateDir));
     let network: PodNetwork | undefined;
-    let containerd: TestContainerd | undefined;
-    const criReady =
-      o.runtime === 'cri'
-        ? (async () => {
-            network = await createPodNetwork();
-            cleanups.push(() => network!.stop());
-            say(`pod network ${network.cidr} on bridge ${network.bridge}`);
-            containerd = await startContainerd();
-            cleanups.push(() => containerd!.stop());
-            await network.attachContainerd(containerd.dir);
-            if (o.importImages) await o.importImages(containerd.socketPath);
-            say(`containerd ${containerd.endpoint} with the e2e images`);
-          })()
-        : Promise.resolve();
-    criReady.catch(() => undefined);
-    const cp = await startControlPlane({ scheduler: true, controllerManager: true });
+    if (o.runtime === 'cri') {
+      network = await createPodNetwork();
+      cleanups.push(() => network!.stop());
+      say(
+        `pod network ${network.cidr} on bridge ${network.bridge}, node pod ranges from ${network.clusterCIDR}`,
+      );
+    }
+    const cp = await startControlPlane({
+      scheduler: true,
+      controllerManager: true,
+      ...(network
+        ? { podNetwork: { advertiseAddress: network.gateway, clusterCIDR: network.clusterCIDR } }
+        : {}),
+    });
     cleanups.push(() => cp.stop());
     say(`control plane ${cp.server} (logs ${path.join(cp.dir, 'logs')})`);
-    await criReady;
 
     const operatorLog = path.join(o.logDir, 'operator.log');
     const logger = createLogger('info', { component: 'kubelet-operator' }, operatorLog);
@@ -117,6 +127,33 @@ export async function startUpstreamCluster(o: UpstreamClusterOptions): Promise<U
     const approving = new AbortController();
     void approveServingCsrs(client, approving.signal);
     cleanups.push(async () => approving.abort());
+
+    const nodeNames: string[] = [];
+    const nodeIPs: Record<string, string> = {};
+    const machines: Record<string, NodeMachine> = {};
+    for (let i = 0; i < o.nodes; i++) {
+      const name = `${o.runtime}-${i + 1}`;
+      nodeNames.push(name);
+      if (network) {
+        // One at a time: each containerd imports the e2e images, which is disk- and CPU-bound.
+        machines[name] = await startNodeMachine({
+          network,
+          index: i,
+          nodeApi,
+          logRoot: (c) => path.join(c.dir, 'pod-logs'),
+          ...(o.importImages ? { importImages: o.importImages } : {}),
+          cleanups,
+        });
+        nodeIPs[name] = machines[name].netns.ip;
+        say(
+          `node ${name}: namespace ${machines[name].netns.name}, containerd ${machines[name].containerd.endpoint}`,
+        );
+      } else {
+        // sim nodes have no network of their own: a loopback address each is enough for what they serve.
+        nodeIPs[name] = `127.0.0.${21 + i}`;
+      }
+    }
+
     const operator: Operator = await startOperator({
       client,
       clock,
@@ -124,33 +161,33 @@ export async function startUpstreamCluster(o: UpstreamClusterOptions): Promise<U
       servedBy: SERVED_BY,
       nodeApi: registry,
       stateDir,
+      ...(network ? { clusterDNS: [DNS_SERVICE_IP] } : {}),
     });
     cleanups.push(() => operator.stop());
-
-    const nodeNames: string[] = [];
-    const nodeIPs: Record<string, string> = {};
-    for (let i = 0; i < o.nodes; i++) {
-      const name = `${o.runtime}-${i + 1}`;
-      nodeNames.push(name);
-      // sim nodes have no bridge: a loopback address each is enough for what they serve.
-      const ip = network ? await network.nodeIP(i) : `127.0.0.${21 + i}`;
-      nodeIPs[name] = ip;
-      const runtime =
-        o.runtime === 'cri'
-          ? {
-              type: 'cri',
-              cri: {
-                endpoint: containerd!.endpoint,
-                cgroupRoot: containerd!.cgroupParentPrefix,
-                logRoot: path.join(containerd!.dir, 'pod-logs'),
-                podNetwork: 'cni',
-              },
-            }
-          : { type: 'sim' };
-      await createVirtualNode(client, name, SERVED_BY, { internalIP: ip, runtime });
+    for (const name of nodeNames) {
+      await createVirtualNode(client, name, SERVED_BY, {
+        internalIP: nodeIPs[name],
+        runtime: machines[name]?.runtime ?? { type: 'sim' },
+        ...(network ? { kubelet: { clusterDNS: [DNS_SERVICE_IP], clusterDomain: CLUSTER_DOMAIN } } : {}),
+      });
+    }
+    if (network) {
+      const ranges = await routeNodePodCIDRs(client, network, nodeIPs);
+      say(`pod ranges routed: ${nodeNames.map((n) => `${n} ${ranges[n]}`).join(', ')}`);
     }
     await Promise.all(nodeNames.map((n) => waitNodeReady(client, n, 120_000)));
     say(`nodes Ready: ${nodeNames.map((n) => `${n} (${nodeIPs[n]})`).join(', ')}`);
+    if (network) {
+      await startClusterAddons({
+        client,
+        kubeconfig: cp.kubeconfigPath,
+        apiServer: cp.podNetworkServer!,
+        clusterCIDR: network.clusterCIDR,
+        nodes: nodeNames,
+        ...(o.kubectl ? { kubectl: o.kubectl } : {}),
+      });
+      say(`kube-proxy on every node, CoreDNS at ${DNS_SERVICE_IP}`);
+    }
 
     return {
       cp,
@@ -158,7 +195,7 @@ export async function startUpstreamCluster(o: UpstreamClusterOptions): Promise<U
       nodeNames,
       nodeIPs,
       network,
-      containerd,
+      containerds: Object.fromEntries(Object.entries(machines).map(([n, m]) => [n, m.containerd])),
       operatorLog,
       stop: stopAll,
     };

@@ -215,6 +215,7 @@ async function main(): Promise<void> {
       logDir: outDir,
       say,
       importImages: (sock) => runScript(['import', sock]).then(() => undefined),
+      ...(kubectl ? { kubectl } : {}),
     });
     const ginkgoArgs = [
       `--procs=${a.procs}`,

@@ -156,10 +156,13 @@ describe('scripts/lib/addons: the kube-proxy and CoreDNS objects', () => {
     expect(c.image).to.equal(KUBE_PROXY_IMAGE);
     expect(c.imagePullPolicy).to.equal('IfNotPresent');
     expect(c.securityContext).to.deep.equal({ privileged: true });
-    expect(c.args).to.deep.equal(['--hostname-override=$(NODE_NAME)']);
-    expect(c.command!.join(' ')).to.include('/usr/local/bin/kube-proxy --config=');
+    expect(c.command).to.deep.equal([
+      '/usr/local/bin/kube-proxy',
+      '--config=/var/lib/kube-proxy/config.conf',
+      '--hostname-override=$(NODE_NAME)',
+    ]);
     const env = Object.fromEntries(c.env!.map((e) => [e.name, e.valueFrom?.fieldRef?.fieldPath]));
-    expect(env).to.deep.equal({ NODE_NAME: 'spec.nodeName', NODE_IP: 'status.hostIP' });
+    expect(env).to.deep.equal({ NODE_NAME: 'spec.nodeName' });
     const lock = spec.volumes!.find((v) => v.name === 'xtables-lock')!;
     expect(lock.hostPath).to.deep.equal({ path: '/run/xtables.lock', type: 'FileOrCreate' });
     expect(c.volumeMounts!.map((m) => m.mountPath)).to.include('/run/xtables.lock');
@@ -167,25 +170,16 @@ describe('scripts/lib/addons: the kube-proxy and CoreDNS objects', () => {
     expect(spec.volumes!.map((v) => v.hostPath?.path)).to.not.include('/lib/modules');
   });
 
-  it("binds kube-proxy's health and metrics servers to the node's own address", () => {
-    // The command's script, run by a shell here on the ConfigMap's config as the pod's would be.
-    const c = podSpec(find(objs, 'DaemonSet', 'kube-proxy')).containers[0]!;
-    const script = c.command![2]!;
-    const line = /sed -E "([^"]+)"/.exec(script);
-    expect(line, script).to.not.equal(null);
-    const config = find(objs, 'ConfigMap', 'kube-proxy').data!['config.conf']!;
-    const rewrite = (nodeIP: string): Record<string, unknown> => {
-      const out = execFileSync('sh', ['-c', `host=${nodeIP}; sed -E "${line![1]!}"`], { input: config });
-      return parse(out.toString()) as Record<string, unknown>;
-    };
-    expect(rewrite('10.201.0.11')).to.deep.include({
-      healthzBindAddress: '10.201.0.11:10256',
-      metricsBindAddress: '10.201.0.11:10249',
+  it("binds kube-proxy's health and metrics servers as kubeadm does: each node has a namespace of its own", () => {
+    const config = parse(find(objs, 'ConfigMap', 'kube-proxy').data!['config.conf']!) as Record<
+      string,
+      unknown
+    >;
+    expect(config).to.deep.include({
+      healthzBindAddress: '0.0.0.0:10256',
+      metricsBindAddress: '127.0.0.1:10249',
       clusterCIDR: '10.201.128.0/17',
-    });
-    expect(rewrite('[fd00::b]')).to.deep.include({
-      healthzBindAddress: '[fd00::b]:10256',
-      metricsBindAddress: '[fd00::b]:10249',
+      mode: 'iptables',
     });
   });
 
