@@ -8,6 +8,7 @@ import path from 'node:path';
 import { commandLineOf, pidAlive, run } from '../test/support/controlplane.js';
 import { SCRIPT as CONTAINERD_SCRIPT } from '../test/support/containerd.js';
 import { removeStateDir } from '../test/support/statedir.js';
+import { reapOrphanNetworks } from '../test/support/podnetwork.js';
 import { readUpState, UP_KUBECONFIG, UP_STATE_FILE } from './up.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -75,17 +76,20 @@ async function main(): Promise<void> {
     process.exit(1);
   }
 
-  // `up` stops its containerd on a clean shutdown; after a crash its pods, shims and mounts remain.
-  if (state.containerdDir && existsSync(state.containerdDir)) {
-    console.log(`stopping containerd in ${state.containerdDir} (its pods, shims and mounts)`);
-    const r = await run('bash', [CONTAINERD_SCRIPT, 'stop', state.containerdDir]);
+  // `up` stops its containerds on a clean shutdown; after a crash their pods, shims and mounts remain.
+  for (const dir of state.containerdDirs ?? []) {
+    if (!existsSync(dir)) continue;
+    console.log(`stopping containerd in ${dir} (its pods, shims and mounts)`);
+    const r = await run('bash', [CONTAINERD_SCRIPT, 'stop', dir]);
     if (r.code !== 0) {
       console.error(`stopping containerd failed: ${r.stderr.trim()}`);
       process.exit(1);
     }
   }
 
-  // After a crash: the run's bridge and its pod directories (tmpfs volumes unmounted first).
+  // After a crash: the nodes' network namespaces, the run's bridge (with the routes via it) and its pod
+  // directories (tmpfs volumes unmounted first).
+  await reapOrphanNetworks();
   if (state.bridge) await run('ip', ['link', 'del', state.bridge]);
   if (state.stateDir && existsSync(state.stateDir)) await removeStateDir(state.stateDir);
   await rm(state.dir, { recursive: true, force: true });

@@ -1,9 +1,11 @@
 // `npm run up`: a local cluster in the foreground until Ctrl-C / SIGTERM / `npm run down`: etcd,
 // kube-apiserver, kube-scheduler, kube-controller-manager and metrics-server (`kubectl top`), the
 // VirtualNode CRD, and kubelet-operator (in this process) serving a simulated VirtualNode `sim-1` and, when
-// containerd can run here (root on Linux), a containerd-backed VirtualNode `cri-1` on a private containerd.
-// Then it applies the sample workload from examples/ and shows a live table of nodes and pods until all is
-// Ready or Complete.
+// containerd can run here (root on Linux), two containerd-backed VirtualNodes `cri-1` and `cri-2`, each in a
+// network namespace of its own with its own containerd and pod range (scripts/lib/nodenetwork.ts), with
+// kube-proxy and CoreDNS running on them: pods reach Services, the API server through the `kubernetes`
+// Service, and each other by name. Then it applies the sample workload from examples/ and shows a live table
+// of nodes and pods until all is Ready or Complete.
 import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { createPodNetwork, type PodNetwork } from '../test/support/podnetwork.js';
@@ -22,7 +24,14 @@ import {
   type ComponentProcess,
   type ControlPlane,
 } from '../test/support/controlplane.js';
-import { startContainerd, type TestContainerd } from '../test/support/containerd.js';
+import {
+  CLUSTER_DOMAIN,
+  DNS_SERVICE_IP,
+  routeNodePodCIDRs,
+  startClusterAddons,
+  startNodeMachine,
+  type NodeMachine,
+} from './lib/nodenetwork.js';
 import {
   ensureMetricsServer,
   startMetricsServer,
@@ -46,12 +55,16 @@ export const UP_STATE_FILE = path.join(REPO_ROOT, '.local/up.json');
 export const UP_OPERATOR_LOG = path.join(REPO_ROOT, '.local/operator.log');
 const VIRTUAL_NODE = 'sim-1';
 const CRI_NODE = 'cri-1';
+/** The containerd-backed nodes, each a machine of its own (its namespace, containerd and pod range). */
+const CRI_NODES = [CRI_NODE, 'cri-2'];
+/** Nodes with real containers carry it: CoreDNS runs there, and the sample workload stays on sim-1. */
+const CRI_TAINT = { key: 'kubelet-operator.dev/runtime', value: 'cri', effect: 'NoSchedule' };
 /**
  * Each VirtualNode has an address of its own, where the API server dials its node API (logs, exec, proxy):
  * on the run's own bridge when root can make one (kube-apiserver refuses `nodes/<n>/proxy` to loopback
  * addresses), else on loopback.
  */
-const LOOPBACK_NODE_IPS: Record<string, string> = { [VIRTUAL_NODE]: '127.0.0.11', [CRI_NODE]: '127.0.0.12' };
+const LOOPBACK_NODE_IPS: Record<string, string> = { [VIRTUAL_NODE]: '127.0.0.11' };
 const NODE_API_PORT = 10250;
 /** The sample workload: objects whose pods controllers create, and bare pods (cri-pod.yaml with cri-1). */
 const CONTROLLED_EXAMPLES = ['web.yaml', 'job.yaml'];
@@ -65,8 +78,8 @@ export interface UpState {
   server: string;
   kubeconfig: string;
   processes: ComponentProcess[];
-  /** The private containerd's instance dir, when `cri-1` runs (its processes name the dir). */
-  containerdDir?: string;
+  /** The private containerds' instance dirs, when the cri nodes run (their processes name the dirs). */
+  containerdDirs?: string[];
   /** The pod network's bridge, when root made one. */
   bridge?: string;
   /** The operator's state dir (pod directories; tmpfs mounts of volumes live under it). */
@@ -124,24 +137,22 @@ async function main(): Promise<void> {
         return undefined;
       })
     : Promise.resolve(undefined);
-  const containerdStarting: Promise<TestContainerd | undefined> = criPossible
-    ? phases
-        .time('containerd', async () => {
-          const ctd = await startContainerd();
-          const net = await networkStarting;
-          if (net) await net.attachContainerd(ctd.dir);
-          return ctd;
-        })
-        .catch((err: unknown) => {
-          criSkipped = `containerd did not come up: ${err instanceof Error ? err.message : String(err)}`;
-          return undefined;
-        })
-    : Promise.resolve(undefined);
+  // The API server listens on the bridge too (pods reach it through the `kubernetes` Service), and node IPAM
+  // hands each node a pod range: the network comes first (a few ip commands).
+  const network = await networkStarting;
+  if (criPossible && !network) criSkipped = 'no pod network';
   const cp: ControlPlane = await phases
-    .time('control plane', () => startControlPlane({ scheduler: true, controllerManager: true }))
+    .time('control plane', () =>
+      startControlPlane({
+        scheduler: true,
+        controllerManager: true,
+        ...(network
+          ? { podNetwork: { advertiseAddress: network.gateway, clusterCIDR: network.clusterCIDR } }
+          : {}),
+      }),
+    )
     .catch(async (err: unknown) => {
-      await (await containerdStarting)?.stop().catch(() => undefined);
-      await (await networkStarting)?.stop().catch(() => undefined);
+      await network?.stop().catch(() => undefined);
       throw err;
     });
   // metrics-server needs only the control plane: it comes up while the operator and the nodes do. The
@@ -156,12 +167,9 @@ async function main(): Promise<void> {
       metricsSkipped = (err instanceof Error ? err.message : String(err)).split('\n')[0]!;
       return undefined;
     });
-  const network = await networkStarting;
   const nodeIPs = { ...LOOPBACK_NODE_IPS };
-  if (network) {
-    nodeIPs[CRI_NODE] = await network.nodeIP(0);
-    nodeIPs[VIRTUAL_NODE] = await network.nodeIP(1);
-  }
+  // The cri nodes' namespaces take indexes 0 and 1; sim-1 has an address on the bridge itself.
+  if (network) nodeIPs[VIRTUAL_NODE] = await network.nodeIP(CRI_NODES.length);
   const stateDir = await mkdtemp(path.join(tmpdir(), 'ko-up-state-'));
 
   await mkdir(path.dirname(UP_KUBECONFIG), { recursive: true });
@@ -223,8 +231,41 @@ async function main(): Promise<void> {
   });
   const approving = new AbortController();
   void approveServingCsrs(client, approving.signal);
+  // Each cri node: its namespace, its containerd (started inside it) and its node API listener.
+  const cleanups: (() => Promise<unknown>)[] = [];
+  const machinesStarting: Promise<NodeMachine[]> = network
+    ? phases
+        .time('containerd', async () => {
+          const out: NodeMachine[] = [];
+          for (const [i] of CRI_NODES.entries())
+            out.push(
+              await startNodeMachine({
+                network,
+                index: i,
+                nodeApi,
+                logRoot: (c) => path.join(c.dir, 'pod-logs'),
+                cleanups,
+              }),
+            );
+          state.containerdDirs = out.map((m) => m.containerd.dir);
+          await saveState();
+          return out;
+        })
+        .catch((err: unknown) => {
+          criSkipped = `containerd did not come up: ${err instanceof Error ? err.message : String(err)}`;
+          return [];
+        })
+    : Promise.resolve([]);
   const operator: Operator = await phases.time('operator ready', () =>
-    startOperator({ client, clock, logger, servedBy: 'up', nodeApi: registry, stateDir }),
+    startOperator({
+      client,
+      clock,
+      logger,
+      servedBy: 'up',
+      nodeApi: registry,
+      stateDir,
+      ...(network ? { clusterDNS: [DNS_SERVICE_IP] } : {}),
+    }),
   );
 
   const nodesReady = phases.time('nodes Ready', async () => {
@@ -233,32 +274,50 @@ async function main(): Promise<void> {
       runtime: { type: 'sim' },
     });
     const simReady = waitNodeReady(client, VIRTUAL_NODE);
-    // A containerd-backed node where containerd can run: root on Linux (see TEST-ENVIRONMENT.md).
-    const containerd = await containerdStarting;
-    if (containerd) {
-      state.containerdDir = containerd.dir;
-      await saveState();
-      await createVirtualNode(client, CRI_NODE, 'up', {
-        // Tainted: the sample workload stays on sim-1; examples/cri-pod.yaml tolerates it.
-        taints: [{ key: 'kubelet-operator.dev/runtime', value: 'cri', effect: 'NoSchedule' }],
-        internalIP: nodeIPs[CRI_NODE],
-        runtime: {
-          type: 'cri',
-          cri: {
-            endpoint: containerd.endpoint,
-            podNetwork: network ? 'cni' : 'host',
-            cgroupRoot: containerd.cgroupParentPrefix,
-          },
-        },
-      });
-      await waitNodeReady(client, CRI_NODE).catch((err: unknown) => {
+    // containerd-backed nodes where containerd can run: root on Linux (see TEST-ENVIRONMENT.md).
+    const machines = await machinesStarting;
+    if (network && machines.length === CRI_NODES.length) {
+      const criIPs = Object.fromEntries(CRI_NODES.map((n, i) => [n, machines[i]!.netns.ip]));
+      Object.assign(nodeIPs, criIPs);
+      for (const [i, name] of CRI_NODES.entries()) {
+        await createVirtualNode(client, name, 'up', {
+          // Tainted: the sample workload stays on sim-1; examples/cri-pod.yaml tolerates it.
+          taints: [CRI_TAINT],
+          labels: { [CRI_TAINT.key]: CRI_TAINT.value },
+          internalIP: criIPs[name],
+          runtime: machines[i]!.runtime,
+          kubelet: { clusterDNS: [DNS_SERVICE_IP], clusterDomain: CLUSTER_DOMAIN },
+        });
+      }
+      try {
+        await routeNodePodCIDRs(client, network, criIPs);
+        await Promise.all(CRI_NODES.map((n) => waitNodeReady(client, n)));
+      } catch (err) {
         criSkipped = `${err instanceof Error ? err.message : String(err)} (see ${UP_OPERATOR_LOG})`;
-      });
+      }
     }
     await simReady.catch((err: unknown) => {
       throw new Error(`${err instanceof Error ? err.message : String(err)} (see ${UP_OPERATOR_LOG})`);
     });
-    return containerd;
+    return criSkipped ? undefined : machines[0]?.containerd;
+  });
+  // kube-proxy on every cri node and CoreDNS on them, once they are Ready.
+  const addonsReady = phases.time('Services and DNS', async () => {
+    if (!(await nodesReady) || !network) return;
+    await startClusterAddons({
+      client,
+      kubeconfig: cp.kubeconfigPath,
+      apiServer: cp.podNetworkServer!,
+      clusterCIDR: network.clusterCIDR,
+      nodes: CRI_NODES,
+      dnsPlacement: {
+        nodeSelector: { [CRI_TAINT.key]: CRI_TAINT.value },
+        tolerations: [{ ...CRI_TAINT, operator: 'Equal' }],
+      },
+    });
+  });
+  addonsReady.catch((err: unknown) => {
+    criSkipped = `Services and DNS did not come up: ${err instanceof Error ? err.message : String(err)}`;
   });
 
   // Awaited below; a rejection meanwhile is not unhandled.
@@ -291,7 +350,8 @@ async function main(): Promise<void> {
     await operator.stop().catch(() => undefined);
     await nodeApi.close().catch(() => undefined);
     client.close();
-    await containerd?.stop().catch((err: unknown) => console.error(String(err)));
+    for (const c of cleanups.splice(0).reverse())
+      await c().catch((err: unknown) => console.error(String(err)));
     await network?.stop().catch((err: unknown) => console.error(String(err)));
     await removeStateDir(stateDir).catch((err: unknown) => console.error(String(err)));
     await cp.stop({ keepDir: code !== 0 });
@@ -314,6 +374,7 @@ async function main(): Promise<void> {
     watchProgress(client, 'default', { timeoutMs: 180_000, periodMs: 500 }),
   );
   const metricsServer = await metricsStarting;
+  await addonsReady.catch(() => undefined);
   if (stopping) return;
 
   const names = cp
@@ -322,7 +383,7 @@ async function main(): Promise<void> {
     .join(', ');
   const cri =
     containerd && !criSkipped
-      ? `and VirtualNode ${CRI_NODE} (containerd ${containerd.endpoint}, tainted kubelet-operator.dev/runtime=cri)`
+      ? `and VirtualNodes ${CRI_NODES.join(' and ')} (a containerd each, in network namespaces of their own; tainted kubelet-operator.dev/runtime=cri), with kube-proxy and CoreDNS (kube-dns ${DNS_SERVICE_IP}) on them`
       : `(no cri VirtualNode: ${criSkipped})`;
   console.log(`
 ${settled ? 'all nodes and pods are Ready, the Job Complete.' : 'not everything settled in 3 minutes; look with kubectl (below).'}

@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseAllDocuments, stringify } from 'yaml';
 
 const ADDONS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../addons');
 
@@ -37,6 +38,12 @@ export interface AddonOptions {
   dnsServiceIP: string;
   /** The cluster's DNS domain, e.g. `cluster.local` (the kubelet's clusterDomain), without a trailing dot. */
   clusterDomain: string;
+  /**
+   * Where CoreDNS's pods may run, when not every node can serve them: a cluster with simulated VirtualNodes
+   * (whose containers are no processes) pins them to the nodes with real containers, and tolerates those
+   * nodes' taints.
+   */
+  dnsPlacement?: { nodeSelector: Record<string, string>; tolerations?: Record<string, unknown>[] };
 }
 
 export interface ApplyAddonsOptions extends AddonOptions {
@@ -93,6 +100,24 @@ function fill(name: AddonName, values: Record<string, string>): string {
   });
 }
 
+/** CoreDNS's objects with its Deployment's pods placed as `placement` says (unchanged without one). */
+function placed(name: AddonName, text: string, placement: AddonOptions['dnsPlacement']): string {
+  if (name !== 'coredns' || !placement) return text;
+  return parseAllDocuments(text)
+    .map((doc) => {
+      const o = doc.toJS() as { kind?: string; spec?: { template?: { spec?: Record<string, unknown> } } };
+      if (o.kind !== 'Deployment' || !o.spec?.template?.spec) return doc.toString();
+      const pod = o.spec.template.spec;
+      pod['nodeSelector'] = { ...(pod['nodeSelector'] as object | undefined), ...placement.nodeSelector };
+      pod['tolerations'] = [
+        ...((pod['tolerations'] as unknown[] | undefined) ?? []),
+        ...(placement.tolerations ?? []),
+      ];
+      return stringify(o);
+    })
+    .join('---\n');
+}
+
 /**
  * The add-ons' objects as one multi-document YAML stream, for `kubectl apply -f -`: for kube-proxy a
  * ServiceAccount, a ClusterRoleBinding to system:node-proxier, the ConfigMap kube-proxy and the DaemonSet
@@ -109,7 +134,7 @@ export function renderAddons(opts: AddonOptions, addons: readonly AddonName[] = 
     CLUSTER_DOMAIN: opts.clusterDomain,
   };
   return ADDONS.filter((a) => addons.includes(a))
-    .map((a) => fill(a, values).trimEnd() + '\n')
+    .map((a) => placed(a, fill(a, values), opts.dnsPlacement).trimEnd() + '\n')
     .join('---\n');
 }
 

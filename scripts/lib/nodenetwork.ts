@@ -15,7 +15,7 @@ import type { ServedNodeApi } from '../../src/server/nodeapi/serve.js';
 import { startContainerd, type TestContainerd } from '../../test/support/containerd.js';
 import { REPO_ROOT } from '../../test/support/controlplane.js';
 import type { NodeNetns, PodNetwork } from '../../test/support/podnetwork.js';
-import { applyAddons } from './addons.js';
+import { applyAddons, type AddonOptions } from './addons.js';
 import { spawn } from 'node:child_process';
 
 /** The kube-dns Service's ClusterIP: the nodes' clusterDNS. In the control plane's 10.0.0.0/24. */
@@ -136,6 +136,8 @@ export async function startClusterAddons(o: {
   nodes: readonly string[];
   kubectl?: string;
   timeoutMs?: number;
+  /** Where CoreDNS may run (see AddonOptions.dnsPlacement). */
+  dnsPlacement?: AddonOptions['dnsPlacement'];
 }): Promise<void> {
   await applyAddons({
     kubeconfig: o.kubeconfig,
@@ -144,6 +146,7 @@ export async function startClusterAddons(o: {
     dnsServiceIP: DNS_SERVICE_IP,
     clusterDomain: CLUSTER_DOMAIN,
     ...(o.kubectl ? { kubectl: o.kubectl } : {}),
+    ...(o.dnsPlacement ? { dnsPlacement: o.dnsPlacement } : {}),
   });
   const timeoutMs = o.timeoutMs ?? 180_000;
   const deadline = Date.now() + timeoutMs;

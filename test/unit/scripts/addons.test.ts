@@ -37,6 +37,7 @@ interface Container {
 }
 interface PodSpec {
   hostNetwork?: boolean;
+  nodeSelector?: Record<string, string>;
   dnsPolicy?: string;
   priorityClassName?: string;
   serviceAccountName?: string;
@@ -271,6 +272,29 @@ describe('scripts/lib/addons: the kube-proxy and CoreDNS objects', () => {
     const other = objects(renderAddons({ ...OPTS, dnsServiceIP: '10.96.0.10' }));
     expect((find(other, 'Service', 'kube-dns').spec as { clusterIP: string }).clusterIP).to.equal(
       '10.96.0.10',
+    );
+  });
+
+  it('places CoreDNS on the nodes a cluster names, tolerating their taints', () => {
+    const toleration = {
+      key: 'kubelet-operator.dev/runtime',
+      operator: 'Equal',
+      value: 'cri',
+      effect: 'NoSchedule',
+    };
+    const docs = objects(
+      renderAddons({
+        ...OPTS,
+        dnsPlacement: { nodeSelector: { 'kubelet-operator.dev/runtime': 'cri' }, tolerations: [toleration] },
+      }),
+    );
+    const spec = podSpec(find(docs, 'Deployment', 'coredns'));
+    expect(spec.nodeSelector).to.deep.include({ 'kubelet-operator.dev/runtime': 'cri' });
+    expect(spec.tolerations).to.deep.include(toleration);
+    // Everything else as without it.
+    expect(docs.map((d) => d.kind)).to.deep.equal(objs.map((d) => d.kind));
+    expect(podSpec(find(docs, 'DaemonSet', 'kube-proxy'))).to.deep.equal(
+      podSpec(find(objs, 'DaemonSet', 'kube-proxy')),
     );
   });
 
