@@ -310,7 +310,7 @@ async function main(): Promise<void> {
       apiServer: cp.podNetworkServer!,
       clusterCIDR: network.clusterCIDR,
       nodes: CRI_NODES,
-      dnsPlacement: {
+      placement: {
         nodeSelector: { [CRI_TAINT.key]: CRI_TAINT.value },
         tolerations: [{ ...CRI_TAINT, operator: 'Equal' }],
       },

@@ -39,11 +39,11 @@ export interface AddonOptions {
   /** The cluster's DNS domain, e.g. `cluster.local` (the kubelet's clusterDomain), without a trailing dot. */
   clusterDomain: string;
   /**
-   * Where CoreDNS's pods may run, when not every node can serve them: a cluster with simulated VirtualNodes
-   * (whose containers are no processes) pins them to the nodes with real containers, and tolerates those
-   * nodes' taints.
+   * Where the add-ons' pods may run, when not every node can run them: a cluster with simulated VirtualNodes
+   * (whose containers are no processes and cannot program a network) pins kube-proxy and CoreDNS to the nodes
+   * with real containers, and tolerates those nodes' taints.
    */
-  dnsPlacement?: { nodeSelector: Record<string, string>; tolerations?: Record<string, unknown>[] };
+  placement?: { nodeSelector: Record<string, string>; tolerations?: Record<string, unknown>[] };
 }
 
 export interface ApplyAddonsOptions extends AddonOptions {
@@ -100,13 +100,14 @@ function fill(name: AddonName, values: Record<string, string>): string {
   });
 }
 
-/** CoreDNS's objects with its Deployment's pods placed as `placement` says (unchanged without one). */
-function placed(name: AddonName, text: string, placement: AddonOptions['dnsPlacement']): string {
-  if (name !== 'coredns' || !placement) return text;
+/** An add-on's objects with its pods placed as `placement` says (unchanged without one). */
+function placed(text: string, placement: AddonOptions['placement']): string {
+  if (!placement) return text;
   return parseAllDocuments(text)
     .map((doc) => {
       const o = doc.toJS() as { kind?: string; spec?: { template?: { spec?: Record<string, unknown> } } };
-      if (o.kind !== 'Deployment' || !o.spec?.template?.spec) return doc.toString();
+      if ((o.kind !== 'Deployment' && o.kind !== 'DaemonSet') || !o.spec?.template?.spec)
+        return doc.toString();
       const pod = o.spec.template.spec;
       pod['nodeSelector'] = { ...(pod['nodeSelector'] as object | undefined), ...placement.nodeSelector };
       pod['tolerations'] = [
@@ -134,7 +135,7 @@ export function renderAddons(opts: AddonOptions, addons: readonly AddonName[] = 
     CLUSTER_DOMAIN: opts.clusterDomain,
   };
   return ADDONS.filter((a) => addons.includes(a))
-    .map((a) => placed(a, fill(a, values), opts.dnsPlacement).trimEnd() + '\n')
+    .map((a) => placed(fill(a, values), opts.placement).trimEnd() + '\n')
     .join('---\n');
 }
 

@@ -136,8 +136,8 @@ export async function startClusterAddons(o: {
   nodes: readonly string[];
   kubectl?: string;
   timeoutMs?: number;
-  /** Where CoreDNS may run (see AddonOptions.dnsPlacement). */
-  dnsPlacement?: AddonOptions['dnsPlacement'];
+  /** Where kube-proxy and CoreDNS may run (see AddonOptions.placement). */
+  placement?: AddonOptions['placement'];
 }): Promise<void> {
   await applyAddons({
     kubeconfig: o.kubeconfig,
@@ -146,7 +146,7 @@ export async function startClusterAddons(o: {
     dnsServiceIP: DNS_SERVICE_IP,
     clusterDomain: CLUSTER_DOMAIN,
     ...(o.kubectl ? { kubectl: o.kubectl } : {}),
-    ...(o.dnsPlacement ? { dnsPlacement: o.dnsPlacement } : {}),
+    ...(o.placement ? { placement: o.placement } : {}),
   });
   const timeoutMs = o.timeoutMs ?? 180_000;
   const deadline = Date.now() + timeoutMs;

@@ -275,7 +275,7 @@ describe('scripts/lib/addons: the kube-proxy and CoreDNS objects', () => {
     );
   });
 
-  it('places CoreDNS on the nodes a cluster names, tolerating their taints', () => {
+  it('places kube-proxy and CoreDNS on the nodes a cluster names, tolerating their taints', () => {
     const toleration = {
       key: 'kubelet-operator.dev/runtime',
       operator: 'Equal',
@@ -285,17 +285,18 @@ describe('scripts/lib/addons: the kube-proxy and CoreDNS objects', () => {
     const docs = objects(
       renderAddons({
         ...OPTS,
-        dnsPlacement: { nodeSelector: { 'kubelet-operator.dev/runtime': 'cri' }, tolerations: [toleration] },
+        placement: { nodeSelector: { 'kubelet-operator.dev/runtime': 'cri' }, tolerations: [toleration] },
       }),
     );
     const spec = podSpec(find(docs, 'Deployment', 'coredns'));
     expect(spec.nodeSelector).to.deep.include({ 'kubelet-operator.dev/runtime': 'cri' });
     expect(spec.tolerations).to.deep.include(toleration);
+    const proxy = podSpec(find(docs, 'DaemonSet', 'kube-proxy'));
+    expect(proxy.nodeSelector).to.deep.include({ 'kubelet-operator.dev/runtime': 'cri' });
+    expect(proxy.tolerations).to.deep.include({ operator: 'Exists' });
     // Everything else as without it.
     expect(docs.map((d) => d.kind)).to.deep.equal(objs.map((d) => d.kind));
-    expect(podSpec(find(docs, 'DaemonSet', 'kube-proxy'))).to.deep.equal(
-      podSpec(find(objs, 'DaemonSet', 'kube-proxy')),
-    );
+    expect(proxy.containers).to.deep.equal(podSpec(find(objs, 'DaemonSet', 'kube-proxy')).containers);
   });
 
   it('refuses options that are not what they must be', () => {
