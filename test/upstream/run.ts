@@ -7,6 +7,8 @@
 //   node   every NodeConformance spec of [sig-node], [sig-storage] and [sig-network], non-Slow and the like
 //   sim    the specs in test/upstream/sim.txt against simulated VirtualNodes: what needs no real process
 //   resize the in-place resize and pod generation specs of [sig-node] (test/upstream/resize.txt), on cri
+//   conformance  every [Conformance] spec of the suite (the one that certifies a cluster): the parallel ones on
+//          --procs processes, then the [Serial] and [Disruptive] ones in one process
 // `--focus REGEX` runs the matching specs instead (with the suite's default skip of Slow/Serial/... specs).
 // Specs listed in test/upstream/excluded.yaml are not run; each is reported with the reason.
 //
@@ -22,6 +24,7 @@ import { REPO_ROOT } from '../support/controlplane.js';
 import { startUpstreamCluster, type UpstreamCluster } from './cluster.js';
 import {
   classify,
+  conformance,
   exclusionsFor,
   exactRegex,
   focused,
@@ -40,7 +43,7 @@ const SCRIPT = path.join(REPO_ROOT, 'scripts/upstream-e2e.sh');
 const HERE = path.join(REPO_ROOT, 'test/upstream');
 
 interface Args {
-  preset?: 'quick' | 'node' | 'sim' | 'resize';
+  preset?: 'quick' | 'node' | 'sim' | 'resize' | 'conformance';
   focus?: string;
   skip: string[];
   procs: number;
@@ -53,7 +56,7 @@ interface Args {
 function usage(msg?: string): never {
   if (msg) console.error(`test:upstream: ${msg}`);
   console.error(
-    'usage: npm run test:upstream -- [--preset quick|node|sim|resize | --focus REGEX] [--skip REGEX]... [--procs N] [--nodes N] [--runtime cri|sim] [--timeout 2h] [--keep]',
+    'usage: npm run test:upstream -- [--preset quick|node|sim|resize|conformance | --focus REGEX] [--skip REGEX]... [--procs N] [--nodes N] [--runtime cri|sim] [--timeout 2h] [--keep]',
   );
   process.exit(64);
 }
@@ -70,7 +73,8 @@ export function parseArgs(argv: readonly string[]): Args {
     switch (flag) {
       case '--preset': {
         const v = value();
-        if (v !== 'quick' && v !== 'node' && v !== 'sim' && v !== 'resize') usage(`unknown preset ${v}`);
+        if (v !== 'quick' && v !== 'node' && v !== 'sim' && v !== 'resize' && v !== 'conformance')
+          usage(`unknown preset ${v}`);
         a.preset = v;
         break;
       }
@@ -162,11 +166,23 @@ function printTables(results: readonly SpecResult[]): void {
   }
 }
 
-async function selectionFor(a: Args): Promise<Selection> {
-  if (a.focus) return focused(a.focus, a.skip);
-  if (a.preset === 'node') return nodeConformance(a.skip);
+/** What a run selects, as ginkgo runs: one phase, or the conformance preset's parallel then serial phase. */
+interface Phase {
+  selection: Selection;
+  /** One ginkgo process, whatever --procs says. */
+  serial?: boolean;
+}
+
+async function phasesFor(a: Args): Promise<Phase[]> {
+  if (a.focus) return [{ selection: focused(a.focus, a.skip) }];
+  if (a.preset === 'node') return [{ selection: nodeConformance(a.skip) }];
+  if (a.preset === 'conformance')
+    return [
+      { selection: conformance('parallel', a.skip) },
+      { selection: conformance('serial', a.skip), serial: true },
+    ];
   const file = a.preset === 'sim' ? 'sim.txt' : a.preset === 'resize' ? 'resize.txt' : 'quick.txt';
-  return listed(a.preset!, await readList(file), a.skip);
+  return [{ selection: listed(a.preset!, await readList(file), a.skip) }];
 }
 
 function kubectlOnPath(): Promise<string> {
@@ -180,7 +196,8 @@ async function main(): Promise<void> {
   const started = Date.now();
   const say = (line: string): void =>
     console.log(`[${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s] ${line}`);
-  const selection = await selectionFor(a);
+  const phases = await phasesFor(a);
+  const name = phases.length > 1 ? (a.preset ?? 'selection') : phases[0]!.selection.name;
   const exclusions = exclusionsFor(
     validateExclusions(parseYaml(await readFile(path.join(HERE, 'excluded.yaml'), 'utf8')) ?? []),
     a.runtime,
@@ -217,57 +234,67 @@ async function main(): Promise<void> {
       importImages: (sock) => runScript(['import', sock]).then(() => undefined),
       ...(kubectl ? { kubectl } : {}),
     });
-    const ginkgoArgs = [
-      `--procs=${a.procs}`,
-      `--timeout=${a.timeout}`,
-      `--output-dir=${outDir}`,
-      '--json-report=report.json',
-      '--junit-report=junit.xml',
-      '--no-color',
-      '--silence-skips',
-      ...(selection.labelFilter ? [`--label-filter=${selection.labelFilter}`] : []),
-      ...selection.focus.map((f) => `--focus=${f}`),
-      ...[...selection.skip, ...exclusions.map((e) => exactRegex(e.spec))].map((s) => `--skip=${s}`),
-      path.join(binDir, 'e2e.test'),
-      '--',
-      `--kubeconfig=${cluster.kubeconfigPath}`,
-      '--provider=skeleton',
-      `--num-nodes=${cluster.nodeNames.length}`,
-      '--minStartupPods=-1',
-      '--allowed-not-ready-nodes=0',
-      '--disable-log-dump',
-      '--dump-logs-on-failure=false',
-      ...(kubectl ? [`--kubectl-path=${kubectl}`] : []),
-      `--report-dir=${outDir}`,
-    ];
-    say(`running ${selection.name} with ginkgo on ${a.procs} processes; output in ${outDir}/e2e.log`);
-    const code = await new Promise<number>((resolve, reject) => {
-      const log = path.join(outDir, 'e2e.log');
-      const child = spawn(
-        'sh',
-        ['-c', `exec "$0" "$@" >"${log}" 2>&1`, path.join(binDir, 'ginkgo'), ...ginkgoArgs],
-        {
-          stdio: 'ignore',
-          env: { ...process.env, KUBECONFIG: cluster!.kubeconfigPath },
-        },
+    for (const [i, phase] of phases.entries()) {
+      const tag = phases.length > 1 ? `-${i + 1}` : '';
+      const procs = phase.serial ? 1 : a.procs;
+      const { selection } = phase;
+      const ginkgoArgs = [
+        `--procs=${procs}`,
+        `--timeout=${a.timeout}`,
+        `--output-dir=${outDir}`,
+        `--json-report=report${tag}.json`,
+        `--junit-report=junit${tag}.xml`,
+        '--no-color',
+        '--silence-skips',
+        ...(selection.labelFilter ? [`--label-filter=${selection.labelFilter}`] : []),
+        ...selection.focus.map((f) => `--focus=${f}`),
+        ...[...selection.skip, ...exclusions.map((e) => exactRegex(e.spec))].map((s) => `--skip=${s}`),
+        path.join(binDir, 'e2e.test'),
+        '--',
+        `--kubeconfig=${cluster.kubeconfigPath}`,
+        '--provider=skeleton',
+        `--num-nodes=${cluster.nodeNames.length}`,
+        '--minStartupPods=-1',
+        '--allowed-not-ready-nodes=0',
+        '--disable-log-dump',
+        '--dump-logs-on-failure=false',
+        ...(kubectl ? [`--kubectl-path=${kubectl}`] : []),
+        `--report-dir=${outDir}`,
+      ];
+      const log = path.join(outDir, `e2e${tag}.log`);
+      say(
+        `running ${selection.name} with ginkgo on ${procs} process${procs > 1 ? 'es' : ''}; output in ${log}`,
       );
-      child.on('error', reject);
-      child.on('exit', (c) => resolve(c ?? 1));
-    });
-    say(`ginkgo exited ${code}`);
-    let reports: GinkgoSpecReport[] = [];
-    try {
-      const suites = JSON.parse(await readFile(path.join(outDir, 'report.json'), 'utf8')) as {
-        SpecReports?: GinkgoSpecReport[] | null;
-      }[];
-      reports = suites.flatMap((s) => s.SpecReports ?? []);
-    } catch (err) {
-      failure = `no ginkgo report (${String(err)}); see ${outDir}/e2e.log`;
-    }
-    results = classify(reports, selection, exclusions);
-    if (!failure) results.push(...incompleteness(results, selection));
-    if (!failure && code !== 0 && !results.some((r) => r.outcome === 'failed')) {
-      failure = `ginkgo exited ${code} without a failed spec; see ${outDir}/e2e.log`;
+      const code = await new Promise<number>((resolve, reject) => {
+        const child = spawn(
+          'sh',
+          ['-c', `exec "$0" "$@" >"${log}" 2>&1`, path.join(binDir, 'ginkgo'), ...ginkgoArgs],
+          {
+            stdio: 'ignore',
+            env: { ...process.env, KUBECONFIG: cluster!.kubeconfigPath },
+          },
+        );
+        child.on('error', reject);
+        child.on('exit', (c) => resolve(c ?? 1));
+      });
+      say(`ginkgo exited ${code}`);
+      let reports: GinkgoSpecReport[] = [];
+      let phaseFailure: string | undefined;
+      try {
+        const suites = JSON.parse(await readFile(path.join(outDir, `report${tag}.json`), 'utf8')) as {
+          SpecReports?: GinkgoSpecReport[] | null;
+        }[];
+        reports = suites.flatMap((s) => s.SpecReports ?? []);
+      } catch (err) {
+        phaseFailure = `no ginkgo report (${String(err)}); see ${log}`;
+      }
+      const phaseResults = classify(reports, selection, exclusions);
+      if (!phaseFailure) phaseResults.push(...incompleteness(phaseResults, selection));
+      if (!phaseFailure && code !== 0 && !phaseResults.some((r) => r.outcome === 'failed')) {
+        phaseFailure = `ginkgo exited ${code} without a failed spec; see ${log}`;
+      }
+      results.push(...phaseResults);
+      if (phaseFailure) failure = failure ? `${failure}; ${phaseFailure}` : phaseFailure;
     }
   } catch (err) {
     failure = err instanceof Error ? err.message : String(err);
@@ -285,7 +312,7 @@ async function main(): Promise<void> {
   printTables(results);
   await writeFile(path.join(outDir, 'results.json'), JSON.stringify(results, null, 2) + '\n');
   console.log(
-    `\n${selection.name} on ${a.runtime}: results in ${outDir} (${((Date.now() - started) / 60000).toFixed(1)} min)`,
+    `\n${name} on ${a.runtime}: results in ${outDir} (${((Date.now() - started) / 60000).toFixed(1)} min)`,
   );
   if (a.keep && cluster) console.log(`cluster kept: KUBECONFIG=${cluster.kubeconfigPath}`);
   console.log(summaryLine(results));

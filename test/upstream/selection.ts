@@ -69,6 +69,25 @@ export function nodeConformance(extraSkip: readonly string[] = []): Selection {
   };
 }
 
+/** The specs that must not run beside others: the `[Conformance]` preset runs them after the rest, one at a time. */
+export const SERIAL = String.raw`\[Serial\]|\[Disruptive\]`;
+
+/**
+ * The suite that certifies a Kubernetes cluster: every spec labelled Conformance, whatever its area, in two
+ * phases as the certification runs them: the `parallel` ones on several ginkgo processes, then the `serial`
+ * ones (`[Serial]`, `[Disruptive]`) in one process.
+ */
+export function conformance(phase: 'parallel' | 'serial', extraSkip: readonly string[] = []): Selection {
+  const inPhase = (text: string): boolean => new RegExp(SERIAL).test(text) === (phase === 'serial');
+  return {
+    name: `conformance (${phase})`,
+    labelFilter: 'Conformance',
+    focus: phase === 'serial' ? [SERIAL] : [],
+    skip: phase === 'serial' ? [...extraSkip] : [SERIAL, ...extraSkip],
+    selects: (s) => s.labels.includes('Conformance') && inPhase(s.text) && !anyMatch(extraSkip, s.text),
+  };
+}
+
 /** Exactly the listed specs (a preset file), minus `extraSkip`. */
 export function listed(name: string, specs: readonly string[], extraSkip: readonly string[] = []): Selection {
   const wanted = new Set(specs);

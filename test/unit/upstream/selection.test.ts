@@ -6,6 +6,7 @@ import { REPO_ROOT } from '../../support/controlplane.js';
 import {
   areaOf,
   classify,
+  conformance,
   exactRegex,
   exclusionsFor,
   focused,
@@ -135,6 +136,23 @@ describe('upstream e2e selection', () => {
       [],
     );
     expect(incompleteness(ran, nodeConformance())).to.deep.equal([]);
+  });
+
+  it('splits the Conformance specs of every area into a parallel and a serial phase', () => {
+    const c = (text: string, labels = ['Conformance']) => ({ text, labels });
+    const specs = [
+      c('[sig-apps] Deployment should run [Conformance]'),
+      c('[sig-scheduling] SchedulerPredicates [Serial] validates resource limits [Conformance]'),
+      c('[sig-node] NoExecuteTaintManager evicts pods [Serial] [Disruptive] [Conformance]'),
+      c('[sig-node] Pods should run [NodeConformance]', ['NodeConformance']),
+    ];
+    const parallel = conformance('parallel');
+    const serial = conformance('serial');
+    expect(specs.filter(parallel.selects).map((s) => s.text)).to.deep.equal([specs[0]!.text]);
+    expect(specs.filter(serial.selects).map((s) => s.text)).to.deep.equal([specs[1]!.text, specs[2]!.text]);
+    expect(parallel.labelFilter).to.equal('Conformance');
+    expect(serial.focus.every((f) => new RegExp(f).test(specs[1]!.text))).to.equal(true);
+    expect(parallel.skip.some((f) => new RegExp(f).test(specs[2]!.text))).to.equal(true);
   });
 
   it('names the area by its first container text without tags', () => {
