@@ -215,7 +215,7 @@ async function main(): Promise<void> {
   await mkdir(outDir, { recursive: true });
 
   let cluster: UpstreamCluster | undefined;
-  let results: SpecResult[] = [];
+  const results: SpecResult[] = [];
   let failure: string | undefined;
   const stop = async (): Promise<void> => {
     if (cluster && !a.keep) await cluster.stop();
