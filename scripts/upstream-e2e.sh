@@ -2,23 +2,29 @@
 # The upstream Kubernetes e2e suite's binaries and images, for running it against our nodes.
 # See shared/docs/UPSTREAM-E2E.md.
 #
-#   upstream-e2e.sh build           builds e2e.test, agnhost, kubectl and the ginkgo CLI from the Go module proxy
+#   upstream-e2e.sh build           builds e2e.test, agnhost, kubectl, the ginkgo CLI and sample-apiserver from
+#                                   the Go module proxy
 #   upstream-e2e.sh images          builds the e2e test images as OCI image layout tars (needs `build`)
 #   upstream-e2e.sh import <sock>   imports those images into containerd's k8s.io namespace at <sock>
 #
 # build: k8s.io/kubernetes at KUBE_VERSION (default: the pin in scripts/kube-binaries.sh), built in a
 #   throwaway module like kube-binaries.sh does, cached outside the repo:
 #     $CACHE/e2e/<k8s-version>/bin/{e2e.test,agnhost,ginkgo,kubectl}
-#     $CACHE/e2e/<k8s-version>/files/   (agnhost's porter certs and pause.c, copied from the module, so
-#                                        `images` needs no Go afterwards)
+#     $CACHE/e2e/<k8s-version>/bin/{sample-apiserver,etcd}   (k8s.io/sample-apiserver at the staging version
+#                                        v0.Y.Z of v1.Y.Z; kube-binaries.sh's etcd, copied)
+#     $CACHE/e2e/<k8s-version>/files/   (agnhost's porter certs, pause.c and the kitten and nautilus images'
+#                                        files, copied from the module, so `images` needs no Go afterwards)
 #   with CACHE=${KUBELET_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubelet-operator}. Holds
-#   $CACHE/.lock while building (as kube-binaries.sh does), so it waits for a running kube build.
-#   The last stdout line is the bin dir.
+#   $CACHE/.lock while building (as kube-binaries.sh does), so it waits for a running kube build. A cache
+#   that has the first four binaries but lacks sample-apiserver, etcd or the kitten/nautilus files gets only
+#   those added. The last stdout line is the bin dir.
 # images: stand-ins under the exact upstream names and tags that `e2e.test --list-images` shows for the
-#   images the NodeConformance specs of [sig-node], [sig-storage] and [sig-network] run (busybox,
-#   agnhost, nginx, httpd, nonroot, nonewprivs, glibc-dns-testing, pause), built from Debian's
-#   busybox-static and bash-static (apt-get installed when missing), the agnhost binary and a static
-#   pause. Images the suite expects to be unpullable (invalid or private registries) are never built.
+#   images the [Conformance] and NodeConformance specs run (busybox, agnhost, nginx, httpd, nonroot,
+#   nonewprivs, glibc-dns-testing, pause, kitten, nautilus, sample-apiserver, etcd), built from upstream
+#   busybox, Debian's bash-static (apt-get installed when missing), Debian bookworm's netcat-openbsd,
+#   bind9-dnsutils, iproute2, curl and getent with the shared libraries they need (apt-get download, cached
+#   in $CACHE/e2e-images/debs-<arch>/), the agnhost, sample-apiserver and etcd binaries and a static pause.
+#   Images the suite expects to be unpullable (invalid or private registries) are never built.
 #   Cached in $CACHE/e2e-images/<recipe key>/; prints one line per tar: `<path> <name> [alias...]`.
 # import: `images`, then `ctr -n k8s.io images import` of every tar whose names are not all present
 #   with the same digest already.
@@ -62,6 +68,9 @@ CACHE_ROOT="${KUBELET_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubelet-op
 E2E_DIR="$CACHE_ROOT/e2e/$KUBE_VERSION"
 E2E_BINS=(e2e.test agnhost ginkgo kubectl)
 E2E_FILES=(localhost.crt localhost.key pause.c)
+# Added to a cache that lacks them without rebuilding the rest (they came later than the above).
+E2E_EXTRA_BINS=(sample-apiserver etcd)
+E2E_EXTRA_FILES=(kitten.jpg kitten.data.json nautilus.jpg nautilus.data.json)
 
 # ---------------------------------------------------------------------------------------------- build
 
@@ -69,6 +78,11 @@ e2e_cached() {
   local f
   for f in "${E2E_BINS[@]}"; do [[ -x "$E2E_DIR/bin/$f" ]] || return 1; done
   for f in "${E2E_FILES[@]}"; do [[ -s "$E2E_DIR/files/$f" ]] || return 1; done
+}
+extras_cached() {
+  local f
+  for f in "${E2E_EXTRA_BINS[@]}"; do [[ -x "$E2E_DIR/bin/$f" ]] || return 1; done
+  for f in "${E2E_EXTRA_FILES[@]}"; do [[ -s "$E2E_DIR/files/$f" ]] || return 1; done
 }
 
 STAGES=()
@@ -211,10 +225,73 @@ e2e_steps() {
   chmod 0644 "$stage/files/"*
 }
 
+# What the e2e images need besides the core binaries: sample-apiserver, built from k8s.io/sample-apiserver
+# at the staging version of KUBE_VERSION (upstream's image builds a release of that repository's main
+# package), and the kitten and nautilus images' picture and data.json (test/images/<name>/html/).
+extras_steps() {
+  local work="$1" staging_version json moddir img t0
+  cd "$work"
+  go mod init kubelet-operator.invalid/e2e-extras >/dev/null 2>&1
+  staging_version="v0.${KUBE_VERSION#v1.}"
+  if [[ ! -s "$E2E_DIR/files/kitten.jpg" || ! -s "$E2E_DIR/files/kitten.data.json" ||
+    ! -s "$E2E_DIR/files/nautilus.jpg" || ! -s "$E2E_DIR/files/nautilus.data.json" ]]; then
+    json="$(go mod download -json "k8s.io/kubernetes@$KUBE_VERSION")"
+    moddir="$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p' <<<"$json")"
+    for img in kitten nautilus; do
+      cp "$moddir/test/images/$img/html/$img.jpg" "$E2E_DIR/files/.$img.jpg.tmp"
+      cp "$moddir/test/images/$img/html/data.json" "$E2E_DIR/files/.$img.data.json.tmp"
+      chmod 0644 "$E2E_DIR/files/.$img.jpg.tmp" "$E2E_DIR/files/.$img.data.json.tmp"
+      mv -f "$E2E_DIR/files/.$img.jpg.tmp" "$E2E_DIR/files/$img.jpg"
+      mv -f "$E2E_DIR/files/.$img.data.json.tmp" "$E2E_DIR/files/$img.data.json"
+    done
+  fi
+  if [[ ! -x "$E2E_DIR/bin/sample-apiserver" ]]; then
+    go get "k8s.io/sample-apiserver@$staging_version"
+    t0=$SECONDS
+    CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$E2E_DIR/bin/.sample-apiserver.tmp" k8s.io/sample-apiserver
+    mv -f "$E2E_DIR/bin/.sample-apiserver.tmp" "$E2E_DIR/bin/sample-apiserver"
+    echo "sample-apiserver $staging_version: $((SECONDS - t0))s ($(date -u +%Y-%m-%dT%H:%M:%SZ))" >>"$E2E_DIR/BUILD-INFO"
+    echo "upstream-e2e: built sample-apiserver $staging_version in $((SECONDS - t0))s" >&2
+  fi
+}
+
+# Adds what extras_cached wants to a cache that has the core binaries; etcd is a copy of <etcd> (the
+# caller runs kube-binaries.sh before it takes the build lock, which kube-binaries.sh takes too).
+build_extras() {
+  local etcd="$1"
+  rm -f "$E2E_DIR"/bin/.*.tmp "$E2E_DIR"/files/.*.tmp
+  if [[ ! -x "$E2E_DIR/bin/etcd" ]]; then
+    [[ -x "$etcd" ]] || fail "no etcd binary to copy (scripts/kube-binaries.sh)"
+    cp "$etcd" "$E2E_DIR/bin/.etcd.tmp"
+    chmod 0755 "$E2E_DIR/bin/.etcd.tmp"
+    mv -f "$E2E_DIR/bin/.etcd.tmp" "$E2E_DIR/bin/etcd"
+  fi
+  extras_cached && return 0
+  need_go
+  log "adding sample-apiserver and the kitten/nautilus files to $E2E_DIR (once)"
+  new_workdir e2e-extras
+  run_step extras_steps "$DIR" >&2
+  extras_cached || fail "the extras build left $E2E_DIR incomplete"
+}
+
+# The etcd that kube-binaries.sh builds (or finds cached) for the control plane, for the etcd image.
+control_plane_etcd() {
+  local assets
+  assets="$(env -u KUBEBUILDER_ASSETS bash "$SCRIPTS_DIR/kube-binaries.sh" | tail -n 1)" ||
+    fail "scripts/kube-binaries.sh failed"
+  [[ -x "$assets/etcd" ]] || fail "scripts/kube-binaries.sh left no etcd in $assets"
+  readlink -f "$assets/etcd"
+}
+
 cmd_build() {
-  if e2e_cached; then
+  if e2e_cached && extras_cached; then
     echo "$E2E_DIR/bin"
     return 0
+  fi
+  local etcd=""
+  # Before the lock (see build_extras); a core build starts a new $E2E_DIR, without the old etcd.
+  if ! e2e_cached || [[ ! -x "$E2E_DIR/bin/etcd" ]]; then
+    etcd="$(control_plane_etcd)"
   fi
   mkdir -p "$CACHE_ROOT/e2e"
   # The same lock as kube-binaries.sh: one Go build at a time on the machine, and a build that waited
@@ -224,10 +301,13 @@ cmd_build() {
     log "another build holds $CACHE_ROOT/.lock; waiting for it"
     flock 9
   fi
-  if e2e_cached; then
-    echo "$E2E_DIR/bin"
-    return 0
-  fi
+  e2e_cached || build_core
+  extras_cached || build_extras "$etcd"
+  echo "$E2E_DIR/bin"
+}
+
+# e2e.test, agnhost, ginkgo and kubectl, into a new $E2E_DIR (the caller holds the build lock).
+build_core() {
   # Leftovers of a build that was killed hard (we hold the lock, so nobody else is building).
   rm -rf "$CACHE_ROOT"/e2e/.partial-*
   need_go
@@ -258,13 +338,12 @@ cmd_build() {
   rm -rf "$E2E_DIR"
   mv -T "$stage" "$E2E_DIR"
   log "built in $((SECONDS - start))s"
-  echo "$E2E_DIR/bin"
 }
 
 # ---------------------------------------------------------------------------------------------- images
 
 # Bump when what the images hold changes: it is part of the cache key.
-readonly IMAGES_RECIPE='3'
+readonly IMAGES_RECIPE='4'
 readonly IMAGE_PACKAGES=(busybox-static bash-static)
 readonly E2E_REGISTRY='registry.k8s.io/e2e-test-images'
 readonly NAMESPACE='k8s.io'
@@ -273,11 +352,12 @@ IMAGES_ROOT="$CACHE_ROOT/e2e-images"
 # The images built, by short name. Each is one tar holding one image under every tag: those that
 # `e2e.test --list-images` shows for its repository plus image_tags' (tags that specs use but
 # --list-images leaves out, and the v1.37.2 tags for a build without the list).
-readonly IMAGES=(busybox agnhost nginx httpd nonroot nonewprivs glibc-dns-testing pause)
+readonly IMAGES=(busybox agnhost nginx httpd nonroot nonewprivs glibc-dns-testing pause kitten nautilus sample-apiserver etcd)
 
 image_repo() {
   case "$1" in
     pause) echo registry.k8s.io/pause ;;
+    etcd) echo registry.k8s.io/etcd ;;
     *) echo "$E2E_REGISTRY/$1" ;;
   esac
 }
@@ -294,14 +374,22 @@ image_tags() {
     nonewprivs) echo 1.4 ;;
     glibc-dns-testing) echo 2.1.1 ;;
     pause) echo 3.10.2 ;;
+    kitten | nautilus) echo 1.8 ;;
+    sample-apiserver) echo 1.29.2 ;;
+    etcd) echo 3.7.0-0 ;;
   esac
 }
 
-# Which root filesystem (layer) the image has.
-image_rootfs() {
+# The image's layers, bottom first, by root filesystem name (rootfs-<name> in make_rootfses). Images that
+# add a few files to another get them as a layer of their own over the other's, which they share.
+image_layers() {
   case "$1" in
     busybox | nonroot | glibc-dns-testing) echo busybox ;;
     agnhost | nginx | httpd) echo agnhost ;;
+    # Upstream: agnhost plus its picture and data.json in /, served by `agnhost test-webserver`.
+    kitten | nautilus) echo "agnhost $1" ;;
+    # Upstream: alpine plus /sample-apiserver; etcd: distroless plus /usr/local/bin/etcd.
+    sample-apiserver | etcd) echo "busybox $1" ;;
     *) echo "$1" ;;
   esac
 }
@@ -315,6 +403,11 @@ image_config() {
     nginx | httpd) echo '"Entrypoint":["/agnhost","test-webserver","--port","80"]' ;;
     nonewprivs) echo '"Cmd":["nnp"]' ;;
     pause) echo '"Entrypoint":["/pause"],"User":"65535:65535"' ;;
+    kitten | nautilus) echo '"Entrypoint":["/agnhost"],"Cmd":["test-webserver"]' ;;
+    # The Aggregator spec passes only args (--etcd-servers, --tls-cert-file, ...).
+    sample-apiserver) echo '"Entrypoint":["/sample-apiserver"]' ;;
+    # The spec's etcd container names /usr/local/bin/etcd as its command.
+    etcd) echo '"Cmd":["/usr/local/bin/etcd"]' ;;
   esac
 }
 
@@ -333,6 +426,46 @@ need_root() {
 
 pkg_version() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null || true; }
 
+# apt-get that waits while another apt-get or dpkg holds its lock (up to APT_LOCK_WAIT seconds, default
+# 600) instead of failing: installs wait inside apt (DPkg::Lock::Timeout); `apt-get update` takes the
+# lists lock, which that option does not cover, so a run that found a lock busy is retried.
+readonly APT_LOCK_WAIT_S="${APT_LOCK_WAIT:-600}"
+apt_get() {
+  local aptlog deadline=$((SECONDS + APT_LOCK_WAIT_S)) said=0
+  aptlog="$(mktemp "${TMPDIR:-/tmp}/kubelet-operator-apt.XXXXXX")"
+  until DEBIAN_FRONTEND=noninteractive apt-get -q -o "DPkg::Lock::Timeout=$APT_LOCK_WAIT_S" \
+    -o APT::Sandbox::User=root "$@" >"$aptlog" 2>&1; do
+    if grep -Eq 'Could not get lock|Unable to lock|Unable to acquire the dpkg frontend lock' "$aptlog" &&
+      ((SECONDS < deadline)); then
+      ((said)) || log "apt is busy (another apt-get or dpkg holds its lock); waiting up to ${APT_LOCK_WAIT_S}s"
+      said=1
+      sleep 2
+      continue
+    fi
+    tail -n 20 "$aptlog" >&2 || true
+    rm -f "$aptlog"
+    return 1
+  done
+  rm -f "$aptlog"
+}
+
+# A machine whose package lists were never fetched knows no candidate: `apt-get update` once. (One
+# apt-cache call for all: each loads the whole cache.)
+apt_lists_know() {
+  local known p
+  known=" $(apt-cache policy "$@" 2>/dev/null |
+    awk '/^[^ ].*:$/ { p = substr($0, 1, length($0) - 1) } /^ +Candidate:/ && $2 != "(none)" { print p }' |
+    tr '\n' ' ') "
+  for p in "$@"; do
+    if [[ "$known" != *" $p "* ]]; then
+      need_root "apt-get update (the package lists do not know $p)"
+      log "the package lists do not know $p: apt-get update"
+      apt_get update || die "apt-get update failed"
+      return 0
+    fi
+  done
+}
+
 # apt-get installs busybox-static and bash-static when missing (as containerd.sh install does).
 ensure_packages() {
   local missing=() p
@@ -341,23 +474,223 @@ ensure_packages() {
   done
   ((${#missing[@]} == 0)) && return 0
   need_root "installing ${missing[*]}"
+  apt_lists_know "${missing[@]}"
   log "installing ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  # A machine whose package lists were never fetched knows no candidate: update once, then install.
-  for p in "${missing[@]}"; do
-    if ! apt-cache show "$p" >/dev/null 2>&1; then
-      apt-get update -q >/dev/null || die "apt-get update failed"
-      break
-    fi
-  done
-  local aptlog
-  aptlog="$(mktemp "${TMPDIR:-/tmp}/kubelet-operator-apt.XXXXXX")"
-  if ! apt-get install -y -q --no-install-recommends "${missing[@]}" >"$aptlog" 2>&1; then
-    tail -n 20 "$aptlog" >&2 || true
-    rm -f "$aptlog"
-    die "apt-get install ${missing[*]} failed"
+  apt_get install -y --no-install-recommends "${missing[@]}" || die "apt-get install ${missing[*]} failed"
+}
+
+# ---- Debian tools in the agnhost image
+#
+# Upstream's agnhost is Alpine plus bind-tools, curl, netcat-openbsd, iproute2, iperf, bash, socat and
+# util-linux-misc. What the [Conformance] specs run in it: `nc -v -t -w 2 <host> <port>` and `nc -v -u`
+# (busybox nc has no -t), `nslookup`, `dig +notcp|+tcp +noall +answer +search`, `getent hosts` (answered
+# from /etc/hosts first), `curl -g -q -s -w %{http_code} --interface ...`. So the image gets these tools
+# from Debian (the machine's apt sources: bookworm), with every shared library they load, taken from the
+# Depends closure of DEB_PACKAGES: `apt-get download` (cached by file name in $IMAGES_ROOT/debs-<arch>/),
+# `dpkg -x` into a scratch dir, and the packages' own dynamic loader (`ld.so --list` with the scratch dir
+# as library path) names the libraries each binary loads. No maintainer script runs; nothing is installed
+# on the machine.
+readonly DEB_PACKAGES=(netcat-openbsd bind9-dnsutils bind9-host iproute2 curl libc-bin ca-certificates netbase)
+# "<path in the packages> <path in the image>". A busybox applet of the same name in /bin, /sbin, /usr/bin
+# or /usr/sbin becomes a symlink to the tool (PATH has /usr/sbin and /usr/bin before /sbin and /bin too).
+readonly DEB_TOOLS=(
+  'bin/nc.openbsd usr/bin/nc'
+  'usr/bin/dig usr/bin/dig'
+  'usr/bin/host usr/bin/host'
+  'usr/bin/nslookup usr/bin/nslookup'
+  'usr/bin/delv usr/bin/delv'
+  'usr/bin/nsupdate usr/bin/nsupdate'
+  'usr/bin/curl usr/bin/curl'
+  'usr/bin/getent usr/bin/getent'
+  'bin/ip usr/sbin/ip'
+  'bin/ss usr/sbin/ss'
+  'sbin/bridge usr/sbin/bridge'
+)
+# Set by resolve_debs: where the .deb files are cached, one "<file> <size> <sha256>" per package (sorted),
+# and a short hash of that list for the images' cache key.
+DEBS_DIR=""
+DEB_ROWS=()
+DEBS_KEY=""
+
+# Lists the packages to download: DEB_PACKAGES and everything they depend on (Depends and Pre-Depends,
+# every alternative; virtual packages left out, their providers are listed).
+deb_closure() {
+  apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts --no-breaks --no-replaces \
+    --no-enhances "${DEB_PACKAGES[@]}" | sed -n '/^[a-z0-9]/p' | LC_ALL=C sort -u
+}
+
+# Sets DEBS_DIR, DEB_ROWS and DEBS_KEY from the package lists (`apt-get download --print-uris`: no download).
+resolve_debs() {
+  local tmp out names
+  DEBS_DIR="$IMAGES_ROOT/debs-$(dpkg --print-architecture)"
+  apt_lists_know "${DEB_PACKAGES[@]}"
+  mapfile -t names < <(deb_closure)
+  ((${#names[@]} >= ${#DEB_PACKAGES[@]})) || fail "apt-cache depends listed no packages for ${DEB_PACKAGES[*]}"
+  # --print-uris lists only the files that are not in the current directory: ask from an empty one.
+  tmp="$(mktemp -d "${TMPDIR:-/tmp}/kubelet-operator-debs.XXXXXX")"
+  if ! out="$(cd "$tmp" && apt-get -q -o APT::Sandbox::User=root download --print-uris "${names[@]}" 2>&1)"; then
+    rmdir "$tmp"
+    printf '%s\n' "$out" | tail -n 5 >&2
+    fail "apt-get download --print-uris failed for the agnhost image's packages"
   fi
-  rm -f "$aptlog"
+  rmdir "$tmp"
+  # "'<uri>' <file> <size> SHA256:<hex>" -> "<file> <size> <hex>"
+  mapfile -t DEB_ROWS < <(sed -n "s/^'[^']*' \\([^ ]*\\.deb\\) \\([0-9]*\\) SHA256:\\([0-9a-f]*\\)\$/\\1 \\2 \\3/p" <<<"$out" |
+    LC_ALL=C sort)
+  ((${#DEB_ROWS[@]} == ${#names[@]})) ||
+    fail "apt-get download --print-uris named ${#DEB_ROWS[@]} files for ${#names[@]} packages"
+  DEBS_KEY="$(printf '%s\n' "${DEB_ROWS[@]}" | sha256sum | cut -c1-12)"
+}
+
+# Downloads what DEB_ROWS names and DEBS_DIR lacks (checked against the lists' sha256), and drops the
+# files it no longer names. Returns 1 when apt-get download fails (stale package lists, say).
+fetch_debs() {
+  local row file size sha want=() keep=() pkg ver
+  mkdir -p "$DEBS_DIR"
+  for row in "${DEB_ROWS[@]}"; do
+    read -r file size sha <<<"$row"
+    keep+=("$file")
+    if [[ -f "$DEBS_DIR/$file" ]] && [[ "$(size_of "$DEBS_DIR/$file")" == "$size" ]] &&
+      [[ "$(sha256_of "$DEBS_DIR/$file")" == "$sha" ]]; then
+      continue
+    fi
+    rm -f "$DEBS_DIR/$file"
+    # <name>_<version, ':' as %3a>_<arch>.deb
+    pkg="${file%%_*}"
+    ver="${file#*_}"
+    ver="${ver%_*}"
+    want+=("$pkg=${ver//%3a/:}")
+  done
+  if ((${#want[@]} > 0)); then
+    log "downloading ${#want[@]} Debian packages for the agnhost image into $DEBS_DIR"
+    (cd "$DEBS_DIR" && apt_get download "${want[@]}") || return 1
+    for row in "${DEB_ROWS[@]}"; do
+      read -r file size sha <<<"$row"
+      [[ -f "$DEBS_DIR/$file" && "$(sha256_of "$DEBS_DIR/$file")" == "$sha" ]] ||
+        fail "$DEBS_DIR/$file is missing or does not match the package lists' sha256 after apt-get download"
+    done
+  fi
+  local f
+  for f in "$DEBS_DIR"/*.deb; do
+    [[ -e "$f" ]] || continue
+    [[ " ${keep[*]} " == *" ${f##*/} "* ]] || rm -f "$f"
+  done
+}
+
+# Prints <path> (relative to the tree <x>) with its symlinks resolved inside <x>: the packages' absolute
+# links (/sbin/ip -> /bin/ip, /lib64/ld-linux-x86-64.so.2 -> /lib/...) must not lead out to the machine.
+in_tree() {
+  local x="$1" p="${2#/}" t n=0
+  while [[ -L "$x/$p" ]]; do
+    ((++n <= 40)) || return 1
+    t="$(readlink "$x/$p")"
+    if [[ "$t" == /* ]]; then p="${t#/}"; else p="$(dirname "$p")/$t"; fi
+  done
+  [[ -e "$x/$p" ]] || return 1
+  echo "$p"
+}
+
+# The ELF program interpreter (dynamic loader) that <file> names, e.g. /lib64/ld-linux-x86-64.so.2.
+elf_interp() {
+  readelf -l "$1" 2>/dev/null | sed -n 's/.*Requesting program interpreter: \(.*\)]$/\1/p'
+}
+
+# Prints the absolute paths of the shared libraries that <binary> loads, as the loader <ld.so> finds
+# them in <libpath> (colon-separated); fails if one is missing or found outside <prefix>/.
+shared_libs() {
+  local ld="$1" libpath="$2" bin="$3" prefix="$4" out line path
+  out="$("$ld" --library-path "$libpath" --list "$bin" 2>&1)" || {
+    printf '%s\n' "$out" >&2
+    return 1
+  }
+  while read -r line; do
+    case "$line" in
+      *'=> not found'*)
+        echo "upstream-e2e: ${bin##*/} needs ${line%% *}, which no package provides" >&2
+        return 1
+        ;;
+      *' => '*)
+        path="${line#* => }"
+        path="${path% (0x*}"
+        if [[ "$path" != "$prefix"/* ]]; then
+          echo "upstream-e2e: ${bin##*/}: ${line%% *} resolved to $path, outside $prefix" >&2
+          return 1
+        fi
+        echo "$path"
+        ;;
+    esac
+  done <<<"$out"
+}
+
+# Extracts the packages into <x> (dpkg -x: files only, no maintainer scripts).
+extract_debs() {
+  local x="$1" row file
+  mkdir -p "$x"
+  for row in "${DEB_ROWS[@]}"; do
+    read -r file _ <<<"$row"
+    dpkg -x "$DEBS_DIR/$file" "$x"
+  done
+}
+
+# Adds DEB_TOOLS, their libraries and loader, and the files they read to the root <r>, from the packages
+# extracted into <x>. The loader finds the libraries in its default directories (/lib/<triplet>,
+# /usr/lib/<triplet>); no ld.so.cache.
+add_debian_tools() {
+  local r="$1" x="$2" spec src dst real name d interp ld_rel libdir libs=() lib rel
+  real="$(in_tree "$x" usr/bin/curl)" || fail "the packages hold no usr/bin/curl"
+  interp="$(elf_interp "$x/$real")"
+  [[ -n "$interp" ]] || fail "cannot read the program interpreter of $x/$real (readelf)"
+  ld_rel="$(in_tree "$x" "$interp")" || fail "the packages hold no $interp"
+  # The loader lives in the multiarch library dir (lib/x86_64-linux-gnu/ld-linux-x86-64.so.2).
+  libdir="$(dirname "$ld_rel")"
+  local libpath="$x/$libdir:$x/usr/$libdir:$x/lib:$x/usr/lib"
+  for spec in "${DEB_TOOLS[@]}"; do
+    read -r src dst <<<"$spec"
+    real="$(in_tree "$x" "$src")" || fail "the packages hold no $src"
+    mkdir -p "$r/$(dirname "$dst")"
+    cp "$x/$real" "$r/$dst"
+    chmod 0755 "$r/$dst"
+    mapfile -t -O "${#libs[@]}" libs < <(shared_libs "$x/$ld_rel" "$libpath" "$x/$real" "$x") ||
+      fail "cannot resolve the shared libraries of $src"
+    name="${dst##*/}"
+    for d in bin sbin usr/bin usr/sbin; do
+      [[ "$d/$name" == "$dst" ]] && continue
+      if [[ -L "$r/$d/$name" && "$(readlink "$r/$d/$name")" == busybox ]]; then
+        ln -sfn "/$dst" "$r/$d/$name"
+      fi
+    done
+  done
+  # Each library under the name the loader looks for (its soname link's path), as a plain file.
+  for lib in $(printf '%s\n' "${libs[@]}" | LC_ALL=C sort -u); do
+    rel="${lib#"$x"/}"
+    real="$(in_tree "$x" "$rel")" || fail "cannot resolve $rel in the packages"
+    mkdir -p "$r/$(dirname "$rel")"
+    cp "$x/$real" "$r/$rel"
+  done
+  mkdir -p "$r/$(dirname "${interp#/}")"
+  cp "$x/$ld_rel" "$r/${interp#/}"
+  chmod 0755 "$r/${interp#/}"
+  # ip and ss read their tables from /etc/iproute2; /etc/services and /etc/protocols for port and protocol
+  # names; curl's CA bundle as update-ca-certificates would write it.
+  cp -R "$x/etc/iproute2" "$r/etc/iproute2"
+  cp "$x/etc/services" "$x/etc/protocols" "$r/etc/"
+  mkdir -p "$r/etc/ssl/certs"
+  LC_ALL=C find "$x/usr/share/ca-certificates" -name '*.crt' -type f | LC_ALL=C sort | xargs -r awk 1 \
+    >"$r/etc/ssl/certs/ca-certificates.crt"
+  [[ -s "$r/etc/ssl/certs/ca-certificates.crt" ]] || fail "no CA certificates in the ca-certificates package"
+  # glibc without nsswitch.conf asks DNS before /etc/hosts; the specs' `getent hosts` wants /etc/hosts
+  # first (as musl, upstream's libc, does).
+  printf '%s\n' 'passwd: files' 'group: files' 'shadow: files' 'hosts: files dns' 'networks: files' \
+    'protocols: files' 'services: files' 'ethers: files' 'rpc: files' >"$r/etc/nsswitch.conf"
+  chmod -R u=rwX,go=rX "$r/etc/iproute2" "$r/etc/ssl"
+  chmod 0644 "$r/etc/services" "$r/etc/protocols" "$r/etc/nsswitch.conf"
+
+  # Every tool finds every library in the root itself.
+  local ld="$r/${interp#/}" rpath="$r/$libdir:$r/usr/$libdir"
+  for spec in "${DEB_TOOLS[@]}"; do
+    read -r src dst <<<"$spec"
+    shared_libs "$ld" "$rpath" "$r/$dst" "$r" >/dev/null || fail "$dst misses a shared library in the image"
+  done
 }
 
 # ---- busybox, as upstream builds it
@@ -406,8 +739,9 @@ ensure_busybox() {
   rm -rf "$work"
 }
 
-# The cache key: recipe, Kubernetes release, arch, busybox and the Debian packages whose files the images hold
-# (bash-static; libc6-dev is statically linked into pause and nnp).
+# The cache key: recipe, Kubernetes release, arch, busybox, the installed Debian packages whose files the
+# images hold (bash-static; libc6-dev is statically linked into pause and nnp), the downloaded ones (a hash
+# of their file names and checksums: resolve_debs) and etcd's version (sample-apiserver's is the release's).
 images_key() {
   local v key p
   key="r${IMAGES_RECIPE}_${KUBE_VERSION}_$(image_arch)_busybox-${BUSYBOX_VERSION}"
@@ -415,6 +749,9 @@ images_key() {
     v="$(pkg_version "$p")"
     key+="_${p%%-*}-${v:-none}"
   done
+  key+="_debs-${DEBS_KEY}"
+  v="$("$E2E_DIR/bin/etcd" --version 2>/dev/null | sed -n 's/^etcd Version: *//p')"
+  key+="_etcd-${v:-unknown}"
   printf '%s\n' "$key" | tr -c 'A-Za-z0-9._+\n-' '_'
 }
 
@@ -424,116 +761,6 @@ print_images() {
   while read -r file digest names; do
     echo "$dir/$file $names"
   done <"$dir/images.txt"
-}
-
-# The curl stand-in of the agnhost image: busybox wget behind the curl options the e2e suite passes
-# (exec hooks: `curl http://host:port/path`; framework/network: -g -q -s, -i, -o /dev/null,
-# -w %{http_code}, --max-time, --connect-timeout). Busybox 1.35's `wget -T` segfaults when the connection
-# fails, so time limits go through `timeout` instead.
-write_curl_shim() {
-  cat >"$1" <<'SHIM'
-#!/bin/sh
-# curl stand-in over busybox wget (kubelet-operator scripts/upstream-e2e.sh), for the e2e test images.
-# curl [-s] [-S] [-g] [-q] [-i] [-f] [-L] [-k] [-v] [-o FILE] [-w FORMAT] [-m|--max-time S]
-#      [--connect-timeout S] [-X GET|POST] [-d DATA] [-H 'Name: value'] URL
-# -w knows %{http_code}. Exit codes as curl's: 0, 6 (resolve), 7 (connect), 22 (-f and HTTP >= 400),
-# 28 (timeout); --connect-timeout limits the whole request to S+10 s unless --max-time is given.
-out=- include=0 fail=0 silent=0 wfmt='' maxtime='' ctimeout='' url='' method='' data='' hasdata=0
-hdrs='' insecure=0
-usage() {
-  sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'
-}
-secs() { s="${1%%.*}"; [ "$s" != "$1" ] && s=$((${s:-0} + 1)); [ "${s:-0}" -ge 1 ] 2>/dev/null || s=1; echo "$s"; }
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --*) ;;
-    -[sSgqifLkv][sSgqifLkv]*)
-      rest="${1#-?}"
-      first="${1%"$rest"}"
-      shift
-      set -- "$first" "-$rest" "$@"
-      continue
-      ;;
-  esac
-  case "$1" in
-    -h | --help) usage; exit 0 ;;
-    -V | --version) echo 'curl 0.0.0 (kubelet-operator stand-in over busybox wget)'; exit 0 ;;
-    -s | --silent) silent=1 ;;
-    -S | --show-error | -g | --globoff | -q | --disable | -L | --location | -v | --verbose) ;;
-    -k | --insecure) insecure=1 ;;
-    -i | --include) include=1 ;;
-    -f | --fail) fail=1 ;;
-    -o | --output) shift; out="$1" ;;
-    -w | --write-out) shift; wfmt="$1" ;;
-    -m | --max-time) shift; maxtime="$(secs "$1")" ;;
-    --connect-timeout) shift; ctimeout="$(secs "$1")" ;;
-    -X | --request) shift; method="$1" ;;
-    -d | --data | --data-raw | --data-binary) shift; data="$1"; hasdata=1 ;;
-    -H | --header) shift; hdrs="${hdrs:+$hdrs
-}$1" ;;
-    -*) echo "curl: option $1 is not supported by this stand-in" >&2; exit 2 ;;
-    *) url="$1" ;;
-  esac
-  shift
-done
-[ -n "$url" ] || { echo 'curl: no URL specified' >&2; exit 2; }
-case "$method" in
-  '' | GET | get) [ "$hasdata" = 1 ] && method=POST ;;
-  POST | post) method=POST ;;
-  *) echo "curl: method $method is not supported by this stand-in" >&2; exit 2 ;;
-esac
-set -- -S
-[ "$method" = POST ] && set -- "$@" --post-data "$data"
-if [ -n "$hdrs" ]; then
-  while IFS= read -r h; do set -- "$@" --header "$h"; done <<EOF
-$hdrs
-EOF
-fi
-[ "$insecure" = 1 ] && set -- "$@" --no-check-certificate
-limit="$maxtime"
-[ -z "$limit" ] && [ -n "$ctimeout" ] && limit=$((ctimeout + 10))
-run() {
-  if [ -n "$limit" ]; then timeout "$limit" wget "$@"; else wget "$@"; fi
-}
-# Body to $out (or to a temp file for -i, whose headers come first); wget's stderr (with -S the response
-# headers, indented by two spaces) into $log.
-exec 3>&1
-if [ "$include" = 1 ]; then
-  body="$(mktemp)" || exit 23
-  log="$(run "$@" -O "$body" "$url" 2>&1 1>&3)"
-else
-  body=''
-  log="$(run "$@" -O "$out" "$url" 2>&1 1>&3)"
-fi
-rc=$?
-code="$(printf '%s\n' "$log" | sed -n 's#^  HTTP/[0-9.]* \([0-9][0-9][0-9]\).*#\1#p' | tail -n 1)"
-if [ "$include" = 1 ]; then
-  if [ "$out" = - ]; then
-    printf '%s\n' "$log" | sed -n 's/^  //p'
-    cat "$body"
-  else
-    { printf '%s\n' "$log" | sed -n 's/^  //p'; cat "$body"; } >"$out"
-  fi
-  rm -f "$body"
-fi
-if [ -n "$wfmt" ]; then
-  printf '%b' "$(printf '%s' "$wfmt" | sed "s/%{http_code}/${code:-000}/g")"
-fi
-if [ -z "$code" ]; then
-  case "$rc:$log" in
-    143:* | 124:* | *'timed out'*) status=28 msg='Operation timed out' ;;
-    *'bad address'*) status=6 msg="Could not resolve host" ;;
-    *) status=7 msg="Failed to connect" ;;
-  esac
-  [ "$silent" = 1 ] || echo "curl: ($status) $msg: $url" >&2
-  exit "$status"
-fi
-if [ "$code" -ge 400 ] && [ "$fail" = 1 ]; then
-  [ "$silent" = 1 ] || echo "curl: (22) The requested URL returned error: $code" >&2
-  exit 22
-fi
-exit 0
-SHIM
 }
 
 # nonewprivs' program (upstream: test/images/nonewprivs/nnp.go), installed setuid root.
@@ -557,9 +784,11 @@ add_bash() {
   chmod 0755 "$r/bin/bash"
 }
 
-# Builds the root filesystems into <work>/rootfs-<name>/: busybox, agnhost, nonewprivs, pause.
+# Builds the root filesystems into <work>/rootfs-<name>/: busybox, agnhost, nonewprivs, pause, and the
+# upper layers kitten, nautilus (over agnhost), sample-apiserver and etcd (over busybox). <debs> holds the
+# extracted Debian packages.
 make_rootfses() {
-  local work="$1" pause_version="$2" files="$E2E_DIR/files" r
+  local work="$1" pause_version="$2" debs="$3" files="$E2E_DIR/files" r img
   # busybox: Debian's busybox-static with a symlink per applet (shared with containerd.sh's image).
   make_rootfs "$work/rootfs-busybox" "$BUSYBOX_BIN"
 
@@ -573,8 +802,7 @@ make_rootfses() {
   chmod 0644 "$r/localhost.crt" "$r/localhost.key"
   mkdir -m 0755 "$r/uploads" "$r/home/user-defined-in-image"
   add_bash "$r"
-  write_curl_shim "$r/usr/bin/curl"
-  chmod 0755 "$r/usr/bin/curl"
+  add_debian_tools "$r" "$debs"
   echo 'user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh' >>"$r/etc/passwd"
   printf '%s\n' 'user-defined-in-image:x:1000:' 'group-defined-in-image:x:50000:user-defined-in-image' \
     >>"$r/etc/group"
@@ -593,6 +821,26 @@ make_rootfses() {
   cp "$files/pause.c" "$work/pause.c"
   (cd "$work" && gcc -Os -Wall -Werror -static -s "-DVERSION=v$pause_version" -o "$r/pause" pause.c)
   chmod 0755 "$r/pause"
+
+  # kitten, nautilus: upstream's picture and data.json ({"image": "<name>.jpg"}, what the kubectl Update
+  # Demo specs read through the pod proxy) in /, where `agnhost test-webserver` serves files from.
+  for img in kitten nautilus; do
+    r="$work/rootfs-$img"
+    mkdir -p "$r"
+    cp "$files/$img.jpg" "$r/$img.jpg"
+    cp "$files/$img.data.json" "$r/data.json"
+    chmod 0644 "$r/$img.jpg" "$r/data.json"
+  done
+
+  # sample-apiserver: /sample-apiserver. etcd: /usr/local/bin/etcd.
+  r="$work/rootfs-sample-apiserver"
+  mkdir -p "$r"
+  cp "$E2E_DIR/bin/sample-apiserver" "$r/sample-apiserver"
+  chmod 0755 "$r/sample-apiserver"
+  r="$work/rootfs-etcd"
+  mkdir -p "$r/usr/local/bin"
+  cp "$E2E_DIR/bin/etcd" "$r/usr/local/bin/etcd"
+  chmod 0755 "$r/usr/local/bin/etcd"
 }
 
 # Writes every image tar and images.txt (`<file> <manifest digest> <name> [alias...]`) into <out>.
@@ -617,15 +865,19 @@ build_images() {
 
   local pause_tags
   read -r -a pause_tags <<<"${tags_of[pause]}"
-  make_rootfses "$work" "${pause_tags[0]}"
+  extract_debs "$work/debs"
+  make_rootfses "$work" "${pause_tags[0]}" "$work/debs"
+  rm -rf "$work/debs"
 
   local -A layer_of=()
-  local diff_id digest size
-  for rootfs in busybox agnhost nonewprivs pause; do
+  local diff_id digest size rootfses
+  rootfses="$(for img in "${IMAGES[@]}"; do image_layers "$img"; done | tr ' ' '\n' | LC_ALL=C sort -u)"
+  for rootfs in $rootfses; do
     read -r diff_id digest size < <(make_layer "$work/rootfs-$rootfs" "$work/layer-$rootfs")
     layer_of[$rootfs]="$diff_id $digest $size"
   done
 
+  local layers=() upper u_diff u_digest u_size
   : >"$out/images.txt"
   for img in "${IMAGES[@]}"; do
     repo="$(image_repo "$img")"
@@ -635,9 +887,15 @@ build_images() {
       names+=("$repo:$tag")
     done
     ((${#names[@]} > 0)) || continue
-    rootfs="$(image_rootfs "$img")"
+    read -r -a layers <<<"$(image_layers "$img")"
+    rootfs="${layers[0]}"
     read -r diff_id digest size <<<"${layer_of[$rootfs]}"
     LAYER_FILE="$work/layer-$rootfs.tar.gz"
+    OCI_UPPER_LAYERS=()
+    for upper in "${layers[@]:1}"; do
+      read -r u_diff u_digest u_size <<<"${layer_of[$upper]}"
+      OCI_UPPER_LAYERS+=("$work/layer-$upper.tar.gz $u_digest $u_size $u_diff")
+    done
     build_image "$out/$img.tar" "${names[0]}" "$digest" "$size" "$diff_id" "$(image_config "$img")" "${names[@]:1}"
     # The manifest digest, as `ctr images ls` shows it: read back from the tar's index.json.
     digest="$(tar -xOf "$out/$img.tar" index.json | sed -n 's/^{"schemaVersion":2,"manifests":\[{[^}]*"digest":"\(sha256:[0-9a-f]*\)".*/\1/p')"
@@ -654,7 +912,7 @@ build_images() {
     if unpullable "$line"; then
       log "not built (the suite expects it unpullable): $line"
     else
-      log "not built (no NodeConformance spec of sig-node/storage/network runs it): $line"
+      log "not built (no [Conformance] or NodeConformance spec runs it): $line"
     fi
   done <<<"$listed"
   log "built $(wc -l <"$out/images.txt") image tars in $((SECONDS - t0))s"
@@ -664,14 +922,18 @@ build_images() {
 # (Not a $(...) function: the cleanup of a failed build must run in this shell.)
 IMAGES_DIR=""
 ensure_images() {
-  e2e_cached || die "no e2e binaries for $KUBE_VERSION in $E2E_DIR: run '$0 build' first"
+  if ! e2e_cached || ! extras_cached; then
+    die "no e2e binaries for $KUBE_VERSION in $E2E_DIR (or not all of them): run '$0 build' first"
+  fi
   ensure_packages
+  resolve_debs
   local key dir
   key="$(images_key)"
   dir="$IMAGES_ROOT/$key"
   IMAGES_DIR="$dir"
   [[ -s "$dir/images.txt" ]] && return 0
   command -v gcc >/dev/null || die "gcc is needed to build pause and nonewprivs: apt-get install gcc libc6-dev"
+  command -v readelf >/dev/null || die "readelf is needed to find the Debian tools' loader: apt-get install binutils"
   [[ -n "$(pkg_version libc6-dev)" ]] || die "libc6-dev (static libc) is needed to build pause and nonewprivs: apt-get install libc6-dev"
   mkdir -p "$IMAGES_ROOT"
   # Its own lock: an image build takes a minute and must not wait for a Go build.
@@ -683,6 +945,19 @@ ensure_images() {
   [[ -s "$dir/images.txt" ]] && return 0
   rm -rf "$IMAGES_ROOT"/.partial-*
   ensure_busybox
+  if ! fetch_debs; then
+    # A package list older than the mirror names files it no longer has: refresh it once, and build what
+    # the new list names (a new key).
+    need_root "apt-get update (apt-get download failed)"
+    log "apt-get download failed; apt-get update and once more"
+    apt_get update || die "apt-get update failed"
+    resolve_debs
+    key="$(images_key)"
+    dir="$IMAGES_ROOT/$key"
+    IMAGES_DIR="$dir"
+    [[ -s "$dir/images.txt" ]] && return 0
+    fetch_debs || fail "apt-get download of the agnhost image's Debian packages failed"
+  fi
   log "building the e2e test images (once; cached in $dir)"
   local stage
   new_stage "$IMAGES_ROOT"

@@ -7,7 +7,9 @@
 #
 # make_rootfs builds a busybox root filesystem (Debian's busybox-static); make_layer turns a directory into
 # a gzipped layer; build_image writes the image layout tar. The caller sets LAYER_FILE (a gzipped layer
-# tar) before build_image, and may set OCI_CREATED_BY (the history entry of the image config).
+# tar) before build_image, and may set OCI_CREATED_BY (the history entry of the image config) and
+# OCI_UPPER_LAYERS (an array of layers stacked on LAYER_FILE's, each "<file.tar.gz> <digest> <size>
+# <diff_id>"; unset or empty: a one-layer image).
 
 # Everything in the image tars gets this mtime (2000-01-01T00:00:00Z), so the digests never change.
 readonly OCI_EPOCH='946684800'
@@ -52,19 +54,34 @@ make_rootfs() {
 }
 
 # Writes an OCI image layout tar: build_image <out.tar> <name> <layer.tar.gz digest> <size> <diff_id> <config-json-extra> <alias...>
+# The image has LAYER_FILE's layer, then OCI_UPPER_LAYERS' in order.
 build_image() {
   local out="$1" name="$2" layer_digest="$3" layer_size="$4" diff_id="$5" exec_json="$6"
   shift 6
-  local work arch cfg_digest cfg_size man_digest man_size
+  local work arch cfg_digest cfg_size man_digest man_size upper file u_digest u_size u_diff
+  local diff_ids history layers entry
   work="$(mktemp -d "${out}.work.XXXXXX")"
   mkdir -p "$work/blobs/sha256"
   cp "$LAYER_FILE" "$work/blobs/sha256/$layer_digest"
+  entry="$(printf '{"created_by":"%s"}' "${OCI_CREATED_BY:-kubelet-operator}")"
+  diff_ids="\"sha256:$diff_id\""
+  history="$entry"
+  layers="$(printf '{"mediaType":"application/vnd.oci.image.layer.v1.tar+gzip","digest":"sha256:%s","size":%s}' \
+    "$layer_digest" "$layer_size")"
+  for upper in ${OCI_UPPER_LAYERS[@]+"${OCI_UPPER_LAYERS[@]}"}; do
+    read -r file u_digest u_size u_diff <<<"$upper"
+    cp "$file" "$work/blobs/sha256/$u_digest"
+    diff_ids+=",\"sha256:$u_diff\""
+    history+=",$entry"
+    layers+="$(printf ',{"mediaType":"application/vnd.oci.image.layer.v1.tar+gzip","digest":"sha256:%s","size":%s}' \
+      "$u_digest" "$u_size")"
+  done
   arch="$(image_arch)"
-  printf '{"architecture":"%s","os":"linux","config":{"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],%s,"WorkingDir":"/"},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]},"history":[{"created_by":"%s"}]}' \
-    "$arch" "$exec_json" "$diff_id" "${OCI_CREATED_BY:-kubelet-operator}" >"$work/config.json"
+  printf '{"architecture":"%s","os":"linux","config":{"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],%s,"WorkingDir":"/"},"rootfs":{"type":"layers","diff_ids":[%s]},"history":[%s]}' \
+    "$arch" "$exec_json" "$diff_ids" "$history" >"$work/config.json"
   read -r cfg_digest cfg_size < <(add_blob "$work/config.json" "$work/blobs")
-  printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:%s","size":%s},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar+gzip","digest":"sha256:%s","size":%s}]}' \
-    "$cfg_digest" "$cfg_size" "$layer_digest" "$layer_size" >"$work/manifest.json"
+  printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:%s","size":%s},"layers":[%s]}' \
+    "$cfg_digest" "$cfg_size" "$layers" >"$work/manifest.json"
   read -r man_digest man_size < <(add_blob "$work/manifest.json" "$work/blobs")
   # One descriptor per name: `ctr images import` registers each io.containerd.image.name.
   local descs='' n
