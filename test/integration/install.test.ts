@@ -505,7 +505,24 @@ describe('install manifests (real apiserver)', function () {
             terminationGracePeriodSeconds: 1,
             volumes: [
               { name: 'data', persistentVolumeClaim: { claimName: 'data' } },
-              { name: 'token', projected: { sources: [{ serviceAccountToken: { path: 'token' } }] } },
+              {
+                name: 'token',
+                projected: {
+                  sources: [
+                    { serviceAccountToken: { path: 'token' } },
+                    // Optional ClusterTrustBundles, by name (a GET) and by signer (a LIST): none exist.
+                    { clusterTrustBundle: { name: 'absent', optional: true, path: 'named.pem' } },
+                    {
+                      clusterTrustBundle: {
+                        signerName: 'example.com/signer',
+                        labelSelector: {},
+                        optional: true,
+                        path: 'signer.pem',
+                      },
+                    },
+                  ],
+                },
+              },
             ],
             containers: [
               {

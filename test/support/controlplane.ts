@@ -723,6 +723,9 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
             '--bind-address=0.0.0.0',
             `--advertise-address=${advertise}`,
             '--endpoint-reconciler-type=lease',
+            // Webhooks and aggregated APIs by their Services' endpoints (pod IPs, routed to the nodes), not
+            // their ClusterIPs: no kube-proxy runs in the host's network namespace, where this server is.
+            '--enable-aggregator-routing=true',
           ]
         : [
             '--bind-address=127.0.0.1',

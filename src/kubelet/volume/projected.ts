@@ -10,12 +10,21 @@
  *   caller, see `serviceAccountTokenRequests`). Its mode is the defaultMode, except 0600 when the pod has an
  *   fsUser or an fsGroup: the file then belongs to that user (FsUser), and SetVolumeOwnership widens it to
  *   0640 for the group.
- * - clusterTrustBundle and podCertificate: not supported by this kubelet; each is an error naming it.
+ * - clusterTrustBundle: the trust anchors of one named ClusterTrustBundle or of a signer's selected ones
+ *   (../clustertrustbundle.ts), fetched by the caller, in a file of the defaultMode.
+ * - podCertificate: not supported by this kubelet; an error naming it.
  * Every source is tried; all errors are returned together (utilerrors.NewAggregate).
  */
 import type { Pod } from '../../api/core.js';
 import type { ProjectedVolumeSource, ServiceAccountTokenProjection } from '../../api/volumes.js';
 import { type ConfigMapLookup, configMapNotFoundMessage, configMapPayload } from './configmap.js';
+import {
+  type ClusterTrustBundle,
+  type ClusterTrustBundleProjection,
+  type TrustBundleQuery,
+  trustAnchorsFor,
+  trustBundleQuery,
+} from '../clustertrustbundle.js';
 import { collectDownwardAPIData } from './downwardapi.js';
 import { fsGroupFrom, fsUserFrom } from './fsuser.js';
 import {
@@ -41,6 +50,25 @@ export interface ProjectedInputs {
   tokens: ReadonlyMap<string, string | FetchError>;
   /** Node allocatable, for downwardAPI limits a container leaves unset. */
   nodeAllocatable?: Readonly<Record<string, string | number>>;
+  /** ClusterTrustBundles by `trustBundleKey` of their query, or the error fetching them. */
+  trustBundles?: ReadonlyMap<string, readonly ClusterTrustBundle[] | FetchError>;
+}
+
+/** The key of a clusterTrustBundle source's fetch: by name, or every bundle (the signer's are picked here). */
+export function trustBundleKey(q: TrustBundleQuery): string {
+  return 'name' in q ? `name:${q.name}` : 'all';
+}
+
+/** The fetches the volume's clusterTrustBundle sources need, each once. */
+export function trustBundleQueries(source: ProjectedVolumeSource): TrustBundleQuery[] {
+  const out = new Map<string, TrustBundleQuery>();
+  for (const s of source.sources ?? []) {
+    const q = s.clusterTrustBundle
+      ? trustBundleQuery(s.clusterTrustBundle as unknown as ClusterTrustBundleProjection)
+      : undefined;
+    if (q) out.set(trustBundleKey(q), q);
+  }
+  return [...out.values()];
 }
 
 /** What a token request for this projection asks for: audience and lifetime (the bound pod is the volume's). */
@@ -126,7 +154,22 @@ export function makeProjectedPayload(source: ProjectedVolumeSource, inputs: Proj
         });
       }
     } else if (s.clusterTrustBundle) {
-      errors.push(unsupportedSourceMessage('clusterTrustBundle', s.clusterTrustBundle['path']));
+      const p = s.clusterTrustBundle as unknown as ClusterTrustBundleProjection;
+      const q = trustBundleQuery(p);
+      const fetched = q ? inputs.trustBundles?.get(trustBundleKey(q)) : [];
+      if (fetched === undefined)
+        errors.push(`ClusterTrustBundles for projected path ${JSON.stringify(p.path)} were not fetched`);
+      else if (isFetchError(fetched)) errors.push(fetched.error);
+      else {
+        const r = trustAnchorsFor(p, fetched);
+        if (r.ok)
+          payload.set(p.path, {
+            data: Buffer.from(r.pem, 'utf8'),
+            mode: defaultMode,
+            ...(fsUser !== undefined ? { fsUser } : {}),
+          });
+        else errors.push(r.error);
+      }
     } else if (s.podCertificate) {
       const pc = s.podCertificate;
       errors.push(

@@ -14,6 +14,7 @@ import type {
   SecretVolumeSource,
 } from '../../api/volumes.js';
 import { errorMessage } from '../../util/errors.js';
+import type { ClusterTrustBundle, TrustBundleQuery } from '../clustertrustbundle.js';
 import { AtomicWriter } from '../volume/atomicwriter.js';
 import { makeConfigMapPayload, type ConfigMapLookup } from '../volume/configmap.js';
 import { makeDownwardAPIPayload } from '../volume/downwardapi.js';
@@ -24,6 +25,8 @@ import {
   makeProjectedPayload,
   projectedSourceNames,
   serviceAccountTokenRequests,
+  trustBundleKey,
+  trustBundleQueries,
   tokenRequestKey,
 } from '../volume/projected.js';
 import { decodeSecretData, makeSecretPayload, type SecretLookup } from '../volume/secret.js';
@@ -58,6 +61,24 @@ async function lookupSecret(
   }
 }
 
+async function lookupTrustBundles(
+  ctx: PluginContext,
+  q: TrustBundleQuery,
+): Promise<readonly ClusterTrustBundle[] | FetchError> {
+  const { getClusterTrustBundle, listClusterTrustBundles } = ctx.sources;
+  try {
+    if ('name' in q) {
+      if (!getClusterTrustBundle) return { error: 'ClusterTrustBundles are not available to this node' };
+      const b = await getClusterTrustBundle.call(ctx.sources, q.name);
+      return b ? [b] : [];
+    }
+    if (!listClusterTrustBundles) return { error: 'ClusterTrustBundles are not available to this node' };
+    return await listClusterTrustBundles.call(ctx.sources);
+  } catch (err) {
+    return { error: `while getting ClusterTrustBundles: ${errorMessage(err)}` };
+  }
+}
+
 async function payloadFor(ctx: PluginContext, req: SetUpRequest): Promise<PayloadResult> {
   const pod = req.pod;
   const ns = pod.metadata.namespace ?? '';
@@ -82,7 +103,11 @@ async function payloadFor(ctx: PluginContext, req: SetUpRequest): Promise<Payloa
       const configMaps = new Map<string, ConfigMapLookup>();
       const secrets = new Map<string, SecretLookup>();
       const tokens = new Map<string, string | FetchError>();
+      const trustBundles = new Map<string, readonly ClusterTrustBundle[] | FetchError>();
       await Promise.all([
+        ...trustBundleQueries(src).map(async (q) => {
+          trustBundles.set(trustBundleKey(q), await lookupTrustBundles(ctx, q));
+        }),
         ...names.configMaps.map(async (n) => {
           const v = await lookupConfigMap(ctx, ns, n, req.maxAgeMs);
           if (v !== undefined) configMaps.set(n, v);
@@ -104,6 +129,7 @@ async function payloadFor(ctx: PluginContext, req: SetUpRequest): Promise<Payloa
         configMaps,
         secrets,
         tokens,
+        trustBundles,
         nodeAllocatable: ctx.nodeAllocatable(),
       });
     }

@@ -7,6 +7,7 @@
 import type { KubeClient } from '../../kube/client.js';
 import type { PersistentVolume, PersistentVolumeClaim } from '../../api/volumes.js';
 import type { Clock } from '../../util/clock.js';
+import type { ClusterTrustBundle } from '../clustertrustbundle.js';
 import { isNotFound } from '../../util/errors.js';
 import { ObjectCache, type ObjectGetter } from '../util/objectcache.js';
 
@@ -27,12 +28,18 @@ export interface VolumeSources {
   getSecret(namespace: string, name: string, maxAgeMs?: number): Promise<SecretObject | undefined>;
   getPersistentVolumeClaim(namespace: string, name: string): Promise<PersistentVolumeClaim | undefined>;
   getPersistentVolume(name: string): Promise<PersistentVolume | undefined>;
+  /** A ClusterTrustBundle by name (undefined: none such), for clusterTrustBundle projections. */
+  getClusterTrustBundle?(name: string): Promise<ClusterTrustBundle | undefined>;
+  /** Every ClusterTrustBundle (the projection picks a signer's by its selector). */
+  listClusterTrustBundles?(): Promise<ClusterTrustBundle[]>;
 }
 
 /** How long a fetched ConfigMap or Secret is served to a pod resync without asking again. */
 export const DefaultObjectTTLMs = 10_000;
 
 const enc = encodeURIComponent;
+/** ClusterTrustBundles are GA (certificates.k8s.io/v1) in the Kubernetes this operator targets. */
+const CTB_PATH = '/apis/certificates.k8s.io/v1/clustertrustbundles';
 
 function restGetter<T>(
   client: Pick<KubeClient, 'request'>,
@@ -84,13 +91,26 @@ export function restVolumeSources(
     clock,
     ttlMs,
   );
+  const trustBundles = new ObjectCache<ClusterTrustBundle>(
+    restGetter(client, (_ns, n) => `${CTB_PATH}/${enc(n)}`),
+    clock,
+    ttlMs,
+  );
+  // The whole list, cached as one object (the kubelet keeps an informer of them).
+  const trustBundleList = new ObjectCache<{ items: ClusterTrustBundle[] }>(
+    restGetter(client, () => CTB_PATH),
+    clock,
+    ttlMs,
+  );
   return {
     getConfigMap: (ns, name, maxAgeMs) => configMaps.get(ns, name, maxAgeMs),
+    getClusterTrustBundle: (name) => trustBundles.get('', name),
+    listClusterTrustBundles: async () => (await trustBundleList.get('', ''))?.items ?? [],
     getSecret: (ns, name, maxAgeMs) => secrets.get(ns, name, maxAgeMs),
     getPersistentVolumeClaim: (ns, name) => claims.get(ns, name),
     getPersistentVolume: (name) => volumes.get('', name),
     prune: () => {
-      for (const c of [configMaps, secrets, claims, volumes]) c.prune();
+      for (const c of [configMaps, secrets, claims, volumes, trustBundles, trustBundleList]) c.prune();
     },
   };
 }

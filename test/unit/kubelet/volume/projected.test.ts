@@ -198,10 +198,43 @@ describe('projected volume payload (projected.collectData)', () => {
     expect(message(err)).to.equal('forbidden');
   });
 
-  it('refuses clusterTrustBundle and podCertificate sources by name', () => {
+  it("projects a signer's selected ClusterTrustBundles, and refuses podCertificate sources by name", () => {
     const source: ProjectedVolumeSource = {
       sources: [
-        { clusterTrustBundle: { signerName: 'example.com/signer', path: 'ca.pem' } },
+        {
+          clusterTrustBundle: {
+            signerName: 'example.com/signer',
+            labelSelector: { matchLabels: { team: 'a' } },
+            path: 'ca.pem',
+          },
+        },
+        { configMap: { name: 'kube-root-ca.crt' } },
+      ],
+    };
+    const pem = (b64: string): string => `-----BEGIN CERTIFICATE-----\n${b64}\n-----END CERTIFICATE-----\n`;
+    const bundle = (name: string, signerName: string, team: string, b64: string) => ({
+      metadata: { name, labels: { team } },
+      spec: { signerName, trustBundle: pem(b64) },
+    });
+    const withBundles = {
+      ...inputs(pod()),
+      trustBundles: new Map([
+        [
+          'all',
+          [
+            bundle('a1', 'example.com/signer', 'a', 'AAEC'),
+            bundle('b1', 'example.com/signer', 'b', 'AwQF'),
+            bundle('other', 'example.com/other', 'a', 'BgcI'),
+          ],
+        ],
+      ]),
+    };
+    const out = files(makeProjectedPayload(source, withBundles));
+    expect(out['ca.pem']).to.deep.equal([pem('AAEC'), 0o644]);
+    expect(out['ca.crt']).to.deep.equal(['PEM', 0o644]);
+
+    const withPodCertificate: ProjectedVolumeSource = {
+      sources: [
         {
           podCertificate: {
             signerName: 'example.com/signer',
@@ -209,12 +242,10 @@ describe('projected volume payload (projected.collectData)', () => {
             credentialBundlePath: 'creds.pem',
           },
         },
-        { configMap: { name: 'kube-root-ca.crt' } },
       ],
     };
-    expect(message(makeProjectedPayload(source, inputs(pod())))).to.equal(
-      '[projected volume source clusterTrustBundle (path "ca.pem") is not supported by this node, ' +
-        'projected volume source podCertificate (path "creds.pem") is not supported by this node]',
+    expect(message(makeProjectedPayload(withPodCertificate, inputs(pod())))).to.equal(
+      'projected volume source podCertificate (path "creds.pem") is not supported by this node',
     );
   });
 
