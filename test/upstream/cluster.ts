@@ -78,10 +78,14 @@ export async function startUpstreamCluster(o: UpstreamClusterOptions): Promise<U
   const say = o.say ?? (() => undefined);
   await mkdir(o.logDir, { recursive: true });
   const cleanups: (() => Promise<unknown>)[] = [];
-  const stopAll = async (): Promise<void> => {
-    for (const c of cleanups.splice(0).reverse())
-      await c().catch((err: unknown) => say(`cleanup: ${String(err)}`));
-  };
+  // One teardown, however often asked for: a second caller (a signal handler and the run's own end) waits
+  // for the first instead of finding nothing left to do and exiting under it.
+  let stopping: Promise<void> | undefined;
+  const stopAll = (): Promise<void> =>
+    (stopping ??= (async () => {
+      for (const c of cleanups.splice(0).reverse())
+        await c().catch((err: unknown) => say(`cleanup: ${String(err)}`));
+    })());
   try {
     // The nodes' pod directories (volumes, /etc/hosts, termination messages), which containerd mounts from:
     // removed last, once containerd is gone.
