@@ -660,12 +660,18 @@ add_debian_tools() {
       fi
     done
   done
-  # Each library under the name the loader looks for (its soname link's path), as a plain file.
+  # Each library as the package lays it out: the file, and the soname link the loader looks for
+  # (libbpf.so.1 -> libbpf.so.1.1.0: `ip -V` reads libbpf's version from the file name).
   for lib in $(printf '%s\n' "${libs[@]}" | LC_ALL=C sort -u); do
     rel="${lib#"$x"/}"
     real="$(in_tree "$x" "$rel")" || fail "cannot resolve $rel in the packages"
     mkdir -p "$r/$(dirname "$rel")"
-    cp "$x/$real" "$r/$rel"
+    if [[ "$real" != "$rel" && "$(dirname "$real")" == "$(dirname "$rel")" ]]; then
+      cp "$x/$real" "$r/$real"
+      ln -sfn "${real##*/}" "$r/$rel"
+    else
+      cp "$x/$real" "$r/$rel"
+    fi
   done
   mkdir -p "$r/$(dirname "${interp#/}")"
   cp "$x/$ld_rel" "$r/${interp#/}"
@@ -803,6 +809,12 @@ make_rootfses() {
   mkdir -m 0755 "$r/uploads" "$r/home/user-defined-in-image"
   add_bash "$r"
   add_debian_tools "$r" "$debs"
+  # Upstream's agnhost is Alpine, and the ImageVolume [Conformance] spec reads the kitten image's
+  # /etc/os-release for "Alpine Linux": say what this is, in words that contain it.
+  printf '%s\n' 'NAME="Alpine Linux stand-in"' 'ID=kubelet-operator-e2e-stand-in' 'ID_LIKE=alpine' \
+    'PRETTY_NAME="Stand-in for an Alpine Linux e2e test image: busybox and Debian bookworm tools (kubelet-operator scripts/upstream-e2e.sh)"' \
+    >"$r/etc/os-release"
+  chmod 0644 "$r/etc/os-release"
   echo 'user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh' >>"$r/etc/passwd"
   printf '%s\n' 'user-defined-in-image:x:1000:' 'group-defined-in-image:x:50000:user-defined-in-image' \
     >>"$r/etc/group"
