@@ -15,7 +15,7 @@
 // Prints a table per spec (passed, or failed with the first lines of its failure), a table per area, and a
 // closing `N passed, N failed, N skipped` line. Per-spec JSON and junit reports, the operator's log and the
 // e2e output land in .local/upstream/<time>/ (ignored by git). Exit 0 only when nothing failed.
-import { execFile, spawn } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -220,8 +220,11 @@ async function main(): Promise<void> {
   const stop = async (): Promise<void> => {
     if (cluster && !a.keep) await cluster.stop();
   };
+  // The ginkgo of the phase under way: a signal ends it too (its workers would outlive us otherwise).
+  let ginkgo: ChildProcess | undefined;
   for (const sig of ['SIGINT', 'SIGTERM'] as const) {
     process.once(sig, () => {
+      ginkgo?.kill('SIGINT');
       void stop().finally(() => process.exit(130));
     });
   }
@@ -274,9 +277,11 @@ async function main(): Promise<void> {
             env: { ...process.env, KUBECONFIG: cluster!.kubeconfigPath },
           },
         );
+        ginkgo = child;
         child.on('error', reject);
         child.on('exit', (c) => resolve(c ?? 1));
       });
+      ginkgo = undefined;
       say(`ginkgo exited ${code}`);
       let reports: GinkgoSpecReport[] = [];
       let phaseFailure: string | undefined;
