@@ -124,8 +124,9 @@ export async function startUpstreamCluster(o: UpstreamClusterOptions): Promise<U
       registry,
       certificates: { mode: 'csr' },
       clientCA: await readFile(path.join(cp.dir, 'pki', 'ca.crt')),
-      port: NODE_API_PORT,
-      address: '0.0.0.0',
+      // cri nodes are served on listeners inside their namespaces (startNodeMachine); the host's own listener
+      // is then only a formality, on a free port, so two such clusters can run side by side.
+      ...(network ? { port: 0, address: '127.0.0.1' } : { port: NODE_API_PORT, address: '0.0.0.0' }),
     });
     cleanups.push(() => nodeApi.close());
     const approving = new AbortController();
