@@ -31,6 +31,10 @@ const get = (url) => new Promise((resolve, reject) => {
   }).on('error', reject);
 });
 (async () => {
+  // kube-proxy programs a new Service within its sync period: until then its ClusterIP refuses.
+  for (const deadline = Date.now() + 60000; ; ) {
+    try { await get(service); break; } catch (e) { if (Date.now() > deadline) throw e; await new Promise((r) => setTimeout(r, 200)); }
+  }
   for (let i = 0; i < 50; i++) { await get(direct); await get(service); }
   const out = { direct: [], service: [] };
   for (let i = 0; i < n; i++) { out.direct.push(await get(direct)); out.service.push(await get(service)); }
