@@ -343,7 +343,7 @@ build_core() {
 # ---------------------------------------------------------------------------------------------- images
 
 # Bump when what the images hold changes: it is part of the cache key.
-readonly IMAGES_RECIPE='4'
+readonly IMAGES_RECIPE='5'
 readonly IMAGE_PACKAGES=(busybox-static bash-static)
 readonly E2E_REGISTRY='registry.k8s.io/e2e-test-images'
 readonly NAMESPACE='k8s.io'
@@ -384,8 +384,10 @@ image_tags() {
 # add a few files to another get them as a layer of their own over the other's, which they share.
 image_layers() {
   case "$1" in
-    busybox | nonroot | glibc-dns-testing) echo busybox ;;
-    agnhost | nginx | httpd) echo agnhost ;;
+    busybox | nonroot) echo busybox ;;
+    # glibc-dns-testing: the DNS specs' "glibc" prober runs dig and getent there, against glibc's resolver
+    # (upstream: a Debian-based image with dnsutils); the agnhost layer has exactly those from Debian.
+    agnhost | nginx | httpd | glibc-dns-testing) echo agnhost ;;
     # Upstream: agnhost plus its picture and data.json in /, served by `agnhost test-webserver`.
     kitten | nautilus) echo "agnhost $1" ;;
     # Upstream: alpine plus /sample-apiserver; etcd: distroless plus /usr/local/bin/etcd.
