@@ -22,7 +22,9 @@ import {
  * The most entries test/upstream/excluded.yaml may hold. The list may only shrink: lower this number when an
  * exclusion goes; raising it needs a reason in the commit that does it.
  */
-const MAX_EXCLUSIONS = 1;
+const MAX_EXCLUSIONS = 6;
+// 1 -> 6 (2026-12-06): the [Conformance] preset's first runs: an ImageVolume spec that must pull (no registry
+// here) and the four podCertificate projection specs (a kubelet feature still to build).
 
 const spec = (
   texts: string[],
@@ -46,7 +48,8 @@ describe('upstream e2e selection', () => {
     const raw = parse(readFileSync(path.join(REPO_ROOT, 'test/upstream/excluded.yaml'), 'utf8')) as unknown;
     const list = validateExclusions(raw ?? []);
     expect(list.length).to.be.at.most(MAX_EXCLUSIONS);
-    for (const e of list) expect(e.spec).to.match(/^\[sig-(node|storage|network)\] /);
+    // The conformance preset spans every area: an exclusion names a sig and is a spec's full text.
+    for (const e of list) expect(e.spec).to.match(/^\[sig-[a-z-]+\] .*\S$/);
   });
 
   it('refuses exclusions without a reason, with bad runtimes, or listed twice', () => {
