@@ -21,6 +21,7 @@ import { PodsByNodeIndex } from './kubelet/podmanager.js';
 import { asPodUID } from './kubelet/container/types.js';
 import { podRef } from './kubelet/kubelet_shell.js';
 import { memoByIdentity } from './util/memo.js';
+import { isExtendedResourceName } from './node/setters.js';
 import { processSlicer } from './util/timeslice.js';
 import type { Metrics } from './metrics.js';
 import type { AdmissionNode } from './node/admission.js';
@@ -291,8 +292,39 @@ export class KubeletManagedNode implements ManagedNode {
   }));
 
   private admissionNode(): AdmissionNode {
-    return this.admissionNodeOf(this.spec);
+    const own = this.admissionNodeOf(this.spec);
+    const seen = this.agent.allocatable();
+    return seen ? this.withAdvertised(own, seen) : own;
   }
+
+  /**
+   * `own` with the extended resources the Node advertises beyond this node's spec (someone PATCHed them
+   * into its status, as the documented way to advertise one is): the kubelet admits against its Node's
+   * allocatable, so pods asking for them are admitted as the scheduler placed them. Memoized per status
+   * round (the allocatable object is new only when a round computed it).
+   */
+  private readonly advertisedOf = memoByIdentity(
+    (seen: Readonly<Record<string, string | number>>) =>
+      new Map(
+        Object.entries(seen)
+          .filter(([k]) => isExtendedResourceName(k))
+          .map(([k, v]) => [k, quantityValue(String(v))] as const),
+      ),
+  );
+  private withAdvertised(own: AdmissionNode, seen: Readonly<Record<string, string | number>>): AdmissionNode {
+    const advertised = this.advertisedOf(seen);
+    if ([...advertised.keys()].every((k) => own.allocatable.has(k))) return own;
+    // The same object while neither input changed: the kubelet memoizes what it derives from it by identity.
+    const last = this.lastAdvertised;
+    if (last && last.own === own && last.advertised === advertised) return last.node;
+    const allocatable = new Map(advertised);
+    for (const [k, v] of own.allocatable) allocatable.set(k, v);
+    const node = { ...own, allocatable };
+    this.lastAdvertised = { own, advertised, node };
+    return node;
+  }
+  private lastAdvertised:
+    { own: AdmissionNode; advertised: Map<string, number>; node: AdmissionNode } | undefined;
 
   async start(): Promise<void> {
     // In start, not the constructor: a node whose runtime cannot be built never counts.

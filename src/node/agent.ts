@@ -278,6 +278,14 @@ export class NodeAgent {
     return this.done;
   }
 
+  /**
+   * The Node's allocatable as last computed (the Node as read, with this node's own resources set): admission
+   * reads extended resources others advertised from it, as the kubelet's admission reads its Node.
+   */
+  allocatable(): Readonly<Record<string, string | number>> | undefined {
+    return this.status.lastComputed?.allocatable;
+  }
+
   health(): NodeAgentHealth {
     const now = this.cfg.clock.now();
     const last = this.lease.lastRenewTime;

@@ -19,9 +19,33 @@ export function nodeAddresses(internalIP: string, hostname: string): Setter {
   };
 }
 
-/** Capacity and allocatable as quantity strings (allocatable = capacity minus reservations). */
+/**
+ * Capacity and allocatable as quantity strings (allocatable = capacity minus reservations), as the kubelet's
+ * MachineInfo setter: extended resources that someone else advertised in the Node's capacity (a PATCH of
+ * nodes/status, the documented way to advertise one) stay there, and allocatable holds every resource of
+ * capacity (an extended resource nobody reserves: all of it). Extended resources gone from capacity leave
+ * allocatable too.
+ */
 export function machineInfo(capacity: Record<string, string>, allocatable: Record<string, string>): Setter {
-  return (s) => ({ ...s, capacity: { ...capacity }, allocatable: { ...allocatable } });
+  return (s) => {
+    const cap: Record<string, string> = {};
+    for (const [k, v] of Object.entries(s.capacity ?? {})) if (isExtendedResourceName(k)) cap[k] = String(v);
+    Object.assign(cap, capacity);
+    const alloc: Record<string, string> = {};
+    for (const [k, v] of Object.entries(cap)) alloc[k] = allocatable[k] ?? v;
+    return { ...s, capacity: cap, allocatable: alloc };
+  };
+}
+
+/**
+ * v1helper.IsExtendedResourceName: a fully qualified name outside the kubernetes.io domain (and not a
+ * requests.-prefixed quota name); a node's own resources (cpu, memory, pods, ephemeral-storage, hugepages-*)
+ * are not.
+ */
+export function isExtendedResourceName(name: string): boolean {
+  if (!name.includes('/') || name.startsWith('requests.')) return false;
+  const domain = name.slice(0, name.indexOf('/'));
+  return domain !== 'kubernetes.io' && !domain.endsWith('.kubernetes.io');
 }
 
 export function versionInfo(info: NodeSystemInfo): Setter {

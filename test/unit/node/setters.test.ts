@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import {
   computeNodeStatus,
   daemonEndpoints,
+  isExtendedResourceName,
   machineInfo,
   nodeAddresses,
   nodeStatusChanged,
@@ -21,6 +22,33 @@ const setters = (errors: string[]) => [
 ];
 
 describe('node status setters', () => {
+  it('keeps extended resources others advertised in capacity, and gives allocatable every capacity resource', () => {
+    const set = machineInfo(
+      { cpu: '4', memory: '8Gi', pods: '110' },
+      { cpu: '3500m', memory: '8Gi', pods: '110' },
+    );
+    const advertised = set({
+      capacity: { cpu: '2', 'example.com/dongle': '4', 'hugepages.kubernetes.io/x': '1' },
+      allocatable: { 'example.com/dongle': '4', 'example.com/gone': '1' },
+    });
+    expect(advertised.capacity).to.deep.equal({
+      cpu: '4',
+      memory: '8Gi',
+      pods: '110',
+      'example.com/dongle': '4',
+    });
+    expect(advertised.allocatable).to.deep.equal({
+      cpu: '3500m',
+      memory: '8Gi',
+      pods: '110',
+      'example.com/dongle': '4',
+    });
+    expect(isExtendedResourceName('scheduling.k8s.io/foo')).to.equal(true);
+    expect(isExtendedResourceName('cpu')).to.equal(false);
+    expect(isExtendedResourceName('kubernetes.io/batch-cpu')).to.equal(false);
+    expect(isExtendedResourceName('requests.example.com/x')).to.equal(false);
+  });
+
   it('builds a kubelet-like status with Ready last', () => {
     const s = computeNodeStatus(undefined, setters([]), t0);
     expect(s.conditions!.map((c) => c.type)).to.deep.equal([
