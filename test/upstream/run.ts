@@ -51,6 +51,8 @@ interface Args {
   runtime: RuntimeKind;
   timeout: string;
   keep: boolean;
+  /** --focus without the suite's default skip ([Serial], [Slow], ...): the focus alone decides. */
+  defaultSkip: boolean;
 }
 
 function usage(msg?: string): never {
@@ -62,7 +64,15 @@ function usage(msg?: string): never {
 }
 
 export function parseArgs(argv: readonly string[]): Args {
-  const a: Args = { skip: [], procs: 4, nodes: 2, runtime: 'cri', timeout: '3h', keep: false };
+  const a: Args = {
+    skip: [],
+    procs: 4,
+    nodes: 2,
+    runtime: 'cri',
+    timeout: '3h',
+    keep: false,
+    defaultSkip: true,
+  };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!;
     const value = (): string => {
@@ -98,6 +108,9 @@ export function parseArgs(argv: readonly string[]): Args {
       }
       case '--timeout':
         a.timeout = value();
+        break;
+      case '--no-default-skip':
+        a.defaultSkip = false;
         break;
       case '--keep':
         a.keep = true;
@@ -174,7 +187,8 @@ interface Phase {
 }
 
 async function phasesFor(a: Args): Promise<Phase[]> {
-  if (a.focus) return [{ selection: focused(a.focus, a.skip) }];
+  // A focus that names [Serial] specs runs them in one process.
+  if (a.focus) return [{ selection: focused(a.focus, a.skip, a.defaultSkip), serial: !a.defaultSkip }];
   if (a.preset === 'node') return [{ selection: nodeConformance(a.skip) }];
   if (a.preset === 'conformance')
     return [

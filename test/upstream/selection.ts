@@ -101,8 +101,8 @@ export function listed(name: string, specs: readonly string[], extraSkip: readon
 }
 
 /** A user's focus regex, with the default skip. */
-export function focused(regex: string, extraSkip: readonly string[] = []): Selection {
-  const skip = [DEFAULT_SKIP, ...extraSkip];
+export function focused(regex: string, extraSkip: readonly string[] = [], defaultSkip = true): Selection {
+  const skip = [...(defaultSkip ? [DEFAULT_SKIP] : []), ...extraSkip];
   return {
     name: `focus ${regex}`,
     focus: [regex],

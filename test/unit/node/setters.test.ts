@@ -27,10 +27,13 @@ describe('node status setters', () => {
       { cpu: '4', memory: '8Gi', pods: '110' },
       { cpu: '3500m', memory: '8Gi', pods: '110' },
     );
-    const advertised = set({
-      capacity: { cpu: '2', 'example.com/dongle': '4', 'hugepages.kubernetes.io/x': '1' },
-      allocatable: { 'example.com/dongle': '4', 'example.com/gone': '1' },
-    });
+    const advertised = set(
+      {
+        capacity: { cpu: '2', 'example.com/dongle': '4', 'hugepages.kubernetes.io/x': '1' },
+        allocatable: { 'example.com/dongle': '4', 'example.com/gone': '1' },
+      },
+      t0,
+    );
     expect(advertised.capacity).to.deep.equal({
       cpu: '4',
       memory: '8Gi',
