@@ -20,25 +20,29 @@ export function matchesLabelSelector(
   labels: Readonly<Record<string, string>>,
 ): boolean {
   for (const [k, v] of Object.entries(selector.matchLabels ?? {})) if (labels[k] !== v) return false;
-  for (const r of selector.matchExpressions ?? []) {
-    const has = Object.hasOwn(labels, r.key);
-    const values = r.values ?? [];
-    switch (r.operator) {
-      case 'In':
-        if (!has || !values.includes(labels[r.key]!)) return false;
-        break;
-      case 'NotIn':
-        if (has && values.includes(labels[r.key]!)) return false;
-        break;
-      case 'Exists':
-        if (!has) return false;
-        break;
-      case 'DoesNotExist':
-        if (has) return false;
-        break;
-      default:
-        return false;
-    }
+  return (selector.matchExpressions ?? []).every((r) => setRequirementMatches(r, labels) === true);
+}
+
+/**
+ * One set-based requirement (In, NotIn, Exists, DoesNotExist), as label selectors and node selector terms
+ * both have them; undefined for any other operator (node selectors add Gt and Lt).
+ */
+export function setRequirementMatches(
+  r: LabelSelectorRequirement,
+  labels: Readonly<Record<string, string>>,
+): boolean | undefined {
+  const has = Object.hasOwn(labels, r.key);
+  const values = r.values ?? [];
+  switch (r.operator) {
+    case 'In':
+      return has && values.includes(labels[r.key]!);
+    case 'NotIn':
+      return !has || !values.includes(labels[r.key]!);
+    case 'Exists':
+      return has;
+    case 'DoesNotExist':
+      return !has;
+    default:
+      return undefined;
   }
-  return true;
 }

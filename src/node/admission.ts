@@ -9,6 +9,7 @@
  * Pure: inputs are the node view and the other pods; the answer is data.
  */
 import type { Pod, Toleration } from '../api/core.js';
+import { setRequirementMatches } from '../api/labelselector.js';
 import { podRequests, type ResourceAmounts } from '../api/resources.js';
 import { errorMessage } from '../util/errors.js';
 import { memoByIdentity } from '../util/memo.js';
@@ -63,33 +64,17 @@ function termMatches(
   labels: Record<string, string>,
 ): boolean {
   for (const e of term.matchExpressions ?? []) {
-    const has = Object.hasOwn(labels, e.key);
-    const v = labels[e.key];
-    const values = e.values ?? [];
-    switch (e.operator) {
-      case 'In':
-        if (!has || !values.includes(v!)) return false;
-        break;
-      case 'NotIn':
-        if (has && values.includes(v!)) return false;
-        break;
-      case 'Exists':
-        if (!has) return false;
-        break;
-      case 'DoesNotExist':
-        if (has) return false;
-        break;
-      case 'Gt':
-      case 'Lt': {
-        const n = Number(v);
-        const bound = Number(values[0]);
-        if (!has || !Number.isInteger(n) || !Number.isInteger(bound)) return false;
-        if (e.operator === 'Gt' ? !(n > bound) : !(n < bound)) return false;
-        break;
-      }
-      default:
-        return false;
+    const set = setRequirementMatches(e, labels);
+    if (set !== undefined) {
+      if (!set) return false;
+      continue;
     }
+    if (e.operator !== 'Gt' && e.operator !== 'Lt') return false;
+    const has = Object.hasOwn(labels, e.key);
+    const n = Number(labels[e.key]);
+    const bound = Number((e.values ?? [])[0]);
+    if (!has || !Number.isInteger(n) || !Number.isInteger(bound)) return false;
+    if (e.operator === 'Gt' ? !(n > bound) : !(n < bound)) return false;
   }
   return true;
 }
