@@ -8,15 +8,11 @@
 // kube-proxy's DNAT on the client's node, as a first request of a connection does), and prints p50, p99 and
 // mean of each. kwok has no pod network to compare with: its pods' IPs are made up.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { kubectl, REPO_ROOT } from '../test/support/controlplane.js';
+import { kubectl } from '../test/support/controlplane.js';
 import { eventually } from '../test/support/eventually.js';
-import { startUpstreamCluster, type UpstreamCluster } from '../test/upstream/cluster.js';
+import { startE2eCriCluster, type UpstreamCluster } from '../test/upstream/cluster.js';
 import { positiveArg } from './lib/args.js';
 
-const E2E = path.join(REPO_ROOT, 'scripts/upstream-e2e.sh');
 const AGNHOST = 'registry.k8s.io/e2e-test-images/agnhost:2.66.1';
 
 /** Runs in the client pod's network namespace: alternating GETs, one connection each; prints JSON. */
@@ -50,25 +46,10 @@ function stats(ms: number[]): { p50: number; p99: number; mean: number } {
 
 async function main(): Promise<void> {
   const requests = positiveArg('--requests', 1000);
-  const binDir = execFileSync('bash', [E2E, 'build'], {
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'inherit'],
-  })
-    .trim()
-    .split('\n')
-    .pop()!;
   let cluster: UpstreamCluster | undefined;
   try {
-    cluster = await startUpstreamCluster({
-      runtime: 'cri',
-      nodes: 2,
-      logDir: mkdtempSync(path.join(tmpdir(), 'ko-bench-svc-')),
-      importImages: async (sock) => {
-        execFileSync('bash', [E2E, 'import', sock], { stdio: 'ignore' });
-      },
-      kubectl: path.join(binDir, 'kubectl'),
-      say: (l) => console.error(l),
-    });
+    const started = await startE2eCriCluster({ logPrefix: 'ko-bench-svc-', say: (l) => console.error(l) });
+    cluster = started.cluster;
     const c = cluster;
     const run = async (args: string[], input?: string): Promise<string> => {
       const r = await kubectl(c.cp, args, input);

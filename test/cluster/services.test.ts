@@ -5,15 +5,12 @@
 // cluster leaves no namespace, bridge or process of the run behind. Needs root on Linux.
 import { expect } from 'chai';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import http from 'node:http';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { kubectl, REPO_ROOT } from '../support/controlplane.js';
+import { kubectl } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
-import { startUpstreamCluster, type UpstreamCluster } from '../upstream/cluster.js';
+import { startE2eCriCluster, type UpstreamCluster } from '../upstream/cluster.js';
 
-const E2E = path.join(REPO_ROOT, 'scripts/upstream-e2e.sh');
 const AGNHOST = 'registry.k8s.io/e2e-test-images/agnhost:2.66.1';
 const BUSYBOX = 'registry.k8s.io/e2e-test-images/busybox:1.37.0-2';
 
@@ -41,19 +38,7 @@ describe('Services, cluster DNS and pod-to-pod traffic on cri VirtualNodes', fun
 
   before(async () => {
     // e2e.test's images (agnhost, busybox) and a kubectl of the control plane's version, built once.
-    binDir = execFileSync('bash', [E2E, 'build'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] })
-      .trim()
-      .split('\n')
-      .pop()!;
-    cluster = await startUpstreamCluster({
-      runtime: 'cri',
-      nodes: 2,
-      logDir: mkdtempSync(path.join(tmpdir(), 'ko-services-')),
-      importImages: async (sock) => {
-        execFileSync('bash', [E2E, 'import', sock], { stdio: 'ignore' });
-      },
-      kubectl: path.join(binDir, 'kubectl'),
-    });
+    ({ cluster, binDir } = await startE2eCriCluster({ logPrefix: 'ko-services-' }));
   });
 
   after(async () => {

@@ -16,6 +16,8 @@
  * as a cluster admin would. The e2e suite refuses to start while any Node is not Ready or is tainted, so the
  * cluster holds nothing else.
  */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { removeStateDir } from '../support/statedir.js';
@@ -42,7 +44,7 @@ import {
   type NodeMachine,
 } from '../../scripts/lib/nodenetwork.js';
 import type { TestContainerd } from '../support/containerd.js';
-import { startControlPlane, type ControlPlane } from '../support/controlplane.js';
+import { REPO_ROOT, startControlPlane, type ControlPlane } from '../support/controlplane.js';
 import { createPodNetwork, type PodNetwork } from '../support/podnetwork.js';
 
 const SERVED_BY = 'upstream-e2e';
@@ -208,4 +210,34 @@ export async function startUpstreamCluster(o: UpstreamClusterOptions): Promise<U
     await stopAll();
     throw err;
   }
+}
+
+/**
+ * The cri cluster of test:upstream with two nodes, e2e.test's images in their containerds and the e2e build's
+ * kubectl (scripts/upstream-e2e.sh `build`, then `import` per node), for tests and benchmarks of their own.
+ * Resolves with the cluster and the e2e binaries' directory (kubectl, agnhost, e2e.test).
+ */
+export async function startE2eCriCluster(o: {
+  logPrefix: string;
+  say?: (line: string) => void;
+}): Promise<{ cluster: UpstreamCluster; binDir: string }> {
+  const e2e = path.join(REPO_ROOT, 'scripts/upstream-e2e.sh');
+  const binDir = execFileSync('bash', [e2e, 'build'], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+    .trim()
+    .split('\n')
+    .pop()!;
+  const cluster = await startUpstreamCluster({
+    runtime: 'cri',
+    nodes: 2,
+    logDir: mkdtempSync(path.join(tmpdir(), o.logPrefix)),
+    importImages: async (sock) => {
+      execFileSync('bash', [e2e, 'import', sock], { stdio: 'ignore' });
+    },
+    kubectl: path.join(binDir, 'kubectl'),
+    ...(o.say ? { say: o.say } : {}),
+  });
+  return { cluster, binDir };
 }
