@@ -134,7 +134,15 @@ describe('volumes on a simulated VirtualNode (real apiserver)', function () {
         'kubelet-operator does not support nfs volumes (supported: emptyDir, hostPath, configMap, secret, ' +
         'downwardAPI, projected, persistentVolumeClaim)',
     );
-    const p = await getPod('wants-nfs');
+    // The Event and the status patch leave the node separately (the status manager batches): wait for the status.
+    const p = await waitPodStatus(
+      client,
+      NS,
+      'wants-nfs',
+      (st) => st.containerStatuses?.[0]?.state?.waiting !== undefined,
+      'a waiting container status',
+      30_000,
+    );
     expect(p.status?.phase).to.equal('Pending');
     expect(p.status?.containerStatuses?.[0]?.state?.waiting?.reason).to.equal('ContainerCreating');
   });
