@@ -21,14 +21,13 @@ import { PodsByNodeIndex } from './kubelet/podmanager.js';
 import { asPodUID } from './kubelet/container/types.js';
 import { podRef } from './kubelet/kubelet_shell.js';
 import { memoByIdentity } from './util/memo.js';
-import { isExtendedResourceName } from './node/setters.js';
 import { processSlicer } from './util/timeslice.js';
 import type { Metrics } from './metrics.js';
-import type { AdmissionNode } from './node/admission.js';
+import { withLiveNode, type AdmissionNode } from './node/admission.js';
+import type { Node } from './api/node.js';
 import { NodeAgent } from './node/agent.js';
 import { RuntimeState } from './node/runtimestate.js';
 import { nodeRef, restEventSink, restNodeAPI, type NodeAPI, type NodeHeartbeatAPI } from './node/api.js';
-import type { Service } from './api/service.js';
 import { StartupHold } from './kube/startuphold.js';
 import { restVolumeSources, type VolumeSources } from './kubelet/volumemanager/sources.js';
 import { podEnvironmentFor, type NodePodEnvironment } from './podenvironment.js';
@@ -36,7 +35,12 @@ import { statsProviderFor } from './nodestats.js';
 import type { StatsProvider } from './kubelet/stats/provider.js';
 import type { SimRuntimeOptions } from './runtime/sim/runtime.js';
 import { deleteNode, desiredLabels } from './node/registration.js';
-import type { ManagedNode, ManagedNodeFactory, ManagedNodeObservation } from './operator/managednode.js';
+import type {
+  ManagedNode,
+  ManagedNodeFactory,
+  ManagedNodeObservation,
+  NodeWatches,
+} from './operator/managednode.js';
 import { CriRuntime } from './runtime/cri/index.js';
 import { SimRuntime } from './runtime/sim/index.js';
 import type { Runtime } from './runtime/types.js';
@@ -158,17 +162,22 @@ export class KubeletManagedNode implements ManagedNode {
   private unregisterNodeApi: (() => void) | undefined;
   private readonly podEnv: NodePodEnvironment;
   private readonly stats: StatsProvider;
+  /** This node's pods (the controller's informer), indexed by PodsByNodeIndex. */
+  private readonly pods: Informer<Pod>;
+  /** The Node as the API server has it now (the controller's informer; absent in some tests). */
+  private readonly liveNode: Informer<Node> | undefined;
 
   constructor(
     private readonly vn: VirtualNode,
     spec: VirtualNodeSpec,
     nodeName: string,
     private readonly deps: ManagedNodeDeps,
-    /** The informer of this node's pods (the controller's), indexed by PodsByNodeIndex. */
-    private readonly pods: Informer<Pod>,
-    /** The operator's services by namespace (service link variables). */
-    services?: (namespace: string) => readonly Service[],
+    /** The controller's informers of this node's pods and Node, and its Services (service link variables). */
+    watches: NodeWatches,
   ) {
+    this.pods = watches.pods;
+    this.liveNode = watches.node;
+    const services = watches.services;
     this.nodeName = nodeName;
     this.spec = spec;
     this.internalIP = spec.internalIP ?? deps.defaultInternalIP;
@@ -236,13 +245,14 @@ export class KubeletManagedNode implements ManagedNode {
       runtime: this.runtime,
       runtimeKind: this.runtime.kind,
       client: deps.client,
-      podInformer: pods,
+      podInformer: this.pods,
       podIndexName: PodsByNodeIndex,
       recorder: this.recorder,
       clock: deps.clock,
       logger: this.log,
       metrics: deps.metrics,
       node: () => this.admissionNode(),
+      freshNode: () => this.freshAdmissionNode(),
       podEnvironment: this.podEnv.env,
       yieldToLoop: () => processSlicer.yield(),
       settings: {
@@ -291,40 +301,50 @@ export class KubeletManagedNode implements ManagedNode {
     allocatable: admissionAllocatable(spec),
   }));
 
+  /**
+   * The node admission decides against: this node's own view with the Node as the informer has it now
+   * (labels, taints and extended resources others put there; withLiveNode). Before the informer has the Node,
+   * the allocatable of the last status round stands in for its status.
+   */
   private admissionNode(): AdmissionNode {
     const own = this.admissionNodeOf(this.spec);
+    const live = this.liveNode?.get(this.nodeName);
+    if (live) return this.withLive(own, live);
     const seen = this.agent.allocatable();
-    return seen ? this.withAdvertised(own, seen) : own;
+    return seen ? this.withLive(own, this.lastRoundNode(seen)) : own;
   }
 
-  /**
-   * `own` with the extended resources the Node advertises beyond this node's spec (someone PATCHed them
-   * into its status, as the documented way to advertise one is): the kubelet admits against its Node's
-   * allocatable, so pods asking for them are admitted as the scheduler placed them. Memoized per status
-   * round (the allocatable object is new only when a round computed it).
-   */
-  private readonly advertisedOf = memoByIdentity(
-    (seen: Readonly<Record<string, string | number>>) =>
-      new Map(
-        Object.entries(seen)
-          .filter(([k]) => isExtendedResourceName(k))
-          .map(([k, v]) => [k, quantityValue(String(v))] as const),
-      ),
+  /** A Node with only the allocatable of the last status round (memoized: a new object per round). */
+  private readonly lastRoundNode = memoByIdentity(
+    (allocatable: Readonly<Record<string, string | number>>): Node => ({
+      metadata: { name: this.nodeName },
+      status: { allocatable: { ...allocatable } as Record<string, string> },
+    }),
   );
-  private withAdvertised(own: AdmissionNode, seen: Readonly<Record<string, string | number>>): AdmissionNode {
-    const advertised = this.advertisedOf(seen);
-    if ([...advertised.keys()].every((k) => own.allocatable.has(k))) return own;
-    // The same object while neither input changed: the kubelet memoizes what it derives from it by identity.
-    const last = this.lastAdvertised;
-    if (last && last.own === own && last.advertised === advertised) return last.node;
-    const allocatable = new Map(advertised);
-    for (const [k, v] of own.allocatable) allocatable.set(k, v);
-    const node = { ...own, allocatable };
-    this.lastAdvertised = { own, advertised, node };
+
+  /** withLiveNode, memoized on both inputs: the kubelet memoizes what it derives from the node by identity. */
+  private withLive(own: AdmissionNode, live: Node): AdmissionNode {
+    const last = this.lastLive;
+    if (last && last.own === own && last.live === live) return last.node;
+    const node = withLiveNode(own, live);
+    this.lastLive = { own, live, node };
     return node;
   }
-  private lastAdvertised:
-    { own: AdmissionNode; advertised: Map<string, number>; node: AdmissionNode } | undefined;
+  private lastLive: { own: AdmissionNode; live: Node; node: AdmissionNode } | undefined;
+
+  /**
+   * The kubelet's second look when node affinity alone refuses a pod: the Node read from the API server (its
+   * labels may have changed a moment ago, before the informer heard). Undefined when it cannot be read.
+   */
+  private async freshAdmissionNode(): Promise<AdmissionNode | undefined> {
+    try {
+      const node = await this.api.getNode(this.nodeName);
+      return withLiveNode(this.admissionNodeOf(this.spec), node);
+    } catch (err) {
+      this.log.warn('failed to fetch the node for admission', { error: errorMessage(err) });
+      return undefined;
+    }
+  }
 
   async start(): Promise<void> {
     // In start, not the constructor: a node whose runtime cannot be built never counts.
@@ -460,8 +480,7 @@ export function kubeletNodeFactory(deps: ManagedNodeDeps): ManagedNodeFactory {
     leaseHold: deps.leaseHold ?? new StartupHold(deps.clock, LEASE_HOLD_MAX_MS),
   };
   return {
-    create: (vn, spec, nodeName, pods, services) =>
-      new KubeletManagedNode(vn, spec, nodeName, shared, pods, services),
+    create: (vn, spec, nodeName, watches) => new KubeletManagedNode(vn, spec, nodeName, shared, watches),
     // A different runtime, endpoint, address, node name or kubelet setting needs a fresh runtime and kubelet.
     needsRestart: (a, b) =>
       JSON.stringify(a.runtime) !== JSON.stringify(b.runtime) ||

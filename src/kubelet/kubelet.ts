@@ -228,6 +228,14 @@ export class Kubelet {
       logger: this.log,
       record,
       node: () => admissionNode(deps.node()),
+      ...(deps.freshNode
+        ? {
+            freshNode: async () => {
+              const n = await deps.freshNode!();
+              return n && admissionNodeWithSettings(n, s);
+            },
+          }
+        : {}),
       podManager: this.podManager,
       statusManager: this.statusManager,
       prober: this.proberManager,

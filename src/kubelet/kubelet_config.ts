@@ -83,6 +83,11 @@ export interface KubeletDeps {
    * place: a node that changes is a new object (the Kubelet keeps what it derives from it per object).
    */
   node: () => AdmissionNode;
+  /**
+   * The node read from the API server now, for the kubelet's second look when node affinity alone refuses a
+   * pod (its labels may have changed before the informer heard); undefined when it cannot be read.
+   */
+  freshNode?: () => Promise<AdmissionNode | undefined>;
   settings: KubeletSettings;
   /**
    * ConfigMaps and Secrets for container environments; defaults to the pod environment's cached sources (the

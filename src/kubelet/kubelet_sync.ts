@@ -5,7 +5,7 @@
  * API server or keeps runtime state across calls, so a restarted operator resumes where the last one stopped.
  */
 import { isTerminalPhase, type Pod, type PodStatus } from '../api/core.js';
-import { admitPod, type AdmissionNode } from '../node/admission.js';
+import { admitPod, type AdmissionNode, type AdmitResult } from '../node/admission.js';
 import type { Clock } from '../util/clock.js';
 import { errorMessage, KindError } from '../util/errors.js';
 import { asPodUID, type RuntimePodStatus } from './container/types.js';
@@ -45,6 +45,8 @@ export interface KubeletPodSyncerDeps {
   record: EventRecorderFunc;
   /** The node as admission sees it, read at each admission (allocatable, labels, taints). */
   node: () => AdmissionNode;
+  /** The node read from the API server now (KubeletDeps.freshNode). */
+  freshNode?: () => Promise<AdmissionNode | undefined>;
   podManager: Pick<KubeletPodManager, 'getPodByUID'>;
   statusManager: Pick<StatusManager, 'peekPodStatus' | 'getPodPhase' | 'setPodStatus' | 'terminatePod'>;
   prober: Pick<
@@ -179,7 +181,7 @@ export class KubeletPodSyncer implements PodSyncer {
     const uid = podUID(apiPod);
     if (!this.firstSeen.has(uid)) this.firstSeen.set(uid, this.d.clock.now());
     if (this.untouched.has(uid)) return { isTerminal: true };
-    if (this.admit(apiPod)) {
+    if (await this.admit(apiPod)) {
       this.untouched.add(uid);
       return { isTerminal: true };
     }
@@ -364,7 +366,7 @@ export class KubeletPodSyncer implements PodSyncer {
    * Admission on first sight (kubelet: HandlePodAdditions -> canAdmitPod). Returns true when the pod is
    * rejected (now or before): then its status is Failed with the kubelet's reason and it never runs.
    */
-  private admit(pod: Pod): boolean {
+  private async admit(pod: Pod): Promise<boolean> {
     const uid = pod.metadata.uid as string;
     if (this.rejected.has(uid)) return true;
     if (this.admitted.has(uid)) {
@@ -374,13 +376,16 @@ export class KubeletPodSyncer implements PodSyncer {
     // A pod the API already reports finished is not running here; it only needs terminating, and it takes
     // no room from the others.
     if (isTerminalPhase(pod.status?.phase)) return false;
+    let result = this.admitAgainst(pod, this.d.node());
+    if (!result.admit && result.reason === 'NodeAffinity' && this.d.freshNode) {
+      // kubelet predicateAdmitHandler: node affinity alone refused it; read the Node itself and look again
+      // (decided afresh after the read, so the pods admitted meanwhile count).
+      const fresh = await this.d.freshNode();
+      if (fresh) result = this.admitAgainst(pod, fresh);
+      if (this.rejected.has(uid)) return true;
+      if (this.admitted.has(uid)) return false;
+    }
     const asAllocated = this.d.allocation.podForAdmission(pod);
-    const node = this.d.node();
-    // The allocated pods' tally holds at least what the active pods do: a pod that fits it fits them, without
-    // a scan of the node's pods per pod admitted. Anything else is decided against the active pods themselves.
-    const tallied = this.d.allocation.admissionPeers(uid);
-    let result = tallied ? admitPod(asAllocated, node, tallied) : undefined;
-    if (!result?.admit) result = admitPod(asAllocated, node, this.d.allocation.allocatedPods(uid));
     if (result.admit) {
       this.admitted.set(uid, pod);
       this.d.allocation.setAllocated(asAllocated);
@@ -404,6 +409,17 @@ export class KubeletPodSyncer implements PodSyncer {
       ...(typeof pod.metadata.generation === 'number' ? { observedGeneration: pod.metadata.generation } : {}),
     });
     return true;
+  }
+
+  /** Admission against `node` next to the pods admitted so far (synchronous: nothing is admitted meanwhile). */
+  private admitAgainst(pod: Pod, node: AdmissionNode): AdmitResult {
+    const asAllocated = this.d.allocation.podForAdmission(pod);
+    // The allocated pods' tally holds at least what the active pods do: a pod that fits it fits them, without
+    // a scan of the node's pods per pod admitted. Anything else is decided against the active pods themselves.
+    const uid = pod.metadata.uid as string;
+    const tallied = this.d.allocation.admissionPeers(uid);
+    const result = tallied ? admitPod(asAllocated, node, tallied) : undefined;
+    return result?.admit ? result : admitPod(asAllocated, node, this.d.allocation.allocatedPods(uid));
   }
 
   /** An admitted pod is kept in its newest version (the pod manager's too), not the first as a second copy. */

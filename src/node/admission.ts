@@ -10,9 +10,12 @@
  */
 import type { Pod, Toleration } from '../api/core.js';
 import { setRequirementMatches } from '../api/labelselector.js';
+import type { Node } from '../api/node.js';
 import { podRequests, type ResourceAmounts } from '../api/resources.js';
 import { errorMessage } from '../util/errors.js';
 import { memoByIdentity } from '../util/memo.js';
+import { quantityValue } from '../util/quantity.js';
+import { isExtendedResourceName } from './setters.js';
 import { admitSysctls, safeSysctlAllowlist, SysctlAllowlist } from './sysctl.js';
 
 export interface NodeTaint {
@@ -56,6 +59,51 @@ function insufficient(resource: string, requested: number, used: number, capacit
 
 function predicateFailed(name: string, desc: string): AdmitResult {
   return { admit: false, reason: name, message: `Predicate ${name} failed: ${desc}` };
+}
+
+/**
+ * The node admission decides against: `own` (this node's desired labels, its taints and its resources) with
+ * the Node as the API server has it now (`live`: the node informer's copy, or a fresh GET), as the kubelet
+ * admits against its Node. From the live Node come the labels others put there (kubectl label, a DaemonSet
+ * test), the taints others put there (the node lifecycle controller's, kubectl taint), and the extended
+ * resources others advertise in its status (the documented way to advertise one is a PATCH of the Node's
+ * status). Own labels win over live ones, so a spec change admits at once, before its patch lands; own
+ * resources win over the amounts last published. `own` itself when the live Node adds nothing.
+ */
+export function withLiveNode(own: AdmissionNode, live: Node | undefined): AdmissionNode {
+  if (!live) return own;
+  const liveLabels = live.metadata.labels ?? {};
+  const addsLabel = Object.keys(liveLabels).some((k) => !Object.hasOwn(own.labels, k));
+  const addedTaints = (live.spec?.taints ?? []).filter(
+    (t) => !own.taints.some((o) => o.key === t.key && o.effect === t.effect),
+  );
+  const advertised: [string, number][] = [];
+  for (const [k, v] of Object.entries(live.status?.allocatable ?? {})) {
+    if (!isExtendedResourceName(k) || own.allocatable.has(k)) continue;
+    let n: number;
+    try {
+      n = quantityValue(String(v));
+    } catch {
+      continue; // Not a quantity: the scheduler cannot have counted on it either.
+    }
+    advertised.push([k, n]);
+  }
+  if (!addsLabel && addedTaints.length === 0 && advertised.length === 0) return own;
+  return {
+    ...own,
+    labels: addsLabel ? { ...liveLabels, ...own.labels } : own.labels,
+    taints: addedTaints.length
+      ? [
+          ...own.taints,
+          ...addedTaints.map((t) => ({
+            key: t.key,
+            effect: t.effect,
+            ...(t.value === undefined ? {} : { value: t.value }),
+          })),
+        ]
+      : own.taints,
+    allocatable: advertised.length ? new Map([...advertised, ...own.allocatable]) : own.allocatable,
+  };
 }
 
 /** Whether the node's labels satisfy one node-selector term (all expressions must hold). */

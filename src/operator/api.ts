@@ -1,9 +1,10 @@
 /**
- * The VirtualNode controller's I/O: what it watches (VirtualNodes, Services, and each served node's pods)
- * and the two writes it makes to a VirtualNode (its finalizers, its status subresource). `restOperatorAPI`
+ * The VirtualNode controller's I/O: what it watches (VirtualNodes, Services, each served node's pods and its
+ * Node) and the two writes it makes to a VirtualNode (its finalizers, its status subresource). `restOperatorAPI`
  * builds them over the KubeClient; unit tests pass in-memory fakes.
  */
 import type { Pod } from '../api/core.js';
+import type { Node } from '../api/node.js';
 import type { Service } from '../api/service.js';
 import { GROUP, PLURAL, VERSION, type VirtualNode, type VirtualNodeStatus } from '../api/virtualnode.js';
 import { PatchTypes, type KubeClient } from '../kube/client.js';
@@ -32,6 +33,11 @@ export interface OperatorAPI {
    * the API server sends a process only the pods of the nodes it serves.
    */
   podsOfNode(nodeName: string): ListWatcher<Pod>;
+  /**
+   * One Node (field selector metadata.name=`nodeName`), as each kubelet watches its own: admission reads its
+   * labels, taints and allocatable as they are now, not as the last status round saw them.
+   */
+  nodeNamed(nodeName: string): ListWatcher<Node>;
   /** Every Service: pods' service link variables. */
   services: ListWatcher<Service>;
   writer: VirtualNodeWriter;
@@ -62,6 +68,15 @@ export function restOperatorAPI(client: KubeClient, virtualNodeSelector?: string
         { fieldSelector: `spec.nodeName=${nodeName}` },
         Math.random,
         { dropManagedFields: true },
+        watchClient,
+      ),
+    nodeNamed: (nodeName) =>
+      restListWatcher(
+        client,
+        '/api/v1/nodes',
+        { fieldSelector: `metadata.name=${nodeName}` },
+        Math.random,
+        {},
         watchClient,
       ),
     services: restListWatcher(client, '/api/v1/services', {}),

@@ -12,6 +12,7 @@
  * back-off.
  */
 import type { Pod } from '../api/core.js';
+import type { Node } from '../api/node.js';
 import type { Service } from '../api/service.js';
 import {
   FINALIZER,
@@ -67,6 +68,8 @@ interface Served {
   node: ManagedNode;
   /** The pods bound to the node; started with the node, stopped before it. */
   pods: Informer<Pod>;
+  /** The Node itself; started and stopped with `pods`. */
+  nodeInformer: Informer<Node>;
   spec: VirtualNodeSpec;
   started: Promise<void>;
   /** `started` has settled (a worker never waits on a start that may take long). */
@@ -339,11 +342,19 @@ export class Operator {
       return { ok: false, message: `Node ${nodeName} is served here by VirtualNode ${current}` };
     }
     const pods = this.podInformerFor(nodeName);
+    const nodeInformer = new Informer<Node>(this.api.nodeNamed(nodeName), {
+      clock: this.opts.clock,
+      logger: this.opts.logger,
+      transform: stripManagedFields,
+      name: `node ${nodeName}`,
+    });
     let node: ManagedNode;
     try {
-      node = this.opts.factory.create(vn, spec, nodeName, pods, (ns) =>
-        this.serviceInformer.byIndex(ServicesByNamespaceIndex, ns),
-      );
+      node = this.opts.factory.create(vn, spec, nodeName, {
+        pods,
+        node: nodeInformer,
+        services: (ns) => this.serviceInformer.byIndex(ServicesByNamespaceIndex, ns),
+      });
     } catch (err) {
       const message = errorMessage(err);
       this.opts.logger.warn('virtual node cannot be served', { virtualNode: name, error: message });
@@ -352,6 +363,7 @@ export class Operator {
     const entry: Served = {
       node,
       pods,
+      nodeInformer,
       spec,
       started: Promise.resolve(),
       settled: false,
@@ -371,6 +383,7 @@ export class Operator {
         // queue in front of the registrations. The first list hands over the pods already bound (restart
         // safety); the Kubelet's PLEG has listed the runtime meanwhile, and its pod workers wait for it.
         pods.start();
+        nodeInformer.start();
         // Its status now tells how the start went.
         this.queue.add(name);
       });
@@ -444,8 +457,8 @@ export class Operator {
   }
 }
 
-/** Stops a served node's pod informer (no event reaches a stopping node), then the node. */
+/** Stops a served node's informers (no event reaches a stopping node), then the node. */
 async function stopServed(served: Served): Promise<void> {
-  await served.pods.stop();
+  await Promise.all([served.pods.stop(), served.nodeInformer.stop()]);
   await served.node.stop();
 }

@@ -4,6 +4,7 @@
  * it. Tests pass recording fakes.
  */
 import type { Pod } from '../api/core.js';
+import type { Node } from '../api/node.js';
 import type { Service } from '../api/service.js';
 import type { VirtualNode, VirtualNodeSpec } from '../api/virtualnode.js';
 import type { Informer } from '../kube/informer.js';
@@ -41,18 +42,21 @@ export interface ManagedNodeObservation {
   pods: { total: number; running: number; pending: number };
 }
 
+/**
+ * What the controller watches for one served node and hands to it. The controller starts the informers once
+ * the node's start settled and stops them before the node; the node reads them and never starts or stops them.
+ */
+export interface NodeWatches {
+  /** The pods bound to the node (indexed by PodsByNodeIndex). */
+  pods: Informer<Pod>;
+  /** The Node itself, as the kubelet's node informer: admission reads it. */
+  node?: Informer<Node>;
+  /** The operator's Services by namespace (service link variables). */
+  services?: (namespace: string) => readonly Service[];
+}
+
 export interface ManagedNodeFactory {
-  /**
-   * `pods` is the informer of the pods bound to `nodeName` (indexed by PodsByNodeIndex). The controller starts
-   * it after `create` and stops it before the node; the node reads it and never starts or stops it.
-   */
-  create(
-    vn: VirtualNode,
-    spec: VirtualNodeSpec,
-    nodeName: string,
-    pods: Informer<Pod>,
-    services?: (namespace: string) => readonly Service[],
-  ): ManagedNode;
+  create(vn: VirtualNode, spec: VirtualNodeSpec, nodeName: string, watches: NodeWatches): ManagedNode;
   /** Whether a spec change needs a fresh ManagedNode (e.g. another runtime). */
   needsRestart(oldSpec: VirtualNodeSpec, newSpec: VirtualNodeSpec): boolean;
 }

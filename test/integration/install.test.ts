@@ -762,7 +762,6 @@ describe('install manifests (real apiserver)', function () {
               body: { metadata: { name: 'x' }, spec: { containers: [{ name: 'c', image: 'i' }] } },
             }),
         ],
-        ['list nodes', () => sa.request({ method: 'GET', path: '/api/v1/nodes' })],
         [
           'get a Lease outside kube-node-lease',
           () =>

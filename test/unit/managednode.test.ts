@@ -4,6 +4,7 @@
 // the node's pods; stop leaves the runtime and the API objects alone; remove deletes the Node and Lease.
 import { expect } from 'chai';
 import type { Pod } from '../../src/api/core.js';
+import type { Node } from '../../src/api/node.js';
 import { parseVirtualNodeSpec, type VirtualNode, type VirtualNodeSpec } from '../../src/api/virtualnode.js';
 import type { KubeClient, RequestOptions } from '../../src/kube/client.js';
 import { Informer, stripManagedFields } from '../../src/kube/informer.js';
@@ -161,14 +162,30 @@ function setup(over: (sibling: () => FakeKubeClient) => Partial<ManagedNodeDeps>
     // Another client over the same in-memory API, with its own record of requests.
     ...over(() => new FakeKubeClient(nodeAPI, pods)),
   };
-  const node = new KubeletManagedNode(vn, spec(), NODE, deps, informer);
+  // The Node as the controller's informer has it (set by a test; apart from the one FakeNodeAPI registers).
+  const liveNodes = new FakeCollection<Node & { metadata: { name: string } }>();
+  const nodeInformer = new Informer<Node>(liveNodes, { clock, name: 'node' });
+  nodeInformer.start();
+  const node = new KubeletManagedNode(vn, spec(), NODE, deps, { pods: informer, node: nodeInformer });
   // Pod events reach the node as the operator routes them.
   informer.addHandlers({
     add: (p) => node.podAdded(p),
     update: (o, p) => node.podUpdated(o, p),
     delete: (p) => node.podDeleted(p),
   });
-  return { clock, nodeAPI, pods, client, runtime, mutations, informer, registry, runtimeFor, node };
+  return {
+    clock,
+    nodeAPI,
+    pods,
+    client,
+    runtime,
+    mutations,
+    informer,
+    liveNodes,
+    registry,
+    runtimeFor,
+    node,
+  };
 }
 
 async function advance(clock: FakeClock, ms: number, step = 100): Promise<void> {
@@ -240,6 +257,44 @@ describe('KubeletManagedNode', () => {
     expect(s.mutations.slice(before), 'no runtime mutation on a spec update').to.deep.equal([]);
     const after = (await s.runtime.listContainers()).filter((c) => c.state === 'running');
     expect(after.map((c) => c.id)).to.deep.equal(running.map((c) => c.id));
+  });
+
+  it('admits against the Node as it is now: labels and extended resources others put there, then a fresh read', async () => {
+    await start(s);
+    const wanting = (name: string, extra: Partial<Pod['spec']>): Pod & { metadata: { name: string } } => {
+      const p = pod(name);
+      Object.assign(p.spec, extra);
+      return p;
+    };
+    // As the e2e framework advertises a fake resource and labels a node, then schedules at once.
+    s.liveNodes.create({
+      metadata: { name: NODE, labels: { color: 'blue' } },
+      status: { capacity: { 'scheduling.k8s.io/foo': '5' }, allocatable: { 'scheduling.k8s.io/foo': '5' } },
+    });
+    s.pods.create(wanting('blue', { nodeSelector: { color: 'blue' } }));
+    s.pods.create(
+      wanting('foo', {
+        containers: [
+          { name: 'app', image: IMAGE, resources: { requests: { 'scheduling.k8s.io/foo': '2' } } },
+        ],
+      }),
+    );
+    // Labelled a moment ago: the informer has not heard yet, the kubelet's second look (a GET) has.
+    s.nodeAPI.nodes.get(NODE)!.metadata.labels = {
+      ...s.nodeAPI.nodes.get(NODE)!.metadata.labels,
+      shape: 'round',
+    };
+    s.pods.create(wanting('round', { nodeSelector: { shape: 'round' } }));
+    s.pods.create(wanting('square', { nodeSelector: { shape: 'square' } }));
+    await advance(s.clock, 3_000);
+    const phase = (n: string) => [
+      s.pods.get(`default/${n}`)!.status?.phase,
+      s.pods.get(`default/${n}`)!.status?.reason,
+    ];
+    expect(phase('blue')).to.deep.equal(['Running', undefined]);
+    expect(phase('foo')).to.deep.equal(['Running', undefined]);
+    expect(phase('round')).to.deep.equal(['Running', undefined]);
+    expect(phase('square')).to.deep.equal(['Failed', 'NodeAffinity']);
   });
 
   it('drain deletes the pods bound to it once each, and reports empty only when none is left', async () => {

@@ -318,6 +318,50 @@ describe('KubeletPodSyncer', () => {
     expect(f.events.length).to.equal(1);
   });
 
+  it('reads the Node afresh when node affinity alone refuses a pod, and admits it if the fresh labels match', async () => {
+    const f = new Fakes();
+    const reads: string[] = [];
+    const labelled = (labels: Record<string, string>) => async () => {
+      reads.push(JSON.stringify(labels));
+      return {
+        name: 'n1',
+        labels,
+        taints: [],
+        allocatable: new Map([
+          ['cpu', 1000],
+          ['pods', 10],
+        ]),
+      };
+    };
+    const selecting = (uid: string, cpu: string) => {
+      const p = mkPod(uid, cpu);
+      p.spec.nodeSelector = { color: 'blue' };
+      return p;
+    };
+    const s = f.syncer({ freshNode: labelled({ color: 'blue' }) });
+    f.runtimeViews = [rt('a', [rec('running')])];
+    expect(await s.syncPod(ctx(), 'create', selecting('a', '100m'), f.view())).to.deep.equal({
+      isTerminal: false,
+    });
+    expect(reads).to.deep.equal(['{"color":"blue"}']);
+    // Resources refuse it: no second read (only a node-affinity refusal may be stale labels).
+    expect(await s.syncPod(ctx(), 'create', selecting('b', '950m'), f.view())).to.deep.equal({
+      isTerminal: true,
+    });
+    expect(reads).to.have.length(1);
+    // The fresh Node does not match either: refused with the kubelet's NodeAffinity words.
+    const t = f.syncer({ freshNode: labelled({ color: 'red' }) });
+    expect(await t.syncPod(ctx(), 'create', selecting('c', '100m'), f.view())).to.deep.equal({
+      isTerminal: true,
+    });
+    expect(f.statuses.get('c')).to.include({
+      phase: 'Failed',
+      reason: 'NodeAffinity',
+      message:
+        "Pod was rejected: Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector",
+    });
+  });
+
   it('records the rejected generation in the status of a pod admission refuses', async () => {
     const f = new Fakes();
     const s = f.syncer();

@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import type { Container, Pod } from '../../../src/api/core.js';
 import { podRequests } from '../../../src/api/resources.js';
-import { admitPod, type AdmissionNode } from '../../../src/node/admission.js';
+import type { Node } from '../../../src/api/node.js';
+import { admitPod, withLiveNode, type AdmissionNode } from '../../../src/node/admission.js';
 
 const c = (
   name: string,
@@ -225,5 +226,88 @@ describe('admitPod: sysctls and OS (the kubelet admit handlers before the predic
     });
     p.metadata.labels = { 'kubernetes.io/os': 'linux' };
     expect(admitPod(p, node({ pods: 5 }), [])).to.deep.equal({ admit: true });
+  });
+});
+
+describe('withLiveNode: admission reads the Node as the API server has it now', () => {
+  const own = node(
+    { cpu: 2000, memory: 1e9, pods: 10, 'example.com/dongle': 2 },
+    {
+      labels: { 'kubernetes.io/hostname': 'vn-1', tier: 'spec' },
+      taints: [{ key: 'ours', effect: 'NoSchedule' }],
+    },
+  );
+  const live = (extra: Partial<Node> = {}): Node => ({
+    metadata: { name: 'vn-1', labels: { 'kubernetes.io/hostname': 'vn-1', tier: 'spec' } },
+    spec: { taints: [{ key: 'ours', effect: 'NoSchedule' }] },
+    status: { allocatable: { cpu: '2', memory: '1G', pods: '10' } },
+    ...extra,
+  });
+
+  it('is the node itself while the live Node adds nothing (and without one)', () => {
+    expect(withLiveNode(own, undefined)).to.equal(own);
+    expect(withLiveNode(own, live())).to.equal(own);
+  });
+
+  it('adds labels others put on the Node; its own desired labels win', () => {
+    const n = withLiveNode(
+      own,
+      live({ metadata: { name: 'vn-1', labels: { color: 'blue', tier: 'stale' } } }),
+    );
+    expect(n.labels).to.deep.equal({ color: 'blue', tier: 'spec', 'kubernetes.io/hostname': 'vn-1' });
+    const p = pod('p', [c('a')], { nodeSelector: { color: 'blue' } });
+    expect(admitPod(p, own, [])).to.deep.include({ admit: false, reason: 'NodeAffinity' });
+    expect(admitPod(p, n, [])).to.deep.equal({ admit: true });
+  });
+
+  it('adds taints others put on the Node (a NoExecute one refuses pods that do not tolerate it)', () => {
+    const n = withLiveNode(
+      own,
+      live({
+        spec: {
+          taints: [
+            { key: 'ours', effect: 'NoSchedule' },
+            { key: 'evict', value: 'y', effect: 'NoExecute' },
+          ],
+        },
+      }),
+    );
+    expect(n.taints).to.deep.equal([
+      { key: 'ours', effect: 'NoSchedule' },
+      { key: 'evict', value: 'y', effect: 'NoExecute' },
+    ]);
+    expect(admitPod(pod('p', [c('a')]), n, [])).to.deep.include({ reason: 'TaintToleration' });
+  });
+
+  it('counts extended resources advertised in its status; own amounts win, other names and bad quantities do not count', () => {
+    const n = withLiveNode(
+      own,
+      live({
+        status: {
+          allocatable: {
+            cpu: '64',
+            'scheduling.k8s.io/foo': '5',
+            'example.com/dongle': '9',
+            'hugepages-2Mi': '1Gi',
+            'example.com/broken': 'lots',
+          },
+        },
+      }),
+    );
+    expect(Object.fromEntries(n.allocatable)).to.deep.equal({
+      'scheduling.k8s.io/foo': 5,
+      cpu: 2000,
+      memory: 1e9,
+      pods: 10,
+      'example.com/dongle': 2,
+    });
+    const wants = (k: string, v: string) => pod(`p-${k}`, [c('a', { [k]: v })]);
+    expect(admitPod(wants('scheduling.k8s.io/foo', '2'), own, [])).to.deep.include({
+      reason: 'OutOfscheduling.k8s.io/foo',
+    });
+    expect(admitPod(wants('scheduling.k8s.io/foo', '2'), n, [])).to.deep.equal({ admit: true });
+    expect(admitPod(wants('example.com/dongle', '3'), n, [])).to.deep.include({
+      reason: 'OutOfexample.com/dongle',
+    });
   });
 });

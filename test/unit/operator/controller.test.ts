@@ -143,6 +143,24 @@ describe('operator: VirtualNode controller', () => {
     expect(api.vns.get('vn-a')!.status?.nodeName).to.equal('node-a');
   });
 
+  it("hands each served node a watch of its own Node (as the kubelet's node informer), ended when the node stops", async () => {
+    api.nodeStore.create({ metadata: { name: 'vn-a', labels: { color: 'blue' } } });
+    api.nodeStore.create({ metadata: { name: 'real-node' } });
+    api.vns.create(virtualNode('vn-a'));
+    await startOperator();
+    const informer = factory.node('vn-a').watches!.node!;
+    expect(informer.list().map((n) => n.metadata.name)).to.deep.equal(['vn-a']);
+    expect(api.nodeStore.watching).to.equal(1);
+    api.nodeStore.update('vn-a', (n) => (n.metadata.labels = { color: 'red' }));
+    await flush();
+    expect(informer.get('vn-a')?.metadata.labels).to.deep.equal({ color: 'red' });
+
+    api.vns.update('vn-a', (o) => (o.metadata.finalizers = []));
+    api.vns.delete('vn-a');
+    await flush();
+    expect(api.nodeStore.watching).to.equal(0);
+  });
+
   it('watches the pods of served nodes only, one watch per node, ended when the node stops', async () => {
     api.vns.create(virtualNode('vn-a'));
     api.vns.create(virtualNode('vn-b', { runtime: { type: 'sim', sim: { podCIDR: '10.2.0.0/24' } } }));

@@ -4,6 +4,7 @@
 // resourceVersion preconditions on the finalizer patch (Conflict), NotFound quietly ignored as the REST
 // writer does. Failures can be injected per write.
 import type { Pod } from '../../../src/api/core.js';
+import type { Node } from '../../../src/api/node.js';
 import type { Service } from '../../../src/api/service.js';
 import type { VirtualNode, VirtualNodeStatus } from '../../../src/api/virtualnode.js';
 import { objectKey, type KObject, type ListWatcher, type WatchEvent } from '../../../src/kube/informer.js';
@@ -207,6 +208,7 @@ export class FakeOperatorAPI implements OperatorAPI {
   readonly vns = new FakeCollection<VirtualNode & Stored>(this.rev);
   readonly podStore = new FakeCollection<Pod & Stored>(this.rev);
   readonly serviceStore = new FakeCollection<Service & Stored>(this.rev);
+  readonly nodeStore = new FakeCollection<Node & Stored>(this.rev);
   readonly virtualNodes: ListWatcher<VirtualNode> = this.vns;
   /** Every node's pod view handed out, by node name (its `lists` count the lists of that node's pods). */
   readonly podViews = new Map<string, ListWatcher<Pod> & { lists: number }>();
@@ -215,6 +217,9 @@ export class FakeOperatorAPI implements OperatorAPI {
     const view = this.podStore.where((p) => p.spec?.nodeName === nodeName);
     this.podViews.set(nodeName, view);
     return view;
+  }
+  nodeNamed(nodeName: string): ListWatcher<Node> {
+    return this.nodeStore.where((n) => n.metadata.name === nodeName);
   }
   /** Every write, in order. */
   readonly writes: { method: WriteMethod; name: string; body: unknown }[] = [];

@@ -5,6 +5,7 @@ import type {
   ManagedNode,
   ManagedNodeFactory,
   ManagedNodeObservation,
+  NodeWatches,
 } from '../../../src/operator/managednode.js';
 
 export class FakeManagedNode implements ManagedNode {
@@ -30,6 +31,8 @@ export class FakeManagedNode implements ManagedNode {
     readonly vn: VirtualNode,
     public spec: VirtualNodeSpec,
     readonly nodeName: string,
+    /** What the controller handed over (absent when a test builds the node itself). */
+    readonly watches?: NodeWatches,
   ) {}
 
   async start(): Promise<void> {
@@ -75,8 +78,8 @@ export class FakeFactory implements ManagedNodeFactory {
   /** Applied to each node as it is created (e.g. to make its start fail). */
   prepare: (n: FakeManagedNode) => void = () => {};
 
-  create(vn: VirtualNode, spec: VirtualNodeSpec, nodeName: string): ManagedNode {
-    const n = new FakeManagedNode(vn, spec, nodeName);
+  create(vn: VirtualNode, spec: VirtualNodeSpec, nodeName: string, watches?: NodeWatches): ManagedNode {
+    const n = new FakeManagedNode(vn, spec, nodeName, watches);
     this.prepare(n);
     this.created.push(n);
     return n;
