@@ -88,13 +88,13 @@ export function truncatePodHostnameIfNeeded(podName: string, hostname: string): 
   return truncated;
 }
 
-/** The spec fields read here; `hostnameOverride` is the alpha HostnameOverride field (1.34), not yet in core.ts. */
-export type HostnameSpec = Pick<PodSpec, 'hostname' | 'subdomain'> & { hostnameOverride?: string };
+/** The spec fields read here (`hostnameOverride`: the HostnameOverride field, GA and locked on in v1.37). */
+export type HostnameSpec = Pick<PodSpec, 'hostname' | 'subdomain' | 'hostnameOverride'>;
 
 export interface HostnameOptions {
   /** kubelet --cluster-domain, e.g. `cluster.local`. */
   clusterDomain: string;
-  /** The HostnameOverride feature gate (alpha, off by default). */
+  /** The HostnameOverride feature gate (GA and locked on since v1.37; the kubelet reads the field always). */
   hostnameOverride?: boolean;
 }
 
