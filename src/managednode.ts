@@ -172,7 +172,10 @@ export class KubeletManagedNode implements ManagedNode {
     spec: VirtualNodeSpec,
     nodeName: string,
     private readonly deps: ManagedNodeDeps,
-    /** The controller's informers of this node's pods and Node, and its Services (service link variables). */
+    /**
+     * The controller's informers of this node's pods, its Node and its PodCertificateRequests, and its
+     * Services (service link variables).
+     */
     watches: NodeWatches,
   ) {
     this.pods = watches.pods;
@@ -253,6 +256,15 @@ export class KubeletManagedNode implements ManagedNode {
       metrics: deps.metrics,
       node: () => this.admissionNode(),
       freshNode: () => this.freshAdmissionNode(),
+      ...(watches.podCertificateRequests
+        ? {
+            podCertificates: {
+              requests: watches.podCertificateRequests,
+              // As the kubelet's: from the node informer; the registration's answer until it has the Node.
+              nodeUID: () => this.liveNode?.get(this.nodeName)?.metadata.uid ?? this.agent.nodeUID,
+            },
+          }
+        : {}),
       podEnvironment: this.podEnv.env,
       yieldToLoop: () => processSlicer.yield(),
       settings: {

@@ -17,6 +17,8 @@ export type PullPolicy = 'Always' | 'IfNotPresent' | 'Never';
 
 export interface ObjectMeta {
   name?: string;
+  /** The prefix of a name the API server makes up at creation (when `name` is unset). */
+  generateName?: string;
   namespace?: string;
   uid?: string;
   resourceVersion?: string;

@@ -59,13 +59,31 @@ export interface ServiceAccountTokenProjection {
   path: string;
 }
 
+/**
+ * A podCertificate source of a projected volume: the kubelet makes a key pair and asks `signerName` for a
+ * certificate with a PodCertificateRequest, then writes the key and the issued chain at the paths given.
+ */
+export interface PodCertificateProjection {
+  signerName: string;
+  /** RSA3072, RSA4096, ECDSAP256, ECDSAP384, ECDSAP521 or ED25519. */
+  keyType: string;
+  /** Copied into the request (the API server defaults it to 24 h there). */
+  maxExpirationSeconds?: number;
+  /** One file: the PRIVATE KEY block, then the CERTIFICATE blocks of the chain. */
+  credentialBundlePath?: string;
+  keyPath?: string;
+  certificateChainPath?: string;
+  /** Copied into the request's unverifiedUserAnnotations, for the signer. */
+  userAnnotations?: Record<string, string>;
+}
+
 export interface VolumeProjection {
   configMap?: Omit<ConfigMapVolumeSource, 'defaultMode'>;
   secret?: Omit<SecretVolumeSource, 'defaultMode' | 'secretName'> & { name?: string };
   downwardAPI?: Omit<DownwardAPIVolumeSource, 'defaultMode'>;
   serviceAccountToken?: ServiceAccountTokenProjection;
   clusterTrustBundle?: Record<string, unknown>;
-  podCertificate?: Record<string, unknown>;
+  podCertificate?: PodCertificateProjection;
 }
 
 export interface ProjectedVolumeSource {

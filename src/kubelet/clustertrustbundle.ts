@@ -11,6 +11,7 @@
  * which no consumer may depend on).
  */
 import { matchesLabelSelector, type LabelSelector } from '../api/labelselector.js';
+import { pemBlocks, pemEncode } from '../util/pem.js';
 
 /** A ClusterTrustBundle (certificates.k8s.io/v1) as far as a projection reads it. */
 export interface ClusterTrustBundle {
@@ -74,29 +75,12 @@ export function trustAnchorsFor(
   return { ok: false, error: 'ClusterTrustBundle projection requires either name or signerName to be set' };
 }
 
-const PEM_BLOCK = /-----BEGIN ([^-\r\n]+)-----\r?\n([\s\S]*?)-----END \1-----/g;
-
 /** Every PEM block's bytes in `bundles`, de-duplicated, as CERTIFICATE blocks in sorted order. */
 export function normalizeTrustAnchors(bundles: readonly string[]): string {
   const anchors = new Map<string, Buffer>();
-  for (const text of bundles) {
-    for (const m of text.matchAll(PEM_BLOCK)) {
-      // Headers (`Key: value` lines before a blank line) are not part of the bytes.
-      const body = m[2]!.includes(':')
-        ? m[2]!
-            .split(/\r?\n\r?\n/)
-            .slice(1)
-            .join('')
-        : m[2]!;
-      const der = Buffer.from(body.replace(/\s+/g, ''), 'base64');
-      anchors.set(der.toString('latin1'), der);
-    }
-  }
+  for (const text of bundles) for (const b of pemBlocks(text)) anchors.set(b.der.toString('latin1'), b.der);
   return [...anchors.entries()]
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    .map(([, der]) => {
-      const b64 = der.toString('base64').replace(/.{1,64}/g, '$&\n');
-      return `-----BEGIN CERTIFICATE-----\n${b64}-----END CERTIFICATE-----\n`;
-    })
+    .map(([, der]) => pemEncode('CERTIFICATE', der))
     .join('');
 }

@@ -49,6 +49,7 @@ import { newPodEnvironment } from './kubelet_volumes.js';
 import type { KubeGenericRuntimeManager } from './kuberuntime/manager.js';
 import { GenericPLEG } from './pleg/generic.js';
 import { KubeletPodManager, PodsByNodeIndex } from './podmanager.js';
+import { PodCertificateManager, restPodCertificateAPI } from './podcertificate/manager.js';
 import { PodWorkers } from './podworkers.js';
 import { ProberManager } from './prober/manager.js';
 import { ProbeMetrics } from './prober/metrics.js';
@@ -99,6 +100,8 @@ export class Kubelet {
   readonly volumeManager: VolumeManager;
   readonly resizeConditions: PodResizeConditions;
   readonly allocationManager: AllocationManager;
+  /** podCertificate projections (KubeletDeps.podCertificates); undefined when the node has none. */
+  readonly podCertificates: PodCertificateManager | undefined;
 
   private readonly d: KubeletDeps;
   private readonly settings: KubeletPeriods;
@@ -154,7 +157,23 @@ export class Kubelet {
     const metrics = deps.metrics;
     const node = deps.nodeName;
     const series = (this.metricSeries = metrics?.forNode(node));
-    const podEnv = newPodEnvironment(deps, record, nodeIPs, this.log);
+    const pc = deps.podCertificates;
+    this.podCertificates =
+      pc &&
+      new PodCertificateManager({
+        api: pc.api ?? restPodCertificateAPI(deps.client),
+        requests: pc.requests,
+        nodeName: node,
+        nodeUID: pc.nodeUID,
+        pods: {
+          getPodByUID: (uid) => this.podManager.getPodByUID(asPodUID(uid)),
+          getPods: () => this.podManager.getPods(),
+        },
+        record,
+        clock: deps.clock,
+        logger: this.log.child({ component: 'podcertificate' }),
+      });
+    const podEnv = newPodEnvironment(deps, record, nodeIPs, this.log, this.podCertificates);
     this.volumeManager = podEnv.volumes;
     const onPodUnmounted = podEnv.env.onPodUnmounted;
 
@@ -301,6 +320,7 @@ export class Kubelet {
       podCache: this.podCache,
       cleanup: this.cleanup,
       volumes: this.volumeManager,
+      ...(this.podCertificates ? { podCertificates: this.podCertificates } : {}),
       ...(onPodUnmounted ? { onPodUnmounted } : {}),
       desiredPods: () => this.desiredPods(),
       runtimePods: () => this.pleg.listedPods(),
@@ -318,6 +338,8 @@ export class Kubelet {
   start(): void {
     if (this.phase !== 'new') return;
     this.phase = 'starting';
+    // It waits for the requests' informer itself; its projections wait for their pods to be known.
+    this.podCertificates?.start();
     // Not tracked: startup may wait on the informer forever; stop() must not wait for it.
     void this.run().catch((err: unknown) => {
       this.log.error('kubelet failed to start', { err: errorMessage(err) });
@@ -339,6 +361,7 @@ export class Kubelet {
     this.rejectRuntimeListed(early);
     this.rejectReady(early);
     this.loops.stop();
+    this.podCertificates?.stop();
     for (const u of this.unsubscribe.splice(0)) u();
     this.podWorkers.stop();
     this.proberManager.cleanupPods(new Set());

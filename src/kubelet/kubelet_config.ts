@@ -6,6 +6,7 @@
 import { isIP } from 'node:net';
 import { release } from 'node:os';
 import type { Pod } from '../api/core.js';
+import type { PodCertificateRequest } from '../api/podcertificaterequest.js';
 import type { KubeClient } from '../kube/client.js';
 import type { Informer } from '../kube/informer.js';
 import type { Metrics } from '../metrics.js';
@@ -17,6 +18,7 @@ import { errorMessage, KindError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import type { CrashLoopBackOffOptions } from './backoff.js';
 import type { PodEventSink } from './kubelet_shell.js';
+import type { PodCertificateAPI } from './podcertificate/manager.js';
 import type { EnvSource } from './kuberuntime/context.js';
 import type { HookHttpGet } from './kuberuntime/hooks.js';
 import { StatusSyncPeriodMs } from './status/manager.js';
@@ -98,6 +100,17 @@ export interface KubeletDeps {
   hookHttpGet?: HookHttpGet;
   /** Where pods' volumes and files live; defaults to memory with simulated tokens (a simulated node). */
   podEnvironment?: PodEnvironment;
+  /**
+   * podCertificate sources of projected volumes (the kubelet's podcertificate manager): the node's
+   * PodCertificateRequests (an informer with the field selector spec.nodeName, started and stopped by its
+   * owner) and the Node's UID as the node informer has it. Requests are created and ServiceAccounts read
+   * through `api` (default: over `client`). Absent: such sources do not mount, and the pod says why.
+   */
+  podCertificates?: {
+    requests: Pick<Informer<PodCertificateRequest>, 'get' | 'addHandlers' | 'waitForSync'>;
+    nodeUID: () => string | undefined;
+    api?: PodCertificateAPI;
+  };
   /**
    * The node's runtime state (node/runtimestate.ts): while it reports errors, pod work waits (kubelet: syncLoop
    * skips iterations while runtimeErrors() is non-empty). Default: only this Kubelet's PLEG health.

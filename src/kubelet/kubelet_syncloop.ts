@@ -31,6 +31,7 @@ import type { KubeletPodSyncer } from './kubelet_sync.js';
 import type { PodLifecycleEvent } from './pleg/events.js';
 import type { RuntimePod } from './pleg/generic.js';
 import type { KubeletPodManager } from './podmanager.js';
+import type { PodCertificateManager } from './podcertificate/manager.js';
 import type { PodWorkers } from './podworkers.js';
 import type { ProberManager } from './prober/manager.js';
 import type { ProbeResultUpdate } from './prober/results.js';
@@ -70,6 +71,8 @@ export interface SyncLoopDeps {
     'cleanUpContainersInPod' | 'gcDue' | 'requestGC' | 'removeOrphanedPodLeftovers'
   >;
   volumes: Pick<VolumeManager, 'retain' | 'cleanupOrphanedPodDirs'>;
+  /** Told of every pod added and removed (kubelet HandlePodAdditions / Removes: TrackPod, ForgetPod). */
+  podCertificates?: Pick<PodCertificateManager, 'trackPod' | 'forgetPod'>;
   onPodUnmounted?: (uid: string) => void;
   /** This node's pods in the API (the informer's index). */
   desiredPods: () => Pod[];
@@ -202,10 +205,13 @@ export class SyncLoop {
   }
 
   private applyToPodManager(change: PodChange): void {
-    if (change.op === 'DELETE') this.d.podManager.remove(change.pod);
-    else {
+    if (change.op === 'DELETE') {
+      this.d.podCertificates?.forgetPod(change.pod);
+      this.d.podManager.remove(change.pod);
+    } else {
       this.d.podManager.upsert(change.pod);
       this.d.statusManager.podManagerUpdated(change.pod.metadata.uid ?? '');
+      if (change.op === 'ADD') this.d.podCertificates?.trackPod(change.pod);
     }
     if (change.op === 'UPDATE' || change.op === 'RECONCILE') this.d.prober.updatePod(change.pod);
   }

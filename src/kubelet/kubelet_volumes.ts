@@ -10,7 +10,8 @@ import { allocatableForEnv, type KubeletDeps, type PodEnvironment } from './kube
 import { KubeletPods } from './kubelet_pods.js';
 import type { EventRecorderFunc } from './kuberuntime/context.js';
 import type { ContainerFileReader } from './kuberuntime/terminationmessage.js';
-import { restVolumeSources } from './volumemanager/sources.js';
+import { restVolumeSources, withPodCertificates } from './volumemanager/sources.js';
+import type { PodCertificateManager } from './podcertificate/manager.js';
 import { simulatedServiceAccountToken } from './token/simulated.js';
 import type { VolumeFS } from './volume/fs.js';
 import { MemoryVolumeFS } from './volume/memfs.js';
@@ -69,6 +70,8 @@ export function newPodEnvironment(
   record: EventRecorderFunc,
   nodeIPs: readonly string[],
   log: Logger,
+  /** The node's podcertificate manager, whose credentials podCertificate sources read. */
+  podCertificates?: Pick<PodCertificateManager, 'credentialBundle'>,
 ): NodePodEnvironment {
   const given = deps.podEnvironment;
   const fs = given?.fs ?? new MemoryVolumeFS();
@@ -79,12 +82,15 @@ export function newPodEnvironment(
   };
   const tokens =
     env.tokens ?? ((pod, p) => Promise.resolve(simulatedServiceAccountToken(pod, p, deps.clock.now())));
+  const sources = env.sources ?? restVolumeSources(deps.client, deps.clock);
   const volumes = new VolumeManager({
     podsDir: env.podsDir,
     fs: env.fs,
     mounter: env.mounter,
     clock: deps.clock,
-    sources: env.sources ?? restVolumeSources(deps.client, deps.clock),
+    sources: podCertificates
+      ? withPodCertificates(sources, (key) => podCertificates.credentialBundle(key))
+      : sources,
     tokens,
     nodeAllocatable: () => allocatableForEnv(deps.node()),
     logger: log.child({ component: 'volume_manager' }),

@@ -1,10 +1,11 @@
 /**
- * The VirtualNode controller's I/O: what it watches (VirtualNodes, Services, each served node's pods and its
- * Node) and the two writes it makes to a VirtualNode (its finalizers, its status subresource). `restOperatorAPI`
- * builds them over the KubeClient; unit tests pass in-memory fakes.
+ * The VirtualNode controller's I/O: what it watches (VirtualNodes, Services, each served node's pods, its
+ * Node and its PodCertificateRequests) and the two writes it makes to a VirtualNode (its finalizers, its
+ * status subresource). `restOperatorAPI` builds them over the KubeClient; unit tests pass in-memory fakes.
  */
 import type { Pod } from '../api/core.js';
 import type { Node } from '../api/node.js';
+import { ALL_PODCERTIFICATEREQUESTS_PATH, type PodCertificateRequest } from '../api/podcertificaterequest.js';
 import type { Service } from '../api/service.js';
 import { GROUP, PLURAL, VERSION, type VirtualNode, type VirtualNodeStatus } from '../api/virtualnode.js';
 import { PatchTypes, type KubeClient } from '../kube/client.js';
@@ -38,6 +39,11 @@ export interface OperatorAPI {
    * labels, taints and allocatable as they are now, not as the last status round saw them.
    */
   nodeNamed(nodeName: string): ListWatcher<Node>;
+  /**
+   * The PodCertificateRequests of one node (field selector spec.nodeName=`nodeName`), as each kubelet watches
+   * its own: the podCertificate sources of its pods' projected volumes read their signers' answers there.
+   */
+  podCertificateRequestsOfNode(nodeName: string): ListWatcher<PodCertificateRequest>;
   /** Every Service: pods' service link variables. */
   services: ListWatcher<Service>;
   writer: VirtualNodeWriter;
@@ -75,6 +81,15 @@ export function restOperatorAPI(client: KubeClient, virtualNodeSelector?: string
         client,
         '/api/v1/nodes',
         { fieldSelector: `metadata.name=${nodeName}` },
+        Math.random,
+        {},
+        watchClient,
+      ),
+    podCertificateRequestsOfNode: (nodeName) =>
+      restListWatcher(
+        client,
+        ALL_PODCERTIFICATEREQUESTS_PATH,
+        { fieldSelector: `spec.nodeName=${nodeName}` },
         Math.random,
         {},
         watchClient,

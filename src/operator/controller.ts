@@ -13,6 +13,7 @@
  */
 import type { Pod } from '../api/core.js';
 import type { Node } from '../api/node.js';
+import type { PodCertificateRequest } from '../api/podcertificaterequest.js';
 import type { Service } from '../api/service.js';
 import {
   FINALIZER,
@@ -70,6 +71,8 @@ interface Served {
   pods: Informer<Pod>;
   /** The Node itself; started and stopped with `pods`. */
   nodeInformer: Informer<Node>;
+  /** The node's PodCertificateRequests; started and stopped with `pods`. */
+  requestInformer: Informer<PodCertificateRequest>;
   spec: VirtualNodeSpec;
   started: Promise<void>;
   /** `started` has settled (a worker never waits on a start that may take long). */
@@ -348,11 +351,21 @@ export class Operator {
       transform: stripManagedFields,
       name: `node ${nodeName}`,
     });
+    const requestInformer = new Informer<PodCertificateRequest>(
+      this.api.podCertificateRequestsOfNode(nodeName),
+      {
+        clock: this.opts.clock,
+        logger: this.opts.logger,
+        transform: stripManagedFields,
+        name: `podcertificaterequests of ${nodeName}`,
+      },
+    );
     let node: ManagedNode;
     try {
       node = this.opts.factory.create(vn, spec, nodeName, {
         pods,
         node: nodeInformer,
+        podCertificateRequests: requestInformer,
         services: (ns) => this.serviceInformer.byIndex(ServicesByNamespaceIndex, ns),
       });
     } catch (err) {
@@ -364,6 +377,7 @@ export class Operator {
       node,
       pods,
       nodeInformer,
+      requestInformer,
       spec,
       started: Promise.resolve(),
       settled: false,
@@ -384,6 +398,7 @@ export class Operator {
         // safety); the Kubelet's PLEG has listed the runtime meanwhile, and its pod workers wait for it.
         pods.start();
         nodeInformer.start();
+        requestInformer.start();
         // Its status now tells how the start went.
         this.queue.add(name);
       });
@@ -459,6 +474,6 @@ export class Operator {
 
 /** Stops a served node's informers (no event reaches a stopping node), then the node. */
 async function stopServed(served: Served): Promise<void> {
-  await Promise.all([served.pods.stop(), served.nodeInformer.stop()]);
+  await Promise.all([served.pods.stop(), served.nodeInformer.stop(), served.requestInformer.stop()]);
   await served.node.stop();
 }

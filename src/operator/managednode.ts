@@ -5,6 +5,7 @@
  */
 import type { Pod } from '../api/core.js';
 import type { Node } from '../api/node.js';
+import type { PodCertificateRequest } from '../api/podcertificaterequest.js';
 import type { Service } from '../api/service.js';
 import type { VirtualNode, VirtualNodeSpec } from '../api/virtualnode.js';
 import type { Informer } from '../kube/informer.js';
@@ -51,6 +52,8 @@ export interface NodeWatches {
   pods: Informer<Pod>;
   /** The Node itself, as the kubelet's node informer: admission reads it. */
   node?: Informer<Node>;
+  /** The node's PodCertificateRequests (podCertificate sources of projected volumes read their outcome). */
+  podCertificateRequests?: Informer<PodCertificateRequest>;
   /** The operator's Services by namespace (service link variables). */
   services?: (namespace: string) => readonly Service[];
 }

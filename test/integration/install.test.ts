@@ -31,6 +31,7 @@ import { kubectl, REPO_ROOT, run, startControlPlane, type ControlPlane } from '.
 import { eventually } from '../support/eventually.js';
 import { saToken, tokenKubeConfig } from '../support/kubectl.js';
 import { listenNodeApi, nodeApiGet, startCsrCertificates } from '../support/nodeapi.js';
+import { requestsOfPod, TestPodCertificateSigner } from '../support/podcertsigner.js';
 import {
   createNamespace,
   isGone,
@@ -278,6 +279,10 @@ describe('install manifests (real apiserver)', function () {
     let nodeApi: NodeApiServer | undefined;
     /** The operator's kubelet-serving CSR (found by the node API test). */
     let csrName = '';
+    /** Issues the PodCertificateRequests of the podCertificate test. */
+    const signer = new TestPodCertificateSigner('example.com/install-signer');
+    /** The request the operator made for that test's pod. */
+    let certifiedRequest = '';
     /** `verb resource` -> HTTP codes the operator's requests got. */
     const seen = new Map<string, number[]>();
     let granted: string[] = [];
@@ -540,6 +545,54 @@ describe('install manifests (real apiserver)', function () {
       await podReady('volumes');
     });
 
+    it('mounts a podCertificate source once the test, as its signer, issues the request the operator made', async () => {
+      await admin.request({
+        method: 'POST',
+        path: `/api/v1/namespaces/${APPS}/pods`,
+        body: {
+          metadata: { name: 'certified' },
+          spec: {
+            nodeName: VN,
+            automountServiceAccountToken: false,
+            terminationGracePeriodSeconds: 1,
+            volumes: [
+              {
+                name: 'tls',
+                projected: {
+                  sources: [
+                    {
+                      podCertificate: {
+                        signerName: signer.signerName,
+                        keyType: 'ED25519',
+                        credentialBundlePath: 'bundle.pem',
+                      },
+                    },
+                  ],
+                },
+              },
+            ],
+            containers: [
+              {
+                name: 'app',
+                image: 'registry.local/app:1',
+                volumeMounts: [{ name: 'tls', mountPath: '/tls' }],
+              },
+            ],
+          },
+        },
+      });
+      // The operator asks (get serviceaccounts, create podcertificaterequests) and waits on its watch of them.
+      const pcr = await eventually(
+        async () => (await requestsOfPod(admin, APPS, 'certified'))[0],
+        30_000,
+        "the operator's PodCertificateRequest",
+      );
+      expect(pcr.spec).to.deep.include({ podName: 'certified', nodeName: VN, serviceAccountName: 'default' });
+      certifiedRequest = pcr.metadata.name ?? '';
+      await signer.issue(admin, pcr);
+      await podReady('certified');
+    });
+
     it('serves the node API once its CSR is approved: TokenReview (401) and SubjectAccessReview (403, 200) decide', async () => {
       const csr = await eventually(
         async () => {
@@ -799,6 +852,31 @@ describe('install manifests (real apiserver)', function () {
                 metadata: { name: csrName },
               },
             }),
+        ],
+        [
+          'sign a PodCertificateRequest (its status)',
+          () =>
+            sa.request({
+              method: 'PUT',
+              path: `/apis/certificates.k8s.io/v1/namespaces/${APPS}/podcertificaterequests/${certifiedRequest}/status`,
+              body: {
+                apiVersion: 'certificates.k8s.io/v1',
+                kind: 'PodCertificateRequest',
+                metadata: { name: certifiedRequest, namespace: APPS },
+              },
+            }),
+        ],
+        [
+          'get a PodCertificateRequest by name (the operator watches them)',
+          () =>
+            sa.request({
+              method: 'GET',
+              path: `/apis/certificates.k8s.io/v1/namespaces/${APPS}/podcertificaterequests/${certifiedRequest}`,
+            }),
+        ],
+        [
+          'list ServiceAccounts',
+          () => sa.request({ method: 'GET', path: `/api/v1/namespaces/${APPS}/serviceaccounts` }),
         ],
         [
           'read RBAC',

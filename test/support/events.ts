@@ -1,4 +1,5 @@
 /** Waiting for a pod's Events in tests that check them. */
+import type { KubeClient } from '../../src/kube/client.js';
 import type { CoreEvent } from '../../src/kube/events.js';
 import { eventually } from './eventually.js';
 
@@ -19,4 +20,14 @@ export function eventsWithReasons(
     10_000,
     `events ${reasons.join(', ')} of ${what}`,
   );
+}
+
+/** The Events of the object named `name` in `namespace` (field selector involvedObject.name). */
+export async function eventsOf(client: KubeClient, namespace: string, name: string): Promise<CoreEvent[]> {
+  const list = await client.request<{ items: CoreEvent[] }>({
+    method: 'GET',
+    path: `/api/v1/namespaces/${namespace}/events`,
+    query: { fieldSelector: `involvedObject.name=${name}` },
+  });
+  return list.items;
 }

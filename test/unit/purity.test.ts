@@ -51,6 +51,8 @@ const SHELL = new Set([
   'volumemanager/mounter.ts',
   'stats/provider.ts',
   'stats/du.ts',
+  'podcertificate/keys.ts',
+  'podcertificate/manager.ts',
 ]);
 
 const FORBIDDEN_PACKAGES = [/^node:/, /^@kubernetes\//, /^@grpc\//, /^winston$/, /^p-queue$/];

@@ -12,7 +12,12 @@
  *   0640 for the group.
  * - clusterTrustBundle: the trust anchors of one named ClusterTrustBundle or of a signer's selected ones
  *   (../clustertrustbundle.ts), fetched by the caller, in a file of the defaultMode.
- * - podCertificate: not supported by this kubelet; an error naming it.
+ * - podCertificate: the key and issued chain of the source's PodCertificateRequest, held by the node's
+ *   podcertificate manager (../podcertificate/) and fetched by the caller per source index: the key and the
+ *   chain together at credentialBundlePath (the PRIVATE KEY block first), the key alone at keyPath, the chain
+ *   alone at certificateChainPath, each written when its path is set. Modes as for a token. While none is
+ *   issued (or the request was denied or failed) the manager's error fails the volume, and the pod waits
+ *   with FailedMount as on a kubelet; a refreshed certificate reaches the files at the next set-up.
  * Every source is tried; all errors are returned together (utilerrors.NewAggregate).
  */
 import type { Pod } from '../../api/core.js';
@@ -27,9 +32,11 @@ import {
 } from '../clustertrustbundle.js';
 import { collectDownwardAPIData } from './downwardapi.js';
 import { fsGroupFrom, fsUserFrom } from './fsuser.js';
+import type { CredentialBundle } from '../podcertificate/projection.js';
 import {
   DEFAULT_MODE,
   type FetchError,
+  type FileProjection,
   type Payload,
   type PayloadResult,
   failure,
@@ -52,6 +59,8 @@ export interface ProjectedInputs {
   nodeAllocatable?: Readonly<Record<string, string | number>>;
   /** ClusterTrustBundles by `trustBundleKey` of their query, or the error fetching them. */
   trustBundles?: ReadonlyMap<string, readonly ClusterTrustBundle[] | FetchError>;
+  /** The credentials of the volume's podCertificate sources by source index, or why there are none. */
+  podCertificates?: ReadonlyMap<number, CredentialBundle | FetchError>;
 }
 
 /** The key of a clusterTrustBundle source's fetch: by name, or every bundle (the signer's are picked here). */
@@ -104,9 +113,13 @@ export function projectedSourceNames(source: ProjectedVolumeSource): {
   return { configMaps: [...configMaps], secrets: [...secrets] };
 }
 
-function unsupportedSourceMessage(kind: string, path: unknown): string {
-  const where = typeof path === 'string' ? ` (path ${JSON.stringify(path)})` : '';
-  return `projected volume source ${kind}${where} is not supported by this node`;
+/** The indices of the volume's podCertificate sources, whose credentials the caller fetches. */
+export function podCertificateSourceIndices(source: ProjectedVolumeSource): number[] {
+  const out: number[] = [];
+  (source.sources ?? []).forEach((s, i) => {
+    if (s.podCertificate) out.push(i);
+  });
+  return out;
 }
 
 /** collectData: the merged payload of every source, or all their errors. */
@@ -121,8 +134,15 @@ export function makeProjectedPayload(source: ProjectedVolumeSource, inputs: Proj
     else for (const [k, v] of r.payload) payload.set(k, v);
   };
 
+  // A token's or a credential's file: 0600 and the pod's fsUser when it has one (or an fsGroup).
+  const credentialFile = (data: Buffer): FileProjection => ({
+    data,
+    mode: fsUser !== undefined || fsGroup !== undefined ? 0o600 : defaultMode,
+    ...(fsUser !== undefined ? { fsUser } : {}),
+  });
+
   // The kubelet's switch takes the first field set, in this order; a source with none is ignored.
-  for (const s of source.sources ?? []) {
+  for (const [index, s] of (source.sources ?? []).entries()) {
     if (s.secret) {
       const name = s.secret.name ?? '';
       const optional = s.secret.optional === true;
@@ -147,11 +167,7 @@ export function makeProjectedPayload(source: ProjectedVolumeSource, inputs: Proj
       } else if (isFetchError(token)) {
         errors.push(token.error);
       } else {
-        payload.set(tp.path, {
-          data: Buffer.from(token, 'utf8'),
-          mode: fsUser !== undefined || fsGroup !== undefined ? 0o600 : defaultMode,
-          ...(fsUser !== undefined ? { fsUser } : {}),
-        });
+        payload.set(tp.path, credentialFile(Buffer.from(token, 'utf8')));
       }
     } else if (s.clusterTrustBundle) {
       const p = s.clusterTrustBundle as unknown as ClusterTrustBundleProjection;
@@ -172,9 +188,18 @@ export function makeProjectedPayload(source: ProjectedVolumeSource, inputs: Proj
       }
     } else if (s.podCertificate) {
       const pc = s.podCertificate;
-      errors.push(
-        unsupportedSourceMessage('podCertificate', pc['credentialBundlePath'] ?? pc['certificateChainPath']),
-      );
+      const bundle = inputs.podCertificates?.get(index);
+      if (bundle === undefined)
+        errors.push(`the credentials of podCertificate source ${index} were not fetched`);
+      else if (isFetchError(bundle)) errors.push(bundle.error);
+      else {
+        const key = Buffer.from(bundle.privateKey, 'utf8');
+        const chain = Buffer.from(bundle.certChain, 'utf8');
+        if (pc.credentialBundlePath)
+          payload.set(pc.credentialBundlePath, credentialFile(Buffer.concat([key, chain])));
+        if (pc.keyPath) payload.set(pc.keyPath, credentialFile(key));
+        if (pc.certificateChainPath) payload.set(pc.certificateChainPath, credentialFile(chain));
+      }
     }
   }
   return errors.length > 0 ? failure(errors) : success(payload);

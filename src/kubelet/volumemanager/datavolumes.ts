@@ -15,6 +15,7 @@ import type {
 } from '../../api/volumes.js';
 import { errorMessage } from '../../util/errors.js';
 import type { ClusterTrustBundle, TrustBundleQuery } from '../clustertrustbundle.js';
+import type { CredentialBundle, ProjectionKey } from '../podcertificate/projection.js';
 import { AtomicWriter } from '../volume/atomicwriter.js';
 import { makeConfigMapPayload, type ConfigMapLookup } from '../volume/configmap.js';
 import { makeDownwardAPIPayload } from '../volume/downwardapi.js';
@@ -23,6 +24,7 @@ import { setVolumeOwnership } from '../volume/ownership.js';
 import type { FetchError, PayloadResult } from '../volume/payload.js';
 import {
   makeProjectedPayload,
+  podCertificateSourceIndices,
   projectedSourceNames,
   serviceAccountTokenRequests,
   trustBundleKey,
@@ -79,6 +81,21 @@ async function lookupTrustBundles(
   }
 }
 
+/** The credentials of a podCertificate source from the node's podcertificate manager, or why there are none. */
+async function lookupPodCertificate(
+  ctx: PluginContext,
+  key: ProjectionKey,
+): Promise<CredentialBundle | FetchError> {
+  const { getPodCertificateCredentialBundle } = ctx.sources;
+  if (!getPodCertificateCredentialBundle)
+    return { error: 'podCertificate projected volume sources are not served on this node' };
+  try {
+    return await getPodCertificateCredentialBundle.call(ctx.sources, key);
+  } catch (err) {
+    return { error: errorMessage(err) };
+  }
+}
+
 async function payloadFor(ctx: PluginContext, req: SetUpRequest): Promise<PayloadResult> {
   const pod = req.pod;
   const ns = pod.metadata.namespace ?? '';
@@ -104,7 +121,17 @@ async function payloadFor(ctx: PluginContext, req: SetUpRequest): Promise<Payloa
       const secrets = new Map<string, SecretLookup>();
       const tokens = new Map<string, string | FetchError>();
       const trustBundles = new Map<string, readonly ClusterTrustBundle[] | FetchError>();
+      const podCertificates = new Map<number, CredentialBundle | FetchError>();
+      const projection = {
+        namespace: ns,
+        podName: pod.metadata.name ?? '',
+        podUID: pod.metadata.uid ?? '',
+        volumeName: vol.name,
+      };
       await Promise.all([
+        ...podCertificateSourceIndices(src).map(async (sourceIndex) => {
+          podCertificates.set(sourceIndex, await lookupPodCertificate(ctx, { ...projection, sourceIndex }));
+        }),
         ...trustBundleQueries(src).map(async (q) => {
           trustBundles.set(trustBundleKey(q), await lookupTrustBundles(ctx, q));
         }),
@@ -130,6 +157,7 @@ async function payloadFor(ctx: PluginContext, req: SetUpRequest): Promise<Payloa
         secrets,
         tokens,
         trustBundles,
+        podCertificates,
         nodeAllocatable: ctx.nodeAllocatable(),
       });
     }

@@ -8,6 +8,7 @@ import type { KubeClient } from '../../kube/client.js';
 import type { PersistentVolume, PersistentVolumeClaim } from '../../api/volumes.js';
 import type { Clock } from '../../util/clock.js';
 import type { ClusterTrustBundle } from '../clustertrustbundle.js';
+import type { CredentialBundle, ProjectionKey } from '../podcertificate/projection.js';
 import { isNotFound } from '../../util/errors.js';
 import { ObjectCache, type ObjectGetter } from '../util/objectcache.js';
 
@@ -32,6 +33,34 @@ export interface VolumeSources {
   getClusterTrustBundle?(name: string): Promise<ClusterTrustBundle | undefined>;
   /** Every ClusterTrustBundle (the projection picks a signer's by its selector). */
   listClusterTrustBundles?(): Promise<ClusterTrustBundle[]>;
+  /**
+   * The key and chain of a podCertificate projection, from the node's podcertificate manager (which keeps
+   * them in memory: no API read). Rejects with the kubelet's words while there are none (not issued yet,
+   * denied, failed). Per node: withPodCertificates adds it to the sources the node's volumes read.
+   */
+  getPodCertificateCredentialBundle?(key: ProjectionKey): Promise<CredentialBundle>;
+}
+
+/**
+ * `base` with the credential bundles of a node's podcertificate manager (`bundle` throws the kubelet's error
+ * while a projection has none). `base` may be shared by every node of the process; it is not changed.
+ */
+export function withPodCertificates(
+  base: VolumeSources,
+  bundle: (key: ProjectionKey) => CredentialBundle,
+): VolumeSources {
+  const { getClusterTrustBundle, listClusterTrustBundles } = base;
+  return {
+    getConfigMap: (ns, name, maxAgeMs) => base.getConfigMap(ns, name, maxAgeMs),
+    getSecret: (ns, name, maxAgeMs) => base.getSecret(ns, name, maxAgeMs),
+    getPersistentVolumeClaim: (ns, name) => base.getPersistentVolumeClaim(ns, name),
+    getPersistentVolume: (name) => base.getPersistentVolume(name),
+    ...(getClusterTrustBundle
+      ? { getClusterTrustBundle: (name) => getClusterTrustBundle.call(base, name) }
+      : {}),
+    ...(listClusterTrustBundles ? { listClusterTrustBundles: () => listClusterTrustBundles.call(base) } : {}),
+    getPodCertificateCredentialBundle: async (key) => bundle(key),
+  };
 }
 
 /** How long a fetched ConfigMap or Secret is served to a pod resync without asking again. */

@@ -11,6 +11,7 @@
 import { createPublicKey, sign, type KeyObject } from 'node:crypto';
 import { isIP } from 'node:net';
 import { KindError } from '../../util/errors.js';
+import { pemEncode } from '../../util/pem.js';
 import {
   bitString,
   contextConstructed,
@@ -120,10 +121,7 @@ export function buildCsrDer(
 }
 
 /** PEM armour for DER bytes. */
-export function toPem(label: string, der: Buffer): string {
-  const b64 = der.toString('base64').replace(/(.{64})/g, '$1\n');
-  return `-----BEGIN ${label}-----\n${b64}${b64.endsWith('\n') ? '' : '\n'}-----END ${label}-----\n`;
-}
+export const toPem = pemEncode;
 
 /**
  * When to request a new certificate: at a uniformly random point between 70 % and 90 % of the validity

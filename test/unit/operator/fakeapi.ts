@@ -5,6 +5,7 @@
 // writer does. Failures can be injected per write.
 import type { Pod } from '../../../src/api/core.js';
 import type { Node } from '../../../src/api/node.js';
+import type { PodCertificateRequest } from '../../../src/api/podcertificaterequest.js';
 import type { Service } from '../../../src/api/service.js';
 import type { VirtualNode, VirtualNodeStatus } from '../../../src/api/virtualnode.js';
 import { objectKey, type KObject, type ListWatcher, type WatchEvent } from '../../../src/kube/informer.js';
@@ -220,6 +221,10 @@ export class FakeOperatorAPI implements OperatorAPI {
   }
   nodeNamed(nodeName: string): ListWatcher<Node> {
     return this.nodeStore.where((n) => n.metadata.name === nodeName);
+  }
+  readonly requestStore = new FakeCollection<PodCertificateRequest & Stored>(this.rev);
+  podCertificateRequestsOfNode(nodeName: string): ListWatcher<PodCertificateRequest> {
+    return this.requestStore.where((r) => r.spec.nodeName === nodeName);
   }
   /** Every write, in order. */
   readonly writes: { method: WriteMethod; name: string; body: unknown }[] = [];

@@ -22,9 +22,10 @@ import {
  * The most entries test/upstream/excluded.yaml may hold. The list may only shrink: lower this number when an
  * exclusion goes; raising it needs a reason in the commit that does it.
  */
-const MAX_EXCLUSIONS = 6;
+const MAX_EXCLUSIONS = 2;
 // 1 -> 6 (2026-12-06): the [Conformance] preset's first runs: an ImageVolume spec that must pull (no registry
 // here) and the four podCertificate projection specs (a kubelet feature still to build).
+// 6 -> 2: podCertificate projected volume sources built (src/kubelet/podcertificate/).
 
 const spec = (
   texts: string[],

@@ -6,6 +6,7 @@ import type { FetchError } from '../../../../src/kubelet/volume/payload.js';
 import {
   type ProjectedInputs,
   makeProjectedPayload,
+  podCertificateSourceIndices,
   projectedSourceNames,
   serviceAccountTokenRequests,
   tokenRequestKey,
@@ -198,7 +199,7 @@ describe('projected volume payload (projected.collectData)', () => {
     expect(message(err)).to.equal('forbidden');
   });
 
-  it("projects a signer's selected ClusterTrustBundles, and refuses podCertificate sources by name", () => {
+  it("projects a signer's selected ClusterTrustBundles", () => {
     const source: ProjectedVolumeSource = {
       sources: [
         {
@@ -232,20 +233,55 @@ describe('projected volume payload (projected.collectData)', () => {
     const out = files(makeProjectedPayload(source, withBundles));
     expect(out['ca.pem']).to.deep.equal([pem('AAEC'), 0o644]);
     expect(out['ca.crt']).to.deep.equal(['PEM', 0o644]);
+  });
 
-    const withPodCertificate: ProjectedVolumeSource = {
+  it('writes the credentials of podCertificate sources: the bundle (key, then chain), the key, the chain', () => {
+    const source: ProjectedVolumeSource = {
       sources: [
         {
           podCertificate: {
-            signerName: 'example.com/signer',
+            signerName: 'example.com/s',
             keyType: 'ED25519',
-            credentialBundlePath: 'creds.pem',
+            credentialBundlePath: 'bundle.pem',
+          },
+        },
+        { configMap: { name: 'kube-root-ca.crt' } },
+        {
+          podCertificate: {
+            signerName: 'example.com/s',
+            keyType: 'ECDSAP256',
+            keyPath: 'tls.key',
+            certificateChainPath: 'tls.crt',
           },
         },
       ],
     };
-    expect(message(makeProjectedPayload(withPodCertificate, inputs(pod())))).to.equal(
-      'projected volume source podCertificate (path "creds.pem") is not supported by this node',
+    const bundle = (n: number) => ({ privateKey: `KEY${n}\n`, certChain: `CHAIN${n}\n` });
+    const withCredentials = (p: Pod) => ({
+      ...inputs(p),
+      podCertificates: new Map([
+        [0, bundle(0)],
+        [2, bundle(2)],
+      ]),
+    });
+    expect(files(makeProjectedPayload(source, withCredentials(pod())))).to.deep.equal({
+      'bundle.pem': ['KEY0\nCHAIN0\n', 0o644],
+      'ca.crt': ['PEM', 0o644],
+      'tls.key': ['KEY2\n', 0o644],
+      'tls.crt': ['CHAIN2\n', 0o644],
+    });
+    // As a token: 0600, owned by the pod's fsUser, when the pod has one or an fsGroup.
+    const r = makeProjectedPayload(source, withCredentials(pod({ runAsUser: 1000 })));
+    expect(r.ok && r.payload.get('tls.key')).to.deep.include({ mode: 0o600, fsUser: 1000 });
+    expect(podCertificateSourceIndices(source)).to.deep.equal([0, 2]);
+
+    // Not issued yet (the manager's words), and a credential the caller did not fetch.
+    const waiting = {
+      ...inputs(pod()),
+      podCertificates: new Map([[0, { error: 'credential bundle is not issued yet' }]]),
+    };
+    expect(message(makeProjectedPayload(source, waiting))).to.equal(
+      '[credential bundle is not issued yet, the credentials of podCertificate source 2 were not fetched]',
     );
   });
 
