@@ -1,6 +1,7 @@
 # kubelet-operator image: compiled JavaScript and production dependencies only, on Node 22 LTS, as a
 # non-root user. No HEALTHCHECK: Kubernetes probes /healthz and /readyz (manifests/base/deployment.yaml).
-# Without a docker engine, scripts/image-build-check.sh runs these same steps in a temp dir.
+# Without a docker engine, `npm run image` (scripts/image.sh) replays these steps on a stand-in for the base
+# image and writes an OCI image tar; scripts/image-build-check.sh runs that image in containerd.
 
 # ---- build: dev dependencies, TypeScript -> dist ------------------------------------------------
 FROM node:22-bookworm-slim AS build

@@ -39,6 +39,9 @@ SCRIPTS_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=lib/oci.sh source-path=SCRIPTDIR
 source "$SCRIPTS_DIR/lib/oci.sh"
 OCI_CREATED_BY='kubelet-operator scripts/cluster-addons.sh'
+# apt-get that waits for the apt/dpkg lock and the Depends closure (apt_get, apt_lists_know, deb_closure).
+# shellcheck source=lib/apt.sh source-path=SCRIPTDIR
+source "$SCRIPTS_DIR/lib/apt.sh"
 
 log() { echo "cluster-addons: $*" >&2; }
 fail() {
@@ -79,7 +82,6 @@ readonly KUBE_PROXY_PACKAGES=(iptables nftables conntrack)
 # iptables names kube-proxy runs, all made the nft variant (this kernel has nf_tables and the xtables
 # matches built in; the legacy variant would need ip_tables).
 readonly IPTABLES_NAMES=(iptables iptables-save iptables-restore ip6tables ip6tables-save ip6tables-restore)
-readonly APT_LOCK_WAIT_S="${APT_LOCK_WAIT:-600}"
 
 CACHE_ROOT="${KUBELET_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubelet-operator}"
 COREDNS_DIR="$CACHE_ROOT/coredns/$COREDNS_VERSION"
@@ -137,40 +139,6 @@ need_root() {
 
 pkg_version() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null || true; }
 pkg_installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
-
-# apt-get that waits while another apt-get or dpkg holds its lock, instead of failing. Installs wait
-# inside apt (DPkg::Lock::Timeout); `apt-get update` takes the lists lock, which that option does not
-# cover, so a run that found a lock busy is retried until APT_LOCK_WAIT_S have passed.
-apt_get() {
-  local aptlog deadline=$((SECONDS + APT_LOCK_WAIT_S)) said=0
-  aptlog="$(mktemp "${TMPDIR:-/tmp}/kubelet-operator-apt.XXXXXX")"
-  until DEBIAN_FRONTEND=noninteractive apt-get -q -o "DPkg::Lock::Timeout=$APT_LOCK_WAIT_S" \
-    -o APT::Sandbox::User=root "$@" >"$aptlog" 2>&1; do
-    if grep -Eq 'Could not get lock|Unable to lock|Unable to acquire the dpkg frontend lock' "$aptlog" &&
-      ((SECONDS < deadline)); then
-      ((said)) || log "apt is busy (another apt-get or dpkg holds its lock); waiting up to ${APT_LOCK_WAIT_S}s"
-      said=1
-      sleep 2
-      continue
-    fi
-    tail -n 20 "$aptlog" >&2 || true
-    rm -f "$aptlog"
-    return 1
-  done
-  rm -f "$aptlog"
-}
-
-# A machine whose package lists were never fetched knows no candidate: update once.
-apt_lists_know() {
-  local p
-  for p in "$@"; do
-    if ! apt-cache show --no-all-versions "$p" >/dev/null 2>&1; then
-      log "the package lists do not know $p: apt-get update"
-      apt_get update || die "apt-get update failed"
-      return 0
-    fi
-  done
-}
 
 # busybox-static gives the kube-proxy image its shell (as containerd.sh's test images).
 ensure_busybox() {
@@ -281,13 +249,6 @@ images_key() {
 }
 
 images_built() { [[ -s "$1/images.txt" && -s "$1/kube-proxy.tar" && -s "$1/coredns.tar" ]]; }
-
-# The packages to unpack: KUBE_PROXY_PACKAGES and everything they depend on (Depends, Pre-Depends),
-# recursively; virtual packages (<name>) are left out, their providers are listed on their own.
-deb_closure() {
-  apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts --no-breaks --no-replaces \
-    --no-enhances "$@" | grep -v '^[[:space:]<]' | LC_ALL=C sort -u
-}
 
 # ELF files under the root whose libraries the dynamic loader must find: the programs, and the iptables
 # extensions (libxt_*.so, loaded with dlopen as rules name them).

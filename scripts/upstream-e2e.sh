@@ -40,6 +40,9 @@ SCRIPTS_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=lib/oci.sh source-path=SCRIPTDIR
 source "$SCRIPTS_DIR/lib/oci.sh"
 OCI_CREATED_BY='kubelet-operator scripts/upstream-e2e.sh'
+# apt-get that waits for the apt/dpkg lock, the Depends closure and the .deb cache (apt_get, debs_fetch, ...).
+# shellcheck source=lib/apt.sh source-path=SCRIPTDIR
+source "$SCRIPTS_DIR/lib/apt.sh"
 
 log() { echo "upstream-e2e: $*" >&2; }
 fail() {
@@ -428,46 +431,6 @@ need_root() {
 
 pkg_version() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null || true; }
 
-# apt-get that waits while another apt-get or dpkg holds its lock (up to APT_LOCK_WAIT seconds, default
-# 600) instead of failing: installs wait inside apt (DPkg::Lock::Timeout); `apt-get update` takes the
-# lists lock, which that option does not cover, so a run that found a lock busy is retried.
-readonly APT_LOCK_WAIT_S="${APT_LOCK_WAIT:-600}"
-apt_get() {
-  local aptlog deadline=$((SECONDS + APT_LOCK_WAIT_S)) said=0
-  aptlog="$(mktemp "${TMPDIR:-/tmp}/kubelet-operator-apt.XXXXXX")"
-  until DEBIAN_FRONTEND=noninteractive apt-get -q -o "DPkg::Lock::Timeout=$APT_LOCK_WAIT_S" \
-    -o APT::Sandbox::User=root "$@" >"$aptlog" 2>&1; do
-    if grep -Eq 'Could not get lock|Unable to lock|Unable to acquire the dpkg frontend lock' "$aptlog" &&
-      ((SECONDS < deadline)); then
-      ((said)) || log "apt is busy (another apt-get or dpkg holds its lock); waiting up to ${APT_LOCK_WAIT_S}s"
-      said=1
-      sleep 2
-      continue
-    fi
-    tail -n 20 "$aptlog" >&2 || true
-    rm -f "$aptlog"
-    return 1
-  done
-  rm -f "$aptlog"
-}
-
-# A machine whose package lists were never fetched knows no candidate: `apt-get update` once. (One
-# apt-cache call for all: each loads the whole cache.)
-apt_lists_know() {
-  local known p
-  known=" $(apt-cache policy "$@" 2>/dev/null |
-    awk '/^[^ ].*:$/ { p = substr($0, 1, length($0) - 1) } /^ +Candidate:/ && $2 != "(none)" { print p }' |
-    tr '\n' ' ') "
-  for p in "$@"; do
-    if [[ "$known" != *" $p "* ]]; then
-      need_root "apt-get update (the package lists do not know $p)"
-      log "the package lists do not know $p: apt-get update"
-      apt_get update || die "apt-get update failed"
-      return 0
-    fi
-  done
-}
-
 # apt-get installs busybox-static and bash-static when missing (as containerd.sh install does).
 ensure_packages() {
   local missing=() p
@@ -508,76 +471,25 @@ readonly DEB_TOOLS=(
   'bin/ss usr/sbin/ss'
   'sbin/bridge usr/sbin/bridge'
 )
-# Set by resolve_debs: where the .deb files are cached, one "<file> <size> <sha256>" per package (sorted),
-# and a short hash of that list for the images' cache key.
+# Set by resolve_debs: where the .deb files are cached (lib/apt.sh's debs_resolve sets DEB_ROWS, one
+# "<file> <size> <sha256>" per package, sorted, and DEBS_KEY, a short hash of that list for the images' cache
+# key).
 DEBS_DIR=""
-DEB_ROWS=()
-DEBS_KEY=""
 
-# Lists the packages to download: DEB_PACKAGES and everything they depend on (Depends and Pre-Depends,
-# every alternative; virtual packages left out, their providers are listed).
-deb_closure() {
-  apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts --no-breaks --no-replaces \
-    --no-enhances "${DEB_PACKAGES[@]}" | sed -n '/^[a-z0-9]/p' | LC_ALL=C sort -u
-}
-
-# Sets DEBS_DIR, DEB_ROWS and DEBS_KEY from the package lists (`apt-get download --print-uris`: no download).
+# Sets DEBS_DIR, DEB_ROWS and DEBS_KEY from the package lists (`apt-get download --print-uris`: no download)
+# for DEB_PACKAGES and everything they depend on.
 resolve_debs() {
-  local tmp out names
+  local names
   DEBS_DIR="$IMAGES_ROOT/debs-$(dpkg --print-architecture)"
   apt_lists_know "${DEB_PACKAGES[@]}"
-  mapfile -t names < <(deb_closure)
+  mapfile -t names < <(deb_closure "${DEB_PACKAGES[@]}")
   ((${#names[@]} >= ${#DEB_PACKAGES[@]})) || fail "apt-cache depends listed no packages for ${DEB_PACKAGES[*]}"
-  # --print-uris lists only the files that are not in the current directory: ask from an empty one.
-  tmp="$(mktemp -d "${TMPDIR:-/tmp}/kubelet-operator-debs.XXXXXX")"
-  if ! out="$(cd "$tmp" && apt-get -q -o APT::Sandbox::User=root download --print-uris "${names[@]}" 2>&1)"; then
-    rmdir "$tmp"
-    printf '%s\n' "$out" | tail -n 5 >&2
-    fail "apt-get download --print-uris failed for the agnhost image's packages"
-  fi
-  rmdir "$tmp"
-  # "'<uri>' <file> <size> SHA256:<hex>" -> "<file> <size> <hex>"
-  mapfile -t DEB_ROWS < <(sed -n "s/^'[^']*' \\([^ ]*\\.deb\\) \\([0-9]*\\) SHA256:\\([0-9a-f]*\\)\$/\\1 \\2 \\3/p" <<<"$out" |
-    LC_ALL=C sort)
-  ((${#DEB_ROWS[@]} == ${#names[@]})) ||
-    fail "apt-get download --print-uris named ${#DEB_ROWS[@]} files for ${#names[@]} packages"
-  DEBS_KEY="$(printf '%s\n' "${DEB_ROWS[@]}" | sha256sum | cut -c1-12)"
+  debs_resolve "the agnhost image" "${names[@]}"
 }
 
-# Downloads what DEB_ROWS names and DEBS_DIR lacks (checked against the lists' sha256), and drops the
-# files it no longer names. Returns 1 when apt-get download fails (stale package lists, say).
-fetch_debs() {
-  local row file size sha want=() keep=() pkg ver
-  mkdir -p "$DEBS_DIR"
-  for row in "${DEB_ROWS[@]}"; do
-    read -r file size sha <<<"$row"
-    keep+=("$file")
-    if [[ -f "$DEBS_DIR/$file" ]] && [[ "$(size_of "$DEBS_DIR/$file")" == "$size" ]] &&
-      [[ "$(sha256_of "$DEBS_DIR/$file")" == "$sha" ]]; then
-      continue
-    fi
-    rm -f "$DEBS_DIR/$file"
-    # <name>_<version, ':' as %3a>_<arch>.deb
-    pkg="${file%%_*}"
-    ver="${file#*_}"
-    ver="${ver%_*}"
-    want+=("$pkg=${ver//%3a/:}")
-  done
-  if ((${#want[@]} > 0)); then
-    log "downloading ${#want[@]} Debian packages for the agnhost image into $DEBS_DIR"
-    (cd "$DEBS_DIR" && apt_get download "${want[@]}") || return 1
-    for row in "${DEB_ROWS[@]}"; do
-      read -r file size sha <<<"$row"
-      [[ -f "$DEBS_DIR/$file" && "$(sha256_of "$DEBS_DIR/$file")" == "$sha" ]] ||
-        fail "$DEBS_DIR/$file is missing or does not match the package lists' sha256 after apt-get download"
-    done
-  fi
-  local f
-  for f in "$DEBS_DIR"/*.deb; do
-    [[ -e "$f" ]] || continue
-    [[ " ${keep[*]} " == *" ${f##*/} "* ]] || rm -f "$f"
-  done
-}
+# Downloads what DEB_ROWS names and DEBS_DIR lacks, and drops the files it no longer names. Returns 1 when
+# apt-get download fails (stale package lists, say).
+fetch_debs() { debs_fetch "$DEBS_DIR" "the agnhost image"; }
 
 # Prints <path> (relative to the tree <x>) with its symlinks resolved inside <x>: the packages' absolute
 # links (/sbin/ip -> /bin/ip, /lib64/ld-linux-x86-64.so.2 -> /lib/...) must not lead out to the machine.

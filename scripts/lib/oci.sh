@@ -9,7 +9,9 @@
 # a gzipped layer; build_image writes the image layout tar. The caller sets LAYER_FILE (a gzipped layer
 # tar) before build_image, and may set OCI_CREATED_BY (the history entry of the image config) and
 # OCI_UPPER_LAYERS (an array of layers stacked on LAYER_FILE's, each "<file.tar.gz> <digest> <size>
-# <diff_id>"; unset or empty: a one-layer image).
+# <diff_id>"; unset or empty: a one-layer image) and OCI_IMAGE_CONFIG (the image config's whole "config"
+# object as JSON, in place of the default PATH, <config-json-extra> and WorkingDir "/"; the config then has
+# "created" at OCI_EPOCH too).
 
 # Everything in the image tars gets this mtime (2000-01-01T00:00:00Z), so the digests never change.
 readonly OCI_EPOCH='946684800'
@@ -77,8 +79,14 @@ build_image() {
       "$u_digest" "$u_size")"
   done
   arch="$(image_arch)"
-  printf '{"architecture":"%s","os":"linux","config":{"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],%s,"WorkingDir":"/"},"rootfs":{"type":"layers","diff_ids":[%s]},"history":[%s]}' \
-    "$arch" "$exec_json" "$diff_ids" "$history" >"$work/config.json"
+  if [[ -n "${OCI_IMAGE_CONFIG:-}" ]]; then
+    # The caller's whole config object (exec_json unused), and the creation time of everything in the tars.
+    printf '{"architecture":"%s","os":"linux","created":"%s","config":%s,"rootfs":{"type":"layers","diff_ids":[%s]},"history":[%s]}' \
+      "$arch" "$(date -u -d "@$OCI_EPOCH" +%Y-%m-%dT%H:%M:%SZ)" "$OCI_IMAGE_CONFIG" "$diff_ids" "$history" >"$work/config.json"
+  else
+    printf '{"architecture":"%s","os":"linux","config":{"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],%s,"WorkingDir":"/"},"rootfs":{"type":"layers","diff_ids":[%s]},"history":[%s]}' \
+      "$arch" "$exec_json" "$diff_ids" "$history" >"$work/config.json"
+  fi
   read -r cfg_digest cfg_size < <(add_blob "$work/config.json" "$work/blobs")
   printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:%s","size":%s},"layers":[%s]}' \
     "$cfg_digest" "$cfg_size" "$layers" >"$work/manifest.json"
@@ -108,9 +116,12 @@ make_layer() {
   echo "$(sha256_of "$out.tar") $(sha256_of "$out.tar.gz") $(size_of "$out.tar.gz")"
 }
 
+# Every entry owned by 0:0, unless OCI_KEEP_OWNERS=1: then each keeps its numeric owner and group (a
+# directory the image's non-root user must own).
 deterministic_tar() {
-  local dir="$1" out="$2"
+  local dir="$1" out="$2" owners=(--owner=0 --group=0)
   shift 2
+  [[ "${OCI_KEEP_OWNERS:-}" == 1 ]] && owners=()
   tar --create --file="$out" --directory="$dir" --format=gnu --sort=name --mtime="@$OCI_EPOCH" \
-    --owner=0 --group=0 --numeric-owner "$@"
+    "${owners[@]}" --numeric-owner "$@"
 }
