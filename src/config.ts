@@ -156,6 +156,11 @@ function camelToEnv(s: string): string {
   return `KO_${words(s).join('_').toUpperCase()}`;
 }
 
+/** The flag a configuration key is given by (`nodeApiPort` -> `node-api-port`). */
+export function flagName(key: keyof Config): string {
+  return camelToKebab(key);
+}
+
 export type ConfigResult = { ok: true; config: Config } | { ok: false; message: string };
 
 /**

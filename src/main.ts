@@ -14,6 +14,7 @@ import { Operator } from './operator.js';
 import { restShardLeaseAPI } from './operator/shard/api.js';
 import { ShardCoordinator } from './operator/shard/coordinator.js';
 import { HealthServer } from './server/http.js';
+import { operatorFlagValues } from './server/nodeapi/configz.js';
 import { NodeApiRegistry } from './server/nodeapi/registry.js';
 import { serveNodeApi, type NodeApiCertificates, type ServedNodeApi } from './server/nodeapi/serve.js';
 import { RealClock } from './util/clock.js';
@@ -170,6 +171,17 @@ async function main(argv: string[]): Promise<number> {
       metrics: metrics.registry,
       port: cfg.nodeApiPort,
       address: cfg.nodeApiAddress,
+      settings: {
+        address: cfg.nodeApiAddress,
+        port: cfg.nodeApiPort,
+        clientCAFile: cfg.nodeApiClientCaFile,
+        serving:
+          certificates.mode === 'csr'
+            ? { mode: 'csr' }
+            : { mode: 'files', certFile: cfg.nodeApiCertFile, keyFile: cfg.nodeApiKeyFile },
+        events: cfg.unlimitedQps ? 'unlimited' : { qps: cfg.eventQps, burst: cfg.eventBurst },
+        operatorFlags: operatorFlagValues(cfg),
+      },
     });
     logger.info('serving the node API', {
       address: cfg.nodeApiAddress,

@@ -17,6 +17,7 @@ import type { KubeClient } from './kube/client.js';
 import { EventRecorder } from './kube/events.js';
 import type { Informer } from './kube/informer.js';
 import { Kubelet } from './kubelet/kubelet.js';
+import type { KubeletSettings } from './kubelet/kubelet_config.js';
 import { PodsByNodeIndex } from './kubelet/podmanager.js';
 import { asPodUID } from './kubelet/container/types.js';
 import { podRef } from './kubelet/kubelet_shell.js';
@@ -31,6 +32,7 @@ import { nodeRef, restEventSink, restNodeAPI, type NodeAPI, type NodeHeartbeatAP
 import { StartupHold } from './kube/startuphold.js';
 import { restVolumeSources, type VolumeSources } from './kubelet/volumemanager/sources.js';
 import { podEnvironmentFor, type NodePodEnvironment } from './podenvironment.js';
+import { nodeKubeletSettings } from './nodeconfigz.js';
 import { statsProviderFor } from './nodestats.js';
 import type { StatsProvider } from './kubelet/stats/provider.js';
 import type { SimRuntimeOptions } from './runtime/sim/runtime.js';
@@ -155,6 +157,8 @@ export class KubeletManagedNode implements ManagedNode {
   private readonly heartbeatApi: NodeHeartbeatAPI;
   private agent: NodeAgent;
   private readonly kubelet: Kubelet;
+  /** What the Kubelet was built with (the node API's /configz reads it back). */
+  private readonly kubeletSettings: KubeletSettings;
   private readonly log: Logger;
   /** One per node: the node status, the VirtualNode status and the kubelet's sync loop all read it. */
   private readonly runtimeState: RuntimeState;
@@ -241,6 +245,12 @@ export class KubeletManagedNode implements ManagedNode {
       nodesServed: () => deps.nodeApi?.nodes().length ?? 1,
       ownsPod: (uid) => this.kubelet.podManager.getPodByUID(asPodUID(uid)) !== undefined,
     });
+    this.kubeletSettings = {
+      podNetwork: spec.runtime.type === 'cri' ? spec.runtime.cri.podNetwork : 'cni',
+      podLogsRoot: spec.runtime.type === 'cri' ? spec.runtime.cri.logRoot : '/var/log/pods',
+      cgroupRoot: spec.runtime.type === 'cri' ? spec.runtime.cri.cgroupRoot : '/kubelet-operator',
+      memoryCapacityBytes: quantityValue(spec.capacity.memory),
+    };
     this.kubelet = new Kubelet({
       runtimeState: this.runtimeState,
       nodeName,
@@ -267,12 +277,7 @@ export class KubeletManagedNode implements ManagedNode {
         : {}),
       podEnvironment: this.podEnv.env,
       yieldToLoop: () => processSlicer.yield(),
-      settings: {
-        podNetwork: spec.runtime.type === 'cri' ? spec.runtime.cri.podNetwork : 'cni',
-        podLogsRoot: spec.runtime.type === 'cri' ? spec.runtime.cri.logRoot : '/var/log/pods',
-        cgroupRoot: spec.runtime.type === 'cri' ? spec.runtime.cri.cgroupRoot : '/kubelet-operator',
-        memoryCapacityBytes: quantityValue(spec.capacity.memory),
-      },
+      settings: this.kubeletSettings,
     });
   }
 
@@ -388,6 +393,16 @@ export class KubeletManagedNode implements ManagedNode {
         summary: (opts) => this.stats.summary(opts),
         probeMetrics: () => this.kubelet.probeMetrics.render(),
       },
+      kubeletSettings: () =>
+        nodeKubeletSettings({
+          spec: this.spec,
+          nodeName: this.nodeName,
+          nodeIP: this.internalIP,
+          settings: this.kubeletSettings,
+          env: this.podEnv.env,
+          resolvConf: this.podEnv.resolvConf,
+        }),
+      startTime: this.deps.clock.now(),
     });
     await this.agent.ready;
   }

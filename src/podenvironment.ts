@@ -48,6 +48,8 @@ export interface NodePodEnvironment {
   env: PodEnvironment;
   /** The simulated node's files (handed to the simulated runtime). */
   memory?: MemoryVolumeFS;
+  /** The resolv.conf that pods with dnsPolicy Default start from (cri); '' when the node reads none. */
+  resolvConf: string;
   stop(): void;
 }
 
@@ -76,8 +78,8 @@ export function podEnvironmentFor(
     ...(s.services ? { services: s.services } : {}),
     ...(recordNode ? { recordNode } : {}),
   };
+  const resolvConf = cri ? (k.resolvConf ?? s.resolvConf ?? '/etc/resolv.conf') : '';
   if (cri) {
-    const resolvConf = k.resolvConf ?? s.resolvConf ?? '/etc/resolv.conf';
     const hostsFile = s.hostsFile ?? '/etc/hosts';
     const log = s.logger.child({ node: nodeName });
     env.hostResolvConf = async (): Promise<DNSConfig | undefined> => {
@@ -121,6 +123,7 @@ export function podEnvironmentFor(
   return {
     env,
     ...(memory ? { memory } : {}),
+    resolvConf,
     stop: () => tokenManager?.stop(),
   };
 }

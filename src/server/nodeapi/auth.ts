@@ -7,7 +7,8 @@
  *
  * Authorization is a SubjectAccessReview on the `nodes` resource named after the node, with the verb from
  * the HTTP method and the subresource from the path (the kubelet's mapping, including the fine-grained
- * `pods`/`healthz`/`configz` subresources that fall back to `proxy`). Results are cached with the kubelet's
+ * `pods`/`healthz`/`configz` subresources that fall back to `proxy`, and `/statusz` and `/flagz`, which are
+ * `statusz` and `configz` with no fallback). Results are cached with the kubelet's
  * webhook TTLs: authentication 2 min (successes only), authorization 5 min allowed / 30 s denied.
  */
 import { createHash } from 'node:crypto';
@@ -54,7 +55,9 @@ function isSubpath(path: string, prefix: string): boolean {
 
 /**
  * Subresources the kubelet checks for a path, in order. Everything not listed (containerLogs, exec,
- * attach, portForward, run, runningpods, ...) is `proxy`.
+ * attach, portForward, run, runningpods, ...) is `proxy`. `/statusz` is `statusz` alone and `/flagz`
+ * `configz` alone, without the `proxy` fallback (upstream's auth.go comment says `configz,proxy` for
+ * /flagz; its code and auth_test.go give `configz` only).
  */
 export function subresourcesFor(path: string): string[] {
   if (isSubpath(path, '/stats')) return ['stats'];
@@ -62,6 +65,8 @@ export function subresourcesFor(path: string): string[] {
   if (isSubpath(path, '/logs')) return ['log'];
   if (isSubpath(path, '/spec')) return ['spec'];
   if (isSubpath(path, '/checkpoint')) return ['checkpoint'];
+  if (isSubpath(path, '/statusz')) return ['statusz'];
+  if (isSubpath(path, '/flagz')) return ['configz'];
   if (isSubpath(path, '/pods') || isSubpath(path, '/runningpods')) return ['pods', 'proxy'];
   if (isSubpath(path, '/healthz')) return ['healthz', 'proxy'];
   if (isSubpath(path, '/configz')) return ['configz', 'proxy'];

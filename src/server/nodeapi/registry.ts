@@ -6,6 +6,7 @@
 import type { Pod } from '../../api/core.js';
 import type { Summary } from '../../kubelet/stats/types.js';
 import type { Runtime } from '../../runtime/types.js';
+import type { NodeKubeletSettings } from './configz.js';
 
 /** What the node API needs from one served node. Methods read caches; none blocks. */
 export interface NodeApiTarget {
@@ -18,6 +19,10 @@ export interface NodeApiTarget {
   pod(namespace: string, name: string): Pod | undefined;
   /** `/stats/summary`, `/metrics/resource` and `/metrics/probes`; absent: those paths answer 404. */
   readonly stats?: NodeStatsSource;
+  /** The node's kubelet settings as in force now, for `/configz` and `/flagz`; absent: those answer 404. */
+  kubeletSettings?(): NodeKubeletSettings;
+  /** When this node's kubelet started (ms since the epoch), `/statusz`'s start; default the process's. */
+  readonly startTime?: number;
 }
 
 /** What the node API serves about resource usage and probes (src/kubelet/stats, src/kubelet/prober/metrics.ts). */

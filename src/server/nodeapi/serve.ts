@@ -12,6 +12,7 @@ import type { Clock } from '../../util/clock.js';
 import type { Logger } from '../../util/logger.js';
 import { WebhookAuth } from './auth.js';
 import { CsrServingCertificates } from './certificate.js';
+import type { NodeApiSettings } from './configz.js';
 import type { NodeApiRegistry } from './registry.js';
 import { NodeApiServer } from './server.js';
 
@@ -34,6 +35,8 @@ export interface ServeNodeApiOptions {
   metrics?: Registry;
   port: number;
   address: string;
+  /** What /configz and /flagz say of the server and the operator's flags (see NodeApiServerOptions). */
+  settings?: NodeApiSettings;
 }
 
 export interface ServedNodeApi {
@@ -74,6 +77,7 @@ export async function serveNodeApi(o: ServeNodeApiOptions): Promise<ServedNodeAp
     clock: o.clock,
     logger: o.logger.child({ component: 'node-api' }),
     metrics: o.metrics,
+    ...(o.settings ? { settings: o.settings } : {}),
   });
   let port: number;
   try {

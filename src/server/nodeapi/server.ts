@@ -2,9 +2,11 @@
  * The node API (the kubelet's :10250) for every VirtualNode of this process: one HTTPS server, requests
  * routed by pod to the node the pod is bound to, or by the dialled address to the node advertising it.
  *
- * Served: /healthz, /metrics, /stats/summary, /metrics/resource, /metrics/probes (stats.ts), /pods, /runningpods/, /containerLogs/{ns}/{pod}/{container} (containerlogs.ts), and on the
- * HTTP upgrade event /exec, /attach and /portForward (streaming.ts, proxied by upgradeproxy.ts). TLS is
- * terminated in front (tlsfront.ts), with the certificate of the node whose address was dialled. Every request is
+ * Served: /healthz, /metrics, /stats/summary, /metrics/resource, /metrics/probes (stats.ts), /pods, /runningpods/,
+ * /containerLogs/{ns}/{pod}/{container} (containerlogs.ts), /configz, /flagz and /statusz (configz.ts,
+ * zpages.ts), and on the HTTP upgrade event /exec, /attach and /portForward (streaming.ts, proxied by
+ * upgradeproxy.ts). TLS is terminated in front (tlsfront.ts), with the certificate of the node whose address
+ * was dialled. Every request is
  * authenticated (client certificate from the client CA, or a bearer token via TokenReview) and authorized
  * (SubjectAccessReview on nodes/<subresource>) before routing; see auth.ts.
  *
@@ -32,6 +34,8 @@ import {
 } from './auth.js';
 import { HttpError } from './httperror.js';
 import { parseContainerLogsPath, serveContainerLogs } from './containerlogs.js';
+import { CONFIGZ_PATH, configzBody, kubeletFlags, type NodeApiSettings } from './configz.js';
+import type { HttpAnswer } from './negotiate.js';
 import { normalizeAddress, type NodeApiTarget, type NodeLookup } from './registry.js';
 import {
   isWebSocketRequest,
@@ -43,6 +47,16 @@ import {
 import { isStatsPath, serveStats } from './stats.js';
 import { AddressTlsListener, staticCertificate, type ServingCertificateSource } from './tlsfront.js';
 import { UpgradeProxy, writeRawResponse } from './upgradeproxy.js';
+import {
+  FLAGZ_PATH,
+  STATUSZ_PATH,
+  ZPAGE_DELIMITERS,
+  aggregatePaths,
+  flagzAnswer,
+  kubeletVersionInfo,
+  statuszAnswer,
+} from './zpages.js';
+import { KUBELET_VERSION } from '../../node/nodestatus.js';
 
 export interface NodeApiTls {
   /** One serving certificate for every address (files); or give `source`. */
@@ -66,6 +80,11 @@ export interface NodeApiServerOptions {
   followPollMs?: number;
   /** Served on /metrics (Prometheus text), authorized as nodes/metrics. */
   metrics?: Registry;
+  /**
+   * The server's own settings and the operator's flags, for /configz and /flagz (main.ts fills it from the
+   * flags). Default: the address and port listened on, and nothing else known.
+   */
+  settings?: NodeApiSettings;
 }
 
 export { HttpError };
@@ -85,9 +104,13 @@ export class NodeApiServer {
   private readonly live = new Set<AbortController>();
   /** exec/attach/portForward sessions proxied to the runtimes' streaming servers (streaming.ts). */
   private readonly upgrades: UpgradeProxy;
+  private settings: NodeApiSettings | undefined;
+  /** /flagz's separator: drawn once, as the kubelet caches its text page. */
+  private readonly flagzSeparator = pick(ZPAGE_DELIMITERS);
 
   constructor(private readonly opts: NodeApiServerOptions) {
     this.upgrades = new UpgradeProxy({ logger: opts.logger });
+    this.settings = opts.settings;
   }
 
   /** Starts listening; resolves to the bound port. */
@@ -112,7 +135,9 @@ export class NodeApiServer {
     this.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
       void this.handleUpgrade(req, socket, head);
     });
-    return this.front.listen(port, host);
+    const bound = await this.front.listen(port, host);
+    this.settings ??= { address: host, port: bound, clientCAFile: '', operatorFlags: {} };
+    return bound;
   }
 
   /** Also serves a socket that already listens (AddressTlsListener.adopt); only after listen(). */
@@ -280,6 +305,8 @@ export class NodeApiServer {
       if (path === '/runningpods' || path === '/runningpods/') {
         return this.json(res, await this.runningPods(node));
       }
+      if (path === CONFIGZ_PATH || path === FLAGZ_PATH || path === STATUSZ_PATH)
+        return this.serveZPage(req, res, url, node);
       throw new HttpError(404, `no handler for ${path}`);
     } catch (err) {
       if (res.headersSent) {
@@ -288,6 +315,57 @@ export class NodeApiServer {
       }
       return this.replyError(res, err);
     }
+  }
+
+  /**
+   * /configz, /flagz and /statusz of the node the request is for (as every method: the kubelet's handlers
+   * take any). Without the node's settings /configz and /flagz are 404, as a kubelet without them has none.
+   */
+  private serveZPage(
+    req: IncomingMessage,
+    res: ServerResponse,
+    url: URL,
+    node: NodeApiTarget | undefined,
+  ): void {
+    const path = url.pathname;
+    const negotiation = {
+      accept: req.headers.accept,
+      query: url.searchParams,
+      rawQuery: url.search.slice(1),
+      userAgent: req.headers['user-agent'],
+    };
+    let answer: HttpAnswer;
+    if (path === STATUSZ_PATH) {
+      answer = statuszAnswer(
+        negotiation,
+        {
+          startTime: node?.startTime ?? processStart,
+          now: this.opts.clock.now(),
+          goVersion: '',
+          ...kubeletVersionInfo(KUBELET_VERSION),
+          paths: aggregatePaths([
+            ...(node?.kubeletSettings ? [CONFIGZ_PATH, FLAGZ_PATH] : []),
+            '/healthz',
+            ...(this.opts.metrics || node?.stats ? ['/metrics'] : []),
+          ]),
+        },
+        pick(ZPAGE_DELIMITERS),
+      );
+    } else {
+      const settings = node?.kubeletSettings?.();
+      const server = this.settings;
+      if (!settings || !server) throw new HttpError(404, `no handler for ${path}`);
+      answer =
+        path === CONFIGZ_PATH
+          ? {
+              status: 200,
+              headers: { 'Content-Type': 'application/json', 'X-Content-Type-Options': 'nosniff' },
+              body: configzBody(settings, server),
+            }
+          : flagzAnswer(negotiation, kubeletFlags(settings, server), this.flagzSeparator);
+    }
+    res.writeHead(answer.status, answer.headers);
+    res.end(answer.body);
   }
 
   /** The process's registry, as the kubelet's /metrics: Prometheus text exposition. */
@@ -341,4 +419,11 @@ export class NodeApiServer {
     }
     return { kind: 'PodList', apiVersion: 'v1', metadata: {}, items };
   }
+}
+
+/** When this process started, to the second (what a kubelet's /statusz reports as its start). */
+const processStart = Math.floor((Date.now() - process.uptime() * 1000) / 1000) * 1000;
+
+function pick<T>(items: readonly T[]): T {
+  return items[Math.floor(Math.random() * items.length)]!;
 }

@@ -38,6 +38,15 @@ describe('node API auth', () => {
     });
   });
 
+  it('authorizes /configz as configz then proxy, /flagz as configz, /statusz as statusz (auth.go and auth_test.go)', () => {
+    expect(subresourcesFor('/configz')).to.deep.equal(['configz', 'proxy']);
+    expect(subresourcesFor('/flagz')).to.deep.equal(['configz']);
+    expect(subresourcesFor('/statusz')).to.deep.equal(['statusz']);
+    expect(subresourcesFor('/statusz/x')).to.deep.equal(['statusz']);
+    expect(subresourcesFor('/statuszx')).to.deep.equal(['proxy']);
+    expect(subresourcesFor('/flagzx')).to.deep.equal(['proxy']);
+  });
+
   it('caches token reviews for 2 min and decisions for 5 min allowed / 30 s denied', async () => {
     const clock = new FakeClock();
     const calls: string[] = [];

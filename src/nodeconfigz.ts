@@ -1,0 +1,40 @@
+/**
+ * One served VirtualNode's kubelet settings as its node API reports them on `/configz` and `/flagz`
+ * (src/server/nodeapi/configz.ts): read from what the node was built with (its Kubelet's settings and pod
+ * environment) and from the spec in force (labels, taints, capacity and heartbeat change in place).
+ */
+import type { VirtualNodeSpec } from './api/virtualnode.js';
+import { kubeletPeriods, type KubeletSettings, type PodEnvironment } from './kubelet/kubelet_config.js';
+import type { NodeKubeletSettings } from './server/nodeapi/configz.js';
+
+export function nodeKubeletSettings(o: {
+  spec: VirtualNodeSpec;
+  nodeName: string;
+  nodeIP: string;
+  /** What the node's Kubelet was constructed with. */
+  settings: KubeletSettings;
+  env: Pick<PodEnvironment, 'clusterDNS' | 'clusterDomain'>;
+  /** The resolv.conf the node reads for dnsPolicy Default, '' for none. */
+  resolvConf: string;
+}): NodeKubeletSettings {
+  const { spec, settings } = o;
+  const cri = spec.runtime.type === 'cri' ? spec.runtime.cri : undefined;
+  return {
+    nodeName: o.nodeName,
+    nodeIP: o.nodeIP,
+    ...(cri
+      ? { cri: { endpoint: cri.endpoint, cgroupRoot: settings.cgroupRoot, podLogsDir: settings.podLogsRoot } }
+      : {}),
+    clusterDNS: o.env.clusterDNS ?? [],
+    clusterDomain: o.env.clusterDomain ?? 'cluster.local',
+    resolvConf: o.resolvConf,
+    maxPods: spec.capacity.pods,
+    syncFrequencyMs: kubeletPeriods(settings).resyncIntervalMs,
+    nodeStatusUpdateFrequencyMs: spec.heartbeat.statusUpdateFrequencySeconds * 1000,
+    nodeStatusReportFrequencyMs: spec.heartbeat.statusReportFrequencySeconds * 1000,
+    nodeLeaseDurationSeconds: spec.heartbeat.leaseDurationSeconds,
+    allowedUnsafeSysctls: settings.allowedUnsafeSysctls ?? [],
+    labels: spec.labels,
+    taints: spec.taints,
+  };
+}
