@@ -250,6 +250,8 @@ export class KubeletManagedNode implements ManagedNode {
       podLogsRoot: spec.runtime.type === 'cri' ? spec.runtime.cri.logRoot : '/var/log/pods',
       cgroupRoot: spec.runtime.type === 'cri' ? spec.runtime.cri.cgroupRoot : '/kubelet-operator',
       memoryCapacityBytes: quantityValue(spec.capacity.memory),
+      // kubelet --allowed-unsafe-sysctls: a pattern that is not namespaced stops this node's start (StartFailed).
+      allowedUnsafeSysctls: spec.kubelet.allowedUnsafeSysctls,
     };
     this.kubelet = new Kubelet({
       runtimeState: this.runtimeState,

@@ -128,7 +128,10 @@ const MUTATIONS = [
   'removeContainer',
 ] as const;
 
-function setup(over: (sibling: () => FakeKubeClient) => Partial<ManagedNodeDeps> = () => ({})) {
+function setup(
+  over: (sibling: () => FakeKubeClient) => Partial<ManagedNodeDeps> = () => ({}),
+  nodeSpec: VirtualNodeSpec = spec(),
+) {
   const clock = new FakeClock();
   const nodeAPI = new FakeNodeAPI(clock);
   const pods = new FakeCollection<Pod & { metadata: { name: string } }>();
@@ -166,7 +169,7 @@ function setup(over: (sibling: () => FakeKubeClient) => Partial<ManagedNodeDeps>
   const liveNodes = new FakeCollection<Node & { metadata: { name: string } }>();
   const nodeInformer = new Informer<Node>(liveNodes, { clock, name: 'node' });
   nodeInformer.start();
-  const node = new KubeletManagedNode(vn, spec(), NODE, deps, { pods: informer, node: nodeInformer });
+  const node = new KubeletManagedNode(vn, nodeSpec, NODE, deps, { pods: informer, node: nodeInformer });
   // Pod events reach the node as the operator routes them.
   informer.addHandlers({
     add: (p) => node.podAdded(p),
@@ -451,6 +454,38 @@ describe('KubeletManagedNode clients and sources', () => {
       await s.node.stop();
       await s.informer.stop();
     }
+  });
+});
+
+describe('KubeletManagedNode spec.kubelet.allowedUnsafeSysctls (kubelet --allowed-unsafe-sysctls)', () => {
+  const withSysctl = (name: string, sysctl: string): Pod & { metadata: { name: string } } => {
+    const p = pod(name);
+    p.spec.securityContext = { sysctls: [{ name: sysctl, value: '1' }] };
+    return p;
+  };
+
+  it('admits the unsafe sysctls the spec allows and refuses the others with SysctlForbidden', async () => {
+    const s = setup(undefined, spec({ kubelet: { allowedUnsafeSysctls: ['kernel.msg*'] } }));
+    try {
+      await start(s);
+      s.pods.create(withSysctl('allowed', 'kernel.msgmax'));
+      s.pods.create(withSysctl('forbidden', 'kernel.shm_rmid_forced.x'));
+      await advance(s.clock, 3_000);
+      expect(s.pods.get('default/allowed')!.status?.phase).to.equal('Running');
+      expect(s.pods.get('default/forbidden')!.status).to.include({
+        phase: 'Failed',
+        reason: 'SysctlForbidden',
+      });
+    } finally {
+      await s.node.stop();
+      await s.informer.stop();
+    }
+  });
+
+  it('does not build a node whose pattern is not namespaced, in the kubelet words', () => {
+    expect(() => setup(undefined, spec({ kubelet: { allowedUnsafeSysctls: ['*'] } }))).to.throw(
+      /allowedUnsafeSysctls: the sysctls "" are not known to be namespaced/,
+    );
   });
 });
 
