@@ -22,10 +22,12 @@ import {
  * The most entries test/upstream/excluded.yaml may hold. The list may only shrink: lower this number when an
  * exclusion goes; raising it needs a reason in the commit that does it.
  */
-const MAX_EXCLUSIONS = 2;
+const MAX_EXCLUSIONS = 3;
 // 1 -> 6 (2026-12-06): the [Conformance] preset's first runs: an ImageVolume spec that must pull (no registry
 // here) and the four podCertificate projection specs (a kubelet feature still to build).
 // 6 -> 2: podCertificate projected volume sources built (src/kubelet/podcertificate/).
+// 2 -> 3: the podCertificate mTLS spec passes its volumes but runs agnhost with imagePullPolicy Always, which
+// needs a registry this machine cannot reach (as the ImageVolume spec).
 
 const spec = (
   texts: string[],
