@@ -210,6 +210,8 @@ export interface PodSpec {
   automountServiceAccountToken?: boolean;
   os?: { name: string };
   schedulerName?: string;
+  /** false: the pod gets a user namespace of its own (UserNamespacesSupport). Absent or true: the host's. */
+  hostUsers?: boolean;
 }
 
 export type DNSPolicy = 'ClusterFirst' | 'ClusterFirstWithHostNet' | 'Default' | 'None';
@@ -232,6 +234,8 @@ export interface PodSecurityContext {
   fsGroup?: number;
   fsGroupChangePolicy?: 'OnRootMismatch' | 'Always';
   supplementalGroups?: number[];
+  /** Merge (the default) adds the image's /etc/group groups of the user; Strict does not. */
+  supplementalGroupsPolicy?: 'Merge' | 'Strict';
   sysctls?: { name: string; value: string }[];
   seccompProfile?: SecurityContext['seccompProfile'];
 }
@@ -272,6 +276,19 @@ export interface ContainerStatus {
   resources?: ResourceRequirements;
   /** The requests the node allocated to the container (in-place resize). */
   allocatedResources?: Record<string, string | number>;
+  /** The container's volume mounts as the kubelet reports them (RecursiveReadOnlyMounts). */
+  volumeMounts?: VolumeMountStatus[];
+  /** Who the process runs as, when the runtime reports it (SupplementalGroupsPolicy). */
+  user?: { linux?: { uid: number; gid: number; supplementalGroups?: number[] } };
+}
+
+/** core/v1 VolumeMountStatus. */
+export interface VolumeMountStatus {
+  name: string;
+  mountPath: string;
+  readOnly?: boolean;
+  /** Set for a read-only mount: Disabled, or Enabled when the mount is read-only recursively. */
+  recursiveReadOnly?: 'Disabled' | 'Enabled';
 }
 
 export interface PodCondition {

@@ -28,6 +28,20 @@ export interface NodeSystemInfo {
   kubeProxyVersion: string;
   operatingSystem: string;
   architecture: string;
+  /** Whether the kubelet runs in a user namespace (KubeletInUserNamespace, beta in v1.37). */
+  runningInUserNamespace?: boolean;
+}
+
+/** A runtime handler and what it supports (RecursiveReadOnlyMounts, UserNamespacesSupport). */
+export interface NodeRuntimeHandler {
+  /** "" for the default handler. */
+  name: string;
+  features?: { recursiveReadOnlyMounts?: boolean; userNamespaces?: boolean };
+}
+
+/** What the CRI implementation supports independent of handlers (SupplementalGroupsPolicy). */
+export interface NodeFeatures {
+  supplementalGroupsPolicy?: boolean;
 }
 
 export interface NodeStatus {
@@ -40,6 +54,9 @@ export interface NodeStatus {
   images?: { names: string[]; sizeBytes?: number }[];
   /** Registered node features this node supports (NodeDeclaredFeatures). */
   declaredFeatures?: string[];
+  /** The runtime's handlers; null in a patch removes the list (the runtime reports none). */
+  runtimeHandlers?: NodeRuntimeHandler[] | null;
+  features?: NodeFeatures;
 }
 
 export interface NodeTaintSpec {

@@ -120,8 +120,16 @@ export interface Volume {
   downwardAPI?: DownwardAPIVolumeSource;
   projected?: ProjectedVolumeSource;
   persistentVolumeClaim?: PersistentVolumeClaimVolumeSource;
-  /** Every other source (csi, nfs, iscsi, ephemeral, image, ...): present, and refused by the volume manager. */
+  /** An OCI image mounted read-only (ImageVolume): the kubelet pulls it, the runtime mounts it. */
+  image?: ImageVolumeSource;
+  /** Every other source (csi, nfs, iscsi, ephemeral, ...): present, and refused by the volume manager. */
   [other: string]: unknown;
+}
+
+export interface ImageVolumeSource {
+  reference?: string;
+  /** The API server defaults it from the reference's tag, as a container's imagePullPolicy. */
+  pullPolicy?: 'Always' | 'IfNotPresent' | 'Never';
 }
 
 export interface VolumeMount {

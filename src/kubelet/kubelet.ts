@@ -275,6 +275,8 @@ export class Kubelet {
       evictionHandlers: [activeDeadline],
       allocation: this.allocationManager,
       resizeConditions: this.resizeConditions,
+      runtimeHandlers: () => deps.runtimeState?.runtimeHandlers?.() ?? [],
+      runtimeFeatures: () => deps.runtimeState?.runtimeFeatures?.(),
       volumes: {
         mountPod: (pod) => this.volumeManager.mountPod(pod),
         unmountPod: async (uid) => {

@@ -12,7 +12,7 @@ import type { Informer } from '../kube/informer.js';
 import type { Metrics } from '../metrics.js';
 import type { AdmissionNode } from '../node/admission.js';
 import { SysctlAllowlist } from '../node/sysctl.js';
-import type { PodSandboxConfig, Runtime } from '../runtime/types.js';
+import type { PodSandboxConfig, Runtime, RuntimeFeatures, RuntimeHandler } from '../runtime/types.js';
 import type { Clock } from '../util/clock.js';
 import { errorMessage, KindError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
@@ -113,9 +113,15 @@ export interface KubeletDeps {
   };
   /**
    * The node's runtime state (node/runtimestate.ts): while it reports errors, pod work waits (kubelet: syncLoop
-   * skips iterations while runtimeErrors() is non-empty). Default: only this Kubelet's PLEG health.
+   * skips iterations while runtimeErrors() is non-empty). Default: only this Kubelet's PLEG health. Its
+   * runtime handlers and features (the runtime's last Status) decide user namespaces, recursive read-only
+   * mounts and the Strict supplemental groups policy; without them, none is supported.
    */
-  runtimeState?: { runtimeErrors(): readonly string[] };
+  runtimeState?: {
+    runtimeErrors(): readonly string[];
+    runtimeHandlers?(): readonly RuntimeHandler[];
+    runtimeFeatures?(): RuntimeFeatures | undefined;
+  };
   /**
    * Awaited before every pod sync, to let timers and I/O run between the syncs of a burst: the simulated
    * runtime answers without I/O, so thousands of syncs would otherwise run as one unbroken chain of

@@ -9,15 +9,16 @@
  *   subPathExpr resolved inside the volume, never outside it), the kubelet-managed `/etc/hosts`
  *   (`<pod dir>/etc-hosts`, rewritten at each container start), and a fresh termination-message file
  *   (`<pod dir>/containers/<name>/<8 hex>`, mode 0666) mounted at terminationMessagePath;
- * - the service link environment variables.
+ * - the service link environment variables;
+ * - the pod's user namespace (userns/manager.ts) for `hostUsers: false`.
  *
  * Files go through VolumeFS, so the same code writes the node's disk (cri) and memory (sim).
  */
 import type { Container, Pod } from '../api/core.js';
 import type { Service } from '../api/service.js';
-import type { Mount } from '../runtime/types.js';
+import type { Mount, RuntimeHandler, UserNamespace } from '../runtime/types.js';
 import { errorMessage, KindError } from '../util/errors.js';
-import type { RuntimeHelper, SandboxOptions } from './container/runtimehelper.js';
+import type { ContainerMountOptions, RuntimeHelper, SandboxOptions } from './container/runtimehelper.js';
 import { getServiceEnvVarMap } from './envvars_services.js';
 import type { EnvVarValue } from './envvars.js';
 import type { EventRecorderFunc } from './kuberuntime/context.js';
@@ -34,6 +35,7 @@ import { joinPath } from './volume/paths.js';
 import { makeMounts, type SubPathToCreate } from './volumemanager/makemounts.js';
 import { podContainerDir, podDir } from './volumemanager/paths.js';
 import type { VolumeManager } from './volumemanager/volumemanager.js';
+import { UsernsManager } from './userns/manager.js';
 
 export interface KubeletPodsDeps {
   podsDir: string;
@@ -60,7 +62,15 @@ function configError(message: string, pod: Pod): KindError {
 }
 
 export class KubeletPods implements RuntimeHelper {
-  constructor(private readonly d: KubeletPodsDeps) {}
+  private readonly userns: UsernsManager;
+
+  constructor(private readonly d: KubeletPodsDeps) {
+    this.userns = new UsernsManager({ fs: d.fs, podsDir: d.podsDir, random: d.random });
+  }
+
+  userNamespace(pod: Pod, handlers: readonly RuntimeHandler[]): Promise<UserNamespace> {
+    return this.userns.getOrCreate(pod, handlers);
+  }
 
   async sandboxOptions(pod: Pod, opts?: { quiet?: boolean }): Promise<SandboxOptions> {
     const hostname = podSandboxHostname(pod, this.hostnameOptions());
@@ -81,6 +91,7 @@ export class KubeletPods implements RuntimeHelper {
     container: Container,
     podIPs: readonly string[],
     env: readonly EnvVarValue[],
+    opts: ContainerMountOptions = {},
   ): Promise<Mount[]> {
     const uid = pod.metadata.uid ?? '';
     const dir = podDir(this.d.podsDir, uid);
@@ -104,6 +115,8 @@ export class KubeletPods implements RuntimeHelper {
       volumes: this.d.volumes.mountedVolumes(uid) ?? new Map(),
       env,
       ...(hosts ? { etcHostsPath: hosts.hostPath } : {}),
+      supportsRecursiveReadOnly: opts.supportsRecursiveReadOnly === true,
+      ...(opts.imageVolumes ? { imageVolumes: opts.imageVolumes } : {}),
     });
     if (!made.ok) throw configError(made.message, pod);
     const mounts = made.mounts;

@@ -51,5 +51,6 @@ export function newRuntimeManager(deps: KubeletDeps, p: RuntimeManagerParts): Ku
     logger: p.log.child({ component: 'kuberuntime' }),
     runtimeHelper: p.podEnv.helper,
     files: p.podEnv.files,
+    runtimeHandlers: () => deps.runtimeState?.runtimeHandlers?.() ?? [],
   });
 }

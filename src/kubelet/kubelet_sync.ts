@@ -6,6 +6,7 @@
  */
 import { isTerminalPhase, type Pod, type PodStatus } from '../api/core.js';
 import { admitPod, type AdmissionNode, type AdmitResult } from '../node/admission.js';
+import type { RuntimeFeatures, RuntimeHandler } from '../runtime/types.js';
 import type { Clock } from '../util/clock.js';
 import { errorMessage, KindError } from '../util/errors.js';
 import { asPodUID, type RuntimePodStatus } from './container/types.js';
@@ -28,6 +29,7 @@ import type { ReasonCacheReader } from './reasoncache.js';
 import { generateAPIPodStatus, type PodEvictionHandler } from './status/apistatus.js';
 import type { StatusManager } from './status/manager.js';
 import type { VolumeManager } from './volumemanager/volumemanager.js';
+import { handlerSupportsRecursiveReadOnly } from './volumemanager/makemounts.js';
 import type { AllocationManager } from './allocation/manager.js';
 import { recordResizeResult, resizeProgress } from './allocation/progress.js';
 import { isPodResizeInProgress } from './kuberuntime/resize.js';
@@ -76,6 +78,13 @@ export interface KubeletPodSyncerDeps {
   allocation: AllocationManager;
   /** PodResizePending / PodResizeInProgress, shared with the allocation manager. */
   resizeConditions: PodResizeConditions;
+  /**
+   * What the runtime's last Status reported (kubelet runtimeState): its handlers (recursive read-only mounts,
+   * in container statuses) and its features (admission's `status.features`, as the Node reports them).
+   * Default: none, as an old runtime.
+   */
+  runtimeHandlers?: () => readonly RuntimeHandler[];
+  runtimeFeatures?: () => RuntimeFeatures | undefined;
 }
 
 type Rejection = { reason: string; message: string };
@@ -376,12 +385,12 @@ export class KubeletPodSyncer implements PodSyncer {
     // A pod the API already reports finished is not running here; it only needs terminating, and it takes
     // no room from the others.
     if (isTerminalPhase(pod.status?.phase)) return false;
-    let result = this.admitAgainst(pod, this.d.node());
+    let result = this.admitAgainst(pod, this.withFeatures(this.d.node()));
     if (!result.admit && result.reason === 'NodeAffinity' && this.d.freshNode) {
       // kubelet predicateAdmitHandler: node affinity alone refused it; read the Node itself and look again
       // (decided afresh after the read, so the pods admitted meanwhile count).
       const fresh = await this.d.freshNode();
-      if (fresh) result = this.admitAgainst(pod, fresh);
+      if (fresh) result = this.admitAgainst(pod, this.withFeatures(fresh));
       if (this.rejected.has(uid)) return true;
       if (this.admitted.has(uid)) return false;
     }
@@ -409,6 +418,15 @@ export class KubeletPodSyncer implements PodSyncer {
       ...(typeof pod.metadata.generation === 'number' ? { observedGeneration: pod.metadata.generation } : {}),
     });
     return true;
+  }
+
+  /**
+   * The node with the runtime features its status reports (kubelet: admission reads the Node's
+   * `status.features`, which the NodeFeatures setter fills from the same runtime answer).
+   */
+  private withFeatures(node: AdmissionNode): AdmissionNode {
+    const f = this.d.runtimeFeatures?.();
+    return f ? { ...node, features: { supplementalGroupsPolicy: f.supplementalGroupsPolicy } } : node;
   }
 
   /** Admission against `node` next to the pods admitted so far (synchronous: nothing is admitted meanwhile). */
@@ -485,6 +503,7 @@ export class KubeletPodSyncer implements PodSyncer {
       staticPod: false,
       ...(this.d.evictionHandlers ? { evictionHandlers: this.d.evictionHandlers } : {}),
       inPlaceResize: { conditions: this.d.resizeConditions.get(uid) },
+      supportsRecursiveReadOnly: handlerSupportsRecursiveReadOnly(this.d.runtimeHandlers?.() ?? []),
     });
   }
 

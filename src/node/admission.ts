@@ -1,7 +1,8 @@
 /**
  * Pod admission as the kubelet does it before it runs a pod, in the order of its admit handlers: the sysctl
  * allowlist (sysctl.ts), then lifecycle.predicateAdmitHandler: the pod's OS (its `kubernetes.io/os` label and
- * `spec.os`) must be the node's, the pod must fit the node's allocatable resources next to the pods already
+ * `spec.os`) must be the node's, a Strict supplemental groups policy needs the node's runtime to support it
+ * (Node `status.features`), the pod must fit the node's allocatable resources next to the pods already
  * admitted, match the node's labels (node selector and required node affinity), find its host ports free,
  * and tolerate every NoExecute taint. A rejected pod is set Failed with the returned reason and message, and
  * an Event is recorded.
@@ -34,6 +35,11 @@ export interface AdmissionNode {
   allowedUnsafeSysctls?: readonly string[];
   /** The node's kernel release: some safe sysctls are namespaced only from a given kernel on. */
   kernelVersion?: string;
+  /**
+   * What the node's runtime supports as a whole, as the Node's `status.features` says (from the runtime's
+   * Status); absent when the runtime reports nothing (containerd 1.6), which admission reads as unsupported.
+   */
+  features?: { supplementalGroupsPolicy?: boolean };
 }
 
 /** The node OS label (v1.LabelOSStable) and the only OS our nodes run (the kubelet's runtime.GOOS). */
@@ -211,7 +217,7 @@ export function admissionShare(spec: Pod['spec']): {
 /**
  * Decides whether `pod` may run on `node` next to `admitted` (pods already running or admitted there, not
  * terminal). The first failing check gives the reason, in the kubelet's order: sysctls, OS label, OS field,
- * resources (pods count first, then cpu, memory, ephemeral storage, extended), node affinity, node name, host
+ * supplemental groups policy, resources (pods count first, then cpu, memory, ephemeral storage, extended), node affinity, node name, host
  * ports, NoExecute taints.
  */
 export function admitPod(
@@ -244,6 +250,18 @@ export function admitPod(
       admit: false,
       reason: 'PodOSNotSupported',
       message: "Failed to admit pod as the OS field doesn't match node OS",
+    };
+  }
+  // kubelet rejectPodAdmissionBasedOnSupplementalGroupsPolicy (the feature is GA): Strict only where the
+  // runtime can leave the image's groups out; Merge, or no policy, is what every runtime does.
+  if (
+    pod.spec.securityContext?.supplementalGroupsPolicy === 'Strict' &&
+    node.features?.supplementalGroupsPolicy !== true
+  ) {
+    return {
+      admit: false,
+      reason: 'SupplementalGroupsPolicyNotSupported',
+      message: 'SupplementalGroupsPolicy=Strict is not supported in this node',
     };
   }
 

@@ -32,6 +32,7 @@ import {
 import { buildNode, registerNode, type NodeIdentity } from './registration.js';
 import type { StartupHold } from '../kube/startuphold.js';
 import { RuntimeState } from './runtimestate.js';
+import { runningInUserNamespace } from './userns.js';
 
 export interface NodeAgentConfig {
   /** The VirtualNode's name (its label on the Node). */
@@ -63,6 +64,8 @@ export interface NodeAgentConfig {
   kubeletVersion?: string;
   kernelVersion?: string;
   osImage?: string;
+  /** Default: read from /proc/self/uid_map (node/userns.ts). */
+  runningInUserNamespace?: boolean;
   logger?: NodeLogger;
   /** Called after each (re-)registration with the Node as the API server returned it. Errors are logged. */
   onRegistered?: (node: Node) => void | Promise<void>;
@@ -187,6 +190,7 @@ export class NodeAgent {
       kubeletVersion: cfg.kubeletVersion ?? KUBELET_VERSION,
       kernelVersion: cfg.kernelVersion ?? os.release(),
       osImage: cfg.osImage ?? 'kubelet-operator virtual node',
+      runningInUserNamespace: cfg.runningInUserNamespace ?? runningInUserNamespace(),
     });
     const hb = cfg.spec.heartbeat;
     const heartbeatApi = cfg.heartbeatApi ?? cfg.api;

@@ -44,7 +44,7 @@ export const DeclarableFeatures: readonly DeclarableFeature[] = [
   {
     name: 'UserNamespacesHostNetworkSupport',
     supported: false,
-    why: 'user namespaces (hostUsers: false) are not supported',
+    why: 'its gate is alpha and off in v1.37, so no kubelet declares it; nor does any runtime here report the CRI feature user_namespaces_host_network (containerd 1.6 reports no features; the simulated runtime gives pods user namespaces but not with the host network)',
   },
   {
     name: 'DRANodeAllocatableResources',

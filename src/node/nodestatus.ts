@@ -10,7 +10,7 @@
 import { declaredFeaturesSetter } from './declaredfeatures.js';
 import { createHash } from 'node:crypto';
 import type { Node, NodeCondition, NodeStatus, NodeSystemInfo } from '../api/node.js';
-import type { RuntimeVersion } from '../runtime/types.js';
+import type { RuntimeFeatures, RuntimeHandler, RuntimeVersion } from '../runtime/types.js';
 import type { Clock } from '../util/clock.js';
 import { KindError, errorKind, errorMessage } from '../util/errors.js';
 import { formatRFC3339 } from '../util/rfc3339.js';
@@ -19,9 +19,11 @@ import {
   daemonEndpoints,
   machineInfo,
   nodeAddresses,
+  nodeFeatures,
   nodeStatusChanged,
   pressureConditions,
   readyCondition,
+  runtimeHandlers,
   versionInfo,
   type Setter,
 } from './setters.js';
@@ -68,6 +70,8 @@ export interface SystemInfoParams {
   runtimeVersion: RuntimeVersion | undefined;
   kernelVersion: string;
   osImage: string;
+  /** Whether the process runs in a user namespace (KubeletInUserNamespace); left out when unknown. */
+  runningInUserNamespace?: boolean;
 }
 
 /**
@@ -89,6 +93,7 @@ export function systemInfo(p: SystemInfoParams): NodeSystemInfo {
     kubeProxyVersion: '',
     operatingSystem: 'linux',
     architecture: 'amd64',
+    ...(p.runningInUserNamespace === undefined ? {} : { runningInUserNamespace: p.runningInUserNamespace }),
   };
 }
 
@@ -102,13 +107,22 @@ export interface NodeStatusParams {
   kubeletVersion: string;
   kernelVersion: string;
   osImage: string;
+  /** Whether the operator runs in a user namespace (KubeletInUserNamespace: nodeInfo.runningInUserNamespace). */
+  runningInUserNamespace?: boolean;
 }
 
-/** The setters in the kubelet's order for one computation. */
+/** What the runtime's last answered Status reported besides its conditions. */
+export interface RuntimeReport {
+  handlers: readonly RuntimeHandler[];
+  features: RuntimeFeatures | undefined;
+}
+
+/** The setters in the kubelet's order for one computation (kubelet defaultNodeStatusFuncs). */
 export function nodeStatusSetters(
   p: NodeStatusParams,
   runtimeVersion: RuntimeVersion | undefined,
   readyErrors: string[],
+  runtime: RuntimeReport = { handlers: [], features: undefined },
 ): Setter[] {
   return [
     nodeAddresses(p.internalIP, p.nodeName),
@@ -117,6 +131,8 @@ export function nodeStatusSetters(
     daemonEndpoints(p.daemonPort),
     pressureConditions(),
     readyCondition(readyErrors),
+    runtimeHandlers(runtime.handlers),
+    nodeFeatures(runtime.features),
     declaredFeaturesSetter(),
   ];
 }
@@ -155,7 +171,12 @@ export function podCIDRsOf(node: Pick<Node, 'spec'>): string[] {
 /** The status fields this module owns: the body of the strategic merge patch. */
 export function ownedStatus(s: NodeStatus): NodeStatus {
   const { addresses, capacity, allocatable, conditions, daemonEndpoints, nodeInfo } = s;
-  return { addresses, capacity, allocatable, conditions, daemonEndpoints, nodeInfo };
+  const owned: NodeStatus = { addresses, capacity, allocatable, conditions, daemonEndpoints, nodeInfo };
+  // Sent only when set (null removes a list the runtime no longer reports).
+  if (s.runtimeHandlers !== undefined) owned.runtimeHandlers = s.runtimeHandlers;
+  if (s.features !== undefined) owned.features = s.features;
+  if (s.declaredFeatures !== undefined) owned.declaredFeatures = s.declaredFeatures;
+  return owned;
 }
 
 export interface NodeStatusLoopConfig {
@@ -401,7 +422,10 @@ export class NodeStatusLoop {
     const errors = this.cfg.runtimeState.readinessErrors(hostNetwork);
     const next = computeNodeStatus(
       base,
-      nodeStatusSetters(params, this.cfg.runtimeState.version, errors),
+      nodeStatusSetters(params, this.cfg.runtimeState.version, errors, {
+        handlers: this.cfg.runtimeState.runtimeHandlers(),
+        features: this.cfg.runtimeState.runtimeFeatures(),
+      }),
       formatRFC3339(clock.now()),
     );
     const prev = this.lastComputed ?? base;

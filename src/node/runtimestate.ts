@@ -1,11 +1,17 @@
 /**
  * What a node knows about its container runtime (kubelet: runtime.go runtimeState, refreshed by
- * updateRuntimeUp): the last status check, the runtime's version, and the health checks (PLEG) that make the
- * runtime unusable. One per node; its readers are the node status setters (Ready and the version fields), the
+ * updateRuntimeUp): the last status check, the runtime handlers and features that check reported, the
+ * runtime's version, and the health checks (PLEG) that make the runtime unusable. One per node; its readers are the node status setters (Ready and the version fields), the
  * VirtualNode status, and the sync loop's gate on pod work. The node status loop refreshes it before every
  * status computation, so the node and its pods never disagree about the runtime.
  */
-import type { Runtime, RuntimeCondition, RuntimeVersion } from '../runtime/types.js';
+import type {
+  Runtime,
+  RuntimeCondition,
+  RuntimeFeatures,
+  RuntimeHandler,
+  RuntimeVersion,
+} from '../runtime/types.js';
 import type { Clock } from '../util/clock.js';
 import { KindError, errorMessage } from '../util/errors.js';
 import { silentLogger, type NodeLogger } from './api.js';
@@ -95,6 +101,8 @@ export interface RuntimeStateOptions {
 /** Invariants: one refresh in flight at a time (callers share it); a failed version call keeps the last one. */
 export class RuntimeState {
   private check: RuntimeCheck = { state: 'unchecked' };
+  private handlers: readonly RuntimeHandler[] = [];
+  private features: RuntimeFeatures | undefined;
   private runtimeVersion: RuntimeVersion | undefined;
   private refreshing: Promise<void> | undefined;
   private lastOk: number | undefined;
@@ -172,13 +180,16 @@ export class RuntimeState {
 
   private async refreshStatus(): Promise<void> {
     try {
-      const conditions = await withTimeout(
+      const status = await withTimeout(
         this.o.runtime.status(),
         this.timeoutMs,
         this.o.clock,
         'runtime status',
       );
-      this.check = { state: 'ok', conditions };
+      this.check = { state: 'ok', conditions: status.conditions };
+      // As the kubelet's updateRuntimeUp: each answer replaces them; a failed check keeps the last.
+      this.handlers = status.handlers;
+      this.features = status.features;
       this.lastOk = this.o.clock.now();
     } catch (err) {
       this.check = { state: 'failed', error: errorMessage(err) };
@@ -187,6 +198,16 @@ export class RuntimeState {
         error: errorMessage(err),
       });
     }
+  }
+
+  /** The runtime handlers the last answered status reported (kubelet runtimeState.runtimeHandlers). */
+  runtimeHandlers(): readonly RuntimeHandler[] {
+    return this.handlers;
+  }
+
+  /** The runtime features the last answered status reported; undefined when it reported none. */
+  runtimeFeatures(): RuntimeFeatures | undefined {
+    return this.features;
   }
 
   get lastCheck(): RuntimeCheck {

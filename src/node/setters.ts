@@ -4,6 +4,7 @@
  * them in order; `nodeStatusChanged` tells whether a write is due. Pure: time arrives as `now`.
  */
 import type { NodeAddress, NodeCondition, NodeStatus, NodeSystemInfo } from '../api/node.js';
+import type { RuntimeFeatures, RuntimeHandler } from '../runtime/types.js';
 import { parseQuantityNano } from '../util/quantity.js';
 
 export type Setter = (status: NodeStatus, now: string) => NodeStatus;
@@ -50,6 +51,37 @@ export function isExtendedResourceName(name: string): boolean {
 
 export function versionInfo(info: NodeSystemInfo): Setter {
   return (s) => ({ ...s, nodeInfo: { ...info } });
+}
+
+/**
+ * kubelet RuntimeHandlers: each handler the runtime reports, with both features stated. A runtime that reports
+ * none (containerd 1.6) leaves the list empty, which the API leaves out: a list written earlier is removed
+ * (null in the patch).
+ */
+export function runtimeHandlers(handlers: readonly RuntimeHandler[]): Setter {
+  return (s) => {
+    if (handlers.length === 0) {
+      if (s.runtimeHandlers === undefined) return s;
+      const { runtimeHandlers: _old, ...rest } = s;
+      return { ...rest, runtimeHandlers: null };
+    }
+    return {
+      ...s,
+      runtimeHandlers: handlers.map((h) => ({
+        name: h.name,
+        features: { recursiveReadOnlyMounts: h.recursiveReadOnlyMounts, userNamespaces: h.userNamespaces },
+      })),
+    };
+  };
+}
+
+/**
+ * kubelet NodeFeatures: what the runtime supports as a whole. A runtime that reports no features (containerd
+ * 1.6) leaves the field as it was, as the kubelet does; admission then reads it as unsupported.
+ */
+export function nodeFeatures(features: RuntimeFeatures | undefined): Setter {
+  return (s) =>
+    features ? { ...s, features: { supplementalGroupsPolicy: features.supplementalGroupsPolicy } } : s;
 }
 
 export function daemonEndpoints(port: number): Setter {

@@ -32,13 +32,58 @@ export type MountPropagation = 'PRIVATE' | 'HOST_TO_CONTAINER' | 'BIDIRECTIONAL'
 
 export interface Mount {
   containerPath: string;
+  /** "" for an image mount (`image` set). */
   hostPath: string;
   readonly?: boolean;
+  /**
+   * Read-only all the way down, submounts included (CRI recursive_read_only; the kubelet asks only when the
+   * runtime handler reports support). Implies `readonly`.
+   */
+  recursiveReadOnly?: boolean;
   /** Relabel for SELinux (the runtime ignores it without SELinux). */
   selinuxRelabel?: boolean;
   /** Default PRIVATE. */
   propagation?: MountPropagation;
+  /**
+   * An image volume (CRI Mount.image): the image (its ID, as the pull returned it) is mounted read-only in
+   * place of a host path. Only for a runtime whose capabilities say `imageVolumes`.
+   */
+  image?: string;
+  /** The directory of the image mounted instead of its root (CRI image_sub_path); "" or absent: the root. */
+  imageSubPath?: string;
 }
+
+/** One ID range of a user namespace (CRI IDMapping): container IDs from containerId map to host IDs from hostId. */
+export interface IDMapping {
+  hostId: number;
+  containerId: number;
+  length: number;
+}
+
+/**
+ * The pod's user namespace (CRI UserNamespace): NODE is the host's (no mapping), POD a namespace of its own
+ * with one UID and one GID mapping.
+ */
+export interface UserNamespace {
+  mode: 'NODE' | 'POD';
+  uids?: readonly IDMapping[];
+  gids?: readonly IDMapping[];
+}
+
+/** The namespaces of a sandbox or container (CRI NamespaceOption). */
+export interface NamespaceOptions {
+  network?: NamespaceMode;
+  pid?: NamespaceMode;
+  ipc?: NamespaceMode;
+  /** Absent: the host's user namespace (what the runtime does without one). */
+  userNamespace?: UserNamespace;
+}
+
+/**
+ * How the process's groups are made (CRI SupplementalGroupsPolicy): Merge adds the groups the image's
+ * /etc/group gives the user to the pod's; Strict takes the pod's only.
+ */
+export type SupplementalGroupsPolicy = 'Merge' | 'Strict';
 
 export interface SecurityProfile {
   /** RuntimeDefault, Unconfined or Localhost (with a path). */
@@ -65,11 +110,13 @@ export interface PodSandboxConfig {
   linux?: {
     cgroupParent?: string;
     securityContext?: {
-      namespaceOptions?: { network?: NamespaceMode; pid?: NamespaceMode; ipc?: NamespaceMode };
+      namespaceOptions?: NamespaceOptions;
       runAsUser?: number;
       runAsGroup?: number;
       readonlyRootfs?: boolean;
       supplementalGroups?: number[];
+      /** Absent: Merge. */
+      supplementalGroupsPolicy?: SupplementalGroupsPolicy;
       privileged?: boolean;
       seccomp?: SecurityProfile;
     };
@@ -110,12 +157,14 @@ export interface ContainerConfig {
     securityContext?: {
       capabilities?: { addCapabilities?: string[]; dropCapabilities?: string[] };
       privileged?: boolean;
-      namespaceOptions?: { network?: NamespaceMode; pid?: NamespaceMode; ipc?: NamespaceMode };
+      namespaceOptions?: NamespaceOptions;
       runAsUser?: number;
       runAsGroup?: number;
       readonlyRootfs?: boolean;
       /** The pod's fsGroup and supplementalGroups (the runtime adds them to the process's groups). */
       supplementalGroups?: number[];
+      /** Absent: Merge. */
+      supplementalGroupsPolicy?: SupplementalGroupsPolicy;
       noNewPrivs?: boolean;
       seccomp?: SecurityProfile;
     };
@@ -169,6 +218,16 @@ export interface ContainerStatus extends Container {
    * or the last UpdateContainerResources. Absent when the runtime does not report them.
    */
   resources?: LinuxContainerResources;
+  /**
+   * The identity the container's process runs with (CRI ContainerStatus.user), as the runtime resolved it:
+   * uid, primary gid and every group (the gid first). Absent when the runtime does not report it
+   * (containerd 1.6).
+   */
+  user?: ContainerUser;
+}
+
+export interface ContainerUser {
+  linux?: { uid: number; gid: number; supplementalGroups: number[] };
 }
 
 /** CPU use at `timestamp` (CRI CpuUsage). */
@@ -284,6 +343,29 @@ export interface RuntimeCondition {
   message: string;
 }
 
+/** One runtime handler (CRI RuntimeHandler): what it supports. */
+export interface RuntimeHandler {
+  /** "" for the default handler (pods without a RuntimeClass). */
+  name: string;
+  recursiveReadOnlyMounts: boolean;
+  userNamespaces: boolean;
+}
+
+/** Features of the runtime as a whole (CRI RuntimeFeatures). */
+export interface RuntimeFeatures {
+  supplementalGroupsPolicy: boolean;
+}
+
+/** What the runtime's Status reports (CRI StatusResponse, not verbose). */
+export interface RuntimeStatus {
+  /** RuntimeReady and NetworkReady. */
+  conditions: RuntimeCondition[];
+  /** Empty when the runtime reports none (containerd 1.6: the field is newer than it). */
+  handlers: RuntimeHandler[];
+  /** Absent when the runtime reports none (containerd 1.6). */
+  features?: RuntimeFeatures;
+}
+
 export interface RuntimeVersion {
   /** CRI API version, e.g. "v1". */
   version: string;
@@ -378,6 +460,12 @@ export interface RuntimeCapabilities {
    * from it: ask this time. Absent (cri): every relist lists.
    */
   readonly listingRevision?: () => number | undefined;
+  /**
+   * True when the runtime mounts image volumes itself (a mount that names an `image` instead of a host path,
+   * CRI Mount.image). No CRI call reports it; containerd before 2.1 ignores the field and would get a mount
+   * without a source. Absent: it cannot, and the kubelet does not hand it such a mount.
+   */
+  readonly imageVolumes?: boolean;
 }
 
 /** How the sandbox being adopted was: its pod IP (pod network only) and when it was created. */
@@ -430,8 +518,8 @@ export interface Runtime {
   readonly capabilities: RuntimeCapabilities;
 
   version(): Promise<RuntimeVersion>;
-  /** RuntimeReady and NetworkReady conditions. */
-  status(): Promise<RuntimeCondition[]>;
+  /** RuntimeReady and NetworkReady conditions, and the handlers and features the runtime reports. */
+  status(): Promise<RuntimeStatus>;
   /**
    * The node's pod CIDR (comma-separated when dual-stack), as the control plane assigned it (Node
    * spec.podCIDRs): CRI UpdateRuntimeConfig, with which containerd writes its CNI configuration from its

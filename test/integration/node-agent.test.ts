@@ -9,7 +9,7 @@ import { EventRecorder, type CoreEvent } from '../../src/kube/events.js';
 import { NodeAgent } from '../../src/node/agent.js';
 import { restEventSink, restNodeAPI } from '../../src/node/api.js';
 import { deleteNode } from '../../src/node/registration.js';
-import type { RuntimeCondition, RuntimeVersion } from '../../src/runtime/types.js';
+import type { RuntimeStatus, RuntimeVersion } from '../../src/runtime/types.js';
 import { RealClock } from '../../src/util/clock.js';
 import { KindError, errorKind } from '../../src/util/errors.js';
 import { startControlPlane, type ControlPlane } from '../support/controlplane.js';
@@ -23,18 +23,21 @@ class FakeRuntime {
   async version(): Promise<RuntimeVersion> {
     return { version: 'v1', runtimeName: 'fakeruntime', runtimeVersion: '9.8.7', runtimeApiVersion: 'v1' };
   }
-  async status(): Promise<RuntimeCondition[]> {
+  async status(): Promise<RuntimeStatus> {
     if (this.down) throw new KindError('Unavailable', 'connection refused');
-    return [
-      { type: 'RuntimeReady', status: true, reason: '', message: '' },
-      // Host networking: a NetworkReady=false runtime must not make the node NotReady.
-      {
-        type: 'NetworkReady',
-        status: false,
-        reason: 'NetworkPluginNotReady',
-        message: 'cni config uninitialized',
-      },
-    ];
+    return {
+      conditions: [
+        { type: 'RuntimeReady', status: true, reason: '', message: '' },
+        // Host networking: a NetworkReady=false runtime must not make the node NotReady.
+        {
+          type: 'NetworkReady',
+          status: false,
+          reason: 'NetworkPluginNotReady',
+          message: 'cni config uninitialized',
+        },
+      ],
+      handlers: [],
+    };
   }
 }
 

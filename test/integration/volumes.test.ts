@@ -132,7 +132,7 @@ describe('volumes on a simulated VirtualNode (real apiserver)', function () {
       'Unable to attach or mount volumes: unmounted volumes=[share], unattached volumes=[], failed to process ' +
         'volumes=[share]: failed to get Plugin from volumeSpec for volume "share" err=no volume plugin matched: ' +
         'kubelet-operator does not support nfs volumes (supported: emptyDir, hostPath, configMap, secret, ' +
-        'downwardAPI, projected, persistentVolumeClaim)',
+        'downwardAPI, projected, persistentVolumeClaim, image)',
     );
     // The Event and the status patch leave the node separately (the status manager batches): wait for the status.
     const p = await waitPodStatus(

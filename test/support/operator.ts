@@ -125,6 +125,32 @@ export async function postVirtualNode(
 }
 
 /**
+ * Creates pod `name` in namespace `ns` on `node`: one container 'c' (busybox, `sleep infinity`) and a grace
+ * period of 1 s, unless `spec` says otherwise (its fields replace these).
+ */
+export function createPodOn(
+  client: KubeClient,
+  ns: string,
+  node: string,
+  name: string,
+  spec: Record<string, unknown> = {},
+): Promise<Pod> {
+  return client.request<Pod>({
+    method: 'POST',
+    path: `/api/v1/namespaces/${ns}/pods`,
+    body: {
+      metadata: { name },
+      spec: {
+        nodeName: node,
+        terminationGracePeriodSeconds: 1,
+        containers: [{ name: 'c', image: 'busybox', command: ['sleep', 'infinity'] }],
+        ...spec,
+      },
+    },
+  });
+}
+
+/**
  * Creates a pod in namespace default on `node` whose one container 'app' (busybox) runs `sh -c <script>`
  * (grace period 1 s), and returns it once that container is running with a container ID (30 s at most).
  */

@@ -191,7 +191,7 @@ export function describeRuntimeBehaviour(name: string, setup: () => Promise<Runt
       expect(v.runtimeApiVersion).to.equal('v1');
       expect(v.runtimeName).to.be.a('string').that.is.not.empty;
       expect(v.runtimeVersion).to.be.a('string').that.is.not.empty;
-      const conditions = await rt.status();
+      const { conditions } = await rt.status();
       expect(conditions.find((c) => c.type === 'RuntimeReady')?.status).to.equal(true);
       expect(conditions.some((c) => c.type === 'NetworkReady')).to.equal(true);
     });

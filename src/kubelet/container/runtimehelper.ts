@@ -4,7 +4,7 @@
  * none of which the runtime manager owns.
  */
 import type { Container, Pod } from '../../api/core.js';
-import type { Mount, PodSandboxConfig } from '../../runtime/types.js';
+import type { Mount, PodSandboxConfig, RuntimeHandler, UserNamespace } from '../../runtime/types.js';
 import type { EnvVarValue } from '../envvars.js';
 
 export interface SandboxOptions {
@@ -12,6 +12,14 @@ export interface SandboxOptions {
   hostname?: string;
   /** Unset: the runtime's default resolv.conf. */
   dnsConfig?: NonNullable<PodSandboxConfig['dnsConfig']>;
+}
+
+/** What decides a container's mounts besides its pod and volumes. */
+export interface ContainerMountOptions {
+  /** The pod's runtime handler mounts read-only recursively (kubelet runtimeClassSupportsRecursiveReadOnlyMounts). */
+  supportsRecursiveReadOnly?: boolean;
+  /** The pod's image volumes the container may mount, pulled: volume name to image ID. */
+  imageVolumes?: ReadonlyMap<string, string>;
 }
 
 export interface RuntimeHelper {
@@ -30,7 +38,15 @@ export interface RuntimeHelper {
     container: Container,
     podIPs: readonly string[],
     env: readonly EnvVarValue[],
+    opts?: ContainerMountOptions,
   ): Promise<Mount[]>;
+  /**
+   * The pod's user namespace (kubelet GetOrCreateUserNamespaceMappings): the host's (NODE) unless
+   * `hostUsers: false`, then one of the pod's own when the runtime's default handler supports it. Rejects with
+   * the kubelet's message otherwise (the sandbox is then not created). Absent: every pod gets the host's, and
+   * `hostUsers: false` is refused as by a runtime without support.
+   */
+  userNamespace?(pod: Pod, handlers: readonly RuntimeHandler[]): Promise<UserNamespace>;
   /** The service link variables of the pod (kubelet getServiceEnvVarMap). */
   serviceEnv(pod: Pod): Readonly<Record<string, string>>;
 }

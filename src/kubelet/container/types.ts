@@ -75,6 +75,17 @@ export interface KubeContainerStatus {
   sandboxID?: SandboxID;
   /** What the runtime has applied; absent when it does not report resources (nothing to resize against). */
   resources?: ContainerResources;
+  /** Who the process runs as, when the runtime reports it (containerd 1.6 does not). */
+  user?: ContainerUser;
+}
+
+/** The process's identity as the runtime resolved it (kubecontainer.ContainerUser). */
+export interface ContainerUser {
+  readonly linux?: {
+    readonly uid: number;
+    readonly gid: number;
+    readonly supplementalGroups: readonly number[];
+  };
 }
 
 /** Everything the runtime knows about one pod. */

@@ -219,6 +219,7 @@ export function buildContainerConfig(
   // kubelet determineEffectiveSecurityContext: the pod's fsGroup and supplementalGroups reach every container.
   const groups = supplementalGroups(pod);
   if (groups) security.supplementalGroups = groups;
+  if (psc?.supplementalGroupsPolicy) security.supplementalGroupsPolicy = psc.supplementalGroupsPolicy;
   if (csc?.capabilities) {
     security.capabilities = {
       addCapabilities: [...(csc.capabilities.add ?? [])],

@@ -24,7 +24,14 @@ import { runLifecycleHandler } from './hooks.js';
 import { killContainer } from './killcontainer.js';
 import { imageUserOf, needsImageUser, verifyRunAsNonRoot } from './securitycontext.js';
 import { ensureImageExists } from './images.js';
+import {
+  containerImageVolumes,
+  imageMountRefusal,
+  NO_IMAGE_VOLUMES,
+  type ImageVolumePulls,
+} from './imagevolumes.js';
 import type { SyncErrorReason } from './syncresult.js';
+import { handlerSupportsRecursiveReadOnly } from '../volumemanager/makemounts.js';
 
 export type StartOutcome =
   { ok: true; containerId: string } | { ok: false; error: SyncErrorReason; message: string };
@@ -41,6 +48,8 @@ export interface StartContainerArgs {
   podIPs: string[];
   /** The sync's cancellation; its signal is read only when a postStart hook runs. */
   cancel: { readonly signal: AbortSignal };
+  /** The pod's image volumes as this sync pulled them (imagevolumes.ts); absent: the pod has none. */
+  imageVolumes?: ImageVolumePulls;
 }
 
 /** The restart count implied by the log files `<n>.log` in the container's log directory (calcRestartCountByLogDir). */
@@ -86,8 +95,10 @@ async function fetchEnvSources(
   return { configMaps, secrets };
 }
 
-/** What the container config is made from. */
-type ConfigArgs = Pick<StartContainerArgs, 'pod' | 'container' | 'sandboxConfig' | 'podIP' | 'podIPs'>;
+/** What the container config is made from; `volumeImages`: the images of the container's image volumes. */
+type ConfigArgs = Pick<StartContainerArgs, 'pod' | 'container' | 'sandboxConfig' | 'podIP' | 'podIPs'> & {
+  volumeImages?: ReadonlyMap<string, string>;
+};
 
 /**
  * The container config (kubelet: generateContainerConfig): environment, mounts, the runAsNonRoot check
@@ -128,7 +139,10 @@ async function generateContainerConfig(
     );
   }
   const mounts = ctx.runtimeHelper
-    ? await ctx.runtimeHelper.containerMounts(pod, container, podIPs, env)
+    ? await ctx.runtimeHelper.containerMounts(pod, container, podIPs, env, {
+        supportsRecursiveReadOnly: handlerSupportsRecursiveReadOnly(ctx.runtimeHandlers()),
+        ...(a.volumeImages ? { imageVolumes: a.volumeImages } : {}),
+      })
     : undefined;
   if (image) {
     // kubelet getImageUser + verifyRunAsNonRoot: only a numeric, non-zero image user passes runAsNonRoot.
@@ -144,6 +158,10 @@ async function generateContainerConfig(
     { restartCount, envs: toKeyValues(env), ...(mounts ? { mounts } : {}) },
     ctx.node,
   );
+  // The sandbox's user namespace is the containers' too (kubelet NamespacesForPod in both configs).
+  const userns = a.sandboxConfig.linux?.securityContext?.namespaceOptions?.userNamespace;
+  const csc = config.linux?.securityContext;
+  if (userns && csc) csc.namespaceOptions = { ...csc.namespaceOptions, userNamespace: userns };
   const expanded = expandContainerCommandAndArgs(container, env);
   if (expanded.command) config.command = expanded.command;
   if (expanded.args) config.args = expanded.args;
@@ -200,6 +218,16 @@ export async function startContainer(ctx: ManagerContext, a: StartContainerArgs)
     return { ok: false, error, message };
   };
 
+  // The image volumes it mounts (kubelet toKubeContainerImageVolumes, before the image: a failed pull of one
+  // shows as the container's ErrImagePull or ImagePullBackOff).
+  const volumeImages = containerImageVolumes(a.imageVolumes ?? NO_IMAGE_VOLUMES, container);
+  if (!volumeImages.ok) {
+    for (const f of volumeImages.failed)
+      recordContainerEvent(ctx, pod, name, '', 'Warning', 'Failed', `Error: ${f.error}`);
+    const last = volumeImages.failed[volumeImages.failed.length - 1]!;
+    return { ok: false, error: last.error, message: last.message };
+  }
+
   // Step 1: the image.
   const image = await ensureImageExists(ctx, pod, container, a.sandboxConfig);
   if (!image.ok) return failed(image.error, image.message, '', image.error);
@@ -221,10 +249,13 @@ export async function startContainer(ctx: ManagerContext, a: StartContainerArgs)
 
   let config: ContainerConfig;
   try {
-    config = await generateContainerConfig(ctx, a, restartCount, image);
+    const args: ConfigArgs = volumeImages.images ? { ...a, volumeImages: volumeImages.images } : a;
+    config = await generateContainerConfig(ctx, args, restartCount, image);
   } catch (err) {
     return failed('CreateContainerConfigError', errorMessage(err));
   }
+  const refused = imageMountRefusal(config.mounts, ctx.runtime.capabilities.imageVolumes === true);
+  if (refused !== undefined) return failed('CreateContainerError', refused);
 
   let containerId: string;
   try {

@@ -3,7 +3,7 @@
  * Internal to kuberuntime: the public surface is KubeGenericRuntimeManager (manager.ts).
  */
 import type { Container, Pod } from '../../api/core.js';
-import type { Runtime } from '../../runtime/types.js';
+import type { Runtime, RuntimeHandler } from '../../runtime/types.js';
 import type { Clock } from '../../util/clock.js';
 import type { Backoff } from '../backoff.js';
 import type { ImagePullBackOff } from '../images/pullbackoff.js';
@@ -73,6 +73,8 @@ export interface ManagerContext {
   leftovers: PodLeftovers;
   /** The runtime name that prefixes container IDs in the API (`containerd://...`). */
   runtimeType(): Promise<string>;
+  /** The runtime handlers the runtime reports (KubeGenericRuntimeManagerDeps.runtimeHandlers). */
+  runtimeHandlers(): readonly RuntimeHandler[];
   /** Sandbox hostname and DNS, container mounts and service variables; without it, none of those. */
   runtimeHelper?: RuntimeHelper;
   /** Reads termination messages of exited containers. */

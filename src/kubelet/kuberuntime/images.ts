@@ -1,14 +1,16 @@
 /**
- * Making sure a container's image is there before it is created (kubelet: images/image_manager.go
- * EnsureImageExists), with the kubelet's events and errors: pull policy, the per-pod/image pull back-off, and
- * the Pulling / Pulled / Failed / BackOff / ErrImageNeverPull / InspectFailed events.
+ * Making sure a container's image, or an image volume's, is there before it is used (kubelet:
+ * images/image_manager.go EnsureImageExists), with the kubelet's events and errors: pull policy, the
+ * per-pod/image pull back-off, and the Pulling / Pulled / Failed / BackOff / ErrImageNeverPull / InspectFailed
+ * events (on the container, or on the pod for an image volume).
  */
 import type { Container, Pod, PullPolicy } from '../../api/core.js';
 import type { Image, PodSandboxConfig } from '../../runtime/types.js';
 import { formatGoDuration } from '../../util/duration.js';
 import { errorMessage } from '../../util/errors.js';
-import { recordContainerEvent, type ManagerContext } from './context.js';
+import { recordContainerEvent, recordPodEvent, type ManagerContext } from './context.js';
 import type { SyncErrorReason } from './syncresult.js';
+import { NO_IMAGE_VOLUMES, type ImageVolumePull, type ImageVolumePulls } from './imagevolumes.js';
 
 export type EnsureImageOutcome =
   | {
@@ -42,16 +44,49 @@ export function defaultPullPolicy(image: string): PullPolicy {
  * image manager's error (ErrImagePull, ImagePullBackOff, ErrImageNeverPull, InvalidImageName,
  * ImageInspectError, RegistryUnavailable, SignatureValidationFailed) and message, after its event.
  */
-export async function ensureImageExists(
+export function ensureImageExists(
   ctx: ManagerContext,
   pod: Pod,
   container: Container,
   sandboxConfig: PodSandboxConfig,
 ): Promise<EnsureImageOutcome> {
   const requested = container.image ?? '';
+  return ensureImage(ctx, pod, requested, container.imagePullPolicy ?? defaultPullPolicy(requested), {
+    sandboxConfig,
+    event: (type, reason, message) =>
+      recordContainerEvent(ctx, pod, container.name, '', type, reason, message),
+  });
+}
+
+/**
+ * Ensures an image volume's image exists for `pod` (kubelet getImageVolumes): the same as a container's image,
+ * with the volume's pull policy (the API server defaults it as a container's) and the events on the pod.
+ */
+export function ensureVolumeImageExists(
+  ctx: ManagerContext,
+  pod: Pod,
+  source: { reference?: string; pullPolicy?: PullPolicy },
+  sandboxConfig: PodSandboxConfig,
+): Promise<EnsureImageOutcome> {
+  const requested = source.reference ?? '';
+  return ensureImage(ctx, pod, requested, source.pullPolicy ?? defaultPullPolicy(requested), {
+    sandboxConfig,
+    event: (type, reason, message) => recordPodEvent(ctx, pod, type, reason, message),
+  });
+}
+
+async function ensureImage(
+  ctx: ManagerContext,
+  pod: Pod,
+  requested: string,
+  policy: PullPolicy,
+  at: {
+    sandboxConfig: PodSandboxConfig;
+    event: (type: 'Normal' | 'Warning', reason: string, message: string) => void;
+  },
+): Promise<EnsureImageOutcome> {
   const quoted = JSON.stringify(requested);
-  const event = (type: 'Normal' | 'Warning', reason: string, message: string): void =>
-    recordContainerEvent(ctx, pod, container.name, '', type, reason, message);
+  const { event, sandboxConfig } = at;
 
   if (requested.trim() === '' || /\s/.test(requested)) {
     const message = `Failed to apply default image tag ${quoted}: couldn't parse image name ${quoted}: invalid reference format`;
@@ -69,7 +104,6 @@ export async function ensureImageExists(
     return { ok: false, error: 'ImageInspectError', message };
   }
 
-  const policy = container.imagePullPolicy ?? defaultPullPolicy(requested);
   const shouldPull = policy === 'Always' || (policy === 'IfNotPresent' && !present);
   if (!shouldPull) {
     if (present) {
@@ -116,4 +150,20 @@ export async function ensureImageExists(
     `Successfully pulled image ${quoted} in ${took} (${took} including waiting). Image size: ${size} bytes.`,
   );
   return { ok: true, imageRef, ...(pulled ? { image: pulled } : {}) };
+}
+
+/** kubelet getImageVolumes: every image volume of the pod, whether a container mounts it or not. */
+export async function pullImageVolumes(
+  ctx: ManagerContext,
+  pod: Pod,
+  sandboxConfig: PodSandboxConfig,
+): Promise<ImageVolumePulls> {
+  const volumes = (pod.spec.volumes ?? []).filter((v) => v.image);
+  if (volumes.length === 0) return NO_IMAGE_VOLUMES;
+  const out = new Map<string, ImageVolumePull>();
+  for (const v of volumes) {
+    const got = await ensureVolumeImageExists(ctx, pod, v.image!, sandboxConfig);
+    out.set(v.name, got.ok ? { ok: true, imageRef: got.imageRef } : got);
+  }
+  return out;
 }

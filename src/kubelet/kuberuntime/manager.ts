@@ -34,8 +34,9 @@ import { removeOrphanedPodLeftovers } from './removeleftovers.js';
 import { removePod } from './removepod.js';
 import { computePodResizeActions } from './resize.js';
 import { doPodResizeAction } from './resizepod.js';
-import { createPodSandbox, effectivePod, podSandboxConfig } from './sandboxes.js';
-import { buildPodSandboxConfig } from './sandboxconfig.js';
+import { createPodSandbox, effectivePod, existingSandboxConfig, podSandboxConfig } from './sandboxes.js';
+import type { ImageVolumePulls } from './imagevolumes.js';
+import { pullImageVolumes } from './images.js';
 import { failResult, SyncResultBuilder, type PodSyncResult } from './syncresult.js';
 
 export type {
@@ -256,7 +257,7 @@ export class KubeGenericRuntimeManager {
     const cr = b.add('ConfigPodSandbox', sandboxId);
     if (!sandboxConfig) {
       try {
-        sandboxConfig = buildPodSandboxConfig(pod, ctx.node, actions.attempt);
+        sandboxConfig = await existingSandboxConfig(ctx, pod, actions.attempt);
       } catch (err) {
         failResult(
           cr,
@@ -267,9 +268,13 @@ export class KubeGenericRuntimeManager {
       }
     }
     const config = sandboxConfig;
+    // The pod's image volumes, pulled once per sync before the first container that starts (kubelet lazyStart:
+    // getImageVolumes); each container then fails on the pulls of the volumes it mounts.
+    let imageVolumes: ImageVolumePulls | undefined;
 
     const start = async (typeName: string, containerName: string, ephemeral: boolean): Promise<boolean> => {
       const container = containerSpec(pod, containerName)!;
+      imageVolumes ??= await pullImageVolumes(ctx, pod, config);
       const r = b.add('StartContainer', containerName);
       const bo = doBackOff(pod, container, podStatus, ctx.crashLoopBackOff, ctx.clock.now());
       if (bo.inBackOff) {
@@ -287,6 +292,7 @@ export class KubeGenericRuntimeManager {
         podIP,
         podIPs,
         cancel: sync,
+        imageVolumes,
       });
       if (!out.ok) {
         failResult(r, out.error, out.message);

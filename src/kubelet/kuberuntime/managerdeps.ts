@@ -3,7 +3,7 @@
  * check, methods assume), and the ManagerContext its parts share. What the kubelet must do on the host for
  * the runtime (log directories, pod cgroups) follows the runtime's capabilities unless a dep overrides it.
  */
-import type { Runtime } from '../../runtime/types.js';
+import type { Runtime, RuntimeHandler } from '../../runtime/types.js';
 import type { Clock } from '../../util/clock.js';
 import { KindError } from '../../util/errors.js';
 import type { Backoff } from '../backoff.js';
@@ -45,7 +45,14 @@ export interface KubeGenericRuntimeManagerDeps {
   runtimeHelper?: RuntimeHelper;
   /** Reads termination messages of exited containers (the node's disk, or the simulated node's memory). */
   files?: ContainerFileReader;
+  /**
+   * The runtime handlers the runtime's last Status reported (kubelet runtimeState.runtimeHandlers): whether
+   * user namespaces and recursive read-only mounts can be asked for. Default: none (an old runtime).
+   */
+  runtimeHandlers?: () => readonly RuntimeHandler[];
 }
+
+const NO_HANDLERS: readonly RuntimeHandler[] = Object.freeze([]);
 
 const DEFAULT_HOOK_HTTP_TIMEOUT_MS = 10_000;
 
@@ -120,6 +127,7 @@ export function managerContext(
     removePodCgroups: deps.removePodCgroups ?? caps.hostPodCgroups,
     leftovers: new PodLeftovers(),
     runtimeType,
+    runtimeHandlers: deps.runtimeHandlers ?? (() => NO_HANDLERS),
     ...(deps.runtimeHelper ? { runtimeHelper: deps.runtimeHelper } : {}),
     ...(deps.files ? { files: deps.files } : {}),
   };

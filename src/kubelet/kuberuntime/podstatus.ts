@@ -29,6 +29,7 @@ import {
   asContainerID,
   asPodUID,
   asSandboxID,
+  type ContainerUser,
   type KubeContainerStatus,
   type RuntimePodStatus,
   type SandboxStatus,
@@ -71,6 +72,11 @@ function restartCountOf(annotations: Record<string, string>): number {
   return Number.isInteger(n) && n >= 0 ? n : 0;
 }
 
+/** The identity the runtime reports (CRI ContainerUser), as the kubelet keeps it. */
+function toKubeContainerUser(l: { uid: number; gid: number; supplementalGroups: number[] }): ContainerUser {
+  return { linux: { uid: l.uid, gid: l.gid, supplementalGroups: [...l.supplementalGroups] } };
+}
+
 /** One container record of the runtime view (kubelet: toKubeContainerStatus). */
 export function toContainerStatus(s: RuntimeContainerStatus, runtimeType: string): KubeContainerStatus {
   const id = asContainerID(s.id);
@@ -84,9 +90,11 @@ export function toContainerStatus(s: RuntimeContainerStatus, runtimeType: string
   const startedAt = state === 'created' ? undefined : nsToMs(s.startedAt);
   // Frozen and shared: the pod cache holds one per container, and most containers' are equal.
   const resources = s.resources && processInterner.value(toKubeContainerResources(s.resources));
+  // Shared as well: the containers of a pod (and of its replicas) mostly run as the same user.
+  const user = s.user?.linux && processInterner.value(toKubeContainerUser(s.user.linux));
   // The usual record, a running container, as one literal with no spread (see toSandboxStatus).
   if (state === 'running' && createdAt !== undefined && startedAt !== undefined && resources) {
-    return {
+    const running: KubeContainerStatus = {
       id,
       name,
       state,
@@ -100,6 +108,8 @@ export function toContainerStatus(s: RuntimeContainerStatus, runtimeType: string
       startedAt,
       resources,
     };
+    // A runtime that reports the user (not containerd 1.6) gets one literal more with it.
+    return user ? { ...running, user } : running;
   }
   const out: KubeContainerStatus = {
     id,
@@ -115,6 +125,7 @@ export function toContainerStatus(s: RuntimeContainerStatus, runtimeType: string
   if (createdAt !== undefined) out.createdAt = createdAt;
   if (startedAt !== undefined) out.startedAt = startedAt;
   if (resources) out.resources = resources;
+  if (user) out.user = user;
   if (state === 'exited') {
     out.exitCode = s.exitCode;
     out.reason = s.reason;

@@ -164,6 +164,7 @@ export function buildPodSandboxConfig(
   if (psc?.runAsGroup !== undefined) security.runAsGroup = psc.runAsGroup;
   const groups = supplementalGroups(pod);
   if (groups) security.supplementalGroups = groups;
+  if (psc?.supplementalGroupsPolicy) security.supplementalGroupsPolicy = psc.supplementalGroupsPolicy;
 
   const config: PodSandboxConfig = {
     metadata: { name, namespace, uid, attempt },

@@ -4,8 +4,9 @@
  */
 import { mkdir } from 'node:fs/promises';
 import type { Pod } from '../../api/core.js';
-import type { PodSandboxConfig } from '../../runtime/types.js';
-import { isNotFound } from '../../util/errors.js';
+import type { PodSandboxConfig, UserNamespace } from '../../runtime/types.js';
+import { isNotFound, KindError } from '../../util/errors.js';
+import { userNamespaceRequest } from '../userns/manager.js';
 import type { ManagerContext } from './context.js';
 import { makesLeftovers } from './removeleftovers.js';
 import { buildPodSandboxConfig } from './sandboxconfig.js';
@@ -26,7 +27,8 @@ export type CreateSandboxOutcome =
 /**
  * Creates the pod's `attempt`-th sandbox (kubelet: createPodSandbox): builds the config, makes the log
  * directory, runs the sandbox. Never throws; a failure carries the kubelet's result message
- * (`Failed to create pod sandbox for pod "<name_ns(uid)>": <err>`).
+ * (`Failed to generate sandbox config for pod "<name_ns(uid)>": <err>` when the config cannot be made, e.g.
+ * `hostUsers: false` on a runtime without user namespaces; `Failed to create pod sandbox for pod ...` else).
  */
 export async function createPodSandbox(
   ctx: ManagerContext,
@@ -34,8 +36,17 @@ export async function createPodSandbox(
   podDesc: string,
   attempt: number,
 ): Promise<CreateSandboxOutcome> {
+  const failed = (err: unknown, what: string): CreateSandboxOutcome => {
+    const error = err instanceof Error ? err : new Error(String(err));
+    return { ok: false, error, message: `${what} for pod ${JSON.stringify(podDesc)}: ${error.message}` };
+  };
+  let config: PodSandboxConfig;
   try {
-    const config = await podSandboxConfig(ctx, pod, attempt);
+    config = await podSandboxConfig(ctx, pod, attempt);
+  } catch (err) {
+    return failed(err, 'Failed to generate sandbox config');
+  }
+  try {
     if (makesLeftovers(ctx))
       ctx.leftovers.record(config.metadata.namespace, config.metadata.name, config.metadata.uid);
     if (ctx.manageLogDirectories && config.logDirectory) {
@@ -44,12 +55,7 @@ export async function createPodSandbox(
     const id = await ctx.runtime.runPodSandbox(config);
     return { ok: true, id, config };
   } catch (err) {
-    const error = err instanceof Error ? err : new Error(String(err));
-    return {
-      ok: false,
-      error,
-      message: `Failed to create pod sandbox for pod ${JSON.stringify(podDesc)}: ${error.message}`,
-    };
+    return failed(err, 'Failed to create pod sandbox');
   }
 }
 
@@ -64,7 +70,46 @@ export async function podSandboxConfig(
   quiet = false,
 ): Promise<PodSandboxConfig> {
   const overrides = ctx.runtimeHelper ? await ctx.runtimeHelper.sandboxOptions(pod, { quiet }) : undefined;
-  return buildPodSandboxConfig(pod, ctx.node, attempt, overrides);
+  return withUserNamespace(
+    buildPodSandboxConfig(pod, ctx.node, attempt, overrides),
+    await podUserNamespace(ctx, pod),
+  );
+}
+
+/**
+ * The config of a sandbox that exists already, as the containers started in it are created with (kubelet:
+ * generatePodSandboxConfig in SyncPod's start): no DNS or hostname lookups, the pod's user namespace as the
+ * sandbox has it. Rejects as the sandbox's creation would.
+ */
+export async function existingSandboxConfig(
+  ctx: ManagerContext,
+  pod: Pod,
+  attempt: number,
+): Promise<PodSandboxConfig> {
+  return withUserNamespace(buildPodSandboxConfig(pod, ctx.node, attempt), await podUserNamespace(ctx, pod));
+}
+
+/**
+ * The pod's user namespace (kubelet NamespacesForPod's UsernsOptions): the runtime helper allocates one;
+ * without a helper only the host's can be given.
+ */
+async function podUserNamespace(ctx: ManagerContext, pod: Pod): Promise<UserNamespace> {
+  const handlers = ctx.runtimeHandlers();
+  if (ctx.runtimeHelper?.userNamespace) return ctx.runtimeHelper.userNamespace(pod, handlers);
+  const request = userNamespaceRequest(pod, handlers);
+  if (request.mode === 'NODE') return { mode: 'NODE' };
+  throw new KindError(
+    'Unimplemented',
+    request.mode === 'refused' ? request.message : 'create user namespace: no user namespace manager',
+  );
+}
+
+/** The config with the pod's own user namespace, when it has one (the host's is what the runtime does unasked). */
+function withUserNamespace(config: PodSandboxConfig, userns: UserNamespace): PodSandboxConfig {
+  const sc = config.linux?.securityContext;
+  if (userns.mode !== 'POD' || !sc) return config;
+  sc.namespaceOptions = { ...sc.namespaceOptions, userNamespace: userns };
+  return config;
 }
 
 /** Stops a sandbox; an unknown one counts as stopped. */

@@ -73,6 +73,11 @@ export interface GenerateAPIPodStatusOptions {
    * `allocatedResources` (the pod's spec is its allocation) and these resize conditions join the kubelet's.
    */
   inPlaceResize?: { conditions: readonly PodCondition[] };
+  /**
+   * The pod's runtime handler mounts read-only recursively (its `recursiveReadOnlyMounts` feature): container
+   * statuses' `volumeMounts[].recursiveReadOnly` say Enabled where IfPossible or Enabled got it.
+   */
+  supportsRecursiveReadOnly?: boolean;
 }
 
 /** kubelet types.ConfigSourceAnnotationKey: where a pod came from; anything but "api" is a static pod. */
@@ -155,6 +160,7 @@ export function generateAPIPodStatus(
       hasInitContainers,
       isInitContainer,
       reasonCache: opts.reasonCache,
+      supportsRecursiveReadOnly: opts.supportsRecursiveReadOnly === true,
     });
   const containerStatuses = convert(specContainers(pod.spec.containers), old.containerStatuses, false);
   const initContainerStatuses = convert(inits, old.initContainerStatuses, true);

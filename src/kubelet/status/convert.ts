@@ -1,8 +1,9 @@
 /**
  * Runtime container records -> API container statuses (kubelet: kubelet_pods.go
- * convertToAPIContainerStatuses, v1.33 behaviour with default feature gates).
+ * convertToAPIContainerStatuses, v1.33 behaviour with default feature gates; volumeMounts and user as v1.37
+ * reports them).
  */
-import type { Container, ContainerState, ContainerStatus, Pod } from '../../api/core.js';
+import type { Container, ContainerState, ContainerStatus, Pod, VolumeMountStatus } from '../../api/core.js';
 import { formatRFC3339Optional } from '../../util/rfc3339.js';
 import { shouldContainerBeRestarted } from '../container/helpers.js';
 import {
@@ -15,6 +16,7 @@ import type { ReasonCacheReader } from '../reasoncache.js';
 import { KindError } from '../../util/errors.js';
 import { validatePodSpecForStatus } from './inputvalidation.js';
 import { cloneData } from '../../util/clone.js';
+import { resolveRecursiveReadOnly } from '../volumemanager/makemounts.js';
 
 /** Default waiting reasons: before the pod's init containers ran, everything is "PodInitializing". */
 export const ContainerCreating = 'ContainerCreating';
@@ -42,6 +44,31 @@ export interface ConvertContainerStatusesInput {
   isInitContainer: boolean;
   /** Start failures by (pod UID, container name); without one, no failure reasons are shown. */
   reasonCache?: ReasonCacheReader;
+  /** The pod's runtime handler mounts read-only recursively (what `volumeMounts[].recursiveReadOnly` says). */
+  supportsRecursiveReadOnly?: boolean;
+}
+
+/**
+ * The container's volume mounts as its status reports them (RecursiveReadOnlyMounts): name, path, readOnly,
+ * and for a read-only mount whether it is recursive (Enabled) or not (Disabled), as resolved against the
+ * runtime handler. A mount whose mode cannot be resolved reports Disabled (it is never created anyway).
+ * Undefined for a container without mounts.
+ */
+export function volumeMountStatuses(
+  container: Pick<Container, 'volumeMounts'>,
+  supportsRecursiveReadOnly: boolean,
+): VolumeMountStatus[] | undefined {
+  const mounts = container.volumeMounts;
+  if (!mounts || mounts.length === 0) return undefined;
+  return mounts.map((m) => {
+    const out: VolumeMountStatus = { name: m.name, mountPath: m.mountPath };
+    if (m.readOnly) {
+      out.readOnly = true;
+      const rro = resolveRecursiveReadOnly(m, supportsRecursiveReadOnly);
+      out.recursiveReadOnly = rro.ok && rro.recursive ? 'Enabled' : 'Disabled';
+    }
+    return out;
+  });
 }
 
 function clone<T>(v: T): T {
@@ -73,6 +100,8 @@ function convertRecord(record: KubeContainerStatus, old: ContainerStatus | undef
   };
   setIfDefined(status, 'image', record.image);
   setIfDefined(status, 'imageID', record.imageRef);
+  // The runtime does not know volume names: the mounts stay as the container's status first listed them.
+  if (old?.volumeMounts) status.volumeMounts = clone(old.volumeMounts);
 
   switch (record.state) {
     case 'running': {
@@ -113,6 +142,16 @@ function convertRecord(record: KubeContainerStatus, old: ContainerStatus | undef
         // Any other state (unknown without a running past, or a state we do not know) reads as waiting.
         status.state = { waiting: {} };
       }
+  }
+  const user = record.user?.linux;
+  if (user) {
+    status.user = {
+      linux: {
+        uid: user.uid,
+        gid: user.gid,
+        ...(user.supplementalGroups.length > 0 ? { supplementalGroups: [...user.supplementalGroups] } : {}),
+      },
+    };
   }
   return status;
 }
@@ -174,6 +213,8 @@ export function convertToAPIContainerStatuses(
       restartCount: 0,
     };
     setIfDefined(status, 'image', c.image);
+    const volumeMounts = volumeMountStatuses(c, input.supportsRecursiveReadOnly === true);
+    if (volumeMounts) status.volumeMounts = volumeMounts;
     if (old) {
       status.restartCount = Number.isInteger(old.restartCount) ? old.restartCount : 0;
       if (old.lastState !== undefined) status.lastState = clone(old.lastState);

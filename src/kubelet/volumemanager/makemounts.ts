@@ -9,12 +9,17 @@
  * - `subPathExpr` expands `$(VAR)` from the container's environment; an absolute subPath, or one with a `..`
  *   element, is refused with the kubelet's message;
  * - `/etc/hosts` is the kubelet-managed file unless the container mounts something there itself;
- * - propagation: None (default) is private, HostToContainer and Bidirectional as named.
+ * - propagation: None (default) is private, HostToContainer and Bidirectional as named;
+ * - `recursiveReadOnly` (resolveRecursiveReadOnly): Enabled needs a read-only mount without propagation and a
+ *   runtime handler that reports support, else the container is not created; IfPossible is recursive only
+ *   where the handler supports it, plain read-only elsewhere;
+ * - an image volume (ImageVolume) mounts the pulled image (its ID) with no host path, `subPath` naming the
+ *   directory of the image to mount.
  */
 import { isAbsolutePath, joinPath } from '../volume/paths.js';
 import type { Container } from '../../api/core.js';
 import type { VolumeMount } from '../../api/volumes.js';
-import type { Mount, MountPropagation } from '../../runtime/types.js';
+import type { Mount, MountPropagation, RuntimeHandler } from '../../runtime/types.js';
 import { expand } from '../envvars.js';
 
 /** A set-up volume as makeMounts needs it. */
@@ -34,6 +39,56 @@ export interface MakeMountsInput {
   env: readonly { name: string; value: string }[];
   /** The kubelet-managed hosts file, when the pod gets one (shouldMountHostsFile). */
   etcHostsPath?: string;
+  /** The pod's runtime handler mounts read-only recursively (its `recursiveReadOnlyMounts` feature). */
+  supportsRecursiveReadOnly?: boolean;
+  /** The pod's image volumes as pulled: volume name to image ID (the kubelet's imageVolumes). */
+  imageVolumes?: ReadonlyMap<string, string>;
+}
+
+/**
+ * kubelet runtimeHandlerSupportsRecursiveReadOnlyMounts: the named handler ("" the default; RuntimeClass
+ * handlers are not looked up, every pod uses the default) reports support. A runtime that reports no handlers
+ * (containerd 1.6) supports nothing.
+ */
+export function handlerSupportsRecursiveReadOnly(handlers: readonly RuntimeHandler[], name = ''): boolean {
+  return handlers.find((h) => h.name === name)?.recursiveReadOnlyMounts === true;
+}
+
+/**
+ * kubelet resolveRecursiveReadOnly: whether `m` is mounted read-only recursively on a runtime that does (or
+ * does not) support it, or why it cannot be mounted at all.
+ */
+export function resolveRecursiveReadOnly(
+  m: Pick<VolumeMount, 'name' | 'readOnly' | 'mountPropagation' | 'recursiveReadOnly'>,
+  runtimeSupportsRRO: boolean,
+): { ok: true; recursive: boolean } | { ok: false; message: string } {
+  const mode = m.recursiveReadOnly;
+  if (mode === undefined || mode === 'Disabled') return { ok: true, recursive: false };
+  const name = JSON.stringify(m.name);
+  if (!m.readOnly)
+    return {
+      ok: false,
+      message: `volume ${name} requested recursive read-only mode, but it is not read-only`,
+    };
+  if (m.mountPropagation !== undefined && m.mountPropagation !== 'None') {
+    return {
+      ok: false,
+      message: `volume ${name} requested recursive read-only mode, but it is not compatible with propagation ${JSON.stringify(m.mountPropagation)}`,
+    };
+  }
+  switch (mode) {
+    case 'IfPossible':
+      return { ok: true, recursive: runtimeSupportsRRO };
+    case 'Enabled':
+      return runtimeSupportsRRO
+        ? { ok: true, recursive: true }
+        : {
+            ok: false,
+            message: `volume ${name} requested recursive read-only mode, but it is not supported by the runtime`,
+          };
+    default:
+      return { ok: false, message: `unknown recursive read-only mode ${JSON.stringify(mode)}` };
+  }
 }
 
 /** A subPath directory that does not exist yet: the caller creates it (with the volume's mode) first. */
@@ -107,12 +162,20 @@ export function makeMounts(input: MakeMountsInput): MakeMountsResult {
     if (subPath !== '') {
       const bad = subPathError(subPath);
       if (bad) return { ok: false, message: bad };
+    }
+    const image = input.imageVolumes?.get(m.name);
+    if (image !== undefined) {
+      // The runtime mounts the image itself; the subPath is a directory inside it, never a host path.
+      hostPath = '';
+    } else if (subPath !== '') {
       hostPath = joinPath(vol.hostPath, subPath);
       subPaths.push({ volumePath: vol.hostPath, subPath, mountName: m.name, mountIndex: mounts.length });
     }
     const propagation = translateMountPropagation(m.mountPropagation);
     if (!propagation)
       return { ok: false, message: `invalid MountPropagation mode: ${JSON.stringify(m.mountPropagation)}` };
+    const rro = resolveRecursiveReadOnly(m, input.supportsRecursiveReadOnly === true);
+    if (!rro.ok) return { ok: false, message: `failed to resolve recursive read-only mode: ${rro.message}` };
     const containerPath = isAbsolutePath(m.mountPath) ? m.mountPath : `/${m.mountPath}`;
     const mount: Mount = {
       containerPath,
@@ -120,6 +183,11 @@ export function makeMounts(input: MakeMountsInput): MakeMountsResult {
       readonly: (m.readOnly ?? false) || vol.readOnly,
       propagation,
     };
+    if (rro.recursive) mount.recursiveReadOnly = true;
+    if (image !== undefined) {
+      mount.image = image;
+      if (subPath !== '') mount.imageSubPath = subPath;
+    }
     if (vol.selinuxRelabel) mount.selinuxRelabel = true;
     mounts.push(mount);
   }

@@ -1,15 +1,23 @@
 /**
  * Which volume plugin serves a pod volume (kubelet: VolumePluginMgr.FindPluginBySpec), and the kubelet's words
  * when none does. kubelet-operator serves the plugins that need nothing but the node's filesystem and the API
- * server: emptyDir, hostPath, configMap, secret, downwardAPI, projected, and persistentVolumeClaim when the
- * claim is bound to a hostPath or local PersistentVolume. Every other source (csi, nfs, iscsi, ephemeral,
- * image, ...) is refused: the pod stays in ContainerCreating with a FailedMount event that names the source,
- * as a kubelet without that plugin would leave it. Pure.
+ * server: emptyDir, hostPath, configMap, secret, downwardAPI, projected, persistentVolumeClaim when the
+ * claim is bound to a hostPath or local PersistentVolume, and image (the kubelet's stub plugin: nothing to set
+ * up, the runtime manager pulls the image and the runtime mounts it). Every other source (csi, nfs, iscsi,
+ * ephemeral, ...) is refused: the pod stays in ContainerCreating with a FailedMount event that names the
+ * source, as a kubelet without that plugin would leave it. Pure.
  */
 import type { Volume } from '../../api/volumes.js';
 
 export type VolumeKind =
-  'emptyDir' | 'hostPath' | 'configMap' | 'secret' | 'downwardAPI' | 'projected' | 'persistentVolumeClaim';
+  | 'emptyDir'
+  | 'hostPath'
+  | 'configMap'
+  | 'secret'
+  | 'downwardAPI'
+  | 'projected'
+  | 'persistentVolumeClaim'
+  | 'image';
 
 const SUPPORTED: readonly VolumeKind[] = [
   'emptyDir',
@@ -19,6 +27,7 @@ const SUPPORTED: readonly VolumeKind[] = [
   'downwardAPI',
   'projected',
   'persistentVolumeClaim',
+  'image',
 ];
 
 export type PluginMatch = { ok: true; kind: VolumeKind } | { ok: false; source: string; message: string };

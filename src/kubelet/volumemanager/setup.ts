@@ -32,6 +32,9 @@ export function setUpVolume(ctx: PluginContext, req: SetUpRequest): Promise<SetU
     case 'downwardAPI':
     case 'projected':
       return setUpDataVolume(ctx, req);
+    case 'image':
+      // The kubelet's image plugin is a stub: read-only, no host path; the runtime mounts the pulled image.
+      return Promise.resolve({ ok: true, volume: { hostPath: '', readOnly: true, selinuxRelabel: false } });
   }
 }
 

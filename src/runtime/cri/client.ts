@@ -10,7 +10,10 @@
  *   listing (cached; IDs never change meaning).
  * - Capabilities: the kubelet lays out the host's pod log directories (the runtime writes the files there)
  *   and removes the pod cgroups containerd leaves behind; probes go over the network to the pod IPs; container
- *   IDs carry the runtime's own name (containerd://...).
+ *   IDs carry the runtime's own name (containerd://...). No image volumes: containerd 1.6 ignores
+ *   Mount.image (2.1 has it) and no CRI call tells whether a runtime mounts images.
+ * - Status: the runtime handlers and features as the runtime reports them; containerd 1.6 reports neither
+ *   (its CRI is older than both fields), so its nodes show none and refuse what needs them, as a kubelet's.
  */
 import { KindError } from '../../util/errors.js';
 import type {
@@ -30,7 +33,7 @@ import type {
   PodSandboxStatus,
   Runtime,
   RuntimeCapabilities,
-  RuntimeCondition,
+  RuntimeStatus,
   RuntimeVersion,
   SandboxFilter,
   StreamingRequest,
@@ -45,7 +48,6 @@ import {
 } from './stats.js';
 import { CriConnection, type CriLogger } from './connection.js';
 import {
-  conditionFromWire,
   containerConfigToWire,
   containerFilterToWire,
   containerFromWire,
@@ -53,6 +55,7 @@ import {
   execSyncFromWire,
   imageFromWire,
   resourcesToWire,
+  runtimeStatusFromWire,
   sandboxConfigToWire,
   sandboxFilterToWire,
   sandboxFromWire,
@@ -67,7 +70,7 @@ import type {
   WireImage,
   WirePodSandbox,
   WirePodSandboxStatus,
-  WireRuntimeCondition,
+  WireStatusResponse,
   WireVersionResponse,
 } from './messages.js';
 
@@ -127,14 +130,9 @@ export class CriRuntime implements Runtime {
     return versionFromWire(r);
   }
 
-  async status(): Promise<RuntimeCondition[]> {
-    const r = await this.conn.call<{ status: { conditions: WireRuntimeCondition[] } | null }>(
-      'runtime',
-      'Status',
-      {},
-      this.deadlines.shortMs,
-    );
-    return (r.status?.conditions ?? []).map(conditionFromWire);
+  async status(): Promise<RuntimeStatus> {
+    const r = await this.conn.call<WireStatusResponse>('runtime', 'Status', {}, this.deadlines.shortMs);
+    return runtimeStatusFromWire(r);
   }
 
   async updatePodCIDR(podCIDR: string): Promise<void> {

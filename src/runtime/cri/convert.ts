@@ -29,10 +29,12 @@ import type {
   PodSandboxMetadata,
   PodSandboxStatus,
   RuntimeCondition,
+  RuntimeStatus,
   RuntimeVersion,
   SandboxFilter,
   SandboxState,
   SecurityProfile,
+  UserNamespace,
 } from '../types.js';
 import type {
   Int64,
@@ -57,10 +59,17 @@ import type {
   WireSandboxSecurityContext,
   WireSandboxState,
   WireSecurityProfile,
+  WireStatusResponse,
+  WireUserNamespace,
   WireVersionResponse,
 } from './messages.js';
 
-type NamespaceOptions = { network?: NamespaceMode; pid?: NamespaceMode; ipc?: NamespaceMode };
+type NamespaceOptions = {
+  network?: NamespaceMode;
+  pid?: NamespaceMode;
+  ipc?: NamespaceMode;
+  userNamespace?: UserNamespace;
+};
 
 const KUBELET_NAMESPACE_DEFAULTS: WireNamespaceOption = { network: 'POD', pid: 'CONTAINER', ipc: 'POD' };
 
@@ -146,11 +155,29 @@ function namespaceOptionsToWire(
   opts: NamespaceOptions | undefined,
   defaults: WireNamespaceOption,
 ): WireNamespaceOption {
-  return {
+  const wire: WireNamespaceOption = {
     network: opts?.network ?? defaults.network,
     pid: opts?.pid ?? defaults.pid,
     ipc: opts?.ipc ?? defaults.ipc,
   };
+  // Only a user namespace of the pod's own is sent: without one the runtime uses the host's, as NODE asks.
+  // A container that names none inherits the sandbox's (the defaults), as the kubelet builds both alike.
+  if (opts?.userNamespace) {
+    if (opts.userNamespace.mode === 'POD') wire.userns_options = userNamespaceToWire(opts.userNamespace);
+  } else if (defaults.userns_options) {
+    wire.userns_options = defaults.userns_options;
+  }
+  return wire;
+}
+
+function userNamespaceToWire(u: UserNamespace): WireUserNamespace {
+  const ids = (list: UserNamespace['uids'], what: string) =>
+    (list ?? []).map((m) => ({
+      host_id: uint32(m.hostId, `${what} hostId`),
+      container_id: uint32(m.containerId, `${what} containerId`),
+      length: uint32(m.length, `${what} length`),
+    }));
+  return { mode: u.mode, uids: ids(u.uids, 'uid mapping'), gids: ids(u.gids, 'gid mapping') };
 }
 
 /** Unspecified means RuntimeDefault, sent explicitly: containerd reads an absent profile as unconfined. */
@@ -186,6 +213,7 @@ export function sandboxConfigToWire(c: PodSandboxConfig): WirePodSandboxConfig {
   if (sc?.runAsUser !== undefined) security.run_as_user = { value: numberToInt64(sc.runAsUser, 'runAsUser') };
   if (sc?.runAsGroup !== undefined)
     security.run_as_group = { value: numberToInt64(sc.runAsGroup, 'runAsGroup') };
+  if (sc?.supplementalGroupsPolicy === 'Strict') security.supplemental_groups_policy = 'Strict';
 
   const wire: WirePodSandboxConfig = {
     metadata: metadataToWire(c.metadata),
@@ -255,6 +283,7 @@ export function containerConfigToWire(c: ContainerConfig, sandbox: PodSandboxCon
     security.run_as_group = { value: numberToInt64(sc.runAsGroup, 'runAsGroup') };
   if (sc?.supplementalGroups && sc.supplementalGroups.length > 0)
     security.supplemental_groups = sc.supplementalGroups.map((g) => numberToInt64(g, 'supplementalGroups'));
+  if (sc?.supplementalGroupsPolicy === 'Strict') security.supplemental_groups_policy = 'Strict';
 
   const wire: WireContainerConfig = {
     metadata: { name: c.metadata.name, attempt: uint32(c.metadata.attempt, 'container attempt') },
@@ -376,6 +405,19 @@ export function containerStatusFromWire(c: WireContainerStatus, podSandboxId = '
     logPath: c.log_path,
     mounts: (c.mounts ?? []).map(mountFromWire),
     ...(c.resources?.linux ? { resources: resourcesFromWire(c.resources.linux) } : {}),
+    ...(c.user?.linux
+      ? {
+          user: {
+            linux: {
+              uid: Number(int64ToBigint(c.user.linux.uid)),
+              gid: Number(int64ToBigint(c.user.linux.gid)),
+              supplementalGroups: (c.user.linux.supplemental_groups ?? []).map((g) =>
+                Number(int64ToBigint(g)),
+              ),
+            },
+          },
+        }
+      : {}),
   };
 }
 
@@ -386,17 +428,27 @@ const PROPAGATION_TO_WIRE = {
 } as const satisfies Record<MountPropagation, WireMountPropagation>;
 
 export function mountToWire(m: Mount): WireMount {
-  return {
+  const wire: WireMount = {
     container_path: m.containerPath,
     host_path: m.hostPath,
     readonly: m.readonly ?? false,
     selinux_relabel: m.selinuxRelabel ?? false,
     propagation: PROPAGATION_TO_WIRE[m.propagation ?? 'PRIVATE'],
   };
+  // Fields containerd 1.6 does not know are sent only when used, so its requests stay as they were.
+  if (m.recursiveReadOnly) wire.recursive_read_only = true;
+  if (m.image) {
+    wire.image = { image: m.image };
+    if (m.imageSubPath) wire.image_sub_path = m.imageSubPath;
+  }
+  return wire;
 }
 
 export function mountFromWire(m: WireMount): Mount {
   const out: Mount = { containerPath: m.container_path, hostPath: m.host_path, readonly: m.readonly };
+  if (m.recursive_read_only) out.recursiveReadOnly = true;
+  if (m.image?.image) out.image = m.image.image;
+  if (m.image_sub_path) out.imageSubPath = m.image_sub_path;
   if (m.selinux_relabel) out.selinuxRelabel = true;
   if (m.propagation === 'PROPAGATION_HOST_TO_CONTAINER') out.propagation = 'HOST_TO_CONTAINER';
   else if (m.propagation === 'PROPAGATION_BIDIRECTIONAL') out.propagation = 'BIDIRECTIONAL';
@@ -419,6 +471,21 @@ export function imageFromWire(i: WireImage): Image {
 
 export function conditionFromWire(c: WireRuntimeCondition): RuntimeCondition {
   return { type: c.type, status: c.status, reason: c.reason, message: c.message };
+}
+
+/** The runtime's Status: conditions, and the handlers and features a runtime newer than containerd 1.6 adds. */
+export function runtimeStatusFromWire(r: WireStatusResponse): RuntimeStatus {
+  const status: RuntimeStatus = {
+    conditions: (r.status?.conditions ?? []).map(conditionFromWire),
+    handlers: (r.runtime_handlers ?? []).map((h) => ({
+      name: h.name ?? '',
+      recursiveReadOnlyMounts: h.features?.recursive_read_only_mounts === true,
+      userNamespaces: h.features?.user_namespaces === true,
+    })),
+  };
+  if (r.features)
+    status.features = { supplementalGroupsPolicy: r.features.supplemental_groups_policy === true };
+  return status;
 }
 
 export function versionFromWire(v: WireVersionResponse): RuntimeVersion {

@@ -36,13 +36,31 @@ export interface WireMount {
   readonly: boolean;
   selinux_relabel?: boolean;
   propagation?: WireMountPropagation;
+  recursive_read_only?: boolean;
+  image?: WireImageSpec | null;
+  image_sub_path?: string;
+}
+
+export interface WireIDMapping {
+  host_id: number;
+  container_id: number;
+  length: number;
+}
+
+export interface WireUserNamespace {
+  mode: WireNamespaceMode;
+  uids: WireIDMapping[];
+  gids: WireIDMapping[];
 }
 
 export interface WireNamespaceOption {
   network: WireNamespaceMode;
   pid: WireNamespaceMode;
   ipc: WireNamespaceMode;
+  userns_options?: WireUserNamespace | null;
 }
+
+export type WireSupplementalGroupsPolicy = 'Merge' | 'Strict';
 
 export interface WireInt64Value {
   value: Int64;
@@ -61,6 +79,7 @@ export interface WireSandboxSecurityContext {
   supplemental_groups: Int64[];
   privileged: boolean;
   seccomp: WireSecurityProfile;
+  supplemental_groups_policy?: WireSupplementalGroupsPolicy;
 }
 
 export interface WireLinuxSandboxConfig {
@@ -111,6 +130,7 @@ export interface WireContainerSecurityContext {
   supplemental_groups?: string[];
   no_new_privs: boolean;
   seccomp: WireSecurityProfile;
+  supplemental_groups_policy?: WireSupplementalGroupsPolicy;
 }
 
 export interface WireContainerMetadata {
@@ -201,6 +221,8 @@ export interface WireContainerStatus {
   /** What the runtime applied (containerd 1.6.9+); absent from older runtimes. */
   resources?: { linux?: WireContainerResources | null } | null;
   log_path: string;
+  /** The process's identity as the runtime resolved it (newer than containerd 1.6). */
+  user?: { linux?: { uid: Int64; gid: Int64; supplemental_groups: Int64[] } | null } | null;
 }
 
 export interface WireImage {
@@ -217,6 +239,18 @@ export interface WireRuntimeCondition {
   status: boolean;
   reason: string;
   message: string;
+}
+
+export interface WireRuntimeHandler {
+  name: string;
+  features: { recursive_read_only_mounts: boolean; user_namespaces: boolean } | null;
+}
+
+/** StatusResponse as decoded; runtime_handlers and features are newer than containerd 1.6. */
+export interface WireStatusResponse {
+  status: { conditions: WireRuntimeCondition[] } | null;
+  runtime_handlers?: WireRuntimeHandler[] | null;
+  features?: { supplemental_groups_policy: boolean } | null;
 }
 
 export interface WireVersionResponse {

@@ -24,7 +24,7 @@ import { parseImageReference, type ImageStore } from './images.js';
 import type { IdKind } from './ids.js';
 import type { IPAllocator } from './ipam.js';
 import { containerKey, sandboxNameKey } from './names.js';
-import { fileViewOf, type NodeFiles } from './podview.js';
+import { fileViewOf, processView, type NodeFiles } from './podview.js';
 import { reasonFor, type Processes } from './process.js';
 import type { RecordMaker } from './records.js';
 import type { SimStore } from './store.js';
@@ -129,16 +129,18 @@ export class SimAdopter implements RuntimeAdopter {
     const nameKey = containerKey(name, config.metadata.attempt ?? 0, sandbox);
     const holder = store.reservedBy(nameKey);
     if (holder !== undefined) throw errs.nameReserved(nameKey, holder, context);
+    const user = this.d.behaviours.processUser(config, ref);
     const behaviour = this.d.behaviours.forContainer(
       config,
       ref,
-      fileViewOf(config.mounts ?? [], sandbox.hostname, this.d.files),
+      fileViewOf(config.mounts ?? [], sandbox.hostname, this.d.files, processView(user, sandbox)),
     );
     const { processes } = this.d;
     const c = this.d.records.container(config, sandbox, image, {
       id,
       behaviour,
       createdAt: processes.nowNs(),
+      user,
     });
     store.addContainer(c);
     this.adopted.add(id);

@@ -8,6 +8,7 @@ import type { ContainerConfig, PodSandboxConfig } from '../types.js';
 import { KindError } from '../../util/errors.js';
 import { deriveProfile, type FileView } from './command.js';
 import { compileUsage, type UsageCurves } from './curve.js';
+import { processUser, type ProcessUser } from './identity.js';
 import { parseImageReference, type ImageReference } from './images.js';
 import {
   annotationProfiles,
@@ -95,6 +96,12 @@ export class BehaviourResolver {
     return mergeProfiles(base, annotationProfiles({ [SimBehaviourAnnotation]: text }, '')[0]!);
   }
 
+  /** Who a container of `image` created from `config` runs as (identity.ts processUser). */
+  processUser(config: ContainerConfig, image: ImageReference): ProcessUser {
+    const p = this.imageProfile(image);
+    return processUser(config, p.user, p.groups);
+  }
+
   /** Throws InvalidArgument when an annotation holds invalid data. */
   forContainer(config: ContainerConfig, image: ImageReference, files?: FileView): Behaviour {
     const name = config.metadata.name;
@@ -111,8 +118,8 @@ export class BehaviourResolver {
     const env = argv.some((a) => a.includes('$') || /\b(env|printenv)\b/.test(a))
       ? Object.fromEntries((config.envs ?? []).map((e) => [e.key, e.value]))
       : {};
-    // A command that prints files or the hostname depends on more than its words: never cached.
-    const readsFiles = files !== undefined && argv.some((a) => /\b(cat|hostname|env|printenv)\b/.test(a));
+    // A command that prints files, the hostname or who it is depends on more than its words: never cached.
+    const readsFiles = files !== undefined && argv.some((a) => /\b(cat|hostname|env|printenv|id)\b/.test(a));
     const key = JSON.stringify([image.ref, argv, env, config.stdin === true, general ?? null, own ?? null]);
     const hit = readsFiles ? undefined : this.cache.get(key);
     if (hit) return hit;

@@ -81,6 +81,8 @@ export function toContainerStatus(c: ContainerRecord): ContainerStatus {
   };
   if (c.spec.mounts.length > 0) out.mounts = mountsOf(c.spec, c.hostPaths);
   if (c.resources) out.resources = { ...c.resources };
+  const u = c.spec.user;
+  out.user = { linux: { uid: u.uid, gid: u.gid, supplementalGroups: [...u.groups] } };
   return out;
 }
 

@@ -161,6 +161,8 @@ export class Interpreter {
           return void (this.status = 0);
         }
         return void (this.status = 0);
+      case 'id':
+        return this.id(rest, stream);
       case 'tail':
         if (rest.some((r) => /^-[a-zA-Z]*[fF]/.test(r)) && this.mode === 'run')
           return this.forever('foreground');
@@ -200,6 +202,22 @@ export class Interpreter {
       if (v === undefined) this.status = 1;
       else if (stream) this.write(stream, `${v}\n`);
     }
+  }
+
+  /**
+   * `id` as busybox prints it with no /etc/passwd or /etc/group to name anyone: `id` the whole identity,
+   * `id -u`, `id -g` and `id -G` one part. Without a known identity it succeeds quietly (unknown).
+   */
+  private id(args: readonly string[], stream: Stream | null): void {
+    this.status = 0;
+    const u = this.files.user;
+    if (!u || !stream) return;
+    const flags = args.filter((a) => a.startsWith('-')).join('');
+    const groups = u.groups.length > 0 ? u.groups : [u.gid];
+    if (flags.includes('G')) this.write(stream, `${groups.join(' ')}\n`);
+    else if (flags.includes('g')) this.write(stream, `${u.gid}\n`);
+    else if (flags.includes('u')) this.write(stream, `${u.uid}\n`);
+    else this.write(stream, `uid=${u.uid} gid=${u.gid} groups=${groups.join(',')}\n`);
   }
 
   /** `cat FILE...`: the contents of files the container has mounted; other paths succeed quietly (unknown). */
@@ -374,4 +392,6 @@ export interface FileView {
   readFile?: (path: string) => string | null | undefined;
   /** What `hostname` prints. */
   hostname?: string;
+  /** Who the process runs as, for `id`: uid, primary gid, and every group (the gid first). */
+  user?: { uid: number; gid: number; groups: readonly number[] };
 }

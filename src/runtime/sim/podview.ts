@@ -1,11 +1,12 @@
 /**
  * What a simulated pod shows from the inside, as opposed to what the runtime API reports about it: its ports
- * to a prober, and its mounted files and hostname to commands run in it. Pure; the runtime passes in the
- * records and the clock reading. These model the pod, not the runtime API, so faults and `setDown` do not
- * apply to them.
+ * to a prober, and to commands run in it its mounted files, its hostname, who it runs as (`id`) and its user
+ * namespace's ID maps (`/proc/self/uid_map`, `gid_map`). Pure; the runtime passes in the records and the
+ * clock reading. These model the pod, not the runtime API, so faults and `setDown` do not apply to them.
  */
 import { posix } from 'node:path';
-import type { Mount, PortProbeOutcome } from '../types.js';
+import type { IDMapping, Mount, PortProbeOutcome, UserNamespace } from '../types.js';
+import type { ProcessUser } from './identity.js';
 import type { FileView } from './command.js';
 import type { ContainerRecord } from './records.js';
 
@@ -42,25 +43,60 @@ export function probePortOf(
   return { result: 'success', output: '' };
 }
 
+/** Who a container's process is, and the user namespace it is in (absent: the host's). */
+export interface ProcessView {
+  user?: ProcessUser;
+  userns?: Readonly<UserNamespace>;
+}
+
+/** What a container of `sandbox` running as `user` sees of itself. */
+export function processView(
+  user: ProcessUser,
+  sandbox: { readonly userns: Readonly<UserNamespace> | undefined },
+): ProcessView {
+  return sandbox.userns ? { user, userns: sandbox.userns } : { user };
+}
+
+/** The kernel's line for the initial user namespace: everything maps to itself. */
+const HOST_ID_MAP = `${'0'.padStart(10)} ${'0'.padStart(10)} ${'4294967295'.padStart(10)}\n`;
+
+/** /proc/self/uid_map (or gid_map) as the kernel prints it: `%10u %10u %10u` per mapping. */
+export function idMapFile(maps: readonly IDMapping[] | undefined): string {
+  if (!maps || maps.length === 0) return HOST_ID_MAP;
+  return maps
+    .map(
+      (m) =>
+        `${String(m.containerId).padStart(10)} ${String(m.hostId).padStart(10)} ${String(m.length).padStart(10)}\n`,
+    )
+    .join('');
+}
+
 /**
- * The files a container with `mounts` can read (the longest mount prefix wins, as in a mount namespace) and
- * its hostname. Without node files or mounts, only the hostname.
+ * The files a container with `mounts` can read (the longest mount prefix wins, as in a mount namespace), its
+ * hostname, and who it is. Under an image mount nothing can be told (the simulated images hold no files, as
+ * with the container's own image). `/proc/self/uid_map` and `gid_map` show the user namespace's mappings.
  */
 export function fileViewOf(
   mounts: readonly Mount[],
   hostname: string,
   files: NodeFiles | undefined,
+  proc: ProcessView = {},
 ): FileView {
   const view: FileView = {};
   if (hostname) view.hostname = hostname;
-  if (!files || mounts.length === 0) return view;
+  if (proc.user) view.user = proc.user;
   view.readFile = (path) => {
+    if (path === '/proc/self/uid_map' || path === '/proc/self/gid_map') {
+      const own = proc.userns?.mode === 'POD' ? proc.userns : undefined;
+      return idMapFile(path.endsWith('uid_map') ? own?.uids : own?.gids);
+    }
+    if (!files || mounts.length === 0) return undefined;
     let best: Mount | undefined;
     for (const m of mounts) {
       const under = path === m.containerPath || path.startsWith(`${m.containerPath.replace(/\/+$/, '')}/`);
       if (under && (!best || m.containerPath.length > best.containerPath.length)) best = m;
     }
-    if (!best) return undefined;
+    if (!best || best.image) return undefined;
     const rest = path.slice(best.containerPath.replace(/\/+$/, '').length);
     const data = files.readFileSync(rest ? posix.join(best.hostPath, rest) : best.hostPath);
     return data === undefined ? null : data.toString('utf8');

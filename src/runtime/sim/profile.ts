@@ -186,6 +186,11 @@ export const SimProfileSchema = z
      * status reports it as containerd does: a numeric user as uid, a name as username.
      */
     user: z.string(),
+    /**
+     * The groups the image's /etc/group gives its user: the runtime adds them to the process's groups under
+     * the Merge supplemental groups policy (the default), not under Strict. Default none.
+     */
+    groups: z.array(z.number().int().min(0).max(4294967295)),
     /** The image's ENTRYPOINT and CMD, used as the runtime uses them when the container gives none. */
     entrypoint: z.array(z.string()),
     cmd: z.array(z.string()),

@@ -17,12 +17,14 @@ import type {
   PodSandboxConfig,
   PodSandboxMetadata,
   SandboxState,
+  UserNamespace,
 } from '../types.js';
 import type { Behaviour } from './behaviour.js';
 import type { Few } from './few.js';
 import { SharedValues } from '../../util/sharedvalues.js';
 import { CompactCopies, flatString, plainKey } from './intern.js';
 import { formatIPv4 } from './ipam.js';
+import type { ProcessUser } from './identity.js';
 import { ContainerSpecs, type ContainerSpec, type HostPaths } from './spec.js';
 
 export interface SandboxRecord {
@@ -49,6 +51,8 @@ export interface SandboxRecord {
   readonly logDirOfPod: boolean;
   /** The sandbox's hostname ('' for a host-network sandbox: the node's). */
   readonly hostname: string;
+  /** The pod's own user namespace (mode POD, with its mappings); undefined: the host's. */
+  readonly userns: Readonly<UserNamespace> | undefined;
   /** Its containers, oldest first (few.ts); store.ts keeps this. */
   containers: Few<ContainerRecord>;
 }
@@ -123,6 +127,7 @@ export class RecordMaker {
       logRoot,
       logDirOfPod,
       hostname: config.hostname ?? '',
+      userns: ownUserNamespace(config),
       containers: undefined,
     };
   }
@@ -142,9 +147,9 @@ export class RecordMaker {
     config: ContainerConfig,
     sandbox: SandboxRecord,
     image: Image,
-    fixed: { id: string; behaviour: Behaviour; createdAt: bigint },
+    fixed: { id: string; behaviour: Behaviour; createdAt: bigint; user: ProcessUser },
   ): ContainerRecord {
-    const { spec, hostPaths } = this.specs.of(config, image);
+    const { spec, hostPaths } = this.specs.of(config, image, fixed.user);
     const c: ContainerRecord = {
       id: fixed.id,
       sandbox,
@@ -164,6 +169,15 @@ export class RecordMaker {
     if (typeof sandbox.logRoot !== 'string' || typeof spec.logPath !== 'string') logPathOf(c);
     return c;
   }
+}
+
+/** A copy of the sandbox's user namespace when it is one of the pod's own (mode POD). */
+function ownUserNamespace(config: PodSandboxConfig): Readonly<UserNamespace> | undefined {
+  const u = config.linux?.securityContext?.namespaceOptions?.userNamespace;
+  if (u?.mode !== 'POD') return undefined;
+  const copy = (list: UserNamespace['uids']) =>
+    Object.freeze((list ?? []).map((m) => Object.freeze({ ...m })));
+  return Object.freeze({ mode: 'POD' as const, uids: copy(u.uids), gids: copy(u.gids) });
 }
 
 /** Nanoseconds since the epoch of clock reading `ms` stamped `offNs` (process.ts). */

@@ -8,7 +8,11 @@
  * Its capabilities: the kubelet lays out no host log directories and removes no host cgroups (nothing
  * touches the host), network probes are answered by `probePort` (pod IPs are made up), logs come from
  * `readLogs`, pod annotations under SimAnnotationPrefix reach the containers (behaviour profiles),
- * container IDs read `sim://<id>`, and a new process adopts what the API recorded (`adopt`: adopt.ts).
+ * container IDs read `sim://<id>`, a new process adopts what the API recorded (`adopt`: adopt.ts), and
+ * image volumes are mounted (`imageVolumes`: recorded, the image's files unknown as the container's own are).
+ * Its Status reports what it honours as recorded state: recursive read-only mounts, user namespaces (the
+ * pod's mappings kept with its sandbox, shown in /proc/self/uid_map) and the Strict supplemental groups
+ * policy (the groups a process gets: identity.ts processUser).
  * Beyond Runtime it offers tests `setDown` and `injectFault`. probePort and readLogs model the pod, not the
  * runtime API, so they ignore faults and `setDown` (podview.ts). In-place resize: resize.ts; declared
  * usage, stats and OOM kills: usage.ts, stats.ts, process.ts.
@@ -33,7 +37,7 @@ import type {
   PortProbeOutcome,
   Runtime,
   RuntimeCapabilities,
-  RuntimeCondition,
+  RuntimeStatus,
   RuntimeVersion,
   SandboxFilter,
   StreamingRequest,
@@ -50,7 +54,7 @@ import { parseImageReference, type ImageStore } from './images.js';
 import type { IPAllocator } from './ipam.js';
 import { containerKey, sandboxNameKey } from './names.js';
 import { setUp, type SimRuntimeOptions } from './options.js';
-import { fileViewOf, probePortOf, type NodeFiles } from './podview.js';
+import { fileViewOf, probePortOf, processView, type NodeFiles } from './podview.js';
 import { Processes } from './process.js';
 import { SimAnnotationPrefix } from './profile.js';
 import { ipOf, RecordMaker, type ContainerRecord, type SandboxRecord } from './records.js';
@@ -76,6 +80,7 @@ export class SimRuntime implements Runtime {
     readLogs: (id: string) => this.readLogs(id),
     podAnnotationPrefix: SimAnnotationPrefix,
     runtimeType: 'sim',
+    imageVolumes: true,
     // Unknown (no promise) while a fault is armed or the runtime is down or closed: a listing must then be
     // asked, to fail as it should.
     listingRevision: () => (this.closed || !this.faults.quiet() ? undefined : this.store.revision),
@@ -142,12 +147,17 @@ export class SimRuntime implements Runtime {
     };
   }
 
-  async status(): Promise<RuntimeCondition[]> {
+  async status(): Promise<RuntimeStatus> {
     this.enter('status');
-    return [
-      { type: 'RuntimeReady', status: true, reason: '', message: '' },
-      { type: 'NetworkReady', status: true, reason: '', message: '' },
-    ];
+    return {
+      conditions: [
+        { type: 'RuntimeReady', status: true, reason: '', message: '' },
+        { type: 'NetworkReady', status: true, reason: '', message: '' },
+      ],
+      // One handler, the default (no RuntimeClass handlers), as containerd 2 reports its default runtime.
+      handlers: [{ name: '', recursiveReadOnlyMounts: true, userNamespaces: true }],
+      features: { supplementalGroupsPolicy: true },
+    };
   }
 
   // ----------------------------------------------------------------------------------------- sandboxes
@@ -226,10 +236,11 @@ export class SimRuntime implements Runtime {
     if (!ref || !image) throw errs.imageNotFound(config.image, context);
     const nameKey = containerKey(name, config.metadata.attempt ?? 0, sandbox);
     this.reserve(nameKey, context);
+    const user = this.behaviours.processUser(config, ref);
     const behaviour = this.behaviours.forContainer(
       config,
       ref,
-      fileViewOf(config.mounts ?? [], sandbox.hostname, this.files),
+      fileViewOf(config.mounts ?? [], sandbox.hostname, this.files, processView(user, sandbox)),
     );
     if (behaviour.createError !== undefined) {
       throw new KindError('Unknown', behaviour.createError, { ...context, injected: true });
@@ -238,6 +249,7 @@ export class SimRuntime implements Runtime {
       id: this.newId('container'),
       behaviour,
       createdAt: this.processes.nowNs(),
+      user,
     });
     this.store.addContainer(c);
     return c.id;
@@ -325,7 +337,12 @@ export class SimRuntime implements Runtime {
     return execInContainer(c, cmd, timeoutSeconds, {
       processes: this.processes,
       nowMs: this.clock.now(),
-      files: fileViewOf(mountsOf(c.spec, c.hostPaths), c.sandbox.hostname, this.files),
+      files: fileViewOf(
+        mountsOf(c.spec, c.hostPaths),
+        c.sandbox.hostname,
+        this.files,
+        processView(c.spec.user, c.sandbox),
+      ),
     });
   }
 

@@ -6,6 +6,7 @@
  * copies of the config's values, so a caller changing its config afterwards changes nothing here.
  */
 import type { ContainerConfig, ContainerMetadata, Image, LinuxContainerResources, Mount } from '../types.js';
+import type { ProcessUser } from './identity.js';
 import { SharedValues } from '../../util/sharedvalues.js';
 import { plainKey } from './intern.js';
 
@@ -25,6 +26,8 @@ export interface ContainerSpec {
   readonly mounts: readonly Readonly<Mount>[];
   /** As created; undefined when created without any. */
   readonly resources: Readonly<LinuxContainerResources> | undefined;
+  /** Who its process runs as (identity.ts processUser). */
+  readonly user: Readonly<ProcessUser>;
 }
 
 /**
@@ -47,8 +50,8 @@ const TABLE_LIMIT = 512;
 export class ContainerSpecs {
   private readonly table = new SharedValues<ContainerSpec>(TABLE_LIMIT);
 
-  /** The (shared) spec of a container created from `config` running `image`. */
-  of(config: ContainerConfig, image: Image): SpecParts {
+  /** The (shared) spec of a container created from `config` running `image` as `user`. */
+  of(config: ContainerConfig, image: Image, user: ProcessUser): SpecParts {
     const given = config.mounts?.length ? config.mounts : undefined;
     const mounts = given ? given.map(withoutHostPath) : NO_MOUNTS;
     const hostPaths = given ? pack(given.map((m) => (hasHostPath(m) ? m.hostPath : undefined))) : '';
@@ -69,6 +72,9 @@ export class ContainerSpecs {
       env ?? null,
       mounts,
       resources ?? null,
+      user.uid,
+      user.gid,
+      user.groups,
     ]);
     // Metadata and annotations are frozen: the runtime's answers hand them out as they are (convert.ts).
     const spec = this.table.get(key, () => ({
@@ -82,6 +88,7 @@ export class ContainerSpecs {
       env: env ? Object.fromEntries(env) : NO_ENV,
       mounts,
       resources: resources ? { ...resources } : undefined,
+      user: Object.freeze({ uid: user.uid, gid: user.gid, groups: Object.freeze([...user.groups]) }),
     }));
     return { spec, hostPaths };
   }

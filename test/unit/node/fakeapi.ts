@@ -3,7 +3,13 @@
 // status that merges conditions and addresses by type. Failures can be injected per method.
 import type { Lease, Node, NodeStatus } from '../../../src/api/node.js';
 import type { NodeAPI, NodeEventRecorder } from '../../../src/node/api.js';
-import type { RuntimeCondition, RuntimeVersion } from '../../../src/runtime/types.js';
+import type { NodeStatusParams } from '../../../src/node/nodestatus.js';
+import type {
+  RuntimeFeatures,
+  RuntimeHandler,
+  RuntimeStatus,
+  RuntimeVersion,
+} from '../../../src/runtime/types.js';
 import { KindError } from '../../../src/util/errors.js';
 
 type Method = keyof NodeAPI;
@@ -171,6 +177,18 @@ export class FakeNodeAPI implements NodeAPI {
   }
 }
 
+/** A node's status parameters as the node status tests use them. */
+export const NODE_STATUS_PARAMS: NodeStatusParams = {
+  nodeName: 'vn-1',
+  internalIP: '127.0.0.2',
+  capacity: { cpu: '4', memory: '16Gi', pods: '110' },
+  allocatable: { cpu: '4', memory: '16Gi', pods: '110' },
+  daemonPort: 10250,
+  kubeletVersion: 'v1.37.2-kubelet-operator-0.1.0',
+  kernelVersion: '6.1.0',
+  osImage: 'test',
+};
+
 export class FakeRuntime {
   down = false;
   runtimeReady = true;
@@ -180,6 +198,9 @@ export class FakeRuntime {
   podCIDRs: string[] = [];
   /** Like containerd with a CNI config template: the network turns ready once a pod CIDR comes. */
   cniFromPodCIDR = false;
+  /** What its Status reports besides the conditions (none, as containerd 1.6). */
+  handlers: RuntimeHandler[] = [];
+  features: RuntimeFeatures | undefined;
   async updatePodCIDR(podCIDR: string): Promise<void> {
     if (this.down) throw new KindError('Unavailable', 'connection refused');
     this.podCIDRs.push(podCIDR);
@@ -188,10 +209,10 @@ export class FakeRuntime {
   async version(): Promise<RuntimeVersion> {
     return { version: 'v1', runtimeName: 'fake', runtimeVersion: '1.2.3', runtimeApiVersion: 'v1' };
   }
-  async status(): Promise<RuntimeCondition[]> {
+  async status(): Promise<RuntimeStatus> {
     this.statusCalls++;
     if (this.down) throw new KindError('Unavailable', 'connection refused');
-    return [
+    const conditions = [
       {
         type: 'RuntimeReady',
         status: this.runtimeReady,
@@ -205,6 +226,7 @@ export class FakeRuntime {
         message: '',
       },
     ];
+    return { conditions, handlers: this.handlers, ...(this.features ? { features: this.features } : {}) };
   }
 }
 

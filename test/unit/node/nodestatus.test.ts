@@ -12,7 +12,7 @@ import {
 import { RuntimeState } from '../../../src/node/runtimestate.js';
 import { nodeStatusChanged } from '../../../src/node/setters.js';
 import { FakeClock } from '../../../src/util/clock.js';
-import { FakeNodeAPI, FakeRuntime, RecordingRecorder, flush } from './fakeapi.js';
+import { FakeNodeAPI, FakeRuntime, NODE_STATUS_PARAMS, RecordingRecorder, flush } from './fakeapi.js';
 
 const T0 = Date.UTC(2026, 0, 1);
 
@@ -23,16 +23,7 @@ async function advance(clock: FakeClock, ms: number, step = 500): Promise<void> 
   }
 }
 
-const params: NodeStatusParams = {
-  nodeName: 'vn-1',
-  internalIP: '127.0.0.2',
-  capacity: { cpu: '4', memory: '16Gi', pods: '110' },
-  allocatable: { cpu: '4', memory: '16Gi', pods: '110' },
-  daemonPort: 10250,
-  kubeletVersion: 'v1.37.2-kubelet-operator-0.1.0',
-  kernelVersion: '6.1.0',
-  osImage: 'test',
-};
+const params: NodeStatusParams = NODE_STATUS_PARAMS;
 
 describe('readinessErrors', () => {
   const ok = (runtime: boolean, network: boolean) => ({

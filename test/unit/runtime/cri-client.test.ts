@@ -109,10 +109,33 @@ describe('runtime/cri client against an in-process CRI server', () => {
       runtimeApiVersion: 'v1',
     });
     expect(server.callsOf('Version')[0]!.request).to.include({ version: '0.1.0' });
-    expect(await rt.status()).to.deep.equal([
-      { type: 'RuntimeReady', status: true, reason: '', message: '' },
-      { type: 'NetworkReady', status: false, reason: 'NetworkPluginNotReady', message: 'cni' },
+    // containerd 1.6's answer: no runtime handlers, no features (its CRI is older than both fields).
+    expect(await rt.status()).to.deep.equal({
+      conditions: [
+        { type: 'RuntimeReady', status: true, reason: '', message: '' },
+        { type: 'NetworkReady', status: false, reason: 'NetworkPluginNotReady', message: 'cni' },
+      ],
+      handlers: [],
+    });
+  });
+
+  it("reads a newer runtime's handlers and features from Status (CRI field numbers 3 and 4)", async () => {
+    server.handlers.Status = () => ({
+      status: { conditions: [{ type: 'RuntimeReady', status: true, reason: '', message: '' }] },
+      runtime_handlers: [
+        { name: '', features: { recursive_read_only_mounts: true, user_namespaces: true } },
+        { name: 'kata', features: { recursive_read_only_mounts: false, user_namespaces: true } },
+        { name: 'bare' },
+      ],
+      features: { supplemental_groups_policy: true },
+    });
+    const status = await rt.status();
+    expect(status.handlers).to.deep.equal([
+      { name: '', recursiveReadOnlyMounts: true, userNamespaces: true },
+      { name: 'kata', recursiveReadOnlyMounts: false, userNamespaces: true },
+      { name: 'bare', recursiveReadOnlyMounts: false, userNamespaces: false },
     ]);
+    expect(status.features).to.deep.equal({ supplementalGroupsPolicy: true });
   });
 
   it('reads int64 nanosecond timestamps as exact bigints and sends int64 seconds as decimal strings', async () => {

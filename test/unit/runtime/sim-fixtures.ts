@@ -13,6 +13,8 @@ import type {
 import { FakeClock } from '../../../src/util/clock.js';
 
 export const IMAGE = 'docker.io/library/busybox:latest';
+/** A process running as root with no other group (what a container of a plain simulated image gets). */
+export const ROOT = Object.freeze({ uid: 0, gid: 0, groups: Object.freeze([0]) });
 /** 2026-01-01T00:00:00Z, a whole minute on the clock. */
 export const T0 = Date.UTC(2026, 0, 1);
 export const MI = 2 ** 20;

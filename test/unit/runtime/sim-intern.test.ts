@@ -6,7 +6,7 @@ import { CompactCopies, flatString, plainKey } from '../../../src/runtime/sim/in
 import { SharedValues } from '../../../src/util/sharedvalues.js';
 import { logDirectoryOf, RecordMaker } from '../../../src/runtime/sim/records.js';
 import type { ContainerConfig, Image, Mount, PodSandboxConfig } from '../../../src/runtime/types.js';
-import { IMAGE, newSim } from './sim-fixtures.js';
+import { IMAGE, newSim, ROOT } from './sim-fixtures.js';
 
 const image: Image = { id: 'sha256:1', repoTags: ['img:1'], repoDigests: ['img@sha256:1'], size: 1 };
 
@@ -103,7 +103,10 @@ describe('SimRuntime records shared between replicas', () => {
       const { sandbox, container } = replica(uid);
       if (i === 2) container.annotations['extra'] = 'x';
       const s = maker.sandbox(sandbox, { id: `s-${uid}`, ip: 1, createdAt: 1n });
-      return { s, c: maker.container(container, s, image, { id: `c-${uid}`, behaviour, createdAt: 2n }) };
+      return {
+        s,
+        c: maker.container(container, s, image, { id: `c-${uid}`, behaviour, createdAt: 2n, user: ROOT }),
+      };
     });
     expect(records[0]!.c.spec).to.equal(records[1]!.c.spec);
     expect(records[2]!.c.spec).not.to.equal(records[0]!.c.spec);

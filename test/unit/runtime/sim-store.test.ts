@@ -6,7 +6,7 @@ import { RecordMaker, type ContainerRecord, type SandboxRecord } from '../../../
 import { SimStore } from '../../../src/runtime/sim/store.js';
 import type { ContainerConfig, Image, PodSandboxConfig } from '../../../src/runtime/types.js';
 import { errorKind } from '../../../src/util/errors.js';
-import { IMAGE, newSim, ns } from './sim-fixtures.js';
+import { IMAGE, newSim, ns, ROOT } from './sim-fixtures.js';
 
 const image: Image = { id: 'sha256:1', repoTags: ['img:1'], repoDigests: ['img@sha256:1'], size: 1 };
 const behaviour = compileProfile({});
@@ -33,7 +33,12 @@ function newStore() {
       labels: label === null ? {} : { [PodUIDLabel]: label ?? s.uid },
       annotations: {},
     };
-    const c = maker.container(config, s, image, { id: `c${seq}`, behaviour, createdAt: BigInt(++seq) });
+    const c = maker.container(config, s, image, {
+      id: `c${seq}`,
+      behaviour,
+      createdAt: BigInt(++seq),
+      user: ROOT,
+    });
     store.addContainer(c);
     return c;
   };

@@ -432,7 +432,7 @@ images:
       sim.injectFault({ op: '*', kind: 'Internal', message: 'boom' });
       const err = await rejection(sim.status());
       expect([errorKind(err), err.message]).to.deep.equal(['Internal', 'boom']);
-      expect(await sim.status()).to.have.length(2);
+      expect((await sim.status()).conditions).to.have.length(2);
       expect(() => sim.injectFault({ op: 'status', kind: 'Internal', count: 0 })).to.throw(
         /positive integer/,
       );

@@ -7,7 +7,8 @@ import {
   type VolumeKind,
 } from '../../../../src/kubelet/volumemanager/plugins.js';
 
-const SUPPORTED = 'emptyDir, hostPath, configMap, secret, downwardAPI, projected, persistentVolumeClaim';
+const SUPPORTED =
+  'emptyDir, hostPath, configMap, secret, downwardAPI, projected, persistentVolumeClaim, image';
 
 describe('volumemanager/plugins', () => {
   describe('findPlugin', () => {
@@ -23,6 +24,7 @@ describe('volumemanager/plugins', () => {
         { name: 'v', persistentVolumeClaim: { claimName: 'c' } },
         'persistentVolumeClaim',
       ],
+      ['image (ImageVolume: the stub plugin)', { name: 'v', image: { reference: 'busybox:1.36' } }, 'image'],
       ['no source at all (the API server defaults emptyDir)', { name: 'v' }, 'emptyDir'],
       [
         'a source set to null next to a real one',
@@ -95,6 +97,7 @@ describe('volumemanager/plugins', () => {
       ['emptyDir', false],
       ['hostPath', false],
       ['persistentVolumeClaim', false],
+      ['image', false],
     ];
     for (const [kind, want] of table) expect(requiresRemount(kind), kind).to.equal(want);
   });

@@ -11,7 +11,8 @@ import {
 } from '../../../../src/kubelet/volumemanager/volumemanager.js';
 import { b64, dirs, harness, modeOf, NS, PODS, podWith, text, UID, type Harness } from './fixtures.js';
 
-const SUPPORTED = 'emptyDir, hostPath, configMap, secret, downwardAPI, projected, persistentVolumeClaim';
+const SUPPORTED =
+  'emptyDir, hostPath, configMap, secret, downwardAPI, projected, persistentVolumeClaim, image';
 const cm = (name: string, configMap = 'app-config'): Volume => ({ name, configMap: { name: configMap } });
 
 function failed(r: MountPodResult): { message: string; report: boolean } {
