@@ -16,6 +16,7 @@ import { quantityMilliValue, quantityValue } from './util/quantity.js';
 import type { KubeClient } from './kube/client.js';
 import { EventRecorder } from './kube/events.js';
 import type { Informer } from './kube/informer.js';
+import { MaxCrashLoopBackOffMs } from './kubelet/backoff.js';
 import { Kubelet } from './kubelet/kubelet.js';
 import type { KubeletSettings } from './kubelet/kubelet_config.js';
 import { PodsByNodeIndex } from './kubelet/podmanager.js';
@@ -252,6 +253,13 @@ export class KubeletManagedNode implements ManagedNode {
       memoryCapacityBytes: quantityValue(spec.capacity.memory),
       // kubelet --allowed-unsafe-sysctls: a pattern that is not namespaced stops this node's start (StartFailed).
       allowedUnsafeSysctls: spec.kubelet.allowedUnsafeSysctls,
+      // KubeletCrashLoopBackOffMax is on in v1.37: the node's crashLoopBackOff.maxContainerRestartPeriod caps
+      // the restart back-off (default 300 s, the kubelet's).
+      crashLoopBackOff: {
+        featureGates: { KubeletCrashLoopBackOffMax: true },
+        maxContainerRestartPeriodSeconds:
+          spec.kubelet.crashLoopBackOff?.maxContainerRestartPeriodSeconds ?? MaxCrashLoopBackOffMs / 1000,
+      },
     };
     this.kubelet = new Kubelet({
       runtimeState: this.runtimeState,

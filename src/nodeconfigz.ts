@@ -4,6 +4,7 @@
  * environment) and from the spec in force (labels, taints, capacity and heartbeat change in place).
  */
 import type { VirtualNodeSpec } from './api/virtualnode.js';
+import { MaxCrashLoopBackOffMs } from './kubelet/backoff.js';
 import { kubeletPeriods, type KubeletSettings, type PodEnvironment } from './kubelet/kubelet_config.js';
 import type { NodeKubeletSettings } from './server/nodeapi/configz.js';
 
@@ -34,6 +35,13 @@ export function nodeKubeletSettings(o: {
     nodeStatusReportFrequencyMs: spec.heartbeat.statusReportFrequencySeconds * 1000,
     nodeLeaseDurationSeconds: spec.heartbeat.leaseDurationSeconds,
     allowedUnsafeSysctls: settings.allowedUnsafeSysctls ?? [],
+    ...(settings.crashLoopBackOff?.featureGates?.KubeletCrashLoopBackOffMax
+      ? {
+          maxContainerRestartPeriodMs:
+            (settings.crashLoopBackOff.maxContainerRestartPeriodSeconds ?? MaxCrashLoopBackOffMs / 1000) *
+            1000,
+        }
+      : {}),
     labels: spec.labels,
     taints: spec.taints,
   };

@@ -93,6 +93,15 @@ export const VirtualNodeSpecSchema = z
           .max(64)
           .default([]),
         /**
+         * kubelet config `crashLoopBackOff` (KubeletCrashLoopBackOffMax, on): the longest back-off between
+         * restarts of a crashing container, 1..300 s; default the kubelet's 300 s. A shorter one than the
+         * initial 10 s is also the first delay.
+         */
+        crashLoopBackOff: z
+          .object({ maxContainerRestartPeriodSeconds: z.number().int().min(1).max(300).optional() })
+          .strict()
+          .optional(),
+        /**
          * `Request`: projected service-account tokens are TokenRequests bound to the pod, as a kubelet's.
          * `Simulated`: an unsigned placeholder is written instead (no API request per pod). Default: Request on
          * cri, Simulated on sim.

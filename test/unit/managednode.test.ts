@@ -489,6 +489,25 @@ describe('KubeletManagedNode spec.kubelet.allowedUnsafeSysctls (kubelet --allowe
   });
 });
 
+describe('KubeletManagedNode spec.kubelet.crashLoopBackOff (KubeletCrashLoopBackOffMax)', () => {
+  for (const [what, kubelet, ms] of [
+    ['the configured period', { crashLoopBackOff: { maxContainerRestartPeriodSeconds: 20 } }, 20_000],
+    ["the kubelet's default 300 s", {}, 300_000],
+  ] as const) {
+    it(`caps the node's restart back-off at ${what}, as its /configz says`, async () => {
+      const s = setup(undefined, spec({ kubelet }));
+      try {
+        await start(s);
+        const settings = s.registry.nodes()[0]!.kubeletSettings!();
+        expect(settings.maxContainerRestartPeriodMs).to.equal(ms);
+      } finally {
+        await s.node.stop();
+        await s.informer.stop();
+      }
+    });
+  }
+});
+
 describe('kubeletNodeFactory.needsRestart', () => {
   const factory = kubeletNodeFactory({
     client: {} as KubeClient,

@@ -39,6 +39,11 @@ export interface NodeKubeletSettings {
   nodeStatusReportFrequencyMs: number;
   nodeLeaseDurationSeconds: number;
   allowedUnsafeSysctls: readonly string[];
+  /**
+   * crashLoopBackOff.maxContainerRestartPeriod in force (KubeletCrashLoopBackOffMax on: the configured one,
+   * else the kubelet's default 300 s); undefined with that gate off, where a kubelet leaves it unset.
+   */
+  maxContainerRestartPeriodMs?: number;
   /** The node's labels and taints from its VirtualNode (kubelet --node-labels, --register-with-taints). */
   labels: Readonly<Record<string, string>>;
   taints: readonly { key: string; value?: string; effect: string }[];
@@ -107,6 +112,8 @@ export function kubeletConfiguration(n: NodeKubeletSettings, api: NodeApiSetting
   // Image pulls run in parallel, each in its own pod's worker.
   c.serializeImagePulls = false;
   if (n.allowedUnsafeSysctls.length > 0) c.allowedUnsafeSysctls = [...n.allowedUnsafeSysctls];
+  if (n.maxContainerRestartPeriodMs !== undefined)
+    c.crashLoopBackOff = { maxContainerRestartPeriod: duration(n.maxContainerRestartPeriodMs) };
   if (n.taints.length > 0)
     c.registerWithTaints = n.taints.map((t) => ({
       key: t.key,

@@ -16,6 +16,26 @@ describe('parseVirtualNodeSpec', () => {
     expect(r.spec.runtime).to.deep.equal({ type: 'sim', sim: {} });
   });
 
+  it('spec.kubelet.crashLoopBackOff.maxContainerRestartPeriodSeconds: 1..300 whole seconds, unset by default', () => {
+    const parse = (p: unknown) =>
+      parseVirtualNodeSpec({
+        runtime: { type: 'sim' },
+        kubelet: { crashLoopBackOff: { maxContainerRestartPeriodSeconds: p } },
+      });
+    const ok = parse(30);
+    expect(ok.ok && ok.spec.kubelet.crashLoopBackOff).to.deep.equal({ maxContainerRestartPeriodSeconds: 30 });
+    for (const p of [1, 300]) expect(parse(p).ok, String(p)).to.equal(true);
+    for (const p of [0, 301, 1.5, '30s']) {
+      const r = parse(p);
+      expect(r.ok, String(p)).to.equal(false);
+      expect(!r.ok && r.message).to.match(
+        /^spec\.kubelet\.crashLoopBackOff\.maxContainerRestartPeriodSeconds: /,
+      );
+    }
+    const none = parseVirtualNodeSpec({ runtime: { type: 'sim' } });
+    expect(none.ok && none.spec.kubelet.crashLoopBackOff).to.equal(undefined);
+  });
+
   it('names the field for a relative CRI endpoint', () => {
     const r = parseVirtualNodeSpec({ runtime: { type: 'cri', cri: { endpoint: 'unix://run/c.sock' } } });
     expect(r).to.deep.equal({

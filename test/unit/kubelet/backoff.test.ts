@@ -113,6 +113,31 @@ describe('newCrashLoopBackOff', () => {
     expect(newCrashLoopBackOff({ featureGates: gate })).to.include({ initialMs: 10 * s, maxMs: 300 * s });
   });
 
+  it('restarts a crashing container on the capped schedule (maxContainerRestartPeriod 30s: 10s, 20s, 30s, 30s)', () => {
+    const b = newCrashLoopBackOff({
+      featureGates: { KubeletCrashLoopBackOffMax: true },
+      maxContainerRestartPeriodSeconds: 30,
+    });
+    const delays: number[] = [];
+    let t = 0;
+    for (let i = 0; i < 5; i++) {
+      b.next('k', t, t);
+      delays.push(b.get('k'));
+      expect(b.isInBackOffSince('k', t, t + b.get('k') - 1)).to.equal(true);
+      expect(b.isInBackOffSince('k', t, t + b.get('k'))).to.equal(false);
+      t += b.get('k');
+    }
+    expect(delays).to.deep.equal([10 * s, 20 * s, 30 * s, 30 * s, 30 * s]);
+    // Under the initial delay: every restart waits the period.
+    const short = newCrashLoopBackOff({
+      featureGates: { KubeletCrashLoopBackOffMax: true },
+      maxContainerRestartPeriodSeconds: 2,
+    });
+    short.next('k', 0, 0);
+    short.next('k', 2 * s, 2 * s);
+    expect(short.get('k')).to.equal(2 * s);
+  });
+
   it('rejects a restart period outside 1s..300s', () => {
     const gate = { KubeletCrashLoopBackOffMax: true };
     for (const p of [0, 0.5, 301, Number.NaN]) {

@@ -48,6 +48,10 @@ const criNode = nodeKubeletSettings({
     podLogsRoot: '/var/log/pods',
     cgroupRoot: '/kubelet-operator',
     allowedUnsafeSysctls: ['net.core.somaxconn', 'kernel.msg*'],
+    crashLoopBackOff: {
+      featureGates: { KubeletCrashLoopBackOffMax: true },
+      maxContainerRestartPeriodSeconds: 30,
+    },
   },
   env: { clusterDNS: ['10.96.0.10'], clusterDomain: 'example.internal' },
   resolvConf: '/etc/resolv.conf',
@@ -118,6 +122,7 @@ describe('node API: /configz and /flagz content', () => {
           resolvConf: '/etc/resolv.conf',
           serializeImagePulls: false,
           allowedUnsafeSysctls: ['net.core.somaxconn', 'kernel.msg*'],
+          crashLoopBackOff: { maxContainerRestartPeriod: '30s' },
           registerWithTaints: [
             { key: 'dedicated', value: 'gpu', effect: 'NoSchedule' },
             { key: 'spot', effect: 'NoExecute' },
@@ -163,6 +168,32 @@ describe('node API: /configz and /flagz content', () => {
     const frac = kubeletConfiguration(simNode, { ...CSR, events: { qps: 0.5, burst: 3 } });
     expect(frac).to.not.have.property('eventRecordQPS');
     expect(frac.eventBurst).to.equal(3);
+  });
+
+  it('crashLoopBackOff: the period in force with KubeletCrashLoopBackOffMax (300 s by default), absent without', () => {
+    const withGate = (maxContainerRestartPeriodSeconds?: number) =>
+      kubeletConfiguration(
+        nodeKubeletSettings({
+          spec: SIM,
+          nodeName: 'sim-1',
+          nodeIP: '10.0.0.8',
+          settings: {
+            podNetwork: 'cni',
+            podLogsRoot: '/var/log/pods',
+            cgroupRoot: '/kubelet-operator',
+            crashLoopBackOff: {
+              featureGates: { KubeletCrashLoopBackOffMax: true },
+              maxContainerRestartPeriodSeconds,
+            },
+          },
+          env: {},
+          resolvConf: '',
+        }),
+        CSR,
+      ).crashLoopBackOff;
+    expect(withGate(90)).to.deep.equal({ maxContainerRestartPeriod: '1m30s' });
+    expect(withGate(undefined)).to.deep.equal({ maxContainerRestartPeriod: '5m0s' });
+    expect(kubeletConfiguration(simNode, CSR)).to.not.have.property('crashLoopBackOff');
   });
 
   it("escapes <, > and & as Go's encoding/json does", () => {
