@@ -268,6 +268,17 @@ export class Kubelet {
         }
         return got.status;
       },
+      // PLEGOnDemandRelist: the pod's events go to the sync loop now, not at the next relist.
+      relistPod: async (ref) => {
+        const got = await this.pleg.relistPod(ref);
+        if (got.eventsSent > 0 && this.phase === 'running') this.sendPlegEvents();
+        if (got.error !== undefined) {
+          throw new KindError('Unavailable', `inspecting pod: ${errorMessage(got.error)}`, {
+            podUID: ref.uid,
+          });
+        }
+        return got.status;
+      },
       probes: { liveness: this.results.liveness, startup: this.results.startup },
       reasonCache: this.reasonCache,
       workerState: (uid) => this.podWorkers.state(asPodUID(uid)),

@@ -61,6 +61,12 @@ export interface KubeletPodSyncerDeps {
    * only after a sync function changed the runtime. Rejects when the inspection failed.
    */
   relist: (pod: RunningPodRef) => Promise<RuntimePodStatus>;
+  /**
+   * After a SyncPod that changed the runtime without an error (kubelet: the sync's postSync hook,
+   * PLEGOnDemandRelist): relists the pod now, so its PLEG events reach the sync loop at once, not at the next
+   * periodic relist, and returns what the relist cached, as `relist` does. Absent: `relist`.
+   */
+  relistPod?: (pod: RunningPodRef) => Promise<RuntimePodStatus>;
   probes: SyncPodProbes;
   reasonCache: ReasonCacheReader;
   /** The pod worker state of a UID (admission counts only pods still syncing). */
@@ -241,13 +247,10 @@ export class KubeletPodSyncer implements PodSyncer {
 
     // When the runtime changed, inspect the pod now (kubelet: pleg.UpdateCache), so the new containers show in
     // the status without waiting for the next relist; a sync that did nothing reuses the view it started from.
+    // A sync without an error relists the pod (PLEGOnDemandRelist): its events go to the sync loop now too.
     const acted = changedRuntime(result);
-    if (
-      !acted &&
-      !result.error &&
-      result.results.every((r) => r.error === undefined) &&
-      !this.resizing(uid)
-    ) {
+    const succeeded = !result.error && result.results.every((r) => r.error === undefined);
+    if (!acted && succeeded && !this.resizing(uid)) {
       // Nothing changed (the sandbox config is reported at every sync): the status generated from the same view
       // at the start of this sync stands, and generating it again would give the same one.
       this.observeStart(uid, pod, status);
@@ -255,7 +258,9 @@ export class KubeletPodSyncer implements PodSyncer {
       if (before === viewed) this.settled.settled(uid, inputs);
       return { isTerminal: false };
     }
-    const latest = acted ? await this.d.relist(refOf(pod)) : before;
+    const latest = acted
+      ? await (succeeded ? (this.d.relistPod ?? this.d.relist) : this.d.relist)(refOf(pod))
+      : before;
     recordResizeResult(pod, result, this.d.resizeConditions, this.eventRecorder);
     resizeProgress(pod, latest, this.d.resizeConditions, this.eventRecorder);
     const after = this.generate(pod, latest, false);

@@ -18,7 +18,7 @@ import { isRestartableInitContainer } from '../../api/core.js';
 import type { ContainerConfig, PodSandboxConfig, Runtime } from '../../runtime/types.js';
 import { errorMessage, KindError } from '../../util/errors.js';
 import { doBackOff, formatPod } from '../backoff.js';
-import type { RuntimePodStatus } from '../container/types.js';
+import type { PodUID, RuntimePodStatus } from '../container/types.js';
 import type { RuntimePod } from '../pleg/generic.js';
 import type { ProbeResultsReader } from '../prober/types.js';
 import type { ReasonCache } from '../reasoncache.js';
@@ -114,6 +114,15 @@ export class KubeGenericRuntimeManager {
     const pods = await listRuntimePods(this.runtime, this.ctx.node.nodeName, this.listedPods);
     this.lastListing = revision === undefined ? undefined : { revision, pods };
     return pods;
+  }
+
+  /**
+   * One pod as getPods lists it, from its own sandboxes and containers only (kubelet: GetPod); undefined when
+   * the runtime has nothing of it. The PLEG's relist of one pod after a sync (PLEGOnDemandRelist).
+   */
+  async getPod(uid: PodUID): Promise<RuntimePod | undefined> {
+    const pods = await listRuntimePods(this.runtime, this.ctx.node.nodeName, undefined, uid);
+    return pods.find((p) => p.uid === uid);
   }
 
   /**

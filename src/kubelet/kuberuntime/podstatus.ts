@@ -246,8 +246,11 @@ export async function listRuntimePods(
   runtime: Runtime,
   nodeName: string,
   memo?: Map<string, RuntimePod>,
+  /** Only this pod's sandboxes and containers (kubelet: getPods with listOptions.podUID). */
+  podUID?: string,
 ): Promise<RuntimePod[]> {
-  const selector = { [ManagedByLabel]: nodeName };
+  const selector: Record<string, string> = { [ManagedByLabel]: nodeName };
+  if (podUID) selector[PodUIDLabel] = podUID;
   const [sandboxes, containers] = await Promise.all([
     runtime.listPodSandbox({ labelSelector: selector }),
     runtime.listContainers({ labelSelector: selector }),

@@ -29,11 +29,14 @@ export interface RuntimePod {
  *   Rejecting aborts the relist. Answering with the very array it gave the last time says that nothing
  *   changed: that relist then diffs nothing (unless a pod waits to be inspected again).
  * - `getPodStatus` inspects one pod (kubelet: GetPodStatus). Rejecting marks the pod for reinspection.
- * Neither result is mutated by the PLEG.
+ * - `getPod` lists one pod the way `getPods` lists it, undefined when the runtime has nothing of it (kubelet:
+ *   GetPod). Without it, `relistPod` picks the pod out of `getPods`.
+ * No result is mutated by the PLEG.
  */
 export interface PodLister {
   getPods(): Promise<readonly RuntimePod[]>;
   getPodStatus(uid: PodUID, name: string, namespace: string): Promise<RuntimePodStatus>;
+  getPod?(uid: PodUID): Promise<RuntimePod | undefined>;
 }
 
 /** A predicate over a freshly inspected status; once it holds, the PLEG emits ConditionMet and forgets it. */
@@ -83,6 +86,11 @@ interface VersionedCondition {
   condition: WatchCondition;
   version: number;
 }
+
+/** What inspecting one pod gave; a pod that was not inspected counts as inspected fine. */
+type Inspection =
+  { readonly ok: true; readonly status?: RuntimePodStatus } | { readonly ok: false; readonly error: unknown };
+const NOT_INSPECTED: Inspection = Object.freeze({ ok: true });
 
 const NO_CONDITIONS: readonly (VersionedCondition & { key: string })[] = Object.freeze([]);
 
@@ -220,6 +228,62 @@ export class GenericPLEG {
     }
   }
 
+  /**
+   * Relists one pod now (kubelet: GenericPLEG.relistPod under PLEGOnDemandRelist, which a pod worker requests
+   * after a sync that changed the runtime without an error): lists the pod, diffs it against its record as
+   * a full relist does, inspects it into the cache and sends its events to the channel at once, instead of at
+   * the next relist; its record advances, so that relist does not send them again. The pod is always
+   * inspected (the worker reports the status from it), but an inspection that finds no change sends nothing.
+   * When the pod cannot be listed (a runtime error, or nothing of it left), it is only inspected, as
+   * `updateCache` does, and its events wait for the next relist. Serialized with `relist()`. Never rejects.
+   */
+  relistPod(pod: { uid: PodUID; name: string; namespace: string }): Promise<{
+    status: RuntimePodStatus;
+    error: unknown;
+    eventsSent: number;
+  }> {
+    const run = this.queue.then(() => this.relistPodOnce(pod));
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private async relistPodOnce(pod: { uid: PodUID; name: string; namespace: string }): Promise<{
+    status: RuntimePodStatus;
+    error: unknown;
+    eventsSent: number;
+  }> {
+    let listed: RuntimePod | undefined;
+    try {
+      const got: unknown = this.lister.getPod
+        ? await this.lister.getPod(pod.uid)
+        : (await this.lister.getPods()).find((p) => p.uid === pod.uid);
+      if (got !== undefined && !isRuntimePod(got)) {
+        throw new KindError('InvalidArgument', 'runtime pod listing is malformed', { pod: pod.uid });
+      }
+      listed = got;
+    } catch {
+      listed = undefined;
+    }
+    if (!listed || listed.uid !== pod.uid) return { ...(await this.updateCache(pod)), eventsSent: 0 };
+    const record = this.records.get(pod.uid) ?? { old: undefined, current: undefined };
+    record.current = listed;
+    this.records.set(pod.uid, record);
+    const { inspection, sent } = await this.reconcile(pod.uid, record, true);
+    if (!inspection.ok) {
+      // The next relist inspects it again (kubelet: podsToReinspect).
+      this.podsToReinspect.add(pod.uid);
+      return {
+        status: emptyPodStatus(pod.uid, pod.name, pod.namespace),
+        error: inspection.error,
+        eventsSent: 0,
+      };
+    }
+    this.podsToReinspect.delete(pod.uid);
+    if (inspection.status) return { status: inspection.status, error: undefined, eventsSent: sent };
+    // Not reached: a listed pod is always inspected when forced.
+    return { ...(await this.updateCache(pod)), eventsSent: sent };
+  }
+
   /** Lists, diffs, inspects and sends (SEMANTICS §7.3). Calls are serialized. Never rejects. */
   relist(): Promise<RelistResult> {
     const run = this.queue.then(() => this.relistOnce());
@@ -259,56 +323,11 @@ export class GenericPLEG {
     let eventsSent = 0;
     let eventsDropped = 0;
     for (const [uid, record] of [...this.records]) {
-      const events = computePodEvents(uid, record.old, record.current);
-      const watched = this.watchConditions.get(uid);
-      const conditions = watched ? [...watched].map(([key, v]) => ({ key, ...v })) : NO_CONDITIONS;
-      const stale = this.updateFailed.has(uid);
-      if (events.length === 0 && conditions.length === 0 && !this.podsToReinspect.has(uid) && !stale) {
-        // No event means every container and sandbox has the same state in both listings, so the new one
-        // diffs exactly like the old: keep one of them, not two listings per pod (bench/README.md).
-        if (record.current) record.old = record.current;
-        record.current = undefined;
-        continue;
-      }
-
-      const pod = record.current;
-      let status: RuntimePodStatus | undefined;
-      if (!pod) {
-        this.cache.delete(uid);
-        this.updateFailed.delete(uid);
-      } else {
-        inspected.push(uid);
-        status = await this.inspect(pod);
-        if (!status) {
-          needsReinspection.add(uid);
-          continue;
-        }
-        this.updateFailed.delete(uid);
-      }
-
-      if (status) {
-        const met = conditions.filter((c) => this.holds(c.condition, status));
-        if (met.length > 0) {
-          this.completeWatchConditions(uid, met);
-          events.push({ podUID: uid, type: 'ConditionMet' });
-        }
-      }
-
-      if (record.current) {
-        record.old = record.current;
-        record.current = undefined;
-      } else {
-        this.records.delete(uid);
-      }
-
-      for (const e of events) {
-        if (!isSentEvent(e.type)) continue;
-        if (this.events.trySend(e)) eventsSent++;
-        else {
-          eventsDropped++;
-          this.discarded++;
-        }
-      }
+      const r = await this.reconcile(uid, record, this.podsToReinspect.has(uid));
+      if (r.inspected) inspected.push(uid);
+      if (!r.inspection.ok) needsReinspection.add(uid);
+      eventsSent += r.sent;
+      eventsDropped += r.dropped;
     }
 
     // A failed updateCache of a pod the runtime no longer lists: nothing of it is left to inspect.
@@ -320,6 +339,67 @@ export class GenericPLEG {
     this.cache.updateTime(timestamp);
     this.podsToReinspect = needsReinspection;
     return { listed: true, eventsSent, eventsDropped, inspected, inspectionFailed: [...needsReinspection] };
+  }
+
+  /**
+   * Compares a pod's record (old and current listing) and, when it changed, is watched, waits for inspection
+   * (`force`) or has an error cached, inspects it into the cache (or forgets a pod no longer listed),
+   * advances the record and sends the events (kubelet: reconcilePodRecord). A failed inspection leaves the
+   * record where it was, so the next relist finds the same change.
+   */
+  private async reconcile(
+    uid: string,
+    record: PodRecord,
+    force: boolean,
+  ): Promise<{ inspected: boolean; inspection: Inspection; sent: number; dropped: number }> {
+    const events = computePodEvents(uid, record.old, record.current);
+    const watched = this.watchConditions.get(uid);
+    const conditions = watched ? [...watched].map(([key, v]) => ({ key, ...v })) : NO_CONDITIONS;
+    const stale = this.updateFailed.has(uid);
+    if (events.length === 0 && conditions.length === 0 && !force && !stale) {
+      // No event means every container and sandbox has the same state in both listings, so the new one
+      // diffs exactly like the old: keep one of them, not two listings per pod (bench/README.md).
+      if (record.current) record.old = record.current;
+      record.current = undefined;
+      return { inspected: false, inspection: NOT_INSPECTED, sent: 0, dropped: 0 };
+    }
+
+    const pod = record.current;
+    let inspection: Inspection = NOT_INSPECTED;
+    if (!pod) {
+      this.cache.delete(uid);
+      this.updateFailed.delete(uid);
+    } else {
+      const got = await this.inspect(pod);
+      inspection = got;
+      if (!got.ok) return { inspected: true, inspection, sent: 0, dropped: 0 };
+      this.updateFailed.delete(uid);
+      const status = got.status;
+      const met = conditions.filter((c) => this.holds(c.condition, status));
+      if (met.length > 0) {
+        this.completeWatchConditions(uid, met);
+        events.push({ podUID: uid, type: 'ConditionMet' });
+      }
+    }
+
+    if (record.current) {
+      record.old = record.current;
+      record.current = undefined;
+    } else {
+      this.records.delete(uid);
+    }
+
+    let sent = 0;
+    let dropped = 0;
+    for (const e of events) {
+      if (!isSentEvent(e.type)) continue;
+      if (this.events.trySend(e)) sent++;
+      else {
+        dropped++;
+        this.discarded++;
+      }
+    }
+    return { inspected: pod !== undefined, inspection, sent, dropped };
   }
 
   /** No pod is watched, waits for reinspection or has a failed inspection cached. */
@@ -336,8 +416,10 @@ export class GenericPLEG {
     }
   }
 
-  /** Inspects one pod into the cache; undefined when the inspection failed (the error is cached). */
-  private async inspect(pod: RuntimePod): Promise<RuntimePodStatus | undefined> {
+  /** Inspects one pod into the cache; a failed inspection caches its error. */
+  private async inspect(
+    pod: RuntimePod,
+  ): Promise<{ ok: true; status: RuntimePodStatus } | { ok: false; error: unknown }> {
     const timestamp = this.clock.now();
     let status: RuntimePodStatus;
     try {
@@ -348,11 +430,11 @@ export class GenericPLEG {
       status = got as RuntimePodStatus;
     } catch (error) {
       this.cache.set(pod.uid, emptyPodStatus(pod.uid, pod.name, pod.namespace), error, timestamp);
-      return undefined;
+      return { ok: false, error };
     }
     const withIPs = this.keepPodIPs(pod.uid, status);
     this.cache.set(pod.uid, withIPs, undefined, timestamp);
-    return withIPs;
+    return { ok: true, status: withIPs };
   }
 
   /**

@@ -3,6 +3,7 @@
 // The runtime is the simulated one with every method counted.
 import { expect } from 'chai';
 import { Kubelet } from '../../../src/kubelet/kubelet.js';
+import type { SyncLoopInput } from '../../../src/kubelet/kubelet_syncloop.js';
 import type { SimRuntime } from '../../../src/runtime/sim/index.js';
 import { advance, flush, mkPod, setup, start } from './kubelet-fixtures.js';
 
@@ -59,7 +60,7 @@ function countCalls(runtime: SimRuntime): { calls: Map<string, number>; reset():
 }
 
 describe('Kubelet: runtime calls per pod sync', () => {
-  it('a steady-state sync makes no runtime call; one that acts adds one inspection of its pod', async () => {
+  it('a steady-state sync makes no runtime call; one that acts adds one relist of its pod, whose events come at once', async () => {
     const { clock, runtime, api, deps } = setup();
     const pod = mkPod('a', {
       containers: [
@@ -86,23 +87,36 @@ describe('Kubelet: runtime calls per pod sync', () => {
     await flush();
     expect(Object.fromEntries(counter.calls), 'steady-state sync').to.deep.equal({});
 
-    // A container dies: the PLEG sees it (the relist's own reads), the worker restarts it (the mutations)
-    // and inspects the pod once (one sandbox, two containers).
+    // A container dies: the PLEG sees it (the relist's own reads), the worker restarts it (the mutations),
+    // then relists its pod (PLEGOnDemandRelist: one listing of that pod and one inspection).
     const side = (await runtime.listContainers()).find((c) => c.metadata.name === 'side')!;
     await runtime.stopContainer(side.id, 0);
     await flush();
     counter.reset();
+    const seen: string[] = [];
+    const loop = (k as unknown as { loop: { handle(i: SyncLoopInput): Promise<void> } }).loop;
+    const handle = loop.handle.bind(loop);
+    loop.handle = (i) => {
+      if (i.source === 'pleg') seen.push(`${i.event.type}@${clock.now()}`);
+      return handle(i);
+    };
     clock.advance(1_000); // the relist
+    const relistAt = clock.now();
     await flush(40);
+    // The new container's start reached the sync loop without waiting for the next relist.
+    expect(seen).to.include(`ContainerStarted@${relistAt}`);
+    expect(seen[0]).to.equal(`ContainerDied@${relistAt}`);
     const calls = Object.fromEntries(counter.calls);
     if (process.env.SHOW_CALLS) console.log(JSON.stringify(calls));
     const mutations = Object.entries(calls).filter(([m]) => !READS.has(m));
     expect(Object.fromEntries(mutations)).to.deep.equal({ createContainer: 1, startContainer: 1 });
-    // Reads: two PLEG listings (sandboxes, containers), one inspection by the PLEG of the changed pod and one
-    // by the worker after its actions (each: list sandboxes, sandbox status, list containers, container statuses).
+    // Reads: two PLEG listings (sandboxes, containers), one inspection by the PLEG of the changed pod, and
+    // the relist of the pod after the worker's actions: one listing of it (sandboxes, containers) and one
+    // inspection (each: list sandboxes, sandbox status, list containers, container statuses). The follow-up
+    // sync its ContainerStarted brings reads only the cache.
     const reads = Object.entries(calls).filter(([m]) => READS.has(m));
     const perInspection = 1 + 1 + 1 + 3; // 3 containers: app, side (exited), side (new)
-    expect(reads.reduce((n, [, c]) => n + c, 0)).to.be.at.most(2 + 2 * perInspection);
+    expect(reads.reduce((n, [, c]) => n + c, 0)).to.be.at.most(2 + 2 + 2 * perInspection);
     await k.stop(0);
   });
 });

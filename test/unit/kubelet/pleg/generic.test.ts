@@ -95,6 +95,79 @@ describe('GenericPLEG', () => {
     expect(pleg.events.drain()).to.deep.equal([]);
   });
 
+  describe('relistPod (PLEGOnDemandRelist)', () => {
+    const ref = { uid: 'p' as PodUID, name: 'p', namespace: 'ns' };
+
+    it("sends the pod's events at once, before the next relist, which does not send them again", async () => {
+      const { pleg, lister, cache, clock } = setup();
+      lister.set('p', [{ id: 'a', state: 'running' }]);
+      await pleg.relist();
+      pleg.events.drain();
+      const relisted = clock.now();
+      // A sync started container b, 100 ms into the 1 s relist period.
+      clock.advance(100);
+      lister.set('p', [
+        { id: 'a', state: 'running' },
+        { id: 'b', state: 'running' },
+      ]);
+      lister.status = () => ({ ips: ['10.0.0.1'] });
+      const r = await pleg.relistPod(ref);
+      expect(r).to.deep.include({ error: undefined, eventsSent: 1 });
+      expect(r.status.ips).to.deep.equal(['10.0.0.1']);
+      expect(pleg.events.drain()).to.deep.equal([{ podUID: 'p', type: 'ContainerStarted', data: 'b' }]);
+      expect(cache.entry('p')).to.deep.include({ modified: clock.now(), error: undefined });
+      expect(pleg.lastRelistTime, 'no relist ran').to.equal(relisted);
+      clock.advance(900);
+      const next = await pleg.relist();
+      expect(next).to.deep.include({ eventsSent: 0 });
+      expect(pleg.events.drain()).to.deep.equal([]);
+    });
+
+    it('inspects a pod whose listing did not change, and sends nothing', async () => {
+      const { pleg, lister } = setup();
+      lister.set('p', [{ id: 'a', state: 'running' }]);
+      await pleg.relist();
+      pleg.events.drain();
+      lister.inspected = [];
+      const r = await pleg.relistPod(ref);
+      expect(r).to.deep.include({ error: undefined, eventsSent: 0 });
+      expect(lister.inspected).to.deep.equal(['p']);
+      expect(pleg.events.drain()).to.deep.equal([]);
+    });
+
+    it('a failed inspection sends nothing and leaves the change to the next relist', async () => {
+      const { pleg, lister } = setup();
+      lister.set('p', [{ id: 'a', state: 'running' }]);
+      await pleg.relist();
+      pleg.events.drain();
+      lister.set('p', [{ id: 'a', state: 'exited' }]);
+      const getPodStatus = lister.getPodStatus.bind(lister);
+      lister.getPodStatus = () => Promise.reject(new Error('runtime down'));
+      const r = await pleg.relistPod(ref);
+      expect(r.error).to.be.instanceOf(Error);
+      expect(r.eventsSent).to.equal(0);
+      expect([...pleg.reinspectionSet]).to.deep.equal(['p']);
+      expect(pleg.events.drain()).to.deep.equal([]);
+      lister.getPodStatus = getPodStatus;
+      await pleg.relist();
+      expect(pleg.events.drain()).to.deep.equal([{ podUID: 'p', type: 'ContainerDied', data: 'a' }]);
+    });
+
+    it('a pod the runtime no longer lists is only inspected; its events wait for the relist', async () => {
+      const { pleg, lister, cache } = setup();
+      lister.set('p', [{ id: 'a', state: 'exited' }]);
+      await pleg.relist();
+      pleg.events.drain();
+      lister.pods = [];
+      const r = await pleg.relistPod(ref);
+      expect(r).to.deep.include({ error: undefined, eventsSent: 0 });
+      expect(cache.entry('p')).to.not.equal(undefined);
+      expect(pleg.events.drain()).to.deep.equal([]);
+      await pleg.relist();
+      expect(pleg.events.drain().map((e) => e.type)).to.deep.equal(['ContainerRemoved']);
+    });
+  });
+
   it('sets the cache global timestamp to the relist start', async () => {
     const { pleg, cache, clock } = setup();
     await pleg.relist();
