@@ -10,7 +10,8 @@ import type { Volume, VolumeMount } from './volumes.js';
 export type { Volume, VolumeMount } from './volumes.js';
 
 export type RestartPolicy = 'Always' | 'OnFailure' | 'Never';
-export type ContainerRestartPolicy = 'Always';
+/** A container's own restart policy (ContainerRestartRules): `Always` on an init container makes it a sidecar. */
+export type ContainerRestartPolicy = 'Always' | 'OnFailure' | 'Never';
 export type PodPhase = 'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Unknown';
 export type ConditionStatus = 'True' | 'False' | 'Unknown';
 export type PullPolicy = 'Always' | 'IfNotPresent' | 'Never';
@@ -155,8 +156,14 @@ export interface Container {
   readinessProbe?: Probe;
   startupProbe?: Probe;
   lifecycle?: Lifecycle;
-  /** Only on init containers: `Always` makes it a sidecar (restartable init container). */
+  /**
+   * The container's own restart policy, over the pod's. On an init container `Always` makes it a sidecar
+   * (restartable init container); `OnFailure` and `Never` (and any value on a regular container) are
+   * ContainerRestartRules.
+   */
   restartPolicy?: ContainerRestartPolicy;
+  /** Actions by exit code, tried in order before `restartPolicy`; only read when `restartPolicy` is set. */
+  restartPolicyRules?: ContainerRestartRule[];
   securityContext?: SecurityContext;
   volumeMounts?: VolumeMount[];
   terminationMessagePath?: string;
@@ -164,6 +171,21 @@ export interface Container {
   stdin?: boolean;
   stdinOnce?: boolean;
   tty?: boolean;
+}
+
+/** What a matching restart rule does (`RestartAllContainers`: RestartAllContainersOnContainerExits). */
+export type ContainerRestartRuleAction = 'Restart' | 'RestartAllContainers';
+
+/** One rule of `restartPolicyRules`: its action applies when the exit code matches `exitCodes`. */
+export interface ContainerRestartRule {
+  action: ContainerRestartRuleAction;
+  exitCodes?: ContainerRestartRuleOnExitCodes;
+}
+
+/** `In`: the exit code is one of `values`; `NotIn`: it is none of them. */
+export interface ContainerRestartRuleOnExitCodes {
+  operator: 'In' | 'NotIn';
+  values?: number[];
 }
 
 /** An ephemeral container has the shape of a container plus the name of the container it targets. */

@@ -1,7 +1,8 @@
 /**
  * Small pure helpers the kubelet keeps in pkg/kubelet/container/helpers.go and kuberuntime/helpers.go.
  */
-import { podRestartPolicy, type Container, type Pod } from '../../api/core.js';
+import type { Container, Pod } from '../../api/core.js';
+import { containerShouldRestart } from '../../api/restartrules.js';
 import { findContainerStatusByName, type KubeContainerStatus, type RuntimePodStatus } from './types.js';
 
 /**
@@ -18,9 +19,12 @@ export function hashContainer(container: Pick<Container, 'name' | 'image'>): str
   return h.toString(16).padStart(8, '0');
 }
 
-/** Whether the pod's newest record of `container` calls for (re)starting it. */
+/**
+ * Whether the pod's newest record of `container` calls for (re)starting it. An exited container is judged
+ * by its own restart policy and rules, else the pod's (ContainerRestartRules, on in v1.37).
+ */
 export function shouldContainerBeRestarted(
-  container: Pick<Container, 'name'>,
+  container: Pick<Container, 'name' | 'restartPolicy' | 'restartPolicyRules'>,
   pod: Pod,
   status: Pick<RuntimePodStatus, 'containers'>,
 ): boolean {
@@ -29,10 +33,7 @@ export function shouldContainerBeRestarted(
   if (!record) return true;
   if (record.state === 'running') return false;
   if (record.state === 'unknown' || record.state === 'created') return true;
-  const policy = podRestartPolicy(pod.spec);
-  if (policy === 'Never') return false;
-  if (policy === 'OnFailure' && (record.exitCode ?? 0) === 0) return false;
-  return true;
+  return containerShouldRestart(container, pod.spec, record.exitCode ?? 0);
 }
 
 /** An init container failed when it was OOM-killed, exited non-zero, or is in an unknown state. */

@@ -3,6 +3,7 @@
  * and returns what SyncPod must do. Pure: no runtime calls, no clock; the same inputs give the same record.
  */
 import { podRestartPolicy, type Container, type Pod } from '../../api/core.js';
+import { mayRestartWithoutExitCode } from '../../api/restartrules.js';
 import { containerChanged, shouldContainerBeRestarted } from '../container/helpers.js';
 import { findContainerStatusByName, type RuntimePodStatus } from '../container/types.js';
 import { KindError } from '../../util/errors.js';
@@ -17,14 +18,16 @@ export type { LivenessAndStartupResults } from './initcontainers.js';
 /** Options of computePodActions. */
 export interface ComputePodActionsOptions {
   /**
-   * Feature gates as the kubelet would see them. Only the default (1.33) behaviour is reproduced:
-   * enabling a gate that changes these decisions (`LegacySidecarContainers`, `InPlacePodVerticalScaling`
-   * restarts, `ContainerRestartRules`) is rejected with InvalidArgument rather than silently ignored.
+   * Feature gates as the kubelet would see them. Only the v1.37 defaults are reproduced: enabling a gate
+   * that changes these decisions (`LegacySidecarContainers`, `InPlacePodVerticalScaling` restarts) or
+   * disabling one that is on (`ContainerRestartRules`) is rejected with InvalidArgument rather than
+   * silently ignored.
    */
   featureGates?: Readonly<Record<string, boolean>>;
 }
 
-const unsupportedGates = ['LegacySidecarContainers', 'InPlacePodVerticalScaling', 'ContainerRestartRules'];
+const unsupportedGates = ['LegacySidecarContainers', 'InPlacePodVerticalScaling'];
+const alwaysOnGates = ['ContainerRestartRules'];
 
 /**
  * The pod's newest record of `c` ended with exit code 0 (kubelet: `containerSucceeded`). Like the kubelet
@@ -72,6 +75,11 @@ export function computePodActions(
       throw new KindError('InvalidArgument', `feature gate ${gate} is not supported by computePodActions`);
     }
   }
+  for (const gate of alwaysOnGates) {
+    if (opts.featureGates?.[gate] === false) {
+      throw new KindError('InvalidArgument', `feature gate ${gate} cannot be disabled in computePodActions`);
+    }
+  }
 
   const sandbox = podSandboxChanged(pod, status);
   const changes: PodActions = {
@@ -94,10 +102,12 @@ export function computePodActions(
       changes.createSandbox = false;
       return changes;
     }
-    // Only an explicit OnFailure skips succeeded containers (unset behaves as Always).
+    // Only an explicit OnFailure skips succeeded containers (unset behaves as Always); the container's
+    // own restart policy, when set, replaces the pod's here.
     const candidates: number[] = [];
     pod.spec.containers.forEach((c, idx) => {
-      if (pod.spec.restartPolicy === 'OnFailure' && containerSucceeded(c, status)) return;
+      const runOnce = (c.restartPolicy ?? pod.spec.restartPolicy) === 'OnFailure';
+      if (runOnce && containerSucceeded(c, status)) return;
       candidates.push(idx);
     });
     // Nothing left to run and initialization already happened: no point in a new sandbox.
@@ -144,7 +154,8 @@ export function computePodActions(
 
     let message: string;
     let reason: '' | 'LivenessProbe' | 'StartupProbe' = '';
-    let restart = restartOnFailure;
+    // A running container has no exit code: its own restart policy decides, rules are not read.
+    let restart = mayRestartWithoutExitCode(container, pod.spec);
     if (containerChanged(container, s)) {
       message = `Container ${container.name} definition changed`;
       // A changed definition is a new container, whatever the restart policy.

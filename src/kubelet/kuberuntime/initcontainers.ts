@@ -2,8 +2,9 @@
  * Init-container decisions (kubelet: kuberuntime_container.go `computeInitContainerActions`, the default
  * path used since sidecar containers went GA; the `LegacySidecarContainers` path is not reproduced).
  */
-import { isRestartableInitContainer, podRestartPolicy, type Pod } from '../../api/core.js';
-import { containerChanged, isInitContainerFailed } from '../container/helpers.js';
+import { isRestartableInitContainer, type Pod } from '../../api/core.js';
+import { mayRestartWithoutExitCode } from '../../api/restartrules.js';
+import { containerChanged, isInitContainerFailed, shouldContainerBeRestarted } from '../container/helpers.js';
 import { findContainerStatusByName, type RuntimePodStatus } from '../container/types.js';
 import type { ProbeResultsReader } from '../prober/types.js';
 import type { PodActions } from './podactions.js';
@@ -28,7 +29,8 @@ function regularContainerCreatedOrRunning(pod: Pod, status: Pick<RuntimePodStatu
 /**
  * Fills the init-container part of `changes` for a pod whose sandbox is kept: which init containers to
  * (re)start, which restartable init containers to kill first, and `killPod` when a regular init container
- * failed under restartPolicy Never (then `initContainersToStart` is cleared).
+ * failed and may not restart (then `initContainersToStart` is cleared). Whether it may restart is its own
+ * restart policy and rules, else the pod's (ContainerRestartRules); for a pod being deleted, never.
  *
  * Returns whether the pod is initialized, i.e. whether regular containers may be considered.
  * `changes.initContainersToStart` must be empty on entry; it is left in spec order.
@@ -48,7 +50,6 @@ export function computeInitContainerActions(
   let podHasInitialized = regularContainerCreatedOrRunning(pod, status);
   // Whether the init containers before the current one (in the reverse walk: after it) made progress.
   let isPreviouslyInitialized = podHasInitialized;
-  const restartOnFailure = podRestartPolicy(pod.spec) !== 'Never';
   const toStart: number[] = [];
   const last = inits.length - 1;
 
@@ -133,7 +134,7 @@ export function computeInitContainerActions(
           // Sidecars restart whatever the pod's restart policy.
           toStart.push(i);
         } else if (isInitContainerFailed(s)) {
-          if (!restartOnFailure) return killPod();
+          if (!shouldContainerBeRestarted(container, pod, status)) return killPod();
           toStart.push(i);
         } else if (i === last) {
           podHasInitialized = true;
@@ -145,7 +146,8 @@ export function computeInitContainerActions(
       default: {
         // 'unknown' (and anything else the runtime could not name): it may still be running somewhere,
         // so it is killed before being started again.
-        if (!restartable && !restartOnFailure) return killPod();
+        // No exit code to match rules against: only the container's policy, else the pod's, decides.
+        if (!restartable && !mayRestartWithoutExitCode(container, pod.spec)) return killPod();
         changes.containersToKill.set(s.id, {
           name: container.name,
           kind: 'init',

@@ -41,7 +41,8 @@ function checkList(pod: Pod, field: string, list: unknown, required: boolean, se
 /**
  * Throws `KindError('InvalidArgument')` unless the pod spec can be synced: a metadata and spec object, a
  * known restart policy (unset is Always), container lists that are lists of named containers with
- * pod-wide unique names, and init-container restart policies that are unset or `Always`.
+ * pod-wide unique names, and container restart policies (init or regular) that are unset or one of
+ * `Always`, `OnFailure`, `Never` (ContainerRestartRules).
  * An empty `spec.containers` is accepted: the API rejects it, but the decision for it is well defined.
  */
 export function validatePodSpec(pod: Pod): void {
@@ -56,10 +57,15 @@ export function validatePodSpec(pod: Pod): void {
   checkList(pod, 'initContainers', pod.spec.initContainers, false, seen);
   checkList(pod, 'containers', pod.spec.containers, true, seen);
   checkList(pod, 'ephemeralContainers', pod.spec.ephemeralContainers, false, seen);
-  for (const c of pod.spec.initContainers ?? []) {
-    const rp: unknown = c.restartPolicy;
-    if (rp !== undefined && rp !== null && rp !== 'Always') {
-      throw invalid(`init container ${c.name} has unsupported restartPolicy ${JSON.stringify(rp)}`, pod);
+  for (const [kind, list] of [
+    ['init container', pod.spec.initContainers],
+    ['container', pod.spec.containers],
+  ] as const) {
+    for (const c of list ?? []) {
+      const rp: unknown = c.restartPolicy;
+      if (rp !== undefined && rp !== null && !restartPolicies.has(rp)) {
+        throw invalid(`${kind} ${c.name} has unsupported restartPolicy ${JSON.stringify(rp)}`, pod);
+      }
     }
   }
 }

@@ -8,6 +8,7 @@
  * gRPC) stays I/O in the shell.
  */
 import {
+  type Container,
   type ContainerStatus,
   type Pod,
   type PodStatus,
@@ -15,6 +16,7 @@ import {
   isTerminalPhase,
 } from '../../api/core.js';
 import { KindError } from '../../util/errors.js';
+import { containerShouldRestart } from '../../api/restartrules.js';
 import type { ProbeResult, ProbeType } from './types.js';
 
 /**
@@ -199,6 +201,13 @@ export function startedBefore(c: ContainerStatus, epochMs: number): boolean {
   return !Number.isNaN(t) && t < epochMs;
 }
 
+/** The spec of the probed container (regular or init); none when the spec does not name it. */
+function probedSpec(pod: Pod, name: string): Pick<Container, 'restartPolicy' | 'restartPolicyRules'> {
+  const spec = pod.spec;
+  const all = [...(spec?.containers ?? []), ...(spec?.initContainers ?? [])];
+  return all.find((x) => x?.name === name) ?? {};
+}
+
 /** The steps of doProbe up to the probe execution (SEMANTICS §6.3, steps 1-9). */
 export function decideProbe(
   target: ProbeTarget,
@@ -241,11 +250,15 @@ export function decideProbe(
   // 5. On hold until the next container.
   if (s.phase === 'onHold') return finish(s, true, writes);
 
-  // 6. A container that is not running fails; it stops the worker only if it will never come back.
+  // 6. A container that is not running fails; it stops the worker only if it will never come back: by its
+  // own restart policy and rules, else the pod's (ContainerRestartRules).
   const running = c.state?.running;
   if (!running) {
     writes = withWrite(writes, { op: 'set', containerID: id, result: 'failure' });
-    const willRestart = !c.state?.terminated || pod.spec?.restartPolicy !== 'Never';
+    const terminated = c.state?.terminated;
+    const willRestart =
+      !terminated ||
+      containerShouldRestart(probedSpec(pod, target.containerName), pod.spec ?? {}, terminated.exitCode ?? 0);
     return finish(s, willRestart, writes);
   }
 

@@ -1,12 +1,15 @@
 /**
- * Pod phase from container statuses (kubelet: kubelet_pods.go getPhase, v1.33 semantics).
+ * Pod phase from container statuses (kubelet: kubelet_pods.go getPhase, v1.37 with ContainerRestartRules:
+ * whether a stopped container counts as restarting is its own restart policy and rules, else the pod's).
  */
 import {
   isRestartableInitContainer,
   type ContainerStatus,
   type PodPhase,
+  type Container,
   type PodSpec,
 } from '../../api/core.js';
+import { containerShouldRestart } from '../../api/restartrules.js';
 import { validatePodSpecForStatus } from './inputvalidation.js';
 
 export interface GetPhaseOptions {
@@ -20,13 +23,20 @@ function findStatus(statuses: readonly ContainerStatus[], name: string): Contain
 
 interface Counts {
   pendingRegularInit: number;
-  failedInit: number;
+  /** Failed regular init containers that will not be restarted. */
+  failedInitNotRestartable: number;
   pendingRestartable: number;
   unknown: number;
   running: number;
   waiting: number;
   stopped: number;
+  /** Stopped regular containers that will not be restarted. */
+  stoppedNotRestartable: number;
   succeeded: number;
+}
+
+function restartable(c: Container, spec: PodSpec, exitCode: number | undefined): boolean {
+  return containerShouldRestart(c, spec, exitCode ?? 0);
 }
 
 /**
@@ -36,12 +46,13 @@ interface Counts {
 function count(spec: PodSpec, statuses: readonly ContainerStatus[]): Counts {
   const n: Counts = {
     pendingRegularInit: 0,
-    failedInit: 0,
+    failedInitNotRestartable: 0,
     pendingRestartable: 0,
     unknown: 0,
     running: 0,
     waiting: 0,
     stopped: 0,
+    stoppedNotRestartable: 0,
     succeeded: 0,
   };
   const inits = spec.initContainers ?? [];
@@ -52,11 +63,14 @@ function count(spec: PodSpec, statuses: readonly ContainerStatus[]): Counts {
     if (!s || s.state?.running) {
       n.pendingRegularInit++;
     } else if (s.state?.terminated) {
-      if ((s.state.terminated.exitCode ?? 0) !== 0) n.failedInit++;
+      const code = s.state.terminated.exitCode ?? 0;
+      if (code !== 0 && !restartable(c, spec, code)) n.failedInitNotRestartable++;
     } else if (s.state?.waiting) {
       const last = s.lastState?.terminated;
       if (!last) n.pendingRegularInit++;
-      else if ((last.exitCode ?? 0) !== 0) n.failedInit++;
+      else if ((last.exitCode ?? 0) !== 0 && !restartable(c, spec, last.exitCode)) {
+        n.failedInitNotRestartable++;
+      }
     } else {
       n.pendingRegularInit++;
     }
@@ -93,11 +107,15 @@ function count(spec: PodSpec, statuses: readonly ContainerStatus[]): Counts {
       n.running++;
     } else if (s.state?.terminated) {
       n.stopped++;
+      if (!restartable(c, spec, s.state.terminated.exitCode)) n.stoppedNotRestartable++;
       if ((s.state.terminated.exitCode ?? 0) === 0) n.succeeded++;
     } else if (s.state?.waiting) {
       // A container waiting to restart is "stopped" but never "succeeded", whatever its last exit code.
-      if (s.lastState?.terminated) n.stopped++;
-      else n.waiting++;
+      const last = s.lastState?.terminated;
+      if (last) {
+        n.stopped++;
+        if (!restartable(c, spec, last.exitCode)) n.stoppedNotRestartable++;
+      } else n.waiting++;
     } else {
       n.unknown++;
     }
@@ -124,13 +142,13 @@ export function getPhase(
   podHasInitialized: boolean,
   opts: GetPhaseOptions = {},
 ): PodPhase {
-  const policy = validatePodSpecForStatus(spec);
+  validatePodSpecForStatus(spec);
   const statuses = Array.isArray(allContainerStatuses)
     ? allContainerStatuses.filter((s): s is ContainerStatus => typeof s === 'object' && s !== null)
     : [];
   const n = count(spec, statuses);
 
-  if (n.failedInit > 0 && policy === 'Never') return 'Failed';
+  if (n.failedInitNotRestartable > 0) return 'Failed';
 
   if (n.pendingRegularInit > 0 || (n.pendingRestartable > 0 && !podHasInitialized) || n.waiting > 0) {
     return 'Pending';
@@ -140,10 +158,9 @@ export function getPhase(
     if (podIsTerminal && opts.staticPod !== true) {
       return n.stopped === n.succeeded ? 'Succeeded' : 'Failed';
     }
-    if (policy === 'Always') return 'Running';
-    if (n.stopped === n.succeeded) return 'Succeeded';
-    if (policy === 'Never') return 'Failed';
-    return 'Running';
+    // Some container is on its way back: the pod runs on.
+    if (n.stopped !== n.stoppedNotRestartable) return 'Running';
+    return n.stopped === n.succeeded ? 'Succeeded' : 'Failed';
   }
   return 'Pending';
 }

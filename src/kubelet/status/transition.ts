@@ -6,10 +6,12 @@
 import {
   isRestartableInitContainer,
   podRestartPolicy,
+  type Container,
   type ContainerStatus,
   type PodSpec,
   type PodStatus,
 } from '../../api/core.js';
+import { containerShouldRestart } from '../../api/restartrules.js';
 
 /**
  * The init container at `index` of the spec when the status at `index` names it (kubelet:
@@ -21,8 +23,15 @@ function initContainerByIndex(spec: PodSpec, statuses: readonly ContainerStatus[
   return c && s && c.name === s.name ? c : undefined;
 }
 
-function mayRestart(old: ContainerStatus, spec: PodSpec): boolean {
-  return (old.state?.terminated?.exitCode ?? 0) !== 0 && podRestartPolicy(spec) === 'OnFailure';
+/**
+ * A terminated container that may come back: it failed under the pod's OnFailure, or its own restart
+ * policy and rules (else the pod's) restart it (ContainerRestartRules). `specs` are the spec containers of
+ * the same kind (regular or init) as `old`.
+ */
+function mayRestart(old: ContainerStatus, spec: PodSpec, specs: readonly Container[] | undefined): boolean {
+  const code = old.state?.terminated?.exitCode ?? 0;
+  if (code !== 0 && podRestartPolicy(spec) === 'OnFailure') return true;
+  return (specs ?? []).some((c) => c.name === old.name && containerShouldRestart(c, spec, code));
 }
 
 function revived(
@@ -37,7 +46,7 @@ function revived(
  * violation. Rules: anything goes under restartPolicy Always (unset counts as Always, the API default the
  * kubelet always sees). Otherwise a container whose
  * old state is terminated may not be non-terminated in the new status, unless it exited non-zero under
- * OnFailure. Restartable init containers are exempt; init statuses that do not line up with the spec by
+ * OnFailure or its own restart policy and rules restart it. Restartable init containers are exempt; init statuses that do not line up with the spec by
  * index are themselves a violation.
  */
 export function checkContainerStateTransition(
@@ -47,7 +56,7 @@ export function checkContainerStateTransition(
 ): string | undefined {
   if (podRestartPolicy(spec) === 'Always') return undefined;
   for (const old of oldStatus.containerStatuses ?? []) {
-    if (!old.state?.terminated || mayRestart(old, spec)) continue;
+    if (!old.state?.terminated || mayRestart(old, spec, spec.containers)) continue;
     const n = revived(old, newStatus.containerStatuses);
     if (n) return `terminated container ${n.name} attempted illegal transition to non-terminated state`;
   }
@@ -57,7 +66,7 @@ export function checkContainerStateTransition(
     const c = initContainerByIndex(spec, oldInit, i);
     if (!c) return `found mismatch between pod spec and status, container: ${old.name}`;
     if (isRestartableInitContainer(c)) continue;
-    if (!old.state?.terminated || mayRestart(old, spec)) continue;
+    if (!old.state?.terminated || mayRestart(old, spec, spec.initContainers)) continue;
     const n = revived(old, newStatus.initContainerStatuses);
     if (n) return `terminated init container ${n.name} attempted illegal transition to non-terminated state`;
   }

@@ -277,9 +277,16 @@ describe('computePodActions', () => {
       );
     });
 
-    it('rejects an init container restart policy other than Always, and unsupported gates', () => {
-      const p = pod({ init: [{ name: 'i1', restartPolicy: 'Never' as never }] });
+    it('rejects an unknown container restart policy, and unsupported gates', () => {
+      const p = pod({ init: [{ name: 'i1', restartPolicy: 'Sometimes' as never }] });
       expectInvalid(() => computePodActions(p, runtime([], []), probes()), /unsupported restartPolicy/);
+      expectInvalid(
+        () =>
+          computePodActions(pod({}), runtime([], []), probes(), {
+            featureGates: { ContainerRestartRules: false },
+          }),
+        /ContainerRestartRules cannot be disabled/,
+      );
       expectInvalid(
         () =>
           computePodActions(pod({}), runtime([], []), probes(), {

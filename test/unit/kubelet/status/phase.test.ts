@@ -82,9 +82,15 @@ describe('getPhase', () => {
   });
 
   it('a waiting regular container is stopped but never succeeded, even after exit 0', () => {
+    // v1.37 (ContainerRestartRules): under OnFailure an exit 0 does not restart, so the waiting container
+    // is stopped for good, and since it is not counted as succeeded the pod is Failed.
     const spec: PodSpec = { restartPolicy: 'OnFailure', containers: [{ name: 'a' }] };
-    expect(getPhase(spec, [waiting('a', 0)], false, true)).to.equal('Running');
+    expect(getPhase(spec, [waiting('a', 0)], false, true)).to.equal('Failed');
+    expect(getPhase(spec, [waiting('a', 1)], false, true)).to.equal('Running');
     expect(getPhase(spec, [terminated('a', 0)], false, true)).to.equal('Succeeded');
+    expect(getPhase({ ...spec, restartPolicy: 'Always' }, [waiting('a', 0)], false, true)).to.equal(
+      'Running',
+    );
   });
 
   it('fails on a failed regular init container only under Never', () => {
