@@ -21,7 +21,6 @@ import {
   pidAlive,
   REPO_ROOT,
   startControlPlane,
-  type ComponentProcess,
   type ControlPlane,
 } from '../test/support/controlplane.js';
 import {
@@ -47,12 +46,17 @@ import {
   waitNodeReady,
 } from './lib/cluster.js';
 import { Phases } from './lib/phases.js';
+import {
+  readUpState,
+  stopUpRun,
+  UP_KUBECONFIG,
+  UP_OPERATOR_LOG,
+  UP_STATE_FILE,
+  type UpState,
+} from './lib/upstate.js';
 import { watchProgress } from './lib/progress.js';
 
 // Where `npm run up` records what it started, so `npm run down` can stop it (also read by scripts/down.ts).
-export const UP_KUBECONFIG = path.join(REPO_ROOT, '.local/kubeconfig');
-export const UP_STATE_FILE = path.join(REPO_ROOT, '.local/up.json');
-export const UP_OPERATOR_LOG = path.join(REPO_ROOT, '.local/operator.log');
 const VIRTUAL_NODE = 'sim-1';
 const CRI_NODE = 'cri-1';
 /** The containerd-backed nodes, each a machine of its own (its namespace, containerd and pod range). */
@@ -69,31 +73,6 @@ const NODE_API_PORT = 10250;
 /** The sample workload: objects whose pods controllers create, and bare pods (cri-pod.yaml with cri-1). */
 const CONTROLLED_EXAMPLES = ['web.yaml', 'job.yaml'];
 const POD_EXAMPLES = ['init-pod.yaml'];
-
-export interface UpState {
-  /** The `npm run up` node process. */
-  upPid: number;
-  /** The control plane's temp dir; every component's command line names it. */
-  dir: string;
-  server: string;
-  kubeconfig: string;
-  processes: ComponentProcess[];
-  /** The private containerds' instance dirs, when the cri nodes run (their processes name the dirs). */
-  containerdDirs?: string[];
-  /** The pod network's bridge, when root made one. */
-  bridge?: string;
-  /** The operator's state dir (pod directories; tmpfs mounts of volumes live under it). */
-  stateDir?: string;
-  startedAt: string;
-}
-
-export async function readUpState(): Promise<UpState | undefined> {
-  try {
-    return JSON.parse(await readFile(UP_STATE_FILE, 'utf8')) as UpState;
-  } catch {
-    return undefined;
-  }
-}
 
 /** Retries `fn` every 200 ms until it resolves; rethrows its last error after `timeoutMs`. */
 async function waitFor(fn: () => Promise<unknown>, timeoutMs = 60_000): Promise<void> {
@@ -114,6 +93,11 @@ async function main(): Promise<void> {
   if (previous && pidAlive(previous.upPid)) {
     console.error(`a control plane is already up (pid ${previous.upPid}); stop it with: npm run down`);
     process.exit(1);
+  }
+  if (previous) {
+    // The run before this one was killed (its exit hook never ran): remove what it left, as npm run down would.
+    console.log(`cleaning up after a run that did not stop (pid ${previous.upPid})...`);
+    await stopUpRun(previous, (line) => console.log(`  ${line}`));
   }
 
   // Independent work overlaps: containerd starts while the control plane does, the sample workload is
