@@ -26,6 +26,7 @@ import { errorMessage, KindError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import { memoByIdentity } from '../util/memo.js';
 import type { AdmissionNode } from '../node/admission.js';
+import { declaredFeatures, podUpdateFeaturesWarning } from '../node/declaredfeatures.js';
 import { PeriodicLoops } from '../util/periodic.js';
 import { ActiveDeadlineHandler } from './activedeadline.js';
 import { AllocationManager, ResizeRetryMs } from './allocation/manager.js';
@@ -330,6 +331,22 @@ export class Kubelet {
       prober: this.proberManager,
       syncer: this.syncer,
       allocation: this.allocationManager,
+      // kubelet HandlePodUpdates (NodeDeclaredFeatures): an admitted pod's update that needs a feature the node
+      // does not declare is synced all the same, with a warning.
+      podUpdated: (pod, old) => {
+        if (!this.allocationManager.hasAllocatedResources(pod.metadata.uid ?? '')) return;
+        const warning = podUpdateFeaturesWarning(
+          old,
+          pod,
+          deps.node().declaredFeatures ?? declaredFeatures(),
+        );
+        if (!warning) return;
+        this.log.warn('pod requires node features that are not available', {
+          pod: `${pod.metadata.namespace}/${pod.metadata.name}`,
+          detail: warning.message,
+        });
+        record(pod, warning.type, warning.reason, warning.message);
+      },
       podCache: this.podCache,
       cleanup: this.cleanup,
       volumes: this.volumeManager,

@@ -65,6 +65,11 @@ export interface SyncLoopDeps {
   syncer: Pick<KubeletPodSyncer, 'retain' | 'refreshAdmitted'>;
   /** Spec updates that ask for other resources become resize requests there (kubelet HandlePodUpdates). */
   allocation?: Pick<AllocationManager, 'handlePodUpdate'>;
+  /**
+   * Told of each pod update with the version the pod manager held before it (kubelet HandlePodUpdates: the
+   * NodeDeclaredFeatures check of the update), before the update reaches the pod's worker.
+   */
+  podUpdated?: (pod: Pod, old: Pod) => void;
   podCache: Pick<PodCache, 'get'>;
   cleanup: Pick<
     RuntimeCleanup,
@@ -99,6 +104,8 @@ export interface SyncLoopDeps {
 export class SyncLoop {
   private running = false;
   private readonly deferred = new Map<PodUID, PodChange>();
+  /** For deferred updates: the pod as the pod manager held it before the first of them. */
+  private readonly deferredOld = new Map<PodUID, Pod>();
   private readonly deferredResyncs = new Set<PodUID>();
   private deferredHousekeeping = false;
   private lastGateError = '';
@@ -113,6 +120,7 @@ export class SyncLoop {
   stop(): void {
     this.running = false;
     this.deferred.clear();
+    this.deferredOld.clear();
     this.deferredResyncs.clear();
   }
 
@@ -121,13 +129,19 @@ export class SyncLoop {
    * (housekeeping), not when the pod workers it woke are.
    */
   async handle(input: SyncLoopInput): Promise<void> {
-    if (input.source === 'config') this.applyToPodManager(input.change);
+    let old: Pod | undefined;
+    if (input.source === 'config') {
+      if (input.change.op === 'UPDATE' && this.d.podUpdated) {
+        old = this.d.podManager.getPodByUID(asPodUID(input.change.pod.metadata.uid ?? ''));
+      }
+      this.applyToPodManager(input.change);
+    }
     if (input.source === 'status') return this.d.statusSignal();
     if (!this.running) return;
-    if (!this.gateOpen()) return this.defer(input);
+    if (!this.gateOpen()) return this.defer(input, old);
     try {
       await this.drainDeferred();
-      await this.dispatchInput(input);
+      await this.dispatchInput(input, old);
     } catch (err) {
       this.d.log.error('sync loop input failed', { source: input.source, err: errorMessage(err) });
     }
@@ -148,10 +162,10 @@ export class SyncLoop {
     this.d.podWorkers.updatePod({ type, pod });
   }
 
-  private async dispatchInput(input: SyncLoopInput): Promise<void> {
+  private async dispatchInput(input: SyncLoopInput, old?: Pod): Promise<void> {
     switch (input.source) {
       case 'config':
-        return this.handleConfig(input.change);
+        return this.handleConfig(input.change, old);
       case 'pleg':
         return this.handlePleg(input.event);
       case 'probe':
@@ -170,10 +184,13 @@ export class SyncLoop {
   }
 
   /** Keeps what must not be lost while the runtime is unhealthy; PLEG and probe inputs are regenerated. */
-  private defer(input: SyncLoopInput): void {
-    if (input.source === 'config')
-      this.deferred.set(asPodUID(input.change.pod.metadata.uid ?? ''), input.change);
-    else if (input.source === 'resync') this.deferredResyncs.add(input.podUID);
+  private defer(input: SyncLoopInput, old?: Pod): void {
+    if (input.source === 'config') {
+      const uid = asPodUID(input.change.pod.metadata.uid ?? '');
+      this.deferred.set(uid, input.change);
+      // The version before the first deferred update: the coalesced update is checked against it.
+      if (old && !this.deferredOld.has(uid)) this.deferredOld.set(uid, old);
+    } else if (input.source === 'resync') this.deferredResyncs.add(input.podUID);
     else if (input.source === 'housekeeping') this.deferredHousekeeping = true;
   }
 
@@ -193,10 +210,12 @@ export class SyncLoop {
   private async drainDeferred(): Promise<void> {
     if (this.deferred.size === 0 && this.deferredResyncs.size === 0 && !this.deferredHousekeeping) return;
     const changes = [...this.deferred.values()];
+    const olds = new Map(this.deferredOld);
     const resyncs = [...this.deferredResyncs];
     this.deferred.clear();
+    this.deferredOld.clear();
     this.deferredResyncs.clear();
-    for (const c of changes) this.handleConfig(c);
+    for (const c of changes) this.handleConfig(c, olds.get(asPodUID(c.pod.metadata.uid ?? '')));
     for (const uid of resyncs) this.d.podWorkers.resync(uid);
     if (this.deferredHousekeeping) {
       this.deferredHousekeeping = false;
@@ -220,13 +239,14 @@ export class SyncLoop {
    * kubelet HandlePodAdditions / Updates / Removes / Reconcile. A status-only change (RECONCILE) syncs only
    * when a readiness gate's condition, written by someone else, no longer agrees with Ready.
    */
-  private handleConfig(change: PodChange): void {
+  private handleConfig(change: PodChange, old?: Pod): void {
     const pod = change.pod;
     switch (change.op) {
       case 'ADD':
         return this.dispatch(pod, 'create');
       case 'UPDATE':
         this.d.allocation?.handlePodUpdate(pod);
+        if (old) this.d.podUpdated?.(pod, old);
         return this.dispatch(pod, 'update');
       case 'RECONCILE':
         if (needToReconcilePodReadiness(pod)) this.syncByUID(asPodUID(pod.metadata.uid ?? ''));

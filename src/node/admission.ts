@@ -4,8 +4,9 @@
  * `spec.os`) must be the node's, a Strict supplemental groups policy needs the node's runtime to support it
  * (Node `status.features`), the pod must fit the node's allocatable resources next to the pods already
  * admitted, match the node's labels (node selector and required node affinity), find its host ports free,
- * and tolerate every NoExecute taint. A rejected pod is set Failed with the returned reason and message, and
- * an Event is recorded.
+ * and tolerate every NoExecute taint; last, the declared-features handler: the pod may need no feature the node
+ * does not declare (declaredfeatures.ts). A rejected pod is set Failed with the returned reason and message,
+ * and an Event is recorded.
  *
  * Pure: inputs are the node view and the other pods; the answer is data.
  */
@@ -16,6 +17,7 @@ import { podRequests, type ResourceAmounts } from '../api/resources.js';
 import { errorMessage } from '../util/errors.js';
 import { memoByIdentity } from '../util/memo.js';
 import { quantityValue } from '../util/quantity.js';
+import { admitDeclaredFeatures, declaredFeatures } from './declaredfeatures.js';
 import { isExtendedResourceName } from './setters.js';
 import { admitSysctls, safeSysctlAllowlist, SysctlAllowlist } from './sysctl.js';
 
@@ -40,7 +42,12 @@ export interface AdmissionNode {
    * Status); absent when the runtime reports nothing (containerd 1.6), which admission reads as unsupported.
    */
   features?: { supplementalGroupsPolicy?: boolean };
+  /** The features the node declares (Node `status.declaredFeatures`); default what every VirtualNode declares. */
+  declaredFeatures?: readonly string[];
 }
+
+/** What every VirtualNode declares (declaredfeatures.ts), as the kubelet computes its set once at start. */
+const NodeDeclaredFeatures: readonly string[] = declaredFeatures();
 
 /** The node OS label (v1.LabelOSStable) and the only OS our nodes run (the kubelet's runtime.GOOS). */
 export const LabelOSStable = 'kubernetes.io/os';
@@ -218,7 +225,7 @@ export function admissionShare(spec: Pod['spec']): {
  * Decides whether `pod` may run on `node` next to `admitted` (pods already running or admitted there, not
  * terminal). The first failing check gives the reason, in the kubelet's order: sysctls, OS label, OS field,
  * supplemental groups policy, resources (pods count first, then cpu, memory, ephemeral storage, extended), node affinity, node name, host
- * ports, NoExecute taints.
+ * ports, NoExecute taints, declared features.
  */
 export function admitPod(
   pod: Pod,
@@ -309,5 +316,6 @@ export function admitPod(
   if (untolerated) {
     return predicateFailed('TaintToleration', "node(s) had taints that the pod didn't tolerate");
   }
-  return { admit: true };
+  // kubelet declaredFeaturesAdmitHandler (NodeDeclaredFeatures), the last admit handler.
+  return admitDeclaredFeatures(pod, node.declaredFeatures ?? NodeDeclaredFeatures);
 }

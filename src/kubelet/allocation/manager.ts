@@ -158,6 +158,11 @@ export class AllocationManager {
     this.pendingResizes = this.pendingResizes.filter((u) => uids.has(u));
   }
 
+  /** Whether the pod was admitted and holds an allocation (kubelet: HasPodAllocatedResources). */
+  hasAllocatedResources(uid: string): boolean {
+    return this.allocated.has(uid);
+  }
+
   hasPendingResizes(): boolean {
     return this.pendingResizes.length > 0;
   }

@@ -300,6 +300,58 @@ describe('Kubelet', () => {
     ).to.throw(KindError, 'settings.allowedUnsafeSysctls: the sysctls "foo" are not known to be namespaced');
   });
 
+  it('NodeDeclaredFeatures: refuses a pod needing an undeclared feature, warns of such an update and syncs it', async () => {
+    const { clock, api, deps, eventMessages, creates } = setup();
+    api.pods.set(
+      'p-all',
+      mkPod('all', {
+        containers: [
+          { name: 'app', image: 'img:1', restartPolicyRules: [{ action: 'RestartAllContainers' }] },
+        ],
+      }),
+    );
+    const withInit = (cpu: string): Pod => {
+      const p = mkPod('i', {
+        initContainers: [{ name: 'init', image: 'img:1', resources: { requests: { cpu } } }],
+      });
+      p.metadata.resourceVersion = cpu;
+      return p;
+    };
+    const before = withInit('100m');
+    api.pods.set('p-i', before);
+    const k = new Kubelet(deps());
+    await start(k, clock);
+    await advance(clock, 1_000);
+    const message = 'Pod requires node features that are not available: RestartAllContainersOnContainerExits';
+    expect(k.statusManager.getPodStatus(asPodUID('all'))).to.include({
+      phase: 'Failed',
+      reason: 'PodFeatureUnsupported',
+      message: `Pod was rejected: ${message}`,
+    });
+    expect(eventMessages).to.include(`Warning PodFeatureUnsupported: ${message}`);
+    expect(creates).to.not.include('p-all/app');
+
+    // An admitted pod's init container resized: a warning, and the update still reaches its worker.
+    const after = withInit('200m');
+    api.pods.set('p-i', after);
+    k.handlePodUpdate(after, before);
+    await advance(clock, 200);
+    expect(eventMessages).to.include(
+      'Warning FailedNodeDeclaredFeaturesCheck: Pod requires node features that are not available: InPlacePodVerticalScalingInitContainers',
+    );
+    expect(k.podManager.getPodByUID(asPodUID('i'))?.metadata.resourceVersion).to.equal('200m');
+    // A rejected pod's update is not checked (it holds no allocation).
+    const count = eventMessages.length;
+    const all = api.pods.get('p-all')!;
+    const allAfter: Pod = { ...all, metadata: { ...all.metadata, labels: { x: 'y' } } };
+    k.handlePodUpdate(allAfter, all);
+    await advance(clock, 200);
+    expect(
+      eventMessages.slice(count).filter((m) => m.includes('FailedNodeDeclaredFeaturesCheck')),
+    ).to.deep.equal([]);
+    await k.stop(0);
+  });
+
   it('never restarts a sidecar for failing its readiness probe (only liveness and startup restart)', async () => {
     const { clock, api, deps, creates, eventMessages } = setup();
     api.pods.set(

@@ -49,6 +49,22 @@ describe('podRequests', () => {
 });
 
 describe('admitPod', () => {
+  it('last, refuses a pod that needs a feature the node does not declare (NodeDeclaredFeatures)', () => {
+    const restartAll = c('a', {}, { restartPolicyRules: [{ action: 'RestartAllContainers' }] });
+    const n = node({ cpu: 2000, memory: 1e9, pods: 10 });
+    // Our nodes declare none of the v1.37 features today.
+    expect(admitPod(pod('p', [restartAll]), n, [])).to.deep.equal({
+      admit: false,
+      reason: 'PodFeatureUnsupported',
+      message: 'Pod requires node features that are not available: RestartAllContainersOnContainerExits',
+    });
+    const declaring = { ...n, declaredFeatures: ['RestartAllContainersOnContainerExits'] };
+    expect(admitPod(pod('p', [restartAll]), declaring, [])).to.deep.equal({ admit: true });
+    // An earlier handler's reason comes first.
+    const tainted = { ...n, taints: [{ key: 'k', effect: 'NoExecute' as const }] };
+    expect(admitPod(pod('p', [restartAll]), tainted, [])).to.deep.include({ reason: 'TaintToleration' });
+  });
+
   it('admits a pod that fits', () => {
     expect(
       admitPod(pod('p', [c('a', { cpu: '1' })]), node({ cpu: 2000, memory: 1e9, pods: 10 }), []),
