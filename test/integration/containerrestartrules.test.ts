@@ -11,18 +11,7 @@
 import { expect } from 'chai';
 import type { Pod } from '../../src/api/core.js';
 import type { KubeClient } from '../../src/kube/client.js';
-import type { Operator } from '../../src/operator.js';
-import { RealClock } from '../../src/util/clock.js';
-import { startControlPlane, type ControlPlane } from '../support/controlplane.js';
-import {
-  adminClient,
-  createPodOn,
-  postVirtualNode,
-  startTestOperator,
-  testLogger,
-  waitNodeReady,
-  waitPodStatus,
-} from '../support/operator.js';
+import { createPodOn, type SimNodeEnv, startSimNodeEnv, waitPodStatus } from '../support/operator.js';
 
 const NODE = 'vn-crr';
 const NS = 'default';
@@ -36,9 +25,8 @@ const job = (script: string, extra: Record<string, unknown> = {}) => ({
 
 describe('ContainerRestartRules (real apiserver, sim node)', function () {
   this.timeout(10 * 60_000);
-  let cp: ControlPlane;
+  let env: SimNodeEnv | undefined;
   let client: KubeClient;
-  let op: Operator | undefined;
 
   const createPod = (name: string, spec: Record<string, unknown>): Promise<Pod> =>
     createPodOn(client, NS, NODE, name, spec);
@@ -54,17 +42,12 @@ describe('ContainerRestartRules (real apiserver, sim node)', function () {
     );
 
   before(async () => {
-    cp = await startControlPlane();
-    client = await adminClient(cp);
-    op = await startTestOperator({ client, clock: new RealClock(), logger: testLogger() });
-    await postVirtualNode(client, NODE, { runtime: { type: 'sim', sim: { podCIDR: '10.81.0.0/24' } } });
-    await waitNodeReady(client, NODE);
+    env = await startSimNodeEnv({ node: NODE, podCIDR: '10.81.0.0/24' });
+    client = env.client;
   });
 
   after(async () => {
-    await op?.stop();
-    client?.close();
-    await cp?.stop();
+    await env?.stop();
   });
 
   it('the API server keeps the fields as written', async () => {

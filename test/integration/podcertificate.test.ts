@@ -12,23 +12,12 @@ import type { CoreEvent } from '../../src/kube/events.js';
 import type { Pod } from '../../src/api/core.js';
 import type { PodCertificateRequest } from '../../src/api/podcertificaterequest.js';
 import type { KubeClient } from '../../src/kube/client.js';
-import type { Operator } from '../../src/operator.js';
 import { stripContainerIdScheme } from '../../src/server/nodeapi/containerlogs.js';
 import { NodeApiRegistry } from '../../src/server/nodeapi/registry.js';
-import { RealClock } from '../../src/util/clock.js';
 import { pemBlocks } from '../../src/util/pem.js';
-import { startControlPlane, type ControlPlane } from '../support/controlplane.js';
 import { eventsOf } from '../support/events.js';
 import { eventually } from '../support/eventually.js';
-import {
-  adminClient,
-  createNamespace,
-  postVirtualNode,
-  startTestOperator,
-  testLogger,
-  waitNodeReady,
-  waitPodStatus,
-} from '../support/operator.js';
+import { type SimNodeEnv, startSimNodeEnv, waitPodStatus } from '../support/operator.js';
 import { requestsOfPod, TestPodCertificateSigner } from '../support/podcertsigner.js';
 
 const NODE = 'vn-podcert';
@@ -36,9 +25,8 @@ const NS = 'podcert';
 
 describe('podCertificate projected volumes on a simulated VirtualNode (real apiserver)', function () {
   this.timeout(10 * 60_000);
-  let cp: ControlPlane;
+  let env: SimNodeEnv | undefined;
   let client: KubeClient;
-  let op: Operator | undefined;
   const registry = new NodeApiRegistry();
   const signer = new TestPodCertificateSigner('example.com/podcert-test');
 
@@ -90,18 +78,12 @@ describe('podCertificate projected volumes on a simulated VirtualNode (real apis
   };
 
   before(async () => {
-    cp = await startControlPlane();
-    client = await adminClient(cp);
-    await createNamespace(client, NS);
-    op = await startTestOperator({ client, clock: new RealClock(), logger: testLogger(), nodeApi: registry });
-    await postVirtualNode(client, NODE, { runtime: { type: 'sim', sim: { podCIDR: '10.78.0.0/24' } } });
-    await waitNodeReady(client, NODE);
+    env = await startSimNodeEnv({ node: NODE, podCIDR: '10.78.0.0/24', ns: NS, nodeApi: registry });
+    client = env.client;
   });
 
   after(async () => {
-    await op?.stop();
-    client?.close();
-    await cp?.stop();
+    await env?.stop();
   });
 
   it('waits with FailedMount until the signer issues, then runs with the key and chain in its files', async () => {

@@ -10,27 +10,16 @@ import { expect } from 'chai';
 import type { Pod } from '../../src/api/core.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import type { CoreEvent } from '../../src/kube/events.js';
-import type { Operator } from '../../src/operator.js';
-import { RealClock } from '../../src/util/clock.js';
-import { startControlPlane, type ControlPlane } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
-import {
-  adminClient,
-  postVirtualNode,
-  startTestOperator,
-  testLogger,
-  waitNodeReady,
-  waitPodStatus,
-} from '../support/operator.js';
+import { type SimNodeEnv, startSimNodeEnv, waitPodStatus } from '../support/operator.js';
 
 const NODE = 'vn-volumes';
 const NS = 'default';
 
 describe('volumes on a simulated VirtualNode (real apiserver)', function () {
   this.timeout(20 * 60_000);
-  let cp: ControlPlane;
+  let env: SimNodeEnv | undefined;
   let client: KubeClient;
-  let op: Operator | undefined;
 
   const createPod = (name: string, spec: Record<string, unknown>): Promise<Pod> =>
     client.request<Pod>({
@@ -58,17 +47,12 @@ describe('volumes on a simulated VirtualNode (real apiserver)', function () {
     client.request<Pod>({ method: 'GET', path: `/api/v1/namespaces/${NS}/pods/${name}` });
 
   before(async () => {
-    cp = await startControlPlane();
-    client = await adminClient(cp);
-    op = await startTestOperator({ client, clock: new RealClock(), logger: testLogger() });
-    await postVirtualNode(client, NODE, { runtime: { type: 'sim', sim: { podCIDR: '10.77.0.0/24' } } });
-    await waitNodeReady(client, NODE);
+    env = await startSimNodeEnv({ node: NODE, podCIDR: '10.77.0.0/24' });
+    client = env.client;
   });
 
   after(async () => {
-    await op?.stop();
-    client?.close();
-    await cp?.stop();
+    await env?.stop();
   });
 
   it('waits in ContainerCreating with FailedMount for a missing ConfigMap, then runs once it exists', async () => {

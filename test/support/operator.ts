@@ -15,14 +15,15 @@ import type { Metrics } from '../../src/metrics.js';
 import { Operator } from '../../src/operator.js';
 import type { ShardGate } from '../../src/operator/shard/coordinator.js';
 import type { NodeApiRegistry } from '../../src/server/nodeapi/registry.js';
-import type { Clock } from '../../src/util/clock.js';
+import { RealClock, type Clock } from '../../src/util/clock.js';
 import { isNotFound } from '../../src/util/errors.js';
 import { createLogger, silentLogger, type LogLevel, type Logger } from '../../src/util/logger.js';
-import type { ControlPlane } from './controlplane.js';
+import { startControlPlane, type ControlPlane } from './controlplane.js';
 import { applyCrd } from './crd.js';
 import { eventually } from './eventually.js';
 import { testStateDir } from './statedir.js';
-export { waitNodeReady } from '../../scripts/lib/cluster.js';
+import { waitNodeReady } from '../../scripts/lib/cluster.js';
+export { waitNodeReady };
 
 export const VN_PATH = '/apis/kubelet-operator.dev/v1alpha1/virtualnodes';
 
@@ -232,3 +233,50 @@ export const containerIdentity = (p: Pod): string =>
 /** When the pod last became Ready (undefined while it is not). */
 export const readySince = (p: Pod): string | undefined =>
   p.status?.conditions?.find((c) => c.type === 'Ready' && c.status === 'True')?.lastTransitionTime;
+
+/** A real control plane, the operator in this process, and one simulated VirtualNode Ready on it. */
+export interface SimNodeEnv {
+  cp: ControlPlane;
+  client: KubeClient;
+  op: Operator;
+  /** Stops the operator, the client and the control plane (each only if it started). */
+  stop(): Promise<void>;
+}
+
+/**
+ * The set-up most integration files share: a control plane, an admin client, namespace `ns` when it is not
+ * `default`, the operator (its nodes registered in `nodeApi` when given) and sim VirtualNode `node` on `podCIDR`,
+ * waited for until Ready. Whatever started is stopped again if a later step fails.
+ */
+export async function startSimNodeEnv(opts: {
+  node: string;
+  podCIDR: string;
+  ns?: string;
+  nodeApi?: NodeApiRegistry;
+  clock?: Clock;
+}): Promise<SimNodeEnv> {
+  const cp = await startControlPlane();
+  let client: KubeClient | undefined;
+  let op: Operator | undefined;
+  const stop = async (): Promise<void> => {
+    await op?.stop();
+    client?.close();
+    await cp.stop();
+  };
+  try {
+    client = await adminClient(cp);
+    if (opts.ns && opts.ns !== 'default') await createNamespace(client, opts.ns);
+    op = await startTestOperator({
+      client,
+      clock: opts.clock ?? new RealClock(),
+      logger: testLogger(),
+      ...(opts.nodeApi ? { nodeApi: opts.nodeApi } : {}),
+    });
+    await postVirtualNode(client, opts.node, { runtime: { type: 'sim', sim: { podCIDR: opts.podCIDR } } });
+    await waitNodeReady(client, opts.node);
+    return { cp, client, op, stop };
+  } catch (err) {
+    await stop().catch(() => undefined);
+    throw err;
+  }
+}

@@ -8,6 +8,7 @@ import { Kubelet } from '../../../../src/kubelet/kubelet.js';
 import { MemoryVolumeFS } from '../../../../src/kubelet/volume/memfs.js';
 import { MemoryMounter } from '../../../../src/kubelet/volumemanager/mounter.js';
 import { PluginDirs, podVolumeDir } from '../../../../src/kubelet/volumemanager/paths.js';
+import type { FakeClock } from '../../../../src/util/clock.js';
 import { advance, mkPod, setup, start } from '../kubelet-fixtures.js';
 import { FakeRequests, issuedRequest, iso, pem } from './fixtures.js';
 
@@ -37,6 +38,17 @@ function certPod(uid: string): Pod {
       },
     ],
   });
+}
+
+/**
+ * Advances the fake clock in steps until `done()`, giving real work a moment between steps: key pairs are
+ * generated in libuv's thread pool, which a loaded machine may not finish within a few event-loop turns.
+ */
+async function advanceUntil(clock: FakeClock, done: () => boolean, maxMs: number, step = 100): Promise<void> {
+  for (let t = 0; t < maxMs && !done(); t += step) {
+    await advance(clock, step, step);
+    for (let i = 0; i < 5 && !done(); i++) await new Promise((r) => setTimeout(r, 2));
+  }
 }
 
 describe('Kubelet: podCertificate projected volumes', () => {
@@ -72,6 +84,7 @@ describe('Kubelet: podCertificate projected volumes', () => {
     const pod = certPod('a');
     s.api.pods.set('p-a', pod);
     k.handlePodAdd(pod);
+    await advanceUntil(s.clock, () => created.length === 1, 3_000);
     await advance(s.clock, 3_000);
     expect(
       created.map((r) => [r.spec.podName, r.spec.nodeName, r.spec.nodeUID, r.spec.serviceAccountUID]),
@@ -96,7 +109,7 @@ describe('Kubelet: podCertificate projected volumes', () => {
     expect(read('bundle.pem')).to.equal(key + pem('AAEC'));
 
     // From beginRefreshAt (plus up to 5 min of jitter) a refresh request with a new key; the old files stay.
-    await advance(s.clock, 20 * MIN, 5_000);
+    await advanceUntil(s.clock, () => created.length === 2, 20 * MIN, 5_000);
     expect(created).to.have.length(2);
     expect(read('tls.key')).to.equal(key);
     requests.put(issuedRequest(created[1]!, pem('BgcI'), s.clock.now(), 10 * MIN, 60 * MIN));
