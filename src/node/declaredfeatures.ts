@@ -22,7 +22,7 @@ export const DeclarableFeatures: readonly DeclarableFeature[] = [
   {
     name: 'RestartAllContainersOnContainerExits',
     supported: false,
-    why: 'container restart rules (ContainerRestartRules) are not implemented',
+    why: 'the RestartAllContainers action of container restart rules is not implemented (Restart is)',
   },
   {
     name: 'InPlacePodLevelResourcesVerticalScaling',
