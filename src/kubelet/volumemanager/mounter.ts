@@ -3,7 +3,7 @@
  * `RealMounter` runs mount(8)/umount(8) and reads /proc/self/mountinfo; `MemoryMounter` records mounts for the
  * simulated runtime and for tests. Mounting needs CAP_SYS_ADMIN; for containers to see a mount made by the
  * operator, the pods directory must be shared with the runtime's mount namespace (a privileged operator with
- * Bidirectional propagation, or the operator running on the host): see the README's Volumes section.
+ * Bidirectional propagation, or the operator running on the host): see docs/features.md, Volumes.
  */
 import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
