@@ -25,7 +25,7 @@ import { podRef } from './kubelet/kubelet_shell.js';
 import { memoByIdentity } from './util/memo.js';
 import { processSlicer } from './util/timeslice.js';
 import type { Metrics } from './metrics.js';
-import { withLiveNode, type AdmissionNode } from './node/admission.js';
+import { withLiveNode, type AdmissionNode } from './kubelet/lifecycle/admission.js';
 import type { Node } from './api/node.js';
 import { NodeAgent } from './node/agent.js';
 import { RuntimeState } from './node/runtimestate.js';

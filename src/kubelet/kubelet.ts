@@ -25,7 +25,7 @@ import type { NodeMetricSeries } from '../metrics.js';
 import { errorMessage, KindError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import { memoByIdentity } from '../util/memo.js';
-import type { AdmissionNode } from '../node/admission.js';
+import type { AdmissionNode } from './lifecycle/admission.js';
 import { declaredFeatures, podUpdateFeaturesWarning } from '../node/declaredfeatures.js';
 import { PeriodicLoops } from '../util/periodic.js';
 import { ActiveDeadlineHandler } from './activedeadline.js';

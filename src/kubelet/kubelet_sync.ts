@@ -5,7 +5,7 @@
  * API server or keeps runtime state across calls, so a restarted operator resumes where the last one stopped.
  */
 import { isTerminalPhase, type Pod, type PodStatus } from '../api/core.js';
-import { admitPod, type AdmissionNode, type AdmitResult } from '../node/admission.js';
+import { admitPod, type AdmissionNode, type AdmitResult } from './lifecycle/admission.js';
 import type { RuntimeFeatures, RuntimeHandler } from '../runtime/types.js';
 import type { Clock } from '../util/clock.js';
 import { errorMessage, KindError } from '../util/errors.js';

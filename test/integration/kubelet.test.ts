@@ -16,7 +16,7 @@ import { Kubelet } from '../../src/kubelet/kubelet.js';
 import { KubeletDefaults } from '../../src/kubelet/kubelet_config.js';
 import { PodsByNodeIndex, podNodeNameIndexFunc } from '../../src/kubelet/podmanager.js';
 import { Metrics } from '../../src/metrics.js';
-import type { AdmissionNode } from '../../src/node/admission.js';
+import type { AdmissionNode } from '../../src/kubelet/lifecycle/admission.js';
 import { restEventSink } from '../../src/node/api.js';
 import { SimRuntime, simContainerBehaviourAnnotation } from '../../src/runtime/sim/index.js';
 import type { ContainerConfig, PodSandboxConfig } from '../../src/runtime/types.js';

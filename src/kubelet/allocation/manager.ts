@@ -14,7 +14,7 @@
  * No I/O: the node view, the pods, the Event recorder and the pod-sync trigger come in as functions.
  */
 import { isTerminalPhase, type Pod, type ResourceRequirements } from '../../api/core.js';
-import type { AdmissionNode, AdmissionPeers } from '../../node/admission.js';
+import type { AdmissionNode, AdmissionPeers } from '../lifecycle/admission.js';
 import { errorMessage } from '../../util/errors.js';
 import { SharedValues } from '../../util/sharedvalues.js';
 import { getPodQOS } from '../qos.js';

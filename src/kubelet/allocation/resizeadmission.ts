@@ -7,7 +7,7 @@
  */
 import type { Pod } from '../../api/core.js';
 import { podRequests } from '../../api/resources.js';
-import { admitPod, type AdmissionNode } from '../../node/admission.js';
+import { admitPod, type AdmissionNode } from '../lifecycle/admission.js';
 import { errorMessage } from '../../util/errors.js';
 
 /** PodResizePending reasons (v1.PodReasonDeferred / PodReasonInfeasible). */

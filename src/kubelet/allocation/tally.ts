@@ -14,7 +14,7 @@
  */
 import type { Pod } from '../../api/core.js';
 import type { ResourceAmounts } from '../../api/resources.js';
-import { admissionShare, type AdmissionPeers } from '../../node/admission.js';
+import { admissionShare, type AdmissionPeers } from '../lifecycle/admission.js';
 
 interface Share {
   requests: ResourceAmounts;

@@ -14,7 +14,7 @@
  * - Privileged sandbox when any container (init and ephemeral included) is privileged.
  */
 import type { Container, Pod, SecurityContext } from '../../api/core.js';
-import { normalizeSysctlName } from '../../node/sysctl.js';
+import { normalizeSysctlName } from '../lifecycle/sysctl.js';
 import { ManagedByLabel, PodNameLabel, PodNamespaceLabel, PodUIDLabel } from '../../runtime/labels.js';
 import type { NamespaceMode, PodSandboxConfig, PortMapping, SecurityProfile } from '../../runtime/types.js';
 import { KindError } from '../../util/errors.js';

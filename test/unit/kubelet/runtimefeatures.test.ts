@@ -23,7 +23,7 @@ import {
   resolveRecursiveReadOnly,
   type MountedVolume,
 } from '../../../src/kubelet/volumemanager/makemounts.js';
-import { admitPod, type AdmissionNode } from '../../../src/node/admission.js';
+import { admitPod, type AdmissionNode } from '../../../src/kubelet/lifecycle/admission.js';
 import type { RuntimeHandler } from '../../../src/runtime/types.js';
 import { KindError } from '../../../src/util/errors.js';
 

@@ -10,7 +10,7 @@ import {
   updatePodFromAllocation,
 } from '../../../../src/kubelet/allocation/allocation.js';
 import { admitResize } from '../../../../src/kubelet/allocation/resizeadmission.js';
-import type { AdmissionNode } from '../../../../src/node/admission.js';
+import type { AdmissionNode } from '../../../../src/kubelet/lifecycle/admission.js';
 
 function ctr(name: string, cpu?: string, memory?: string, extra: Partial<Container> = {}): Container {
   const requests: Record<string, string> = {};

@@ -4,7 +4,7 @@ import { expect } from 'chai';
 import type { Container, Pod } from '../../../../src/api/core.js';
 import { AllocationManager } from '../../../../src/kubelet/allocation/manager.js';
 import { PodResizeConditions } from '../../../../src/kubelet/status/resizeconditions.js';
-import type { AdmissionNode } from '../../../../src/node/admission.js';
+import type { AdmissionNode } from '../../../../src/kubelet/lifecycle/admission.js';
 import { FakeClock } from '../../../../src/util/clock.js';
 
 function ctr(cpu: string, extra: Partial<Container> = {}): Container {

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import type { Container, Pod } from '../../../../src/api/core.js';
 import { AdmittedTally } from '../../../../src/kubelet/allocation/tally.js';
-import { admitPod, type AdmissionNode } from '../../../../src/node/admission.js';
+import { admitPod, type AdmissionNode } from '../../../../src/kubelet/lifecycle/admission.js';
 import { Rng } from '../../../chaos/lib/rng.js';
 
 const spec = (cpu: string, memory?: string, hostPort?: number): Pod['spec'] => ({

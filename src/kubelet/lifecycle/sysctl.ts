@@ -7,7 +7,7 @@
  *
  * Pure: the allowlist is data built once per node; the verdicts are strings in the kubelet's words.
  */
-import { KindError } from '../util/errors.js';
+import { KindError } from '../../util/errors.js';
 
 /** The kubelet's admission reason for a pod with a sysctl it may not set. */
 export const SysctlForbiddenReason = 'SysctlForbidden';

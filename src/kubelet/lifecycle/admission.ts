@@ -10,15 +10,15 @@
  *
  * Pure: inputs are the node view and the other pods; the answer is data.
  */
-import type { Pod, Toleration } from '../api/core.js';
-import { setRequirementMatches } from '../api/labelselector.js';
-import type { Node } from '../api/node.js';
-import { podRequests, type ResourceAmounts } from '../api/resources.js';
-import { errorMessage } from '../util/errors.js';
-import { memoByIdentity } from '../util/memo.js';
-import { quantityValue } from '../util/quantity.js';
-import { admitDeclaredFeatures, declaredFeatures } from './declaredfeatures.js';
-import { isExtendedResourceName } from './setters.js';
+import type { Pod, Toleration } from '../../api/core.js';
+import { setRequirementMatches } from '../../api/labelselector.js';
+import type { Node } from '../../api/node.js';
+import { podRequests, type ResourceAmounts } from '../../api/resources.js';
+import { errorMessage } from '../../util/errors.js';
+import { memoByIdentity } from '../../util/memo.js';
+import { quantityValue } from '../../util/quantity.js';
+import { admitDeclaredFeatures, declaredFeatures } from '../../node/declaredfeatures.js';
+import { isExtendedResourceName } from '../../node/setters.js';
 import { admitSysctls, safeSysctlAllowlist, SysctlAllowlist } from './sysctl.js';
 
 export interface NodeTaint {

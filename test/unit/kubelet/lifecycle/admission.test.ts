@@ -1,8 +1,8 @@
 import { expect } from 'chai';
-import type { Container, Pod } from '../../../src/api/core.js';
-import { podRequests } from '../../../src/api/resources.js';
-import type { Node } from '../../../src/api/node.js';
-import { admitPod, withLiveNode, type AdmissionNode } from '../../../src/node/admission.js';
+import type { Container, Pod } from '../../../../src/api/core.js';
+import { podRequests } from '../../../../src/api/resources.js';
+import type { Node } from '../../../../src/api/node.js';
+import { admitPod, withLiveNode, type AdmissionNode } from '../../../../src/kubelet/lifecycle/admission.js';
 
 const c = (
   name: string,

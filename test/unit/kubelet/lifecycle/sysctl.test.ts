@@ -1,6 +1,10 @@
 import { expect } from 'chai';
-import { normalizeSysctlName, safeSysctlAllowlist, SysctlAllowlist } from '../../../src/node/sysctl.js';
-import { KindError } from '../../../src/util/errors.js';
+import {
+  normalizeSysctlName,
+  safeSysctlAllowlist,
+  SysctlAllowlist,
+} from '../../../../src/kubelet/lifecycle/sysctl.js';
+import { KindError } from '../../../../src/util/errors.js';
 
 describe('sysctl allowlist', () => {
   it('lists the v1.37 safe sysctls, the kernel-gated ones only from their kernel on', () => {
