@@ -21,7 +21,7 @@ import { errorMessage, KindError } from '../util/errors.js';
 import type { ContainerMountOptions, RuntimeHelper, SandboxOptions } from './container/runtimehelper.js';
 import { getServiceEnvVarMap } from './envvars_services.js';
 import type { EnvVarValue } from './envvars.js';
-import type { EventRecorderFunc } from './kuberuntime/context.js';
+import type { EventRecorderFunc } from './container/ref.js';
 import { getPodDNS, type DNSConfig, type DNSEvent } from './podfiles/dns.js';
 import { makeHostsMount } from './podfiles/etchosts.js';
 import { generatePodHostNameAndDomain, podSandboxHostname } from './podfiles/hostname.js';

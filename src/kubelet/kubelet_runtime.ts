@@ -10,7 +10,7 @@ import { allocatableForEnv, type KubeletDeps } from './kubelet_config.js';
 import { nodeHookHttpGet, restEnvSource, volumeEnvSource } from './kubelet_shell.js';
 import type { NodePodEnvironment } from './kubelet_volumes.js';
 import { ImagePullBackOff } from './images/pullbackoff.js';
-import type { EventRecorderFunc } from './kuberuntime/context.js';
+import type { EventRecorderFunc } from './container/ref.js';
 import { KubeGenericRuntimeManager } from './kuberuntime/manager.js';
 import type { ReasonCache } from './reasoncache.js';
 

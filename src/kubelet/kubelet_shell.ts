@@ -9,7 +9,8 @@ import https from 'node:https';
 import type { Pod } from '../api/core.js';
 import type { KubeClient } from '../kube/client.js';
 import type { EventType, ObjectReference } from '../kube/events.js';
-import type { EnvSource, EventRecorderFunc } from './kuberuntime/context.js';
+import type { EventRecorderFunc } from './container/ref.js';
+import type { EnvSource } from './kuberuntime/context.js';
 import type { PodSyncer } from './podworkers.js';
 import {
   restDataGetters,

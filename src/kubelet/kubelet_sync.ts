@@ -10,7 +10,7 @@ import type { RuntimeFeatures, RuntimeHandler } from '../runtime/types.js';
 import type { Clock } from '../util/clock.js';
 import { errorMessage, KindError } from '../util/errors.js';
 import { asPodUID, type RuntimePodStatus } from './container/types.js';
-import type { EventRecorderFunc } from './kuberuntime/context.js';
+import type { EventRecorderFunc } from './container/ref.js';
 import type { KubeGenericRuntimeManager, SyncPodProbes } from './kuberuntime/manager.js';
 import type { PodSyncResult } from './kuberuntime/syncresult.js';
 import { effectivePod } from './kuberuntime/sandboxes.js';

@@ -8,7 +8,7 @@ import { errorMessage } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import { allocatableForEnv, type KubeletDeps, type PodEnvironment } from './kubelet_config.js';
 import { KubeletPods } from './kubelet_pods.js';
-import type { EventRecorderFunc } from './kuberuntime/context.js';
+import type { EventRecorderFunc } from './container/ref.js';
 import type { ContainerFileReader } from './kuberuntime/terminationmessage.js';
 import { restVolumeSources, withPodCertificates } from './volumemanager/sources.js';
 import type { PodCertificateManager } from './podcertificate/manager.js';

@@ -5,14 +5,9 @@
  *
  * Pure: plain data in, plain data out; the pod given is never modified.
  */
-import {
-  isRestartableInitContainer,
-  type Container,
-  type ContainerStatus,
-  type Pod,
-  type ResourceRequirements,
-} from '../../api/core.js';
+import { type Container, type ContainerStatus, type Pod, type ResourceRequirements } from '../../api/core.js';
 import { podRequests } from '../../api/resources.js';
+import { isResizableContainer } from '../container/helpers.js';
 import { parseQuantityNano } from '../../util/quantity.js';
 
 /** The pod's generation as the kubelet reads it (0 when the pod has none). */
@@ -22,14 +17,6 @@ export function podGeneration(pod: Pick<Pod, 'metadata'>): number {
 
 /** Container name -> allocated requirements, for resizable containers only. */
 export type PodAllocation = ReadonlyMap<string, ResourceRequirements>;
-
-/**
- * Regular containers and sidecars (restartable init containers) can be resized; init containers that run to
- * completion and ephemeral containers cannot (kubelet: IsResizableContainer).
- */
-export function isResizableContainer(c: Pick<Container, 'restartPolicy'>, init: boolean): boolean {
-  return !init || isRestartableInitContainer(c);
-}
 
 /** The resizable containers of a pod, sidecars first, as the kubelet visits them. */
 export function resizableContainers(pod: Pick<Pod, 'spec'>): Container[] {

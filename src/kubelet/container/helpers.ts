@@ -1,7 +1,7 @@
 /**
  * Small pure helpers the kubelet keeps in pkg/kubelet/container/helpers.go and kuberuntime/helpers.go.
  */
-import type { Container, Pod } from '../../api/core.js';
+import { isRestartableInitContainer, type Container, type Pod } from '../../api/core.js';
 import { containerShouldRestart } from '../../api/restartrules.js';
 import { findContainerStatusByName, type KubeContainerStatus, type RuntimePodStatus } from './types.js';
 
@@ -51,4 +51,12 @@ export function containerChanged(
   record: Pick<KubeContainerStatus, 'hash'>,
 ): boolean {
   return record.hash !== hashContainer(container);
+}
+
+/**
+ * Regular containers and sidecars (restartable init containers) can be resized; init containers that run to
+ * completion and ephemeral containers cannot (kubelet: IsResizableContainer).
+ */
+export function isResizableContainer(c: Pick<Container, 'restartPolicy'>, init: boolean): boolean {
+  return !init || isRestartableInitContainer(c);
 }

@@ -2,31 +2,17 @@
  * The dependencies of the runtime manager, as its parts (sandboxes, containers, hooks, GC) share them.
  * Internal to kuberuntime: the public surface is KubeGenericRuntimeManager (manager.ts).
  */
-import type { Container, Pod } from '../../api/core.js';
+import type { Pod } from '../../api/core.js';
 import type { Runtime, RuntimeHandler } from '../../runtime/types.js';
 import type { Clock } from '../../util/clock.js';
 import type { Backoff } from '../backoff.js';
 import type { ImagePullBackOff } from '../images/pullbackoff.js';
 import type { RuntimeHelper } from '../container/runtimehelper.js';
+import { containerFieldPath, type EventRecorderFunc, type EventType } from '../container/ref.js';
 import type { HookHttpGet, HookRunnerDeps } from './hooks.js';
 import type { PodLeftovers } from './podleftovers.js';
 import type { NodeSettings } from './sandboxconfig.js';
 import type { ContainerFileReader } from './terminationmessage.js';
-
-export type EventType = 'Normal' | 'Warning';
-
-/**
- * Records an Event about `pod` (kubelet wording). `fieldPath` names the container the event is about, as the
- * kubelet's container references do (`spec.containers{web}`); absent for pod-level events. Must not throw or
- * block: the recorder queues the write.
- */
-export type EventRecorderFunc = (
-  pod: Pod,
-  type: EventType,
-  reason: string,
-  message: string,
-  fieldPath?: string,
-) => void;
 
 export interface RuntimeManagerLogger {
   info(message: string, fields?: Record<string, unknown>): void;
@@ -79,24 +65,6 @@ export interface ManagerContext {
   runtimeHelper?: RuntimeHelper;
   /** Reads termination messages of exited containers. */
   files?: ContainerFileReader;
-}
-
-/** The container's place in the pod spec, as event references name it (`spec.initContainers{setup}`). */
-export function containerFieldPath(pod: Pod, name: string): string | undefined {
-  if (pod.spec.containers.some((c) => c.name === name)) return `spec.containers{${name}}`;
-  if ((pod.spec.initContainers ?? []).some((c) => c.name === name)) return `spec.initContainers{${name}}`;
-  if ((pod.spec.ephemeralContainers ?? []).some((c) => c.name === name))
-    return `spec.ephemeralContainers{${name}}`;
-  return undefined;
-}
-
-/** The spec of the named container in any of the pod's three lists. */
-export function containerSpec(pod: Pod, name: string): Container | undefined {
-  return (
-    pod.spec.containers.find((c) => c.name === name) ??
-    pod.spec.initContainers?.find((c) => c.name === name) ??
-    pod.spec.ephemeralContainers?.find((c) => c.name === name)
-  );
 }
 
 /**

@@ -18,7 +18,8 @@ import {
 } from '../../runtime/labels.js';
 import { isNotFound, KindError } from '../../util/errors.js';
 import { formatPod } from '../backoff.js';
-import { containerSpec, hookDeps, recordContainerEvent, type ManagerContext } from './context.js';
+import { containerSpec } from '../container/ref.js';
+import { hookDeps, recordContainerEvent, type ManagerContext } from './context.js';
 import { runLifecycleHandler } from './hooks.js';
 import type { ContainerKillReason } from './podactions.js';
 import type { TerminationOrdering } from './terminationorder.js';

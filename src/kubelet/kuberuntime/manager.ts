@@ -23,7 +23,8 @@ import type { RuntimePod } from '../pleg/generic.js';
 import type { ProbeResultsReader } from '../prober/types.js';
 import type { ReasonCache } from '../reasoncache.js';
 import { computePodActions } from './actions.js';
-import { containerSpec, recordContainerEvent, recordPodEvent, type ManagerContext } from './context.js';
+import { containerSpec } from '../container/ref.js';
+import { recordContainerEvent, recordPodEvent, type ManagerContext } from './context.js';
 import { adoptedContainerConfig, startContainer } from './containers.js';
 import { killContainer, removeContainer } from './killcontainer.js';
 import { garbageCollect, type GarbageCollectOptions, type GarbageCollectResult } from './gc.js';
@@ -39,12 +40,8 @@ import type { ImageVolumePulls } from './imagevolumes.js';
 import { pullImageVolumes } from './images.js';
 import { failResult, SyncResultBuilder, type PodSyncResult } from './syncresult.js';
 
-export type {
-  EnvSource,
-  EventRecorderFunc,
-  RuntimeManagerLogger,
-  RuntimeManagerNodeSettings,
-} from './context.js';
+export type { EventRecorderFunc } from '../container/ref.js';
+export type { EnvSource, RuntimeManagerLogger, RuntimeManagerNodeSettings } from './context.js';
 export type { GarbageCollectOptions, GarbageCollectResult } from './gc.js';
 export type { KubeGenericRuntimeManagerDeps } from './managerdeps.js';
 export type { HookHttpGet } from './hooks.js';

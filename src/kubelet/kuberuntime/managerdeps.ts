@@ -10,9 +10,9 @@ import type { Backoff } from '../backoff.js';
 import type { RuntimeHelper } from '../container/runtimehelper.js';
 import type { ImagePullBackOff } from '../images/pullbackoff.js';
 import type { ReasonCache } from '../reasoncache.js';
+import type { EventRecorderFunc } from '../container/ref.js';
 import type {
   EnvSource,
-  EventRecorderFunc,
   ManagerContext,
   RuntimeManagerLogger,
   RuntimeManagerNodeSettings,

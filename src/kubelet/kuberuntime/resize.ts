@@ -11,7 +11,7 @@
  */
 import type { Container, Pod } from '../../api/core.js';
 import type { LinuxContainerResources } from '../../runtime/types.js';
-import { isResizableContainer } from '../allocation/allocation.js';
+import { isResizableContainer } from '../container/helpers.js';
 import {
   findContainerStatusByName,
   type ContainerID,

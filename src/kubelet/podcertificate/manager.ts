@@ -29,7 +29,7 @@ import { runWorkers, WorkQueue } from '../../kube/workqueue.js';
 import type { Clock, TimerHandle } from '../../util/clock.js';
 import { errorKind, errorMessage, KindError } from '../../util/errors.js';
 import type { Logger } from '../../util/logger.js';
-import type { EventRecorderFunc } from '../kuberuntime/context.js';
+import type { EventRecorderFunc } from '../container/ref.js';
 import { apiServerMessage } from '../token/resttokenrequester.js';
 import {
   credentialBundle,

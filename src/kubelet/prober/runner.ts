@@ -15,7 +15,7 @@
 import type { Container, ContainerStatus, Pod, Probe } from '../../api/core.js';
 import type { Runtime, RuntimeCapabilities } from '../../runtime/types.js';
 import { errorMessage, KindError } from '../../util/errors.js';
-import { containerFieldPath, containerSpec, type EventRecorderFunc } from '../kuberuntime/context.js';
+import { containerFieldPath, containerSpec, type EventRecorderFunc } from '../container/ref.js';
 import { timingField, type ProbeOutcome } from './doprobe.js';
 import { execProbe } from './exec.js';
 import { grpcProbe, grpcProbeAnswer } from './grpc.js';

@@ -9,7 +9,7 @@
  */
 import type { Container, ContainerStatus, ResourceRequirements } from '../../api/core.js';
 import { formatBinaryQuantity, formatMilliQuantity, quantityMilliValue } from '../../util/quantity.js';
-import { isResizableContainer } from '../allocation/allocation.js';
+import { isResizableContainer } from '../container/helpers.js';
 import { containerIDString, findContainerStatusByName, type RuntimePodStatus } from '../container/types.js';
 import { MIN_MILLI_CPU_LIMIT, MIN_SHARES } from '../kuberuntime/containerconfig.js';
 

@@ -27,7 +27,7 @@
 import type { Pod } from '../../api/core.js';
 import type { Volume } from '../../api/volumes.js';
 import { errorMessage } from '../../util/errors.js';
-import type { EventRecorderFunc } from '../kuberuntime/context.js';
+import type { EventRecorderFunc } from '../container/ref.js';
 import { datavolumePlugins, setUpVolume, tearDownVolume } from './setup.js';
 import type { MountedVolume } from './makemounts.js';
 import { podDir } from './paths.js';
