@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import type { ObjectMeta } from './core.js';
-import { isSimPodCIDR } from '../node/podcidr.js';
+import { isSimPodCIDR } from '../util/ipv4.js';
 
 export const GROUP = 'kubelet-operator.dev';
 export const VERSION = 'v1alpha1';

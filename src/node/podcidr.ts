@@ -4,7 +4,7 @@
  * taken (other VirtualNodes' spec or status podCIDR) and records the result in the VirtualNode status, so a
  * restarted operator keeps handing out the same addresses.
  */
-import { formatIPv4, parseIPv4, parseSimPodCIDR } from '../runtime/sim/ipam.js';
+import { formatIPv4, parseIPv4 } from '../util/ipv4.js';
 import { KindError } from '../util/errors.js';
 
 /** Where default pod CIDRs come from: 10.128.0.0/9 (32768 /24 blocks), clear of the usual service ranges. */
@@ -24,11 +24,6 @@ function parseCIDR(cidr: string): Range | undefined {
   const size = 2 ** (32 - prefix);
   const first = addr - (addr % size);
   return { first, last: first + size - 1 };
-}
-
-/** Whether the simulated runtime's IPAM can hand out addresses from `cidr` (an IPv4 CIDR /8 to /30). */
-export function isSimPodCIDR(cidr: string): boolean {
-  return parseSimPodCIDR(cidr) !== undefined;
 }
 
 /** Whether two IPv4 CIDRs share an address (false when either does not parse). */

@@ -5,7 +5,8 @@
  * reserved by this process are avoided.
  */
 import type { VirtualNode, VirtualNodeSpec } from '../api/virtualnode.js';
-import { allocatePodCIDR, cidrsOverlap, isSimPodCIDR } from '../node/podcidr.js';
+import { allocatePodCIDR, cidrsOverlap } from '../node/podcidr.js';
+import { isSimPodCIDR } from '../util/ipv4.js';
 import { KindError } from '../util/errors.js';
 import { claimedBefore } from './nodeclaims.js';
 

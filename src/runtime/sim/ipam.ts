@@ -6,17 +6,7 @@
  * had. Allocate (amortized, past reserved addresses), reserve and release are O(1).
  */
 import { KindError } from '../../util/errors.js';
-
-/**
- * The network address and prefix of a pod CIDR the allocator can serve (an IPv4 CIDR /8 to /30: room for at
- * least one pod beside the network, gateway and broadcast addresses), or undefined for anything else.
- */
-export function parseSimPodCIDR(cidr: string): { addr: number; prefix: number } | undefined {
-  const m = /^(\d{1,3}(?:\.\d{1,3}){3})\/(\d{1,2})$/.exec(cidr);
-  const prefix = m ? Number(m[2]) : NaN;
-  const addr = m ? parseIPv4(m[1]!) : undefined;
-  return addr !== undefined && prefix >= 8 && prefix <= 30 ? { addr, prefix } : undefined;
-}
+import { formatIPv4, parseIPv4, parseSimPodCIDR } from '../../util/ipv4.js';
 
 export class IPAllocator {
   readonly cidr: string;
@@ -123,21 +113,4 @@ export class IPAllocator {
   releaseAddress(ip: number): void {
     if (this.used.delete(ip)) this.released.push(ip);
   }
-}
-
-export function parseIPv4(s: string): number | undefined {
-  const parts = s.split('.');
-  if (parts.length !== 4) return undefined;
-  let n = 0;
-  for (const p of parts) {
-    if (!/^\d{1,3}$/.test(p)) return undefined;
-    const v = Number(p);
-    if (v > 255) return undefined;
-    n = n * 256 + v;
-  }
-  return n;
-}
-
-export function formatIPv4(n: number): string {
-  return `${Math.floor(n / 16777216) % 256}.${Math.floor(n / 65536) % 256}.${Math.floor(n / 256) % 256}.${n % 256}`;
 }

@@ -7,7 +7,8 @@ import type { Clock } from '../../util/clock.js';
 import { BehaviourResolver } from './behaviour.js';
 import * as errs from './errors.js';
 import { ImageStore, parseImageReference } from './images.js';
-import { IPAllocator, parseIPv4 } from './ipam.js';
+import { parseIPv4 } from '../../util/ipv4.js';
+import { IPAllocator } from './ipam.js';
 import type { NodeFiles } from './podview.js';
 
 export interface SimRuntimeOptions {

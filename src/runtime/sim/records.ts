@@ -23,7 +23,7 @@ import type { Behaviour } from './behaviour.js';
 import type { Few } from './few.js';
 import { SharedValues } from '../../util/sharedvalues.js';
 import { CompactCopies, flatString, plainKey } from './intern.js';
-import { formatIPv4 } from './ipam.js';
+import { formatIPv4 } from '../../util/ipv4.js';
 import type { ProcessUser } from './identity.js';
 import { ContainerSpecs, type ContainerSpec, type HostPaths } from './spec.js';
 

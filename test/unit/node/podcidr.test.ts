@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { IPAllocator } from '../../../src/runtime/sim/ipam.js';
-import { allocatePodCIDR, cidrsOverlap, isSimPodCIDR, podCIDRPrefixFor } from '../../../src/node/podcidr.js';
+import { allocatePodCIDR, cidrsOverlap, podCIDRPrefixFor } from '../../../src/node/podcidr.js';
+import { isSimPodCIDR } from '../../../src/util/ipv4.js';
 
 describe('allocatePodCIDR (default pod CIDRs for simulated nodes)', () => {
   it('gives a /24 inside the pool for the usual 110 pods, the same one for the same name', () => {
