@@ -5,8 +5,8 @@
  * (Node `status.features`), the pod must fit the node's allocatable resources next to the pods already
  * admitted, match the node's labels (node selector and required node affinity), find its host ports free,
  * and tolerate every NoExecute taint; last, the declared-features handler: the pod may need no feature the node
- * does not declare (declaredfeatures.ts). A rejected pod is set Failed with the returned reason and message,
- * and an Event is recorded.
+ * does not declare (src/node/declaredfeatures.ts). A rejected pod is set Failed with the returned reason and
+ * message, and an Event is recorded.
  *
  * Pure: inputs are the node view and the other pods; the answer is data.
  */
@@ -46,7 +46,7 @@ export interface AdmissionNode {
   declaredFeatures?: readonly string[];
 }
 
-/** What every VirtualNode declares (declaredfeatures.ts), as the kubelet computes its set once at start. */
+/** What every VirtualNode declares (src/node/declaredfeatures.ts), computed once at start as the kubelet does. */
 const NodeDeclaredFeatures: readonly string[] = declaredFeatures();
 
 /** The node OS label (v1.LabelOSStable) and the only OS our nodes run (the kubelet's runtime.GOOS). */
