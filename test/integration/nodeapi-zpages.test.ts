@@ -9,21 +9,12 @@
  * Needs root (the bridge).
  */
 import { expect } from 'chai';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import type { KubeClient } from '../../src/kube/client.js';
 import { KUBELET_VERSION } from '../../src/node/nodestatus.js';
-import type { Operator } from '../../src/operator.js';
-import { NodeApiRegistry } from '../../src/server/nodeapi/registry.js';
-import type { NodeApiServer } from '../../src/server/nodeapi/server.js';
-import { RealClock } from '../../src/util/clock.js';
 import { KindError } from '../../src/util/errors.js';
-import { silentLogger } from '../../src/util/logger.js';
-import { kubectl, startControlPlane, type ControlPlane } from '../support/controlplane.js';
+import { kubectl, type ControlPlane } from '../support/controlplane.js';
 import { saToken } from '../support/kubectl.js';
-import { listenNodeApi, nodeApiApiserverArgs, nodeApiGet, servingPki } from '../support/nodeapi.js';
-import { adminClient, postVirtualNode, startTestOperator, waitNodeReady } from '../support/operator.js';
+import { nodeApiGet, startNodeApiEnv, type NodeApiEnv } from '../support/nodeapi.js';
 import { createPodNetwork, type PodNetwork } from '../support/podnetwork.js';
 
 const NODE = 'vn-zpages';
@@ -34,57 +25,34 @@ describe('node API /configz, /flagz, /statusz through the real API server (sim r
   this.timeout(10 * 60_000);
   let network: PodNetwork;
   let nodeIP: string;
+  let env: NodeApiEnv | undefined;
   let cp: ControlPlane;
   let client: KubeClient;
-  let op: Operator;
-  let nodeApi: NodeApiServer;
-  let dir: string;
   let servingCa: Buffer;
 
   const proxied = (p: string): string => `/api/v1/nodes/${NODE}/proxy${p}`;
 
   before(async function () {
     if (process.getuid?.() !== 0) this.skip();
-    dir = await mkdtemp(path.join(os.tmpdir(), 'nodeapi-zpages-'));
     network = await createPodNetwork();
     nodeIP = await network.nodeIP(0);
-    const pki = await servingPki(dir, [{ name: NODE, ip: nodeIP }]);
-    servingCa = await readFile(pki.ca);
-    cp = await startControlPlane({ apiserverArgs: nodeApiApiserverArgs(pki.ca) });
-    client = await adminClient(cp);
-    const clock = new RealClock();
-    const registry = new NodeApiRegistry();
-    nodeApi = await listenNodeApi({
-      registry,
-      client,
-      clock,
-      logger: silentLogger,
-      tls: {
-        cert: await readFile(pki.cert),
-        key: await readFile(pki.key),
-        clientCA: await readFile(path.join(cp.dir, 'pki', 'ca.crt')),
-      },
+    env = await startNodeApiEnv({
+      node: NODE,
       ip: nodeIP,
+      spec: {
+        runtime: { type: 'sim' },
+        capacity: { pods: 42 },
+        taints: [{ key: 'dedicated', value: 'zpages', effect: 'NoSchedule' }],
+        kubelet: { clusterDNS: ['10.0.0.10'], clusterDomain: 'zpages.local' },
+        heartbeat: { leaseDurationSeconds: 50, statusUpdateFrequencySeconds: 12 },
+      },
     });
-    op = await startTestOperator({ client, clock, logger: silentLogger, nodeApi: registry });
-    await postVirtualNode(client, NODE, {
-      runtime: { type: 'sim' },
-      internalIP: nodeIP,
-      capacity: { pods: 42 },
-      taints: [{ key: 'dedicated', value: 'zpages', effect: 'NoSchedule' }],
-      kubelet: { clusterDNS: ['10.0.0.10'], clusterDomain: 'zpages.local' },
-      heartbeat: { leaseDurationSeconds: 50, statusUpdateFrequencySeconds: 12 },
-    });
-    await waitNodeReady(client, NODE, 30_000);
+    ({ cp, client, servingCa } = env);
   });
 
   after(async () => {
-    await op?.stop();
-    await nodeApi?.close();
-    client?.close();
-    await cp?.stop();
+    await env?.stop();
     await network?.stop();
-    if (dir) await rm(dir, { recursive: true, force: true });
   });
 
   it('/configz: the node\'s KubeletConfiguration under "kubeletconfig", from its VirtualNode', async () => {

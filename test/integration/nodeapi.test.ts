@@ -8,40 +8,23 @@
  */
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import type { Pod } from '../../src/api/core.js';
 import type { KubeClient } from '../../src/kube/client.js';
-import type { Operator } from '../../src/operator.js';
-import { NodeApiRegistry } from '../../src/server/nodeapi/registry.js';
-import type { NodeApiServer } from '../../src/server/nodeapi/server.js';
-import { RealClock } from '../../src/util/clock.js';
-import { silentLogger } from '../../src/util/logger.js';
-import { kubectl, startControlPlane, type ControlPlane } from '../support/controlplane.js';
+import { kubectl, type ControlPlane } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
 import { KubeletResourceMetrics, parseExposition } from '../support/kubelet-metrics.js';
 import { saToken as createSaToken } from '../support/kubectl.js';
-import { listenNodeApi, nodeApiApiserverArgs, nodeApiGet, servingPki } from '../support/nodeapi.js';
-import {
-  adminClient,
-  createShellPod,
-  isGone,
-  postVirtualNode,
-  startTestOperator,
-  waitNodeReady,
-} from '../support/operator.js';
+import { nodeApiGet, startNodeApiEnv, type NodeApiEnv } from '../support/nodeapi.js';
+import { createShellPod, isGone } from '../support/operator.js';
 
 const NODE_IP = '127.0.0.23';
 const NODE = 'vn-nodeapi';
 
 describe('node API through the real API server (sim runtime)', function () {
   this.timeout(10 * 60_000);
+  let env: NodeApiEnv | undefined;
   let cp: ControlPlane;
   let client: KubeClient;
-  let op: Operator;
-  let nodeApi: NodeApiServer;
-  let dir: string;
   let servingCa: Buffer;
 
   /** A request straight to our node API (not through the API server). */
@@ -52,39 +35,18 @@ describe('node API through the real API server (sim runtime)', function () {
   const saToken = (name: string): Promise<string> => createSaToken(cp, name);
 
   before(async () => {
-    dir = await mkdtemp(path.join(os.tmpdir(), 'nodeapi-it-'));
-    const pki = await servingPki(dir, [{ name: NODE, ip: NODE_IP }]);
-    servingCa = await readFile(pki.ca);
-    cp = await startControlPlane({ apiserverArgs: nodeApiApiserverArgs(pki.ca) });
-    client = await adminClient(cp);
-    const clock = new RealClock();
-    const registry = new NodeApiRegistry();
-    nodeApi = await listenNodeApi({
-      registry,
-      client,
-      clock,
-      logger: silentLogger,
-      tls: {
-        cert: await readFile(pki.cert),
-        key: await readFile(pki.key),
-        // The API server's kubelet client certificate is signed by the cluster CA.
-        clientCA: await readFile(path.join(cp.dir, 'pki', 'ca.crt')),
-      },
+    env = await startNodeApiEnv({
+      node: NODE,
       ip: NODE_IP,
+      spec: { runtime: { type: 'sim' } },
       followPollMs: 100,
     });
-    op = await startTestOperator({ client, clock, logger: silentLogger, nodeApi: registry });
-    await postVirtualNode(client, NODE, { runtime: { type: 'sim' }, internalIP: NODE_IP });
-    await waitNodeReady(client, NODE, 30_000);
+    ({ cp, client, servingCa } = env);
     await createPod('echo', 'echo one; echo two; echo three >&2; sleep 3600');
   });
 
   after(async () => {
-    await op?.stop();
-    await nodeApi?.close();
-    client?.close();
-    await cp?.stop();
-    if (dir) await rm(dir, { recursive: true, force: true });
+    await env?.stop();
   });
 
   it('kubectl logs returns exactly what the container wrote (plain, --tail, --timestamps)', async () => {

@@ -6,13 +6,15 @@
  * NodeApiServer on 127.0.0.1 with a stand-in for TokenReview and SubjectAccessReview.
  */
 import { randomBytes } from 'node:crypto';
-import { readFile, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import https from 'node:https';
+import os from 'node:os';
 import path from 'node:path';
 import tls from 'node:tls';
 import type { Registry } from 'prom-client';
 import type { Pod } from '../../src/api/core.js';
 import type { KubeClient } from '../../src/kube/client.js';
+import type { Operator } from '../../src/operator.js';
 import { EventRecorder } from '../../src/kube/events.js';
 import { restEventSink } from '../../src/node/api.js';
 import type { Runtime } from '../../src/runtime/types.js';
@@ -22,7 +24,8 @@ import { NodeApiRegistry, type NodeStatsSource } from '../../src/server/nodeapi/
 import { NodeApiServer, type NodeApiTls } from '../../src/server/nodeapi/server.js';
 import { RealClock, type Clock } from '../../src/util/clock.js';
 import { silentLogger, type Logger } from '../../src/util/logger.js';
-import { run } from './controlplane.js';
+import { run, startControlPlane, type ControlPlane } from './controlplane.js';
+import { adminClient, postVirtualNode, startTestOperator, waitNodeReady } from './operator.js';
 
 async function openssl(args: string[]): Promise<void> {
   const r = await run('openssl', args);
@@ -353,4 +356,71 @@ export function webSocketFrames(b: Buffer): { opcode: number; payload: Buffer }[
     i = p + len;
   }
   return frames;
+}
+
+/**
+ * A control plane whose API server trusts a serving CA of the test's own and dials nodes by InternalIP, a node
+ * API on `ip`:10250 with a certificate of that CA, the operator with its nodes in the node API's registry, and
+ * VirtualNode `node` (spec `spec`, its internalIP `ip`) Ready: what the node API integration files share.
+ */
+export interface NodeApiEnv {
+  dir: string;
+  servingCa: Buffer;
+  cp: ControlPlane;
+  client: KubeClient;
+  registry: NodeApiRegistry;
+  nodeApi: NodeApiServer;
+  op: Operator;
+  /** Stops what started, in reverse order, and removes `dir`. */
+  stop(): Promise<void>;
+}
+
+export async function startNodeApiEnv(o: {
+  node: string;
+  ip: string;
+  spec: Record<string, unknown>;
+  followPollMs?: number;
+}): Promise<NodeApiEnv> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'nodeapi-env-'));
+  const parts: { cp?: ControlPlane; client?: KubeClient; nodeApi?: NodeApiServer; op?: Operator } = {};
+  const stop = async (): Promise<void> => {
+    await parts.op?.stop();
+    await parts.nodeApi?.close();
+    parts.client?.close();
+    await parts.cp?.stop();
+    await rm(dir, { recursive: true, force: true });
+  };
+  try {
+    const pki = await servingPki(dir, [{ name: o.node, ip: o.ip }]);
+    const cp = (parts.cp = await startControlPlane({ apiserverArgs: nodeApiApiserverArgs(pki.ca) }));
+    const client = (parts.client = await adminClient(cp));
+    const clock = new RealClock();
+    const registry = new NodeApiRegistry();
+    const nodeApi = (parts.nodeApi = await listenNodeApi({
+      registry,
+      client,
+      clock,
+      logger: silentLogger,
+      tls: {
+        cert: await readFile(pki.cert),
+        key: await readFile(pki.key),
+        // The API server's kubelet client certificate is signed by the cluster CA.
+        clientCA: await readFile(path.join(cp.dir, 'pki', 'ca.crt')),
+      },
+      ip: o.ip,
+      ...(o.followPollMs !== undefined ? { followPollMs: o.followPollMs } : {}),
+    }));
+    const op = (parts.op = await startTestOperator({
+      client,
+      clock,
+      logger: silentLogger,
+      nodeApi: registry,
+    }));
+    await postVirtualNode(client, o.node, { ...o.spec, internalIP: o.ip });
+    await waitNodeReady(client, o.node, 30_000);
+    return { dir, servingCa: await readFile(pki.ca), cp, client, registry, nodeApi, op, stop };
+  } catch (err) {
+    await stop().catch(() => undefined);
+    throw err;
+  }
 }
