@@ -24,7 +24,7 @@ function sh(cmd: string, args: string[]): string {
   return execFileSync(cmd, args, { encoding: 'utf8' });
 }
 
-/** Starts `npm run up` (its own process group) and resolves once it printed its summary. */
+/** Starts `npm run up` (its own process group) and resolves once it printed its summary, all Ready, `kubectl top` served. */
 function up(): Promise<ChildProcess> {
   return new Promise((resolve, reject) => {
     const child = spawn(TSX, ['scripts/up.ts'], {
@@ -39,10 +39,13 @@ function up(): Promise<ChildProcess> {
     );
     const onData = (d: Buffer): void => {
       out += d.toString();
-      if (/all nodes and pods are Ready|not everything settled/.test(out)) {
+      // The summary ends with how to stop it; it says whether everything settled and whether kubectl top works.
+      if (out.includes('Stop with Ctrl-C here')) {
         clearTimeout(timer);
         if (!out.includes('all nodes and pods are Ready'))
           reject(new Error(`npm run up did not settle:\n${out.slice(-3000)}`));
+        else if (!out.includes('metrics-server serves metrics.k8s.io'))
+          reject(new Error(`npm run up came up without metrics-server:\n${out.slice(-3000)}`));
         else resolve(child);
       }
     };

@@ -8,7 +8,13 @@ export const NAME = 'metrics-server';
 export const METRICS_SERVER_USER = 'system:metrics-server';
 
 /** The permissions metrics-server needs, as upstream's manifests grant them to its ServiceAccount. */
-export function accessObjects(): object[] {
+/**
+ * `endpoint`: where metrics-server listens when the API server routes to endpoints (--enable-aggregator-routing,
+ * the control plane with a pod network): a Service without selector and an EndpointSlice naming that address,
+ * since the aggregator then looks the Service's endpoints up and refuses ExternalName Services. Without it, the
+ * ExternalName Service of the module comment.
+ */
+export function accessObjects(endpoint?: { ip: string; port: number }): object[] {
   const user = { kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: METRICS_SERVER_USER };
   const roleRef = (kind: string, name: string): object => ({
     apiGroup: 'rbac.authorization.k8s.io',
@@ -67,13 +73,7 @@ export function accessObjects(): object[] {
         { apiGroups: ['metrics.k8s.io'], resources: ['pods', 'nodes'], verbs: ['get', 'list', 'watch'] },
       ],
     },
-    {
-      // See the module comment: the aggregator dials 127.0.0.1:<APIService port>.
-      apiVersion: 'v1',
-      kind: 'Service',
-      metadata: { name: NAME, namespace: NAMESPACE, labels: { 'app.kubernetes.io/name': NAME } },
-      spec: { type: 'ExternalName', externalName: '127.0.0.1' },
-    },
+    ...(endpoint ? routedService(endpoint) : [externalNameService()]),
   ];
 }
 
@@ -91,4 +91,43 @@ export function apiServiceObject(port: number, caBundlePem: Buffer): object {
       versionPriority: 100,
     },
   };
+}
+
+/** See the module comment: the aggregator dials 127.0.0.1:<APIService port>. */
+function externalNameService(): object {
+  return {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { name: NAME, namespace: NAMESPACE, labels: { 'app.kubernetes.io/name': NAME } },
+    spec: { type: 'ExternalName', externalName: '127.0.0.1' },
+  };
+}
+
+/** A Service without selector on `port` and the EndpointSlice that names `ip`:`port` as its one endpoint. */
+function routedService(endpoint: { ip: string; port: number }): object[] {
+  const labels = { 'app.kubernetes.io/name': NAME };
+  return [
+    {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: NAME, namespace: NAMESPACE, labels },
+      spec: { ports: [{ name: 'https', port: endpoint.port, targetPort: endpoint.port, protocol: 'TCP' }] },
+    },
+    {
+      apiVersion: 'discovery.k8s.io/v1',
+      kind: 'EndpointSlice',
+      metadata: {
+        name: NAME,
+        namespace: NAMESPACE,
+        labels: {
+          ...labels,
+          'kubernetes.io/service-name': NAME,
+          'endpointslice.kubernetes.io/managed-by': 'kubelet-operator-tests',
+        },
+      },
+      addressType: 'IPv4',
+      endpoints: [{ addresses: [endpoint.ip], conditions: { ready: true } }],
+      ports: [{ name: 'https', port: endpoint.port, protocol: 'TCP' }],
+    },
+  ];
 }

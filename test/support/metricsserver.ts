@@ -8,6 +8,9 @@
 // port>` directly (k8s.io/apiserver/pkg/util/proxy.ResolveCluster), and its availability check skips the
 // EndpointSlice lookup that only ClusterIP Services get (kube-aggregator's remote availability
 // controller). EndpointSlices could not hold a loopback address anyway, and there is no kube-proxy.
+// A control plane with a pod network (`npm run up`) runs kube-apiserver with --enable-aggregator-routing, which
+// looks the Service's endpoints up and refuses ExternalName: there metrics-server listens on the API server's
+// bridge address and a Service without selector with an EndpointSlice names it (metricsserver-objects.ts).
 // The aggregator verifies metrics-server's serving certificate against the APIService's caBundle with
 // server name `metrics-server.kube-system.svc`.
 //
@@ -56,7 +59,7 @@ export interface MetricsServerOptions {
 }
 
 export interface MetricsServer {
-  /** Where metrics-server listens: https://127.0.0.1:<port>. */
+  /** Where metrics-server listens: https://127.0.0.1:<port>, or the API server's bridge address with a pod network. */
   url: string;
   port: number;
   /** Its process (group) id, also listed by the control plane's processes(). */
@@ -98,6 +101,7 @@ function objectPath(obj: {
     RoleBinding: 'rolebindings',
     Service: 'services',
     APIService: 'apiservices',
+    EndpointSlice: 'endpointslices',
   };
   const resource = plural[obj.kind];
   if (!resource) throw new Error(`no REST path known for kind ${obj.kind}`);
@@ -195,11 +199,11 @@ function tail(file: string, lines = 30): string {
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** GET https://127.0.0.1:<port>/livez, verifying the serving certificate; true on 200. */
-function live(port: number, ca: Buffer): Promise<boolean> {
+/** GET https://<host>:<port>/livez, verifying the serving certificate by its Service name; true on 200. */
+function live(host: string, port: number, ca: Buffer): Promise<boolean> {
   return new Promise((resolve) => {
     const req = https.get(
-      { host: '127.0.0.1', port, path: '/livez', ca, agent: false, timeout: 2000 },
+      { host, port, path: '/livez', ca, servername: `${NAME}.kube-system.svc`, agent: false, timeout: 2000 },
       (res) => {
         res.resume();
         res.on('end', () => resolve(res.statusCode === 200));
@@ -228,12 +232,15 @@ export async function startMetricsServer(
   const dir = path.join(cp.dir, NAME);
   await mkdir(dir, { recursive: true });
 
-  const [binary, pki, port] = await Promise.all([
+  // With a pod network the API server routes to a Service's endpoints (see accessObjects): metrics-server then
+  // listens on the API server's address on the run's bridge, which an EndpointSlice may name (loopback not).
+  const host = cp.podNetworkServer ? new URL(cp.podNetworkServer).hostname : '127.0.0.1';
+  const port = await freePort();
+  const [binary, pki] = await Promise.all([
     ensureMetricsServer(),
     makePki(dir, clusterPki),
-    freePort(),
     // Its permissions and the Service go in first: at start it reads the authentication ConfigMap.
-    applyObjects(cp, accessObjects()),
+    applyObjects(cp, accessObjects(host === '127.0.0.1' ? undefined : { ip: host, port })),
   ]);
   const kubeconfig = path.join(dir, 'kubeconfig');
   await writeKubeconfig(
@@ -248,7 +255,7 @@ export async function startMetricsServer(
   const requestTimeoutS = Math.min(10, Math.floor(resolutionS * 0.9));
   const args = [
     `--secure-port=${port}`,
-    '--bind-address=127.0.0.1',
+    `--bind-address=${host}`,
     `--cert-dir=${path.join(dir, 'certs')}`,
     `--tls-cert-file=${pki.serving.cert}`,
     `--tls-private-key-file=${pki.serving.key}`,
@@ -274,9 +281,9 @@ export async function startMetricsServer(
 
   // It listens once its informers have synced. Registering the APIService after that spares the
   // aggregator a failed first check (it retries with back-off, up to 30 s apart).
-  while (!(await live(port, servingCA))) {
+  while (!(await live(host, port, servingCA))) {
     if (!proc.running) await fail('exited before serving');
-    if (Date.now() > deadline) await fail(`not serving on 127.0.0.1:${port} after ${readyTimeoutMs} ms`);
+    if (Date.now() > deadline) await fail(`not serving on ${host}:${port} after ${readyTimeoutMs} ms`);
     await sleep(100);
   }
   await applyObjects(cp, [apiServiceObject(port, servingCA)]);
@@ -294,7 +301,7 @@ export async function startMetricsServer(
 
   let stopped: Promise<void> | undefined;
   return {
-    url: `https://127.0.0.1:${port}`,
+    url: `https://${host}:${port}`,
     port,
     pid: proc.pid,
     logPath: proc.logPath,
