@@ -17,7 +17,13 @@ import { NodeApiRegistry } from '../../src/server/nodeapi/registry.js';
 import { pemBlocks } from '../../src/util/pem.js';
 import { eventsOf } from '../support/events.js';
 import { eventually } from '../support/eventually.js';
-import { type SimNodeEnv, startSimNodeEnv, waitPodStatus } from '../support/operator.js';
+import {
+  createPodOn,
+  expectContainerCreating,
+  type SimNodeEnv,
+  startSimNodeEnv,
+  waitPodStatus,
+} from '../support/operator.js';
 import { requestsOfPod, TestPodCertificateSigner } from '../support/podcertsigner.js';
 
 const NODE = 'vn-podcert';
@@ -31,27 +37,18 @@ describe('podCertificate projected volumes on a simulated VirtualNode (real apis
   const signer = new TestPodCertificateSigner('example.com/podcert-test');
 
   const createPod = (name: string, sources: unknown[], script: string): Promise<Pod> =>
-    client.request<Pod>({
-      method: 'POST',
-      path: `/api/v1/namespaces/${NS}/pods`,
-      body: {
-        metadata: { name },
-        spec: {
-          nodeName: NODE,
-          automountServiceAccountToken: false,
-          terminationGracePeriodSeconds: 1,
-          restartPolicy: 'Never',
-          volumes: [{ name: 'tls', projected: { sources } }],
-          containers: [
-            {
-              name: 'c',
-              image: 'busybox',
-              command: ['sh', '-c', script],
-              volumeMounts: [{ name: 'tls', mountPath: '/run/tls' }],
-            },
-          ],
+    createPodOn(client, NS, NODE, name, {
+      automountServiceAccountToken: false,
+      restartPolicy: 'Never',
+      volumes: [{ name: 'tls', projected: { sources } }],
+      containers: [
+        {
+          name: 'c',
+          image: 'busybox',
+          command: ['sh', '-c', script],
+          volumeMounts: [{ name: 'tls', mountPath: '/run/tls' }],
         },
-      },
+      ],
     });
   const eventWith = (pod: string, reason: string, message: string): Promise<CoreEvent> =>
     eventually(
@@ -117,16 +114,7 @@ describe('podCertificate projected volumes on a simulated VirtualNode (real apis
     );
     expect(failed.type).to.equal('Warning');
     expect(failed.source?.component).to.equal('kubelet');
-    const waiting = await waitPodStatus(
-      client,
-      NS,
-      'issued',
-      (s) => s.containerStatuses?.[0]?.state?.waiting !== undefined,
-      'a waiting container',
-      30_000,
-    );
-    expect(waiting.status?.phase).to.equal('Pending');
-    expect(waiting.status?.containerStatuses?.[0]?.state?.waiting?.reason).to.equal('ContainerCreating');
+    await expectContainerCreating(client, NS, 'issued');
 
     // One request per source, naming the pod, its ServiceAccount and the Node by UID.
     const [sa, node] = await Promise.all([

@@ -11,7 +11,13 @@ import type { Pod } from '../../src/api/core.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import type { CoreEvent } from '../../src/kube/events.js';
 import { eventually } from '../support/eventually.js';
-import { type SimNodeEnv, startSimNodeEnv, waitPodStatus } from '../support/operator.js';
+import {
+  createPodOn,
+  expectContainerCreating,
+  type SimNodeEnv,
+  startSimNodeEnv,
+  waitPodStatus,
+} from '../support/operator.js';
 
 const NODE = 'vn-volumes';
 const NS = 'default';
@@ -22,19 +28,7 @@ describe('volumes on a simulated VirtualNode (real apiserver)', function () {
   let client: KubeClient;
 
   const createPod = (name: string, spec: Record<string, unknown>): Promise<Pod> =>
-    client.request<Pod>({
-      method: 'POST',
-      path: `/api/v1/namespaces/${NS}/pods`,
-      body: {
-        metadata: { name },
-        spec: {
-          nodeName: NODE,
-          terminationGracePeriodSeconds: 1,
-          containers: [{ name: 'c', image: 'busybox', command: ['sleep', 'infinity'] }],
-          ...spec,
-        },
-      },
-    });
+    createPodOn(client, NS, NODE, name, spec);
   const events = async (name: string): Promise<CoreEvent[]> =>
     (
       await client.request<{ items: CoreEvent[] }>({
@@ -118,17 +112,7 @@ describe('volumes on a simulated VirtualNode (real apiserver)', function () {
         'kubelet-operator does not support nfs volumes (supported: emptyDir, hostPath, configMap, secret, ' +
         'downwardAPI, projected, persistentVolumeClaim, image)',
     );
-    // The Event and the status patch leave the node separately (the status manager batches): wait for the status.
-    const p = await waitPodStatus(
-      client,
-      NS,
-      'wants-nfs',
-      (st) => st.containerStatuses?.[0]?.state?.waiting !== undefined,
-      'a waiting container status',
-      30_000,
-    );
-    expect(p.status?.phase).to.equal('Pending');
-    expect(p.status?.containerStatuses?.[0]?.state?.waiting?.reason).to.equal('ContainerCreating');
+    await expectContainerCreating(client, NS, 'wants-nfs');
   });
 
   it('mounts the kube-api-access volume the API server adds, and an optional Secret that is missing', async () => {

@@ -6,6 +6,7 @@
  *
  * Waiting for a Node to go Ready is `waitNodeReady` of scripts/lib/cluster.ts (re-exported here).
  */
+import { expect } from 'chai';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ContainerStatus, Pod, PodStatus } from '../../src/api/core.js';
@@ -279,4 +280,28 @@ export async function startSimNodeEnv(opts: {
     await stop().catch(() => undefined);
     throw err;
   }
+}
+
+/**
+ * Waits for pod `name`'s first container to report a waiting state (the Event that says why and the status
+ * patch leave the node separately: the status manager batches), and checks that the pod is Pending with the
+ * container in ContainerCreating, as a pod whose volumes cannot be set up is.
+ */
+export async function expectContainerCreating(
+  client: KubeClient,
+  ns: string,
+  name: string,
+  timeoutMs = 30_000,
+): Promise<Pod> {
+  const p = await waitPodStatus(
+    client,
+    ns,
+    name,
+    (s) => s.containerStatuses?.[0]?.state?.waiting !== undefined,
+    'a waiting container',
+    timeoutMs,
+  );
+  expect(p.status?.phase).to.equal('Pending');
+  expect(p.status?.containerStatuses?.[0]?.state?.waiting?.reason).to.equal('ContainerCreating');
+  return p;
 }
