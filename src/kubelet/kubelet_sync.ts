@@ -390,16 +390,16 @@ export class KubeletPodSyncer implements PodSyncer {
     // A pod the API already reports finished is not running here; it only needs terminating, and it takes
     // no room from the others.
     if (isTerminalPhase(pod.status?.phase)) return false;
-    let result = this.admitAgainst(pod, this.withFeatures(this.d.node()));
+    const asAllocated = this.d.allocation.podForAdmission(pod);
+    let result = this.admitAgainst(asAllocated, this.withFeatures(this.d.node()));
     if (!result.admit && result.reason === 'NodeAffinity' && this.d.freshNode) {
       // kubelet predicateAdmitHandler: node affinity alone refused it; read the Node itself and look again
       // (decided afresh after the read, so the pods admitted meanwhile count).
       const fresh = await this.d.freshNode();
-      if (fresh) result = this.admitAgainst(pod, this.withFeatures(fresh));
+      if (fresh) result = this.admitAgainst(asAllocated, this.withFeatures(fresh));
       if (this.rejected.has(uid)) return true;
       if (this.admitted.has(uid)) return false;
     }
-    const asAllocated = this.d.allocation.podForAdmission(pod);
     if (result.admit) {
       this.admitted.set(uid, pod);
       this.d.allocation.setAllocated(asAllocated);
@@ -434,12 +434,14 @@ export class KubeletPodSyncer implements PodSyncer {
     return f ? { ...node, features: { supplementalGroupsPolicy: f.supplementalGroupsPolicy } } : node;
   }
 
-  /** Admission against `node` next to the pods admitted so far (synchronous: nothing is admitted meanwhile). */
-  private admitAgainst(pod: Pod, node: AdmissionNode): AdmitResult {
-    const asAllocated = this.d.allocation.podForAdmission(pod);
+  /**
+   * Admission of the pod as allocated (`podForAdmission`) against `node` next to the pods admitted so far
+   * (synchronous: nothing is admitted meanwhile).
+   */
+  private admitAgainst(asAllocated: Pod, node: AdmissionNode): AdmitResult {
     // The allocated pods' tally holds at least what the active pods do: a pod that fits it fits them, without
     // a scan of the node's pods per pod admitted. Anything else is decided against the active pods themselves.
-    const uid = pod.metadata.uid as string;
+    const uid = asAllocated.metadata.uid as string;
     const tallied = this.d.allocation.admissionPeers(uid);
     const result = tallied ? admitPod(asAllocated, node, tallied) : undefined;
     return result?.admit ? result : admitPod(asAllocated, node, this.d.allocation.allocatedPods(uid));
