@@ -1,7 +1,8 @@
 /**
  * Authentication and authorization of node API requests, as the kubelet does them in webhook mode:
  *
- * - a client certificate that verified against the client CA names the user (CN) and groups (O);
+ * - a client certificate that verified against the client CA names the user (CN), groups (O) and UID (the
+ *   subject's UID attribute, AllowParsingUserUIDFromCertAuth);
  * - otherwise a bearer token is checked with a TokenReview (authentication.k8s.io/v1);
  * - otherwise the request is anonymous and refused with 401 (anonymous auth is off).
  *
@@ -13,6 +14,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Clock } from '../../util/clock.js';
+import { KindError } from '../../util/errors.js';
 
 export interface UserInfo {
   username: string;
@@ -113,7 +115,7 @@ class TtlCache<V> {
   }
 }
 
-const sha = (s: string): string => createHash('sha256').update(s).digest('hex');
+const sha = (s: string | Buffer): string => createHash('sha256').update(s).digest('hex');
 
 export class WebhookAuth {
   private readonly tokens: TtlCache<UserInfo>;
@@ -191,15 +193,41 @@ export class WebhookAuth {
   }
 }
 
-/** User and groups of a verified client certificate's subject. */
-export function userFromCertSubject(subject: {
-  CN?: string | string[];
-  O?: string | string[];
-}): UserInfo | undefined {
+/** The Extra key under which the API server's authenticators name the credential a user came with. */
+export const CREDENTIAL_ID_KEY = 'authentication.kubernetes.io/credential-id';
+
+/**
+ * The user of a verified client certificate, as the kubelet's x509 authenticator with
+ * AllowParsingUserUIDFromCertAuth on: name from the subject's CN (none without one), groups from its O
+ * values (and system:authenticated), UID from its UID attribute (OID 0.9.2342.19200300.100.1.1, unset when
+ * absent), and, given the certificate's DER, the credential ID `X509SHA256=<hex of its SHA-256>` in Extra.
+ * Throws InvalidArgument when the subject holds several UID attributes or an empty one: the kubelet then
+ * does not authenticate the certificate (and tries the request's token).
+ */
+export function userFromCertSubject(
+  subject: {
+    CN?: string | string[];
+    O?: string | string[];
+    UID?: string | string[];
+  },
+  der?: Buffer,
+): UserInfo | undefined {
   const cn = Array.isArray(subject.CN) ? subject.CN[0] : subject.CN;
   if (!cn) return undefined;
   const o = subject.O === undefined ? [] : Array.isArray(subject.O) ? subject.O : [subject.O];
-  return { username: cn, groups: [...o, 'system:authenticated'] };
+  const uids = subject.UID === undefined ? [] : Array.isArray(subject.UID) ? subject.UID : [subject.UID];
+  if (uids.length > 1) {
+    throw new KindError('InvalidArgument', `expected 1 UID, but found multiple: [${uids.join(' ')}]`, {
+      user: cn,
+    });
+  }
+  if (uids[0] === '') throw new KindError('InvalidArgument', 'UID cannot be an empty string', { user: cn });
+  return {
+    username: cn,
+    ...(uids[0] !== undefined ? { uid: uids[0] } : {}),
+    groups: [...o, 'system:authenticated'],
+    ...(der ? { extra: { [CREDENTIAL_ID_KEY]: [`X509SHA256=${sha(der)}`] } } : {}),
+  };
 }
 
 /** The token of an `Authorization: Bearer <token>` header, or undefined. */

@@ -159,8 +159,14 @@ export class NodeApiServer {
   private async authenticate(req: IncomingMessage): Promise<UserInfo | undefined> {
     const sock = req.socket as TLSSocket;
     if (sock.authorized) {
-      const u = userFromCertSubject(sock.getPeerCertificate().subject ?? {});
-      if (u) return u;
+      const cert = sock.getPeerCertificate();
+      try {
+        const u = userFromCertSubject(cert.subject ?? {}, cert.raw);
+        if (u) return u;
+      } catch (err) {
+        // As the kubelet's union authenticator: a certificate that names no valid user leaves the token.
+        this.opts.logger.warn('node API: client certificate not accepted', { error: errorMessage(err) });
+      }
     }
     const token = bearerToken(req.headers.authorization);
     if (token === undefined) return undefined;

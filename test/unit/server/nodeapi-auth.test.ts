@@ -1,11 +1,14 @@
 import { expect } from 'chai';
+import { createHash } from 'node:crypto';
 import {
   bearerToken,
+  CREDENTIAL_ID_KEY,
   subresourcesFor,
   userFromCertSubject,
   verbFor,
   WebhookAuth,
   type AuthApi,
+  type UserInfo,
 } from '../../../src/server/nodeapi/auth.js';
 import type { Clock } from '../../../src/util/clock.js';
 
@@ -36,6 +39,87 @@ describe('node API auth', () => {
       username: 'kube-apiserver-kubelet-client',
       groups: ['system:masters', 'system:authenticated'],
     });
+  });
+
+  it('takes the UID from the subject UID attribute and the credential ID from the DER (AllowParsingUserUIDFromCertAuth)', () => {
+    const der = Buffer.from('not really DER');
+    const fp = createHash('sha256').update(der).digest('hex');
+    const cases: {
+      subject: { CN?: string | string[]; O?: string | string[]; UID?: string | string[] };
+      der?: Buffer;
+      want: UserInfo | undefined | string;
+    }[] = [
+      {
+        subject: { CN: 'alice', UID: 'uid-1' },
+        want: { username: 'alice', uid: 'uid-1', groups: ['system:authenticated'] },
+      },
+      {
+        subject: { CN: 'alice', O: ['g1', 'g2'], UID: 'uid-1' },
+        der,
+        want: {
+          username: 'alice',
+          uid: 'uid-1',
+          groups: ['g1', 'g2', 'system:authenticated'],
+          extra: { [CREDENTIAL_ID_KEY]: [`X509SHA256=${fp}`] },
+        },
+      },
+      {
+        subject: { CN: 'alice' },
+        der,
+        want: {
+          username: 'alice',
+          groups: ['system:authenticated'],
+          extra: { [CREDENTIAL_ID_KEY]: [`X509SHA256=${fp}`] },
+        },
+      },
+      { subject: { UID: 'uid-1' }, want: undefined }, // no CN: not this authenticator's user
+      { subject: { CN: 'alice', UID: ['a', 'b'] }, want: 'expected 1 UID, but found multiple: [a b]' },
+      { subject: { CN: 'alice', UID: '' }, want: 'UID cannot be an empty string' },
+    ];
+    for (const c of cases) {
+      if (typeof c.want === 'string') {
+        expect(() => userFromCertSubject(c.subject, c.der), JSON.stringify(c.subject))
+          .to.throw(c.want)
+          .with.property('kind', 'InvalidArgument');
+      } else {
+        expect(userFromCertSubject(c.subject, c.der), JSON.stringify(c.subject)).to.deep.equal(c.want);
+      }
+    }
+  });
+
+  it('sends the UID and extra of a certificate user in the SubjectAccessReview', async () => {
+    const specs: unknown[] = [];
+    const api: AuthApi = {
+      request: <T>(req: { body: unknown }): Promise<T> => {
+        specs.push((req.body as { spec: unknown }).spec);
+        return Promise.resolve({ status: { allowed: true } } as T);
+      },
+    };
+    const auth = new WebhookAuth(api, new FakeClock() as unknown as Clock);
+    const user = userFromCertSubject({ CN: 'alice', O: 'g', UID: 'uid-1' }, Buffer.from('x'))!;
+    await auth.authorize({
+      user,
+      verb: 'get',
+      nodeName: 'n',
+      subresources: ['stats'],
+      path: '/stats/summary',
+    });
+    expect(specs).to.deep.equal([
+      {
+        user: 'alice',
+        uid: 'uid-1',
+        groups: ['g', 'system:authenticated'],
+        extra: user.extra,
+        resourceAttributes: {
+          verb: 'get',
+          group: '',
+          version: 'v1',
+          resource: 'nodes',
+          subresource: 'stats',
+          name: 'n',
+        },
+      },
+    ]);
   });
 
   it('authorizes /configz as configz then proxy, /flagz as configz, /statusz as statusz (auth.go and auth_test.go)', () => {
