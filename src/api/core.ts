@@ -98,6 +98,14 @@ export interface EnvVarSource {
   resourceFieldRef?: { resource: string; containerName?: string; divisor?: string | number };
   configMapKeyRef?: { name: string; key: string; optional?: boolean };
   secretKeyRef?: { name: string; key: string; optional?: boolean };
+  /** A key of an env file in an emptyDir volume (EnvFiles, Beta since 1.35); `path` is relative to the volume. */
+  fileKeyRef?: FileKeySelector;
+}
+export interface FileKeySelector {
+  volumeName: string;
+  path: string;
+  key: string;
+  optional?: boolean;
 }
 export interface EnvVar {
   name: string;

@@ -2,8 +2,9 @@
  * A container's environment as the kubelet builds it (kubelet_pods.go makeEnvironmentVariables,
  * podFieldSelectorRuntimeValue, containerResourceRuntimeValue; third_party/forked/golang/expansion).
  *
- * Pure: the caller fetches the referenced ConfigMaps and Secrets first (`envSourceRefs` says which) and passes
- * them in; nothing here does I/O or reads a clock. Same inputs, same output, in a stable order.
+ * Pure: the caller fetches the referenced ConfigMaps and Secrets first (`envSourceRefs` says which), and reads
+ * the env files of `fileKeyRef` entries (`envFileRefs`), and passes them in; nothing here does I/O or reads a
+ * clock. Same inputs, same output, in a stable order.
  *
  * Order of resolution, as the kubelet's:
  * 1. `envFrom`, in list order (a later source overrides an earlier one), keys prefixed with `prefix`.
@@ -16,6 +17,7 @@
 import { formatMap } from './volume/fieldpath.js';
 import type { Container, EnvVarSource, Pod } from '../api/core.js';
 import { KindError } from '../util/errors.js';
+import { lookupEnvFile } from './util/envfile.js';
 import {
   containerNotFoundMessage,
   containerResourceValue,
@@ -29,6 +31,42 @@ export interface EnvSources {
   configMaps: ReadonlyMap<string, Readonly<Record<string, string>> | undefined>;
   /** Secret values already decoded from base64. */
   secrets: ReadonlyMap<string, Readonly<Record<string, string>> | undefined>;
+  /** The env files of `fileKeyRef` entries, by `envFileKey(volumeName, path)`; a missing entry: no such volume. */
+  envFiles?: ReadonlyMap<string, EnvFileRead>;
+}
+
+/**
+ * One env file as the caller found it (kubelet: the pod's mounted volume, securejoin.SecureJoin of its host
+ * path and the ref's path, then os.Open): `noVolume` when the pod has no mounted volume of that name,
+ * `badPath` when the join fails (a symlink loop), `unreadable` when the file cannot be opened or read, else its
+ * content and the joined host path (which the
+ * kubelet's message for a missing key names).
+ */
+export type EnvFileRead =
+  | { kind: 'noVolume' }
+  | { kind: 'badPath'; error: string }
+  | { kind: 'unreadable'; path: string; error: string }
+  | { kind: 'read'; path: string; content: string };
+
+/** The key of an env file in `EnvSources.envFiles`. */
+export function envFileKey(volumeName: string, path: string): string {
+  return `${volumeName}\0${path}`;
+}
+
+/** The env files a container's `env` reads through `fileKeyRef`, each once, in order. */
+export function envFileRefs(container: Pick<Container, 'env'>): { volumeName: string; path: string }[] {
+  const seen = new Set<string>();
+  const refs: { volumeName: string; path: string }[] = [];
+  for (const e of container.env ?? []) {
+    const ref = e.value ? undefined : e.valueFrom?.fileKeyRef;
+    if (!ref || e.valueFrom?.fieldRef || e.valueFrom?.resourceFieldRef) continue;
+    if (e.valueFrom?.configMapKeyRef || e.valueFrom?.secretKeyRef) continue;
+    const key = envFileKey(ref.volumeName, ref.path);
+    if (seen.has(key)) continue;
+    seen.add(key);
+    refs.push({ volumeName: ref.volumeName, path: ref.path });
+  }
+  return refs;
 }
 
 export interface EnvContext {
@@ -294,10 +332,43 @@ function notFound(kind: 'configmap' | 'secret', name: string): KindError {
 }
 
 /**
+ * The value of a `fileKeyRef` (kubelet makeEnvironmentVariables, EnvFiles on): undefined when the key is
+ * absent or empty and the ref is optional. Throws with the kubelet's messages: the volume missing, the file
+ * unreadable or malformed (one message for both, the details only logged), the key absent or empty.
+ */
+function fileKeyRefValue(
+  ref: NonNullable<EnvVarSource['fileKeyRef']>,
+  files: EnvSources['envFiles'],
+): string | undefined {
+  const file = files?.get(envFileKey(ref.volumeName, ref.path)) ?? { kind: 'noVolume' };
+  const context = { volume: ref.volumeName, path: ref.path, key: ref.key };
+  if (file.kind === 'noVolume') {
+    throw new KindError(
+      'NotFound',
+      `cannot find the volume ${JSON.stringify(ref.volumeName)} referenced by FileKeyRef`,
+      context,
+    );
+  }
+  if (file.kind === 'badPath') throw new KindError('InvalidArgument', file.error, context);
+  const found: ReturnType<typeof lookupEnvFile> =
+    file.kind === 'read' ? lookupEnvFile(file.content, ref.key) : { ok: false, error: file.error };
+  if (!found.ok) {
+    throw new KindError('InvalidArgument', "couldn't parse env file", { ...context, err: found.error });
+  }
+  if (found.value !== '') return found.value;
+  if (ref.optional) return undefined;
+  throw new KindError(
+    'NotFound',
+    `environment variable key ${JSON.stringify(ref.key)} not found in file ${JSON.stringify(file.path)}`,
+    context,
+  );
+}
+
+/**
  * The container's environment (see the module comment for the order). Throws a KindError with the kubelet's
  * message when a non-optional reference cannot be resolved: `NotFound` for a missing ConfigMap/Secret
  * (`configmap "x" not found`) or key (`couldn't find key k in ConfigMap ns/x`), `InvalidArgument` for an
- * unsupported field or resource reference.
+ * unsupported field or resource reference; for a `fileKeyRef` see fileKeyRefValue.
  */
 export function makeEnvironmentVariables(
   pod: Pod,
@@ -361,6 +432,10 @@ export function makeEnvironmentVariables(
           );
         }
         value = data[ref.key] ?? '';
+      } else if (src.fileKeyRef) {
+        const found = fileKeyRefValue(src.fileKeyRef, sources.envFiles);
+        if (found === undefined) continue;
+        value = found;
       }
     }
     tmpEnv.set(e.name, value);

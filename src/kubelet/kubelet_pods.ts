@@ -9,7 +9,8 @@
  *   subPathExpr resolved inside the volume, never outside it), the kubelet-managed `/etc/hosts`
  *   (`<pod dir>/etc-hosts`, rewritten at each container start), and a fresh termination-message file
  *   (`<pod dir>/containers/<name>/<8 hex>`, mode 0666) mounted at terminationMessagePath;
- * - the service link environment variables;
+ * - the service link environment variables, and the env files `fileKeyRef` entries read (in the volume's
+ *   directory, its symlinks resolved inside it);
  * - the pod's user namespace (userns/manager.ts) for `hostUsers: false`.
  *
  * Files go through VolumeFS, so the same code writes the node's disk (cri) and memory (sim).
@@ -20,7 +21,7 @@ import type { Mount, RuntimeHandler, UserNamespace } from '../runtime/types.js';
 import { errorMessage, KindError } from '../util/errors.js';
 import type { ContainerMountOptions, RuntimeHelper, SandboxOptions } from './container/runtimehelper.js';
 import { getServiceEnvVarMap } from './envvars_services.js';
-import type { EnvVarValue } from './envvars.js';
+import type { EnvFileRead, EnvVarValue } from './envvars.js';
 import type { EventRecorderFunc } from './container/ref.js';
 import { getPodDNS, type DNSConfig, type DNSEvent } from './podfiles/dns.js';
 import { makeHostsMount } from './podfiles/etchosts.js';
@@ -32,6 +33,7 @@ import {
 } from './podfiles/termination.js';
 import type { VolumeFS } from './volume/fs.js';
 import { joinPath } from './volume/paths.js';
+import { secureJoin } from './volume/securejoin.js';
 import { makeMounts, type SubPathToCreate } from './volumemanager/makemounts.js';
 import { podContainerDir, podDir } from './volumemanager/paths.js';
 import type { VolumeManager } from './volumemanager/volumemanager.js';
@@ -134,6 +136,26 @@ export class KubeletPods implements RuntimeHelper {
       mounts.push({ containerPath: messagePath, hostPath: file, readonly: false, propagation: 'PRIVATE' });
     }
     return mounts;
+  }
+
+  async envFile(pod: Pod, volumeName: string, path: string): Promise<EnvFileRead> {
+    const volume = this.d.volumes.mountedVolumes(pod.metadata.uid ?? '')?.get(volumeName);
+    if (!volume) return { kind: 'noVolume' };
+    let file: string;
+    try {
+      file = await secureJoin(this.d.fs, volume.hostPath, path);
+    } catch (err) {
+      return { kind: 'badPath', error: errorMessage(err) };
+    }
+    try {
+      return { kind: 'read', path: file, content: (await this.d.fs.readFile(file)).toString('utf8') };
+    } catch (err) {
+      return {
+        kind: 'unreadable',
+        path: file,
+        error: `failed to open environment variable file ${JSON.stringify(file)}: ${errorMessage(err)}`,
+      };
+    }
   }
 
   serviceEnv(pod: Pod): Readonly<Record<string, string>> {

@@ -5,7 +5,7 @@
  */
 import type { Container, Pod } from '../../api/core.js';
 import type { Mount, PodSandboxConfig, RuntimeHandler, UserNamespace } from '../../runtime/types.js';
-import type { EnvVarValue } from '../envvars.js';
+import type { EnvFileRead, EnvVarValue } from '../envvars.js';
 
 export interface SandboxOptions {
   /** Unset for a host-network pod (the runtime gives it the node's). */
@@ -47,6 +47,12 @@ export interface RuntimeHelper {
    * `hostUsers: false` is refused as by a runtime without support.
    */
   userNamespace?(pod: Pod, handlers: readonly RuntimeHandler[]): Promise<UserNamespace>;
+  /**
+   * The env file at `path` (relative) in the pod's mounted volume `volumeName`, for a `fileKeyRef` (kubelet
+   * makeEnvironmentVariables: the volume's host path, securejoin'ed with `path`, opened). Never rejects: what
+   * went wrong is in the answer.
+   */
+  envFile(pod: Pod, volumeName: string, path: string): Promise<EnvFileRead>;
   /** The service link variables of the pod (kubelet getServiceEnvVarMap). */
   serviceEnv(pod: Pod): Readonly<Record<string, string>>;
 }

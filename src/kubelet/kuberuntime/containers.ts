@@ -13,9 +13,12 @@ import { errorMessage, KindError } from '../../util/errors.js';
 import { formatPod } from '../backoff.js';
 import { findContainerStatusByName, type RuntimePodStatus } from '../container/types.js';
 import {
+  envFileKey,
+  envFileRefs,
   envSourceRefs,
   expandContainerCommandAndArgs,
   makeEnvironmentVariables,
+  type EnvFileRead,
   type EnvSources,
   type EnvVarValue,
 } from '../envvars.js';
@@ -71,13 +74,11 @@ async function restartCountFromLogDir(dir: string): Promise<number> {
 /**
  * Fetches the ConfigMaps and Secrets the container's environment refers to, in the kubelet's order, up to the
  * first missing one that is not optional (the environment fails there; what follows is not asked for, so a
- * pod retrying against a missing ConfigMap costs the lookups up to it, not one per reference).
+ * pod retrying against a missing ConfigMap costs the lookups up to it, not one per reference), and reads the
+ * env files of its `fileKeyRef` entries (none without a runtime helper: every such volume is then missing).
  */
-async function fetchEnvSources(
-  ctx: ManagerContext,
-  namespace: string,
-  container: Container,
-): Promise<EnvSources> {
+async function fetchEnvSources(ctx: ManagerContext, pod: Pod, container: Container): Promise<EnvSources> {
+  const namespace = pod.metadata.namespace ?? '';
   const configMaps = new Map<string, Record<string, string> | undefined>();
   const secrets = new Map<string, Record<string, string> | undefined>();
   for (const ref of envSourceRefs(container)) {
@@ -92,7 +93,14 @@ async function fetchEnvSources(
     }
     if (fetched.get(ref.name) === undefined && !ref.optional) break;
   }
-  return { configMaps, secrets };
+  const envFiles = new Map<string, EnvFileRead>();
+  for (const ref of ctx.runtimeHelper ? envFileRefs(container) : []) {
+    envFiles.set(
+      envFileKey(ref.volumeName, ref.path),
+      await ctx.runtimeHelper!.envFile(pod, ref.volumeName, ref.path),
+    );
+  }
+  return { configMaps, secrets, envFiles };
 }
 
 /** What the container config is made from; `volumeImages`: the images of the container's image volumes. */
@@ -115,7 +123,7 @@ async function generateContainerConfig(
 ): Promise<ContainerConfig> {
   const { pod, container } = a;
   const namespace = pod.metadata.namespace ?? '';
-  const sources = await fetchEnvSources(ctx, namespace, container);
+  const sources = await fetchEnvSources(ctx, pod, container);
   const nodeIPs = ctx.node.nodeIPs && ctx.node.nodeIPs.length > 0 ? ctx.node.nodeIPs : [ctx.node.nodeIP];
   // A host-network pod has the node's addresses, whatever the sandbox reports.
   const podIPs = a.podIPs.length > 0 ? a.podIPs : pod.spec.hostNetwork ? nodeIPs : [];

@@ -198,6 +198,22 @@ export class MemoryVolumeFS implements VolumeFS {
 
   // ------------------------------------------------------------------------------- synchronous readers
 
+  /**
+   * Writes or appends to a file at once, as a simulated container's shell redirection does (a file it creates
+   * gets 0666 less the umask); false when it cannot (the directory is missing, the path is a directory).
+   */
+  writeFileSync(path: string, data: Buffer, append = false): boolean {
+    const r = this.tryResolveForWrite(path);
+    if (!r || (r.node && isDir(r.node)) || !r.parent) return false;
+    if (r.node && isFile(r.node)) {
+      r.node.data = this.fileBytes(append ? Buffer.concat([Buffer.from(r.node.data, 'latin1'), data]) : data);
+      return true;
+    }
+    if (r.node) return false;
+    setEntry(r.parent, this.entryName(r.name), { meta: this.created(0o666), data: this.fileBytes(data) });
+    return true;
+  }
+
   /** A file's content following symlinks, or undefined when the path is missing or not a file. */
   readFileSync(path: string): Buffer | undefined {
     const node = this.tryResolve(path, true)?.node;
@@ -272,6 +288,14 @@ export class MemoryVolumeFS implements VolumeFS {
     const r = this.resolve(path, follow, syscall);
     if (!r.node) throw new VolumeFSError('ENOENT', syscall, path);
     return r.node;
+  }
+
+  private tryResolveForWrite(path: string): Resolved | undefined {
+    try {
+      return this.resolve(path, true, 'open');
+    } catch {
+      return undefined;
+    }
   }
 
   private tryResolve(path: string, follow: boolean): Resolved | undefined {

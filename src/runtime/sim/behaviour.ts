@@ -54,6 +54,8 @@ export interface Behaviour {
   readonly exec: readonly ExecMatcher[];
   readonly ports: ReadonlyMap<number, PortBehaviour>;
   readonly logs: readonly { line: string; stream: 'stdout' | 'stderr'; afterMs: number }[];
+  /** What it writes into its mounts as it starts (profile `files`). */
+  readonly files: readonly { path: string; content: string; append: boolean }[];
 }
 
 const CACHE_LIMIT = 4096;
@@ -182,6 +184,7 @@ function compile(p: SimProfile): Behaviour {
       stream: l.stream ?? 'stdout',
       afterMs: l.afterMs ?? 0,
     })),
+    files: (p.files ?? []).map((f) => ({ path: f.path, content: f.content, append: f.append === true })),
   });
 }
 

@@ -12,8 +12,9 @@
  *                                 foreground until stopped, without it the daemon forks and PID 1 exits 0
  *   sh|ash [-opts]c 'SCRIPT'      the script, statement by statement, separated by ; && || & newline:
  *     the forms above, plus `exit [N]`, `exec CMD`, `wait` (for `CMD &` background jobs),
- *     `trap ACTION TERM`, NAME=value prefixes (ignored), redirections (`>&2` writes to stderr, a file
- *     target discards the output), and quick file utilities (touch, rm, test, ...) that succeed at once;
+ *     `trap ACTION TERM`, NAME=value prefixes (ignored), redirections (`>&2` writes to stderr; `> FILE`
+ *     and `>> FILE` with an absolute path write the output there as the container starts, other targets
+ *     discard it), and quick file utilities (touch, rm, test, ...) that succeed at once;
  *     `cat FILE` prints a file the container mounts (a volume, /etc/hosts) and `hostname` the sandbox's
  *     hostname, when the runtime knows them. A loop, `if`, a pipe or a subshell stops the analysis: the script runs until
  *     stopped from there. A syntax error exits 2 with sh's message on stderr.
@@ -60,6 +61,13 @@ export function deriveProfile(argv: readonly string[], ctx: CommandContext = {})
     profile.ports = Object.fromEntries(
       [...it.ports].map(([port, at]) => [String(port), { readyAfterMs: at }]),
     );
+  }
+  if (it.writes.length > 0) {
+    profile.files = it.writes.map((w) => ({
+      path: w.path,
+      content: w.text,
+      ...(w.append && { append: true }),
+    }));
   }
   Object.assign(profile, sigterm(argv, it));
   return profile;

@@ -15,6 +15,14 @@ interface Chunk {
   text: string;
 }
 
+/** Output a statement sent to a file (`> FILE`, `>> FILE`). */
+export interface FileWrite {
+  atMs: number;
+  path: string;
+  text: string;
+  append: boolean;
+}
+
 export const SHELLS = new Set(['sh', 'ash']);
 /** Utilities that finish at once and succeed as far as the simulation can tell. */
 const QUICK = new Set([
@@ -43,6 +51,8 @@ export class Interpreter {
   state: 'running' | 'exited' | 'forever' = 'running';
   lastBlock: Block = 'none';
   readonly out: Chunk[] = [];
+  /** In run mode, what the script wrote to absolute file paths, in order. */
+  readonly writes: FileWrite[] = [];
   readonly ports = new Map<number, number>();
   /** When the last background job ends; Infinity when one never does. */
   bgEnd = 0;
@@ -95,7 +105,9 @@ export class Interpreter {
       const runIt = connector === '&&' ? this.status === 0 : connector === '||' ? this.status !== 0 : true;
       if (runIt) {
         const stream = outputStream(redirs);
+        const file = this.mode === 'run' ? fileTarget(redirs) : undefined;
         if (op === '&') this.background(words, stream);
+        else if (file) this.toFile(words, file);
         else this.simple(words, stream, false);
       }
       if (this.state !== 'running') return;
@@ -264,6 +276,21 @@ export class Interpreter {
     this.status = child.status;
   }
 
+  /** A statement whose standard output goes to a file: what it prints there becomes a write (stderr stays). */
+  private toFile(argv: readonly string[], file: { path: string; append: boolean }): void {
+    const atMs = this.t;
+    const mark = this.out.length;
+    this.simple(argv, 'stdout', false);
+    const produced = this.out.splice(mark);
+    this.out.push(...produced.filter((c) => c.stream === 'stderr'));
+    const text = produced
+      .filter((c) => c.stream === 'stdout')
+      .map((c) => c.text)
+      .join('');
+    // After what the command itself wrote to files (a nested `sh -c`), as the redirection's file is written last.
+    this.writes.push({ atMs, path: file.path, text, append: file.append });
+  }
+
   private background(argv: readonly string[], stream: Stream | null): void {
     const child = new Interpreter(this.mode, this.env, false, false, this.files);
     child.t = this.t;
@@ -275,6 +302,7 @@ export class Interpreter {
 
   private adopt(child: Interpreter, stream: Stream | null): void {
     if (stream !== null) this.out.push(...child.out);
+    this.writes.push(...child.writes);
     for (const [port, at] of child.ports) if (!this.ports.has(port)) this.ports.set(port, at);
   }
 
@@ -377,6 +405,21 @@ function outputStream(redirs: readonly Extract<Token, { t: 'redir' }>[]): Stream
     stream = r.target === '&2' ? 'stderr' : r.target === '&1' ? 'stdout' : null;
   }
   return stream;
+}
+
+/** Where a statement's standard output goes when that is a file: the last `>`/`>>` of fd 1 to an absolute path. */
+function fileTarget(
+  redirs: readonly Extract<Token, { t: 'redir' }>[],
+): { path: string; append: boolean } | undefined {
+  let target: { path: string; append: boolean } | undefined;
+  for (const r of redirs) {
+    if (r.fd !== 1 || r.op === '<') continue;
+    target =
+      r.target.startsWith('/') && r.target !== '/dev/null'
+        ? { path: r.target, append: r.op === '>>' }
+        : undefined;
+  }
+  return target;
 }
 
 function unescape(s: string): string {

@@ -13,6 +13,24 @@ import type { ContainerRecord } from './records.js';
 /** The node's files, as the simulated node keeps its pod directories (in memory). */
 export interface NodeFiles {
   readFileSync(path: string): Buffer | undefined;
+  /** Writes (or appends to) a file; false when it cannot. Absent: containers write nothing to the node. */
+  writeFileSync?(path: string, data: Buffer, append?: boolean): boolean;
+}
+
+/**
+ * The host path of `path` in a container with `mounts`: under the longest mount prefix, as a mount namespace
+ * resolves it; undefined when no mount holds it, or an image mount does (nothing to read or write there).
+ * `writable`: read-only mounts hold nothing either.
+ */
+export function hostPathOf(mounts: readonly Mount[], path: string, writable = false): string | undefined {
+  let best: Mount | undefined;
+  for (const m of mounts) {
+    const under = path === m.containerPath || path.startsWith(`${m.containerPath.replace(/\/+$/, '')}/`);
+    if (under && (!best || m.containerPath.length > best.containerPath.length)) best = m;
+  }
+  if (!best || best.image || (writable && best.readonly)) return undefined;
+  const rest = path.slice(best.containerPath.replace(/\/+$/, '').length);
+  return rest ? posix.join(best.hostPath, rest) : best.hostPath;
 }
 
 /**
@@ -91,14 +109,9 @@ export function fileViewOf(
       return idMapFile(path.endsWith('uid_map') ? own?.uids : own?.gids);
     }
     if (!files || mounts.length === 0) return undefined;
-    let best: Mount | undefined;
-    for (const m of mounts) {
-      const under = path === m.containerPath || path.startsWith(`${m.containerPath.replace(/\/+$/, '')}/`);
-      if (under && (!best || m.containerPath.length > best.containerPath.length)) best = m;
-    }
-    if (!best || best.image) return undefined;
-    const rest = path.slice(best.containerPath.replace(/\/+$/, '').length);
-    const data = files.readFileSync(rest ? posix.join(best.hostPath, rest) : best.hostPath);
+    const host = hostPathOf(mounts, path);
+    if (host === undefined) return undefined;
+    const data = files.readFileSync(host);
     return data === undefined ? null : data.toString('utf8');
   };
   return view;

@@ -69,6 +69,14 @@ const PortRuleSchema = z.strictObject({
   fails: z.boolean().optional(),
 });
 
+const FileWriteSchema = z.strictObject({
+  /** An absolute path in the container, under one of its writable volume mounts. */
+  path: z.string().startsWith('/'),
+  content: z.string(),
+  /** Append (`>>`) instead of replacing the file (`>`). */
+  append: z.boolean().optional(),
+});
+
 const LogLineSchema = z.preprocess(
   (v) => (typeof v === 'string' ? { line: v } : v),
   z.strictObject({
@@ -207,6 +215,12 @@ export const SimProfileSchema = z
       PortRuleSchema,
     ),
     logs: z.array(LogLineSchema),
+    /**
+     * Files the container writes when it starts, in order (an init container's env file for a later
+     * container's `fileKeyRef`); a path not under a writable mount of the container, or whose directory is
+     * missing, is not written.
+     */
+    files: z.array(FileWriteSchema),
   })
   .partial();
 

@@ -54,7 +54,7 @@ import { parseImageReference, type ImageStore } from './images.js';
 import type { IPAllocator } from './ipam.js';
 import { containerKey, sandboxNameKey } from './names.js';
 import { setUp, type SimRuntimeOptions } from './options.js';
-import { fileViewOf, probePortOf, processView, type NodeFiles } from './podview.js';
+import { fileViewOf, hostPathOf, probePortOf, processView, type NodeFiles } from './podview.js';
 import { Processes } from './process.js';
 import { SimAnnotationPrefix } from './profile.js';
 import { ipOf, RecordMaker, type ContainerRecord, type SandboxRecord } from './records.js';
@@ -275,6 +275,18 @@ export class SimRuntime implements Runtime {
       throw errs.startFailed(id, b.startError);
     }
     this.processes.start(c);
+    this.writeFiles(c);
+  }
+
+  /** What the container writes into its mounts as it starts (behaviour `files`), through the node's files. */
+  private writeFiles(c: ContainerRecord): void {
+    const files = this.files;
+    if (c.behaviour.files.length === 0 || !files?.writeFileSync) return;
+    const mounts = mountsOf(c.spec, c.hostPaths);
+    for (const f of c.behaviour.files) {
+      const host = hostPathOf(mounts, f.path, true);
+      if (host !== undefined) files.writeFileSync(host, Buffer.from(f.content), f.append);
+    }
   }
 
   async stopContainer(id: string, timeoutSeconds: number): Promise<void> {

@@ -1,11 +1,14 @@
 import { expect } from 'chai';
 import type { Container, Pod } from '../../../src/api/core.js';
 import {
+  envFileKey,
+  envFileRefs,
   envSourceRefs,
   expand,
   expandContainerCommandAndArgs,
   makeEnvironmentVariables,
   type EnvContext,
+  type EnvFileRead,
   type EnvSources,
 } from '../../../src/kubelet/envvars.js';
 import { KindError } from '../../../src/util/errors.js';
@@ -287,5 +290,106 @@ describe('envvars: makeEnvironmentVariables', () => {
       { kind: 'configMap', name: 'b', optional: true },
       { kind: 'secret', name: 't', optional: false },
     ]);
+  });
+});
+
+describe('envvars: fileKeyRef (EnvFiles)', () => {
+  const HOST = '/var/lib/kubelet/pods/uid-1/volumes/kubernetes.io~empty-dir/config/config.env';
+  const ref = (key: string, optional?: boolean, volumeName = 'config', path = 'config.env') => ({
+    name: key,
+    valueFrom: { fileKeyRef: { volumeName, path, key, ...(optional !== undefined && { optional }) } },
+  });
+  const withFile = (file: EnvFileRead | undefined): EnvSources => ({
+    ...sources(),
+    envFiles: new Map(file ? [[envFileKey('config', 'config.env'), file]] : []),
+  });
+  const read = (content: string): EnvFileRead => ({ kind: 'read', path: HOST, content });
+
+  it('lists each file once, in order, and only for entries without a value', () => {
+    const c: Container = {
+      name: 'app',
+      image: 'busybox',
+      env: [
+        ref('A'),
+        ref('B'),
+        { ...ref('C', false, 'other', 'x.env'), value: 'literal' },
+        ref('D', true, 'other', 'y.env'),
+      ],
+    };
+    expect(envFileRefs(c)).to.deep.equal([
+      { volumeName: 'config', path: 'config.env' },
+      { volumeName: 'other', path: 'y.env' },
+    ]);
+  });
+
+  it('sets the variable from the file, without expanding it, in env order', () => {
+    const c: Container = {
+      name: 'app',
+      image: 'busybox',
+      env: [
+        { name: 'FIRST', value: 'f' },
+        ref('CONFIG_1'),
+        ref('CONFIG_2'),
+        { name: 'X', value: '$(CONFIG_1)!' },
+      ],
+    };
+    const src = withFile(read("CONFIG_1='value1'\nCONFIG_2='$(FIRST)'\n"));
+    expect(env(c, src)).to.deep.equal({ FIRST: 'f', CONFIG_1: 'value1', CONFIG_2: '$(FIRST)', X: 'value1!' });
+  });
+
+  const failures: [string, Container['env'], EnvFileRead | undefined, string][] = [
+    [
+      'no such volume',
+      [ref('A', true)],
+      undefined,
+      'cannot find the volume "config" referenced by FileKeyRef',
+    ],
+    [
+      'the file cannot be read, even when optional',
+      [ref('A', true)],
+      { kind: 'unreadable', path: HOST, error: 'ENOENT' },
+      "couldn't parse env file",
+    ],
+    ['the file is malformed before the key', [ref('B')], read("A=x\nB='y'\n"), "couldn't parse env file"],
+    [
+      'the join fails',
+      [ref('A')],
+      { kind: 'badPath', error: 'SecureJoin /v/x: too many levels of symbolic links' },
+      'SecureJoin /v/x: too many levels of symbolic links',
+    ],
+    [
+      'the key is absent',
+      [ref('A')],
+      read("B='y'\n"),
+      `environment variable key "A" not found in file "${HOST}"`,
+    ],
+    [
+      'the key is empty',
+      [ref('A', false)],
+      read("A=''\n"),
+      `environment variable key "A" not found in file "${HOST}"`,
+    ],
+  ];
+  for (const [name, vars, file, message] of failures) {
+    it(`fails when ${name}: ${message}`, () => {
+      const c: Container = { name: 'app', image: 'busybox', env: vars ?? [] };
+      expect(thrown(() => env(c, withFile(file))).message).to.equal(message);
+    });
+  }
+
+  it('skips an optional key that is absent or empty, keeping an earlier definition', () => {
+    const c: Container = {
+      name: 'app',
+      image: 'busybox',
+      envFrom: [{ configMapRef: { name: 'cm' } }],
+      env: [ref('A', true), ref('B', true), ref('C')],
+    };
+    const src = { ...withFile(read("B=''\nC='c'\n")), configMaps: new Map([['cm', { A: 'from-cm' }]]) };
+    expect(env(c, src)).to.deep.equal({ A: 'from-cm', C: 'c' });
+  });
+
+  it('a malformed line after the key goes unnoticed', () => {
+    const c: Container = { name: 'app', image: 'busybox', env: [ref('A')] };
+    expect(env(c, withFile(read("A='a'\nbroken\n")))).to.deep.equal({ A: 'a' });
   });
 });

@@ -4,6 +4,8 @@ import type { Pod } from '../../../src/api/core.js';
 import type { RequestOptions } from '../../../src/kube/client.js';
 import type { KubeletDeps } from '../../../src/kubelet/kubelet.js';
 import type { Kubelet } from '../../../src/kubelet/kubelet.js';
+import { MemoryVolumeFS } from '../../../src/kubelet/volume/memfs.js';
+import { MemoryMounter } from '../../../src/kubelet/volumemanager/mounter.js';
 import { SimRuntime } from '../../../src/runtime/sim/index.js';
 import type { ContainerConfig, PodSandboxConfig } from '../../../src/runtime/types.js';
 import { FakeClock } from '../../../src/util/clock.js';
@@ -64,13 +66,16 @@ export async function advance(clock: FakeClock, ms: number, step = 100): Promise
   }
 }
 
-export function setup(opts: { profiles?: unknown; images?: string[] } = {}) {
+/** `files`: the node keeps pod directories in memory, volumes included, which the containers see. */
+export function setup(opts: { profiles?: unknown; images?: string[]; files?: boolean } = {}) {
   const clock = new FakeClock();
+  const fs = opts.files ? new MemoryVolumeFS() : undefined;
   const runtime = new SimRuntime({
     clock,
     images: opts.images ?? ['img:1'],
     nodeIP: '10.1.0.1',
     profiles: opts.profiles,
+    ...(fs ? { files: fs } : {}),
   });
   const creates: string[] = [];
   const create = runtime.createContainer.bind(runtime);
@@ -111,8 +116,9 @@ export function setup(opts: { profiles?: unknown; images?: string[] } = {}) {
       ]),
     }),
     settings: { podNetwork: 'cni', podLogsRoot: '/tmp/unused-logs', cgroupRoot: '/kubepods' },
+    ...(fs ? { podEnvironment: { podsDir: '/var/lib/kubelet/pods', fs, mounter: new MemoryMounter() } } : {}),
   });
-  return { clock, runtime, creates, api, deps, events, eventMessages };
+  return { clock, runtime, creates, api, deps, events, eventMessages, fs };
 }
 
 export async function start(k: Kubelet, clock: FakeClock): Promise<void> {

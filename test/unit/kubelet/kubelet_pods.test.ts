@@ -594,3 +594,64 @@ describe('kubelet_pods (KubeletPods)', () => {
     });
   });
 });
+
+describe('kubelet_pods: env files of fileKeyRef (EnvFiles)', () => {
+  async function withVolume() {
+    const s = setup();
+    await s.fs.mkdir(EMPTY_DIR, 0o777);
+    s.volumes.set(UID, new Map([['data', { hostPath: EMPTY_DIR, readOnly: false, selinuxRelabel: true }]]));
+    return s;
+  }
+
+  it('reads the file in the volume, and names no volume the pod has not mounted', async () => {
+    const { fs, helper } = await withVolume();
+    await fs.writeFile(`${EMPTY_DIR}/config.env`, Buffer.from("A='1'\n"));
+    expect(await helper.envFile(pod(), 'data', 'config.env')).to.deep.equal({
+      kind: 'read',
+      path: `${EMPTY_DIR}/config.env`,
+      content: "A='1'\n",
+    });
+    expect(await helper.envFile(pod(), 'other', 'config.env')).to.deep.equal({ kind: 'noVolume' });
+    expect(await setup().helper.envFile(pod(), 'data', 'config.env')).to.deep.equal({ kind: 'noVolume' });
+  });
+
+  it('reports a missing file, or a directory, as unreadable, with the joined path', async () => {
+    const { fs, helper } = await withVolume();
+    await fs.mkdir(`${EMPTY_DIR}/dir`);
+    for (const p of ['missing.env', 'dir', 'sub/x.env']) {
+      const r = await helper.envFile(pod(), 'data', p);
+      expect(r.kind, p).to.equal('unreadable');
+      expect(r.kind === 'unreadable' && r.path).to.equal(`${EMPTY_DIR}/${p}`);
+    }
+  });
+
+  it('resolves symlinks the container wrote inside the volume, never outside it', async () => {
+    const { fs, helper } = await withVolume();
+    await fs.mkdir('/etc');
+    await fs.writeFile('/etc/secret.env', Buffer.from("A='host'\n"));
+    await fs.writeFile(`${EMPTY_DIR}/real.env`, Buffer.from("A='inside'\n"));
+    await fs.mkdir(`${EMPTY_DIR}/etc`);
+    await fs.writeFile(`${EMPTY_DIR}/etc/secret.env`, Buffer.from("A='volume etc'\n"));
+    await fs.symlink('real.env', `${EMPTY_DIR}/rel.env`);
+    await fs.symlink('/etc/secret.env', `${EMPTY_DIR}/abs.env`);
+    await fs.symlink('../../../../../../../etc/secret.env', `${EMPTY_DIR}/up.env`);
+    const content = async (p: string) => {
+      const r = await helper.envFile(pod(), 'data', p);
+      return r.kind === 'read' ? [r.path, r.content] : [r.kind];
+    };
+    expect(await content('rel.env')).to.deep.equal([`${EMPTY_DIR}/real.env`, "A='inside'\n"]);
+    expect(await content('abs.env')).to.deep.equal([`${EMPTY_DIR}/etc/secret.env`, "A='volume etc'\n"]);
+    expect(await content('up.env')).to.deep.equal([`${EMPTY_DIR}/etc/secret.env`, "A='volume etc'\n"]);
+  });
+
+  it('stops at a symlink loop', async () => {
+    const { fs, helper } = await withVolume();
+    await fs.symlink('b', `${EMPTY_DIR}/a`);
+    await fs.symlink('a', `${EMPTY_DIR}/b`);
+    const r = await helper.envFile(pod(), 'data', 'a');
+    expect(r.kind).to.equal('badPath');
+    expect(r.kind === 'badPath' && r.error).to.equal(
+      `SecureJoin ${EMPTY_DIR}/a: too many levels of symbolic links`,
+    );
+  });
+});

@@ -74,7 +74,7 @@ async function node(opts: { files?: boolean; hostname?: string; hostNetwork?: bo
     const r = await sim.execSync(id, cmd, 10);
     return { exitCode: r.exitCode, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
   }
-  return { sim, fs, clock, run, settle, logs, exec };
+  return { sim, fs, clock, run, settle, logs, exec, sandboxId, sandbox };
 }
 
 describe('SimRuntime: files and hostname (option `files`)', () => {
@@ -295,5 +295,63 @@ describe('SimRuntime: files and hostname (option `files`)', () => {
       await n.settle();
       expect(n.logs(bg)).to.deep.equal(['stdout level=debug']);
     });
+  });
+});
+
+describe('SimRuntime: files a container writes (profile `files`, shell redirections)', () => {
+  const NESTED = `${POD}/volumes/kubernetes.io~empty-dir/nested`;
+
+  it('writes `> FILE` and appends `>> FILE` under a writable mount as the container starts', async () => {
+    const { fs, run, settle, logs } = await node();
+    const id = await run([
+      'sh',
+      '-c',
+      "echo CONFIG_1=\\'value1\\' > /etc/config/nested/config.env && echo CONFIG_2=\\'value2\\' >> /etc/config/nested/config.env; echo done",
+    ]);
+    expect((await fs.readFile(`${NESTED}/config.env`)).toString()).to.equal(
+      "CONFIG_1='value1'\nCONFIG_2='value2'\n",
+    );
+    await settle();
+    expect(logs(id)).to.deep.equal(['stdout done']);
+  });
+
+  it('replaces an existing file with `>`, and writes nothing to read-only, image or unmounted paths', async () => {
+    const { fs, run } = await node();
+    await run([
+      'sh',
+      '-c',
+      'echo new > /etc/config/nested/inner.txt; echo x > /etc/config/app.conf; echo y > /tmp/z',
+    ]);
+    expect((await fs.readFile(`${NESTED}/inner.txt`)).toString()).to.equal('new\n');
+    expect((await fs.readFile(`${CONFIG}/app.conf`)).toString()).to.equal('level=debug\n');
+    expect(await fs.lstat(`${POD}/tmp`)).to.equal(undefined);
+  });
+
+  it('writes nothing into a directory that does not exist', async () => {
+    const { fs, run } = await node();
+    await run(['sh', '-c', 'echo x > /etc/config/nested/missing/f']);
+    expect(await fs.lstat(`${NESTED}/missing`)).to.equal(undefined);
+  });
+
+  it('takes `files` from a profile annotation too', async () => {
+    const { fs, sim, sandboxId, sandbox } = await node();
+    const config: ContainerConfig = {
+      metadata: { name: 'w', attempt: 0 },
+      image: BUSYBOX,
+      labels: { [PodUIDLabel]: 'uid-1', [ContainerNameLabel]: 'w' },
+      annotations: {
+        'sim.kubelet-operator.dev/behaviour': JSON.stringify({
+          files: [
+            { path: '/etc/config/nested/a.env', content: "A='1'\n" },
+            { path: '/etc/config/nested/a.env', content: "B='2'\n", append: true },
+          ],
+        }),
+      },
+      logPath: 'w/0.log',
+      mounts: MOUNTS,
+    };
+    const id = await sim.createContainer(sandboxId, config, sandbox);
+    await sim.startContainer(id);
+    expect((await fs.readFile(`${NESTED}/a.env`)).toString()).to.equal("A='1'\nB='2'\n");
   });
 });
