@@ -6,6 +6,11 @@
 // kube-proxy and CoreDNS running on them: pods reach Services, the API server through the `kubernetes`
 // Service, and each other by name. Then it applies the sample workload from examples/ and shows a live table
 // of nodes and pods until all is Ready or Complete.
+//
+// `npm run up -- --in-cluster`: `sim-1` is served instead by the operator as users run it, from its own image
+// (npm run image) loaded into the cri nodes' containerds and installed with `kubectl apply -k
+// manifests/overlays/local`: two replicas on cri-1 and cri-2 sharing the VirtualNodes of
+// manifests/examples/ by Leases. This process then serves only the cri nodes, whose containerds are here.
 import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { createPodNetwork, type PodNetwork } from '../test/support/podnetwork.js';
@@ -55,6 +60,12 @@ import {
   type UpState,
 } from './lib/upstate.js';
 import { watchProgress } from './lib/progress.js';
+import {
+  EXAMPLE_SIM_VIRTUAL_NODE,
+  LOCAL_OVERLAY,
+  OPERATOR_NAMESPACE,
+  runImageScript,
+} from './lib/incluster.js';
 
 // Where `npm run up` records what it started, so `npm run down` can stop it (also read by scripts/down.ts).
 const VIRTUAL_NODE = 'sim-1';
@@ -88,7 +99,16 @@ async function waitFor(fn: () => Promise<unknown>, timeoutMs = 60_000): Promise<
   }
 }
 
+const USAGE = 'usage: npm run up [-- --in-cluster]';
+
 async function main(): Promise<void> {
+  const args = process.argv.slice(2);
+  const unknown = args.filter((a) => a !== '--in-cluster');
+  if (unknown.length > 0) {
+    console.error(`unknown argument ${unknown.join(' ')}; ${USAGE}`);
+    process.exit(2);
+  }
+  const inCluster = args.includes('--in-cluster');
   const previous = await readUpState();
   if (previous && pidAlive(previous.upPid)) {
     console.error(`a control plane is already up (pid ${previous.upPid}); stop it with: npm run down`);
@@ -106,6 +126,15 @@ async function main(): Promise<void> {
   let criSkipped = '';
   const criPossible = process.platform === 'linux' && process.getuid?.() === 0;
   if (!criPossible) criSkipped = 'containerd needs root on Linux';
+  if (inCluster && !criPossible) {
+    console.error(
+      '--in-cluster runs the operator on the cri VirtualNodes, whose containerd needs root on Linux',
+    );
+    process.exit(2);
+  }
+  // The operator's image builds while everything else starts (seconds when cached; about a minute cold).
+  const imageBuilt = inCluster ? phases.time('operator image', () => runImageScript(['build'])) : undefined;
+  imageBuilt?.catch(() => undefined);
   console.log(
     'starting the control plane and metrics-server (the first run builds their binaries; that takes a while)' +
       (criPossible ? ' and a private containerd for the cri VirtualNode...' : '...'),
@@ -253,11 +282,15 @@ async function main(): Promise<void> {
   );
 
   const nodesReady = phases.time('nodes Ready', async () => {
-    await createVirtualNode(client, VIRTUAL_NODE, 'up', {
-      internalIP: nodeIPs[VIRTUAL_NODE],
-      runtime: { type: 'sim' },
-    });
-    const simReady = waitNodeReady(client, VIRTUAL_NODE);
+    // With --in-cluster, sim-1 comes later, from manifests/examples/ and served by the operator's pods.
+    if (!inCluster)
+      await createVirtualNode(client, VIRTUAL_NODE, 'up', {
+        internalIP: nodeIPs[VIRTUAL_NODE],
+        runtime: { type: 'sim' },
+      });
+    const simReady = inCluster
+      ? Promise.resolve()
+      : waitNodeReady(client, VIRTUAL_NODE).then(() => undefined);
     // containerd-backed nodes where containerd can run: root on Linux (see TEST-ENVIRONMENT.md).
     const machines = await machinesStarting;
     if (network && machines.length === CRI_NODES.length) {
@@ -302,6 +335,32 @@ async function main(): Promise<void> {
   });
   addonsReady.catch((err: unknown) => {
     criSkipped = `Services and DNS did not come up: ${err instanceof Error ? err.message : String(err)}`;
+  });
+  // --in-cluster: the image into each cri node's containerd, the operator installed as users do, and the
+  // example VirtualNode sim-1 it serves. It reaches the API server through the `kubernetes` Service.
+  const inClusterReady = inCluster
+    ? phases.time('operator in cluster', async () => {
+        await addonsReady;
+        const machines = await machinesStarting;
+        if (criSkipped || machines.length === 0)
+          throw new Error(`no cri VirtualNode to run it on: ${criSkipped}`);
+        await imageBuilt;
+        for (const m of machines) await runImageScript(['import', m.containerd.socketPath]);
+        for (const args of [
+          ['apply', '-k', LOCAL_OVERLAY],
+          ['apply', '-f', EXAMPLE_SIM_VIRTUAL_NODE],
+        ]) {
+          const r = await kubectl(cp, args);
+          if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')} failed: ${r.stderr.trim()}`);
+        }
+        await waitNodeReady(client, VIRTUAL_NODE, 180_000);
+      })
+    : undefined;
+  inClusterReady?.catch((err: unknown) => {
+    console.error(
+      `the operator did not come up in the cluster: ${err instanceof Error ? err.message : String(err)} ` +
+        `(kubectl -n ${OPERATOR_NAMESPACE} get pods; kubectl -n ${OPERATOR_NAMESPACE} logs deploy/kubelet-operator)`,
+    );
   });
 
   // Awaited below; a rejection meanwhile is not unhandled.
@@ -359,6 +418,10 @@ async function main(): Promise<void> {
   );
   const metricsServer = await metricsStarting;
   await addonsReady.catch(() => undefined);
+  const inClusterOk = await inClusterReady?.then(
+    () => true,
+    () => false,
+  );
   if (stopping) return;
 
   const names = cp
@@ -379,7 +442,13 @@ control plane up in ${(cp.startMs / 1000).toFixed(1)} s at ${cp.server}
   components: ${names}
   logs:       ${path.join(cp.dir, 'logs')}
 
-kubelet-operator is serving VirtualNode ${VIRTUAL_NODE} (simulated runtime) ${cri}
+${
+  inCluster
+    ? `kubelet-operator runs in the cluster from its own image (manifests/overlays/local; ${inClusterOk ? 'two replicas on the cri VirtualNodes' : 'NOT up, see above'}), serving VirtualNode ${VIRTUAL_NODE} (simulated runtime, manifests/examples/virtualnode-sim.yaml)
+  its pods and logs: kubectl -n ${OPERATOR_NAMESPACE} get pods; kubectl -n ${OPERATOR_NAMESPACE} logs deploy/kubelet-operator
+this process serves ${cri.replace(/^and /, '')}`
+    : `kubelet-operator is serving VirtualNode ${VIRTUAL_NODE} (simulated runtime) ${cri}`
+}
   operator log: ${UP_OPERATOR_LOG}
 ${
   metricsServer

@@ -61,6 +61,8 @@ export interface UpstreamClusterOptions {
   say?: (line: string) => void;
   /** The kubectl that applies the add-ons (default: kubectl on PATH). */
   kubectl?: string;
+  /** Labels every node carries (its VirtualNode's spec.labels), e.g. to place pods of a test's own there. */
+  nodeLabels?: Record<string, string>;
 }
 
 export interface UpstreamCluster {
@@ -175,6 +177,7 @@ export async function startUpstreamCluster(o: UpstreamClusterOptions): Promise<U
       await createVirtualNode(client, name, SERVED_BY, {
         internalIP: nodeIPs[name],
         runtime: machines[name]?.runtime ?? { type: 'sim' },
+        ...(o.nodeLabels ? { labels: o.nodeLabels } : {}),
         ...(network ? { kubelet: { clusterDNS: [DNS_SERVICE_IP], clusterDomain: CLUSTER_DOMAIN } } : {}),
       });
     }
