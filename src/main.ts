@@ -2,7 +2,6 @@
  * kubelet-operator's entry point: configuration, the API client, the operator, the health/metrics server,
  * and a graceful shutdown on SIGTERM/SIGINT (loops stop; Nodes, Leases and pods stay for the next process).
  */
-import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { EVENT_CONNECTIONS, HEARTBEAT_CONNECTIONS, loadConfig, usage } from './config.js';
 import { KubeClient, connectionOf } from './kube/client.js';
@@ -16,6 +15,7 @@ import { ShardCoordinator } from './operator/shard/coordinator.js';
 import { HealthServer } from './server/http.js';
 import { operatorFlagValues } from './server/nodeapi/configz.js';
 import { NodeApiRegistry } from './server/nodeapi/registry.js';
+import { DynamicFileContent, parseCaBundle, parseServingPair } from './server/nodeapi/dynamicfiles.js';
 import { serveNodeApi, type NodeApiCertificates, type ServedNodeApi } from './server/nodeapi/serve.js';
 import { RealClock } from './util/clock.js';
 import { errorMessage } from './util/errors.js';
@@ -150,14 +150,38 @@ async function main(argv: string[]): Promise<number> {
 
   // The node API (kubectl logs/exec through the API server); needs a serving certificate: from files, or
   // one per node requested with a CSR (served once someone approves it; the nodes run meanwhile).
+  // Certificate files are read again when they change (ReloadKubeletServerCertificateFile,
+  // ReloadKubeletClientCAFile); they must be valid at start.
   let nodeApiServer: ServedNodeApi | undefined;
+  const certLogger = logger.child({ component: 'node-api-certificate-files' });
+  const servingFiles =
+    cfg.nodeApiServingCert !== 'csr' && cfg.nodeApiCertFile && cfg.nodeApiKeyFile
+      ? await DynamicFileContent.create({
+          name: `serving-cert::${cfg.nodeApiCertFile}::${cfg.nodeApiKeyFile}`,
+          files: [cfg.nodeApiCertFile, cfg.nodeApiKeyFile],
+          parse: ([cert, key]) => parseServingPair(cert!, key!),
+          clock,
+          logger: certLogger,
+        })
+      : undefined;
+  const clientCaFile = cfg.nodeApiClientCaFile
+    ? await DynamicFileContent.create({
+        name: `client-ca-bundle::${cfg.nodeApiClientCaFile}`,
+        files: [cfg.nodeApiClientCaFile],
+        parse: ([pem]) => parseCaBundle(pem!),
+        clock,
+        logger: certLogger,
+      })
+    : undefined;
   const certificates: NodeApiCertificates | undefined =
     cfg.nodeApiServingCert === 'csr'
       ? { mode: 'csr' }
-      : cfg.nodeApiCertFile && cfg.nodeApiKeyFile
-        ? { mode: 'files', cert: readFileSync(cfg.nodeApiCertFile), key: readFileSync(cfg.nodeApiKeyFile) }
+      : servingFiles
+        ? { mode: 'files', source: { certificateFor: () => servingFiles.current() } }
         : undefined;
   if (certificates) {
+    servingFiles?.start();
+    clientCaFile?.start();
     nodeApiServer = await serveNodeApi({
       // Its own connections, without a bound: a node's CSR is watched until someone approves it (minutes,
       // perhaps), and a hundred nodes waiting at once must not hold the main pool's connections.
@@ -167,7 +191,7 @@ async function main(argv: string[]): Promise<number> {
       logger,
       registry: nodeApi,
       certificates,
-      clientCA: cfg.nodeApiClientCaFile ? readFileSync(cfg.nodeApiClientCaFile) : undefined,
+      clientCA: clientCaFile ? () => clientCaFile.current() : undefined,
       metrics: metrics.registry,
       port: cfg.nodeApiPort,
       address: cfg.nodeApiAddress,
@@ -210,6 +234,8 @@ async function main(argv: string[]): Promise<number> {
     clearInterval(pruneSources);
     await server.close();
     await nodeApiServer?.close();
+    servingFiles?.stop();
+    clientCaFile?.stop();
     client.close(); // and the connections its siblings share
     logger.info('stopped');
   };

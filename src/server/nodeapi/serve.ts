@@ -15,10 +15,13 @@ import { CsrServingCertificates } from './certificate.js';
 import type { NodeApiSettings } from './configz.js';
 import type { NodeApiRegistry } from './registry.js';
 import { NodeApiServer } from './server.js';
+import type { ServingCertificateSource } from './tlsfront.js';
 
 export type NodeApiCertificates =
   /** One certificate (PEM) whose SANs hold every node address. */
   | { mode: 'files'; cert: Buffer; key: Buffer }
+  /** The same, read again when its files change (ReloadKubeletServerCertificateFile; dynamicfiles.ts). */
+  | { mode: 'files'; source: ServingCertificateSource }
   /** One certificate per node, by CSR; a node's address is served once its CSR is approved. */
   | { mode: 'csr' };
 
@@ -30,8 +33,11 @@ export interface ServeNodeApiOptions {
   logger: Logger;
   registry: NodeApiRegistry;
   certificates: NodeApiCertificates;
-  /** CA bundle for client certificates (the API server's kubelet client certificate). */
-  clientCA?: Buffer;
+  /**
+   * CA bundle for client certificates (the API server's kubelet client certificate), or the current one of
+   * a reloaded file (ReloadKubeletClientCAFile).
+   */
+  clientCA?: Buffer | (() => Buffer);
   metrics?: Registry;
   port: number;
   address: string;
@@ -68,7 +74,10 @@ export async function serveNodeApi(o: ServeNodeApiOptions): Promise<ServedNodeAp
     certificates = certs;
     tls = { source: certs, onRefused: (a) => certs.reportRefused(a), clientCA: o.clientCA };
   } else {
-    tls = { cert: o.certificates.cert, key: o.certificates.key, clientCA: o.clientCA };
+    tls =
+      'source' in o.certificates
+        ? { source: o.certificates.source, clientCA: o.clientCA }
+        : { cert: o.certificates.cert, key: o.certificates.key, clientCA: o.clientCA };
   }
   const server = new NodeApiServer({
     lookup: o.registry,

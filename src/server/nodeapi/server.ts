@@ -15,6 +15,7 @@
  * holds at most one chunk and never delays another request; a stream ends when its pod or container is
  * gone, or when the client leaves.
  */
+import { X509Certificate } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Server as NetServer, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -32,6 +33,7 @@ import {
   type UserInfo,
   type WebhookAuth,
 } from './auth.js';
+import { bundleCertificates, verifyClientChain } from './clientcert.js';
 import { HttpError } from './httperror.js';
 import { parseContainerLogsPath, serveContainerLogs } from './containerlogs.js';
 import { CONFIGZ_PATH, configzBody, kubeletFlags, type NodeApiSettings } from './configz.js';
@@ -45,7 +47,12 @@ import {
   streamingKindOf,
 } from './streaming.js';
 import { isStatsPath, serveStats } from './stats.js';
-import { AddressTlsListener, staticCertificate, type ServingCertificateSource } from './tlsfront.js';
+import {
+  AddressTlsListener,
+  staticCertificate,
+  type ClientCaSource,
+  type ServingCertificateSource,
+} from './tlsfront.js';
 import { UpgradeProxy, writeRawResponse } from './upgradeproxy.js';
 import {
   FLAGZ_PATH,
@@ -66,8 +73,11 @@ export interface NodeApiTls {
   source?: ServingCertificateSource;
   /** Told when a connection is closed for want of a certificate for its address (see tlsfront.ts). */
   onRefused?(localAddress: string): void;
-  /** CA bundle that signs accepted client certificates (the API server's kubelet client cert). */
-  clientCA?: string | Buffer;
+  /**
+   * CA bundle that signs accepted client certificates (the API server's kubelet client cert); a function
+   * gives the current one of a reloaded file (ReloadKubeletClientCAFile).
+   */
+  clientCA?: ClientCaSource;
 }
 
 export interface NodeApiServerOptions {
@@ -105,6 +115,10 @@ export class NodeApiServer {
   /** exec/attach/portForward sessions proxied to the runtimes' streaming servers (streaming.ts). */
   private readonly upgrades: UpgradeProxy;
   private settings: NodeApiSettings | undefined;
+  /** Per connection: the reloaded client CA bundle its certificate was last judged by, and the verdict. */
+  private readonly verifiedBy = new WeakMap<TLSSocket, { bundle: string | Buffer; ok: boolean }>();
+  /** The certificates of each reloaded client CA bundle seen. */
+  private readonly bundleRoots = new WeakMap<Buffer, X509Certificate[]>();
   /** /flagz's separator: drawn once, as the kubelet caches its text page. */
   private readonly flagzSeparator = pick(ZPAGE_DELIMITERS);
 
@@ -158,7 +172,7 @@ export class NodeApiServer {
 
   private async authenticate(req: IncomingMessage): Promise<UserInfo | undefined> {
     const sock = req.socket as TLSSocket;
-    if (sock.authorized) {
+    if (this.clientCertVerified(sock)) {
       const cert = sock.getPeerCertificate();
       try {
         const u = userFromCertSubject(cert.subject ?? {}, cert.raw);
@@ -171,6 +185,39 @@ export class NodeApiServer {
     const token = bearerToken(req.headers.authorization);
     if (token === undefined) return undefined;
     return this.opts.auth.authenticateToken(token);
+  }
+
+  /**
+   * Whether the connection's client certificate is verified by the client CA bundle: the handshake's
+   * verdict for a fixed bundle; for a reloaded one, the current bundle's, at each request (cached per
+   * connection and bundle), as the kubelet's authenticator judges by the bundle in use.
+   */
+  private clientCertVerified(sock: TLSSocket): boolean {
+    const source = this.opts.tls.clientCA;
+    if (typeof source !== 'function') return sock.authorized;
+    const bundle = source();
+    if (bundle === undefined) return false;
+    const known = this.verifiedBy.get(sock);
+    if (known?.bundle === bundle) return known.ok;
+    let roots = typeof bundle === 'string' ? undefined : this.bundleRoots.get(bundle);
+    if (!roots) {
+      roots = bundleCertificates(bundle);
+      if (typeof bundle !== 'string') this.bundleRoots.set(bundle, roots);
+    }
+    const chain: X509Certificate[] = [];
+    const leaf = sock.getPeerX509Certificate();
+    if (leaf) chain.push(leaf);
+    // What the client sent along, as OpenSSL links it (a self-signed end points at itself).
+    for (
+      let c = sock.getPeerCertificate(true).issuerCertificate, n = 0;
+      leaf && c?.raw && n < 8 && !c.raw.equals(chain[chain.length - 1]!.raw);
+      c = c.issuerCertificate, n++
+    ) {
+      chain.push(new X509Certificate(c.raw));
+    }
+    const ok = chain.length > 0 && verifyClientChain(chain, roots, this.opts.clock.now()) === undefined;
+    this.verifiedBy.set(sock, { bundle, ok });
+    return ok;
   }
 
   /**

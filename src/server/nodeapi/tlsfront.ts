@@ -7,7 +7,8 @@
  *
  * Contract: a connection for which the source has no certificate (a CSR not approved yet) is closed
  * before the handshake and reported to `onRefused`; it never affects another connection. A certificate
- * object that changes (renewal) gets a fresh TLS context for new connections; live ones keep theirs.
+ * object that changes (renewal, a file reloaded) gets a fresh TLS context for new connections, and so does
+ * a new client CA bundle object; live ones keep theirs.
  */
 import net from 'node:net';
 import tls, { type TLSSocket } from 'node:tls';
@@ -30,10 +31,16 @@ export function staticCertificate(c: ServingCertificate): ServingCertificateSour
   return { certificateFor: () => c };
 }
 
+/** A client CA bundle (PEM), or where to ask for the current one. */
+export type ClientCaSource = string | Buffer | (() => string | Buffer | undefined);
+
 export interface AddressTlsListenerOptions {
   source: ServingCertificateSource;
-  /** CA bundle for client certificates; when set, clients are asked for one (not required). */
-  clientCA?: string | Buffer;
+  /**
+   * CA bundle for client certificates; when set, clients are asked for one (not required). A function is
+   * asked at each connection (a bundle reloaded from its file): a new bundle object gets new TLS contexts.
+   */
+  clientCA?: ClientCaSource;
   /** Receives each connection once its handshake is done. */
   onSecureConnection(socket: TLSSocket): void;
   /** A connection closed because no certificate is available for its local address. */
@@ -44,7 +51,11 @@ export class AddressTlsListener {
   private server: net.Server | undefined;
   /** Listening sockets opened elsewhere and handed over (adopt). */
   private readonly adopted = new Set<net.Server>();
-  private readonly contexts = new WeakMap<ServingCertificate, tls.Server>();
+  /** A TLS server per certificate object, made for the client CA bundle object it holds. */
+  private readonly contexts = new WeakMap<
+    ServingCertificate,
+    { clientCA: string | Buffer | undefined; server: tls.Server }
+  >();
   private readonly sockets = new Set<net.Socket>();
 
   constructor(private readonly opts: AddressTlsListenerOptions) {}
@@ -99,24 +110,24 @@ export class AddressTlsListener {
   }
 
   private serverFor(cert: ServingCertificate): tls.Server {
-    let s = this.contexts.get(cert);
-    if (!s) {
-      const { clientCA } = this.opts;
-      s = tls.createServer(
-        {
-          cert: cert.cert,
-          key: cert.key,
-          ca: clientCA,
-          // Ask for a certificate but let a token-bearing client in without one; the handler decides.
-          requestCert: clientCA !== undefined,
-          rejectUnauthorized: false,
-        },
-        (sock) => this.opts.onSecureConnection(sock),
-      );
-      // A failed handshake only ends that connection.
-      s.on('tlsClientError', (_err, sock) => sock.destroy());
-      this.contexts.set(cert, s);
-    }
+    const ca = this.opts.clientCA;
+    const clientCA = typeof ca === 'function' ? ca() : ca;
+    const known = this.contexts.get(cert);
+    if (known && known.clientCA === clientCA) return known.server;
+    const s = tls.createServer(
+      {
+        cert: cert.cert,
+        key: cert.key,
+        ca: clientCA,
+        // Ask for a certificate but let a token-bearing client in without one; the handler decides.
+        requestCert: clientCA !== undefined,
+        rejectUnauthorized: false,
+      },
+      (sock) => this.opts.onSecureConnection(sock),
+    );
+    // A failed handshake only ends that connection.
+    s.on('tlsClientError', (_err, sock) => sock.destroy());
+    this.contexts.set(cert, { clientCA, server: s });
     return s;
   }
 }
