@@ -1,7 +1,7 @@
 /**
  * Prometheus metrics with the kubelet's names where a kubelet metric exists, so existing dashboards and
- * alerts read them: pod start duration, pod worker duration, PLEG relist duration, prober results, and REST
- * client requests by verb and code. One registry per operator process; every series carries the node.
+ * alerts read them: pod start duration, pod worker duration, PLEG relist duration, prober results, pods and
+ * containers started (and failing to), containers terminated, and REST client requests by verb and code. One registry per operator process; every series carries the node.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { EventRecorder } from './kube/events.js';
@@ -22,6 +22,16 @@ export interface NodeMetricSeries {
   readonly relist: HistogramSeries;
   worker(operation: string): HistogramSeries;
   probe(probeType: string, result: string): CounterSeries;
+  /** kubelet_started_pods_total: a sandbox the kubelet set out to create. */
+  readonly startedPods: CounterSeries;
+  /** kubelet_started_pods_errors_total: a sandbox that failed to be created (not for a pod being deleted). */
+  readonly startedPodsErrors: CounterSeries;
+  /** kubelet_started_containers_total by container_type (container, init_container, ephemeral_container). */
+  startedContainers(containerType: string): CounterSeries;
+  /** kubelet_started_containers_errors_total by container_type and code (the start error's reason). */
+  startedContainersErrors(containerType: string, code: string): CounterSeries;
+  /** kubelet_terminated_containers_total by container_type, exit_code and reason: a newly terminated state. */
+  terminatedContainers(containerType: string, exitCode: string, reason: string): CounterSeries;
 }
 
 export class Metrics {
@@ -31,6 +41,11 @@ export class Metrics {
   readonly podWorkerDuration: SeriesHistogram<'node' | 'operation'>;
   readonly plegRelistDuration: SeriesHistogram<'node'>;
   readonly proberProbeTotal: SeriesCounter<'node' | 'probe_type' | 'result'>;
+  readonly startedPodsTotal: SeriesCounter<'node'>;
+  readonly startedPodsErrorsTotal: SeriesCounter<'node'>;
+  readonly startedContainersTotal: SeriesCounter<'node' | 'container_type'>;
+  readonly startedContainersErrorsTotal: SeriesCounter<'node' | 'container_type' | 'code'>;
+  readonly terminatedContainersTotal: SeriesCounter<'node' | 'container_type' | 'exit_code' | 'reason'>;
   readonly restClientRequests: SeriesCounter<'verb' | 'resource' | 'code'>;
   readonly restClientLatency: SeriesHistogram<'verb'>;
   readonly runningPods: Gauge<'node'>;
@@ -77,6 +92,37 @@ export class Metrics {
       name: 'prober_probe_total',
       help: 'Probe results by probe type and result.',
       labelNames: ['node', 'probe_type', 'result'],
+      registers,
+    });
+    // The kubelet's start and termination counters (pkg/kubelet/metrics), with its help texts.
+    this.startedPodsTotal = new SeriesCounter({
+      name: 'kubelet_started_pods_total',
+      help: 'Cumulative number of pods started',
+      labelNames: ['node'],
+      registers,
+    });
+    this.startedPodsErrorsTotal = new SeriesCounter({
+      name: 'kubelet_started_pods_errors_total',
+      help: 'Cumulative number of errors when starting pods',
+      labelNames: ['node'],
+      registers,
+    });
+    this.startedContainersTotal = new SeriesCounter({
+      name: 'kubelet_started_containers_total',
+      help: 'Cumulative number of containers started',
+      labelNames: ['node', 'container_type'],
+      registers,
+    });
+    this.startedContainersErrorsTotal = new SeriesCounter({
+      name: 'kubelet_started_containers_errors_total',
+      help: 'Cumulative number of errors when starting containers',
+      labelNames: ['node', 'container_type', 'code'],
+      registers,
+    });
+    this.terminatedContainersTotal = new SeriesCounter({
+      name: 'kubelet_terminated_containers_total',
+      help: 'Cumulative number of container terminations.',
+      labelNames: ['node', 'container_type', 'exit_code', 'reason'],
       registers,
     });
     this.restClientRequests = new SeriesCounter({
@@ -149,6 +195,13 @@ export class Metrics {
       relist: this.plegRelistDuration.series({ node }),
       worker: (operation) => this.podWorkerDuration.series({ node, operation }),
       probe: (probe_type, result) => this.proberProbeTotal.series({ node, probe_type, result }),
+      startedPods: this.startedPodsTotal.series({ node }),
+      startedPodsErrors: this.startedPodsErrorsTotal.series({ node }),
+      startedContainers: (container_type) => this.startedContainersTotal.series({ node, container_type }),
+      startedContainersErrors: (container_type, code) =>
+        this.startedContainersErrorsTotal.series({ node, container_type, code }),
+      terminatedContainers: (container_type, exit_code, reason) =>
+        this.terminatedContainersTotal.series({ node, container_type, exit_code, reason }),
     };
   }
 

@@ -22,6 +22,7 @@
  */
 import type { Pod } from '../api/core.js';
 import type { NodeMetricSeries } from '../metrics.js';
+import type { ContainerTermination } from './status/terminations.js';
 import { errorMessage, KindError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import { memoByIdentity } from '../util/memo.js';
@@ -184,6 +185,16 @@ export class Kubelet {
       podEnv,
       reasonCache: this.reasonCache,
       log: this.log,
+      ...(series
+        ? {
+            startMetrics: {
+              podStarted: () => series.startedPods.inc(),
+              podStartFailed: () => series.startedPodsErrors.inc(),
+              containerStarted: (type) => series.startedContainers(type).inc(),
+              containerStartFailed: (type, code) => series.startedContainersErrors(type, code).inc(),
+            },
+          }
+        : {}),
     });
     this.adoption = podAdoptionFor(deps, podEnv, this.runtimeManager, this.log);
     this.pleg = new GenericPLEG({ lister: this.runtimeManager, cache: this.podCache, clock: deps.clock });
@@ -200,6 +211,12 @@ export class Kubelet {
       clock: deps.clock,
       logger: { info: (m, f) => (m.startsWith('failed') ? sm.warn(m, f) : sm.debug(m, f)) },
       readFromCache: true, // the informer's pod instead of a GET before each PATCH (status/sync.ts)
+      ...(series
+        ? {
+            onContainerTerminated: (t: ContainerTermination) =>
+              series.terminatedContainers(t.containerType, String(t.exitCode), t.reason).inc(),
+          }
+        : {}),
       ...(deps.yieldToLoop ? { yieldToLoop: deps.yieldToLoop } : {}),
     });
 

@@ -12,6 +12,7 @@ import type { NodePodEnvironment } from './kubelet_volumes.js';
 import { ImagePullBackOff } from './images/pullbackoff.js';
 import type { EventRecorderFunc } from './container/ref.js';
 import { KubeGenericRuntimeManager } from './kuberuntime/manager.js';
+import type { RuntimeStartMetrics } from './kuberuntime/managerdeps.js';
 import type { ReasonCache } from './reasoncache.js';
 
 export interface RuntimeManagerParts {
@@ -20,11 +21,14 @@ export interface RuntimeManagerParts {
   podEnv: NodePodEnvironment;
   reasonCache: ReasonCache;
   log: Logger;
+  /** The node's start counters (src/metrics.ts), when there are metrics. */
+  startMetrics?: RuntimeStartMetrics;
 }
 
 export function newRuntimeManager(deps: KubeletDeps, p: RuntimeManagerParts): KubeGenericRuntimeManager {
   const s = deps.settings;
   return new KubeGenericRuntimeManager({
+    ...(p.startMetrics ? { startMetrics: p.startMetrics } : {}),
     runtime: deps.runtime,
     clock: deps.clock,
     nodeSettings: {

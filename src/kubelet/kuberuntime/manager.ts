@@ -29,7 +29,13 @@ import { adoptedContainerConfig, startContainer } from './containers.js';
 import { killContainer, removeContainer } from './killcontainer.js';
 import { garbageCollect, type GarbageCollectOptions, type GarbageCollectResult } from './gc.js';
 import { killPodWithSyncResult } from './killpod.js';
-import { managerContext, validateDeps, type KubeGenericRuntimeManagerDeps } from './managerdeps.js';
+import {
+  managerContext,
+  validateDeps,
+  type KubeGenericRuntimeManagerDeps,
+  type RuntimeStartMetrics,
+} from './managerdeps.js';
+import type { ContainerMetricType } from '../status/terminations.js';
 import { listRuntimePods, readPodStatus, sandboxIPs } from './podstatus.js';
 import { removeOrphanedPodLeftovers } from './removeleftovers.js';
 import { removePod } from './removepod.js';
@@ -73,6 +79,7 @@ export class KubeGenericRuntimeManager {
   /** The pods getPods listed last, by UID: a pod that did not change is answered as the same object. */
   private readonly listedPods = new Map<string, RuntimePod>();
   private readonly reasonCache: ReasonCache;
+  private readonly startMetrics: RuntimeStartMetrics | undefined;
   private runtimeName: string | undefined;
 
   /** Throws KindError('InvalidArgument') for a missing or malformed dependency. */
@@ -80,6 +87,7 @@ export class KubeGenericRuntimeManager {
     validateDeps(deps);
     this.runtime = deps.runtime;
     this.reasonCache = deps.reasonCache;
+    this.startMetrics = deps.startMetrics;
     this.ctx = managerContext(deps, () => this.runtimeType());
   }
 
@@ -225,10 +233,12 @@ export class KubeGenericRuntimeManager {
     let sandboxConfig: PodSandboxConfig | undefined;
     if (actions.createSandbox) {
       const r = b.add('CreatePodSandbox', podDesc);
+      this.startMetrics?.podStarted();
       const created = await createPodSandbox(ctx, pod, podDesc, actions.attempt);
       if (!created.ok) {
         // Failing because the pod is being deleted is not an error.
         if (sync.aborted) return;
+        this.startMetrics?.podStartFailed();
         failResult(r, 'CreatePodSandboxError', created.message);
         ctx.logger.warn('CreatePodSandbox for pod failed', { pod: podDesc, err: created.error.message });
         recordPodEvent(
@@ -278,7 +288,12 @@ export class KubeGenericRuntimeManager {
     // getImageVolumes); each container then fails on the pulls of the volumes it mounts.
     let imageVolumes: ImageVolumePulls | undefined;
 
-    const start = async (typeName: string, containerName: string, ephemeral: boolean): Promise<boolean> => {
+    const start = async (
+      typeName: string,
+      metricType: ContainerMetricType,
+      containerName: string,
+      ephemeral: boolean,
+    ): Promise<boolean> => {
       const container = containerSpec(pod, containerName)!;
       imageVolumes ??= await pullImageVolumes(ctx, pod, config);
       const r = b.add('StartContainer', containerName);
@@ -288,6 +303,7 @@ export class KubeGenericRuntimeManager {
         failResult(r, bo.error, bo.message);
         return false;
       }
+      this.startMetrics?.containerStarted(metricType);
       const out = await startContainer(ctx, {
         pod,
         container,
@@ -301,6 +317,7 @@ export class KubeGenericRuntimeManager {
         imageVolumes,
       });
       if (!out.ok) {
+        this.startMetrics?.containerStartFailed(metricType, out.error);
         failResult(r, out.error, out.message);
         const log = out.error === 'ImagePullBackOff' ? ctx.logger.info : ctx.logger.warn;
         log.call(ctx.logger, `${typeName} start failed in pod`, {
@@ -317,20 +334,26 @@ export class KubeGenericRuntimeManager {
     // Step 5: ephemeral containers, before init containers so that debugging works while init is stuck.
     for (const idx of actions.ephemeralContainersToStart) {
       if (sync.aborted) return;
-      await start('ephemeral container', pod.spec.ephemeralContainers![idx]!.name, true);
+      await start(
+        'ephemeral container',
+        'ephemeral_container',
+        pod.spec.ephemeralContainers![idx]!.name,
+        true,
+      );
     }
     // Step 6: init containers, in order; a failed regular one ends the sync, a failed sidecar is skipped.
     for (const idx of actions.initContainersToStart) {
       if (sync.aborted) return;
       const c = pod.spec.initContainers![idx]!;
-      if (!(await start('init container', c.name, false)) && !isRestartableInitContainer(c)) return;
+      if (!(await start('init container', 'init_container', c.name, false)) && !isRestartableInitContainer(c))
+        return;
     }
     // Step 7: in-place resize of running containers. Step 8: regular containers.
     if (sync.aborted) return;
     await doPodResizeAction(ctx, podDesc, resize.toUpdate, b);
     for (const idx of actions.containersToStart) {
       if (sync.aborted) return;
-      await start('container', pod.spec.containers[idx]!.name, false);
+      await start('container', 'container', pod.spec.containers[idx]!.name, false);
     }
   }
 

@@ -18,10 +18,25 @@ import type {
   RuntimeManagerNodeSettings,
 } from './context.js';
 import type { HookHttpGet } from './hooks.js';
+import type { ContainerMetricType } from '../status/terminations.js';
 import { PodLeftovers } from './podleftovers.js';
 import type { ContainerFileReader } from './terminationmessage.js';
 
+/**
+ * The kubelet's start counters, counted where its runtime manager counts them (SyncPod): a sandbox about to
+ * be created, one that failed (not when the pod is being deleted), a container about to be started (after
+ * its back-off) and one that failed to start, by the kubelet's container type label and the error's reason.
+ */
+export interface RuntimeStartMetrics {
+  podStarted(): void;
+  podStartFailed(): void;
+  containerStarted(containerType: ContainerMetricType): void;
+  containerStartFailed(containerType: ContainerMetricType, code: string): void;
+}
+
 export interface KubeGenericRuntimeManagerDeps {
+  /** Counts starts (kubelet_started_pods_total and the like); none without it. */
+  startMetrics?: RuntimeStartMetrics;
   runtime: Runtime;
   clock: Clock;
   nodeSettings: RuntimeManagerNodeSettings;

@@ -26,6 +26,7 @@ import { isStaticPod } from '../types/podupdate.js';
 import { UpdateChannel } from './channel.js';
 import { replaceOrAppendPodCondition, updateLastTransitionTime } from './conditions.js';
 import { isPodStatusByKubeletEqual } from './equality.js';
+import { newlyTerminatedContainers, type ContainerTermination } from './terminations.js';
 import { generateContainersReadyCondition, generatePodReadyCondition } from './generate.js';
 import type {
   PodDeletionSafetyProvider,
@@ -78,6 +79,8 @@ export interface StatusManagerConfig {
   yieldToLoop?: () => Promise<void>;
   /** Where cached statuses are interned; default the process's one (src/util/intern.ts). */
   interner?: Interner;
+  /** Told of each container a stored status shows newly terminated (kubelet_terminated_containers_total). */
+  onContainerTerminated?(t: ContainerTermination): void;
 }
 
 const silent: StatusManagerLogger = { info: () => undefined };
@@ -91,6 +94,7 @@ export class StatusManager {
   private readonly podManager: StatusPodManager;
   private readonly clock: Clock;
   private readonly log: StatusManagerLogger;
+  private readonly onContainerTerminated: ((t: ContainerTermination) => void) | undefined;
 
   /** Pod UID (static pods by their own UID) -> cached status. */
   private readonly podStatuses = new Map<PodUID, VersionedPodStatus>();
@@ -111,6 +115,7 @@ export class StatusManager {
     }
     this.podManager = cfg.podManager;
     this.clock = cfg.clock;
+    this.onContainerTerminated = cfg.onContainerTerminated;
     this.compaction = new CacheCompaction(this.podStatuses, cfg.podManager, cfg.interner ?? processInterner);
     this.log = cfg.logger ?? silent;
     this.channel = new UpdateChannel((err) =>
@@ -363,6 +368,8 @@ export class StatusManager {
     else if (!status.startTime) status.startTime = new Date(now).toISOString();
 
     const normalized = normalizeStatusInPlace(pod, status);
+    const onTerminated = this.onContainerTerminated;
+    if (onTerminated) for (const t of newlyTerminatedContainers(oldStatus, normalized)) onTerminated(t);
     if (cached && !forceUpdate && isPodStatusByKubeletEqual(cached.status, normalized)) return false;
 
     this.podStatuses.set(uid, {
