@@ -242,6 +242,11 @@ export interface PodSpec {
   schedulerName?: string;
   /** false: the pod gets a user namespace of its own (UserNamespacesSupport). Absent or true: the host's. */
   hostUsers?: boolean;
+  /**
+   * Pod-level requests and limits (PodLevelResources): only cpu, memory and hugepages-* count (the API
+   * server refuses others). They bound the pod as a whole: its cgroup, its QoS class, admission's fit.
+   */
+  resources?: ResourceRequirements;
 }
 
 export type DNSPolicy = 'ClusterFirst' | 'ClusterFirstWithHostNet' | 'Default' | 'None';

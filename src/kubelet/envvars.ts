@@ -21,6 +21,7 @@ import { lookupEnvFile } from './util/envfile.js';
 import {
   containerNotFoundMessage,
   containerResourceValue,
+  downwardAPIAllocatable,
   findContainerInPod,
   parseContainerResourceName,
   unsupportedResourceMessage,
@@ -321,7 +322,8 @@ function resourceFieldRefValue(
       resource: ref.resource,
     });
   }
-  return containerResourceValue(target, parsed, ref.divisor, ctx.nodeAllocatable);
+  const allocatable = downwardAPIAllocatable(pod, ctx.nodeAllocatable);
+  return containerResourceValue(target, parsed, ref.divisor, allocatable);
 }
 
 // --------------------------------------------------------------------------------------- the builder

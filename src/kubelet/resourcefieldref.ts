@@ -4,6 +4,7 @@
  * downwardAPI/projected volumes (volume/downwardapi.ts), which differ only in how they pick the quantity.
  */
 import type { Container, Pod } from '../api/core.js';
+import { isPodLevelLimitsSet, isSupportedPodLevelResource } from '../api/resources.js';
 import { parseQuantityNano, quantityMilliValue, quantityValue } from '../util/quantity.js';
 
 export type ResourceFieldKind = 'limits' | 'requests';
@@ -96,4 +97,25 @@ export function containerResourceValue(
   }
   const d = divisor === undefined || isZeroQuantity(divisor) ? '1' : divisor;
   return convertResourceToString(name, quantity, d);
+}
+
+/**
+ * The allocatable that environment variables' `resourceFieldRef`s fall back to (kubelet
+ * defaultPodLimitsForDownwardAPI): with pod-level limits set (PodLevelResources), a non-zero pod-level cpu or
+ * memory limit stands in for the node's allocatable of that resource (where the node reports one), so a
+ * container without a limit of its own reads the pod's. downwardAPI volumes keep the node's allocatable, as
+ * the kubelet's volume plugin does.
+ */
+export function downwardAPIAllocatable(
+  pod: Pod,
+  nodeAllocatable: Readonly<Record<string, string | number>> | undefined,
+): Readonly<Record<string, string | number>> | undefined {
+  if (!nodeAllocatable || !isPodLevelLimitsSet(pod.spec)) return nodeAllocatable;
+  const out = { ...nodeAllocatable };
+  for (const name of ['cpu', 'memory', 'ephemeral-storage']) {
+    if (!isSupportedPodLevelResource(name)) continue;
+    const limit = pod.spec.resources?.limits?.[name];
+    if (limit !== undefined && !isZeroQuantity(limit) && out[name] !== undefined) out[name] = limit;
+  }
+  return out;
 }

@@ -200,9 +200,9 @@ export function podUpdateFeaturesWarning(
   };
 }
 
-/** Pod-level `spec.resources` (a field our PodSpec type leaves out). */
+/** Pod-level `spec.resources`. */
 function podLevelResources(spec: PodSpec): unknown {
-  return (spec as { resources?: unknown }).resources;
+  return spec.resources;
 }
 
 function quantitiesEqual(a: string | number, b: string | number): boolean {

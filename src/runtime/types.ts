@@ -121,6 +121,11 @@ export interface PodSandboxConfig {
       seccomp?: SecurityProfile;
     };
     sysctls?: Record<string, string>;
+    /**
+     * The whole pod's requests and limits, pod-level resources included, as one container's (CRI
+     * LinuxPodSandboxConfig.resources; informational for runtimes such as containerd 1.6 that ignore it).
+     */
+    resources?: LinuxContainerResources;
   };
 }
 

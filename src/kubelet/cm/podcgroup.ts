@@ -1,12 +1,14 @@
 /**
- * Destroying a pod's cgroup on the host (kubelet: the pod container manager's Destroy). Processes still
- * charged to it are killed first, since a cgroup with a member cannot be removed; then the directories go,
- * children first, in every mounted hierarchy. Only ever asked for a pod whose sandboxes the runtime has
- * removed, so whatever is left in the cgroup belongs to no container of ours.
+ * A pod's cgroup on the host (kubelet: the pod container manager). Creating it with its limits before the
+ * runtime puts the sandbox in it (EnsureExists, limits from resourceconfig.ts); destroying it (Destroy):
+ * processes still charged to it are killed first, since a cgroup with a member cannot be removed; then the
+ * directories go, children first, in every mounted hierarchy. Destruction is only ever asked for a pod whose
+ * sandboxes the runtime has removed, so whatever is left in the cgroup belongs to no container of ours.
  */
-import { readdir, readFile, rmdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { access, mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
+import { dirname, join, relative } from 'node:path';
 import { errorMessage } from '../../util/errors.js';
+import type { PodResourceConfig } from './resourceconfig.js';
 
 const CGROUP_MOUNT = '/sys/fs/cgroup';
 
@@ -196,4 +198,112 @@ export async function destroyCgroup(
     }
   }
   return failures;
+}
+
+/** The host side the creation touches; the real one by default, a stand-in in tests. */
+export interface CgroupWriter {
+  exists(path: string): Promise<boolean>;
+  /** mkdir -p. */
+  mkdir(dir: string): Promise<void>;
+  write(path: string, value: string): Promise<void>;
+}
+
+const hostWriter: CgroupWriter = {
+  async exists(path) {
+    try {
+      await access(path);
+      return true;
+    } catch {
+      return false;
+    }
+  },
+  async mkdir(dir) {
+    await mkdir(dir, { recursive: true });
+  },
+  async write(path, value) {
+    await writeFile(path, value);
+  },
+};
+
+/** kubelet CpuSharesToCPUWeight: cgroup v1 shares [2, 262144] onto v2 weights [1, 10000]. */
+export function cpuSharesToWeight(shares: number): number {
+  return 1 + Math.floor(((shares - 2) * 9999) / 262142);
+}
+
+/**
+ * The files of one pod cgroup and what goes in them, in the order they are written (the period before the
+ * quota it applies to): cgroup v1 in the `cpu` and `memory` hierarchies, v2 in the unified tree. A zero quota
+ * or memory limit is "no limit".
+ */
+export function podCgroupFiles(
+  config: PodResourceConfig,
+  v2: boolean,
+): { controller: 'cpu' | 'memory'; file: string; value: string }[] {
+  const out: { controller: 'cpu' | 'memory'; file: string; value: string }[] = [];
+  if (v2) {
+    out.push({ controller: 'cpu', file: 'cpu.weight', value: String(cpuSharesToWeight(config.cpuShares)) });
+    if (config.cpuPeriod !== undefined && config.cpuQuota !== undefined) {
+      const quota = config.cpuQuota > 0 ? String(config.cpuQuota) : 'max';
+      out.push({ controller: 'cpu', file: 'cpu.max', value: `${quota} ${config.cpuPeriod}` });
+    }
+    if (config.memoryLimitBytes !== undefined) {
+      const max = config.memoryLimitBytes > 0 ? String(config.memoryLimitBytes) : 'max';
+      out.push({ controller: 'memory', file: 'memory.max', value: max });
+    }
+    return out;
+  }
+  out.push({ controller: 'cpu', file: 'cpu.shares', value: String(config.cpuShares) });
+  if (config.cpuPeriod !== undefined && config.cpuQuota !== undefined) {
+    out.push({ controller: 'cpu', file: 'cpu.cfs_period_us', value: String(config.cpuPeriod) });
+    out.push({
+      controller: 'cpu',
+      file: 'cpu.cfs_quota_us',
+      value: String(config.cpuQuota > 0 ? config.cpuQuota : -1),
+    });
+  }
+  if (config.memoryLimitBytes !== undefined) {
+    const limit = config.memoryLimitBytes > 0 ? String(config.memoryLimitBytes) : '-1';
+    out.push({ controller: 'memory', file: 'memory.limit_in_bytes', value: limit });
+  }
+  return out;
+}
+
+/**
+ * Creates the cgroup at `rel` (relative to each hierarchy's mount) with `config`'s limits, or sets them on
+ * the one there (kubelet: the pod container manager's EnsureExists). cgroup v2 (a unified tree at the mount)
+ * turns on the cpu and memory controllers of every ancestor below the mount first. Rejects with the file that
+ * could not be written.
+ */
+export async function ensurePodCgroup(
+  rel: string,
+  config: PodResourceConfig,
+  host: CgroupWriter = hostWriter,
+  mount = CGROUP_MOUNT,
+): Promise<void> {
+  const v2 = await host.exists(join(mount, 'cgroup.controllers'));
+  const dirOf = (controller: 'cpu' | 'memory') => (v2 ? join(mount, rel) : join(mount, controller, rel));
+  if (v2) {
+    const target = join(mount, rel);
+    const ancestors: string[] = [];
+    for (
+      let d = dirname(target);
+      relative(mount, d) !== '' && !relative(mount, d).startsWith('..');
+      d = dirname(d)
+    ) {
+      ancestors.unshift(d);
+    }
+    for (const d of [mount, ...ancestors]) {
+      await host.mkdir(d);
+      await host.write(join(d, 'cgroup.subtree_control'), '+cpu +memory');
+    }
+  }
+  for (const dir of new Set([dirOf('cpu'), dirOf('memory')])) await host.mkdir(dir);
+  for (const { controller, file, value } of podCgroupFiles(config, v2)) {
+    const path = join(dirOf(controller), file);
+    try {
+      await host.write(path, value);
+    } catch (err) {
+      throw new Error(`write ${value} to ${path}: ${errorMessage(err)}`, { cause: err });
+    }
+  }
 }

@@ -35,6 +35,11 @@ import { hashContainer } from '../container/helpers.js';
 import type { ContainerResources } from '../container/types.js';
 import { getPodQOS } from '../qos.js';
 import {
+  aggregateContainerRequests,
+  isPodLevelRequestsSet,
+  isPodLevelResourcesSet,
+} from '../../api/resources.js';
+import {
   podIdentity,
   podNamespaceOptions,
   seccompFrom,
@@ -126,7 +131,30 @@ function quantityOf(
   return list?.[name];
 }
 
-/** kubelet GetContainerOOMScoreAdjust (without the node-critical and sidecar special cases). */
+/**
+ * The pod's memory request that no container requests, shared equally among its containers (init ones
+ * included): kubelet remainingPodMemReqPerContainer, read when pod-level requests are set. 0 without a
+ * pod-level memory request or when the containers request as much.
+ */
+function remainingPodMemoryPerContainer(pod: Pod): number {
+  const podLevel = quantityOf(pod.spec.resources?.requests, 'memory');
+  const total = podLevel === undefined ? 0 : quantityValue(podLevel);
+  if (total === 0) return 0;
+  const count = pod.spec.containers.length + (pod.spec.initContainers?.length ?? 0);
+  const remaining = Math.max(total - (aggregateContainerRequests(pod.spec).get('memory') ?? 0), 0);
+  return Math.floor(remaining / count);
+}
+
+function memoryRequestOf(container: Container): number {
+  const request = quantityOf(container.resources?.requests, 'memory');
+  return request === undefined ? 0 : quantityValue(request);
+}
+
+/**
+ * kubelet GetContainerOOMScoreAdjust (without the node-critical case). A Burstable container's score comes
+ * from its memory request, plus its share of a pod-level memory request its pod's containers leave
+ * unrequested; a sidecar scores no higher than the regular container with the least memory request.
+ */
 export function containerOOMScoreAdj(pod: Pod, container: Container, memoryCapacityBytes: number): number {
   switch (getPodQOS(pod)) {
     case 'Guaranteed':
@@ -134,9 +162,16 @@ export function containerOOMScoreAdj(pod: Pod, container: Container, memoryCapac
     case 'BestEffort':
       return BESTEFFORT_OOM_SCORE_ADJ;
     case 'Burstable': {
-      const request = quantityOf(container.resources?.requests, 'memory');
-      const memoryRequest = request === undefined ? 0 : quantityValue(request);
-      const adj = 1000 - Math.floor((1000 * memoryRequest) / memoryCapacityBytes);
+      const share = isPodLevelRequestsSet(pod.spec) ? remainingPodMemoryPerContainer(pod) : 0;
+      let adj = 1000 - Math.floor((1000 * (memoryRequestOf(container) + share)) / memoryCapacityBytes);
+      const isSidecar =
+        container.restartPolicy === 'Always' &&
+        (pod.spec.initContainers ?? []).some((c) => c.name === container.name);
+      if (isSidecar) {
+        const minRegular = Math.min(...pod.spec.containers.map(memoryRequestOf));
+        const minAdj = 1000 - Math.floor((1000 * (minRegular + share)) / memoryCapacityBytes);
+        adj = Math.min(adj, minAdj);
+      }
       if (adj < 1000 + GUARANTEED_OOM_SCORE_ADJ) return 1000 + GUARANTEED_OOM_SCORE_ADJ;
       if (adj === BESTEFFORT_OOM_SCORE_ADJ) return adj - 1;
       return adj;
@@ -144,24 +179,58 @@ export function containerOOMScoreAdj(pod: Pod, container: Container, memoryCapac
   }
 }
 
-/** The Linux resources the kubelet sets for a container (cgroup v1). */
+/**
+ * The limit of `name` (cpu or memory) a container's cgroup gets (kubelet getCPULimit / getMemoryLimit): its
+ * own; with pod-level resources set and no limit (or a zero one) of its own, the pod-level limit.
+ */
+function effectiveLimit(pod: Pod, container: Container, name: 'cpu' | 'memory'): string | number | undefined {
+  const own = quantityOf(container.resources?.limits, name);
+  if (isPodLevelResourcesSet(pod.spec) && (own === undefined || quantityValueOf(name, own) === 0)) {
+    return quantityOf(pod.spec.resources?.limits, name);
+  }
+  return own;
+}
+
+function quantityValueOf(name: string, q: string | number | undefined): number {
+  if (q === undefined) return 0;
+  return name === 'cpu' ? quantityMilliValue(q) : quantityValue(q);
+}
+
+/**
+ * kubelet calculateLinuxResources (cgroup v1, CFS quota on): cpu shares from the request (the limit when
+ * there is no request), a quota from the cpu limit (0 = none) over the 100 ms period, the memory limit when
+ * not zero. Quantities in millicores and bytes.
+ */
+export function linuxResources(
+  cpuRequestMilli: number | undefined,
+  cpuLimitMilli: number,
+  memoryLimitBytes: number,
+): LinuxContainerResources {
+  const r: LinuxContainerResources = {
+    cpuShares: milliCPUToShares(cpuRequestMilli ?? cpuLimitMilli),
+    cpuPeriod: QUOTA_PERIOD_US,
+    cpuQuota: milliCPUToQuota(cpuLimitMilli, QUOTA_PERIOD_US),
+  };
+  if (memoryLimitBytes > 0) r.memoryLimitInBytes = memoryLimitBytes;
+  return r;
+}
+
+/**
+ * The Linux resources the kubelet sets for a container (generateLinuxContainerResources, cgroup v1). Without
+ * a cpu request of its own, the shares come from the cpu limit (pod-level included).
+ */
 export function containerResources(
   pod: Pod,
   container: Container,
   node?: Pick<NodeSettings, 'memoryCapacityBytes'>,
 ): LinuxContainerResources {
   const cpuRequestQ = quantityOf(container.resources?.requests, 'cpu');
-  const cpuLimitQ = quantityOf(container.resources?.limits, 'cpu');
-  const memLimitQ = quantityOf(container.resources?.limits, 'memory');
-  const cpuRequest = cpuRequestQ === undefined ? 0 : quantityMilliValue(cpuRequestQ);
-  const cpuLimit = cpuLimitQ === undefined ? 0 : quantityMilliValue(cpuLimitQ);
-  const r: LinuxContainerResources = {
-    cpuShares: milliCPUToShares(cpuRequest === 0 && cpuLimit !== 0 ? cpuLimit : cpuRequest),
-    cpuPeriod: QUOTA_PERIOD_US,
-    cpuQuota: milliCPUToQuota(cpuLimit, QUOTA_PERIOD_US),
-  };
-  const memLimit = memLimitQ === undefined ? 0 : quantityValue(memLimitQ);
-  if (memLimit > 0) r.memoryLimitInBytes = memLimit;
+  const cpuLimit = quantityValueOf('cpu', effectiveLimit(pod, container, 'cpu'));
+  const r = linuxResources(
+    cpuRequestQ === undefined ? undefined : quantityMilliValue(cpuRequestQ),
+    cpuLimit,
+    quantityValueOf('memory', effectiveLimit(pod, container, 'memory')),
+  );
   if (node?.memoryCapacityBytes)
     r.oomScoreAdj = containerOOMScoreAdj(pod, container, node.memoryCapacityBytes);
   return r;

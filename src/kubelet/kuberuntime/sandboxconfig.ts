@@ -12,11 +12,21 @@
  *   hostPID (NODE); ipc POD unless hostIPC (NODE). Containers get the pod's modes.
  * - Seccomp: the pod's profile, else RuntimeDefault.
  * - Privileged sandbox when any container (init and ephemeral included) is privileged.
+ * - Resources: the pod's requests and limits (pod-level resources included) as one container's
+ *   (calculateSandboxResources); the pod's own cgroup is sized by cm/resourceconfig.ts.
  */
 import type { Container, Pod, SecurityContext } from '../../api/core.js';
 import { normalizeSysctlName } from '../lifecycle/sysctl.js';
 import { ManagedByLabel, PodNameLabel, PodNamespaceLabel, PodUIDLabel } from '../../runtime/labels.js';
-import type { NamespaceMode, PodSandboxConfig, PortMapping, SecurityProfile } from '../../runtime/types.js';
+import type {
+  LinuxContainerResources,
+  NamespaceMode,
+  PodSandboxConfig,
+  PortMapping,
+  SecurityProfile,
+} from '../../runtime/types.js';
+import { podLimits, podRequests } from '../../api/resources.js';
+import { linuxResources } from './containerconfig.js';
 import { KindError } from '../../util/errors.js';
 import { cloneData } from '../../util/clone.js';
 
@@ -137,6 +147,17 @@ export function podPortMappings(pod: Pod): PortMapping[] {
 }
 
 /**
+ * The sandbox's resources (kubelet calculateSandboxResources): cpu shares from the pod's cpu request (its
+ * cpu limit when it requests none), quota from its cpu limit, its memory limit; PodRequests and PodLimits
+ * with pod-level resources, no overhead.
+ */
+export function sandboxResources(pod: Pod): LinuxContainerResources {
+  const requests = podRequests(pod.spec);
+  const limits = podLimits(pod.spec);
+  return linuxResources(requests.get('cpu'), limits.get('cpu') ?? 0, limits.get('memory') ?? 0);
+}
+
+/**
  * What the kubelet around the runtime decides for a sandbox (hostname, DNS); when given, it replaces the
  * defaults below (the pod name as hostname, the node's dnsConfig).
  */
@@ -178,7 +199,11 @@ export function buildPodSandboxConfig(
       [ManagedByLabel]: node.nodeName,
     },
     annotations: { ...pod.metadata.annotations },
-    linux: { cgroupParent: podCgroupParent(node.cgroupRoot, uid), securityContext: security },
+    linux: {
+      cgroupParent: podCgroupParent(node.cgroupRoot, uid),
+      securityContext: security,
+      resources: sandboxResources(pod),
+    },
   };
   if (overrides) {
     if (overrides.hostname !== undefined) config.hostname = overrides.hostname;

@@ -9,7 +9,10 @@ import { isNotFound, KindError } from '../../util/errors.js';
 import { userNamespaceRequest } from '../userns/manager.js';
 import type { ManagerContext } from './context.js';
 import { makesLeftovers } from './removeleftovers.js';
-import { buildPodSandboxConfig } from './sandboxconfig.js';
+import { buildPodSandboxConfig, podCgroupParent } from './sandboxconfig.js';
+import { isPodLevelResourcesSet } from '../../api/resources.js';
+import { ensurePodCgroup } from '../cm/podcgroup.js';
+import { resourceConfigForPod } from '../cm/resourceconfig.js';
 
 /**
  * The pod as the node runs it: with `podNetwork: host`, every pod gets the node's network namespace, so the
@@ -28,7 +31,14 @@ export type CreateSandboxOutcome =
  * Creates the pod's `attempt`-th sandbox (kubelet: createPodSandbox): builds the config, makes the log
  * directory, runs the sandbox. Never throws; a failure carries the kubelet's result message
  * (`Failed to generate sandbox config for pod "<name_ns(uid)>": <err>` when the config cannot be made, e.g.
- * `hostUsers: false` on a runtime without user namespaces; `Failed to create pod sandbox for pod ...` else).
+ * `hostUsers: false` on a runtime without user namespaces; `unable to ensure pod container exists: ...` when
+ * the pod cgroup cannot be given its limits; `Failed to create pod sandbox for pod ...` else).
+ *
+ * On a host whose pod cgroups the node manages (a CRI runtime), a pod with pod-level resources gets its
+ * cgroup made with the limits of cm/resourceconfig.ts before the runtime puts the sandbox in it, as the
+ * kubelet's pod container manager does. Pods without pod-level resources keep a cgroup without limits of its
+ * own (the kubelet would also limit theirs: not done here, since in-place resize does not yet resize pod
+ * cgroups).
  */
 export async function createPodSandbox(
   ctx: ManagerContext,
@@ -51,6 +61,17 @@ export async function createPodSandbox(
       ctx.leftovers.record(config.metadata.namespace, config.metadata.name, config.metadata.uid);
     if (ctx.manageLogDirectories && config.logDirectory) {
       await mkdir(config.logDirectory, { recursive: true, mode: 0o755 });
+    }
+    if (ctx.removePodCgroups && isPodLevelResourcesSet(pod.spec)) {
+      try {
+        await ensurePodCgroup(
+          podCgroupParent(ctx.node.cgroupRoot, config.metadata.uid),
+          resourceConfigForPod(pod),
+        );
+      } catch (err) {
+        const error = err instanceof Error ? err : new Error(String(err));
+        return { ok: false, error, message: `unable to ensure pod container exists: ${error.message}` };
+      }
     }
     const id = await ctx.runtime.runPodSandbox(config);
     return { ok: true, id, config };

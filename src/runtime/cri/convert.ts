@@ -231,6 +231,7 @@ export function sandboxConfigToWire(c: PodSandboxConfig): WirePodSandboxConfig {
       cgroup_parent: c.linux?.cgroupParent ?? '',
       security_context: security,
       sysctls: { ...c.linux?.sysctls },
+      ...(c.linux?.resources ? { resources: resourcesToWire(c.linux.resources) } : {}),
     },
   };
   if (c.dnsConfig) {

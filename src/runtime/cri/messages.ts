@@ -86,6 +86,8 @@ export interface WireLinuxSandboxConfig {
   cgroup_parent: string;
   security_context: WireSandboxSecurityContext;
   sysctls: Record<string, string>;
+  /** The pod's requests and limits as one container's (kubelet: calculateSandboxResources). */
+  resources?: WireContainerResources;
 }
 
 export interface WireSandboxMetadata {

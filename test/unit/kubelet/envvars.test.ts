@@ -257,6 +257,32 @@ describe('envvars: makeEnvironmentVariables', () => {
     expect(thrown(() => env(bad)).message).to.equal('unsupported container resource : limits.gpu');
   });
 
+  it('falls back to pod-level limits before node allocatable (PodLevelResources); requests do not', () => {
+    const c: Container = {
+      name: 'app',
+      resources: { limits: { memory: '128Mi' } },
+      env: [
+        { name: 'CPU_LIM_M', valueFrom: { resourceFieldRef: { resource: 'limits.cpu', divisor: '1m' } } },
+        {
+          name: 'MEM_LIM_MI',
+          valueFrom: { resourceFieldRef: { resource: 'limits.memory', divisor: '1Mi' } },
+        },
+        { name: 'MEM_REQ', valueFrom: { resourceFieldRef: { resource: 'requests.memory' } } },
+      ],
+    };
+    const p = pod(c);
+    p.spec.resources = { requests: { memory: '256Mi' }, limits: { cpu: '500m', memory: '256Mi' } };
+    const r = makeEnvironmentVariables(p, c, sources(), {
+      ...ctx,
+      nodeAllocatable: { cpu: '4', memory: '8Gi' },
+    });
+    expect(Object.fromEntries(r.env.map((e) => [e.name, e.value]))).to.deep.equal({
+      CPU_LIM_M: '500', // the pod's, not the node's 4 cpus
+      MEM_LIM_MI: '128', // the container's own
+      MEM_REQ: '0', // requests never fall back
+    });
+  });
+
   it('adds service variables last, without overriding the container', () => {
     const c: Container = {
       name: 'app',

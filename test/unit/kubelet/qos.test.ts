@@ -47,3 +47,58 @@ describe('getPodQOS', () => {
       .that.satisfies(isInvalidArgument);
   });
 });
+
+describe('computePodQOS with pod-level resources (PodLevelResources, PodLevelResourcesFixKubeletQOSClass)', () => {
+  const withPodLevel = (
+    resources: Pod['spec']['resources'],
+    containers: Container[] = [{ name: 'a' }],
+  ): Pod => ({ metadata: {}, spec: { containers, resources } });
+  const guaranteedContainer = res({ cpu: '1', memory: '1Gi' }, { cpu: '1', memory: '1Gi' });
+
+  it('decides by the pod-level requirements alone when they name a supported resource', () => {
+    const table: [Pod['spec']['resources'], Container[], string][] = [
+      // pod-level resources, containers, class
+      [
+        { requests: { cpu: '1', memory: '1Gi' }, limits: { cpu: '1', memory: '1Gi' } },
+        [{ name: 'a' }],
+        'Guaranteed',
+      ],
+      // The containers' own resources do not count.
+      [
+        { requests: { cpu: '1', memory: '1Gi' }, limits: { cpu: '1', memory: '1Gi' } },
+        [res({ cpu: '100m' })],
+        'Guaranteed',
+      ],
+      [{ requests: { cpu: '1' }, limits: { cpu: '1' } }, [guaranteedContainer], 'Burstable'],
+      [
+        { requests: { cpu: '500m', memory: '1Gi' }, limits: { cpu: '1', memory: '1Gi' } },
+        [{ name: 'a' }],
+        'Burstable',
+      ],
+      [{ limits: { memory: '1Gi' } }, [{ name: 'a' }], 'Burstable'],
+      // Named but zero: BestEffort shape for both.
+      [{ requests: { cpu: '0', memory: '0' } }, [guaranteedContainer], 'BestEffort'],
+      // Hugepages alone set pod-level resources; cpu and memory are then zero at pod level.
+      [
+        { requests: { 'hugepages-2Mi': '2Mi' }, limits: { 'hugepages-2Mi': '2Mi' } },
+        [guaranteedContainer],
+        'BestEffort',
+      ],
+    ];
+    for (const [resources, containers, want] of table) {
+      expect(computePodQOS(withPodLevel(resources, containers)), JSON.stringify(resources)).to.equal(want);
+    }
+  });
+
+  it('falls back to the containers when spec.resources names no supported resource (the 1.37 fix)', () => {
+    // Before PodLevelResourcesFixKubeletQOSClass an empty or unsupported-only spec.resources made this
+    // BestEffort; with it the containers decide.
+    expect(computePodQOS(withPodLevel({}, [guaranteedContainer]))).to.equal('Guaranteed');
+    expect(computePodQOS(withPodLevel({ requests: {}, limits: {} }, [guaranteedContainer]))).to.equal(
+      'Guaranteed',
+    );
+    expect(
+      computePodQOS(withPodLevel({ requests: { 'ephemeral-storage': '1Gi' } }, [res({ cpu: '100m' })])),
+    ).to.equal('Burstable');
+  });
+});

@@ -3,6 +3,7 @@ import type { Pod } from '../../../src/api/core.js';
 import {
   containerResourceValue,
   convertResourceToString,
+  downwardAPIAllocatable,
   findContainerInPod,
   parseContainerResourceName,
 } from '../../../src/kubelet/resourcefieldref.js';
@@ -66,5 +67,46 @@ describe('containerResourceValue', () => {
       '2048',
     );
     expect(containerResourceValue(c, { kind: 'limits', name: 'cpu' }, '1m', { cpu: '4' })).to.equal('1250');
+  });
+});
+
+describe('downwardAPIAllocatable (kubelet defaultPodLimitsForDownwardAPI)', () => {
+  const allocatable = { cpu: '4', memory: '8Gi', 'ephemeral-storage': '10Gi' };
+  const podWith = (resources?: Pod['spec']['resources']): Pod => ({
+    metadata: { name: 'p' },
+    spec: { containers: [{ name: 'c' }], ...(resources ? { resources } : {}) },
+  });
+
+  it('pod-level cpu and memory limits stand in for the node allocatable', () => {
+    const table: [Pod['spec']['resources'], Record<string, string> | undefined][] = [
+      [undefined, allocatable],
+      [{ requests: { cpu: '1' } }, allocatable],
+      [{ limits: { cpu: '500m' } }, { ...allocatable, cpu: '500m' }],
+      [{ limits: { cpu: '500m', memory: '1Gi' } }, { ...allocatable, cpu: '500m', memory: '1Gi' }],
+      // A zero pod-level limit is none.
+      [{ limits: { cpu: '0', memory: '1Gi' } }, { ...allocatable, memory: '1Gi' }],
+    ];
+    for (const [resources, want] of table) {
+      expect(
+        downwardAPIAllocatable(podWith(resources), allocatable),
+        JSON.stringify(resources),
+      ).to.deep.equal(want);
+    }
+    // Only where the node reports the resource.
+    expect(downwardAPIAllocatable(podWith({ limits: { cpu: '1' } }), { memory: '1Gi' })).to.deep.equal({
+      memory: '1Gi',
+    });
+    expect(downwardAPIAllocatable(podWith({ limits: { cpu: '1' } }), undefined)).to.equal(undefined);
+  });
+
+  it('a container without a cpu limit reads the pod-level one through it', () => {
+    const p = podWith({ limits: { cpu: '500m' } });
+    const value = containerResourceValue(
+      p.spec.containers[0]!,
+      { kind: 'limits', name: 'cpu' },
+      '1m',
+      downwardAPIAllocatable(p, allocatable),
+    );
+    expect(value).to.equal('500');
   });
 });

@@ -113,6 +113,21 @@ describe('runtime/cri convert', () => {
       expect(sc.supplemental_groups).to.deep.equal(['5']);
     });
 
+    it('sends the sandbox resources as LinuxPodSandboxConfig.resources, none when unset', () => {
+      const resources = { cpuShares: 512, cpuPeriod: 100000, cpuQuota: 50000, memoryLimitInBytes: 1024 };
+      const w = sandboxConfigToWire({ ...sandbox, linux: { ...sandbox.linux, resources } });
+      expect(w.linux.resources).to.deep.equal({
+        cpu_period: '100000',
+        cpu_quota: '50000',
+        cpu_shares: '512',
+        memory_limit_in_bytes: '1024',
+        oom_score_adj: '0',
+      });
+      expect(
+        sandboxConfigToWire({ metadata: sandbox.metadata, labels: {}, annotations: {} }).linux,
+      ).to.not.have.property('resources');
+    });
+
     it('sends RuntimeDefault seccomp explicitly and the kubelet namespace defaults', () => {
       const w = sandboxConfigToWire({ metadata: sandbox.metadata, labels: {}, annotations: {} });
       expect(w.linux.security_context.seccomp).to.deep.equal({

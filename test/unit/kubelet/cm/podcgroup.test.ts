@@ -1,5 +1,12 @@
 import { expect } from 'chai';
-import { destroyCgroup, type CgroupHost } from '../../../../src/kubelet/cm/podcgroup.js';
+import {
+  cpuSharesToWeight,
+  destroyCgroup,
+  ensurePodCgroup,
+  podCgroupFiles,
+  type CgroupHost,
+  type CgroupWriter,
+} from '../../../../src/kubelet/cm/podcgroup.js';
 
 /**
  * An in-memory cgroupfs: directories with their members. A removal of a directory with members or children
@@ -170,5 +177,72 @@ describe('destroyCgroup (pod container manager Destroy)', () => {
     expect(failures[0]).to.match(/pod1234: reading its members: .*EACCES/);
     expect(host.killed).to.deep.equal([]);
     expect(host.removed).to.deep.equal([]);
+  });
+});
+
+describe('ensurePodCgroup (the pod container manager EnsureExists)', () => {
+  class FakeWriter implements CgroupWriter {
+    readonly ops: string[] = [];
+    constructor(private readonly v2: boolean) {}
+    async exists(path: string): Promise<boolean> {
+      return this.v2 && path === '/cg/cgroup.controllers';
+    }
+    async mkdir(dir: string): Promise<void> {
+      this.ops.push(`mkdir ${dir}`);
+    }
+    async write(path: string, value: string): Promise<void> {
+      this.ops.push(`${path} = ${value}`);
+    }
+  }
+  const config = { cpuShares: 512, cpuQuota: 50000, cpuPeriod: 100000, memoryLimitBytes: 134217728 };
+
+  it('cgroup v1: the cpu and memory hierarchies, the period before the quota', async () => {
+    const w = new FakeWriter(false);
+    await ensurePodCgroup('/ko/podu1', config, w, '/cg');
+    expect(w.ops).to.deep.equal([
+      'mkdir /cg/cpu/ko/podu1',
+      'mkdir /cg/memory/ko/podu1',
+      '/cg/cpu/ko/podu1/cpu.shares = 512',
+      '/cg/cpu/ko/podu1/cpu.cfs_period_us = 100000',
+      '/cg/cpu/ko/podu1/cpu.cfs_quota_us = 50000',
+      '/cg/memory/ko/podu1/memory.limit_in_bytes = 134217728',
+    ]);
+  });
+
+  it('cgroup v2: controllers on in every ancestor, then weight, cpu.max and memory.max', async () => {
+    const w = new FakeWriter(true);
+    await ensurePodCgroup('/ko/podu1', { cpuShares: 2, cpuQuota: 0, cpuPeriod: 100000 }, w, '/cg');
+    expect(w.ops).to.deep.equal([
+      'mkdir /cg',
+      '/cg/cgroup.subtree_control = +cpu +memory',
+      'mkdir /cg/ko',
+      '/cg/ko/cgroup.subtree_control = +cpu +memory',
+      'mkdir /cg/ko/podu1',
+      '/cg/ko/podu1/cpu.weight = 1',
+      '/cg/ko/podu1/cpu.max = max 100000',
+    ]);
+  });
+
+  it('writes only what the config sets, and names the file it could not write', async () => {
+    expect(podCgroupFiles({ cpuShares: 2 }, false)).to.deep.equal([
+      { controller: 'cpu', file: 'cpu.shares', value: '2' },
+    ]);
+    expect(podCgroupFiles({ cpuShares: 1024, memoryLimitBytes: 0 }, true)).to.deep.equal([
+      { controller: 'cpu', file: 'cpu.weight', value: '39' },
+      { controller: 'memory', file: 'memory.max', value: 'max' },
+    ]);
+    expect([cpuSharesToWeight(2), cpuSharesToWeight(1024), cpuSharesToWeight(262144)]).to.deep.equal([
+      1, 39, 10000,
+    ]);
+    const writer: CgroupWriter = {
+      exists: async () => false,
+      mkdir: async () => undefined,
+      write: async (path) => {
+        if (path.endsWith('memory.limit_in_bytes')) throw new Error('EBUSY');
+      },
+    };
+    let err: Error | undefined;
+    await ensurePodCgroup('/ko/podu1', config, writer, '/cg').catch((e: Error) => (err = e));
+    expect(err?.message).to.equal('write 134217728 to /cg/memory/ko/podu1/memory.limit_in_bytes: EBUSY');
   });
 });

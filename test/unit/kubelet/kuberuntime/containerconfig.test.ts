@@ -229,3 +229,77 @@ function catchErr(fn: () => unknown): unknown {
   }
   throw new Error('expected a throw');
 }
+
+describe('kuberuntime containerconfig with pod-level resources (PodLevelResources)', () => {
+  const podLevel = (
+    resources: Pod['spec']['resources'],
+    containers: Container[],
+    init: Container[] = [],
+  ): Pod => pod({ containers, initContainers: init, resources });
+  const MiB = 1024 * 1024;
+
+  it('a container without a limit of its own gets the pod-level limit; its own wins', () => {
+    const table: [string, Pod['spec']['resources'], Container, Record<string, number>][] = [
+      [
+        'no container resources: shares, quota and memory from the pod-level limits',
+        { requests: { cpu: '500m', memory: '128Mi' }, limits: { cpu: '1', memory: '256Mi' } },
+        { name: 'x' },
+        { cpuShares: 1024, cpuPeriod: 100000, cpuQuota: 100000, memoryLimitInBytes: 256 * MiB },
+      ],
+      [
+        'its own request sets the shares, the pod-level limit the quota',
+        { limits: { cpu: '1', memory: '256Mi' } },
+        { name: 'x', resources: { requests: { cpu: '250m' } } },
+        { cpuShares: 256, cpuPeriod: 100000, cpuQuota: 100000, memoryLimitInBytes: 256 * MiB },
+      ],
+      [
+        'its own limits win',
+        { limits: { cpu: '1', memory: '256Mi' } },
+        { name: 'x', resources: { requests: { cpu: '100m' }, limits: { cpu: '200m', memory: '64Mi' } } },
+        { cpuShares: 102, cpuPeriod: 100000, cpuQuota: 20000, memoryLimitInBytes: 64 * MiB },
+      ],
+      [
+        'a zero limit of its own counts as none',
+        { limits: { cpu: '1' } },
+        { name: 'x', resources: { limits: { cpu: '0' } } },
+        { cpuShares: 1024, cpuPeriod: 100000, cpuQuota: 100000 },
+      ],
+      [
+        'pod-level requests only: no limit to inherit, minimum shares',
+        { requests: { cpu: '1' } },
+        { name: 'x' },
+        { cpuShares: 2, cpuPeriod: 100000, cpuQuota: 0 },
+      ],
+      [
+        'an explicit zero request keeps the minimum shares (the limit only stands in for a missing one)',
+        undefined,
+        { name: 'x', resources: { requests: { cpu: '0' }, limits: { cpu: '1' } } },
+        { cpuShares: 2, cpuPeriod: 100000, cpuQuota: 100000 },
+      ],
+    ];
+    for (const [what, resources, container, want] of table) {
+      expect(containerResources(podLevel(resources, [container]), container), what).to.deep.equal(want);
+    }
+  });
+
+  it('oom_score_adj: the pod-level class, and the unrequested pod-level memory shared per container', () => {
+    const capacity = 1000 * MiB;
+    // Guaranteed at pod level although the container sets nothing.
+    const g = podLevel({ requests: { cpu: '1', memory: '100Mi' }, limits: { cpu: '1', memory: '100Mi' } }, [
+      { name: 'a' },
+    ]);
+    expect(
+      containerResources(g, g.spec.containers[0]!, { memoryCapacityBytes: capacity }).oomScoreAdj,
+    ).to.equal(-997);
+    // Burstable: 400Mi at pod level, containers request 100Mi and 0: 300Mi left, 100Mi each of three.
+    const a: Container = { name: 'a', resources: { requests: { memory: '100Mi' } } };
+    const b: Container = { name: 'b' };
+    const side: Container = { name: 's', restartPolicy: 'Always' };
+    const p = podLevel({ requests: { memory: '400Mi' } }, [a, b], [side]);
+    const adj = (c: Container) => containerResources(p, c, { memoryCapacityBytes: capacity }).oomScoreAdj;
+    expect(adj(a)).to.equal(1000 - 200); // (100 + 100) of 1000 MiB
+    expect(adj(b)).to.equal(1000 - 100);
+    // The sidecar scores as the regular container with the least request (b) at most.
+    expect(adj(side)).to.equal(1000 - 100);
+  });
+});

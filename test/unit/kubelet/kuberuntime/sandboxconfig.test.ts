@@ -162,3 +162,37 @@ function catchErr(fn: () => unknown): unknown {
   }
   throw new Error('expected a throw');
 }
+
+describe('kuberuntime sandboxconfig resources (calculateSandboxResources)', () => {
+  it('the whole pod as one container: pod-level resources over the containers', () => {
+    const table: [string, Partial<Pod['spec']>, Record<string, number>][] = [
+      ['no resources anywhere', {}, { cpuShares: 2, cpuPeriod: 100000, cpuQuota: 0 }],
+      [
+        'containers only: their sums',
+        {
+          containers: [
+            { name: 'a', resources: { requests: { cpu: '100m' }, limits: { cpu: '200m', memory: '64Mi' } } },
+            { name: 'b', resources: { requests: { cpu: '100m' } } },
+          ],
+        },
+        { cpuShares: 204, cpuPeriod: 100000, cpuQuota: 20000, memoryLimitInBytes: 64 * 1024 * 1024 },
+      ],
+      [
+        'pod-level resources win',
+        {
+          containers: [{ name: 'a', resources: { requests: { cpu: '100m' } } }],
+          resources: { requests: { cpu: '1' }, limits: { cpu: '2', memory: '1Gi' } },
+        },
+        { cpuShares: 1024, cpuPeriod: 100000, cpuQuota: 200000, memoryLimitInBytes: 1024 ** 3 },
+      ],
+      [
+        'pod-level limits without any cpu request: shares from the limit',
+        { resources: { limits: { cpu: '500m' } } },
+        { cpuShares: 512, cpuPeriod: 100000, cpuQuota: 50000 },
+      ],
+    ];
+    for (const [what, spec, want] of table) {
+      expect(buildPodSandboxConfig(pod(spec), node, 0).linux?.resources, what).to.deep.equal(want);
+    }
+  });
+});

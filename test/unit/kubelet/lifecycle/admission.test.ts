@@ -327,3 +327,25 @@ describe('withLiveNode: admission reads the Node as the API server has it now', 
     });
   });
 });
+
+describe('admitPod with pod-level resources (PodLevelResources: admission fits PodRequests)', () => {
+  const n = () => node({ cpu: 2000, memory: 4 * 2 ** 30, pods: 10 });
+
+  it('the pod-level request counts, not the containers', () => {
+    const big = pod('p', [c('a', { cpu: '100m' })], { resources: { requests: { cpu: '3' } } });
+    expect(admitPod(big, n(), [])).to.deep.equal({
+      admit: false,
+      reason: 'OutOfcpu',
+      message: "Node didn't have enough resource: cpu, requested: 3000, used: 0, capacity: 2000",
+    });
+    // Containers asking more than the node fit when the pod-level request is smaller.
+    const small = pod('p', [c('a', { cpu: '3' })], { resources: { requests: { cpu: '1' } } });
+    expect(admitPod(small, n(), [])).to.deep.equal({ admit: true });
+  });
+
+  it('admitted pods count by their pod-level requests too', () => {
+    const running = [pod('r', [c('a')], { resources: { requests: { memory: '3Gi' } } })];
+    const res = admitPod(pod('p', [c('a', { memory: '2Gi' })]), n(), running);
+    expect(res).to.include({ admit: false, reason: 'OutOfmemory' });
+  });
+});
