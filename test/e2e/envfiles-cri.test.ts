@@ -8,26 +8,12 @@
  * Root on Linux is required (containerd).
  */
 import { expect } from 'chai';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import type { Pod, PodStatus } from '../../src/api/core.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import type { CoreEvent } from '../../src/kube/events.js';
-import type { Operator } from '../../src/operator.js';
-import { RealClock } from '../../src/util/clock.js';
-import { criRuntimeSpec, startContainerd, type TestContainerd } from '../support/containerd.js';
-import { startControlPlane, type ControlPlane } from '../support/controlplane.js';
+import { startCriNodeEnv, type CriNodeEnv } from '../support/crinode.js';
 import { eventually } from '../support/eventually.js';
-import {
-  adminClient,
-  cstatus,
-  postVirtualNode,
-  startTestOperator,
-  testLogger,
-  waitNodeReady,
-  waitPodStatus,
-} from '../support/operator.js';
+import { cstatus } from '../support/operator.js';
 
 const NODE = 'vn-envfiles';
 const NS = 'envfiles-e2e';
@@ -46,30 +32,18 @@ const fromFile = (name: string, key: string, optional?: boolean) => ({
 
 describe('EnvFiles (fileKeyRef) on containerd (real apiserver, cri runtime)', function () {
   this.timeout(5 * 60_000);
-  let cp: ControlPlane | undefined;
-  let ctd: TestContainerd | undefined;
+  let env: CriNodeEnv | undefined;
   let client: KubeClient;
-  let op: Operator | undefined;
-  let logRoot = '';
 
   const createPod = (name: string, spec: Record<string, unknown>): Promise<Pod> =>
-    client.request<Pod>({
-      method: 'POST',
-      path: `/api/v1/namespaces/${NS}/pods`,
-      body: {
-        metadata: { name, namespace: NS },
-        spec: {
-          nodeName: NODE,
-          automountServiceAccountToken: false,
-          terminationGracePeriodSeconds: 1,
-          restartPolicy: 'Never',
-          volumes: [{ name: 'config', emptyDir: {} }],
-          ...spec,
-        },
-      },
+    env!.createPod(name, {
+      automountServiceAccountToken: false,
+      restartPolicy: 'Never',
+      volumes: [{ name: 'config', emptyDir: {} }],
+      ...spec,
     });
   const waitPod = (name: string, pred: (s: PodStatus) => boolean, what: string) =>
-    waitPodStatus(client, NS, name, pred, what, 90_000);
+    env!.waitPod(name, pred, what);
   const eventsOf = async (name: string): Promise<CoreEvent[]> =>
     (
       await client.request<{ items: CoreEvent[] }>({
@@ -90,20 +64,13 @@ describe('EnvFiles (fileKeyRef) on containerd (real apiserver, cri runtime)', fu
 
   before(async function () {
     this.timeout(20 * 60_000);
-    [cp, ctd] = await Promise.all([startControlPlane(), startContainerd()]);
-    logRoot = await mkdtemp(path.join(tmpdir(), 'ko-envfiles-logs-'));
-    client = await adminClient(cp, { namespace: NS, client: { qps: 200, burst: 400 } });
-    op = await startTestOperator({ client, clock: new RealClock(), logger: testLogger() });
-    await postVirtualNode(client, NODE, { runtime: criRuntimeSpec(ctd, logRoot) });
-    await waitNodeReady(client, NODE, 60_000);
+    env = await startCriNodeEnv({ node: NODE, namespace: NS });
+    ({ client } = env);
   });
 
   after(async function () {
     this.timeout(5 * 60_000);
-    await op?.stop().catch(() => undefined);
-    client?.close();
-    await Promise.allSettled([cp?.stop(), ctd?.stop()]);
-    if (logRoot) await rm(logRoot, { recursive: true, force: true });
+    await env?.stop();
   });
 
   it('init and regular containers get the variables the first init container wrote; an optional missing key is unset', async () => {

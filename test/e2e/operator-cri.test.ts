@@ -9,36 +9,28 @@
  */
 import { expect } from 'chai';
 import { readdirSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import type { Pod, PodStatus } from '../../src/api/core.js';
 import type { Node } from '../../src/api/node.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import type { CoreEvent } from '../../src/kube/events.js';
-import type { Operator } from '../../src/operator.js';
 import { CriRuntime } from '../../src/runtime/cri/client.js';
 import { PodUIDLabel } from '../../src/runtime/labels.js';
-import { RealClock } from '../../src/util/clock.js';
 import { isNotFound } from '../../src/util/errors.js';
 import {
   criRuntimeSpec,
-  startContainerd,
   type TestContainerd,
   podCgroupDirs,
   waitNoObjectsOfNode,
 } from '../support/containerd.js';
-import { freePort, startControlPlane, type ControlPlane } from '../support/controlplane.js';
+import { freePort } from '../support/controlplane.js';
+import { startCriNodeEnv, type CriNodeEnv } from '../support/crinode.js';
 import { eventually } from '../support/eventually.js';
 import { eventsWithReasons } from '../support/events.js';
 import {
-  adminClient,
   cstatus,
   isGone,
   podReady as ready,
   postVirtualNode,
-  startTestOperator,
-  testLogger,
   VN_PATH,
   waitNodeReady,
   waitPodStatus,
@@ -53,11 +45,10 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 
 describe('kubelet-operator end to end on containerd (real apiserver, cri runtime)', function () {
   this.timeout(5 * 60_000);
-  let cp: ControlPlane | undefined;
-  let ctd: TestContainerd | undefined;
+  let env: CriNodeEnv | undefined;
+  let ctd: TestContainerd;
   let client: KubeClient;
   let cri: CriRuntime | undefined;
-  let op: Operator | undefined;
   let logRoot = '';
   let busybox = '';
   const uids = new Set<string>();
@@ -119,23 +110,17 @@ describe('kubelet-operator end to end on containerd (real apiserver, cri runtime
 
   before(async function () {
     this.timeout(20 * 60_000); // cold binaries build, package install
-    [cp, ctd] = await Promise.all([startControlPlane(), startContainerd()]);
+    env = await startCriNodeEnv({ node: NODE, namespace: NS });
+    ({ ctd, client, logRoot } = env);
     busybox = 'busybox'; // normalised by containerd to the harness's docker.io/library/busybox:latest
     expect(ctd.images.busybox).to.equal('docker.io/library/busybox:latest');
     cri = new CriRuntime({ endpoint: ctd.endpoint });
-    logRoot = await mkdtemp(path.join(tmpdir(), 'ko-op-cri-logs-'));
-    client = await adminClient(cp, { namespace: NS, client: { qps: 200, burst: 400 } });
-    op = await startTestOperator({ client, clock: new RealClock(), logger: testLogger() });
-    await postVirtualNode(client, NODE, { runtime: criRuntimeSpec(ctd, logRoot) });
   });
 
   after(async function () {
     this.timeout(5 * 60_000);
-    await op?.stop().catch(() => undefined);
     await cri?.close().catch(() => undefined);
-    client?.close();
-    await Promise.allSettled([cp?.stop(), ctd?.stop()]);
-    if (logRoot) await rm(logRoot, { recursive: true, force: true });
+    await env?.stop();
   });
 
   it('registers a Ready Node reporting the containerd runtime', async () => {
@@ -258,8 +243,8 @@ describe('kubelet-operator end to end on containerd (real apiserver, cri runtime
   });
 
   it('a node whose runtime is down when it starts runs its pods once the runtime answers', async () => {
-    await ctd!.restartDaemon(async () => {
-      await postVirtualNode(client, LATE_NODE, { runtime: criRuntimeSpec(ctd!, logRoot) });
+    await ctd.restartDaemon(async () => {
+      await postVirtualNode(client, LATE_NODE, { runtime: criRuntimeSpec(ctd, logRoot) });
       await createPod('late', [{ command: ['sleep', '3600'] }], { nodeName: LATE_NODE });
       // The node registers while its kubelet finds no runtime to start on.
       await eventually(
@@ -305,7 +290,7 @@ describe('kubelet-operator end to end on containerd (real apiserver, cri runtime
     for (const uid of uids) {
       expect(await cri!.listPodSandbox({ labelSelector: { [PodUIDLabel]: uid } })).to.deep.equal([]);
       await eventually(
-        () => (podCgroupDirs(ctd!.cgroupParentPrefix, uid).length === 0 ? true : undefined),
+        () => (podCgroupDirs(ctd.cgroupParentPrefix, uid).length === 0 ? true : undefined),
         20_000,
         `pod ${uid} cgroup removed`,
       );

@@ -10,28 +10,10 @@
  * API on the bridge address (kubectl exec). Root on Linux is required.
  */
 import { expect } from 'chai';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import type { ContainerStatus, Pod, PodStatus } from '../../src/api/core.js';
+import type { ContainerStatus, PodStatus } from '../../src/api/core.js';
 import type { KubeClient } from '../../src/kube/client.js';
-import type { Operator } from '../../src/operator.js';
-import { NodeApiRegistry } from '../../src/server/nodeapi/registry.js';
-import type { NodeApiServer } from '../../src/server/nodeapi/server.js';
-import { RealClock } from '../../src/util/clock.js';
-import { startContainerd, type TestContainerd } from '../support/containerd.js';
-import { kubectl, startControlPlane, type ControlPlane } from '../support/controlplane.js';
-import { listenNodeApi, nodeApiApiserverArgs, servingPki } from '../support/nodeapi.js';
-import {
-  adminClient,
-  postVirtualNode,
-  startTestOperator,
-  testLogger,
-  waitNodeReady,
-  waitPodStatus,
-} from '../support/operator.js';
-import { createPodNetwork, type PodNetwork } from '../support/podnetwork.js';
-import { removeStateDir } from '../support/statedir.js';
+import { startCriNodeEnv, type CriNodeEnv } from '../support/crinode.js';
+import { waitPodStatus } from '../support/operator.js';
 
 const NS = 'resize-e2e';
 const NODE = 'vn-resize';
@@ -48,25 +30,11 @@ const CGROUP_SCRIPT = [
 
 describe('in-place pod resize on containerd (real apiserver, kubectl patch --subresource resize)', function () {
   this.timeout(5 * 60_000);
-  let cp: ControlPlane | undefined;
-  let ctd: TestContainerd | undefined;
-  let net: PodNetwork | undefined;
+  let env: CriNodeEnv | undefined;
   let client: KubeClient;
-  let op: Operator | undefined;
-  let server: NodeApiServer | undefined;
-  let dir = '';
-  let stateDir = '';
-  const registry = new NodeApiRegistry();
-  const clock = new RealClock();
-  const logger = testLogger();
 
-  const k = async (args: string[]): Promise<string> => {
-    const r = await kubectl(cp!, ['-n', NS, ...args]);
-    if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr.trim()}`);
-    return r.stdout;
-  };
-  const getPod = (name: string) =>
-    client.request<Pod>({ method: 'GET', path: `/api/v1/namespaces/${NS}/pods/${name}` });
+  const k = (args: string[]): Promise<string> => env!.k(args);
+  const getPod = (name: string) => env!.getPod(name);
   const resize = (name: string, container: string, cpu: string, memory: string) =>
     k([
       'patch',
@@ -115,70 +83,30 @@ describe('in-place pod resize on containerd (real apiserver, kubectl patch --sub
 
   before(async function () {
     this.timeout(20 * 60_000);
-    dir = await mkdtemp(path.join(tmpdir(), 'ko-resize-e2e-'));
-    stateDir = path.join(dir, 'state');
-    net = await createPodNetwork();
-    const nodeIP = await net.nodeIP(0);
-    const pki = await servingPki(dir, [{ name: NODE, ip: nodeIP }]);
-    [cp, ctd] = await Promise.all([
-      startControlPlane({ apiserverArgs: nodeApiApiserverArgs(pki.ca) }),
-      startContainerd(),
-    ]);
-    await net.attachContainerd(ctd.dir);
-    client = await adminClient(cp, { namespace: NS });
-    server = await listenNodeApi({
-      registry,
-      client,
-      clock,
-      logger,
-      ip: nodeIP,
-      tls: {
-        cert: await readFile(pki.cert),
-        key: await readFile(pki.key),
-        clientCA: await readFile(path.join(cp.dir, 'pki', 'ca.crt')),
-      },
+    env = await startCriNodeEnv({
+      node: NODE,
+      namespace: NS,
+      podNetwork: 'cni',
+      spec: { capacity: { cpu: '2', memory: '4Gi' } },
     });
-    op = await startTestOperator({ client, clock, logger, nodeApi: registry, stateDir });
-    await postVirtualNode(client, NODE, {
-      internalIP: nodeIP,
-      capacity: { cpu: '2', memory: '4Gi' },
-      runtime: {
-        type: 'cri',
-        cri: {
-          endpoint: ctd.endpoint,
-          cgroupRoot: ctd.cgroupParentPrefix,
-          logRoot: path.join(dir, 'logs'),
-          podNetwork: 'cni',
-        },
-      },
-    });
-    await waitNodeReady(client, NODE, 60_000);
+    ({ client } = env);
     const guaranteed = (cpu: string, memory: string) => ({
       requests: { cpu, memory },
       limits: { cpu, memory },
     });
     /** A pod with one busybox container `c` sleeping, sized 200m / 64Mi unless `container` says otherwise. */
     const pod = (name: string, container: Record<string, unknown> = {}) =>
-      client.request<Pod>({
-        method: 'POST',
-        path: `/api/v1/namespaces/${NS}/pods`,
-        body: {
-          metadata: { name, namespace: NS },
-          spec: {
-            nodeName: NODE,
-            terminationGracePeriodSeconds: 1,
-            containers: [
-              {
-                name: 'c',
-                image: 'busybox',
-                imagePullPolicy: 'IfNotPresent',
-                command: ['sleep', '3600'],
-                resources: guaranteed('200m', '64Mi'),
-                ...container,
-              },
-            ],
+      env!.createPod(name, {
+        containers: [
+          {
+            name: 'c',
+            image: 'busybox',
+            imagePullPolicy: 'IfNotPresent',
+            command: ['sleep', '3600'],
+            resources: guaranteed('200m', '64Mi'),
+            ...container,
           },
-        },
+        ],
       });
     await Promise.all([
       pod('live'),
@@ -206,14 +134,7 @@ describe('in-place pod resize on containerd (real apiserver, kubectl patch --sub
 
   after(async function () {
     this.timeout(120_000);
-    await op?.stop().catch(() => undefined);
-    await server?.close().catch(() => undefined);
-    client?.close();
-    await ctd?.stop().catch(() => undefined);
-    await net?.stop().catch(() => undefined);
-    await cp?.stop();
-    if (stateDir) await removeStateDir(stateDir).catch(() => undefined);
-    if (dir) await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+    await env?.stop();
   });
 
   it('reports applied and allocated resources on a running container, as a resize-capable node does', async () => {

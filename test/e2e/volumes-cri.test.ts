@@ -12,32 +12,14 @@
  */
 import { expect } from 'chai';
 import { existsSync, readdirSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Pod, PodStatus } from '../../src/api/core.js';
+import type { PodStatus } from '../../src/api/core.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import type { CoreEvent } from '../../src/kube/events.js';
-import type { Operator } from '../../src/operator.js';
-import { NodeApiRegistry } from '../../src/server/nodeapi/registry.js';
-import type { NodeApiServer } from '../../src/server/nodeapi/server.js';
-import { RealClock } from '../../src/util/clock.js';
-import { startContainerd, type TestContainerd } from '../support/containerd.js';
-import { kubectl, startControlPlane, type ControlPlane } from '../support/controlplane.js';
+import { startCriNodeEnv, type CriNodeEnv } from '../support/crinode.js';
 import { eventually } from '../support/eventually.js';
-import { listenNodeApi, nodeApiApiserverArgs, servingPki } from '../support/nodeapi.js';
-import {
-  adminClient,
-  cstatus,
-  isGone,
-  postVirtualNode,
-  startTestOperator,
-  testLogger,
-  waitNodeReady,
-  waitPodStatus,
-} from '../support/operator.js';
-import { createPodNetwork, type PodNetwork } from '../support/podnetwork.js';
-import { removeStateDir } from '../support/statedir.js';
+import { cstatus, isGone, waitNodeReady } from '../support/operator.js';
 
 const NS = 'vol-e2e';
 const NODE = 'vn-vol';
@@ -46,38 +28,18 @@ const FS_GROUP = 2345;
 
 describe('volumes and pod files on containerd (real apiserver, kubectl exec)', function () {
   this.timeout(6 * 60_000);
-  let cp: ControlPlane | undefined;
-  let ctd: TestContainerd | undefined;
-  let net: PodNetwork | undefined;
+  let env: CriNodeEnv | undefined;
   let client: KubeClient;
-  let op: Operator | undefined;
-  let server: NodeApiServer | undefined;
-  let dir = '';
   let stateDir = '';
   let hostDir = '';
-  const registry = new NodeApiRegistry();
-  const clock = new RealClock();
-  const logger = testLogger();
 
   const podsDir = (): string => path.join(stateDir, 'nodes', NODE, 'pods');
-  const getPod = (name: string) =>
-    client.request<Pod>({ method: 'GET', path: `/api/v1/namespaces/${NS}/pods/${name}` });
+  const getPod = (name: string) => env!.getPod(name);
   const createPod = (name: string, spec: Record<string, unknown>, labels: Record<string, string> = {}) =>
-    client.request<Pod>({
-      method: 'POST',
-      path: `/api/v1/namespaces/${NS}/pods`,
-      body: {
-        metadata: { name, namespace: NS, labels: { app: name, ...labels } },
-        spec: { nodeName: NODE, terminationGracePeriodSeconds: 1, ...spec },
-      },
-    });
+    env!.createPod(name, spec, labels);
   const waitPod = (name: string, pred: (s: PodStatus) => boolean, what: string, timeoutMs = 90_000) =>
-    waitPodStatus(client, NS, name, pred, what, timeoutMs);
-  const k = async (args: string[]): Promise<string> => {
-    const r = await kubectl(cp!, ['-n', NS, ...args]);
-    if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr.trim()}`);
-    return r.stdout;
-  };
+    env!.waitPod(name, pred, what, timeoutMs);
+  const k = (args: string[]): Promise<string> => env!.k(args);
   const sh = (pod: string, script: string, container = 'c'): Promise<string> =>
     k(['exec', pod, '-c', container, '--', 'sh', '-c', script]);
   const events = async (name: string): Promise<CoreEvent[]> =>
@@ -92,45 +54,14 @@ describe('volumes and pod files on containerd (real apiserver, kubectl exec)', f
 
   before(async function () {
     this.timeout(20 * 60_000);
-    dir = await mkdtemp(path.join(tmpdir(), 'ko-vol-e2e-'));
-    stateDir = path.join(dir, 'state');
-    hostDir = path.join(dir, 'host');
-    net = await createPodNetwork();
-    const nodeIP = await net.nodeIP(0);
-    const pki = await servingPki(dir, [{ name: NODE, ip: nodeIP }]);
-    [cp, ctd] = await Promise.all([
-      startControlPlane({ apiserverArgs: nodeApiApiserverArgs(pki.ca) }),
-      startContainerd(),
-    ]);
-    await net.attachContainerd(ctd.dir);
-    client = await adminClient(cp, { namespace: NS, client: { qps: 200, burst: 400 } });
-    server = await listenNodeApi({
-      registry,
-      client,
-      clock,
-      logger,
-      ip: nodeIP,
-      tls: {
-        cert: await readFile(pki.cert),
-        key: await readFile(pki.key),
-        clientCA: await readFile(path.join(cp.dir, 'pki', 'ca.crt')),
-      },
+    env = await startCriNodeEnv({
+      node: NODE,
+      namespace: NS,
+      podNetwork: 'cni',
+      spec: { kubelet: { clusterDNS: [CLUSTER_DNS], clusterDomain: 'cluster.local' } },
     });
-    op = await startTestOperator({ client, clock, logger, nodeApi: registry, stateDir });
-    await postVirtualNode(client, NODE, {
-      internalIP: nodeIP,
-      runtime: {
-        type: 'cri',
-        cri: {
-          endpoint: ctd.endpoint,
-          cgroupRoot: ctd.cgroupParentPrefix,
-          logRoot: path.join(dir, 'logs'),
-          podNetwork: 'cni',
-        },
-      },
-      kubelet: { clusterDNS: [CLUSTER_DNS], clusterDomain: 'cluster.local' },
-    });
-    await waitNodeReady(client, NODE, 60_000);
+    ({ client, stateDir } = env);
+    hostDir = path.join(env.dir, 'host');
 
     const post = (kind: 'configmaps' | 'secrets', body: unknown) =>
       client.request({ method: 'POST', path: `/api/v1/namespaces/${NS}/${kind}`, body });
@@ -274,14 +205,7 @@ describe('volumes and pod files on containerd (real apiserver, kubectl exec)', f
 
   after(async function () {
     this.timeout(3 * 60_000);
-    await op?.stop().catch(() => undefined);
-    await server?.close().catch(() => undefined);
-    client?.close();
-    await ctd?.stop().catch(() => undefined);
-    await net?.stop().catch(() => undefined);
-    await cp?.stop();
-    if (stateDir) await removeStateDir(stateDir).catch(() => undefined);
-    if (dir) await rm(dir, { recursive: true, force: true });
+    await env?.stop();
   });
 
   it('projects configMap items with their mode, defaultMode and fsGroup ownership', async () => {
@@ -396,8 +320,7 @@ describe('volumes and pod files on containerd (real apiserver, kubectl exec)', f
     const before = await getPod('files');
     const dataBefore = await sh('files', 'readlink /cfg-all/..data');
     const mountsBefore = (await mountsOf()).split('\n').filter((l) => l.includes(podsDir())).length;
-    await op!.stop();
-    op = await startTestOperator({ client, clock, logger, nodeApi: registry, stateDir });
+    await env!.restartOperator();
     await waitNodeReady(client, NODE, 60_000);
     // Give the new operator a few syncs of the pod.
     await new Promise((r) => setTimeout(r, 5000));
