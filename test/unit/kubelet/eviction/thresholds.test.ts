@@ -1,5 +1,6 @@
 // Eviction thresholds from configuration (src/kubelet/eviction/thresholds.ts, signals.ts, quantity.ts):
 // the kubelet's parsing, its errors, its defaults, and quantities printed as apimachinery prints them.
+// Expected messages were checked against the v1.37.2 kubelet's own functions.
 import { expect } from 'chai';
 import {
   formatQuantity,
@@ -177,6 +178,16 @@ describe('eviction threshold parsing', () => {
       "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
     ],
     [
+      'an unknown suffix',
+      { evictionHard: { 'memory.available': '10Xi' } },
+      "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
+    ],
+    [
+      'an exponent without digits',
+      { evictionHard: { 'memory.available': '1e' } },
+      "unable to parse quantity's suffix",
+    ],
+    [
       'no percentage',
       { evictionHard: { 'memory.available': 'x%' } },
       'strconv.ParseFloat: parsing "x": invalid syntax',
@@ -201,6 +212,17 @@ describe('eviction threshold parsing', () => {
       { evictionSoftGracePeriod: { 'memory.available': '3d' } },
       'time: unknown unit "d" in duration "3d"',
     ],
+    [
+      'a grace period with an exponent',
+      { evictionSoftGracePeriod: { 'memory.available': '1e3s' } },
+      'time: unknown unit "e" in duration "1e3s"',
+    ],
+    [
+      'an empty grace period',
+      { evictionSoftGracePeriod: { 'memory.available': '' } },
+      'time: invalid duration ""',
+    ],
+    ['a bare sign', { evictionSoftGracePeriod: { 'memory.available': '+' } }, 'time: invalid duration "+"'],
     [
       'a grace period of an unknown signal',
       { evictionSoftGracePeriod: { 'memory.free': '1s' } },
@@ -230,6 +252,7 @@ describe('eviction threshold parsing', () => {
     ['1.5h', 5_400_000],
     ['250ms', 250],
     ['+2m', 120_000],
+    ['.5s', 500],
   ];
   for (const [text, ms] of durations) {
     it(`reads the duration ${text}`, () => {
