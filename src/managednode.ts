@@ -32,7 +32,7 @@ import { RuntimeState } from './node/runtimestate.js';
 import { nodeRef, restEventSink, restNodeAPI, type NodeAPI, type NodeHeartbeatAPI } from './node/api.js';
 import { StartupHold } from './kube/startuphold.js';
 import { restVolumeSources, type VolumeSources } from './kubelet/volumemanager/sources.js';
-import { podEnvironmentFor, type NodePodEnvironment } from './podenvironment.js';
+import { nodeLogDir, podEnvironmentFor, type NodePodEnvironment } from './podenvironment.js';
 import { nodeKubeletSettings } from './nodeconfigz.js';
 import { statsProviderFor } from './nodestats.js';
 import type { StatsProvider } from './kubelet/stats/provider.js';
@@ -413,6 +413,7 @@ export class KubeletManagedNode implements ManagedNode {
           resolvConf: this.podEnv.resolvConf,
         }),
       startTime: this.deps.clock.now(),
+      logDir: nodeLogDir(this.deps.stateDir ?? DEFAULT_STATE_DIR, this.nodeName),
     });
     await this.agent.ready;
   }

@@ -57,6 +57,14 @@ export function defaultPodsDir(stateDir: string, nodeName: string): string {
   return `${stateDir.replace(/\/+$/, '')}/nodes/${nodeName}/pods`;
 }
 
+/**
+ * A VirtualNode's log directory, what its node API serves on `/logs/` as the kubelet serves /var/log
+ * (NodeLogQuery): beside its pod directories; the operator writes nothing there, whoever runs it may.
+ */
+export function nodeLogDir(stateDir: string, nodeName: string): string {
+  return `${stateDir.replace(/\/+$/, '')}/nodes/${nodeName}/logs`;
+}
+
 export function podEnvironmentFor(
   spec: VirtualNodeSpec,
   nodeName: string,

@@ -21,6 +21,8 @@ export interface NodeApiTarget {
   readonly stats?: NodeStatsSource;
   /** The node's kubelet settings as in force now, for `/configz` and `/flagz`; absent: those answer 404. */
   kubeletSettings?(): NodeKubeletSettings;
+  /** The node's log directory, served on `/logs/` (the kubelet's /var/log); absent: `/logs/` answers 404. */
+  readonly logDir?: string;
   /** When this node's kubelet started (ms since the epoch), `/statusz`'s start; default the process's. */
   readonly startTime?: number;
 }

@@ -3,7 +3,8 @@
  * routed by pod to the node the pod is bound to, or by the dialled address to the node advertising it.
  *
  * Served: /healthz, /metrics, /stats/summary, /metrics/resource, /metrics/probes (stats.ts), /pods, /runningpods/,
- * /containerLogs/{ns}/{pod}/{container} (containerlogs.ts), /configz, /flagz and /statusz (configz.ts,
+ * /containerLogs/{ns}/{pod}/{container} (containerlogs.ts), /logs/ (the node's log directory, nodelogs.ts),
+ * /configz, /flagz and /statusz (configz.ts,
  * zpages.ts), and on the HTTP upgrade event /exec, /attach and /portForward (streaming.ts, proxied by
  * upgradeproxy.ts). TLS is terminated in front (tlsfront.ts), with the certificate of the node whose address
  * was dialled. Every request is
@@ -38,6 +39,7 @@ import { HttpError } from './httperror.js';
 import { parseContainerLogsPath, serveContainerLogs } from './containerlogs.js';
 import { CONFIGZ_PATH, configzBody, kubeletFlags, type NodeApiSettings } from './configz.js';
 import type { HttpAnswer } from './negotiate.js';
+import { NODE_LOGS_PREFIX, serveNodeLogs } from './nodelogs.js';
 import { normalizeAddress, type NodeApiTarget, type NodeLookup } from './registry.js';
 import {
   isWebSocketRequest,
@@ -360,6 +362,12 @@ export class NodeApiServer {
       }
       if (path === CONFIGZ_PATH || path === FLAGZ_PATH || path === STATUSZ_PATH)
         return this.serveZPage(req, res, url, node);
+      // The node's log directory (NodeLogQuery; nodelogs.ts): /logs itself is outside the prefix.
+      if (path === '/logs' || path.startsWith(NODE_LOGS_PREFIX)) {
+        if (!node?.logDir || path === '/logs') throw new HttpError(404, '404 page not found');
+        const raw = (req.url ?? '/').split('?')[0]!;
+        return await serveNodeLogs(req, res, raw, url.search.slice(1), node.logDir);
+      }
       throw new HttpError(404, `no handler for ${path}`);
     } catch (err) {
       if (res.headersSent) {
