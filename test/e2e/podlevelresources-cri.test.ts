@@ -10,33 +10,15 @@
  * OPERATOR_TEST_LOG=debug shows the operator's log.
  */
 import { expect } from 'chai';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Pod } from '../../src/api/core.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { podCgroupParent } from '../../src/kubelet/kuberuntime/sandboxconfig.js';
-import type { Operator } from '../../src/operator.js';
-import { RealClock } from '../../src/util/clock.js';
-import {
-  criRuntimeSpec,
-  podCgroupDirs,
-  startContainerd,
-  type TestContainerd,
-} from '../support/containerd.js';
-import { startControlPlane, type ControlPlane } from '../support/controlplane.js';
+import { podCgroupDirs, type TestContainerd } from '../support/containerd.js';
+import { startCriNodeEnv, type CriNodeEnv } from '../support/crinode.js';
 import { eventually } from '../support/eventually.js';
-import {
-  adminClient,
-  createPodOn,
-  cstatus,
-  isGone,
-  postVirtualNode,
-  startTestOperator,
-  testLogger,
-  waitNodeReady,
-  waitPodStatus,
-} from '../support/operator.js';
+import { createPodOn, cstatus, isGone, waitPodStatus } from '../support/operator.js';
 
 const NODE = 'vn-plr';
 const NS = 'plr-e2e';
@@ -53,25 +35,23 @@ const ctr = (extra: Record<string, unknown> = {}) => ({
 
 describe('pod-level resources on containerd (real apiserver, cri runtime)', function () {
   this.timeout(5 * 60_000);
-  let cp: ControlPlane | undefined;
-  let ctd: TestContainerd | undefined;
+  let env: CriNodeEnv | undefined;
+  let ctd: TestContainerd;
   let client: KubeClient;
-  let op: Operator | undefined;
-  let logRoot = '';
 
   const podPath = (name: string) => `/api/v1/namespaces/${NS}/pods/${name}`;
   const running = (name: string) =>
     waitPodStatus(client, NS, name, (s) => cstatus(s)?.state?.running !== undefined, 'running', 90_000);
   /** A cgroup v1 file of the pod's cgroup (`sub` = a container ID for the container's own), as a number. */
   const cgroupFile = async (pod: Pod, controller: string, file: string, sub = ''): Promise<number> => {
-    const rel = podCgroupParent(ctd!.cgroupParentPrefix, pod.metadata.uid!);
+    const rel = podCgroupParent(ctd.cgroupParentPrefix, pod.metadata.uid!);
     return Number((await readFile(path.join(CGROUP, controller, rel, sub, file), 'utf8')).trim());
   };
   const containerIdOf = (pod: Pod): string =>
     cstatus(pod.status)!.containerID!.replace(/^containerd:\/\//, '');
   /** oom_score_adj of the first process in the container's cgroup. */
   const oomScoreAdj = async (pod: Pod): Promise<number> => {
-    const rel = podCgroupParent(ctd!.cgroupParentPrefix, pod.metadata.uid!);
+    const rel = podCgroupParent(ctd.cgroupParentPrefix, pod.metadata.uid!);
     const procs = await readFile(
       path.join(CGROUP, 'memory', rel, containerIdOf(pod), 'cgroup.procs'),
       'utf8',
@@ -85,23 +65,17 @@ describe('pod-level resources on containerd (real apiserver, cri runtime)', func
     if (!(await readFile(path.join(CGROUP, 'cpu', 'cpu.shares'), 'utf8').catch(() => ''))) {
       throw new Error('this test reads cgroup v1 files: /sys/fs/cgroup/cpu/cpu.shares is missing');
     }
-    [cp, ctd] = await Promise.all([startControlPlane(), startContainerd()]);
-    logRoot = await mkdtemp(path.join(tmpdir(), 'ko-plr-logs-'));
-    client = await adminClient(cp, { namespace: NS });
-    op = await startTestOperator({ client, clock: new RealClock(), logger: testLogger() });
-    await postVirtualNode(client, NODE, {
-      capacity: { cpu: '2', memory: '4Gi', 'ephemeral-storage': '100Gi', pods: 110 },
-      runtime: criRuntimeSpec(ctd, logRoot),
+    env = await startCriNodeEnv({
+      node: NODE,
+      namespace: NS,
+      spec: { capacity: { cpu: '2', memory: '4Gi', 'ephemeral-storage': '100Gi', pods: 110 } },
     });
-    await waitNodeReady(client, NODE, 60_000);
+    ({ ctd, client } = env);
   });
 
   after(async function () {
     this.timeout(5 * 60_000);
-    await op?.stop().catch(() => undefined);
-    client?.close();
-    await Promise.allSettled([cp?.stop(), ctd?.stop()]);
-    if (logRoot) await rm(logRoot, { recursive: true, force: true });
+    await env?.stop();
   });
 
   it('Guaranteed by its pod-level resources alone: pod cgroup, container cgroup and oom_score_adj from them', async () => {
@@ -182,7 +156,7 @@ describe('pod-level resources on containerd (real apiserver, cri runtime)', func
     await client.request({ method: 'DELETE', path: podPath('guaranteed') });
     await eventually(() => isGone(client, podPath('guaranteed')), 60_000, 'guaranteed deleted');
     await eventually(
-      async () => (podCgroupDirs(ctd!.cgroupParentPrefix, pod.metadata.uid!).length === 0 ? true : undefined),
+      async () => (podCgroupDirs(ctd.cgroupParentPrefix, pod.metadata.uid!).length === 0 ? true : undefined),
       60_000,
       'pod cgroup removed',
     );
