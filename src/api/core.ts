@@ -375,6 +375,8 @@ export const PodReady = 'Ready';
 export const PodInitialized = 'Initialized';
 export const ContainersReady = 'ContainersReady';
 export const PodReadyToStartContainers = 'PodReadyToStartContainers';
+/** True while the pod restarts all its containers in place (RestartAllContainersOnContainerExits). */
+export const AllContainersRestarting = 'AllContainersRestarting';
 /** Shared: set by the kubelet and by others (eviction, preemption). */
 export const DisruptionTarget = 'DisruptionTarget';
 

@@ -35,9 +35,9 @@ export function findMatchingRestartRule(
 
 /**
  * Whether a container that exited with `exitCode` is to be started again. With a container-level
- * `restartPolicy`: a matching `Restart` rule restarts it; otherwise (no match, or a `RestartAllContainers`
- * rule while RestartAllContainersOnContainerExits is not served here, or another action) the container's
- * policy decides. Without one, rules are not read and the pod's policy decides (unset is Always; an
+ * `restartPolicy`: a matching `Restart` or `RestartAllContainers` rule (RestartAllContainersOnContainerExits,
+ * on in v1.37: the whole pod restarts, this container with it) restarts it; otherwise (no match, or another
+ * action) the container's policy decides. Without one, rules are not read and the pod's policy decides (unset is Always; an
  * unknown container or pod policy falls through to the next level, an unknown pod policy means restart).
  */
 export function containerShouldRestart(
@@ -46,7 +46,8 @@ export function containerShouldRestart(
   exitCode: number,
 ): boolean {
   if (c.restartPolicy !== undefined && c.restartPolicy !== null) {
-    if (findMatchingRestartRule(c, exitCode)?.action === 'Restart') return true;
+    const action = findMatchingRestartRule(c, exitCode)?.action;
+    if (action === 'Restart' || action === 'RestartAllContainers') return true;
     switch (c.restartPolicy) {
       case 'Always':
         return true;
@@ -66,6 +67,26 @@ export function containerShouldRestart(
     default:
       return true;
   }
+}
+
+/** Whether a rule of `c` that `exitCode` matches first asks to restart the whole pod in place. */
+export function restartsAllContainers(c: RestartFields, exitCode: number): boolean {
+  return findMatchingRestartRule(c, exitCode)?.action === 'RestartAllContainers';
+}
+
+/**
+ * Whether the pod may restart all its containers in place: some init or regular container has a
+ * `RestartAllContainers` rule (kubelet: podutil.AllContainersCouldRestart). Such a pod gets the
+ * AllContainersRestarting condition, and its containers may leave a terminated state.
+ */
+export function allContainersCouldRestart(spec: Pick<PodSpec, 'initContainers' | 'containers'>): boolean {
+  const hasRule = (c: RestartFields): boolean =>
+    Array.isArray(c.restartPolicyRules) &&
+    c.restartPolicyRules.some(
+      (r: unknown) =>
+        typeof r === 'object' && r !== null && (r as ContainerRestartRule).action === 'RestartAllContainers',
+    );
+  return (spec.initContainers ?? []).some(hasRule) || (spec.containers ?? []).some(hasRule);
 }
 
 /**

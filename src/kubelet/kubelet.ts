@@ -327,7 +327,11 @@ export class Kubelet {
       backOffMs: this.settings.podWorkerBackOffMs,
       logger: this.log.child({ component: 'pod_workers' }),
       onSync: (op, ms) => series?.worker(op).observe(ms / 1000),
-      syncDue: (pod) => minDue(activeDeadline.timeUntilSync(pod), this.syncer.resizeSyncDue(pod)),
+      syncDue: (pod) =>
+        minDue(
+          minDue(activeDeadline.timeUntilSync(pod), this.syncer.resizeSyncDue(pod)),
+          this.syncer.restartAllSyncDue(pod),
+        ),
       onDue: (uid) => void this.loop.handle({ source: 'resync', podUID: uid }),
     });
     this.cleanup = new RuntimeCleanup({

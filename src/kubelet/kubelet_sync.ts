@@ -4,7 +4,7 @@
  * tells the status manager the pod's status, and asks the runtime manager to act; nothing here writes to the
  * API server or keeps runtime state across calls, so a restarted operator resumes where the last one stopped.
  */
-import { isTerminalPhase, type Pod, type PodStatus } from '../api/core.js';
+import { AllContainersRestarting, isTerminalPhase, type Pod, type PodStatus } from '../api/core.js';
 import { admitPod, type AdmissionNode, type AdmitResult } from './lifecycle/admission.js';
 import type { RuntimeFeatures, RuntimeHandler } from '../runtime/types.js';
 import type { Clock } from '../util/clock.js';
@@ -158,6 +158,8 @@ export class KubeletPodSyncer implements PodSyncer {
   private readonly startRecorded = new Set<string>();
   /** Pods whose last sync found nothing to do, with what it read (settledsyncs.ts). */
   private readonly settled = new SettledSyncs();
+  /** Pods whose last sync removed every container to restart in place: synced again at once. */
+  private readonly resetDone = new Set<string>();
 
   constructor(private readonly d: KubeletPodSyncerDeps) {}
 
@@ -169,7 +171,7 @@ export class KubeletPodSyncer implements PodSyncer {
     for (const m of [this.admitted, this.rejected, this.firstSeen]) {
       for (const uid of m.keys()) if (!uids.has(uid)) m.delete(uid);
     }
-    for (const set of [this.startRecorded, this.untouched]) {
+    for (const set of [this.startRecorded, this.untouched, this.resetDone]) {
       for (const uid of set) if (!uids.has(uid)) set.delete(uid);
     }
     this.settled.retain(uids);
@@ -243,7 +245,19 @@ export class KubeletPodSyncer implements PodSyncer {
       this.settled.settled(uid, inputs);
       return { isTerminal: false };
     }
-    const result = await this.d.runtime.syncPod(ctx, pod, before, this.d.probes);
+    // The status just generated says the pod restarts all its containers in place: this sync removes them all.
+    const restartingAll = (status.conditions ?? []).some(
+      (c) => c.type === AllContainersRestarting && c.status === 'True',
+    );
+    const result = await this.d.runtime.syncPod(ctx, pod, before, this.d.probes, undefined, restartingAll);
+    // Removed without an error: the next sync, at once, starts the pod again (ContainerRemoved events bring none).
+    if (
+      restartingAll &&
+      !result.error &&
+      result.results.some((r) => r.action === 'RemoveContainer' && !r.error)
+    ) {
+      this.resetDone.add(uid);
+    }
 
     // When the runtime changed, inspect the pod now (kubelet: pleg.UpdateCache), so the new containers show in
     // the status without waiting for the next relist; a sync that did nothing reuses the view it started from.
@@ -331,6 +345,14 @@ export class KubeletPodSyncer implements PodSyncer {
       this.d.resizeConditions.pending(uid) !== undefined ||
       this.d.resizeConditions.inProgress(uid) !== undefined
     );
+  }
+
+  /**
+   * 0 once after a sync that removed every container to restart the pod in place (kubelet: SyncPod's
+   * UpdatePod after a RestartAllContainers reset): the next sync starts it again at once. Undefined otherwise.
+   */
+  restartAllSyncDue(pod: Pod): number | undefined {
+    return this.resetDone.delete(pod.metadata.uid ?? '') ? 0 : undefined;
   }
 
   /** How soon a pod must be synced again for its resize (the runtime catching up); undefined: no hurry. */

@@ -21,8 +21,8 @@ export interface DeclarableFeature {
 export const DeclarableFeatures: readonly DeclarableFeature[] = [
   {
     name: 'RestartAllContainersOnContainerExits',
-    supported: false,
-    why: 'the RestartAllContainers action of container restart rules is not implemented (Restart is)',
+    supported: true,
+    why: 'the RestartAllContainers action of container restart rules restarts the pod in place (every container killed and removed, then started again from the first init container), as the v1.37 kubelet does',
   },
   {
     name: 'InPlacePodLevelResourcesVerticalScaling',

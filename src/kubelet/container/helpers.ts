@@ -1,8 +1,14 @@
 /**
  * Small pure helpers the kubelet keeps in pkg/kubelet/container/helpers.go and kuberuntime/helpers.go.
  */
-import { isRestartableInitContainer, type Container, type Pod } from '../../api/core.js';
-import { containerShouldRestart } from '../../api/restartrules.js';
+import {
+  AllContainersRestarting,
+  isRestartableInitContainer,
+  type Container,
+  type Pod,
+  type PodStatus,
+} from '../../api/core.js';
+import { containerShouldRestart, restartsAllContainers } from '../../api/restartrules.js';
 import { findContainerStatusByName, type KubeContainerStatus, type RuntimePodStatus } from './types.js';
 
 /**
@@ -34,6 +40,46 @@ export function shouldContainerBeRestarted(
   if (record.state === 'running') return false;
   if (record.state === 'unknown' || record.state === 'created') return true;
   return containerShouldRestart(container, pod.spec, record.exitCode ?? 0);
+}
+
+function initAndRegular(pod: Pod): Container[] {
+  return [...(pod.spec.initContainers ?? []), ...(pod.spec.containers ?? [])];
+}
+
+/**
+ * Whether the pod is restarting all its containers in place (RestartAllContainersOnContainerExits; kubelet:
+ * ShouldAllContainersRestart): `apiStatus` (the status the kubelet last generated) says so with
+ * AllContainersRestarting=True, or an init or regular container exited with a code that a
+ * `RestartAllContainers` rule of it matches first, in the runtime's newest record or in `apiStatus`.
+ */
+export function shouldAllContainersRestart(
+  pod: Pod,
+  runtime: Pick<RuntimePodStatus, 'containers'> | undefined,
+  apiStatus: PodStatus | undefined,
+): boolean {
+  if (apiStatus?.conditions?.some((c) => c?.type === AllContainersRestarting && c.status === 'True')) {
+    return true;
+  }
+  const apiStatuses = [...(apiStatus?.initContainerStatuses ?? []), ...(apiStatus?.containerStatuses ?? [])];
+  for (const c of initAndRegular(pod)) {
+    if (runtime) {
+      const record = findContainerStatusByName(runtime, c.name);
+      if (record?.state === 'exited' && restartsAllContainers(c, record.exitCode ?? 0)) return true;
+    }
+    // The last status of that name wins, as a Go map built over the list keeps it.
+    const api = apiStatuses.filter((s) => s?.name === c.name).pop();
+    const terminated = api?.state?.terminated;
+    if (terminated && restartsAllContainers(c, terminated.exitCode ?? 0)) return true;
+  }
+  return false;
+}
+
+/** No init or regular container of the pod has a record left on the runtime (AllContainersRestartCleanedUp). */
+export function allContainersRestartCleanedUp(
+  pod: Pod,
+  runtime: Pick<RuntimePodStatus, 'containers'>,
+): boolean {
+  return initAndRegular(pod).every((c) => !findContainerStatusByName(runtime, c.name));
 }
 
 /** An init container failed when it was OOM-killed, exited non-zero, or is in an unknown state. */

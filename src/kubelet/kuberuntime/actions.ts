@@ -3,16 +3,21 @@
  * and returns what SyncPod must do. Pure: no runtime calls, no clock; the same inputs give the same record.
  */
 import { podRestartPolicy, type Container, type Pod } from '../../api/core.js';
-import { mayRestartWithoutExitCode } from '../../api/restartrules.js';
+import { mayRestartWithoutExitCode, restartsAllContainers } from '../../api/restartrules.js';
 import { containerChanged, shouldContainerBeRestarted } from '../container/helpers.js';
 import { findContainerStatusByName, type RuntimePodStatus } from '../container/types.js';
 import { KindError } from '../../util/errors.js';
 import { computeInitContainerActions, type LivenessAndStartupResults } from './initcontainers.js';
-import type { PodActions } from './podactions.js';
+import type { ContainerToRemoveInfo, PodActions } from './podactions.js';
 import { podSandboxChanged } from './sandbox.js';
 import { validatePodSpec, validateRuntimeStatus } from './validate.js';
 
-export type { ContainerKillReason, ContainerToKillInfo, PodActions } from './podactions.js';
+export type {
+  ContainerKillReason,
+  ContainerToKillInfo,
+  ContainerToRemoveInfo,
+  PodActions,
+} from './podactions.js';
 export type { LivenessAndStartupResults } from './initcontainers.js';
 
 /** Options of computePodActions. */
@@ -20,14 +25,43 @@ export interface ComputePodActionsOptions {
   /**
    * Feature gates as the kubelet would see them. Only the v1.37 defaults are reproduced: enabling a gate
    * that changes these decisions (`LegacySidecarContainers`, `InPlacePodVerticalScaling` restarts) or
-   * disabling one that is on (`ContainerRestartRules`) is rejected with InvalidArgument rather than
-   * silently ignored.
+   * disabling one that is on (`ContainerRestartRules`, `RestartAllContainersOnContainerExits`) is rejected
+   * with InvalidArgument rather than silently ignored.
    */
   featureGates?: Readonly<Record<string, boolean>>;
+  /**
+   * The pod restarts all its containers in place: its generated status says AllContainersRestarting=True
+   * (kubelet: SyncPod's restartAllContainers). The actions are then only `containersToReset`.
+   */
+  restartAllContainers?: boolean;
 }
 
 const unsupportedGates = ['LegacySidecarContainers', 'InPlacePodVerticalScaling'];
-const alwaysOnGates = ['ContainerRestartRules'];
+const alwaysOnGates = ['ContainerRestartRules', 'RestartAllContainersOnContainerExits'];
+
+/**
+ * Every runtime record of `containers` (all of them, not only the newest: the pod must be purged), split into
+ * the exited ones whose exit code a RestartAllContainers rule matches first (sources) and the rest (targets;
+ * those not exited are killed first). Kubelet: getContainersToReset.
+ */
+function containersToReset(
+  containers: readonly Container[],
+  kind: 'init' | 'regular',
+  status: RuntimePodStatus,
+): { sources: ContainerToRemoveInfo[]; targets: ContainerToRemoveInfo[] } {
+  const sources: ContainerToRemoveInfo[] = [];
+  const targets: ContainerToRemoveInfo[] = [];
+  containers.forEach((c, containerIndex) => {
+    for (const s of status.containers) {
+      if (s.name !== c.name) continue;
+      const info = { containerID: s.id, name: s.name, kind, containerIndex, kill: false };
+      if (s.state !== 'exited') targets.push({ ...info, kill: true });
+      else if (restartsAllContainers(c, s.exitCode ?? 0)) sources.push(info);
+      else targets.push(info);
+    }
+  });
+  return { sources, targets };
+}
 
 /**
  * The pod's newest record of `c` ended with exit code 0 (kubelet: `containerSucceeded`). Like the kubelet
@@ -91,7 +125,15 @@ export function computePodActions(
     containersToStart: [],
     ephemeralContainersToStart: [],
     containersToKill: new Map(),
+    containersToReset: [],
   };
+  if (opts.restartAllContainers) {
+    // Regular and init containers first, those that asked for the restart last.
+    const inits = containersToReset(pod.spec.initContainers ?? [], 'init', status);
+    const regular = containersToReset(pod.spec.containers, 'regular', status);
+    changes.containersToReset = [...regular.targets, ...inits.targets, ...regular.sources, ...inits.sources];
+    return changes;
+  }
   const policy = podRestartPolicy(pod.spec);
   const restartOnFailure = policy !== 'Never';
 

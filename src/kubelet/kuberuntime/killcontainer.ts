@@ -233,10 +233,15 @@ export async function killContainer(
 
 /**
  * Removes a container and its log files (kubelet: removeContainer; logs first, so a container whose logs could
- * not be removed is retried). A container that is already gone counts as removed.
+ * not be removed is retried). A container that is already gone counts as removed. `keepLogs`: the logs stay
+ * until the pod goes (a container removed to restart the pod in place).
  */
-export async function removeContainer(ctx: ManagerContext, containerId: string): Promise<void> {
-  if (ctx.manageLogDirectories) {
+export async function removeContainer(
+  ctx: ManagerContext,
+  containerId: string,
+  opts: { keepLogs?: boolean } = {},
+): Promise<void> {
+  if (ctx.manageLogDirectories && !opts.keepLogs) {
     let logPath = '';
     try {
       logPath = (await ctx.runtime.containerStatus(containerId)).logPath;

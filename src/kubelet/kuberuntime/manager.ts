@@ -153,6 +153,9 @@ export class KubeGenericRuntimeManager {
    * containers; prune old init containers; create the sandbox; start ephemeral, init and regular containers,
    * each after its crash-loop back-off check. `podStatus` must be fresh (the PLEG cache); `podIPs` overrides
    * the IPs it reports. The reason cache is updated from the StartContainer results before this resolves.
+   * `restartAllContainers` (the pod's status says AllContainersRestarting=True): the sync kills and removes
+   * every init and regular container instead (RemoveContainer results), keeping their logs, so that the next
+   * sync starts the pod again from its first init container.
    */
   async syncPod(
     ctx: RuntimeSyncContext,
@@ -160,9 +163,10 @@ export class KubeGenericRuntimeManager {
     podStatus: RuntimePodStatus,
     probes: SyncPodProbes,
     podIPs?: readonly string[],
+    restartAllContainers = false,
   ): Promise<PodSyncResult> {
     const b = new SyncResultBuilder();
-    await this.doSyncPod(ctx, pod, podStatus, probes, podIPs, b);
+    await this.doSyncPod(ctx, pod, podStatus, probes, podIPs, restartAllContainers, b);
     const result = b.build({ pod: formatPod(pod) });
     this.reasonCache.update(pod.metadata.uid ?? '', result.results);
     return result;
@@ -174,6 +178,7 @@ export class KubeGenericRuntimeManager {
     podStatus: RuntimePodStatus,
     probes: SyncPodProbes,
     podIPsIn: readonly string[] | undefined,
+    restartAllContainers: boolean,
     b: SyncResultBuilder,
   ): Promise<void> {
     const ctx = this.ctx;
@@ -184,7 +189,8 @@ export class KubeGenericRuntimeManager {
     let actions;
     let resize;
     try {
-      resize = computePodResizeActions(pod, podStatus, computePodActions(pod, podStatus, probes), ctx.node);
+      const computed = computePodActions(pod, podStatus, probes, { restartAllContainers });
+      resize = computePodResizeActions(pod, podStatus, computed, ctx.node);
       actions = resize.actions;
     } catch (err) {
       b.fail(asKindError(err));
@@ -215,6 +221,37 @@ export class KubeGenericRuntimeManager {
         } catch (err) {
           failResult(r, 'KillContainerError', errorMessage(err));
           ctx.logger.warn('killContainer for pod failed', {
+            pod: podDesc,
+            container: info.name,
+            err: errorMessage(err),
+          });
+          return;
+        }
+      }
+      // Restarting all containers in place: kill (without a grace period) and remove every one.
+      for (const info of actions.containersToReset) {
+        const r = b.add('RemoveContainer', info.name);
+        try {
+          if (info.kill) {
+            await killContainer(ctx, pod, info.containerID, info.name, 'killing', 'RestartAllContainers', {
+              gracePeriodOverride: 0,
+              podIP: hookIP,
+            });
+          }
+        } catch (err) {
+          failResult(r, 'KillContainerError', errorMessage(err));
+          ctx.logger.warn('killContainer for pod failed', {
+            pod: podDesc,
+            container: info.name,
+            err: errorMessage(err),
+          });
+          return;
+        }
+        try {
+          await removeContainer(ctx, info.containerID, { keepLogs: true });
+        } catch (err) {
+          failResult(r, 'RemoveContainerError', errorMessage(err));
+          ctx.logger.warn('removeContainer for pod failed', {
             pod: podDesc,
             container: info.name,
             err: errorMessage(err),

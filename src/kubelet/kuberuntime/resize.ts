@@ -94,7 +94,8 @@ function runningRecord(status: RuntimePodStatus, name: string): KubeContainerSta
 
 /**
  * Adds the resize work to `actions` (kubelet: computePodResizeAction per running container). Nothing when the
- * pod is being killed or re-created, and nothing for a container already being killed or started.
+ * pod is being killed, re-created or reset (restarting all its containers in place), and nothing for a
+ * container already being killed or started.
  */
 export function computePodResizeActions(
   pod: Pod,
@@ -111,7 +112,14 @@ export function computePodResizeActions(
     },
     toUpdate: [],
   };
-  if (actions.killPod || actions.createSandbox || pod.metadata.deletionTimestamp) return out;
+  if (
+    actions.killPod ||
+    actions.createSandbox ||
+    actions.containersToReset.length > 0 ||
+    pod.metadata.deletionTimestamp
+  ) {
+    return out;
+  }
   const visit = (c: Container, idx: number, init: boolean): void => {
     if (!isResizableContainer(c, init)) return;
     const record = runningRecord(status, c.name);

@@ -17,6 +17,7 @@ import {
 } from '../../api/core.js';
 import { KindError } from '../../util/errors.js';
 import { containerShouldRestart } from '../../api/restartrules.js';
+import { shouldAllContainersRestart } from '../container/helpers.js';
 import type { ProbeResult, ProbeType } from './types.js';
 
 /**
@@ -251,14 +252,20 @@ export function decideProbe(
   if (s.phase === 'onHold') return finish(s, true, writes);
 
   // 6. A container that is not running fails; it stops the worker only if it will never come back: by its
-  // own restart policy and rules, else the pod's (ContainerRestartRules).
+  // own restart policy and rules, else the pod's (ContainerRestartRules), unless the pod restarts all its
+  // containers in place (RestartAllContainersOnContainerExits: the status says so).
   const running = c.state?.running;
   if (!running) {
     writes = withWrite(writes, { op: 'set', containerID: id, result: 'failure' });
     const terminated = c.state?.terminated;
     const willRestart =
       !terminated ||
-      containerShouldRestart(probedSpec(pod, target.containerName), pod.spec ?? {}, terminated.exitCode ?? 0);
+      containerShouldRestart(
+        probedSpec(pod, target.containerName),
+        pod.spec ?? {},
+        terminated.exitCode ?? 0,
+      ) ||
+      (pod.spec !== undefined && shouldAllContainersRestart(pod, undefined, status));
     return finish(s, willRestart, writes);
   }
 

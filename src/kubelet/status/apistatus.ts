@@ -13,13 +13,16 @@ import {
   type PodPhase,
   type PodStatus,
 } from '../../api/core.js';
+import { allContainersCouldRestart } from '../../api/restartrules.js';
 import { KindError } from '../../util/errors.js';
+import { shouldAllContainersRestart } from '../container/helpers.js';
 import { hasAnyActiveRegularContainerStarted } from '../container/started.js';
 import type { RuntimePodStatus } from '../container/types.js';
 import { getPodQOS } from '../qos.js';
 import type { ReasonCacheReader } from '../reasoncache.js';
 import { convertToAPIContainerStatuses } from './convert.js';
 import {
+  generateAllContainersRestartingCondition,
   generateContainersReadyCondition,
   generatePodInitializedCondition,
   generatePodReadyCondition,
@@ -104,7 +107,8 @@ function replaceOrAppend(conditions: PodCondition[], c: PodCondition): void {
  * Generates the pod's API status:
  *
  * 1. The base ("old") status is `cachedStatus` when given, else the API pod's status.
- * 2. Init, regular and ephemeral statuses come from convertToAPIContainerStatuses against the old ones.
+ * 2. Init, regular and ephemeral statuses come from convertToAPIContainerStatuses against the old ones,
+ *    told whether the pod restarts all its containers in place (shouldAllContainersRestart).
  * 3. Phase = getPhase over regular + init statuses, with podHasInitialized taken from the current
  *    sandbox's records (1.33).
  * 4. A non-terminal phase gives way to the old phase if that is terminal, else to the API phase if that is.
@@ -114,7 +118,8 @@ function replaceOrAppend(conditions: PodCondition[], c: PodCondition): void {
  * 8. The prober sets started/ready.
  * 9. Conditions, in order: API conditions the kubelet does not own; DisruptionTarget from old (replacing
  *    the carried one); PodReadyToStartContainers (gate); Initialized, Ready, ContainersReady over
- *    init + regular statuses; PodScheduled=True.
+ *    init + regular statuses (Initialized stays True once old says so); PodScheduled=True; and, for a pod
+ *    that may restart all its containers in place, AllContainersRestarting.
  * 10. podIP(s) from the runtime (sorted by family), hostIP(s) from the node, qosClass.
  *
  * Times (lastTransitionTime, startTime) are left to the status manager. Inputs are not mutated. Throws
@@ -140,6 +145,7 @@ export function generateAPIPodStatus(
   const inits = specContainers(pod.spec.initContainers);
   const hasInitContainers = inits.length > 0;
   const nodeIPs = Array.isArray(opts.nodeIPs) ? opts.nodeIPs : [];
+  const podRestarting = shouldAllContainersRestart(pod, runtime, old);
 
   const s: PodStatus = {};
   const podIPs = sortPodIPs(runtime.ips, nodeIPs);
@@ -161,6 +167,7 @@ export function generateAPIPodStatus(
       isInitContainer,
       reasonCache: opts.reasonCache,
       supportsRecursiveReadOnly: opts.supportsRecursiveReadOnly === true,
+      podRestarting,
     });
   const containerStatuses = convert(specContainers(pod.spec.containers), old.containerStatuses, false);
   const initContainerStatuses = convert(inits, old.initContainerStatuses, true);
@@ -243,10 +250,13 @@ export function generateAPIPodStatus(
     conditions.push(generatePodReadyToStartContainersCondition(pod, runtime));
   }
   const all = [...(s.initContainerStatuses ?? []), ...(s.containerStatuses ?? [])];
-  conditions.push(generatePodInitializedCondition(pod, all, s.phase));
+  conditions.push(generatePodInitializedCondition(pod, all, s.phase, old));
   conditions.push(generatePodReadyCondition(pod, conditions, all, s.phase));
   conditions.push(generateContainersReadyCondition(pod, all, s.phase));
   conditions.push(withObservedGeneration({ type: PodScheduled, status: 'True' }, pod.metadata.generation));
+  if (allContainersCouldRestart(pod.spec)) {
+    conditions.push(generateAllContainersRestartingCondition(pod, runtime, old, s.phase));
+  }
   s.conditions = conditions;
   // The generation this status was generated from (kubelet: CalculatePodStatusObservedGeneration).
   if (typeof pod.metadata.generation === 'number') s.observedGeneration = pod.metadata.generation;

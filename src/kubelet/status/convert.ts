@@ -1,7 +1,8 @@
 /**
  * Runtime container records -> API container statuses (kubelet: kubelet_pods.go
  * convertToAPIContainerStatuses, v1.33 behaviour with default feature gates; volumeMounts and user as v1.37
- * reports them).
+ * reports them; restart counts and last states as RestartAllContainersOnContainerExits, on in v1.37, keeps
+ * them across containers it removed).
  */
 import type { Container, ContainerState, ContainerStatus, Pod, VolumeMountStatus } from '../../api/core.js';
 import { formatRFC3339Optional } from '../../util/rfc3339.js';
@@ -23,6 +24,13 @@ export const ContainerCreating = 'ContainerCreating';
 export const PodInitializing = 'PodInitializing';
 /** Reason of a terminated state the kubelet infers because the runtime lost the container. */
 export const ContainerReasonStatusUnknown = 'ContainerStatusUnknown';
+
+/**
+ * Reason of the states the kubelet reports for containers it removed to restart the whole pod in place
+ * (RestartAllContainersOnContainerExits); such a termination always counts as restarting.
+ */
+export const RestartingAllContainers = 'RestartingAllContainers';
+export const MessageRemovedForRestartAll = 'The container is removed because RestartAllContainers in place';
 
 /** Message when a previously running container has no runtime record at all. */
 export const MessageContainerVanished =
@@ -46,6 +54,8 @@ export interface ConvertContainerStatusesInput {
   reasonCache?: ReasonCacheReader;
   /** The pod's runtime handler mounts read-only recursively (what `volumeMounts[].recursiveReadOnly` says). */
   supportsRecursiveReadOnly?: boolean;
+  /** The pod restarts all its containers in place (shouldAllContainersRestart). */
+  podRestarting?: boolean;
 }
 
 /**
@@ -89,8 +99,16 @@ function setIfDefined<T extends object, K extends keyof T>(target: T, key: K, va
   if (value !== undefined && value !== '') target[key] = value;
 }
 
-/** One runtime record as an API status; `old` is the previous API status of that container, if any. */
-function convertRecord(record: KubeContainerStatus, old: ContainerStatus | undefined): ContainerStatus {
+/**
+ * One runtime record as an API status; `old` is the previous API status of that container, if any. The
+ * restart count never goes below the old one, and a last termination the runtime no longer holds (a
+ * container removed to restart the pod in place) is carried from `old`.
+ */
+function convertRecord(
+  record: KubeContainerStatus,
+  old: ContainerStatus | undefined,
+  podRestarting: boolean,
+): ContainerStatus {
   const cid = containerIDString(record);
   const status: ContainerStatus = {
     name: record.name,
@@ -102,12 +120,24 @@ function convertRecord(record: KubeContainerStatus, old: ContainerStatus | undef
   setIfDefined(status, 'imageID', record.imageRef);
   // The runtime does not know volume names: the mounts stay as the container's status first listed them.
   if (old?.volumeMounts) status.volumeMounts = clone(old.volumeMounts);
+  const oldCount = old && Number.isInteger(old.restartCount) ? old.restartCount : 0;
+  if (old) {
+    if (oldCount > status.restartCount) status.restartCount = oldCount;
+    if (old.containerID !== cid && old.state?.terminated) {
+      status.lastState = { terminated: clone(old.state.terminated) };
+    } else if (old.lastState?.terminated) {
+      status.lastState = { terminated: clone(old.lastState.terminated) };
+    }
+  }
 
   switch (record.state) {
     case 'running': {
       const running: NonNullable<ContainerState['running']> = {};
       setIfDefined(running, 'startedAt', formatRFC3339Optional(record.startedAt));
       status.state = { running };
+      // It ran again after a termination the runtime's count does not include (it was removed).
+      if (old?.state?.terminated && oldCount >= (record.restartCount ?? 0))
+        status.restartCount = oldCount + 1;
       break;
     }
     case 'created':
@@ -133,7 +163,7 @@ function convertRecord(record: KubeContainerStatus, old: ContainerStatus | undef
         status.state = {
           terminated: {
             exitCode: LostContainerExitCode,
-            reason: ContainerReasonStatusUnknown,
+            reason: podRestarting ? RestartingAllContainers : ContainerReasonStatusUnknown,
             message: MessageContainerUnknown,
           },
         };
@@ -226,8 +256,18 @@ export function convertToAPIContainerStatuses(
   for (const c of containers) {
     if (hasRecord.has(c.name)) continue;
     const old = oldStatuses.get(c.name);
+    if (!old) continue;
+    if (input.podRestarting && !old.state?.waiting) {
+      // Removed to restart the pod in place: waiting to run again, its removal counted as a restart.
+      const removed = { reason: RestartingAllContainers, message: MessageRemovedForRestartAll };
+      const status = statuses.get(c.name)!;
+      status.state = { waiting: { ...removed } };
+      status.lastState = { terminated: { ...removed, exitCode: LostContainerExitCode } };
+      status.restartCount = (Number.isInteger(old.restartCount) ? old.restartCount : 0) + 1;
+      continue;
+    }
     // Only a container we saw running can have vanished; waiting or terminated ones tell the truth already.
-    if (!old || old.state?.terminated || !old.state?.running) continue;
+    if (old.state?.terminated || !old.state?.running) continue;
     const status = statuses.get(c.name);
     if (!status || status.state?.waiting?.reason !== defaultReason || status.lastState?.terminated) continue;
     // Without a last termination, a default Waiting would push a running pod back to Pending.
@@ -247,7 +287,7 @@ export function convertToAPIContainerStatuses(
     if (!current) continue;
     const n = seen.get(record.name) ?? 0;
     if (n >= 2) continue;
-    const converted = convertRecord(record, oldStatuses.get(record.name));
+    const converted = convertRecord(record, oldStatuses.get(record.name), input.podRestarting === true);
     if (n === 0) statuses.set(record.name, converted);
     else current.lastState = converted.state ?? {};
     seen.set(record.name, n + 1);

@@ -7,6 +7,7 @@
  * manager can call them on whatever it holds.
  */
 import {
+  AllContainersRestarting,
   ContainersReady,
   DisruptionTarget,
   isRestartableInitContainer,
@@ -19,7 +20,9 @@ import {
   type Pod,
   type PodCondition,
   type PodPhase,
+  type PodStatus,
 } from '../../api/core.js';
+import { allContainersRestartCleanedUp, shouldAllContainersRestart } from '../container/helpers.js';
 import type { RuntimePodStatus } from '../container/types.js';
 import { hasAnyRegularContainerStarted } from '../container/started.js';
 import { podSandboxChanged } from '../kuberuntime/sandbox.js';
@@ -31,6 +34,8 @@ export const PodFailed = 'PodFailed';
 export const ContainersNotReady = 'ContainersNotReady';
 export const ContainersNotInitialized = 'ContainersNotInitialized';
 export const ReadinessGatesNotReady = 'ReadinessGatesNotReady';
+/** AllContainersRestarting=True: a container exited by a RestartAllContainers rule. */
+export const RestartAllContainersStarted = 'RestartAllContainersStarted';
 
 /** In-place resize conditions, kubelet-owned since 1.33 (we never generate them, but must not carry them). */
 export const PodResizePending = 'PodResizePending';
@@ -38,7 +43,7 @@ export const PodResizeInProgress = 'PodResizeInProgress';
 
 /**
  * Condition types the kubelet owns (pkg/kubelet/types PodConditionsByKubelet, with the
- * PodReadyToStartContainers gate on): generateAPIPodStatus regenerates them and drops API copies.
+ * PodReadyToStartContainers and RestartAllContainersOnContainerExits gates on): generateAPIPodStatus regenerates them and drops API copies.
  */
 export const kubeletOwnedConditionTypes: readonly string[] = [
   PodScheduled,
@@ -48,6 +53,7 @@ export const kubeletOwnedConditionTypes: readonly string[] = [
   PodResizeInProgress,
   PodResizePending,
   PodReadyToStartContainers,
+  AllContainersRestarting,
 ];
 
 /** Whether the kubelet owns this condition type (it writes it and overwrites others' values). */
@@ -200,13 +206,16 @@ function isInitContainerInitialized(c: Container, s: ContainerStatus): boolean {
 
 /**
  * Initialized: True when every init container is done. It also stays True once any regular container has
- * run (a restarting sidecar must not un-initialize the pod), and is True/PodCompleted for a Succeeded pod
- * whose init statuses are all known. A nil list with init containers is "unknown".
+ * run (a restarting sidecar must not un-initialize the pod), and once `old` (the status the kubelet last
+ * generated) says True (RestartAllContainersOnContainerExits: a pod restarting in place has its init
+ * containers waiting again, yet it was initialized); it is True/PodCompleted for a Succeeded pod whose init
+ * statuses are all known. A nil list with init containers is "unknown".
  */
 function podInitializedCondition(
   pod: Pod,
   containerStatuses: Statuses,
   phase: PodPhase | undefined,
+  old: PodStatus | undefined,
 ): PodCondition {
   const inits = initContainers(pod);
   const statuses = Array.isArray(containerStatuses) ? containerStatuses : null;
@@ -229,8 +238,13 @@ function podInitializedCondition(
   const messages: string[] = [];
   if (unknown.length > 0) messages.push(`containers with unknown status: ${nameList(unknown)}`);
   if (incomplete.length > 0) messages.push(`containers with incomplete status: ${nameList(incomplete)}`);
-  if (messages.length > 0)
+  if (messages.length > 0) {
+    const wasInitialized = (old?.conditions ?? []).some(
+      (c) => typeof c === 'object' && c !== null && c.type === PodInitialized && c.status === 'True',
+    );
+    if (wasInitialized) return condition(PodInitialized, 'True');
     return condition(PodInitialized, 'False', ContainersNotInitialized, messages.join(', '));
+  }
   return condition(PodInitialized, 'True');
 }
 
@@ -274,8 +288,38 @@ export function generatePodInitializedCondition(
   pod: Pod,
   containerStatuses: Statuses,
   phase: PodPhase | undefined,
+  old?: PodStatus,
 ): PodCondition {
-  return withObservedGeneration(podInitializedCondition(pod, containerStatuses, phase), generationOf(pod));
+  return withObservedGeneration(
+    podInitializedCondition(pod, containerStatuses, phase, old),
+    generationOf(pod),
+  );
+}
+
+/**
+ * AllContainersRestarting of a pod that may restart all its containers in place (kubelet:
+ * GenerateAllContainersRestartingCondition; generated only when allContainersCouldRestart): False with the
+ * terminal reason in a terminal phase; True with RestartAllContainersStarted from the moment a container
+ * exits by a RestartAllContainers rule (or `old` says True) until no init or regular container is left on
+ * the runtime, then False. No observedGeneration, as the kubelet sets none.
+ */
+export function generateAllContainersRestartingCondition(
+  pod: Pod,
+  runtime: Pick<RuntimePodStatus, 'containers'>,
+  old: PodStatus | undefined,
+  phase: PodPhase | undefined,
+): PodCondition {
+  if (phase === 'Succeeded') return condition(AllContainersRestarting, 'False', PodCompleted);
+  if (phase === 'Failed') return condition(AllContainersRestarting, 'False', PodFailed);
+  if (!shouldAllContainersRestart(pod, runtime, old) || allContainersRestartCleanedUp(pod, runtime)) {
+    return condition(AllContainersRestarting, 'False');
+  }
+  return condition(
+    AllContainersRestarting,
+    'True',
+    RestartAllContainersStarted,
+    'container exited with restart policy rule',
+  );
 }
 
 /** PodReadyToStartContainers of `pod`, stamped with its generation. */

@@ -9,6 +9,7 @@
  * `waitForUpdate()` and calls `syncBatch(false)` per signal, and calls `syncBatch(true)` every 10 s.
  */
 import {
+  AllContainersRestarting,
   ContainersReady,
   DisruptionTarget,
   PodInitialized,
@@ -58,6 +59,7 @@ const TRANSITION_TIMED_CONDITIONS = [
   PodReadyToStartContainers,
   PodScheduled,
   DisruptionTarget,
+  AllContainersRestarting,
 ];
 
 export interface StatusManagerConfig {

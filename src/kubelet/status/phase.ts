@@ -1,6 +1,8 @@
 /**
  * Pod phase from container statuses (kubelet: kubelet_pods.go getPhase, v1.37 with ContainerRestartRules:
- * whether a stopped container counts as restarting is its own restart policy and rules, else the pod's).
+ * whether a stopped container counts as restarting is its own restart policy and rules, else the pod's; and
+ * with RestartAllContainersOnContainerExits: a termination the kubelet reports as RestartingAllContainers, a
+ * container removed to restart the whole pod in place, always counts as restarting).
  */
 import {
   isRestartableInitContainer,
@@ -10,6 +12,7 @@ import {
   type PodSpec,
 } from '../../api/core.js';
 import { containerShouldRestart } from '../../api/restartrules.js';
+import { RestartingAllContainers } from './convert.js';
 import { validatePodSpecForStatus } from './inputvalidation.js';
 
 export interface GetPhaseOptions {
@@ -35,8 +38,10 @@ interface Counts {
   succeeded: number;
 }
 
-function restartable(c: Container, spec: PodSpec, exitCode: number | undefined): boolean {
-  return containerShouldRestart(c, spec, exitCode ?? 0);
+type Terminated = NonNullable<NonNullable<ContainerStatus['state']>['terminated']>;
+
+function restartable(c: Container, spec: PodSpec, t: Terminated): boolean {
+  return containerShouldRestart(c, spec, t.exitCode ?? 0) || t.reason === RestartingAllContainers;
 }
 
 /**
@@ -64,11 +69,11 @@ function count(spec: PodSpec, statuses: readonly ContainerStatus[]): Counts {
       n.pendingRegularInit++;
     } else if (s.state?.terminated) {
       const code = s.state.terminated.exitCode ?? 0;
-      if (code !== 0 && !restartable(c, spec, code)) n.failedInitNotRestartable++;
+      if (code !== 0 && !restartable(c, spec, s.state.terminated)) n.failedInitNotRestartable++;
     } else if (s.state?.waiting) {
       const last = s.lastState?.terminated;
       if (!last) n.pendingRegularInit++;
-      else if ((last.exitCode ?? 0) !== 0 && !restartable(c, spec, last.exitCode)) {
+      else if ((last.exitCode ?? 0) !== 0 && !restartable(c, spec, last)) {
         n.failedInitNotRestartable++;
       }
     } else {
@@ -107,14 +112,14 @@ function count(spec: PodSpec, statuses: readonly ContainerStatus[]): Counts {
       n.running++;
     } else if (s.state?.terminated) {
       n.stopped++;
-      if (!restartable(c, spec, s.state.terminated.exitCode)) n.stoppedNotRestartable++;
+      if (!restartable(c, spec, s.state.terminated)) n.stoppedNotRestartable++;
       if ((s.state.terminated.exitCode ?? 0) === 0) n.succeeded++;
     } else if (s.state?.waiting) {
       // A container waiting to restart is "stopped" but never "succeeded", whatever its last exit code.
       const last = s.lastState?.terminated;
       if (last) {
         n.stopped++;
-        if (!restartable(c, spec, last.exitCode)) n.stoppedNotRestartable++;
+        if (!restartable(c, spec, last)) n.stoppedNotRestartable++;
       } else n.waiting++;
     } else {
       n.unknown++;

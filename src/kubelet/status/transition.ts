@@ -11,7 +11,7 @@ import {
   type PodSpec,
   type PodStatus,
 } from '../../api/core.js';
-import { containerShouldRestart } from '../../api/restartrules.js';
+import { allContainersCouldRestart, containerShouldRestart } from '../../api/restartrules.js';
 
 /**
  * The init container at `index` of the spec when the status at `index` names it (kubelet:
@@ -44,7 +44,8 @@ function revived(
 /**
  * Undefined when `newStatus` is a legal successor of `oldStatus`; otherwise a message naming the
  * violation. Rules: anything goes under restartPolicy Always (unset counts as Always, the API default the
- * kubelet always sees). Otherwise a container whose
+ * kubelet always sees), and in a pod that may restart all its containers in place (a RestartAllContainers
+ * rule anywhere: RestartAllContainersOnContainerExits). Otherwise a container whose
  * old state is terminated may not be non-terminated in the new status, unless it exited non-zero under
  * OnFailure or its own restart policy and rules restart it. Restartable init containers are exempt; init statuses that do not line up with the spec by
  * index are themselves a violation.
@@ -54,7 +55,7 @@ export function checkContainerStateTransition(
   newStatus: PodStatus,
   spec: PodSpec,
 ): string | undefined {
-  if (podRestartPolicy(spec) === 'Always') return undefined;
+  if (podRestartPolicy(spec) === 'Always' || allContainersCouldRestart(spec)) return undefined;
   for (const old of oldStatus.containerStatuses ?? []) {
     if (!old.state?.terminated || mayRestart(old, spec, spec.containers)) continue;
     const n = revived(old, newStatus.containerStatuses);

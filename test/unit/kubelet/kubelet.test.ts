@@ -3,6 +3,7 @@
 // stop that leaves the runtime alone.
 import { expect } from 'chai';
 import type { Pod } from '../../../src/api/core.js';
+import type { VolumeMount } from '../../../src/api/volumes.js';
 import { asPodUID } from '../../../src/kubelet/container/types.js';
 import { Kubelet, meaningfulChange } from '../../../src/kubelet/kubelet.js';
 import type { KubeletDeps } from '../../../src/kubelet/kubelet.js';
@@ -306,7 +307,11 @@ describe('Kubelet', () => {
       'p-all',
       mkPod('all', {
         containers: [
-          { name: 'app', image: 'img:1', restartPolicyRules: [{ action: 'RestartAllContainers' }] },
+          {
+            name: 'app',
+            image: 'img:1',
+            volumeMounts: [{ name: 'v', mountPath: '/v', bindMountOptions: ['noexec'] } as VolumeMount],
+          },
         ],
       }),
     );
@@ -322,7 +327,7 @@ describe('Kubelet', () => {
     const k = new Kubelet(deps());
     await start(k, clock);
     await advance(clock, 1_000);
-    const message = 'Pod requires node features that are not available: RestartAllContainersOnContainerExits';
+    const message = 'Pod requires node features that are not available: VolumeBindMountOptions';
     expect(k.statusManager.getPodStatus(asPodUID('all'))).to.include({
       phase: 'Failed',
       reason: 'PodFeatureUnsupported',

@@ -30,10 +30,13 @@ describe('node declared features', () => {
     for (const f of DeclarableFeatures) expect(f.why, f.name).to.have.length.above(20);
   });
 
-  it('declares none of them today, so the status has no declaredFeatures; a supported one would be listed sorted', () => {
-    expect(declaredFeatures()).to.deep.equal([]);
+  it('declares RestartAllContainersOnContainerExits alone; a supported one is listed sorted', () => {
+    expect(declaredFeatures()).to.deep.equal(['RestartAllContainersOnContainerExits']);
     const set = declaredFeaturesSetter();
-    expect(set({ declaredFeatures: ['Stale'] }, '')).to.deep.equal({});
+    expect(set({ declaredFeatures: ['Stale'] }, '')).to.deep.equal({
+      declaredFeatures: ['RestartAllContainersOnContainerExits'],
+    });
+    expect(declaredFeaturesSetter([])({ declaredFeatures: ['Stale'] }, '')).to.deep.equal({});
     const table = [
       { name: 'Zeta', supported: true, why: 'because it works' },
       { name: 'Alpha', supported: true, why: 'because it works' },

@@ -21,6 +21,7 @@ function run(
     containersToStart: [],
     ephemeralContainersToStart: [],
     containersToKill: new Map(),
+    containersToReset: [],
   };
   const initialized = computeInitContainerActions(
     p,

@@ -51,8 +51,8 @@ describe('podRequests', () => {
 describe('admitPod', () => {
   it('last, refuses a pod that needs a feature the node does not declare (NodeDeclaredFeatures)', () => {
     const restartAll = c('a', {}, { restartPolicyRules: [{ action: 'RestartAllContainers' }] });
-    const n = node({ cpu: 2000, memory: 1e9, pods: 10 });
-    // Our nodes declare none of the v1.37 features today.
+    // A node that declares none of the v1.37 features (ours declare this one).
+    const n = { ...node({ cpu: 2000, memory: 1e9, pods: 10 }), declaredFeatures: [] };
     expect(admitPod(pod('p', [restartAll]), n, [])).to.deep.equal({
       admit: false,
       reason: 'PodFeatureUnsupported',
