@@ -10,8 +10,8 @@
 import { expect } from 'chai';
 import type { Pod, PodStatus } from '../../src/api/core.js';
 import type { KubeClient } from '../../src/kube/client.js';
-import type { CoreEvent } from '../../src/kube/events.js';
 import { startCriNodeEnv, type CriNodeEnv } from '../support/crinode.js';
+import { eventsOf } from '../support/events.js';
 import { eventually } from '../support/eventually.js';
 import { cstatus } from '../support/operator.js';
 
@@ -44,14 +44,6 @@ describe('EnvFiles (fileKeyRef) on containerd (real apiserver, cri runtime)', fu
     });
   const waitPod = (name: string, pred: (s: PodStatus) => boolean, what: string) =>
     env!.waitPod(name, pred, what);
-  const eventsOf = async (name: string): Promise<CoreEvent[]> =>
-    (
-      await client.request<{ items: CoreEvent[] }>({
-        method: 'GET',
-        path: `/api/v1/namespaces/${NS}/events`,
-        query: { fieldSelector: `involvedObject.name=${name}` },
-      })
-    ).items;
   const c = (name: string, script: string, extra: Record<string, unknown> = {}) => ({
     name,
     image: 'busybox',
@@ -114,7 +106,7 @@ describe('EnvFiles (fileKeyRef) on containerd (real apiserver, cri runtime)', fu
     expect(pod.status?.phase).to.equal('Pending');
     await eventually(
       async () =>
-        (await eventsOf('missing-key')).some(
+        (await eventsOf(client, NS, 'missing-key')).some(
           (e) => e.reason === 'Failed' && e.message === `Error: ${message}`,
         ) || undefined,
       30_000,

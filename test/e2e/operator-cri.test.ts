@@ -25,7 +25,7 @@ import {
 import { freePort } from '../support/controlplane.js';
 import { startCriNodeEnv, type CriNodeEnv } from '../support/crinode.js';
 import { eventually } from '../support/eventually.js';
-import { eventsWithReasons } from '../support/events.js';
+import { eventsOf, eventsWithReasons } from '../support/events.js';
 import {
   cstatus,
   isGone,
@@ -84,16 +84,8 @@ describe('kubelet-operator end to end on containerd (real apiserver, cri runtime
   };
   const waitPod = (name: string, pred: (s: PodStatus) => boolean, what: string, timeoutMs = 60_000) =>
     waitPodStatus(client, NS, name, pred, what, timeoutMs);
-  const eventsOf = async (name: string): Promise<CoreEvent[]> =>
-    (
-      await client.request<{ items: CoreEvent[] }>({
-        method: 'GET',
-        path: `/api/v1/namespaces/${NS}/events`,
-        query: { fieldSelector: `involvedObject.name=${name}` },
-      })
-    ).items;
   const eventsWith = (name: string, reasons: string[]): Promise<CoreEvent[]> =>
-    eventsWithReasons(() => eventsOf(name), reasons, name);
+    eventsWithReasons(() => eventsOf(client, NS, name), reasons, name);
   const gone = (p: string): Promise<true | undefined> => isGone(client, p);
   /** 'gone' when the GET answers NotFound; otherwise what it found (UID, creation time) or how it failed. */
   const whatIsLeft = async (p: string): Promise<string> => {
@@ -203,7 +195,7 @@ describe('kubelet-operator end to end on containerd (real apiserver, cri runtime
     expect(c.lastState?.terminated?.exitCode).to.equal(137);
     const events = await eventually(
       async () => {
-        const ev = await eventsOf('liveness');
+        const ev = await eventsOf(client, NS, 'liveness');
         return ev.some((e) => e.reason === 'Unhealthy' && e.message.startsWith('Liveness probe failed'))
           ? ev
           : undefined;

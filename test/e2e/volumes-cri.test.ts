@@ -18,6 +18,7 @@ import type { PodStatus } from '../../src/api/core.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import type { CoreEvent } from '../../src/kube/events.js';
 import { startCriNodeEnv, type CriNodeEnv } from '../support/crinode.js';
+import { eventsOf } from '../support/events.js';
 import { eventually } from '../support/eventually.js';
 import { cstatus, isGone, waitNodeReady } from '../support/operator.js';
 
@@ -42,14 +43,7 @@ describe('volumes and pod files on containerd (real apiserver, kubectl exec)', f
   const k = (args: string[]): Promise<string> => env!.k(args);
   const sh = (pod: string, script: string, container = 'c'): Promise<string> =>
     k(['exec', pod, '-c', container, '--', 'sh', '-c', script]);
-  const events = async (name: string): Promise<CoreEvent[]> =>
-    (
-      await client.request<{ items: CoreEvent[] }>({
-        method: 'GET',
-        path: `/api/v1/namespaces/${NS}/events`,
-        query: { fieldSelector: `involvedObject.name=${name}` },
-      })
-    ).items;
+  const events = (name: string): Promise<CoreEvent[]> => eventsOf(client, NS, name);
   const mountsOf = async (): Promise<string> => readFile('/proc/self/mountinfo', 'utf8');
 
   before(async function () {

@@ -103,7 +103,11 @@ class ResettingProxy {
 }
 
 /** One control plane, a proxy in front of it, a direct client and a client through the proxy. */
-async function setUp(apiserverArgs: string[], name: string) {
+/**
+ * A control plane with namespace `ns`, an admin client straight to it and one through a ResettingProxy;
+ * stop() ends the informer started with startInformer, then all of it.
+ */
+async function setUp(apiserverArgs: string[], name: string, ns: string) {
   const cp = await startControlPlane({ apiserverArgs });
   const proxy = await ResettingProxy.start(Number(new URL(cp.server).port));
   // The same kubeconfig pointed at the proxy; the serving cert covers 127.0.0.1 whatever the port.
@@ -115,7 +119,32 @@ async function setUp(apiserverArgs: string[], name: string) {
   kc.loadFromFile(proxiedPath);
   const direct = await KubeClient.fromKubeConfig(cp.adminKubeConfig(), { qps: 500, burst: 1000 });
   const proxied = await KubeClient.fromKubeConfig(kc, { qps: 500, burst: 1000 });
-  return { cp, proxy, direct, proxied };
+  await direct.request({ method: 'POST', path: '/api/v1/namespaces', body: { metadata: { name: ns } } });
+  let informer: Informer<ConfigMap> | undefined;
+  return {
+    cp,
+    proxy,
+    direct,
+    proxied,
+    /** Five ConfigMaps cm-0..4, then a ConfigMap informer through the proxy, synced on them. */
+    async startInformer() {
+      const api = cmApi(direct, ns);
+      for (let i = 0; i < 5; i++) await api.create(`cm-${i}`, 'v0');
+      const inf = configMapInformer(proxied, ns);
+      informer = inf.informer;
+      informer.start();
+      await informer.waitForSync();
+      expect(informer.size).to.equal(5);
+      return { api, ...inf };
+    },
+    async stop() {
+      await informer?.stop();
+      direct.close();
+      proxied.close();
+      await proxy.close();
+      await cp.stop();
+    },
+  };
 }
 
 /** A ConfigMap informer in `ns` through `client`, recording every handler call. */
@@ -191,41 +220,26 @@ describe('informer recovery against a real API server', function () {
   describe('(a) connection resets', () => {
     const NS = 'informer-reset';
     let env: Awaited<ReturnType<typeof setUp>> | undefined;
-    let informer: Informer<ConfigMap> | undefined;
 
     before(async function () {
       this.timeout(20 * 60_000); // cold binaries build
-      env = await setUp([], 'reset');
-      await env.direct.request({
-        method: 'POST',
-        path: '/api/v1/namespaces',
-        body: { metadata: { name: NS } },
-      });
+      env = await setUp([], 'reset', NS);
     });
 
     after(async function () {
       this.timeout(2 * 60_000);
-      await informer?.stop();
-      env?.direct.close();
-      env?.proxied.close();
-      await env?.proxy.close();
-      await env?.cp.stop();
+      await env?.stop();
     });
 
     it('delivers every change made while it reconnects, and its cache matches the server', async () => {
-      const { proxy, direct, proxied } = env!;
-      const api = cmApi(direct, NS);
-      for (let i = 0; i < 5; i++) await api.create(`cm-${i}`, 'v0');
-      const inf = configMapInformer(proxied, NS);
-      informer = inf.informer;
-      informer.start();
-      await informer.waitForSync();
-      expect(informer.size).to.equal(5);
+      const { proxy, proxied } = env!;
+      const inf = await env!.startInformer();
+      const { api, informer } = inf;
       // The watch is live: a change arrives through it.
       const warm = await api.update('cm-4', 'warm');
       await eventually(
         () =>
-          informer!.get(`${NS}/cm-4`)?.metadata.resourceVersion === warm.metadata.resourceVersion
+          informer.get(`${NS}/cm-4`)?.metadata.resourceVersion === warm.metadata.resourceVersion
             ? true
             : undefined,
         10_000,
@@ -301,37 +315,22 @@ describe('informer recovery against a real API server', function () {
   describe('(b) 410 Gone after compaction', () => {
     const NS = 'informer-gone';
     let env: Awaited<ReturnType<typeof setUp>> | undefined;
-    let informer: Informer<ConfigMap> | undefined;
 
     before(async function () {
       this.timeout(20 * 60_000);
       // Without the watch cache a watch goes to etcd, which answers 410 for a compacted revision.
-      env = await setUp(['--etcd-compaction-interval=5s', '--watch-cache=false'], 'gone');
-      await env.direct.request({
-        method: 'POST',
-        path: '/api/v1/namespaces',
-        body: { metadata: { name: NS } },
-      });
+      env = await setUp(['--etcd-compaction-interval=5s', '--watch-cache=false'], 'gone', NS);
     });
 
     after(async function () {
       this.timeout(2 * 60_000);
-      await informer?.stop();
-      env?.direct.close();
-      env?.proxied.close();
-      await env?.proxy.close();
-      await env?.cp.stop();
+      await env?.stop();
     });
 
     it('lists again when its resourceVersion was compacted, replays the difference and converges', async () => {
-      const { proxy, direct, proxied } = env!;
-      const api = cmApi(direct, NS);
-      for (let i = 0; i < 5; i++) await api.create(`cm-${i}`, 'v0');
-      const inf = configMapInformer(proxied, NS);
-      informer = inf.informer;
-      informer.start();
-      await informer.waitForSync();
-      expect(informer.size).to.equal(5);
+      const { proxy, direct } = env!;
+      const inf = await env!.startInformer();
+      const { api, informer } = inf;
       const staleRV = informer.lastSyncResourceVersion;
 
       proxy.refuse(true);
@@ -382,7 +381,7 @@ describe('informer recovery against a real API server', function () {
       const after = await api.update('cm-4', 'after');
       await eventually(
         () =>
-          informer!.get(`${NS}/cm-4`)?.metadata.resourceVersion === after.metadata.resourceVersion
+          informer.get(`${NS}/cm-4`)?.metadata.resourceVersion === after.metadata.resourceVersion
             ? true
             : undefined,
         10_000,

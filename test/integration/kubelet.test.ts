@@ -25,7 +25,7 @@ import { isNotFound } from '../../src/util/errors.js';
 import { createLogger, silentLogger } from '../../src/util/logger.js';
 import { startControlPlane, type ControlPlane } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
-import { eventsWithReasons } from '../support/events.js';
+import { eventsOf, eventsWithReasons } from '../support/events.js';
 
 const COLD_BUILD_TIMEOUT_MS = 20 * 60_000;
 const NODE = 'vn-kubelet-int';
@@ -135,16 +135,8 @@ describe('Kubelet against a real API server (simulated runtime)', function () {
       path: `/api/v1/namespaces/${NS}/pods/${name}`,
       ...(gracePeriodSeconds !== undefined ? { body: { gracePeriodSeconds } } : {}),
     });
-  const eventsOf = async (name: string): Promise<CoreEvent[]> => {
-    const res = await client.request<{ items: CoreEvent[] }>({
-      method: 'GET',
-      path: `/api/v1/namespaces/${NS}/events`,
-      query: { fieldSelector: `involvedObject.name=${name}` },
-    });
-    return res.items;
-  };
   const eventsWith = (name: string, reasons: string[]): Promise<CoreEvent[]> =>
-    eventsWithReasons(() => eventsOf(name), reasons, name);
+    eventsWithReasons(() => eventsOf(client, NS, name), reasons, name);
   const waitStatus = (
     name: string,
     pred: (s: PodStatus) => boolean,
@@ -658,7 +650,7 @@ describe('Kubelet against a real API server (simulated runtime)', function () {
     );
     expect(creates.filter((c) => c.pod === 'too-big')).to.deep.equal([]);
     const ev = await eventually(
-      async () => (await eventsOf('too-big')).find((e) => e.reason === 'OutOfcpu'),
+      async () => (await eventsOf(client, NS, 'too-big')).find((e) => e.reason === 'OutOfcpu'),
       5_000,
       'OutOfcpu event',
     );
@@ -675,7 +667,7 @@ describe('Kubelet against a real API server (simulated runtime)', function () {
     );
     expect(cs(s, 'app')!.state!.waiting!.message).to.equal('configmap "missing" not found');
     const ev = await eventually(
-      async () => (await eventsOf('no-config')).find((e) => e.reason === 'Failed'),
+      async () => (await eventsOf(client, NS, 'no-config')).find((e) => e.reason === 'Failed'),
       5_000,
       'Failed event',
     );

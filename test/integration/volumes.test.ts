@@ -10,6 +10,7 @@ import { expect } from 'chai';
 import type { Pod } from '../../src/api/core.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import type { CoreEvent } from '../../src/kube/events.js';
+import { eventsOf } from '../support/events.js';
 import { eventually } from '../support/eventually.js';
 import {
   createPodOn,
@@ -29,14 +30,7 @@ describe('volumes on a simulated VirtualNode (real apiserver)', function () {
 
   const createPod = (name: string, spec: Record<string, unknown>): Promise<Pod> =>
     createPodOn(client, NS, NODE, name, spec);
-  const events = async (name: string): Promise<CoreEvent[]> =>
-    (
-      await client.request<{ items: CoreEvent[] }>({
-        method: 'GET',
-        path: `/api/v1/namespaces/${NS}/events`,
-        query: { fieldSelector: `involvedObject.name=${name}` },
-      })
-    ).items;
+  const events = (name: string): Promise<CoreEvent[]> => eventsOf(client, NS, name);
   const getPod = (name: string): Promise<Pod> =>
     client.request<Pod>({ method: 'GET', path: `/api/v1/namespaces/${NS}/pods/${name}` });
 
