@@ -4,6 +4,7 @@ import type { Node } from '../../src/api/node.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { kubeletNodeFactory } from '../../src/managednode.js';
 import { restVolumeSources } from '../../src/kubelet/volumemanager/sources.js';
+import type { Metrics } from '../../src/metrics.js';
 import { Operator } from '../../src/operator.js';
 import type { NodeApiRegistry } from '../../src/server/nodeapi/registry.js';
 import type { Clock } from '../../src/util/clock.js';
@@ -31,6 +32,8 @@ export async function startOperator(opts: {
   clusterDNS?: string[];
   /** The token manager's clock (tests: a faster one, to see token refreshes in seconds). */
   tokenClock?: Clock;
+  /** The nodes' metrics (kubelet_* series), as the operator process keeps them; served on /metrics. */
+  metrics?: Metrics;
 }): Promise<Operator> {
   const operator = new Operator({
     client: opts.client,
@@ -48,6 +51,7 @@ export async function startOperator(opts: {
       ...(opts.stateDir ? { stateDir: opts.stateDir } : {}),
       ...(opts.clusterDNS ? { clusterDNS: opts.clusterDNS } : {}),
       ...(opts.tokenClock ? { tokenClock: opts.tokenClock } : {}),
+      ...(opts.metrics ? { metrics: opts.metrics } : {}),
       sources: restVolumeSources(opts.client, opts.clock),
     }),
   });

@@ -25,6 +25,7 @@ import path from 'node:path';
 import { KubeClient } from '../../src/kube/client.js';
 import type { Operator } from '../../src/operator.js';
 import { NodeApiRegistry } from '../../src/server/nodeapi/registry.js';
+import { Metrics } from '../../src/metrics.js';
 import { serveNodeApi, type ServedNodeApi } from '../../src/server/nodeapi/serve.js';
 import { RealClock } from '../../src/util/clock.js';
 import { createLogger } from '../../src/util/logger.js';
@@ -121,11 +122,14 @@ export async function startUpstreamCluster(o: UpstreamClusterOptions): Promise<U
     await applyCrd(cp);
 
     const registry = new NodeApiRegistry();
+    // The nodes' series on /metrics, as the operator process serves them (suites scrape kubelet metrics).
+    const metrics = new Metrics(false);
     const nodeApi: ServedNodeApi = await serveNodeApi({
       client,
       clock,
       logger,
       registry,
+      metrics: metrics.registry,
       certificates: { mode: 'csr' },
       clientCA: await readFile(path.join(cp.dir, 'pki', 'ca.crt')),
       // cri nodes are served on listeners inside their namespaces (startNodeMachine); the host's own listener
@@ -169,6 +173,7 @@ export async function startUpstreamCluster(o: UpstreamClusterOptions): Promise<U
       logger,
       servedBy: SERVED_BY,
       nodeApi: registry,
+      metrics,
       stateDir,
       ...(network ? { clusterDNS: [DNS_SERVICE_IP] } : {}),
     });
