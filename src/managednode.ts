@@ -18,6 +18,7 @@ import { EventRecorder } from './kube/events.js';
 import type { Informer } from './kube/informer.js';
 import { MaxCrashLoopBackOffMs } from './kubelet/backoff.js';
 import { Kubelet } from './kubelet/kubelet.js';
+import { evictionConfigFrom } from './kubelet/eviction/settings.js';
 import type { KubeletSettings } from './kubelet/kubelet_config.js';
 import { PodsByNodeIndex } from './kubelet/podmanager.js';
 import { asPodUID } from './kubelet/container/types.js';
@@ -261,7 +262,29 @@ export class KubeletManagedNode implements ManagedNode {
           spec.kubelet.crashLoopBackOff?.maxContainerRestartPeriodSeconds ?? MaxCrashLoopBackOffMs / 1000,
       },
     };
+    const eviction = evictionConfigFrom(spec.kubelet);
+    if (eviction.error !== undefined) {
+      // A kubelet with bad eviction flags does not start; a VirtualNode keeps its node on the defaults.
+      this.log.warn('invalid eviction settings, using the defaults', { err: eviction.error });
+      this.recorder.event(
+        {
+          kind: 'VirtualNode',
+          apiVersion: vn.apiVersion,
+          name: vn.metadata.name ?? nodeName,
+          ...(vn.metadata.uid ? { uid: vn.metadata.uid } : {}),
+        },
+        'Warning',
+        'InvalidEvictionSettings',
+        `spec.kubelet eviction settings refused, the kubelet's defaults are used: ${eviction.error}`,
+      );
+    }
+    for (const w of eviction.warnings) this.log.info('eviction settings', { warning: w });
     this.kubelet = new Kubelet({
+      eviction: {
+        config: eviction.config,
+        summary: () => this.stats.summary(),
+        recordNode: (type, reason, message) => this.recorder.event(nodeRef(nodeName), type, reason, message),
+      },
       runtimeState: this.runtimeState,
       nodeName,
       nodeIP: this.internalIP,
@@ -308,6 +331,7 @@ export class KubeletManagedNode implements ManagedNode {
       logger: this.log,
       // The PLEG's first relist (before the pods are listed): the first node status then sees it healthy.
       firstStatusAfter: () => this.kubelet.runtimeListed,
+      pressure: () => this.kubelet.pressureConditions(),
       ...(this.deps.leaseHold ? { leaseHold: this.deps.leaseHold } : {}),
     });
   }

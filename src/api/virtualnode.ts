@@ -25,6 +25,9 @@ const dnsSubdomain = z
   .max(253)
   .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/, 'not a DNS subdomain');
 
+/** An eviction setting's map: signal name to value, as the kubelet's configuration holds it. */
+const evictionMap = z.record(z.string().max(64), z.string().max(64));
+
 export const VirtualNodeSpecSchema = z
   .object({
     nodeName: dnsSubdomain.optional(),
@@ -107,6 +110,19 @@ export const VirtualNodeSpecSchema = z
          * cri, Simulated on sim.
          */
         serviceAccountTokens: z.enum(['Request', 'Simulated']).optional(),
+        /**
+         * The kubelet's eviction settings, as its configuration spells them (signal -> "100Mi" or "10%", grace
+         * periods as Go durations). Checked with the kubelet's own rules when the node starts: a bad value
+         * is reported (Warning Event InvalidEvictionSettings on the VirtualNode) and the defaults are used.
+         */
+        evictionHard: evictionMap.optional(),
+        evictionSoft: evictionMap.optional(),
+        evictionSoftGracePeriod: evictionMap.optional(),
+        evictionMinimumReclaim: evictionMap.optional(),
+        /** How long a pressure condition stays after it was last seen (Go duration; default 5m0s). */
+        evictionPressureTransitionPeriod: z.string().max(64).optional(),
+        /** The longest grace period a soft eviction grants, in seconds (default 0). */
+        evictionMaxPodGracePeriod: z.number().int().min(0).max(86400).optional(),
       })
       .strict()
       .default({ allowedUnsafeSysctls: [] }),

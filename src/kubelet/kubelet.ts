@@ -30,6 +30,8 @@ import type { AdmissionNode } from './lifecycle/admission.js';
 import { declaredFeatures, podUpdateFeaturesWarning } from '../node/declaredfeatures.js';
 import { PeriodicLoops } from '../util/periodic.js';
 import { ActiveDeadlineHandler } from './activedeadline.js';
+import { EvictionManager } from './eviction/shell.js';
+import type { PressureCondition } from './eviction/signals.js';
 import { AllocationManager, ResizeRetryMs } from './allocation/manager.js';
 import { PodConfig, type PodChange } from './config/podconfig.js';
 import { PodCache } from './container/cache.js';
@@ -116,6 +118,8 @@ export class Kubelet {
   private readonly inflight = new Set<Promise<unknown>>();
   private readonly unsubscribe: (() => void)[] = [];
   private readonly cleanup: RuntimeCleanup;
+  /** The eviction manager (KubeletDeps.eviction); undefined when the node has none. */
+  private readonly evictionManager: EvictionManager | undefined;
   /** Rebuilds a runtime that lost its state with the process (kubelet_adopt.ts); undefined for the others. */
   private readonly adoption: PodAdoption | undefined;
   private phase: 'new' | 'starting' | 'running' | 'stopped' = 'new';
@@ -253,6 +257,11 @@ export class Kubelet {
       },
       logger: this.log,
     });
+    this.evictionManager = deps.eviction && this.newEvictionManager(deps.eviction, record);
+    const pressureNode = (n: AdmissionNode): AdmissionNode => {
+      const pressure = this.evictionManager?.nodeConditions() ?? [];
+      return pressure.length > 0 ? { ...n, pressureConditions: pressure } : n;
+    };
     const activeDeadline = new ActiveDeadlineHandler({
       clock: deps.clock,
       startTime: (uid) => this.statusManager.getPodStartTime(uid),
@@ -264,12 +273,12 @@ export class Kubelet {
       clock: deps.clock,
       logger: this.log,
       record,
-      node: () => admissionNode(deps.node()),
+      node: () => pressureNode(admissionNode(deps.node())),
       ...(deps.freshNode
         ? {
             freshNode: async () => {
               const n = await deps.freshNode!();
-              return n && admissionNodeWithSettings(n, s);
+              return n && pressureNode(admissionNodeWithSettings(n, s));
             },
           }
         : {}),
@@ -412,6 +421,7 @@ export class Kubelet {
     this.rejectRuntimeListed(early);
     this.rejectReady(early);
     this.loops.stop();
+    void this.evictionManager?.stop();
     this.podCertificates?.stop();
     for (const u of this.unsubscribe.splice(0)) u();
     this.podWorkers.stop();
@@ -425,6 +435,56 @@ export class Kubelet {
     }
     this.log.info('kubelet stopped');
     this.resolveDone();
+  }
+
+  /** The node's pressure conditions as the eviction manager last found them (none without one). */
+  pressureConditions(): readonly PressureCondition[] {
+    return this.evictionManager?.nodeConditions() ?? [];
+  }
+
+  /**
+   * The eviction manager (kubelet: eviction.NewManager, killPodNow): evictions go to the pod's worker as a
+   * kill with the eviction's grace period and status, as the kubelet's preemption and eviction kills do;
+   * dead containers are the node-level reclaim (no image GC here: reported as not possible).
+   */
+  private newEvictionManager(
+    e: NonNullable<KubeletDeps['eviction']>,
+    record: ReturnType<typeof podEventRecorder>,
+  ): EvictionManager {
+    return new EvictionManager({
+      config: e.config,
+      clock: this.d.clock,
+      summary: e.summary,
+      activePods: () => this.syncer.activePods(),
+      killPod: (ev) => {
+        if (this.phase !== 'running') return;
+        this.podWorkers.updatePod({
+          type: 'kill',
+          pod: ev.pod,
+          kill: {
+            gracePeriodSeconds: ev.gracePeriodSeconds,
+            reason: ev.status.reason,
+            message: ev.status.message,
+            ...(ev.condition ? { condition: ev.condition } : {}),
+          },
+        });
+      },
+      podCleanedUp: (pod) => !this.podWorkers.couldHaveRunningContainers(asPodUID(pod.metadata.uid ?? '')),
+      nodeReclaim: async (kind) => {
+        if (kind !== 'DeleteAllUnusedContainers') return false;
+        const r = await this.runtimeManager.garbageCollect({
+          shouldPodContentBeRemoved: (uid) => this.podWorkers.shouldPodContentBeRemoved(asPodUID(uid)),
+          maxPerPodContainer: 0,
+          maxContainers: 0,
+        });
+        for (const err of r.errors) this.log.warn('eviction manager: container GC', { err });
+        return true;
+      },
+      recordPod: (pod, type, reason, message) => record(pod, type, reason, message),
+      recordNode: (type, reason, message) => e.recordNode?.(type, reason, message),
+      ...(e.onPressureChange ? { onPressureChange: e.onPressureChange } : {}),
+      logger: this.log.child({ component: 'eviction_manager' }),
+    });
   }
 
   /** Problems that make the node not ready (consumed by the node status loop); empty when healthy. */
@@ -506,6 +566,7 @@ export class Kubelet {
       this.allocationManager.retryPendingResizes('periodic_retry'),
     );
     this.kickStatusSync();
+    this.evictionManager?.start();
     this.log.info('kubelet started', { pods: pods.length });
     this.resolveReady();
   }

@@ -29,6 +29,9 @@ import type { VolumeFS } from './volume/fs.js';
 import type { Mounter } from './volumemanager/mounter.js';
 import type { ServiceAccountTokenSource } from './volumemanager/plugin.js';
 import type { VolumeSources } from './volumemanager/sources.js';
+import type { EvictionConfig } from './eviction/manager.js';
+import type { PressureCondition } from './eviction/signals.js';
+import type { Summary } from './stats/types.js';
 
 /** Node-level settings (kubelet flags and config). Periods default to the kubelet's. */
 export interface KubeletSettings {
@@ -90,6 +93,18 @@ export interface KubeletDeps {
    * pod (its labels may have changed before the informer heard); undefined when it cannot be read.
    */
   freshNode?: () => Promise<AdmissionNode | undefined>;
+  /**
+   * The eviction manager's configuration (src/kubelet/eviction/settings.ts) and the node's stats Summary it
+   * reads every 10 s. Absent: no eviction manager, and the node never reports pressure.
+   */
+  eviction?: {
+    config: EvictionConfig;
+    summary: () => Promise<Summary>;
+    /** The node's pressure conditions changed (the node status reports them at its next update). */
+    onPressureChange?: (conditions: readonly PressureCondition[]) => void;
+    /** Records an Event about the Node (EvictionThresholdMet). */
+    recordNode?: (type: 'Normal' | 'Warning', reason: string, message: string) => void;
+  };
   settings: KubeletSettings;
   /**
    * ConfigMaps and Secrets for container environments; defaults to the pod environment's cached sources (the

@@ -321,6 +321,12 @@ export class KubeletPodSyncer implements PodSyncer {
       final.phase = 'Failed';
       final.reason = kill.reason;
       if (kill.message) final.message = kill.message;
+      if (kill.condition) {
+        final.conditions = [
+          ...(final.conditions ?? []).filter((c) => c.type !== kill.condition?.type),
+          kill.condition,
+        ];
+      }
     }
     this.d.statusManager.setPodStatus(pod, final);
     // Its room is free now: a deferred resize may fit.

@@ -24,7 +24,7 @@
  *   (`runningPod`, kubelet: SyncTerminatingRuntimePod), so pod workers are the only ones that stop pods.
  * - "Could it still run containers?" and "may its runtime objects go?" are answered here and nowhere else.
  */
-import type { Pod } from '../api/core.js';
+import type { Pod, PodCondition } from '../api/core.js';
 import type { Clock, TimerHandle } from '../util/clock.js';
 import { errorMessage, KindError } from '../util/errors.js';
 import { timerQueueFor } from '../util/timerqueue.js';
@@ -40,6 +40,8 @@ export interface KillPodOptions {
   /** Status to set once terminated, e.g. an eviction or admission failure (phase Failed + reason). */
   reason?: string;
   message?: string;
+  /** A condition the terminated status carries too (an eviction's DisruptionTarget). */
+  condition?: PodCondition;
 }
 
 /** A pod as the runtime lists it, for one that has no API object (kubelet: kubecontainer.Pod). */

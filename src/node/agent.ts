@@ -71,6 +71,8 @@ export interface NodeAgentConfig {
   onRegistered?: (node: Node) => void | Promise<void>;
   /** See NodeStatusLoopConfig.firstStatusAfter (the kubelet's first PLEG relist). */
   firstStatusAfter?: () => Promise<unknown>;
+  /** See NodeStatusLoopConfig.pressure (the eviction manager's node conditions). */
+  pressure?: () => readonly string[];
   /**
    * Shared by the nodes of a process: each counts as registering until its Node is registered, and the
    * Lease of a Node just created waits while others register (bounded; see StartupHold).
@@ -225,6 +227,7 @@ export class NodeAgent {
       reportFrequencyMs: hb.statusReportFrequencySeconds * 1000,
       onNodeMissing: () => void this.reregister(),
       ...(cfg.firstStatusAfter ? { firstStatusAfter: cfg.firstStatusAfter } : {}),
+      ...(cfg.pressure ? { pressure: cfg.pressure } : {}),
       logger: this.logger,
     });
     this.ready = new Promise((resolve, reject) => {

@@ -123,13 +123,14 @@ export function nodeStatusSetters(
   runtimeVersion: RuntimeVersion | undefined,
   readyErrors: string[],
   runtime: RuntimeReport = { handlers: [], features: undefined },
+  pressure: readonly string[] = [],
 ): Setter[] {
   return [
     nodeAddresses(p.internalIP, p.nodeName),
     machineInfo(p.capacity, p.allocatable),
     versionInfo(systemInfo({ ...p, runtimeVersion })),
     daemonEndpoints(p.daemonPort),
-    pressureConditions(),
+    pressureConditions(pressure),
     readyCondition(readyErrors),
     runtimeHandlers(runtime.handlers),
     nodeFeatures(runtime.features),
@@ -199,6 +200,8 @@ export interface NodeStatusLoopConfig {
    * to be successful") for one status period. A runtime that never answers keeps the wait to its bound.
    */
   firstStatusAfter?: () => Promise<unknown>;
+  /** The node's pressure conditions now (the eviction manager's); default none. */
+  pressure?: () => readonly string[];
   logger?: NodeLogger;
 }
 
@@ -422,10 +425,16 @@ export class NodeStatusLoop {
     const errors = this.cfg.runtimeState.readinessErrors(hostNetwork);
     const next = computeNodeStatus(
       base,
-      nodeStatusSetters(params, this.cfg.runtimeState.version, errors, {
-        handlers: this.cfg.runtimeState.runtimeHandlers(),
-        features: this.cfg.runtimeState.runtimeFeatures(),
-      }),
+      nodeStatusSetters(
+        params,
+        this.cfg.runtimeState.version,
+        errors,
+        {
+          handlers: this.cfg.runtimeState.runtimeHandlers(),
+          features: this.cfg.runtimeState.runtimeFeatures(),
+        },
+        this.cfg.pressure?.() ?? [],
+      ),
       formatRFC3339(clock.now()),
     );
     const prev = this.lastComputed ?? base;

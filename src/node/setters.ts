@@ -135,40 +135,41 @@ export function readyCondition(errors: string[]): Setter {
   };
 }
 
-/** The three pressure conditions a kubelet reports; a virtual node reports no pressure. */
-export function pressureConditions(): Setter {
+/** The kubelet's words for each pressure condition, without pressure and with it. */
+const pressureWords: Record<
+  NodePressure,
+  { False: { reason: string; message: string }; True: { reason: string; message: string } }
+> = {
+  MemoryPressure: {
+    False: { reason: 'KubeletHasSufficientMemory', message: 'kubelet has sufficient memory available' },
+    True: { reason: 'KubeletHasInsufficientMemory', message: 'kubelet has insufficient memory available' },
+  },
+  DiskPressure: {
+    False: { reason: 'KubeletHasNoDiskPressure', message: 'kubelet has no disk pressure' },
+    True: { reason: 'KubeletHasDiskPressure', message: 'kubelet has disk pressure' },
+  },
+  PIDPressure: {
+    False: { reason: 'KubeletHasSufficientPID', message: 'kubelet has sufficient PID available' },
+    True: { reason: 'KubeletHasInsufficientPID', message: 'kubelet has insufficient PID available' },
+  },
+};
+
+/** A node pressure condition type (the eviction manager's node conditions). */
+export type NodePressure = 'MemoryPressure' | 'DiskPressure' | 'PIDPressure';
+
+/**
+ * The three pressure conditions a kubelet reports (MemoryPressureCondition, DiskPressureCondition,
+ * PIDPressureCondition): True for those the eviction manager reports in `pressure`, False otherwise, with
+ * the kubelet's reasons and messages; lastTransitionTime moves only on a flip.
+ */
+export function pressureConditions(pressure: readonly string[] = []): Setter {
   return (s, now) => {
-    let conditions = setCondition(
-      s.conditions,
-      {
-        type: 'MemoryPressure',
-        status: 'False',
-        reason: 'KubeletHasSufficientMemory',
-        message: 'kubelet has sufficient memory available',
-      },
-      now,
-    );
-    conditions = setCondition(
-      conditions,
-      {
-        type: 'DiskPressure',
-        status: 'False',
-        reason: 'KubeletHasNoDiskPressure',
-        message: 'kubelet has no disk pressure',
-      },
-      now,
-    );
-    conditions = setCondition(
-      conditions,
-      {
-        type: 'PIDPressure',
-        status: 'False',
-        reason: 'KubeletHasSufficientPID',
-        message: 'kubelet has sufficient PID available',
-      },
-      now,
-    );
-    return { ...s, conditions };
+    let conditions = s.conditions;
+    for (const type of ['MemoryPressure', 'DiskPressure', 'PIDPressure'] as const) {
+      const status = pressure.includes(type) ? 'True' : 'False';
+      conditions = setCondition(conditions, { type, status, ...pressureWords[type][status] }, now);
+    }
+    return { ...s, conditions: conditions ?? [] };
   };
 }
 

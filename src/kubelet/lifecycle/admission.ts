@@ -20,6 +20,8 @@ import { quantityValue } from '../../util/quantity.js';
 import { admitDeclaredFeatures, declaredFeatures } from '../../node/declaredfeatures.js';
 import { isExtendedResourceName } from '../../node/setters.js';
 import { admitSysctls, safeSysctlAllowlist, SysctlAllowlist } from './sysctl.js';
+import { admitUnderPressure } from '../eviction/admit.js';
+import type { PressureCondition } from '../eviction/signals.js';
 
 export interface NodeTaint {
   key: string;
@@ -44,6 +46,8 @@ export interface AdmissionNode {
   features?: { supplementalGroupsPolicy?: boolean };
   /** The features the node declares (Node `status.declaredFeatures`); default what every VirtualNode declares. */
   declaredFeatures?: readonly string[];
+  /** The node's pressure conditions as its eviction manager last found them; absent or empty: none. */
+  pressureConditions?: readonly PressureCondition[];
 }
 
 /** What every VirtualNode declares (src/node/declaredfeatures.ts), computed once at start as the kubelet does. */
@@ -223,7 +227,8 @@ export function admissionShare(spec: Pod['spec']): {
 
 /**
  * Decides whether `pod` may run on `node` next to `admitted` (pods already running or admitted there, not
- * terminal). The first failing check gives the reason, in the kubelet's order: sysctls, OS label, OS field,
+ * terminal). The first failing check gives the reason, in the kubelet's order: node pressure (the eviction
+ * manager's handler), sysctls, OS label, OS field,
  * supplemental groups policy, resources (pods count first, then cpu, memory, ephemeral storage, extended), node affinity, node name, host
  * ports, NoExecute taints, declared features.
  */
@@ -232,6 +237,11 @@ export function admitPod(
   node: AdmissionNode,
   admitted: readonly Pod[] | AdmissionPeers,
 ): AdmitResult {
+  // The eviction manager's admit handler is the kubelet's first.
+  if (node.pressureConditions && node.pressureConditions.length > 0) {
+    const verdict = admitUnderPressure(pod, node.pressureConditions);
+    if (!verdict.admit) return verdict;
+  }
   if ((pod.spec.securityContext?.sysctls ?? []).length > 0) {
     let verdict: AdmitResult;
     try {

@@ -22,6 +22,52 @@ const setters = (errors: string[]) => [
 ];
 
 describe('node status setters', () => {
+  it('reports the eviction manager pressure conditions in the kubelet words, moving lastTransitionTime on a flip', () => {
+    const calm = computeNodeStatus(undefined, [pressureConditions([])], t0);
+    const hot = computeNodeStatus(calm, [pressureConditions(['MemoryPressure', 'PIDPressure'])], t1);
+    expect(
+      hot.conditions!.map(({ type, status, reason, message, lastTransitionTime }) => ({
+        type,
+        status,
+        reason,
+        message,
+        lastTransitionTime,
+      })),
+    ).to.deep.equal([
+      {
+        type: 'MemoryPressure',
+        status: 'True',
+        reason: 'KubeletHasInsufficientMemory',
+        message: 'kubelet has insufficient memory available',
+        lastTransitionTime: t1,
+      },
+      {
+        type: 'DiskPressure',
+        status: 'False',
+        reason: 'KubeletHasNoDiskPressure',
+        message: 'kubelet has no disk pressure',
+        lastTransitionTime: t0,
+      },
+      {
+        type: 'PIDPressure',
+        status: 'True',
+        reason: 'KubeletHasInsufficientPID',
+        message: 'kubelet has insufficient PID available',
+        lastTransitionTime: t1,
+      },
+    ]);
+    const disk = computeNodeStatus(hot, [pressureConditions(['DiskPressure'])], t1);
+    expect(disk.conditions!.find((c) => c.type === 'DiskPressure')).to.deep.include({
+      status: 'True',
+      reason: 'KubeletHasDiskPressure',
+      message: 'kubelet has disk pressure',
+    });
+    expect(disk.conditions!.find((c) => c.type === 'MemoryPressure')).to.deep.include({
+      status: 'False',
+      reason: 'KubeletHasSufficientMemory',
+    });
+  });
+
   it('keeps extended resources others advertised in capacity, and gives allocatable every capacity resource', () => {
     const set = machineInfo(
       { cpu: '4', memory: '8Gi', pods: '110' },
