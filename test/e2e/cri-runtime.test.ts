@@ -18,6 +18,7 @@ import type { ContainerStatus, PodSandboxConfig } from '../../src/runtime/types.
 import { KindError, errorKind } from '../../src/util/errors.js';
 import { startContainerd, type TestContainerd } from '../support/containerd.js';
 import { describeRuntimeBehaviour } from '../support/runtime-behaviour.js';
+import { kindRejection } from '../support/throws.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -32,16 +33,6 @@ async function waitFor(
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await sleep(50);
   }
-}
-
-async function rejection(p: Promise<unknown>): Promise<KindError> {
-  try {
-    await p;
-  } catch (err) {
-    expect(err, String(err)).to.be.instanceOf(KindError);
-    return err as KindError;
-  }
-  throw new Error('expected the call to fail');
 }
 
 class SpyLogger implements CriLogger {
@@ -272,7 +263,7 @@ describe('CriRuntime on real containerd', function () {
     await rt.removePodSandbox(sandboxId);
     expect(await rt.listContainers({ labelSelector: { [PodUIDLabel]: uid } })).to.deep.equal([]);
     expect(await rt.listPodSandbox({ labelSelector: { [PodUIDLabel]: uid } })).to.deep.equal([]);
-    expect(errorKind(await rejection(rt.podSandboxStatus(sandboxId)))).to.equal('NotFound');
+    expect(errorKind(await kindRejection(rt.podSandboxStatus(sandboxId)))).to.equal('NotFound');
     // Idempotent removal and stop of a removed sandbox.
     await rt.removePodSandbox(sandboxId);
     await rt.stopPodSandbox(sandboxId);
@@ -310,13 +301,13 @@ describe('CriRuntime on real containerd', function () {
     expect([r.stdout.toString(), r.stderr.toString(), r.exitCode]).to.deep.equal(['out\n', 'err\n', 5]);
 
     const t0 = Date.now();
-    const err = await rejection(rt.execSync(ids.main!, ['sleep', '30'], 1));
+    const err = await kindRejection(rt.execSync(ids.main!, ['sleep', '30'], 1));
     const elapsed = Date.now() - t0;
     expect(err.kind, err.message).to.equal('DeadlineExceeded');
     expect(elapsed, 'the runtime enforces the exec timeout, well before timeout + grace').to.be.below(4_000);
     expect(err.context).to.include({ method: 'ExecSync', container: ids.main });
 
-    expect(errorKind(await rejection(rt.execSync('0'.repeat(64), ['true'], 1)))).to.equal('NotFound');
+    expect(errorKind(await kindRejection(rt.execSync('0'.repeat(64), ['true'], 1)))).to.equal('NotFound');
   });
 
   it('serves HTTP from busybox httpd on the host network, and stop waits out its grace period (137)', async () => {
@@ -369,7 +360,7 @@ describe('CriRuntime on real containerd', function () {
     const first = await waitExited(ids.again!);
     expect(first.reason).to.equal('Completed');
 
-    const again = await rejection(
+    const again = await kindRejection(
       rt.createContainer(sandboxId, buildContainerConfig(pod, c, { restartCount: 0 }, node), config),
     );
     expect(again.kind, again.message).to.equal('AlreadyExists');
@@ -392,7 +383,7 @@ describe('CriRuntime on real containerd', function () {
 
   it("fails a remote pull fast with a typed error carrying containerd's message", async () => {
     const t0 = Date.now();
-    const err = await rejection(rt.pullImage('docker.io/library/definitely-not-here:1'));
+    const err = await kindRejection(rt.pullImage('docker.io/library/definitely-not-here:1'));
     expect(Date.now() - t0).to.be.below(30_000);
     expect(err.kind).to.equal('Unknown');
     expect(err.message).to.match(
@@ -420,11 +411,11 @@ describe('CriRuntime on real containerd', function () {
     await ctd.restartDaemon(async () => {
       for (let i = 0; i < 3; i++) {
         const t0 = Date.now();
-        const err = await rejection(rt.listContainers());
+        const err = await kindRejection(rt.listContainers());
         expect(err.kind, err.message).to.equal('Unavailable');
         expect(Date.now() - t0, 'fails fast while down').to.be.below(5_000);
       }
-      const err = await rejection(rt.stopContainer(ids.main!, 0));
+      const err = await kindRejection(rt.stopContainer(ids.main!, 0));
       expect(err.kind).to.equal('Unavailable');
       expect(err.message).to.contain(ctd.socketPath);
     });
@@ -476,7 +467,7 @@ describe('CriRuntime without a runtime', function () {
         () => rt.listContainers(),
       ]) {
         const t0 = Date.now();
-        const err = await rejection(call());
+        const err = await kindRejection(call());
         expect(err.kind, err.message).to.equal('Unavailable');
         expect(Date.now() - t0).to.be.below(2_000);
         expect(err.message).to.contain(socket);
@@ -497,7 +488,7 @@ describe('CriRuntime without a runtime', function () {
     const rt = new CriRuntime({ endpoint: `unix://${socket}`, shortTimeoutMs: 500 });
     try {
       const t0 = Date.now();
-      const err = await rejection(rt.version());
+      const err = await kindRejection(rt.version());
       expect(err.kind, err.message).to.equal('DeadlineExceeded');
       expect(Date.now() - t0).to.be.within(400, 3_000);
     } finally {
@@ -512,7 +503,7 @@ describe('CriRuntime without a runtime', function () {
     const rt = new CriRuntime({ endpoint: `unix://${join(dir, 'x.sock')}` });
     await rt.close();
     await rt.close();
-    expect((await rejection(rt.version())).kind).to.equal('Unavailable');
+    expect((await kindRejection(rt.version())).kind).to.equal('Unavailable');
     expect(() => new CriRuntime({ endpoint: 'unix://relative.sock' })).to.throw(KindError);
     expect(() => new CriRuntime({ endpoint: '/abs.sock', requestTimeoutMs: 0 })).to.throw(KindError);
   });

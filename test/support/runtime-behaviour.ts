@@ -25,6 +25,7 @@ import {
 } from '../../src/runtime/labels.js';
 import type { ContainerConfig, ContainerStatus, PodSandboxConfig, Runtime } from '../../src/runtime/types.js';
 import { KindError, errorKind } from '../../src/util/errors.js';
+import { rejection } from './throws.js';
 
 export interface RuntimeBehaviourEnv {
   runtime: Runtime;
@@ -55,15 +56,6 @@ function track<T>(p: Promise<T>): Settled<T> {
     (error: unknown) => Object.assign(s, { done: true, error }),
   );
   return s;
-}
-
-async function rejection(p: Promise<unknown>): Promise<unknown> {
-  try {
-    await p;
-  } catch (err) {
-    return err;
-  }
-  expect.fail('expected the call to fail');
 }
 
 export function describeRuntimeBehaviour(name: string, setup: () => Promise<RuntimeBehaviourEnv>): void {

@@ -6,7 +6,7 @@ import type { DNSConfig } from '../../../src/kubelet/podfiles/dns.js';
 import { MemoryVolumeFS } from '../../../src/kubelet/volume/memfs.js';
 import type { MountedVolume } from '../../../src/kubelet/volumemanager/makemounts.js';
 import type { Mount } from '../../../src/runtime/types.js';
-import { KindError } from '../../../src/util/errors.js';
+import { kindRejection } from '../../support/throws.js';
 
 const PODS = '/var/lib/kubelet/pods';
 const UID = 'uid-1';
@@ -66,16 +66,6 @@ function pod(
   };
 }
 
-async function rejection(p: Promise<unknown>): Promise<KindError> {
-  try {
-    await p;
-  } catch (err) {
-    expect(err).to.be.instanceOf(KindError);
-    return err as KindError;
-  }
-  return expect.fail('expected a rejection');
-}
-
 const byPath = (mounts: Mount[], containerPath: string): Mount | undefined =>
   mounts.find((m) => m.containerPath === containerPath);
 
@@ -104,7 +94,7 @@ describe('kubelet_pods (KubeletPods)', () => {
 
     it('rejects a FQDN over 64 characters with the kubelet message', async () => {
       const { helper } = setup();
-      const err = await rejection(
+      const err = await kindRejection(
         helper.sandboxOptions(
           pod({ hostname: 'h'.repeat(30), subdomain: 's'.repeat(20), setHostnameAsFQDN: true }),
         ),
@@ -399,7 +389,7 @@ describe('kubelet_pods (KubeletPods)', () => {
     it('rejects a mount of a volume that is not set up', async () => {
       const { helper } = setup();
       const c = container({ name: 'nope' });
-      const err = await rejection(helper.containerMounts(pod({}, [c]), c, [], []));
+      const err = await kindRejection(helper.containerMounts(pod({}, [c]), c, [], []));
       expect(err.kind).to.equal('InvalidArgument');
       expect(err.message).to.equal('cannot find volume "nope" to mount into container "app"');
     });
@@ -472,7 +462,7 @@ describe('kubelet_pods (KubeletPods)', () => {
       it(`rejects ${what}: ${message}`, async () => {
         const { helper } = await withVolume();
         const c = container(m);
-        const err = await rejection(helper.containerMounts(pod({}, [c]), c, [], []));
+        const err = await kindRejection(helper.containerMounts(pod({}, [c]), c, [], []));
         expect(err.kind).to.equal('InvalidArgument');
         expect(err.message).to.equal(message);
       });
@@ -512,7 +502,7 @@ describe('kubelet_pods (KubeletPods)', () => {
         await fs.writeFile('/etc/passwd', Buffer.from('root:x:0:0'));
         await arrange(fs);
         const c = container({ subPath });
-        const err = await rejection(helper.containerMounts(pod({}, [c]), c, [], []));
+        const err = await kindRejection(helper.containerMounts(pod({}, [c]), c, [], []));
         expect(err.kind).to.equal('InvalidArgument');
         expect(err.message).to.equal('failed to prepare subPath for volumeMount "data" of container "app"');
         // Nothing was created outside the volume.

@@ -1,11 +1,13 @@
 // CriRuntime (src/runtime/cri/client.ts, connection.ts) against an in-process CRI server on a unix socket:
 // requests and answers through our proto, int64 as bigint, deadlines, error kinds, outages and reconnects.
 import * as grpc from '@grpc/grpc-js';
+
 import { expect } from 'chai';
 import { CriRuntime, type CriLogger } from '../../../src/runtime/cri/client.js';
 import type { PodSandboxConfig } from '../../../src/runtime/types.js';
-import { errorKind, KindError } from '../../../src/util/errors.js';
+import { errorKind } from '../../../src/util/errors.js';
 import { FakeCriServer } from './fakecri.js';
+import { kindRejection } from '../../support/throws.js';
 
 class LogSpy implements CriLogger {
   warns: string[] = [];
@@ -23,16 +25,6 @@ const sandboxConfig: PodSandboxConfig = {
   labels: {},
   annotations: {},
 };
-
-async function rejection(p: Promise<unknown>): Promise<KindError> {
-  try {
-    await p;
-  } catch (err) {
-    expect(err).to.be.instanceOf(KindError);
-    return err as KindError;
-  }
-  throw new Error('expected a rejection');
-}
 
 const wireContainerStatus = {
   id: 'c1',
@@ -260,7 +252,7 @@ describe('runtime/cri client against an in-process CRI server', () => {
     rt = new CriRuntime({ endpoint: server.endpoint, shortTimeoutMs: 200 });
     server.handlers.Version = () => 'never';
     const started = Date.now();
-    const err = await rejection(rt.version());
+    const err = await kindRejection(rt.version());
     expect(err.kind).to.equal('DeadlineExceeded');
     expect(err.message).to.match(/^CRI Version: deadline exceeded \(200 ms\): Deadline exceeded/);
     expect(Date.now() - started).to.be.lessThan(2_000);
@@ -271,7 +263,7 @@ describe('runtime/cri client against an in-process CRI server', () => {
       error: { code: grpc.status.NOT_FOUND, details: 'an error occurred when try to find container "c9"' },
     });
     server.handlers.ListContainers = () => ({ containers: [] });
-    const nf = await rejection(rt.containerStatus('c9'));
+    const nf = await kindRejection(rt.containerStatus('c9'));
     expect(nf.kind).to.equal('NotFound');
     expect(nf.message).to.equal('CRI ContainerStatus: an error occurred when try to find container "c9"');
     expect(nf.context).to.include({
@@ -288,7 +280,7 @@ describe('runtime/cri client against an in-process CRI server', () => {
           'failed to reserve container name "app_web_ns_u1_0": name "app_web_ns_u1_0" is reserved for "c1"',
       },
     });
-    const reserved = await rejection(
+    const reserved = await kindRejection(
       rt.createContainer(
         'sb1',
         { metadata: { name: 'app', attempt: 0 }, image: 'busybox', labels: {}, annotations: {} },
@@ -304,7 +296,7 @@ describe('runtime/cri client against an in-process CRI server', () => {
         details: 'failed to pull and unpack image "docker.io/library/nope:1": not found',
       },
     });
-    const pull = await rejection(rt.pullImage('nope:1'));
+    const pull = await kindRejection(rt.pullImage('nope:1'));
     expect(pull.kind).to.equal('NotFound');
     // The kubelet shows a pull failure as the runtime worded it.
     expect(pull.message).to.equal('failed to pull and unpack image "docker.io/library/nope:1": not found');
@@ -312,9 +304,9 @@ describe('runtime/cri client against an in-process CRI server', () => {
     server.handlers.ExecSync = () => ({
       error: { code: grpc.status.INVALID_ARGUMENT, details: 'empty cmd' },
     });
-    expect((await rejection(rt.execSync('c1', [], 1))).kind).to.equal('InvalidArgument');
+    expect((await kindRejection(rt.execSync('c1', [], 1))).kind).to.equal('InvalidArgument');
     // No handler: the server does not implement the RPC.
-    expect((await rejection(rt.listImages())).kind).to.equal('Unimplemented');
+    expect((await kindRejection(rt.listImages())).kind).to.equal('Unimplemented');
   });
 
   it('treats removing or stopping what is already gone as done, but not stopping a container', async () => {
@@ -328,7 +320,7 @@ describe('runtime/cri client against an in-process CRI server', () => {
     await rt.removePodSandbox('sb1');
     await rt.stopPodSandbox('sb1');
     await rt.removeImage('busybox');
-    expect((await rejection(rt.stopContainer('c1', 0))).kind).to.equal('NotFound');
+    expect((await kindRejection(rt.stopContainer('c1', 0))).kind).to.equal('NotFound');
   });
 
   it("takes a container's sandbox ID from a listing once, then from what it has seen", async () => {
@@ -371,8 +363,8 @@ describe('runtime/cri client against an in-process CRI server', () => {
     });
     try {
       const started = Date.now();
-      const first = await rejection(dead.version());
-      const second = await rejection(dead.status());
+      const first = await kindRejection(dead.version());
+      const second = await kindRejection(dead.status());
       expect(first.kind).to.equal('Unavailable');
       expect(second.kind).to.equal('Unavailable');
       expect(first.message).to.match(/^CRI Version: runtime unavailable at unix:\/\/.*nothing-here\.sock: /);
@@ -389,8 +381,8 @@ describe('runtime/cri client against an in-process CRI server', () => {
     server.handlers.Version = () => ({ version: '0.1.0', runtime_name: 'containerd' });
     await rt.version();
     await server.stop();
-    expect((await rejection(rt.version())).kind).to.equal('Unavailable');
-    expect((await rejection(rt.version())).kind).to.equal('Unavailable');
+    expect((await kindRejection(rt.version())).kind).to.equal('Unavailable');
+    expect((await kindRejection(rt.version())).kind).to.equal('Unavailable');
     await server.start();
     const until = Date.now() + 10_000;
     let ok = false;
@@ -409,7 +401,7 @@ describe('runtime/cri client against an in-process CRI server', () => {
     server.handlers.Version = () => ({});
     await rt.close();
     await rt.close();
-    const err = await rejection(rt.version());
+    const err = await kindRejection(rt.version());
     expect(err.kind).to.equal('Unavailable');
     expect(err.message).to.equal(`CRI Version: client for ${server.endpoint} is closed`);
     expect(server.calls).to.deep.equal([]);

@@ -23,6 +23,7 @@ import { criError, grpcCodeName, kindForGrpcError } from '../../../src/runtime/c
 import type { WireContainerStatus, WirePodSandboxStatus } from '../../../src/runtime/cri/messages.js';
 import type { ContainerConfig, PodSandboxConfig } from '../../../src/runtime/types.js';
 import { KindError, errorKind } from '../../../src/util/errors.js';
+import { catchErr } from '../../support/throws.js';
 
 const PROTO = fileURLToPath(new URL('../../../src/runtime/cri/proto/api.proto', import.meta.url));
 
@@ -512,13 +513,4 @@ function assertSubset(got: unknown, want: unknown, path: string): void {
     return;
   }
   expect(got, path).to.deep.equal(want);
-}
-
-function catchErr(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected a throw');
 }

@@ -7,6 +7,7 @@ import { SimStore } from '../../../src/runtime/sim/store.js';
 import type { ContainerConfig, Image, PodSandboxConfig } from '../../../src/runtime/types.js';
 import { errorKind } from '../../../src/util/errors.js';
 import { IMAGE, newSim, ns, ROOT } from './sim-fixtures.js';
+import { rejection } from '../../support/throws.js';
 
 const image: Image = { id: 'sha256:1', repoTags: ['img:1'], repoDigests: ['img@sha256:1'], size: 1 };
 const behaviour = compileProfile({});
@@ -46,15 +47,6 @@ function newStore() {
 }
 
 const ids = (rs: readonly (SandboxRecord | ContainerRecord)[]): string[] => rs.map((r) => r.id);
-
-async function rejection(p: Promise<unknown>): Promise<Error> {
-  try {
-    await p;
-  } catch (err) {
-    return err as Error;
-  }
-  return expect.fail('expected a failure');
-}
 
 describe('SimStore', () => {
   it('lists by pod UID label exactly the labelled records, oldest first, whatever their metadata says', () => {

@@ -14,6 +14,7 @@ import type { ContainerConfig, PodSandboxConfig } from '../../../src/runtime/typ
 import { FakeClock } from '../../../src/util/clock.js';
 import { errorKind } from '../../../src/util/errors.js';
 import { describeRuntimeBehaviour } from '../../support/runtime-behaviour.js';
+import { rejection } from '../../support/throws.js';
 
 const BUSYBOX = 'docker.io/library/busybox:latest';
 const PAUSE = 'registry.k8s.io/pause:3.10';
@@ -42,15 +43,6 @@ describeRuntimeBehaviour('sim (FakeClock)', async () => {
     teardown: () => runtime.close(),
   };
 });
-
-async function rejection(p: Promise<unknown> | (() => unknown)): Promise<Error> {
-  try {
-    await (typeof p === 'function' ? p() : p);
-  } catch (err) {
-    return err as Error;
-  }
-  return expect.fail('expected a failure');
-}
 
 let podSeq = 0;
 function sandboxConfig(

@@ -7,6 +7,7 @@ import {
   formatBinaryQuantity,
   formatMilliQuantity,
 } from '../../../src/util/quantity.js';
+import { catchErr } from '../../support/throws.js';
 
 describe('util/quantity', () => {
   it('prints milli-cpu and byte quantities as apimachinery canonicalizes them', () => {
@@ -110,12 +111,3 @@ describe('util/quantity', () => {
     expect(quantityMilliValue('-100m')).to.equal(-100);
   });
 });
-
-function catchErr(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected a throw');
-}

@@ -10,6 +10,7 @@ import {
 } from '../../../../src/kubelet/kuberuntime/containerconfig.js';
 import type { NodeSettings } from '../../../../src/kubelet/kuberuntime/sandboxconfig.js';
 import { errorKind } from '../../../../src/util/errors.js';
+import { catchErr } from '../../../support/throws.js';
 
 const node: NodeSettings = { nodeName: 'vn-1', podLogsRoot: '/var/log/pods/', cgroupRoot: '/kubepods' };
 
@@ -220,15 +221,6 @@ describe('kuberuntime containerconfig', () => {
     );
   });
 });
-
-function catchErr(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected a throw');
-}
 
 describe('kuberuntime containerconfig with pod-level resources (PodLevelResources)', () => {
   const podLevel = (

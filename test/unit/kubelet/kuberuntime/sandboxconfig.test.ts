@@ -7,6 +7,7 @@ import {
   type NodeSettings,
 } from '../../../../src/kubelet/kuberuntime/sandboxconfig.js';
 import { errorKind } from '../../../../src/util/errors.js';
+import { catchErr } from '../../../support/throws.js';
 
 const node: NodeSettings = { nodeName: 'vn-1', podLogsRoot: '/var/log/pods/', cgroupRoot: '/kubepods' };
 
@@ -153,15 +154,6 @@ describe('kuberuntime sandboxconfig', () => {
     expect(errorKind(catchErr(() => buildPodSandboxConfig(p, node, 0)))).to.equal('InvalidArgument');
   });
 });
-
-function catchErr(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected a throw');
-}
 
 describe('kuberuntime sandboxconfig resources (calculateSandboxResources)', () => {
   it('the whole pod as one container: pod-level resources over the containers', () => {

@@ -4,6 +4,7 @@ import { RestTokenRequester, apiServerMessage } from '../../../../src/kubelet/to
 import { TokenManager } from '../../../../src/kubelet/token/tokenmanager.js';
 import { FakeClock } from '../../../../src/util/clock.js';
 import { KindError } from '../../../../src/util/errors.js';
+import { kindRejection } from '../../../support/throws.js';
 
 const TOKEN_PATH = '/api/v1/namespaces/prod/serviceaccounts/builder/token';
 const spec = {
@@ -35,16 +36,6 @@ const notFound = (message: string) =>
     JSON.stringify({ kind: 'Status', reason: 'NotFound', message, code: 404 }),
     `POST ${TOKEN_PATH}`,
   );
-
-async function rejection(p: Promise<unknown>): Promise<KindError> {
-  try {
-    await p;
-  } catch (err) {
-    expect(err).to.be.instanceOf(KindError);
-    return err as KindError;
-  }
-  return expect.fail('expected a rejection');
-}
 
 describe('RestTokenRequester', () => {
   it('POSTs an authentication.k8s.io/v1 TokenRequest and returns the granted spec and status', async () => {
@@ -79,7 +70,7 @@ describe('RestTokenRequester', () => {
       },
       () => ({ resources: [{ name: 'serviceaccounts' }, { name: 'serviceaccounts/token' }] }),
     );
-    const err = await rejection(new RestTokenRequester(client).createToken('prod', 'builder', spec));
+    const err = await kindRejection(new RestTokenRequester(client).createToken('prod', 'builder', spec));
     expect(err.message).to.equal('serviceaccounts "builder" not found');
     expect(err.kind).to.equal('NotFound');
   });
@@ -92,7 +83,7 @@ describe('RestTokenRequester', () => {
       () => ({ resources: [{ name: 'serviceaccounts/token' }] }),
     );
     const manager = new TokenManager({ requester: new RestTokenRequester(client), clock: new FakeClock() });
-    const err = await rejection(
+    const err = await kindRejection(
       manager.getServiceAccountToken('prod', 'builder', {
         audience: 'vault',
         expirationSeconds: 3600,
@@ -108,7 +99,7 @@ describe('RestTokenRequester', () => {
     });
     const requester = new RestTokenRequester(client);
     for (let i = 0; i < 2; i++) {
-      const err = await rejection(requester.createToken('prod', 'builder', spec));
+      const err = await kindRejection(requester.createToken('prod', 'builder', spec));
       expect(err.message).to.equal('the API server does not have TokenRequest endpoints enabled');
     }
     expect(requests.filter((r) => r.method === 'GET')).to.have.length(1);
@@ -118,7 +109,7 @@ describe('RestTokenRequester', () => {
     const { client } = fakeClient(() => {
       throw new KindError('Unavailable', `POST ${TOKEN_PATH}: connect ECONNREFUSED`);
     });
-    const err = await rejection(new RestTokenRequester(client).createToken('prod', 'builder', spec));
+    const err = await kindRejection(new RestTokenRequester(client).createToken('prod', 'builder', spec));
     expect(err.message).to.equal(`POST ${TOKEN_PATH}: connect ECONNREFUSED`);
     expect(err.kind).to.equal('Unavailable');
 
@@ -130,7 +121,7 @@ describe('RestTokenRequester', () => {
 
   it('refuses a response without a token', async () => {
     const { client } = fakeClient(() => ({ status: {} }));
-    const err = await rejection(new RestTokenRequester(client).createToken('prod', 'builder', spec));
+    const err = await kindRejection(new RestTokenRequester(client).createToken('prod', 'builder', spec));
     expect(err.kind).to.equal('Internal');
   });
 });

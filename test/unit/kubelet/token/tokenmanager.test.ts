@@ -14,6 +14,7 @@ import {
 import { FakeClock } from '../../../../src/util/clock.js';
 import { KindError } from '../../../../src/util/errors.js';
 import { formatRFC3339 } from '../../../../src/util/rfc3339.js';
+import { kindRejection } from '../../../support/throws.js';
 
 const s = 1000;
 
@@ -63,16 +64,6 @@ function setup(random = 0) {
     logger: { error: (msg, meta) => logged.push({ msg, meta }) },
   });
   return { clock, requester, manager, logged };
-}
-
-async function rejection(p: Promise<unknown>): Promise<KindError> {
-  try {
-    await p;
-  } catch (err) {
-    expect(err).to.be.instanceOf(KindError);
-    return err as KindError;
-  }
-  return expect.fail('expected a rejection');
 }
 
 describe('token manager: cache key and request spec', () => {
@@ -198,7 +189,7 @@ describe('token manager: getServiceAccountToken', () => {
   it('wraps a first failure as the kubelet does, keeping the kind and the server message', async () => {
     const { requester, manager } = setup();
     requester.failWith = new KindError('NotFound', 'serviceaccounts "builder" not found');
-    const err = await rejection(manager.getServiceAccountToken('prod', 'builder', request()));
+    const err = await kindRejection(manager.getServiceAccountToken('prod', 'builder', request()));
     expect(err.message).to.equal('failed to fetch token: serviceaccounts "builder" not found');
     expect(err.kind).to.equal('NotFound');
     expect(manager.size()).to.equal(0);
@@ -223,7 +214,7 @@ describe('token manager: getServiceAccountToken', () => {
     await manager.getServiceAccountToken('prod', 'builder', request());
     clock.advance(3600 * s + 1);
     requester.failWith = new KindError('Forbidden', 'denied');
-    const err = await rejection(manager.getServiceAccountToken('prod', 'builder', request()));
+    const err = await kindRejection(manager.getServiceAccountToken('prod', 'builder', request()));
     const key = tokenCacheKey('prod', 'builder', tokenRequestSpecFor(request()));
     expect(err.message).to.equal(`token ${key} expired and refresh failed: denied`);
     expect(err.kind).to.equal('Forbidden');

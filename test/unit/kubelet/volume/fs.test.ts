@@ -1,15 +1,10 @@
 import { expect } from 'chai';
 import { type VolumeFS, VolumeFSError, fsErrorCode, isNotExist } from '../../../../src/kubelet/volume/fs.js';
 import { CAN_CHOWN, FS_KINDS, type FsFixture, UMASK } from './fixtures.js';
+import { rejection } from '../../../support/throws.js';
 
-async function code(p: Promise<unknown>): Promise<string | undefined> {
-  try {
-    await p;
-  } catch (err) {
-    return fsErrorCode(err);
-  }
-  return expect.fail('expected a rejection');
-}
+/** The file-system error code `p` rejects with. */
+const code = async (p: Promise<unknown>): Promise<string | undefined> => fsErrorCode(await rejection(p));
 
 describe('VolumeFS errors', () => {
   it('carry a Node-style code that fsErrorCode and isNotExist read', () => {

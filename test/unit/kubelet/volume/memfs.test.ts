@@ -8,15 +8,10 @@ import { managedHostsFileContent } from '../../../../src/kubelet/podfiles/etchos
 import { RealVolumeFS } from '../../../../src/kubelet/volume/realfs.js';
 import { heapUsedAfterGC } from '../../memory/perpod-fixture.js';
 import { UMASK } from './fixtures.js';
+import { rejection } from '../../../support/throws.js';
 
-async function code(p: Promise<unknown>): Promise<string | undefined> {
-  try {
-    await p;
-  } catch (err) {
-    return fsErrorCode(err);
-  }
-  return expect.fail('expected a rejection');
-}
+/** The file-system error code `p` rejects with. */
+const code = async (p: Promise<unknown>): Promise<string | undefined> => fsErrorCode(await rejection(p));
 
 describe('MemoryVolumeFS', () => {
   it('serves the atomic writer layout to synchronous readers (what the simulated runtime cats)', async () => {
