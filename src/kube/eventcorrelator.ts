@@ -23,7 +23,7 @@ export interface ObjectReference {
 export interface CoreEvent {
   apiVersion: 'v1';
   kind: 'Event';
-  metadata: { name: string; namespace: string };
+  metadata: { name: string; namespace: string; annotations?: Record<string, string> };
   involvedObject: ObjectReference;
   reason: string;
   message: string;
@@ -48,6 +48,17 @@ interface EventSource {
  * seconds), and ms past it of any size are still exact.
  */
 const TIME_BASE = Date.now();
+
+/**
+ * The annotations of the few Events that carry any (client-go AnnotatedEventf: the kubelet's evictions), kept
+ * beside the writes rather than in a field every write would pay for.
+ */
+const annotationsOf = new WeakMap<EventWrite, Readonly<Record<string, string>>>();
+
+/** Gives a write the annotations its Event is created with. */
+export function annotateEvent(write: EventWrite, annotations: Readonly<Record<string, string>>): void {
+  annotationsOf.set(write, annotations);
+}
 
 /**
  * A write the correlator decided on, kept as numbers and shared strings: a node's Events can wait seconds to be
@@ -99,10 +110,13 @@ export class EventWrite {
   /** The Event whole, as created (a patch that finds no Event creates this). */
   get event(): CoreEvent {
     const { component, host } = this.source;
+    const annotations = annotationsOf.get(this);
     return {
       apiVersion: 'v1',
       kind: 'Event',
-      metadata: { name: this.name, namespace: this.namespace },
+      metadata: annotations
+        ? { name: this.name, namespace: this.namespace, annotations: { ...annotations } }
+        : { name: this.name, namespace: this.namespace },
       involvedObject: this.involvedObject,
       reason: this.reason,
       message: this.message,

@@ -11,6 +11,7 @@ import { sleepOnTimer, type Clock } from '../util/clock.js';
 import { errorKind, errorMessage, isNotFound, KindError } from '../util/errors.js';
 import type { StartupHold } from './startuphold.js';
 import {
+  annotateEvent,
   EventCorrelator,
   type CoreEvent,
   type EventType,
@@ -123,7 +124,14 @@ export class EventRecorder {
     this.correlator = new EventCorrelator({ component, host });
   }
 
-  event(ref: ObjectReference, type: EventType, reason: string, message: string): void {
+  /** Records an Event; `annotations` go on the Event created (client-go AnnotatedEventf), not on a patch. */
+  event(
+    ref: ObjectReference,
+    type: EventType,
+    reason: string,
+    message: string,
+    annotations?: Readonly<Record<string, string>>,
+  ): void {
     const firstWarning = type === 'Warning' && !this.correlator.hasEvent(ref, 'Warning');
     const c = this.correlator.correlate(ref, type, reason, message, this.clock.now());
     if (c.action === 'drop') {
@@ -131,6 +139,7 @@ export class EventRecorder {
       this.stats.filtered++;
       return;
     }
+    if (annotations && Object.keys(annotations).length > 0) annotateEvent(c, annotations);
     const waiting = this.bySeq.get(c.seq);
     if (waiting) {
       // The waiting write takes on the Event as it is now: a create stays a create.

@@ -46,7 +46,7 @@ import {
   type KubeletPeriods,
 } from './kubelet_config.js';
 import { newRuntimeManager } from './kubelet_runtime.js';
-import { guardSyncer, minDue, podEventRecorder } from './kubelet_shell.js';
+import { guardSyncer, minDue, podEventRecorder, podRef } from './kubelet_shell.js';
 import { KubeletPodSyncer } from './kubelet_sync.js';
 import { SyncLoop } from './kubelet_syncloop.js';
 import { newPodEnvironment } from './kubelet_volumes.js';
@@ -257,7 +257,7 @@ export class Kubelet {
       },
       logger: this.log,
     });
-    this.evictionManager = deps.eviction && this.newEvictionManager(deps.eviction, record);
+    this.evictionManager = deps.eviction && this.newEvictionManager(deps.eviction);
     const pressureNode = (n: AdmissionNode): AdmissionNode => {
       const pressure = this.evictionManager?.nodeConditions() ?? [];
       return pressure.length > 0 ? { ...n, pressureConditions: pressure } : n;
@@ -447,10 +447,7 @@ export class Kubelet {
    * kill with the eviction's grace period and status, as the kubelet's preemption and eviction kills do;
    * dead containers are the node-level reclaim (no image GC here: reported as not possible).
    */
-  private newEvictionManager(
-    e: NonNullable<KubeletDeps['eviction']>,
-    record: ReturnType<typeof podEventRecorder>,
-  ): EvictionManager {
+  private newEvictionManager(e: NonNullable<KubeletDeps['eviction']>): EvictionManager {
     return new EvictionManager({
       config: e.config,
       clock: this.d.clock,
@@ -480,7 +477,9 @@ export class Kubelet {
         for (const err of r.errors) this.log.warn('eviction manager: container GC', { err });
         return true;
       },
-      recordPod: (pod, type, reason, message) => record(pod, type, reason, message),
+      // AnnotatedEventf: the offending containers and the starved resource ride on the Event.
+      recordPod: (pod, type, reason, message, annotations) =>
+        this.d.recorder.event(podRef(pod), type, reason, message, annotations),
       recordNode: (type, reason, message) => e.recordNode?.(type, reason, message),
       ...(e.onPressureChange ? { onPressureChange: e.onPressureChange } : {}),
       logger: this.log.child({ component: 'eviction_manager' }),

@@ -21,7 +21,13 @@ import {
 
 /** The part of EventRecorder the kubelet uses. */
 export interface PodEventSink {
-  event(ref: ObjectReference, type: EventType, reason: string, message: string): void;
+  event(
+    ref: ObjectReference,
+    type: EventType,
+    reason: string,
+    message: string,
+    annotations?: Readonly<Record<string, string>>,
+  ): void;
 }
 
 /**

@@ -133,6 +133,28 @@ describe('EventRecorder', () => {
   });
 });
 
+describe('EventRecorder: annotated Events (AnnotatedEventf)', () => {
+  it('creates the Event with its annotations; Events without any carry none', async () => {
+    const created: CoreEvent[] = [];
+    const sink: EventSink = {
+      async create(_ns, e: CoreEvent) {
+        created.push(e);
+      },
+      async patch() {},
+    };
+    const r = new EventRecorder(sink, new FakeClock(0), 'node-1');
+    const annotations = {
+      offending_containers: 'c',
+      offending_containers_usage: '900Mi',
+      starved_resource: 'memory',
+    };
+    r.event(pod, 'Warning', 'Evicted', 'The node was low on resource: memory. ', annotations);
+    r.event(pod, 'Normal', 'Killing', 'Stopping container c');
+    await r.flush();
+    expect(created.map((e) => e.metadata.annotations)).to.deep.equal([annotations, undefined]);
+  });
+});
+
 describe('EventRecorder: a write that gets no answer', () => {
   const unanswered = () => new KindError('Unavailable', 'POST events: connect ECONNREFUSED 127.0.0.1:6443');
   const answered = () => new KindError('Unavailable', 'POST events: 503 ServiceUnavailable', { code: 503 });

@@ -23,7 +23,13 @@ interface Harness {
   clock: FakeClock;
   manager: EvictionManager;
   killed: PodEviction[];
-  podEvents: { pod: string; type: string; reason: string; message: string }[];
+  podEvents: {
+    pod: string;
+    type: string;
+    reason: string;
+    message: string;
+    annotations?: Record<string, string>;
+  }[];
   nodeEvents: string[];
   reclaims: NodeReclaim[];
   pressure: (readonly string[])[];
@@ -65,8 +71,14 @@ function harness(
       h.reclaims.push(kind);
       return Promise.resolve(kind === 'DeleteAllUnusedContainers');
     },
-    recordPod: (p, type, reason, message) =>
-      h.podEvents.push({ pod: p.metadata.name ?? '', type, reason, message }),
+    recordPod: (p, type, reason, message, annotations) =>
+      h.podEvents.push({
+        pod: p.metadata.name ?? '',
+        type,
+        reason,
+        message,
+        ...(annotations ? { annotations } : {}),
+      }),
     recordNode: (type, reason, message) => h.nodeEvents.push(`${type} ${reason} ${message}`),
     onPressureChange: (c) => h.pressure.push([...c]),
     logger: { info: (m) => h.logs.push(m), warn: (m) => h.logs.push(m) },
@@ -114,7 +126,9 @@ describe('eviction manager shell', () => {
       offending_containers_usage: '1Gi',
       starved_resource: 'memory',
     });
-    expect(h.podEvents).to.deep.equal([{ pod: 'be', type: 'Warning', reason: 'Evicted', message }]);
+    expect(h.podEvents).to.deep.equal([
+      { pod: 'be', type: 'Warning', reason: 'Evicted', message, annotations: e.event.annotations },
+    ]);
   });
 
   it('admits under memory pressure what the kubelet admits, with its reason and message', async () => {
