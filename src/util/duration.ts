@@ -4,6 +4,8 @@
  * tools match on them.
  */
 
+import { goQuote } from './goquote.js';
+
 const units: [suffix: string, ns: number][] = [
   ['h', 3_600e9],
   ['m', 60e9],
@@ -47,4 +49,43 @@ export function formatGoDuration(ms: number): string {
   }
   out += `${trimFraction(rest / 1_000_000_000n, rest % 1_000_000_000n, 9)}s`;
   return sign + out;
+}
+
+const DURATION_UNITS: Record<string, number> = {
+  ns: 1e-6,
+  us: 1e-3,
+  µs: 1e-3,
+  μs: 1e-3,
+  ms: 1,
+  s: 1000,
+  m: 60_000,
+  h: 3_600_000,
+};
+
+/** time.ParseDuration, in milliseconds ("1m30s" -> 90000), with Go's error messages. */
+export function parseGoDuration(s: string): number {
+  const invalid = (): Error => new Error(`time: invalid duration ${goQuote(s)}`);
+  let rest = s;
+  let sign = 1;
+  if (rest.startsWith('-') || rest.startsWith('+')) {
+    if (rest.startsWith('-')) sign = -1;
+    rest = rest.slice(1);
+  }
+  if (rest === '0') return 0;
+  if (rest === '') throw invalid();
+  let total = 0;
+  while (rest !== '') {
+    const num = /^(\d*)(?:\.(\d*))?/.exec(rest);
+    const whole = num?.[1] ?? '';
+    const frac = num?.[2];
+    if (whole === '' && (frac === undefined || frac === '')) throw invalid();
+    rest = rest.slice(num?.[0].length ?? 0);
+    const unit = /^[^\d.]*/.exec(rest)?.[0] ?? '';
+    if (unit === '') throw new Error(`time: missing unit in duration ${goQuote(s)}`);
+    const ms = DURATION_UNITS[unit];
+    if (ms === undefined) throw new Error(`time: unknown unit ${goQuote(unit)} in duration ${goQuote(s)}`);
+    rest = rest.slice(unit.length);
+    total += Number(`${whole || '0'}.${frac ?? ''}0`) * ms;
+  }
+  return sign * total;
 }

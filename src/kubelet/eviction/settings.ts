@@ -7,6 +7,7 @@
  * A kubelet with a bad value does not start; a VirtualNode with one keeps running on the defaults and says
  * why (`error`, the kubelet's wording), so one typo does not take a node's pods down.
  */
+import { parseGoDuration } from '../../util/duration.js';
 import type { EvictionConfig } from './manager.js';
 import type { FsLayout } from './rank.js';
 import {
@@ -15,12 +16,7 @@ import {
   DefaultPressureTransitionPeriodMs,
   effectiveEvictionHard,
 } from './signals.js';
-import {
-  parseGoDuration,
-  parseThresholdConfig,
-  updateContainerFsThresholds,
-  type Threshold,
-} from './thresholds.js';
+import { parseThresholdConfig, updateContainerFsThresholds, type Threshold } from './thresholds.js';
 
 /** The VirtualNode's `spec.kubelet` eviction fields, as stored. */
 export interface EvictionSettings {

@@ -7,6 +7,8 @@
  *
  * Errors carry the kubelet's wording, so a bad VirtualNode reads like a bad kubelet flag.
  */
+import { parseGoDuration } from '../../util/duration.js';
+import { goQuote } from '../../util/goquote.js';
 import { formatQuantity, newQuantity, parseQuantity, type Quantity } from './quantity.js';
 import { isSignal, type Signal } from './signals.js';
 
@@ -57,10 +59,6 @@ function parsePercentage(s: string): number {
   return Math.fround(parseFloat32(s.replace(/%+$/, '')) / 100);
 }
 
-function goQuote(s: string): string {
-  return JSON.stringify(s);
-}
-
 /** One evictionHard or evictionSoft entry; undefined for "0%" and "100%", which the kubelet drops. */
 export function parseThresholdStatement(signal: string, val: string): Threshold | undefined {
   if (!isSignal(signal)) throw unsupported(signal);
@@ -85,45 +83,6 @@ function parseStatements(statements: Readonly<Record<string, string>> | undefine
     if (t) out.push(t);
   }
   return out;
-}
-
-const DURATION_UNITS: Record<string, number> = {
-  ns: 1e-6,
-  us: 1e-3,
-  µs: 1e-3,
-  μs: 1e-3,
-  ms: 1,
-  s: 1000,
-  m: 60_000,
-  h: 3_600_000,
-};
-
-/** time.ParseDuration, in milliseconds ("1m30s" -> 90000), with Go's error messages. */
-export function parseGoDuration(s: string): number {
-  const invalid = (): Error => new Error(`time: invalid duration ${goQuote(s)}`);
-  let rest = s;
-  let sign = 1;
-  if (rest.startsWith('-') || rest.startsWith('+')) {
-    if (rest.startsWith('-')) sign = -1;
-    rest = rest.slice(1);
-  }
-  if (rest === '0') return 0;
-  if (rest === '') throw invalid();
-  let total = 0;
-  while (rest !== '') {
-    const num = /^(\d*)(?:\.(\d*))?/.exec(rest);
-    const whole = num?.[1] ?? '';
-    const frac = num?.[2];
-    if (whole === '' && (frac === undefined || frac === '')) throw invalid();
-    rest = rest.slice(num?.[0].length ?? 0);
-    const unit = /^[^\d.]*/.exec(rest)?.[0] ?? '';
-    if (unit === '') throw new Error(`time: missing unit in duration ${goQuote(s)}`);
-    const ms = DURATION_UNITS[unit];
-    if (ms === undefined) throw new Error(`time: unknown unit ${goQuote(unit)} in duration ${goQuote(s)}`);
-    rest = rest.slice(unit.length);
-    total += Number(`${whole || '0'}.${frac ?? ''}0`) * ms;
-  }
-  return sign * total;
 }
 
 function parseGracePeriods(statements: Readonly<Record<string, string>> | undefined): Map<Signal, number> {

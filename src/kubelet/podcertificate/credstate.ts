@@ -27,7 +27,7 @@
 import type { PodCertificateRequest } from '../../api/podcertificaterequest.js';
 import { pemBlocks, pemEncode } from '../../util/pem.js';
 import { parseRFC3339 } from '../../util/rfc3339.js';
-import { goQuote } from '../volume/fieldpath.js';
+import { goQuote } from '../../util/goquote.js';
 
 /** How long a request that does not show up in the informer is waited for (before jitter). */
 export const ASSUME_DELETED_AFTER_MS = 10 * 60_000;

@@ -11,7 +11,7 @@ import { promisify } from 'node:util';
 import { POD_CERTIFICATE_KEY_TYPES, type PodCertificateKeyType } from '../../api/podcertificaterequest.js';
 import { contextConstructed, bitString, integer, oid, sequence, tlv } from '../../server/nodeapi/asn1.js';
 import { KindError } from '../../util/errors.js';
-import { goQuote } from '../volume/fieldpath.js';
+import { goQuote } from '../../util/goquote.js';
 
 const generate = promisify(generateKeyPair);
 

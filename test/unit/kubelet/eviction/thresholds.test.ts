@@ -15,8 +15,8 @@ import {
   signalToResource,
   Signals,
 } from '../../../../src/kubelet/eviction/signals.js';
+import { parseGoDuration } from '../../../../src/util/duration.js';
 import {
-  parseGoDuration,
   parseThresholdConfig,
   thresholdQuantity,
   updateContainerFsThresholds,

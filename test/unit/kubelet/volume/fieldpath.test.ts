@@ -3,10 +3,10 @@ import type { ObjectMeta } from '../../../../src/api/core.js';
 import {
   extractFieldPathAsString,
   formatMap,
-  goQuote,
   isQualifiedName,
   splitMaybeSubscriptedPath,
 } from '../../../../src/kubelet/volume/fieldpath.js';
+import { goQuote } from '../../../../src/util/goquote.js';
 
 describe('fieldpath: goQuote (Go strconv.Quote)', () => {
   const cases: [string, string][] = [
