@@ -36,8 +36,8 @@ export const DeclarableFeatures: readonly DeclarableFeature[] = [
   },
   {
     name: 'InPlacePodVerticalScalingInitContainers',
-    supported: false,
-    why: 'init containers that run to completion are not resized (sidecars are)',
+    supported: true,
+    why: 'init containers that run to completion are resized as sidecars and regular containers are: allocated, reported and, while running, updated in place, as the v1.37 kubelet (its gate locked on) does',
   },
   {
     name: 'InPlacePodVerticalScalingMemoryBackedVolumes',

@@ -7,7 +7,6 @@
  */
 import { type Container, type ContainerStatus, type Pod, type ResourceRequirements } from '../../api/core.js';
 import { podRequests } from '../../api/resources.js';
-import { isResizableContainer } from '../container/helpers.js';
 import { parseQuantityNano } from '../../util/quantity.js';
 
 /** The pod's generation as the kubelet reads it (0 when the pod has none). */
@@ -18,12 +17,13 @@ export function podGeneration(pod: Pick<Pod, 'metadata'>): number {
 /** Container name -> allocated requirements, for resizable containers only. */
 export type PodAllocation = ReadonlyMap<string, ResourceRequirements>;
 
-/** The resizable containers of a pod, sidecars first, as the kubelet visits them. */
+/**
+ * The resizable containers of a pod, init containers first, as the kubelet visits them (kubelet:
+ * IsResizableContainer): every init container, sidecar or not (InPlacePodVerticalScalingInitContainers, GA
+ * and locked on in v1.37), and every regular one; ephemeral containers are never resized.
+ */
 export function resizableContainers(pod: Pick<Pod, 'spec'>): Container[] {
-  return [
-    ...(pod.spec.initContainers ?? []).filter((c) => isResizableContainer(c, true)),
-    ...(pod.spec.containers ?? []),
-  ];
+  return [...(pod.spec.initContainers ?? []), ...(pod.spec.containers ?? [])];
 }
 
 /** What a container without requests or limits is allocated: one frozen object, not one per container. */
@@ -100,11 +100,10 @@ export function updatePodFromAllocation(
 /** The spec with the allocation applied; undefined when it already matches. */
 function allocatedSpec(podSpec: Pod['spec'], allocation: PodAllocation): Pod['spec'] | undefined {
   // Copies a list only once one of its containers differs (admission calls this for every admitted pod).
-  const apply = (list: Container[] | undefined, init: boolean): Container[] | undefined => {
+  const apply = (list: Container[] | undefined): Container[] | undefined => {
     let out: Container[] | undefined;
     for (let i = 0; i < (list?.length ?? 0); i++) {
       const c = list![i]!;
-      if (!isResizableContainer(c, init)) continue;
       const alloc = allocation.get(c.name);
       if (!alloc || sameRequirements(c.resources, alloc)) continue;
       out ??= [...list!];
@@ -112,8 +111,8 @@ function allocatedSpec(podSpec: Pod['spec'], allocation: PodAllocation): Pod['sp
     }
     return out;
   };
-  const containers = apply(podSpec.containers, false);
-  const initContainers = apply(podSpec.initContainers, true);
+  const containers = apply(podSpec.containers);
+  const initContainers = apply(podSpec.initContainers);
   if (!containers && !initContainers) return undefined;
   const spec = { ...podSpec, containers: containers ?? podSpec.containers };
   if (initContainers) spec.initContainers = initContainers;

@@ -1,13 +1,7 @@
 /**
  * Small pure helpers the kubelet keeps in pkg/kubelet/container/helpers.go and kuberuntime/helpers.go.
  */
-import {
-  AllContainersRestarting,
-  isRestartableInitContainer,
-  type Container,
-  type Pod,
-  type PodStatus,
-} from '../../api/core.js';
+import { AllContainersRestarting, type Container, type Pod, type PodStatus } from '../../api/core.js';
 import { containerShouldRestart, restartsAllContainers } from '../../api/restartrules.js';
 import { findContainerStatusByName, type KubeContainerStatus, type RuntimePodStatus } from './types.js';
 
@@ -97,12 +91,4 @@ export function containerChanged(
   record: Pick<KubeContainerStatus, 'hash'>,
 ): boolean {
   return record.hash !== hashContainer(container);
-}
-
-/**
- * Regular containers and sidecars (restartable init containers) can be resized; init containers that run to
- * completion and ephemeral containers cannot (kubelet: IsResizableContainer).
- */
-export function isResizableContainer(c: Pick<Container, 'restartPolicy'>, init: boolean): boolean {
-  return !init || isRestartableInitContainer(c);
 }

@@ -1,17 +1,18 @@
 /**
  * In-place resize in SyncPod (kubelet: kuberuntime_manager.go computePodResizeAction and doPodResizeAction).
  *
- * The pod a worker syncs carries its allocated resources. A running, resizable container whose applied
- * resources (what the runtime reports) differ from them is either updated in place (UpdateContainerResources)
- * or, when its resizePolicy says RestartContainer for a changed resource, killed and started again, which
- * counts as a restart. A container the runtime reports no resources for is left alone: there is nothing to
- * compare with. Memory requests are not applied to cgroups, so they never need actuation.
+ * The pod a worker syncs carries its allocated resources. A running container, regular or init (sidecar or
+ * not: InPlacePodVerticalScalingInitContainers, locked on in v1.37), whose applied resources (what the
+ * runtime reports) differ from them is either updated in place (UpdateContainerResources) or, when its
+ * resizePolicy says RestartContainer for a changed resource, killed and started again, which counts as a
+ * restart (the API refuses to resize an init container that is not a sidecar under that policy). A container
+ * the runtime reports no resources for is left alone: there is nothing to compare with. Memory requests are
+ * not applied to cgroups, so they never need actuation.
  *
  * Pure: the decisions only; resizepod.ts acts on them.
  */
 import type { Container, Pod } from '../../api/core.js';
 import type { LinuxContainerResources } from '../../runtime/types.js';
-import { isResizableContainer } from '../container/helpers.js';
 import {
   findContainerStatusByName,
   type ContainerID,
@@ -121,7 +122,6 @@ export function computePodResizeActions(
     return out;
   }
   const visit = (c: Container, idx: number, init: boolean): void => {
-    if (!isResizableContainer(c, init)) return;
     const record = runningRecord(status, c.name);
     if (!record?.resources || out.actions.containersToKill.has(record.id)) return;
     const starts = init ? out.actions.initContainersToStart : out.actions.containersToStart;
@@ -154,12 +154,11 @@ export function computePodResizeActions(
 }
 
 /**
- * Whether a running, resizable container's applied resources still differ from its allocation (kubelet:
+ * Whether a running container's applied resources still differ from its allocation (kubelet:
  * IsPodResizeInProgress): PodResizeInProgress stays until they agree.
  */
 export function isPodResizeInProgress(pod: Pod, status: RuntimePodStatus): boolean {
-  const check = (c: Container, init: boolean): boolean => {
-    if (!isResizableContainer(c, init)) return false;
+  const check = (c: Container): boolean => {
     const record = runningRecord(status, c.name);
     if (!record?.resources) return false;
     try {
@@ -168,10 +167,7 @@ export function isPodResizeInProgress(pod: Pod, status: RuntimePodStatus): boole
       return false;
     }
   };
-  return (
-    (pod.spec.initContainers ?? []).some((c) => check(c, true)) ||
-    pod.spec.containers.some((c) => check(c, false))
-  );
+  return (pod.spec.initContainers ?? []).some(check) || pod.spec.containers.some(check);
 }
 
 /** The new memory limit of an update that lowers it (or sets one where there was none); undefined otherwise. */

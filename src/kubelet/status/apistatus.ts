@@ -179,12 +179,11 @@ export function generateAPIPodStatus(
   if (opts.inPlaceResize) {
     applyContainerResources(
       specContainers(pod.spec.containers),
-      false,
       containerStatuses,
       runtime,
       old.containerStatuses,
     );
-    applyContainerResources(inits, true, initContainerStatuses, runtime, old.initContainerStatuses);
+    applyContainerResources(inits, initContainerStatuses, runtime, old.initContainerStatuses);
   }
   s.containerStatuses = containerStatuses;
   // Empty lists are left out, as the API server leaves them out; a diff against it then stays empty.

@@ -1,15 +1,15 @@
 /**
  * The resources of container statuses (kubelet: convertToAPIContainerStatuses, convertContainerStatusResources,
- * v1.35+): every resizable container (regular and sidecar) reports `allocatedResources` (the requests the node
- * allocated) and `resources`: for a running container what the runtime has applied, cpu and memory limits and
- * the cpu request read back from it, the rest as allocated; for any other container the allocation. A running
- * container whose runtime reports nothing keeps what it reported before, or else shows the allocation.
+ * v1.35+): every resizable container (regular and init, sidecar or not) reports `allocatedResources` (the
+ * requests the node allocated) and `resources`: for a running container what the runtime has applied, cpu and
+ * memory limits and the cpu request read back from it, the rest as allocated; for any other container the
+ * allocation. A running container whose runtime reports nothing keeps what it reported before, or else shows
+ * the allocation.
  *
  * Pure; mutates only the statuses it is given.
  */
 import type { Container, ContainerStatus, ResourceRequirements } from '../../api/core.js';
 import { formatBinaryQuantity, formatMilliQuantity, quantityMilliValue } from '../../util/quantity.js';
-import { isResizableContainer } from '../container/helpers.js';
 import { containerIDString, findContainerStatusByName, type RuntimePodStatus } from '../container/types.js';
 import { MIN_MILLI_CPU_LIMIT, MIN_SHARES } from '../kuberuntime/containerconfig.js';
 
@@ -69,12 +69,11 @@ function resourcesOf(
 }
 
 /**
- * Sets `resources` and `allocatedResources` on the statuses of `containers` (spec list of the allocated pod;
- * `init` for spec.initContainers). Containers that cannot be resized get neither.
+ * Sets `resources` and `allocatedResources` on the statuses of `containers` (spec.containers or
+ * spec.initContainers of the allocated pod: every one of them is resizable).
  */
 export function applyContainerResources(
   containers: readonly Container[],
-  init: boolean,
   statuses: readonly ContainerStatus[],
   runtime: Pick<RuntimePodStatus, 'containers'>,
   oldStatuses: readonly ContainerStatus[] | undefined,
@@ -83,7 +82,7 @@ export function applyContainerResources(
   const old = new Map((oldStatuses ?? []).map((s) => [s.name, s]));
   for (const s of statuses) {
     const c = spec.get(s.name);
-    if (!c || !isResizableContainer(c, init)) continue;
+    if (!c) continue;
     const alloc: ResourceRequirements = {
       limits: copyList(c.resources?.limits),
       requests: copyList(c.resources?.requests),

@@ -315,14 +315,12 @@ describe('Kubelet', () => {
         ],
       }),
     );
-    const withInit = (cpu: string): Pod => {
-      const p = mkPod('i', {
-        initContainers: [{ name: 'init', image: 'img:1', resources: { requests: { cpu } } }],
-      });
+    const withPodCpu = (cpu: string): Pod => {
+      const p = mkPod('i', { resources: { requests: { cpu } } });
       p.metadata.resourceVersion = cpu;
       return p;
     };
-    const before = withInit('100m');
+    const before = withPodCpu('100m');
     api.pods.set('p-i', before);
     const k = new Kubelet(deps());
     await start(k, clock);
@@ -336,13 +334,13 @@ describe('Kubelet', () => {
     expect(eventMessages).to.include(`Warning PodFeatureUnsupported: ${message}`);
     expect(creates).to.not.include('p-all/app');
 
-    // An admitted pod's init container resized: a warning, and the update still reaches its worker.
-    const after = withInit('200m');
+    // An admitted pod's pod-level resources resized: a warning, and the update still reaches its worker.
+    const after = withPodCpu('200m');
     api.pods.set('p-i', after);
     k.handlePodUpdate(after, before);
     await advance(clock, 200);
     expect(eventMessages).to.include(
-      'Warning FailedNodeDeclaredFeaturesCheck: Pod requires node features that are not available: InPlacePodVerticalScalingInitContainers',
+      'Warning FailedNodeDeclaredFeaturesCheck: Pod requires node features that are not available: InPlacePodLevelResourcesVerticalScaling',
     );
     expect(k.podManager.getPodByUID(asPodUID('i'))?.metadata.resourceVersion).to.equal('200m');
     // A rejected pod's update is not checked (it holds no allocation).

@@ -30,12 +30,11 @@ describe('node declared features', () => {
     for (const f of DeclarableFeatures) expect(f.why, f.name).to.have.length.above(20);
   });
 
-  it('declares RestartAllContainersOnContainerExits alone; a supported one is listed sorted', () => {
-    expect(declaredFeatures()).to.deep.equal(['RestartAllContainersOnContainerExits']);
+  it('declares InPlacePodVerticalScalingInitContainers and RestartAllContainersOnContainerExits, sorted', () => {
+    const ours = ['InPlacePodVerticalScalingInitContainers', 'RestartAllContainersOnContainerExits'];
+    expect(declaredFeatures()).to.deep.equal(ours);
     const set = declaredFeaturesSetter();
-    expect(set({ declaredFeatures: ['Stale'] }, '')).to.deep.equal({
-      declaredFeatures: ['RestartAllContainersOnContainerExits'],
-    });
+    expect(set({ declaredFeatures: ['Stale'] }, '')).to.deep.equal({ declaredFeatures: ours });
     expect(declaredFeaturesSetter([])({ declaredFeatures: ['Stale'] }, '')).to.deep.equal({});
     const table = [
       { name: 'Zeta', supported: true, why: 'because it works' },

@@ -38,13 +38,23 @@ const node: AdmissionNode = {
 };
 
 describe('pod allocation', () => {
-  it('allocates regular containers and sidecars, never run-to-completion init containers', () => {
+  it('allocates every init container, sidecar or not, then the regular ones (InPlacePodVerticalScalingInitContainers)', () => {
     const p = pod(
       'a',
       [ctr('app', '100m')],
       [ctr('init', '50m'), ctr('side', '20m', undefined, { restartPolicy: 'Always' })],
     );
-    expect([...allocationFromPod(p).keys()]).to.deep.equal(['side', 'app']);
+    expect([...allocationFromPod(p).keys()]).to.deep.equal(['init', 'side', 'app']);
+  });
+
+  it('syncs a run-to-completion init container with its allocation, as a regular one', () => {
+    const admitted = pod('a', [ctr('app', '100m')], [ctr('init', '50m', '32Mi')]);
+    const alloc = allocationFromPod(admitted);
+    const resized = pod('a', [ctr('app', '100m')], [ctr('init', '200m', '32Mi')]);
+    const { pod: synced, updated } = updatePodFromAllocation(resized, alloc);
+    expect(updated).to.equal(true);
+    expect(synced.spec.initContainers![0]!.resources?.requests?.cpu).to.equal('50m');
+    expect(synced.spec.containers, 'regular list kept').to.equal(resized.spec.containers);
   });
 
   it('compares quantities by value', () => {

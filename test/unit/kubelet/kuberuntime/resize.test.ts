@@ -147,6 +147,81 @@ describe('in-place resize decisions', () => {
     expect(r.toUpdate.map((u) => u.name)).to.deep.equal(['side']);
   });
 
+  describe('init containers that run to completion (InPlacePodVerticalScalingInitContainers)', () => {
+    const init = (policy?: { cpu?: 'RestartContainer' }): Container => ({
+      ...app('1', '128Mi', policy),
+      name: 'init',
+    });
+    const table: {
+      name: string;
+      state: 'running' | 'exited';
+      regular?: 'running';
+      policy?: { cpu?: 'RestartContainer' };
+      toUpdate: string[];
+      kill: string[];
+      initStarts: number[];
+      inProgress: boolean;
+    }[] = [
+      {
+        name: 'running, resized: updated in place, the pod not yet initialized',
+        state: 'running',
+        toUpdate: ['init'],
+        kill: [],
+        initStarts: [],
+        inProgress: true,
+      },
+      {
+        // The API refuses to resize such a container; the kubelet would still restart it, as here.
+        name: 'running, RestartContainer for cpu: killed and started again',
+        state: 'running',
+        policy: { cpu: 'RestartContainer' },
+        toUpdate: [],
+        kill: ['init'],
+        initStarts: [0],
+        inProgress: true,
+      },
+      {
+        name: 'exited: nothing to actuate, nothing in progress',
+        state: 'exited',
+        regular: 'running',
+        toUpdate: [],
+        kill: [],
+        initStarts: [],
+        inProgress: false,
+      },
+    ];
+    for (const t of table) {
+      it(t.name, () => {
+        const spec = init(t.policy);
+        const p = pod({ containers: ['main'], init: [spec] });
+        const records = [record('init', t.state, { spec, resources: applied500 })];
+        if (t.regular) records.push(record('main', t.regular));
+        const status = runtime([sandbox()], records);
+        const r = computePodResizeActions(p, status, computePodActions(p, status, probes()));
+        expect(r.toUpdate.map((u) => u.name)).to.deep.equal(t.toUpdate);
+        expect(
+          [...r.actions.containersToKill.values()].map((k) => [k.name, k.kind, k.message]),
+        ).to.deep.equal(t.kill.map((n) => [n, 'init', `Container ${n} resize requires restart`]));
+        expect(r.actions.initContainersToStart).to.deep.equal(t.initStarts);
+        expect(r.actions.containersToStart).to.deep.equal([]);
+        expect(isPodResizeInProgress(p, status)).to.equal(t.inProgress);
+      });
+    }
+
+    it('updates it with the conversions of a regular container', () => {
+      const spec = init();
+      const p = pod({ containers: ['main'], init: [spec] });
+      const status = runtime([sandbox()], [record('init', 'running', { spec, resources: applied500 })]);
+      const r = computePodResizeActions(p, status, computePodActions(p, status, probes()));
+      expect(r.toUpdate[0]!.resources).to.deep.include({
+        cpuShares: 1024,
+        cpuQuota: 100_000,
+        memoryLimitInBytes: 128 * 1024 * 1024,
+      });
+      expect(r.toUpdate[0]!.currentMemoryLimitBytes).to.equal(64 * 1024 * 1024);
+    });
+  });
+
   describe('memory limit decreases', () => {
     const upd = (name: string, next: number, current: number): ContainerToUpdate => ({
       id: asContainerID(`id-${name}`),

@@ -36,7 +36,6 @@ describe('container status resources', () => {
           limits: { cpu: '1', memory: '128Mi' },
         }),
       ],
-      false,
       [s],
       {
         containers: [
@@ -54,12 +53,11 @@ describe('container status resources', () => {
 
   it('shows the allocation for a container that is not running, and an empty object for best effort', () => {
     const s = status('waiting');
-    applyContainerResources([spec({ requests: { cpu: '250m' } })], false, [s], { containers: [] }, undefined);
+    applyContainerResources([spec({ requests: { cpu: '250m' } })], [s], { containers: [] }, undefined);
     expect(s.resources).to.deep.equal({ requests: { cpu: '250m' } });
     const be = status('running');
     applyContainerResources(
       [spec(undefined)],
-      false,
       [be],
       { containers: [running({ cpuRequestMilli: 2 })] },
       undefined,
@@ -72,7 +70,6 @@ describe('container status resources', () => {
     const s = status('running');
     applyContainerResources(
       [spec({ requests: { cpu: '1m' } })],
-      false,
       [s],
       { containers: [running({ cpuRequestMilli: 2 })] },
       undefined,
@@ -82,7 +79,6 @@ describe('container status resources', () => {
     const now = status('running');
     applyContainerResources(
       [spec({ requests: { cpu: '400m' } })],
-      false,
       [now],
       { containers: [running({ memoryLimitBytes: 1 })] },
       [before],
@@ -94,7 +90,6 @@ describe('container status resources', () => {
     const tiny = status('running');
     applyContainerResources(
       [spec({ requests: { cpu: '1m' }, limits: { cpu: '5m' } })],
-      false,
       [tiny],
       { containers: [running({ cpuRequestMilli: 2, cpuLimitMilli: 10 })] },
       undefined,
@@ -103,7 +98,6 @@ describe('container status resources', () => {
     const memOnly = status('running');
     applyContainerResources(
       [spec({ requests: { memory: '35Mi' } })],
-      false,
       [memOnly],
       { containers: [running({ cpuRequestMilli: 2 })] },
       undefined,
@@ -111,14 +105,19 @@ describe('container status resources', () => {
     expect(memOnly.resources).to.deep.equal({ requests: { memory: '35Mi' } });
   });
 
-  it('gives run-to-completion init containers neither field, sidecars both', () => {
-    const init = { ...status('waiting'), name: 'app' };
-    applyContainerResources([spec({ requests: { cpu: '1' } })], true, [init], { containers: [] }, undefined);
-    expect(init).to.not.have.property('resources');
+  it('reports both fields for init containers, sidecars or not (InPlacePodVerticalScalingInitContainers)', () => {
+    const init = status('running');
+    applyContainerResources(
+      [spec({ requests: { cpu: '1' }, limits: { memory: '64Mi' } })],
+      [init],
+      { containers: [running({ cpuRequestMilli: 500, memoryLimitBytes: 32 * 1024 * 1024 })] },
+      undefined,
+    );
+    expect(init.resources).to.deep.equal({ limits: { memory: '32Mi' }, requests: { cpu: '500m' } });
+    expect(init.allocatedResources).to.deep.equal({ cpu: '1' });
     const side = status('waiting');
     applyContainerResources(
       [spec({ requests: { cpu: '1' } }, { restartPolicy: 'Always' })],
-      true,
       [side],
       { containers: [] },
       undefined,
