@@ -12,6 +12,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Pod } from './api/core.js';
 import type { VirtualNode, VirtualNodeSpec } from './api/virtualnode.js';
+import { parseGoDuration } from './util/duration.js';
+import { hostThermalThrottlePaths } from './node/hostcpu.js';
 import { quantityMilliValue, quantityValue } from './util/quantity.js';
 import type { KubeClient } from './kube/client.js';
 import { EventRecorder } from './kube/events.js';
@@ -252,6 +254,9 @@ export class KubeletManagedNode implements ManagedNode {
       podLogsRoot: spec.runtime.type === 'cri' ? spec.runtime.cri.logRoot : '/var/log/pods',
       cgroupRoot: spec.runtime.type === 'cri' ? spec.runtime.cri.cgroupRoot : '/kubelet-operator',
       memoryCapacityBytes: quantityValue(spec.capacity.memory),
+      cpuCFSQuotaPeriodUs: Math.round(parseGoDuration(spec.kubelet.cpuCFSQuotaPeriod ?? '100ms') * 1000),
+      // procMount Default masks the host's per-cpu thermal_throttle directories too (cri: this host's).
+      ...(spec.runtime.type === 'cri' ? { thermalThrottlePaths: hostThermalThrottlePaths() } : {}),
       // kubelet --allowed-unsafe-sysctls: a pattern that is not namespaced stops this node's start (StartFailed).
       allowedUnsafeSysctls: spec.kubelet.allowedUnsafeSysctls,
       // KubeletCrashLoopBackOffMax is on in v1.37: the node's crashLoopBackOff.maxContainerRestartPeriod caps

@@ -35,6 +35,7 @@ export function nodeKubeletSettings(o: {
     nodeStatusReportFrequencyMs: spec.heartbeat.statusReportFrequencySeconds * 1000,
     nodeLeaseDurationSeconds: spec.heartbeat.leaseDurationSeconds,
     allowedUnsafeSysctls: settings.allowedUnsafeSysctls ?? [],
+    cpuCFSQuotaPeriodMs: (settings.cpuCFSQuotaPeriodUs ?? 100_000) / 1000,
     ...(settings.crashLoopBackOff?.featureGates?.KubeletCrashLoopBackOffMax
       ? {
           maxContainerRestartPeriodMs:

@@ -146,6 +146,8 @@ export interface SecurityContext {
   allowPrivilegeEscalation?: boolean;
   capabilities?: { add?: string[]; drop?: string[] };
   seccompProfile?: { type: 'RuntimeDefault' | 'Unconfined' | 'Localhost'; localhostProfile?: string };
+  /** `Default` (masked and read-only /proc paths) or `Unmasked` (none; the API server allows it with hostUsers: false). */
+  procMount?: string;
 }
 
 export interface Container {

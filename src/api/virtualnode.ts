@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import type { ObjectMeta } from './core.js';
+import { parseGoDuration } from '../util/duration.js';
 import { isSimPodCIDR } from '../util/ipv4.js';
 
 export const GROUP = 'kubelet-operator.dev';
@@ -103,6 +104,28 @@ export const VirtualNodeSpecSchema = z
         crashLoopBackOff: z
           .object({ maxContainerRestartPeriodSeconds: z.number().int().min(1).max(300).optional() })
           .strict()
+          .optional(),
+        /**
+         * kubelet config `cpuCFSQuotaPeriod` (CustomCPUCFSQuotaPeriod, GA): the CFS period of container and pod
+         * cgroup quotas, a Go duration from 1ms to 1s; default the kubelet's 100ms.
+         */
+        cpuCFSQuotaPeriod: z
+          .string()
+          .max(64)
+          .superRefine((s, ctx) => {
+            let ms: number;
+            try {
+              ms = parseGoDuration(s);
+            } catch (err) {
+              ctx.addIssue({ code: 'custom', message: (err as Error).message });
+              return;
+            }
+            if (ms < 1 || ms > 1000)
+              ctx.addIssue({
+                code: 'custom',
+                message: `invalid configuration: cpuCFSQuotaPeriod (--cpu-cfs-quota-period) ${s} must be between 1ms and 1sec, inclusive`,
+              });
+          })
           .optional(),
         /**
          * `Request`: projected service-account tokens are TokenRequests bound to the pod, as a kubelet's.

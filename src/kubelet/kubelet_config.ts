@@ -42,6 +42,10 @@ export interface KubeletSettings {
   /** cgroupfs parent of pod cgroups. */
   cgroupRoot: string;
   memoryCapacityBytes?: number;
+  /** kubelet cpuCFSQuotaPeriod in microseconds; absent = 100 ms. */
+  cpuCFSQuotaPeriodUs?: number;
+  /** The host's thermal_throttle directories, masked in containers with procMount Default. */
+  thermalThrottlePaths?: readonly string[];
   dnsConfig?: PodSandboxConfig['dnsConfig'];
   /** Pod worker resync after a successful sync (default 60 s). */
   resyncIntervalMs?: number;

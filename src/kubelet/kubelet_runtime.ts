@@ -36,6 +36,8 @@ export function newRuntimeManager(deps: KubeletDeps, p: RuntimeManagerParts): Ku
       podLogsRoot: s.podLogsRoot,
       cgroupRoot: s.cgroupRoot,
       ...(s.memoryCapacityBytes !== undefined ? { memoryCapacityBytes: s.memoryCapacityBytes } : {}),
+      ...(s.cpuCFSQuotaPeriodUs !== undefined ? { cpuCFSQuotaPeriodUs: s.cpuCFSQuotaPeriodUs } : {}),
+      ...(s.thermalThrottlePaths ? { thermalThrottlePaths: s.thermalThrottlePaths } : {}),
       ...(s.dnsConfig ? { dnsConfig: s.dnsConfig } : {}),
       podNetwork: s.podNetwork,
       nodeIP: deps.nodeIP,

@@ -172,6 +172,10 @@ export interface ContainerConfig {
       supplementalGroupsPolicy?: SupplementalGroupsPolicy;
       noNewPrivs?: boolean;
       seccomp?: SecurityProfile;
+      /** Paths the runtime masks (procMount); an empty list masks none, absent leaves the runtime's default. */
+      maskedPaths?: string[];
+      /** Paths the runtime mounts read-only (procMount), as maskedPaths. */
+      readonlyPaths?: string[];
     };
   };
 }

@@ -15,12 +15,20 @@ import path from 'node:path';
 import type { Pod } from '../../src/api/core.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { podCgroupParent } from '../../src/kubelet/kuberuntime/sandboxconfig.js';
-import { podCgroupDirs, type TestContainerd } from '../support/containerd.js';
+import { criRuntimeSpec, podCgroupDirs, type TestContainerd } from '../support/containerd.js';
 import { startCriNodeEnv, type CriNodeEnv } from '../support/crinode.js';
 import { eventually } from '../support/eventually.js';
-import { createPodOn, cstatus, isGone, waitPodStatus } from '../support/operator.js';
+import {
+  createPodOn,
+  cstatus,
+  isGone,
+  postVirtualNode,
+  waitNodeReady,
+  waitPodStatus,
+} from '../support/operator.js';
 
 const NODE = 'vn-plr';
+const PERIOD_NODE = 'vn-plr-period';
 const NS = 'plr-e2e';
 const MiB = 1024 * 1024;
 const CGROUP = '/sys/fs/cgroup';
@@ -149,6 +157,29 @@ describe('pod-level resources on containerd (real apiserver, cri runtime)', func
     expect(pod.status?.message).to.match(
       /Node didn't have enough resource: cpu, requested: 3000, used: \d+, capacity: 2000/,
     );
+  });
+
+  it("a node's cpuCFSQuotaPeriod sets the CFS period of its pod and container cgroups", async () => {
+    // A second VirtualNode on the same containerd, with a 20 ms period (the kubelet's cpuCFSQuotaPeriod).
+    await postVirtualNode(client, PERIOD_NODE, {
+      capacity: { cpu: '2', memory: '4Gi', pods: 110 },
+      runtime: criRuntimeSpec(ctd, env!.logRoot),
+      kubelet: { cpuCFSQuotaPeriod: '20ms' },
+    });
+    await waitNodeReady(client, PERIOD_NODE, 60_000);
+    const sized = { cpu: '500m', memory: '64Mi' };
+    await createPodOn(client, NS, PERIOD_NODE, 'period', {
+      resources: { requests: sized, limits: sized },
+      containers: [ctr({ resources: { requests: sized, limits: sized } })],
+    });
+    const pod = await running('period');
+    const id = containerIdOf(pod);
+    expect(await cgroupFile(pod, 'cpu', 'cpu.cfs_period_us')).to.equal(20_000);
+    expect(await cgroupFile(pod, 'cpu', 'cpu.cfs_quota_us')).to.equal(10_000);
+    expect(await cgroupFile(pod, 'cpu', 'cpu.cfs_period_us', id)).to.equal(20_000);
+    expect(await cgroupFile(pod, 'cpu', 'cpu.cfs_quota_us', id)).to.equal(10_000);
+    await client.request({ method: 'DELETE', path: podPath('period') });
+    await eventually(() => isGone(client, podPath('period')), 60_000, 'period deleted');
   });
 
   it('the pod cgroup goes with the pod', async () => {

@@ -11,12 +11,7 @@
 import type { Pod } from '../../api/core.js';
 import { isPodLevelResourcesSet, podLimits, podRequests } from '../../api/resources.js';
 import { quantityMilliValue, quantityValue } from '../../util/quantity.js';
-import {
-  MIN_SHARES,
-  milliCPUToQuota,
-  milliCPUToShares,
-  QUOTA_PERIOD_US,
-} from '../kuberuntime/containerconfig.js';
+import { MIN_SHARES, milliCPUToQuota, milliCPUToShares, QUOTA_PERIOD_US } from './cpu.js';
 import { getPodQOS } from '../qos.js';
 
 /** What a pod cgroup is given; an absent field is left as the kernel has it (no limit). */
@@ -36,7 +31,10 @@ function isZero(list: Record<string, string | number> | undefined, name: 'cpu' |
 }
 
 /** ResourceConfigForPod for the pod as allocated. Throws KindError('InvalidArgument') on a malformed quantity. */
-export function resourceConfigForPod(pod: Pick<Pod, 'spec' | 'status'>): PodResourceConfig {
+export function resourceConfigForPod(
+  pod: Pick<Pod, 'spec' | 'status'>,
+  periodUs: number = QUOTA_PERIOD_US,
+): PodResourceConfig {
   const requests = podRequests(pod.spec);
   const limits = podLimits(pod.spec);
   const containers = [...(pod.spec.initContainers ?? []), ...pod.spec.containers];
@@ -47,15 +45,15 @@ export function resourceConfigForPod(pod: Pick<Pod, 'spec' | 'status'>): PodReso
     if (!isZero(pod.spec.resources?.limits, 'memory')) memoryLimitsDeclared = true;
   }
   const cpuShares = milliCPUToShares(requests.get('cpu') ?? 0);
-  const cpuQuota = milliCPUToQuota(limits.get('cpu') ?? 0, QUOTA_PERIOD_US);
+  const cpuQuota = milliCPUToQuota(limits.get('cpu') ?? 0, periodUs);
   const memoryLimitBytes = limits.get('memory') ?? 0;
   switch (getPodQOS(pod)) {
     case 'Guaranteed':
-      return { cpuShares, cpuQuota, cpuPeriod: QUOTA_PERIOD_US, memoryLimitBytes };
+      return { cpuShares, cpuQuota, cpuPeriod: periodUs, memoryLimitBytes };
     case 'Burstable':
       return {
         cpuShares,
-        ...(cpuLimitsDeclared ? { cpuQuota, cpuPeriod: QUOTA_PERIOD_US } : {}),
+        ...(cpuLimitsDeclared ? { cpuQuota, cpuPeriod: periodUs } : {}),
         ...(memoryLimitsDeclared ? { memoryLimitBytes } : {}),
       };
     case 'BestEffort':

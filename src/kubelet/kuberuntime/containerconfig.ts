@@ -33,7 +33,9 @@ import { KindError } from '../../util/errors.js';
 import { quantityMilliValue, quantityValue } from '../../util/quantity.js';
 import { hashContainer } from '../container/helpers.js';
 import type { ContainerResources } from '../container/types.js';
+import { linuxResources, quotaToMilliCPU, sharesToMilliCPU } from '../cm/cpu.js';
 import { getPodQOS } from '../qos.js';
+import { procMountPaths } from './securitycontext.js';
 import {
   aggregateContainerRequests,
   isPodLevelRequestsSet,
@@ -63,15 +65,6 @@ export interface ContainerInputs {
 const DEFAULT_TERMINATION_MESSAGE_PATH = '/dev/termination-log';
 const DEFAULT_TERMINATION_MESSAGE_POLICY = 'File';
 
-/** kubelet cm: MinShares, MaxShares, SharesPerCPU, QuotaPeriod, MinQuotaPeriod. */
-export const MIN_SHARES = 2;
-export const MAX_SHARES = 262_144;
-export const SHARES_PER_CPU = 1024;
-export const QUOTA_PERIOD_US = 100_000;
-export const MIN_QUOTA_PERIOD_US = 1_000;
-/** kubelet cm.MinMilliCPULimit: the smallest cpu limit a CFS quota expresses (MinQuotaPeriod per QuotaPeriod). */
-export const MIN_MILLI_CPU_LIMIT = (MIN_QUOTA_PERIOD_US * 1000) / QUOTA_PERIOD_US;
-
 /** oom_score_adj values of pkg/kubelet/qos. */
 const GUARANTEED_OOM_SCORE_ADJ = -997;
 const BESTEFFORT_OOM_SCORE_ADJ = 1000;
@@ -79,31 +72,6 @@ const BESTEFFORT_OOM_SCORE_ADJ = 1000;
 /** `<name>/<restartCount>.log`, relative to the pod's log directory (kubelet BuildContainerLogsPath). */
 export function containerLogPath(containerName: string, restartCount: number): string {
   return `${containerName}/${restartCount}.log`;
-}
-
-/** kubelet MilliCPUToShares. */
-export function milliCPUToShares(milliCPU: number): number {
-  if (milliCPU <= 0) return MIN_SHARES;
-  const shares = Math.floor((milliCPU * SHARES_PER_CPU) / 1000);
-  return Math.min(MAX_SHARES, Math.max(MIN_SHARES, shares));
-}
-
-/** kubelet milliCPUToQuota: 0 (no limit) for 0, else at least MIN_QUOTA_PERIOD_US. */
-export function milliCPUToQuota(milliCPU: number, periodUs: number): number {
-  if (milliCPU <= 0) return 0;
-  return Math.max(MIN_QUOTA_PERIOD_US, Math.floor((milliCPU * periodUs) / 1000));
-}
-
-/** kubelet sharesToMilliCPU: the cpu request a shares value stands for (rounded up; 0 below MinShares). */
-export function sharesToMilliCPU(shares: number): number {
-  if (shares < MIN_SHARES) return 0;
-  return Math.ceil((shares * 1000) / SHARES_PER_CPU);
-}
-
-/** kubelet quotaToMilliCPU: the cpu limit a CFS quota stands for (0 = no limit). */
-export function quotaToMilliCPU(quota: number, periodUs: number): number {
-  if (quota <= 0 || periodUs <= 0) return 0;
-  return Math.floor((quota * 1000) / periodUs);
 }
 
 /**
@@ -197,32 +165,13 @@ function quantityValueOf(name: string, q: string | number | undefined): number {
 }
 
 /**
- * kubelet calculateLinuxResources (cgroup v1, CFS quota on): cpu shares from the request (the limit when
- * there is no request), a quota from the cpu limit (0 = none) over the 100 ms period, the memory limit when
- * not zero. Quantities in millicores and bytes.
- */
-export function linuxResources(
-  cpuRequestMilli: number | undefined,
-  cpuLimitMilli: number,
-  memoryLimitBytes: number,
-): LinuxContainerResources {
-  const r: LinuxContainerResources = {
-    cpuShares: milliCPUToShares(cpuRequestMilli ?? cpuLimitMilli),
-    cpuPeriod: QUOTA_PERIOD_US,
-    cpuQuota: milliCPUToQuota(cpuLimitMilli, QUOTA_PERIOD_US),
-  };
-  if (memoryLimitBytes > 0) r.memoryLimitInBytes = memoryLimitBytes;
-  return r;
-}
-
-/**
  * The Linux resources the kubelet sets for a container (generateLinuxContainerResources, cgroup v1). Without
  * a cpu request of its own, the shares come from the cpu limit (pod-level included).
  */
 export function containerResources(
   pod: Pod,
   container: Container,
-  node?: Pick<NodeSettings, 'memoryCapacityBytes'>,
+  node?: Pick<NodeSettings, 'memoryCapacityBytes' | 'cpuCFSQuotaPeriodUs'>,
 ): LinuxContainerResources {
   const cpuRequestQ = quantityOf(container.resources?.requests, 'cpu');
   const cpuLimit = quantityValueOf('cpu', effectiveLimit(pod, container, 'cpu'));
@@ -230,6 +179,7 @@ export function containerResources(
     cpuRequestQ === undefined ? undefined : quantityMilliValue(cpuRequestQ),
     cpuLimit,
     quantityValueOf('memory', effectiveLimit(pod, container, 'memory')),
+    node?.cpuCFSQuotaPeriodUs,
   );
   if (node?.memoryCapacityBytes)
     r.oomScoreAdj = containerOOMScoreAdj(pod, container, node.memoryCapacityBytes);
@@ -295,6 +245,7 @@ export function buildContainerConfig(
       dropCapabilities: [...(csc.capabilities.drop ?? [])],
     };
   }
+  Object.assign(security, procMountPaths(container, node.thermalThrottlePaths));
 
   const annotations: Record<string, string> = {
     [ContainerHashAnnotation]: hashContainer(container),

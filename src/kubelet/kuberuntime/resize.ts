@@ -21,12 +21,8 @@ import {
   type RuntimePodStatus,
 } from '../container/types.js';
 import type { NodeSettings } from './sandboxconfig.js';
-import {
-  containerResources,
-  MIN_MILLI_CPU_LIMIT,
-  MIN_SHARES,
-  toKubeContainerResources,
-} from './containerconfig.js';
+import { MIN_MILLI_CPU_LIMIT, MIN_SHARES } from '../cm/cpu.js';
+import { containerResources, toKubeContainerResources } from './containerconfig.js';
 import type { PodActions } from './podactions.js';
 
 /** One container to update in place. */

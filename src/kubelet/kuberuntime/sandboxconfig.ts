@@ -26,7 +26,7 @@ import type {
   SecurityProfile,
 } from '../../runtime/types.js';
 import { podLimits, podRequests } from '../../api/resources.js';
-import { linuxResources } from './containerconfig.js';
+import { linuxResources, QUOTA_PERIOD_US } from '../cm/cpu.js';
 import { KindError } from '../../util/errors.js';
 import { cloneData } from '../../util/clone.js';
 
@@ -42,6 +42,10 @@ export interface NodeSettings {
   memoryCapacityBytes?: number;
   /** resolv.conf settings for pods (cluster DNS); absent = the runtime's default. */
   dnsConfig?: PodSandboxConfig['dnsConfig'];
+  /** The CFS quota period in microseconds (kubelet `cpuCFSQuotaPeriod`); absent = 100 ms. */
+  cpuCFSQuotaPeriodUs?: number;
+  /** The host's `/sys/devices/system/cpu/cpuN/thermal_throttle` directories, masked with procMount Default. */
+  thermalThrottlePaths?: readonly string[];
 }
 
 const HOSTNAME_MAX = 63;
@@ -151,10 +155,10 @@ export function podPortMappings(pod: Pod): PortMapping[] {
  * cpu limit when it requests none), quota from its cpu limit, its memory limit; PodRequests and PodLimits
  * with pod-level resources, no overhead.
  */
-export function sandboxResources(pod: Pod): LinuxContainerResources {
+export function sandboxResources(pod: Pod, periodUs: number = QUOTA_PERIOD_US): LinuxContainerResources {
   const requests = podRequests(pod.spec);
   const limits = podLimits(pod.spec);
-  return linuxResources(requests.get('cpu'), limits.get('cpu') ?? 0, limits.get('memory') ?? 0);
+  return linuxResources(requests.get('cpu'), limits.get('cpu') ?? 0, limits.get('memory') ?? 0, periodUs);
 }
 
 /**
@@ -202,7 +206,7 @@ export function buildPodSandboxConfig(
     linux: {
       cgroupParent: podCgroupParent(node.cgroupRoot, uid),
       securityContext: security,
-      resources: sandboxResources(pod),
+      resources: sandboxResources(pod, node.cpuCFSQuotaPeriodUs),
     },
   };
   if (overrides) {

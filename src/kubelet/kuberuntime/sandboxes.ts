@@ -66,7 +66,7 @@ export async function createPodSandbox(
       try {
         await ensurePodCgroup(
           podCgroupParent(ctx.node.cgroupRoot, config.metadata.uid),
-          resourceConfigForPod(pod),
+          resourceConfigForPod(pod, ctx.node.cpuCFSQuotaPeriodUs),
         );
       } catch (err) {
         const error = err instanceof Error ? err : new Error(String(err));

@@ -1,14 +1,63 @@
 /**
+ * The container security context's checks and paths the kubelet works out itself.
+ *
  * runAsNonRoot (kubelet: kuberuntime/security_context_others.go verifyRunAsNonRoot, getImageUser, and
  * securitycontext.DetermineEffectiveSecurityContext for the two fields it reads). A container that must not
  * run as root, and names no user of its own, may start only when its image's user is provably not root: a
  * numeric uid other than 0. Failing that, the container is not created (CreateContainerConfigError).
  *
- * Pure: the pod, the container and the image status in, an error message or nothing out.
+ *
+ * procMount (kubelet securitycontext ConvertToRuntimeMaskedPaths / ReadonlyPaths): the /proc and /sys paths
+ * the runtime masks or mounts read-only.
+ *
+ * Pure: the pod, the container and the image status in, an error message, paths or nothing out.
  */
 import type { Container, Pod } from '../../api/core.js';
 import type { Image } from '../../runtime/types.js';
 import { formatPod } from '../backoff.js';
+
+/**
+ * What procMount `Default` masks (securitycontext's default masked paths, kept in step with the Docker
+ * defaults), before the host's per-cpu thermal_throttle directories.
+ */
+export const DEFAULT_MASKED_PATHS: readonly string[] = [
+  '/proc/asound',
+  '/proc/acpi',
+  '/proc/interrupts',
+  '/proc/kcore',
+  '/proc/keys',
+  '/proc/latency_stats',
+  '/proc/timer_list',
+  '/proc/timer_stats',
+  '/proc/sched_debug',
+  '/proc/scsi',
+  '/sys/firmware',
+  '/sys/devices/virtual/powercap',
+];
+/** What procMount `Default` mounts read-only. */
+export const DEFAULT_READONLY_PATHS: readonly string[] = [
+  '/proc/bus',
+  '/proc/fs',
+  '/proc/irq',
+  '/proc/sys',
+  '/proc/sysrq-trigger',
+];
+
+/**
+ * The masked and read-only paths of a container (kubelet ConvertToRuntimeMaskedPaths / ReadonlyPaths): none
+ * for procMount `Unmasked`, else the defaults, with the host's thermal_throttle directories masked too. Sent
+ * for every container, privileged ones included (the runtime leaves a privileged container unmasked).
+ */
+export function procMountPaths(
+  container: Container,
+  thermalThrottlePaths: readonly string[] = [],
+): { maskedPaths: string[]; readonlyPaths: string[] } {
+  if (container.securityContext?.procMount === 'Unmasked') return { maskedPaths: [], readonlyPaths: [] };
+  return {
+    maskedPaths: [...DEFAULT_MASKED_PATHS, ...thermalThrottlePaths],
+    readonlyPaths: [...DEFAULT_READONLY_PATHS],
+  };
+}
 
 /** validation.IsValidUserID's range. */
 const MaxUserID = 2 ** 31 - 1;

@@ -11,7 +11,7 @@
 import type { Container, ContainerStatus, ResourceRequirements } from '../../api/core.js';
 import { formatBinaryQuantity, formatMilliQuantity, quantityMilliValue } from '../../util/quantity.js';
 import { containerIDString, findContainerStatusByName, type RuntimePodStatus } from '../container/types.js';
-import { MIN_MILLI_CPU_LIMIT, MIN_SHARES } from '../kuberuntime/containerconfig.js';
+import { MIN_MILLI_CPU_LIMIT, MIN_SHARES } from '../cm/cpu.js';
 
 function copyList(
   l: Record<string, string | number> | undefined,

@@ -285,6 +285,8 @@ export function containerConfigToWire(c: ContainerConfig, sandbox: PodSandboxCon
   if (sc?.supplementalGroups && sc.supplementalGroups.length > 0)
     security.supplemental_groups = sc.supplementalGroups.map((g) => numberToInt64(g, 'supplementalGroups'));
   if (sc?.supplementalGroupsPolicy === 'Strict') security.supplemental_groups_policy = 'Strict';
+  if (sc?.maskedPaths) security.masked_paths = [...sc.maskedPaths];
+  if (sc?.readonlyPaths) security.readonly_paths = [...sc.readonlyPaths];
 
   const wire: WireContainerConfig = {
     metadata: { name: c.metadata.name, attempt: uint32(c.metadata.attempt, 'container attempt') },

@@ -133,6 +133,8 @@ export interface WireContainerSecurityContext {
   no_new_privs: boolean;
   seccomp: WireSecurityProfile;
   supplemental_groups_policy?: WireSupplementalGroupsPolicy;
+  masked_paths?: string[];
+  readonly_paths?: string[];
 }
 
 export interface WireContainerMetadata {

@@ -44,6 +44,8 @@ export interface NodeKubeletSettings {
    * else the kubelet's default 300 s); undefined with that gate off, where a kubelet leaves it unset.
    */
   maxContainerRestartPeriodMs?: number;
+  /** cpuCFSQuotaPeriod in force (default 100 ms). */
+  cpuCFSQuotaPeriodMs: number;
   /** The node's labels and taints from its VirtualNode (kubelet --node-labels, --register-with-taints). */
   labels: Readonly<Record<string, string>>;
   taints: readonly { key: string; value?: string; effect: string }[];
@@ -109,6 +111,8 @@ export function kubeletConfiguration(n: NodeKubeletSettings, api: NodeApiSetting
   if (n.cri) c.cgroupRoot = n.cri.cgroupRoot;
   if (n.maxPods) c.maxPods = n.maxPods;
   c.resolvConf = n.resolvConf;
+  c.cpuCFSQuota = true;
+  c.cpuCFSQuotaPeriod = duration(n.cpuCFSQuotaPeriodMs);
   // Image pulls run in parallel, each in its own pod's worker.
   c.serializeImagePulls = false;
   if (n.allowedUnsafeSysctls.length > 0) c.allowedUnsafeSysctls = [...n.allowedUnsafeSysctls];
@@ -166,6 +170,8 @@ function nodeFlags(n: NodeKubeletSettings, api: NodeApiSettings): Record<string,
     'register-with-taints': n.taints.map((t) => `${t.key}=${t.value ?? ''}:${t.effect}`).join(','),
     'register-node': 'true',
     'allowed-unsafe-sysctls': stringSliceFlag(n.allowedUnsafeSysctls),
+    'cpu-cfs-quota': 'true',
+    'cpu-cfs-quota-period': duration(n.cpuCFSQuotaPeriodMs),
     'serialize-image-pulls': 'false',
     'enable-server': 'true',
     'enable-debugging-handlers': 'true',

@@ -36,6 +36,20 @@ describe('parseVirtualNodeSpec', () => {
     expect(none.ok && none.spec.kubelet.crashLoopBackOff).to.equal(undefined);
   });
 
+  it("spec.kubelet.cpuCFSQuotaPeriod: a Go duration from 1ms to 1s, with the kubelet's message outside", () => {
+    const parse = (p: unknown) =>
+      parseVirtualNodeSpec({ runtime: { type: 'sim' }, kubelet: { cpuCFSQuotaPeriod: p } });
+    for (const p of ['1ms', '50ms', '100ms', '1s', '1000ms', '250000us'])
+      expect(parse(p).ok, p).to.equal(true);
+    const too = parse('2s');
+    expect(!too.ok && too.message).to.equal(
+      'spec.kubelet.cpuCFSQuotaPeriod: invalid configuration: cpuCFSQuotaPeriod (--cpu-cfs-quota-period) 2s must be between 1ms and 1sec, inclusive',
+    );
+    expect(parse('500us').ok).to.equal(false);
+    const bad = parse('fast');
+    expect(!bad.ok && bad.message).to.equal('spec.kubelet.cpuCFSQuotaPeriod: time: invalid duration "fast"');
+  });
+
   it('names the field for a relative CRI endpoint', () => {
     const r = parseVirtualNodeSpec({ runtime: { type: 'cri', cri: { endpoint: 'unix://run/c.sock' } } });
     expect(r).to.deep.equal({

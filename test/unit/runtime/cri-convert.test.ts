@@ -226,6 +226,28 @@ describe('runtime/cri convert', () => {
       });
     });
 
+    it('sends masked and read-only paths as given, an empty list too, and none when absent', () => {
+      const paths = (maskedPaths?: string[], readonlyPaths?: string[]) =>
+        containerConfigToWire(
+          {
+            ...container,
+            linux: {
+              securityContext: {
+                ...(maskedPaths ? { maskedPaths } : {}),
+                ...(readonlyPaths ? { readonlyPaths } : {}),
+              },
+            },
+          },
+          sandbox,
+        ).linux.security_context;
+      expect(paths(['/proc/kcore'], ['/proc/sys'])).to.deep.include({
+        masked_paths: ['/proc/kcore'],
+        readonly_paths: ['/proc/sys'],
+      });
+      expect(paths([], [])).to.deep.include({ masked_paths: [], readonly_paths: [] });
+      expect(paths()).to.not.have.property('masked_paths');
+    });
+
     it('leaves resources out when none are given', () => {
       const w = containerConfigToWire(
         { metadata: { name: 'a', attempt: 0 }, image: 'i', labels: {}, annotations: {} },

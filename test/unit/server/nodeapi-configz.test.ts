@@ -47,6 +47,7 @@ const criNode = nodeKubeletSettings({
     podNetwork: 'host',
     podLogsRoot: '/var/log/pods',
     cgroupRoot: '/kubelet-operator',
+    cpuCFSQuotaPeriodUs: 50_000,
     allowedUnsafeSysctls: ['net.core.somaxconn', 'kernel.msg*'],
     crashLoopBackOff: {
       featureGates: { KubeletCrashLoopBackOffMax: true },
@@ -120,6 +121,8 @@ describe('node API: /configz and /flagz content', () => {
           cgroupRoot: '/kubelet-operator',
           maxPods: 50,
           resolvConf: '/etc/resolv.conf',
+          cpuCFSQuota: true,
+          cpuCFSQuotaPeriod: '50ms',
           serializeImagePulls: false,
           allowedUnsafeSysctls: ['net.core.somaxconn', 'kernel.msg*'],
           crashLoopBackOff: { maxContainerRestartPeriod: '30s' },
@@ -150,6 +153,8 @@ describe('node API: /configz and /flagz content', () => {
       nodeLeaseDurationSeconds: 40,
       maxPods: 110,
       resolvConf: '',
+      cpuCFSQuota: true,
+      cpuCFSQuotaPeriod: '100ms',
       containerRuntimeEndpoint: '',
     });
     // Left out as Go leaves omitempty zero values out: readOnlyPort 0, no DNS servers, no cri paths, no taints.
@@ -218,6 +223,8 @@ describe('node API: /configz and /flagz content', () => {
       'node-labels': 'team=a,zone.example.com/rack=r1',
       'register-with-taints': 'dedicated=gpu:NoSchedule,spot=:NoExecute',
       'allowed-unsafe-sysctls': '[net.core.somaxconn,kernel.msg*]',
+      'cpu-cfs-quota': 'true',
+      'cpu-cfs-quota-period': '50ms',
       address: '0.0.0.0',
       port: '10250',
       'read-only-port': '0',
@@ -233,6 +240,7 @@ describe('node API: /configz and /flagz content', () => {
     expect(s).to.include({
       'cluster-dns': '[]',
       'resolv-conf': '',
+      'cpu-cfs-quota-period': '100ms',
       'container-runtime-endpoint': '',
       'rotate-server-certificates': 'true',
       'event-qps': '0',

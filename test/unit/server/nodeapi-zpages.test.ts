@@ -273,6 +273,7 @@ describe('NodeApiServer: /configz, /flagz and /statusz per node', function () {
     nodeIP,
     clusterDNS: ['10.96.0.10'],
     clusterDomain: 'cluster.local',
+    cpuCFSQuotaPeriodMs: 100,
     resolvConf: '',
     maxPods: 110,
     syncFrequencyMs: 60_000,

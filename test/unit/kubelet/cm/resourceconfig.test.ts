@@ -69,5 +69,11 @@ describe('resourceConfigForPod', () => {
     ]);
     // The pod-level value replaces the containers' aggregate (init floor included).
     expect(resourceConfigForPod(p)).to.deep.equal({ cpuShares: 1024, cpuQuota: 100000, cpuPeriod: 100000 });
+    // Over the node's cpuCFSQuotaPeriod.
+    expect(resourceConfigForPod(p, 20_000)).to.deep.equal({
+      cpuShares: 1024,
+      cpuQuota: 20_000,
+      cpuPeriod: 20_000,
+    });
   });
 });

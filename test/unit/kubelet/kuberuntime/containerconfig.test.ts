@@ -2,12 +2,15 @@
 import { expect } from 'chai';
 import type { Container, Pod } from '../../../../src/api/core.js';
 import { hashContainer } from '../../../../src/kubelet/container/helpers.js';
+import { milliCPUToQuota, milliCPUToShares } from '../../../../src/kubelet/cm/cpu.js';
 import {
   buildContainerConfig,
   containerResources,
-  milliCPUToQuota,
-  milliCPUToShares,
 } from '../../../../src/kubelet/kuberuntime/containerconfig.js';
+import {
+  DEFAULT_MASKED_PATHS,
+  DEFAULT_READONLY_PATHS,
+} from '../../../../src/kubelet/kuberuntime/securitycontext.js';
 import type { NodeSettings } from '../../../../src/kubelet/kuberuntime/sandboxconfig.js';
 import { errorKind } from '../../../../src/util/errors.js';
 import { catchErr } from '../../../support/throws.js';
@@ -124,6 +127,14 @@ describe('kuberuntime containerconfig', () => {
     });
   });
 
+  it("uses the node's cpuCFSQuotaPeriod for the quota, floored at the kubelet's 1 ms minimum", () => {
+    const period = (us: number, cpu: string) =>
+      containerResources(pod(), { name: 'x', resources: { limits: { cpu } } }, { cpuCFSQuotaPeriodUs: us });
+    expect(period(50_000, '500m')).to.include({ cpuPeriod: 50_000, cpuQuota: 25_000 });
+    expect(period(1_000_000, '1500m')).to.include({ cpuPeriod: 1_000_000, cpuQuota: 1_500_000 });
+    expect(period(1_000, '100m')).to.include({ cpuPeriod: 1_000, cpuQuota: 1_000 });
+  });
+
   it('converts cpu with the kubelet formulas', () => {
     expect(milliCPUToShares(0)).to.equal(2);
     expect(milliCPUToShares(1)).to.equal(2);
@@ -177,6 +188,8 @@ describe('kuberuntime containerconfig', () => {
       noNewPrivs: false,
       seccomp: { profileType: 'Unconfined' },
       runAsUser: 1000,
+      maskedPaths: [...DEFAULT_MASKED_PATHS],
+      readonlyPaths: [...DEFAULT_READONLY_PATHS],
     });
     const c2 = buildContainerConfig(
       p,
@@ -206,6 +219,27 @@ describe('kuberuntime containerconfig', () => {
     const c3 = buildContainerConfig(pod(), { name: 'c', image: 'i' }, { restartCount: 0 }, node).linux
       ?.securityContext;
     expect(c3?.seccomp).to.deep.equal({ profileType: 'RuntimeDefault' });
+  });
+
+  it("procMount: Default masks the kubelet's paths and the host's thermal_throttle dirs; Unmasked none", () => {
+    const thermal = ['/sys/devices/system/cpu/cpu0/thermal_throttle'];
+    const sc = (c: Container, n: NodeSettings = node) =>
+      buildContainerConfig(pod(), c, { restartCount: 0 }, n).linux?.securityContext;
+    expect(sc({ name: 'd', image: 'i' }, { ...node, thermalThrottlePaths: thermal })).to.deep.include({
+      maskedPaths: [...DEFAULT_MASKED_PATHS, ...thermal],
+      readonlyPaths: ['/proc/bus', '/proc/fs', '/proc/irq', '/proc/sys', '/proc/sysrq-trigger'],
+    });
+    expect(DEFAULT_MASKED_PATHS).to.include.members(['/proc/kcore', '/proc/interrupts', '/sys/firmware']);
+    // Privileged containers get them too: the runtime leaves a privileged container unmasked.
+    expect(
+      sc({ name: 'p', image: 'i', securityContext: { privileged: true, procMount: 'Default' } }),
+    ).to.deep.include({
+      maskedPaths: [...DEFAULT_MASKED_PATHS],
+    });
+    expect(sc({ name: 'u', image: 'i', securityContext: { procMount: 'Unmasked' } })).to.deep.include({
+      maskedPaths: [],
+      readonlyPaths: [],
+    });
   });
 
   it('rejects a missing image, a bad restart count and a malformed quantity', () => {
