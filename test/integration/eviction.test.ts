@@ -24,7 +24,13 @@ const NODE = 'vn-evict';
 const NS = 'default';
 
 interface EventList {
-  items: { reason?: string; type?: string; message?: string; involvedObject?: { name?: string } }[];
+  items: {
+    metadata?: { annotations?: Record<string, string> };
+    reason?: string;
+    type?: string;
+    message?: string;
+    involvedObject?: { name?: string };
+  }[];
 }
 
 describe('eviction manager (real apiserver, sim node)', function () {
@@ -129,6 +135,11 @@ describe('eviction manager (real apiserver, sim node)', function () {
       'Evicted Event',
     );
     expect(evicted).to.deep.include({ type: 'Warning', message: hog.status?.message });
+    expect(evicted.metadata?.annotations).to.deep.equal({
+      offending_containers: 'c',
+      offending_containers_usage: '900Mi',
+      starved_resource: 'memory',
+    });
     const nodeEvents = await eventually(
       async () => {
         const es = await events(NODE);
