@@ -4,13 +4,15 @@
  * v2), `status.containerStatuses[].resources` must match, the restart count stays for NotRequired and grows
  * for RestartContainer, a memory limit below the container's usage is refused (PodResizeInProgress Error) and
  * one above it taken, and the Events show in `kubectl describe`; a resize beyond the node is refused by the
- * API server itself (v1.37's PodResizeValidator) and changes nothing.
+ * API server itself (v1.37's PodResizeValidator) and changes nothing. A running init container that is not a
+ * sidecar is resized in place too (InPlacePodVerticalScalingInitContainers), its cgroup following.
  *
  * The VirtualNode runs pods in their own network namespaces on a bridge this test creates (CNI), with its node
  * API on the bridge address (kubectl exec). Root on Linux is required.
  */
 import { expect } from 'chai';
 import type { ContainerStatus, PodStatus } from '../../src/api/core.js';
+import type { Node } from '../../src/api/node.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { startCriNodeEnv, type CriNodeEnv } from '../support/crinode.js';
 import { waitPodStatus } from '../support/operator.js';
@@ -35,7 +37,13 @@ describe('in-place pod resize on containerd (real apiserver, kubectl patch --sub
 
   const k = (args: string[]): Promise<string> => env!.k(args);
   const getPod = (name: string) => env!.getPod(name);
-  const resize = (name: string, container: string, cpu: string, memory: string) =>
+  const resize = (
+    name: string,
+    container: string,
+    cpu: string,
+    memory: string,
+    list: 'containers' | 'initContainers' = 'containers',
+  ) =>
     k([
       'patch',
       'pod',
@@ -47,9 +55,7 @@ describe('in-place pod resize on containerd (real apiserver, kubectl patch --sub
       '-p',
       JSON.stringify({
         spec: {
-          containers: [
-            { name: container, resources: { requests: { cpu, memory }, limits: { cpu, memory } } },
-          ],
+          [list]: [{ name: container, resources: { requests: { cpu, memory }, limits: { cpu, memory } } }],
         },
       }),
     ]);
@@ -60,6 +66,8 @@ describe('in-place pod resize on containerd (real apiserver, kubectl patch --sub
   };
   const statusOf = (s: PodStatus, name = 'c'): ContainerStatus | undefined =>
     s.containerStatuses?.find((c) => c.name === name);
+  const initStatusOf = (s: PodStatus, name = 'i'): ContainerStatus | undefined =>
+    s.initContainerStatuses?.find((c) => c.name === name);
   /** Resized: the status shows the new resources, no resize condition is left, the generation is seen. */
   const waitResized = (name: string, cpu: string, memory: string, generation: number) =>
     waitPodStatus(
@@ -110,6 +118,27 @@ describe('in-place pod resize on containerd (real apiserver, kubectl patch --sub
       });
     await Promise.all([
       pod('live'),
+      // An init container that is not a sidecar, still running: the pod stays initializing.
+      env.createPod('init', {
+        initContainers: [
+          {
+            name: 'i',
+            image: 'busybox',
+            imagePullPolicy: 'IfNotPresent',
+            command: ['sleep', '3600'],
+            resources: guaranteed('200m', '64Mi'),
+          },
+        ],
+        containers: [
+          {
+            name: 'c',
+            image: 'busybox',
+            imagePullPolicy: 'IfNotPresent',
+            command: ['sleep', '3600'],
+            resources: guaranteed('100m', '32Mi'),
+          },
+        ],
+      }),
       pod('restart', {
         resizePolicy: [
           { resourceName: 'cpu', restartPolicy: 'NotRequired' },
@@ -130,6 +159,14 @@ describe('in-place pod resize on containerd (real apiserver, kubectl patch --sub
     for (const name of ['live', 'restart', 'hog']) {
       await waitPodStatus(client, NS, name, (s) => statusOf(s)?.ready === true, 'ready', 90_000);
     }
+    await waitPodStatus(
+      client,
+      NS,
+      'init',
+      (s) => initStatusOf(s)?.state?.running !== undefined,
+      'init container running',
+      90_000,
+    );
   });
 
   after(async function () {
@@ -196,6 +233,45 @@ describe('in-place pod resize on containerd (real apiserver, kubectl patch --sub
     const pod = await waitResized('hog', '100m', '128Mi', 3);
     expect(statusOf(pod.status!)!.restartCount).to.equal(0);
     expect((await cgroup('hog'))[1]).to.equal(128 * 1024 * 1024);
+  });
+
+  it('resizes a running init container that is not a sidecar in place (InPlacePodVerticalScalingInitContainers)', async () => {
+    const node = await client.request<Node>({ method: 'GET', path: `/api/v1/nodes/${NODE}` });
+    expect(node.status?.declaredFeatures).to.include('InPlacePodVerticalScalingInitContainers');
+    let s = (await getPod('init')).status!;
+    expect(initStatusOf(s)!.resources).to.deep.equal({
+      limits: { cpu: '200m', memory: '64Mi' },
+      requests: { cpu: '200m', memory: '64Mi' },
+    });
+    expect(initStatusOf(s)!.allocatedResources).to.deep.equal({ cpu: '200m', memory: '64Mi' });
+    expect(await cgroup('init', 'i')).to.deep.equal([20_000, 64 * 1024 * 1024]);
+
+    await resize('init', 'i', '400m', '96Mi', 'initContainers');
+    const resized = await waitPodStatus(
+      client,
+      NS,
+      'init',
+      (st) => {
+        const i = initStatusOf(st);
+        return (
+          i?.state?.running !== undefined &&
+          i.resources?.limits?.cpu === '400m' &&
+          i.resources?.limits?.memory === '96Mi' &&
+          i.allocatedResources?.cpu === '400m' &&
+          !(st.conditions ?? []).some((x) => x.type.startsWith('PodResize')) &&
+          (st.observedGeneration ?? 0) >= 2
+        );
+      },
+      'init container resized',
+      60_000,
+    );
+    s = resized.status!;
+    expect(initStatusOf(s)!.restartCount).to.equal(0);
+    expect(initStatusOf(s)!.resources?.requests).to.deep.equal({ cpu: '400m', memory: '96Mi' });
+    expect(s.phase).to.equal('Pending');
+    expect(await cgroup('init', 'i')).to.deep.equal([40_000, 96 * 1024 * 1024]);
+    const describe = await k(['describe', 'pod', 'init']);
+    expect(describe).to.match(/ResizeCompleted/);
   });
 
   it('a resize beyond the node is refused by the v1.37 API server; the pod keeps running as it was', async () => {
