@@ -649,11 +649,7 @@ describe('Kubelet against a real API server (simulated runtime)', function () {
       /^Pod was rejected: Node didn't have enough resource: cpu, requested: 100000, used: \d+, capacity: 4000$/,
     );
     expect(creates.filter((c) => c.pod === 'too-big')).to.deep.equal([]);
-    const ev = await eventually(
-      async () => (await eventsOf(client, NS, 'too-big')).find((e) => e.reason === 'OutOfcpu'),
-      5_000,
-      'OutOfcpu event',
-    );
+    const ev = (await eventsWith('too-big', ['OutOfcpu'])).find((e) => e.reason === 'OutOfcpu')!;
     expect(ev.type).to.equal('Warning');
   });
 
@@ -666,11 +662,7 @@ describe('Kubelet against a real API server (simulated runtime)', function () {
       'CreateContainerConfigError',
     );
     expect(cs(s, 'app')!.state!.waiting!.message).to.equal('configmap "missing" not found');
-    const ev = await eventually(
-      async () => (await eventsOf(client, NS, 'no-config')).find((e) => e.reason === 'Failed'),
-      5_000,
-      'Failed event',
-    );
+    const ev = (await eventsWith('no-config', ['Failed'])).find((e) => e.reason === 'Failed')!;
     expect(ev.message).to.equal('Error: configmap "missing" not found');
   });
 

@@ -27,7 +27,7 @@ import { RealClock } from '../../src/util/clock.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { kubectl, startControlPlane, type ControlPlane } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
-import { saToken as createSaToken } from '../support/kubectl.js';
+import { grantGet, saToken as createSaToken } from '../support/kubectl.js';
 import { listenNodeApi, nodeApiApiserverArgs, nodeApiGet, startCsrCertificates } from '../support/nodeapi.js';
 import {
   adminClient,
@@ -76,18 +76,8 @@ describe('node API with a CSR-issued serving certificate (real apiserver + signe
     createShellPod(client, NODE, name, script);
   const saToken = (name: string): Promise<string> => createSaToken(cp, name);
 
-  const grant = async (name: string, resource: string, sa: string): Promise<void> => {
-    const role = await kubectl(cp, ['create', 'clusterrole', name, '--verb=get', `--resource=${resource}`]);
-    expect(role.code, role.stderr).to.equal(0);
-    const bind = await kubectl(cp, [
-      'create',
-      'clusterrolebinding',
-      name,
-      `--clusterrole=${name}`,
-      `--serviceaccount=default:${sa}`,
-    ]);
-    expect(bind.code, bind.stderr).to.equal(0);
-  };
+  const grant = (name: string, resource: string, sa: string): Promise<void> =>
+    grantGet(cp, name, resource, sa);
 
   before(async () => {
     cp = await startControlPlane({

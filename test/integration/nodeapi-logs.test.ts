@@ -10,7 +10,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { kubectl, type ControlPlane } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
-import { saToken } from '../support/kubectl.js';
+import { grantGet, saToken } from '../support/kubectl.js';
 import { nodeApiGet, startNodeApiEnv, type NodeApiEnv } from '../support/nodeapi.js';
 import { createPodNetwork, type PodNetwork } from '../support/podnetwork.js';
 
@@ -94,21 +94,7 @@ describe('node API /logs/ through the real API server (NodeLogQuery)', function 
     expect(refused.body).to.contain('subresource(s)=[log]');
 
     const reader = await saToken(cp, 'logs-reader');
-    expect(
-      (await kubectl(cp, ['create', 'clusterrole', 'logs-reader', '--verb=get', '--resource=nodes/log']))
-        .code,
-    ).to.equal(0);
-    expect(
-      (
-        await kubectl(cp, [
-          'create',
-          'clusterrolebinding',
-          'logs-reader',
-          '--clusterrole=logs-reader',
-          '--serviceaccount=default:logs-reader',
-        ])
-      ).code,
-    ).to.equal(0);
+    await grantGet(cp, 'logs-reader', 'nodes/log', 'logs-reader');
     const ok = await eventually(
       async () => {
         const r = await direct('/logs/kubelet.log', reader);

@@ -13,7 +13,7 @@ import type { KubeClient } from '../../src/kube/client.js';
 import { KUBELET_VERSION } from '../../src/node/nodestatus.js';
 import { KindError } from '../../src/util/errors.js';
 import { kubectl, type ControlPlane } from '../support/controlplane.js';
-import { saToken } from '../support/kubectl.js';
+import { grantGet, saToken } from '../support/kubectl.js';
 import { nodeApiGet, startNodeApiEnv, type NodeApiEnv } from '../support/nodeapi.js';
 import { createPodNetwork, type PodNetwork } from '../support/podnetwork.js';
 
@@ -135,22 +135,7 @@ describe('node API /configz, /flagz, /statusz through the real API server (sim r
 
   it('a ServiceAccount with only nodes/statusz reads /statusz, not /configz or /flagz', async () => {
     const token = await saToken(cp, 'statusz-reader');
-    const role = await kubectl(cp, [
-      'create',
-      'clusterrole',
-      'statusz',
-      '--verb=get',
-      '--resource=nodes/statusz',
-    ]);
-    expect(role.code, role.stderr).to.equal(0);
-    const bind = await kubectl(cp, [
-      'create',
-      'clusterrolebinding',
-      'statusz-reader',
-      '--clusterrole=statusz',
-      '--serviceaccount=default:statusz-reader',
-    ]);
-    expect(bind.code, bind.stderr).to.equal(0);
+    await grantGet(cp, 'statusz', 'nodes/statusz', 'statusz-reader');
     const direct = (p: string) => nodeApiGet({ host: nodeIP, port: 10250, ca: servingCa }, p, token);
     const statusz = await direct('/statusz');
     expect(statusz.status, statusz.body).to.equal(200);

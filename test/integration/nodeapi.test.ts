@@ -13,7 +13,7 @@ import type { KubeClient } from '../../src/kube/client.js';
 import { kubectl, type ControlPlane } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
 import { KubeletResourceMetrics, parseExposition } from '../support/kubelet-metrics.js';
-import { saToken as createSaToken } from '../support/kubectl.js';
+import { grantGet, saToken as createSaToken } from '../support/kubectl.js';
 import { nodeApiGet, startNodeApiEnv, type NodeApiEnv } from '../support/nodeapi.js';
 import { createShellPod, isGone } from '../support/operator.js';
 
@@ -196,14 +196,7 @@ describe('node API through the real API server (sim runtime)', function () {
     }
     // nodes/proxy alone is not enough: the kubelet authorizes these paths as nodes/stats and nodes/metrics.
     const proxyOnly = await saToken('proxy-only');
-    await kubectl(cp, ['create', 'clusterrole', 'proxy-only', '--verb=get', '--resource=nodes/proxy']);
-    await kubectl(cp, [
-      'create',
-      'clusterrolebinding',
-      'proxy-only',
-      '--clusterrole=proxy-only',
-      '--serviceaccount=default:proxy-only',
-    ]);
+    await grantGet(cp, 'proxy-only', 'nodes/proxy', 'proxy-only');
     await eventually(
       async () => (await direct('/healthz', proxyOnly)).status === 200,
       20_000,
@@ -216,20 +209,7 @@ describe('node API through the real API server (sim runtime)', function () {
     expect((await direct('/metrics/probes', proxyOnly)).status).to.equal(403);
 
     const scraper = await saToken('scraper');
-    await kubectl(cp, [
-      'create',
-      'clusterrole',
-      'scraper',
-      '--verb=get',
-      '--resource=nodes/stats,nodes/metrics',
-    ]);
-    await kubectl(cp, [
-      'create',
-      'clusterrolebinding',
-      'scraper',
-      '--clusterrole=scraper',
-      '--serviceaccount=default:scraper',
-    ]);
+    await grantGet(cp, 'scraper', 'nodes/stats,nodes/metrics', 'scraper');
     const res = await eventually(
       async () => {
         const r = await direct('/metrics/resource', scraper);

@@ -1,6 +1,7 @@
 /**
  * kubectl for tests: a long-running one (logs -f, attach, port-forward) whose output a test watches while
- * it runs (kill() in a finally block: a test must never leave one behind), and a ServiceAccount token.
+ * it runs (kill() in a finally block: a test must never leave one behind), a ServiceAccount token and
+ * what it may get.
  */
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
@@ -23,6 +24,28 @@ export async function saToken(
   const t = await kubectl(cp, ['create', 'token', name, ...ns]);
   expect(t.code, t.stderr).to.equal(0);
   return t.stdout.trim();
+}
+
+/**
+ * Lets ServiceAccount `default/<sa>` get `resource` (e.g. `nodes/log`, or several comma-separated): a
+ * ClusterRole and a ClusterRoleBinding both named `name`; asserts that both commands succeed.
+ */
+export async function grantGet(
+  cp: Pick<ControlPlane, 'kubeconfigPath'>,
+  name: string,
+  resource: string,
+  sa: string,
+): Promise<void> {
+  const role = await kubectl(cp, ['create', 'clusterrole', name, '--verb=get', `--resource=${resource}`]);
+  expect(role.code, role.stderr).to.equal(0);
+  const bind = await kubectl(cp, [
+    'create',
+    'clusterrolebinding',
+    name,
+    `--clusterrole=${name}`,
+    `--serviceaccount=default:${sa}`,
+  ]);
+  expect(bind.code, bind.stderr).to.equal(0);
 }
 
 /** A kubeconfig that holds only the control plane's server and CA, and `token` as the user `user`. */
