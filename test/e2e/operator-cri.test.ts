@@ -221,6 +221,18 @@ describe('kubelet-operator end to end on containerd (real apiserver, cri runtime
     expect(cstatus(failed.status)?.restartCount).to.equal(0);
   });
 
+  it("procMount Default: the kubelet's masked paths are empty and its read-only ones refuse writes", async () => {
+    // Both are on the kubelet's masked list (masked: /dev/null bound over them); /proc/sys is on its read-only one.
+    const script =
+      'echo "$(wc -c < /proc/interrupts) $(wc -c < /proc/timer_list)"; ' +
+      'if echo 1 > /proc/sys/kernel/domainname 2>/dev/null; then echo writable; else echo read-only; fi';
+    await createPod('procmount', [{ command: ['sh', '-c', `(${script}) > /dev/termination-log`] }], {
+      restartPolicy: 'Never',
+    });
+    const pod = await waitPod('procmount', (s) => s.phase === 'Succeeded', 'Succeeded');
+    expect(cstatus(pod.status)?.state?.terminated?.message?.trim()).to.equal('0 0\nread-only');
+  });
+
   it('a graceful delete of a container ignoring SIGTERM takes the grace period, then the pod is gone', async () => {
     // sleep as PID 1 has no SIGTERM handler, so the kernel drops the signal: only SIGKILL ends it.
     await createPod('graceful', [{ command: ['sleep', '3600'] }], { terminationGracePeriodSeconds: 3 });
@@ -274,7 +286,7 @@ describe('kubelet-operator end to end on containerd (real apiserver, cri runtime
       60_000,
       'every pod object gone',
     );
-    expect(uids.size).to.equal(8);
+    expect(uids.size).to.equal(9);
     await waitNoObjectsOfNode(cri!, NODE);
     // Nothing at all, labelled or not, and no cgroup or log directory of any of our pods.
     expect(await cri!.listPodSandbox()).to.deep.equal([]);
