@@ -214,50 +214,45 @@ export class KubeGenericRuntimeManager {
       if (killed.error) return;
       if (actions.createSandbox) await this.purgeInitContainers(pod, podStatus);
     } else {
+      /** Runs one step for a container; a failure fails its result, is logged, and ends this sync. */
+      const step = async (
+        r: ReturnType<typeof b.add>,
+        container: string,
+        what: 'killContainer' | 'removeContainer',
+        run: () => Promise<unknown>,
+      ): Promise<boolean> => {
+        try {
+          await run();
+          return true;
+        } catch (err) {
+          failResult(
+            r,
+            what === 'killContainer' ? 'KillContainerError' : 'RemoveContainerError',
+            errorMessage(err),
+          );
+          ctx.logger.warn(`${what} for pod failed`, { pod: podDesc, container, err: errorMessage(err) });
+          return false;
+        }
+      };
       for (const [id, info] of actions.containersToKill) {
         const r = b.add('KillContainer', info.name);
-        try {
-          await killContainer(ctx, pod, id, info.name, info.message, info.reason, { podIP: hookIP });
-        } catch (err) {
-          failResult(r, 'KillContainerError', errorMessage(err));
-          ctx.logger.warn('killContainer for pod failed', {
-            pod: podDesc,
-            container: info.name,
-            err: errorMessage(err),
-          });
-          return;
-        }
+        const kill = () =>
+          killContainer(ctx, pod, id, info.name, info.message, info.reason, { podIP: hookIP });
+        if (!(await step(r, info.name, 'killContainer', kill))) return;
       }
       // Restarting all containers in place: kill (without a grace period) and remove every one.
       for (const info of actions.containersToReset) {
         const r = b.add('RemoveContainer', info.name);
-        try {
-          if (info.kill) {
-            await killContainer(ctx, pod, info.containerID, info.name, 'killing', 'RestartAllContainers', {
-              gracePeriodOverride: 0,
-              podIP: hookIP,
-            });
-          }
-        } catch (err) {
-          failResult(r, 'KillContainerError', errorMessage(err));
-          ctx.logger.warn('killContainer for pod failed', {
-            pod: podDesc,
-            container: info.name,
-            err: errorMessage(err),
+        const kill = async () => {
+          if (!info.kill) return;
+          await killContainer(ctx, pod, info.containerID, info.name, 'killing', 'RestartAllContainers', {
+            gracePeriodOverride: 0,
+            podIP: hookIP,
           });
-          return;
-        }
-        try {
-          await removeContainer(ctx, info.containerID, { keepLogs: true });
-        } catch (err) {
-          failResult(r, 'RemoveContainerError', errorMessage(err));
-          ctx.logger.warn('removeContainer for pod failed', {
-            pod: podDesc,
-            container: info.name,
-            err: errorMessage(err),
-          });
-          return;
-        }
+        };
+        if (!(await step(r, info.name, 'killContainer', kill))) return;
+        const remove = () => removeContainer(ctx, info.containerID, { keepLogs: true });
+        if (!(await step(r, info.name, 'removeContainer', remove))) return;
       }
     }
 
