@@ -41,6 +41,7 @@ import {
   startMetricsServer,
   type MetricsServer,
 } from '../test/support/metricsserver.js';
+import { Metrics } from '../src/metrics.js';
 import { NodeApiRegistry } from '../src/server/nodeapi/registry.js';
 import { serveNodeApi, type ServedNodeApi } from '../src/server/nodeapi/serve.js';
 import {
@@ -228,11 +229,14 @@ async function main(): Promise<void> {
   // The node API (kubectl logs, exec, attach, port-forward) on every loopback address, with a serving
   // certificate per node requested by CSR; this script approves them as a cluster admin would.
   const registry = new NodeApiRegistry();
+  // The nodes' kubelet_* series, served on each node's /metrics (kubectl get --raw .../proxy/metrics).
+  const metrics = new Metrics(false);
   const nodeApi: ServedNodeApi = await serveNodeApi({
     client,
     clock,
     logger,
     registry,
+    metrics: metrics.registry,
     certificates: { mode: 'csr' },
     clientCA: await readFile(path.join(cp.dir, 'pki', 'ca.crt')),
     port: NODE_API_PORT,
@@ -276,6 +280,7 @@ async function main(): Promise<void> {
       logger,
       servedBy: 'up',
       nodeApi: registry,
+      metrics,
       stateDir,
       ...(network ? { clusterDNS: [DNS_SERVICE_IP] } : {}),
     }),
