@@ -12,9 +12,11 @@ import path from 'node:path';
 import type { Pod } from '../../src/api/core.js';
 import type { Node } from '../../src/api/node.js';
 import { KubeClient } from '../../src/kube/client.js';
+import { nodeReady } from '../../scripts/lib/cluster.js';
 import { kubectl } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
 import { shardHolders } from '../chaos/lib/cluster.js';
+import { podReady } from './env.js';
 import {
   EXAMPLE_SIM_VIRTUAL_NODE,
   LOCAL_OVERLAY,
@@ -28,10 +30,6 @@ const OPERATOR_SELECTOR = 'app.kubernetes.io/name=kubelet-operator';
 const SIM_NODES = ['sim-1', 'sim-2'];
 const WORKLOAD_NS = 'default';
 
-const podReady = (p: Pod): boolean =>
-  p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
-const nodeReady = (n: Node): boolean =>
-  n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
 const conditionTime = (p: Pod, type: string): number =>
   Date.parse(p.status?.conditions?.find((c) => c.type === type)?.lastTransitionTime ?? '');
 

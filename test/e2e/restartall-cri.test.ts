@@ -15,6 +15,7 @@ import type { ContainerStatus, PodStatus } from '../../src/api/core.js';
 import type { Node } from '../../src/api/node.js';
 import type { CoreEvent } from '../../src/kube/events.js';
 import { startCriNodeEnv, type CriNodeEnv } from '../support/crinode.js';
+import { eventsOf as eventsIn } from '../support/events.js';
 import { eventually } from '../support/eventually.js';
 
 const NODE = 'vn-restartall';
@@ -52,14 +53,7 @@ describe('RestartAllContainers on containerd (real apiserver, cri runtime)', fun
       volumes: [{ name: 'workdir', emptyDir: {} }],
       ...spec,
     });
-  const eventsOf = async (name: string): Promise<CoreEvent[]> =>
-    (
-      await env!.client.request<{ items: CoreEvent[] }>({
-        method: 'GET',
-        path: `/api/v1/namespaces/${NS}/events`,
-        query: { fieldSelector: `involvedObject.name=${name}` },
-      })
-    ).items;
+  const eventsOf = (name: string): Promise<CoreEvent[]> => eventsIn(env!.client, NS, name);
 
   before(async function () {
     this.timeout(20 * 60_000);

@@ -23,6 +23,7 @@ import { kubectl, startControlPlane, type ControlPlane } from './controlplane.js
 import { listenNodeApi, nodeApiApiserverArgs, servingPki } from './nodeapi.js';
 import {
   adminClient,
+  createPodOn,
   postVirtualNode,
   startTestOperator,
   testLogger,
@@ -48,7 +49,7 @@ export interface CriNodeEnv {
   nodeApi?: NodeApiServer;
   /** Stops the operator and starts a new one on the same state dir and node API (env.op is the new one). */
   restartOperator(): Promise<Operator>;
-  /** Creates pod `name` on the node: `spec` with a grace period of 1 s unless it says otherwise. */
+  /** createPodOn on the node, labelled `app: <name>` and `labels`. */
   createPod(name: string, spec: Record<string, unknown>, labels?: Record<string, string>): Promise<Pod>;
   getPod(name: string): Promise<Pod>;
   waitPod(name: string, pred: (s: PodStatus) => boolean, what: string, timeoutMs?: number): Promise<Pod>;
@@ -158,14 +159,7 @@ export async function startCriNodeEnv(o: {
       ...(net ? { net } : {}),
       ...(parts.nodeApi ? { nodeApi: parts.nodeApi } : {}),
       createPod: (name, spec, labels = {}) =>
-        client.request<Pod>({
-          method: 'POST',
-          path: `/api/v1/namespaces/${ns}/pods`,
-          body: {
-            metadata: { name, namespace: ns, labels: { app: name, ...labels } },
-            spec: { nodeName: o.node, terminationGracePeriodSeconds: 1, ...spec },
-          },
-        }),
+        createPodOn(client, ns, o.node, name, spec, { app: name, ...labels }),
       getPod: (name) => client.request<Pod>({ method: 'GET', path: `/api/v1/namespaces/${ns}/pods/${name}` }),
       waitPod: (name, pred, what, timeoutMs = 90_000) =>
         waitPodStatus(client, ns, name, pred, what, timeoutMs),

@@ -127,8 +127,8 @@ export async function postVirtualNode(
 }
 
 /**
- * Creates pod `name` in namespace `ns` on `node`: one container 'c' (busybox, `sleep infinity`) and a grace
- * period of 1 s, unless `spec` says otherwise (its fields replace these).
+ * Creates pod `name` (with `labels`) in namespace `ns` on `node`: one container 'c' (busybox, `sleep
+ * infinity`) and a grace period of 1 s, unless `spec` says otherwise (its fields replace these).
  */
 export function createPodOn(
   client: KubeClient,
@@ -136,12 +136,13 @@ export function createPodOn(
   node: string,
   name: string,
   spec: Record<string, unknown> = {},
+  labels?: Record<string, string>,
 ): Promise<Pod> {
   return client.request<Pod>({
     method: 'POST',
     path: `/api/v1/namespaces/${ns}/pods`,
     body: {
-      metadata: { name },
+      metadata: { name, ...(labels ? { labels } : {}) },
       spec: {
         nodeName: node,
         terminationGracePeriodSeconds: 1,
