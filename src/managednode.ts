@@ -19,6 +19,7 @@ import type { KubeClient } from './kube/client.js';
 import { EventRecorder } from './kube/events.js';
 import type { Informer } from './kube/informer.js';
 import { MaxCrashLoopBackOffMs } from './kubelet/backoff.js';
+import { QUOTA_PERIOD_US } from './kubelet/cm/cpu.js';
 import { Kubelet } from './kubelet/kubelet.js';
 import { evictionConfigFrom } from './kubelet/eviction/settings.js';
 import type { KubeletSettings } from './kubelet/kubelet_config.js';
@@ -254,7 +255,9 @@ export class KubeletManagedNode implements ManagedNode {
       podLogsRoot: spec.runtime.type === 'cri' ? spec.runtime.cri.logRoot : '/var/log/pods',
       cgroupRoot: spec.runtime.type === 'cri' ? spec.runtime.cri.cgroupRoot : '/kubelet-operator',
       memoryCapacityBytes: quantityValue(spec.capacity.memory),
-      cpuCFSQuotaPeriodUs: Math.round(parseGoDuration(spec.kubelet.cpuCFSQuotaPeriod ?? '100ms') * 1000),
+      cpuCFSQuotaPeriodUs: spec.kubelet.cpuCFSQuotaPeriod
+        ? Math.round(parseGoDuration(spec.kubelet.cpuCFSQuotaPeriod) * 1000)
+        : QUOTA_PERIOD_US,
       // procMount Default masks the host's per-cpu thermal_throttle directories too (cri: this host's).
       ...(spec.runtime.type === 'cri' ? { thermalThrottlePaths: hostThermalThrottlePaths() } : {}),
       // kubelet --allowed-unsafe-sysctls: a pattern that is not namespaced stops this node's start (StartFailed).

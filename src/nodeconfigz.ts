@@ -5,6 +5,7 @@
  */
 import type { VirtualNodeSpec } from './api/virtualnode.js';
 import { MaxCrashLoopBackOffMs } from './kubelet/backoff.js';
+import { QUOTA_PERIOD_US } from './kubelet/cm/cpu.js';
 import { kubeletPeriods, type KubeletSettings, type PodEnvironment } from './kubelet/kubelet_config.js';
 import type { NodeKubeletSettings } from './server/nodeapi/configz.js';
 
@@ -35,7 +36,7 @@ export function nodeKubeletSettings(o: {
     nodeStatusReportFrequencyMs: spec.heartbeat.statusReportFrequencySeconds * 1000,
     nodeLeaseDurationSeconds: spec.heartbeat.leaseDurationSeconds,
     allowedUnsafeSysctls: settings.allowedUnsafeSysctls ?? [],
-    cpuCFSQuotaPeriodMs: (settings.cpuCFSQuotaPeriodUs ?? 100_000) / 1000,
+    cpuCFSQuotaPeriodMs: (settings.cpuCFSQuotaPeriodUs ?? QUOTA_PERIOD_US) / 1000,
     ...(settings.crashLoopBackOff?.featureGates?.KubeletCrashLoopBackOffMax
       ? {
           maxContainerRestartPeriodMs:

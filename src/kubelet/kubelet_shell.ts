@@ -5,10 +5,12 @@
  * Kubelet's pod workers from acting.
  */
 import http from 'node:http';
+
 import https from 'node:https';
+
 import type { Pod } from '../api/core.js';
 import type { KubeClient } from '../kube/client.js';
-import type { EventType, ObjectReference } from '../kube/events.js';
+import type { EventRecorder, ObjectReference } from '../kube/events.js';
 import type { EventRecorderFunc } from './container/ref.js';
 import type { EnvSource } from './kuberuntime/context.js';
 import type { PodSyncer } from './podworkers.js';
@@ -20,15 +22,7 @@ import {
 } from './volumemanager/sources.js';
 
 /** The part of EventRecorder the kubelet uses. */
-export interface PodEventSink {
-  event(
-    ref: ObjectReference,
-    type: EventType,
-    reason: string,
-    message: string,
-    annotations?: Readonly<Record<string, string>>,
-  ): void;
-}
+export type PodEventSink = Pick<EventRecorder, 'event'>;
 
 /**
  * The reference the kubelet puts on pod events (ref.GetReference): kind Pod, v1, namespace, name, UID and,

@@ -1,7 +1,7 @@
 /**
  * The host's CPUs as the kubelet's securitycontext package reads them: the possible CPUs of
  * /sys/devices/system/cpu/possible, and which of them have a thermal_throttle directory, which procMount
- * `Default` masks in every container. Read once per cri node at its start; sim nodes have no host.
+ * `Default` masks in every container. Read once, when the first cri node starts; sim nodes have no host.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
@@ -25,8 +25,14 @@ export function parseCpuList(text: string): number[] | undefined {
   return out;
 }
 
-/** The thermal_throttle directories of the host's possible CPUs that exist. */
-export function hostThermalThrottlePaths(root = CPU_DIR): string[] {
+let cached: readonly string[] | undefined;
+
+/** The thermal_throttle directories of the host's possible CPUs that exist; read once per process. */
+export function hostThermalThrottlePaths(): readonly string[] {
+  return (cached ??= readThermalThrottlePaths(CPU_DIR));
+}
+
+function readThermalThrottlePaths(root: string): string[] {
   let cpus: number[] | undefined;
   try {
     cpus = parseCpuList(readFileSync(`${root}/possible`, 'utf8'));
