@@ -7,7 +7,7 @@ import { EVENT_CONNECTIONS, HEARTBEAT_CONNECTIONS, loadConfig, usage } from './c
 import { KubeClient, connectionOf } from './kube/client.js';
 import { loadPlainKubeConfig, type KubeConnection } from './kube/kubeconfig.js';
 import { kubeletNodeFactory } from './managednode.js';
-import { restVolumeSources } from './kubelet/volumemanager/sources.js';
+import { restVolumeSources } from './kubelet/volume/sources.js';
 import { Metrics } from './metrics.js';
 import { Operator } from './operator.js';
 import { restShardLeaseAPI } from './operator/shard/api.js';

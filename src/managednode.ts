@@ -35,7 +35,7 @@ import { NodeAgent } from './node/agent.js';
 import { RuntimeState } from './node/runtimestate.js';
 import { nodeRef, restEventSink, restNodeAPI, type NodeAPI, type NodeHeartbeatAPI } from './node/api.js';
 import { StartupHold } from './kube/startuphold.js';
-import { restVolumeSources, type VolumeSources } from './kubelet/volumemanager/sources.js';
+import { restVolumeSources, type VolumeSources } from './kubelet/volume/sources.js';
 import { nodeLogDir, podEnvironmentFor, type NodePodEnvironment } from './podenvironment.js';
 import { nodeKubeletSettings } from './nodeconfigz.js';
 import { statsProviderFor } from './nodestats.js';

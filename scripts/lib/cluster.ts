@@ -3,7 +3,7 @@
 import type { Node } from '../../src/api/node.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { kubeletNodeFactory } from '../../src/managednode.js';
-import { restVolumeSources } from '../../src/kubelet/volumemanager/sources.js';
+import { restVolumeSources } from '../../src/kubelet/volume/sources.js';
 import type { Metrics } from '../../src/metrics.js';
 import { Operator } from '../../src/operator.js';
 import type { NodeApiRegistry } from '../../src/server/nodeapi/registry.js';

@@ -35,7 +35,7 @@ import type { VolumeFS } from './volume/fs.js';
 import { joinPath } from './volume/paths.js';
 import { secureJoin } from './volume/securejoin.js';
 import { makeMounts, type SubPathToCreate } from './volumemanager/makemounts.js';
-import { podContainerDir, podDir } from './volumemanager/paths.js';
+import { podContainerDir, podDir } from './volume/podpaths.js';
 import type { VolumeManager } from './volumemanager/volumemanager.js';
 import { UsernsManager } from './userns/manager.js';
 

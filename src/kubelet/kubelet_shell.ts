@@ -19,7 +19,7 @@ import {
   type ConfigMapObject,
   type SecretObject,
   type VolumeSources,
-} from './volumemanager/sources.js';
+} from './volume/sources.js';
 
 /** The part of EventRecorder the kubelet uses. */
 export type PodEventSink = Pick<EventRecorder, 'event'>;

@@ -10,12 +10,12 @@ import { allocatableForEnv, type KubeletDeps, type PodEnvironment } from './kube
 import { KubeletPods } from './kubelet_pods.js';
 import type { EventRecorderFunc } from './container/ref.js';
 import type { ContainerFileReader } from './kuberuntime/terminationmessage.js';
-import { restVolumeSources, withPodCertificates } from './volumemanager/sources.js';
+import { restVolumeSources, withPodCertificates } from './volume/sources.js';
 import type { PodCertificateManager } from './podcertificate/manager.js';
 import { simulatedServiceAccountToken } from './token/simulated.js';
 import type { VolumeFS } from './volume/fs.js';
 import { MemoryVolumeFS } from './volume/memfs.js';
-import { MemoryMounter } from './volumemanager/mounter.js';
+import { MemoryMounter } from './volume/mounter.js';
 import { VolumeManager } from './volumemanager/volumemanager.js';
 
 /** The hosts file a simulated node has. */

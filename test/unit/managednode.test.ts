@@ -9,7 +9,7 @@ import { parseVirtualNodeSpec, type VirtualNode, type VirtualNodeSpec } from '..
 import type { KubeClient, RequestOptions } from '../../src/kube/client.js';
 import { Informer, stripManagedFields } from '../../src/kube/informer.js';
 import { PodsByNodeIndex } from '../../src/kubelet/podmanager.js';
-import type { VolumeSources } from '../../src/kubelet/volumemanager/sources.js';
+import type { VolumeSources } from '../../src/kubelet/volume/sources.js';
 import { KubeletManagedNode, kubeletNodeFactory, type ManagedNodeDeps } from '../../src/managednode.js';
 import { SimRuntime } from '../../src/runtime/sim/index.js';
 import { NodeApiRegistry } from '../../src/server/nodeapi/registry.js';

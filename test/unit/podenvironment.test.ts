@@ -7,8 +7,8 @@ import { VirtualNodeSpecSchema, type VirtualNodeSpec } from '../../src/api/virtu
 import type { KubeClient, RequestOptions } from '../../src/kube/client.js';
 import { MemoryVolumeFS } from '../../src/kubelet/volume/memfs.js';
 import { RealVolumeFS } from '../../src/kubelet/volume/realfs.js';
-import { MemoryMounter, RealMounter } from '../../src/kubelet/volumemanager/mounter.js';
-import type { VolumeSources } from '../../src/kubelet/volumemanager/sources.js';
+import { MemoryMounter, RealMounter } from '../../src/kubelet/volume/mounter.js';
+import type { VolumeSources } from '../../src/kubelet/volume/sources.js';
 import {
   defaultPodsDir,
   podEnvironmentFor,

@@ -48,7 +48,7 @@ const SHELL = new Set([
   'kuberuntime/resizepod.ts',
   'kubelet_volumes.ts',
   'volume/realfs.ts',
-  'volumemanager/mounter.ts',
+  'volume/mounter.ts',
   'stats/provider.ts',
   'stats/du.ts',
   'podcertificate/keys.ts',

@@ -12,7 +12,7 @@ import { statfs } from 'node:fs/promises';
 import type { Container, PodSandbox, PodSandboxStats, Runtime } from '../../runtime/types.js';
 import type { Clock } from '../../util/clock.js';
 import { isUnimplemented } from '../../util/errors.js';
-import { PluginDirs } from '../volumemanager/paths.js';
+import { PluginDirs } from '../volume/podpaths.js';
 import type { VolumeFS } from '../volume/fs.js';
 import { joinPath } from '../volume/paths.js';
 import type { DirUsage, DirUsageReading } from './du.js';

@@ -19,7 +19,7 @@ import type { RuntimeHandler, UserNamespace } from '../../runtime/types.js';
 import { errorMessage, KindError } from '../../util/errors.js';
 import type { VolumeFS } from '../volume/fs.js';
 import { joinPath } from '../volume/paths.js';
-import { podDir } from '../volumemanager/paths.js';
+import { podDir } from '../volume/podpaths.js';
 
 /** kubelet DefaultKubeletUserNamespacesIDsPerPod: the IDs of one pod's namespace. */
 export const UserNsLength = 65536;

@@ -21,16 +21,7 @@ import type { Container } from '../../api/core.js';
 import type { VolumeMount } from '../../api/volumes.js';
 import type { Mount, MountPropagation, RuntimeHandler } from '../../runtime/types.js';
 import { expand } from '../envvars.js';
-
-/** A set-up volume as makeMounts needs it. */
-export interface MountedVolume {
-  /** The volume's directory (or file, for a hostPath) on the node. */
-  hostPath: string;
-  /** The plugin mounts it read-only whatever the volumeMount says (configMap, secret, ...). */
-  readOnly: boolean;
-  /** The runtime may relabel it for SELinux (volumes the kubelet manages). */
-  selinuxRelabel: boolean;
-}
+import type { MountedVolume } from '../volume/plugin.js';
 
 export interface MakeMountsInput {
   container: Pick<Container, 'name' | 'volumeMounts'>;

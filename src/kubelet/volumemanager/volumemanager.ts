@@ -28,11 +28,10 @@ import type { Pod } from '../../api/core.js';
 import type { Volume } from '../../api/volumes.js';
 import { errorMessage } from '../../util/errors.js';
 import type { EventRecorderFunc } from '../container/ref.js';
-import { datavolumePlugins, setUpVolume, tearDownVolume } from './setup.js';
-import type { MountedVolume } from './makemounts.js';
-import { podDir } from './paths.js';
-import type { PluginContext } from './plugin.js';
-import { findPlugin, requiresRemount, type VolumeKind } from './plugins.js';
+import { datavolumePlugins, setUpVolume, tearDownVolume } from '../volume/setup.js';
+import { podDir } from '../volume/podpaths.js';
+import type { MountedVolume, PluginContext } from '../volume/plugin.js';
+import { findPlugin, requiresRemount, type VolumeKind } from '../volume/plugins.js';
 
 /** kubelet podAttachAndMountTimeout. */
 export const PodAttachAndMountTimeoutMs = 2 * 60_000 + 3_000;

@@ -5,7 +5,7 @@ import type { RequestOptions } from '../../../src/kube/client.js';
 import type { KubeletDeps } from '../../../src/kubelet/kubelet.js';
 import type { Kubelet } from '../../../src/kubelet/kubelet.js';
 import { MemoryVolumeFS } from '../../../src/kubelet/volume/memfs.js';
-import { MemoryMounter } from '../../../src/kubelet/volumemanager/mounter.js';
+import { MemoryMounter } from '../../../src/kubelet/volume/mounter.js';
 import { SimRuntime } from '../../../src/runtime/sim/index.js';
 import type { ContainerConfig, PodSandboxConfig } from '../../../src/runtime/types.js';
 import { FakeClock } from '../../../src/util/clock.js';

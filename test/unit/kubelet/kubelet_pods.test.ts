@@ -4,7 +4,7 @@ import type { Service } from '../../../src/api/service.js';
 import { KubeletPods, type KubeletPodsDeps } from '../../../src/kubelet/kubelet_pods.js';
 import type { DNSConfig } from '../../../src/kubelet/podfiles/dns.js';
 import { MemoryVolumeFS } from '../../../src/kubelet/volume/memfs.js';
-import type { MountedVolume } from '../../../src/kubelet/volumemanager/makemounts.js';
+import type { MountedVolume } from '../../../src/kubelet/volume/plugin.js';
 import type { Mount } from '../../../src/runtime/types.js';
 import { kindRejection } from '../../support/throws.js';
 

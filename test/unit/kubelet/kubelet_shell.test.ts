@@ -16,7 +16,7 @@ import {
   type ConfigMapObject,
   type SecretObject,
   type VolumeSources,
-} from '../../../src/kubelet/volumemanager/sources.js';
+} from '../../../src/kubelet/volume/sources.js';
 import { FakeClock } from '../../../src/util/clock.js';
 import type { PodSyncer, SyncContext } from '../../../src/kubelet/podworkers.js';
 import type { RuntimePodStatus } from '../../../src/kubelet/container/types.js';

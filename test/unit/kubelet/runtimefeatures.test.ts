@@ -21,8 +21,8 @@ import {
   handlerSupportsRecursiveReadOnly,
   makeMounts,
   resolveRecursiveReadOnly,
-  type MountedVolume,
 } from '../../../src/kubelet/volumemanager/makemounts.js';
+import type { MountedVolume } from '../../../src/kubelet/volume/plugin.js';
 import { admitPod, type AdmissionNode } from '../../../src/kubelet/lifecycle/admission.js';
 import type { RuntimeHandler } from '../../../src/runtime/types.js';
 import { KindError } from '../../../src/util/errors.js';

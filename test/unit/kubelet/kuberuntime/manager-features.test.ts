@@ -7,7 +7,7 @@ import type { Container, Pod } from '../../../../src/api/core.js';
 import { KubeletPods } from '../../../../src/kubelet/kubelet_pods.js';
 import { KubeGenericRuntimeManager } from '../../../../src/kubelet/kuberuntime/manager.js';
 import { MemoryVolumeFS } from '../../../../src/kubelet/volume/memfs.js';
-import type { MountedVolume } from '../../../../src/kubelet/volumemanager/makemounts.js';
+import type { MountedVolume } from '../../../../src/kubelet/volume/plugin.js';
 import type { RuntimeHandler } from '../../../../src/runtime/types.js';
 import { container, Harness, IMAGE, makePod, summary } from './manager-fixtures.js';
 import { likeContainerd16 } from '../../../support/likecontainerd16.js';

@@ -5,8 +5,8 @@ import {
   subPathError,
   translateMountPropagation,
   type MakeMountsInput,
-  type MountedVolume,
 } from '../../../../src/kubelet/volumemanager/makemounts.js';
+import type { MountedVolume } from '../../../../src/kubelet/volume/plugin.js';
 
 const VOLUMES = new Map<string, MountedVolume>([
   [

@@ -8,7 +8,7 @@
  *
  * Pure path arithmetic; nothing here touches the disk.
  */
-import { joinPath } from '../volume/paths.js';
+import { joinPath } from './paths.js';
 
 /** The kubelet's plugin names, escaped as they appear in directory names (`kubernetes.io/foo` -> `kubernetes.io~foo`). */
 export const PluginDirs = {

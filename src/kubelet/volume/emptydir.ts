@@ -9,10 +9,10 @@
 import type { Pod } from '../../api/core.js';
 import type { EmptyDirVolumeSource } from '../../api/volumes.js';
 import { quantityValue } from '../../util/quantity.js';
-import { fsGroupFrom } from '../volume/fsuser.js';
-import { setVolumeOwnership } from '../volume/ownership.js';
-import { joinPath } from '../volume/paths.js';
-import { podPluginDir, podVolumeDir, PluginDirs, type PluginDir } from './paths.js';
+import { fsGroupFrom } from './fsuser.js';
+import { setVolumeOwnership } from './ownership.js';
+import { joinPath } from './paths.js';
+import { podPluginDir, podVolumeDir, PluginDirs, type PluginDir } from './podpaths.js';
 import { mountFailure, type PluginContext, type SetUpResult } from './plugin.js';
 
 /** kubelet emptydir defaultPerm. */

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import type { RequestOptions } from '../../../../src/kube/client.js';
 import { ObjectCache, type ObjectGetter } from '../../../../src/kubelet/util/objectcache.js';
-import { DefaultObjectTTLMs, restVolumeSources } from '../../../../src/kubelet/volumemanager/sources.js';
+import { DefaultObjectTTLMs, restVolumeSources } from '../../../../src/kubelet/volume/sources.js';
 import { FakeClock } from '../../../../src/util/clock.js';
 import { KindError } from '../../../../src/util/errors.js';
 

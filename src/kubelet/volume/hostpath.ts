@@ -5,8 +5,8 @@
  * `FileOrCreate` work and `Directory` fails as it would on an empty machine.
  */
 import type { HostPathVolumeSource } from '../../api/volumes.js';
-import type { EntryStat } from '../volume/fs.js';
-import { dirName } from '../volume/paths.js';
+import type { EntryStat } from './fs.js';
+import { dirName } from './paths.js';
 import { mountFailure, type PluginContext, type SetUpResult } from './plugin.js';
 
 /** The HostPathType name the kubelet's GetFileType gives an entry. */

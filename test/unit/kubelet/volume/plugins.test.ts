@@ -5,7 +5,7 @@ import {
   noPluginMessage,
   requiresRemount,
   type VolumeKind,
-} from '../../../../src/kubelet/volumemanager/plugins.js';
+} from '../../../../src/kubelet/volume/plugins.js';
 
 const SUPPORTED =
   'emptyDir, hostPath, configMap, secret, downwardAPI, projected, persistentVolumeClaim, image';

@@ -6,7 +6,7 @@ import {
   podEtcHostsPath,
   podPluginDir,
   podVolumeDir,
-} from '../../../../src/kubelet/volumemanager/paths.js';
+} from '../../../../src/kubelet/volume/podpaths.js';
 
 describe('volumemanager/paths', () => {
   it('names the plugin directories as the kubelet escapes them', () => {

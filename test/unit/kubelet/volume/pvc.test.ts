@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import type { PersistentVolume, PersistentVolumeClaim } from '../../../../src/api/volumes.js';
-import { setUpPersistentVolumeClaim } from '../../../../src/kubelet/volumemanager/pvc.js';
-import { ctxOf, harness, NS, podWith, type Harness } from './fixtures.js';
+import { setUpPersistentVolumeClaim } from '../../../../src/kubelet/volume/pvc.js';
+import { ctxOf, harness, NS, podWith, type Harness } from '../volumemanager/fixtures.js';
 
 const CLAIM_UID = 'claim-uid-1';
 

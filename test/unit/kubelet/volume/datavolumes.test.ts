@@ -5,11 +5,21 @@ import {
   simulatedServiceAccountToken,
   SimulatedTokenIssuer,
 } from '../../../../src/kubelet/token/simulated.js';
-import { setUpDataVolume } from '../../../../src/kubelet/volumemanager/datavolumes.js';
-import type { SetUpResult } from '../../../../src/kubelet/volumemanager/plugin.js';
-import { findPlugin } from '../../../../src/kubelet/volumemanager/plugins.js';
-import { setUpVolume } from '../../../../src/kubelet/volumemanager/setup.js';
-import { b64, ctxOf, dirs, harness, modeOf, NS, podWith, text, type Harness } from './fixtures.js';
+import { setUpDataVolume } from '../../../../src/kubelet/volume/datavolumes.js';
+import type { SetUpResult } from '../../../../src/kubelet/volume/plugin.js';
+import { findPlugin } from '../../../../src/kubelet/volume/plugins.js';
+import { setUpVolume } from '../../../../src/kubelet/volume/setup.js';
+import {
+  b64,
+  ctxOf,
+  dirs,
+  harness,
+  modeOf,
+  NS,
+  podWith,
+  text,
+  type Harness,
+} from '../volumemanager/fixtures.js';
 
 /** SetUp of `vol` for `pod` through the plugin dispatch, as the volume manager calls it. */
 async function setUp(h: Harness, vol: Volume, pod: Pod = podWith([vol])): Promise<SetUpResult> {

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
-import { checkHostPathType, setUpHostPath } from '../../../../src/kubelet/volumemanager/hostpath.js';
-import { ctxOf, harness, type Harness } from './fixtures.js';
+import { checkHostPathType, setUpHostPath } from '../../../../src/kubelet/volume/hostpath.js';
+import { ctxOf, harness, type Harness } from '../volumemanager/fixtures.js';
 
 /** A node with one entry of every kind under /host. */
 async function node(): Promise<Harness> {

@@ -6,9 +6,9 @@ import {
   emptyDirMemorySize,
   setUpEmptyDir,
   tearDownVolumeDir,
-} from '../../../../src/kubelet/volumemanager/emptydir.js';
-import { PluginDirs } from '../../../../src/kubelet/volumemanager/paths.js';
-import { ctxOf, dirs, harness, modeOf, podWith, UID } from './fixtures.js';
+} from '../../../../src/kubelet/volume/emptydir.js';
+import { PluginDirs } from '../../../../src/kubelet/volume/podpaths.js';
+import { ctxOf, dirs, harness, modeOf, podWith, UID } from '../volumemanager/fixtures.js';
 
 const Ki = 1024;
 const Mi = 1024 * Ki;

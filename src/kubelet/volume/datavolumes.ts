@@ -16,12 +16,12 @@ import type {
 import { errorMessage } from '../../util/errors.js';
 import type { ClusterTrustBundle, TrustBundleQuery } from '../clustertrustbundle.js';
 import type { CredentialBundle, ProjectionKey } from '../podcertificate/projection.js';
-import { AtomicWriter } from '../volume/atomicwriter.js';
-import { makeConfigMapPayload, type ConfigMapLookup } from '../volume/configmap.js';
-import { makeDownwardAPIPayload } from '../volume/downwardapi.js';
-import { fsGroupFrom } from '../volume/fsuser.js';
-import { setVolumeOwnership } from '../volume/ownership.js';
-import type { FetchError, PayloadResult } from '../volume/payload.js';
+import { AtomicWriter } from './atomicwriter.js';
+import { makeConfigMapPayload, type ConfigMapLookup } from './configmap.js';
+import { makeDownwardAPIPayload } from './downwardapi.js';
+import { fsGroupFrom } from './fsuser.js';
+import { setVolumeOwnership } from './ownership.js';
+import type { FetchError, PayloadResult } from './payload.js';
 import {
   makeProjectedPayload,
   podCertificateSourceIndices,
@@ -30,10 +30,10 @@ import {
   trustBundleKey,
   trustBundleQueries,
   tokenRequestKey,
-} from '../volume/projected.js';
-import { decodeSecretData, makeSecretPayload, type SecretLookup } from '../volume/secret.js';
+} from './projected.js';
+import { decodeSecretData, makeSecretPayload, type SecretLookup } from './secret.js';
 import { emptyDirMemorySize, setUpWrapperDir } from './emptydir.js';
-import { podVolumeDir, PluginDirs, type PluginDir } from './paths.js';
+import { podVolumeDir, PluginDirs, type PluginDir } from './podpaths.js';
 import { mountFailure, type PluginContext, type SetUpRequest, type SetUpResult } from './plugin.js';
 
 async function lookupConfigMap(

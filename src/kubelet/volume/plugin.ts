@@ -7,11 +7,20 @@
 import type { Pod } from '../../api/core.js';
 import type { ServiceAccountTokenProjection, Volume } from '../../api/volumes.js';
 import type { Clock } from '../../util/clock.js';
-import type { VolumeFS } from '../volume/fs.js';
-import type { MountedVolume } from './makemounts.js';
+import type { VolumeFS } from './fs.js';
 import type { Mounter } from './mounter.js';
 import type { VolumeKind } from './plugins.js';
 import type { VolumeSources } from './sources.js';
+
+/** A set-up volume as a plugin's SetUp returns it and makeMounts reads it. */
+export interface MountedVolume {
+  /** The volume's directory (or file, for a hostPath) on the node. */
+  hostPath: string;
+  /** The plugin mounts it read-only whatever the volumeMount says (configMap, secret, ...). */
+  readOnly: boolean;
+  /** The runtime may relabel it for SELinux (volumes the kubelet manages). */
+  selinuxRelabel: boolean;
+}
 
 /**
  * A service-account token for a projected volume: a TokenRequest bound to the pod (the kubelet's token

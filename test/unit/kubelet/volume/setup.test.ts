@@ -1,13 +1,9 @@
 import { expect } from 'chai';
 import type { Volume } from '../../../../src/api/volumes.js';
-import { PluginDirs } from '../../../../src/kubelet/volumemanager/paths.js';
-import { findPlugin } from '../../../../src/kubelet/volumemanager/plugins.js';
-import {
-  datavolumePlugins,
-  setUpVolume,
-  tearDownVolume,
-} from '../../../../src/kubelet/volumemanager/setup.js';
-import { ctxOf, dirs, harness, NS, PODS, podWith, UID } from './fixtures.js';
+import { PluginDirs } from '../../../../src/kubelet/volume/podpaths.js';
+import { findPlugin } from '../../../../src/kubelet/volume/plugins.js';
+import { datavolumePlugins, setUpVolume, tearDownVolume } from '../../../../src/kubelet/volume/setup.js';
+import { ctxOf, dirs, harness, NS, PODS, podWith, UID } from '../volumemanager/fixtures.js';
 
 describe('volumemanager/setup', () => {
   it('tears down the plugin directories the operator creates (not hostPath or local PVs)', () => {

@@ -9,7 +9,7 @@ import type {
 import { setUpDataVolume } from './datavolumes.js';
 import { setUpEmptyDir, tearDownVolumeDir } from './emptydir.js';
 import { setUpHostPath } from './hostpath.js';
-import { PluginDirs, type PluginDir } from './paths.js';
+import { PluginDirs, type PluginDir } from './podpaths.js';
 import type { PluginContext, SetUpRequest, SetUpResult } from './plugin.js';
 import { setUpPersistentVolumeClaim } from './pvc.js';
 

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { MemoryMounter, parseMountInfo } from '../../../../src/kubelet/volumemanager/mounter.js';
+import { MemoryMounter, parseMountInfo } from '../../../../src/kubelet/volume/mounter.js';
 
 const MOUNTINFO = [
   '22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw',
