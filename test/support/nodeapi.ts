@@ -212,6 +212,26 @@ export const goodTokenAuthApi: AuthApi = {
 };
 
 /**
+ * A self-signed serving certificate for a node API on `ips` (CN=node, one day), written to `dir` as k.pem
+ * and c.pem; the certificate is its own CA.
+ */
+export async function nodeServingCert(
+  dir: string,
+  ips: readonly string[] = ['127.0.0.1'],
+): Promise<{ cert: Buffer; key: Buffer }> {
+  const keyOut = path.join(dir, 'k.pem');
+  const certOut = path.join(dir, 'c.pem');
+  await selfSignedCert({
+    keyOut,
+    certOut,
+    subject: '/CN=node',
+    days: 1,
+    ext: [`subjectAltName=${ips.map((ip) => `IP:${ip}`).join(',')}`],
+  });
+  return { cert: await readFile(certOut), key: await readFile(keyOut) };
+}
+
+/**
  * A NodeApiServer on 127.0.0.1 (a free port) for one node, 'n1' at 127.0.0.1, with `runtime` and `pods`
  * (looked up by namespace and name), without a cluster: a self-signed certificate for that address
  * (CN=node, written to `dir`) and goodTokenAuthApi behind its WebhookAuth.
@@ -229,20 +249,11 @@ export async function startLocalNodeApi(
     pod: (ns, name) => node.pods.find((p) => p.metadata.namespace === ns && p.metadata.name === name),
     ...(node.stats ? { stats: node.stats } : {}),
   });
-  const keyOut = path.join(dir, 'k.pem');
-  const certOut = path.join(dir, 'c.pem');
-  await selfSignedCert({
-    keyOut,
-    certOut,
-    subject: '/CN=node',
-    days: 1,
-    ext: ['subjectAltName=IP:127.0.0.1'],
-  });
-  const cert = await readFile(certOut);
+  const { cert, key } = await nodeServingCert(dir);
   const server = new NodeApiServer({
     lookup: registry,
     auth: new WebhookAuth(goodTokenAuthApi, new RealClock()),
-    tls: { cert, key: await readFile(keyOut) },
+    tls: { cert, key },
     clock: new RealClock(),
     logger: silentLogger,
   });

@@ -6,7 +6,7 @@ import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
-import { readFile } from 'node:fs/promises';
+
 import {
   dirListingHtml,
   nodeLogAnswer,
@@ -20,7 +20,7 @@ import { NodeApiServer } from '../../../src/server/nodeapi/server.js';
 import type { Runtime } from '../../../src/runtime/types.js';
 import { RealClock } from '../../../src/util/clock.js';
 import { silentLogger } from '../../../src/util/logger.js';
-import { goodTokenAuthApi, selfSignedCert } from '../../support/nodeapi.js';
+import { goodTokenAuthApi, nodeServingCert } from '../../support/nodeapi.js';
 
 describe('node API /logs/ (NodeLogQuery)', function () {
   this.timeout(20_000);
@@ -129,14 +129,8 @@ describe('node API /logs/ (NodeLogQuery)', function () {
       await writeFile(path.join(logs, 'sub', 's.log'), 's\n');
       await writeFile(path.join(dir, 'outside'), 'secret\n');
       await symlink(path.join(dir, 'outside'), path.join(logs, 'escape'));
-      await selfSignedCert({
-        keyOut: path.join(dir, 'k.pem'),
-        certOut: path.join(dir, 'c.pem'),
-        subject: '/CN=node',
-        days: 1,
-        ext: ['subjectAltName=IP:127.0.0.1'],
-      });
-      ca = await readFile(path.join(dir, 'c.pem'));
+      const tls = await nodeServingCert(dir);
+      ca = tls.cert;
       const registry = new NodeApiRegistry();
       registry.register({
         nodeName: 'n1',
@@ -149,7 +143,7 @@ describe('node API /logs/ (NodeLogQuery)', function () {
       server = new NodeApiServer({
         lookup: registry,
         auth: new WebhookAuth(goodTokenAuthApi, new RealClock()),
-        tls: { cert: ca, key: await readFile(path.join(dir, 'k.pem')) },
+        tls,
         clock: new RealClock(),
         logger: silentLogger,
       });

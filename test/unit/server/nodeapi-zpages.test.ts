@@ -4,7 +4,7 @@
  * the three pages through a NodeApiServer: per node by the dialled address, and authorized as the kubelet does.
  */
 import { expect } from 'chai';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import type http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
@@ -19,7 +19,7 @@ import { NodeApiRegistry, type NodeApiTarget } from '../../../src/server/nodeapi
 import { NodeApiServer } from '../../../src/server/nodeapi/server.js';
 import { RealClock } from '../../../src/util/clock.js';
 import { silentLogger } from '../../../src/util/logger.js';
-import { selfSignedCert } from '../../support/nodeapi.js';
+import { nodeServingCert } from '../../support/nodeapi.js';
 import {
   aggregatePaths,
   flagzAnswer,
@@ -287,16 +287,8 @@ describe('NodeApiServer: /configz, /flagz and /statusz per node', function () {
 
   before(async () => {
     dir = await mkdtemp(path.join(os.tmpdir(), 'nodeapi-zpages-'));
-    const keyOut = path.join(dir, 'k.pem');
-    const certOut = path.join(dir, 'c.pem');
-    await selfSignedCert({
-      keyOut,
-      certOut,
-      subject: '/CN=node',
-      days: 1,
-      ext: ['subjectAltName=IP:127.0.0.1,IP:127.0.0.2,IP:127.0.0.3'],
-    });
-    cert = await readFile(certOut);
+    const tls = await nodeServingCert(dir, ['127.0.0.1', '127.0.0.2', '127.0.0.3']);
+    cert = tls.cert;
     const registry = new NodeApiRegistry();
     const runtime = {} as Runtime;
     const target = (nodeName: string, internalIP: string): NodeApiTarget => ({
@@ -316,7 +308,7 @@ describe('NodeApiServer: /configz, /flagz and /statusz per node', function () {
     server = new NodeApiServer({
       lookup: registry,
       auth: new WebhookAuth(authApi, new RealClock()),
-      tls: { cert, key: await readFile(keyOut) },
+      tls,
       clock: new RealClock(),
       logger: silentLogger,
       settings: {

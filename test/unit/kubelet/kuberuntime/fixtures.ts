@@ -1,4 +1,4 @@
-/** Small builders for computePodActions tests: a pod, a runtime view, probe caches. */
+/** Small builders for computePodActions tests (a pod, a runtime view, probe caches) and the config builders' tests. */
 import type { Container, Pod, RestartPolicy } from '../../../../src/api/core.js';
 import { hashContainer } from '../../../../src/kubelet/container/helpers.js';
 import {
@@ -11,6 +11,7 @@ import {
   type SandboxStatus,
 } from '../../../../src/kubelet/container/types.js';
 import type { ProbeResult, ProbeResultsReader } from '../../../../src/kubelet/prober/types.js';
+import type { NodeSettings } from '../../../../src/kubelet/kuberuntime/sandboxconfig.js';
 
 export function pod(opts: {
   containers?: (string | Container)[];
@@ -79,3 +80,25 @@ export function probes(
 }
 
 export const running3 = () => ['foo1', 'foo2', 'foo3'].map((n) => record(n, 'running'));
+
+/** The node the sandbox and container config tests build for. */
+export const CONFIG_NODE: NodeSettings = {
+  nodeName: 'vn-1',
+  podLogsRoot: '/var/log/pods/',
+  cgroupRoot: '/kubepods',
+};
+
+/** The pod the sandbox and container config tests start from: `prod/web` with a label and an annotation. */
+export function configPod(overrides: Partial<Pod['spec']> = {}, meta: Partial<Pod['metadata']> = {}): Pod {
+  return {
+    metadata: {
+      name: 'web',
+      namespace: 'prod',
+      uid: 'uid-1',
+      labels: { app: 'web' },
+      annotations: { a: 'b' },
+      ...meta,
+    },
+    spec: { containers: [{ name: 'app', image: 'busybox' }], ...overrides },
+  };
+}

@@ -1,29 +1,13 @@
 // The kubelet's PodSandboxConfig for a pod (src/kubelet/kuberuntime/sandboxconfig.ts).
 import { expect } from 'chai';
 import type { Pod } from '../../../../src/api/core.js';
-import {
-  buildPodSandboxConfig,
-  podHostname,
-  type NodeSettings,
-} from '../../../../src/kubelet/kuberuntime/sandboxconfig.js';
+import { buildPodSandboxConfig, podHostname } from '../../../../src/kubelet/kuberuntime/sandboxconfig.js';
 import { errorKind } from '../../../../src/util/errors.js';
 import { catchErr } from '../../../support/throws.js';
+import { CONFIG_NODE, configPod } from './fixtures.js';
 
-const node: NodeSettings = { nodeName: 'vn-1', podLogsRoot: '/var/log/pods/', cgroupRoot: '/kubepods' };
-
-function pod(overrides: Partial<Pod['spec']> = {}, meta: Partial<Pod['metadata']> = {}): Pod {
-  return {
-    metadata: {
-      name: 'web',
-      namespace: 'prod',
-      uid: 'uid-1',
-      labels: { app: 'web' },
-      annotations: { a: 'b' },
-      ...meta,
-    },
-    spec: { containers: [{ name: 'app', image: 'busybox' }], ...overrides },
-  };
-}
+const node = CONFIG_NODE;
+const pod = configPod;
 
 describe('kuberuntime sandboxconfig', () => {
   it('follows the kubelet: metadata, hostname, log directory, cgroup parent, labels, annotations', () => {
