@@ -14,21 +14,12 @@ import { startCriNodeEnv, type CriNodeEnv } from '../support/crinode.js';
 import { eventsOf } from '../support/events.js';
 import { eventually } from '../support/eventually.js';
 import { cstatus } from '../support/operator.js';
+import { fileKeyRefVar } from '../support/podspec.js';
 
 const NODE = 'vn-envfiles';
 const NS = 'envfiles-e2e';
 
-const fromFile = (name: string, key: string, optional?: boolean) => ({
-  name,
-  valueFrom: {
-    fileKeyRef: {
-      volumeName: 'config',
-      path: 'config.env',
-      key,
-      ...(optional !== undefined && { optional }),
-    },
-  },
-});
+const fromFile = fileKeyRefVar;
 
 describe('EnvFiles (fileKeyRef) on containerd (real apiserver, cri runtime)', function () {
   this.timeout(5 * 60_000);

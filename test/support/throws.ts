@@ -12,6 +12,13 @@ export function catchErr(fn: () => unknown): unknown {
   throw new Error('expected a throw');
 }
 
+/** The KindError `fn` throws; fails the test when it returns or throws something else. */
+export function kindThrown(fn: () => unknown): KindError {
+  const err = catchErr(fn);
+  expect(err, String(err)).to.be.instanceOf(KindError);
+  return err as KindError;
+}
+
 /** The error `p` (or the call `p`) fails with; fails the test when it succeeds. */
 export async function rejection(p: Promise<unknown> | (() => unknown)): Promise<Error> {
   try {

@@ -11,7 +11,8 @@ import {
   type EnvFileRead,
   type EnvSources,
 } from '../../../src/kubelet/envvars.js';
-import { KindError } from '../../../src/util/errors.js';
+
+import { kindThrown } from '../../support/throws.js';
 
 const ctx: EnvContext = {
   podIP: '10.88.0.5',
@@ -47,15 +48,7 @@ function env(container: Container, src: EnvSources = sources(), c: EnvContext = 
   return Object.fromEntries(r.env.map((e) => [e.name, e.value]));
 }
 
-function thrown(fn: () => unknown): KindError {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).to.be.instanceOf(KindError);
-    return err as KindError;
-  }
-  return expect.fail('expected an error');
-}
+const thrown = kindThrown;
 
 describe('envvars: $(VAR) expansion', () => {
   const map = (m: Record<string, string>) => (name: string) => m[name];

@@ -1,23 +1,13 @@
 // EnvFiles end to end on the simulated runtime under a FakeClock: an init container writes an env file into an
 // emptyDir, later containers read it through fileKeyRef; a missing key waits in CreateContainerConfigError.
 import { expect } from 'chai';
-import type { Container, EnvVar } from '../../../src/api/core.js';
+import type { Container } from '../../../src/api/core.js';
 import { asPodUID } from '../../../src/kubelet/container/types.js';
 import { Kubelet } from '../../../src/kubelet/kubelet.js';
 import { advance, mkPod, setup, start } from './kubelet-fixtures.js';
+import { fileKeyRefVar, sh } from '../../support/podspec.js';
 
-const sh = (script: string) => ['sh', '-c', script];
-const fromFile = (name: string, key: string, optional?: boolean): EnvVar => ({
-  name,
-  valueFrom: {
-    fileKeyRef: {
-      volumeName: 'config',
-      path: 'config.env',
-      key,
-      ...(optional !== undefined && { optional }),
-    },
-  },
-});
+const fromFile = fileKeyRefVar;
 const writer: Container = {
   name: 'setup-envfile',
   image: 'img:1',

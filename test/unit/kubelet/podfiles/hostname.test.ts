@@ -9,7 +9,8 @@ import {
   type HostnameSpec,
 } from '../../../../src/kubelet/podfiles/hostname.js';
 import { podHostname } from '../../../../src/kubelet/kuberuntime/sandboxconfig.js';
-import { KindError } from '../../../../src/util/errors.js';
+
+import { kindThrown } from '../../../support/throws.js';
 
 const opts = { clusterDomain: 'cluster.local' };
 
@@ -20,15 +21,7 @@ function pod(name: string, spec: Partial<Pod['spec']> & { hostnameOverride?: str
   };
 }
 
-function thrown(fn: () => unknown): KindError {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).to.be.instanceOf(KindError);
-    return err as KindError;
-  }
-  return expect.fail('expected an error');
-}
+const thrown = kindThrown;
 
 const LABEL_RULE =
   "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start " +

@@ -1,0 +1,18 @@
+/** Pod-spec pieces that unit and e2e tests both build. */
+import type { EnvVar } from '../../src/api/core.js';
+
+/** A shell command line: `sh -c script`. */
+export const sh = (script: string): string[] => ['sh', '-c', script];
+
+/** An env var from key `key` of the env file `config.env` in volume `config` (EnvFiles' fileKeyRef). */
+export const fileKeyRefVar = (name: string, key: string, optional?: boolean): EnvVar => ({
+  name,
+  valueFrom: {
+    fileKeyRef: {
+      volumeName: 'config',
+      path: 'config.env',
+      key,
+      ...(optional !== undefined && { optional }),
+    },
+  },
+});
