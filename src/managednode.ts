@@ -14,6 +14,7 @@ import type { Pod } from './api/core.js';
 import type { VirtualNode, VirtualNodeSpec } from './api/virtualnode.js';
 import { parseGoDuration } from './util/duration.js';
 import { hostThermalThrottlePaths } from './node/hostcpu.js';
+import { hostSwapCapacityBytes, hostSwapController, type SwapController } from './node/swap.js';
 import { quantityMilliValue, quantityValue } from './util/quantity.js';
 import type { KubeClient } from './kube/client.js';
 import { EventRecorder } from './kube/events.js';
@@ -142,6 +143,10 @@ function defaultRuntime(
   return new CriRuntime({ endpoint: rt.cri.endpoint, logger: deps.logger.child({ node: nodeName }) });
 }
 
+function swapControllerSetting(c: SwapController | undefined): { swapController?: SwapController } {
+  return c ? { swapController: c } : {};
+}
+
 /** Allocatable as admission reads it: cpu in millicores, the rest in whole units. */
 function admissionAllocatable(spec: VirtualNodeSpec): Map<string, number> {
   const m = new Map<string, number>();
@@ -249,6 +254,7 @@ export class KubeletManagedNode implements ManagedNode {
       clock: deps.clock,
       nodesServed: () => deps.nodeApi?.nodes().length ?? 1,
       ownsPod: (uid) => this.kubelet.podManager.getPodByUID(asPodUID(uid)) !== undefined,
+      nodeCapacity: () => this.agent.capacity(),
     });
     this.kubeletSettings = {
       podNetwork: spec.runtime.type === 'cri' ? spec.runtime.cri.podNetwork : 'cni',
@@ -260,6 +266,8 @@ export class KubeletManagedNode implements ManagedNode {
         : QUOTA_PERIOD_US,
       // procMount Default masks the host's per-cpu thermal_throttle directories too (cri: this host's).
       ...(spec.runtime.type === 'cri' ? { thermalThrottlePaths: hostThermalThrottlePaths() } : {}),
+      // NodeSwap, NoSwap: containers' swap limits where this host has a swap controller (sim nodes have none).
+      ...(spec.runtime.type === 'cri' ? swapControllerSetting(hostSwapController()) : {}),
       // kubelet --allowed-unsafe-sysctls: a pattern that is not namespaced stops this node's start (StartFailed).
       allowedUnsafeSysctls: spec.kubelet.allowedUnsafeSysctls,
       // KubeletCrashLoopBackOffMax is on in v1.37: the node's crashLoopBackOff.maxContainerRestartPeriod caps
@@ -335,6 +343,11 @@ export class KubeletManagedNode implements ManagedNode {
       recorder: this.recorder,
       clock: this.deps.clock,
       hostNetwork: spec.runtime.type === 'cri' && spec.runtime.cri.podNetwork === 'host',
+      // NodeSwap: the host's SwapTotal on cri nodes, the declared one on sim nodes.
+      swapCapacityBytes:
+        spec.runtime.type === 'cri'
+          ? hostSwapCapacityBytes()
+          : quantityValue(spec.runtime.sim.swapCapacity ?? 0),
       daemonPort: this.deps.nodeApiPort,
       logger: this.log,
       // The PLEG's first relist (before the pods are listed): the first node status then sees it healthy.

@@ -22,6 +22,8 @@ export function statsProviderFor(opts: {
   clock: Clock;
   nodesServed(): number;
   ownsPod(uid: string): boolean;
+  /** The Node's capacity as its status last had it (huge pages, HugepageAwareEviction). */
+  nodeCapacity?: () => Readonly<Record<string, string | number>> | undefined;
 }): StatsProvider {
   const { spec, env, clock } = opts;
   const cri = spec.runtime.type === 'cri' ? spec.runtime.cri : undefined;
@@ -32,6 +34,7 @@ export function statsProviderFor(opts: {
     clock,
     startTimeMs: clock.now(),
     memoryCapacityBytes: quantityValue(spec.capacity.memory),
+    ...(opts.nodeCapacity ? { nodeCapacity: opts.nodeCapacity } : {}),
     ephemeralStorageCapacityBytes: quantityValue(spec.capacity['ephemeral-storage']),
     nodesServed: opts.nodesServed,
     ownsPod: opts.ownsPod,

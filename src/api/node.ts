@@ -30,6 +30,8 @@ export interface NodeSystemInfo {
   architecture: string;
   /** Whether the kubelet runs in a user namespace (KubeletInUserNamespace, beta in v1.37). */
   runningInUserNamespace?: boolean;
+  /** The node's swap (NodeSwap): set only when the host has some. */
+  swap?: { capacity?: number };
 }
 
 /** A runtime handler and what it supports (RecursiveReadOnlyMounts, UserNamespacesSupport). */

@@ -77,6 +77,11 @@ export const VirtualNodeSpecSchema = z
               .refine(isSimPodCIDR, 'the simulated runtime needs an IPv4 CIDR from /8 to /30')
               .optional(),
             profile: z.record(z.string(), z.unknown()).optional(),
+            /**
+             * The simulated host's swap (its SwapTotal), reported as the Node's `nodeInfo.swap.capacity`
+             * (NodeSwap); unset or 0: no swap, as on a host without it. cri nodes report their host's.
+             */
+            swapCapacity: quantity.optional(),
           })
           .default({}),
       }),

@@ -32,6 +32,7 @@ import type { VolumeSources } from './volume/sources.js';
 import type { EvictionConfig } from './eviction/manager.js';
 import type { PressureCondition } from './eviction/signals.js';
 import type { Summary } from './stats/types.js';
+import type { SwapController } from '../node/swap.js';
 
 /** Node-level settings (kubelet flags and config). Periods default to the kubelet's. */
 export interface KubeletSettings {
@@ -46,6 +47,8 @@ export interface KubeletSettings {
   cpuCFSQuotaPeriodUs?: number;
   /** The host's thermal_throttle directories, masked in containers with procMount Default. */
   thermalThrottlePaths?: readonly string[];
+  /** The host's swap controller (node/swap.ts): NoSwap limits in container configs; absent: none set. */
+  swapController?: SwapController;
   dnsConfig?: PodSandboxConfig['dnsConfig'];
   /** Pod worker resync after a successful sync (default 60 s). */
   resyncIntervalMs?: number;

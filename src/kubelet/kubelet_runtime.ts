@@ -38,6 +38,7 @@ export function newRuntimeManager(deps: KubeletDeps, p: RuntimeManagerParts): Ku
       ...(s.memoryCapacityBytes !== undefined ? { memoryCapacityBytes: s.memoryCapacityBytes } : {}),
       ...(s.cpuCFSQuotaPeriodUs !== undefined ? { cpuCFSQuotaPeriodUs: s.cpuCFSQuotaPeriodUs } : {}),
       ...(s.thermalThrottlePaths ? { thermalThrottlePaths: s.thermalThrottlePaths } : {}),
+      ...(s.swapController ? { swapController: s.swapController } : {}),
       ...(s.dnsConfig ? { dnsConfig: s.dnsConfig } : {}),
       podNetwork: s.podNetwork,
       nodeIP: deps.nodeIP,

@@ -66,6 +66,8 @@ export interface NodeAgentConfig {
   osImage?: string;
   /** Default: read from /proc/self/uid_map (node/userns.ts). */
   runningInUserNamespace?: boolean;
+  /** The node's swap in bytes (nodeInfo.swap): the host's for cri nodes, the declared one for sim; default 0. */
+  swapCapacityBytes?: number;
   logger?: NodeLogger;
   /** Called after each (re-)registration with the Node as the API server returned it. Errors are logged. */
   onRegistered?: (node: Node) => void | Promise<void>;
@@ -193,6 +195,7 @@ export class NodeAgent {
       kernelVersion: cfg.kernelVersion ?? os.release(),
       osImage: cfg.osImage ?? 'kubelet-operator virtual node',
       runningInUserNamespace: cfg.runningInUserNamespace ?? runningInUserNamespace(),
+      swapCapacityBytes: cfg.swapCapacityBytes ?? 0,
     });
     const hb = cfg.spec.heartbeat;
     const heartbeatApi = cfg.heartbeatApi ?? cfg.api;
@@ -291,6 +294,11 @@ export class NodeAgent {
    */
   allocatable(): Readonly<Record<string, string | number>> | undefined {
     return this.status.lastComputed?.allocatable;
+  }
+
+  /** The Node's capacity as last computed; the summary provider reads its huge pages from it. */
+  capacity(): Readonly<Record<string, string | number>> | undefined {
+    return this.status.lastComputed?.capacity;
   }
 
   health(): NodeAgentHealth {

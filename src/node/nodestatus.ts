@@ -72,6 +72,8 @@ export interface SystemInfoParams {
   osImage: string;
   /** Whether the process runs in a user namespace (KubeletInUserNamespace); left out when unknown. */
   runningInUserNamespace?: boolean;
+  /** The host's swap in bytes (NodeSwap: nodeInfo.swap.capacity); 0 or absent: no swap, field left out. */
+  swapCapacityBytes?: number;
 }
 
 /**
@@ -94,6 +96,8 @@ export function systemInfo(p: SystemInfoParams): NodeSystemInfo {
     operatingSystem: 'linux',
     architecture: 'amd64',
     ...(p.runningInUserNamespace === undefined ? {} : { runningInUserNamespace: p.runningInUserNamespace }),
+    // The kubelet's MachineInfo setter writes it only for a host with swap (and never clears it).
+    ...(p.swapCapacityBytes ? { swap: { capacity: p.swapCapacityBytes } } : {}),
   };
 }
 
@@ -109,6 +113,8 @@ export interface NodeStatusParams {
   osImage: string;
   /** Whether the operator runs in a user namespace (KubeletInUserNamespace: nodeInfo.runningInUserNamespace). */
   runningInUserNamespace?: boolean;
+  /** The node's swap in bytes (NodeSwap: nodeInfo.swap.capacity when not 0). */
+  swapCapacityBytes?: number;
 }
 
 /** What the runtime's last answered Status reported besides its conditions. */

@@ -49,8 +49,16 @@ export function isExtendedResourceName(name: string): boolean {
   return domain !== 'kubernetes.io' && !domain.endsWith('.kubernetes.io');
 }
 
+/**
+ * nodeInfo as `info` says. Its `swap` (NodeSwap) is written only for a host with swap and never cleared, as
+ * the kubelet's MachineInfo setter leaves a Node's earlier value when the host reports none.
+ */
 export function versionInfo(info: NodeSystemInfo): Setter {
-  return (s) => ({ ...s, nodeInfo: { ...info } });
+  return (s) => {
+    const nodeInfo = { ...info };
+    if (nodeInfo.swap === undefined && s.nodeInfo?.swap) nodeInfo.swap = s.nodeInfo.swap;
+    return { ...s, nodeInfo };
+  };
 }
 
 /**

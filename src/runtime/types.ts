@@ -140,6 +140,10 @@ export interface LinuxContainerResources {
   cpuShares?: number;
   memoryLimitInBytes?: number;
   oomScoreAdj?: number;
+  /** Memory plus swap (cgroup v1 `memory.memsw.limit_in_bytes`); absent or 0: the runtime's default. */
+  memorySwapLimitInBytes?: number;
+  /** cgroup v2 files to write, by name (e.g. `memory.swap.max`). */
+  unified?: Record<string, string>;
 }
 
 export interface ContainerConfig {

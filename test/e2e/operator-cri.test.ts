@@ -8,7 +8,7 @@
  * OPERATOR_TEST_LOG=debug shows the operator's log.
  */
 import { expect } from 'chai';
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import type { Pod, PodStatus } from '../../src/api/core.js';
 import type { Node } from '../../src/api/node.js';
 import type { KubeClient } from '../../src/kube/client.js';
@@ -118,6 +118,10 @@ describe('kubelet-operator end to end on containerd (real apiserver, cri runtime
   it('registers a Ready Node reporting the containerd runtime', async () => {
     const node = await waitNodeReady(client, NODE, 60_000);
     expect(node.status?.nodeInfo?.containerRuntimeVersion).to.match(/^containerd:\/\/\S+/);
+    // NodeSwap: the host's SwapTotal when it has swap, else no swap field (this machine has none).
+    const swapKB = Number(/^SwapTotal:\s*(\d+) kB$/m.exec(readFileSync('/proc/meminfo', 'utf8'))?.[1] ?? 0);
+    if (swapKB > 0) expect(node.status?.nodeInfo?.swap).to.deep.equal({ capacity: swapKB * 1024 });
+    else expect(node.status?.nodeInfo).to.not.have.property('swap');
   });
 
   it('runs a plain pod to Running and Ready with a containerd:// container ID', async () => {

@@ -10,6 +10,7 @@
  * OPERATOR_TEST_LOG=debug shows the operator's log.
  */
 import { expect } from 'chai';
+import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Pod } from '../../src/api/core.js';
@@ -103,6 +104,9 @@ describe('pod-level resources on containerd (real apiserver, cri runtime)', func
     expect(await cgroupFile(pod, 'cpu', 'cpu.cfs_quota_us', id)).to.equal(50_000);
     expect(await cgroupFile(pod, 'cpu', 'cpu.shares', id)).to.equal(512);
     expect(await cgroupFile(pod, 'memory', 'memory.limit_in_bytes', id)).to.equal(128 * MiB);
+    // NoSwap on cgroup v1 with a swap controller: memory+swap equal to the memory limit (the kubelet sends it).
+    if (existsSync(path.join(CGROUP, 'memory', 'memory.memsw.limit_in_bytes')))
+      expect(await cgroupFile(pod, 'memory', 'memory.memsw.limit_in_bytes', id)).to.equal(128 * MiB);
     // Guaranteed asks -997; this containerd clamps it to its own 0 (restrict_oom_score_adj: root lacks
     // CAP_SYS_RESOURCE here, scripts/containerd.sh). BestEffort would read 1000, Burstable 2 to 999.
     expect(await oomScoreAdj(pod)).to.equal(0);

@@ -6,7 +6,8 @@
  * mounts image volumes), and `vn-rtf-old`, the same runtime answering as containerd 1.6's CRI does (no runtime
  * handlers, no features, no image mounts). Per feature, the same pod on both:
  *
- * - Node status: `runtimeHandlers` and `features` as each runtime reports them; `runningInUserNamespace` false.
+ * - Node status: `runtimeHandlers` and `features` as each runtime reports them; `runningInUserNamespace` false;
+ *   `nodeInfo.swap` (NodeSwap) from `spec.runtime.sim.swapCapacity` on the simulated one, none on the other.
  * - `hostUsers: false`: FailedCreatePodSandBox with the kubelet's message on the old runtime; a user namespace of
  *   the pod's own on the simulated one (its containers' /proc/self/uid_map shows the mapping).
  * - `supplementalGroupsPolicy: Strict`: rejected at admission (SupplementalGroupsPolicyNotSupported) on the old
@@ -111,7 +112,7 @@ describe('runtime features per runtime (real apiserver, sim and containerd-1.6-l
     });
     await op.start();
     await postVirtualNode(client, SIM, {
-      runtime: { type: 'sim', sim: { podCIDR: '10.78.0.0/24', profile: IMAGE_PROFILE } },
+      runtime: { type: 'sim', sim: { podCIDR: '10.78.0.0/24', profile: IMAGE_PROFILE, swapCapacity: '2Gi' } },
     });
     await postVirtualNode(client, OLD, {
       runtime: { type: 'sim', sim: { podCIDR: '10.79.0.0/24', profile: IMAGE_PROFILE } },
@@ -144,6 +145,11 @@ describe('runtime features per runtime (real apiserver, sim and containerd-1.6-l
     const old = await getNode(OLD);
     expect(old.status).to.not.have.any.keys('runtimeHandlers', 'features');
     expect(old.status!.nodeInfo!.runningInUserNamespace).to.equal(false);
+  });
+
+  it('NodeSwap: nodeInfo.swap.capacity is the declared swap, left out on a node without swap', async () => {
+    expect((await getNode(SIM)).status!.nodeInfo!.swap).to.deep.equal({ capacity: 2 * 1024 ** 3 });
+    expect((await getNode(OLD)).status!.nodeInfo).to.not.have.property('swap');
   });
 
   describe('hostUsers: false', () => {

@@ -29,6 +29,7 @@ import {
   PodUIDLabel,
 } from '../../runtime/labels.js';
 import type { ContainerConfig, KeyValue, LinuxContainerResources, Mount } from '../../runtime/types.js';
+import type { SwapController } from '../../node/swap.js';
 import { KindError } from '../../util/errors.js';
 import { quantityMilliValue, quantityValue } from '../../util/quantity.js';
 import { hashContainer } from '../container/helpers.js';
@@ -165,13 +166,24 @@ function quantityValueOf(name: string, q: string | number | undefined): number {
 }
 
 /**
- * The Linux resources the kubelet sets for a container (generateLinuxContainerResources, cgroup v1). Without
- * a cpu request of its own, the shares come from the cpu limit (pod-level included).
+ * kubelet ConfigureNoSwap (NodeSwap with `memorySwap.swapBehavior` NoSwap, the default and the only behaviour
+ * here): where the host has a swap controller, cgroup v1 gets memory+swap equal to the memory limit (0 when
+ * there is none, which leaves it unlimited as the limit is), cgroup v2 gets `memory.swap.max` 0. Without a
+ * swap controller the kubelet sets nothing.
+ */
+export function configureNoSwap(r: LinuxContainerResources, controller: SwapController | undefined): void {
+  if (controller === 'cgroupv1') r.memorySwapLimitInBytes = r.memoryLimitInBytes ?? 0;
+  else if (controller === 'cgroupv2') r.unified = { ...r.unified, 'memory.swap.max': '0' };
+}
+
+/**
+ * The Linux resources the kubelet sets for a container (generateLinuxContainerResources). Without a cpu
+ * request of its own, the shares come from the cpu limit (pod-level included); swap as NoSwap sets it.
  */
 export function containerResources(
   pod: Pod,
   container: Container,
-  node?: Pick<NodeSettings, 'memoryCapacityBytes' | 'cpuCFSQuotaPeriodUs'>,
+  node?: Pick<NodeSettings, 'memoryCapacityBytes' | 'cpuCFSQuotaPeriodUs' | 'swapController'>,
 ): LinuxContainerResources {
   const cpuRequestQ = quantityOf(container.resources?.requests, 'cpu');
   const cpuLimit = quantityValueOf('cpu', effectiveLimit(pod, container, 'cpu'));
@@ -183,6 +195,7 @@ export function containerResources(
   );
   if (node?.memoryCapacityBytes)
     r.oomScoreAdj = containerOOMScoreAdj(pod, container, node.memoryCapacityBytes);
+  configureNoSwap(r, node?.swapController);
   return r;
 }
 

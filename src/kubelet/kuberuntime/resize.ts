@@ -98,7 +98,7 @@ export function computePodResizeActions(
   pod: Pod,
   status: RuntimePodStatus,
   actions: PodActions,
-  node?: Pick<NodeSettings, 'memoryCapacityBytes'>,
+  node?: Pick<NodeSettings, 'memoryCapacityBytes' | 'swapController'>,
 ): PodResizeActions {
   const out: PodResizeActions = {
     actions: {

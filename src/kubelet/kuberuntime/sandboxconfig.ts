@@ -29,6 +29,7 @@ import { podLimits, podRequests } from '../../api/resources.js';
 import { linuxResources, QUOTA_PERIOD_US } from '../cm/cpu.js';
 import { KindError } from '../../util/errors.js';
 import { cloneData } from '../../util/clone.js';
+import type { SwapController } from '../../node/swap.js';
 
 /** The node-level inputs (kubelet flags / config). */
 export interface NodeSettings {
@@ -46,6 +47,8 @@ export interface NodeSettings {
   cpuCFSQuotaPeriodUs?: number;
   /** The host's `/sys/devices/system/cpu/cpuN/thermal_throttle` directories, masked with procMount Default. */
   thermalThrottlePaths?: readonly string[];
+  /** The host's swap controller (node/swap.ts); absent: none, and containers get no swap settings. */
+  swapController?: SwapController;
 }
 
 const HOSTNAME_MAX = 63;

@@ -16,7 +16,7 @@ import { PluginDirs } from '../volume/podpaths.js';
 import type { VolumeFS } from '../volume/fs.js';
 import { joinPath } from '../volume/paths.js';
 import type { DirUsage, DirUsageReading } from './du.js';
-import { SummaryBuilder, type SummaryInput } from './summary.js';
+import { SummaryBuilder, hugePageCapacityBytes, type SummaryInput } from './summary.js';
 import type { FsStats, Summary, VolumeStats } from './types.js';
 
 export type StatsRuntime = Pick<
@@ -37,6 +37,8 @@ export interface StatsProviderDeps {
   /** When the node started serving (NodeStats.startTime). */
   startTimeMs: number;
   memoryCapacityBytes: number;
+  /** The Node's capacity as its status last had it: its huge pages leave the node's available memory. */
+  nodeCapacity?: () => Readonly<Record<string, string | number>> | undefined;
   ephemeralStorageCapacityBytes: number;
   /**
    * Whether a pod (by UID) is this node's. Sandboxes of other pods are left out: nodes that share one
@@ -111,6 +113,7 @@ export class StatsProvider {
       nodeStartTimeMs: this.d.startTimeMs,
       nowMs,
       memoryCapacityBytes: this.d.memoryCapacityBytes,
+      hugePageCapacityBytes: hugePageCapacityBytes(this.d.nodeCapacity?.()),
       sandboxes,
       containers,
       sandboxStats,

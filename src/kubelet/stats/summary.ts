@@ -8,7 +8,8 @@
  * - usageNanoCores, when the runtime leaves it out, is the rate since the previous build;
  * - the node is what a virtual node runs: the sum of its pods plus its share of the operator process (the
  *   `kubelet` system container); `pods` is the pods' sum alone. Memory available is the node's memory
- *   capacity minus that working set.
+ *   capacity minus that working set, less the node's huge pages (HugepageAwareEviction, beta and on in
+ *   v1.37: the working set never counts huge pages, which regular memory cannot use).
  *
  * Pure apart from its own counters: the caller hands in every reading, with their times.
  */
@@ -20,6 +21,7 @@ import type {
   PodSandbox,
   PodSandboxStats,
 } from '../../runtime/types.js';
+import { quantityValue } from '../../util/quantity.js';
 import { CpuRates, MonotonicSum, type CpuSample } from './cpu.js';
 import {
   SystemContainerKubelet,
@@ -38,6 +40,8 @@ export interface SummaryInput {
   nodeStartTimeMs: number;
   nowMs: number;
   memoryCapacityBytes: number;
+  /** The Node's huge page capacity in bytes (hugePageCapacityBytes of its status capacity); absent: none. */
+  hugePageCapacityBytes?: number;
   /** Ready sandboxes (their creation times). */
   sandboxes: readonly PodSandbox[];
   /** Running containers (their creation times). */
@@ -57,6 +61,36 @@ export interface SummaryInput {
 }
 
 const nsToMs = (ns: bigint, fallbackMs: number): number => (ns > 0n ? Number(ns) / 1e6 : fallbackMs);
+
+/**
+ * The huge pages of a Node's capacity in bytes: the sum of its `hugepages-<size>` quantities (the kubelet's
+ * summary provider reads them from its Node with v1helper.IsHugePageResourceName). A quantity that does not
+ * parse counts as none.
+ */
+export function hugePageCapacityBytes(
+  capacity: Readonly<Record<string, string | number>> | undefined,
+): number {
+  let total = 0;
+  for (const [name, q] of Object.entries(capacity ?? {})) {
+    if (!name.startsWith('hugepages-')) continue;
+    try {
+      total += quantityValue(q);
+    } catch {
+      // Not a quantity: the API server would not have taken it; nothing to subtract.
+    }
+  }
+  return total;
+}
+
+/**
+ * kubelet adjustForHugePages (HugepageAwareEviction): the node's available memory less its huge pages, never
+ * below 0. The working set stays as measured, so the eviction manager's memory capacity (available plus
+ * working set) shrinks by the same amount. No huge pages, or no available figure: unchanged.
+ */
+export function adjustForHugePages(memory: MemoryStats, hugePageBytes: number): MemoryStats {
+  if (memory.availableBytes === undefined || !(hugePageBytes > 0)) return memory;
+  return { ...memory, availableBytes: Math.max(0, memory.availableBytes - hugePageBytes) };
+}
 
 function memoryStats(m: MemoryUsage | undefined, nowMs: number): MemoryStats | undefined {
   if (!m) return undefined;
@@ -166,6 +200,7 @@ export class SummaryBuilder {
     this.rates.endRound();
 
     nodeMemory.availableBytes = Math.max(0, input.memoryCapacityBytes - (nodeMemory.workingSetBytes ?? 0));
+    nodeMemory = adjustForHugePages(nodeMemory, input.hugePageCapacityBytes ?? 0);
     const summary: Summary = {
       node: {
         nodeName: input.nodeName,

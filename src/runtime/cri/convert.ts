@@ -251,6 +251,10 @@ export function resourcesToWire(r: LinuxContainerResources): WireContainerResour
     cpu_shares: numberToInt64(r.cpuShares ?? 0, 'cpuShares'),
     memory_limit_in_bytes: numberToInt64(r.memoryLimitInBytes ?? 0, 'memoryLimitInBytes'),
     oom_score_adj: numberToInt64(r.oomScoreAdj ?? 0, 'oomScoreAdj'),
+    ...(r.unified && Object.keys(r.unified).length > 0 ? { unified: { ...r.unified } } : {}),
+    ...(r.memorySwapLimitInBytes
+      ? { memory_swap_limit_in_bytes: numberToInt64(r.memorySwapLimitInBytes, 'memorySwapLimitInBytes') }
+      : {}),
   };
 }
 

@@ -120,6 +120,8 @@ export interface WireContainerResources {
   cpu_shares: Int64;
   memory_limit_in_bytes: Int64;
   oom_score_adj: Int64;
+  unified?: Record<string, string>;
+  memory_swap_limit_in_bytes?: Int64;
 }
 
 export interface WireContainerSecurityContext {
