@@ -10,10 +10,15 @@ COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-# tsc emits only .js: the CRI client loads its proto at run time from beside the compiled module.
+# tsc emits only .js: the CRI client and the kubelet's local APIs load their protos at run time from beside
+# the compiled modules.
 RUN npm run build \
     && mkdir -p dist/runtime/cri/proto \
-    && cp src/runtime/cri/proto/api.proto dist/runtime/cri/proto/api.proto
+    && cp src/runtime/cri/proto/api.proto dist/runtime/cri/proto/api.proto \
+    && mkdir -p dist/kubelet/apis/podresources dist/kubelet/apis/pods/k8s \
+    && cp src/kubelet/apis/podresources/*.proto dist/kubelet/apis/podresources/ \
+    && cp src/kubelet/apis/pods/*.proto dist/kubelet/apis/pods/ \
+    && cp src/kubelet/apis/pods/k8s/pod.json dist/kubelet/apis/pods/k8s/pod.json
 
 # ---- runtime: production dependencies + dist ----------------------------------------------------
 FROM node:22-bookworm-slim

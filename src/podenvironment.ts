@@ -53,6 +53,11 @@ export interface NodePodEnvironment {
   stop(): void;
 }
 
+/** A VirtualNode's root directory (the kubelet's --root-dir): its pods, logs and local API sockets. */
+export function nodeRootDir(stateDir: string, nodeName: string): string {
+  return `${stateDir.replace(/\/+$/, '')}/nodes/${nodeName}`;
+}
+
 export function defaultPodsDir(stateDir: string, nodeName: string): string {
   return `${stateDir.replace(/\/+$/, '')}/nodes/${nodeName}/pods`;
 }

@@ -158,6 +158,7 @@ function setup(
     nodeApiPort: 10250,
     nodeApi: registry,
     stateDir: '/nonexistent/state',
+    localApis: false,
     runtimeFor: (s, nodeName, ip) => {
       runtimeFor.push(`${nodeName} ${ip} ${s.runtime.type}`);
       return runtime;

@@ -55,6 +55,9 @@ const SHELL = new Set([
   'podcertificate/manager.ts',
   // The eviction manager's loop: timers, the Summary read and kills around the pure eviction/manager.ts.
   'eviction/shell.ts',
+  // The local gRPC APIs' sockets around the pure apis/podresources/answers.ts and apis/pods/answers.ts.
+  'apis/server.ts',
+  'apis/pods/podproto.ts',
 ]);
 
 const FORBIDDEN_PACKAGES = [/^node:/, /^@kubernetes\//, /^@grpc\//, /^winston$/, /^p-queue$/];

@@ -85,6 +85,17 @@ export interface StatusManagerConfig {
   onContainerTerminated?(t: ContainerTermination): void;
 }
 
+/**
+ * Told of every status the manager stores (kubelet: PodUpdateNotifier): the pod, the status as stored (read
+ * only), whether it is the pod's first, and whether the pod is finished (terminatePod). Must not throw.
+ */
+export type PodUpdateNotifier = (
+  pod: Pod,
+  status: Readonly<PodStatus>,
+  firstStatus: boolean,
+  podIsFinished: boolean,
+) => void;
+
 const silent: StatusManagerLogger = { info: () => undefined };
 
 /**
@@ -102,6 +113,7 @@ export class StatusManager {
   private readonly podStatuses = new Map<PodUID, VersionedPodStatus>();
   /** UIDs whose entry was written since a batch last found them synced (see StatusSyncerDeps.changed). */
   private readonly changed = new Set<PodUID>();
+  private readonly notifiers: PodUpdateNotifier[] = [];
   /** Keeps the cached statuses small (compaction.ts). */
   private readonly compaction: CacheCompaction;
   private readonly channel: UpdateChannel;
@@ -198,6 +210,15 @@ export class StatusManager {
   cachedEntry(uid: PodUID): Readonly<VersionedPodStatus> | undefined {
     const entry = this.podStatuses.get(uid);
     return entry ? { ...entry, status: cloneData(entry.status) } : undefined;
+  }
+
+  /** Adds a notifier of stored statuses (kubelet: AddPodUpdateNotifier). Returns its removal. */
+  addPodUpdateNotifier(n: PodUpdateNotifier): () => void {
+    this.notifiers.push(n);
+    return () => {
+      const i = this.notifiers.indexOf(n);
+      if (i >= 0) this.notifiers.splice(i, 1);
+    };
   }
 
   // ---- mutators ----
@@ -385,6 +406,7 @@ export class StatusManager {
     this.compaction.stored(uid);
     this.changed.add(uid);
     this.channel.send();
+    for (const n of this.notifiers) n(pod, normalized, !cached, podIsFinished);
     return true;
   }
 

@@ -1,0 +1,185 @@
+/**
+ * The answers of the kubelet's pod-resources API (pkg/kubelet/apis/podresources, server_v1.go and
+ * server_v1alpha1.go), built from the kubelet's own state without I/O; the gRPC shell (../server.ts) only
+ * decodes requests and sends these back.
+ *
+ * What a VirtualNode's kubelet holds, and so answers: its CPU manager and memory manager run the `none`
+ * policies, it has no device plugins and no DRA manager. A kubelet so configured answers every container with
+ * no devices, no CPU ids, no memory blocks and no dynamic resources, and GetAllocatableResources with nothing;
+ * these answers say the same, and never make up any. Pod-level CPU ids and memory (PodLevelResourceManagers)
+ * are off by default in v1.37 and are left out as the kubelet leaves them out.
+ *
+ * Which pods: List answers the active pods (KubeletPodResourcesListUseActivePods, on since 1.34), Get finds a
+ * pod by namespace and name in the pod manager and refuses one that is inactive, as the kubelet's
+ * kubeletPodsProvider does.
+ */
+import {
+  isRestartableInitContainer,
+  isTerminalPhase,
+  type Container,
+  type Pod,
+  type PodPhase,
+} from '../../../api/core.js';
+import type { WorkerState } from '../../podworkers.js';
+
+/** The socket's directory under the node's root (kubelet: DefaultKubeletPodResourcesDirName). */
+export const POD_RESOURCES_DIR = 'pod-resources';
+/** The socket's file name (kubelet: podresources.Socket plus `.sock`). */
+export const POD_RESOURCES_SOCKET = 'kubelet.sock';
+/** The kubelet's rate limit on this server (podresources.DefaultQPS, DefaultBurstTokens). */
+export const POD_RESOURCES_QPS = 100;
+export const POD_RESOURCES_BURST = 10;
+
+// ---- v1 messages, as @grpc/proto-loader with keepCase hands them over ----
+
+export interface TopologyInfo {
+  nodes: { ID: string }[];
+}
+export interface ContainerDevices {
+  resource_name: string;
+  device_ids: string[];
+  topology?: TopologyInfo;
+}
+export interface ContainerMemory {
+  memory_type: string;
+  size: string;
+  topology?: TopologyInfo;
+}
+export interface DynamicResource {
+  claim_name: string;
+  claim_namespace: string;
+  claim_resources: unknown[];
+}
+export interface ContainerResources {
+  name: string;
+  devices: ContainerDevices[];
+  cpu_ids: string[];
+  memory: ContainerMemory[];
+  dynamic_resources: DynamicResource[];
+}
+export interface PodResources {
+  name: string;
+  namespace: string;
+  containers: ContainerResources[];
+  cpu_ids: string[];
+  memory: ContainerMemory[];
+}
+export interface ListPodResourcesResponse {
+  pod_resources: PodResources[];
+}
+export interface GetPodResourcesRequest {
+  pod_name?: string;
+  pod_namespace?: string;
+}
+export interface GetPodResourcesResponse {
+  pod_resources: PodResources;
+}
+export interface AllocatableResourcesResponse {
+  devices: ContainerDevices[];
+  cpu_ids: string[];
+  memory: ContainerMemory[];
+}
+
+// ---- v1alpha1 ----
+
+export interface V1alpha1PodResources {
+  name: string;
+  namespace: string;
+  containers: { name: string; devices: { resource_name: string; device_ids: string[] }[] }[];
+}
+export interface V1alpha1ListPodResourcesResponse {
+  pod_resources: V1alpha1PodResources[];
+}
+
+/** A gRPC error as the shell sends it: the code's name (grpc status) and the kubelet's message. */
+export interface ApiError {
+  code: 'Unknown' | 'NotFound' | 'FailedPrecondition' | 'ResourceExhausted' | 'Internal';
+  message: string;
+}
+export type Answer<T> = { ok: T } | { error: ApiError };
+
+/** What the answers read of the kubelet: the pod manager, the pod workers and the status manager. */
+export interface KubeletPodsView {
+  /** Every pod the pod manager holds. */
+  pods(): readonly Pod[];
+  /** The pod manager's pod by namespace and name. */
+  podByName(namespace: string, name: string): Pod | undefined;
+  /** The pod worker's state for a UID (undefined: no worker yet). */
+  workerState(uid: string): WorkerState | undefined;
+  /** The status manager's cached phase for a UID. */
+  statusPhase(uid: string): PodPhase | undefined;
+}
+
+/**
+ * The kubelet's isPodInactive: a pod whose worker has terminated it, or a pod that is terminal (by the API's
+ * phase or the status manager's) while its worker is not still terminating it.
+ */
+export function isPodInactive(pod: Pod, view: Pick<KubeletPodsView, 'workerState' | 'statusPhase'>): boolean {
+  const uid = pod.metadata.uid ?? '';
+  const worker = view.workerState(uid);
+  if (worker === 'terminated') return true;
+  const terminal = isTerminalPhase(pod.status?.phase) || isTerminalPhase(view.statusPhase(uid));
+  return terminal && worker !== 'terminating';
+}
+
+/** The kubelet's GetActivePods: the pod manager's pods that are not inactive. */
+export function activePods(view: KubeletPodsView): Pod[] {
+  return view.pods().filter((p) => !isPodInactive(p, view));
+}
+
+/** One container's resources: none are exclusive on a node with the none policies and no device plugins. */
+function containerResources(c: Pick<Container, 'name'>): ContainerResources {
+  return { name: c.name, devices: [], cpu_ids: [], memory: [], dynamic_resources: [] };
+}
+
+/** A pod's resources: its sidecars (restartable init containers) first, then its containers. */
+export function podResources(pod: Pod): PodResources {
+  const containers: ContainerResources[] = [];
+  for (const c of pod.spec?.initContainers ?? [])
+    if (isRestartableInitContainer(c)) containers.push(containerResources(c));
+  for (const c of pod.spec?.containers ?? []) containers.push(containerResources(c));
+  return {
+    name: pod.metadata.name ?? '',
+    namespace: pod.metadata.namespace ?? '',
+    containers,
+    cpu_ids: [],
+    memory: [],
+  };
+}
+
+/** v1 List: the active pods' resources, in the pod manager's order. */
+export function listPodResources(view: KubeletPodsView): ListPodResourcesResponse {
+  return { pod_resources: activePods(view).map(podResources) };
+}
+
+/** v1 Get: an active pod's resources; any other pod is refused in the kubelet's words (code Unknown). */
+export function getPodResources(
+  view: KubeletPodsView,
+  req: GetPodResourcesRequest,
+): Answer<GetPodResourcesResponse> {
+  const name = req.pod_name ?? '';
+  const namespace = req.pod_namespace ?? '';
+  const pod = view.podByName(namespace, name);
+  if (!pod || isPodInactive(pod, view))
+    return { error: { code: 'Unknown', message: `pod ${name} in namespace ${namespace} not found` } };
+  return { ok: { pod_resources: podResources(pod) } };
+}
+
+/** v1 GetAllocatableResources: no devices, no exclusive CPUs and no memory blocks to hand out. */
+export function allocatableResources(): AllocatableResourcesResponse {
+  return { devices: [], cpu_ids: [], memory: [] };
+}
+
+/**
+ * v1alpha1 List: the kubelet's v1alpha1 server lists the pod manager's pods (it never took the active-pods
+ * filter), each container with its devices only; sidecars are not listed there.
+ */
+export function listPodResourcesV1alpha1(view: KubeletPodsView): V1alpha1ListPodResourcesResponse {
+  return {
+    pod_resources: view.pods().map((pod) => ({
+      name: pod.metadata.name ?? '',
+      namespace: pod.metadata.namespace ?? '',
+      containers: (pod.spec?.containers ?? []).map((c) => ({ name: c.name, devices: [] })),
+    })),
+  };
+}
