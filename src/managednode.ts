@@ -37,7 +37,8 @@ import { RuntimeState } from './node/runtimestate.js';
 import { nodeRef, restEventSink, restNodeAPI, type NodeAPI, type NodeHeartbeatAPI } from './node/api.js';
 import { StartupHold } from './kube/startuphold.js';
 import { restVolumeSources, type VolumeSources } from './kubelet/volume/sources.js';
-import { nodeLogDir, podEnvironmentFor, type NodePodEnvironment } from './podenvironment.js';
+import { nodeLogDir, nodeRootDir, podEnvironmentFor, type NodePodEnvironment } from './podenvironment.js';
+import { kubeletLocalApis, type KubeletLocalApis } from './kubelet/apis/server.js';
 import { nodeKubeletSettings } from './nodeconfigz.js';
 import { statsProviderFor } from './nodestats.js';
 import type { StatsProvider } from './kubelet/stats/provider.js';
@@ -87,6 +88,11 @@ export interface ManagedNodeDeps {
   nodeApi?: NodeApiRegistry;
   /** The operator's state directory: pod directories default to `<stateDir>/nodes/<node>/pods`. */
   stateDir?: string;
+  /**
+   * Serve the kubelet's local gRPC APIs (pod-resources, pods) on sockets under `<stateDir>/nodes/<node>`
+   * (default true; unit tests without a file system turn them off).
+   */
+  localApis?: boolean;
   /** Cluster DNS servers and domain for nodes whose spec sets none. */
   clusterDNS?: readonly string[];
   clusterDomain?: string;
@@ -174,6 +180,8 @@ export class KubeletManagedNode implements ManagedNode {
   private readonly runtimeState: RuntimeState;
   private stopped = false;
   private unregisterNodeApi: (() => void) | undefined;
+  /** The pod-resources and pods sockets, from start to stop. */
+  private localApis: KubeletLocalApis | undefined;
   private readonly podEnv: NodePodEnvironment;
   private readonly stats: StatsProvider;
   /** This node's pods (the controller's informer), indexed by PodsByNodeIndex. */
@@ -435,6 +443,15 @@ export class KubeletManagedNode implements ManagedNode {
     // reads the spec, not the Node.
     this.kubelet.start();
     this.agent.start();
+    if (this.deps.localApis !== false) {
+      this.localApis = kubeletLocalApis(this.kubelet, {
+        rootDir: nodeRootDir(this.deps.stateDir ?? DEFAULT_STATE_DIR, this.nodeName),
+        sourcesReady: () => this.pods.hasSynced(),
+        clock: this.deps.clock,
+        logger: this.log,
+      });
+      await this.localApis.start();
+    }
     this.unregisterNodeApi = this.deps.nodeApi?.register({
       nodeName: this.nodeName,
       internalIP: this.internalIP,
@@ -503,6 +520,7 @@ export class KubeletManagedNode implements ManagedNode {
     if (this.stopped) return;
     this.stopped = true;
     this.unregisterNodeApi?.();
+    await this.localApis?.stop();
     await this.kubelet.stop().catch(() => undefined);
     await this.agent.stop().catch(() => undefined);
     this.recorder.close();
