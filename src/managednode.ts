@@ -23,6 +23,7 @@ import { MaxCrashLoopBackOffMs } from './kubelet/backoff.js';
 import { QUOTA_PERIOD_US } from './kubelet/cm/cpu.js';
 import { Kubelet } from './kubelet/kubelet.js';
 import { evictionConfigFrom } from './kubelet/eviction/settings.js';
+import { imageGCPolicyFrom, type ImageGCPolicy } from './kubelet/images/imagegc.js';
 import type { KubeletSettings } from './kubelet/kubelet_config.js';
 import { PodsByNodeIndex } from './kubelet/podmanager.js';
 import { asPodUID } from './kubelet/container/types.js';
@@ -101,6 +102,8 @@ export interface ManagedNodeDeps {
    * env references alike. Default: one per node over `client`.
    */
   sources?: VolumeSources;
+  /** The image GC's period (kubelet ImageGCPeriod, 5 minutes); tests shorten it. */
+  imageGCPeriodMs?: number;
   /** The host's resolv.conf and hosts file for cri nodes (defaults /etc/resolv.conf, /etc/hosts). */
   resolvConf?: string;
   hostsFile?: string;
@@ -175,6 +178,8 @@ export class KubeletManagedNode implements ManagedNode {
   private readonly kubelet: Kubelet;
   /** What the Kubelet was built with (the node API's /configz reads it back). */
   private readonly kubeletSettings: KubeletSettings;
+  /** The image GC policy the node runs with (its /configz reports it). */
+  private readonly imageGCPolicy: ImageGCPolicy;
   private readonly log: Logger;
   /** One per node: the node status, the VirtualNode status and the kubelet's sync loop all read it. */
   private readonly runtimeState: RuntimeState;
@@ -303,7 +308,29 @@ export class KubeletManagedNode implements ManagedNode {
       );
     }
     for (const w of eviction.warnings) this.log.info('eviction settings', { warning: w });
+    const imageGC = imageGCPolicyFrom(spec.kubelet);
+    if (imageGC.error !== undefined) {
+      this.log.warn('invalid image GC settings, using the defaults', { err: imageGC.error });
+      this.recorder.event(
+        {
+          kind: 'VirtualNode',
+          apiVersion: vn.apiVersion,
+          name: vn.metadata.name ?? nodeName,
+          ...(vn.metadata.uid ? { uid: vn.metadata.uid } : {}),
+        },
+        'Warning',
+        'InvalidImageGCSettings',
+        `spec.kubelet image GC settings refused, the kubelet's defaults are used: ${imageGC.error}`,
+      );
+    }
+    this.imageGCPolicy = imageGC.policy;
     this.kubelet = new Kubelet({
+      imageGC: {
+        policy: imageGC.policy,
+        imageFsStats: async () => (await this.stats.imageFsStats()).imageFs,
+        recordNode: (type, reason, message) => this.recorder.event(nodeRef(nodeName), type, reason, message),
+        ...(deps.imageGCPeriodMs !== undefined ? { periodMs: deps.imageGCPeriodMs } : {}),
+      },
       eviction: {
         config: eviction.config,
         summary: () => this.stats.summary(),
@@ -473,6 +500,7 @@ export class KubeletManagedNode implements ManagedNode {
           settings: this.kubeletSettings,
           env: this.podEnv.env,
           resolvConf: this.podEnv.resolvConf,
+          imageGC: this.imageGCPolicy,
         }),
       startTime: this.deps.clock.now(),
       logDir: nodeLogDir(this.deps.stateDir ?? DEFAULT_STATE_DIR, this.nodeName),

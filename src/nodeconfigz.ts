@@ -18,6 +18,8 @@ export function nodeKubeletSettings(o: {
   env: Pick<PodEnvironment, 'clusterDNS' | 'clusterDomain'>;
   /** The resolv.conf the node reads for dnsPolicy Default, '' for none. */
   resolvConf: string;
+  /** The image GC policy the node runs with. */
+  imageGC?: NodeKubeletSettings['imageGC'];
 }): NodeKubeletSettings {
   const { spec, settings } = o;
   const cri = spec.runtime.type === 'cri' ? spec.runtime.cri : undefined;
@@ -44,6 +46,7 @@ export function nodeKubeletSettings(o: {
             1000,
         }
       : {}),
+    ...(o.imageGC ? { imageGC: { ...o.imageGC } } : {}),
     labels: spec.labels,
     taints: spec.taints,
   };

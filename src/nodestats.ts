@@ -10,6 +10,7 @@ import type { VirtualNodeSpec } from './api/virtualnode.js';
 import type { PodEnvironment } from './kubelet/kubelet_config.js';
 import { DirUsage } from './kubelet/stats/du.js';
 import { StatsProvider, type StatsRuntime } from './kubelet/stats/provider.js';
+import type { Runtime } from './runtime/types.js';
 import { joinPath } from './kubelet/volume/paths.js';
 import type { Clock } from './util/clock.js';
 import { quantityValue } from './util/quantity.js';
@@ -18,7 +19,7 @@ export function statsProviderFor(opts: {
   spec: VirtualNodeSpec;
   nodeName: string;
   env: PodEnvironment;
-  runtime: StatsRuntime;
+  runtime: StatsRuntime & Partial<Pick<Runtime, 'imageFsInfo'>>;
   clock: Clock;
   nodesServed(): number;
   ownsPod(uid: string): boolean;
@@ -38,6 +39,9 @@ export function statsProviderFor(opts: {
     ephemeralStorageCapacityBytes: quantityValue(spec.capacity['ephemeral-storage']),
     nodesServed: opts.nodesServed,
     ownsPod: opts.ownsPod,
+    ...(opts.runtime.imageFsInfo
+      ? { imageFsInfo: opts.runtime.imageFsInfo.bind(opts.runtime) as Runtime['imageFsInfo'] }
+      : {}),
     volumes: { podsDir: env.podsDir, fs: env.fs, usage },
     ...(cri
       ? {

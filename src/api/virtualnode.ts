@@ -151,6 +151,16 @@ export const VirtualNodeSpecSchema = z
         evictionPressureTransitionPeriod: z.string().max(64).optional(),
         /** The longest grace period a soft eviction grants, in seconds (default 0). */
         evictionMaxPodGracePeriod: z.number().int().min(0).max(86400).optional(),
+        /**
+         * The kubelet's image garbage collection (src/kubelet/images/imagegc.ts): percentages of the image
+         * filesystem (default 85 and 80; low below high), and Go durations (default 2m0s and 0s, off). Checked
+         * with the kubelet's rules when the node starts: a refused combination is a Warning Event
+         * InvalidImageGCSettings on the VirtualNode and the defaults run.
+         */
+        imageGCHighThresholdPercent: z.number().int().min(0).max(100).optional(),
+        imageGCLowThresholdPercent: z.number().int().min(0).max(100).optional(),
+        imageMinimumGCAge: z.string().max(64).optional(),
+        imageMaximumGCAge: z.string().max(64).optional(),
       })
       .strict()
       .default({ allowedUnsafeSysctls: [] }),

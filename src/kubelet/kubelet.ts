@@ -31,6 +31,7 @@ import { declaredFeatures, podUpdateFeaturesWarning } from '../node/declaredfeat
 import { PeriodicLoops } from '../util/periodic.js';
 import { ActiveDeadlineHandler } from './activedeadline.js';
 import { EvictionManager } from './eviction/shell.js';
+import { ImageGCManager } from './images/imagegc_manager.js';
 import type { PressureCondition } from './eviction/signals.js';
 import { AllocationManager, ResizeRetryMs } from './allocation/manager.js';
 import { PodConfig, type PodChange } from './config/podconfig.js';
@@ -120,6 +121,8 @@ export class Kubelet {
   private readonly cleanup: RuntimeCleanup;
   /** The eviction manager (KubeletDeps.eviction); undefined when the node has none. */
   private readonly evictionManager: EvictionManager | undefined;
+  /** The image garbage collector (KubeletDeps.imageGC); undefined when the node has none. */
+  private readonly imageGCManager: ImageGCManager | undefined;
   /** Rebuilds a runtime that lost its state with the process (kubelet_adopt.ts); undefined for the others. */
   private readonly adoption: PodAdoption | undefined;
   private phase: 'new' | 'starting' | 'running' | 'stopped' = 'new';
@@ -257,6 +260,7 @@ export class Kubelet {
       },
       logger: this.log,
     });
+    this.imageGCManager = deps.imageGC && this.newImageGCManager(deps.imageGC);
     this.evictionManager = deps.eviction && this.newEvictionManager(deps.eviction);
     const pressureNode = (n: AdmissionNode): AdmissionNode => {
       const pressure = this.evictionManager?.nodeConditions() ?? [];
@@ -422,6 +426,7 @@ export class Kubelet {
     this.rejectReady(early);
     this.loops.stop();
     void this.evictionManager?.stop();
+    void this.imageGCManager?.stop();
     this.podCertificates?.stop();
     for (const u of this.unsubscribe.splice(0)) u();
     this.podWorkers.stop();
@@ -445,7 +450,8 @@ export class Kubelet {
   /**
    * The eviction manager (kubelet: eviction.NewManager, killPodNow): evictions go to the pod's worker as a
    * kill with the eviction's grace period and status, as the kubelet's preemption and eviction kills do;
-   * dead containers are the node-level reclaim (no image GC here: reported as not possible).
+   * dead containers and unused images are the node-level reclaim (the container GC with nothing kept, the
+   * image GC's DeleteUnusedImages).
    */
   private newEvictionManager(e: NonNullable<KubeletDeps['eviction']>): EvictionManager {
     return new EvictionManager({
@@ -468,7 +474,11 @@ export class Kubelet {
       },
       podCleanedUp: (pod) => !this.podWorkers.couldHaveRunningContainers(asPodUID(pod.metadata.uid ?? '')),
       nodeReclaim: async (kind) => {
-        if (kind !== 'DeleteAllUnusedContainers') return false;
+        if (kind === 'DeleteUnusedImages') {
+          if (!this.imageGCManager) return false;
+          await this.imageGCManager.deleteUnusedImages();
+          return true;
+        }
         const r = await this.runtimeManager.garbageCollect({
           shouldPodContentBeRemoved: (uid) => this.podWorkers.shouldPodContentBeRemoved(asPodUID(uid)),
           maxPerPodContainer: 0,
@@ -483,6 +493,30 @@ export class Kubelet {
       recordNode: (type, reason, message) => e.recordNode?.(type, reason, message),
       ...(e.onPressureChange ? { onPressureChange: e.onPressureChange } : {}),
       logger: this.log.child({ component: 'eviction_manager' }),
+    });
+  }
+
+  /**
+   * The image garbage collector (kubelet: images.NewImageGCManager, StartGarbageCollection): images used by
+   * any container of the runtime stay; the runtime's image volumes are read from container statuses.
+   */
+  private newImageGCManager(g: NonNullable<KubeletDeps['imageGC']>): ImageGCManager {
+    const runtime = this.d.runtime;
+    return new ImageGCManager({
+      policy: g.policy,
+      runtime: {
+        listImages: () => runtime.listImages(),
+        listContainers: () => runtime.listContainers(),
+        removeImage: (id) => runtime.removeImage(id),
+        ...(runtime.capabilities.imageVolumes
+          ? { containerStatus: (id: string) => runtime.containerStatus(id) }
+          : {}),
+      },
+      imageFsStats: g.imageFsStats,
+      clock: this.d.clock,
+      recordNode: g.recordNode,
+      logger: this.log.child({ component: 'image_gc_manager' }),
+      ...(g.periodMs !== undefined ? { periodMs: g.periodMs } : {}),
     });
   }
 
@@ -566,6 +600,7 @@ export class Kubelet {
     );
     this.kickStatusSync();
     this.evictionManager?.start();
+    this.imageGCManager?.start();
     this.log.info('kubelet started', { pods: pods.length });
     this.resolveReady();
   }

@@ -31,6 +31,7 @@ import type { ServiceAccountTokenSource } from './volume/plugin.js';
 import type { VolumeSources } from './volume/sources.js';
 import type { EvictionConfig } from './eviction/manager.js';
 import type { PressureCondition } from './eviction/signals.js';
+import type { ImageFsFigures, ImageGCPolicy } from './images/imagegc.js';
 import type { Summary } from './stats/types.js';
 import type { SwapController } from '../node/swap.js';
 
@@ -111,6 +112,18 @@ export interface KubeletDeps {
     onPressureChange?: (conditions: readonly PressureCondition[]) => void;
     /** Records an Event about the Node (EvictionThresholdMet). */
     recordNode?: (type: 'Normal' | 'Warning', reason: string, message: string) => void;
+  };
+  /**
+   * The image garbage collector's policy (src/kubelet/images/imagegc.ts) and the image filesystem it reads.
+   * Absent: images are never removed (neither by a GC round nor as the eviction manager's reclaim).
+   */
+  imageGC?: {
+    policy: ImageGCPolicy;
+    imageFsStats: () => Promise<ImageFsFigures>;
+    /** Records an Event about the Node (ImageGCFailed, FreeDiskSpaceFailed, InvalidDiskCapacity). */
+    recordNode: (type: 'Normal' | 'Warning', reason: string, message: string) => void;
+    /** The kubelet's 5 minutes unless set (tests shorten it). */
+    periodMs?: number;
   };
   settings: KubeletSettings;
   /**

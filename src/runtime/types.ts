@@ -347,6 +347,17 @@ export interface Image {
   uid?: number;
   /** The image's USER when it is a name (CRI Image.username). Neither set: the image runs as root. */
   username?: string;
+  /** The runtime keeps it whatever happens (CRI Image.pinned: containerd's sandbox image); never collected. */
+  pinned?: boolean;
+}
+
+/**
+ * Where the runtime keeps images and containers' writable layers and what they take (CRI ImageFsInfo). A
+ * runtime with one filesystem for both names the same mountpoint in each list (or no container list).
+ */
+export interface ImageFsInfo {
+  imageFilesystems: FilesystemUsage[];
+  containerFilesystems: FilesystemUsage[];
 }
 
 export interface RuntimeCondition {
@@ -589,6 +600,8 @@ export interface Runtime {
   imageStatus(image: string): Promise<Image | null>;
   listImages(): Promise<Image[]>;
   removeImage(image: string): Promise<void>;
+  /** The image and container filesystems and their usage (CRI ImageFsInfo). */
+  imageFsInfo(): Promise<ImageFsInfo>;
 
   /** Releases connections and timers. The runtime is unusable afterwards. */
   close(): Promise<void>;

@@ -68,6 +68,8 @@ export async function startCriNodeEnv(o: {
   cri?: Record<string, unknown>;
   apiserverArgs?: string[];
   logger?: Logger;
+  /** The node's image GC period (default the kubelet's 5 minutes). */
+  imageGCPeriodMs?: number;
 }): Promise<CriNodeEnv> {
   const dir = await mkdtemp(path.join(tmpdir(), `ko-${o.node}-`));
   const stateDir = path.join(dir, 'state');
@@ -129,7 +131,14 @@ export async function startCriNodeEnv(o: {
         },
       });
     const startOperator = (): Promise<Operator> =>
-      startTestOperator({ client, clock, logger, nodeApi: registry, stateDir });
+      startTestOperator({
+        client,
+        clock,
+        logger,
+        nodeApi: registry,
+        stateDir,
+        ...(o.imageGCPeriodMs !== undefined ? { imageGCPeriodMs: o.imageGCPeriodMs } : {}),
+      });
     parts.op = await startOperator();
     await postVirtualNode(client, o.node, {
       ...o.spec,

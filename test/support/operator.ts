@@ -89,6 +89,8 @@ export async function startTestOperator(opts: {
   stateDir?: string;
   /** Shares VirtualNodes with other replicas by Leases (main.ts's --shard-leases). */
   shard?: ShardGate;
+  /** The nodes' image GC period (default the kubelet's 5 minutes). */
+  imageGCPeriodMs?: number;
 }): Promise<Operator> {
   const { client, clock, logger } = opts;
   const op = new Operator({
@@ -102,6 +104,7 @@ export async function startTestOperator(opts: {
       nodeApiPort: 10250,
       nodeApi: opts.nodeApi,
       stateDir: opts.stateDir ?? testStateDir(),
+      ...(opts.imageGCPeriodMs !== undefined ? { imageGCPeriodMs: opts.imageGCPeriodMs } : {}),
     }),
     clock,
     logger,

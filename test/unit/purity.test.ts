@@ -58,6 +58,8 @@ const SHELL = new Set([
   // The local gRPC APIs' sockets around the pure apis/podresources/answers.ts and apis/pods/answers.ts.
   'apis/server.ts',
   'apis/pods/podproto.ts',
+  // The image GC's loops: listing, removing and Events around the pure images/imagegc.ts.
+  'images/imagegc_manager.ts',
 ]);
 
 const FORBIDDEN_PACKAGES = [/^node:/, /^@kubernetes\//, /^@grpc\//, /^winston$/, /^p-queue$/];

@@ -8,10 +8,18 @@
  * The node's share of the operator: the process's CPU time is split evenly between the nodes it serves, as
  * it accrues; its resident memory likewise.
  */
-import { statfs } from 'node:fs/promises';
-import type { Container, PodSandbox, PodSandboxStats, Runtime } from '../../runtime/types.js';
+import { stat, statfs } from 'node:fs/promises';
+import type {
+  Container,
+  FilesystemUsage,
+  ImageFsInfo,
+  PodSandbox,
+  PodSandboxStats,
+  Runtime,
+} from '../../runtime/types.js';
 import type { Clock } from '../../util/clock.js';
 import { isUnimplemented } from '../../util/errors.js';
+import { filesystemLayout } from '../images/imagegc.js';
 import { PluginDirs } from '../volume/podpaths.js';
 import type { VolumeFS } from '../volume/fs.js';
 import { joinPath } from '../volume/paths.js';
@@ -58,6 +66,16 @@ export interface StatsProviderDeps {
   };
   /** A real filesystem to statfs for the node's fs and the containers' rootfs capacity; absent: from capacity. */
   statfsPath?: string;
+  /** The runtime's CRI ImageFsInfo (the image filesystem the image GC reads); absent: no image filesystem. */
+  imageFsInfo?: () => Promise<ImageFsInfo>;
+}
+
+/** The image and container filesystems as the image GC and the eviction manager see them. */
+export interface ImageFsReading {
+  imageFs: FsStats;
+  containerFs: FsStats;
+  /** The runtime reports containers' writable layers on another filesystem than the images' (and device). */
+  layout: { dedicatedImageFs: boolean; splitContainerImageFs: boolean };
 }
 
 /** The volume plugins whose directories hold the pod's ephemeral data (the kubelet's ephemeral volumes). */
@@ -219,6 +237,82 @@ export class StatsProvider {
       }
     }
     return { time: nowMs, capacityBytes: this.d.ephemeralStorageCapacityBytes };
+  }
+
+  /**
+   * The image filesystem (kubelet ImageFsStats): the first one the runtime's ImageFsInfo names, its usage as
+   * the runtime reports it; capacity and available by statfs of its mountpoint on a node with a real disk
+   * (of the node's path when the mountpoint cannot be read), else the node's declared ephemeral storage less
+   * that usage. The container filesystem likewise, and the layout the devices under them make
+   * (KubeletSeparateDiskGC). Throws when the runtime names no image filesystem.
+   */
+  async imageFsStats(): Promise<ImageFsReading> {
+    if (!this.d.imageFsInfo) throw new Error('imageFs information is unavailable');
+    const info = await this.d.imageFsInfo();
+    const image = info.imageFilesystems[0];
+    if (!image) throw new Error('imageFs information is unavailable');
+    const container = info.containerFilesystems[0] ?? image;
+    const [imageFs, containerFs] = await Promise.all([this.fsOf(image), this.fsOf(container)]);
+    const [rootDevice, imageDevice, containerDevice] = await Promise.all([
+      this.deviceOf(this.d.statfsPath),
+      this.deviceOf(image.mountpoint),
+      this.deviceOf(container.mountpoint),
+    ]);
+    const layout = filesystemLayout({
+      rootDevice,
+      imageFs: {
+        ...(image.mountpoint !== undefined ? { mountpoint: image.mountpoint } : {}),
+        ...(imageDevice !== undefined ? { device: imageDevice } : {}),
+      },
+      containerFs: {
+        ...(container.mountpoint !== undefined ? { mountpoint: container.mountpoint } : {}),
+        ...(containerDevice !== undefined ? { device: containerDevice } : {}),
+      },
+    });
+    return { imageFs, containerFs, layout };
+  }
+
+  private async fsOf(u: FilesystemUsage): Promise<FsStats> {
+    const timeMs = Number(u.timestamp / 1_000_000n) || this.d.clock.now();
+    const used = { ...(u.usedBytes !== undefined ? { usedBytes: u.usedBytes } : {}) };
+    const inodesUsed = { ...(u.inodesUsed !== undefined ? { inodesUsed: u.inodesUsed } : {}) };
+    if (this.d.statfsPath) {
+      for (const path of [u.mountpoint, this.d.statfsPath]) {
+        if (!path) continue;
+        try {
+          const s = await statfs(path);
+          return {
+            time: timeMs,
+            capacityBytes: s.blocks * s.bsize,
+            availableBytes: s.bavail * s.bsize,
+            inodes: s.files,
+            inodesFree: s.ffree,
+            ...used,
+            ...inodesUsed,
+          };
+        } catch {
+          // the next candidate
+        }
+      }
+    }
+    const capacity = this.d.ephemeralStorageCapacityBytes;
+    return {
+      time: timeMs,
+      capacityBytes: capacity,
+      availableBytes: Math.max(0, capacity - (u.usedBytes ?? 0)),
+      ...used,
+      ...inodesUsed,
+    };
+  }
+
+  /** The device of a real path (stat's dev); undefined on a node without a disk or an unreadable path. */
+  private async deviceOf(path: string | undefined): Promise<number | undefined> {
+    if (!this.d.statfsPath || !path) return undefined;
+    try {
+      return (await stat(path)).dev;
+    } catch {
+      return undefined;
+    }
   }
 
   private async listVolumes(uid: string): Promise<void> {

@@ -25,6 +25,7 @@ import type {
   ContainerStatus,
   ExecSyncResult,
   Image,
+  ImageFsInfo,
   LinuxContainerResources,
   PodSandbox,
   PodSandboxConfig,
@@ -41,6 +42,7 @@ import type {
 import {
   containerStatsFilterToWire,
   containerStatsFromWire,
+  imageFsInfoFromWire,
   podSandboxStatsFromWire,
   sandboxStatsFilterToWire,
   type WireContainerStats,
@@ -423,6 +425,16 @@ export class CriRuntime implements Runtime {
     await this.ignoreNotFound(
       this.conn.call('image', 'RemoveImage', { image: { image } }, this.deadlines.requestMs, { image }),
     );
+  }
+
+  async imageFsInfo(): Promise<ImageFsInfo> {
+    const r = await this.conn.call<Parameters<typeof imageFsInfoFromWire>[0]>(
+      'image',
+      'ImageFsInfo',
+      {},
+      this.deadlines.shortMs,
+    );
+    return imageFsInfoFromWire(r);
   }
 
   async close(): Promise<void> {

@@ -473,6 +473,7 @@ export function imageFromWire(i: WireImage): Image {
   // The runtime sets uid for a numeric USER and username for a named one (kubelet getImageUser: uid first).
   if (i.uid) out.uid = Number(int64ToBigint(i.uid.value));
   else if (i.username) out.username = i.username;
+  if (i.pinned) out.pinned = true;
   return out;
 }
 

@@ -238,6 +238,8 @@ export interface WireImage {
   size: string;
   uid?: WireInt64Value | null;
   username?: string;
+  /** Newer than containerd 1.6: the runtime keeps the image (its sandbox image). */
+  pinned?: boolean;
 }
 
 export interface WireRuntimeCondition {

@@ -7,6 +7,7 @@ import type {
   ContainerStatsFilter,
   CpuUsage,
   FilesystemUsage,
+  ImageFsInfo,
   MemoryUsage,
   NetworkInterfaceUsage,
   PodSandboxStats,
@@ -111,13 +112,29 @@ export function memoryFromWire(m: WireMemoryUsage | null | undefined): MemoryUsa
   return out;
 }
 
-function filesystemFromWire(f: WireFilesystemUsage | null | undefined): FilesystemUsage | undefined {
+export function filesystemFromWire(f: WireFilesystemUsage | null | undefined): FilesystemUsage | undefined {
   if (!f) return undefined;
   const out: FilesystemUsage = { timestamp: int64ToBigint(f.timestamp) };
   if (f.fs_id?.mountpoint) out.mountpoint = f.fs_id.mountpoint;
   put(out, 'usedBytes', u64(f.used_bytes));
   put(out, 'inodesUsed', u64(f.inodes_used));
   return out;
+}
+
+/** CRI ImageFsInfoResponse: the image filesystems, and the container ones (none from containerd 1.6). */
+export function imageFsInfoFromWire(r: {
+  image_filesystems?: WireFilesystemUsage[] | null;
+  container_filesystems?: WireFilesystemUsage[] | null;
+}): ImageFsInfo {
+  const list = (l: WireFilesystemUsage[] | null | undefined): FilesystemUsage[] =>
+    (l ?? []).flatMap((f) => {
+      const out = filesystemFromWire(f);
+      return out ? [out] : [];
+    });
+  return {
+    imageFilesystems: list(r.image_filesystems),
+    containerFilesystems: list(r.container_filesystems),
+  };
 }
 
 export function containerStatsFromWire(s: WireContainerStats): ContainerStats {

@@ -5,10 +5,13 @@
  * closing before it calls in.
  */
 import { KindError } from '../../util/errors.js';
-import type { Image, PodSandboxConfig } from '../types.js';
+import type { Image, ImageFsInfo, PodSandboxConfig } from '../types.js';
 import type { BehaviourResolver } from './behaviour.js';
 import { pullFailed } from './errors.js';
 import { imageUser, parseImageReference, unreachableRegistryMessage, type ImageStore } from './images.js';
+
+/** Where the simulated runtime says its images live (a name only: no such directory exists). */
+export const SimImageFsMountpoint = '/var/lib/sim/images';
 
 export class SimImageService {
   constructor(
@@ -46,6 +49,22 @@ export class SimImageService {
 
   remove(image: string): void {
     this.images.remove(image);
+  }
+
+  /**
+   * One image filesystem, also the containers' (as containerd's on one disk): the images' sizes summed,
+   * one inode per image. Its capacity is not the runtime's to say (CRI reports usage only): the kubelet
+   * takes it from the node (the VirtualNode's declared ephemeral storage).
+   */
+  fsInfo(timestampNs: bigint): ImageFsInfo {
+    const images = this.images.list();
+    const fs = {
+      timestamp: timestampNs,
+      mountpoint: SimImageFsMountpoint,
+      usedBytes: images.reduce((sum, i) => sum + i.size, 0),
+      inodesUsed: images.length,
+    };
+    return { imageFilesystems: [fs], containerFilesystems: [{ ...fs }] };
   }
 
   /** The image's USER from its profile (default root: neither uid nor username). */

@@ -28,6 +28,7 @@ import type {
   ContainerStatus,
   ExecSyncResult,
   Image,
+  ImageFsInfo,
   LinuxContainerResources,
   PodSandbox,
   PodSandboxConfig,
@@ -396,6 +397,11 @@ export class SimRuntime implements Runtime {
   async removeImage(image: string): Promise<void> {
     this.enter('removeImage', { image });
     this.imageService.remove(image);
+  }
+
+  async imageFsInfo(): Promise<ImageFsInfo> {
+    this.enter('imageFsInfo');
+    return this.imageService.fsInfo(BigInt(this.clock.now()) * 1_000_000n);
   }
 
   async close(): Promise<void> {

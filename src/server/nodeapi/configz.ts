@@ -46,6 +46,8 @@ export interface NodeKubeletSettings {
   maxContainerRestartPeriodMs?: number;
   /** cpuCFSQuotaPeriod in force (default 100 ms). */
   cpuCFSQuotaPeriodMs: number;
+  /** The image GC policy in force (imageGCHigh/LowThresholdPercent, imageMinimum/MaximumGCAge); absent: none. */
+  imageGC?: { highThresholdPercent: number; lowThresholdPercent: number; minAgeMs: number; maxAgeMs: number };
   /** The node's labels and taints from its VirtualNode (kubelet --node-labels, --register-with-taints). */
   labels: Readonly<Record<string, string>>;
   taints: readonly { key: string; value?: string; effect: string }[];
@@ -115,6 +117,12 @@ export function kubeletConfiguration(n: NodeKubeletSettings, api: NodeApiSetting
   c.cpuCFSQuotaPeriod = duration(n.cpuCFSQuotaPeriodMs);
   // Image pulls run in parallel, each in its own pod's worker.
   c.serializeImagePulls = false;
+  if (n.imageGC) {
+    c.imageMinimumGCAge = duration(n.imageGC.minAgeMs);
+    c.imageMaximumGCAge = duration(n.imageGC.maxAgeMs);
+    c.imageGCHighThresholdPercent = n.imageGC.highThresholdPercent;
+    c.imageGCLowThresholdPercent = n.imageGC.lowThresholdPercent;
+  }
   if (n.allowedUnsafeSysctls.length > 0) c.allowedUnsafeSysctls = [...n.allowedUnsafeSysctls];
   if (n.maxContainerRestartPeriodMs !== undefined)
     c.crashLoopBackOff = { maxContainerRestartPeriod: duration(n.maxContainerRestartPeriodMs) };

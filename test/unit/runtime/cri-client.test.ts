@@ -355,6 +355,42 @@ describe('runtime/cri client against an in-process CRI server', () => {
     expect(await rt.imageStatus('nope')).to.equal(null);
   });
 
+  it('lists pinned images and reads ImageFsInfo (image and container filesystems)', async () => {
+    server.handlers.ListImages = () => ({
+      images: [
+        {
+          id: 'sha256:p',
+          repo_tags: ['registry.k8s.io/pause:3.10'],
+          repo_digests: [],
+          size: '700',
+          pinned: true,
+        },
+        { id: 'sha256:b', repo_tags: ['busybox:1'], repo_digests: [], size: '900' },
+      ],
+    });
+    expect((await rt.listImages()).map((i) => [i.id, i.pinned === true])).to.deep.equal([
+      ['sha256:p', true],
+      ['sha256:b', false],
+    ]);
+    const fs = {
+      timestamp: '1700000000000000000',
+      fs_id: { mountpoint: '/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs' },
+      used_bytes: { value: '12345' },
+      inodes_used: { value: '67' },
+    };
+    server.handlers.ImageFsInfo = () => ({ image_filesystems: [fs], container_filesystems: [fs] });
+    const want = {
+      timestamp: 1700000000000000000n,
+      mountpoint: '/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs',
+      usedBytes: 12345,
+      inodesUsed: 67,
+    };
+    expect(await rt.imageFsInfo()).to.deep.equal({ imageFilesystems: [want], containerFilesystems: [want] });
+    // containerd 1.6 names no container filesystem.
+    server.handlers.ImageFsInfo = () => ({ image_filesystems: [fs] });
+    expect((await rt.imageFsInfo()).containerFilesystems).to.deep.equal([]);
+  });
+
   it('fails Unavailable at once on a dead socket, and logs the outage once', async () => {
     const dead = new CriRuntime({
       endpoint: `unix://${server.dir}/nothing-here.sock`,

@@ -570,9 +570,17 @@ images:
         'docker.io/library/nginx:1.27',
         'example.com/slow:2',
       ]);
+      const before = await sim.imageFsInfo();
+      const sizes = (await sim.listImages()).reduce((sum, i) => sum + i.size, 0);
+      expect(before.imageFilesystems[0]).to.deep.include({ usedBytes: sizes, inodesUsed: 3 });
+      const nginx = (await sim.imageStatus('nginx:1.27'))!.size;
       await sim.removeImage('nginx:1.27');
       await sim.removeImage('nginx:1.27');
       expect(await sim.imageStatus(ref)).to.equal(null);
+      // The image filesystem (also the containers') gives the removed image's bytes back.
+      const after = await sim.imageFsInfo();
+      expect(after.imageFilesystems[0]).to.deep.include({ usedBytes: sizes - nginx, inodesUsed: 2 });
+      expect(after.containerFilesystems[0]?.mountpoint).to.equal(after.imageFilesystems[0]?.mountpoint);
     });
   });
 

@@ -201,6 +201,28 @@ describe('node API: /configz and /flagz content', () => {
     expect(kubeletConfiguration(simNode, CSR)).to.not.have.property('crashLoopBackOff');
   });
 
+  it('image GC: the policy in force, in the kubelet configuration field names and duration form', () => {
+    const c = kubeletConfiguration(
+      nodeKubeletSettings({
+        spec: SIM,
+        nodeName: 'sim-1',
+        nodeIP: '10.0.0.8',
+        settings: { podNetwork: 'cni', podLogsRoot: '/var/log/pods', cgroupRoot: '/kubelet-operator' },
+        env: {},
+        resolvConf: '',
+        imageGC: { highThresholdPercent: 85, lowThresholdPercent: 80, minAgeMs: 120_000, maxAgeMs: 0 },
+      }),
+      CSR,
+    );
+    expect(c).to.deep.include({
+      imageMinimumGCAge: '2m0s',
+      imageMaximumGCAge: '0s',
+      imageGCHighThresholdPercent: 85,
+      imageGCLowThresholdPercent: 80,
+    });
+    expect(kubeletConfiguration(simNode, CSR)).to.not.have.property('imageGCHighThresholdPercent');
+  });
+
   it("escapes <, > and & as Go's encoding/json does", () => {
     const odd = { ...simNode, clusterDomain: 'a<b>&c' };
     expect(configzBody(odd, CSR)).to.contain('"clusterDomain":"a\\u003cb\\u003e\\u0026c"');
