@@ -14,6 +14,7 @@ import { expect } from 'chai';
 import type { ContainerStatus, PodStatus } from '../../src/api/core.js';
 import type { Node } from '../../src/api/node.js';
 import type { KubeClient } from '../../src/kube/client.js';
+import { hostSwapController } from '../../src/node/swap.js';
 import { startCriNodeEnv, type CriNodeEnv } from '../support/crinode.js';
 import { waitPodStatus } from '../support/operator.js';
 
@@ -64,6 +65,21 @@ describe('in-place pod resize on containerd (real apiserver, kubectl patch --sub
     const [q, m] = out.trim().split(/\s+/).map(Number);
     return [q!, m!];
   };
+  /**
+   * The container's swap limit: cgroup v1 memory+swap in bytes, cgroup v2 `memory.swap.max` (`0` under NoSwap),
+   * `none` without a swap controller.
+   */
+  const swapLimit = async (pod: string): Promise<string> =>
+    (
+      await k([
+        'exec',
+        pod,
+        '--',
+        'sh',
+        '-c',
+        'cat /sys/fs/cgroup/memory.swap.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.memsw.limit_in_bytes 2>/dev/null || echo none',
+      ])
+    ).trim();
   const statusOf = (s: PodStatus, name = 'c'): ContainerStatus | undefined =>
     s.containerStatuses?.find((c) => c.name === name);
   const initStatusOf = (s: PodStatus, name = 'i'): ContainerStatus | undefined =>
@@ -196,6 +212,11 @@ describe('in-place pod resize on containerd (real apiserver, kubectl patch --sub
     expect(statusOf(pod.status!)!.restartCount).to.equal(0);
     expect(statusOf(pod.status!)!.resources?.requests).to.deep.equal({ cpu: '100m', memory: '48Mi' });
     expect(await cgroup('live')).to.deep.equal([10_000, 48 * 1024 * 1024]);
+    // NodeSwap, NoSwap: the update carries the swap limit too (v1: memory+swap = the new memory limit).
+    const controller = hostSwapController();
+    expect(await swapLimit('live')).to.equal(
+      controller === 'cgroupv1' ? String(48 * 1024 * 1024) : controller === 'cgroupv2' ? '0' : 'none',
+    );
     const describe = await k(['describe', 'pod', 'live']);
     expect(describe).to.match(/ResizeStarted/);
     expect(describe).to.match(/ResizeCompleted/);
