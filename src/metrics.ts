@@ -32,6 +32,10 @@ export interface NodeMetricSeries {
   startedContainersErrors(containerType: string, code: string): CounterSeries;
   /** kubelet_terminated_containers_total by container_type, exit_code and reason: a newly terminated state. */
   terminatedContainers(containerType: string, exitCode: string, reason: string): CounterSeries;
+  /** kubelet_evictions by eviction_signal: a pod the eviction manager evicted. */
+  evictions(signal: string): CounterSeries;
+  /** kubelet_eviction_stats_age_seconds by eviction_signal: how old the stats an eviction acted on were. */
+  evictionStatsAge(signal: string): HistogramSeries;
 }
 
 export class Metrics {
@@ -46,6 +50,8 @@ export class Metrics {
   readonly startedContainersTotal: SeriesCounter<'node' | 'container_type'>;
   readonly startedContainersErrorsTotal: SeriesCounter<'node' | 'container_type' | 'code'>;
   readonly terminatedContainersTotal: SeriesCounter<'node' | 'container_type' | 'exit_code' | 'reason'>;
+  readonly evictionsTotal: SeriesCounter<'node' | 'eviction_signal'>;
+  readonly evictionStatsAge: SeriesHistogram<'node' | 'eviction_signal'>;
   readonly restClientRequests: SeriesCounter<'verb' | 'resource' | 'code'>;
   readonly restClientLatency: SeriesHistogram<'verb'>;
   readonly runningPods: Gauge<'node'>;
@@ -125,6 +131,20 @@ export class Metrics {
       labelNames: ['node', 'container_type', 'exit_code', 'reason'],
       registers,
     });
+    this.evictionsTotal = new SeriesCounter({
+      name: 'kubelet_evictions',
+      help: 'Cumulative number of pod evictions by eviction signal',
+      labelNames: ['node', 'eviction_signal'],
+      registers,
+    });
+    this.evictionStatsAge = new SeriesHistogram({
+      name: 'kubelet_eviction_stats_age_seconds',
+      help: 'Time between when stats are collected, and when pod is evicted based on those stats by eviction signal',
+      labelNames: ['node', 'eviction_signal'],
+      // The kubelet's: Prometheus' default buckets.
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    });
     this.restClientRequests = new SeriesCounter({
       name: 'rest_client_requests_total',
       help: 'API server requests by verb, resource and HTTP code (0 = no response).',
@@ -202,6 +222,8 @@ export class Metrics {
         this.startedContainersErrorsTotal.series({ node, container_type, code }),
       terminatedContainers: (container_type, exit_code, reason) =>
         this.terminatedContainersTotal.series({ node, container_type, exit_code, reason }),
+      evictions: (eviction_signal) => this.evictionsTotal.series({ node, eviction_signal }),
+      evictionStatsAge: (eviction_signal) => this.evictionStatsAge.series({ node, eviction_signal }),
     };
   }
 

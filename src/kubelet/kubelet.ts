@@ -30,7 +30,7 @@ import type { AdmissionNode } from './lifecycle/admission.js';
 import { declaredFeatures, podUpdateFeaturesWarning } from '../node/declaredfeatures.js';
 import { PeriodicLoops } from '../util/periodic.js';
 import { ActiveDeadlineHandler } from './activedeadline.js';
-import { EvictionManager } from './eviction/shell.js';
+import { EvictionManager, type EvictionMetrics } from './eviction/shell.js';
 import { ImageGCManager } from './images/imagegc_manager.js';
 import type { PressureCondition } from './eviction/signals.js';
 import { AllocationManager, ResizeRetryMs } from './allocation/manager.js';
@@ -459,6 +459,7 @@ export class Kubelet {
       clock: this.d.clock,
       summary: e.summary,
       activePods: () => this.syncer.activePods(),
+      ...(this.metricSeries && { metrics: evictionMetrics(this.metricSeries) }),
       killPod: (ev) => {
         if (this.phase !== 'running') return;
         this.podWorkers.updatePod({
@@ -671,4 +672,12 @@ export class Kubelet {
       .byIndex(this.d.podIndexName ?? PodsByNodeIndex, this.nodeName)
       .filter((p) => this.podConfig.isMine(p));
   }
+}
+
+/** The eviction manager's metrics as this node's series. */
+function evictionMetrics(series: NodeMetricSeries): EvictionMetrics {
+  return {
+    evicted: (signal) => series.evictions(signal).inc(),
+    statsAge: (signal, seconds) => series.evictionStatsAge(signal).observe(seconds),
+  };
 }

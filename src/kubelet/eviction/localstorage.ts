@@ -20,6 +20,13 @@ import {
   type Quantity,
 } from './quantity.js';
 
+/** The kubelet's eviction signals of local storage limits (the `eviction_signal` of `kubelet_evictions`). */
+export const LocalStorageSignals = {
+  emptyDir: 'emptydirfs.limit',
+  pod: 'ephemeralpodfs.limit',
+  container: 'ephemeralcontainerfs.limit',
+} as const;
+
 /** The grace period of evictions that cannot wait: hard thresholds and local storage limits. */
 export const ImmediateEvictionGracePeriodSeconds = 1;
 
@@ -109,10 +116,17 @@ export function localStorageEvictions(
   for (const pod of pods) {
     const s = stats.get(pod.metadata.uid ?? '');
     if (!s) continue;
-    const message =
-      emptyDirBreach(s, pod) ?? podLimitBreach(s, pod) ?? containerLimitBreach(s, pod, dedicatedImageFs);
-    if (message !== undefined && !isCriticalPod(pod)) {
-      out.push(podEviction(pod, ImmediateEvictionGracePeriodSeconds, message));
+    if (isCriticalPod(pod)) continue;
+    const breaches: [string, () => string | undefined][] = [
+      [LocalStorageSignals.emptyDir, () => emptyDirBreach(s, pod)],
+      [LocalStorageSignals.pod, () => podLimitBreach(s, pod)],
+      [LocalStorageSignals.container, () => containerLimitBreach(s, pod, dedicatedImageFs)],
+    ];
+    for (const [signal, breach] of breaches) {
+      const message = breach();
+      if (message === undefined) continue;
+      out.push(podEviction(pod, signal, ImmediateEvictionGracePeriodSeconds, message));
+      break;
     }
   }
   return out;

@@ -240,7 +240,7 @@ export function synchronize(input: SynchronizeInput): SynchronizeResult {
       observations,
     );
     const grace = evictionGracePeriodSeconds(threshold, victim, config.maxPodGracePeriodSeconds);
-    reclaim.eviction = podEviction(victim, grace, message, annotations, true);
+    reclaim.eviction = podEviction(victim, threshold.signal, grace, message, annotations, true);
   }
   result.reclaim = reclaim;
   return result;

@@ -117,6 +117,11 @@ export interface DisruptionTargetCondition {
  */
 export interface PodEviction {
   pod: Pod;
+  /**
+   * What the eviction is for, as the kubelet's `kubelet_evictions` counts it: the threshold's signal
+   * (`memory.available`, ...) or a local storage limit (LocalStorageSignals).
+   */
+  signal: string;
   gracePeriodSeconds: number;
   status: { phase: 'Failed'; reason: typeof EvictedReason; message: string };
   condition?: DisruptionTargetCondition;
@@ -131,6 +136,7 @@ export interface PodEviction {
 
 export function podEviction(
   pod: Pod,
+  signal: string,
   gracePeriodSeconds: number,
   message: string,
   annotations?: Record<string, string>,
@@ -138,6 +144,7 @@ export function podEviction(
 ): PodEviction {
   const eviction: PodEviction = {
     pod,
+    signal,
     gracePeriodSeconds,
     status: { phase: 'Failed', reason: EvictedReason, message },
     event: { type: 'Warning', reason: EvictedReason, message, ...(annotations ? { annotations } : {}) },

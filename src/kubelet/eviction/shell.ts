@@ -57,6 +57,8 @@ export interface EvictionManagerDeps {
   ) => void;
   /** Records an Event about the Node. */
   recordNode: (type: 'Normal' | 'Warning', reason: string, message: string) => void;
+  /** The kubelet's eviction metrics, when the node has a metrics registry. */
+  metrics?: EvictionMetrics;
   /** Called after a round whose node conditions differ from the round before. */
   onPressureChange?: (conditions: readonly PressureCondition[]) => void;
   logger: {
@@ -64,6 +66,12 @@ export interface EvictionManagerDeps {
     warn(msg: string, meta?: Record<string, unknown>): void;
   };
   monitoringPeriodMs?: number;
+}
+
+/** `kubelet_evictions` and `kubelet_eviction_stats_age_seconds`, by eviction signal. */
+export interface EvictionMetrics {
+  evicted(signal: string): void;
+  statsAge(signal: string, seconds: number): void;
 }
 
 export class EvictionManager {
@@ -160,6 +168,12 @@ export class EvictionManager {
       });
       return;
     }
+    // The kubelet records how old the stats behind each threshold acted on are, once pods are ranked.
+    const now = this.d.clock.now();
+    for (const t of result.thresholds) {
+      const observed = result.state.lastObservations.get(t.signal)?.time;
+      if (observed) this.d.metrics?.statsAge(t.signal, Math.max(0, now - observed) / 1000);
+    }
     this.evict(reclaim.eviction);
     await this.waitForCleanup([reclaim.eviction.pod]);
   }
@@ -191,6 +205,7 @@ export class EvictionManager {
       gracePeriodSeconds: e.gracePeriodSeconds,
     });
     this.d.killPod(e);
+    this.d.metrics?.evicted(e.signal);
   }
 
   /** kubelet waitForPodsCleanup: until every pod is cleaned up, at most PodCleanupTimeoutMs. */

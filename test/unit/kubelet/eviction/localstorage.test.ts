@@ -108,8 +108,15 @@ describe('local ephemeral storage limits', () => {
         return;
       }
       expect(out).to.have.length(1);
+      // The kubelet's eviction_signal for each kind of breach.
+      const signal = want.startsWith('Usage of EmptyDir')
+        ? 'emptydirfs.limit'
+        : want.startsWith('Pod ')
+          ? 'ephemeralpodfs.limit'
+          : 'ephemeralcontainerfs.limit';
       expect(out[0]).to.deep.equal({
         pod: p,
+        signal,
         gracePeriodSeconds: 1,
         status: { phase: 'Failed', reason: 'Evicted', message: want },
         event: { type: 'Warning', reason: 'Evicted', message: want },

@@ -35,6 +35,8 @@ interface Harness {
   pressure: (readonly string[])[];
   logs: string[];
   cleaned: Set<string>;
+  /** kubelet_evictions and kubelet_eviction_stats_age_seconds observations, in order. */
+  metrics: string[];
   set: (s: Summary | Error) => void;
 }
 
@@ -54,6 +56,7 @@ function harness(
     pressure: [],
     logs: [],
     cleaned: new Set(),
+    metrics: [],
     set: (s) => (current = s),
   };
   const { config, error } = evictionConfigFrom(settings);
@@ -81,6 +84,10 @@ function harness(
       }),
     recordNode: (type, reason, message) => h.nodeEvents.push(`${type} ${reason} ${message}`),
     onPressureChange: (c) => h.pressure.push([...c]),
+    metrics: {
+      evicted: (signal) => h.metrics.push(`evictions ${signal}`),
+      statsAge: (signal, seconds) => h.metrics.push(`stats age ${signal} ${seconds}`),
+    },
     logger: { info: (m) => h.logs.push(m), warn: (m) => h.logs.push(m) },
     ...over,
   });
@@ -94,7 +101,7 @@ describe('eviction manager shell', () => {
   it('under memory pressure: MemoryPressure, EvictionThresholdMet, the BestEffort pod killed as the kubelet evicts', async () => {
     const h = harness([burstable, bestEffort], { evictionHard: { 'memory.available': '500Mi' } });
     h.set(
-      summary({ time: 2000, memAvailable: 200 * Mi, memWorkingSet: 3 * Gi }, [
+      summary({ time: h.clock.now() - 1500, memAvailable: 200 * Mi, memWorkingSet: 3 * Gi }, [
         pstats(bestEffort, [cstats('app', { ws: Gi })]),
         pstats(burstable, [cstats('app', { ws: 256 * Mi })]),
       ]),
@@ -129,6 +136,8 @@ describe('eviction manager shell', () => {
     expect(h.podEvents).to.deep.equal([
       { pod: 'be', type: 'Warning', reason: 'Evicted', message, annotations: e.event.annotations },
     ]);
+    expect(e.signal).to.equal('memory.available');
+    expect(h.metrics).to.deep.equal(['stats age memory.available 1.5', 'evictions memory.available']);
   });
 
   it('admits under memory pressure what the kubelet admits, with its reason and message', async () => {
@@ -245,6 +254,8 @@ describe('eviction manager shell', () => {
       /^Container app exceeded its local ephemeral storage limit "100Mi"\. $/,
     );
     expect(h.manager.nodeConditions()).to.deep.equal([]);
+    // No threshold was acted on, so no stats age; the kubelet counts it under its own signal.
+    expect(h.metrics).to.deep.equal(['evictions ephemeralcontainerfs.limit']);
   });
 
   it('runs every 10 s from start, survives a Summary that fails, and stops', async () => {
