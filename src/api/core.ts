@@ -361,6 +361,10 @@ export interface PodStatus {
   nominatedNodeName?: string;
   observedGeneration?: number;
   resourceClaimStatuses?: unknown[];
+  /** The pod's requests as allocated, pod-level resources over the containers' sum (in-place resize). */
+  allocatedResources?: Record<string, string | number>;
+  /** The pod-level resources applied (the pod cgroup's, for a running pod), else as allocated. */
+  resources?: ResourceRequirements;
 }
 
 export interface Pod {

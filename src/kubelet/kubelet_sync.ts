@@ -55,7 +55,8 @@ export interface KubeletPodSyncerDeps {
     ProberManager,
     'addPod' | 'updatePod' | 'stopLivenessAndStartup' | 'removePod' | 'updatePodStatus'
   >;
-  runtime: Pick<KubeGenericRuntimeManager, 'syncPod' | 'killPod' | 'removePod'>;
+  runtime: Pick<KubeGenericRuntimeManager, 'syncPod' | 'killPod' | 'removePod'> &
+    Partial<Pick<KubeGenericRuntimeManager, 'isPodLevelResourcesResizeInProgress' | 'podCgroupConfig'>>;
   /**
    * Inspects one pod now into the PLEG's cache and returns what was cached (kubelet: pleg.UpdateCache): called
    * only after a sync function changed the runtime. Rejects when the inspection failed.
@@ -213,7 +214,7 @@ export class KubeletPodSyncer implements PodSyncer {
     if (!unchanged) {
       // A resize the runtime may still be applying shows only on a fresh inspection (no PLEG event says so).
       if (isPodResizeInProgress(pod, before)) before = await this.d.relist(refOf(pod));
-      resizeProgress(pod, before, this.d.resizeConditions, this.eventRecorder);
+      resizeProgress(pod, before, this.d.resizeConditions, this.eventRecorder, this.podLevelResizing(pod));
 
       if (
         isTerminalPhase(pod.status?.phase) &&
@@ -276,7 +277,7 @@ export class KubeletPodSyncer implements PodSyncer {
       ? await (succeeded ? (this.d.relistPod ?? this.d.relist) : this.d.relist)(refOf(pod))
       : before;
     recordResizeResult(pod, result, this.d.resizeConditions, this.eventRecorder);
-    resizeProgress(pod, latest, this.d.resizeConditions, this.eventRecorder);
+    resizeProgress(pod, latest, this.d.resizeConditions, this.eventRecorder, this.podLevelResizing(pod));
     const after = this.generate(pod, latest, false);
     this.d.statusManager.setPodStatus(pod, after);
     this.observeStart(uid, pod, after);
@@ -344,6 +345,11 @@ export class KubeletPodSyncer implements PodSyncer {
       liveness: this.d.probes.liveness.revision,
       startup: this.d.probes.startup.revision,
     };
+  }
+
+  /** The pod cgroup does not yet hold the pod's allocated pod-level resources (InPlacePodLevelResources...). */
+  private podLevelResizing(pod: Pod): boolean {
+    return this.d.runtime.isPodLevelResourcesResizeInProgress?.(pod) ?? false;
   }
 
   private resizing(uid: string): boolean {
@@ -537,7 +543,10 @@ export class KubeletPodSyncer implements PodSyncer {
       nodeIPs: this.d.nodeIPs,
       staticPod: false,
       ...(this.d.evictionHandlers ? { evictionHandlers: this.d.evictionHandlers } : {}),
-      inPlaceResize: { conditions: this.d.resizeConditions.get(uid) },
+      inPlaceResize: {
+        conditions: this.d.resizeConditions.get(uid),
+        podCgroup: this.d.runtime.podCgroupConfig?.(asRun),
+      },
       supportsRecursiveReadOnly: handlerSupportsRecursiveReadOnly(this.d.runtimeHandlers?.() ?? []),
     });
   }

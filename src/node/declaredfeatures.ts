@@ -26,8 +26,8 @@ export const DeclarableFeatures: readonly DeclarableFeature[] = [
   },
   {
     name: 'InPlacePodLevelResourcesVerticalScaling',
-    supported: false,
-    why: 'pod-level resources (spec.resources) are not resized; only container resources are',
+    supported: true,
+    why: 'pod-level resources (spec.resources) are resized in place as the v1.37 kubelet (its gate Beta and on) resizes them: allocated (Deferred or Infeasible when they do not fit), the pod cgroup following around the container updates, and the pod status reporting them',
   },
   {
     name: 'ExtendWebSocketsToKubelet',

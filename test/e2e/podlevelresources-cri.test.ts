@@ -5,7 +5,10 @@
  * the kubelet's QoS class shows in the processes' oom_score_adj (Guaranteed -997, which this containerd
  * clamps to 0; Burstable with the pod-level memory request shared among the containers), a `limits.cpu` resourceFieldRef reads the pod's
  * limit, and a pod whose pod-level request does not fit the node is refused (OutOfcpu) though its containers
- * would fit. Root on Linux is required.
+ * would fit. Pod-level resources are resized in place (InPlacePodLevelResourcesVerticalScaling): the pod cgroup
+ * and the cgroup of a container without limits of its own follow a resize up and down, `status.resources` and
+ * `status.allocatedResources` report it, and a resize that does not fit beside the other pods is Deferred.
+ * Root on Linux is required.
  *
  * OPERATOR_TEST_LOG=debug shows the operator's log.
  */
@@ -184,6 +187,91 @@ describe('pod-level resources on containerd (real apiserver, cri runtime)', func
     expect(await cgroupFile(pod, 'cpu', 'cpu.cfs_quota_us', id)).to.equal(10_000);
     await client.request({ method: 'DELETE', path: podPath('period') });
     await eventually(() => isGone(client, podPath('period')), 60_000, 'period deleted');
+  });
+
+  it('resizes pod-level resources in place: the pod cgroup and its limitless container follow, status.resources reports them', async () => {
+    const sized = (cpu: string, memory: string) => ({ requests: { cpu, memory }, limits: { cpu, memory } });
+    await createPodOn(client, NS, NODE, 'resized', {
+      resources: sized('500m', '128Mi'),
+      containers: [ctr()],
+    });
+    let pod = await running('resized');
+    const id = containerIdOf(pod);
+    const resize = (cpu: string, memory: string) =>
+      env!.k([
+        'patch',
+        'pod',
+        'resized',
+        '--subresource',
+        'resize',
+        '--type',
+        'merge',
+        '-p',
+        JSON.stringify({ spec: { resources: sized(cpu, memory) } }),
+      ]);
+    /** The pod's status reports `cpu`/`memory` at pod level and no resize condition is left. */
+    const resized = (cpu: string, memory: string) =>
+      waitPodStatus(
+        client,
+        NS,
+        'resized',
+        (s) =>
+          s.resources?.limits?.cpu === cpu &&
+          s.resources?.limits?.memory === memory &&
+          s.resources?.requests?.cpu === cpu &&
+          s.allocatedResources?.cpu === cpu &&
+          s.allocatedResources?.memory === memory &&
+          !(s.conditions ?? []).some((c) => c.type.startsWith('PodResize')),
+        `resized to ${cpu} / ${memory}`,
+        60_000,
+      );
+    const cgroups = async (p: Pod) => ({
+      pod: [
+        await cgroupFile(p, 'cpu', 'cpu.shares'),
+        await cgroupFile(p, 'cpu', 'cpu.cfs_quota_us'),
+        await cgroupFile(p, 'memory', 'memory.limit_in_bytes'),
+      ],
+      container: [
+        await cgroupFile(p, 'cpu', 'cpu.cfs_quota_us', id),
+        await cgroupFile(p, 'memory', 'memory.limit_in_bytes', id),
+      ],
+    });
+    expect(pod.status?.resources).to.deep.equal(sized('500m', '128Mi'));
+    expect(await cgroups(pod)).to.deep.equal({
+      pod: [512, 50_000, 128 * MiB],
+      container: [50_000, 128 * MiB],
+    });
+
+    // Growing: the pod cgroup grows first (cgroup v1 refuses a child quota above its parent's).
+    await resize('1', '192Mi');
+    pod = await resized('1', '192Mi');
+    expect(await cgroups(pod)).to.deep.equal({
+      pod: [1024, 100_000, 192 * MiB],
+      container: [100_000, 192 * MiB],
+    });
+    expect(cstatus(pod.status)?.restartCount).to.equal(0);
+    expect(cstatus(pod.status)?.containerID).to.equal(`containerd://${id}`);
+
+    // Shrinking: the container first, then the pod cgroup.
+    await resize('250m', '96Mi');
+    pod = await resized('250m', '96Mi');
+    expect(await cgroups(pod)).to.deep.equal({ pod: [256, 25_000, 96 * MiB], container: [25_000, 96 * MiB] });
+
+    // More than is left beside the other pods, though the node could hold it alone: Deferred, nothing changes.
+    await resize('1900m', '96Mi');
+    pod = await waitPodStatus(
+      client,
+      NS,
+      'resized',
+      (s) => (s.conditions ?? []).some((c) => c.type === 'PodResizePending' && c.reason === 'Deferred'),
+      'PodResizePending Deferred',
+      60_000,
+    );
+    expect(pod.status?.resources?.limits?.cpu).to.equal('250m');
+    expect(await cgroups(pod)).to.deep.equal({ pod: [256, 25_000, 96 * MiB], container: [25_000, 96 * MiB] });
+    // Asked back to what it has: the pending resize is gone.
+    await resize('250m', '96Mi');
+    await resized('250m', '96Mi');
   });
 
   it('the pod cgroup goes with the pod', async () => {

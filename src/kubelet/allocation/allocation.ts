@@ -1,7 +1,9 @@
 /**
  * A pod's allocation (kubelet: pkg/kubelet/allocation, state.PodResourceInfo): the resources the node accepted
- * for each resizable container, which may lag the spec while a resize waits. The pod a pod worker syncs is the
- * API pod with its resizable containers' resources replaced by the allocation (UpdatePodFromAllocation).
+ * for each resizable container and for the pod itself (its pod-level `spec.resources`,
+ * InPlacePodLevelResourcesVerticalScaling), which may lag the spec while a resize waits. The pod a pod worker
+ * syncs is the API pod with its resizable containers' resources, and its pod-level resources, replaced by the
+ * allocation (UpdatePodFromAllocation).
  *
  * Pure: plain data in, plain data out; the pod given is never modified.
  */
@@ -14,8 +16,15 @@ export function podGeneration(pod: Pick<Pod, 'metadata'>): number {
   return typeof pod.metadata.generation === 'number' ? pod.metadata.generation : 0;
 }
 
-/** Container name -> allocated requirements, for resizable containers only. */
-export type PodAllocation = ReadonlyMap<string, ResourceRequirements>;
+/**
+ * What a pod was allocated (kubelet: state.PodResourceInfo): container name -> requirements, for resizable
+ * containers only, and the pod-level resources when the pod has them.
+ */
+export interface PodAllocation {
+  readonly containers: ReadonlyMap<string, ResourceRequirements>;
+  /** The pod-level `spec.resources` allocated (kubelet: PodLevelResources); absent when the pod has none. */
+  readonly podLevel?: ResourceRequirements;
+}
 
 /**
  * The resizable containers of a pod, init containers first, as the kubelet visits them (kubelet:
@@ -37,9 +46,10 @@ function copyRequirements(r: ResourceRequirements | undefined): ResourceRequirem
   return out;
 }
 
-/** The allocation a pod asks for: its spec as it is (kubelet: allocationFromPod). */
-export function allocationFromPod(pod: Pick<Pod, 'spec'>): Map<string, ResourceRequirements> {
-  return new Map(resizableContainers(pod).map((c) => [c.name, copyRequirements(c.resources)]));
+/** The allocation a pod asks for: its spec as it is (kubelet: ResourceInfoForPod). */
+export function allocationFromPod(pod: Pick<Pod, 'spec'>): PodAllocation {
+  const containers = new Map(resizableContainers(pod).map((c) => [c.name, copyRequirements(c.resources)]));
+  return pod.spec.resources ? { containers, podLevel: copyRequirements(pod.spec.resources) } : { containers };
 }
 
 function sameList(a: Record<string, string | number> = {}, b: Record<string, string | number> = {}): boolean {
@@ -104,7 +114,7 @@ function allocatedSpec(podSpec: Pod['spec'], allocation: PodAllocation): Pod['sp
     let out: Container[] | undefined;
     for (let i = 0; i < (list?.length ?? 0); i++) {
       const c = list![i]!;
-      const alloc = allocation.get(c.name);
+      const alloc = allocation.containers.get(c.name);
       if (!alloc || sameRequirements(c.resources, alloc)) continue;
       out ??= [...list!];
       out[i] = { ...c, resources: copyRequirements(alloc) };
@@ -113,9 +123,15 @@ function allocatedSpec(podSpec: Pod['spec'], allocation: PodAllocation): Pod['sp
   };
   const containers = apply(podSpec.containers);
   const initContainers = apply(podSpec.initContainers);
-  if (!containers && !initContainers) return undefined;
+  // Pod-level resources (kubelet: updatePodLevelResourcesFromAllocation): the allocated ones replace the spec's.
+  const podLevel = !sameRequirements(podSpec.resources, allocation.podLevel);
+  if (!containers && !initContainers && !podLevel) return undefined;
   const spec = { ...podSpec, containers: containers ?? podSpec.containers };
   if (initContainers) spec.initContainers = initContainers;
+  if (podLevel) {
+    if (allocation.podLevel) spec.resources = copyRequirements(allocation.podLevel);
+    else delete spec.resources;
+  }
   return spec;
 }
 
@@ -123,10 +139,12 @@ function allocatedSpec(podSpec: Pod['spec'], allocation: PodAllocation): Pod['sp
  * The allocation a previous process left, read back from the pod's API status after a restart: requests from
  * `allocatedResources`, limits from the applied `resources` it reported. A container without both falls back to
  * its spec. Undefined when the status shows no allocation at all (a pod never run, or run by an older node).
+ * Pod-level resources likewise: the requests the pod-level spec names from the pod's `allocatedResources`, its
+ * cpu and memory limits from the pod's `resources`.
  * The kubelet keeps a checkpoint file instead; the status is what this operator writes after every accepted
  * resize, and a resize accepted but not yet reported is simply admitted again.
  */
-export function allocationFromStatus(pod: Pod): Map<string, ResourceRequirements> | undefined {
+export function allocationFromStatus(pod: Pod): PodAllocation | undefined {
   const statuses = new Map<string, ContainerStatus>();
   for (const s of [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])]) {
     statuses.set(s.name, s);
@@ -155,7 +173,37 @@ export function allocationFromStatus(pod: Pod): Map<string, ResourceRequirements
     if (Object.keys(limits).length > 0) r.limits = limits;
     out.set(c.name, r);
   }
-  return found ? out : undefined;
+  const podLevel = podLevelFromStatus(pod);
+  if (podLevel.found) found = true;
+  if (!found) return undefined;
+  return podLevel.resources ? { containers: out, podLevel: podLevel.resources } : { containers: out };
+}
+
+/** The pod-level part of allocationFromStatus; `found` when the pod's status reports pod-level resources. */
+function podLevelFromStatus(pod: Pod): { resources?: ResourceRequirements; found: boolean } {
+  const spec = pod.spec.resources;
+  if (!spec) return { found: false };
+  const allocated = pod.status?.allocatedResources;
+  const applied = pod.status?.resources;
+  if (!allocated && !applied) return { resources: copyRequirements(spec), found: false };
+  const r: ResourceRequirements = {};
+  if (spec.requests) {
+    const requests: Record<string, string | number> = { ...spec.requests };
+    for (const k of ['cpu', 'memory']) {
+      const v = allocated?.[k];
+      if (v !== undefined && requests[k] !== undefined) requests[k] = v;
+    }
+    r.requests = requests;
+  }
+  if (spec.limits) {
+    const limits: Record<string, string | number> = { ...spec.limits };
+    for (const k of ['cpu', 'memory']) {
+      const v = applied?.limits?.[k];
+      if (v !== undefined && limits[k] !== undefined) limits[k] = v;
+    }
+    r.limits = limits;
+  }
+  return { resources: r, found: true };
 }
 
 /** Whether the spec asks for more cpu or memory than the allocation (kubelet: isResizeIncreasingRequests). */

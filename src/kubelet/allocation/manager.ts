@@ -1,6 +1,6 @@
 /**
  * The allocation manager (kubelet: pkg/kubelet/allocation allocation_manager.go): what each admitted pod was
- * allocated, and the queue of resizes waiting for room.
+ * allocated (its containers and its pod-level resources), and the queue of resizes waiting for room.
  *
  * - Admission allocates a pod its spec (or, after an operator restart, what its status says it had: see
  *   allocationFromStatus).
@@ -80,7 +80,7 @@ export class AllocationManager {
 
   /** The allocated requirements of one container, if it is resizable and its pod allocated. */
   getContainerAllocation(uid: string, container: string): ResourceRequirements | undefined {
-    return this.allocated.get(uid)?.get(container);
+    return this.allocated.get(uid)?.containers.get(container);
   }
 
   /** The pod as allocated (kubelet: UpdatePodFromAllocation): what pod workers sync. */
@@ -106,7 +106,10 @@ export class AllocationManager {
     const allocation = allocationFromPod(pod);
     this.allocated.set(
       uid,
-      this.alike.get(JSON.stringify([...allocation]), () => allocation),
+      this.alike.get(
+        JSON.stringify([[...allocation.containers], allocation.podLevel ?? null]),
+        () => allocation,
+      ),
     );
     this.tally.set(uid, pod.spec);
   }

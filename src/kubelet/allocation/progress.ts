@@ -20,15 +20,19 @@ export type ResizeEventRecorder = (
   message: string,
 ) => void;
 
-/** `pod` is the pod as allocated; `status` the runtime view the sync acts on. */
+/**
+ * `pod` is the pod as allocated; `status` the runtime view the sync acts on; `podLevelInProgress` whether its
+ * pod cgroup still differs from its allocated pod-level resources (kubelet: IsPodResizeInProgress asks both).
+ */
 export function resizeProgress(
   pod: Pod,
   status: RuntimePodStatus,
   conditions: PodResizeConditions,
   record: ResizeEventRecorder,
+  podLevelInProgress = false,
 ): void {
   const uid = pod.metadata.uid ?? '';
-  if (isPodResizeInProgress(pod, status)) {
+  if (podLevelInProgress || isPodResizeInProgress(pod, status)) {
     // An error stays until the next attempt says otherwise (recordResizeResult).
     if (!conditions.inProgress(uid)) conditions.setInProgress(uid, '', '', podGeneration(pod));
     return;

@@ -27,6 +27,16 @@ export function milliCPUToQuota(milliCPU: number, periodUs: number): number {
   return Math.max(MIN_QUOTA_PERIOD_US, Math.floor((milliCPU * periodUs) / 1000));
 }
 
+/** kubelet CpuSharesToCPUWeight: cgroup v1 shares [2, 262144] onto v2 weights [1, 10000]. */
+export function cpuSharesToWeight(shares: number): number {
+  return 1 + Math.floor(((shares - 2) * 9999) / 262142);
+}
+
+/** kubelet cpuWeightToCPUShares: cgroup v2 weights [1, 10000] back onto v1 shares [2, 262144]. */
+export function cpuWeightToShares(weight: number): number {
+  return Math.floor(((weight - 1) * 262142) / 9999) + 2;
+}
+
 /** kubelet sharesToMilliCPU: the cpu request a shares value stands for (rounded up; 0 below MinShares). */
 export function sharesToMilliCPU(shares: number): number {
   if (shares < MIN_SHARES) return 0;

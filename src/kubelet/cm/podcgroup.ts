@@ -9,6 +9,7 @@ import { access, mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/prom
 import { dirname, join, relative } from 'node:path';
 import { errorMessage } from '../../util/errors.js';
 import type { PodResourceConfig } from './resourceconfig.js';
+import { cpuSharesToWeight, cpuWeightToShares } from './cpu.js';
 
 const CGROUP_MOUNT = '/sys/fs/cgroup';
 
@@ -225,23 +226,21 @@ const hostWriter: CgroupWriter = {
   },
 };
 
-/** kubelet CpuSharesToCPUWeight: cgroup v1 shares [2, 262144] onto v2 weights [1, 10000]. */
-export function cpuSharesToWeight(shares: number): number {
-  return 1 + Math.floor(((shares - 2) * 9999) / 262142);
-}
+export { cpuSharesToWeight, cpuWeightToShares } from './cpu.js';
 
 /**
  * The files of one pod cgroup and what goes in them, in the order they are written (the period before the
  * quota it applies to): cgroup v1 in the `cpu` and `memory` hierarchies, v2 in the unified tree. A zero quota
- * or memory limit is "no limit".
+ * or memory limit is "no limit"; an absent field is not written (a resize writes one resource at a time).
  */
 export function podCgroupFiles(
-  config: PodResourceConfig,
+  config: Partial<PodResourceConfig>,
   v2: boolean,
 ): { controller: 'cpu' | 'memory'; file: string; value: string }[] {
   const out: { controller: 'cpu' | 'memory'; file: string; value: string }[] = [];
   if (v2) {
-    out.push({ controller: 'cpu', file: 'cpu.weight', value: String(cpuSharesToWeight(config.cpuShares)) });
+    if (config.cpuShares !== undefined)
+      out.push({ controller: 'cpu', file: 'cpu.weight', value: String(cpuSharesToWeight(config.cpuShares)) });
     if (config.cpuPeriod !== undefined && config.cpuQuota !== undefined) {
       const quota = config.cpuQuota > 0 ? String(config.cpuQuota) : 'max';
       out.push({ controller: 'cpu', file: 'cpu.max', value: `${quota} ${config.cpuPeriod}` });
@@ -252,7 +251,8 @@ export function podCgroupFiles(
     }
     return out;
   }
-  out.push({ controller: 'cpu', file: 'cpu.shares', value: String(config.cpuShares) });
+  if (config.cpuShares !== undefined)
+    out.push({ controller: 'cpu', file: 'cpu.shares', value: String(config.cpuShares) });
   if (config.cpuPeriod !== undefined && config.cpuQuota !== undefined) {
     out.push({ controller: 'cpu', file: 'cpu.cfs_period_us', value: String(config.cpuPeriod) });
     out.push({
@@ -307,3 +307,148 @@ export async function ensurePodCgroup(
     }
   }
 }
+
+/** From this value on, a cgroup v1 memory limit is the kernel's "unlimited" (PAGE_COUNTER_MAX pages). */
+const V1_UNLIMITED_BYTES = 2 ** 62;
+
+function integerOf(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const n = Number(text.trim());
+  return Number.isFinite(n) ? n : undefined;
+}
+
+/**
+ * What a pod cgroup's files say (kubelet: the pod container manager's GetPodCgroupConfig), in the terms of
+ * podCgroupFiles: shares (v2: from the weight), the quota and its period (0: no quota), the memory limit (0:
+ * none). Pure: `files` maps each file name (`cpu.shares`, `cpu.max`, ...) to its text; a field whose file is
+ * missing or unreadable is left out.
+ */
+export function parsePodCgroupFiles(
+  files: ReadonlyMap<string, string>,
+  v2: boolean,
+): Partial<PodResourceConfig> {
+  const out: Partial<PodResourceConfig> = {};
+  if (v2) {
+    const weight = integerOf(files.get('cpu.weight'));
+    if (weight !== undefined && weight > 0) out.cpuShares = cpuWeightToShares(weight);
+    const max = files.get('cpu.max')?.trim().split(/\s+/);
+    if (max && max.length === 2) {
+      const period = integerOf(max[1]);
+      const quota = max[0] === 'max' ? 0 : integerOf(max[0]);
+      if (period !== undefined && quota !== undefined) {
+        out.cpuPeriod = period;
+        out.cpuQuota = quota;
+      }
+    }
+    const memory = files.get('memory.max')?.trim();
+    if (memory === 'max') out.memoryLimitBytes = 0;
+    else if (integerOf(memory) !== undefined) out.memoryLimitBytes = integerOf(memory)!;
+    return out;
+  }
+  const shares = integerOf(files.get('cpu.shares'));
+  if (shares !== undefined) out.cpuShares = shares;
+  const period = integerOf(files.get('cpu.cfs_period_us'));
+  const quota = integerOf(files.get('cpu.cfs_quota_us'));
+  if (period !== undefined && quota !== undefined) {
+    out.cpuPeriod = period;
+    out.cpuQuota = quota > 0 ? quota : 0;
+  }
+  const memory = integerOf(files.get('memory.limit_in_bytes'));
+  if (memory !== undefined) out.memoryLimitBytes = memory >= V1_UNLIMITED_BYTES ? 0 : memory;
+  return out;
+}
+
+/** The host side a pod cgroup's reading touches; the real one by default, a stand-in in tests. */
+export interface CgroupReader {
+  exists(path: string): Promise<boolean>;
+  /** The file's text; undefined when it does not exist. */
+  read(path: string): Promise<string | undefined>;
+}
+
+const hostReader: CgroupReader = {
+  exists: hostWriter.exists,
+  async read(path) {
+    try {
+      return await readFile(path, 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw err;
+    }
+  },
+};
+
+/**
+ * Reads the limits of the pod cgroup at `rel` back (parsePodCgroupFiles), and the memory it is charged with
+ * (`memory.usage_in_bytes`, v2 `memory.current`). Undefined when the cgroup is not there.
+ */
+export async function readPodCgroup(
+  rel: string,
+  host: CgroupReader = hostReader,
+  mount = CGROUP_MOUNT,
+): Promise<{ config: Partial<PodResourceConfig>; memoryUsageBytes?: number } | undefined> {
+  const v2 = await host.exists(join(mount, 'cgroup.controllers'));
+  const dirOf = (controller: 'cpu' | 'memory') => (v2 ? join(mount, rel) : join(mount, controller, rel));
+  if (!(await host.exists(dirOf('cpu'))) && !(await host.exists(dirOf('memory')))) return undefined;
+  const names: [controller: 'cpu' | 'memory', file: string][] = v2
+    ? [
+        ['cpu', 'cpu.weight'],
+        ['cpu', 'cpu.max'],
+        ['memory', 'memory.max'],
+        ['memory', 'memory.current'],
+      ]
+    : [
+        ['cpu', 'cpu.shares'],
+        ['cpu', 'cpu.cfs_period_us'],
+        ['cpu', 'cpu.cfs_quota_us'],
+        ['memory', 'memory.limit_in_bytes'],
+        ['memory', 'memory.usage_in_bytes'],
+      ];
+  const files = new Map<string, string>();
+  for (const [controller, file] of names) {
+    const text = await host.read(join(dirOf(controller), file));
+    if (text !== undefined) files.set(file, text);
+  }
+  const usage = integerOf(files.get(v2 ? 'memory.current' : 'memory.usage_in_bytes'));
+  return {
+    config: parsePodCgroupFiles(files, v2),
+    ...(usage !== undefined ? { memoryUsageBytes: usage } : {}),
+  };
+}
+
+/**
+ * Writes some of the limits of the existing pod cgroup at `rel` (kubelet: SetPodCgroupConfig), in
+ * podCgroupFiles' order; absent fields are left as they are. Rejects with the file that could not be written.
+ */
+export async function setPodCgroupConfig(
+  rel: string,
+  config: Partial<PodResourceConfig>,
+  host: CgroupWriter = hostWriter,
+  mount = CGROUP_MOUNT,
+): Promise<void> {
+  const v2 = await host.exists(join(mount, 'cgroup.controllers'));
+  for (const { controller, file, value } of podCgroupFiles(config, v2)) {
+    const path = v2 ? join(mount, rel, file) : join(mount, controller, rel, file);
+    try {
+      await host.write(path, value);
+    } catch (err) {
+      throw new Error(`write ${value} to ${path}: ${errorMessage(err)}`, { cause: err });
+    }
+  }
+}
+
+/**
+ * The node's access to the pod cgroups it manages (kubelet: the pod container manager's GetPodCgroupConfig and
+ * SetPodCgroupConfig), by the cgroup's path relative to each hierarchy's mount.
+ */
+export interface PodCgroupAccess {
+  /** The cgroup's limits and memory charge; undefined when there is no such cgroup (or none to read). */
+  read(rel: string): Promise<{ config: Partial<PodResourceConfig>; memoryUsageBytes?: number } | undefined>;
+  /** Writes the given limits to the existing cgroup; rejects with the file that could not be written. */
+  set(rel: string, config: Partial<PodResourceConfig>): Promise<void>;
+}
+
+/** This host's cgroup file system (cri nodes). */
+export const hostPodCgroupAccess: PodCgroupAccess = {
+  read: (rel) => readPodCgroup(rel),
+  set: (rel, config) => setPodCgroupConfig(rel, config),
+};

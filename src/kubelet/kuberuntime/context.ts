@@ -13,6 +13,8 @@ import type { HookHttpGet, HookRunnerDeps } from './hooks.js';
 import type { PodLeftovers } from './podleftovers.js';
 import type { NodeSettings } from './sandboxconfig.js';
 import type { ContainerFileReader } from './terminationmessage.js';
+import type { PodCgroupAccess } from '../cm/podcgroup.js';
+import type { PodResourceConfig } from '../cm/resourceconfig.js';
 
 export interface RuntimeManagerLogger {
   info(message: string, fields?: Record<string, unknown>): void;
@@ -57,6 +59,13 @@ export interface ManagerContext {
   removePodCgroups: boolean;
   /** The pods whose log directory or cgroup this node made and has not yet removed. */
   leftovers: PodLeftovers;
+  /** The pod cgroups this node limits (pods with pod-level resources): read back and written by resizes. */
+  podCgroups: PodCgroupAccess;
+  /**
+   * By pod UID, the limits last written to the pod cgroup of a pod with pod-level resources (kubelet: the
+   * actuated pod-level resources). On a node without host pod cgroups (sim) this record is the pod cgroup.
+   */
+  actuatedPodCgroups: Map<string, Partial<PodResourceConfig>>;
   /** The runtime name that prefixes container IDs in the API (`containerd://...`). */
   runtimeType(): Promise<string>;
   /** The runtime handlers the runtime reports (KubeGenericRuntimeManagerDeps.runtimeHandlers). */

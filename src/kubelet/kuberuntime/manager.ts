@@ -40,7 +40,15 @@ import { listRuntimePods, readPodStatus, sandboxIPs } from './podstatus.js';
 import { removeOrphanedPodLeftovers } from './removeleftovers.js';
 import { removePod } from './removepod.js';
 import { computePodResizeActions } from './resize.js';
-import { doPodResizeAction } from './resizepod.js';
+import { doPodResizeAction, type PodCgroupResize } from './resizepod.js';
+import {
+  computePodLevelResourcesResizeAction,
+  isPodLevelResourcesResizeInProgress,
+} from './podlevelresize.js';
+import { podCgroupParent } from './sandboxconfig.js';
+import { isPodLevelResourcesSet } from '../../api/resources.js';
+import { resourceConfigForPod, type PodResourceConfig } from '../cm/resourceconfig.js';
+import { hostPodCgroupAccess } from '../cm/podcgroup.js';
 import { createPodSandbox, effectivePod, existingSandboxConfig, podSandboxConfig } from './sandboxes.js';
 import type { ImageVolumePulls } from './imagevolumes.js';
 import { pullImageVolumes } from './images.js';
@@ -89,6 +97,8 @@ export class KubeGenericRuntimeManager {
     this.reasonCache = deps.reasonCache;
     this.startMetrics = deps.startMetrics;
     this.ctx = managerContext(deps, () => this.runtimeType());
+    // Where the node manages pod cgroups (cri), pod-level resizes read and write them on this host.
+    if (!deps.podCgroups && this.ctx.removePodCgroups) this.ctx.podCgroups = hostPodCgroupAccess;
   }
 
   /**
@@ -186,12 +196,32 @@ export class KubeGenericRuntimeManager {
     const podDesc = formatPod(pod);
 
     // Step 1: what to do.
+    const uid = pod.metadata.uid ?? '';
+    await this.readPodCgroupIfUnknown(pod, podStatus);
     let actions;
     let resize;
+    let podCgroup: PodCgroupResize | undefined;
     try {
       const computed = computePodActions(pod, podStatus, probes, { restartAllContainers });
       resize = computePodResizeActions(pod, podStatus, computed, ctx.node);
       actions = resize.actions;
+      // The pod cgroup follows pod-level resources in place; a sandbox made now is made with them.
+      const podLevel =
+        actions.killPod || actions.createSandbox || pod.metadata.deletionTimestamp
+          ? undefined
+          : computePodLevelResourcesResizeAction(
+              pod,
+              ctx.actuatedPodCgroups.get(uid),
+              ctx.node.cpuCFSQuotaPeriodUs,
+            );
+      if (podLevel) {
+        podCgroup = {
+          uid,
+          cgroup: podCgroupParent(ctx.node.cgroupRoot, uid),
+          resize: podLevel,
+          runningContainers: podStatus.containers.filter((c) => c.state === 'running').map((c) => c.id),
+        };
+      }
     } catch (err) {
       b.fail(asKindError(err));
       return;
@@ -382,10 +412,55 @@ export class KubeGenericRuntimeManager {
     }
     // Step 7: in-place resize of running containers. Step 8: regular containers.
     if (sync.aborted) return;
-    await doPodResizeAction(ctx, podDesc, resize.toUpdate, b);
+    await doPodResizeAction(ctx, podDesc, resize.toUpdate, b, podCgroup);
     for (const idx of actions.containersToStart) {
       if (sync.aborted) return;
       await start('container', 'container', pod.spec.containers[idx]!.name, false);
+    }
+  }
+
+  /**
+   * After a restart of the operator nothing is recorded of the pod cgroups it wrote: the cgroup of a running pod
+   * with pod-level resources is read back (cri nodes) before its first sync decides anything.
+   */
+  private async readPodCgroupIfUnknown(pod: Pod, podStatus: RuntimePodStatus): Promise<void> {
+    const uid = pod.metadata.uid ?? '';
+    if (this.ctx.actuatedPodCgroups.has(uid) || !isPodLevelResourcesSet(pod.spec)) return;
+    if (!podStatus.sandboxes.some((s) => s.state === 'ready')) return;
+    try {
+      const read = await this.ctx.podCgroups.read(podCgroupParent(this.ctx.node.cgroupRoot, uid));
+      if (read) this.ctx.actuatedPodCgroups.set(uid, read.config);
+    } catch (err) {
+      this.ctx.logger.warn('reading the pod cgroup failed', { pod: formatPod(pod), err: errorMessage(err) });
+    }
+  }
+
+  /**
+   * Whether the pod cgroup of `pod` (as allocated, with pod-level resources) does not yet hold what its
+   * allocation asks for (kubelet: isPodLevelResourcesResizeInProgress).
+   */
+  isPodLevelResourcesResizeInProgress(pod: Pod): boolean {
+    const uid = pod.metadata.uid ?? '';
+    return isPodLevelResourcesResizeInProgress(
+      pod,
+      this.ctx.actuatedPodCgroups.get(uid),
+      this.ctx.node.cpuCFSQuotaPeriodUs,
+    );
+  }
+
+  /**
+   * What the pod's cgroup holds, for its status (kubelet: GetPodCgroupConfig): for a pod with pod-level
+   * resources, what this node last wrote there; for another, whose cgroup this node leaves without limits of
+   * its own, the limits the kubelet would have given it for its allocation. Undefined when not known.
+   */
+  podCgroupConfig(pod: Pod): Partial<PodResourceConfig> | undefined {
+    const recorded = this.ctx.actuatedPodCgroups.get(pod.metadata.uid ?? '');
+    if (recorded) return recorded;
+    if (isPodLevelResourcesSet(pod.spec)) return undefined;
+    try {
+      return resourceConfigForPod(pod, this.ctx.node.cpuCFSQuotaPeriodUs);
+    } catch {
+      return undefined;
     }
   }
 
@@ -479,6 +554,7 @@ export class KubeGenericRuntimeManager {
    * Works from `running` plus a fresh listing of the pod. Idempotent.
    */
   async removePod(running: RuntimePodStatus): Promise<PodSyncResult> {
+    this.ctx.actuatedPodCgroups.delete(running.uid);
     return removePod(this.ctx, running, () =>
       this.getPodStatus(running.uid, running.name, running.namespace),
     );

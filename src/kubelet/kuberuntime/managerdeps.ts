@@ -20,6 +20,7 @@ import type {
 import type { HookHttpGet } from './hooks.js';
 import type { ContainerMetricType } from '../status/terminations.js';
 import { PodLeftovers } from './podleftovers.js';
+import type { PodCgroupAccess } from '../cm/podcgroup.js';
 import type { ContainerFileReader } from './terminationmessage.js';
 
 /**
@@ -54,6 +55,11 @@ export interface KubeGenericRuntimeManagerDeps {
   manageLogDirectories?: boolean;
   /** Remove pod cgroups the runtime leaves behind. Default: the runtime's capability. */
   removePodCgroups?: boolean;
+  /**
+   * Reads and writes the pod cgroups of pods with pod-level resources. Default: this host's cgroup file
+   * system where the node manages pod cgroups (removePodCgroups), else nothing (the node's record only).
+   */
+  podCgroups?: PodCgroupAccess;
   /** Time limit of an httpGet hook request (default 10 s). */
   hookHttpTimeoutMs?: number;
   /** The kubelet's side of sandboxes and containers (hostname, DNS, mounts, service variables). */
@@ -68,6 +74,15 @@ export interface KubeGenericRuntimeManagerDeps {
 }
 
 const NO_HANDLERS: readonly RuntimeHandler[] = Object.freeze([]);
+
+/**
+ * A node whose pods have no cgroups on this host (the simulated runtime): nothing to read, and a write changes
+ * nothing but the node's own record of it.
+ */
+export const noPodCgroupAccess: PodCgroupAccess = {
+  read: () => Promise.resolve(undefined),
+  set: () => Promise.resolve(),
+};
 
 const DEFAULT_HOOK_HTTP_TIMEOUT_MS = 10_000;
 
@@ -141,6 +156,9 @@ export function managerContext(
     manageLogDirectories: deps.manageLogDirectories ?? caps.hostLogDirectories,
     removePodCgroups: deps.removePodCgroups ?? caps.hostPodCgroups,
     leftovers: new PodLeftovers(),
+    // The host's cgroup file system, where the node manages pod cgroups, is given by the manager (manager.ts).
+    podCgroups: deps.podCgroups ?? noPodCgroupAccess,
+    actuatedPodCgroups: new Map(),
     runtimeType,
     runtimeHandlers: deps.runtimeHandlers ?? (() => NO_HANDLERS),
     ...(deps.runtimeHelper ? { runtimeHelper: deps.runtimeHelper } : {}),

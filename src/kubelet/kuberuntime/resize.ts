@@ -176,12 +176,20 @@ export function decreasedMemoryLimit(u: ContainerToUpdate): number | undefined {
 /**
  * The kubelet's refusal of memory limits that would not stay above what the containers use now (kubelet:
  * validateMemoryResizeAction): one message for every problem, or undefined when the update may go ahead.
- * `usageBytes` undefined: the runtime could not tell.
+ * `usageBytes` undefined: the runtime could not tell. `pod`: the pod cgroup's lowered limit and its usage.
  */
 export function memoryDecreaseError(
   checks: readonly { name: string; limitBytes: number; usageBytes: number | undefined }[],
+  pod?: { limitBytes: number; usageBytes: number | undefined },
 ): string | undefined {
   const errs: string[] = [];
+  // A lowered pod cgroup limit (pod-level resources) first, as the kubelet checks it.
+  if (pod && pod.usageBytes === undefined) errs.push('missing pod memory usage');
+  else if (pod && pod.usageBytes! >= pod.limitBytes) {
+    errs.push(
+      `attempting to set pod memory limit (${pod.limitBytes}) below current usage (${pod.usageBytes})`,
+    );
+  }
   for (const c of checks) {
     if (c.usageBytes === undefined) errs.push(`missing container ${JSON.stringify(c.name)} memory usage`);
     else if (c.usageBytes >= c.limitBytes) {

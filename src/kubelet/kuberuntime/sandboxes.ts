@@ -37,8 +37,8 @@ export type CreateSandboxOutcome =
  * On a host whose pod cgroups the node manages (a CRI runtime), a pod with pod-level resources gets its
  * cgroup made with the limits of cm/resourceconfig.ts before the runtime puts the sandbox in it, as the
  * kubelet's pod container manager does. Pods without pod-level resources keep a cgroup without limits of its
- * own (the kubelet would also limit theirs: not done here, since in-place resize does not yet resize pod
- * cgroups).
+ * own (the kubelet would also limit theirs, and resize them with their containers: not done here). The
+ * limits written are recorded (ctx.actuatedPodCgroups) for the in-place resize of pod-level resources.
  */
 export async function createPodSandbox(
   ctx: ManagerContext,
@@ -62,12 +62,13 @@ export async function createPodSandbox(
     if (ctx.manageLogDirectories && config.logDirectory) {
       await mkdir(config.logDirectory, { recursive: true, mode: 0o755 });
     }
-    if (ctx.removePodCgroups && isPodLevelResourcesSet(pod.spec)) {
+    if (isPodLevelResourcesSet(pod.spec)) {
       try {
-        await ensurePodCgroup(
-          podCgroupParent(ctx.node.cgroupRoot, config.metadata.uid),
-          resourceConfigForPod(pod, ctx.node.cpuCFSQuotaPeriodUs),
-        );
+        const limits = resourceConfigForPod(pod, ctx.node.cpuCFSQuotaPeriodUs);
+        if (ctx.removePodCgroups)
+          await ensurePodCgroup(podCgroupParent(ctx.node.cgroupRoot, config.metadata.uid), limits);
+        // What the pod cgroup now holds (on a node without host pod cgroups, the record is all there is).
+        ctx.actuatedPodCgroups.set(config.metadata.uid, limits);
       } catch (err) {
         const error = err instanceof Error ? err : new Error(String(err));
         return { ok: false, error, message: `unable to ensure pod container exists: ${error.message}` };

@@ -33,7 +33,8 @@ import {
 import { getPhase } from './phase.js';
 import { applyHostIPs, sortPodIPs } from './podips.js';
 import { validatePodSpecForStatus } from './inputvalidation.js';
-import { applyContainerResources } from './resources.js';
+import { applyContainerResources, podLevelResourcesStatus } from './resources.js';
+import type { PodResourceConfig } from '../cm/resourceconfig.js';
 import { cloneData } from '../../util/clone.js';
 
 /**
@@ -75,7 +76,15 @@ export interface GenerateAPIPodStatusOptions {
    * In-place resize (InPlacePodVerticalScaling, GA): when given, container statuses carry `resources` and
    * `allocatedResources` (the pod's spec is its allocation) and these resize conditions join the kubelet's.
    */
-  inPlaceResize?: { conditions: readonly PodCondition[] };
+  inPlaceResize?: {
+    conditions: readonly PodCondition[];
+    /**
+     * What the pod cgroup holds, for the pod's own `resources` and `allocatedResources`
+     * (InPlacePodLevelResourcesVerticalScaling; podLevelResourcesStatus). Without it a running pod's cgroup
+     * reads as giving nothing.
+     */
+    podCgroup?: Partial<PodResourceConfig>;
+  };
   /**
    * The pod's runtime handler mounts read-only recursively (its `recursiveReadOnlyMounts` feature): container
    * statuses' `volumeMounts[].recursiveReadOnly` say Enabled where IfPossible or Enabled got it.
@@ -184,6 +193,14 @@ export function generateAPIPodStatus(
       old.containerStatuses,
     );
     applyContainerResources(inits, initContainerStatuses, runtime, old.initContainerStatuses);
+    try {
+      const podLevel = podLevelResourcesStatus(pod, opts.inPlaceResize.podCgroup, old);
+      s.resources = podLevel.resources;
+      if (Object.keys(podLevel.allocatedResources).length > 0)
+        s.allocatedResources = podLevel.allocatedResources;
+    } catch {
+      // A quantity that cannot be read (the API server's validation keeps them out): no pod-level report.
+    }
   }
   s.containerStatuses = containerStatuses;
   // Empty lists are left out, as the API server leaves them out; a diff against it then stays empty.

@@ -6,12 +6,25 @@
  * allocation. A running container whose runtime reports nothing keeps what it reported before, or else shows
  * the allocation.
  *
+ * The pod's own `resources` and `allocatedResources` (InPlacePodLevelResourcesVerticalScaling, kubelet:
+ * convertToAPIPodLevelResourcesStatus): see podLevelResourcesStatus.
+ *
  * Pure; mutates only the statuses it is given.
  */
-import type { Container, ContainerStatus, ResourceRequirements } from '../../api/core.js';
+import type { Container, ContainerStatus, Pod, PodStatus, ResourceRequirements } from '../../api/core.js';
+import { podLimits, podRequests, type ResourceAmounts } from '../../api/resources.js';
 import { formatBinaryQuantity, formatMilliQuantity, quantityMilliValue } from '../../util/quantity.js';
 import { containerIDString, findContainerStatusByName, type RuntimePodStatus } from '../container/types.js';
-import { MIN_MILLI_CPU_LIMIT, MIN_SHARES } from '../cm/cpu.js';
+import {
+  cpuSharesToWeight,
+  cpuWeightToShares,
+  MIN_MILLI_CPU_LIMIT,
+  MIN_SHARES,
+  milliCPUToShares,
+  quotaToMilliCPU,
+  sharesToMilliCPU,
+} from '../cm/cpu.js';
+import type { PodResourceConfig } from '../cm/resourceconfig.js';
 
 function copyList(
   l: Record<string, string | number> | undefined,
@@ -93,4 +106,95 @@ export function applyContainerResources(
     if (alloc.requests && Object.keys(alloc.requests).length > 0)
       s.allocatedResources = { ...alloc.requests };
   }
+}
+
+/** Amounts in the API's quantity form: cpu in cores or millicores, everything else in (binary) units. */
+function listOf(amounts: ResourceAmounts): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of amounts) out[k] = k === 'cpu' ? formatMilliQuantity(v) : formatBinaryQuantity(v);
+  return out;
+}
+
+/**
+ * The pod's `resources` and `allocatedResources` (kubelet: generateAPIPodStatus with
+ * InPlacePodLevelResourcesVerticalScaling, Beta and on in v1.37), for every pod, pod-level resources or not.
+ * `pod` is the pod as allocated with its API status; `applied` what its pod cgroup holds (see below).
+ *
+ * - `allocatedResources`: the pod's requests (pod-level over the containers' sum).
+ * - `resources` of a pod whose API phase is not Running: its requests and limits as allocated (pod-level
+ *   resources over the containers' sums, kubelet getEffectiveAllocatedResources).
+ * - of a Running pod: its pod-level resources as allocated, with the cpu request read back from the cgroup's
+ *   shares, the cpu limit from its quota and the memory limit from its memory limit (values at or below what
+ *   the kernel can express read as allocated); the memory request, when the pod-level spec has none, is the
+ *   containers' sum. A value the cgroup does not give keeps what the last status of the running pod said.
+ *
+ * `applied`: what the pod cgroup holds (kubelet: GetPodCgroupConfig); undefined when that is not known, which
+ * reads as a cgroup that gives nothing.
+ */
+export function podLevelResourcesStatus(
+  pod: Pick<Pod, 'spec' | 'status'>,
+  applied: Partial<PodResourceConfig> | undefined,
+  old: Pick<PodStatus, 'phase' | 'resources'> | undefined,
+): { resources: ResourceRequirements; allocatedResources: Record<string, string> } {
+  const requests = podRequests(pod.spec);
+  const allocatedResources = listOf(requests);
+  if (pod.status?.phase !== 'Running') {
+    const resources: ResourceRequirements = { ...(pod.spec.resources ?? {}) };
+    const limits = listOf(podLimits(pod.spec));
+    delete resources.requests;
+    delete resources.limits;
+    if (Object.keys(limits).length > 0) resources.limits = limits;
+    if (Object.keys(allocatedResources).length > 0) resources.requests = { ...allocatedResources };
+    return { resources, allocatedResources };
+  }
+  const config = applied;
+  const out: { requests: Record<string, string | number>; limits: Record<string, string | number> } = {
+    requests: { ...(pod.spec.resources?.requests ?? {}) },
+    limits: { ...(pod.spec.resources?.limits ?? {}) },
+  };
+  const preserve = (from: 'requests' | 'limits', name: string): void => {
+    if (old?.phase !== 'Running' || !old.resources) return;
+    const v = old.resources[from]?.[name];
+    if (v !== undefined) out[from][name] = v;
+  };
+  const milli = (q: string | number | undefined): number => {
+    if (q === undefined) return 0;
+    try {
+      return quantityMilliValue(q);
+    } catch {
+      return 0;
+    }
+  };
+  const cpuRequest = config?.cpuShares !== undefined ? sharesToMilliCPU(config.cpuShares) : 0;
+  if (cpuRequest > 0) {
+    const allocatedMilli = milli(out.requests.cpu);
+    if (cpuRequest > MIN_SHARES || allocatedMilli > MIN_SHARES) {
+      // cgroup v2 weights are coarse: a read-back that is the allocation's shares after the weight round trip
+      // is the allocation.
+      const allocatedShares = milliCPUToShares(allocatedMilli);
+      const roundTrip = cpuWeightToShares(cpuSharesToWeight(allocatedShares));
+      if (config!.cpuShares !== roundTrip) out.requests.cpu = formatMilliQuantity(cpuRequest);
+    }
+  } else preserve('requests', 'cpu');
+  if (out.requests.memory === undefined) {
+    const memory = requests.get('memory');
+    if (memory !== undefined) out.requests.memory = formatBinaryQuantity(memory);
+  }
+  const cpuLimit =
+    config?.cpuQuota !== undefined && config.cpuPeriod !== undefined && config.cpuPeriod > 0
+      ? quotaToMilliCPU(config.cpuQuota, config.cpuPeriod)
+      : 0;
+  if (cpuLimit > 0) {
+    if (cpuLimit > MIN_MILLI_CPU_LIMIT || milli(out.limits.cpu) > MIN_MILLI_CPU_LIMIT)
+      out.limits.cpu = formatMilliQuantity(cpuLimit);
+  } else preserve('limits', 'cpu');
+  if (config?.memoryLimitBytes !== undefined && config.memoryLimitBytes > 0)
+    out.limits.memory = formatBinaryQuantity(config.memoryLimitBytes);
+  else preserve('limits', 'memory');
+  const resources: ResourceRequirements = { ...(pod.spec.resources ?? {}) };
+  delete resources.requests;
+  delete resources.limits;
+  if (Object.keys(out.limits).length > 0) resources.limits = out.limits;
+  if (Object.keys(out.requests).length > 0) resources.requests = out.requests;
+  return { resources, allocatedResources };
 }

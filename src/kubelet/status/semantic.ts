@@ -14,9 +14,17 @@ import { isRecord } from '../../util/record.js';
 
 /**
  * Keys whose Go field is a pointer in the pod status types (ContainerStatus.started, ContainerState's
- * waiting / running / terminated): a present zero value is kept.
+ * waiting / running / terminated, ContainerStatus.resources and PodStatus.resources): a present zero value is
+ * kept. An empty `resources` of a running container is how the API server tells a node that resizes (it
+ * refuses a resize of a pod whose running container reports none).
  */
-const POINTER_KEYS: ReadonlySet<string> = new Set(['started', 'waiting', 'running', 'terminated']);
+const POINTER_KEYS: ReadonlySet<string> = new Set([
+  'started',
+  'waiting',
+  'running',
+  'terminated',
+  'resources',
+]);
 
 /** Keys whose values are metav1.Time: equal when they denote the same instant, whatever the spelling. */
 export const TIME_KEYS: ReadonlySet<string> = new Set([

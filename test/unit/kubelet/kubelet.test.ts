@@ -315,12 +315,16 @@ describe('Kubelet', () => {
         ],
       }),
     );
-    const withPodCpu = (cpu: string): Pod => {
-      const p = mkPod('i', { resources: { requests: { cpu } } });
-      p.metadata.resourceVersion = cpu;
+    // A Memory emptyDir's size (InPlacePodVerticalScalingMemoryBackedVolumes, a feature the node does not declare).
+    const withMemoryVolume = (size: string): Pod => {
+      const p = mkPod('i', {
+        containers: [{ name: 'app', image: 'img:1' }],
+        volumes: [{ name: 'm', emptyDir: { medium: 'Memory', sizeLimit: size } }],
+      });
+      p.metadata.resourceVersion = size;
       return p;
     };
-    const before = withPodCpu('100m');
+    const before = withMemoryVolume('64Mi');
     api.pods.set('p-i', before);
     const k = new Kubelet(deps());
     await start(k, clock);
@@ -334,15 +338,15 @@ describe('Kubelet', () => {
     expect(eventMessages).to.include(`Warning PodFeatureUnsupported: ${message}`);
     expect(creates).to.not.include('p-all/app');
 
-    // An admitted pod's pod-level resources resized: a warning, and the update still reaches its worker.
-    const after = withPodCpu('200m');
+    // An admitted pod's Memory emptyDir resized: a warning, and the update still reaches its worker.
+    const after = withMemoryVolume('128Mi');
     api.pods.set('p-i', after);
     k.handlePodUpdate(after, before);
     await advance(clock, 200);
     expect(eventMessages).to.include(
-      'Warning FailedNodeDeclaredFeaturesCheck: Pod requires node features that are not available: InPlacePodLevelResourcesVerticalScaling',
+      'Warning FailedNodeDeclaredFeaturesCheck: Pod requires node features that are not available: InPlacePodVerticalScalingMemoryBackedVolumes',
     );
-    expect(k.podManager.getPodByUID(asPodUID('i'))?.metadata.resourceVersion).to.equal('200m');
+    expect(k.podManager.getPodByUID(asPodUID('i'))?.metadata.resourceVersion).to.equal('128Mi');
     // A rejected pod's update is not checked (it holds no allocation).
     const count = eventMessages.length;
     const all = api.pods.get('p-all')!;

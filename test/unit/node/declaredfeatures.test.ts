@@ -30,8 +30,12 @@ describe('node declared features', () => {
     for (const f of DeclarableFeatures) expect(f.why, f.name).to.have.length.above(20);
   });
 
-  it('declares InPlacePodVerticalScalingInitContainers and RestartAllContainersOnContainerExits, sorted', () => {
-    const ours = ['InPlacePodVerticalScalingInitContainers', 'RestartAllContainersOnContainerExits'];
+  it('declares InPlacePodLevelResourcesVerticalScaling, InPlacePodVerticalScalingInitContainers and RestartAllContainersOnContainerExits, sorted', () => {
+    const ours = [
+      'InPlacePodLevelResourcesVerticalScaling',
+      'InPlacePodVerticalScalingInitContainers',
+      'RestartAllContainersOnContainerExits',
+    ];
     expect(declaredFeatures()).to.deep.equal(ours);
     const set = declaredFeaturesSetter();
     expect(set({ declaredFeatures: ['Stale'] }, '')).to.deep.equal({ declaredFeatures: ours });

@@ -44,7 +44,7 @@ describe('pod allocation', () => {
       [ctr('app', '100m')],
       [ctr('init', '50m'), ctr('side', '20m', undefined, { restartPolicy: 'Always' })],
     );
-    expect([...allocationFromPod(p).keys()]).to.deep.equal(['init', 'side', 'app']);
+    expect([...allocationFromPod(p).containers.keys()]).to.deep.equal(['init', 'side', 'app']);
   });
 
   it('syncs a run-to-completion init container with its allocation, as a regular one', () => {
@@ -109,11 +109,11 @@ describe('pod allocation', () => {
       ],
     };
     const alloc = allocationFromStatus(p)!;
-    expect(alloc.get('app')).to.deep.equal({
+    expect(alloc.containers.get('app')).to.deep.equal({
       requests: { cpu: '200m', memory: '64Mi' },
       limits: { cpu: '200m', memory: '64Mi' },
     });
-    expect(alloc.get('new'), 'no status: its spec').to.deep.equal({
+    expect(alloc.containers.get('new'), 'no status: its spec').to.deep.equal({
       requests: { cpu: '10m' },
       limits: { cpu: '10m' },
     });
