@@ -23,6 +23,7 @@ import { MaxCrashLoopBackOffMs } from './kubelet/backoff.js';
 import { QUOTA_PERIOD_US } from './kubelet/cm/cpu.js';
 import { Kubelet } from './kubelet/kubelet.js';
 import { evictionConfigFrom } from './kubelet/eviction/settings.js';
+import { shutdownConfigFrom, ShutdownDisabled, type ShutdownConfig } from './kubelet/nodeshutdown/config.js';
 import { imageGCPolicyFrom, type ImageGCPolicy } from './kubelet/images/imagegc.js';
 import type { KubeletSettings } from './kubelet/kubelet_config.js';
 import { PodsByNodeIndex } from './kubelet/podmanager.js';
@@ -181,6 +182,8 @@ export class KubeletManagedNode implements ManagedNode {
   /** The image GC policy the node runs with (its /configz reports it). */
   private readonly imageGCPolicy: ImageGCPolicy;
   private readonly log: Logger;
+  /** The graceful node shutdown the node runs with (spec.kubelet shutdown fields; its /configz reports them). */
+  private readonly shutdownConfig: ShutdownConfig;
   /** One per node: the node status, the VirtualNode status and the kubelet's sync loop all read it. */
   private readonly runtimeState: RuntimeState;
   private stopped = false;
@@ -259,6 +262,7 @@ export class KubeletManagedNode implements ManagedNode {
       logger: this.log,
     });
     this.agent = this.newAgent(spec);
+    this.shutdownConfig = this.shutdownConfigOf(spec);
     this.stats = statsProviderFor({
       spec,
       nodeName,
@@ -336,6 +340,11 @@ export class KubeletManagedNode implements ManagedNode {
         summary: () => this.stats.summary(),
         recordNode: (type, reason, message) => this.recorder.event(nodeRef(nodeName), type, reason, message),
       },
+      shutdown: {
+        config: this.shutdownConfig,
+        recordNode: (type, reason, message) => this.recorder.event(nodeRef(nodeName), type, reason, message),
+        syncNodeStatus: () => void this.agent.syncStatus(),
+      },
       runtimeState: this.runtimeState,
       nodeName,
       nodeIP: this.internalIP,
@@ -388,8 +397,22 @@ export class KubeletManagedNode implements ManagedNode {
       // The PLEG's first relist (before the pods are listed): the first node status then sees it healthy.
       firstStatusAfter: () => this.kubelet.runtimeListed,
       pressure: () => this.kubelet.pressureConditions(),
+      shutdown: () => this.kubelet.shutdownErrors(),
       ...(this.deps.leaseHold ? { leaseHold: this.deps.leaseHold } : {}),
     });
+  }
+
+  /**
+   * The shutdown settings as the kubelet's config: the spec's schema has checked them with the kubelet's
+   * rules, so a refusal here is a spec that skipped it; the node then runs without (logged).
+   */
+  private shutdownConfigOf(spec: VirtualNodeSpec): ShutdownConfig {
+    try {
+      return shutdownConfigFrom(spec.kubelet);
+    } catch (err) {
+      this.log.warn('invalid shutdown settings, graceful node shutdown is off', { err: errorMessage(err) });
+      return ShutdownDisabled;
+    }
   }
 
   /**
@@ -470,6 +493,8 @@ export class KubeletManagedNode implements ManagedNode {
     // reads the spec, not the Node.
     this.kubelet.start();
     this.agent.start();
+    // A host that was shutting down when the process stopped still is (the pods not yet killed are).
+    if (this.spec.shutdown) this.kubelet.shutdown();
     if (this.deps.localApis !== false) {
       this.localApis = kubeletLocalApis(this.kubelet, {
         rootDir: nodeRootDir(this.deps.stateDir ?? DEFAULT_STATE_DIR, this.nodeName),
@@ -494,6 +519,7 @@ export class KubeletManagedNode implements ManagedNode {
       },
       kubeletSettings: () =>
         nodeKubeletSettings({
+          shutdown: this.shutdownConfig,
           spec: this.spec,
           nodeName: this.nodeName,
           nodeIP: this.internalIP,
@@ -509,7 +535,13 @@ export class KubeletManagedNode implements ManagedNode {
   }
 
   async update(spec: VirtualNodeSpec): Promise<void> {
+    const shutdownChanged = spec.shutdown !== this.spec.shutdown;
     this.spec = spec;
+    // spec.shutdown is the host's shutdown event, and clearing it the cancellation.
+    if (shutdownChanged) {
+      if (spec.shutdown) this.kubelet.shutdown();
+      else this.kubelet.cancelShutdown();
+    }
     // Labels, taints and capacity: the NodeAgent reconciles them on the Node in place. Only a different
     // heartbeat needs new lease and status loops.
     if (await this.agent.updateSpec(spec)) return;
@@ -518,6 +550,12 @@ export class KubeletManagedNode implements ManagedNode {
     this.agent = this.newAgent(spec);
     this.agent.start();
     await this.agent.ready;
+  }
+
+  async shutdown(): Promise<boolean> {
+    if (this.stopped) return true;
+    this.kubelet.shutdown();
+    return this.kubelet.shutdownCompleted();
   }
 
   async drain(): Promise<boolean> {

@@ -7,6 +7,7 @@ import type { VirtualNodeSpec } from './api/virtualnode.js';
 import { MaxCrashLoopBackOffMs } from './kubelet/backoff.js';
 import { QUOTA_PERIOD_US } from './kubelet/cm/cpu.js';
 import { kubeletPeriods, type KubeletSettings, type PodEnvironment } from './kubelet/kubelet_config.js';
+import type { ShutdownConfig } from './kubelet/nodeshutdown/config.js';
 import type { NodeKubeletSettings } from './server/nodeapi/configz.js';
 
 export function nodeKubeletSettings(o: {
@@ -15,6 +16,8 @@ export function nodeKubeletSettings(o: {
   nodeIP: string;
   /** What the node's Kubelet was constructed with. */
   settings: KubeletSettings;
+  /** The graceful node shutdown the node runs with. */
+  shutdown?: ShutdownConfig;
   env: Pick<PodEnvironment, 'clusterDNS' | 'clusterDomain'>;
   /** The resolv.conf the node reads for dnsPolicy Default, '' for none. */
   resolvConf: string;
@@ -39,6 +42,15 @@ export function nodeKubeletSettings(o: {
     nodeLeaseDurationSeconds: spec.heartbeat.leaseDurationSeconds,
     allowedUnsafeSysctls: settings.allowedUnsafeSysctls ?? [],
     cpuCFSQuotaPeriodMs: (settings.cpuCFSQuotaPeriodUs ?? QUOTA_PERIOD_US) / 1000,
+    ...(o.shutdown
+      ? {
+          shutdown: {
+            gracePeriodMs: o.shutdown.shutdownGracePeriodMs,
+            gracePeriodCriticalPodsMs: o.shutdown.shutdownGracePeriodCriticalPodsMs,
+            byPodPriority: o.shutdown.shutdownGracePeriodByPodPriority,
+          },
+        }
+      : {}),
     ...(settings.crashLoopBackOff?.featureGates?.KubeletCrashLoopBackOffMax
       ? {
           maxContainerRestartPeriodMs:

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import type { ObjectMeta } from './core.js';
 import { parseGoDuration } from '../util/duration.js';
 import { isSimPodCIDR } from '../util/ipv4.js';
+import { validateShutdownSettings } from '../kubelet/nodeshutdown/config.js';
 
 export const GROUP = 'kubelet-operator.dev';
 export const VERSION = 'v1alpha1';
@@ -52,6 +53,12 @@ export const VirtualNodeSpecSchema = z
       })
       .default({ cpu: '4', memory: '16Gi', 'ephemeral-storage': '100Gi', pods: 110 }),
     internalIP: z.ipv4().or(z.ipv6()).optional(),
+    /**
+     * The node's host is shutting down: with a shutdown grace period configured (kubelet.shutdownGracePeriod
+     * or shutdownGracePeriodByPodPriority) the node refuses new pods, turns NotReady and terminates its pods
+     * as a kubelet does on a host shutdown, then stays NotReady until this is cleared.
+     */
+    shutdown: z.boolean().default(false),
     runtime: z.discriminatedUnion('type', [
       z.object({
         type: z.literal('cri'),
@@ -139,6 +146,28 @@ export const VirtualNodeSpecSchema = z
          */
         serviceAccountTokens: z.enum(['Request', 'Simulated']).optional(),
         /**
+         * The kubelet's graceful node shutdown (src/kubelet/nodeshutdown/): Go durations (default 0s, the
+         * feature off), or grace periods by pod priority instead. The node shuts down when its VirtualNode is
+         * deleted or `spec.shutdown` is set. Checked with the kubelet's rules (the spec's refinement below).
+         */
+        shutdownGracePeriod: z.string().max(64).optional(),
+        shutdownGracePeriodCriticalPods: z.string().max(64).optional(),
+        shutdownGracePeriodByPodPriority: z
+          .array(
+            z
+              .object({
+                priority: z
+                  .number()
+                  .int()
+                  .min(-(2 ** 31))
+                  .max(2 ** 31 - 1),
+                shutdownGracePeriodSeconds: z.number().int().min(0).max(86400),
+              })
+              .strict(),
+          )
+          .max(32)
+          .optional(),
+        /**
          * The kubelet's eviction settings, as its configuration spells them (signal -> "100Mi" or "10%", grace
          * periods as Go durations). Checked with the kubelet's own rules when the node starts: a bad value
          * is reported (Warning Event InvalidEvictionSettings on the VirtualNode) and the defaults are used.
@@ -182,7 +211,12 @@ export const VirtualNodeSpecSchema = z
         path: ['renewIntervalSeconds'],
       }),
   })
-  .strict();
+  .strict()
+  .superRefine((spec, ctx) => {
+    // The kubelet's config validation of the shutdown fields, which span several of them.
+    for (const message of validateShutdownSettings(spec.kubelet))
+      ctx.addIssue({ code: 'custom', message, path: ['kubelet'] });
+  });
 
 export type VirtualNodeSpec = z.infer<typeof VirtualNodeSpecSchema>;
 

@@ -31,6 +31,7 @@ import { declaredFeatures, podUpdateFeaturesWarning } from '../node/declaredfeat
 import { PeriodicLoops } from '../util/periodic.js';
 import { ActiveDeadlineHandler } from './activedeadline.js';
 import { EvictionManager, type EvictionMetrics } from './eviction/shell.js';
+import { NodeShutdownManager } from './nodeshutdown/shell.js';
 import { ImageGCManager } from './images/imagegc_manager.js';
 import type { PressureCondition } from './eviction/signals.js';
 import { AllocationManager, ResizeRetryMs } from './allocation/manager.js';
@@ -121,6 +122,10 @@ export class Kubelet {
   private readonly cleanup: RuntimeCleanup;
   /** The eviction manager (KubeletDeps.eviction); undefined when the node has none. */
   private readonly evictionManager: EvictionManager | undefined;
+  /** The node shutdown manager (KubeletDeps.shutdown); undefined when the node has none. */
+  private readonly shutdownManager: NodeShutdownManager | undefined;
+  /** A shutdown asked for before the pods were handed to their workers (started once they are). */
+  private shutdownRequested = false;
   /** The image garbage collector (KubeletDeps.imageGC); undefined when the node has none. */
   private readonly imageGCManager: ImageGCManager | undefined;
   /** Rebuilds a runtime that lost its state with the process (kubelet_adopt.ts); undefined for the others. */
@@ -262,9 +267,11 @@ export class Kubelet {
     });
     this.imageGCManager = deps.imageGC && this.newImageGCManager(deps.imageGC);
     this.evictionManager = deps.eviction && this.newEvictionManager(deps.eviction);
+    this.shutdownManager = deps.shutdown && this.newShutdownManager(deps.shutdown);
     const pressureNode = (n: AdmissionNode): AdmissionNode => {
       const pressure = this.evictionManager?.nodeConditions() ?? [];
-      return pressure.length > 0 ? { ...n, pressureConditions: pressure } : n;
+      const node = pressure.length > 0 ? { ...n, pressureConditions: pressure } : n;
+      return this.shutdownManager?.shuttingDown() ? { ...node, shuttingDown: true } : node;
     };
     const activeDeadline = new ActiveDeadlineHandler({
       clock: deps.clock,
@@ -426,6 +433,7 @@ export class Kubelet {
     this.rejectReady(early);
     this.loops.stop();
     void this.evictionManager?.stop();
+    void this.shutdownManager?.stop();
     void this.imageGCManager?.stop();
     this.podCertificates?.stop();
     for (const u of this.unsubscribe.splice(0)) u();
@@ -521,6 +529,78 @@ export class Kubelet {
     });
   }
 
+  /**
+   * The node shutdown manager (kubelet: nodeshutdown.NewManager with killPodNow): each pod goes to its worker
+   * as a kill with its group's grace period and the shutdown's status; a group is done once its pods'
+   * workers have terminated them and their volumes are unmounted.
+   */
+  private newShutdownManager(sd: NonNullable<KubeletDeps['shutdown']>): NodeShutdownManager {
+    const record = podEventRecorder(this.d.recorder);
+    return new NodeShutdownManager({
+      config: sd.config,
+      clock: this.d.clock,
+      activePods: () => this.syncer.activePods(),
+      killPod: (p, status) => {
+        if (this.phase !== 'running') return;
+        this.podWorkers.updatePod({
+          type: 'kill',
+          pod: p.pod,
+          kill: {
+            gracePeriodSeconds: p.gracePeriodSeconds,
+            reason: status.reason,
+            message: status.message,
+            condition: status.condition,
+            keepSucceeded: status.keepSucceeded,
+          },
+        });
+      },
+      podStopped: (pod) => !this.podWorkers.couldHaveRunningContainers(asPodUID(pod.metadata.uid ?? '')),
+      podCleanedUp: (pod) => {
+        const uid = pod.metadata.uid ?? '';
+        return (
+          !this.podWorkers.couldHaveRunningContainers(asPodUID(uid)) &&
+          !this.podWorkers.isWorking(asPodUID(uid)) &&
+          this.volumeManager.mountedVolumes(uid) === undefined
+        );
+      },
+      recordPod: (pod, type, reason, message) => record(pod, type, reason, message),
+      recordNode: (type, reason, message) => sd.recordNode?.(type, reason, message),
+      syncNodeStatus: () => sd.syncNodeStatus?.(),
+      logger: this.log.child({ component: 'shutdown_manager' }),
+    });
+  }
+
+  /**
+   * The node's host is shutting down (kubelet: logind's PrepareForShutdown(true)): the shutdown manager
+   * refuses new pods, reports the node not ready and terminates the active pods by priority. Asked before the
+   * pods were handed to their workers, it starts once they are. Nothing happens when the feature is off.
+   */
+  shutdown(): void {
+    if (!this.shutdownManager?.enabled() || this.phase === 'stopped') return;
+    if (this.phase !== 'running') {
+      this.shutdownRequested = true;
+      return;
+    }
+    this.shutdownManager.shutdown();
+  }
+
+  /** The shutdown was called off (kubelet: PrepareForShutdown(false)). */
+  cancelShutdown(): void {
+    this.shutdownRequested = false;
+    this.shutdownManager?.cancel();
+  }
+
+  /** Whether a shutdown asked for has been carried out; true when the node has no shutdown manager. */
+  shutdownCompleted(): boolean {
+    if (!this.shutdownManager?.enabled()) return true;
+    return !this.shutdownRequested && this.shutdownManager.completed();
+  }
+
+  /** The shutdown manager's readiness errors ("node is shutting down" while it does); the node status reads them. */
+  shutdownErrors(): readonly string[] {
+    return this.shutdownManager?.readinessErrors() ?? HEALTHY;
+  }
+
   /** Problems that make the node not ready (consumed by the node status loop); empty when healthy. */
   health(): readonly string[] {
     const pleg = this.pleg.healthy(this.d.clock.now());
@@ -601,6 +681,10 @@ export class Kubelet {
     );
     this.kickStatusSync();
     this.evictionManager?.start();
+    if (this.shutdownRequested) {
+      this.shutdownRequested = false;
+      this.shutdownManager?.shutdown();
+    }
     this.imageGCManager?.start();
     this.log.info('kubelet started', { pods: pods.length });
     this.resolveReady();

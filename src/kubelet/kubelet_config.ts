@@ -31,6 +31,7 @@ import type { ServiceAccountTokenSource } from './volume/plugin.js';
 import type { VolumeSources } from './volume/sources.js';
 import type { EvictionConfig } from './eviction/manager.js';
 import type { PressureCondition } from './eviction/signals.js';
+import type { ShutdownConfig } from './nodeshutdown/config.js';
 import type { ImageFsFigures, ImageGCPolicy } from './images/imagegc.js';
 import type { Summary } from './stats/types.js';
 import type { SwapController } from '../node/swap.js';
@@ -112,6 +113,17 @@ export interface KubeletDeps {
     onPressureChange?: (conditions: readonly PressureCondition[]) => void;
     /** Records an Event about the Node (EvictionThresholdMet). */
     recordNode?: (type: 'Normal' | 'Warning', reason: string, message: string) => void;
+  };
+  /**
+   * The node shutdown manager's configuration (src/kubelet/nodeshutdown/config.ts). Absent, or without
+   * groups: the feature is off (the kubelet's stub), and `Kubelet.shutdown()` does nothing.
+   */
+  shutdown?: {
+    config: ShutdownConfig;
+    /** Records an Event about the Node (Shutdown). */
+    recordNode?: (type: 'Normal' | 'Warning', reason: string, message: string) => void;
+    /** Writes the node status now (Ready=False while shutting down); must not block. */
+    syncNodeStatus?: () => void;
   };
   /**
    * The image garbage collector's policy (src/kubelet/images/imagegc.ts) and the image filesystem it reads.

@@ -319,7 +319,7 @@ export class KubeletPodSyncer implements PodSyncer {
     // The final status is computed here, while the exited containers (exit codes) are still there.
     const final = this.generate(pod, stopped, true);
     if (kill?.reason) {
-      final.phase = 'Failed';
+      if (!(kill.keepSucceeded && final.phase === 'Succeeded')) final.phase = 'Failed';
       final.reason = kill.reason;
       if (kill.message) final.message = kill.message;
       if (kill.condition) {

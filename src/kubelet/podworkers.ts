@@ -42,6 +42,8 @@ export interface KillPodOptions {
   message?: string;
   /** A condition the terminated status carries too (an eviction's DisruptionTarget). */
   condition?: PodCondition;
+  /** With `reason`: a pod that Succeeded keeps that phase instead of Failed (the node shutdown's kills). */
+  keepSucceeded?: boolean;
 }
 
 /** A pod as the runtime lists it, for one that has no API object (kubelet: kubecontainer.Pod). */

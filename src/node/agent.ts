@@ -75,6 +75,8 @@ export interface NodeAgentConfig {
   firstStatusAfter?: () => Promise<unknown>;
   /** See NodeStatusLoopConfig.pressure (the eviction manager's node conditions). */
   pressure?: () => readonly string[];
+  /** See NodeStatusLoopConfig.shutdown (the shutdown manager's readiness errors). */
+  shutdown?: () => readonly string[];
   /**
    * Shared by the nodes of a process: each counts as registering until its Node is registered, and the
    * Lease of a Node just created waits while others register (bounded; see StartupHold).
@@ -231,6 +233,7 @@ export class NodeAgent {
       onNodeMissing: () => void this.reregister(),
       ...(cfg.firstStatusAfter ? { firstStatusAfter: cfg.firstStatusAfter } : {}),
       ...(cfg.pressure ? { pressure: cfg.pressure } : {}),
+      ...(cfg.shutdown ? { shutdown: cfg.shutdown } : {}),
       logger: this.logger,
     });
     this.ready = new Promise((resolve, reject) => {
@@ -275,6 +278,16 @@ export class NodeAgent {
       await this.status.syncOnce();
     }
     return true;
+  }
+
+  /**
+   * Computes and writes the node status now, between the loop's rounds (kubelet syncNodeStatus, which the
+   * shutdown manager calls when a shutdown starts). Never throws; a no-op until the Node is registered and
+   * after stop.
+   */
+  async syncStatus(): Promise<void> {
+    if (!this.started || this.abort.signal.aborted || !this.node) return;
+    await this.status.syncOnce();
   }
 
   /** Stops the loops; the Node and Lease stay (see deleteNode). */

@@ -208,6 +208,11 @@ export interface NodeStatusLoopConfig {
   firstStatusAfter?: () => Promise<unknown>;
   /** The node's pressure conditions now (the eviction manager's); default none. */
   pressure?: () => readonly string[];
+  /**
+   * The shutdown manager's readiness errors now ("node is shutting down"), after the runtime's and the
+   * network's, as the kubelet's ReadyCondition lists them; default none.
+   */
+  shutdown?: () => readonly string[];
   logger?: NodeLogger;
 }
 
@@ -429,6 +434,8 @@ export class NodeStatusLoop {
   private compute(base: NodeStatus | undefined): NodeStatus {
     const { clock, params, hostNetwork } = this.cfg;
     const errors = this.cfg.runtimeState.readinessErrors(hostNetwork);
+    const shutdown = this.cfg.shutdown?.() ?? [];
+    if (shutdown.length > 0) errors.push(...shutdown);
     const next = computeNodeStatus(
       base,
       nodeStatusSetters(

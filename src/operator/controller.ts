@@ -4,8 +4,8 @@
  * - a new or changed VirtualNode gets the drain finalizer, then its spec is validated; an invalid spec
  *   sets Ready=False/InvalidSpec naming the field and starts nothing; a valid one starts (or updates) its
  *   ManagedNode;
- * - a VirtualNode being deleted is drained (its pods deleted and waited for), its Node and Lease removed,
- *   then the finalizer is dropped;
+ * - a VirtualNode being deleted is shut down (the kubelet's graceful node shutdown, when configured), drained
+ *   (its pods deleted and waited for), its Node and Lease removed, then the finalizer is dropped;
  * - its status is re-observed every status period and written by the status writer (status.ts).
  * Each served node has its own pod informer (field selector spec.nodeName, as a kubelet's), whose events go
  * to that node alone. One bad object never stops the loop: its sync fails, is logged and retried with
@@ -430,7 +430,10 @@ export class Operator {
     if (served) {
       // Pods left, or still starting (registering, or waiting for its runtime: not drained yet, as a worker
       // must never wait on a start): look again shortly.
-      const empty = served.settled && (await served.node.drain());
+      // The host goes down first: a node with a graceful shutdown configured terminates its pods by
+      // priority (they end Failed, reason Terminated), and only then are its pods deleted.
+      const shutDown = served.settled && ((await served.node.shutdown?.()) ?? true);
+      const empty = shutDown && (await served.node.drain());
       if (!empty) {
         await this.status.write(vn, drainingStatus);
         this.queue.addAfter(name, this.drainRecheckMs);

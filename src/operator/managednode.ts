@@ -17,6 +17,12 @@ export interface ManagedNode {
   start(): Promise<void>;
   /** Applies a changed spec that does not need a restart (labels, taints, capacity). */
   update(spec: VirtualNodeSpec): Promise<void>;
+  /**
+   * The node's host is going away (its VirtualNode is deleted): starts the kubelet's graceful node shutdown
+   * and resolves true once it is carried out, at once when the node has none configured. Safe to call
+   * repeatedly. Absent: the node has no shutdown to wait for.
+   */
+  shutdown?(): Promise<boolean>;
   /** Deletes this node's pods; resolves true once none is left. Safe to call repeatedly. */
   drain(): Promise<boolean>;
   /** Deletes the Node and its Lease. */

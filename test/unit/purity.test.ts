@@ -55,6 +55,8 @@ const SHELL = new Set([
   'podcertificate/manager.ts',
   // The eviction manager's loop: timers, the Summary read and kills around the pure eviction/manager.ts.
   'eviction/shell.ts',
+  // The node shutdown manager's groups and waits: timers and kills around the pure nodeshutdown/manager.ts.
+  'nodeshutdown/shell.ts',
   // The local gRPC APIs' sockets around the pure apis/podresources/answers.ts and apis/pods/answers.ts.
   'apis/server.ts',
   'apis/pods/podproto.ts',

@@ -4,8 +4,9 @@
  * `spec.os`) must be the node's, a Strict supplemental groups policy needs the node's runtime to support it
  * (Node `status.features`), the pod must fit the node's allocatable resources next to the pods already
  * admitted, match the node's labels (node selector and required node affinity), find its host ports free,
- * and tolerate every NoExecute taint; last, the declared-features handler: the pod may need no feature the node
- * does not declare (src/node/declaredfeatures.ts). A rejected pod is set Failed with the returned reason and
+ * and tolerate every NoExecute taint; then the declared-features handler: the pod may need no feature the node
+ * does not declare (src/node/declaredfeatures.ts); last, the node shutdown manager's: nothing while the node
+ * shuts down (src/kubelet/nodeshutdown/). A rejected pod is set Failed with the returned reason and
  * message, and an Event is recorded.
  *
  * Pure: inputs are the node view and the other pods; the answer is data.
@@ -22,6 +23,7 @@ import { isExtendedResourceName } from '../../node/setters.js';
 import { admitSysctls, safeSysctlAllowlist, SysctlAllowlist } from './sysctl.js';
 import { admitUnderPressure } from '../eviction/admit.js';
 import type { PressureCondition } from '../eviction/signals.js';
+import { admitWhileShuttingDown } from '../nodeshutdown/manager.js';
 
 export interface NodeTaint {
   key: string;
@@ -48,6 +50,8 @@ export interface AdmissionNode {
   declaredFeatures?: readonly string[];
   /** The node's pressure conditions as its eviction manager last found them; absent or empty: none. */
   pressureConditions?: readonly PressureCondition[];
+  /** The node is shutting down (its shutdown manager's ShutdownStatus): nothing is admitted. */
+  shuttingDown?: boolean;
 }
 
 /** What every VirtualNode declares (src/node/declaredfeatures.ts), computed once at start as the kubelet does. */
@@ -230,7 +234,7 @@ export function admissionShare(spec: Pod['spec']): {
  * terminal). The first failing check gives the reason, in the kubelet's order: node pressure (the eviction
  * manager's handler), sysctls, OS label, OS field,
  * supplemental groups policy, resources (pods count first, then cpu, memory, ephemeral storage, extended), node affinity, node name, host
- * ports, NoExecute taints, declared features.
+ * ports, NoExecute taints, declared features, node shutdown.
  */
 export function admitPod(
   pod: Pod,
@@ -326,6 +330,9 @@ export function admitPod(
   if (untolerated) {
     return predicateFailed('TaintToleration', "node(s) had taints that the pod didn't tolerate");
   }
-  // kubelet declaredFeaturesAdmitHandler (NodeDeclaredFeatures), the last admit handler.
-  return admitDeclaredFeatures(pod, node.declaredFeatures ?? NodeDeclaredFeatures);
+  // kubelet declaredFeaturesAdmitHandler (NodeDeclaredFeatures).
+  const declared = admitDeclaredFeatures(pod, node.declaredFeatures ?? NodeDeclaredFeatures);
+  if (!declared.admit) return declared;
+  // The node shutdown manager's admit handler, the kubelet's last.
+  return admitWhileShuttingDown(node.shuttingDown === true);
 }

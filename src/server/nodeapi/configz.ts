@@ -40,6 +40,15 @@ export interface NodeKubeletSettings {
   nodeLeaseDurationSeconds: number;
   allowedUnsafeSysctls: readonly string[];
   /**
+   * shutdownGracePeriod, shutdownGracePeriodCriticalPods (ms) and shutdownGracePeriodByPodPriority in force
+   * (GracefulNodeShutdown); absent: not known (a node built without them), left out.
+   */
+  shutdown?: {
+    gracePeriodMs: number;
+    gracePeriodCriticalPodsMs: number;
+    byPodPriority: readonly { priority: number; shutdownGracePeriodSeconds: number }[];
+  };
+  /**
    * crashLoopBackOff.maxContainerRestartPeriod in force (KubeletCrashLoopBackOffMax on: the configured one,
    * else the kubelet's default 300 s); undefined with that gate off, where a kubelet leaves it unset.
    */
@@ -124,6 +133,16 @@ export function kubeletConfiguration(n: NodeKubeletSettings, api: NodeApiSetting
     c.imageGCLowThresholdPercent = n.imageGC.lowThresholdPercent;
   }
   if (n.allowedUnsafeSysctls.length > 0) c.allowedUnsafeSysctls = [...n.allowedUnsafeSysctls];
+  // Durations are structs in v1beta1, so a kubelet prints them even at 0s; the list only when set.
+  if (n.shutdown) {
+    c.shutdownGracePeriod = duration(n.shutdown.gracePeriodMs);
+    c.shutdownGracePeriodCriticalPods = duration(n.shutdown.gracePeriodCriticalPodsMs);
+    if (n.shutdown.byPodPriority.length > 0)
+      c.shutdownGracePeriodByPodPriority = n.shutdown.byPodPriority.map((e) => ({
+        priority: e.priority,
+        shutdownGracePeriodSeconds: e.shutdownGracePeriodSeconds,
+      }));
+  }
   if (n.maxContainerRestartPeriodMs !== undefined)
     c.crashLoopBackOff = { maxContainerRestartPeriod: duration(n.maxContainerRestartPeriodMs) };
   if (n.taints.length > 0)

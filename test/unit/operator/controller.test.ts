@@ -331,6 +331,39 @@ describe('operator: VirtualNode controller', () => {
     expect(op!.servedNodes()).to.deep.equal([]);
   });
 
+  it("on delete: waits for the node's graceful shutdown before it drains and removes the node", async () => {
+    api.vns.create(virtualNode('vn-a'));
+    await startOperator();
+    const node = factory.node('vn-a');
+    let shutdownsLeft = 2;
+    // A node with a shutdown grace period: done at its third look.
+    Object.assign(node, {
+      shutdown: async (): Promise<boolean> => {
+        node.events.push('shutdown');
+        return shutdownsLeft-- <= 0;
+      },
+    });
+
+    api.vns.delete('vn-a');
+    await flush();
+    expect(node.events).to.include('shutdown');
+    expect(node.events).to.not.include('drain');
+    expect(condition(api.vns.get('vn-a'), 'Ready')).to.deep.include({ status: 'False', reason: 'Draining' });
+    expect(api.vns.get('vn-a')!.metadata.finalizers).to.deep.equal([FINALIZER]);
+
+    await advance(2 * DRAIN_RECHECK);
+    await advance(2 * DRAIN_RECHECK);
+    expect(node.events.slice(1)).to.deep.equal([
+      'shutdown',
+      'shutdown',
+      'shutdown',
+      'drain',
+      'stop',
+      'remove',
+    ]);
+    expect(api.vns.get('vn-a'), 'finalizer dropped, object gone').to.equal(undefined);
+  });
+
   it('never serves again a VirtualNode it finalized while its cache still shows it deleting', async () => {
     api.vns.create(virtualNode('vn-a'));
     await startOperator();
