@@ -32,6 +32,7 @@ import { PeriodicLoops } from '../util/periodic.js';
 import { ActiveDeadlineHandler } from './activedeadline.js';
 import { EvictionManager, type EvictionMetrics } from './eviction/shell.js';
 import { NodeShutdownManager } from './nodeshutdown/shell.js';
+import { periodRequestedSeconds } from './nodeshutdown/config.js';
 import { ImageGCManager } from './images/imagegc_manager.js';
 import type { PressureCondition } from './eviction/signals.js';
 import { AllocationManager, ResizeRetryMs } from './allocation/manager.js';
@@ -126,6 +127,8 @@ export class Kubelet {
   private readonly shutdownManager: NodeShutdownManager | undefined;
   /** A shutdown asked for before the pods were handed to their workers (started once they are). */
   private shutdownRequested = false;
+  /** When that shutdown was first asked for (clock ms). */
+  private shutdownRequestedAt: number | undefined;
   /** The image garbage collector (KubeletDeps.imageGC); undefined when the node has none. */
   private readonly imageGCManager: ImageGCManager | undefined;
   /** Rebuilds a runtime that lost its state with the process (kubelet_adopt.ts); undefined for the others. */
@@ -579,6 +582,7 @@ export class Kubelet {
     if (!this.shutdownManager?.enabled() || this.phase === 'stopped') return;
     if (this.phase !== 'running') {
       this.shutdownRequested = true;
+      this.shutdownRequestedAt ??= this.d.clock.now();
       return;
     }
     this.shutdownManager.shutdown();
@@ -587,13 +591,25 @@ export class Kubelet {
   /** The shutdown was called off (kubelet: PrepareForShutdown(false)). */
   cancelShutdown(): void {
     this.shutdownRequested = false;
+    this.shutdownRequestedAt = undefined;
     this.shutdownManager?.cancel();
   }
 
-  /** Whether a shutdown asked for has been carried out; true when the node has no shutdown manager. */
+  /**
+   * Whether a shutdown asked for has been carried out; true when the node has no shutdown manager, and true
+   * too when its pods never reached their workers within the shutdown's whole grace period and 30 s more (a
+   * runtime that never answers: there is nothing this kubelet can stop, and its VirtualNode must still go).
+   */
   shutdownCompleted(): boolean {
     if (!this.shutdownManager?.enabled()) return true;
-    return !this.shutdownRequested && this.shutdownManager.completed();
+    if (this.shutdownRequested) {
+      const waited = this.d.clock.now() - (this.shutdownRequestedAt ?? this.d.clock.now());
+      const bound = periodRequestedSeconds(this.shutdownManager.config) * 1000 + 30_000;
+      if (waited < bound) return false;
+      this.log.warn('node shutdown given up: the kubelet never started its pods', { waitedMs: waited });
+      return true;
+    }
+    return this.shutdownManager.completed();
   }
 
   /** The shutdown manager's readiness errors ("node is shutting down" while it does); the node status reads them. */
@@ -683,6 +699,7 @@ export class Kubelet {
     this.evictionManager?.start();
     if (this.shutdownRequested) {
       this.shutdownRequested = false;
+      this.shutdownRequestedAt = undefined;
       this.shutdownManager?.shutdown();
     }
     this.imageGCManager?.start();

@@ -78,6 +78,11 @@ export class NodeShutdownManager {
     }
   }
 
+  /** The configuration it runs with. */
+  get config(): ShutdownConfig {
+    return this.d.config;
+  }
+
   /** Whether the node has a shutdown manager (kubelet: not the stub). */
   enabled(): boolean {
     return shutdownEnabled(this.d.config);
