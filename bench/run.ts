@@ -1,4 +1,4 @@
-// `npm run bench -- <scale|steady|cri-latency|all> [--quick] [--nodes N] [--pods M] [--json PATH] ...`
+// `npm run bench -- <scale|steady|cri-latency|resize|eviction|all> [--quick] [--nodes N] [--pods M] [--json PATH] ...`
 // Runs the scenario, prints its table and writes everything it measured as JSON (bench/README.md).
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -101,6 +101,18 @@ async function scenario(
         log,
       );
     }
+    case 'eviction': {
+      const { runEviction } = await import('./scenarios/eviction.js');
+      return runEviction(
+        {
+          nodes: a.nodes ?? (a.quick ? 10 : 100),
+          podsPerNode: a.pods ?? (a.quick ? 20 : 100),
+          concurrency: a.concurrency,
+          nodeArgs: a.nodeArgs,
+        },
+        log,
+      );
+    }
   }
 }
 
@@ -123,7 +135,8 @@ async function main(argv: string[]): Promise<number> {
       ? path.join(os.tmpdir(), `kubelet-operator-bench-compile-cache-${process.pid}`)
       : undefined;
   if (compileCache) process.env.NODE_COMPILE_CACHE = compileCache;
-  const names = a.scenario === 'all' ? (['scale', 'steady', 'cri-latency', 'resize'] as const) : [a.scenario];
+  const names =
+    a.scenario === 'all' ? (['scale', 'steady', 'cri-latency', 'resize', 'eviction'] as const) : [a.scenario];
   const results: Record<string, unknown>[] = [];
   let failed = false;
   const t0 = Date.now();

@@ -1,6 +1,6 @@
 // Command line of `npm run bench -- <scenario> [flags]` (pure: argv in, options or an error out).
 
-export const SCENARIOS = ['scale', 'steady', 'cri-latency', 'resize', 'all'] as const;
+export const SCENARIOS = ['scale', 'steady', 'cri-latency', 'resize', 'eviction', 'all'] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 
 /** How the benchmark's agents authenticate to the API server (bench/lib/cluster.ts). */
@@ -50,7 +50,7 @@ export interface BenchArgs {
 
 export const USAGE = `usage: npm run bench -- <${SCENARIOS.join('|')}> [flags]
   --quick            small variant (scale 10x100, steady 1000 pods for 1 min, cri-latency fewer rounds,
-                     resize 200 pods)
+                     resize 200 pods, eviction 10x20)
   --nodes N          nodes per side
   --pods M           pods per node
   --hold-minutes H   steady: how long to hold the pods (default 10, quick 1)

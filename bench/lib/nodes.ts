@@ -31,6 +31,8 @@ export async function createSimVirtualNodes(
   concurrency = NODE_CREATE_CONCURRENCY,
   /** spec.internalIP per node (the node API routes by the address dialled); unset: the operator's default. */
   internalIPs?: ReadonlyMap<string, string>,
+  /** Merged into the spec's `kubelet` and `capacity` (e.g. eviction settings, a memory capacity). */
+  more: { kubelet?: Record<string, unknown>; capacity?: Record<string, unknown> } = {},
 ) {
   await forEachConcurrently(names, concurrency, (name) =>
     createVirtualNode(client, name, SERVED_BY, {
@@ -39,8 +41,8 @@ export async function createSimVirtualNodes(
       // A cluster's kubelets know its DNS service (the pods' dnsPolicy is ClusterFirst); without it every
       // pod start also records the kubelet's MissingClusterDNS warning. The address is only written into
       // the simulated pods' resolv.conf.
-      kubelet: { clusterDNS: [BENCH_CLUSTER_DNS] },
-      capacity: { cpu: '64', memory: '256Gi', pods: podCapacity(podsPerNode) },
+      kubelet: { clusterDNS: [BENCH_CLUSTER_DNS], ...more.kubelet },
+      capacity: { cpu: '64', memory: '256Gi', pods: podCapacity(podsPerNode), ...more.capacity },
     }),
   );
 }
