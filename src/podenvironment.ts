@@ -83,6 +83,7 @@ export function podEnvironmentFor(
   let tokenManager: TokenManager | undefined;
   const env: PodEnvironment = {
     podsDir: k.podsDir ?? defaultPodsDir(s.stateDir, nodeName),
+    rootDir: nodeRootDir(s.stateDir, nodeName),
     fs: memory ?? new RealVolumeFS(),
     mounter: cri ? new RealMounter() : new MemoryMounter(),
     clusterDNS: k.clusterDNS ?? s.clusterDNS,

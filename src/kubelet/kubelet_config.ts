@@ -185,6 +185,11 @@ export interface KubeletDeps {
 export interface PodEnvironment {
   /** `<podsDir>/<pod UID>/...` (kubelet: /var/lib/kubelet/pods). */
   podsDir: string;
+  /**
+   * The node's kubelet root directory (kubelet: --root-dir, src/kubelet/rootdir.ts): hostPaths under
+   * `/var/lib/kubelet` resolve into it. Unset: they are used as they are.
+   */
+  rootDir?: string;
   fs: VolumeFS;
   mounter: Mounter;
   /** ConfigMaps, Secrets, claims; default: GETs through the client, cached briefly. */

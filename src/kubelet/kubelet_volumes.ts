@@ -77,6 +77,7 @@ export function newPodEnvironment(
   const fs = given?.fs ?? new MemoryVolumeFS();
   const env: PodEnvironment = given ?? {
     podsDir: `/var/lib/kubelet-operator/nodes/${deps.nodeName}/pods`,
+    rootDir: `/var/lib/kubelet-operator/nodes/${deps.nodeName}`,
     fs,
     mounter: new MemoryMounter(),
   };
@@ -95,6 +96,7 @@ export function newPodEnvironment(
     nodeAllocatable: () => allocatableForEnv(deps.node()),
     logger: log.child({ component: 'volume_manager' }),
     tmpfs: { allowed: true, refusedLogged: false },
+    ...(env.rootDir !== undefined ? { kubeletRootDir: env.rootDir } : {}),
     record,
   });
   const helper = new KubeletPods({

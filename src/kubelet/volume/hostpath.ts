@@ -2,10 +2,13 @@
  * The hostPath plugin (kubelet: pkg/volume/hostpath): the node's own path, used as it is, after the checks its
  * `type` asks for, worded as the kubelet words them. On a cri node the path is on the operator's host (the
  * runtime's host); on a sim node it is in the node's in-memory filesystem, so `DirectoryOrCreate` and
- * `FileOrCreate` work and `Directory` fails as it would on an empty machine.
+ * `FileOrCreate` work and `Directory` fails as it would on an empty machine. A path at or under
+ * `/var/lib/kubelet` is the node's own kubelet root directory (src/kubelet/rootdir.ts resolveKubeletHostPath),
+ * so node plugins bound to different VirtualNodes of one host each get their own `plugins_registry/`.
  */
 import type { HostPathVolumeSource } from '../../api/volumes.js';
 import type { EntryStat } from './fs.js';
+import { resolveKubeletHostPath } from '../rootdir.js';
 import { dirName } from './paths.js';
 import { mountFailure, type PluginContext, type SetUpResult } from './plugin.js';
 
@@ -85,9 +88,9 @@ export async function setUpHostPath(
   source: HostPathVolumeSource,
   readOnly = false,
 ): Promise<SetUpResult> {
-  const path = source.path;
-  if (path.split('/').includes('..'))
-    return mountFailure(`invalid HostPath \`${path}\`: must not contain '..'`);
+  if (source.path.split('/').includes('..'))
+    return mountFailure(`invalid HostPath \`${source.path}\`: must not contain '..'`);
+  const path = resolveKubeletHostPath(source.path, ctx.kubeletRootDir);
   const type = source.type ?? '';
   if (type !== '') {
     let err: string | undefined;

@@ -53,6 +53,11 @@ export interface PluginContext {
    * limit cannot be honoured.
    */
   tmpfs: { allowed: boolean; refusedLogged: boolean };
+  /**
+   * The node's kubelet root directory (src/kubelet/rootdir.ts): a hostPath at or under `/var/lib/kubelet`
+   * resolves into it. Unset: hostPaths are used as they are.
+   */
+  kubeletRootDir?: string;
 }
 
 export interface SetUpRequest {

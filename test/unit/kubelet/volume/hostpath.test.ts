@@ -125,6 +125,66 @@ describe('volumemanager/hostpath', () => {
       expect((await setUpHostPath(ctxOf(h), { path: '/host/..data' })).ok).to.equal(true);
     });
 
+    describe("a node plugin pod: /var/lib/kubelet is the node's own kubelet root", () => {
+      const root = '/state/nodes/vn-a';
+      const table: [string, string | undefined, string][] = [
+        ['/var/lib/kubelet/plugins_registry', root, `${root}/plugins_registry`],
+        ['/var/lib/kubelet/plugins/csi-hostpath/', root, `${root}/plugins/csi-hostpath`],
+        ['/var/lib/kubelet', root, root],
+        ['/var/lib/kubelet/', root, root],
+        ['/var/lib/kubelet-other/x', root, '/var/lib/kubelet-other/x'],
+        ['/var/lib', root, '/var/lib'],
+        ['/dev', root, '/dev'],
+        ['/var/lib/kubelet/pods', undefined, '/var/lib/kubelet/pods'],
+        ['/var/lib/kubelet/pods', '/var/lib/kubelet', '/var/lib/kubelet/pods'],
+      ];
+      for (const [path, rootDir, want] of table) {
+        it(`${path} with root ${rootDir ?? '(none)'} -> ${want}`, async () => {
+          const h = await node();
+          const ctx = { ...ctxOf(h), ...(rootDir !== undefined ? { kubeletRootDir: rootDir } : {}) };
+          expect(await setUpHostPath(ctx, { path })).to.deep.equal({
+            ok: true,
+            volume: { hostPath: want, readOnly: false, selinuxRelabel: false },
+          });
+        });
+      }
+
+      it('checks and creates the type in the node root, not in /var/lib/kubelet', async () => {
+        const h = await node();
+        const ctx = { ...ctxOf(h), kubeletRootDir: root };
+        const r = await setUpHostPath(ctx, {
+          path: '/var/lib/kubelet/plugins_registry/',
+          type: 'DirectoryOrCreate',
+        });
+        expect(r).to.deep.include({ ok: true });
+        expect((await h.fs.stat(`${root}/plugins_registry`))?.kind).to.equal('dir');
+        expect(await h.fs.stat('/var/lib/kubelet/plugins_registry')).to.equal(undefined);
+        // Two nodes of one host: each its own directory.
+        const other = await setUpHostPath(
+          { ...ctxOf(h), kubeletRootDir: '/state/nodes/vn-b' },
+          {
+            path: '/var/lib/kubelet/plugins_registry',
+            type: 'Directory',
+          },
+        );
+        expect(other).to.deep.equal({
+          ok: false,
+          stage: 'mount',
+          message: "hostPath /state/nodes/vn-b/plugins_registry doesn't exist",
+        });
+      });
+
+      it("refuses '..' before resolving", async () => {
+        const h = await node();
+        const ctx = { ...ctxOf(h), kubeletRootDir: root };
+        expect(await setUpHostPath(ctx, { path: '/var/lib/kubelet/../../etc' })).to.deep.equal({
+          ok: false,
+          stage: 'mount',
+          message: "invalid HostPath `/var/lib/kubelet/../../etc`: must not contain '..'",
+        });
+      });
+    });
+
     it('turns a file-system error of the check into a mount failure', async () => {
       const h = await node();
       const r = await setUpHostPath(ctxOf(h), { path: '/host/file/sub', type: 'DirectoryOrCreate' });
