@@ -11,9 +11,25 @@
  *
  * Pure; mutates only the statuses it is given.
  */
-import type { Container, ContainerStatus, Pod, PodStatus, ResourceRequirements } from '../../api/core.js';
-import { podLimits, podRequests, type ResourceAmounts } from '../../api/resources.js';
-import { formatBinaryQuantity, formatMilliQuantity, quantityMilliValue } from '../../util/quantity.js';
+import {
+  isRestartableInitContainer,
+  type Container,
+  type ContainerStatus,
+  type Pod,
+  type PodStatus,
+  type ResourceRequirements,
+} from '../../api/core.js';
+import {
+  isPodLevelRequestsSet,
+  isPodLevelResourcesSet,
+  isSupportedPodLevelResource,
+} from '../../api/resources.js';
+import {
+  formatBinaryQuantity,
+  formatMilliQuantity,
+  parseQuantityNano,
+  quantityMilliValue,
+} from '../../util/quantity.js';
 import { containerIDString, findContainerStatusByName, type RuntimePodStatus } from '../container/types.js';
 import {
   cpuSharesToWeight,
@@ -108,10 +124,79 @@ export function applyContainerResources(
   }
 }
 
-/** Amounts in the API's quantity form: cpu in cores or millicores, everything else in (binary) units. */
-function listOf(amounts: ResourceAmounts): Record<string, string> {
+type ContainersAndPod = Pick<Pod['spec'], 'containers' | 'initContainers' | 'resources'>;
+type ExactAmounts = Map<string, bigint>;
+
+function exactOf(list: Record<string, string | number> | undefined): ExactAmounts {
+  const out: ExactAmounts = new Map();
+  for (const [name, q] of Object.entries(list ?? {})) out.set(name, parseQuantityNano(q));
+  return out;
+}
+
+function addExact(into: ExactAmounts, from: ExactAmounts): void {
+  for (const [k, v] of from) into.set(k, (into.get(k) ?? 0n) + v);
+}
+
+function maxExact(into: ExactAmounts, from: ExactAmounts): void {
+  for (const [k, v] of from) {
+    const had = into.get(k);
+    if (had === undefined || v > had) into.set(k, v);
+  }
+}
+
+/**
+ * The pod's requests or limits as exact quantities (kubelet: resourcehelper PodRequests / PodLimits, which add
+ * Quantities without rounding): the same aggregate as api/resources.ts podRequests and podLimits (containers
+ * summed, sidecars added, the init floor, supported pod-level values in place), in nano units, so that a
+ * request of `10m` bytes is reported as such and not as the byte it rounds up to.
+ */
+function exactPodResources(spec: ContainersAndPod, which: 'requests' | 'limits'): ExactAmounts {
+  const of = (c: Container): ExactAmounts =>
+    exactOf(
+      which === 'requests'
+        ? { ...(c.resources?.limits ?? {}), ...(c.resources?.requests ?? {}) }
+        : c.resources?.limits,
+    );
+  const sum: ExactAmounts = new Map();
+  for (const c of spec.containers ?? []) addExact(sum, of(c));
+  const sidecars: ExactAmounts = new Map();
+  const floor: ExactAmounts = new Map();
+  for (const c of spec.initContainers ?? []) {
+    if (isRestartableInitContainer(c)) {
+      addExact(sidecars, of(c));
+      maxExact(floor, sidecars);
+    } else {
+      const withSidecars = new Map(sidecars);
+      addExact(withSidecars, of(c));
+      maxExact(floor, withSidecars);
+    }
+  }
+  addExact(sum, sidecars);
+  maxExact(sum, floor);
+  const podLevel = which === 'requests' ? isPodLevelRequestsSet(spec) : isPodLevelResourcesSet(spec);
+  if (podLevel) {
+    for (const [name, q] of Object.entries(spec.resources?.[which] ?? {}))
+      if (isSupportedPodLevelResource(name)) sum.set(name, parseQuantityNano(q));
+  }
+  return sum;
+}
+
+const NANO = 1_000_000_000n;
+
+/** A nano amount in the API's quantity form: whole cores or bytes (binary suffixes), else m, u or n. */
+function formatNano(name: string, n: bigint): string {
+  if (n % NANO === 0n) {
+    const whole = Number(n / NANO);
+    return name === 'cpu' ? formatMilliQuantity(whole * 1000) : formatBinaryQuantity(whole);
+  }
+  if (n % 1_000_000n === 0n) return `${n / 1_000_000n}m`;
+  if (n % 1000n === 0n) return `${n / 1000n}u`;
+  return `${n}n`;
+}
+
+function listOf(amounts: ExactAmounts): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [k, v] of amounts) out[k] = k === 'cpu' ? formatMilliQuantity(v) : formatBinaryQuantity(v);
+  for (const [k, v] of amounts) out[k] = formatNano(k, v);
   return out;
 }
 
@@ -136,11 +221,11 @@ export function podLevelResourcesStatus(
   applied: Partial<PodResourceConfig> | undefined,
   old: Pick<PodStatus, 'phase' | 'resources'> | undefined,
 ): { resources: ResourceRequirements; allocatedResources: Record<string, string> } {
-  const requests = podRequests(pod.spec);
+  const requests = exactPodResources(pod.spec, 'requests');
   const allocatedResources = listOf(requests);
   if (pod.status?.phase !== 'Running') {
     const resources: ResourceRequirements = { ...(pod.spec.resources ?? {}) };
-    const limits = listOf(podLimits(pod.spec));
+    const limits = listOf(exactPodResources(pod.spec, 'limits'));
     delete resources.requests;
     delete resources.limits;
     if (Object.keys(limits).length > 0) resources.limits = limits;
@@ -178,7 +263,7 @@ export function podLevelResourcesStatus(
   } else preserve('requests', 'cpu');
   if (out.requests.memory === undefined) {
     const memory = requests.get('memory');
-    if (memory !== undefined) out.requests.memory = formatBinaryQuantity(memory);
+    if (memory !== undefined) out.requests.memory = formatNano('memory', memory);
   }
   const cpuLimit =
     config?.cpuQuota !== undefined && config.cpuPeriod !== undefined && config.cpuPeriod > 0

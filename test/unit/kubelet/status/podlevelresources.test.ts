@@ -84,6 +84,18 @@ describe('pod status: pod-level resources', () => {
       allocated: { cpu: '300m', memory: '32Mi' },
     },
     {
+      name: 'quantities below a unit are reported exactly (a 10m memory request is not one byte)',
+      pod: {
+        spec: {
+          containers: [{ name: 'a', image: 'i', resources: { requests: { cpu: '2m', memory: '10m' } } }],
+          resources: { requests: { cpu: '4m' } },
+        },
+        status: { phase: 'Pending' },
+      },
+      resources: { requests: { cpu: '4m', memory: '10m' } },
+      allocated: { cpu: '4m', memory: '10m' },
+    },
+    {
       name: 'running, BestEffort (minimum shares): no cpu request',
       pod: { spec: { containers: [{ name: 'a', image: 'i' }] }, status: { phase: 'Running' } },
       applied: { cpuShares: 2 },
