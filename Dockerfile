@@ -18,7 +18,9 @@ RUN npm run build \
     && mkdir -p dist/kubelet/apis/podresources dist/kubelet/apis/pods/k8s \
     && cp src/kubelet/apis/podresources/*.proto dist/kubelet/apis/podresources/ \
     && cp src/kubelet/apis/pods/*.proto dist/kubelet/apis/pods/ \
-    && cp src/kubelet/apis/pods/k8s/pod.json dist/kubelet/apis/pods/k8s/pod.json
+    && cp src/kubelet/apis/pods/k8s/pod.json dist/kubelet/apis/pods/k8s/pod.json \
+    && mkdir -p dist/kubelet/pluginmanager/proto \
+    && cp src/kubelet/pluginmanager/proto/*.proto dist/kubelet/pluginmanager/proto/
 
 # ---- runtime: production dependencies + dist ----------------------------------------------------
 FROM node:22-bookworm-slim

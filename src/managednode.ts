@@ -41,6 +41,7 @@ import { StartupHold } from './kube/startuphold.js';
 import { restVolumeSources, type VolumeSources } from './kubelet/volume/sources.js';
 import { nodeLogDir, nodeRootDir, podEnvironmentFor, type NodePodEnvironment } from './podenvironment.js';
 import { kubeletLocalApis, type KubeletLocalApis } from './kubelet/apis/server.js';
+import { startNodePluginManager, type NodePluginManager } from './kubelet/pluginmanager/node.js';
 import { nodeKubeletSettings } from './nodeconfigz.js';
 import { statsProviderFor } from './nodestats.js';
 import type { StatsProvider } from './kubelet/stats/provider.js';
@@ -190,6 +191,8 @@ export class KubeletManagedNode implements ManagedNode {
   private unregisterNodeApi: (() => void) | undefined;
   /** The pod-resources and pods sockets, from start to stop. */
   private localApis: KubeletLocalApis | undefined;
+  /** The plugin watcher and its CSI and DRA handlers, from start to stop (with the local APIs). */
+  private pluginManager: NodePluginManager | undefined;
   private readonly podEnv: NodePodEnvironment;
   private readonly stats: StatsProvider;
   /** This node's pods (the controller's informer), indexed by PodsByNodeIndex. */
@@ -503,6 +506,13 @@ export class KubeletManagedNode implements ManagedNode {
         logger: this.log,
       });
       await this.localApis.start();
+      // The plugin manager (CSI and DRA node plugins) on the node root's plugins_registry/.
+      this.pluginManager = await startNodePluginManager({
+        client: this.deps.client,
+        nodeName: this.nodeName,
+        rootDir: nodeRootDir(this.deps.stateDir ?? DEFAULT_STATE_DIR, this.nodeName),
+        logger: this.log,
+      });
     }
     this.unregisterNodeApi = this.deps.nodeApi?.register({
       nodeName: this.nodeName,
@@ -587,6 +597,7 @@ export class KubeletManagedNode implements ManagedNode {
     this.stopped = true;
     this.unregisterNodeApi?.();
     await this.localApis?.stop();
+    await this.pluginManager?.stop();
     await this.kubelet.stop().catch(() => undefined);
     await this.agent.stop().catch(() => undefined);
     this.recorder.close();

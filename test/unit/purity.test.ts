@@ -62,6 +62,12 @@ const SHELL = new Set([
   'apis/pods/podproto.ts',
   // The image GC's loops: listing, removing and Events around the pure images/imagegc.ts.
   'images/imagegc_manager.ts',
+  // The plugin watcher, its gRPC calls and the CSI and DRA handlers' writes around the pure
+  // pluginmanager/reconciler.ts, csinodeinfo.ts and dradrivers.ts.
+  'pluginmanager/manager.ts',
+  'pluginmanager/csihandler.ts',
+  'pluginmanager/drahandler.ts',
+  'pluginmanager/node.ts',
 ]);
 
 const FORBIDDEN_PACKAGES = [/^node:/, /^@kubernetes\//, /^@grpc\//, /^winston$/, /^p-queue$/];
