@@ -10,7 +10,7 @@ COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-# tsc emits only .js: the CRI client and the kubelet's local APIs load their protos at run time from beside
+# tsc emits only .js: the CRI client, the kubelet's local APIs and /metrics load their protos at run time from beside
 # the compiled modules.
 RUN npm run build \
     && mkdir -p dist/runtime/cri/proto \
@@ -20,7 +20,9 @@ RUN npm run build \
     && cp src/kubelet/apis/pods/*.proto dist/kubelet/apis/pods/ \
     && cp src/kubelet/apis/pods/k8s/pod.json dist/kubelet/apis/pods/k8s/pod.json \
     && mkdir -p dist/kubelet/pluginmanager/proto \
-    && cp src/kubelet/pluginmanager/proto/*.proto dist/kubelet/pluginmanager/proto/
+    && cp src/kubelet/pluginmanager/proto/*.proto dist/kubelet/pluginmanager/proto/ \
+    && mkdir -p dist/util/prometheus \
+    && cp src/util/prometheus/metrics.proto dist/util/prometheus/metrics.proto
 
 # ---- runtime: production dependencies + dist ----------------------------------------------------
 FROM node:22-bookworm-slim

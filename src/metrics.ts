@@ -12,6 +12,7 @@ import {
   type CounterSeries,
   type HistogramSeries,
 } from './util/promseries.js';
+import { KUBERNETES_NATIVE_HISTOGRAMS } from './util/prometheus/nativehistogram.js';
 
 /** What the metrics read of an Event recorder: its outcome counts and what waits. */
 export type EventRecorderView = Pick<EventRecorder, 'stats' | 'pending'>;
@@ -61,8 +62,13 @@ export class Metrics {
   /** Each served node's Event recorder, read when the metrics are scraped (ManagedNode adds and removes). */
   readonly eventRecorders = new Map<string, EventRecorderView>();
 
-  constructor(defaultMetrics = true) {
+  /**
+   * `nativeHistograms`: the NativeHistograms gate (v1.37: Beta, on by default). On, the kubelet's histograms
+   * keep native buckets as component-base's do (KUBERNETES_NATIVE_HISTOGRAMS), sent in the protobuf exposition.
+   */
+  constructor(defaultMetrics = true, nativeHistograms = true) {
     const registers = [this.registry];
+    const native = nativeHistograms ? KUBERNETES_NATIVE_HISTOGRAMS : undefined;
     if (defaultMetrics) collectDefaultMetrics({ register: this.registry });
     this.eventLoopDelay = new Histogram({
       name: 'kubelet_operator_event_loop_delay_seconds',
@@ -78,6 +84,7 @@ export class Metrics {
       help: 'Duration from a pod being seen by the node agent to all its containers running.',
       labelNames: ['node'],
       buckets: secs,
+      native,
       registers,
     });
     this.podWorkerDuration = new SeriesHistogram({
@@ -85,6 +92,7 @@ export class Metrics {
       help: 'Duration of one pod worker sync, by operation.',
       labelNames: ['node', 'operation'],
       buckets: secs,
+      native,
       registers,
     });
     this.plegRelistDuration = new SeriesHistogram({
@@ -92,6 +100,7 @@ export class Metrics {
       help: 'Duration of one PLEG relist.',
       labelNames: ['node'],
       buckets: secs,
+      native,
       registers,
     });
     this.proberProbeTotal = new SeriesCounter({
@@ -143,6 +152,7 @@ export class Metrics {
       labelNames: ['node', 'eviction_signal'],
       // The kubelet's: Prometheus' default buckets.
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      native,
       registers,
     });
     this.restClientRequests = new SeriesCounter({
@@ -156,6 +166,7 @@ export class Metrics {
       help: 'API server request latency by verb.',
       labelNames: ['verb'],
       buckets: secs,
+      native,
       registers,
     });
     this.runningPods = new Gauge({

@@ -8,6 +8,8 @@
  * shape, so the exposition text is the same line for line.
  */
 import type { Metric, Registry } from 'prom-client';
+import { labelPairs, type MetricData, type MetricFamilyData } from './prometheus/family.js';
+import { NativeHistogramBuckets, type NativeHistogramOptions } from './prometheus/nativehistogram.js';
 
 /** A counter of one label set. */
 export interface CounterSeries {
@@ -47,7 +49,7 @@ interface Entry<L extends string, S> {
 type Level<L extends string, S> = Map<string, Level<L, S> | Entry<L, S>>;
 
 /** Series by label values, looked up one label at a time in the order of `labelNames`. */
-abstract class SeriesMetric<L extends string, S> {
+export abstract class SeriesMetric<L extends string, S> {
   readonly name: string;
   readonly help: string;
   readonly aggregator = 'sum';
@@ -111,6 +113,18 @@ abstract class SeriesMetric<L extends string, S> {
 
   protected abstract newSeries(): S;
   protected abstract samples(): Sample[];
+  /** One series in the protobuf exposition's shape. */
+  protected abstract metricData(series: S): Omit<MetricData, 'label'>;
+
+  /** The family in the protobuf exposition's shape (src/util/prometheus/exposition.ts). */
+  family(): MetricFamilyData {
+    return {
+      name: this.name,
+      help: this.help,
+      type: this.type === 'counter' ? 'COUNTER' : 'HISTOGRAM',
+      metric: this.entries.map((e) => ({ label: labelPairs(e.labels), ...this.metricData(e.series) })),
+    };
+  }
   /** Sets every series' counts to zero; the series stay (their holders keep counting into them). */
   abstract reset(): void;
 
@@ -165,6 +179,10 @@ export class SeriesCounter<L extends string> extends SeriesMetric<L, CounterCell
     return this.entries.map((e) => ({ value: e.series.count, labels: { ...e.labels } }));
   }
 
+  protected metricData(series: CounterCell): Omit<MetricData, 'label'> {
+    return { counter: { value: series.count } };
+  }
+
   reset(): void {
     for (const e of this.entries) e.series.count = 0;
   }
@@ -174,8 +192,14 @@ class HistogramCell implements HistogramSeries {
   readonly buckets: Float64Array;
   sum = 0;
   count = 0;
-  constructor(private readonly bounds: readonly number[]) {
+  /** The native buckets, when the histogram keeps them (see NativeHistogramOptions). */
+  readonly native: NativeHistogramBuckets | undefined;
+  constructor(
+    private readonly bounds: readonly number[],
+    native: NativeHistogramOptions | undefined,
+  ) {
     this.buckets = new Float64Array(bounds.length);
+    this.native = native ? new NativeHistogramBuckets(native) : undefined;
   }
   observe(value: number): void {
     if (!Number.isFinite(value)) throw new TypeError(`a histogram observes finite values, not ${value}`);
@@ -186,6 +210,7 @@ class HistogramCell implements HistogramSeries {
         break;
       }
     }
+    this.native?.observe(value);
     this.sum += value;
     this.count++;
   }
@@ -194,10 +219,18 @@ class HistogramCell implements HistogramSeries {
 export class SeriesHistogram<L extends string> extends SeriesMetric<L, HistogramCell> {
   readonly type = 'histogram';
   private readonly bounds: readonly number[];
+  private readonly native: NativeHistogramOptions | undefined;
 
-  constructor(cfg: Config<L> & { buckets: readonly number[] }) {
+  /**
+   * `native`: keep native buckets too, as a component-base histogram does with the NativeHistograms gate
+   * (KUBERNETES_NATIVE_HISTOGRAMS); the text exposition stays classic, the protobuf one carries both.
+   */
+  constructor(cfg: Config<L> & { buckets: readonly number[]; native?: NativeHistogramOptions }) {
     super(cfg);
     this.bounds = [...cfg.buckets].sort((a, b) => a - b);
+    // A bad factor fails here, when the metric is made, not on the first observation.
+    if (cfg.native) new NativeHistogramBuckets(cfg.native);
+    this.native = cfg.native;
   }
 
   /** Observes `value` for `labels` (a lookup of the series per call, by its label values). */
@@ -206,7 +239,18 @@ export class SeriesHistogram<L extends string> extends SeriesMetric<L, Histogram
   }
 
   protected newSeries(): HistogramCell {
-    return new HistogramCell(this.bounds);
+    return new HistogramCell(this.bounds, this.native);
+  }
+
+  protected metricData(series: HistogramCell): Omit<MetricData, 'label'> {
+    let acc = 0;
+    const bucket = this.bounds.map((upperBound, i) => {
+      acc += series.buckets[i]!;
+      return { cumulativeCount: acc, upperBound };
+    });
+    return {
+      histogram: { sampleCount: series.count, sampleSum: series.sum, bucket, ...series.native?.snapshot() },
+    };
   }
 
   /** Per series: the cumulative buckets, `+Inf`, the sum and the count, as prom-client's Histogram. */
@@ -251,6 +295,7 @@ export class SeriesHistogram<L extends string> extends SeriesMetric<L, Histogram
   reset(): void {
     for (const { series } of this.entries) {
       series.buckets.fill(0);
+      series.native?.reset();
       series.sum = 0;
       series.count = 0;
     }

@@ -14,6 +14,7 @@ import tls from 'node:tls';
 import type { Registry } from 'prom-client';
 import type { Pod } from '../../src/api/core.js';
 import type { KubeClient } from '../../src/kube/client.js';
+import type { Metrics } from '../../src/metrics.js';
 import type { Operator } from '../../src/operator.js';
 import { EventRecorder } from '../../src/kube/events.js';
 import { restEventSink } from '../../src/node/api.js';
@@ -391,6 +392,8 @@ export async function startNodeApiEnv(o: {
   ip: string;
   spec: Record<string, unknown>;
   followPollMs?: number;
+  /** The operator's metrics, served on the node API's /metrics. */
+  metrics?: Metrics;
 }): Promise<NodeApiEnv> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'nodeapi-env-'));
   const parts: { cp?: ControlPlane; client?: KubeClient; nodeApi?: NodeApiServer; op?: Operator } = {};
@@ -420,12 +423,14 @@ export async function startNodeApiEnv(o: {
       },
       ip: o.ip,
       ...(o.followPollMs !== undefined ? { followPollMs: o.followPollMs } : {}),
+      ...(o.metrics ? { metrics: o.metrics.registry } : {}),
     }));
     const op = (parts.op = await startTestOperator({
       client,
       clock,
       logger: silentLogger,
       nodeApi: registry,
+      ...(o.metrics ? { metrics: o.metrics } : {}),
     }));
     await postVirtualNode(client, o.node, { ...o.spec, internalIP: o.ip });
     await waitNodeReady(client, o.node, 30_000);

@@ -66,6 +66,12 @@ import {
   statuszAnswer,
 } from './zpages.js';
 import { KUBELET_VERSION } from '../../node/nodestatus.js';
+import {
+  encodeDelimited,
+  gatherFamilies,
+  negotiateExposition,
+  PROTO_DELIMITED_CONTENT_TYPE,
+} from '../../util/prometheus/exposition.js';
 
 export interface NodeApiTls {
   /** One serving certificate for every address (files); or give `source`. */
@@ -328,7 +334,7 @@ export class NodeApiServer {
 
     try {
       if (path === '/healthz') return this.reply(res, 200, 'ok');
-      if (path === '/metrics') return await this.serveMetrics(res);
+      if (path === '/metrics') return await this.serveMetrics(req, res);
       if (isStatsPath(path))
         return await serveStats(req, res, path, url.searchParams, node, this.opts.logger);
       // The streaming paths are served on the server's 'upgrade' event only (handleUpgrade).
@@ -429,10 +435,19 @@ export class NodeApiServer {
     res.end(answer.body);
   }
 
-  /** The process's registry, as the kubelet's /metrics: Prometheus text exposition. */
-  private async serveMetrics(res: ServerResponse): Promise<void> {
+  /**
+   * The process's registry, as the kubelet's /metrics (promhttp): the delimited protobuf exposition, native
+   * histogram buckets included, when the Accept header asks for it; the text format 0.0.4 otherwise.
+   */
+  private async serveMetrics(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const registry = this.opts.metrics;
     if (!registry) throw new HttpError(404, 'no metrics registry');
+    if (negotiateExposition(req.headers.accept) === 'protobuf-delimited') {
+      const body = encodeDelimited(await gatherFamilies(registry));
+      res.writeHead(200, { 'Content-Type': PROTO_DELIMITED_CONTENT_TYPE, 'Content-Length': body.length });
+      res.end(body);
+      return;
+    }
     const text = await registry.metrics();
     res.writeHead(200, { 'Content-Type': registry.contentType });
     res.end(text);
