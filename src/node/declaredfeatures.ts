@@ -31,8 +31,8 @@ export const DeclarableFeatures: readonly DeclarableFeature[] = [
   },
   {
     name: 'ExtendWebSocketsToKubelet',
-    supported: false,
-    why: "exec, attach and port-forward are passed to the runtime's streaming server, which is not known to speak the v5 WebSocket protocols",
+    supported: true,
+    why: "the node API serves the API server's WebSockets itself, as the v1.37 kubelet does: v5 exec and attach are translated to the runtime's SPDY remotecommand streams (stdin's close signal included), port-forward's tunnelled SPDY is carried to the runtime's streaming server, and older protocols are still proxied to the runtime (server/nodeapi/streamtranslator.ts, streamtunnel.ts)",
   },
   {
     name: 'InPlacePodVerticalScalingInitContainers',

@@ -3,9 +3,13 @@
  * VirtualNode run by the operator: kube-apiserver dials the node's loopback InternalIP on :10250 with its
  * kubelet client certificate, we proxy exec/attach/port-forward to containerd's streaming server, and
  * `kubectl logs` reads the CRI log files containerd writes. kubectl 1.30+ speaks WebSocket to the API
- * server (which speaks SPDY to us); KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false / KUBECTL_PORT_FORWARD_WEBSOCKETS
- * =false make it SPDY end to end; a WebSocket straight to our server covers the other protocol. A
- * simulated-runtime node in the same operator answers exec with a clear error.
+ * server, and since our nodes declare ExtendWebSocketsToKubelet the API server passes that WebSocket through
+ * to us (v5 exec/attach, which we translate to containerd's SPDY; port-forward's tunnelled SPDY, which we
+ * carry): the node's own count of WebSocket streams and the API server's
+ * apiserver_websocket_streaming_requests_total{proxy_type="proxied_to_kubelet"} say so.
+ * KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false / KUBECTL_PORT_FORWARD_WEBSOCKETS=false make it SPDY end to end
+ * (proxied to containerd as before); a v4 WebSocket straight to our server is proxied to containerd, which
+ * speaks it. A simulated-runtime node in the same operator answers exec with a clear error.
  *
  * OPERATOR_TEST_LOG=debug shows the operator's log.
  */
@@ -167,25 +171,40 @@ describe('node API streaming and logs through the real API server (containerd)',
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
+  /** WebSocket streams the cri node served itself (ExtendWebSocketsToKubelet), by subresource. */
+  const wsServed = () => servers[0]!.webSocketStreamingRequests;
+
   it('kubectl exec prints the output and exits with the command exit code (WebSocket and SPDY)', async () => {
-    const ws = await k(['exec', 'shell', '--', 'sh', '-c', 'echo hi; exit 3']);
+    const before = wsServed().exec;
+    const ws = await k(['exec', 'shell', '--', 'sh', '-c', 'echo hi; echo err >&2; exit 3']);
     expect(ws.stdout, ws.stderr).to.equal('hi\n');
+    expect(ws.stderr).to.contain('err\n');
     expect(ws.code, ws.stderr).to.equal(3);
+    expect(wsServed().exec, 'kubectl exec reached the node as a WebSocket').to.equal(before + 1);
     const spdy = await kSpdy(['exec', 'shell', '--', 'sh', '-c', 'echo hi; echo err >&2; exit 3']);
     expect(spdy.stdout, spdy.stderr).to.equal('hi\n');
     expect(spdy.stderr).to.contain('err\n');
     expect(spdy.code, spdy.stderr).to.equal(3);
+    expect(wsServed().exec, 'SPDY is proxied, not translated').to.equal(before + 1);
     const ok = await k(['exec', 'shell', '--', 'echo', 'zero']);
     expect(ok).to.include({ code: 0, stdout: 'zero\n' });
+    expect(wsServed().exec).to.equal(before + 2);
   });
 
-  it('kubectl exec -i passes stdin through', async () => {
+  it('kubectl exec -i passes stdin through, and its end (the v5 close signal) ends the command', async () => {
+    const before = wsServed().exec;
     const input = 'line one\nline two\n'.repeat(200);
     const r = await k(['exec', '-i', 'shell', '--', 'cat'], input);
     expect(r.code, r.stderr).to.equal(0);
     expect(r.stdout).to.equal(input);
     const wc = await k(['exec', '-i', 'shell', '--', 'wc', '-l'], input);
     expect(wc.stdout.trim()).to.equal('400');
+    const big = 'x'.repeat(1 << 20);
+    const mixed = await k(['exec', '-i', 'shell', '--', 'sh', '-c', 'wc -c; echo bye >&2; exit 4'], big);
+    expect(mixed.stdout.trim(), mixed.stderr).to.equal(String(1 << 20));
+    expect(mixed.stderr).to.contain('bye\n');
+    expect(mixed.code).to.equal(4);
+    expect(wsServed().exec).to.equal(before + 3);
   });
 
   it('a WebSocket exec straight to the node API gets the output and the exit status', async () => {
@@ -221,8 +240,10 @@ describe('node API streaming and logs through the real API server (containerd)',
       { restartPolicy: 'Never' },
     );
     await running('attach');
+    const before = wsServed().attach;
     const r = await k(['attach', '-i', 'attach', '-c', 'c'], 'ping\npong\n');
     expect(r.stdout, r.stderr).to.contain('got ping\ngot pong\n');
+    expect(wsServed().attach, 'kubectl attach reached the node as a WebSocket').to.equal(before + 1);
     // stdin closed with the attach session (stdinOnce): the loop ends and the container exits 0.
     const done = await waitPod('attach', (s) => s.phase === 'Succeeded', 'Succeeded');
     expect(cstatus(done.status)?.state?.terminated?.exitCode).to.equal(0);
@@ -252,6 +273,7 @@ describe('node API streaming and logs through the real API server (containerd)',
       'Ready',
     );
     for (const env of [{}, { KUBECTL_PORT_FORWARD_WEBSOCKETS: 'false' }]) {
+      const before = wsServed().portforward;
       const pf = spawnKubectl(
         cp!,
         ['-n', NS, 'port-forward', '--address', '127.0.0.1', 'pod/web', `:${webPort}`],
@@ -268,9 +290,39 @@ describe('node API streaming and logs through the real API server (containerd)',
           expect(res.status).to.equal(200);
           expect(await res.text()).to.equal('hello-from-httpd\n');
         }
+        // One tunnel per kubectl port-forward over WebSocket; SPDY is proxied as before.
+        expect(wsServed().portforward, JSON.stringify(env)).to.equal(
+          before + ('KUBECTL_PORT_FORWARD_WEBSOCKETS' in env ? 0 : 1),
+        );
       } finally {
         pf.kill();
       }
+    }
+  });
+
+  it('the node declares ExtendWebSocketsToKubelet and the API server passed the WebSockets through', async () => {
+    const node = await client.request<{ status?: { declaredFeatures?: string[] } }>({
+      method: 'GET',
+      path: `/api/v1/nodes/${CRI_NODE}`,
+    });
+    expect(node.status?.declaredFeatures).to.include('ExtendWebSocketsToKubelet');
+    const metrics = await k(['get', '--raw', '/metrics']);
+    const series = (proxyType: string, sub: string): number => {
+      const line = metrics.stdout
+        .split('\n')
+        .find(
+          (l) =>
+            l.startsWith('apiserver_websocket_streaming_requests_total{') &&
+            l.includes(`proxy_type="${proxyType}"`) &&
+            l.includes(`subresource="${sub}"`),
+        );
+      return line ? Number(line.split(' ').at(-1)) : 0;
+    };
+    const served = wsServed();
+    for (const sub of ['exec', 'attach', 'portforward'] as const) {
+      expect(served[sub], `${sub} WebSockets served by the node`).to.be.above(0);
+      expect(series('proxied_to_kubelet', sub), sub).to.be.at.least(served[sub]);
+      expect(series('translated_at_apiserver', sub), sub).to.equal(0);
     }
   });
 
@@ -414,7 +466,8 @@ describe('node API streaming and logs through the real API server (containerd)',
     for (const [p, code, msg] of cases) {
       const r = await direct(p);
       expect(r.status, `${p}: ${r.head}`).to.equal(code);
-      expect(r.body, p).to.match(msg);
+      // A v1 Status: the API server passes it on, and kubectl (1.32 here) shows its message.
+      expect((JSON.parse(r.body) as { message?: string }).message, p).to.match(msg);
     }
     // SPDY upgrades are validated the same way.
     const spdy = await direct(`/exec/${NS}/shell/c?command=ls`, 'SPDY/3.1');

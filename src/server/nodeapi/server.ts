@@ -6,8 +6,9 @@
  * /containerLogs/{ns}/{pod}/{container} (containerlogs.ts), /logs/ (the node's log directory, nodelogs.ts),
  * /configz, /flagz and /statusz (configz.ts,
  * zpages.ts), and on the HTTP upgrade event /exec, /attach and /portForward (streaming.ts, proxied by
- * upgradeproxy.ts). TLS is terminated in front (tlsfront.ts), with the certificate of the node whose address
- * was dialled. Every request is
+ * upgradeproxy.ts; a v5 WebSocket exec or attach is translated to the runtime's SPDY by streamtranslator.ts
+ * and a tunnelled port-forward WebSocket carried by streamtunnel.ts, see wsstream.ts). TLS is terminated in
+ * front (tlsfront.ts), with the certificate of the node whose address was dialled. Every request is
  * authenticated (client certificate from the client CA, or a bearer token via TokenReview) and authorized
  * (SubjectAccessReview on nodes/<subresource>) before routing; see auth.ts.
  *
@@ -21,7 +22,8 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Server as NetServer, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
-import type { Registry } from 'prom-client';
+import { Counter, type Registry } from 'prom-client';
+import { WebSocketServer, type WebSocket } from 'ws';
 import type { Pod } from '../../api/core.js';
 import type { Clock } from '../../util/clock.js';
 import { errorMessage, isInvalidArgument, isNotFound } from '../../util/errors.js';
@@ -41,13 +43,19 @@ import { CONFIGZ_PATH, configzBody, kubeletFlags, type NodeApiSettings } from '.
 import type { HttpAnswer } from './negotiate.js';
 import { NODE_LOGS_PREFIX, serveNodeLogs } from './nodelogs.js';
 import { normalizeAddress, type NodeApiTarget, type NodeLookup } from './registry.js';
+import { SpdyClientSession } from './spdy.js';
 import {
   isWebSocketRequest,
   parseStreamingPath,
   parseStreamingQuery,
   resolveStreamingUrl,
   streamingKindOf,
+  type StreamingKind,
+  type StreamingPath,
+  type StreamingRequestOptions,
 } from './streaming.js';
+import { translateStreams } from './streamtranslator.js';
+import { tunnelStreams } from './streamtunnel.js';
 import { isStatsPath, serveStats } from './stats.js';
 import {
   AddressTlsListener,
@@ -55,7 +63,16 @@ import {
   type ClientCaSource,
   type ServingCertificateSource,
 } from './tlsfront.js';
-import { UpgradeProxy, writeRawResponse } from './upgradeproxy.js';
+import { dialSpdyUpgrade, UpgradeProxy, writeRawResponse } from './upgradeproxy.js';
+import {
+  offeredProtocols,
+  SpdyRemoteCommandProtocol,
+  streamingModeOf,
+  StreamProtocolV5,
+  TunnelingPrefix,
+  tunneledSpdyProtocols,
+  type StreamingMode,
+} from './wsstream.js';
 import {
   FLAGZ_PATH,
   STATUSZ_PATH,
@@ -114,6 +131,16 @@ interface Admitted {
   podNode: { node: NodeApiTarget; pod: Pod } | undefined;
 }
 
+/** The largest request head served (Go's http.DefaultMaxHeaderBytes). */
+export const MaxRequestHeadBytes = 1 << 20;
+
+/** The kubelet's label values for WebSocket streaming requests. */
+export type WebSocketSubresource = 'exec' | 'attach' | 'portforward';
+
+function webSocketSubresource(kind: StreamingKind): WebSocketSubresource {
+  return kind === 'portForward' ? 'portforward' : kind;
+}
+
 export class NodeApiServer {
   private server: http.Server | undefined;
   /** Accepts TCP, picks the certificate by the dialled address, hands TLS sockets to `server`. */
@@ -122,6 +149,18 @@ export class NodeApiServer {
   private readonly live = new Set<AbortController>();
   /** exec/attach/portForward sessions proxied to the runtimes' streaming servers (streaming.ts). */
   private readonly upgrades: UpgradeProxy;
+  /** WebSocket handshakes of the streams this node serves itself (translated or tunnelled). */
+  private readonly wss = new WebSocketServer({
+    noServer: true,
+    perMessageDeflate: false,
+    clientTracking: false,
+  });
+  /** The subprotocol each such handshake answers with (set just before it). */
+  private readonly wsProtocols = new WeakMap<IncomingMessage, string>();
+  /** Open translated and tunnelled sessions: their WebSocket and the runtime's socket. */
+  private readonly wsSessions = new Set<{ ws?: WebSocket; runtime: Duplex }>();
+  private readonly wsCounts: Record<WebSocketSubresource, number> = { exec: 0, attach: 0, portforward: 0 };
+  private readonly wsCounter: Counter<'subresource'> | undefined;
   private settings: NodeApiSettings | undefined;
   /** Per connection: the reloaded client CA bundle its certificate was last judged by, and the verdict. */
   private readonly verifiedBy = new WeakMap<TLSSocket, { bundle: string | Buffer; ok: boolean }>();
@@ -133,6 +172,28 @@ export class NodeApiServer {
   constructor(private readonly opts: NodeApiServerOptions) {
     this.upgrades = new UpgradeProxy({ logger: opts.logger });
     this.settings = opts.settings;
+    // The protocol is answered here: ws refuses the tunnelling ones (`SPDY/3.1+...` is not an HTTP token).
+    this.wss.on('headers', (headers: string[], req: IncomingMessage) => {
+      const p = this.wsProtocols.get(req);
+      if (p) headers.push(`Sec-WebSocket-Protocol: ${p}`);
+    });
+    const registry = opts.metrics;
+    if (registry) {
+      const name = 'kubelet_websocket_streaming_requests_total';
+      this.wsCounter =
+        (registry.getSingleMetric(name) as Counter<'subresource'> | undefined) ??
+        new Counter({
+          name,
+          help: "WebSocket streaming requests (exec, attach, portforward) the node served itself: v5 exec and attach translated to the runtime's SPDY, port-forward tunnelled SPDY.",
+          labelNames: ['subresource'],
+          registers: [registry],
+        });
+    }
+  }
+
+  /** WebSocket streaming requests served by this node itself (not proxied to the runtime), by subresource. */
+  get webSocketStreamingRequests(): Readonly<Record<WebSocketSubresource, number>> {
+    return { ...this.wsCounts };
   }
 
   /** Starts listening; resolves to the bound port. */
@@ -141,7 +202,12 @@ export class NodeApiServer {
     const source =
       tls.source ?? (tls.cert && tls.key ? staticCertificate({ cert: tls.cert, key: tls.key }) : undefined);
     if (!source) throw new HttpError(500, 'node API: no serving certificate (cert and key, or a source)');
-    const server = http.createServer((req, res) => void this.handle(req, res));
+    // Request heads up to 1 MiB, as Go's HTTP server (the kubelet's) takes: an exec's command travels in the
+    // query (kubectl exec -- echo <20000 characters> is an upstream spec); Node's default is 16 KiB.
+    const server = http.createServer(
+      { maxHeaderSize: MaxRequestHeadBytes },
+      (req, res) => void this.handle(req, res),
+    );
     this.server = server;
     // TLS is done in front (tlsfront.ts); the HTTP server only ever sees finished TLS sockets.
     this.front = new AddressTlsListener({
@@ -171,6 +237,11 @@ export class NodeApiServer {
   async close(): Promise<void> {
     for (const c of this.live) c.abort();
     this.upgrades.closeAll();
+    for (const s of this.wsSessions) {
+      s.ws?.terminate();
+      s.runtime.destroy();
+    }
+    this.wsSessions.clear();
     const front = this.front;
     this.front = undefined;
     this.server = undefined;
@@ -291,10 +362,18 @@ export class NodeApiServer {
       const { podNode } = await this.admit(req, path, () => (kind ? parseStreamingPath(path) : undefined));
       if (!kind) throw new HttpError(400, `${path} does not support protocol upgrades`);
       const target = parseStreamingPath(path);
-      const opts = parseStreamingQuery(kind, url.searchParams, isWebSocketRequest(req.headers));
+      const mode = streamingModeOf(kind, req.headers);
+      // A tunnelled port-forward names its ports in the SPDY streams, as SPDY clients do.
+      const opts = parseStreamingQuery(
+        kind,
+        url.searchParams,
+        mode === 'proxy' && isWebSocketRequest(req.headers),
+      );
       if (!podNode) throw new HttpError(404, `pod "${target.namespace}/${target.pod}" not found`);
       const streamUrl = await resolveStreamingUrl(podNode.node, podNode.pod, target, opts);
       if (socket.destroyed) return;
+      if (mode !== 'proxy')
+        return await this.serveWebSocket(mode, req, socket, head, streamUrl, target, opts, onError);
       socket.removeListener('error', onError);
       this.upgrades.proxy(req, socket, head, streamUrl);
     } catch (err) {
@@ -308,6 +387,77 @@ export class NodeApiServer {
       }
       writeRawResponse(socket, e.status, e.message);
     }
+  }
+
+  /**
+   * A WebSocket stream this node serves itself (ExtendWebSocketsToKubelet): the SPDY upgrade to the runtime
+   * first (its refusal reaches the client as a plain HTTP error), then the WebSocket handshake, then the
+   * translation (v5 exec/attach) or the tunnel (port-forward).
+   */
+  private async serveWebSocket(
+    mode: Exclude<StreamingMode, 'proxy'>,
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    streamUrl: string,
+    target: StreamingPath,
+    opts: StreamingRequestOptions,
+    onError: () => void,
+  ): Promise<void> {
+    const logger = this.opts.logger;
+    const what = `${target.kind} ${target.namespace}/${target.pod}${target.container ? `/${target.container}` : ''}`;
+    const offered = offeredProtocols(req.headers);
+    const up = await dialSpdyUpgrade(
+      streamUrl,
+      mode === 'translate' ? [SpdyRemoteCommandProtocol] : tunneledSpdyProtocols(offered),
+    );
+    if (!up.ok) {
+      logger.warn('node API: the runtime refused the SPDY upgrade', {
+        stream: what,
+        status: up.status,
+        error: up.body,
+      });
+      return writeRawResponse(socket, up.status, up.body);
+    }
+    if (socket.destroyed) return void up.socket.destroy();
+    if (mode === 'translate' && up.protocol !== SpdyRemoteCommandProtocol) {
+      up.socket.destroy();
+      return writeRawResponse(
+        socket,
+        502,
+        `the runtime's streaming server chose remotecommand protocol ${JSON.stringify(up.protocol)}, not ${SpdyRemoteCommandProtocol}`,
+      );
+    }
+    const wsProtocol =
+      mode === 'translate' ? StreamProtocolV5 : up.protocol ? `${TunnelingPrefix}${up.protocol}` : '';
+    if (wsProtocol) this.wsProtocols.set(req, wsProtocol);
+    delete req.headers['sec-websocket-protocol'];
+    const session: { ws?: WebSocket; runtime: Duplex } = { runtime: up.socket };
+    this.wsSessions.add(session);
+    up.socket.once('close', () => this.wsSessions.delete(session));
+    // A handshake ws refuses (it answers 400 itself) never reaches the callback: drop the runtime's side.
+    socket.once('close', () => {
+      if (!session.ws) up.socket.destroy();
+    });
+    socket.removeListener('error', onError);
+    this.wss.handleUpgrade(req, socket, head, (ws) => {
+      session.ws = ws;
+      const sub = webSocketSubresource(target.kind);
+      this.wsCounts[sub]++;
+      this.wsCounter?.inc({ subresource: sub });
+      logger.debug('node API: WebSocket stream served by the node', {
+        stream: what,
+        mode,
+        protocol: wsProtocol,
+      });
+      if (mode === 'translate' && opts.kind !== 'portForward')
+        translateStreams(ws, new SpdyClientSession(up.socket, up.head), {
+          streams: opts.streams,
+          logger,
+          what,
+        });
+      else tunnelStreams(ws, up.socket, up.head, logger, what);
+    });
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {

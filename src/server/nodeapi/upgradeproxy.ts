@@ -11,6 +11,7 @@
  * upgrade.
  */
 import http, { type IncomingMessage } from 'node:http';
+import https from 'node:https';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
@@ -35,13 +36,43 @@ export function upstreamRequestHead(req: Pick<IncomingMessage, 'method' | 'rawHe
   return `${lines.join('\r\n')}\r\n\r\n`;
 }
 
-/** Answers a not-yet-upgraded socket with a plain HTTP response and closes it. */
+/** The Status reason of an HTTP error status, as the API server names them (none for the others). */
+export function statusReasonOf(status: number): string | undefined {
+  const reasons: Record<number, string> = {
+    400: 'BadRequest',
+    401: 'Unauthorized',
+    403: 'Forbidden',
+    404: 'NotFound',
+    500: 'InternalError',
+    503: 'ServiceUnavailable',
+    504: 'Timeout',
+  };
+  return reasons[status];
+}
+
+/**
+ * Answers a not-yet-upgraded socket with an HTTP error and closes it. The body is a v1 Status with the
+ * message: the API server passes a node's refusal on to the client as it is, and kubectl (the WebSocket
+ * and the SPDY executors alike) reads a Status, where it has been seen to lose a plain text message.
+ */
 export function writeRawResponse(socket: Duplex, status: number, text: string): void {
   if (socket.destroyed || socket.writableEnded) return;
-  const body = Buffer.from(`${text}\n`, 'utf8');
+  const reason = statusReasonOf(status);
+  const body = Buffer.from(
+    `${JSON.stringify({
+      kind: 'Status',
+      apiVersion: 'v1',
+      metadata: {},
+      status: 'Failure',
+      message: text,
+      ...(reason ? { reason } : {}),
+      code: status,
+    })}\n`,
+    'utf8',
+  );
   const head =
     `HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? 'Error'}\r\n` +
-    'Content-Type: text/plain; charset=utf-8\r\n' +
+    'Content-Type: application/json\r\n' +
     'X-Content-Type-Options: nosniff\r\n' +
     `Content-Length: ${body.length}\r\n` +
     'Connection: close\r\n\r\n';
@@ -155,4 +186,98 @@ export class UpgradeProxy {
       upstream.destroy();
     });
   }
+}
+
+export type SpdyUpgradeResult =
+  { ok: true; socket: Duplex; head: Buffer; protocol: string } | { ok: false; status: number; body: string };
+
+/** How much of a refusal's body is kept for the client. */
+const MaxRefusalBody = 64 * 1024;
+
+/**
+ * Asks the runtime's streaming server at `target` to switch to SPDY/3.1 with one of `protocols`
+ * (X-Stream-Protocol-Version), as the kubelet's SPDY round tripper does: POST, Connection: Upgrade. Resolves
+ * to the upgraded socket and the protocol chosen, or to the status and text to give the client (the
+ * runtime's own refusal, 502 when it cannot be reached, 504 when it does not answer in time). Never rejects.
+ */
+export function dialSpdyUpgrade(
+  target: string,
+  protocols: readonly string[],
+  timeoutMs = 10_000,
+): Promise<SpdyUpgradeResult> {
+  return new Promise((resolve) => {
+    let url: URL;
+    try {
+      url = new URL(target);
+    } catch {
+      return resolve({ ok: false, status: 500, body: 'the runtime returned a malformed streaming URL' });
+    }
+    const secure = url.protocol === 'https:';
+    if (!secure && url.protocol !== 'http:')
+      return resolve({ ok: false, status: 500, body: `unsupported streaming URL scheme ${url.protocol}` });
+    let settled = false;
+    const settle = (r: SpdyUpgradeResult): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve(r);
+    };
+    const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+    const req = (secure ? https : http).request({
+      method: 'POST',
+      host,
+      port: Number(url.port || (secure ? 443 : 80)),
+      path: `${url.pathname}${url.search}`,
+      agent: false,
+      ...(secure && !net.isIP(host) ? { servername: host } : {}),
+      headers: { Connection: 'Upgrade', Upgrade: 'SPDY/3.1', 'X-Stream-Protocol-Version': [...protocols] },
+    });
+    const timer = setTimeout(() => {
+      settle({
+        ok: false,
+        status: 504,
+        body: `timed out upgrading to the runtime's streaming server at ${url.host}`,
+      });
+      req.destroy();
+    }, timeoutMs);
+    req.on('upgrade', (res: IncomingMessage, socket: Duplex, head: Buffer) => {
+      const v = res.headers['x-stream-protocol-version'];
+      const protocol = (Array.isArray(v) ? v[0] : v)?.trim() ?? '';
+      if (settled || !/spdy\/3\.1/i.test(String(res.headers.upgrade ?? ''))) {
+        socket.destroy();
+        return settle({
+          ok: false,
+          status: 502,
+          body: "the runtime's streaming server upgraded to another protocol",
+        });
+      }
+      settle({ ok: true, socket, head, protocol });
+    });
+    req.on('response', (res: IncomingMessage) => {
+      const parts: Buffer[] = [];
+      let size = 0;
+      res.on('data', (b: Buffer) => {
+        if (size < MaxRefusalBody) parts.push(b);
+        size += b.length;
+      });
+      const done = (): void => {
+        const body = Buffer.concat(parts).subarray(0, MaxRefusalBody).toString('utf8').trim();
+        settle({
+          ok: false,
+          status: res.statusCode ?? 502,
+          body: body || `the runtime's streaming server answered ${res.statusCode}`,
+        });
+      };
+      res.on('end', done);
+      res.on('error', done);
+    });
+    req.on('error', (err) =>
+      settle({
+        ok: false,
+        status: 502,
+        body: `cannot reach the runtime's streaming server: ${errorMessage(err)}`,
+      }),
+    );
+    req.end();
+  });
 }

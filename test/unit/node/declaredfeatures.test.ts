@@ -30,8 +30,9 @@ describe('node declared features', () => {
     for (const f of DeclarableFeatures) expect(f.why, f.name).to.have.length.above(20);
   });
 
-  it('declares InPlacePodLevelResourcesVerticalScaling, InPlacePodVerticalScalingInitContainers and RestartAllContainersOnContainerExits, sorted', () => {
+  it('declares ExtendWebSocketsToKubelet, InPlacePodLevelResourcesVerticalScaling, InPlacePodVerticalScalingInitContainers and RestartAllContainersOnContainerExits, sorted', () => {
     const ours = [
+      'ExtendWebSocketsToKubelet',
       'InPlacePodLevelResourcesVerticalScaling',
       'InPlacePodVerticalScalingInitContainers',
       'RestartAllContainersOnContainerExits',

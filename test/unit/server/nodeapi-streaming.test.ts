@@ -333,7 +333,17 @@ describe('node API streaming: the upgrade proxy', function () {
       const c = await raw(head, opts);
       await c.closed;
       expect(statusLine(c.read()), head).to.match(new RegExp(`^HTTP/1.1 ${code} `));
-      expect(c.read(), head).to.match(msg);
+      // Refused upgrades carry a v1 Status, which kubectl reads whichever protocol it spoke; a request
+      // without an upgrade is an ordinary (text) error.
+      const [resHead, body] = c.read().split('\r\n\r\n', 2) as [string, string];
+      if (opts?.upgrade === '') {
+        expect(body, head).to.match(msg);
+        continue;
+      }
+      expect(resHead, head).to.contain('Content-Type: application/json');
+      const st = JSON.parse(body) as Record<string, unknown>;
+      expect(st, head).to.include({ kind: 'Status', status: 'Failure', code });
+      expect(st.message, head).to.match(msg);
     }
   });
 
