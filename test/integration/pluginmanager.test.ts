@@ -2,7 +2,8 @@
  * The plugin manager of a VirtualNode (issue #59) against a real v1.37 kube-apiserver, with real node plugins
  * run as host processes: the hostpath CSI driver serving on the node root's `plugins/csi-hostpath/csi.sock`
  * and node-driver-registrar announcing it in the node root's `plugins_registry/` (as their DaemonSet would
- * through `/var/lib/kubelet` hostPaths). The node's CSINode gets the driver with its node ID and topology key,
+ * through `/var/lib/kubelet` hostPaths; the registrar names the driver's socket by its `/var/lib/kubelet` path, as
+ * in a DaemonSet, and the node finds it in its root). The node's CSINode gets the driver with its node ID and topology key,
  * the Node the topology label and the node-ID annotation; when the registrar stops (it removes its socket on
  * SIGTERM) the driver is deregistered: the CSINode entry and the annotation go. A second node of the same
  * process sees none of it (its own root).
@@ -100,7 +101,8 @@ describe('plugin manager: CSI node plugin registration (real registrar and hostp
       bins.registrar,
       [
         `--csi-address=${csiSocket}`,
-        `--kubelet-registration-path=${csiSocket}`,
+        // As in its DaemonSet: the driver's socket as a kubelet's host has it, which is the node root here.
+        '--kubelet-registration-path=/var/lib/kubelet/plugins/csi-hostpath/csi.sock',
         `--plugin-registration-path=${paths.pluginsRegistry}`,
         '--v=2',
       ],

@@ -20,9 +20,11 @@ import {
   installDriverToCSINode,
   installDriverToNode,
   newCSINode,
+  nodeAllocatableUpdatePeriodMs,
   uninstallDriverFromCSINode,
   uninstallDriverFromNode,
   validateCSIVersions,
+  type CSIDriverObject,
   type CSINode,
   type CSINodeInfo,
   type NodeMeta,
@@ -85,6 +87,11 @@ export interface CSIPluginHandlerDeps {
   logger: Logger;
   /** NodeGetInfo; default over gRPC (tests pass a fake). */
   nodeGetInfo?: (endpoint: string) => Promise<CSINodeInfo>;
+  /**
+   * How often a registered driver's CSIDriver is read again while it sets no
+   * nodeAllocatableUpdatePeriodSeconds (the kubelet watches CSIDrivers; we look); default 60 s.
+   */
+  csiDriverRecheckMs?: number;
 }
 
 function isStatus(err: unknown, code: 404 | 409): boolean {
@@ -96,6 +103,11 @@ function isStatus(err: unknown, code: 404 | 409): boolean {
 export class CSIPluginHandler implements PluginHandler {
   /** Registered drivers: endpoint and highest supported version (csiDrivers). */
   private readonly drivers = new Map<string, { endpoint: string; version: string }>();
+  /** The CSI node updater's timer of each registered driver (MutableCSINodeAllocatableCount). */
+  private readonly updaters = new Map<string, NodeJS.Timeout>();
+  private stopped = false;
+  /** Drivers whose updater has read their CSIDriver once: the next tick refreshes. */
+  private readonly refreshed = new Map<string, boolean>();
   private readonly log: Logger;
 
   constructor(private readonly d: CSIPluginHandlerDeps) {
@@ -127,6 +139,7 @@ export class CSIPluginHandler implements PluginHandler {
     try {
       const info = await (this.d.nodeGetInfo ?? csiNodeGetInfo)(endpoint);
       await this.installCSIDriver(name, info);
+      this.syncDriverUpdater(name, 0);
     } catch (err) {
       await this.unregisterDriver(name).catch((e: unknown) =>
         this.log.warn(
@@ -148,8 +161,66 @@ export class CSIPluginHandler implements PluginHandler {
     }
   }
 
+  /** Stops the drivers' periodic refreshes. */
+  stop(): void {
+    this.stopped = true;
+    for (const t of this.updaters.values()) clearTimeout(t);
+    this.updaters.clear();
+  }
+
+  /**
+   * The CSI node updater (csi_node_updater.go): while the driver is registered, its CSIDriver's
+   * nodeAllocatableUpdatePeriodSeconds says how often NodeGetInfo is asked again and the CSINode entry
+   * updated (UpdateCSIDriver); a CSIDriver without a period (or none) is looked at again later.
+   */
+  private syncDriverUpdater(name: string, delayMs: number): void {
+    const old = this.updaters.get(name);
+    if (old) clearTimeout(old);
+    this.updaters.delete(name);
+    if (this.stopped || !this.drivers.has(name)) return;
+    const t = setTimeout(() => void this.driverUpdaterTick(name), delayMs);
+    t.unref();
+    this.updaters.set(name, t);
+  }
+
+  private async driverUpdaterTick(name: string): Promise<void> {
+    const driver = this.drivers.get(name);
+    if (!driver || this.stopped) return;
+    let period = 0;
+    try {
+      const obj = await this.d.client.request<CSIDriverObject>({
+        method: 'GET',
+        path: `/apis/storage.k8s.io/v1/csidrivers/${name}`,
+      });
+      period = nodeAllocatableUpdatePeriodMs(obj);
+    } catch (err) {
+      if (errorKind(err) !== 'NotFound')
+        this.log.warn('Error retrieving CSIDriver', { driver: name, err: errorMessage(err) });
+    }
+    if (period === 0) {
+      this.syncDriverUpdater(name, this.d.csiDriverRecheckMs ?? 60_000);
+      return;
+    }
+    if (this.updaters.has(name) && this.refreshed.get(name) !== undefined) {
+      try {
+        const info = await (this.d.nodeGetInfo ?? csiNodeGetInfo)(driver.endpoint);
+        if (this.drivers.get(name) !== driver) return;
+        await this.updateCSINode((n) => installDriverToCSINode(n, name, info).csiNode, false);
+      } catch (err) {
+        this.log.warn('Failed to update CSIDriver', {
+          driver: name,
+          err: `failed to update driver ${JSON.stringify(name)}: ${errorMessage(err)}`,
+        });
+      }
+    }
+    this.refreshed.set(name, true);
+    this.syncDriverUpdater(name, period);
+  }
+
   private async unregisterDriver(name: string): Promise<void> {
     this.drivers.delete(name);
+    this.refreshed.delete(name);
+    this.syncDriverUpdater(name, 0);
     try {
       await this.updateCSINode((n) => uninstallDriverFromCSINode(n, name), false);
     } catch (err) {

@@ -263,3 +263,18 @@ export function validateCSIVersions(
   }
   return { ok: true, highest };
 }
+
+/** storage.k8s.io/v1 CSIDriver, the field the CSI node updater reads. */
+export interface CSIDriverObject {
+  spec?: { nodeAllocatableUpdatePeriodSeconds?: number | null };
+}
+
+/**
+ * getNodeAllocatableUpdatePeriod (MutableCSINodeAllocatableCount): how often a registered driver's
+ * NodeGetInfo is asked again to refresh its CSINode allocatable count, in ms; 0 when the CSIDriver sets no
+ * period (or there is no CSIDriver), which turns the refresh off.
+ */
+export function nodeAllocatableUpdatePeriodMs(driver: CSIDriverObject | undefined): number {
+  const s = driver?.spec?.nodeAllocatableUpdatePeriodSeconds;
+  return typeof s === 'number' && s > 0 ? s * 1000 : 0;
+}

@@ -40,6 +40,12 @@ export interface PluginManagerDeps {
   /** Handlers by plugin type (`CSIPlugin`, `DRAPlugin`). */
   handlers: ReadonlyMap<string, PluginHandler>;
   logger: Logger;
+  /**
+   * Where a plugin's endpoint is on this host: a node plugin in a pod names the path it has under
+   * `/var/lib/kubelet` (node-driver-registrar's --kubelet-registration-path), which is the node's root here
+   * (src/kubelet/rootdir.ts resolveKubeletHostPath). Default: as named.
+   */
+  resolveEndpoint?: (endpoint: string) => string;
   /** Reconcile period; default 1 s (the kubelet's loopSleepDuration). */
   periodMs?: number;
 }
@@ -307,7 +313,10 @@ export class PluginManager {
         await this.notify(client, socketPath, false, routed.error);
         throw new Error(routed.error);
       }
-      const { name, endpoint, supportedVersions, type } = routed.info;
+      const { name, supportedVersions, type } = routed.info;
+      const endpoint = this.d.resolveEndpoint
+        ? this.d.resolveEndpoint(routed.info.endpoint)
+        : routed.info.endpoint;
       const handler = this.d.handlers.get(type)!;
       try {
         await handler.validatePlugin(name, endpoint, supportedVersions);

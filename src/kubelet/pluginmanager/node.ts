@@ -4,7 +4,7 @@
  */
 import type { KubeClient } from '../../kube/client.js';
 import type { Logger } from '../../util/logger.js';
-import { kubeletRootPaths } from '../rootdir.js';
+import { kubeletRootPaths, resolveKubeletHostPath } from '../rootdir.js';
 import { CSIPluginHandler } from './csihandler.js';
 import { DRAPluginHandler } from './drahandler.js';
 import { PluginManager, type PluginHandler } from './manager.js';
@@ -33,6 +33,7 @@ export async function startNodePluginManager(o: {
     registryDir: kubeletRootPaths(o.rootDir).pluginsRegistry,
     handlers,
     logger: o.logger,
+    resolveEndpoint: (endpoint) => resolveKubeletHostPath(endpoint, o.rootDir),
   });
   await manager.start();
   return {
@@ -41,6 +42,7 @@ export async function startNodePluginManager(o: {
     dra,
     stop: async () => {
       await manager.stop();
+      csi.stop();
       dra.stop();
     },
   };

@@ -21,6 +21,7 @@ class FakeApi {
   csiNode: CSINode | undefined;
   calls: string[] = [];
   conflictsLeft = 0;
+  csiDriverPeriodSeconds: number | undefined;
 
   request = (req: RequestOptions): Promise<unknown> => {
     this.calls.push(`${req.method} ${req.path}`);
@@ -38,6 +39,11 @@ class FakeApi {
         }
       }
       return Promise.resolve(structuredClone(this.node));
+    }
+    if (req.path.startsWith('/apis/storage.k8s.io/v1/csidrivers/')) {
+      return this.csiDriverPeriodSeconds === undefined
+        ? Promise.reject(new KindError('NotFound', 'not found'))
+        : Promise.resolve({ spec: { nodeAllocatableUpdatePeriodSeconds: this.csiDriverPeriodSeconds } });
     }
     if (req.path.startsWith('/apis/storage.k8s.io/v1/csinodes')) {
       switch (req.method) {
@@ -64,14 +70,24 @@ class FakeApi {
   };
 }
 
-function handler(api: FakeApi, info: CSINodeInfo | Error): CSIPluginHandler {
+function handler(
+  api: FakeApi,
+  info: CSINodeInfo | Error | (() => CSINodeInfo),
+  recheckMs?: number,
+): CSIPluginHandler {
   return new CSIPluginHandler({
     client: api as unknown as KubeClient,
     nodeName: 'vn-a',
     logger: silentLogger,
-    nodeGetInfo: () => (info instanceof Error ? Promise.reject(info) : Promise.resolve(info)),
+    nodeGetInfo: () =>
+      info instanceof Error
+        ? Promise.reject(info)
+        : Promise.resolve(typeof info === 'function' ? info() : info),
+    ...(recheckMs !== undefined ? { csiDriverRecheckMs: recheckMs } : {}),
   });
 }
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const INFO: CSINodeInfo = { nodeID: 'vn-a', maxVolumesPerNode: 0, topology: { [TOPO]: 'vn-a' } };
 
@@ -143,5 +159,41 @@ describe('pluginmanager/csihandler', () => {
       .catch((e: Error) => (err = e.message));
     expect(err).to.match(/detected topology value collision/);
     expect(api.csiNode?.spec.drivers ?? []).to.deep.equal([]);
+  });
+
+  describe('the CSI node updater (MutableCSINodeAllocatableCount)', () => {
+    it('refreshes the allocatable count every CSIDriver period, and stops with the driver', async () => {
+      const api = new FakeApi();
+      api.csiDriverPeriodSeconds = 0.05;
+      let count = 16;
+      const h = handler(api, () => ({ ...INFO, maxVolumesPerNode: count }));
+      await h.registerPlugin(D, '/p/csi.sock', ['1.0.0']);
+      expect(api.csiNode?.spec.drivers?.[0]?.allocatable).to.deep.equal({ count: 16 });
+      count = 8;
+      await sleep(400);
+      expect(api.csiNode?.spec.drivers?.[0]?.allocatable).to.deep.equal({ count: 8 });
+      await h.deregisterPlugin(D, '/p/csi.sock');
+      const puts = api.calls.filter((c) => c.startsWith('PUT')).length;
+      count = 4;
+      await sleep(200);
+      expect(api.calls.filter((c) => c.startsWith('PUT')).length).to.equal(puts);
+      h.stop();
+    });
+
+    it('no period (or no CSIDriver): no refresh, the CSIDriver looked at again', async () => {
+      const api = new FakeApi();
+      let count = 16;
+      const h = handler(api, () => ({ ...INFO, maxVolumesPerNode: count }), 40);
+      await h.registerPlugin(D, '/p/csi.sock', ['1.0.0']);
+      count = 8;
+      await sleep(200);
+      expect(api.csiNode?.spec.drivers?.[0]?.allocatable).to.deep.equal({ count: 16 });
+      expect(api.calls.filter((c) => c.includes('/csidrivers/')).length).to.be.greaterThan(2);
+      // A period set later is taken up.
+      api.csiDriverPeriodSeconds = 0.03;
+      await sleep(500);
+      expect(api.csiNode?.spec.drivers?.[0]?.allocatable).to.deep.equal({ count: 8 });
+      h.stop();
+    });
   });
 });

@@ -4,6 +4,7 @@ import {
   installDriverToNode,
   MigratedPluginsAnnotation,
   newCSINode,
+  nodeAllocatableUpdatePeriodMs,
   NodeIDAnnotation,
   uninstallDriverFromCSINode,
   uninstallDriverFromNode,
@@ -217,5 +218,14 @@ describe('pluginmanager/csinodeinfo', () => {
         expect(validateCSIVersions('RegisterPlugin', D, versions, registered)).to.deep.equal(want);
       });
     }
+  });
+
+  it('nodeAllocatableUpdatePeriodMs: the CSIDriver period, 0 when unset', () => {
+    expect(nodeAllocatableUpdatePeriodMs({ spec: { nodeAllocatableUpdatePeriodSeconds: 60 } })).to.equal(
+      60_000,
+    );
+    expect(nodeAllocatableUpdatePeriodMs({ spec: { nodeAllocatableUpdatePeriodSeconds: null } })).to.equal(0);
+    expect(nodeAllocatableUpdatePeriodMs({ spec: {} })).to.equal(0);
+    expect(nodeAllocatableUpdatePeriodMs(undefined)).to.equal(0);
   });
 });
