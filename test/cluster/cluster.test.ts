@@ -5,13 +5,15 @@
  * workloads are created with kubectl, the scheduler binds them, the controllers react to what our kubelet
  * reports. Resource metrics through metrics-server (metrics-scenarios.ts), Jobs (job-scenarios.ts), in-place
  * resize (resize-scenarios.ts), node failure (node-failure.ts) and the containerd-backed scenarios
- * (cri-scenarios.ts) run on the same cluster, after the tests here.
+ * (cri-scenarios.ts) and node-pressure eviction (eviction-scenarios.ts) run on the same cluster, after the
+ * tests here.
  */
 import { expect } from 'chai';
 import type { Pod } from '../../src/api/core.js';
 import { kubectl } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
 import { criScenarios } from './cri-scenarios.js';
+import { evictionScenarios } from './eviction-scenarios.js';
 import { jobScenarios } from './job-scenarios.js';
 import { hpaScenarios } from './hpa-scenarios.js';
 import { metricsScenarios } from './metrics-scenarios.js';
@@ -376,4 +378,5 @@ describe('cluster: kubelet-operator as the only node agent (scheduler + controll
   nodeFailureScenario(() => env);
   tokenScenario(() => env);
   criScenarios(() => env);
+  evictionScenarios(() => env);
 });

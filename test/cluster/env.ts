@@ -33,6 +33,7 @@ import type { Operator } from '../../src/operator.js';
 import { CriRuntime } from '../../src/runtime/cri/client.js';
 import { RealClock } from '../../src/util/clock.js';
 import { silentLogger } from '../../src/util/logger.js';
+import { Metrics } from '../../src/metrics.js';
 import { testLogger } from '../support/operator.js';
 import { NodeApiRegistry } from '../../src/server/nodeapi/registry.js';
 import { serveNodeApi } from '../../src/server/nodeapi/serve.js';
@@ -84,7 +85,11 @@ export const HPA_CONTROLLER_ARGS = [
   '--horizontal-pod-autoscaler-cpu-initialization-period=10s',
 ];
 
-const HEARTBEAT = { renewIntervalSeconds: 2, leaseDurationSeconds: 10, statusUpdateFrequencySeconds: 2 };
+export const HEARTBEAT = {
+  renewIntervalSeconds: 2,
+  leaseDurationSeconds: 10,
+  statusUpdateFrequencySeconds: 2,
+};
 
 export interface List<T> {
   items: T[];
@@ -174,6 +179,8 @@ export async function startClusterEnv(): Promise<ClusterEnv> {
   // Tokens age 20 times faster for the token manager: a 10-minute token (the API server's shortest) is
   // refreshed after 24 s instead of 8 minutes, so the token scenario sees a rotation.
   const tokenClock = new ScaledClock(20);
+  // The nodes' kubelet_* series on /metrics, as the operator process serves them.
+  const metrics = new Metrics(false);
   const startServing = (servedBy: string): Promise<Operator> =>
     startOperator({
       client,
@@ -182,6 +189,7 @@ export async function startClusterEnv(): Promise<ClusterEnv> {
       servedBy,
       statusPeriodMs: 2000,
       nodeApi: registry,
+      metrics,
       stateDir,
       tokenClock,
     });
@@ -231,6 +239,7 @@ export async function startClusterEnv(): Promise<ClusterEnv> {
       registry,
       certificates: { mode: 'csr' },
       clientCA: await readFile(path.join(cp.dir, 'pki', 'ca.crt')),
+      metrics: metrics.registry,
       port: 10250,
       address: '0.0.0.0',
     });
