@@ -298,10 +298,9 @@ export class KubeletManagedNode implements ManagedNode {
           spec.kubelet.crashLoopBackOff?.maxContainerRestartPeriodSeconds ?? MaxCrashLoopBackOffMs / 1000,
       },
     };
-    const eviction = evictionConfigFrom(spec.kubelet);
-    if (eviction.error !== undefined) {
-      // A kubelet with bad eviction flags does not start; a VirtualNode keeps its node on the defaults.
-      this.log.warn('invalid eviction settings, using the defaults', { err: eviction.error });
+    /** A refused group of spec.kubelet settings: a log line and a Warning Event on the VirtualNode. */
+    const settingsRefused = (reason: string, what: string, error: string): void => {
+      this.log.warn(`invalid ${what} settings, using the defaults`, { err: error });
       this.recorder.event(
         {
           kind: 'VirtualNode',
@@ -310,26 +309,16 @@ export class KubeletManagedNode implements ManagedNode {
           ...(vn.metadata.uid ? { uid: vn.metadata.uid } : {}),
         },
         'Warning',
-        'InvalidEvictionSettings',
-        `spec.kubelet eviction settings refused, the kubelet's defaults are used: ${eviction.error}`,
+        reason,
+        `spec.kubelet ${what} settings refused, the kubelet's defaults are used: ${error}`,
       );
-    }
+    };
+    const eviction = evictionConfigFrom(spec.kubelet);
+    // A kubelet with bad eviction flags does not start; a VirtualNode keeps its node on the defaults.
+    if (eviction.error !== undefined) settingsRefused('InvalidEvictionSettings', 'eviction', eviction.error);
     for (const w of eviction.warnings) this.log.info('eviction settings', { warning: w });
     const imageGC = imageGCPolicyFrom(spec.kubelet);
-    if (imageGC.error !== undefined) {
-      this.log.warn('invalid image GC settings, using the defaults', { err: imageGC.error });
-      this.recorder.event(
-        {
-          kind: 'VirtualNode',
-          apiVersion: vn.apiVersion,
-          name: vn.metadata.name ?? nodeName,
-          ...(vn.metadata.uid ? { uid: vn.metadata.uid } : {}),
-        },
-        'Warning',
-        'InvalidImageGCSettings',
-        `spec.kubelet image GC settings refused, the kubelet's defaults are used: ${imageGC.error}`,
-      );
-    }
+    if (imageGC.error !== undefined) settingsRefused('InvalidImageGCSettings', 'image GC', imageGC.error);
     this.imageGCPolicy = imageGC.policy;
     this.kubelet = new Kubelet({
       imageGC: {

@@ -427,6 +427,41 @@ describe('KubeletManagedNode clients and sources', () => {
     }
   });
 
+  it('runs on the defaults when eviction or image GC settings are refused, and says so on the VirtualNode', async () => {
+    let events!: FakeKubeClient;
+    const s = setup(
+      (sibling) => {
+        events = sibling();
+        return { eventClient: () => events as unknown as KubeClient };
+      },
+      spec({
+        kubelet: {
+          evictionHard: { 'memory.available': 'plenty' },
+          imageGCHighThresholdPercent: 10,
+          imageGCLowThresholdPercent: 50,
+        },
+      }),
+    );
+    try {
+      await start(s);
+      await advance(s.clock, 5_000, 500);
+      const refused = events.requests
+        .map((r) => r.body as { reason?: string; message?: string; involvedObject?: { kind?: string } })
+        .filter((e) => e?.involvedObject?.kind === 'VirtualNode')
+        .map((e) => `${e.reason}: ${e.message}`);
+      expect(refused).to.have.length(2);
+      expect(refused[0]).to.match(
+        /^InvalidEvictionSettings: spec\.kubelet eviction settings refused, the kubelet's defaults are used: /,
+      );
+      expect(refused[1]).to.match(
+        /^InvalidImageGCSettings: spec\.kubelet image GC settings refused, the kubelet's defaults are used: /,
+      );
+    } finally {
+      await s.node.stop();
+      await s.informer.stop();
+    }
+  });
+
   it('reads container env references through the shared sources, never by GETs of its own', async () => {
     const asked: string[] = [];
     const sources: VolumeSources = {
