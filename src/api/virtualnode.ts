@@ -8,7 +8,7 @@ import { z } from 'zod';
 import type { ObjectMeta } from './core.js';
 import { parseGoDuration } from '../util/duration.js';
 import { isSimPodCIDR } from '../util/ipv4.js';
-import { validateShutdownSettings } from '../kubelet/nodeshutdown/config.js';
+import { validateShutdownSettings } from './shutdownsettings.js';
 
 export const GROUP = 'kubelet-operator.dev';
 export const VERSION = 'v1alpha1';

@@ -11,7 +11,7 @@ import {
   TerminationByKubelet,
   type DisruptionTargetCondition,
 } from '../eviction/message.js';
-import type { ShutdownGracePeriodByPodPriority } from './config.js';
+import type { ShutdownGracePeriodByPodPriority } from '../../api/shutdownsettings.js';
 
 /** kubelet NodeShutdownNotAdmittedReason and its message: a pod offered while the node shuts down. */
 export const NodeShutdownNotAdmittedReason = 'NodeShutdown';

@@ -7,9 +7,8 @@ import {
   shutdownConfigFrom,
   shutdownEnabled,
   SystemCriticalPriority,
-  validateShutdownSettings,
-  type ShutdownSettings,
 } from '../../../../src/kubelet/nodeshutdown/config.js';
+import { validateShutdownSettings, type ShutdownSettings } from '../../../../src/api/shutdownsettings.js';
 import { parseVirtualNodeSpec } from '../../../../src/api/virtualnode.js';
 import { nodeKubeletSettings } from '../../../../src/nodeconfigz.js';
 import { kubeletConfiguration } from '../../../../src/server/nodeapi/configz.js';

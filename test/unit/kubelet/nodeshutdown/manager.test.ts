@@ -6,8 +6,8 @@ import {
   migrateConfig,
   shutdownConfigFrom,
   SystemCriticalPriority,
-  type ShutdownGracePeriodByPodPriority,
 } from '../../../../src/kubelet/nodeshutdown/config.js';
+import type { ShutdownGracePeriodByPodPriority } from '../../../../src/api/shutdownsettings.js';
 import { admitPod, type AdmissionNode } from '../../../../src/kubelet/lifecycle/admission.js';
 import {
   admitWhileShuttingDown,

@@ -2,7 +2,8 @@
 // waits, the Events, admission and readiness while shutting down, the cancellation, and the feature off.
 import { expect } from 'chai';
 import type { Pod } from '../../../../src/api/core.js';
-import { shutdownConfigFrom, type ShutdownSettings } from '../../../../src/kubelet/nodeshutdown/config.js';
+import type { ShutdownSettings } from '../../../../src/api/shutdownsettings.js';
+import { shutdownConfigFrom } from '../../../../src/kubelet/nodeshutdown/config.js';
 import type { PodShutdown, PodShutdownStatus } from '../../../../src/kubelet/nodeshutdown/manager.js';
 import { NodeShutdownManager } from '../../../../src/kubelet/nodeshutdown/shell.js';
 import { FakeClock } from '../../../../src/util/clock.js';
