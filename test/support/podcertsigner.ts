@@ -22,7 +22,7 @@ import {
   setOf,
   tlv,
   utf8String,
-} from '../../src/server/nodeapi/asn1.js';
+} from '../../src/util/asn1.js';
 import { pemEncode } from '../../src/util/pem.js';
 
 const ECDSA_WITH_SHA256 = sequence(oid('1.2.840.10045.4.3.2'));

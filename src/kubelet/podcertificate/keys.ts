@@ -9,7 +9,7 @@
 import { createPublicKey, generateKeyPair, sign, type KeyObject } from 'node:crypto';
 import { promisify } from 'node:util';
 import { POD_CERTIFICATE_KEY_TYPES, type PodCertificateKeyType } from '../../api/podcertificaterequest.js';
-import { contextConstructed, bitString, integer, oid, sequence, tlv } from '../../server/nodeapi/asn1.js';
+import { contextConstructed, bitString, integer, oid, sequence, tlv } from '../../util/asn1.js';
 import { KindError } from '../../util/errors.js';
 import { goQuote } from '../../util/goquote.js';
 

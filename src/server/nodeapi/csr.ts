@@ -22,7 +22,7 @@ import {
   sequence,
   setOf,
   utf8String,
-} from './asn1.js';
+} from '../../util/asn1.js';
 
 export const KUBELET_SERVING_SIGNER = 'kubernetes.io/kubelet-serving';
 /** Usages of a kubelet serving certificate with a non-RSA key (no key encipherment). */

@@ -9,7 +9,7 @@ import { X509Certificate, generateKeyPairSync } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { derLength, integer, oid } from '../../../src/server/nodeapi/asn1.js';
+import { derLength, integer, oid } from '../../../src/util/asn1.js';
 import {
   CSR_PATH,
   CsrServingCertificates,

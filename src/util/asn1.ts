@@ -4,7 +4,7 @@
  *
  * Contract: pure; bad input (a malformed OID, a negative length) throws InvalidArgument.
  */
-import { KindError } from '../../util/errors.js';
+import { KindError } from './errors.js';
 
 /** The DER length octets of `n`: short form below 128, else 0x80|count followed by big-endian bytes. */
 export function derLength(n: number): Buffer {
