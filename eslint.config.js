@@ -1,6 +1,8 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+const TOP_LEVEL_FILE = '[a-z_]+\\.js$';
+
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'coverage/**', '**/*.cjs'] },
   js.configs.recommended,
@@ -27,26 +29,20 @@ export default tseslint.config(
     files: ['src/**/*.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'error' },
   },
-  {
-    // Layering: the runtime layer knows sandboxes and containers, never pods, the kubelet or the API
-    // (the kubelet builds the configs it runs). Cycles between files are refused by `npm run lint:cycles`.
-    files: ['src/runtime/**/*.ts'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            {
-              regex:
-                '(^|/)(kubelet|server|node|kube|operator)/|(^|/)(operator|managednode|main|metrics)\\.js$',
-              message:
-                'src/runtime must not import the layers above it (kubelet, node, server, kube, operator).',
-            },
-          ],
-        },
-      ],
-    },
-  },
+  // Layering between the folders of src/ (bottom first): util; api, kube, runtime; node; kubelet; server,
+  // operator; the process's own files (main.ts, managednode.ts, ...). A folder imports values only from the
+  // layers below it; type-only imports may go anywhere (they vanish at run time). Cycles between files are
+  // refused by `npm run lint:cycles`.
+  ...layer('util', ['api', 'kube', 'runtime', 'node', 'kubelet', 'server', 'operator'], true),
+  ...layer('api', ['kube', 'runtime', 'node', 'kubelet', 'server', 'operator'], true),
+  ...layer('kube', ['runtime', 'node', 'kubelet', 'server', 'operator'], true),
+  // The runtime layer knows sandboxes and containers, never pods, the kubelet or the API (the kubelet builds
+  // the configs it runs).
+  ...layer('runtime', ['kube', 'node', 'kubelet', 'server', 'operator'], true, false),
+  ...layer('node', ['kubelet', 'server', 'operator'], true),
+  ...layer('kubelet', ['server', 'operator'], true),
+  // The node API shows the process's flags on /configz (config.ts) and nothing else of the process's files.
+  ...layer('server', ['operator'], 'config'),
   {
     files: ['test/**/*.ts', 'bench/**/*.ts'],
     rules: {
@@ -55,3 +51,40 @@ export default tseslint.config(
     },
   },
 );
+
+/**
+ * `no-restricted-imports` for the files of src/<folder>: no value import from the `above` folders, nor from
+ * src/'s own files (`topFiles`: true for none of them, a name for all but that one); `allowTypes: false`
+ * refuses type-only imports too. One entry per depth, since an import names src/'s files by `../` count.
+ */
+function layer(folder, above, topFiles, allowTypes = true) {
+  const entries = [];
+  for (let depth = 1; depth <= 5; depth++) {
+    const up = '(\\.\\./){' + depth + '}';
+    const top =
+      topFiles === true ? `^${up}${TOP_LEVEL_FILE}` : `^${up}(?!${topFiles}\\.js$)${TOP_LEVEL_FILE}`;
+    entries.push({
+      files: [`src/${folder}/${'*/'.repeat(depth - 1)}*.ts`],
+      rules: {
+        'no-restricted-imports': [
+          'error',
+          {
+            patterns: [
+              {
+                regex: `^${up}(${above.join('|')})/`,
+                allowTypeImports: allowTypes,
+                message: `src/${folder} must not import the layers above it (${above.join(', ')}).`,
+              },
+              {
+                regex: top,
+                allowTypeImports: allowTypes,
+                message: `src/${folder} must not import the process's own files (src/*.ts).`,
+              },
+            ],
+          },
+        ],
+      },
+    });
+  }
+  return entries;
+}
