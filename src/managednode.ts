@@ -488,11 +488,19 @@ export class KubeletManagedNode implements ManagedNode {
     // A host that was shutting down when the process stopped still is (the pods not yet killed are).
     if (this.spec.shutdown) this.kubelet.shutdown();
     if (this.deps.localApis !== false) {
+      const series = this.deps.metrics?.forNode(this.nodeName);
       this.localApis = kubeletLocalApis(this.kubelet, {
         rootDir: nodeRootDir(this.deps.stateDir ?? DEFAULT_STATE_DIR, this.nodeName),
         sourcesReady: () => this.pods.hasSynced(),
         clock: this.deps.clock,
         logger: this.log,
+        ...(series && {
+          podResourcesMetrics: (counter, version) => series.podResourcesEndpoint(counter, version).inc(),
+          podsApiMetrics: {
+            requests: (counter, version, code) => series.podRequests(counter, version, code).inc(),
+            watchEventDropped: () => series.podWatchEventsDropped.inc(),
+          },
+        }),
       });
       await this.localApis.start();
       // The plugin manager (CSI and DRA node plugins) on the node root's plugins_registry/.
@@ -502,6 +510,7 @@ export class KubeletManagedNode implements ManagedNode {
         rootDir: nodeRootDir(this.deps.stateDir ?? DEFAULT_STATE_DIR, this.nodeName),
         logger: this.log,
       });
+      this.deps.metrics?.pluginManagers.set(this.nodeName, this.pluginManager.manager);
     }
     this.unregisterNodeApi = this.deps.nodeApi?.register({
       nodeName: this.nodeName,
@@ -587,6 +596,11 @@ export class KubeletManagedNode implements ManagedNode {
     this.unregisterNodeApi?.();
     await this.localApis?.stop();
     await this.pluginManager?.stop();
+    if (
+      this.pluginManager &&
+      this.deps.metrics?.pluginManagers.get(this.nodeName) === this.pluginManager.manager
+    )
+      this.deps.metrics.pluginManagers.delete(this.nodeName);
     await this.kubelet.stop().catch(() => undefined);
     await this.agent.stop().catch(() => undefined);
     this.recorder.close();

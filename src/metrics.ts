@@ -17,6 +17,12 @@ import { KUBERNETES_NATIVE_HISTOGRAMS } from './util/prometheus/nativehistogram.
 /** What the metrics read of an Event recorder: its outcome counts and what waits. */
 export type EventRecorderView = Pick<EventRecorder, 'stats' | 'pending'>;
 
+/** What plugin_manager_total_plugins reads of a node's plugin manager: its two states of world. */
+export interface PluginManagerView {
+  registered(): readonly { socketPath: string }[];
+  toRegister(): readonly { socketPath: string }[];
+}
+
 /** One node's series of the per-node metrics: the node's label given once (see Metrics.forNode). */
 export interface NodeMetricSeries {
   readonly podStart: HistogramSeries;
@@ -37,7 +43,52 @@ export interface NodeMetricSeries {
   evictions(signal: string): CounterSeries;
   /** kubelet_eviction_stats_age_seconds by eviction_signal: how old the stats an eviction acted on were. */
   evictionStatsAge(signal: string): HistogramSeries;
+  /** kubelet_image_garbage_collected_total by reason (age, space): an image the image GC removed. */
+  imageGarbageCollected(reason: string): CounterSeries;
+  /**
+   * The pod-resources API's kubelet_pod_resources_endpoint_{requests,errors}_* by server_api_version: `total`
+   * is requests_total, the others one endpoint's requests or errors.
+   */
+  podResourcesEndpoint(counter: PodResourcesEndpointCounter, serverApiVersion: string): CounterSeries;
+  /** The pods API's kubelet_pod_requests_{total,list_total,get_total,watch_total} by server_api_version and status_code. */
+  podRequests(counter: PodRequestsCounter, serverApiVersion: string, statusCode: string): CounterSeries;
+  /** kubelet_pod_watch_events_dropped_total: a pods API watcher dropped, or an event it could not be sent. */
+  readonly podWatchEventsDropped: CounterSeries;
+  /** kubelet_graceful_shutdown_start_time_seconds: when the last graceful shutdown started (epoch seconds). */
+  gracefulShutdownStartTime(epochSeconds: number): void;
+  /** kubelet_graceful_shutdown_end_time_seconds: when it ended, 0 while one is under way. */
+  gracefulShutdownEndTime(epochSeconds: number): void;
 }
+
+/** The pods API's request counters by the kubelet_pod_requests_ suffix. */
+export const POD_REQUESTS_COUNTERS = {
+  total:
+    'Cumulative number of requests to the PodsAPI endpoint. Broken down by server api version and status code.',
+  list_total:
+    'Number of requests to the PodsAPI List endpoint. Broken down by server api version and status code.',
+  get_total:
+    'Number of requests to the PodsAPI Get endpoint. Broken down by server api version and status code.',
+  watch_total:
+    'Number of requests to the PodsAPI Watch endpoint. Broken down by server api version and status code.',
+} as const;
+export type PodRequestsCounter = keyof typeof POD_REQUESTS_COUNTERS;
+
+/** The pod-resources API's counters, each named after its kubelet_pod_resources_endpoint_ suffix. */
+export const POD_RESOURCES_ENDPOINT_COUNTERS = {
+  requests_total:
+    'Cumulative number of requests to the PodResource endpoint. Broken down by server api version.',
+  requests_list: 'Number of requests to the PodResource List endpoint. Broken down by server api version.',
+  requests_get_allocatable:
+    'Number of requests to the PodResource GetAllocatableResources endpoint. Broken down by server api version.',
+  requests_get: 'Number of requests to the PodResource Get endpoint. Broken down by server api version.',
+  errors_list:
+    'Number of requests to the PodResource List endpoint which returned error. Broken down by server api version.',
+  errors_get_allocatable:
+    'Number of requests to the PodResource GetAllocatableResources endpoint which returned error. Broken down by server api version.',
+  errors_get:
+    'Number of requests to the PodResource Get endpoint which returned error. Broken down by server api version.',
+} as const;
+export type PodResourcesEndpointCounter = keyof typeof POD_RESOURCES_ENDPOINT_COUNTERS;
 
 export class Metrics {
   readonly registry = new Registry();
@@ -53,6 +104,18 @@ export class Metrics {
   readonly terminatedContainersTotal: SeriesCounter<'node' | 'container_type' | 'exit_code' | 'reason'>;
   readonly evictionsTotal: SeriesCounter<'node' | 'eviction_signal'>;
   readonly evictionStatsAge: SeriesHistogram<'node' | 'eviction_signal'>;
+  readonly imageGarbageCollectedTotal: SeriesCounter<'node' | 'reason'>;
+  readonly podResourcesEndpoint: Record<
+    PodResourcesEndpointCounter,
+    SeriesCounter<'node' | 'server_api_version'>
+  >;
+  readonly podRequests: Record<
+    PodRequestsCounter,
+    SeriesCounter<'node' | 'server_api_version' | 'status_code'>
+  >;
+  readonly podWatchEventsDroppedTotal: SeriesCounter<'node'>;
+  readonly gracefulShutdownStartTime: Gauge<'node'>;
+  readonly gracefulShutdownEndTime: Gauge<'node'>;
   readonly restClientRequests: SeriesCounter<'verb' | 'resource' | 'code'>;
   readonly restClientLatency: SeriesHistogram<'verb'>;
   readonly runningPods: Gauge<'node'>;
@@ -61,6 +124,8 @@ export class Metrics {
   readonly eventLoopDelay: Histogram;
   /** Each served node's Event recorder, read when the metrics are scraped (ManagedNode adds and removes). */
   readonly eventRecorders = new Map<string, EventRecorderView>();
+  /** Each node's plugin manager, read at scrape time (plugin_manager_total_plugins). */
+  readonly pluginManagers = new Map<string, PluginManagerView>();
 
   /**
    * `nativeHistograms`: the NativeHistograms gate (v1.37: Beta, on by default). On, the kubelet's histograms
@@ -155,6 +220,52 @@ export class Metrics {
       native,
       registers,
     });
+    this.imageGarbageCollectedTotal = new SeriesCounter({
+      name: 'kubelet_image_garbage_collected_total',
+      help: 'Total number of images garbage collected by the kubelet, whether through disk usage or image age.',
+      labelNames: ['node', 'reason'],
+      registers,
+    });
+    this.podResourcesEndpoint = Object.fromEntries(
+      Object.entries(POD_RESOURCES_ENDPOINT_COUNTERS).map(([suffix, help]) => [
+        suffix,
+        new SeriesCounter({
+          name: `kubelet_pod_resources_endpoint_${suffix}`,
+          help,
+          labelNames: ['node', 'server_api_version'],
+          registers,
+        }),
+      ]),
+    ) as Record<PodResourcesEndpointCounter, SeriesCounter<'node' | 'server_api_version'>>;
+    this.podRequests = Object.fromEntries(
+      Object.entries(POD_REQUESTS_COUNTERS).map(([suffix, help]) => [
+        suffix,
+        new SeriesCounter({
+          name: `kubelet_pod_requests_${suffix}`,
+          help,
+          labelNames: ['node', 'server_api_version', 'status_code'],
+          registers,
+        }),
+      ]),
+    ) as Record<PodRequestsCounter, SeriesCounter<'node' | 'server_api_version' | 'status_code'>>;
+    this.podWatchEventsDroppedTotal = new SeriesCounter({
+      name: 'kubelet_pod_watch_events_dropped_total',
+      help: 'Cumulative number of pod watch events dropped.',
+      labelNames: ['node'],
+      registers,
+    });
+    this.gracefulShutdownStartTime = new Gauge({
+      name: 'kubelet_graceful_shutdown_start_time_seconds',
+      help: 'Last graceful shutdown start time since unix epoch in seconds',
+      labelNames: ['node'],
+      registers,
+    });
+    this.gracefulShutdownEndTime = new Gauge({
+      name: 'kubelet_graceful_shutdown_end_time_seconds',
+      help: 'Last graceful shutdown end time since unix epoch in seconds',
+      labelNames: ['node'],
+      registers,
+    });
     this.restClientRequests = new SeriesCounter({
       name: 'rest_client_requests_total',
       help: 'API server requests by verb, resource and HTTP code (0 = no response).',
@@ -211,6 +322,25 @@ export class Metrics {
         for (const [node, r] of recorders) this.set({ node }, r.pending);
       },
     });
+    const pluginManagers = this.pluginManagers;
+    new Gauge({
+      // The kubelet's name has no kubelet_ prefix: its plugin manager's collector names it in full.
+      name: 'plugin_manager_total_plugins',
+      help: 'Number of plugins in Plugin Manager',
+      labelNames: ['node', 'socket_path', 'state'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [node, m] of pluginManagers) {
+          for (const [state, plugins] of [
+            ['actual_state_of_world', m.registered()],
+            ['desired_state_of_world', m.toRegister()],
+          ] as const) {
+            for (const p of plugins) this.inc({ node, socket_path: p.socketPath, state });
+          }
+        }
+      },
+    });
     this.virtualNodes = new Gauge({
       name: 'kubelet_operator_virtual_nodes',
       help: 'VirtualNodes served by this process, by state.',
@@ -235,6 +365,14 @@ export class Metrics {
         this.terminatedContainersTotal.series({ node, container_type, exit_code, reason }),
       evictions: (eviction_signal) => this.evictionsTotal.series({ node, eviction_signal }),
       evictionStatsAge: (eviction_signal) => this.evictionStatsAge.series({ node, eviction_signal }),
+      imageGarbageCollected: (reason) => this.imageGarbageCollectedTotal.series({ node, reason }),
+      podResourcesEndpoint: (counter, server_api_version) =>
+        this.podResourcesEndpoint[counter].series({ node, server_api_version }),
+      podRequests: (counter, server_api_version, status_code) =>
+        this.podRequests[counter].series({ node, server_api_version, status_code }),
+      podWatchEventsDropped: this.podWatchEventsDroppedTotal.series({ node }),
+      gracefulShutdownStartTime: (seconds) => this.gracefulShutdownStartTime.set({ node }, seconds),
+      gracefulShutdownEndTime: (seconds) => this.gracefulShutdownEndTime.set({ node }, seconds),
     };
   }
 

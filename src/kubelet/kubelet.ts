@@ -514,6 +514,7 @@ export class Kubelet {
    */
   private newImageGCManager(g: NonNullable<KubeletDeps['imageGC']>): ImageGCManager {
     const runtime = this.d.runtime;
+    const series = this.metricSeries;
     return new ImageGCManager({
       policy: g.policy,
       runtime: {
@@ -529,6 +530,9 @@ export class Kubelet {
       recordNode: g.recordNode,
       logger: this.log.child({ component: 'image_gc_manager' }),
       ...(g.periodMs !== undefined ? { periodMs: g.periodMs } : {}),
+      ...(series && {
+        garbageCollected: (reason: 'age' | 'space') => series.imageGarbageCollected(reason).inc(),
+      }),
     });
   }
 
@@ -539,7 +543,17 @@ export class Kubelet {
    */
   private newShutdownManager(sd: NonNullable<KubeletDeps['shutdown']>): NodeShutdownManager {
     const record = podEventRecorder(this.d.recorder);
+    const series = this.metricSeries;
     return new NodeShutdownManager({
+      ...(series && {
+        metrics: {
+          started: (t: number) => {
+            series.gracefulShutdownStartTime(t);
+            series.gracefulShutdownEndTime(0);
+          },
+          ended: (t: number) => series.gracefulShutdownEndTime(t),
+        },
+      }),
       config: sd.config,
       clock: this.d.clock,
       activePods: () => this.syncer.activePods(),

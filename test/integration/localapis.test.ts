@@ -13,6 +13,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type * as grpc from '@grpc/grpc-js';
 import { localApiSockets } from '../../src/kubelet/apis/server.js';
+import { Metrics } from '../../src/metrics.js';
 import { decodePod } from '../../src/kubelet/apis/pods/podproto.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { nodeRootDir } from '../../src/podenvironment.js';
@@ -94,9 +95,15 @@ describe('kubelet local gRPC APIs (real apiserver, sim node)', function () {
   let podResourcesAlpha: Client;
   let pods: Client;
   let webUID = '';
+  const metrics = new Metrics();
+  /** This node's series of the local APIs' counters, as the registry serves them. */
+  const scrape = async (prefix: string): Promise<string[]> =>
+    (await metrics.registry.metrics())
+      .split('\n')
+      .filter((l) => l.startsWith(prefix) && l.includes(`node="${NODE}"`));
 
   before(async () => {
-    env = await startSimNodeEnv({ node: 'vn-localapis-other', podCIDR: '10.84.0.0/24' });
+    env = await startSimNodeEnv({ node: 'vn-localapis-other', podCIDR: '10.84.0.0/24', metrics });
     client = env.client;
     // A stale file where the socket goes, as a crashed process leaves one: the node's start replaces it.
     await mkdir(path.dirname(sockets.podResources), { recursive: true });
@@ -198,6 +205,27 @@ describe('kubelet local gRPC APIs (real apiserver, sim node)', function () {
     ]);
   });
 
+  it('pod-resources metrics: kubelet_pod_resources_endpoint_* by server_api_version after the calls above', async () => {
+    // List n >= 1 times (until the finished pod left), Get 3 (two not found), GetAllocatableResources 1,
+    // v1alpha1 List 1; List and GetAllocatableResources never fail.
+    const lines = await scrape('kubelet_pod_resources_endpoint_');
+    const list = Number(
+      lines
+        .find((l) => l.startsWith('kubelet_pod_resources_endpoint_requests_list{'))
+        ?.split(' ')
+        .at(-1),
+    );
+    expect(list).to.be.at.least(1);
+    expect(lines).to.deep.equal([
+      `kubelet_pod_resources_endpoint_requests_total{node="${NODE}",server_api_version="v1"} ${list + 4}`,
+      `kubelet_pod_resources_endpoint_requests_total{node="${NODE}",server_api_version="v1alpha1"} 1`,
+      `kubelet_pod_resources_endpoint_requests_list{node="${NODE}",server_api_version="v1"} ${list}`,
+      `kubelet_pod_resources_endpoint_requests_get_allocatable{node="${NODE}",server_api_version="v1"} 1`,
+      `kubelet_pod_resources_endpoint_requests_get{node="${NODE}",server_api_version="v1"} 3`,
+      `kubelet_pod_resources_endpoint_errors_get{node="${NODE}",server_api_version="v1"} 2`,
+    ]);
+  });
+
   it('pod-resources rate limit: a burst of 40 calls, some refused with ResourceExhausted', async () => {
     await new Promise((r) => setTimeout(r, 200)); // the bucket refills
     const results = await Promise.allSettled(
@@ -267,6 +295,23 @@ describe('kubelet local gRPC APIs (real apiserver, sim node)', function () {
     } finally {
       stream.cancel();
     }
+  });
+
+  it('pods API metrics: kubelet_pod_requests_* by server_api_version and status_code after the calls above', async () => {
+    await eventually(
+      async () => (await scrape('kubelet_pod_requests_watch_total')).length > 0 || undefined,
+      10_000,
+      'the cancelled watch counted',
+    );
+    expect(await scrape('kubelet_pod_requests_')).to.deep.equal([
+      `kubelet_pod_requests_total{node="${NODE}",server_api_version="v1alpha1",status_code="OK"} 2`,
+      `kubelet_pod_requests_total{node="${NODE}",server_api_version="v1alpha1",status_code="NotFound"} 1`,
+      `kubelet_pod_requests_total{node="${NODE}",server_api_version="v1alpha1",status_code="Canceled"} 1`,
+      `kubelet_pod_requests_list_total{node="${NODE}",server_api_version="v1alpha1",status_code="OK"} 1`,
+      `kubelet_pod_requests_get_total{node="${NODE}",server_api_version="v1alpha1",status_code="OK"} 1`,
+      `kubelet_pod_requests_get_total{node="${NODE}",server_api_version="v1alpha1",status_code="NotFound"} 1`,
+      `kubelet_pod_requests_watch_total{node="${NODE}",server_api_version="v1alpha1",status_code="Canceled"} 1`,
+    ]);
   });
 
   it('removes the sockets when the node stops', async () => {

@@ -259,6 +259,8 @@ export async function startSimNodeEnv(opts: {
   ns?: string;
   nodeApi?: NodeApiRegistry;
   clock?: Clock;
+  /** The operator's metrics registry, for tests that scrape the nodes' series. */
+  metrics?: Metrics;
 }): Promise<SimNodeEnv> {
   const cp = await startControlPlane();
   let client: KubeClient | undefined;
@@ -276,6 +278,7 @@ export async function startSimNodeEnv(opts: {
       clock: opts.clock ?? new RealClock(),
       logger: testLogger(),
       ...(opts.nodeApi ? { nodeApi: opts.nodeApi } : {}),
+      ...(opts.metrics ? { metrics: opts.metrics } : {}),
     });
     await postVirtualNode(client, opts.node, { runtime: { type: 'sim', sim: { podCIDR: opts.podCIDR } } });
     await waitNodeReady(client, opts.node);

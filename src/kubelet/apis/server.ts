@@ -18,6 +18,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type * as grpc from '@grpc/grpc-js';
 import type { Pod, PodStatus } from '../../api/core.js';
+import type { PodRequestsCounter, PodResourcesEndpointCounter } from '../../metrics.js';
 import { TokenBucket } from '../../kube/tokenbucket.js';
 import type { Clock } from '../../util/clock.js';
 import { errorMessage } from '../../util/errors.js';
@@ -97,7 +98,23 @@ export interface KubeletLocalApisDeps {
   logger: Logger;
   /** Subscribes to the status manager's stored statuses; returns the unsubscribe. */
   onStatusStored?: (n: KubeletLocalApis['podStatusStored']) => () => void;
+  /** Counts one of kubelet_pod_resources_endpoint_* for a server API version; none without metrics. */
+  podResourcesMetrics?: PodResourcesMetrics;
+  /** The pods API's request and dropped-event counters; none without metrics. */
+  podsApiMetrics?: PodsApiMetrics;
 }
+
+export interface PodsApiMetrics {
+  /** One of kubelet_pod_requests_* by server API version and gRPC status code name (OK, NotFound, ...). */
+  requests(counter: PodRequestsCounter, serverApiVersion: string, statusCode: string): void;
+  /** kubelet_pod_watch_events_dropped_total. */
+  watchEventDropped(): void;
+}
+
+export type PodResourcesMetrics = (
+  counter: PodResourcesEndpointCounter,
+  serverApiVersion: 'v1' | 'v1alpha1',
+) => void;
 
 /**
  * The local APIs of one Kubelet: what they read is its pod manager, pod workers and status manager;
@@ -105,7 +122,14 @@ export interface KubeletLocalApisDeps {
  */
 export function kubeletLocalApis(
   kubelet: Pick<Kubelet, 'podManager' | 'podWorkers' | 'statusManager'>,
-  o: { rootDir: string; sourcesReady: () => boolean; clock: Clock; logger: Logger },
+  o: {
+    rootDir: string;
+    sourcesReady: () => boolean;
+    clock: Clock;
+    logger: Logger;
+    podResourcesMetrics?: PodResourcesMetrics;
+    podsApiMetrics?: PodsApiMetrics;
+  },
 ): KubeletLocalApis {
   const { podManager, podWorkers, statusManager } = kubelet;
   return new KubeletLocalApis({
@@ -125,6 +149,8 @@ export function kubeletLocalApis(
       sourcesReady: o.sourcesReady,
     },
     onStatusStored: (n) => statusManager.addPodUpdateNotifier(n),
+    ...(o.podResourcesMetrics && { podResourcesMetrics: o.podResourcesMetrics }),
+    ...(o.podsApiMetrics && { podsApiMetrics: o.podsApiMetrics }),
   });
 }
 
@@ -150,20 +176,31 @@ export class KubeletLocalApis {
     await this.serve('pod-resources', sockets.podResources, (s, defs) => {
       const limit = this.limiter(POD_RESOURCES_QPS, POD_RESOURCES_BURST);
       const v = this.d.podResources;
+      const counted = podResourcesCounted(this.d.podResourcesMetrics);
       s.addService(defs.podResourcesV1!, {
-        List: limit(() => ({ ok: listPodResources(v) })),
-        Get: limit((req) => getPodResources(v, req as GetPodResourcesRequest)),
-        GetAllocatableResources: limit(() => ({ ok: allocatableResources() })),
+        List: limit(counted('v1', 'list', () => ({ ok: listPodResources(v) }))),
+        Get: limit(counted('v1', 'get', (req) => getPodResources(v, req as GetPodResourcesRequest))),
+        GetAllocatableResources: limit(
+          counted('v1', 'get_allocatable', () => ({ ok: allocatableResources() })),
+        ),
       });
-      s.addService(defs.podResourcesV1alpha1!, { List: limit(() => ({ ok: listPodResourcesV1alpha1(v) })) });
+      // The kubelet's v1alpha1 List counts only kubelet_pod_resources_endpoint_requests_total.
+      s.addService(defs.podResourcesV1alpha1!, {
+        List: limit(counted('v1alpha1', undefined, () => ({ ok: listPodResourcesV1alpha1(v) }))),
+      });
     });
     await this.serve('pods', sockets.pods, (s, defs) => {
       const limit = this.limiter(PODS_API_QPS, PODS_API_BURST);
       const v = this.d.pods;
+      const counted = podsApiCounted(this.d.podsApiMetrics);
       s.addService(defs.pods!, {
-        ListPods: limit(() => encoded(listPods(v), (pods) => ({ pods: pods.map(encodePod) }))),
-        GetPod: limit((req) =>
-          encoded(getPod(v, (req as { podUID?: string }).podUID), (p) => ({ pod: encodePod(p) })),
+        ListPods: limit(
+          counted('ListPods', () => encoded(listPods(v), (pods) => ({ pods: pods.map(encodePod) }))),
+        ),
+        GetPod: limit(
+          counted('GetPod', (req) =>
+            encoded(getPod(v, (req as { podUID?: string }).podUID), (p) => ({ pod: encodePod(p) })),
+          ),
         ),
         WatchPods: (call: grpc.ServerWritableStream<unknown, unknown>) => this.watch(call),
       });
@@ -239,12 +276,24 @@ export class KubeletLocalApis {
 
   /** WatchPods: the pods as ADDED, INITIAL_SYNC_COMPLETE, then what the status manager stores. */
   private watch(call: grpc.ServerWritableStream<unknown, unknown>): void {
-    const fail = (e: ApiError): void => void call.emit('error', grpcError(e));
+    const m = this.d.podsApiMetrics;
+    // The kubelet counts a watch when it ends, by how it ended.
+    let ended = false;
+    const end = (statusCode: string): void => {
+      if (ended) return;
+      ended = true;
+      if (m) countPodsApiRequest(m, 'WatchPods', statusCode);
+    };
+    const fail = (e: ApiError): void => {
+      end(e.code);
+      call.emit('error', grpcError(e));
+    };
     const initial = initialWatchEvents(this.d.pods);
     if ('error' in initial) return fail(initial.error);
     try {
       for (const e of initial.ok) call.write(watchMessage(e));
     } catch (err) {
+      m?.watchEventDropped();
       return fail({
         code: 'Internal',
         message: `error marshalling initial watch event pod: ${errorMessage(err)}`,
@@ -258,14 +307,94 @@ export class KubeletLocalApis {
           call.write(watchMessage(e));
         } catch (err) {
           unregister();
+          m?.watchEventDropped();
           fail({ code: 'Internal', message: `error marshalling watch event pod: ${errorMessage(err)}` });
         }
       },
-      onDrop: () => fail({ code: 'ResourceExhausted', message: 'watch client channel closed' }),
+      onDrop: () => {
+        // A watcher too slow to keep up (not the server stopping) is a dropped one.
+        if (!this.stopped) m?.watchEventDropped();
+        fail({ code: 'ResourceExhausted', message: 'watch client channel closed' });
+      },
     });
-    call.on('cancelled', unregister);
+    call.on('cancelled', () => {
+      end('Canceled');
+      unregister();
+    });
     call.on('close', unregister);
   }
+}
+
+/**
+ * A pod-resources endpoint's answer counted as the kubelet's servers count it, once past the rate limit:
+ * requests_total and the endpoint's requests, and the endpoint's errors when it answers an error.
+ */
+export function podResourcesCounted(
+  count: PodResourcesMetrics | undefined,
+): (
+  version: 'v1' | 'v1alpha1',
+  endpoint: 'list' | 'get' | 'get_allocatable' | undefined,
+  answer: (req: unknown) => Answer<unknown>,
+) => (req: unknown) => Answer<unknown> {
+  return (version, endpoint, answer) => {
+    if (!count) return answer;
+    return (req) => {
+      count('requests_total', version);
+      if (endpoint) count(`requests_${endpoint}`, version);
+      let a: Answer<unknown>;
+      try {
+        a = answer(req);
+      } catch (err) {
+        if (endpoint) count(`errors_${endpoint}`, version);
+        throw err;
+      }
+      if ('error' in a && endpoint) count(`errors_${endpoint}`, version);
+      return a;
+    };
+  };
+}
+
+/** A pods API request counted as the kubelet's interceptors do: requests_total and the method's own counter. */
+export function countPodsApiRequest(
+  m: PodsApiMetrics,
+  method: 'ListPods' | 'GetPod' | 'WatchPods',
+  statusCode: string,
+): void {
+  m.requests('total', PODS_API_VERSION, statusCode);
+  m.requests(POD_REQUESTS_BY_METHOD[method], PODS_API_VERSION, statusCode);
+}
+
+const PODS_API_VERSION = 'v1alpha1';
+const POD_REQUESTS_BY_METHOD = {
+  ListPods: 'list_total',
+  GetPod: 'get_total',
+  WatchPods: 'watch_total',
+} as const;
+
+/**
+ * A pods API unary answer counted once past the rate limit (the kubelet's limiter runs before its metrics
+ * interceptor), by its gRPC status code name: OK, or the error's (a throw is Internal, as the limiter answers).
+ */
+export function podsApiCounted(
+  m: PodsApiMetrics | undefined,
+): (
+  method: 'ListPods' | 'GetPod',
+  answer: (req: unknown) => Answer<unknown>,
+) => (req: unknown) => Answer<unknown> {
+  return (method, answer) => {
+    if (!m) return answer;
+    return (req) => {
+      let a: Answer<unknown>;
+      try {
+        a = answer(req);
+      } catch (err) {
+        countPodsApiRequest(m, method, 'Internal');
+        throw err;
+      }
+      countPodsApiRequest(m, method, 'error' in a ? a.error.code : 'OK');
+      return a;
+    };
+  };
 }
 
 function watchMessage(e: PodWatchEvent): { type: string; pod: Uint8Array } {

@@ -56,6 +56,8 @@ export interface ImageGCManagerDeps {
   };
   /** Both loops' period; default the kubelet's 5 minutes (tests shorten it). */
   periodMs?: number;
+  /** An image removed, by why (kubelet_image_garbage_collected_total by reason); none without metrics. */
+  garbageCollected?: (reason: 'age' | 'space') => void;
 }
 
 export class ImageGCManager {
@@ -247,6 +249,7 @@ export class ImageGCManager {
     }
     this.records.delete(c.id);
     this.removed[reason] += 1;
+    this.d.garbageCollected?.(reason);
     return undefined;
   }
 

@@ -55,7 +55,15 @@ export interface NodeShutdownManagerDeps {
     warn(msg: string, meta?: Record<string, unknown>): void;
   };
   pollMs?: number;
+  /**
+   * kubelet_graceful_shutdown_{start,end}_time_seconds: a shutdown's start (the end set back to 0) and its end,
+   * in seconds since the epoch; none without metrics.
+   */
+  metrics?: { started(epochSeconds: number): void; ended(epochSeconds: number): void };
 }
+
+/** The kubelet's timestamp of the gauges: whole seconds since the epoch. */
+const epochSeconds = (ms: number): number => Math.floor(ms / 1000);
 
 const podName = (pod: Pod): string => `${pod.metadata.namespace ?? ''}/${pod.metadata.name ?? ''}`;
 
@@ -154,6 +162,7 @@ export class NodeShutdownManager {
   private async processShutdownEvent(): Promise<void> {
     this.d.logger.info('shutdown manager processing shutdown event');
     const started = this.d.clock.now();
+    this.d.metrics?.started(epochSeconds(started));
     try {
       for (const group of shutdownPlan(this.d.config.groups, this.d.activePods())) {
         if (this.stopped) return;
@@ -206,8 +215,10 @@ export class NodeShutdownManager {
       if (!this.stopped)
         this.d.logger.warn('shutdown manager failed to process shutdown event', { err: errorMessage(err) });
     } finally {
+      const ended = this.d.clock.now();
+      this.d.metrics?.ended(epochSeconds(ended));
       this.d.logger.info('shutdown manager completed processing shutdown event', {
-        durationMs: this.d.clock.now() - started,
+        durationMs: ended - started,
       });
     }
   }

@@ -159,6 +159,11 @@ export class PluginManager {
     return [...this.actual.values()];
   }
 
+  /** The sockets found in the registry directory at the last scan (desired state of world). */
+  toRegister(): PluginToRegister[] {
+    return [...this.desired];
+  }
+
   private schedule(ms: number): void {
     if (!this.running) return;
     if (this.timer) clearTimeout(this.timer);

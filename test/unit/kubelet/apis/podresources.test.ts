@@ -11,6 +11,8 @@ import {
   type KubeletPodsView,
 } from '../../../../src/kubelet/apis/podresources/answers.js';
 import type { WorkerState } from '../../../../src/kubelet/podworkers.js';
+import { podResourcesCounted } from '../../../../src/kubelet/apis/server.js';
+import { Metrics } from '../../../../src/metrics.js';
 
 function pod(name: string, over: { phase?: PodPhase; init?: Pod['spec']['initContainers'] } = {}): Pod {
   return {
@@ -183,5 +185,46 @@ describe('kubelet/apis/podresources answers', () => {
         },
       ],
     });
+  });
+});
+
+describe('pod-resources metrics (kubelet_pod_resources_endpoint_*)', () => {
+  it('each endpoint counts requests_total and its own requests, Get of an unknown pod its errors, v1alpha1 List only the total', async () => {
+    const metrics = new Metrics();
+    const series = metrics.forNode('n1');
+    const counted = podResourcesCounted((c, version) => series.podResourcesEndpoint(c, version).inc());
+    const v = view({ pods: [pod('a')] });
+    counted('v1', 'list', () => ({ ok: listPodResources(v) }))({});
+    counted('v1', 'get', (req) => getPodResources(v, req as { pod_name: string; pod_namespace: string }))({
+      pod_name: 'a',
+      pod_namespace: 'ns',
+    });
+    const missing = counted('v1', 'get', (req) => getPodResources(v, req as { pod_name: string }))({
+      pod_name: 'gone',
+    });
+    expect(missing).to.have.property('error');
+    counted('v1', 'get_allocatable', () => ({ ok: allocatableResources() }))({});
+    counted('v1alpha1', undefined, () => ({ ok: listPodResourcesV1alpha1(v) }))({});
+    expect(() =>
+      counted('v1', 'list', () => {
+        throw new Error('boom');
+      })({}),
+    ).to.throw('boom');
+    const text = await metrics.registry.metrics();
+    const lines = text.split('\n').filter((l) => l.startsWith('kubelet_pod_resources_endpoint_'));
+    expect(lines).to.deep.equal([
+      'kubelet_pod_resources_endpoint_requests_total{node="n1",server_api_version="v1"} 5',
+      'kubelet_pod_resources_endpoint_requests_total{node="n1",server_api_version="v1alpha1"} 1',
+      'kubelet_pod_resources_endpoint_requests_list{node="n1",server_api_version="v1"} 2',
+      'kubelet_pod_resources_endpoint_requests_get_allocatable{node="n1",server_api_version="v1"} 1',
+      'kubelet_pod_resources_endpoint_requests_get{node="n1",server_api_version="v1"} 2',
+      'kubelet_pod_resources_endpoint_errors_list{node="n1",server_api_version="v1"} 1',
+      'kubelet_pod_resources_endpoint_errors_get{node="n1",server_api_version="v1"} 1',
+    ]);
+  });
+
+  it('without metrics the answer is the endpoint itself', () => {
+    const answer = () => ({ ok: 1 });
+    expect(podResourcesCounted(undefined)('v1', 'list', answer)).to.equal(answer);
   });
 });

@@ -11,6 +11,8 @@ import {
   type PodWatchEvent,
 } from '../../../../src/kubelet/apis/pods/answers.js';
 import { decodePod, encodePod, timeMessage } from '../../../../src/kubelet/apis/pods/podproto.js';
+import { countPodsApiRequest, podsApiCounted } from '../../../../src/kubelet/apis/server.js';
+import { Metrics } from '../../../../src/metrics.js';
 
 function pod(uid: string, status?: PodStatus): Pod {
   return {
@@ -225,5 +227,67 @@ describe('kubelet/apis/pods answers', () => {
         status: { phase: 'Running', startTime: { seconds: 1796551201, nanos: 500000000 } },
       });
     });
+  });
+});
+
+describe('pods API metrics (kubelet_pod_requests_*)', () => {
+  it('each answer counted in requests total and its method’s counter by its status code; a throw as Internal', async () => {
+    const metrics = new Metrics();
+    const series = metrics.forNode('n1');
+    const counted = podsApiCounted({
+      requests: (c, version, code) => series.podRequests(c, version, code).inc(),
+      watchEventDropped: () => series.podWatchEventsDropped.inc(),
+    });
+    counted('ListPods', () => ({ ok: [] }))({});
+    counted('GetPod', () => ({ error: { code: 'NotFound', message: 'pod with UID x not found' } }))({});
+    counted('GetPod', () => ({ error: { code: 'FailedPrecondition', message: 'Kubelet is initializing' } }))(
+      {},
+    );
+    expect(() =>
+      counted('ListPods', () => {
+        throw new Error('boom');
+      })({}),
+    ).to.throw('boom');
+    const lines = (await metrics.registry.metrics())
+      .split('\n')
+      .filter(
+        (l) => l.startsWith('kubelet_pod_requests_') || l.startsWith('kubelet_pod_watch_events_dropped'),
+      );
+    expect(lines).to.deep.equal([
+      'kubelet_pod_requests_total{node="n1",server_api_version="v1alpha1",status_code="OK"} 1',
+      'kubelet_pod_requests_total{node="n1",server_api_version="v1alpha1",status_code="NotFound"} 1',
+      'kubelet_pod_requests_total{node="n1",server_api_version="v1alpha1",status_code="FailedPrecondition"} 1',
+      'kubelet_pod_requests_total{node="n1",server_api_version="v1alpha1",status_code="Internal"} 1',
+      'kubelet_pod_requests_list_total{node="n1",server_api_version="v1alpha1",status_code="OK"} 1',
+      'kubelet_pod_requests_list_total{node="n1",server_api_version="v1alpha1",status_code="Internal"} 1',
+      'kubelet_pod_requests_get_total{node="n1",server_api_version="v1alpha1",status_code="NotFound"} 1',
+      'kubelet_pod_requests_get_total{node="n1",server_api_version="v1alpha1",status_code="FailedPrecondition"} 1',
+      'kubelet_pod_watch_events_dropped_total{node="n1"} 0',
+    ]);
+  });
+
+  it('a watch counted in requests total and watch_total', async () => {
+    const metrics = new Metrics();
+    const series = metrics.forNode('n1');
+    countPodsApiRequest(
+      {
+        requests: (c, version, code) => series.podRequests(c, version, code).inc(),
+        watchEventDropped: () => series.podWatchEventsDropped.inc(),
+      },
+      'WatchPods',
+      'Canceled',
+    );
+    const lines = (await metrics.registry.metrics())
+      .split('\n')
+      .filter((l) => l.startsWith('kubelet_pod_requests_'));
+    expect(lines).to.deep.equal([
+      'kubelet_pod_requests_total{node="n1",server_api_version="v1alpha1",status_code="Canceled"} 1',
+      'kubelet_pod_requests_watch_total{node="n1",server_api_version="v1alpha1",status_code="Canceled"} 1',
+    ]);
+  });
+
+  it('without metrics the answer is the endpoint itself', () => {
+    const answer = () => ({ ok: 1 });
+    expect(podsApiCounted(undefined)('ListPods', answer)).to.equal(answer);
   });
 });

@@ -11,6 +11,7 @@ import type { ImageGCPolicy } from '../../../../src/kubelet/images/imagegc.js';
 import type { Image, Mount } from '../../../../src/runtime/types.js';
 import { KindError } from '../../../../src/util/errors.js';
 import { FakeClock } from '../../../../src/util/clock.js';
+import { Metrics } from '../../../../src/metrics.js';
 
 const flush = async (): Promise<void> => {
   for (let i = 0; i < 20; i++) await new Promise<void>((r) => setImmediate(r));
@@ -51,7 +52,10 @@ const image = (id: string, size: number, pinned = false): Image => ({
   ...(pinned ? { pinned } : {}),
 });
 
-function setup(p: Partial<ImageGCPolicy>, o: { capacity?: number; other?: number; periodMs?: number } = {}) {
+function setup(
+  p: Partial<ImageGCPolicy>,
+  o: { capacity?: number; other?: number; periodMs?: number; metrics?: Metrics } = {},
+) {
   const clock = new FakeClock();
   const runtime = new FakeImageRuntime();
   const events: string[] = [];
@@ -68,11 +72,45 @@ function setup(p: Partial<ImageGCPolicy>, o: { capacity?: number; other?: number
     recordNode: (type, reason, message) => events.push(`${type} ${reason} ${message}`),
     logger: { info: () => undefined, warn: () => undefined },
     ...(o.periodMs !== undefined ? { periodMs: o.periodMs } : {}),
+    ...(o.metrics && {
+      garbageCollected: (reason: 'age' | 'space') =>
+        o.metrics!.forNode('n1').imageGarbageCollected(reason).inc(),
+    }),
   };
   return { clock, runtime, events, gc: new ImageGCManager(deps), deps };
 }
 
 describe('image GC manager', () => {
+  it('kubelet_image_garbage_collected_total: each removal counted by reason (space, then age), a refused one not', async () => {
+    const metrics = new Metrics();
+    const { clock, runtime, gc } = setup(
+      { minAgeMs: 1, maxAgeMs: 5_000 },
+      { capacity: 10_000, other: 8_500, metrics },
+    );
+    const began = clock.now();
+    runtime.images = [image('a', 300), image('b', 200), image('refused', 100), image('old', 100)];
+    runtime.failRemove = new Set(['refused']);
+    await gc.garbageCollect(began).catch(() => undefined);
+    clock.advance(10);
+    await gc.garbageCollect(began).catch(() => undefined);
+    const scrape = async (): Promise<string[]> =>
+      (await metrics.registry.metrics())
+        .split('\n')
+        .filter((l) => l.startsWith('kubelet_image_garbage_collected_total'));
+    expect(await scrape()).to.deep.equal([
+      'kubelet_image_garbage_collected_total{node="n1",reason="space"} 3',
+    ]);
+    runtime.images = [image('idle', 100)];
+    await gc.garbageCollect(began).catch(() => undefined);
+    clock.advance(6_000);
+    await gc.garbageCollect(began).catch(() => undefined);
+    expect(await scrape()).to.deep.equal([
+      'kubelet_image_garbage_collected_total{node="n1",reason="space"} 3',
+      'kubelet_image_garbage_collected_total{node="n1",reason="age"} 1',
+    ]);
+    expect(gc.removed).to.deep.equal({ age: 1, space: 3 });
+  });
+
   it('above the high threshold: unused images go least recently used first until below the low one; in use and pinned stay', async () => {
     const { clock, runtime, gc, events } = setup({}, { other: 4_000 });
     runtime.images = [

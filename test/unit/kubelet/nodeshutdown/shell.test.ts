@@ -5,7 +5,11 @@ import type { Pod } from '../../../../src/api/core.js';
 import type { ShutdownSettings } from '../../../../src/api/shutdownsettings.js';
 import { shutdownConfigFrom } from '../../../../src/kubelet/nodeshutdown/config.js';
 import type { PodShutdown, PodShutdownStatus } from '../../../../src/kubelet/nodeshutdown/manager.js';
-import { NodeShutdownManager } from '../../../../src/kubelet/nodeshutdown/shell.js';
+import {
+  NodeShutdownManager,
+  type NodeShutdownManagerDeps,
+} from '../../../../src/kubelet/nodeshutdown/shell.js';
+import { Metrics } from '../../../../src/metrics.js';
 import { FakeClock } from '../../../../src/util/clock.js';
 
 const flush = async (): Promise<void> => {
@@ -40,7 +44,11 @@ interface Harness {
   start: number;
 }
 
-function harness(pods: Pod[], settings: ShutdownSettings): Harness {
+function harness(
+  pods: Pod[],
+  settings: ShutdownSettings,
+  extra: Pick<NodeShutdownManagerDeps, 'metrics'> = {},
+): Harness {
   const clock = new FakeClock();
   const h = {
     clock,
@@ -76,6 +84,7 @@ function harness(pods: Pod[], settings: ShutdownSettings): Harness {
     recordNode: (type, reason, message) => h.nodeEvents.push(`${type} ${reason}: ${message}`),
     syncNodeStatus: () => h.syncs++,
     logger: { info: () => undefined, warn: () => undefined },
+    ...extra,
   });
   return h;
 }
@@ -92,6 +101,45 @@ describe('NodeShutdownManager (shell)', () => {
   const normal = makePod('normal', 0);
   const high = makePod('high', 1_000_000_000);
   const critical = makePod('critical', 2_000_000_000);
+
+  it('kubelet_graceful_shutdown_{start,end}_time_seconds: the start set and the end 0 while it runs, then the end', async () => {
+    const metrics = new Metrics();
+    const series = metrics.forNode('n1');
+    // Wired as the kubelet does (kubelet.ts newShutdownManager).
+    const h = harness(
+      [normal],
+      { shutdownGracePeriod: '30s', shutdownGracePeriodCriticalPods: '10s' },
+      {
+        metrics: {
+          started: (t) => {
+            series.gracefulShutdownStartTime(t);
+            series.gracefulShutdownEndTime(0);
+          },
+          ended: (t) => series.gracefulShutdownEndTime(t),
+        },
+      },
+    );
+    const scrape = async (): Promise<string[]> =>
+      (await metrics.registry.metrics())
+        .split('\n')
+        .filter((l) => l.startsWith('kubelet_graceful_shutdown_'));
+    expect(await scrape()).to.deep.equal([]);
+    h.cleanAfter.set('normal', 3_000);
+    h.clock.advance(1_500);
+    const start = Math.floor(h.clock.now() / 1000);
+    h.manager.shutdown();
+    await flush();
+    expect(await scrape()).to.deep.equal([
+      `kubelet_graceful_shutdown_start_time_seconds{node="n1"} ${start}`,
+      'kubelet_graceful_shutdown_end_time_seconds{node="n1"} 0',
+    ]);
+    await run(h, 4_000);
+    expect(h.manager.completed()).to.equal(true);
+    const lines = await scrape();
+    expect(lines[0]).to.equal(`kubelet_graceful_shutdown_start_time_seconds{node="n1"} ${start}`);
+    // Cleaned up 3 s after the kill, seen at the next 500 ms poll.
+    expect(lines[1]).to.equal(`kubelet_graceful_shutdown_end_time_seconds{node="n1"} ${start + 3}`);
+  });
 
   it('kills non-critical pods first, then critical ones once the first group is done', async () => {
     const h = harness([critical, normal, high], {
