@@ -18,3 +18,26 @@ export function grpcJs(): typeof Grpc {
 export function grpcProtoLoader(): typeof ProtoLoader {
   return (loader ??= require('@grpc/proto-loader') as typeof ProtoLoader);
 }
+
+/**
+ * How the project reads its .proto files: field names as written (snake_case), int64 and enums as strings,
+ * defaults filled in. The CRI client adds `oneofs`.
+ */
+export const GRPC_PROTO_OPTIONS: ProtoLoader.Options = {
+  keepCase: true,
+  longs: String,
+  enums: String,
+  defaults: true,
+};
+
+const packages = new Map<string, Grpc.GrpcObject>();
+
+/** The gRPC package object of the .proto file at `protoPath`, loaded once per process. */
+export function loadProtoPackage(protoPath: string): Grpc.GrpcObject {
+  let pkg = packages.get(protoPath);
+  if (!pkg) {
+    pkg = grpcJs().loadPackageDefinition(grpcProtoLoader().loadSync(protoPath, GRPC_PROTO_OPTIONS));
+    packages.set(protoPath, pkg);
+  }
+  return pkg;
+}

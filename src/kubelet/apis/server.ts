@@ -22,7 +22,7 @@ import type { PodRequestsCounter, PodResourcesEndpointCounter } from '../../metr
 import { TokenBucket } from '../../kube/tokenbucket.js';
 import type { Clock } from '../../util/clock.js';
 import { errorMessage } from '../../util/errors.js';
-import { grpcJs, grpcProtoLoader } from '../../util/grpcmodules.js';
+import { grpcJs, loadProtoPackage } from '../../util/grpcmodules.js';
 import type { Logger } from '../../util/logger.js';
 import { asPodUID } from '../container/types.js';
 import type { Kubelet } from '../kubelet.js';
@@ -55,30 +55,24 @@ import {
 } from './pods/answers.js';
 import { encodePod } from './pods/podproto.js';
 
-const LOADER_OPTIONS = { keepCase: true, longs: String, enums: String, defaults: true };
-
 function protoPath(rel: string): string {
   return fileURLToPath(new URL(rel, import.meta.url));
 }
 
 type ServiceDefs = Record<string, grpc.ServiceDefinition>;
-let services: ServiceDefs | undefined;
 
-/** The three services' definitions from our protos, loaded once per process. */
+/** The three services' definitions from our protos. */
 function loadServices(): ServiceDefs {
-  if (services) return services;
-  const g = grpcJs();
   const load = (file: string) =>
-    g.loadPackageDefinition(grpcProtoLoader().loadSync(protoPath(file), LOADER_OPTIONS)) as unknown as Record<
+    loadProtoPackage(protoPath(file)) as unknown as Record<
       string,
       Record<string, grpc.ServiceClientConstructor>
     >;
-  services = {
+  return {
     podResourcesV1: load('./podresources/v1.proto').v1!.PodResourcesLister!.service,
     podResourcesV1alpha1: load('./podresources/v1alpha1.proto').v1alpha1!.PodResourcesLister!.service,
     pods: load('./pods/v1alpha1.proto').v1alpha1!.Pods!.service,
   };
-  return services;
 }
 
 /** The node root's socket paths (kubelet: getPodResourcesDir, getPodsAPIDir and util.LocalEndpoint). */

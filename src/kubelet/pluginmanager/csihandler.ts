@@ -14,7 +14,7 @@ import type * as grpc from '@grpc/grpc-js';
 import type { KubeClient } from '../../kube/client.js';
 import { PatchTypes } from '../../kube/client.js';
 import { errorKind, errorMessage } from '../../util/errors.js';
-import { grpcJs, grpcProtoLoader } from '../../util/grpcmodules.js';
+import { loadProtoPackage } from '../../util/grpcmodules.js';
 import type { Logger } from '../../util/logger.js';
 import {
   installDriverToCSINode,
@@ -31,23 +31,17 @@ import {
 } from './csinodeinfo.js';
 import { dialUnix, type PluginHandler } from './manager.js';
 
-const LOADER_OPTIONS = { keepCase: true, longs: String, enums: String, defaults: true };
 /** csiTimeout: how long a NodeGetInfo may take. */
 const CSI_TIMEOUT_MS = 2 * 60_000;
 const CONFLICT_RETRIES = 5;
 
-let nodeClient: grpc.ServiceClientConstructor | undefined;
-
 function csiNodeClientCtor(): grpc.ServiceClientConstructor {
-  if (nodeClient) return nodeClient;
-  const pkg = grpcJs().loadPackageDefinition(
-    grpcProtoLoader().loadSync(
-      fileURLToPath(new URL('./proto/csi_node.proto', import.meta.url)),
-      LOADER_OPTIONS,
-    ),
-  ) as unknown as { csi: { v1: { Node: grpc.ServiceClientConstructor } } };
-  nodeClient = pkg.csi.v1.Node;
-  return nodeClient;
+  const pkg = loadProtoPackage(
+    fileURLToPath(new URL('./proto/csi_node.proto', import.meta.url)),
+  ) as unknown as {
+    csi: { v1: { Node: grpc.ServiceClientConstructor } };
+  };
+  return pkg.csi.v1.Node;
 }
 
 /** NodeGetInfo on a CSI driver's endpoint (a unix socket path, or `unix://` address). */

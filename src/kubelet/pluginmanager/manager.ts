@@ -13,7 +13,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type * as grpc from '@grpc/grpc-js';
 import { errorMessage } from '../../util/errors.js';
-import { grpcJs, grpcProtoLoader } from '../../util/grpcmodules.js';
+import { grpcJs, loadProtoPackage } from '../../util/grpcmodules.js';
 import type { Logger } from '../../util/logger.js';
 import {
   pluginsToRegister,
@@ -50,7 +50,6 @@ export interface PluginManagerDeps {
   periodMs?: number;
 }
 
-const LOADER_OPTIONS = { keepCase: true, longs: String, enums: String, defaults: true };
 const GET_INFO_TIMEOUT_MS = 1_000;
 const NOTIFY_TIMEOUT_MS = 10_000;
 const DIAL_TIMEOUT_MS = 10_000;
@@ -58,20 +57,15 @@ const BACKOFF_INITIAL_MS = 500;
 const BACKOFF_MAX_MS = 2 * 60_000 + 2_000;
 const RESCAN_MS = 10_000;
 
-let registrationClient: grpc.ServiceClientConstructor | undefined;
-
 function protoPath(rel: string): string {
   return fileURLToPath(new URL(rel, import.meta.url));
 }
 
 function registrationClientCtor(): grpc.ServiceClientConstructor {
-  if (registrationClient) return registrationClient;
-  const g = grpcJs();
-  const pkg = g.loadPackageDefinition(
-    grpcProtoLoader().loadSync(protoPath('./proto/pluginregistration_v1.proto'), LOADER_OPTIONS),
-  ) as unknown as { pluginregistration: { Registration: grpc.ServiceClientConstructor } };
-  registrationClient = pkg.pluginregistration.Registration;
-  return registrationClient;
+  const pkg = loadProtoPackage(protoPath('./proto/pluginregistration_v1.proto')) as unknown as {
+    pluginregistration: { Registration: grpc.ServiceClientConstructor };
+  };
+  return pkg.pluginregistration.Registration;
 }
 
 type Unary = (

@@ -17,7 +17,7 @@
 import { fileURLToPath } from 'node:url';
 import type * as grpc from '@grpc/grpc-js';
 import type * as protoLoader from '@grpc/proto-loader';
-import { grpcJs, grpcProtoLoader } from '../../util/grpcmodules.js';
+import { GRPC_PROTO_OPTIONS, grpcJs, grpcProtoLoader } from '../../util/grpcmodules.js';
 import { KindError } from '../../util/errors.js';
 import { criError, type CriCallContext } from './errors.js';
 
@@ -32,13 +32,7 @@ const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
 
 const DEFAULT_PROTO = fileURLToPath(new URL('./proto/api.proto', import.meta.url));
 
-export const PROTO_LOADER_OPTIONS: protoLoader.Options = {
-  keepCase: true,
-  longs: String,
-  enums: String,
-  defaults: true,
-  oneofs: true,
-};
+export const PROTO_LOADER_OPTIONS: protoLoader.Options = { ...GRPC_PROTO_OPTIONS, oneofs: true };
 
 type UnaryCallback = (err: grpc.ServiceError | null, response?: unknown) => void;
 type UnaryMethod = (
