@@ -29,7 +29,7 @@ import {
   type CSINodeInfo,
   type NodeMeta,
 } from './csinodeinfo.js';
-import { dialUnix, type PluginHandler } from './manager.js';
+import { dialUnix, unary, type PluginHandler } from './manager.js';
 
 /** csiTimeout: how long a NodeGetInfo may take. */
 const CSI_TIMEOUT_MS = 2 * 60_000;
@@ -49,18 +49,11 @@ export async function csiNodeGetInfo(endpoint: string, timeoutMs = CSI_TIMEOUT_M
   const socket = endpoint.replace(/^unix:\/\//, '');
   const client = await dialUnix(csiNodeClientCtor(), socket, Math.min(timeoutMs, 10_000));
   try {
-    const res = await new Promise<{
+    const res = await unary<{
       node_id: string;
       max_volumes_per_node: string;
       accessible_topology: { segments: Record<string, string> } | null;
-    }>((resolve, reject) =>
-      (
-        client as unknown as Record<
-          string,
-          (r: unknown, o: grpc.CallOptions, cb: (e: grpc.ServiceError | null, v: never) => void) => void
-        >
-      ).NodeGetInfo!({}, { deadline: Date.now() + timeoutMs }, (e, v) => (e ? reject(e) : resolve(v))),
-    );
+    }>(client, 'NodeGetInfo', {}, timeoutMs);
     return {
       nodeID: res.node_id,
       maxVolumesPerNode: Number(res.max_volumes_per_node),

@@ -74,7 +74,8 @@ type Unary = (
   cb: (err: grpc.ServiceError | null, res: unknown) => void,
 ) => void;
 
-function unary<T>(client: grpc.Client, method: string, req: unknown, timeoutMs: number): Promise<T> {
+/** One unary call on `client` with a deadline `timeoutMs` from now. */
+export function unary<T>(client: grpc.Client, method: string, req: unknown, timeoutMs: number): Promise<T> {
   return new Promise((resolve, reject) => {
     const fn = (client as unknown as Record<string, Unary>)[method]!.bind(client);
     fn(req, { deadline: Date.now() + timeoutMs }, (err, res) => (err ? reject(err) : resolve(res as T)));
