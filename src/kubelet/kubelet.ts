@@ -57,7 +57,7 @@ import type { KubeGenericRuntimeManager } from './kuberuntime/manager.js';
 import { GenericPLEG } from './pleg/generic.js';
 import { KubeletPodManager, PodsByNodeIndex } from './podmanager.js';
 import { PodCertificateManager, restPodCertificateAPI } from './podcertificate/manager.js';
-import { PodWorkers } from './podworkers.js';
+import { PodWorkers, type KillPodOptions } from './podworkers.js';
 import { ProberManager } from './prober/manager.js';
 import { ProbeMetrics } from './prober/metrics.js';
 import { ResultsManager } from './prober/results.js';
@@ -471,19 +471,13 @@ export class Kubelet {
       summary: e.summary,
       activePods: () => this.syncer.activePods(),
       ...(this.metricSeries && { metrics: evictionMetrics(this.metricSeries) }),
-      killPod: (ev) => {
-        if (this.phase !== 'running') return;
-        this.podWorkers.updatePod({
-          type: 'kill',
-          pod: ev.pod,
-          kill: {
-            gracePeriodSeconds: ev.gracePeriodSeconds,
-            reason: ev.status.reason,
-            message: ev.status.message,
-            ...(ev.condition ? { condition: ev.condition } : {}),
-          },
-        });
-      },
+      killPod: (ev) =>
+        this.killPodNow(ev.pod, {
+          gracePeriodSeconds: ev.gracePeriodSeconds,
+          reason: ev.status.reason,
+          message: ev.status.message,
+          ...(ev.condition ? { condition: ev.condition } : {}),
+        }),
       podCleanedUp: (pod) => !this.podWorkers.couldHaveRunningContainers(asPodUID(pod.metadata.uid ?? '')),
       nodeReclaim: async (kind) => {
         if (kind === 'DeleteUnusedImages') {
@@ -557,20 +551,14 @@ export class Kubelet {
       config: sd.config,
       clock: this.d.clock,
       activePods: () => this.syncer.activePods(),
-      killPod: (p, status) => {
-        if (this.phase !== 'running') return;
-        this.podWorkers.updatePod({
-          type: 'kill',
-          pod: p.pod,
-          kill: {
-            gracePeriodSeconds: p.gracePeriodSeconds,
-            reason: status.reason,
-            message: status.message,
-            condition: status.condition,
-            keepSucceeded: status.keepSucceeded,
-          },
-        });
-      },
+      killPod: (p, status) =>
+        this.killPodNow(p.pod, {
+          gracePeriodSeconds: p.gracePeriodSeconds,
+          reason: status.reason,
+          message: status.message,
+          condition: status.condition,
+          keepSucceeded: status.keepSucceeded,
+        }),
       podStopped: (pod) => !this.podWorkers.couldHaveRunningContainers(asPodUID(pod.metadata.uid ?? '')),
       podCleanedUp: (pod) => {
         const uid = pod.metadata.uid ?? '';
@@ -585,6 +573,15 @@ export class Kubelet {
       syncNodeStatus: () => sd.syncNodeStatus?.(),
       logger: this.log.child({ component: 'shutdown_manager' }),
     });
+  }
+
+  /**
+   * kubelet killPodNow: the pod's worker kills it with the given grace period and sets the status once it is
+   * stopped (the eviction and node shutdown managers' kills). Nothing once the kubelet has stopped running.
+   */
+  private killPodNow(pod: Pod, kill: KillPodOptions): void {
+    if (this.phase !== 'running') return;
+    this.podWorkers.updatePod({ type: 'kill', pod, kill });
   }
 
   /**
