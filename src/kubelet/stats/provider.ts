@@ -8,6 +8,7 @@
  * The node's share of the operator: the process's CPU time is split evenly between the nodes it serves, as
  * it accrues; its resident memory likewise.
  */
+import type { StatsFs } from 'node:fs';
 import { stat, statfs } from 'node:fs/promises';
 import type {
   Container,
@@ -225,11 +226,8 @@ export class StatsProvider {
         const s = await statfs(this.d.statfsPath);
         return {
           time: nowMs,
-          capacityBytes: s.blocks * s.bsize,
-          availableBytes: s.bavail * s.bsize,
+          ...statfsFigures(s),
           usedBytes: (s.blocks - s.bfree) * s.bsize,
-          inodes: s.files,
-          inodesFree: s.ffree,
           inodesUsed: s.files - s.ffree,
         };
       } catch {
@@ -280,16 +278,7 @@ export class StatsProvider {
       for (const path of [u.mountpoint, this.d.statfsPath]) {
         if (!path) continue;
         try {
-          const s = await statfs(path);
-          return {
-            time: timeMs,
-            capacityBytes: s.blocks * s.bsize,
-            availableBytes: s.bavail * s.bsize,
-            inodes: s.files,
-            inodesFree: s.ffree,
-            ...used,
-            ...inodesUsed,
-          };
+          return { time: timeMs, ...statfsFigures(await statfs(path)), ...used, ...inodesUsed };
         } catch {
           // the next candidate
         }
@@ -327,4 +316,16 @@ export class StatsProvider {
     }
     this.volumeNames.set(uid, found);
   }
+}
+
+/** A filesystem's size, room for non-root users and inodes, from statfs. */
+function statfsFigures(
+  s: StatsFs,
+): Required<Pick<FsStats, 'capacityBytes' | 'availableBytes' | 'inodes' | 'inodesFree'>> {
+  return {
+    capacityBytes: s.blocks * s.bsize,
+    availableBytes: s.bavail * s.bsize,
+    inodes: s.files,
+    inodesFree: s.ffree,
+  };
 }
