@@ -57,7 +57,9 @@ describe('node API certificate files read again (ReloadKubeletServerCertificateF
   it('accepts a CA bundle of one or more certificates, skipping other blocks; refuses one without', () => {
     const one = pairs.get('one')!;
     const two = pairs.get('two')!;
-    const bad = Buffer.from(one.cert.toString().replace(/[A-Za-z]{8}\n/, 'AAAAAAA\n'));
+    // The DER's first bytes zeroed: no longer a SEQUENCE, whatever the random key made the rest.
+    const bad = Buffer.from(one.cert.toString().replace(/(-----BEGIN CERTIFICATE-----\n)..../, '$1AAAA'));
+    expect(bad.equals(one.cert)).to.equal(false);
     const cases: { name: string; pem: Buffer; ok: boolean }[] = [
       { name: 'one certificate', pem: one.cert, ok: true },
       { name: 'two certificates', pem: Buffer.concat([one.cert, two.cert]), ok: true },
