@@ -70,11 +70,14 @@ describe('API Priority and Fairness: a rejected request is sent again after Retr
     });
     try {
       // The FlowSchema takes effect once the API server's APF controller has read it: until the first 429
-      // is seen this could be at global-default, so the burst is sent until one is.
+      // is seen this could be at global-default, so the burst is sent until one is. A level that rejects
+      // instead of queueing seats only a few of the requests that come back together after Retry-After (a
+      // few per second when a loaded server answers slowly), so the burst stays small enough for
+      // MAX_RETRIES rounds to drain it.
       let results: PromiseSettledResult<unknown>[] = [];
-      for (let round = 0; round < 5 && !codes.includes(429); round++) {
+      for (let round = 0; round < 10 && !codes.includes(429); round++) {
         results = await Promise.allSettled(
-          Array.from({ length: 60 }, () =>
+          Array.from({ length: 24 }, () =>
             client.request({ method: 'GET', path: '/api/v1/namespaces/kube-system/configmaps' }),
           ),
         );
