@@ -28,6 +28,8 @@ describe('src layering (eslint no-restricted-imports)', function () {
     ['src/kubelet/podcertificate/x.ts', "import { derLength } from '../../server/nodeapi/csr.js';"],
     ['src/kubelet/volume/x.ts', "import { Metrics } from '../../metrics.js';"],
     ['src/server/nodeapi/x.ts', "import { main } from '../../main.js';"],
+    ['src/server/nodeapi/x.ts', "import { statsProviderFor } from '../../app/nodestats.js';"],
+    ['src/operator/x.ts', "import { kubeletNodeFactory } from '../app/kubeletnode.js';"],
   ];
   for (const [file, code] of refused) {
     it(`refuses in ${file}: ${code}`, async () => {
@@ -42,6 +44,7 @@ describe('src layering (eslint no-restricted-imports)', function () {
     ['src/node/x.ts', "import { KindError } from '../util/errors.js';"],
     ['src/server/nodeapi/x.ts', "import { flagName } from '../../config.js';"],
     ['src/operator/x.ts', "import { getPodQOS } from '../kubelet/qos.js';"],
+    ['src/app/x.ts', "import { NodeApiRegistry } from '../server/nodeapi/registry.js';"],
   ];
   for (const [file, code] of allowed) {
     it(`allows in ${file}: ${code}`, async () => {
