@@ -3,6 +3,22 @@ import tseslint from 'typescript-eslint';
 
 const TOP_LEVEL_FILE = '[a-z_]+\\.js$';
 
+/** Folders of src/kubelet that hold pure decisions only: no file system, network, timers or API client. */
+const PURE_KUBELET_FOLDERS = [
+  'allocation',
+  'config',
+  'container',
+  'lifecycle',
+  'pleg',
+  'podfiles',
+  'status',
+  'token',
+  'types',
+  'userns',
+  'util',
+  'volumemanager',
+];
+
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'coverage/**', '**/*.cjs'] },
   js.configs.recommended,
@@ -42,6 +58,9 @@ export default tseslint.config(
   ...layer('runtime', ['kube', 'node', 'kubelet', 'server', 'operator', 'app'], true, false),
   ...layer('node', ['kubelet', 'server', 'operator', 'app'], true),
   ...layer('kubelet', ['server', 'operator', 'app'], true),
+  // The kubelet's pure folders: decisions only, no I/O module (test/unit/purity.test.ts also follows what
+  // they import; its list names the shell files of the mixed folders).
+  ...pure('kubelet', ['server', 'operator', 'app'], PURE_KUBELET_FOLDERS),
   // The node API shows the process's flags on /configz (config.ts) and nothing else of the process's files.
   ...layer('server', ['operator', 'app'], 'config'),
   // The operator drives nodes through the ManagedNode seam; their assembly (src/app/) is handed to it by main.ts.
@@ -82,6 +101,49 @@ function layer(folder, above, topFiles, allowTypes = true) {
                 regex: top,
                 allowTypeImports: allowTypes,
                 message: `src/${folder} must not import the process's own files (src/*.ts).`,
+              },
+            ],
+          },
+        ],
+      },
+    });
+  }
+  return entries;
+}
+
+/**
+ * `layer` for the files of src/<folder>/<sub> for each pure `sub`, plus no value import of an I/O module: a
+ * Node built-in, gRPC, the Kubernetes or HTTP clients, the API client's I/O (kube client, informer, events),
+ * the runtimes' implementations, or the kubelet's shell files at its root (kubelet.ts, kubelet_*.ts).
+ */
+function pure(folder, above, subs) {
+  const entries = [];
+  for (let depth = 2; depth <= 5; depth++) {
+    const up = '(\\.\\./){' + depth + '}';
+    const [layerEntry] = layer(folder, above, true).slice(depth - 1, depth);
+    const patterns = layerEntry.rules['no-restricted-imports'][1].patterns;
+    entries.push({
+      files: subs.map((sub) => `src/${folder}/${sub}/${'*/'.repeat(depth - 2)}*.ts`),
+      rules: {
+        'no-restricted-imports': [
+          'error',
+          {
+            patterns: [
+              ...patterns,
+              {
+                regex: '^(node:|@grpc/|@kubernetes/|undici$|winston$|p-queue$)',
+                allowTypeImports: true,
+                message: `a pure folder of src/${folder} does no I/O: no Node built-in, gRPC or HTTP client.`,
+              },
+              {
+                regex: `^${up}(kube/(client|informer|events|transport|h2watches)\\.js$|runtime/(cri|sim)/)`,
+                allowTypeImports: true,
+                message: `a pure folder of src/${folder} does no I/O: no API client or runtime implementation.`,
+              },
+              {
+                regex: `^(\\.\\./){${depth - 1}}kubelet(_[a-z]+)?\\.js$`,
+                allowTypeImports: true,
+                message: `a pure folder of src/${folder} does no I/O: not the kubelet's shell (kubelet*.ts).`,
               },
             ],
           },
