@@ -34,6 +34,8 @@ export async function startOperator(opts: {
   tokenClock?: Clock;
   /** The nodes' metrics (kubelet_* series), as the operator process keeps them; served on /metrics. */
   metrics?: Metrics;
+  /** How often each node's image GC runs (default the kubelet's 5 min). */
+  imageGCPeriodMs?: number;
 }): Promise<Operator> {
   const operator = new Operator({
     client: opts.client,
@@ -52,6 +54,7 @@ export async function startOperator(opts: {
       ...(opts.clusterDNS ? { clusterDNS: opts.clusterDNS } : {}),
       ...(opts.tokenClock ? { tokenClock: opts.tokenClock } : {}),
       ...(opts.metrics ? { metrics: opts.metrics } : {}),
+      ...(opts.imageGCPeriodMs !== undefined ? { imageGCPeriodMs: opts.imageGCPeriodMs } : {}),
       sources: restVolumeSources(opts.client, opts.clock),
     }),
   });

@@ -5,9 +5,9 @@
  * workloads are created with kubectl, the scheduler binds them, the controllers react to what our kubelet
  * reports. Resource metrics through metrics-server (metrics-scenarios.ts), Jobs (job-scenarios.ts), in-place
  * resize (resize-scenarios.ts), node failure (node-failure.ts) and the containerd-backed scenarios
- * (cri-scenarios.ts), node-pressure eviction (eviction-scenarios.ts) and graceful node shutdown
- * (nodeshutdown-scenarios.ts) run on the same cluster, after the
- * tests here.
+ * (cri-scenarios.ts), node-pressure eviction (eviction-scenarios.ts), graceful node shutdown
+ * (nodeshutdown-scenarios.ts) and image GC on a containerd of its own (imagegc-scenarios.ts) run on the same
+ * cluster, after the tests here.
  */
 import { expect } from 'chai';
 import type { Pod } from '../../src/api/core.js';
@@ -16,6 +16,7 @@ import { eventually } from '../support/eventually.js';
 import { criScenarios } from './cri-scenarios.js';
 import { evictionScenarios } from './eviction-scenarios.js';
 import { nodeShutdownScenario } from './nodeshutdown-scenarios.js';
+import { imageGCScenario } from './imagegc-scenarios.js';
 import { jobScenarios } from './job-scenarios.js';
 import { hpaScenarios } from './hpa-scenarios.js';
 import { metricsScenarios } from './metrics-scenarios.js';
@@ -382,4 +383,5 @@ describe('cluster: kubelet-operator as the only node agent (scheduler + controll
   criScenarios(() => env);
   evictionScenarios(() => env);
   nodeShutdownScenario(() => env);
+  imageGCScenario(() => env);
 });

@@ -23,25 +23,12 @@ import { CriRuntime } from '../../src/runtime/cri/index.js';
 import { startCriNodeEnv, type CriNodeEnv } from '../support/crinode.js';
 import { eventsOf } from '../support/events.js';
 import { eventually } from '../support/eventually.js';
+import { buildOwnImage } from '../support/ownimage.js';
 
 const NODE = 'vn-imagegc';
 const NS = 'imagegc-e2e';
 const VICTIM = 'registry.example/imagegc-victim:1';
-const OCI_SH = fileURLToPath(new URL('../../scripts/lib/oci.sh', import.meta.url));
 const run = promisify(execFile);
-
-/** An image of the test's own (busybox's root, its own config: its own image ID), as an OCI layout tar. */
-async function buildVictim(dir: string): Promise<string> {
-  const script = `set -euo pipefail
-source "${OCI_SH}"
-cd "${dir}"
-make_rootfs rootfs
-read -r diff digest size < <(make_layer rootfs layer)
-LAYER_FILE=layer.tar.gz OCI_CREATED_BY=imagegc-e2e build_image victim.tar "${VICTIM}" "$digest" "$size" "$diff" '"Cmd":["sh","-c","echo image gc victim"]'`;
-  await run('bash', ['-c', script], { maxBuffer: 16 * 1024 * 1024 });
-  return path.join(dir, 'victim.tar');
-}
-
 describe('image garbage collection on containerd (real apiserver, cri runtime)', function () {
   this.timeout(8 * 60_000);
   let env: CriNodeEnv | undefined;
@@ -61,7 +48,7 @@ describe('image garbage collection on containerd (real apiserver, cri runtime)',
   before(async function () {
     this.timeout(20 * 60_000);
     scratch = await mkdtemp(path.join(tmpdir(), 'ko-imagegc-'));
-    victimTar = await buildVictim(scratch);
+    victimTar = await buildOwnImage(scratch, VICTIM, 'imagegc-e2e');
     env = await startCriNodeEnv({
       node: NODE,
       namespace: NS,
