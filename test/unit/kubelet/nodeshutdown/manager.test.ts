@@ -8,7 +8,7 @@ import {
   SystemCriticalPriority,
 } from '../../../../src/kubelet/nodeshutdown/config.js';
 import type { ShutdownGracePeriodByPodPriority } from '../../../../src/api/shutdownsettings.js';
-import { admitPod, type AdmissionNode } from '../../../../src/kubelet/lifecycle/admission.js';
+import { admitPod } from '../../../../src/kubelet/lifecycle/admission.js';
 import {
   admitWhileShuttingDown,
   groupByPriority,
@@ -19,20 +19,11 @@ import {
   shutdownPlan,
   shutdownStatusErrors,
 } from '../../../../src/kubelet/nodeshutdown/manager.js';
+import { makePod } from './nodeshutdown-fixtures.js';
+import { admissionNode } from '../lifecycle/admission-fixtures.js';
 
 /** scheduling.HighestUserDefinablePriority. */
 const HighestUserDefinablePriority = 1_000_000_000;
-
-function makePod(name: string, priority?: number, terminationGracePeriodSeconds?: number): Pod {
-  return {
-    metadata: { name, namespace: 'default', uid: name },
-    spec: {
-      containers: [{ name: 'c', image: 'i' }],
-      ...(priority !== undefined ? { priority } : {}),
-      ...(terminationGracePeriodSeconds !== undefined ? { terminationGracePeriodSeconds } : {}),
-    },
-  } as Pod;
-}
 
 const names = (groups: { pods: Pod[] }[]): string[][] =>
   groups.map((g) => g.pods.map((p) => p.metadata.name!));
@@ -206,16 +197,7 @@ describe('nodeshutdown manager (pure)', () => {
       });
     });
     it("is the kubelet's last admit handler", () => {
-      const node: AdmissionNode = {
-        name: 'n',
-        labels: {},
-        taints: [],
-        allocatable: new Map([
-          ['cpu', 4000],
-          ['memory', 8 * 2 ** 30],
-          ['pods', 110],
-        ]),
-      };
+      const node = admissionNode({ cpu: 4000, memory: 8 * 2 ** 30, pods: 110 });
       const fits = makePod('fits');
       expect(admitPod(fits, node, [])).to.deep.equal({ admit: true });
       expect(admitPod(fits, { ...node, shuttingDown: true }, [])).to.deep.equal({
