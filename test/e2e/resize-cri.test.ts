@@ -17,6 +17,7 @@ import type { KubeClient } from '../../src/kube/client.js';
 import { hostSwapController } from '../../src/node/swap.js';
 import { startCriNodeEnv, type CriNodeEnv } from '../support/crinode.js';
 import { waitPodStatus } from '../support/operator.js';
+import { busybox } from '../support/podspec.js';
 
 const NS = 'resize-e2e';
 const NODE = 'vn-resize';
@@ -122,38 +123,15 @@ describe('in-place pod resize on containerd (real apiserver, kubectl patch --sub
     const pod = (name: string, container: Record<string, unknown> = {}) =>
       env!.createPod(name, {
         containers: [
-          {
-            name: 'c',
-            image: 'busybox',
-            imagePullPolicy: 'IfNotPresent',
-            command: ['sleep', '3600'],
-            resources: guaranteed('200m', '64Mi'),
-            ...container,
-          },
+          busybox('c', ['sleep', '3600'], { resources: guaranteed('200m', '64Mi'), ...container }),
         ],
       });
     await Promise.all([
       pod('live'),
       // An init container that is not a sidecar, still running: the pod stays initializing.
       env.createPod('init', {
-        initContainers: [
-          {
-            name: 'i',
-            image: 'busybox',
-            imagePullPolicy: 'IfNotPresent',
-            command: ['sleep', '3600'],
-            resources: guaranteed('200m', '64Mi'),
-          },
-        ],
-        containers: [
-          {
-            name: 'c',
-            image: 'busybox',
-            imagePullPolicy: 'IfNotPresent',
-            command: ['sleep', '3600'],
-            resources: guaranteed('100m', '32Mi'),
-          },
-        ],
+        initContainers: [busybox('i', ['sleep', '3600'], { resources: guaranteed('200m', '64Mi') })],
+        containers: [busybox('c', ['sleep', '3600'], { resources: guaranteed('100m', '32Mi') })],
       }),
       pod('restart', {
         resizePolicy: [

@@ -21,6 +21,7 @@ import { startCriNodeEnv, type CriNodeEnv } from '../support/crinode.js';
 import { eventsOf } from '../support/events.js';
 import { eventually } from '../support/eventually.js';
 import { cstatus, isGone, waitNodeReady } from '../support/operator.js';
+import { busybox } from '../support/podspec.js';
 
 const NS = 'vol-e2e';
 const NODE = 'vn-vol';
@@ -62,13 +63,7 @@ describe('volumes and pod files on containerd (real apiserver, kubectl exec)', f
     await post('configmaps', { metadata: { name: 'cm-a' }, data: { k1: 'v1', k2: 'two' } });
     await post('secrets', { metadata: { name: 'sec-a' }, stringData: { s1: 'hush' } });
 
-    const sleeper = (extra: Record<string, unknown> = {}) => ({
-      name: 'c',
-      image: 'busybox',
-      imagePullPolicy: 'IfNotPresent',
-      command: ['sleep', '3600'],
-      ...extra,
-    });
+    const sleeper = (extra: Record<string, unknown> = {}) => busybox('c', ['sleep', '3600'], extra);
     // Every pod is started together (two cores: a pod start is about a second here).
     await Promise.all([
       createPod('files', {
@@ -144,47 +139,29 @@ describe('volumes and pod files on containerd (real apiserver, kubectl exec)', f
         restartPolicy: 'Never',
         volumes: [{ name: 'work', emptyDir: {} }],
         initContainers: [
-          {
-            name: 'init',
-            image: 'busybox',
-            imagePullPolicy: 'IfNotPresent',
-            command: ['sh', '-c', 'echo made-by-init > /work/note'],
+          busybox('init', ['sh', '-c', 'echo made-by-init > /work/note'], {
             volumeMounts: [{ name: 'work', mountPath: '/work' }],
-          },
+          }),
         ],
         containers: [
-          {
-            name: 'c',
-            image: 'busybox',
-            imagePullPolicy: 'IfNotPresent',
-            command: ['cat', '/work/note'],
-            volumeMounts: [{ name: 'work', mountPath: '/work' }],
-          },
+          busybox('c', ['cat', '/work/note'], { volumeMounts: [{ name: 'work', mountPath: '/work' }] }),
         ],
       }),
       createPod('term-file', {
         restartPolicy: 'Never',
         containers: [
-          {
-            name: 'c',
-            image: 'busybox',
-            imagePullPolicy: 'IfNotPresent',
-            command: ['sh', '-c', 'printf bye-from-file > /tmp/last-words; exit 1'],
+          busybox('c', ['sh', '-c', 'printf bye-from-file > /tmp/last-words; exit 1'], {
             terminationMessagePath: '/tmp/last-words',
             securityContext: { runAsUser: 1000 },
-          },
+          }),
         ],
       }),
       createPod('term-log', {
         restartPolicy: 'Never',
         containers: [
-          {
-            name: 'c',
-            image: 'busybox',
-            imagePullPolicy: 'IfNotPresent',
-            command: ['sh', '-c', 'echo first; echo last-words-from-log; exit 2'],
+          busybox('c', ['sh', '-c', 'echo first; echo last-words-from-log; exit 2'], {
             terminationMessagePolicy: 'FallbackToLogsOnError',
-          },
+          }),
         ],
       }),
       createPod('wants-nfs', {

@@ -29,7 +29,7 @@ import { KindError } from '../../src/util/errors.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { kubectl, REPO_ROOT, run, startControlPlane, type ControlPlane } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
-import { saToken, tokenKubeConfig } from '../support/kubectl.js';
+import { kubectlOk, saToken, tokenKubeConfig } from '../support/kubectl.js';
 import { listenNodeApi, nodeApiGet, startCsrCertificates } from '../support/nodeapi.js';
 import { requestsOfPod, TestPodCertificateSigner } from '../support/podcertsigner.js';
 import {
@@ -201,8 +201,7 @@ describe('install manifests (real apiserver)', function () {
 
   it('every overlay passes kubectl apply --server-side --dry-run=server', async () => {
     // A dry-run Namespace is not created, so the namespaced objects would not find it: create it first.
-    const ns = await kubectl(cp, ['create', 'namespace', NS]);
-    expect(ns.code, ns.stderr).to.equal(0);
+    await kubectlOk(cp, ['create', 'namespace', NS]);
     for (const overlay of OVERLAYS) {
       const res = await kubectl(cp, [
         'apply',
@@ -219,22 +218,14 @@ describe('install manifests (real apiserver)', function () {
   });
 
   it('the examples pass a server-side dry run once the CRD is installed', async () => {
-    const crd = await kubectl(cp, ['apply', '--server-side', '-k', path.join(REPO_ROOT, 'crds')]);
-    expect(crd.code, crd.stderr).to.equal(0);
-    const est = await kubectl(cp, [
+    await kubectlOk(cp, ['apply', '--server-side', '-k', path.join(REPO_ROOT, 'crds')]);
+    await kubectlOk(cp, [
       'wait',
       '--for=condition=Established',
       '--timeout=60s',
       'crd/virtualnodes.kubelet-operator.dev',
     ]);
-    expect(est.code, est.stderr).to.equal(0);
-    const res = await kubectl(cp, [
-      'apply',
-      '--dry-run=server',
-      '-f',
-      path.join(REPO_ROOT, 'manifests/examples'),
-    ]);
-    expect(res.code, res.stderr).to.equal(0);
+    await kubectlOk(cp, ['apply', '--dry-run=server', '-f', path.join(REPO_ROOT, 'manifests/examples')]);
   });
 
   it('kubectl explain describes every spec field', async () => {
@@ -263,8 +254,7 @@ describe('install manifests (real apiserver)', function () {
     walk(root, 'virtualnode');
     expect(missing).to.deep.equal([]);
     // And as a user sees it.
-    const res = await kubectl(cp, ['explain', 'virtualnode.spec']);
-    expect(res.code, res.stderr).to.equal(0);
+    const res = await kubectlOk(cp, ['explain', 'virtualnode.spec']);
     expect(res.stdout).to.contain('DESCRIPTION');
     for (const field of Object.keys(root.properties!.spec!.properties!)) {
       expect(res.stdout, field).to.match(new RegExp(`^\\s+${field}\\s+<`, 'm'));
@@ -289,8 +279,7 @@ describe('install manifests (real apiserver)', function () {
 
     before(async () => {
       const objs = await render('sim');
-      const applied = await kubectl(cp, ['apply', '--server-side', '-k', overlayDir('sim')]);
-      expect(applied.code, applied.stderr).to.equal(0);
+      await kubectlOk(cp, ['apply', '--server-side', '-k', overlayDir('sim')]);
       const rules = [
         ...((find(objs, 'ClusterRole', SA) as unknown as { rules: Rule[] }).rules ?? []),
         ...objs
@@ -606,8 +595,7 @@ describe('install manifests (real apiserver)', function () {
       );
       csrName = csr.metadata.name;
       expect(csr.spec.username).to.equal(`system:serviceaccount:${NS}:${SA}`);
-      const approve = await kubectl(cp, ['certificate', 'approve', csrName]);
-      expect(approve.code, approve.stderr).to.equal(0);
+      await kubectlOk(cp, ['certificate', 'approve', csrName]);
       await certs!.manager(VN)!.whenServing();
       const clusterCa = readFileSync(path.join(cp.dir, 'pki', 'ca.crt'));
       const direct = (p: string, token: string): Promise<{ status: number; body: string }> =>
@@ -617,14 +605,13 @@ describe('install manifests (real apiserver)', function () {
       const nobody = await token('node-api-nobody');
       const reader = await token('node-api-reader');
       // The built-in role for the API server's kubelet client: nodes/proxy, nodes/log, nodes/metrics, ...
-      const bind = await kubectl(cp, [
+      await kubectlOk(cp, [
         'create',
         'clusterrolebinding',
         'node-api-reader',
         '--clusterrole=system:kubelet-api-admin',
         `--serviceaccount=${APPS}:node-api-reader`,
       ]);
-      expect(bind.code, bind.stderr).to.equal(0);
       const denied = await direct('/pods', nobody);
       expect(denied.status).to.equal(403);
       expect(denied.body).to.contain(`system:serviceaccount:${APPS}:node-api-nobody`);
@@ -729,8 +716,7 @@ describe('install manifests (real apiserver)', function () {
     it("had its requests dispatched at a kubelet's priority levels (node-high, system)", async () => {
       // apiserver_flowcontrol_dispatched_requests_total by FlowSchema and priority level. The schemas are
       // the operator's own (flowcontrol.yaml): whatever they count, its ServiceAccount sent.
-      const res = await kubectl(cp, ['get', '--raw', '/metrics']);
-      expect(res.code, res.stderr).to.equal(0);
+      const res = await kubectlOk(cp, ['get', '--raw', '/metrics']);
       const got = new Map<string, number>();
       for (const line of res.stdout.split('\n')) {
         if (!line.startsWith('apiserver_flowcontrol_dispatched_requests_total{')) continue;

@@ -50,6 +50,19 @@ const cond = (s: PodStatus | undefined, type: string): PodCondition | undefined 
   s?.conditions?.find((c) => c.type === type);
 const cs = (s: PodStatus | undefined, name: string): ContainerStatus | undefined =>
   s?.containerStatuses?.find((c) => c.name === name);
+/** The pod conditions the kubelet sets on a started pod (and the scheduler's). */
+const POD_CONDITIONS = [
+  'PodReadyToStartContainers',
+  'Initialized',
+  'ContainersReady',
+  'Ready',
+  'PodScheduled',
+];
+/** Whether container `app` waits with this reason. */
+const appWaiting =
+  (reason: string) =>
+  (s: PodStatus): boolean =>
+    cs(s, 'app')?.state?.waiting?.reason === reason;
 const ics = (s: PodStatus | undefined, name: string): ContainerStatus | undefined =>
   s?.initContainerStatuses?.find((c) => c.name === name);
 
@@ -426,13 +439,7 @@ describe('Kubelet against a real API server (simulated runtime)', function () {
     this.timeout(20_000);
     const s = await waitStatus('plain', (st) => cond(st, 'Ready')?.status === 'True', 15_000, 'Ready');
     expect(s.phase).to.equal('Running');
-    for (const t of [
-      'PodReadyToStartContainers',
-      'Initialized',
-      'ContainersReady',
-      'Ready',
-      'PodScheduled',
-    ]) {
+    for (const t of POD_CONDITIONS) {
       expect(cond(s, t), t).to.include({ status: 'True' });
       expect(cond(s, t)!.lastTransitionTime, t).to.be.a('string');
     }
@@ -466,13 +473,7 @@ describe('Kubelet against a real API server (simulated runtime)', function () {
       'Ready',
     );
     expect(first.observedGeneration).to.equal(1);
-    for (const t of [
-      'PodReadyToStartContainers',
-      'Initialized',
-      'ContainersReady',
-      'Ready',
-      'PodScheduled',
-    ]) {
+    for (const t of POD_CONDITIONS) {
       expect(cond(first, t)?.observedGeneration, t).to.equal(1);
     }
     // activeDeadlineSeconds is one of the mutable spec fields: the API server bumps the generation.
@@ -544,9 +545,7 @@ describe('Kubelet against a real API server (simulated runtime)', function () {
     this.timeout(45_000);
     const s = await waitStatus(
       'crash',
-      (st) =>
-        (cs(st, 'app')?.restartCount ?? 0) >= 2 &&
-        cs(st, 'app')?.state?.waiting?.reason === 'CrashLoopBackOff',
+      (st) => (cs(st, 'app')?.restartCount ?? 0) >= 2 && appWaiting('CrashLoopBackOff')(st),
       40_000,
       'restartCount >= 2 in CrashLoopBackOff',
     );
@@ -618,16 +617,11 @@ describe('Kubelet against a real API server (simulated runtime)', function () {
 
   it('reports ErrImagePull, then ImagePullBackOff, for an image that cannot be pulled', async function () {
     this.timeout(45_000);
-    const pull = await waitSeen(
-      'no-image',
-      (st) => cs(st, 'app')?.state?.waiting?.reason === 'ErrImagePull',
-      15_000,
-      'ErrImagePull',
-    );
+    const pull = await waitSeen('no-image', appWaiting('ErrImagePull'), 15_000, 'ErrImagePull');
     expect(cs(pull.status, 'app')!.state!.waiting!.message).to.match(/registry\.invalid.*no such host/);
     const backoff = await waitSeen(
       'no-image',
-      (st) => cs(st, 'app')?.state?.waiting?.reason === 'ImagePullBackOff',
+      appWaiting('ImagePullBackOff'),
       40_000,
       'ImagePullBackOff',
       indexOfSeen('no-image', pull),
@@ -657,7 +651,7 @@ describe('Kubelet against a real API server (simulated runtime)', function () {
     this.timeout(15_000);
     const s = await waitStatus(
       'no-config',
-      (st) => cs(st, 'app')?.state?.waiting?.reason === 'CreateContainerConfigError',
+      appWaiting('CreateContainerConfigError'),
       10_000,
       'CreateContainerConfigError',
     );

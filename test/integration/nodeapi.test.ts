@@ -13,7 +13,7 @@ import type { KubeClient } from '../../src/kube/client.js';
 import { kubectl, type ControlPlane } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
 import { KubeletResourceMetrics, parseExposition } from '../support/kubelet-metrics.js';
-import { grantGet, saToken as createSaToken } from '../support/kubectl.js';
+import { grantGet, kubectlOk, saToken as createSaToken } from '../support/kubectl.js';
 import { nodeApiGet, startNodeApiEnv, type NodeApiEnv } from '../support/nodeapi.js';
 import { createShellPod, isGone } from '../support/operator.js';
 
@@ -50,8 +50,7 @@ describe('node API through the real API server (sim runtime)', function () {
   });
 
   it('kubectl logs returns exactly what the container wrote (plain, --tail, --timestamps)', async () => {
-    const plain = await kubectl(cp, ['logs', 'echo']);
-    expect(plain.code, plain.stderr).to.equal(0);
+    const plain = await kubectlOk(cp, ['logs', 'echo']);
     expect(plain.stdout).to.equal('one\ntwo\nthree\n');
     const tail = await kubectl(cp, ['logs', 'echo', '--tail=2']);
     expect(tail.stdout).to.equal('two\nthree\n');
@@ -116,12 +115,10 @@ describe('node API through the real API server (sim runtime)', function () {
       expect(text).to.equal('run');
       return Date.parse(ts!);
     };
-    const prev = await kubectl(cp, ['logs', 'restarts', '--previous', '--timestamps']);
-    expect(prev.code, prev.stderr).to.equal(0);
+    const prev = await kubectlOk(cp, ['logs', 'restarts', '--previous', '--timestamps']);
     // Written by the first run, before it ended; the current run wrote its line after that.
     expect(stamp(prev.stdout)).to.be.at.most(finishedAt);
-    const cur = await kubectl(cp, ['logs', 'restarts', '--timestamps']);
-    expect(cur.code, cur.stderr).to.equal(0);
+    const cur = await kubectlOk(cp, ['logs', 'restarts', '--timestamps']);
     expect(stamp(cur.stdout)).to.be.at.least(finishedAt);
     expect((await kubectl(cp, ['logs', 'restarts', '-p'])).stdout).to.equal('run\n');
   });
@@ -140,15 +137,8 @@ describe('node API through the real API server (sim runtime)', function () {
     expect(denied.body).to.contain('system:serviceaccount:default:nobody');
 
     const reader = await saToken('reader');
-    const role = await kubectl(cp, [
-      'create',
-      'clusterrole',
-      'node-proxy',
-      '--verb=get',
-      '--resource=nodes/proxy',
-    ]);
-    expect(role.code, role.stderr).to.equal(0);
-    const bind = await kubectl(cp, [
+    await kubectlOk(cp, ['create', 'clusterrole', 'node-proxy', '--verb=get', '--resource=nodes/proxy']);
+    await kubectlOk(cp, [
       'create',
       'clusterrolebinding',
       'reader-node-proxy',
@@ -156,7 +146,6 @@ describe('node API through the real API server (sim runtime)', function () {
       '--serviceaccount=default:reader',
       '--user=alice',
     ]);
-    expect(bind.code, bind.stderr).to.equal(0);
     const ok = await eventually(
       async () => {
         const r = await direct('/containerLogs/default/echo/app?tailLines=1', reader);
@@ -285,14 +274,7 @@ describe('node API through the real API server (sim runtime)', function () {
     const bobLogs = await kubectl(cp, ['--as=bob', 'logs', 'echo']);
     expect(bobLogs.code).to.not.equal(0);
     expect(bobLogs.stderr).to.match(/forbidden/i);
-    const role = await kubectl(cp, [
-      'create',
-      'role',
-      'log-reader',
-      '--verb=get',
-      '--resource=pods,pods/log',
-    ]);
-    expect(role.code, role.stderr).to.equal(0);
+    await kubectlOk(cp, ['create', 'role', 'log-reader', '--verb=get', '--resource=pods,pods/log']);
     await kubectl(cp, ['create', 'rolebinding', 'bob-logs', '--role=log-reader', '--user=bob']);
     const allowed = await eventually(
       async () => {

@@ -30,6 +30,7 @@ import { podCgroupParent } from '../../src/kubelet/kuberuntime/sandboxconfig.js'
 import { ManagedByLabel } from '../../src/runtime/labels.js';
 import type { Runtime } from '../../src/runtime/types.js';
 import { eventually } from './eventually.js';
+import { canSignal } from './pid.js';
 
 export interface CtrResult {
   code: number;
@@ -216,25 +217,16 @@ export async function startContainerd(opts: ContainerdOptions = {}): Promise<Tes
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /** SIGTERM to the daemon's own pid (not its group: shims must survive), SIGKILL after 15 s. */
 async function stopDaemonOnly(dir: string): Promise<void> {
   const pid = readPidSync(dir);
-  if (pid === undefined || !alive(pid)) throw new Error(`no containerd running for ${dir}`);
+  if (pid === undefined || !canSignal(pid)) throw new Error(`no containerd running for ${dir}`);
   process.kill(pid, 'SIGTERM');
   const deadline = Date.now() + 15_000;
-  while (alive(pid) && Date.now() < deadline) await sleep(50);
-  if (alive(pid)) {
+  while (canSignal(pid) && Date.now() < deadline) await sleep(50);
+  if (canSignal(pid)) {
     process.kill(pid, 'SIGKILL');
-    while (alive(pid)) await sleep(20);
+    while (canSignal(pid)) await sleep(20);
   }
 }
 
@@ -266,7 +258,7 @@ async function startDaemonOnly(dir: string, socketPath: string): Promise<void> {
   for (;;) {
     const r = await run('ctr', ['--address', socketPath, 'version'], 10_000);
     if (r.code === 0) return;
-    if (!alive(pid))
+    if (!canSignal(pid))
       throw new Error(`containerd exited during restart (log: ${join(dir, 'containerd.log')})`);
     if (Date.now() > deadline) throw new Error(`containerd did not answer on ${socketPath} after restart`);
     await sleep(50);

@@ -7,7 +7,17 @@ import { expect } from 'chai';
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { KubeConfig } from '@kubernetes/client-node';
-import { kubectl, type ControlPlane } from './controlplane.js';
+import { kubectl, type ControlPlane, type RunResult } from './controlplane.js';
+
+/** Runs kubectl with `args` and asserts that it succeeds (its stderr as the message otherwise). */
+export async function kubectlOk(
+  cp: Pick<ControlPlane, 'kubeconfigPath'>,
+  args: string[],
+): Promise<RunResult> {
+  const r = await kubectl(cp, args);
+  expect(r.code, r.stderr).to.equal(0);
+  return r;
+}
 
 /**
  * Creates the ServiceAccount `name` (in `namespace`, default: kubectl's) and returns a token of it
@@ -19,10 +29,8 @@ export async function saToken(
   namespace?: string,
 ): Promise<string> {
   const ns = namespace ? ['-n', namespace] : [];
-  const sa = await kubectl(cp, ['create', 'serviceaccount', name, ...ns]);
-  expect(sa.code, sa.stderr).to.equal(0);
-  const t = await kubectl(cp, ['create', 'token', name, ...ns]);
-  expect(t.code, t.stderr).to.equal(0);
+  await kubectlOk(cp, ['create', 'serviceaccount', name, ...ns]);
+  const t = await kubectlOk(cp, ['create', 'token', name, ...ns]);
   return t.stdout.trim();
 }
 
@@ -36,16 +44,14 @@ export async function grantGet(
   resource: string,
   sa: string,
 ): Promise<void> {
-  const role = await kubectl(cp, ['create', 'clusterrole', name, '--verb=get', `--resource=${resource}`]);
-  expect(role.code, role.stderr).to.equal(0);
-  const bind = await kubectl(cp, [
+  await kubectlOk(cp, ['create', 'clusterrole', name, '--verb=get', `--resource=${resource}`]);
+  await kubectlOk(cp, [
     'create',
     'clusterrolebinding',
     name,
     `--clusterrole=${name}`,
     `--serviceaccount=default:${sa}`,
   ]);
-  expect(bind.code, bind.stderr).to.equal(0);
 }
 
 /** A kubeconfig that holds only the control plane's server and CA, and `token` as the user `user`. */

@@ -18,7 +18,8 @@ import type { Metrics } from '../../src/metrics.js';
 import type { Operator } from '../../src/operator.js';
 import { EventRecorder } from '../../src/kube/events.js';
 import { restEventSink } from '../../src/node/api.js';
-import type { Runtime } from '../../src/runtime/types.js';
+import { ContainerNameLabel, PodUIDLabel } from '../../src/runtime/labels.js';
+import type { Container, Runtime } from '../../src/runtime/types.js';
 import { WebhookAuth, type AuthApi } from '../../src/server/nodeapi/auth.js';
 import { CsrServingCertificates } from '../../src/server/nodeapi/certificate.js';
 import { NodeApiRegistry, type NodeStatsSource } from '../../src/server/nodeapi/registry.js';
@@ -440,3 +441,16 @@ export async function startNodeApiEnv(o: {
     throw err;
   }
 }
+
+/** A running busybox container `c` of pod `podUID`, as the runtime lists it for the streaming handlers. */
+export const runningContainer = (id: string, podSandboxId: string, podUID: string): Container => ({
+  id,
+  podSandboxId,
+  metadata: { name: 'c', attempt: 0 },
+  labels: { [PodUIDLabel]: podUID, [ContainerNameLabel]: 'c' },
+  image: 'busybox',
+  imageRef: 'x',
+  state: 'running',
+  createdAt: 1n,
+  annotations: {},
+});

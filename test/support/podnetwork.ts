@@ -36,6 +36,7 @@ import { copyFile, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promi
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { canSignal } from './pid.js';
 
 /** Where Debian's containernetworking-plugins puts its binaries. */
 const CNI_BIN_DIR = '/usr/lib/cni';
@@ -225,15 +226,6 @@ export function ensureCniPlugins(): Promise<void> {
   return pluginsReady;
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /** What a run records of itself, so that the next run removes what it leaves behind. */
 interface OwnerRecord {
   pid: number;
@@ -259,7 +251,7 @@ async function reapOrphanBridges(): Promise<void> {
     const dir = join(tmpdir(), entry);
     try {
       const owner = JSON.parse(await readFile(join(dir, 'owner.json'), 'utf8')) as OwnerRecord;
-      if (alive(owner.pid)) continue;
+      if (canSignal(owner.pid)) continue;
       for (const ns of owner.netns ?? []) await run('ip', ['netns', 'del', ns]);
       await run('ip', ['link', 'del', owner.bridge]);
     } catch {

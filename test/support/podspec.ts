@@ -1,6 +1,15 @@
 /** Pod-spec pieces that unit and e2e tests both build. */
 import type { EnvVar } from '../../src/api/core.js';
 
+/** A busybox container (pulled only when missing) named `name` that runs `command`, with `extra` fields. */
+export const busybox = (name: string, command: string[], extra: Record<string, unknown> = {}) => ({
+  name,
+  image: 'busybox',
+  imagePullPolicy: 'IfNotPresent',
+  command,
+  ...extra,
+});
+
 /** A shell command line: `sh -c script`. */
 export const sh = (script: string): string[] => ['sh', '-c', script];
 

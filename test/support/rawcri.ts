@@ -6,8 +6,19 @@
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { fileURLToPath } from 'node:url';
+import { PROTO_LOADER_OPTIONS } from '../../src/runtime/cri/connection.js';
 
-const PROTO = fileURLToPath(new URL('../../src/runtime/cri/proto/api.proto', import.meta.url));
+/** Our copy of the CRI proto (src/runtime/cri/proto/api.proto). */
+export const CRI_PROTO = fileURLToPath(new URL('../../src/runtime/cri/proto/api.proto', import.meta.url));
+
+/** RuntimeService's request codecs by method name, loaded as our client loads the proto. */
+export function runtimeServiceCodecs(): Record<
+  string,
+  { requestSerialize(v: object): Buffer; requestDeserialize(b: Buffer): Record<string, unknown> }
+> {
+  const def = protoLoader.loadSync(CRI_PROTO, PROTO_LOADER_OPTIONS);
+  return def['runtime.v1.RuntimeService'] as unknown as ReturnType<typeof runtimeServiceCodecs>;
+}
 
 type UnaryMethod = (
   request: object,
@@ -18,7 +29,7 @@ type UnaryMethod = (
 
 /** RuntimeService and ImageService clients on `endpoint` (unix:///...). */
 export function rawCriClients(endpoint: string): { runtime: grpc.Client; images: grpc.Client } {
-  const def = protoLoader.loadSync(PROTO, {
+  const def = protoLoader.loadSync(CRI_PROTO, {
     keepCase: true,
     longs: String,
     enums: String,

@@ -14,6 +14,7 @@ import {
 } from '../../../src/kubelet/container/types.js';
 import type { ProbeResult, ProbeResultsReader } from '../../../src/kubelet/prober/types.js';
 import { Uninterpretable, type CaseFile, type FixtureContainer } from '../types.js';
+import { POD_ORIGIN_KEYS } from './case-keys.js';
 
 export function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -81,17 +82,7 @@ function toContainer(entry: string | FixtureContainer | unknown, where: string):
   return out;
 }
 
-const podKeys = [
-  'fixture',
-  'restartPolicy',
-  'hostNetwork',
-  'deletionRequested',
-  'addEphemeral',
-  'change',
-  'initContainers',
-  'containers',
-  'ephemeralContainers',
-] as const;
+const podKeys = [...POD_ORIGIN_KEYS, 'initContainers', 'containers', 'ephemeralContainers'];
 
 /** given.pod -> a Pod. `change` is descriptive only (its effect is `specChanged` on the runtime record). */
 export function buildPod(given: unknown, file: CaseFile): Pod {

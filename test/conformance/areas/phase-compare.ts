@@ -14,6 +14,7 @@ import type { ContainerState, ContainerStatus, PodCondition, PodStatus } from '.
 import { show } from '../compare.js';
 import { Uninterpretable } from '../types.js';
 import { isRecord, parseAPIContainerStatus } from './phase-tokens.js';
+import { CONDITION_KEYS } from './case-keys.js';
 
 export type Selector =
   | { field: string; kind: 'whole' }
@@ -181,15 +182,7 @@ export function diffStatusesByName(
   return undefined;
 }
 
-const CONDITION_FIELDS = [
-  'type',
-  'status',
-  'reason',
-  'message',
-  'lastTransitionTime',
-  'lastProbeTime',
-  'observedGeneration',
-];
+const CONDITION_FIELDS = CONDITION_KEYS;
 /** Informative keys on expected conditions (e.g. which feature gate the condition depends on). */
 const CONDITION_ANNOTATIONS = ['featureGated'];
 

@@ -30,6 +30,7 @@ import {
   parseTimeSeconds,
   timeToRFC3339,
 } from './phase-tokens.js';
+import { POD_ORIGIN_KEYS, POD_STATUS_KEYS } from './case-keys.js';
 
 export const CASE_POD_UID = 'case-pod-uid';
 
@@ -124,20 +125,7 @@ export function parseConditions(v: unknown, where: string): PodCondition[] {
 export function parsePodStatus(v: unknown, pod: Pod, where: string): PodStatus {
   if (v === undefined || v === null) return {};
   if (!isRecord(v)) throw new Uninterpretable(`${where}: not a pod status`);
-  checkKeys(
-    v,
-    [
-      'phase',
-      'reason',
-      'message',
-      'conditions',
-      'containerStatuses',
-      'initContainerStatuses',
-      'ephemeralContainerStatuses',
-      'qosClass',
-    ],
-    where,
-  );
+  checkKeys(v, [...POD_STATUS_KEYS, 'qosClass'], where);
   const s: PodStatus = {};
   if (v.phase !== undefined && v.phase !== null) {
     if (!['Pending', 'Running', 'Succeeded', 'Failed', 'Unknown'].includes(String(v.phase))) {
@@ -175,12 +163,7 @@ export function parsePodStatus(v: unknown, pod: Pod, where: string): PodStatus {
 }
 
 const POD_KEYS = [
-  'fixture',
-  'restartPolicy',
-  'hostNetwork',
-  'deletionRequested',
-  'addEphemeral',
-  'change',
+  ...POD_ORIGIN_KEYS,
   'containers',
   'initContainers',
   'ephemeralContainers',

@@ -8,6 +8,7 @@ import { fail, pass, Uninterpretable, type CaseFile, type ConformanceCase, type 
 import { diffPodStatus } from './phase-compare.js';
 import { buildPod, buildReasonCache, buildRuntime, parsePodStatus } from './phase-pod.js';
 import { bool, checkKeys, isRecord, parseStatusList } from './phase-tokens.js';
+import { POD_STATUS_KEYS } from './case-keys.js';
 
 /**
  * The upstream Test_generateAPIPodStatus prober (probetest.FakeManager): every regular container status is
@@ -20,13 +21,7 @@ export const fakeAllReadyProber: PodStatusProber = {
 };
 
 const STATUS_EXPECT_KEYS = [
-  'phase',
-  'reason',
-  'message',
-  'conditions',
-  'containerStatuses',
-  'initContainerStatuses',
-  'ephemeralContainerStatuses',
+  ...POD_STATUS_KEYS,
   'podIP',
   'podIPs',
   'hostIP',
@@ -67,7 +62,8 @@ export function interpretGenerateAPIPodStatus(c: ConformanceCase, file: CaseFile
   return d ? fail(d) : pass;
 }
 
-const POD_STATUS_KEYS = [
+/** Keys by which a previous status is recognised as a whole pod status. */
+const STATUS_MARKER_KEYS = [
   'phase',
   'containerStatuses',
   'initContainerStatuses',
@@ -86,7 +82,7 @@ function previousStatuses(g: Record<string, unknown>, pod: Pod): ContainerStatus
   const key = g.previousStatuses !== undefined ? 'previousStatuses' : 'apiStatus';
   const v = g[key];
   if (v === undefined || v === null) return pod.status?.containerStatuses ?? [];
-  if (isRecord(v) && Object.keys(v).some((k) => POD_STATUS_KEYS.includes(k))) {
+  if (isRecord(v) && Object.keys(v).some((k) => STATUS_MARKER_KEYS.includes(k))) {
     return parsePodStatus(v, pod, `given.${key}`).containerStatuses ?? [];
   }
   return parseStatusList(

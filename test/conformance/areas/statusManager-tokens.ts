@@ -21,6 +21,7 @@
  */
 import type { ContainerState, ContainerStatus, PodCondition, PodStatus } from '../../../src/api/core.js';
 import { Uninterpretable } from '../types.js';
+import { CONDITION_KEYS } from './case-keys.js';
 
 /** The fake clock's origin (t0) and the start of every scenario (now): an hour and 0.123 s later. */
 export const ORIGIN_MS = Date.UTC(2026, 0, 1, 0, 0, 0);
@@ -197,16 +198,6 @@ export function parseStatusList(
   }
   throw new Uninterpretable(`${where}: cannot read ${show(v)}`);
 }
-
-const CONDITION_KEYS = [
-  'type',
-  'status',
-  'reason',
-  'message',
-  'lastTransitionTime',
-  'lastProbeTime',
-  'observedGeneration',
-];
 
 function parseCondition(o: Obj, now: number, where: string): PodCondition {
   checkKeys(o, CONDITION_KEYS, where);

@@ -11,6 +11,7 @@ import type { ContainerConfig, PodSandboxConfig } from '../../../src/runtime/typ
 import { FakeClock } from '../../../src/util/clock.js';
 import { KindError } from '../../../src/util/errors.js';
 import { silentLogger } from '../../../src/util/logger.js';
+import { admissionNode } from './lifecycle/admission-fixtures.js';
 
 export const NODE = 'n1';
 
@@ -106,15 +107,7 @@ export function setup(opts: { profiles?: unknown; images?: string[]; files?: boo
     },
     clock,
     logger: silentLogger,
-    node: () => ({
-      name: NODE,
-      labels: {},
-      taints: [],
-      allocatable: new Map([
-        ['cpu', 4000],
-        ['pods', 10],
-      ]),
-    }),
+    node: () => admissionNode({ cpu: 4000, pods: 10 }, NODE),
     settings: { podNetwork: 'cni', podLogsRoot: '/tmp/unused-logs', cgroupRoot: '/kubepods' },
     ...(fs ? { podEnvironment: { podsDir: '/var/lib/kubelet/pods', fs, mounter: new MemoryMounter() } } : {}),
   });

@@ -10,6 +10,21 @@ import type { KubeletDeps } from '../../../src/kubelet/kubelet.js';
 import { KindError } from '../../../src/util/errors.js';
 import { advance, mkPod, setup, start } from './kubelet-fixtures.js';
 
+/** The pod's status is Failed with this reason and message, and this Event was recorded. */
+function expectFailed(
+  k: Kubelet,
+  eventMessages: string[],
+  uid: string,
+  want: { reason: string; message: string; event: string },
+): void {
+  expect(k.statusManager.getPodStatus(asPodUID(uid))).to.include({
+    phase: 'Failed',
+    reason: want.reason,
+    message: want.message,
+  });
+  expect(eventMessages).to.include(want.event);
+}
+
 describe('Kubelet', () => {
   it('rejects missing or inconsistent dependencies before anything runs', () => {
     const { deps } = setup();
@@ -231,14 +246,11 @@ describe('Kubelet', () => {
     // The deadline is 5 s after the start time (whole seconds); allow the 1 s of the kubelet's sync loop.
     await advance(clock, 2_500);
     expect(clock.now() - startedAt).to.be.below(7_000);
-    expect(k.statusManager.getPodStatus(asPodUID('d'))).to.include({
-      phase: 'Failed',
+    expectFailed(k, eventMessages, 'd', {
       reason: 'DeadlineExceeded',
       message: 'Pod was active on the node longer than the specified deadline',
+      event: 'Normal DeadlineExceeded: Pod was active on the node longer than the specified deadline',
     });
-    expect(eventMessages).to.include(
-      'Normal DeadlineExceeded: Pod was active on the node longer than the specified deadline',
-    );
     expect((await runtime.listContainers()).map((c) => c.state)).to.deep.equal(['exited']);
     expect(k.podWorkers.state(asPodUID('d'))).to.equal('terminated');
     await k.stop(0);
@@ -273,14 +285,11 @@ describe('Kubelet', () => {
     const k = new Kubelet(deps());
     await start(k, clock);
     await advance(clock, 1_000);
-    expect(k.statusManager.getPodStatus(asPodUID('s'))).to.include({
-      phase: 'Failed',
+    expectFailed(k, eventMessages, 's', {
       reason: 'SysctlForbidden',
       message: 'Pod was rejected: forbidden sysctl: "kernel.msgmax" not allowlisted',
+      event: 'Warning SysctlForbidden: forbidden sysctl: "kernel.msgmax" not allowlisted',
     });
-    expect(eventMessages).to.include(
-      'Warning SysctlForbidden: forbidden sysctl: "kernel.msgmax" not allowlisted',
-    );
     expect(creates).to.deep.equal([]);
     await k.stop(0);
 
@@ -330,12 +339,11 @@ describe('Kubelet', () => {
     await start(k, clock);
     await advance(clock, 1_000);
     const message = 'Pod requires node features that are not available: VolumeBindMountOptions';
-    expect(k.statusManager.getPodStatus(asPodUID('all'))).to.include({
-      phase: 'Failed',
+    expectFailed(k, eventMessages, 'all', {
       reason: 'PodFeatureUnsupported',
       message: `Pod was rejected: ${message}`,
+      event: `Warning PodFeatureUnsupported: ${message}`,
     });
-    expect(eventMessages).to.include(`Warning PodFeatureUnsupported: ${message}`);
     expect(creates).to.not.include('p-all/app');
 
     // An admitted pod's Memory emptyDir resized: a warning, and the update still reaches its worker.

@@ -14,6 +14,7 @@ import { FakeClock } from '../../../src/util/clock.js';
 import { KindError } from '../../../src/util/errors.js';
 import { MemoryLogger } from '../../../src/util/logger.js';
 import { flush } from './kubelet-fixtures.js';
+import { admissionNode } from './lifecycle/admission-fixtures.js';
 
 const NODE = 'n1';
 const NS = 'ns';
@@ -194,15 +195,7 @@ function kubeletOn(clock: FakeClock, api: FakeAPI, name: string, opts: { podCIDR
     recorder: { event: (_ref, type, reason, message) => events.push(`${type} ${reason}: ${message}`) },
     clock,
     logger,
-    node: () => ({
-      name: NODE,
-      labels: {},
-      taints: [],
-      allocatable: new Map([
-        ['cpu', 4000],
-        ['pods', 20],
-      ]),
-    }),
+    node: () => admissionNode({ cpu: 4000, pods: 20 }, NODE),
     settings: { podNetwork: 'cni', podLogsRoot: '/var/log/pods', cgroupRoot: '/kubepods' },
     podEnvironment: { podsDir: '/var/lib/kubelet/pods', fs, mounter: new MemoryMounter() },
   };

@@ -7,6 +7,7 @@ import { MemoryVolumeFS } from '../../../src/kubelet/volume/memfs.js';
 import type { MountedVolume } from '../../../src/kubelet/volume/plugin.js';
 import type { Mount } from '../../../src/runtime/types.js';
 import { kindRejection } from '../../support/throws.js';
+import { LOCAL_HOSTS_ENTRIES } from './podfiles/podfiles-fixtures.js';
 
 const PODS = '/var/lib/kubelet/pods';
 const UID = 'uid-1';
@@ -19,13 +20,7 @@ const HOST_RESOLV: DNSConfig = {
 };
 const NODE_HOSTS = '127.0.0.1\tlocalhost\n10.0.0.2\tnode-1\n';
 
-const LOCAL =
-  '127.0.0.1\tlocalhost\n' +
-  '::1\tlocalhost ip6-localhost ip6-loopback\n' +
-  'fe00::0\tip6-localnet\n' +
-  'fe00::0\tip6-mcastprefix\n' +
-  'fe00::1\tip6-allnodes\n' +
-  'fe00::2\tip6-allrouters\n';
+const LOCAL = LOCAL_HOSTS_ENTRIES;
 
 interface Recorded {
   type: string;

@@ -209,14 +209,19 @@ describe('KubeletPodSyncer', () => {
       ...p,
       metadata: { ...p.metadata, generation },
     });
-
-    it('syncs the allocated pod, reports applied and allocated resources, and completes the resize', async () => {
+    /** Fakes and a syncer that has created pod a (generation 1) running with 300m applied. */
+    async function runningAt300m() {
       const f = new Fakes();
       const s = f.syncer();
       const a = withGeneration(mkPod('a', '300m'), 1);
       f.pods.set('a', a);
       f.runtimeViews = [rt('a', [rec('running', { resources: applied(300) })])];
       await s.syncPod(ctx(), 'create', a, f.view());
+      return { f, s };
+    }
+
+    it('syncs the allocated pod, reports applied and allocated resources, and completes the resize', async () => {
+      const { f, s } = await runningAt300m();
       const first = f.statuses.get('a')!.containerStatuses![0]!;
       expect([first.resources, first.allocatedResources]).to.deep.equal([
         { requests: { cpu: '300m' } },
@@ -252,12 +257,7 @@ describe('KubeletPodSyncer', () => {
     });
 
     it('keeps PodResizeInProgress with reason Error and records ResizeError when the runtime refuses', async () => {
-      const f = new Fakes();
-      const s = f.syncer();
-      const a = withGeneration(mkPod('a', '300m'), 1);
-      f.pods.set('a', a);
-      f.runtimeViews = [rt('a', [rec('running', { resources: applied(300) })])];
-      await s.syncPod(ctx(), 'create', a, f.view());
+      const { f, s } = await runningAt300m();
       const bigger = withGeneration(mkPod('a', '500m'), 2);
       f.pods.set('a', bigger);
       f.allocation!.handlePodUpdate(bigger);

@@ -76,6 +76,20 @@ class FakeSyncer implements PodSyncer {
   }
 }
 
+/** A one-minute resync and a 10 s back-off without jitter. */
+const RESYNC_AND_BACKOFF = { resyncIntervalMs: 60_000, backOffMs: 10_000, random: () => 0 };
+
+/** The next sync comes exactly `ms` from now: none a millisecond before, one at it. */
+async function expectSyncAt(w: PodWorkers, s: FakeSyncer, clock: FakeClock, ms: number): Promise<void> {
+  const before = s.calls.length;
+  clock.advance(ms - 1);
+  await flush();
+  expect(s.calls, `no sync before ${ms} ms`).to.have.length(before);
+  clock.advance(1);
+  await w.waitIdle();
+  expect(s.calls, `one sync at ${ms} ms`).to.have.length(before + 1);
+}
+
 describe('PodWorkers', () => {
   it('serializes syncs per UID and coalesces updates to the newest pod', async () => {
     const clock = new FakeClock(0);
@@ -190,21 +204,11 @@ describe('PodWorkers', () => {
     const clock = new FakeClock(0);
     const s = new FakeSyncer();
     s.failSync = 1;
-    const w = new PodWorkers(s, {
-      podCache: freshCache,
-      clock,
-      resyncIntervalMs: 60_000,
-      backOffMs: 10_000,
-      random: () => 0,
-    });
+    const w = new PodWorkers(s, { podCache: freshCache, clock, ...RESYNC_AND_BACKOFF });
     w.updatePod({ type: 'create', pod: pod('a') });
     await w.waitIdle();
     expect(s.calls).to.have.length(1);
-    clock.advance(9_999);
-    await flush();
-    expect(s.calls).to.have.length(1);
-    clock.advance(1);
-    await w.waitIdle();
+    await expectSyncAt(w, s, clock, 10_000);
     expect(s.calls).to.deep.equal(['sync create rv=1', 'sync sync rv=1']);
     clock.advance(60_000);
     await w.waitIdle();
@@ -258,18 +262,12 @@ describe('PodWorkers', () => {
     const w = new PodWorkers(s, {
       podCache: freshCache,
       clock,
-      resyncIntervalMs: 60_000,
-      backOffMs: 10_000,
-      random: () => 0,
+      ...RESYNC_AND_BACKOFF,
       syncDue: (p) => due.get(p.metadata.uid!),
     });
     w.updatePod({ type: 'create', pod: pod('a') });
     await w.waitIdle();
-    clock.advance(4_999);
-    await flush();
-    expect(s.calls).to.have.length(1);
-    clock.advance(1);
-    await w.waitIdle();
+    await expectSyncAt(w, s, clock, 5_000);
     expect(s.calls).to.deep.equal(['sync create rv=1', 'sync sync rv=1']);
     // After a failed sync too (due instead of the 10 s back-off), and the resync again without an opinion.
     s.failSync = 1;
@@ -281,11 +279,7 @@ describe('PodWorkers', () => {
     clock.advance(2_000);
     await w.waitIdle();
     expect(s.calls).to.have.length(4);
-    clock.advance(59_999);
-    await flush();
-    expect(s.calls).to.have.length(4);
-    clock.advance(1);
-    await w.waitIdle();
+    await expectSyncAt(w, s, clock, 60_000);
     expect(s.calls).to.have.length(5);
     w.stop();
   });

@@ -10,15 +10,14 @@ import {
 
 describe('resourceFieldRef helpers (pkg/api/v1/resource)', () => {
   it('parses the resources the downward API may name', () => {
-    expect(parseContainerResourceName('limits.cpu')).to.deep.equal({ kind: 'limits', name: 'cpu' });
-    expect(parseContainerResourceName('requests.ephemeral-storage')).to.deep.equal({
-      kind: 'requests',
-      name: 'ephemeral-storage',
-    });
-    expect(parseContainerResourceName('limits.hugepages-2Mi')).to.deep.equal({
-      kind: 'limits',
-      name: 'hugepages-2Mi',
-    });
+    const good = [
+      ['limits.cpu', 'limits', 'cpu'],
+      ['requests.ephemeral-storage', 'requests', 'ephemeral-storage'],
+      ['limits.hugepages-2Mi', 'limits', 'hugepages-2Mi'],
+    ] as const;
+    for (const [text, kind, name] of good) {
+      expect(parseContainerResourceName(text), text).to.deep.equal({ kind, name });
+    }
     for (const bad of ['limits.gpu', 'capacity.cpu', 'cpu', 'limitscpu', 'limits.cpu.x', 'limits.']) {
       expect(parseContainerResourceName(bad), bad).to.equal(undefined);
     }

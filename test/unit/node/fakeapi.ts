@@ -3,13 +3,15 @@
 // status that merges conditions and addresses by type. Failures can be injected per method.
 import type { Lease, Node, NodeStatus } from '../../../src/api/node.js';
 import type { NodeAPI, NodeEventRecorder } from '../../../src/node/api.js';
-import type { NodeStatusParams } from '../../../src/node/nodestatus.js';
+import { NodeStatusLoop, type NodeStatusParams } from '../../../src/node/nodestatus.js';
+import { RuntimeState } from '../../../src/node/runtimestate.js';
 import type {
   RuntimeFeatures,
   RuntimeHandler,
   RuntimeStatus,
   RuntimeVersion,
 } from '../../../src/runtime/types.js';
+import { FakeClock } from '../../../src/util/clock.js';
 import { KindError } from '../../../src/util/errors.js';
 
 type Method = keyof NodeAPI;
@@ -248,4 +250,30 @@ export class RecordingRecorder implements NodeEventRecorder {
 /** Lets pending promise callbacks run (the fake API resolves at once, so a few turns suffice). */
 export async function flush(turns = 20): Promise<void> {
   for (let i = 0; i < turns; i++) await new Promise<void>((r) => setImmediate(r));
+}
+
+/** Registers node vn-1 with a NodeStatusLoop on a fake runtime, lets it write once, and returns the Node. */
+export async function nodeStatusOnce(
+  params: NodeStatusParams,
+  configure: (r: FakeRuntime) => void = () => undefined,
+) {
+  const clock = new FakeClock(Date.UTC(2026, 0, 1));
+  const api = new FakeNodeAPI(clock);
+  const runtime = new FakeRuntime();
+  configure(runtime);
+  const runtimeState = new RuntimeState({ nodeName: 'vn-1', runtime, clock });
+  const loop = new NodeStatusLoop({
+    api,
+    clock,
+    runtimeState,
+    recorder: new RecordingRecorder(),
+    params,
+    hostNetwork: false,
+  });
+  await api.createNode({ metadata: { name: 'vn-1' }, status: await loop.initialStatus() });
+  loop.start();
+  await flush();
+  await loop.ready;
+  await loop.stop();
+  return { node: api.nodes.get('vn-1')!, runtimeState, runtime };
 }

@@ -6,17 +6,10 @@ import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
 import type { NodeStatus } from '../../../src/api/node.js';
 import { declaredFeatures, DeclarableFeatures } from '../../../src/node/declaredfeatures.js';
-import {
-  NodeStatusLoop,
-  ownedStatus,
-  systemInfo,
-  type NodeStatusParams,
-} from '../../../src/node/nodestatus.js';
-import { RuntimeState } from '../../../src/node/runtimestate.js';
+import { ownedStatus, systemInfo, type NodeStatusParams } from '../../../src/node/nodestatus.js';
 import { nodeFeatures, runtimeHandlers } from '../../../src/node/setters.js';
 import { runningInUserNamespace, uidMapInUserNamespace } from '../../../src/node/userns.js';
-import { FakeClock } from '../../../src/util/clock.js';
-import { FakeNodeAPI, FakeRuntime, NODE_STATUS_PARAMS, RecordingRecorder, flush } from './fakeapi.js';
+import { type FakeRuntime, NODE_STATUS_PARAMS, nodeStatusOnce } from './fakeapi.js';
 
 const NOW = '2026-01-01T00:00:00Z';
 const SIM_HANDLER = { name: '', recursiveReadOnlyMounts: true, userNamespaces: true };
@@ -99,27 +92,7 @@ describe('node status: runtime features', () => {
   });
 
   describe('NodeStatusLoop writes what the runtime reports', () => {
-    async function run(configure: (r: FakeRuntime) => void) {
-      const clock = new FakeClock(Date.UTC(2026, 0, 1));
-      const api = new FakeNodeAPI(clock);
-      const runtime = new FakeRuntime();
-      configure(runtime);
-      const runtimeState = new RuntimeState({ nodeName: 'vn-1', runtime, clock });
-      const loop = new NodeStatusLoop({
-        api,
-        clock,
-        runtimeState,
-        recorder: new RecordingRecorder(),
-        params,
-        hostNetwork: false,
-      });
-      await api.createNode({ metadata: { name: 'vn-1' }, status: await loop.initialStatus() });
-      loop.start();
-      await flush();
-      await loop.ready;
-      await loop.stop();
-      return { node: api.nodes.get('vn-1')!, runtimeState, runtime };
-    }
+    const run = (configure: (r: FakeRuntime) => void) => nodeStatusOnce(params, configure);
 
     it('containerd 1.6: no runtimeHandlers, no features; runningInUserNamespace false', async () => {
       const { node } = await run(() => undefined);

@@ -8,8 +8,7 @@ import type { Container, Pod } from '../../../src/api/core.js';
 import type { NodeStatus } from '../../../src/api/node.js';
 import { VirtualNodeSpecSchema } from '../../../src/api/virtualnode.js';
 import { configureNoSwap, containerResources } from '../../../src/kubelet/kuberuntime/containerconfig.js';
-import { NodeStatusLoop, systemInfo, type NodeStatusParams } from '../../../src/node/nodestatus.js';
-import { RuntimeState } from '../../../src/node/runtimestate.js';
+import { systemInfo, type NodeStatusParams } from '../../../src/node/nodestatus.js';
 import { versionInfo } from '../../../src/node/setters.js';
 import {
   hostSwapCapacityBytes,
@@ -20,8 +19,7 @@ import {
 } from '../../../src/node/swap.js';
 import type { LinuxContainerResources } from '../../../src/runtime/types.js';
 import { resourcesToWire } from '../../../src/runtime/cri/convert.js';
-import { FakeClock } from '../../../src/util/clock.js';
-import { FakeNodeAPI, FakeRuntime, NODE_STATUS_PARAMS, RecordingRecorder, flush } from './fakeapi.js';
+import { NODE_STATUS_PARAMS, nodeStatusOnce } from './fakeapi.js';
 
 const MEMINFO = (swapKB: string) =>
   `MemTotal:        8140224 kB\nMemFree:         1000000 kB\nSwapCached:            0 kB\nSwapTotal:       ${swapKB} kB\nSwapFree:        ${swapKB} kB\n`;
@@ -201,23 +199,8 @@ describe('NodeSwap', () => {
     });
 
     it('the NodeStatusLoop writes it to the Node', async () => {
-      const clock = new FakeClock(Date.UTC(2026, 0, 1));
-      const api = new FakeNodeAPI(clock);
-      const runtime = new FakeRuntime();
-      const loop = new NodeStatusLoop({
-        api,
-        clock,
-        runtimeState: new RuntimeState({ nodeName: 'vn-1', runtime, clock }),
-        recorder: new RecordingRecorder(),
-        params: { ...params, swapCapacityBytes: 1 << 30 },
-        hostNetwork: false,
-      });
-      await api.createNode({ metadata: { name: 'vn-1' }, status: await loop.initialStatus() });
-      loop.start();
-      await flush();
-      await loop.ready;
-      await loop.stop();
-      expect(api.nodes.get('vn-1')!.status!.nodeInfo!.swap).to.deep.equal({ capacity: 1 << 30 });
+      const { node } = await nodeStatusOnce({ ...params, swapCapacityBytes: 1 << 30 });
+      expect(node.status!.nodeInfo!.swap).to.deep.equal({ capacity: 1 << 30 });
     });
   });
 

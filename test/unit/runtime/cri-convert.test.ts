@@ -1,8 +1,6 @@
 import { expect } from 'chai';
-import { fileURLToPath } from 'node:url';
 import { status } from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
-import { PROTO_LOADER_OPTIONS, parseEndpoint } from '../../../src/runtime/cri/connection.js';
+import { parseEndpoint } from '../../../src/runtime/cri/connection.js';
 import {
   bigintToInt64,
   containerConfigToWire,
@@ -24,8 +22,7 @@ import type { WireContainerStatus, WirePodSandboxStatus } from '../../../src/run
 import type { ContainerConfig, PodSandboxConfig } from '../../../src/runtime/types.js';
 import { KindError, errorKind } from '../../../src/util/errors.js';
 import { catchErr } from '../../support/throws.js';
-
-const PROTO = fileURLToPath(new URL('../../../src/runtime/cri/proto/api.proto', import.meta.url));
+import { runtimeServiceCodecs } from '../../support/rawcri.js';
 
 const sandbox: PodSandboxConfig = {
   metadata: { name: 'web', uid: 'u-1', namespace: 'default', attempt: 2 },
@@ -409,11 +406,7 @@ describe('runtime/cri convert', () => {
   });
 
   describe('through the proto (field names and numbers)', () => {
-    const def = protoLoader.loadSync(PROTO, PROTO_LOADER_OPTIONS);
-    const svc = def['runtime.v1.RuntimeService'] as unknown as Record<
-      string,
-      { requestSerialize(v: object): Buffer; requestDeserialize(b: Buffer): Record<string, unknown> }
-    >;
+    const svc = runtimeServiceCodecs();
 
     it('CreateContainer survives encode/decode with every field we set', () => {
       const method = svc.CreateContainer!;

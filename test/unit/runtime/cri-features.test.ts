@@ -3,9 +3,6 @@
 // Sent only when used, so containerd 1.6 gets the requests it always got; on the wire under the CRI's numbers
 // (checked on the encoded bytes: a wrong number would be misread silently by the runtime).
 import { expect } from 'chai';
-import { fileURLToPath } from 'node:url';
-import * as protoLoader from '@grpc/proto-loader';
-import { PROTO_LOADER_OPTIONS } from '../../../src/runtime/cri/connection.js';
 import {
   containerConfigToWire,
   containerStatusFromWire,
@@ -16,8 +13,8 @@ import {
 } from '../../../src/runtime/cri/convert.js';
 import type { WireContainerStatus } from '../../../src/runtime/cri/messages.js';
 import type { ContainerConfig, PodSandboxConfig, UserNamespace } from '../../../src/runtime/types.js';
+import { runtimeServiceCodecs } from '../../support/rawcri.js';
 
-const PROTO = fileURLToPath(new URL('../../../src/runtime/cri/proto/api.proto', import.meta.url));
 const USERNS: UserNamespace = {
   mode: 'POD',
   uids: [{ hostId: 65536, containerId: 0, length: 65536 }],
@@ -145,11 +142,7 @@ describe('runtime/cri: runtime feature fields', () => {
   });
 
   describe('on the wire (CRI field numbers)', () => {
-    const def = protoLoader.loadSync(PROTO, PROTO_LOADER_OPTIONS);
-    const svc = def['runtime.v1.RuntimeService'] as unknown as Record<
-      string,
-      { requestSerialize(v: object): Buffer; requestDeserialize(b: Buffer): Record<string, unknown> }
-    >;
+    const svc = runtimeServiceCodecs();
     const encode = (c: ContainerConfig, sb: PodSandboxConfig): Buffer =>
       svc.CreateContainer!.requestSerialize({
         pod_sandbox_id: 'sb',

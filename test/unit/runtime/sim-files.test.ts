@@ -79,80 +79,51 @@ async function node(opts: { files?: boolean; hostname?: string; hostNetwork?: bo
 
 describe('SimRuntime: files and hostname (option `files`)', () => {
   describe('exec (execSync)', () => {
-    const table: [string, string[], { exitCode: number; stdout: string; stderr: string }][] = [
+    type ExecResult = { exitCode: number; stdout: string; stderr: string };
+    /** An exit 0 with this output. */
+    const ok = (stdout: string, stderr = ''): ExecResult => ({ exitCode: 0, stdout, stderr });
+    /** An exit 1 with this output. */
+    const failed = (stdout: string, stderr: string): ExecResult => ({ exitCode: 1, stdout, stderr });
+    /** busybox cat's message for a file that is not there. */
+    const cantOpen = (path: string): string => `cat: can't open '${path}': No such file or directory\n`;
+    const table: [string, string[], ExecResult][] = [
       [
         'cat of a volume file (through the atomic-writer links)',
         ['cat', '/etc/config/app.conf'],
-        { exitCode: 0, stdout: 'level=debug\n', stderr: '' },
+        ok('level=debug\n'),
       ],
-      [
-        'cat of the mounted /etc/hosts file',
-        ['cat', '/etc/hosts'],
-        { exitCode: 0, stdout: HOSTS_TEXT, stderr: '' },
-      ],
-      [
-        'cat through the deepest mount',
-        ['cat', '/etc/config/nested/inner.txt'],
-        { exitCode: 0, stdout: 'inner\n', stderr: '' },
-      ],
+      ['cat of the mounted /etc/hosts file', ['cat', '/etc/hosts'], ok(HOSTS_TEXT)],
+      ['cat through the deepest mount', ['cat', '/etc/config/nested/inner.txt'], ok('inner\n')],
       [
         'cat of several files',
         ['cat', '/etc/config/app.conf', '/etc/config/nested/inner.txt'],
-        { exitCode: 0, stdout: 'level=debug\ninner\n', stderr: '' },
+        ok('level=debug\ninner\n'),
       ],
       [
         'cat of a missing file under a mount',
         ['cat', '/etc/config/missing'],
-        {
-          exitCode: 1,
-          stdout: '',
-          stderr: "cat: can't open '/etc/config/missing': No such file or directory\n",
-        },
+        failed('', cantOpen('/etc/config/missing')),
       ],
       [
         'cat of one missing and one present file',
         ['cat', '/etc/config/missing', '/etc/config/app.conf'],
-        {
-          exitCode: 1,
-          stdout: 'level=debug\n',
-          stderr: "cat: can't open '/etc/config/missing': No such file or directory\n",
-        },
+        failed('level=debug\n', cantOpen('/etc/config/missing')),
       ],
       [
         'cat of an image file (not under a mount): unknown, succeeds quietly',
         ['cat', '/etc/os-release'],
-        { exitCode: 0, stdout: '', stderr: '' },
+        ok(''),
       ],
-      [
-        'cat with a full path and options',
-        ['/bin/cat', '-u', '/etc/config/app.conf'],
-        { exitCode: 0, stdout: 'level=debug\n', stderr: '' },
-      ],
-      [
-        'sh -c cat',
-        ['sh', '-c', 'cat /etc/config/app.conf'],
-        { exitCode: 0, stdout: 'level=debug\n', stderr: '' },
-      ],
+      ['cat with a full path and options', ['/bin/cat', '-u', '/etc/config/app.conf'], ok('level=debug\n')],
+      ['sh -c cat', ['sh', '-c', 'cat /etc/config/app.conf'], ok('level=debug\n')],
       [
         'sh -c cat of a missing file && echo',
         ['sh', '-c', 'cat /etc/config/nope && echo found'],
-        {
-          exitCode: 1,
-          stdout: '',
-          stderr: "cat: can't open '/etc/config/nope': No such file or directory\n",
-        },
+        failed('', cantOpen('/etc/config/nope')),
       ],
-      [
-        'sh -c cat >&2',
-        ['sh', '-c', 'cat /etc/config/app.conf >&2'],
-        { exitCode: 0, stdout: '', stderr: 'level=debug\n' },
-      ],
-      ['hostname', ['hostname'], { exitCode: 0, stdout: 'web-0.sub.prod.svc.cluster.local\n', stderr: '' }],
-      [
-        'sh -c hostname',
-        ['sh', '-c', 'echo hi; hostname'],
-        { exitCode: 0, stdout: 'hi\nweb-0.sub.prod.svc.cluster.local\n', stderr: '' },
-      ],
+      ['sh -c cat >&2', ['sh', '-c', 'cat /etc/config/app.conf >&2'], ok('', 'level=debug\n')],
+      ['hostname', ['hostname'], ok('web-0.sub.prod.svc.cluster.local\n')],
+      ['sh -c hostname', ['sh', '-c', 'echo hi; hostname'], ok('hi\nweb-0.sub.prod.svc.cluster.local\n')],
     ];
     for (const [what, cmd, want] of table) {
       it(what, async () => {

@@ -57,14 +57,24 @@ const criNode = nodeKubeletSettings({
   env: { clusterDNS: ['10.96.0.10'], clusterDomain: 'example.internal' },
   resolvConf: '/etc/resolv.conf',
 });
-const simNode = nodeKubeletSettings({
-  spec: SIM,
-  nodeName: 'sim-1',
-  nodeIP: '10.0.0.8',
-  settings: { podNetwork: 'cni', podLogsRoot: '/var/log/pods', cgroupRoot: '/kubelet-operator' },
-  env: {},
-  resolvConf: '',
-});
+const SIM_SETTINGS = {
+  podNetwork: 'cni',
+  podLogsRoot: '/var/log/pods',
+  cgroupRoot: '/kubelet-operator',
+} as const;
+type NodeInput = Parameters<typeof nodeKubeletSettings>[0];
+/** Settings of sim node sim-1 at 10.0.0.8, with these kubelet settings and extra fields on top. */
+const simNodeWith = (settings: Partial<NodeInput['settings']> = {}, extra: Partial<NodeInput> = {}) =>
+  nodeKubeletSettings({
+    spec: SIM,
+    nodeName: 'sim-1',
+    nodeIP: '10.0.0.8',
+    settings: { ...SIM_SETTINGS, ...settings },
+    env: {},
+    resolvConf: '',
+    ...extra,
+  });
+const simNode = simNodeWith();
 
 const FILES: NodeApiSettings = {
   address: '0.0.0.0',
@@ -178,21 +188,11 @@ describe('node API: /configz and /flagz content', () => {
   it('crashLoopBackOff: the period in force with KubeletCrashLoopBackOffMax (300 s by default), absent without', () => {
     const withGate = (maxContainerRestartPeriodSeconds?: number) =>
       kubeletConfiguration(
-        nodeKubeletSettings({
-          spec: SIM,
-          nodeName: 'sim-1',
-          nodeIP: '10.0.0.8',
-          settings: {
-            podNetwork: 'cni',
-            podLogsRoot: '/var/log/pods',
-            cgroupRoot: '/kubelet-operator',
-            crashLoopBackOff: {
-              featureGates: { KubeletCrashLoopBackOffMax: true },
-              maxContainerRestartPeriodSeconds,
-            },
+        simNodeWith({
+          crashLoopBackOff: {
+            featureGates: { KubeletCrashLoopBackOffMax: true },
+            maxContainerRestartPeriodSeconds,
           },
-          env: {},
-          resolvConf: '',
         }),
         CSR,
       ).crashLoopBackOff;
@@ -203,15 +203,10 @@ describe('node API: /configz and /flagz content', () => {
 
   it('image GC: the policy in force, in the kubelet configuration field names and duration form', () => {
     const c = kubeletConfiguration(
-      nodeKubeletSettings({
-        spec: SIM,
-        nodeName: 'sim-1',
-        nodeIP: '10.0.0.8',
-        settings: { podNetwork: 'cni', podLogsRoot: '/var/log/pods', cgroupRoot: '/kubelet-operator' },
-        env: {},
-        resolvConf: '',
-        imageGC: { highThresholdPercent: 85, lowThresholdPercent: 80, minAgeMs: 120_000, maxAgeMs: 0 },
-      }),
+      simNodeWith(
+        {},
+        { imageGC: { highThresholdPercent: 85, lowThresholdPercent: 80, minAgeMs: 120_000, maxAgeMs: 0 } },
+      ),
       CSR,
     );
     expect(c).to.deep.include({

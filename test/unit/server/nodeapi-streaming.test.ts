@@ -12,8 +12,8 @@ import os from 'node:os';
 import path from 'node:path';
 import tls from 'node:tls';
 import type { Pod } from '../../../src/api/core.js';
-import { ContainerNameLabel, PodUIDLabel } from '../../../src/runtime/labels.js';
-import type { Container, ContainerFilter, Runtime, StreamingRequest } from '../../../src/runtime/types.js';
+import { PodUIDLabel } from '../../../src/runtime/labels.js';
+import type { ContainerFilter, Runtime, StreamingRequest } from '../../../src/runtime/types.js';
 import { HttpError } from '../../../src/server/nodeapi/httperror.js';
 import type { NodeApiServer } from '../../../src/server/nodeapi/server.js';
 import {
@@ -23,7 +23,7 @@ import {
 } from '../../../src/server/nodeapi/streaming.js';
 import { upstreamRequestHead } from '../../../src/server/nodeapi/upgradeproxy.js';
 import { KindError } from '../../../src/util/errors.js';
-import { startLocalNodeApi } from '../../support/nodeapi.js';
+import { runningContainer, startLocalNodeApi } from '../../support/nodeapi.js';
 
 const status = (fn: () => unknown): number => {
   try {
@@ -186,27 +186,7 @@ describe('node API streaming: the upgrade proxy', function () {
       },
     });
     const pods = [pod('p', 'u1'), pod('sim', 'u2')];
-    const running: Container[] = [
-      {
-        id: 'ctr-1',
-        podSandboxId: 'sb-1',
-        metadata: { name: 'c', attempt: 0 },
-        labels: { [PodUIDLabel]: 'u1', [ContainerNameLabel]: 'c' },
-      },
-      {
-        id: 'ctr-2',
-        podSandboxId: 'sb-2',
-        metadata: { name: 'c', attempt: 0 },
-        labels: { [PodUIDLabel]: 'u2', [ContainerNameLabel]: 'c' },
-      },
-    ].map((c) => ({
-      ...c,
-      image: 'busybox',
-      imageRef: 'x',
-      state: 'running',
-      createdAt: 1n,
-      annotations: {},
-    }));
+    const running = [runningContainer('ctr-1', 'sb-1', 'u1'), runningContainer('ctr-2', 'sb-2', 'u2')];
     const url = (what: string) => `http://127.0.0.1:${streamingPort}/${what}/TOKEN`;
     const runtime = {
       kind: 'cri',

@@ -17,8 +17,7 @@ import tls from 'node:tls';
 import zlib from 'node:zlib';
 import { WebSocket } from 'ws';
 import type { Pod } from '../../../src/api/core.js';
-import { ContainerNameLabel, PodUIDLabel } from '../../../src/runtime/labels.js';
-import type { Container, Runtime, StreamingRequest } from '../../../src/runtime/types.js';
+import type { Runtime, StreamingRequest } from '../../../src/runtime/types.js';
 import type { NodeApiServer } from '../../../src/server/nodeapi/server.js';
 import {
   encodeControlFrame,
@@ -40,7 +39,7 @@ import {
   streamingModeOf,
   tunneledSpdyProtocols,
 } from '../../../src/server/nodeapi/wsstream.js';
-import { startLocalNodeApi, webSocketFrames } from '../../support/nodeapi.js';
+import { runningContainer, startLocalNodeApi, webSocketFrames } from '../../support/nodeapi.js';
 
 const ws = (protocol?: string) => ({
   connection: 'Upgrade',
@@ -335,17 +334,7 @@ describe('node API WebSockets: translation and tunnel against a SPDY streaming s
       metadata: { name: 'p', namespace: 'ns', uid: 'u1' },
       spec: { containers: [{ name: 'c', image: 'busybox' }] },
     };
-    const running: Container = {
-      id: 'ctr-1',
-      podSandboxId: 'sb-1',
-      metadata: { name: 'c', attempt: 0 },
-      labels: { [PodUIDLabel]: 'u1', [ContainerNameLabel]: 'c' },
-      image: 'busybox',
-      imageRef: 'x',
-      state: 'running',
-      createdAt: 1n,
-      annotations: {},
-    };
+    const running = runningContainer('ctr-1', 'sb-1', 'u1');
     const url = (p: string) => `http://127.0.0.1:${rt.port}/${p}`;
     const runtime = {
       kind: 'cri',

@@ -10,16 +10,17 @@ function timedLog() {
   const q = new TimerQueue(clock);
   const seen: [string, number][] = [];
   const log = (name: string) => seen.push([name, clock.now() - T0]);
-  return { clock, q, seen, log };
+  /** Schedules a logged entry per [delay, name], in this order. */
+  const schedule = (...entries: [number, string][]) => {
+    for (const [delay, name] of entries) q.setTimer(delay, log, name);
+  };
+  return { clock, q, seen, schedule };
 }
 
 describe('TimerQueue', () => {
   it('runs entries at their own due time, in due order, equal times in scheduling order', () => {
-    const { clock, q, seen, log } = timedLog();
-    q.setTimer(300, log, 'c');
-    q.setTimer(100, log, 'a');
-    q.setTimer(300, log, 'd');
-    q.setTimer(100, log, 'b');
+    const { clock, q, seen, schedule } = timedLog();
+    schedule([300, 'c'], [100, 'a'], [300, 'd'], [100, 'b']);
     expect(clock.pendingTimers()).to.equal(1);
     clock.advance(1_000);
     expect(seen).to.deep.equal([
@@ -66,9 +67,8 @@ describe('TimerQueue', () => {
   });
 
   it('re-arms the clock timer for an entry earlier than the armed one', () => {
-    const { clock, q, seen, log } = timedLog();
-    q.setTimer(1_000, log, 'late');
-    q.setTimer(10, log, 'early');
+    const { clock, seen, schedule } = timedLog();
+    schedule([1_000, 'late'], [10, 'early']);
     expect(clock.pendingTimers()).to.equal(1);
     clock.advance(2_000);
     expect(seen).to.deep.equal([

@@ -10,9 +10,9 @@ import {
   updatePodFromAllocation,
 } from '../../../../src/kubelet/allocation/allocation.js';
 import { AllocationManager } from '../../../../src/kubelet/allocation/manager.js';
-import type { AdmissionNode } from '../../../../src/kubelet/lifecycle/admission.js';
 import { PodResizeConditions } from '../../../../src/kubelet/status/resizeconditions.js';
 import { FakeClock } from '../../../../src/util/clock.js';
+import { admissionNode } from '../lifecycle/admission-fixtures.js';
 
 function plr(uid: string, resources: ResourceRequirements | undefined, generation = 1): Pod {
   return {
@@ -99,16 +99,7 @@ describe('AllocationManager: pod-level resize', () => {
     const conditions = new PodResizeConditions(clock);
     const pods = new Map<string, Pod>();
     const events: string[] = [];
-    const node: AdmissionNode = {
-      name: 'n',
-      labels: {},
-      taints: [],
-      allocatable: new Map([
-        ['cpu', 4000],
-        ['memory', 1 << 30],
-        ['pods', 110],
-      ]),
-    };
+    const node = admissionNode({ cpu: 4000, memory: 1 << 30, pods: 110 });
     const m = new AllocationManager({
       conditions,
       node: () => node,

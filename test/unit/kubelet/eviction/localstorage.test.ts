@@ -31,6 +31,12 @@ describe('local ephemeral storage limits', () => {
     },
   };
 
+  // Container b's writable layer and logs pass its 500Mi; its writable layer alone does not.
+  const bOverItsLimit = pstats(
+    limited,
+    [cstats('a', { rootfs: 100 * Mi, logs: 0 }), cstats('b', { rootfs: 450 * Mi, logs: 51 * Mi })],
+    { 'ephemeral-storage': { time: 0, usedBytes: 601 * Mi } },
+  );
   const cases: [string, Pod, PodStats, boolean, string | undefined][] = [
     [
       'an emptyDir over its sizeLimit',
@@ -62,26 +68,14 @@ describe('local ephemeral storage limits', () => {
     [
       'a container over its own limit (writable layer and logs)',
       limited,
-      pstats(
-        limited,
-        [cstats('a', { rootfs: 100 * Mi, logs: 0 }), cstats('b', { rootfs: 450 * Mi, logs: 51 * Mi })],
-        {
-          'ephemeral-storage': { time: 0, usedBytes: 601 * Mi },
-        },
-      ),
+      bOverItsLimit,
       false,
       'Container b exceeded its local ephemeral storage limit "500Mi". ',
     ],
     [
       'with a dedicated image filesystem the writable layer does not count',
       limited,
-      pstats(
-        limited,
-        [cstats('a', { rootfs: 100 * Mi, logs: 0 }), cstats('b', { rootfs: 450 * Mi, logs: 51 * Mi })],
-        {
-          'ephemeral-storage': { time: 0, usedBytes: 601 * Mi },
-        },
-      ),
+      bOverItsLimit,
       true,
       undefined,
     ],

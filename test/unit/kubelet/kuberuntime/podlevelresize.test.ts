@@ -161,6 +161,8 @@ describe('pod-level resize: doPodResizeAction', () => {
     resources: { memoryLimitInBytes: 64 * MiB },
     currentMemoryLimitBytes: 64 * MiB,
   };
+  /** The log lines of these writes to pod u1's cgroup, in order. */
+  const podWrites = (...fields: string[]): string[] => fields.map((x) => `pod kubepods/podu1 ${x}`);
   const resize = (to: PodResourceConfig): PodCgroupResize => ({
     uid: 'u1',
     cgroup: 'kubepods/podu1',
@@ -173,9 +175,7 @@ describe('pod-level resize: doPodResizeAction', () => {
     const b = new SyncResultBuilder();
     await doPodResizeAction(f.ctx, 'ns/p', [upd], b, resize(cfg(2000, 256)));
     expect(f.log).to.deep.equal([
-      'pod kubepods/podu1 memoryLimitBytes',
-      'pod kubepods/podu1 cpuPeriod+cpuQuota',
-      'pod kubepods/podu1 cpuShares',
+      ...podWrites('memoryLimitBytes', 'cpuPeriod+cpuQuota', 'cpuShares'),
       'ctr c1',
     ]);
     expect(f.actuated.get('u1')).to.deep.equal(cfg(2000, 256));
@@ -188,9 +188,7 @@ describe('pod-level resize: doPodResizeAction', () => {
     await doPodResizeAction(f.ctx, 'ns/p', [upd], new SyncResultBuilder(), resize(cfg(500, 64)));
     expect(f.log).to.deep.equal([
       'ctr c1',
-      'pod kubepods/podu1 memoryLimitBytes',
-      'pod kubepods/podu1 cpuShares',
-      'pod kubepods/podu1 cpuPeriod+cpuQuota',
+      ...podWrites('memoryLimitBytes', 'cpuShares', 'cpuPeriod+cpuQuota'),
     ]);
     expect(f.actuated.get('u1')).to.deep.equal(cfg(500, 64));
   });
@@ -198,7 +196,7 @@ describe('pod-level resize: doPodResizeAction', () => {
   it('resizes the pod cgroup alone when no container needs an update', async () => {
     const f = fixture();
     await doPodResizeAction(f.ctx, 'ns/p', [], new SyncResultBuilder(), resize(cfg(1500, 128)));
-    expect(f.log).to.deep.equal(['pod kubepods/podu1 cpuPeriod+cpuQuota', 'pod kubepods/podu1 cpuShares']);
+    expect(f.log).to.deep.equal(podWrites('cpuPeriod+cpuQuota', 'cpuShares'));
   });
 
   it('refuses a pod memory limit below what the pod uses, writing nothing', async () => {
@@ -224,10 +222,7 @@ describe('pod-level resize: doPodResizeAction', () => {
     const f = fixture({ failWrite: 'cpuShares' });
     const b = new SyncResultBuilder();
     await doPodResizeAction(f.ctx, 'ns/p', [upd], b, resize(cfg(2000, 256)));
-    expect(f.log).to.deep.equal([
-      'pod kubepods/podu1 memoryLimitBytes',
-      'pod kubepods/podu1 cpuPeriod+cpuQuota',
-    ]);
+    expect(f.log).to.deep.equal(podWrites('memoryLimitBytes', 'cpuPeriod+cpuQuota'));
     expect(b.results[0]).to.include({ error: 'ResizePodInPlaceError' });
     expect(b.results[0]!.message).to.match(/^failed to set pod cgroup config: EINVAL/);
     expect(f.actuated.get('u1')).to.deep.equal({ ...cfg(2000, 256), cpuShares: 1024 });

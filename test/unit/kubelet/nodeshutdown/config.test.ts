@@ -15,44 +15,26 @@ import { kubeletConfiguration } from '../../../../src/server/nodeapi/configz.js'
 
 describe('nodeshutdown config', () => {
   describe('migrateConfig (kubelet Test_migrateConfig)', () => {
-    const cases: {
-      name: string;
-      period: number;
-      critical: number;
-      want: ReturnType<typeof migrateConfig>;
-    }[] = [
-      {
-        name: 'both shutdownGracePeriodRequested and shutdownGracePeriodCriticalPods',
-        period: 300_000,
-        critical: 120_000,
-        want: [
-          { priority: 0, shutdownGracePeriodSeconds: 180 },
-          { priority: SystemCriticalPriority, shutdownGracePeriodSeconds: 120 },
-        ],
-      },
-      {
-        name: 'only shutdownGracePeriodRequested',
-        period: 100_000,
-        critical: 0,
-        want: [
-          { priority: 0, shutdownGracePeriodSeconds: 100 },
-          { priority: SystemCriticalPriority, shutdownGracePeriodSeconds: 0 },
-        ],
-      },
-      { name: 'empty configuration', period: 0, critical: 0, want: [] },
-      { name: 'wrong configuration', period: 1_000, critical: 100_000, want: [] },
-      {
-        name: 'fractional seconds are truncated as Go divides durations',
-        period: 2_500,
-        critical: 1_000,
-        want: [
-          { priority: 0, shutdownGracePeriodSeconds: 1 },
-          { priority: SystemCriticalPriority, shutdownGracePeriodSeconds: 1 },
-        ],
-      },
+    /** The two groups of a migrated config: normal pods' seconds, then system-critical pods'. */
+    const twoGroups = (normal: number, critical: number): ReturnType<typeof migrateConfig> => [
+      { priority: 0, shutdownGracePeriodSeconds: normal },
+      { priority: SystemCriticalPriority, shutdownGracePeriodSeconds: critical },
     ];
-    for (const c of cases) {
-      it(c.name, () => expect(migrateConfig(c.period, c.critical)).to.deep.equal(c.want));
+    // [name, shutdownGracePeriod ms, shutdownGracePeriodCriticalPods ms, groups]
+    const cases: [string, number, number, ReturnType<typeof migrateConfig>][] = [
+      [
+        'both shutdownGracePeriodRequested and shutdownGracePeriodCriticalPods',
+        300_000,
+        120_000,
+        twoGroups(180, 120),
+      ],
+      ['only shutdownGracePeriodRequested', 100_000, 0, twoGroups(100, 0)],
+      ['empty configuration', 0, 0, []],
+      ['wrong configuration', 1_000, 100_000, []],
+      ['fractional seconds are truncated as Go divides durations', 2_500, 1_000, twoGroups(1, 1)],
+    ];
+    for (const [name, period, critical, want] of cases) {
+      it(name, () => expect(migrateConfig(period, critical)).to.deep.equal(want));
     }
   });
 

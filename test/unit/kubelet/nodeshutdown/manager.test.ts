@@ -8,7 +8,7 @@ import {
   SystemCriticalPriority,
 } from '../../../../src/kubelet/nodeshutdown/config.js';
 import type { ShutdownGracePeriodByPodPriority } from '../../../../src/api/shutdownsettings.js';
-import { admitPod, type AdmissionNode } from '../../../../src/kubelet/lifecycle/admission.js';
+import { admitPod } from '../../../../src/kubelet/lifecycle/admission.js';
 import {
   admitWhileShuttingDown,
   groupByPriority,
@@ -19,20 +19,11 @@ import {
   shutdownPlan,
   shutdownStatusErrors,
 } from '../../../../src/kubelet/nodeshutdown/manager.js';
+import { makePod } from './nodeshutdown-fixtures.js';
+import { admissionNode } from '../lifecycle/admission-fixtures.js';
 
 /** scheduling.HighestUserDefinablePriority. */
 const HighestUserDefinablePriority = 1_000_000_000;
-
-function makePod(name: string, priority?: number, terminationGracePeriodSeconds?: number): Pod {
-  return {
-    metadata: { name, namespace: 'default', uid: name },
-    spec: {
-      containers: [{ name: 'c', image: 'i' }],
-      ...(priority !== undefined ? { priority } : {}),
-      ...(terminationGracePeriodSeconds !== undefined ? { terminationGracePeriodSeconds } : {}),
-    },
-  } as Pod;
-}
 
 const names = (groups: { pods: Pod[] }[]): string[][] =>
   groups.map((g) => g.pods.map((p) => p.metadata.name!));
@@ -92,70 +83,32 @@ describe('nodeshutdown manager (pure)', () => {
     const normalShort = makePod('normal-pod-grace-period', 0, 2);
     const criticalShort = makePod('critical-pod-grace-period', SystemCriticalPriority, 2);
     const normalLong = makePod('normal-pod-long-grace-period', 0, 1000);
-    const cases: {
-      desc: string;
-      period: string;
-      critical: string;
-      pods: Pod[];
-      want: Record<string, number>;
-    }[] = [
-      {
-        desc: 'no override (total=30s, critical=10s)',
-        period: '30s',
-        critical: '10s',
-        pods: [normalNil, criticalNil],
-        want: { 'normal-pod-nil-grace-period': 20, 'critical-pod-nil-grace-period': 10 },
-      },
-      {
-        desc: 'pods with terminationGracePeriod and without',
-        period: '30s',
-        critical: '10s',
-        pods: [normalNil, criticalNil, normalShort, criticalShort],
-        want: {
-          'normal-pod-nil-grace-period': 20,
-          'critical-pod-nil-grace-period': 10,
-          'normal-pod-grace-period': 2,
-          'critical-pod-grace-period': 2,
-        },
-      },
-      {
-        desc: 'pod with long terminationGracePeriod is overridden',
-        period: '30s',
-        critical: '10s',
-        pods: [normalNil, criticalNil, normalShort, criticalShort, normalLong],
-        want: {
-          'normal-pod-nil-grace-period': 20,
-          'critical-pod-nil-grace-period': 10,
-          'normal-pod-grace-period': 2,
-          'critical-pod-grace-period': 2,
-          'normal-pod-long-grace-period': 20,
-        },
-      },
-      {
-        desc: 'total=30, critical=0',
-        period: '30s',
-        critical: '0s',
-        pods: [normalNil, criticalNil],
-        want: { 'normal-pod-nil-grace-period': 30, 'critical-pod-nil-grace-period': 0 },
-      },
-      {
-        desc: 'all time to critical pods',
-        period: '5s',
-        critical: '5s',
-        pods: [normalNil, criticalNil],
-        want: { 'normal-pod-nil-grace-period': 0, 'critical-pod-nil-grace-period': 5 },
-      },
+    const both = [normalNil, criticalNil];
+    const all = [normalNil, criticalNil, normalShort, criticalShort];
+    // [desc, shutdownGracePeriod, shutdownGracePeriodCriticalPods, pods, each pod's grace period in order]
+    const cases: [string, string, string, Pod[], number[]][] = [
+      ['no override (total=30s, critical=10s)', '30s', '10s', both, [20, 10]],
+      ['pods with terminationGracePeriod and without', '30s', '10s', all, [20, 10, 2, 2]],
+      [
+        'pod with long terminationGracePeriod is overridden',
+        '30s',
+        '10s',
+        [...all, normalLong],
+        [20, 10, 2, 2, 20],
+      ],
+      ['total=30, critical=0', '30s', '0s', both, [30, 0]],
+      ['all time to critical pods', '5s', '5s', both, [0, 5]],
     ];
-    for (const c of cases) {
-      it(c.desc, () => {
+    for (const [desc, period, critical, pods, graces] of cases) {
+      it(desc, () => {
         const config = shutdownConfigFrom({
-          shutdownGracePeriod: c.period,
-          shutdownGracePeriodCriticalPods: c.critical,
+          shutdownGracePeriod: period,
+          shutdownGracePeriodCriticalPods: critical,
         });
         const got: Record<string, number> = {};
-        for (const g of shutdownPlan(config.groups, c.pods))
+        for (const g of shutdownPlan(config.groups, pods))
           for (const p of g.pods) got[p.pod.metadata.name!] = p.gracePeriodSeconds;
-        expect(got).to.deep.equal(c.want);
+        expect(got).to.deep.equal(Object.fromEntries(pods.map((p, i) => [p.metadata.name!, graces[i]])));
       });
     }
 
@@ -206,16 +159,7 @@ describe('nodeshutdown manager (pure)', () => {
       });
     });
     it("is the kubelet's last admit handler", () => {
-      const node: AdmissionNode = {
-        name: 'n',
-        labels: {},
-        taints: [],
-        allocatable: new Map([
-          ['cpu', 4000],
-          ['memory', 8 * 2 ** 30],
-          ['pods', 110],
-        ]),
-      };
+      const node = admissionNode({ cpu: 4000, memory: 8 * 2 ** 30, pods: 110 });
       const fits = makePod('fits');
       expect(admitPod(fits, node, [])).to.deep.equal({ admit: true });
       expect(admitPod(fits, { ...node, shuttingDown: true }, [])).to.deep.equal({

@@ -11,21 +11,11 @@ import {
 } from '../../../../src/kubelet/nodeshutdown/shell.js';
 import { Metrics } from '../../../../src/metrics.js';
 import { FakeClock } from '../../../../src/util/clock.js';
+import { makePod } from './nodeshutdown-fixtures.js';
 
 const flush = async (): Promise<void> => {
   for (let i = 0; i < 20; i++) await Promise.resolve();
 };
-
-function makePod(name: string, priority?: number, terminationGracePeriodSeconds?: number): Pod {
-  return {
-    metadata: { name, namespace: 'default', uid: name },
-    spec: {
-      containers: [{ name: 'c', image: 'i' }],
-      ...(priority !== undefined ? { priority } : {}),
-      ...(terminationGracePeriodSeconds !== undefined ? { terminationGracePeriodSeconds } : {}),
-    },
-  } as Pod;
-}
 
 interface Harness {
   clock: FakeClock;

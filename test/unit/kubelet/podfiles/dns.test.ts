@@ -64,18 +64,21 @@ describe('dns: policy', () => {
   });
 });
 
+/** The search path of a ClusterFirst pod in `prod`: the cluster's three domains, then the host's searches. */
+const CLUSTER_THEN_HOST_SEARCHES = [
+  'prod.svc.cluster.local',
+  'svc.cluster.local',
+  'cluster.local',
+  'corp.example',
+  'lab.example',
+];
+
 describe('dns: GetPodDNS', () => {
   it('ClusterFirst: cluster servers, the cluster search path before the host searches, ndots:5', () => {
     expect(getPodDNS(pod(), node)).to.deep.equal({
       config: {
         servers: ['10.96.0.10'],
-        searches: [
-          'prod.svc.cluster.local',
-          'svc.cluster.local',
-          'cluster.local',
-          'corp.example',
-          'lab.example',
-        ],
+        searches: CLUSTER_THEN_HOST_SEARCHES,
         options: ['ndots:5'],
       },
       events: [],
@@ -152,14 +155,7 @@ describe('dns: GetPodDNS', () => {
     });
     expect(getPodDNS(p, node).config).to.deep.equal({
       servers: ['10.96.0.10', '8.8.8.8'],
-      searches: [
-        'prod.svc.cluster.local',
-        'svc.cluster.local',
-        'cluster.local',
-        'corp.example',
-        'lab.example',
-        'extra.example',
-      ],
+      searches: [...CLUSTER_THEN_HOST_SEARCHES, 'extra.example'],
       options: ['ndots:2', 'edns0'],
     });
     expect(mergeDNSOptions(['a:1', 'b', 'c:3'], [{ name: 'b', value: '2' }, { name: 'c' }])).to.deep.equal([

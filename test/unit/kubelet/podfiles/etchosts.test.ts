@@ -11,15 +11,9 @@ import {
   shouldMountHostsFile,
 } from '../../../../src/kubelet/podfiles/etchosts.js';
 import { KindError } from '../../../../src/util/errors.js';
+import { LOCAL_HOSTS_ENTRIES } from './podfiles-fixtures.js';
 
-const LOCAL =
-  '# Kubernetes-managed hosts file.\n' +
-  '127.0.0.1\tlocalhost\n' +
-  '::1\tlocalhost ip6-localhost ip6-loopback\n' +
-  'fe00::0\tip6-localnet\n' +
-  'fe00::0\tip6-mcastprefix\n' +
-  'fe00::1\tip6-allnodes\n' +
-  'fe00::2\tip6-allrouters\n';
+const LOCAL = '# Kubernetes-managed hosts file.\n' + LOCAL_HOSTS_ENTRIES;
 
 function pod(spec: Partial<Pod['spec']> = {}): Pod {
   return { metadata: { name: 'web-0', namespace: 'prod', uid: 'u1' }, spec: { containers: [], ...spec } };

@@ -5,7 +5,7 @@ import type { Pod, Probe } from '../../../../src/api/core.js';
 import { execProbe } from '../../../../src/kubelet/prober/exec.js';
 import { MaxProbeOutputBytes } from '../../../../src/kubelet/prober/probe.js';
 import { KindError } from '../../../../src/util/errors.js';
-import { FakeRuntime, pod, setup, status } from './runner-fixtures.js';
+import { appWarning, FakeRuntime, pod, setup, status } from './runner-fixtures.js';
 
 describe('prober exec', () => {
   it('succeeds on exit 0 and runs in the runtime container with the timeout', async () => {
@@ -33,14 +33,7 @@ describe('prober exec', () => {
       'liveness',
     );
     expect(outcome).to.equal('failure');
-    expect(events).to.deep.equal([
-      {
-        type: 'Warning',
-        reason: 'Unhealthy',
-        message: 'Liveness probe failed: out\nerr\n',
-        fieldPath: 'spec.containers{app}',
-      },
-    ]);
+    expect(events).to.deep.equal([appWarning('Unhealthy', 'Liveness probe failed: out\nerr\n')]);
     // The default timeout is 1 s.
     expect(runtime.calls[0]!.timeout).to.equal(1);
   });
@@ -71,12 +64,7 @@ describe('prober exec', () => {
     expect(err).to.be.instanceOf(KindError);
     expect(runtime.calls.length).to.equal(3);
     expect(events).to.deep.equal([
-      {
-        type: 'Warning',
-        reason: 'Unhealthy',
-        message: 'Readiness probe errored: container abc not found',
-        fieldPath: 'spec.containers{app}',
-      },
+      appWarning('Unhealthy', 'Readiness probe errored: container abc not found'),
     ]);
     expect(probes).to.deep.equal([['readiness', 'unknown']]);
   });

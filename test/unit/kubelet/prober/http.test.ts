@@ -3,7 +3,7 @@ import http from 'node:http';
 import { expect } from 'chai';
 import type { Container } from '../../../../src/api/core.js';
 import { httpProbe, httpProbeAnswer, probeHeaders, probeURL } from '../../../../src/kubelet/prober/http.js';
-import { close, closedPort, listen, pod, setup, status } from './runner-fixtures.js';
+import { appWarning, close, closedPort, listen, pod, setup, status } from './runner-fixtures.js';
 
 describe('prober http', () => {
   let server: http.Server;
@@ -92,12 +92,7 @@ describe('prober http', () => {
     );
     expect(outcome).to.equal('warning');
     expect(events).to.deep.equal([
-      {
-        type: 'Warning',
-        reason: 'ProbeWarning',
-        message: 'Liveness probe warning: Probe terminated redirects, Response body: moved',
-        fieldPath: 'spec.containers{app}',
-      },
+      appWarning('ProbeWarning', 'Liveness probe warning: Probe terminated redirects, Response body: moved'),
     ]);
   });
 

@@ -22,6 +22,14 @@ export function pod(container: Container, podIP = '127.0.0.1'): Pod {
   };
 }
 
+/** A Warning Event about container app, as the runner records it. */
+export const appWarning = (reason: string, message: string): Recorded => ({
+  type: 'Warning',
+  reason,
+  message,
+  fieldPath: 'spec.containers{app}',
+});
+
 export const status = (name: string): ContainerStatus => ({
   name,
   containerID: 'sim://abc',

@@ -93,55 +93,36 @@ describe('downwardAPI volume payload (downwardapi.CollectData)', () => {
 });
 
 describe('downwardAPI volume: resourceFieldRef (ExtractResourceValueByContainerNameAndNodeAllocatable)', () => {
-  const cases: [string, { resource: string; containerName?: string; divisor?: string | number }, string][] = [
-    ['limits.cpu in cores, rounded up', { containerName: 'app', resource: 'limits.cpu' }, '2'],
-    ['limits.cpu in millicores', { containerName: 'app', resource: 'limits.cpu', divisor: '1m' }, '1500'],
-    ['requests.cpu rounded up to a core', { containerName: 'app', resource: 'requests.cpu' }, '1'],
-    ['requests.memory in Mi', { containerName: 'app', resource: 'requests.memory', divisor: '1Mi' }, '64'],
-    ['limits.memory in bytes', { containerName: 'app', resource: 'limits.memory' }, '134217728'],
-    [
-      'limits.memory in G, rounded up',
-      { containerName: 'app', resource: 'limits.memory', divisor: '1G' },
-      '1',
-    ],
-    [
-      'requests.ephemeral-storage in Mi',
-      { containerName: 'app', resource: 'requests.ephemeral-storage', divisor: '1Mi' },
-      '1024',
-    ],
-    [
-      'unset limit: node allocatable',
-      { containerName: 'app', resource: 'limits.ephemeral-storage', divisor: '1Gi' },
-      '100',
-    ],
-    [
-      'zero limit: node allocatable',
-      { containerName: 'sidecar', resource: 'limits.cpu', divisor: '1m' },
-      '3800',
-    ],
-    [
-      'zero memory limit: node allocatable',
-      { containerName: 'sidecar', resource: 'limits.memory', divisor: '1Gi' },
-      '7',
-    ],
-    ['unset request stays 0', { containerName: 'sidecar', resource: 'requests.memory' }, '0'],
-    ['zero divisor counts as 1', { containerName: 'app', resource: 'limits.cpu', divisor: '0' }, '2'],
-    ['numeric divisor', { containerName: 'app', resource: 'requests.memory', divisor: 1024 }, '65536'],
-    [
-      'hugepages limit, never defaulted',
-      { containerName: 'app', resource: 'limits.hugepages-2Mi', divisor: '1Mi' },
-      '4',
-    ],
-    ['hugepages unset stays 0', { containerName: 'sidecar', resource: 'limits.hugepages-1Gi' }, '0'],
-    [
-      'init containers are found too',
-      { containerName: 'setup', resource: 'requests.cpu', divisor: '1m' },
-      '2000',
-    ],
+  /** A resourceFieldRef to a container's resource, with an optional divisor. */
+  const ref = (containerName: string, resource: string, divisor?: string | number) => ({
+    containerName,
+    resource,
+    ...(divisor !== undefined && { divisor }),
+  });
+  const cases: [string, ReturnType<typeof ref>, string][] = [
+    ['limits.cpu in cores, rounded up', ref('app', 'limits.cpu'), '2'],
+    ['limits.cpu in millicores', ref('app', 'limits.cpu', '1m'), '1500'],
+    ['requests.cpu rounded up to a core', ref('app', 'requests.cpu'), '1'],
+    ['requests.memory in Mi', ref('app', 'requests.memory', '1Mi'), '64'],
+    ['limits.memory in bytes', ref('app', 'limits.memory'), '134217728'],
+    ['limits.memory in G, rounded up', ref('app', 'limits.memory', '1G'), '1'],
+    ['requests.ephemeral-storage in Mi', ref('app', 'requests.ephemeral-storage', '1Mi'), '1024'],
+    ['unset limit: node allocatable', ref('app', 'limits.ephemeral-storage', '1Gi'), '100'],
+    ['zero limit: node allocatable', ref('sidecar', 'limits.cpu', '1m'), '3800'],
+    ['zero memory limit: node allocatable', ref('sidecar', 'limits.memory', '1Gi'), '7'],
+    ['unset request stays 0', ref('sidecar', 'requests.memory'), '0'],
+    ['zero divisor counts as 1', ref('app', 'limits.cpu', '0'), '2'],
+    ['numeric divisor', ref('app', 'requests.memory', 1024), '65536'],
+    ['hugepages limit, never defaulted', ref('app', 'limits.hugepages-2Mi', '1Mi'), '4'],
+    ['hugepages unset stays 0', ref('sidecar', 'limits.hugepages-1Gi'), '0'],
+    ['init containers are found too', ref('setup', 'requests.cpu', '1m'), '2000'],
   ];
-  for (const [name, ref, want] of cases) {
+  for (const [name, fieldRef, want] of cases) {
     it(name, () =>
-      expect(resourceFieldValue(ref, pod, inputs.nodeAllocatable)).to.deep.equal({ ok: true, value: want }),
+      expect(resourceFieldValue(fieldRef, pod, inputs.nodeAllocatable)).to.deep.equal({
+        ok: true,
+        value: want,
+      }),
     );
   }
 

@@ -14,52 +14,30 @@ import { CAN_CHOWN, FS_KINDS, type FsFixture } from './fixtures.js';
 const G = 2000;
 
 describe('ownership: ownershipChange (changeFilePermission as a decision)', () => {
+  /** A file, directory or symlink with this mode and group. */
+  const entry = (kind: OwnershipEntry['kind'], mode: number, gid: number): OwnershipEntry => ({
+    kind,
+    mode,
+    gid,
+  });
+  /** The group and mode to set (undefined: leave as is). */
+  const change = (gid: number | undefined, mode: number | undefined): OwnershipChange => ({ gid, mode });
   const cases: [string, OwnershipEntry, boolean, OwnershipChange | undefined][] = [
-    ['rw file gets group and rw bits', { kind: 'file', mode: 0o644, gid: 0 }, false, { gid: G, mode: 0o664 }],
-    [
-      'ro file 0644 already has 0440',
-      { kind: 'file', mode: 0o644, gid: 0 },
-      true,
-      { gid: G, mode: undefined },
-    ],
-    [
-      'token 0600 becomes 0640 on a ro volume',
-      { kind: 'file', mode: 0o600, gid: 0 },
-      true,
-      { gid: G, mode: 0o640 },
-    ],
-    [
-      'owner bits are added too (0660 mask)',
-      { kind: 'file', mode: 0o004, gid: G },
-      false,
-      { gid: undefined, mode: 0o664 },
-    ],
-    [
-      'rw dir gets setgid and group exec',
-      { kind: 'dir', mode: 0o755, gid: 0 },
-      false,
-      { gid: G, mode: 0o2775 },
-    ],
-    ['ro dir gets setgid', { kind: 'dir', mode: 0o755, gid: G }, true, { gid: undefined, mode: 0o2755 }],
-    [
-      'ro dir 0700 gets r-x for the group',
-      { kind: 'dir', mode: 0o700, gid: G },
-      true,
-      { gid: undefined, mode: 0o2750 },
-    ],
-    [
-      'symlink: group only, never chmod',
-      { kind: 'symlink', mode: 0o777, gid: 0 },
-      false,
-      { gid: G, mode: undefined },
-    ],
-    ['symlink already in the group', { kind: 'symlink', mode: 0o777, gid: G }, false, undefined],
-    ['file already right', { kind: 'file', mode: 0o664, gid: G }, false, undefined],
-    ['dir already right', { kind: 'dir', mode: 0o2775, gid: G }, false, undefined],
-    ['bits are only added', { kind: 'file', mode: 0o4777, gid: G }, true, undefined],
+    ['rw file gets group and rw bits', entry('file', 0o644, 0), false, change(G, 0o664)],
+    ['ro file 0644 already has 0440', entry('file', 0o644, 0), true, change(G, undefined)],
+    ['token 0600 becomes 0640 on a ro volume', entry('file', 0o600, 0), true, change(G, 0o640)],
+    ['owner bits are added too (0660 mask)', entry('file', 0o004, G), false, change(undefined, 0o664)],
+    ['rw dir gets setgid and group exec', entry('dir', 0o755, 0), false, change(G, 0o2775)],
+    ['ro dir gets setgid', entry('dir', 0o755, G), true, change(undefined, 0o2755)],
+    ['ro dir 0700 gets r-x for the group', entry('dir', 0o700, G), true, change(undefined, 0o2750)],
+    ['symlink: group only, never chmod', entry('symlink', 0o777, 0), false, change(G, undefined)],
+    ['symlink already in the group', entry('symlink', 0o777, G), false, undefined],
+    ['file already right', entry('file', 0o664, G), false, undefined],
+    ['dir already right', entry('dir', 0o2775, G), false, undefined],
+    ['bits are only added', entry('file', 0o4777, G), true, undefined],
   ];
-  for (const [name, entry, ro, want] of cases) {
-    it(name, () => expect(ownershipChange(entry, G, ro)).to.deep.equal(want));
+  for (const [name, e, ro, want] of cases) {
+    it(name, () => expect(ownershipChange(e, G, ro)).to.deep.equal(want));
   }
 });
 

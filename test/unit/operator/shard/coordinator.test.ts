@@ -109,6 +109,13 @@ describe('ShardCoordinator', () => {
     return r;
   }
 
+  /** Replicas a and b started and settled on their 5/5 split. */
+  async function twoReplicas(): Promise<[Replica, Replica]> {
+    const pair: [Replica, Replica] = [add('a'), add('b')];
+    await run(12_000);
+    return pair;
+  }
+
   it('splits 10 nodes 5/5 between two replicas, then 4/3/3 when a third joins, without a gap', async () => {
     add('a');
     await run(1_000);
@@ -123,9 +130,7 @@ describe('ShardCoordinator', () => {
   });
 
   it('a stopping replica hands its nodes back and the others take them at once', async () => {
-    add('a');
-    add('b');
-    await run(12_000);
+    await twoReplicas();
     expect(counts()).to.deep.equal([5, 5]);
     const b = replicas[1]!;
     const stopping = b.coordinator.stop();
@@ -140,10 +145,7 @@ describe('ShardCoordinator', () => {
   });
 
   it('a replica cut off from the API stops its nodes before their Leases expire; the other takes them after', async () => {
-    add('a');
-    add('b');
-    await run(12_000);
-    const [a, b] = replicas as [Replica, Replica];
+    const [a, b] = await twoReplicas();
     const bNodes = [...b.serving];
     b.api.cut = true;
     const cutAt = clock.now();
@@ -193,9 +195,7 @@ describe('ShardCoordinator', () => {
   });
 
   it('renews each held Lease once per interval, not per Lease event', async () => {
-    add('a');
-    add('b');
-    await run(12_000);
+    await twoReplicas();
     const before = store.writes.length;
     await run(20_000);
     const renewals = store.writes.slice(before).filter((w) => w.verb === 'update');
@@ -203,10 +203,7 @@ describe('ShardCoordinator', () => {
     expect(renewals.length).to.be.within(44, 52);
   });
   it('a replica that dies with the API server up is taken over one Lease duration after its last renewal', async () => {
-    add('a');
-    add('b');
-    await run(12_000);
-    const [a, b] = replicas as [Replica, Replica];
+    const [a, b] = await twoReplicas();
     const bNodes = [...b.serving];
     // The process dies: no write ever again, its nodes stop with it.
     b.api.cut = true;
@@ -225,9 +222,7 @@ describe('ShardCoordinator', () => {
 
   for (const downMs of [12_000, 60_000, 120_000])
     it(`after ${downMs / 1000} s without an API server, each replica takes back only its share: 5/5, nothing moved twice`, async () => {
-      add('a');
-      add('b');
-      await run(12_000);
+      await twoReplicas();
       expect(counts()).to.deep.equal([5, 5]);
       for (const r of replicas) r.api.cut = true;
       // Nothing renewable: each drops its nodes at its renew deadline (checked for double serving meanwhile).
@@ -254,9 +249,7 @@ describe('ShardCoordinator', () => {
     });
 
   it('after a short outage that cost one replica one renewal and the other two, nothing is moved twice', async () => {
-    add('a');
-    add('b');
-    await run(12_000);
+    await twoReplicas();
     expect(counts()).to.deep.equal([5, 5]);
     const lastRenewal = (id: string): number =>
       Math.max(...store.writes.filter((w) => w.name === `replica-${id}`).map((w) => w.at));
@@ -295,10 +288,7 @@ describe('ShardCoordinator', () => {
   });
 
   it('after an outage, a replica that never came back is taken over when the grace window ends', async () => {
-    add('a');
-    add('b');
-    await run(12_000);
-    const [a, b] = replicas as [Replica, Replica];
+    const [a, b] = await twoReplicas();
     for (const r of replicas) r.api.cut = true;
     await run(60_000);
     const from = store.writes.length;

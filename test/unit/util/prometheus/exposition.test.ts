@@ -19,6 +19,20 @@ import { SeriesCounter, SeriesHistogram } from '../../../../src/util/promseries.
 const PROTO = 'application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily';
 const ZT = 2 ** -128;
 
+/** Native histogram bucket spans from [offset, length] pairs. */
+const spans = (...pairs: [number, number][]) => pairs.map(([offset, length]) => ({ offset, length }));
+
+/** A histogram labelled by node with Kubernetes' native bucket settings beside these classic buckets. */
+const nodeNativeHistogram = (r: Registry, name: string, help: string, buckets: number[]) =>
+  new SeriesHistogram({
+    name,
+    help,
+    labelNames: ['node'],
+    buckets,
+    native: KUBERNETES_NATIVE_HISTOGRAMS,
+    registers: [r],
+  });
+
 describe('exposition: content negotiation as promhttp', () => {
   const cases: [string | undefined, ExpositionFormat][] = [
     [undefined, 'text'],
@@ -109,14 +123,7 @@ describe('exposition: MetricFamily of every family', () => {
 
   it('gives a series histogram its native buckets beside the classic ones, and none without the option', async () => {
     const r = new Registry();
-    const native = new SeriesHistogram({
-      name: 'kubelet_x_seconds',
-      help: 'X.',
-      labelNames: ['node'],
-      buckets: [0.1, 1],
-      native: KUBERNETES_NATIVE_HISTOGRAMS,
-      registers: [r],
-    });
+    const native = nodeNativeHistogram(r, 'kubelet_x_seconds', 'X.', [0.1, 1]);
     const classic = new SeriesHistogram({
       name: 'y',
       help: 'Y.',
@@ -147,13 +154,7 @@ describe('exposition: MetricFamily of every family', () => {
             schema: 3,
             zeroThreshold: ZT,
             zeroCount: 0,
-            positiveSpan: [
-              { offset: -61, length: 3 },
-              { offset: 32, length: 1 },
-              { offset: 25, length: 1 },
-              { offset: 10, length: 1 },
-              { offset: 28, length: 1 },
-            ],
+            positiveSpan: spans([-61, 3], [32, 1], [25, 1], [10, 1], [28, 1]),
             positiveDelta: [2, -1, 0, 0, 1, -1, 0],
             negativeSpan: [],
             negativeDelta: [],
@@ -178,14 +179,7 @@ describe('exposition: MetricFamily of every family', () => {
 
   it('encodes the delimited exposition and reads it back the same (field numbers, sint deltas, doubles)', async () => {
     const r = new Registry();
-    const h = new SeriesHistogram({
-      name: 'h',
-      help: 'H "q"\nx.',
-      labelNames: ['node'],
-      buckets: [1],
-      native: KUBERNETES_NATIVE_HISTOGRAMS,
-      registers: [r],
-    });
+    const h = nodeNativeHistogram(r, 'h', 'H "q"\nx.', [1]);
     for (const v of [0, -0.25, -0.3, 4, 1e-3]) h.observe({ node: 'ü' }, v);
     new Gauge({ name: 'g', help: 'G.', registers: [r] }).set(NaN);
     const body = encodeDelimited(await gatherFamilies(r));
@@ -203,12 +197,9 @@ describe('exposition: MetricFamily of every family', () => {
       schema: 3,
       zeroThreshold: ZT,
       zeroCount: 1,
-      positiveSpan: [
-        { offset: -79, length: 1 },
-        { offset: 94, length: 1 },
-      ],
+      positiveSpan: spans([-79, 1], [94, 1]),
       positiveDelta: [1, 0],
-      negativeSpan: [{ offset: -16, length: 4 }],
+      negativeSpan: spans([-16, 4]),
       negativeDelta: [1, -1, 0, 1],
     });
     expect((back[1]!.metric as { gauge: { value: number } }[])[0]!.gauge.value).to.be.NaN;
