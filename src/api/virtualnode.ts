@@ -190,6 +190,38 @@ export const VirtualNodeSpecSchema = z
         imageGCLowThresholdPercent: z.number().int().min(0).max(100).optional(),
         imageMinimumGCAge: z.string().max(64).optional(),
         imageMaximumGCAge: z.string().max(64).optional(),
+        /**
+         * The kubelet's CPU manager (src/kubelet/cm/cpumanager/): `none` (default) or `static`, its options,
+         * reconcile period (Go duration, default 10s) and the CPUs kept for the system (reservedSystemCPUs, a
+         * cpuset, or the cpu of kubeReserved + systemReserved). Checked when the node starts, as a kubelet
+         * checks them: a refused setting stops the node's start.
+         */
+        cpuManagerPolicy: z.string().max(64).optional(),
+        cpuManagerPolicyOptions: z.record(z.string().max(64), z.string().max(64)).optional(),
+        cpuManagerReconcilePeriod: z.string().max(64).optional(),
+        reservedSystemCPUs: z.string().max(256).optional(),
+        kubeReserved: z.record(z.string().max(64), quantity).optional(),
+        systemReserved: z.record(z.string().max(64), quantity).optional(),
+        /** The kubelet's topology manager: none (default), best-effort, restricted, single-numa-node. */
+        topologyManagerPolicy: z.string().max(64).optional(),
+        /** container (default) or pod. */
+        topologyManagerScope: z.string().max(64).optional(),
+        topologyManagerPolicyOptions: z.record(z.string().max(64), z.string().max(64)).optional(),
+        /**
+         * A sim node's CPU topology (a cri node reads its host's): sockets, NUMA nodes per socket, cores per
+         * NUMA node, threads per core, uncore (L3) caches per NUMA node. Default: one socket of single-thread
+         * cores, one per cpu of capacity.
+         */
+        cpuTopology: z
+          .object({
+            sockets: z.number().int().min(1).max(16),
+            numaNodesPerSocket: z.number().int().min(1).max(16),
+            coresPerNUMANode: z.number().int().min(1).max(512),
+            threadsPerCore: z.number().int().min(1).max(8),
+            uncoreCachesPerNUMANode: z.number().int().min(1).max(64).optional(),
+          })
+          .strict()
+          .optional(),
       })
       .strict()
       .default({ allowedUnsafeSysctls: [] }),

@@ -43,6 +43,7 @@ import { nodeLogDir, nodeRootDir, podEnvironmentFor, type NodePodEnvironment } f
 import { kubeletLocalApis, type KubeletLocalApis } from '../kubelet/apis/server.js';
 import { startNodePluginManager, type NodePluginManager } from '../kubelet/pluginmanager/node.js';
 import { nodeKubeletSettings } from './nodeconfigz.js';
+import { resourceManagersFor } from './nodecpumanager.js';
 import { statsProviderFor } from './nodestats.js';
 import type { StatsProvider } from '../kubelet/stats/provider.js';
 import type { SimRuntimeOptions } from '../runtime/sim/runtime.js';
@@ -320,7 +321,13 @@ export class KubeletManagedNode implements ManagedNode {
     const imageGC = imageGCPolicyFrom(spec.kubelet);
     if (imageGC.error !== undefined) settingsRefused('InvalidImageGCSettings', 'image GC', imageGC.error);
     this.imageGCPolicy = imageGC.policy;
+    // The topology and CPU managers: a refused setting or checkpoint stops the node, as it stops a kubelet.
+    const resourceManagers = resourceManagersFor(
+      spec,
+      nodeRootDir(deps.stateDir ?? DEFAULT_STATE_DIR, nodeName),
+    );
     this.kubelet = new Kubelet({
+      ...(resourceManagers ? { resourceManagers } : {}),
       imageGC: {
         policy: imageGC.policy,
         imageFsStats: async () => (await this.stats.imageFsStats()).imageFs,

@@ -20,7 +20,7 @@
  * parks the pod workers without touching the runtime or the API (a crash and a shutdown look the same to the
  * next Kubelet). Time comes only from the injected Clock.
  */
-import type { Pod } from '../api/core.js';
+import { isTerminalPhase, type Pod } from '../api/core.js';
 import type { NodeMetricSeries } from '../metrics.js';
 import type { ContainerTermination } from './status/terminations.js';
 import { errorMessage, KindError } from '../util/errors.js';
@@ -66,6 +66,8 @@ import { ReasonCache } from './reasoncache.js';
 import { StatusManager } from './status/manager.js';
 import { PodResizeConditions } from './status/resizeconditions.js';
 import { restPodStatusClient } from './statusclient.js';
+import type { ResourceManagers } from './cm/resourcemanagers.js';
+import type { ReconcileContainer } from './cm/cpumanager/manager.js';
 import type { VolumeManager } from './volumemanager/volumemanager.js';
 
 /** What health() answers while all is well, shared (the sync loop asks before every input). */
@@ -117,7 +119,7 @@ export class Kubelet {
   private readonly metricSeries: NodeMetricSeries | undefined;
   private readonly syncer: KubeletPodSyncer;
   private readonly loop: SyncLoop;
-  private readonly loops: PeriodicLoops<'pleg' | 'housekeeping' | 'status' | 'resize'>;
+  private readonly loops: PeriodicLoops<'pleg' | 'housekeeping' | 'status' | 'resize' | 'cpumanager'>;
   private readonly inflight = new Set<Promise<unknown>>();
   private readonly unsubscribe: (() => void)[] = [];
   private readonly cleanup: RuntimeCleanup;
@@ -281,7 +283,14 @@ export class Kubelet {
       startTime: (uid) => this.statusManager.getPodStartTime(uid),
       record,
     });
+    const rm = deps.resourceManagers;
     this.syncer = new KubeletPodSyncer({
+      ...(rm
+        ? {
+            resourceAdmit: (pod: Pod) => rm.admit(pod, [...this.resourceActivePods(), pod]),
+            cpuAffinity: rm.cpuManager,
+          }
+        : {}),
       nodeIPs,
       podNetwork: s.podNetwork,
       clock: deps.clock,
@@ -714,11 +723,58 @@ export class Kubelet {
       this.shutdownManager?.shutdown();
     }
     this.imageGCManager?.start();
+    const rm = this.d.resourceManagers;
+    if (rm && rm.cpuManager.policyName === 'static') {
+      this.loops.every('cpumanager', rm.config.reconcilePeriodMs, () => this.reconcileCPUs(rm));
+    }
     this.log.info('kubelet started', { pods: pods.length });
     this.resolveReady();
   }
 
   // ---- internals: loops ----
+
+  /**
+   * The pods the resource managers count as active (the kubelet's GetActivePods): every known pod of the
+   * node that is not finished or rejected, admitted yet or not, so a restart keeps their CPUs.
+   */
+  private resourceActivePods(): Pod[] {
+    return this.podManager.getPods().filter((p) => {
+      const uid = p.metadata.uid ?? '';
+      if (this.syncer.isRejected(uid) || isTerminalPhase(p.status?.phase)) return false;
+      return !isTerminalPhase(this.statusManager.getPodPhase(asPodUID(uid)));
+    });
+  }
+
+  /** The CPU manager's reconcileState: stale assignments freed, changed cpusets written to running containers. */
+  private async reconcileCPUs(rm: ResourceManagers): Promise<void> {
+    const active = this.resourceActivePods();
+    rm.retain(active);
+    const running: ReconcileContainer[] = [];
+    for (const pod of active) {
+      const uid = pod.metadata.uid;
+      if (!uid) continue;
+      const names = new Set([...(pod.spec.initContainers ?? []), ...pod.spec.containers].map((c) => c.name));
+      const seen = new Set<string>();
+      // Newest first: only a container name's newest record counts.
+      for (const c of this.podCache.get(uid).status.containers) {
+        if (seen.has(c.name) || !names.has(c.name)) continue;
+        seen.add(c.name);
+        if (c.state === 'running') running.push({ podUID: uid, name: c.name, id: c.id });
+      }
+    }
+    for (const u of rm.cpuManager.reconcile(running)) {
+      try {
+        await this.d.runtime.updateContainerResources(u.id, { cpusetCpus: u.cpuset });
+        rm.cpuManager.updated(u.id, u.cpuset);
+      } catch (err) {
+        this.log.warn('failed to update container cpuset', {
+          containerID: u.id,
+          cpuset: u.cpuset,
+          err: errorMessage(err),
+        });
+      }
+    }
+  }
 
   private track<T>(p: Promise<T>): Promise<T> {
     this.inflight.add(p);

@@ -35,6 +35,7 @@ import type { ShutdownConfig } from './nodeshutdown/config.js';
 import type { ImageFsFigures, ImageGCPolicy } from './images/imagegc.js';
 import type { Summary } from './stats/types.js';
 import type { SwapController } from '../node/swap.js';
+import type { ResourceManagers } from './cm/resourcemanagers.js';
 
 /** Node-level settings (kubelet flags and config). Periods default to the kubelet's. */
 export interface KubeletSettings {
@@ -138,6 +139,11 @@ export interface KubeletDeps {
     periodMs?: number;
   };
   settings: KubeletSettings;
+  /**
+   * The container manager's topology and CPU managers (src/kubelet/cm/resourcemanagers.ts), built and started
+   * by the node (their start-up errors stop it). Absent: cpuManagerPolicy and topologyManagerPolicy none.
+   */
+  resourceManagers?: ResourceManagers;
   /**
    * ConfigMaps and Secrets for container environments; defaults to the pod environment's cached sources (the
    * ones volumes read), else GETs through `client`.

@@ -39,6 +39,7 @@ export function newRuntimeManager(deps: KubeletDeps, p: RuntimeManagerParts): Ku
       ...(s.cpuCFSQuotaPeriodUs !== undefined ? { cpuCFSQuotaPeriodUs: s.cpuCFSQuotaPeriodUs } : {}),
       ...(s.thermalThrottlePaths ? { thermalThrottlePaths: s.thermalThrottlePaths } : {}),
       ...(s.swapController ? { swapController: s.swapController } : {}),
+      ...(deps.resourceManagers ? { cpuAffinity: deps.resourceManagers.cpuManager } : {}),
       ...(s.dnsConfig ? { dnsConfig: s.dnsConfig } : {}),
       podNetwork: s.podNetwork,
       nodeIP: deps.nodeIP,

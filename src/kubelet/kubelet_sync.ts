@@ -33,10 +33,18 @@ import { handlerSupportsRecursiveReadOnly } from './volumemanager/makemounts.js'
 import type { AllocationManager } from './allocation/manager.js';
 import { recordResizeResult, resizeProgress } from './allocation/progress.js';
 import { isPodResizeInProgress } from './kuberuntime/resize.js';
+import type { CPUAffinity } from './kuberuntime/sandboxconfig.js';
 import type { PodResizeConditions } from './status/resizeconditions.js';
 import { SettledSyncs, type SyncInputs } from './settledsyncs.js';
 
 export interface KubeletPodSyncerDeps {
+  /**
+   * The container manager's resource admission (topology and CPU managers, src/kubelet/cm/resourcemanagers.ts),
+   * asked once the other checks admit the pod; it allocates what the pod gets.
+   */
+  resourceAdmit?: (pod: Pod) => AdmitResult;
+  /** The CPU manager's cpusets and quotas, which resize progress compares against (absent: policy none). */
+  cpuAffinity?: CPUAffinity;
   nodeIPs: readonly string[];
   podNetwork: 'host' | 'cni';
   clock: Pick<Clock, 'now'>;
@@ -162,7 +170,12 @@ export class KubeletPodSyncer implements PodSyncer {
   /** Pods whose last sync removed every container to restart in place: synced again at once. */
   private readonly resetDone = new Set<string>();
 
-  constructor(private readonly d: KubeletPodSyncerDeps) {}
+  /** What resize progress compares containers' applied resources against beyond the pod (the CPU manager's). */
+  private readonly resizeNode: { cpuAffinity?: CPUAffinity } | undefined;
+
+  constructor(private readonly d: KubeletPodSyncerDeps) {
+    this.resizeNode = d.cpuAffinity ? { cpuAffinity: d.cpuAffinity } : undefined;
+  }
 
   /** Forgets per-pod bookkeeping of UIDs no longer known to the pod workers. */
   retain(uids: ReadonlySet<string>): void {
@@ -213,8 +226,15 @@ export class KubeletPodSyncer implements PodSyncer {
     let status: PodStatus | undefined;
     if (!unchanged) {
       // A resize the runtime may still be applying shows only on a fresh inspection (no PLEG event says so).
-      if (isPodResizeInProgress(pod, before)) before = await this.d.relist(refOf(pod));
-      resizeProgress(pod, before, this.d.resizeConditions, this.eventRecorder, this.podLevelResizing(pod));
+      if (isPodResizeInProgress(pod, before, this.resizeNode)) before = await this.d.relist(refOf(pod));
+      resizeProgress(
+        pod,
+        before,
+        this.d.resizeConditions,
+        this.eventRecorder,
+        this.podLevelResizing(pod),
+        this.resizeNode,
+      );
 
       if (
         isTerminalPhase(pod.status?.phase) &&
@@ -277,7 +297,14 @@ export class KubeletPodSyncer implements PodSyncer {
       ? await (succeeded ? (this.d.relistPod ?? this.d.relist) : this.d.relist)(refOf(pod))
       : before;
     recordResizeResult(pod, result, this.d.resizeConditions, this.eventRecorder);
-    resizeProgress(pod, latest, this.d.resizeConditions, this.eventRecorder, this.podLevelResizing(pod));
+    resizeProgress(
+      pod,
+      latest,
+      this.d.resizeConditions,
+      this.eventRecorder,
+      this.podLevelResizing(pod),
+      this.resizeNode,
+    );
     const after = this.generate(pod, latest, false);
     this.d.statusManager.setPodStatus(pod, after);
     this.observeStart(uid, pod, after);
@@ -434,6 +461,7 @@ export class KubeletPodSyncer implements PodSyncer {
       if (this.rejected.has(uid)) return true;
       if (this.admitted.has(uid)) return false;
     }
+    if (result.admit && this.d.resourceAdmit) result = this.d.resourceAdmit(asAllocated);
     if (result.admit) {
       this.admitted.set(uid, pod);
       this.d.allocation.setAllocated(asAllocated);

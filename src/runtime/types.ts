@@ -144,6 +144,8 @@ export interface LinuxContainerResources {
   memorySwapLimitInBytes?: number;
   /** cgroup v2 files to write, by name (e.g. `memory.swap.max`). */
   unified?: Record<string, string>;
+  /** CPUs the container may run on, in the kernel's list format (the CPU manager's); absent: unchanged. */
+  cpusetCpus?: string;
 }
 
 export interface ContainerConfig {

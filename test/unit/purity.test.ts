@@ -44,6 +44,8 @@ const SHELL = new Set([
   'kuberuntime/gc.ts',
   'kuberuntime/removeleftovers.ts',
   'cm/podcgroup.ts',
+  // The CPU manager's sysfs reads and checkpoint file around the pure cpumanager/ and topologymanager/.
+  'cm/cpumanager/shell.ts',
   'kuberuntime/syncresult.ts',
   'kuberuntime/resizepod.ts',
   'kubelet_volumes.ts',

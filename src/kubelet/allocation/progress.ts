@@ -8,6 +8,7 @@
 import type { Pod } from '../../api/core.js';
 import type { RuntimePodStatus } from '../container/types.js';
 import { isPodResizeInProgress } from '../kuberuntime/resize.js';
+import type { NodeSettings } from '../kuberuntime/sandboxconfig.js';
 import type { PodSyncResult } from '../kuberuntime/syncresult.js';
 import type { PodResizeConditions } from '../status/resizeconditions.js';
 import { podGeneration } from './allocation.js';
@@ -30,9 +31,10 @@ export function resizeProgress(
   conditions: PodResizeConditions,
   record: ResizeEventRecorder,
   podLevelInProgress = false,
+  node?: Pick<NodeSettings, 'cpuAffinity'>,
 ): void {
   const uid = pod.metadata.uid ?? '';
-  if (podLevelInProgress || isPodResizeInProgress(pod, status)) {
+  if (podLevelInProgress || isPodResizeInProgress(pod, status, node)) {
     // An error stays until the next attempt says otherwise (recordResizeResult).
     if (!conditions.inProgress(uid)) conditions.setInProgress(uid, '', '', podGeneration(pod));
     return;

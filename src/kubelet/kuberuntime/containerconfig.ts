@@ -183,7 +183,7 @@ export function configureNoSwap(r: LinuxContainerResources, controller: SwapCont
 export function containerResources(
   pod: Pod,
   container: Container,
-  node?: Pick<NodeSettings, 'memoryCapacityBytes' | 'cpuCFSQuotaPeriodUs' | 'swapController'>,
+  node?: Pick<NodeSettings, 'memoryCapacityBytes' | 'cpuCFSQuotaPeriodUs' | 'swapController' | 'cpuAffinity'>,
 ): LinuxContainerResources {
   const cpuRequestQ = quantityOf(container.resources?.requests, 'cpu');
   const cpuLimit = quantityValueOf('cpu', effectiveLimit(pod, container, 'cpu'));
@@ -196,6 +196,14 @@ export function containerResources(
   if (node?.memoryCapacityBytes)
     r.oomScoreAdj = containerOOMScoreAdj(pod, container, node.memoryCapacityBytes);
   configureNoSwap(r, node?.swapController);
+  const uid = pod.metadata.uid;
+  if (node?.cpuAffinity && uid) {
+    // kubelet PreCreateContainer: the container's exclusive CPUs or the shared pool.
+    const cpus = node.cpuAffinity.cpusetFor(uid, container.name);
+    if (cpus) r.cpusetCpus = cpus;
+    // DisableCPUQuotaWithExclusiveCPUs (locked on in v1.37): exclusive CPUs are not throttled.
+    if (node.cpuAffinity.hasExclusiveCPUs(uid, container.name)) r.cpuQuota = -1;
+  }
   return r;
 }
 

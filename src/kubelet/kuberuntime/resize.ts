@@ -98,7 +98,7 @@ export function computePodResizeActions(
   pod: Pod,
   status: RuntimePodStatus,
   actions: PodActions,
-  node?: Pick<NodeSettings, 'memoryCapacityBytes' | 'swapController'>,
+  node?: Pick<NodeSettings, 'memoryCapacityBytes' | 'swapController' | 'cpuAffinity'>,
 ): PodResizeActions {
   const out: PodResizeActions = {
     actions: {
@@ -153,12 +153,18 @@ export function computePodResizeActions(
  * Whether a running container's applied resources still differ from its allocation (kubelet:
  * IsPodResizeInProgress): PodResizeInProgress stays until they agree.
  */
-export function isPodResizeInProgress(pod: Pod, status: RuntimePodStatus): boolean {
+export function isPodResizeInProgress(
+  pod: Pod,
+  status: RuntimePodStatus,
+  node?: Pick<NodeSettings, 'cpuAffinity'>,
+): boolean {
   const check = (c: Container): boolean => {
     const record = runningRecord(status, c.name);
     if (!record?.resources) return false;
     try {
-      return containerResizeAction(c, desiredOf(containerResources(pod, c)), record.resources) !== 'none';
+      return (
+        containerResizeAction(c, desiredOf(containerResources(pod, c, node)), record.resources) !== 'none'
+      );
     } catch {
       return false;
     }

@@ -49,6 +49,15 @@ export interface NodeSettings {
   thermalThrottlePaths?: readonly string[];
   /** The host's swap controller (node/swap.ts); absent: none, and containers get no swap settings. */
   swapController?: SwapController;
+  /** The CPU manager's answers (src/kubelet/cm/cpumanager/manager.ts); absent: its none policy. */
+  cpuAffinity?: CPUAffinity;
+}
+
+/** What container and sandbox configs ask the CPU manager (GetCPUAffinity, *HasExclusiveCPUs). */
+export interface CPUAffinity {
+  cpusetFor(podUID: string, container: string): string | undefined;
+  hasExclusiveCPUs(podUID: string, container: string): boolean;
+  podHasExclusiveCPUs(podUID: string): boolean;
 }
 
 const HOSTNAME_MAX = 63;
@@ -158,10 +167,17 @@ export function podPortMappings(pod: Pod): PortMapping[] {
  * cpu limit when it requests none), quota from its cpu limit, its memory limit; PodRequests and PodLimits
  * with pod-level resources, no overhead.
  */
-export function sandboxResources(pod: Pod, periodUs: number = QUOTA_PERIOD_US): LinuxContainerResources {
+export function sandboxResources(
+  pod: Pod,
+  periodUs: number = QUOTA_PERIOD_US,
+  exclusiveCPUs = false,
+): LinuxContainerResources {
   const requests = podRequests(pod.spec);
   const limits = podLimits(pod.spec);
-  return linuxResources(requests.get('cpu'), limits.get('cpu') ?? 0, limits.get('memory') ?? 0, periodUs);
+  const r = linuxResources(requests.get('cpu'), limits.get('cpu') ?? 0, limits.get('memory') ?? 0, periodUs);
+  // DisableCPUQuotaWithExclusiveCPUs (locked on): a pod holding exclusive CPUs runs without a CFS quota.
+  if (exclusiveCPUs) r.cpuQuota = -1;
+  return r;
 }
 
 /**
@@ -209,7 +225,11 @@ export function buildPodSandboxConfig(
     linux: {
       cgroupParent: podCgroupParent(node.cgroupRoot, uid),
       securityContext: security,
-      resources: sandboxResources(pod, node.cpuCFSQuotaPeriodUs),
+      resources: sandboxResources(
+        pod,
+        node.cpuCFSQuotaPeriodUs,
+        node.cpuAffinity?.podHasExclusiveCPUs(pod.metadata.uid ?? '') ?? false,
+      ),
     },
   };
   if (overrides) {

@@ -252,6 +252,7 @@ export function resourcesToWire(r: LinuxContainerResources): WireContainerResour
     memory_limit_in_bytes: numberToInt64(r.memoryLimitInBytes ?? 0, 'memoryLimitInBytes'),
     oom_score_adj: numberToInt64(r.oomScoreAdj ?? 0, 'oomScoreAdj'),
     ...(r.unified && Object.keys(r.unified).length > 0 ? { unified: { ...r.unified } } : {}),
+    ...(r.cpusetCpus ? { cpuset_cpus: r.cpusetCpus } : {}),
     ...(r.memorySwapLimitInBytes
       ? { memory_swap_limit_in_bytes: numberToInt64(r.memorySwapLimitInBytes, 'memorySwapLimitInBytes') }
       : {}),
@@ -385,6 +386,7 @@ export function resourcesFromWire(
   };
   const adj = n(r.oom_score_adj);
   if (adj !== 0) out.oomScoreAdj = adj;
+  if (r.cpuset_cpus) out.cpusetCpus = r.cpuset_cpus;
   return out;
 }
 

@@ -122,6 +122,7 @@ export interface WireContainerResources {
   oom_score_adj: Int64;
   unified?: Record<string, string>;
   memory_swap_limit_in_bytes?: Int64;
+  cpuset_cpus?: string;
 }
 
 export interface WireContainerSecurityContext {

@@ -62,12 +62,24 @@ const MAX_BYTES = Number.MAX_SAFE_INTEGER;
 /** The CFS period when a quota comes without one (the kernel's default, 100 ms). */
 const DEFAULT_CPU_PERIOD_US = 100_000;
 
-/** Cores a container may use under its CFS quota; Infinity without one. */
+/** Cores a container may use under its CFS quota and its cpuset; Infinity without either. */
 export function cpuCap(r: LinuxContainerResources | undefined): number {
+  const cpus = r?.cpusetCpus ? cpusetSize(r.cpusetCpus) : Infinity;
   const quota = r?.cpuQuota ?? 0;
-  if (!(quota > 0)) return Infinity;
+  if (!(quota > 0)) return cpus;
   const period = r?.cpuPeriod ?? 0;
-  return quota / (period > 0 ? period : DEFAULT_CPU_PERIOD_US);
+  return Math.min(cpus, quota / (period > 0 ? period : DEFAULT_CPU_PERIOD_US));
+}
+
+/** How many CPUs a cpuset list ("0-3,8") names; Infinity when it cannot be read. */
+function cpusetSize(list: string): number {
+  let n = 0;
+  for (const part of list.split(',')) {
+    const m = /^(\d+)(?:-(\d+))?$/.exec(part.trim());
+    if (!m) return Infinity;
+    n += (m[2] === undefined ? 0 : Number(m[2]) - Number(m[1])) + 1;
+  }
+  return n;
 }
 
 /** The memory limit in bytes; Infinity without one (unset or 0). */
