@@ -42,6 +42,7 @@ import { restVolumeSources, type VolumeSources } from './kubelet/volume/sources.
 import { nodeLogDir, nodeRootDir, podEnvironmentFor, type NodePodEnvironment } from './podenvironment.js';
 import { kubeletLocalApis, type KubeletLocalApis } from './kubelet/apis/server.js';
 import { startNodePluginManager, type NodePluginManager } from './kubelet/pluginmanager/node.js';
+import { csiHostFor } from './kubelet/volume/csihost.js';
 import { nodeKubeletSettings } from './nodeconfigz.js';
 import { statsProviderFor } from './nodestats.js';
 import type { StatsProvider } from './kubelet/stats/provider.js';
@@ -249,6 +250,15 @@ export class KubeletManagedNode implements ManagedNode {
       },
       (type, reason, message) => this.recorder.event(nodeRef(nodeName), type, reason, message),
     );
+    // CSI volumes need files a driver on this host can mount into: only nodes whose volumes are real have them.
+    if (!this.podEnv.memory) {
+      this.podEnv.env.csi = csiHostFor({
+        client: deps.client,
+        nodeName,
+        rootDir: nodeRootDir(deps.stateDir ?? DEFAULT_STATE_DIR, nodeName),
+        endpoint: (driver) => this.pluginManager?.csi.endpoint(driver),
+      });
+    }
     const memory = this.podEnv.memory;
     this.ownsRuntime = deps.runtimeFor === undefined;
     this.runtime = (deps.runtimeFor ?? ((s, n, ip) => defaultRuntime(deps, s, n, ip, memory)))(
@@ -275,6 +285,11 @@ export class KubeletManagedNode implements ManagedNode {
       nodesServed: () => deps.nodeApi?.nodes().length ?? 1,
       ownsPod: (uid) => this.kubelet.podManager.getPodByUID(asPodUID(uid)) !== undefined,
       nodeCapacity: () => this.agent.capacity(),
+      persistentVolumes: async (uid) =>
+        (await this.kubelet.volumeManager.csiVolumeStats(uid)).map(({ timeMs, ...v }) => ({
+          ...v,
+          time: timeMs,
+        })),
     });
     this.kubeletSettings = {
       podNetwork: spec.runtime.type === 'cri' ? spec.runtime.cri.podNetwork : 'cni',

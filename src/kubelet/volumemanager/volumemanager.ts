@@ -28,6 +28,9 @@ import type { Pod } from '../../api/core.js';
 import type { Volume } from '../../api/volumes.js';
 import { errorMessage } from '../../util/errors.js';
 import type { EventRecorderFunc } from '../container/ref.js';
+import { CSIPluginDir } from '../volume/csi.js';
+import { csiVolumeStats, tearDownCSIPodVolumes } from '../volume/csimounter.js';
+import type { CSIVolumeFigures } from '../volume/csi.js';
 import { datavolumePlugins, setUpVolume, tearDownVolume } from '../volume/setup.js';
 import { podDir } from '../volume/podpaths.js';
 import type { MountedVolume, PluginContext } from '../volume/plugin.js';
@@ -60,7 +63,10 @@ export type MountPodResult =
 
 interface PodVolumesState {
   /** Made on the first mount, as `failed`: many pods mount no volume at all. */
-  mounted?: Map<string, MountedVolume & { kind: VolumeKind }>;
+  mounted?: Map<string, MountedVolume & { kind: VolumeKind; claimName?: string }>;
+  namespace?: string;
+  /** The last NodeGetVolumeStats of each CSI volume, by volume name (made on the first read). */
+  csiStats?: Map<string, { atMs: number; stats: PodCSIVolumeStats }>;
   /**
    * Volumes whose last set-up failed, by name, with their back-off. Made on the first failure: an empty Map is
    * 184 bytes, and most pods never have one.
@@ -72,6 +78,17 @@ interface PodVolumesState {
 
 export interface VolumeManagerDeps extends PluginContext {
   record: EventRecorderFunc;
+}
+
+/** kubelet volumeStatsAggPeriod: a CSI volume's stats are asked of its driver at most once a minute. */
+export const CSIVolumeStatsPeriodMs = 60_000;
+
+/** A CSI volume's stats for the Summary (the kubelet's volume stat calculator, its persistent volumes). */
+export interface PodCSIVolumeStats extends CSIVolumeFigures {
+  /** The pod's name for the volume. */
+  name: string;
+  timeMs: number;
+  pvcRef?: { name: string; namespace: string };
 }
 
 /** The names of the volumes some container of the pod mounts (kubelet GetPodVolumeNames). */
@@ -186,7 +203,13 @@ export class VolumeManager {
     }
     if (result.ok) {
       if (state.failed?.delete(vol.name) && state.failed.size === 0) delete state.failed;
-      (state.mounted ??= new Map()).set(vol.name, { ...result.volume, kind: match.kind });
+      const claimName = vol.persistentVolumeClaim?.claimName;
+      (state.mounted ??= new Map()).set(vol.name, {
+        ...result.volume,
+        kind: match.kind,
+        ...(typeof claimName === 'string' ? { claimName } : {}),
+      });
+      state.namespace = pod.metadata.namespace ?? '';
       return 'mounted';
     }
     if (result.stage === 'mount') {
@@ -206,6 +229,53 @@ export class VolumeManager {
     return { stage: result.stage, message: result.message };
   }
 
+  /**
+   * The stats of a pod's mounted CSI volumes (NodeGetVolumeStats), each asked at most once per
+   * CSIVolumeStatsPeriodMs; volumes whose driver reports none are left out, a failed call keeps the last.
+   */
+  async csiVolumeStats(uid: string): Promise<PodCSIVolumeStats[]> {
+    const state = this.pods.get(uid);
+    if (!state?.mounted) return [];
+    const out: PodCSIVolumeStats[] = [];
+    const now = this.d.clock.now();
+    for (const [name, v] of state.mounted) {
+      if (
+        v.kind !== 'csi' &&
+        !(v.kind === 'persistentVolumeClaim' && v.hostPath.includes(`/${CSIPluginDir}/`))
+      )
+        continue;
+      const cached = state.csiStats?.get(name);
+      if (cached && now - cached.atMs < CSIVolumeStatsPeriodMs) {
+        out.push(cached.stats);
+        continue;
+      }
+      let figures: CSIVolumeFigures | undefined;
+      try {
+        figures = await csiVolumeStats(this.d, v.hostPath);
+      } catch (err) {
+        this.d.logger.warn('Failed to calculate volume metrics', {
+          podUID: uid,
+          volumeName: name,
+          err: errorMessage(err),
+        });
+        if (cached) out.push(cached.stats);
+        continue;
+      }
+      if (!figures) continue;
+      const stats: PodCSIVolumeStats = {
+        name,
+        timeMs: now,
+        ...figures,
+        ...(v.claimName !== undefined
+          ? { pvcRef: { name: v.claimName, namespace: state.namespace ?? '' } }
+          : {}),
+      };
+      (state.csiStats ??= new Map()).set(name, { atMs: now, stats });
+      out.push(stats);
+    }
+    return out;
+  }
+
   private recordFailedMount(pod: Pod, message: string): void {
     try {
       this.d.record(pod, 'Warning', 'FailedMount', message);
@@ -217,7 +287,7 @@ export class VolumeManager {
   /**
    * Tears down every volume of a terminated pod (kubelet: the reconciler's unmounts once the pod may no longer
    * run, then WaitForUnmount). Volumes are found on disk, so a pod mounted by an earlier process is torn down
-   * too. Idempotent.
+   * too. Idempotent. Rejects when a CSI driver could not unpublish (the caller tries again later).
    */
   async unmountPod(uid: string): Promise<void> {
     this.pods.delete(uid);
@@ -231,6 +301,8 @@ export class VolumeManager {
     } catch {
       return; // gone meanwhile
     }
+    // CSI volumes first, and a failure rejects: the driver must unpublish before the directory may go.
+    if (present.includes(CSIPluginDir)) await tearDownCSIPodVolumes(this.d, uid);
     for (const plugin of datavolumePlugins()) {
       if (!present.includes(plugin)) continue;
       let names: string[] = [];

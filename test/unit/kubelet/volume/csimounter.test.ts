@@ -1,0 +1,428 @@
+import { expect } from 'chai';
+import type { PersistentVolume, Volume } from '../../../../src/api/volumes.js';
+import {
+  attachmentName,
+  ephemeralVolumeHandle,
+  publishTargetPath,
+  stagingTargetPath,
+  type CSIDriver,
+  type CSIHost,
+  type CSIVolumeUsage,
+  type CSINodeClient,
+  type NodePublishRequest,
+  type NodeStageRequest,
+  type VolumeAttachment,
+} from '../../../../src/kubelet/volume/csi.js';
+import { VolumeManager } from '../../../../src/kubelet/volumemanager/volumemanager.js';
+import { b64, harness, NS, PODS, podWith, text, type Harness } from '../volumemanager/fixtures.js';
+
+const DRIVER = 'hostpath.csi.k8s.io';
+const PLUGINS = '/var/lib/kubelet/plugins';
+const NODE = 'node-a';
+
+/** A CSI driver's Node service over the harness's memory fs and mounter: it "mounts" what it stages and publishes. */
+class FakeDriver implements CSINodeClient {
+  caps = new Set(['STAGE_UNSTAGE_VOLUME']);
+  readonly calls: string[] = [];
+  readonly stages: NodeStageRequest[] = [];
+  readonly publishes: NodePublishRequest[] = [];
+  readonly fail = new Map<string, Error>();
+  constructor(private readonly h: Harness) {}
+
+  private check(op: string): void {
+    const err = this.fail.get(op);
+    if (err) throw err;
+  }
+  async nodeGetCapabilities(): Promise<Set<string>> {
+    return new Set(this.caps);
+  }
+  async nodeStageVolume(r: NodeStageRequest): Promise<void> {
+    this.calls.push(`stage ${r.volumeId}`);
+    this.check('stage');
+    this.stages.push(r);
+    await this.h.mounter.mountTmpfs(r.stagingTargetPath);
+  }
+  async nodeUnstageVolume(id: string, staging: string): Promise<void> {
+    this.calls.push(`unstage ${id}`);
+    this.check('unstage');
+    await this.h.mounter.unmount(staging);
+  }
+  async nodePublishVolume(r: NodePublishRequest): Promise<void> {
+    this.calls.push(`publish ${r.volumeId}`);
+    this.check('publish');
+    this.publishes.push(r);
+    await this.h.fs.mkdir(r.targetPath);
+    await this.h.mounter.mountTmpfs(r.targetPath);
+  }
+  async nodeUnpublishVolume(id: string, target: string): Promise<void> {
+    this.calls.push(`unpublish ${id}`);
+    this.check('unpublish');
+    await this.h.mounter.unmount(target);
+    await this.h.fs.rm(target);
+  }
+  usage: CSIVolumeUsage[] = [
+    { unit: 'BYTES', total: 1000, available: 600, used: 400 },
+    { unit: 'INODES', total: 50, available: 45, used: 5 },
+  ];
+  readonly statsCalls: string[] = [];
+  async nodeGetVolumeStats(id: string, path: string, staging: string): Promise<CSIVolumeUsage[]> {
+    this.statsCalls.push(`${id} ${path} ${staging}`);
+    this.check('stats');
+    return this.usage;
+  }
+}
+
+interface CSIHarness extends Harness {
+  driver: FakeDriver;
+  registered: { value: boolean };
+  csiDrivers: Map<string, CSIDriver>;
+  attachments: Map<string, VolumeAttachment>;
+  vm: VolumeManager;
+}
+
+function csiHarness(): CSIHarness {
+  const h = harness();
+  const driver = new FakeDriver(h);
+  const registered = { value: true };
+  const csiDrivers = new Map<string, CSIDriver>();
+  const attachments = new Map<string, VolumeAttachment>();
+  const host: CSIHost = {
+    nodeName: NODE,
+    pluginsDir: PLUGINS,
+    nodeClient: (name) => (registered.value && name === DRIVER ? driver : undefined),
+    getCSIDriver: async (name) => csiDrivers.get(name),
+    getVolumeAttachment: async (name) => attachments.get(name),
+  };
+  h.deps.csi = host;
+  return { ...h, vm: new VolumeManager(h.deps), driver, registered, csiDrivers, attachments };
+}
+
+function csiPV(name = 'pv-1', handle = 'vol-1', extra: Record<string, unknown> = {}): PersistentVolume {
+  return {
+    metadata: { name },
+    spec: {
+      accessModes: ['ReadWriteOnce'],
+      claimRef: { namespace: NS, name: `claim-${name}`, uid: `claim-uid-${name}` },
+      csi: { driver: DRIVER, volumeHandle: handle, fsType: 'ext4', ...extra },
+    },
+  };
+}
+
+function bind(h: CSIHarness, pv: PersistentVolume): Volume {
+  const claim = `claim-${pv.metadata.name}`;
+  h.sources.claims.set(`${NS}/${claim}`, {
+    metadata: { name: claim, namespace: NS, uid: `claim-uid-${pv.metadata.name}` },
+    spec: { volumeName: pv.metadata.name! },
+    status: { phase: 'Bound' },
+  });
+  h.sources.volumes.set(pv.metadata.name!, pv);
+  return { name: 'data', persistentVolumeClaim: { claimName: claim } };
+}
+
+const noAttach = (): CSIDriver => ({
+  metadata: { name: DRIVER },
+  spec: {
+    attachRequired: false,
+    fsGroupPolicy: 'ReadWriteOnceWithFSType',
+    volumeLifecycleModes: ['Persistent', 'Ephemeral'],
+  },
+});
+
+describe('volume/csimounter (CSI SetUp and TearDown through the volume manager)', () => {
+  it('stages, then publishes into the pod, with vol_data.json beside both; the container mounts the target', async () => {
+    const h = csiHarness();
+    h.csiDrivers.set(DRIVER, noAttach());
+    const pod = podWith([bind(h, csiPV())]);
+    const r = await h.vm.mountPod(pod);
+    expect(r.ok).to.equal(true);
+    const target = publishTargetPath(PODS, 'uid-1', 'pv-1');
+    const staging = stagingTargetPath(PLUGINS, DRIVER, 'vol-1');
+    expect(r.ok && r.volumes.get('data')).to.deep.include({ hostPath: target, readOnly: false });
+    expect(h.driver.calls).to.deep.equal(['stage vol-1', 'publish vol-1']);
+    expect(h.driver.stages[0]).to.deep.include({ stagingTargetPath: staging, publishContext: {} });
+    expect(h.driver.publishes[0]).to.deep.include({
+      stagingTargetPath: staging,
+      targetPath: target,
+      readOnly: false,
+    });
+    expect(h.driver.publishes[0]!.capability).to.deep.equal({
+      fsType: 'ext4',
+      mountFlags: [],
+      volumeMountGroup: '',
+      accessMode: 'SINGLE_NODE_WRITER',
+    });
+    expect(
+      JSON.parse(await text(h.fs, `${PODS}/uid-1/volumes/kubernetes.io~csi/pv-1/vol_data.json`)),
+    ).to.deep.equal({
+      specVolID: 'pv-1',
+      volumeHandle: 'vol-1',
+      driverName: DRIVER,
+      nodeName: NODE,
+      attachmentID: attachmentName('vol-1', DRIVER, NODE),
+      volumeLifecycleMode: 'Persistent',
+    });
+    expect(JSON.parse(await text(h.fs, staging.replace(/globalmount$/, 'vol_data.json')))).to.deep.equal({
+      driverName: DRIVER,
+      volumeHandle: 'vol-1',
+    });
+  });
+
+  it('a driver without STAGE_UNSTAGE_VOLUME is only published (no staging path)', async () => {
+    const h = csiHarness();
+    h.driver.caps = new Set();
+    h.csiDrivers.set(DRIVER, noAttach());
+    expect((await h.vm.mountPod(podWith([bind(h, csiPV())]))).ok).to.equal(true);
+    expect(h.driver.calls).to.deep.equal(['publish vol-1']);
+    expect(h.driver.publishes[0]!.stagingTargetPath).to.equal('');
+  });
+
+  it('waits for the VolumeAttachment when the driver requires attach, then uses its metadata', async () => {
+    const h = csiHarness();
+    const pod = podWith([bind(h, csiPV())]);
+    const first = await h.vm.mountPod(pod);
+    expect(first).to.deep.include({ ok: false, report: false });
+    expect(h.driver.calls).to.deep.equal([]);
+    expect(h.events.map((e) => e.message)[0]).to.match(
+      /^MountVolume.SetUp failed for volume "data" : volume vol-1 has GET error for volume attachment csi-[0-9a-f]{64}: .* not found$/,
+    );
+    h.attachments.set(attachmentName('vol-1', DRIVER, NODE), {
+      metadata: { name: 'x' },
+      status: { attached: true, attachmentMetadata: { devicePath: '/dev/sdz' } },
+    });
+    h.clock.advance(600);
+    expect((await h.vm.mountPod(pod)).ok).to.equal(true);
+    expect(h.driver.stages[0]!.publishContext).to.deep.equal({ devicePath: '/dev/sdz' });
+    expect(h.driver.publishes[0]!.publishContext).to.deep.equal({ devicePath: '/dev/sdz' });
+  });
+
+  it('a driver not registered yet is a mount failure that is retried', async () => {
+    const h = csiHarness();
+    h.csiDrivers.set(DRIVER, noAttach());
+    h.registered.value = false;
+    const pod = podWith([bind(h, csiPV())]);
+    expect((await h.vm.mountPod(pod)).ok).to.equal(false);
+    expect(h.events[0]!.message).to.equal(
+      `MountVolume.SetUp failed for volume "data" : kubernetes.io/csi: mounter.SetUpAt failed to get CSI client: driver name ${DRIVER} not found in the list of registered CSI drivers`,
+    );
+    h.registered.value = true;
+    h.clock.advance(600);
+    expect((await h.vm.mountPod(pod)).ok).to.equal(true);
+  });
+
+  it('passes the stage and publish secrets, decoded', async () => {
+    const h = csiHarness();
+    h.csiDrivers.set(DRIVER, noAttach());
+    h.sources.secrets.set('ns1/stage', { data: { user: b64('alice') } });
+    h.sources.secrets.set(`${NS}/pub`, { data: { key: b64('k3y') } });
+    const pv = csiPV('pv-1', 'vol-1', {
+      nodeStageSecretRef: { name: 'stage', namespace: 'ns1' },
+      nodePublishSecretRef: { name: 'pub', namespace: NS },
+    });
+    expect((await h.vm.mountPod(podWith([bind(h, pv)]))).ok).to.equal(true);
+    expect(h.driver.stages[0]!.secrets).to.deep.equal({ user: 'alice' });
+    expect(h.driver.publishes[0]!.secrets).to.deep.equal({ key: 'k3y' });
+  });
+
+  it('a missing publish secret is a mount failure naming it, and nothing is published', async () => {
+    const h = csiHarness();
+    h.driver.caps = new Set();
+    h.csiDrivers.set(DRIVER, noAttach());
+    const pv = csiPV('pv-1', 'vol-1', { nodePublishSecretRef: { name: 'gone', namespace: NS } });
+    expect((await h.vm.mountPod(podWith([bind(h, pv)]))).ok).to.equal(false);
+    expect(h.events[0]!.message).to.equal(
+      `MountVolume.SetUp failed for volume "data" : kubernetes.io/csi: mounter.SetUpAt failed: fetching NodePublishSecretRef ${NS}/gone failed: secrets "gone" not found`,
+    );
+    expect(h.driver.calls).to.deep.equal([]);
+  });
+
+  it('a failed publish removes the volume directory and reports the driver error', async () => {
+    const h = csiHarness();
+    h.driver.caps = new Set();
+    h.csiDrivers.set(DRIVER, noAttach());
+    h.driver.fail.set('publish', new Error('rpc error: code = Internal desc = boom'));
+    expect((await h.vm.mountPod(podWith([bind(h, csiPV())]))).ok).to.equal(false);
+    expect(h.events[0]!.message).to.equal(
+      'MountVolume.SetUp failed for volume "data" : rpc error: code = Internal desc = boom',
+    );
+    expect(await h.fs.lstat(`${PODS}/uid-1/volumes/kubernetes.io~csi/pv-1`)).to.equal(undefined);
+  });
+
+  it('applies the fsGroup itself unless the driver has VOLUME_MOUNT_GROUP', async () => {
+    const h = csiHarness();
+    h.csiDrivers.set(DRIVER, noAttach());
+    expect((await h.vm.mountPod(podWith([bind(h, csiPV())], { fsGroup: 2000 }))).ok).to.equal(true);
+    expect((await h.fs.stat(publishTargetPath(PODS, 'uid-1', 'pv-1')))?.gid).to.equal(2000);
+
+    const g = csiHarness();
+    g.driver.caps = new Set(['VOLUME_MOUNT_GROUP']);
+    g.csiDrivers.set(DRIVER, noAttach());
+    expect((await g.vm.mountPod(podWith([bind(g, csiPV())], { fsGroup: 2000 }))).ok).to.equal(true);
+    expect(g.driver.publishes[0]!.capability.volumeMountGroup).to.equal('2000');
+    expect((await g.fs.stat(publishTargetPath(PODS, 'uid-1', 'pv-1')))?.gid).to.equal(0);
+  });
+
+  it('teardown unpublishes, then unstages once no other pod publishes the volume', async () => {
+    const h = csiHarness();
+    h.csiDrivers.set(DRIVER, noAttach());
+    const vol = bind(h, csiPV());
+    expect((await h.vm.mountPod(podWith([vol], { uid: 'uid-1' }))).ok).to.equal(true);
+    expect((await h.vm.mountPod(podWith([vol], { uid: 'uid-2', name: 'web-1' }))).ok).to.equal(true);
+    h.driver.calls.length = 0;
+    await h.vm.unmountPod('uid-1');
+    expect(h.driver.calls).to.deep.equal(['unpublish vol-1']);
+    expect(await h.fs.lstat(`${PODS}/uid-1/volumes/kubernetes.io~csi/pv-1`)).to.equal(undefined);
+    // A new process (restart): the teardown reads what is on disk.
+    await h.restart().unmountPod('uid-2');
+    expect(h.driver.calls).to.deep.equal(['unpublish vol-1', 'unpublish vol-1', 'unstage vol-1']);
+    expect(
+      await h.fs.lstat(stagingTargetPath(PLUGINS, DRIVER, 'vol-1').replace(/\/globalmount$/, '')),
+    ).to.equal(undefined);
+  });
+
+  it('a failed unpublish keeps everything and rejects; the next try completes', async () => {
+    const h = csiHarness();
+    h.csiDrivers.set(DRIVER, noAttach());
+    expect((await h.vm.mountPod(podWith([bind(h, csiPV())]))).ok).to.equal(true);
+    h.driver.fail.set('unpublish', new Error('rpc error: code = Internal desc = busy'));
+    let err: unknown;
+    await h.vm.unmountPod('uid-1').catch((e: unknown) => (err = e));
+    expect(String(err)).to.contain(
+      'UnmountVolume.TearDown failed for volume "pv-1": rpc error: code = Internal desc = busy',
+    );
+    expect(h.driver.calls).to.not.include('unstage vol-1');
+    expect(await h.mounter.mountPoint(publishTargetPath(PODS, 'uid-1', 'pv-1'))).to.not.equal(undefined);
+    // The orphan cleanup does not remove the directory under a published volume either.
+    expect(await h.vm.cleanupOrphanedPodDirs(() => false)).to.deep.equal([]);
+    h.driver.fail.delete('unpublish');
+    await h.vm.unmountPod('uid-1');
+    expect(h.driver.calls.slice(-2)).to.deep.equal(['unpublish vol-1', 'unstage vol-1']);
+  });
+
+  it('teardown with the driver gone rejects until it is back', async () => {
+    const h = csiHarness();
+    h.csiDrivers.set(DRIVER, noAttach());
+    expect((await h.vm.mountPod(podWith([bind(h, csiPV())]))).ok).to.equal(true);
+    h.registered.value = false;
+    let err: unknown;
+    await h.vm.unmountPod('uid-1').catch((e: unknown) => (err = e));
+    expect(String(err)).to.contain(`driver name ${DRIVER} not found in the list of registered CSI drivers`);
+    h.registered.value = true;
+    await h.vm.unmountPod('uid-1');
+    expect(h.driver.calls.slice(-2)).to.deep.equal(['unpublish vol-1', 'unstage vol-1']);
+  });
+
+  it('an inline ephemeral volume is published with the pod info, never staged, and unpublished at teardown', async () => {
+    const h = csiHarness();
+    h.csiDrivers.set(DRIVER, { ...noAttach(), spec: { ...noAttach().spec, podInfoOnMount: true } });
+    const pod = podWith([{ name: 'scratch', csi: { driver: DRIVER, volumeAttributes: { size: '1Mi' } } }]);
+    const r = await h.vm.mountPod(pod);
+    expect(r.ok).to.equal(true);
+    const handle = ephemeralVolumeHandle('uid-1', 'scratch');
+    expect(h.driver.calls).to.deep.equal([`publish ${handle}`]);
+    expect(h.driver.publishes[0]!.targetPath).to.equal(publishTargetPath(PODS, 'uid-1', 'scratch'));
+    expect(h.driver.publishes[0]!.volumeContext).to.deep.include({
+      size: '1Mi',
+      'csi.storage.k8s.io/pod.name': 'web-0',
+      'csi.storage.k8s.io/ephemeral': 'true',
+    });
+    await h.vm.unmountPod('uid-1');
+    expect(h.driver.calls).to.deep.equal([`publish ${handle}`, `unpublish ${handle}`]);
+  });
+
+  it('an inline volume of a driver that serves only persistent volumes waits with the kubelet error', async () => {
+    const h = csiHarness();
+    h.csiDrivers.set(DRIVER, {
+      metadata: { name: DRIVER },
+      spec: { fsGroupPolicy: 'File', volumeLifecycleModes: ['Persistent'] },
+    });
+    expect((await h.vm.mountPod(podWith([{ name: 'scratch', csi: { driver: DRIVER } }]))).ok).to.equal(false);
+    expect(h.events[0]!.message).to.equal(
+      `MountVolume.SetUp failed for volume "scratch" : kubernetes.io/csi: mounter.SetupAt failed to check volume lifecycle mode: volume mode "Ephemeral" not supported by driver ${DRIVER} (only supports ["Persistent"])`,
+    );
+    expect(h.driver.calls).to.deep.equal([]);
+  });
+
+  it('service-account tokens for a CSIDriver with tokenRequests, in the volume context', async () => {
+    const h = csiHarness();
+    h.driver.caps = new Set();
+    h.csiDrivers.set(DRIVER, {
+      ...noAttach(),
+      spec: { ...noAttach().spec, tokenRequests: [{ audience: 'vault', expirationSeconds: 600 }] },
+    });
+    expect((await h.vm.mountPod(podWith([bind(h, csiPV())]))).ok).to.equal(true);
+    expect(h.tokenCalls.map((c) => c.projection)).to.deep.equal([
+      { audience: 'vault', expirationSeconds: 600, path: 'token' },
+    ]);
+    expect(
+      JSON.parse(h.driver.publishes[0]!.volumeContext['csi.storage.k8s.io/serviceAccount.tokens']!),
+    ).to.deep.equal({
+      vault: { token: 'jwt-token', expirationTimestamp: '2026-01-02T03:14:05Z' },
+    });
+  });
+
+  describe('volume stats (NodeGetVolumeStats for the Summary)', () => {
+    it('reports a mounted CSI claim with its pvcRef, asks once a minute, and keeps the last on a failure', async () => {
+      const h = csiHarness();
+      h.driver.caps = new Set(['STAGE_UNSTAGE_VOLUME', 'GET_VOLUME_STATS']);
+      h.csiDrivers.set(DRIVER, noAttach());
+      expect((await h.vm.mountPod(podWith([bind(h, csiPV())]))).ok).to.equal(true);
+      const want = {
+        name: 'data',
+        timeMs: h.clock.now(),
+        capacityBytes: 1000,
+        availableBytes: 600,
+        usedBytes: 400,
+        inodes: 50,
+        inodesFree: 45,
+        inodesUsed: 5,
+        pvcRef: { name: 'claim-pv-1', namespace: NS },
+      };
+      expect(await h.vm.csiVolumeStats('uid-1')).to.deep.equal([want]);
+      expect(h.driver.statsCalls).to.deep.equal([
+        `vol-1 ${publishTargetPath(PODS, 'uid-1', 'pv-1')} ${stagingTargetPath(PLUGINS, DRIVER, 'vol-1')}`,
+      ]);
+      h.clock.advance(30_000);
+      expect(await h.vm.csiVolumeStats('uid-1')).to.deep.equal([want]);
+      expect(h.driver.statsCalls).to.have.length(1);
+      h.clock.advance(30_000);
+      h.driver.fail.set('stats', new Error('rpc error: code = Internal desc = gone'));
+      expect(await h.vm.csiVolumeStats('uid-1')).to.deep.equal([want]);
+      expect(h.driver.statsCalls).to.have.length(2);
+      h.driver.fail.delete('stats');
+      h.driver.usage = [{ unit: 'BYTES', total: 1000, available: 100, used: 900 }];
+      const [now] = await h.vm.csiVolumeStats('uid-1');
+      expect(now).to.deep.equal({
+        name: 'data',
+        timeMs: h.clock.now(),
+        capacityBytes: 1000,
+        availableBytes: 100,
+        usedBytes: 900,
+        pvcRef: { name: 'claim-pv-1', namespace: NS },
+      });
+    });
+
+    it('leaves out drivers without GET_VOLUME_STATS and volumes that are not CSI', async () => {
+      const h = csiHarness();
+      h.csiDrivers.set(DRIVER, noAttach());
+      h.sources.configMaps.set(`${NS}/cfg`, { data: { a: 'b' } });
+      const pod = podWith([bind(h, csiPV()), { name: 'cfg', configMap: { name: 'cfg' } }]);
+      expect((await h.vm.mountPod(pod)).ok).to.equal(true);
+      expect(await h.vm.csiVolumeStats('uid-1')).to.deep.equal([]);
+      expect(h.driver.statsCalls).to.deep.equal([]);
+      expect(await h.vm.csiVolumeStats('unknown-uid')).to.deep.equal([]);
+    });
+
+    it('an inline volume has no pvcRef and no staging path', async () => {
+      const h = csiHarness();
+      h.driver.caps = new Set(['GET_VOLUME_STATS']);
+      h.csiDrivers.set(DRIVER, noAttach());
+      expect((await h.vm.mountPod(podWith([{ name: 'scratch', csi: { driver: DRIVER } }]))).ok).to.equal(
+        true,
+      );
+      const [st] = await h.vm.csiVolumeStats('uid-1');
+      expect(st?.name).to.equal('scratch');
+      expect(st).to.not.have.property('pvcRef');
+      expect(h.driver.statsCalls[0]!.endsWith(' ')).to.equal(true);
+    });
+  });
+});
