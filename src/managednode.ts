@@ -257,6 +257,8 @@ export class KubeletManagedNode implements ManagedNode {
         nodeName,
         rootDir: nodeRootDir(deps.stateDir ?? DEFAULT_STATE_DIR, nodeName),
         endpoint: (driver) => this.pluginManager?.csi.endpoint(driver),
+        refreshAllocatable: async (driver) =>
+          (await this.pluginManager?.csi.refreshAllocatable(driver)) ?? false,
       });
     }
     const memory = this.podEnv.memory;

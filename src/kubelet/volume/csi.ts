@@ -71,7 +71,8 @@ export interface VolumeAttachment {
   status?: {
     attached?: boolean;
     attachmentMetadata?: Record<string, string>;
-    attachError?: { message?: string };
+    /** errorCode: the gRPC code of the attacher's failure (8, ResourceExhausted: the node is full). */
+    attachError?: { message?: string; errorCode?: number };
   };
 }
 
@@ -312,7 +313,12 @@ export function planEphemeral(
 }
 
 export type AttachState =
-  { attached: true; publishContext: Record<string, string> } | { attached: false; message: string };
+  | { attached: true; publishContext: Record<string, string> }
+  /** `exhausted`: the attacher failed with ResourceExhausted (isResourceExhaustError). */
+  | { attached: false; message: string; exhausted?: true };
+
+/** gRPC ResourceExhausted, as a VolumeAttachment's attachError.errorCode carries it. */
+export const GRPCResourceExhausted = 8;
 
 /**
  * WaitForAttach, one look: the VolumeAttachment the attach-detach controller made must exist and say attached;
@@ -331,7 +337,14 @@ export function attachState(
   }
   if (va.metadata.deletionTimestamp)
     return { attached: false, message: 'volume attachment is being deleted' };
-  if (va.status?.attachError?.message) return { attached: false, message: va.status.attachError.message };
+  const attachError = va.status?.attachError;
+  if (attachError?.message) {
+    return {
+      attached: false,
+      message: attachError.message,
+      ...(attachError.errorCode === GRPCResourceExhausted ? { exhausted: true as const } : {}),
+    };
+  }
   if (va.status?.attached !== true) {
     return {
       attached: false,
@@ -475,6 +488,12 @@ export interface CSIHost {
   /** The driver's CSIDriver object; undefined: there is none. Rejects when it cannot be read. */
   getCSIDriver(name: string): Promise<CSIDriver | undefined>;
   getVolumeAttachment(name: string): Promise<VolumeAttachment | undefined>;
+  /**
+   * MutableCSINodeAllocatableCount after a ResourceExhausted attach error (VerifyExhaustedResource): when the
+   * driver's CSIDriver sets nodeAllocatableUpdatePeriodSeconds, asks NodeGetInfo again and updates the
+   * CSINode's allocatable count, and resolves true (the pod is then rejected); false when it sets none.
+   */
+  refreshAllocatable?(driver: string): Promise<boolean>;
 }
 
 /** A volume's figures as the Summary reports them (kubelet: csi_metrics.go, the driver's usage by unit). */

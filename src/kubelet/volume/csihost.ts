@@ -25,6 +25,8 @@ export function csiHostFor(o: {
   rootDir: string;
   /** The socket (on this host) of a registered driver; undefined while it is not registered. */
   endpoint: (driver: string) => string | undefined;
+  /** The CSI handler's refresh of a driver's allocatable count (MutableCSINodeAllocatableCount). */
+  refreshAllocatable?: (driver: string) => Promise<boolean>;
 }): CSIHost {
   const enc = encodeURIComponent;
   return {
@@ -38,5 +40,6 @@ export function csiHostFor(o: {
       getOrUndefined<CSIDriver>(o.client, `/apis/storage.k8s.io/v1/csidrivers/${enc(name)}`),
     getVolumeAttachment: (name) =>
       getOrUndefined<VolumeAttachment>(o.client, `/apis/storage.k8s.io/v1/volumeattachments/${enc(name)}`),
+    ...(o.refreshAllocatable ? { refreshAllocatable: o.refreshAllocatable } : {}),
   };
 }

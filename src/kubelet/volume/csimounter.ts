@@ -162,7 +162,10 @@ async function setUp(ctx: PluginContext, host: CSIHost, pod: Pod, planned: PlanR
           plan.volumeHandle,
           plan.attachmentID,
         );
-        if (!st.attached) return mountFailure(st.message);
+        if (!st.attached) {
+          const limit = st.exhausted === true && (await host.refreshAllocatable?.(plan.driver)) === true;
+          return { ...mountFailure(st.message), attach: limit ? 'limit' : 'unattached' } as SetUpResult;
+        }
         publishContext = st.publishContext;
       }
       if (caps.has('STAGE_UNSTAGE_VOLUME')) {

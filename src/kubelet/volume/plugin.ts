@@ -79,7 +79,14 @@ export interface SetUpRequest {
  * pod waits, and the error is reported at once rather than after the mount timeout.
  */
 export type SetUpResult =
-  { ok: true; volume: MountedVolume } | { ok: false; message: string; stage: 'mount' | 'process' };
+  | { ok: true; volume: MountedVolume }
+  | {
+      ok: false;
+      message: string;
+      stage: 'mount' | 'process';
+      /** Not attached yet (the kubelet's `unattached volumes`); `limit`: the node's attach limit is reached. */
+      attach?: 'unattached' | 'limit';
+    };
 
 export function mountFailure(message: string): SetUpResult {
   return { ok: false, message, stage: 'mount' };

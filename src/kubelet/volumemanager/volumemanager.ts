@@ -58,8 +58,14 @@ interface MountFailure {
 
 export type MountPodResult =
   | { ok: true; volumes: ReadonlyMap<string, MountedVolume> }
-  /** `report`: the syncer records `Unable to attach or mount volumes: <message>` (the kubelet's FailedMount). */
-  | { ok: false; message: string; report: boolean };
+  /**
+   * `report`: the syncer records `Unable to attach or mount volumes: <message>` (the kubelet's FailedMount).
+   * `reject`: the pod is rejected with that reason instead (VolumeAttachmentLimitExceeded).
+   */
+  | { ok: false; message: string; report: boolean; reject?: typeof VolumeAttachmentLimitExceededReason };
+
+/** The reason of a pod rejected because a CSI driver's node is full (MutableCSINodeAllocatableCount). */
+export const VolumeAttachmentLimitExceededReason = 'VolumeAttachmentLimitExceeded';
 
 interface PodVolumesState {
   /** Made on the first mount, as `failed`: many pods mount no volume at all. */
@@ -140,6 +146,8 @@ export class VolumeManager {
     const used = podVolumeNames(pod);
     const volumes = (pod.spec.volumes ?? []).filter((v) => used.has(v.name));
     const unmounted: string[] = [];
+    const unattached: string[] = [];
+    let attachLimit: string | undefined;
     const notProcessed: string[] = [];
     const processErrors: string[] = [];
     // A few volumes at a time: each may wait for a GET of its source, and a pod with a hundred volumes must
@@ -151,6 +159,8 @@ export class VolumeManager {
         const outcome = await this.mountVolume(pod, vol, state);
         if (outcome === 'mounted') continue;
         unmounted.push(vol.name);
+        if (outcome.attach) unattached.push(vol.name);
+        if (outcome.attach === 'limit') attachLimit ??= outcome.message;
         if (outcome.stage === 'process') {
           notProcessed.push(vol.name);
           processErrors.push(outcome.message);
@@ -166,8 +176,17 @@ export class VolumeManager {
       return { ok: true, volumes: state.mounted ?? NO_VOLUMES };
     }
     unmounted.sort();
+    unattached.sort();
     notProcessed.sort();
-    const lists = `unmounted volumes=${goList(unmounted)}, unattached volumes=[], failed to process volumes=${goList(notProcessed)}`;
+    const lists = `unmounted volumes=${goList(unmounted)}, unattached volumes=${goList(unattached)}, failed to process volumes=${goList(notProcessed)}`;
+    if (attachLimit !== undefined) {
+      return {
+        ok: false,
+        report: true,
+        reject: VolumeAttachmentLimitExceededReason,
+        message: `Node has reached its volume attachment limit, rejecting pod. ${lists}: ${attachLimit}`,
+      };
+    }
     if (processErrors.length > 0) {
       return { ok: false, report: true, message: `${lists}: ${processErrors.sort().join('; ')}` };
     }
@@ -184,7 +203,7 @@ export class VolumeManager {
     pod: Pod,
     vol: Volume,
     state: PodVolumesState,
-  ): Promise<'mounted' | { stage: 'mount' | 'process'; message: string }> {
+  ): Promise<'mounted' | { stage: 'mount' | 'process'; message: string; attach?: 'unattached' | 'limit' }> {
     const match = findPlugin(vol);
     if (!match.ok) return { stage: 'process', message: match.message };
     const previous = state.mounted?.get(vol.name);
@@ -213,6 +232,8 @@ export class VolumeManager {
       return 'mounted';
     }
     if (result.stage === 'mount') {
+      // The attach limit rejects the pod: no back-off, no FailedMount of its own.
+      if (result.attach === 'limit') return { stage: 'mount', message: result.message, attach: 'limit' };
       const delayMs = failure ? Math.min(failure.delayMs * 2, MountBackOffMaxMs) : MountBackOffInitialMs;
       (state.failed ??= new Map()).set(vol.name, {
         retryAt: now + delayMs,
@@ -226,7 +247,11 @@ export class VolumeManager {
     }
     // A remount that fails keeps the volume (and the pod) as it was.
     if (previous) return 'mounted';
-    return { stage: result.stage, message: result.message };
+    return {
+      stage: result.stage,
+      message: result.message,
+      ...(result.attach ? { attach: result.attach } : {}),
+    };
   }
 
   /**

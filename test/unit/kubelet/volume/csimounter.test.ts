@@ -78,12 +78,17 @@ interface CSIHarness extends Harness {
   csiDrivers: Map<string, CSIDriver>;
   attachments: Map<string, VolumeAttachment>;
   vm: VolumeManager;
+  refreshes: string[];
+  /** The CSIDriver's nodeAllocatableUpdatePeriodSeconds as refreshAllocatable sees it. */
+  period: { value: number };
 }
 
 function csiHarness(): CSIHarness {
   const h = harness();
   const driver = new FakeDriver(h);
   const registered = { value: true };
+  const refreshes: string[] = [];
+  const period = { value: 0 };
   const csiDrivers = new Map<string, CSIDriver>();
   const attachments = new Map<string, VolumeAttachment>();
   const host: CSIHost = {
@@ -92,9 +97,23 @@ function csiHarness(): CSIHarness {
     nodeClient: (name) => (registered.value && name === DRIVER ? driver : undefined),
     getCSIDriver: async (name) => csiDrivers.get(name),
     getVolumeAttachment: async (name) => attachments.get(name),
+    refreshAllocatable: async (name) => {
+      if (period.value === 0) return false;
+      refreshes.push(name);
+      return true;
+    },
   };
   h.deps.csi = host;
-  return { ...h, vm: new VolumeManager(h.deps), driver, registered, csiDrivers, attachments };
+  return {
+    ...h,
+    vm: new VolumeManager(h.deps),
+    driver,
+    registered,
+    csiDrivers,
+    attachments,
+    refreshes,
+    period,
+  };
 }
 
 function csiPV(name = 'pv-1', handle = 'vol-1', extra: Record<string, unknown> = {}): PersistentVolume {
@@ -423,6 +442,71 @@ describe('volume/csimounter (CSI SetUp and TearDown through the volume manager)'
       expect(st?.name).to.equal('scratch');
       expect(st).to.not.have.property('pvcRef');
       expect(h.driver.statsCalls[0]!.endsWith(' ')).to.equal(true);
+    });
+  });
+
+  describe('the attach limit (MutableCSINodeAllocatableCount)', () => {
+    const exhausted = (h: CSIHarness): void => {
+      h.attachments.set(attachmentName('vol-1', DRIVER, NODE), {
+        metadata: { name: 'x' },
+        status: {
+          attached: false,
+          attachError: { message: 'rpc error: code = ResourceExhausted desc = node full', errorCode: 8 },
+        },
+      });
+    };
+
+    it('a volume waiting for attach is in the unattached list', async () => {
+      const h = csiHarness();
+      const pod = podWith([bind(h, csiPV())]);
+      h.clock.advance(0);
+      await h.vm.mountPod(pod);
+      h.clock.advance(2 * 60_000 + 3_000);
+      const r = await h.vm.mountPod(pod);
+      expect(r.ok === false && r.message).to.equal(
+        'unmounted volumes=[data], unattached volumes=[data], failed to process volumes=[]: context deadline exceeded',
+      );
+    });
+
+    it('ResourceExhausted with a refresh period: the CSINode count refreshed and the pod rejected', async () => {
+      const h = csiHarness();
+      h.period.value = 30;
+      exhausted(h);
+      const r = await h.vm.mountPod(podWith([bind(h, csiPV())]));
+      expect(r).to.deep.equal({
+        ok: false,
+        report: true,
+        reject: 'VolumeAttachmentLimitExceeded',
+        message:
+          'Node has reached its volume attachment limit, rejecting pod. unmounted volumes=[data], unattached volumes=[data], ' +
+          'failed to process volumes=[]: rpc error: code = ResourceExhausted desc = node full',
+      });
+      expect(h.refreshes).to.deep.equal([DRIVER]);
+      expect(h.driver.calls).to.deep.equal([]);
+    });
+
+    it('ResourceExhausted without a refresh period: the pod keeps waiting', async () => {
+      const h = csiHarness();
+      exhausted(h);
+      const r = await h.vm.mountPod(podWith([bind(h, csiPV())]));
+      expect(r).to.deep.include({ ok: false, report: false });
+      expect(r.ok === false && r.reject).to.equal(undefined);
+      expect(h.refreshes).to.deep.equal([]);
+      expect(h.events[0]!.message).to.equal(
+        'MountVolume.SetUp failed for volume "data" : rpc error: code = ResourceExhausted desc = node full',
+      );
+    });
+
+    it('another attach error is no limit', async () => {
+      const h = csiHarness();
+      h.period.value = 30;
+      h.attachments.set(attachmentName('vol-1', DRIVER, NODE), {
+        metadata: { name: 'x' },
+        status: { attached: false, attachError: { message: 'disk busy', errorCode: 13 } },
+      });
+      const r = await h.vm.mountPod(podWith([bind(h, csiPV())]));
+      expect(r.ok === false && r.reject).to.equal(undefined);
+      expect(h.refreshes).to.deep.equal([]);
     });
   });
 });
