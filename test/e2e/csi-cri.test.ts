@@ -8,7 +8,9 @@
  * deleted, and a pod re-created on the node reads it back; at the end the volume is unpublished and unstaged
  * (no mount left under the node root, the staging directory gone). An inline ephemeral CSI volume is
  * published, used and unpublished. A running pod's CSI volume is in /stats/summary (NodeGetVolumeStats), read
- * through the API server's node proxy. Root on Linux is required (containerd, the CNI bridge, the driver's
+ * through the API server's node proxy. A claim grown by the controller side (what an external-resizer does:
+ * ControllerExpandVolume, the PV's capacity, the claim's status NodeResizePending) is grown on the node
+ * (NodeExpandVolume) and its status finished: the new capacity, the resize status cleared. Root on Linux is required (containerd, the CNI bridge, the driver's
  * bind mounts).
  */
 import { expect } from 'chai';
@@ -81,6 +83,25 @@ async function createVolume(socket: string, name: string): Promise<string> {
   }
 }
 
+/** ControllerExpandVolume on the driver's controller service. */
+async function controllerExpand(socket: string, volumeID: string, bytes: number): Promise<void> {
+  const c = await dialUnix(controllerCtor(), socket);
+  try {
+    await unary(
+      c,
+      'ControllerExpandVolume',
+      {
+        volume_id: volumeID,
+        capacity_range: { required_bytes: String(bytes) },
+        volume_capability: { mount: { fs_type: '' }, access_mode: { mode: 'SINGLE_NODE_WRITER' } },
+      },
+      30_000,
+    );
+  } finally {
+    c.close();
+  }
+}
+
 /** Mount points of this host under `dir`. */
 async function mountsUnder(dir: string): Promise<string[]> {
   const info = await readFile('/proc/self/mountinfo', 'utf8');
@@ -99,6 +120,7 @@ describe('CSI volumes on containerd (real hostpath driver and registrar)', funct
   let driverState = '';
   let root = '';
   let csiSocket = '';
+  let volumeID = '';
   const logs: string[] = [];
 
   const waitPod = (name: string, pred: (s: PodStatus) => boolean, what: string, timeoutMs = 90_000) =>
@@ -202,7 +224,7 @@ describe('CSI volumes on containerd (real hostpath driver and registrar)', funct
   });
 
   it('a static CSI PV: written by one pod, read by the next after a delete, unpublished and unstaged at the end', async () => {
-    const volumeID = await createVolume(csiSocket, 'pv-csi-e2e');
+    volumeID = await createVolume(csiSocket, 'pv-csi-e2e');
     const claim = await client.request<{ metadata: { uid: string } }>({
       method: 'POST',
       path: `/api/v1/namespaces/${NS}/persistentvolumeclaims`,
@@ -301,5 +323,68 @@ describe('CSI volumes on containerd (real hostpath driver and registrar)', funct
     expect(vol.usedBytes).to.be.a('number');
     await deletePod('stats');
     expect(await mountsUnder(root)).to.deep.equal([]);
+  });
+
+  it('node expansion of a mounted claim: NodeResizePending -> NodeExpandVolume -> the new capacity, status cleared', async () => {
+    await env!.createPod('grow', {
+      volumes: [{ name: 'data', persistentVolumeClaim: { claimName: 'data' } }],
+      containers: [
+        {
+          name: 'c',
+          image: 'busybox',
+          imagePullPolicy: 'IfNotPresent',
+          command: ['sleep', '3600'],
+          volumeMounts: [{ name: 'data', mountPath: '/data' }],
+        },
+      ],
+    });
+    await waitPod('grow', (s) => s.phase === 'Running', 'grow running');
+    // The external-resizer's part, by hand: the volume and the PV grown, the claim asking the node.
+    await controllerExpand(csiSocket, volumeID, 2 << 20);
+    await client.request({
+      method: 'PATCH',
+      path: '/api/v1/persistentvolumes/pv-csi-e2e',
+      contentType: PatchTypes.merge,
+      body: { spec: { capacity: { storage: '2Mi' } } },
+    });
+    await client.request({
+      method: 'PATCH',
+      path: `/api/v1/namespaces/${NS}/persistentvolumeclaims/data/status`,
+      contentType: PatchTypes.merge,
+      body: {
+        status: {
+          allocatedResources: { storage: '2Mi' },
+          allocatedResourceStatuses: { storage: 'NodeResizePending' },
+        },
+      },
+    });
+    interface Claim {
+      status: { capacity?: { storage?: string }; allocatedResourceStatuses?: Record<string, string> };
+    }
+    // The pod's next sync (its resync, or this touch of its labels) grows it.
+    await client.request({
+      method: 'PATCH',
+      path: `/api/v1/namespaces/${NS}/pods/grow`,
+      contentType: PatchTypes.merge,
+      body: { metadata: { labels: { grow: 'now' } } },
+    });
+    const claim = await eventually(
+      async () => {
+        const c = await client.request<Claim>({
+          method: 'GET',
+          path: `/api/v1/namespaces/${NS}/persistentvolumeclaims/data`,
+        });
+        return c.status.capacity?.storage === '2Mi' ? c : undefined;
+      },
+      // Well inside the pod's 60 s resync: the update's sync reads the claim and the PV afresh.
+      30_000,
+      'the claim at its new capacity',
+      1_000,
+    );
+    expect(claim.status.allocatedResourceStatuses ?? {}).to.deep.equal({});
+    expect(logs.join('')).to.match(/NodeExpandVolume/);
+    const events = (await eventsOf(client, NS, 'grow')).map((e) => e.reason);
+    expect(events).to.include('FileSystemResizeSuccessful');
+    await deletePod('grow');
   });
 });

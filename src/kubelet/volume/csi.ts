@@ -16,6 +16,7 @@
 import type { Pod } from '../../api/core.js';
 import type { PersistentVolume } from '../../api/volumes.js';
 import { sha256Hex } from '../../util/sha256.js';
+import type { ClaimStatusPatch, ExpandableClaim } from './csiexpand.js';
 import { joinPath } from './paths.js';
 
 export const CSIPluginName = 'kubernetes.io/csi';
@@ -439,6 +440,16 @@ export interface NodePublishRequest extends Omit<NodeStageRequest, 'stagingTarge
   readOnly: boolean;
 }
 
+export interface NodeExpandRequest {
+  volumeId: string;
+  volumePath: string;
+  /** '' when the driver does not stage. */
+  stagingTargetPath: string;
+  requiredBytes: number;
+  capability: CSIVolumeCapability;
+  secrets: Record<string, string>;
+}
+
 export interface CSIVolumeUsage {
   unit: 'BYTES' | 'INODES' | 'UNKNOWN';
   available: number;
@@ -462,6 +473,7 @@ export interface CSINodeClient {
     volumePath: string,
     stagingTargetPath: string,
   ): Promise<CSIVolumeUsage[]>;
+  nodeExpandVolume(req: NodeExpandRequest): Promise<void>;
 }
 
 /** The capability a plan's volume is staged and published with. */
@@ -494,6 +506,13 @@ export interface CSIHost {
    * CSINode's allocatable count, and resolves true (the pod is then rejected); false when it sets none.
    */
   refreshAllocatable?(driver: string): Promise<boolean>;
+  /** The claims of node expansion, read afresh and their status patched (csiexpand.ts); unset: no expansion. */
+  claims?: {
+    getClaim(namespace: string, name: string): Promise<ExpandableClaim | undefined>;
+    /** The claim's PersistentVolume, read afresh (its capacity is what the resizer grew). */
+    getVolume(name: string): Promise<PersistentVolume | undefined>;
+    patchClaimStatus(namespace: string, name: string, patch: ClaimStatusPatch): Promise<ExpandableClaim>;
+  };
 }
 
 /** A volume's figures as the Summary reports them (kubelet: csi_metrics.go, the driver's usage by unit). */

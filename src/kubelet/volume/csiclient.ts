@@ -13,6 +13,7 @@ import type {
   CSIVolumeCapability,
   CSIVolumeUsage,
   NodePublishRequest,
+  NodeExpandRequest,
   NodeStageRequest,
 } from './csi.js';
 
@@ -124,6 +125,16 @@ export function grpcCSINodeClient(socket: string, timeoutMs = CSITimeoutMs): CSI
     },
     async nodeUnpublishVolume(volumeId, targetPath) {
       await call('NodeUnpublishVolume', { volume_id: volumeId, target_path: targetPath });
+    },
+    async nodeExpandVolume(r: NodeExpandRequest) {
+      await call('NodeExpandVolume', {
+        volume_id: r.volumeId,
+        volume_path: r.volumePath,
+        capacity_range: { required_bytes: String(r.requiredBytes) },
+        staging_target_path: r.stagingTargetPath,
+        volume_capability: capability(r.capability),
+        secrets: r.secrets,
+      });
     },
     async nodeGetVolumeStats(volumeId, volumePath, stagingTargetPath) {
       const res = await call<{

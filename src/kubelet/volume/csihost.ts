@@ -3,10 +3,12 @@
  * VolumeAttachment listers): the Node service of a driver the plugin manager registered, and the two API
  * objects a CSI volume's set-up reads, by GET at low priority (the kubelet keeps informers of them).
  */
-import type { KubeClient } from '../../kube/client.js';
+import type { PersistentVolume } from '../../api/volumes.js';
+import { PatchTypes, type KubeClient } from '../../kube/client.js';
 import { isNotFound } from '../../util/errors.js';
 import { kubeletRootPaths } from '../rootdir.js';
 import type { CSIDriver, CSIHost, VolumeAttachment } from './csi.js';
+import type { ExpandableClaim } from './csiexpand.js';
 import { grpcCSINodeClient } from './csiclient.js';
 
 async function getOrUndefined<T>(client: Pick<KubeClient, 'request'>, path: string): Promise<T | undefined> {
@@ -41,5 +43,22 @@ export function csiHostFor(o: {
     getVolumeAttachment: (name) =>
       getOrUndefined<VolumeAttachment>(o.client, `/apis/storage.k8s.io/v1/volumeattachments/${enc(name)}`),
     ...(o.refreshAllocatable ? { refreshAllocatable: o.refreshAllocatable } : {}),
+    claims: {
+      getClaim: (ns, name) =>
+        getOrUndefined<ExpandableClaim>(
+          o.client,
+          `/api/v1/namespaces/${enc(ns)}/persistentvolumeclaims/${enc(name)}`,
+        ),
+      getVolume: (name) =>
+        getOrUndefined<PersistentVolume>(o.client, `/api/v1/persistentvolumes/${enc(name)}`),
+      // A merge patch of the status; its resourceVersion, when given, makes it conditional (PatchPVCStatus).
+      patchClaimStatus: (ns, name, patch) =>
+        o.client.request<ExpandableClaim>({
+          method: 'PATCH',
+          path: `/api/v1/namespaces/${enc(ns)}/persistentvolumeclaims/${enc(name)}/status`,
+          body: patch,
+          contentType: PatchTypes.merge,
+        }),
+    },
   };
 }

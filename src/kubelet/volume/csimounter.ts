@@ -19,6 +19,7 @@ import type { PersistentVolume } from '../../api/volumes.js';
 import { errorMessage } from '../../util/errors.js';
 import {
   attachState,
+  csiAccessMode,
   kubeletAppliesFSGroup,
   parseVolData,
   planEphemeral,
@@ -36,12 +37,21 @@ import {
   VolDataFileName,
   type CSIDriver,
   type CSIHost,
+  type CSIPersistentVolumeSource,
   type CSIVolumeFigures,
   type CSIVolumePlan,
   type CSIVolumeSource,
   type PlanResult,
   type VolData,
 } from './csi.js';
+import {
+  expansionFailure,
+  markFailedPatch,
+  markFinishedPatch,
+  markInProgressPatch,
+  nodeExpansionDecision,
+  type ExpandableClaim,
+} from './csiexpand.js';
 import { fsGroupFrom } from './fsuser.js';
 import { setVolumeOwnership } from './ownership.js';
 import { joinPath } from './paths.js';
@@ -380,4 +390,132 @@ export async function csiVolumeStats(
     ? stagingTargetPath(ctx.csi.pluginsDir, data.driverName, data.volumeHandle)
     : '';
   return volumeFigures(await client.nodeGetVolumeStats(data.volumeHandle, target, staging));
+}
+
+/** What an expansion attempt did, for the volume manager's memory and the pod's Events. */
+export interface NodeExpansionOutcome {
+  events: { type: 'Normal' | 'Warning'; reason: string; message: string }[];
+  /** The attempt ended with a final error (kept for the next decision's infeasibleOnFailure). */
+  failedFinal?: boolean;
+}
+
+/**
+ * Node expansion of a mounted CSI claim (the populator's checkVolumeFSResize and the NodeExpander, once):
+ * reads the claim and its PV afresh, decides (csiexpand.ts), and when the claim asks the node to grow the
+ * volume marks it NodeResizeInProgress, calls NodeExpandVolume and writes the outcome into the claim's status.
+ */
+export async function nodeExpandCSIVolume(
+  ctx: PluginContext,
+  pod: Pod,
+  volumeName: string,
+  claimName: string,
+  readOnly: boolean,
+  failedFinalBefore: boolean,
+): Promise<NodeExpansionOutcome> {
+  const host = ctx.csi;
+  const api = host?.claims;
+  if (!host || !api) return { events: [] };
+  const ns = pod.metadata.namespace ?? '';
+  const claim = await api.getClaim(ns, claimName);
+  if (!claim?.spec) return { events: [] };
+  const pvName = claim.spec.volumeName ?? '';
+  const pv = pvName ? await api.getVolume(pvName) : undefined;
+  const src = pv?.spec.csi as CSIPersistentVolumeSource | undefined;
+  if (!pv || !src?.driver) return { events: [] };
+  const capacity = (pv.spec.capacity as Record<string, string> | undefined)?.storage;
+  const d = nodeExpansionDecision({ claim, pvCapacity: capacity, readOnly, failedFinalBefore });
+  if (d.action !== 'expand') return { events: [] };
+  const what = `for volume ${JSON.stringify(volumeName)}`;
+  const client = host.nodeClient(src.driver);
+  if (!client) return { events: [] };
+  let current: ExpandableClaim = claim;
+  if (d.markInProgress) {
+    try {
+      current = await api.patchClaimStatus(ns, claimName, markInProgressPatch(claim));
+    } catch (err) {
+      // Not expanded, not failed: the next sync reads the claim again (a conflict is someone else's write).
+      ctx.logger.warn('MountVolume.NodeExpandVolume failed to mark node expansion in progress', {
+        volumeName,
+        err: errorMessage(err),
+      });
+      return { events: [] };
+    }
+  }
+  try {
+    const caps = await client.nodeGetCapabilities();
+    if (!caps.has('EXPAND_VOLUME')) {
+      throw Object.assign(new Error(`NodeExpand is not supported by the CSI driver ${src.driver}`), {
+        code: 'Unimplemented',
+      });
+    }
+    const secrets = await readSecret(
+      ctx,
+      src.nodeExpandSecretRef?.name
+        ? { namespace: src.nodeExpandSecretRef.namespace ?? '', name: src.nodeExpandSecretRef.name }
+        : undefined,
+      'NodeExpandSecretRef',
+    );
+    const accessModes = (pv.spec.accessModes as string[] | undefined) ?? [];
+    const target = publishTargetPath(ctx.podsDir, pod.metadata.uid ?? '', pvName);
+    await client.nodeExpandVolume({
+      volumeId: src.volumeHandle,
+      volumePath: target,
+      stagingTargetPath: caps.has('STAGE_UNSTAGE_VOLUME')
+        ? stagingTargetPath(host.pluginsDir, src.driver, src.volumeHandle)
+        : '',
+      requiredBytes: d.newSizeBytes,
+      capability: {
+        fsType: src.fsType ?? '',
+        mountFlags: [...((pv.spec.mountOptions as string[] | undefined) ?? [])],
+        volumeMountGroup: '',
+        accessMode: csiAccessMode(accessModes[0] ?? 'ReadWriteOnce', caps.has('SINGLE_NODE_MULTI_WRITER')),
+      },
+      secrets,
+    });
+  } catch (err) {
+    const message = `Expander.NodeExpand failed to expand the volume : ${errorMessage(err)}`;
+    const f = expansionFailure({ code: (err as { code?: unknown }).code as string | undefined, message });
+    try {
+      await api.patchClaimStatus(
+        ns,
+        claimName,
+        markFailedPatch(
+          current,
+          message,
+          f.infeasible || d.infeasibleOnFailure,
+          new Date(ctx.clock.now()).toISOString().replace(/\.\d+Z$/, 'Z'),
+        ),
+      );
+    } catch (patchErr) {
+      ctx.logger.warn('MountVolume.NodeExpandVolume failed to mark node expansion as failed', {
+        err: errorMessage(patchErr),
+      });
+    }
+    return {
+      events: [
+        {
+          type: 'Warning',
+          reason: 'FileSystemResizeFailed',
+          message: `MountVolume.NodeExpandVolume failed ${what} : ${message}`,
+        },
+      ],
+      failedFinal: true,
+    };
+  }
+  const events: NodeExpansionOutcome['events'] = [
+    {
+      type: 'Normal',
+      reason: 'FileSystemResizeSuccessful',
+      message: `MountVolume.NodeExpandVolume succeeded ${what} ${host.nodeName}`,
+    },
+  ];
+  if (d.markInProgress) {
+    try {
+      await api.patchClaimStatus(ns, claimName, markFinishedPatch(current, d.newSize));
+    } catch (err) {
+      ctx.logger.warn('mountVolume.NodeExpandVolume update pvc status failed', { err: errorMessage(err) });
+      return { events, failedFinal: false };
+    }
+  }
+  return { events, failedFinal: false };
 }

@@ -29,7 +29,7 @@ import type { Volume } from '../../api/volumes.js';
 import { errorMessage } from '../../util/errors.js';
 import type { EventRecorderFunc } from '../container/ref.js';
 import { CSIPluginDir } from '../volume/csi.js';
-import { csiVolumeStats, tearDownCSIPodVolumes } from '../volume/csimounter.js';
+import { csiVolumeStats, nodeExpandCSIVolume, tearDownCSIPodVolumes } from '../volume/csimounter.js';
 import type { CSIVolumeFigures } from '../volume/csi.js';
 import { datavolumePlugins, setUpVolume, tearDownVolume } from '../volume/setup.js';
 import { podDir } from '../volume/podpaths.js';
@@ -73,6 +73,8 @@ interface PodVolumesState {
   namespace?: string;
   /** The last NodeGetVolumeStats of each CSI volume, by volume name (made on the first read). */
   csiStats?: Map<string, { atMs: number; stats: PodCSIVolumeStats }>;
+  /** Node expansion of CSI claims by volume name: the last final failure and its back-off. */
+  expansion?: Map<string, { failedFinal: boolean; retryAt: number; delayMs: number }>;
   /**
    * Volumes whose last set-up failed, by name, with their back-off. Made on the first failure: an empty Map is
    * 184 bytes, and most pods never have one.
@@ -173,6 +175,7 @@ export class VolumeManager {
 
     if (unmounted.length === 0) {
       delete state.waitingSince;
+      await this.expandMounted(pod, state);
       return { ok: true, volumes: state.mounted ?? NO_VOLUMES };
     }
     unmounted.sort();
@@ -299,6 +302,48 @@ export class VolumeManager {
       out.push(stats);
     }
     return out;
+  }
+
+  /**
+   * Node expansion of the pod's mounted CSI claims (the kubelet's populator checks every mounted claim's
+   * size; the reconciler expands it in use). A failed expansion backs off as a failed mount does and never
+   * fails the pod: it shows in the claim's status and a FileSystemResizeFailed Event.
+   */
+  private async expandMounted(pod: Pod, state: PodVolumesState): Promise<void> {
+    if (!this.d.csi?.claims || !state.mounted) return;
+    const now = this.d.clock.now();
+    for (const [name, v] of state.mounted) {
+      if (v.claimName === undefined || !v.hostPath.includes(`/${CSIPluginDir}/`)) continue;
+      const prev = state.expansion?.get(name);
+      if (prev && now < prev.retryAt) continue;
+      let outcome;
+      try {
+        outcome = await nodeExpandCSIVolume(
+          this.d,
+          pod,
+          name,
+          v.claimName,
+          v.readOnly,
+          prev?.failedFinal ?? false,
+        );
+      } catch (err) {
+        this.d.logger.warn('node expansion check failed', { volumeName: name, err: errorMessage(err) });
+        continue;
+      }
+      for (const e of outcome.events) {
+        try {
+          this.d.record(pod, e.type, e.reason, e.message);
+        } catch (err) {
+          this.d.logger.warn('event recorder failed', { reason: e.reason, err: errorMessage(err) });
+        }
+      }
+      if (outcome.failedFinal === true) {
+        const delayMs = prev ? Math.min(prev.delayMs * 2, MountBackOffMaxMs) : MountBackOffInitialMs;
+        (state.expansion ??= new Map()).set(name, { failedFinal: true, retryAt: now + delayMs, delayMs });
+      } else if (outcome.failedFinal === false) {
+        state.expansion?.delete(name);
+      }
+    }
   }
 
   private recordFailedMount(pod: Pod, message: string): void {

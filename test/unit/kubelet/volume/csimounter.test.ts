@@ -9,14 +9,27 @@ import {
   type CSIHost,
   type CSIVolumeUsage,
   type CSINodeClient,
+  type NodeExpandRequest,
   type NodePublishRequest,
   type NodeStageRequest,
   type VolumeAttachment,
 } from '../../../../src/kubelet/volume/csi.js';
+import type { ExpandableClaim } from '../../../../src/kubelet/volume/csiexpand.js';
 import { VolumeManager } from '../../../../src/kubelet/volumemanager/volumemanager.js';
 import { b64, harness, NS, PODS, podWith, text, type Harness } from '../volumemanager/fixtures.js';
 
 const DRIVER = 'hostpath.csi.k8s.io';
+
+/** A JSON merge patch applied in place (null deletes). */
+function mergePatch(target: Record<string, unknown> | object, patch: Record<string, unknown>): void {
+  const t = target as Record<string, unknown>;
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === null) delete t[k];
+    else if (typeof v === 'object' && !Array.isArray(v) && typeof t[k] === 'object' && t[k] !== null) {
+      mergePatch(t[k] as Record<string, unknown>, v as Record<string, unknown>);
+    } else t[k] = structuredClone(v);
+  }
+}
 const PLUGINS = '/var/lib/kubelet/plugins';
 const NODE = 'node-a';
 
@@ -65,6 +78,12 @@ class FakeDriver implements CSINodeClient {
     { unit: 'INODES', total: 50, available: 45, used: 5 },
   ];
   readonly statsCalls: string[] = [];
+  readonly expands: NodeExpandRequest[] = [];
+  async nodeExpandVolume(r: NodeExpandRequest): Promise<void> {
+    this.calls.push(`expand ${r.volumeId} ${r.requiredBytes}`);
+    this.check('expand');
+    this.expands.push(r);
+  }
   async nodeGetVolumeStats(id: string, path: string, staging: string): Promise<CSIVolumeUsage[]> {
     this.statsCalls.push(`${id} ${path} ${staging}`);
     this.check('stats');
@@ -81,6 +100,9 @@ interface CSIHarness extends Harness {
   refreshes: string[];
   /** The CSIDriver's nodeAllocatableUpdatePeriodSeconds as refreshAllocatable sees it. */
   period: { value: number };
+  /** The claims node expansion reads afresh, by `<ns>/<name>`, and the status patches it wrote. */
+  claims: Map<string, ExpandableClaim>;
+  claimPatches: unknown[];
 }
 
 function csiHarness(): CSIHarness {
@@ -89,6 +111,8 @@ function csiHarness(): CSIHarness {
   const registered = { value: true };
   const refreshes: string[] = [];
   const period = { value: 0 };
+  const claims = new Map<string, ExpandableClaim>();
+  const claimPatches: unknown[] = [];
   const csiDrivers = new Map<string, CSIDriver>();
   const attachments = new Map<string, VolumeAttachment>();
   const host: CSIHost = {
@@ -97,6 +121,17 @@ function csiHarness(): CSIHarness {
     nodeClient: (name) => (registered.value && name === DRIVER ? driver : undefined),
     getCSIDriver: async (name) => csiDrivers.get(name),
     getVolumeAttachment: async (name) => attachments.get(name),
+    claims: {
+      getClaim: async (ns, name) => structuredClone(claims.get(`${ns}/${name}`)),
+      getVolume: (name) => h.sources.getPersistentVolume(name),
+      patchClaimStatus: async (ns, name, patch) => {
+        claimPatches.push(structuredClone(patch));
+        const c = claims.get(`${ns}/${name}`)!;
+        mergePatch(c, { status: patch.status });
+        c.metadata.resourceVersion = String(Number(c.metadata.resourceVersion ?? '0') + 1);
+        return structuredClone(c);
+      },
+    },
     refreshAllocatable: async (name) => {
       if (period.value === 0) return false;
       refreshes.push(name);
@@ -113,6 +148,8 @@ function csiHarness(): CSIHarness {
     attachments,
     refreshes,
     period,
+    claims,
+    claimPatches,
   };
 }
 
@@ -507,6 +544,136 @@ describe('volume/csimounter (CSI SetUp and TearDown through the volume manager)'
       const r = await h.vm.mountPod(podWith([bind(h, csiPV())]));
       expect(r.ok === false && r.reject).to.equal(undefined);
       expect(h.refreshes).to.deep.equal([]);
+    });
+  });
+
+  describe('node expansion (RecoverVolumeExpansionFailure)', () => {
+    const MI = 1024 * 1024;
+    /** A mounted claim whose resizer grew the PV to 2Mi and asks the node to expand. */
+    async function resized(h: CSIHarness): Promise<ReturnType<typeof podWith>> {
+      h.driver.caps = new Set(['STAGE_UNSTAGE_VOLUME', 'EXPAND_VOLUME']);
+      h.csiDrivers.set(DRIVER, noAttach());
+      const pv = csiPV();
+      const pod = podWith([bind(h, pv)]);
+      expect((await h.vm.mountPod(pod)).ok).to.equal(true);
+      pv.spec.capacity = { storage: '2Mi' };
+      h.sources.volumes.set('pv-1', pv);
+      h.claims.set(`${NS}/claim-pv-1`, {
+        metadata: { name: 'claim-pv-1', namespace: NS, resourceVersion: '5' },
+        spec: {
+          volumeName: 'pv-1',
+          accessModes: ['ReadWriteOnce'],
+          resources: { requests: { storage: '2Mi' } },
+        },
+        status: {
+          capacity: { storage: '1Mi' },
+          allocatedResources: { storage: '2Mi' },
+          allocatedResourceStatuses: { storage: 'NodeResizePending' },
+          conditions: [{ type: 'FileSystemResizePending', status: 'True' }],
+        },
+      });
+      return pod;
+    }
+
+    it('NodeResizePending: in progress, NodeExpandVolume at the allocated size, then the new capacity and cleared', async () => {
+      const h = csiHarness();
+      const pod = await resized(h);
+      expect((await h.vm.mountPod(pod)).ok).to.equal(true);
+      expect(h.driver.calls.at(-1)).to.equal(`expand vol-1 ${2 * MI}`);
+      expect(h.driver.expands[0]).to.deep.include({
+        volumePath: publishTargetPath(PODS, 'uid-1', 'pv-1'),
+        stagingTargetPath: stagingTargetPath(PLUGINS, DRIVER, 'vol-1'),
+      });
+      expect(h.claimPatches).to.deep.equal([
+        {
+          metadata: { resourceVersion: '5' },
+          status: { allocatedResourceStatuses: { storage: 'NodeResizeInProgress' } },
+        },
+        {
+          metadata: { resourceVersion: '6' },
+          status: {
+            capacity: { storage: '2Mi' },
+            allocatedResourceStatuses: { storage: null },
+            conditions: [],
+          },
+        },
+      ]);
+      const c = h.claims.get(`${NS}/claim-pv-1`)!;
+      expect(c.status?.capacity).to.deep.equal({ storage: '2Mi' });
+      expect(c.status?.allocatedResourceStatuses).to.deep.equal({});
+      expect(h.events.map((e) => `${e.reason} ${e.message}`)).to.deep.equal([
+        `FileSystemResizeSuccessful MountVolume.NodeExpandVolume succeeded for volume "data" ${NODE}`,
+      ]);
+      // Done: the next sync finds nothing to do.
+      await h.vm.mountPod(pod);
+      expect(h.driver.expands).to.have.length(1);
+    });
+
+    it('a final driver error marks the claim infeasible with a NodeResizeError, backs off, and retries', async () => {
+      const h = csiHarness();
+      const pod = await resized(h);
+      h.driver.fail.set(
+        'expand',
+        Object.assign(new Error('rpc error: code = OutOfRange desc = too big'), { code: 'OutOfRange' }),
+      );
+      expect((await h.vm.mountPod(pod)).ok, 'the pod keeps running').to.equal(true);
+      const c = h.claims.get(`${NS}/claim-pv-1`)!;
+      expect(c.status?.allocatedResourceStatuses).to.deep.equal({ storage: 'NodeResizeInfeasible' });
+      expect(c.status?.conditions?.map((x) => [x.type, x.message])).to.deep.equal([
+        ['FileSystemResizePending', undefined],
+        [
+          'NodeResizeError',
+          'failed to expand pvc with Expander.NodeExpand failed to expand the volume : rpc error: code = OutOfRange desc = too big',
+        ],
+      ]);
+      expect(h.events.at(-1)?.reason).to.equal('FileSystemResizeFailed');
+      // The user asks for a size the volume can have: the resizer sets NodeResizePending again.
+      c.status!.allocatedResourceStatuses = { storage: 'NodeResizePending' };
+      await h.vm.mountPod(pod);
+      expect(h.driver.calls.filter((x) => x.startsWith('expand'))).to.have.length(1, 'backing off');
+      h.driver.fail.delete('expand');
+      h.clock.advance(600);
+      await h.vm.mountPod(pod);
+      expect(h.driver.calls.filter((x) => x.startsWith('expand'))).to.have.length(2);
+      expect(h.claims.get(`${NS}/claim-pv-1`)!.status?.capacity).to.deep.equal({ storage: '2Mi' });
+    });
+
+    it('a conflict marking it in progress calls nothing and fails nothing; the next sync expands', async () => {
+      const h = csiHarness();
+      const pod = await resized(h);
+      const c = h.claims.get(`${NS}/claim-pv-1`)!;
+      const patch = h.deps.csi!.claims!.patchClaimStatus;
+      let conflicts = 1;
+      h.deps.csi!.claims!.patchClaimStatus = (ns, name, p) =>
+        conflicts-- > 0 ? Promise.reject(new Error('the object has been modified')) : patch(ns, name, p);
+      await h.vm.mountPod(pod);
+      expect(h.driver.expands).to.deep.equal([]);
+      expect(c.status?.conditions?.some((x) => x.type === 'NodeResizeError')).to.equal(false);
+      await h.vm.mountPod(pod);
+      expect(h.driver.expands).to.have.length(1);
+      expect(h.claims.get(`${NS}/claim-pv-1`)!.status?.capacity).to.deep.equal({ storage: '2Mi' });
+    });
+
+    it('a retryable error leaves a NodeResizeError and NodeResizeInProgress', async () => {
+      const h = csiHarness();
+      const pod = await resized(h);
+      h.driver.fail.set(
+        'expand',
+        Object.assign(new Error('rpc error: code = Internal desc = busy'), { code: 'Internal' }),
+      );
+      await h.vm.mountPod(pod);
+      const c = h.claims.get(`${NS}/claim-pv-1`)!;
+      expect(c.status?.allocatedResourceStatuses).to.deep.equal({ storage: 'NodeResizeInProgress' });
+      expect(c.status?.conditions?.some((x) => x.type === 'NodeResizeError')).to.equal(true);
+    });
+
+    it('a driver without EXPAND_VOLUME: the claim gets the kubelet error, the pod runs on', async () => {
+      const h = csiHarness();
+      const pod = await resized(h);
+      h.driver.caps = new Set(['STAGE_UNSTAGE_VOLUME']);
+      expect((await h.vm.mountPod(pod)).ok).to.equal(true);
+      expect(h.driver.expands).to.deep.equal([]);
+      expect(h.events.at(-1)?.message).to.contain(`NodeExpand is not supported by the CSI driver ${DRIVER}`);
     });
   });
 });
