@@ -42,6 +42,7 @@ import { restVolumeSources, type VolumeSources } from '../kubelet/volume/sources
 import { nodeLogDir, nodeRootDir, podEnvironmentFor, type NodePodEnvironment } from './podenvironment.js';
 import { kubeletLocalApis, type KubeletLocalApis } from '../kubelet/apis/server.js';
 import { startNodePluginManager, type NodePluginManager } from '../kubelet/pluginmanager/node.js';
+import { csiHostFor } from '../kubelet/volume/csihost.js';
 import { nodeKubeletSettings } from './nodeconfigz.js';
 import { resourceManagersFor } from './nodecpumanager.js';
 import { statsProviderFor } from './nodestats.js';
@@ -250,6 +251,17 @@ export class KubeletManagedNode implements ManagedNode {
       },
       (type, reason, message) => this.recorder.event(nodeRef(nodeName), type, reason, message),
     );
+    // CSI volumes need files a driver on this host can mount into: only nodes whose volumes are real have them.
+    if (!this.podEnv.memory) {
+      this.podEnv.env.csi = csiHostFor({
+        client: deps.client,
+        nodeName,
+        rootDir: nodeRootDir(deps.stateDir ?? DEFAULT_STATE_DIR, nodeName),
+        endpoint: (driver) => this.pluginManager?.csi.endpoint(driver),
+        refreshAllocatable: async (driver) =>
+          (await this.pluginManager?.csi.refreshAllocatable(driver)) ?? false,
+      });
+    }
     const memory = this.podEnv.memory;
     this.ownsRuntime = deps.runtimeFor === undefined;
     this.runtime = (deps.runtimeFor ?? ((s, n, ip) => defaultRuntime(deps, s, n, ip, memory)))(
@@ -276,6 +288,11 @@ export class KubeletManagedNode implements ManagedNode {
       nodesServed: () => deps.nodeApi?.nodes().length ?? 1,
       ownsPod: (uid) => this.kubelet.podManager.getPodByUID(asPodUID(uid)) !== undefined,
       nodeCapacity: () => this.agent.capacity(),
+      persistentVolumes: async (uid) =>
+        (await this.kubelet.volumeManager.csiVolumeStats(uid)).map(({ timeMs, ...v }) => ({
+          ...v,
+          time: timeMs,
+        })),
     });
     this.kubeletSettings = {
       podNetwork: spec.runtime.type === 'cri' ? spec.runtime.cri.podNetwork : 'cni',

@@ -14,6 +14,7 @@ import type { Runtime } from '../runtime/types.js';
 import { joinPath } from '../kubelet/volume/paths.js';
 import type { Clock } from '../util/clock.js';
 import { quantityValue } from '../util/quantity.js';
+import type { VolumeStats } from '../kubelet/stats/types.js';
 
 export function statsProviderFor(opts: {
   spec: VirtualNodeSpec;
@@ -25,6 +26,8 @@ export function statsProviderFor(opts: {
   ownsPod(uid: string): boolean;
   /** The Node's capacity as its status last had it (huge pages, HugepageAwareEviction). */
   nodeCapacity?: () => Readonly<Record<string, string | number>> | undefined;
+  /** A pod's CSI volumes' stats (the volume manager's NodeGetVolumeStats). */
+  persistentVolumes?: (podUID: string) => Promise<VolumeStats[]>;
 }): StatsProvider {
   const { spec, env, clock } = opts;
   const cri = spec.runtime.type === 'cri' ? spec.runtime.cri : undefined;
@@ -43,6 +46,7 @@ export function statsProviderFor(opts: {
       ? { imageFsInfo: opts.runtime.imageFsInfo.bind(opts.runtime) as Runtime['imageFsInfo'] }
       : {}),
     volumes: { podsDir: env.podsDir, fs: env.fs, usage },
+    ...(opts.persistentVolumes ? { persistentVolumes: opts.persistentVolumes } : {}),
     ...(cri
       ? {
           logs: {

@@ -28,6 +28,7 @@ import type { DNSConfig } from './podfiles/dns.js';
 import type { VolumeFS } from './volume/fs.js';
 import type { Mounter } from './volume/mounter.js';
 import type { ServiceAccountTokenSource } from './volume/plugin.js';
+import type { CSIHost } from './volume/csi.js';
 import type { VolumeSources } from './volume/sources.js';
 import type { EvictionConfig } from './eviction/manager.js';
 import type { PressureCondition } from './eviction/signals.js';
@@ -202,6 +203,8 @@ export interface PodEnvironment {
   sources?: VolumeSources;
   /** Service-account tokens; default: simulated, unsigned ones. */
   tokens?: ServiceAccountTokenSource;
+  /** The CSI volume plugin's host (registered drivers, CSIDriver and VolumeAttachment reads); unset: none. */
+  csi?: CSIHost;
   /** Called when a pod's volumes are torn down (the token manager forgets the pod's tokens). */
   onPodUnmounted?: (uid: string) => void;
   /** Termination messages; default: read through `fs` (logs only where the runtime can hand them out). */

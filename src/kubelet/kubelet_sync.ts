@@ -256,6 +256,12 @@ export class KubeletPodSyncer implements PodSyncer {
     // kubelet SyncPod: WaitForAttachAndMount. Nothing starts without its volumes; the pod worker retries.
     // For a settled pod this is the resync's remaining work: configMap and secret contents are refreshed.
     const mounted = await this.d.volumes.mountPod(pod);
+    if (!mounted.ok && mounted.reject) {
+      // kubelet SyncPod: a VolumeAttachLimitExceededError rejects the pod (rejectPod) and ends its sync.
+      this.reject(pod, mounted.reject, mounted.message);
+      this.untouched.add(uid);
+      return { isTerminal: true };
+    }
     if (!mounted.ok) {
       const message = `Unable to attach or mount volumes: ${mounted.message}`;
       if (mounted.report) this.recordEvent(pod, 'Warning', 'FailedMount', message);
@@ -469,22 +475,27 @@ export class KubeletPodSyncer implements PodSyncer {
       if (this.d.allocation.queueIfResizeRequested(pod)) this.d.allocation.retryPendingResizes('pods_added');
       return false;
     }
-    this.rejected.set(uid, { reason: result.reason, message: result.message });
-    this.d.logger.info('pod rejected by admission', {
+    this.reject(pod, result.reason, result.message);
+    return true;
+  }
+
+  /** kubelet rejectPod: the pod's status is Failed with the reason, and a Warning Event says why. */
+  private reject(pod: Pod, reason: string, message: string): void {
+    this.rejected.set(podUID(pod), { reason, message });
+    this.d.logger.info('pod rejected', {
       pod: `${pod.metadata.namespace}/${pod.metadata.name}`,
-      reason: result.reason,
-      detail: result.message,
+      reason,
+      detail: message,
     });
-    this.recordEvent(pod, 'Warning', result.reason, result.message);
+    this.recordEvent(pod, 'Warning', reason, message);
     this.d.statusManager.setPodStatus(pod, {
       phase: 'Failed',
-      reason: result.reason,
-      message: `Pod was rejected: ${result.message}`,
+      reason,
+      message: `Pod was rejected: ${message}`,
       qosClass: getPodQOS(pod),
       // The generation that was rejected (kubelet: rejectPod with PodObservedGenerationTracking).
       ...(typeof pod.metadata.generation === 'number' ? { observedGeneration: pod.metadata.generation } : {}),
     });
-    return true;
   }
 
   /**

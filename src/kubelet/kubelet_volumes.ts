@@ -97,6 +97,7 @@ export function newPodEnvironment(
     logger: log.child({ component: 'volume_manager' }),
     tmpfs: { allowed: true, refusedLogged: false },
     ...(env.rootDir !== undefined ? { kubeletRootDir: env.rootDir } : {}),
+    ...(env.csi ? { csi: env.csi } : {}),
     record,
   });
   const helper = new KubeletPods({

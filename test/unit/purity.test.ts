@@ -70,6 +70,9 @@ const SHELL = new Set([
   'pluginmanager/csihandler.ts',
   'pluginmanager/drahandler.ts',
   'pluginmanager/node.ts',
+  // The CSI volume plugin's gRPC client and API reads around the pure volume/csi.ts and csimounter.ts.
+  'volume/csiclient.ts',
+  'volume/csihost.ts',
 ]);
 
 const FORBIDDEN_PACKAGES = [/^node:/, /^@kubernetes\//, /^@grpc\//, /^winston$/, /^p-queue$/];

@@ -148,6 +148,40 @@ export class CSIPluginHandler implements PluginHandler {
     }
   }
 
+  /**
+   * VerifyExhaustedResource's refresh (MutableCSINodeAllocatableCount): when the driver's CSIDriver sets
+   * nodeAllocatableUpdatePeriodSeconds, NodeGetInfo again and the CSINode entry updated at once; false (and
+   * nothing done) when it sets none or the driver is not registered.
+   */
+  async refreshAllocatable(name: string): Promise<boolean> {
+    const driver = this.drivers.get(name);
+    if (!driver) return false;
+    let obj: CSIDriverObject | undefined;
+    try {
+      obj = await this.d.client.request<CSIDriverObject>({
+        method: 'GET',
+        path: `/apis/storage.k8s.io/v1/csidrivers/${name}`,
+      });
+    } catch (err) {
+      this.log.warn('Failed to retrieve CSIDriver', { pluginName: name, err: errorMessage(err) });
+      return false;
+    }
+    if (nodeAllocatableUpdatePeriodMs(obj) === 0) return false;
+    this.log.info('Detected ResourceExhausted error for volume', { pluginName: name });
+    try {
+      const info = await (this.d.nodeGetInfo ?? csiNodeGetInfo)(driver.endpoint);
+      if (this.drivers.get(name) === driver) {
+        await this.updateCSINode((n) => installDriverToCSINode(n, name, info).csiNode, false);
+      }
+    } catch (err) {
+      this.log.warn('Failed to update CSIDriver', {
+        pluginName: name,
+        err: `failed to update driver ${JSON.stringify(name)}: ${errorMessage(err)}`,
+      });
+    }
+    return true;
+  }
+
   /** Stops the drivers' periodic refreshes. */
   stop(): void {
     this.stopped = true;

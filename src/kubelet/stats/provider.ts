@@ -60,6 +60,8 @@ export interface StatsProviderDeps {
   processUsage?: () => ProcessUsage;
   /** Volumes: `<podsDir>/<uid>/volumes/<plugin>/<name>`, measured through `usage`. */
   volumes?: { podsDir: string; fs: Pick<VolumeFS, 'readdir'>; usage: DirUsage };
+  /** The pod's persistent (CSI) volumes' stats, from their drivers (the volume manager caches them). */
+  persistentVolumes?: (podUID: string) => Promise<VolumeStats[]>;
   /** Container logs: the directory of a container's log files, measured through `usage` (cri). */
   logs?: {
     dir(pod: { namespace: string; name: string; uid: string }, container: string): string;
@@ -203,6 +205,16 @@ export class StatsProvider {
         (dir) => !dir.startsWith(prefix) || uids.has(dir.slice(prefix.length).split('/')[0]!),
       );
     }
+    const persistent = new Map<string, VolumeStats[]>();
+    const readPersistent = this.d.persistentVolumes;
+    if (readPersistent) {
+      await Promise.all(
+        [...uids].map(async (uid) => {
+          const v = await readPersistent(uid).catch(() => [] as VolumeStats[]);
+          if (v.length > 0) persistent.set(uid, v);
+        }),
+      );
+    }
     const withCapacity = (r: DirUsageReading): FsStats => ({
       ...capacity,
       time: r.timeMs,
@@ -222,6 +234,7 @@ export class StatsProvider {
         }
         return out;
       },
+      persistentVolumes: (uid) => persistent.get(uid),
       logs: (pod, container): FsStats | undefined => {
         const r = logs?.usage.get(logs.dir(pod, container));
         return r ? withCapacity(r) : undefined;

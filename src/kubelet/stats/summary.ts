@@ -56,6 +56,8 @@ export interface SummaryInput {
     /** Capacity and availability of the filesystem holding writable layers (rootfs of each container). */
     containerFs?: FsStats;
     volumes(podUID: string): VolumeStats[] | undefined;
+    /** Volumes that are not the pod's ephemeral storage (CSI, with their claim): listed, never summed. */
+    persistentVolumes?(podUID: string): VolumeStats[] | undefined;
     logs(pod: { namespace: string; name: string; uid: string }, container: string): FsStats | undefined;
   };
 }
@@ -311,6 +313,8 @@ export class SummaryBuilder {
         pod.volume = volumes;
         for (const v of volumes) addFs(ephemeral, v);
       }
+      const persistent = input.fs.persistentVolumes?.(meta.uid);
+      if (persistent?.length) pod.volume = [...(pod.volume ?? []), ...persistent];
       pod['ephemeral-storage'] = ephemeral;
     }
     return pod;

@@ -7,6 +7,7 @@
 import type { Pod } from '../../api/core.js';
 import type { ServiceAccountTokenProjection, Volume } from '../../api/volumes.js';
 import type { Clock } from '../../util/clock.js';
+import type { CSIHost } from './csi.js';
 import type { VolumeFS } from './fs.js';
 import type { Mounter } from './mounter.js';
 import type { VolumeKind } from './plugins.js';
@@ -58,6 +59,11 @@ export interface PluginContext {
    * resolves into it. Unset: hostPaths are used as they are.
    */
   kubeletRootDir?: string;
+  /**
+   * The node's registered CSI drivers and the API objects CSI volumes need (csimounter.ts). Unset: CSI
+   * volumes are refused as a kubelet without the plugin refuses them (nodes whose volumes are simulated).
+   */
+  csi?: CSIHost;
 }
 
 export interface SetUpRequest {
@@ -73,7 +79,14 @@ export interface SetUpRequest {
  * pod waits, and the error is reported at once rather than after the mount timeout.
  */
 export type SetUpResult =
-  { ok: true; volume: MountedVolume } | { ok: false; message: string; stage: 'mount' | 'process' };
+  | { ok: true; volume: MountedVolume }
+  | {
+      ok: false;
+      message: string;
+      stage: 'mount' | 'process';
+      /** Not attached yet (the kubelet's `unattached volumes`); `limit`: the node's attach limit is reached. */
+      attach?: 'unattached' | 'limit';
+    };
 
 export function mountFailure(message: string): SetUpResult {
   return { ok: false, message, stage: 'mount' };

@@ -2,8 +2,9 @@
  * Which volume plugin serves a pod volume (kubelet: VolumePluginMgr.FindPluginBySpec), and the kubelet's words
  * when none does. kubelet-operator serves the plugins that need nothing but the node's filesystem and the API
  * server: emptyDir, hostPath, configMap, secret, downwardAPI, projected, persistentVolumeClaim when the
- * claim is bound to a hostPath or local PersistentVolume, and image (the kubelet's stub plugin: nothing to set
- * up, the runtime manager pulls the image and the runtime mounts it). Every other source (csi, nfs, iscsi,
+ * claim is bound to a hostPath, local or (on nodes with real volumes) CSI PersistentVolume, inline csi
+ * volumes on such nodes (csimounter.ts refuses them elsewhere), and image (the kubelet's stub plugin: nothing to set
+ * up, the runtime manager pulls the image and the runtime mounts it). Every other source (nfs, iscsi,
  * ephemeral, ...) is refused: the pod stays in ContainerCreating with a FailedMount event that names the
  * source, as a kubelet without that plugin would leave it. Pure.
  */
@@ -17,6 +18,7 @@ export type VolumeKind =
   | 'downwardAPI'
   | 'projected'
   | 'persistentVolumeClaim'
+  | 'csi'
   | 'image';
 
 const SUPPORTED: readonly VolumeKind[] = [
@@ -27,6 +29,7 @@ const SUPPORTED: readonly VolumeKind[] = [
   'downwardAPI',
   'projected',
   'persistentVolumeClaim',
+  'csi',
   'image',
 ];
 

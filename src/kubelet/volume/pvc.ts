@@ -1,13 +1,14 @@
 /**
  * persistentVolumeClaim volumes (kubelet: the desired-state populator's getPVCExtractPV, then the PV's own
- * plugin). The claim must be Bound; its PersistentVolume must be a `hostPath` or a `local` volume, the two kinds
- * whose data is just a path on this node. Claims bound to anything else (CSI, NFS, iSCSI, ...) are refused, as a
+ * plugin). The claim must be Bound; its PersistentVolume must be a `hostPath` or a `local` volume (the data is just a path on
+ * this node), or a `csi` one on a node with real volumes (csimounter.ts). Claims bound to anything else (NFS, iSCSI, ...) are refused, as a
  * kubelet without that plugin would refuse them. Errors before the plugin is known are "process" errors: they
  * are reported at once, as the kubelet's `failed to process volumes`.
  */
 import type { Pod } from '../../api/core.js';
 import type { PersistentVolumeClaimVolumeSource } from '../../api/volumes.js';
 import { errorMessage } from '../../util/errors.js';
+import { setUpCSIPersistent } from './csimounter.js';
 import { setUpHostPath } from './hostpath.js';
 import { noPluginMessage } from './plugins.js';
 import { mountFailure, processFailure, type PluginContext, type SetUpResult } from './plugin.js';
@@ -63,6 +64,7 @@ export async function setUpPersistentVolumeClaim(
     if (!st) return mountFailure(`path "${pv.spec.local.path}" does not exist`);
     return { ok: true, volume: { hostPath: pv.spec.local.path, readOnly, selinuxRelabel: true } };
   }
+  if (pv.spec.csi && ctx.csi) return setUpCSIPersistent(ctx, pod, pv, readOnly);
   const kinds = Object.keys(pv.spec).filter(
     (k) =>
       ![
@@ -80,7 +82,7 @@ export async function setUpPersistentVolumeClaim(
   return processFailure(
     noPluginMessage(
       volumeName,
-      `PersistentVolume ${pvName} is ${kinds.join(', ') || 'of an unknown kind'}; kubelet-operator mounts only hostPath and local PersistentVolumes`,
+      `PersistentVolume ${pvName} is ${kinds.join(', ') || 'of an unknown kind'}; kubelet-operator mounts only hostPath${ctx.csi ? ', local and csi' : ' and local'} PersistentVolumes`,
     ),
   );
 }

@@ -6,11 +6,14 @@ import type {
   HostPathVolumeSource,
   PersistentVolumeClaimVolumeSource,
 } from '../../api/volumes.js';
+import type { CSIVolumeSource } from './csi.js';
+import { setUpCSIEphemeral } from './csimounter.js';
 import { setUpDataVolume } from './datavolumes.js';
 import { setUpEmptyDir, tearDownVolumeDir } from './emptydir.js';
 import { setUpHostPath } from './hostpath.js';
+import { noPluginMessage } from './plugins.js';
 import { PluginDirs, type PluginDir } from './podpaths.js';
-import type { PluginContext, SetUpRequest, SetUpResult } from './plugin.js';
+import { processFailure, type PluginContext, type SetUpRequest, type SetUpResult } from './plugin.js';
 import { setUpPersistentVolumeClaim } from './pvc.js';
 
 export function setUpVolume(ctx: PluginContext, req: SetUpRequest): Promise<SetUpResult> {
@@ -27,6 +30,18 @@ export function setUpVolume(ctx: PluginContext, req: SetUpRequest): Promise<SetU
         vol.name,
         vol.persistentVolumeClaim as PersistentVolumeClaimVolumeSource,
       );
+    case 'csi':
+      if (!ctx.csi) {
+        return Promise.resolve(
+          processFailure(
+            noPluginMessage(
+              vol.name,
+              'kubelet-operator does not support csi volumes on nodes without real volumes',
+            ),
+          ),
+        );
+      }
+      return setUpCSIEphemeral(ctx, req.pod, vol.name, vol.csi as CSIVolumeSource);
     case 'configMap':
     case 'secret':
     case 'downwardAPI':

@@ -28,6 +28,9 @@ import type { Pod } from '../../api/core.js';
 import type { Volume } from '../../api/volumes.js';
 import { errorMessage } from '../../util/errors.js';
 import type { EventRecorderFunc } from '../container/ref.js';
+import { CSIPluginDir } from '../volume/csi.js';
+import { csiVolumeStats, nodeExpandCSIVolume, tearDownCSIPodVolumes } from '../volume/csimounter.js';
+import type { CSIVolumeFigures } from '../volume/csi.js';
 import { datavolumePlugins, setUpVolume, tearDownVolume } from '../volume/setup.js';
 import { podDir } from '../volume/podpaths.js';
 import type { MountedVolume, PluginContext } from '../volume/plugin.js';
@@ -55,12 +58,23 @@ interface MountFailure {
 
 export type MountPodResult =
   | { ok: true; volumes: ReadonlyMap<string, MountedVolume> }
-  /** `report`: the syncer records `Unable to attach or mount volumes: <message>` (the kubelet's FailedMount). */
-  | { ok: false; message: string; report: boolean };
+  /**
+   * `report`: the syncer records `Unable to attach or mount volumes: <message>` (the kubelet's FailedMount).
+   * `reject`: the pod is rejected with that reason instead (VolumeAttachmentLimitExceeded).
+   */
+  | { ok: false; message: string; report: boolean; reject?: typeof VolumeAttachmentLimitExceededReason };
+
+/** The reason of a pod rejected because a CSI driver's node is full (MutableCSINodeAllocatableCount). */
+export const VolumeAttachmentLimitExceededReason = 'VolumeAttachmentLimitExceeded';
 
 interface PodVolumesState {
   /** Made on the first mount, as `failed`: many pods mount no volume at all. */
-  mounted?: Map<string, MountedVolume & { kind: VolumeKind }>;
+  mounted?: Map<string, MountedVolume & { kind: VolumeKind; claimName?: string }>;
+  namespace?: string;
+  /** The last NodeGetVolumeStats of each CSI volume, by volume name (made on the first read). */
+  csiStats?: Map<string, { atMs: number; stats: PodCSIVolumeStats }>;
+  /** Node expansion of CSI claims by volume name: the last final failure and its back-off. */
+  expansion?: Map<string, { failedFinal: boolean; retryAt: number; delayMs: number }>;
   /**
    * Volumes whose last set-up failed, by name, with their back-off. Made on the first failure: an empty Map is
    * 184 bytes, and most pods never have one.
@@ -72,6 +86,17 @@ interface PodVolumesState {
 
 export interface VolumeManagerDeps extends PluginContext {
   record: EventRecorderFunc;
+}
+
+/** kubelet volumeStatsAggPeriod: a CSI volume's stats are asked of its driver at most once a minute. */
+export const CSIVolumeStatsPeriodMs = 60_000;
+
+/** A CSI volume's stats for the Summary (the kubelet's volume stat calculator, its persistent volumes). */
+export interface PodCSIVolumeStats extends CSIVolumeFigures {
+  /** The pod's name for the volume. */
+  name: string;
+  timeMs: number;
+  pvcRef?: { name: string; namespace: string };
 }
 
 /** The names of the volumes some container of the pod mounts (kubelet GetPodVolumeNames). */
@@ -123,6 +148,8 @@ export class VolumeManager {
     const used = podVolumeNames(pod);
     const volumes = (pod.spec.volumes ?? []).filter((v) => used.has(v.name));
     const unmounted: string[] = [];
+    const unattached: string[] = [];
+    let attachLimit: string | undefined;
     const notProcessed: string[] = [];
     const processErrors: string[] = [];
     // A few volumes at a time: each may wait for a GET of its source, and a pod with a hundred volumes must
@@ -134,6 +161,8 @@ export class VolumeManager {
         const outcome = await this.mountVolume(pod, vol, state);
         if (outcome === 'mounted') continue;
         unmounted.push(vol.name);
+        if (outcome.attach) unattached.push(vol.name);
+        if (outcome.attach === 'limit') attachLimit ??= outcome.message;
         if (outcome.stage === 'process') {
           notProcessed.push(vol.name);
           processErrors.push(outcome.message);
@@ -146,11 +175,21 @@ export class VolumeManager {
 
     if (unmounted.length === 0) {
       delete state.waitingSince;
+      await this.expandMounted(pod, state);
       return { ok: true, volumes: state.mounted ?? NO_VOLUMES };
     }
     unmounted.sort();
+    unattached.sort();
     notProcessed.sort();
-    const lists = `unmounted volumes=${goList(unmounted)}, unattached volumes=[], failed to process volumes=${goList(notProcessed)}`;
+    const lists = `unmounted volumes=${goList(unmounted)}, unattached volumes=${goList(unattached)}, failed to process volumes=${goList(notProcessed)}`;
+    if (attachLimit !== undefined) {
+      return {
+        ok: false,
+        report: true,
+        reject: VolumeAttachmentLimitExceededReason,
+        message: `Node has reached its volume attachment limit, rejecting pod. ${lists}: ${attachLimit}`,
+      };
+    }
     if (processErrors.length > 0) {
       return { ok: false, report: true, message: `${lists}: ${processErrors.sort().join('; ')}` };
     }
@@ -167,7 +206,7 @@ export class VolumeManager {
     pod: Pod,
     vol: Volume,
     state: PodVolumesState,
-  ): Promise<'mounted' | { stage: 'mount' | 'process'; message: string }> {
+  ): Promise<'mounted' | { stage: 'mount' | 'process'; message: string; attach?: 'unattached' | 'limit' }> {
     const match = findPlugin(vol);
     if (!match.ok) return { stage: 'process', message: match.message };
     const previous = state.mounted?.get(vol.name);
@@ -186,10 +225,18 @@ export class VolumeManager {
     }
     if (result.ok) {
       if (state.failed?.delete(vol.name) && state.failed.size === 0) delete state.failed;
-      (state.mounted ??= new Map()).set(vol.name, { ...result.volume, kind: match.kind });
+      const claimName = vol.persistentVolumeClaim?.claimName;
+      (state.mounted ??= new Map()).set(vol.name, {
+        ...result.volume,
+        kind: match.kind,
+        ...(typeof claimName === 'string' ? { claimName } : {}),
+      });
+      state.namespace = pod.metadata.namespace ?? '';
       return 'mounted';
     }
     if (result.stage === 'mount') {
+      // The attach limit rejects the pod: no back-off, no FailedMount of its own.
+      if (result.attach === 'limit') return { stage: 'mount', message: result.message, attach: 'limit' };
       const delayMs = failure ? Math.min(failure.delayMs * 2, MountBackOffMaxMs) : MountBackOffInitialMs;
       (state.failed ??= new Map()).set(vol.name, {
         retryAt: now + delayMs,
@@ -203,7 +250,100 @@ export class VolumeManager {
     }
     // A remount that fails keeps the volume (and the pod) as it was.
     if (previous) return 'mounted';
-    return { stage: result.stage, message: result.message };
+    return {
+      stage: result.stage,
+      message: result.message,
+      ...(result.attach ? { attach: result.attach } : {}),
+    };
+  }
+
+  /**
+   * The stats of a pod's mounted CSI volumes (NodeGetVolumeStats), each asked at most once per
+   * CSIVolumeStatsPeriodMs; volumes whose driver reports none are left out, a failed call keeps the last.
+   */
+  async csiVolumeStats(uid: string): Promise<PodCSIVolumeStats[]> {
+    const state = this.pods.get(uid);
+    if (!state?.mounted) return [];
+    const out: PodCSIVolumeStats[] = [];
+    const now = this.d.clock.now();
+    for (const [name, v] of state.mounted) {
+      if (
+        v.kind !== 'csi' &&
+        !(v.kind === 'persistentVolumeClaim' && v.hostPath.includes(`/${CSIPluginDir}/`))
+      )
+        continue;
+      const cached = state.csiStats?.get(name);
+      if (cached && now - cached.atMs < CSIVolumeStatsPeriodMs) {
+        out.push(cached.stats);
+        continue;
+      }
+      let figures: CSIVolumeFigures | undefined;
+      try {
+        figures = await csiVolumeStats(this.d, v.hostPath);
+      } catch (err) {
+        this.d.logger.warn('Failed to calculate volume metrics', {
+          podUID: uid,
+          volumeName: name,
+          err: errorMessage(err),
+        });
+        if (cached) out.push(cached.stats);
+        continue;
+      }
+      if (!figures) continue;
+      const stats: PodCSIVolumeStats = {
+        name,
+        timeMs: now,
+        ...figures,
+        ...(v.claimName !== undefined
+          ? { pvcRef: { name: v.claimName, namespace: state.namespace ?? '' } }
+          : {}),
+      };
+      (state.csiStats ??= new Map()).set(name, { atMs: now, stats });
+      out.push(stats);
+    }
+    return out;
+  }
+
+  /**
+   * Node expansion of the pod's mounted CSI claims (the kubelet's populator checks every mounted claim's
+   * size; the reconciler expands it in use). A failed expansion backs off as a failed mount does and never
+   * fails the pod: it shows in the claim's status and a FileSystemResizeFailed Event.
+   */
+  private async expandMounted(pod: Pod, state: PodVolumesState): Promise<void> {
+    if (!this.d.csi?.claims || !state.mounted) return;
+    const now = this.d.clock.now();
+    for (const [name, v] of state.mounted) {
+      if (v.claimName === undefined || !v.hostPath.includes(`/${CSIPluginDir}/`)) continue;
+      const prev = state.expansion?.get(name);
+      if (prev && now < prev.retryAt) continue;
+      let outcome;
+      try {
+        outcome = await nodeExpandCSIVolume(
+          this.d,
+          pod,
+          name,
+          v.claimName,
+          v.readOnly,
+          prev?.failedFinal ?? false,
+        );
+      } catch (err) {
+        this.d.logger.warn('node expansion check failed', { volumeName: name, err: errorMessage(err) });
+        continue;
+      }
+      for (const e of outcome.events) {
+        try {
+          this.d.record(pod, e.type, e.reason, e.message);
+        } catch (err) {
+          this.d.logger.warn('event recorder failed', { reason: e.reason, err: errorMessage(err) });
+        }
+      }
+      if (outcome.failedFinal === true) {
+        const delayMs = prev ? Math.min(prev.delayMs * 2, MountBackOffMaxMs) : MountBackOffInitialMs;
+        (state.expansion ??= new Map()).set(name, { failedFinal: true, retryAt: now + delayMs, delayMs });
+      } else if (outcome.failedFinal === false) {
+        state.expansion?.delete(name);
+      }
+    }
   }
 
   private recordFailedMount(pod: Pod, message: string): void {
@@ -217,7 +357,7 @@ export class VolumeManager {
   /**
    * Tears down every volume of a terminated pod (kubelet: the reconciler's unmounts once the pod may no longer
    * run, then WaitForUnmount). Volumes are found on disk, so a pod mounted by an earlier process is torn down
-   * too. Idempotent.
+   * too. Idempotent. Rejects when a CSI driver could not unpublish (the caller tries again later).
    */
   async unmountPod(uid: string): Promise<void> {
     this.pods.delete(uid);
@@ -231,6 +371,8 @@ export class VolumeManager {
     } catch {
       return; // gone meanwhile
     }
+    // CSI volumes first, and a failure rejects: the driver must unpublish before the directory may go.
+    if (present.includes(CSIPluginDir)) await tearDownCSIPodVolumes(this.d, uid);
     for (const plugin of datavolumePlugins()) {
       if (!present.includes(plugin)) continue;
       let names: string[] = [];

@@ -699,6 +699,31 @@ describe('KubeletPodSyncer', () => {
     expect(await sync(updated), 'forgotten by housekeeping').to.deep.equal(whole);
   });
 
+  it('a volume attach limit rejects the pod the kubelet way: Failed with the reason, nothing started, never again', async () => {
+    const f = new Fakes();
+    const s = f.syncer();
+    f.runtimeViews = [rt('a', [])];
+    f.mountResult = {
+      ok: false,
+      report: true,
+      reject: 'VolumeAttachmentLimitExceeded',
+      message: 'Node has reached its volume attachment limit, rejecting pod. unmounted volumes=[data]',
+    } as MountPodResult;
+    expect(await s.syncPod(ctx(), 'create', mkPod('a'), f.view())).to.deep.equal({ isTerminal: true });
+    expect(f.calls).to.not.include('runtime.syncPod');
+    const st = f.statuses.get('a')!;
+    expect(st.phase).to.equal('Failed');
+    expect(st.reason).to.equal('VolumeAttachmentLimitExceeded');
+    expect(st.message).to.equal(
+      'Pod was rejected: Node has reached its volume attachment limit, rejecting pod. unmounted volumes=[data]',
+    );
+    expect(f.events.at(-1)).to.match(/^Warning VolumeAttachmentLimitExceeded Node has reached/);
+    expect(s.isRejected('a')).to.equal(true);
+    f.calls = [];
+    expect(await s.syncPod(ctx(), 'update', mkPod('a'), f.view())).to.deep.equal({ isTerminal: true });
+    expect(f.calls).to.deep.equal([]);
+  });
+
   it('never takes a pod with an active deadline, or one whose probe results cannot be versioned, as settled', async () => {
     const f = new Fakes();
     f.syncResult = { results: [] };

@@ -180,6 +180,23 @@ describe('pluginmanager/csihandler', () => {
       h.stop();
     });
 
+    it('a ResourceExhausted attach refreshes at once when the CSIDriver has a period, else does nothing', async () => {
+      const api = new FakeApi();
+      let count = 16;
+      const h = handler(api, () => ({ ...INFO, maxVolumesPerNode: count }), 60_000);
+      await h.registerPlugin(D, '/p/csi.sock', ['1.0.0']);
+      count = 3;
+      expect(await h.refreshAllocatable(D), 'no CSIDriver').to.equal(false);
+      api.csiDriverPeriodSeconds = 0;
+      expect(await h.refreshAllocatable(D), 'no period').to.equal(false);
+      expect(api.csiNode?.spec.drivers?.[0]?.allocatable).to.deep.equal({ count: 16 });
+      api.csiDriverPeriodSeconds = 3600;
+      expect(await h.refreshAllocatable(D)).to.equal(true);
+      expect(api.csiNode?.spec.drivers?.[0]?.allocatable).to.deep.equal({ count: 3 });
+      expect(await h.refreshAllocatable('other.csi'), 'not registered').to.equal(false);
+      h.stop();
+    });
+
     it('no period (or no CSIDriver): no refresh, the CSIDriver looked at again', async () => {
       const api = new FakeApi();
       let count = 16;

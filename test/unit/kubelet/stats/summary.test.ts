@@ -166,6 +166,36 @@ describe('stats/summary', () => {
     expect(pod.process_stats).to.deep.equal({ process_count: 2 });
   });
 
+  it('lists persistent (CSI) volumes with their claim after the ephemeral ones, outside ephemeral-storage', () => {
+    const b = new SummaryBuilder();
+    const s1 = sandbox('s1', 'u1', T - 10_000);
+    const c1 = container('c1', 's1', 'app', T - 9_000);
+    const pvc = {
+      time: T,
+      name: 'claim',
+      capacityBytes: 5e6,
+      usedBytes: 3e6,
+      pvcRef: { name: 'data', namespace: 'ns' },
+    };
+    const s = b.build(
+      input(T, {
+        sandboxes: [s1],
+        containers: [c1],
+        sandboxStats: [sstats(s1, [cstats('c1', 'app', T, 1, 1)])],
+        fs: {
+          node: { time: T, capacityBytes: 1e9 },
+          volumes: () => [{ time: T, name: 'scratch', usedBytes: 1000, inodesUsed: 4 }],
+          persistentVolumes: (uid) => (uid === 'u1' ? [pvc] : undefined),
+          logs: () => undefined,
+        },
+      }),
+    );
+    const pod = s.pods[0]!;
+    expect(pod.volume?.map((v) => v.name)).to.deep.equal(['scratch', 'claim']);
+    expect(pod.volume?.[1]).to.deep.equal(pvc);
+    expect(pod['ephemeral-storage']).to.deep.include({ usedBytes: 4096 + 1000 });
+  });
+
   it('adds filesystems when asked: rootfs, logs and volumes into ephemeral-storage', () => {
     const b = new SummaryBuilder();
     const s1 = sandbox('s1', 'u1', T - 10_000);

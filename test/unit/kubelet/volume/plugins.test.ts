@@ -8,7 +8,7 @@ import {
 } from '../../../../src/kubelet/volume/plugins.js';
 
 const SUPPORTED =
-  'emptyDir, hostPath, configMap, secret, downwardAPI, projected, persistentVolumeClaim, image';
+  'emptyDir, hostPath, configMap, secret, downwardAPI, projected, persistentVolumeClaim, csi, image';
 
 describe('volumemanager/plugins', () => {
   describe('findPlugin', () => {
@@ -32,6 +32,7 @@ describe('volumemanager/plugins', () => {
         'configMap',
       ],
       ['a source set to undefined', { name: 'v', csi: undefined }, 'emptyDir'],
+      ['an inline csi volume', { name: 'v', csi: { driver: 'hostpath.csi.k8s.io' } }, 'csi'],
     ];
     for (const [what, vol, kind] of served) {
       it(`serves ${what} with the ${kind} plugin`, () => {
@@ -45,12 +46,6 @@ describe('volumemanager/plugins', () => {
         { name: 'data', nfs: { server: 'nfs.local', path: '/exports' } },
         'nfs',
         `kubelet-operator does not support nfs volumes (supported: ${SUPPORTED})`,
-      ],
-      [
-        'csi',
-        { name: 'store', csi: { driver: 'ebs.csi.aws.com' } },
-        'csi',
-        `kubelet-operator does not support csi volumes (supported: ${SUPPORTED})`,
       ],
       [
         'ephemeral',

@@ -12,7 +12,7 @@ import {
 import { b64, dirs, harness, modeOf, NS, PODS, podWith, text, UID, type Harness } from './fixtures.js';
 
 const SUPPORTED =
-  'emptyDir, hostPath, configMap, secret, downwardAPI, projected, persistentVolumeClaim, image';
+  'emptyDir, hostPath, configMap, secret, downwardAPI, projected, persistentVolumeClaim, csi, image';
 const cm = (name: string, configMap = 'app-config'): Volume => ({ name, configMap: { name: configMap } });
 
 function failed(r: MountPodResult): { message: string; report: boolean } {
@@ -309,10 +309,10 @@ describe('volumemanager/volumemanager', () => {
           `failed to get Plugin from volumeSpec for volume "data" err=no volume plugin matched: kubelet-operator does not support nfs volumes (supported: ${SUPPORTED})`,
         ],
         [
-          'csi',
+          'csi on a node without real volumes',
           { name: 'data', csi: { driver: 'ebs.csi.aws.com' } },
           () => undefined,
-          `failed to get Plugin from volumeSpec for volume "data" err=no volume plugin matched: kubelet-operator does not support csi volumes (supported: ${SUPPORTED})`,
+          `failed to get Plugin from volumeSpec for volume "data" err=no volume plugin matched: kubelet-operator does not support csi volumes on nodes without real volumes`,
         ],
         [
           'an unbound claim',
