@@ -44,7 +44,7 @@ import { kubeletLocalApis, type KubeletLocalApis } from '../kubelet/apis/server.
 import { startNodePluginManager, type NodePluginManager } from '../kubelet/pluginmanager/node.js';
 import { csiHostFor } from '../kubelet/volume/csihost.js';
 import { nodeKubeletSettings } from './nodeconfigz.js';
-import { resourceManagersFor } from './nodecpumanager.js';
+import { resourceManagersFor } from './cpumanager.js';
 import { statsProviderFor } from './nodestats.js';
 import type { StatsProvider } from '../kubelet/stats/provider.js';
 import type { SimRuntimeOptions } from '../runtime/sim/runtime.js';

@@ -26,7 +26,7 @@ import { PatchTypes, type KubeClient } from '../../src/kube/client.js';
 import { dialUnix, unary } from '../../src/kubelet/pluginmanager/manager.js';
 import { kubeletRootPaths, pluginDir } from '../../src/kubelet/rootdir.js';
 import { stagingDataDir } from '../../src/kubelet/volume/csi.js';
-import { nodeRootDir } from '../../src/podenvironment.js';
+import { nodeRootDir } from '../../src/app/podenvironment.js';
 import { loadProtoPackage } from '../../src/util/grpcmodules.js';
 import { startCriNodeEnv, type CriNodeEnv } from '../support/crinode.js';
 import { csiPluginBinaries } from '../support/csiplugins.js';

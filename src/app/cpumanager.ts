@@ -6,17 +6,17 @@
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import type { VirtualNodeSpec } from './api/virtualnode.js';
-import { fileCheckpointStore, readHostCPUTopology } from './kubelet/cm/cpumanager/shell.js';
-import { CPU_MANAGER_STATE_FILE } from './kubelet/cm/cpumanager/state.js';
+import type { VirtualNodeSpec } from '../api/virtualnode.js';
+import { fileCheckpointStore, readHostCPUTopology } from '../kubelet/cm/cpumanager/shell.js';
+import { CPU_MANAGER_STATE_FILE } from '../kubelet/cm/cpumanager/state.js';
 import {
   declaredTopology,
   topologyFromCapacity,
   type CPUTopology,
-} from './kubelet/cm/cpumanager/topology.js';
-import { DEFAULT_CPU_MANAGER_RECONCILE_PERIOD_MS, ResourceManagers } from './kubelet/cm/resourcemanagers.js';
-import { parseGoDuration } from './util/duration.js';
-import { quantityMilliValue } from './util/quantity.js';
+} from '../kubelet/cm/cpumanager/topology.js';
+import { DEFAULT_CPU_MANAGER_RECONCILE_PERIOD_MS, ResourceManagers } from '../kubelet/cm/resourcemanagers.js';
+import { parseGoDuration } from '../util/duration.js';
+import { quantityMilliValue } from '../util/quantity.js';
 
 function cpuOf(m: Record<string, string | number> | undefined): string | undefined {
   const v = m?.['cpu'];
