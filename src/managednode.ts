@@ -10,6 +10,8 @@
  * on `eventClient`, everything else (registration, pods, volumes, env references) on `client`.
  */
 import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import type { Pod } from './api/core.js';
 import type { VirtualNode, VirtualNodeSpec } from './api/virtualnode.js';
 import { parseGoDuration } from './util/duration.js';
@@ -25,6 +27,11 @@ import { Kubelet } from './kubelet/kubelet.js';
 import { evictionConfigFrom } from './kubelet/eviction/settings.js';
 import { shutdownConfigFrom, ShutdownDisabled, type ShutdownConfig } from './kubelet/nodeshutdown/config.js';
 import { imageGCPolicyFrom, type ImageGCPolicy } from './kubelet/images/imagegc.js';
+import { imagePullCredentialsSettingsFrom } from './kubelet/images/pullcredentials.js';
+import {
+  parseCredentialProviderConfig,
+  type CredentialProvider,
+} from './kubelet/credentialprovider/plugin.js';
 import type { KubeletSettings } from './kubelet/kubelet_config.js';
 import { PodsByNodeIndex } from './kubelet/podmanager.js';
 import { asPodUID } from './kubelet/container/types.js';
@@ -320,6 +327,14 @@ export class KubeletManagedNode implements ManagedNode {
     const imageGC = imageGCPolicyFrom(spec.kubelet);
     if (imageGC.error !== undefined) settingsRefused('InvalidImageGCSettings', 'image GC', imageGC.error);
     this.imageGCPolicy = imageGC.policy;
+    const pullCredentials = imagePullCredentialsSettingsFrom(spec.kubelet);
+    if ('error' in pullCredentials)
+      settingsRefused('InvalidImagePullCredentialsSettings', 'image pull credentials', pullCredentials.error);
+    else this.kubeletSettings.imagePullCredentials = pullCredentials;
+    const plugins = credentialProvidersFrom(spec.kubelet);
+    if ('error' in plugins)
+      settingsRefused('InvalidCredentialProviderConfig', 'image credential provider', plugins.error);
+    else if (plugins.providers) this.kubeletSettings.credentialProviders = plugins.providers;
     this.kubelet = new Kubelet({
       imageGC: {
         policy: imageGC.policy,
@@ -669,4 +684,32 @@ export function kubeletNodeFactory(deps: ManagedNodeDeps): ManagedNodeFactory {
       a.internalIP !== b.internalIP ||
       a.nodeName !== b.nodeName,
   };
+}
+
+/**
+ * The node's credential provider plugins (kubelet RegisterCredentialProviderPlugins): both paths or neither;
+ * the config read and checked as the kubelet checks it. A kubelet would not start; the node runs without.
+ */
+function credentialProvidersFrom(k: {
+  imageCredentialProviderConfigPath?: string | undefined;
+  imageCredentialProviderBinDir?: string | undefined;
+}): { providers?: { providers: CredentialProvider[]; binDir: string } } | { error: string } {
+  const configPath = k.imageCredentialProviderConfigPath;
+  const binDir = k.imageCredentialProviderBinDir;
+  if (!configPath && !binDir) return {};
+  if (!configPath || !binDir)
+    return { error: 'imageCredentialProviderConfigPath and imageCredentialProviderBinDir go together' };
+  let text: string;
+  try {
+    text = readFileSync(configPath, 'utf8');
+  } catch (err) {
+    return { error: `failed to load external credential provider config: ${errorMessage(err)}` };
+  }
+  const parsed = parseCredentialProviderConfig(text);
+  if ('errors' in parsed)
+    return { error: `failed to validate credential provider config: ${parsed.errors.join(', ')}` };
+  for (const p of parsed.providers)
+    if (!existsSync(path.join(binDir, p.name)))
+      return { error: `plugin binary executable ${path.join(binDir, p.name)} did not exist` };
+  return { providers: { providers: parsed.providers, binDir } };
 }
