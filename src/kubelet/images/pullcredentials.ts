@@ -173,7 +173,7 @@ export function podPullCredentials(found: readonly TrackedAuthConfig[]): PodPull
 export const WRITE_RECORD_WHILE_MATCHING_LIMIT = 100;
 
 export type PullCheck =
-  | { pull: true; why: 'no-record' | 'must-authenticate' | 'unknown-image-name' }
+  | { pull: true; why: 'no-record' | 'must-authenticate' | 'unknown-image-name' | 'unreadable-record' }
   | {
       pull: false;
       why: 'policy' | 'node-accessible' | 'credentials-match';

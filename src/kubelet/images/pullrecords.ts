@@ -102,12 +102,17 @@ export class ImagePullManager {
     private readonly log: PullRecordsLogger,
   ) {}
 
-  private async pulledRecord(imageRef: string): Promise<ImagePulledRecord | undefined> {
+  /** The image's record; 'unreadable' when a file is there but is no record (the kubelet then pulls). */
+  private async pulledRecord(imageRef: string): Promise<ImagePulledRecord | undefined | 'unreadable'> {
     const text = await this.files.read('pulled', cacheFilename(imageRef));
     if (text === undefined) return undefined;
     const r = parsePulledRecord(text);
-    if (!r) this.log.warn('unreadable image pulled record, treated as absent', { imageRef });
-    return r;
+    if (!r) {
+      this.log.warn('unreadable image pulled record', { imageRef });
+      return 'unreadable';
+    }
+    // A record of another image under this name (a hash collision, a hand edit) is none.
+    return r.imageRef === imageRef ? r : undefined;
   }
 
   private async intentExists(image: string): Promise<boolean> {
@@ -141,8 +146,9 @@ export class ImagePullManager {
     imageRef: string,
     credentials: ImagePullCredentials | undefined,
   ): Promise<void> {
+    const existing = await this.pulledRecord(imageRef);
     const { record, changed } = mergePulledRecord(
-      await this.pulledRecord(imageRef),
+      existing === 'unreadable' ? undefined : existing,
       imageRef,
       image,
       credentials,
@@ -182,6 +188,8 @@ export class ImagePullManager {
   ): Promise<PullCheck> {
     if (imageRef === '') return { pull: true, why: 'no-record' };
     const record = await this.pulledRecord(imageRef);
+    // Records that cannot be read: fail safe, as the kubelet, by pulling.
+    if (record === 'unreadable') return { pull: true, why: 'unreadable-record' };
     const pulledByKubelet = record !== undefined || (await this.intentExists(image));
     // The decision is pure and asks for the pod's credentials synchronously: when it does, they are looked
     // up (plugins may run) and it is made again with them.
