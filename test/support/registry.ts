@@ -157,7 +157,11 @@ export async function startRegistry(
   });
   let stderr = '';
   child.stderr!.on('data', (b: Buffer) => (stderr = (stderr + b.toString()).slice(-4000)));
+  // A test process that ends without stop() (a failed before hook, ^C) takes its registry with it.
+  const killOnExit = (): void => void child.kill('SIGKILL');
+  process.once('exit', killOnExit);
   const stop = async (): Promise<void> => {
+    process.removeListener('exit', killOnExit);
     if (child.exitCode === null) {
       child.kill('SIGTERM');
       await new Promise((r) => child.once('exit', r));
