@@ -11,6 +11,7 @@
 #                                (default 127.0.0.1; from another namespace it must be the node's address).
 #                                A file <dir>/cni/conf-template.json becomes the CRI plugin's conf_template:
 #                                the CNI config is written from it when the kubelet hands over the pod CIDR.
+#                                A directory <dir>/certs.d becomes the CRI registry config_path (hosts.toml).
 #   containerd.sh stop <dir>     removes pods and containers, stops containerd, unmounts, removes <dir>
 #
 # Each instance owns the pod cgroups under /kubelet-operator-test/<basename of dir>; stop removes them.
@@ -211,6 +212,10 @@ oom_score = 0
 EOF
   if [[ -f "$dir/cni/conf-template.json" ]]; then
     echo "      conf_template = \"$dir/cni/conf-template.json\"" >>"$dir/config.toml"
+  fi
+  # Registries of the test's own (hosts.toml per host: its CA): the CRI plugin reads them on every pull.
+  if [[ -d "$dir/certs.d" ]]; then
+    printf '\n    [plugins."io.containerd.grpc.v1.cri".registry]\n      config_path = "%s"\n' "$dir/certs.d" >>"$dir/config.toml"
   fi
 }
 

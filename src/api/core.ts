@@ -228,6 +228,8 @@ export interface PodSpec {
   tolerations?: Toleration[];
   volumes?: Volume[];
   serviceAccountName?: string;
+  /** Secrets with registry credentials for pulling the pod's images (the ServiceAccount admission adds its own). */
+  imagePullSecrets?: { name?: string }[];
   priority?: number;
   securityContext?: PodSecurityContext;
   nodeSelector?: Record<string, string>;

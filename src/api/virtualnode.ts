@@ -222,6 +222,21 @@ export const VirtualNodeSpecSchema = z
           })
           .strict()
           .optional(),
+        /**
+         * KubeletEnsureSecretPulledImages: when a pod must show credentials for an image already on the node
+         * (src/kubelet/images/pullcredentials.ts). Default NeverVerifyPreloadedImages. Checked with the
+         * kubelet's rules when the node starts: a refused pair is a Warning Event and the defaults run.
+         */
+        imagePullCredentialsVerificationPolicy: z.string().max(64).optional(),
+        /** Images (`registry/path` or `registry/prefix/*`) exempt under NeverVerifyAllowlistedImages. */
+        preloadedImagesVerificationAllowlist: z.array(z.string().max(512)).max(256).optional(),
+        /**
+         * kubelet --image-credential-provider-config and --image-credential-provider-bin-dir: a
+         * CredentialProviderConfig file and the directory of its plugins, on the operator's host. Read when
+         * the node starts; a config the kubelet would refuse is a Warning Event and no plugin runs.
+         */
+        imageCredentialProviderConfigPath: z.string().startsWith('/').max(4096).optional(),
+        imageCredentialProviderBinDir: z.string().startsWith('/').max(4096).optional(),
       })
       .strict()
       .default({ allowedUnsafeSysctls: [] }),

@@ -39,6 +39,13 @@ import { RuntimeState } from '../node/runtimestate.js';
 import { nodeRef, restEventSink, restNodeAPI, type NodeAPI, type NodeHeartbeatAPI } from '../node/api.js';
 import { StartupHold } from '../kube/startuphold.js';
 import { restVolumeSources, type VolumeSources } from '../kubelet/volume/sources.js';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { imagePullCredentialsSettingsFrom } from '../kubelet/images/pullcredentials.js';
+import {
+  parseCredentialProviderConfig,
+  type CredentialProvider,
+} from '../kubelet/credentialprovider/plugin.js';
 import { nodeLogDir, nodeRootDir, podEnvironmentFor, type NodePodEnvironment } from './podenvironment.js';
 import { kubeletLocalApis, type KubeletLocalApis } from '../kubelet/apis/server.js';
 import { startNodePluginManager, type NodePluginManager } from '../kubelet/pluginmanager/node.js';
@@ -343,6 +350,14 @@ export class KubeletManagedNode implements ManagedNode {
       spec,
       nodeRootDir(deps.stateDir ?? DEFAULT_STATE_DIR, nodeName),
     );
+    const pullCredentials = imagePullCredentialsSettingsFrom(spec.kubelet);
+    if ('error' in pullCredentials)
+      settingsRefused('InvalidImagePullCredentialsSettings', 'image pull credentials', pullCredentials.error);
+    else this.kubeletSettings.imagePullCredentials = pullCredentials;
+    const plugins = credentialProvidersFrom(spec.kubelet);
+    if ('error' in plugins)
+      settingsRefused('InvalidCredentialProviderConfig', 'image credential provider', plugins.error);
+    else if (plugins.providers) this.kubeletSettings.credentialProviders = plugins.providers;
     this.kubelet = new Kubelet({
       ...(resourceManagers ? { resourceManagers } : {}),
       imageGC: {
@@ -693,4 +708,32 @@ export function kubeletNodeFactory(deps: ManagedNodeDeps): ManagedNodeFactory {
       a.internalIP !== b.internalIP ||
       a.nodeName !== b.nodeName,
   };
+}
+
+/**
+ * The node's credential provider plugins (kubelet RegisterCredentialProviderPlugins): both paths or neither;
+ * the config read and checked as the kubelet checks it. A kubelet would not start; the node runs without.
+ */
+function credentialProvidersFrom(k: {
+  imageCredentialProviderConfigPath?: string | undefined;
+  imageCredentialProviderBinDir?: string | undefined;
+}): { providers?: { providers: CredentialProvider[]; binDir: string } } | { error: string } {
+  const configPath = k.imageCredentialProviderConfigPath;
+  const binDir = k.imageCredentialProviderBinDir;
+  if (!configPath && !binDir) return {};
+  if (!configPath || !binDir)
+    return { error: 'imageCredentialProviderConfigPath and imageCredentialProviderBinDir go together' };
+  let text: string;
+  try {
+    text = readFileSync(configPath, 'utf8');
+  } catch (err) {
+    return { error: `failed to load external credential provider config: ${errorMessage(err)}` };
+  }
+  const parsed = parseCredentialProviderConfig(text);
+  if ('errors' in parsed)
+    return { error: `failed to validate credential provider config: ${parsed.errors.join(', ')}` };
+  for (const p of parsed.providers)
+    if (!existsSync(path.join(binDir, p.name)))
+      return { error: `plugin binary executable ${path.join(binDir, p.name)} did not exist` };
+  return { providers: { providers: parsed.providers, binDir } };
 }

@@ -3,6 +3,8 @@
  * or inconsistent dependency is a KindError('InvalidArgument') before anything runs), with the kubelet's
  * default periods.
  */
+import type { ImagePullCredentialsVerificationPolicy } from './images/pullcredentials.js';
+import type { CredentialProvider } from './credentialprovider/plugin.js';
 import { isIP } from 'node:net';
 import { release } from 'node:os';
 import type { Pod } from '../api/core.js';
@@ -74,6 +76,16 @@ export interface KubeletSettings {
   allowedUnsafeSysctls?: string[];
   /** The kernel release that gates some safe sysctls; default this machine's (os.release()). */
   kernelVersion?: string;
+  /**
+   * KubeletEnsureSecretPulledImages: imagePullCredentialsVerificationPolicy and its allowlist (checked by the
+   * caller). Default the kubelet's NeverVerifyPreloadedImages; records live under the pod environment's rootDir.
+   */
+  imagePullCredentials?: {
+    policy: ImagePullCredentialsVerificationPolicy;
+    preloadedImagesVerificationAllowlist: readonly string[];
+  };
+  /** kubelet --image-credential-provider-config / --image-credential-provider-bin-dir, read and checked. */
+  credentialProviders?: { providers: readonly CredentialProvider[]; binDir: string };
 }
 
 export interface KubeletDeps {

@@ -596,8 +596,8 @@ export interface Runtime {
   attach(req: StreamingRequest): Promise<{ url: string }>;
   portForward(podSandboxId: string, ports: number[]): Promise<{ url: string }>;
 
-  /** Resolves to the image reference (ID) that was pulled. */
-  pullImage(image: string, sandboxConfig?: PodSandboxConfig): Promise<string>;
+  /** Resolves to the image reference (ID) that was pulled; `auth`: the registry credentials to pull with. */
+  pullImage(image: string, sandboxConfig?: PodSandboxConfig, auth?: AuthConfig): Promise<string>;
   /** Null when the image is not present. */
   imageStatus(image: string): Promise<Image | null>;
   listImages(): Promise<Image[]>;
@@ -607,4 +607,15 @@ export interface Runtime {
 
   /** Releases connections and timers. The runtime is unusable afterwards. */
   close(): Promise<void>;
+}
+
+/** Registry credentials for a pull (CRI AuthConfig). */
+export interface AuthConfig {
+  username?: string;
+  password?: string;
+  /** base64 of `username:password`. */
+  auth?: string;
+  serverAddress?: string;
+  identityToken?: string;
+  registryToken?: string;
 }

@@ -15,7 +15,9 @@ const escape = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 /** The kubelet's event messages, by reason. */
 export const kubeletMessage = {
   pulling: (image: string): string => `Pulling image "${image}"`,
-  alreadyPresent: (image: string): string => `Container image "${image}" already present on machine`,
+  // KubeletEnsureSecretPulledImages (on in v1.37) adds that the pod may use it.
+  alreadyPresent: (image: string): string =>
+    `Container image "${image}" already present on machine and can be accessed by the pod`,
   created: (container: string): string => `Created container: ${container}`,
   started: (container: string): string => `Started container ${container}`,
   stopping: (container: string): string => `Stopping container ${container}`,

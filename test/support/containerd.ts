@@ -137,6 +137,8 @@ export interface ContainerdOptions {
   netns?: { path: string; streamAddress: string };
   /** A CNI config template (containerd's conf_template): the config is written once the pod CIDR comes. */
   cniConfTemplate?: string;
+  /** Registries by `host[:port]`, with the CA that signed their serving certificate (certs.d hosts.toml). */
+  registryCAs?: Record<string, string>;
 }
 
 /** Starts a private containerd; see the module comment. */
@@ -147,6 +149,13 @@ export async function startContainerd(opts: ContainerdOptions = {}): Promise<Tes
   if (opts.cniConfTemplate !== undefined) {
     mkdirSync(join(dir, 'cni'), { recursive: true });
     writeFileSync(join(dir, 'cni', 'conf-template.json'), opts.cniConfTemplate);
+  }
+  for (const [host, caFile] of Object.entries(opts.registryCAs ?? {})) {
+    mkdirSync(join(dir, 'certs.d', host), { recursive: true });
+    writeFileSync(
+      join(dir, 'certs.d', host, 'hosts.toml'),
+      `server = "https://${host}"\n\n[host."https://${host}"]\n  capabilities = ["pull", "resolve"]\n  ca = ${JSON.stringify(caFile)}\n`,
+    );
   }
   const env = {
     ...process.env,

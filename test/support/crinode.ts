@@ -70,6 +70,8 @@ export async function startCriNodeEnv(o: {
   logger?: Logger;
   /** The node's image GC period (default the kubelet's 5 minutes). */
   imageGCPeriodMs?: number;
+  /** Registries the node's containerd trusts, by `host:port`, with their CA file (test/support/registry.ts). */
+  registryCAs?: Record<string, string>;
 }): Promise<CriNodeEnv> {
   const dir = await mkdtemp(path.join(tmpdir(), `ko-${o.node}-`));
   const stateDir = path.join(dir, 'state');
@@ -103,7 +105,7 @@ export async function startCriNodeEnv(o: {
       startControlPlane({
         apiserverArgs: [...(pki ? nodeApiApiserverArgs(pki.ca) : []), ...(o.apiserverArgs ?? [])],
       }),
-      startContainerd(),
+      startContainerd(o.registryCAs ? { registryCAs: o.registryCAs } : {}),
     ]);
     if (cpStart.status === 'fulfilled') parts.cp = cpStart.value;
     if (ctdStart.status === 'fulfilled') parts.ctd = ctdStart.value;

@@ -64,6 +64,10 @@ const SHELL = new Set([
   'apis/pods/podproto.ts',
   // The image GC's loops: listing, removing and Events around the pure images/imagegc.ts.
   'images/imagegc_manager.ts',
+  // The pull records' files (KubeletEnsureSecretPulledImages) around the pure images/pullcredentials.ts.
+  'images/pullrecords.ts',
+  // Running credential provider plugins, and their ServiceAccount reads, around the pure credentialprovider/plugin.ts.
+  'credentialprovider/exec.ts',
   // The plugin watcher, its gRPC calls and the CSI and DRA handlers' writes around the pure
   // pluginmanager/reconciler.ts, csinodeinfo.ts and dradrivers.ts.
   'pluginmanager/manager.ts',

@@ -15,6 +15,8 @@ import type { NodeSettings } from './sandboxconfig.js';
 import type { ContainerFileReader } from './terminationmessage.js';
 import type { PodCgroupAccess } from '../cm/podcgroup.js';
 import type { PodResourceConfig } from '../cm/resourceconfig.js';
+import type { PullSecret, TrackedAuthConfig } from '../credentialprovider/keyring.js';
+import type { ImagePullManager } from '../images/pullrecords.js';
 
 export interface RuntimeManagerLogger {
   info(message: string, fields?: Record<string, unknown>): void;
@@ -74,6 +76,12 @@ export interface ManagerContext {
   runtimeHelper?: RuntimeHelper;
   /** Reads termination messages of exited containers. */
   files?: ContainerFileReader;
+  /** A pod's imagePullSecret by name (undefined: none such); without it no pull secret is read. */
+  getPullSecret?(namespace: string, name: string): Promise<PullSecret | undefined>;
+  /** The node's credential provider plugins: credentials for an image (its repository), after the pod's secrets. */
+  credentialProviders?(pod: Pod, image: string, repository: string): Promise<TrackedAuthConfig[]>;
+  /** KubeletEnsureSecretPulledImages: the node's pull records and verification policy; without it, off. */
+  imagePullManager?: ImagePullManager;
 }
 
 /**

@@ -5,12 +5,20 @@
  * events (on the container, or on the pod for an image volume).
  */
 import type { Container, Pod, PullPolicy } from '../../api/core.js';
-import type { Image, PodSandboxConfig } from '../../runtime/types.js';
+import type { AuthConfig as RuntimeAuthConfig, Image, PodSandboxConfig } from '../../runtime/types.js';
 import { formatGoDuration } from '../../util/duration.js';
 import { errorMessage } from '../../util/errors.js';
 import { recordContainerEvent, recordPodEvent, type ManagerContext } from './context.js';
 import type { SyncErrorReason } from './syncresult.js';
 import { NO_IMAGE_VOLUMES, type ImageVolumePull, type ImageVolumePulls } from './imagevolumes.js';
+import {
+  DockerKeyring,
+  keyringFromSecrets,
+  repositoryToPull,
+  type PullSecret,
+  type TrackedAuthConfig,
+} from '../credentialprovider/keyring.js';
+import { sha256Hex } from '../images/pullrecords.js';
 
 export type EnsureImageOutcome =
   | {
@@ -86,7 +94,7 @@ async function ensureImage(
   },
 ): Promise<EnsureImageOutcome> {
   const quoted = JSON.stringify(requested);
-  const { event, sandboxConfig } = at;
+  const { event } = at;
 
   if (requested.trim() === '' || /\s/.test(requested)) {
     const message = `Failed to apply default image tag ${quoted}: couldn't parse image name ${quoted}: invalid reference format`;
@@ -104,17 +112,163 @@ async function ensureImage(
     return { ok: false, error: 'ImageInspectError', message };
   }
 
-  const shouldPull = policy === 'Always' || (policy === 'IfNotPresent' && !present);
-  if (!shouldPull) {
-    if (present) {
+  // The pod's credentials for the image, looked up once and only when needed (kubelet
+  // makeLookupPullCredentialsFunc): its pull secrets first, then the node's credential providers.
+  let lookedUp: Promise<CredentialLookup> | undefined;
+  const credentials = () => (lookedUp ??= lookupPullCredentials(ctx, pod, image));
+  // Nothing to look up: no extra turn of the event loop, so pods without credentials sync as before.
+  const noLookup = (pod.spec.imagePullSecrets ?? []).length === 0 && !ctx.credentialProviders;
+
+  const pullManager = ctx.imagePullManager;
+  if (policy !== 'Always' && present) {
+    if (!pullManager) {
       event('Normal', 'Pulled', `Container image ${quoted} already present on machine`);
       return { ok: true, imageRef: present.id, image: present };
     }
+    // KubeletEnsureSecretPulledImages: a pod may use an image pulled with credentials only with them too.
+    // The pod's credentials are looked up only when the image's record asks for them, as the kubelet does.
+    let lookupError: string | undefined;
+    const check = await pullManager.mustAttemptImagePull(requested, present.id, async () => {
+      const found = noLookup ? NO_CREDENTIALS : await credentials();
+      if (found.ok) return found.credentials;
+      lookupError = found.message;
+      return [];
+    });
+    if (!check.pull) {
+      event(
+        'Normal',
+        'Pulled',
+        `Container image ${quoted} already present on machine and can be accessed by the pod`,
+      );
+      return { ok: true, imageRef: present.id, image: present };
+    }
+    if (lookupError !== undefined) return credentialError(event, lookupError);
+  }
+  if (policy === 'Never') {
+    // Not present, or present but not for this pod's credentials: the kubelet says the same for both.
     const message = `Container image ${quoted} is not present with pull policy of Never`;
     event('Warning', 'ErrImageNeverPull', message);
     return { ok: false, error: 'ErrImageNeverPull', message };
   }
 
+  const found = noLookup ? NO_CREDENTIALS : await credentials();
+  if (!found.ok) return credentialError(event, found.message);
+
+  if (pullManager) {
+    try {
+      await pullManager.recordPullIntent(requested);
+    } catch (err) {
+      const message = `Failed to record image pull intent for container image ${quoted}: failed to record image pull intent: ${errorMessage(err)}`;
+      return { ok: false, error: 'ErrImagePull', message };
+    }
+  }
+  const pulled = await pullWithBackOff(ctx, pod, requested, image, found.credentials, at);
+  if (pullManager) {
+    if (pulled.ok) await pullManager.recordImagePulled(requested, pulled.imageRef, pulled.used);
+    else await pullManager.recordImagePullFailed(requested);
+  }
+  if (!pulled.ok && pulled.error === 'ErrImagePull' && found.missingSecrets.length > 0) {
+    // The kubelet says so after a sync whose pull failed, as a hint at a configuration error.
+    recordPodEvent(
+      ctx,
+      pod,
+      'Warning',
+      'FailedToRetrieveImagePullSecret',
+      `Unable to retrieve some image pull secrets (${found.missingSecrets.join(', ')}); attempting to pull the image may not succeed.`,
+    );
+  }
+  if (!pulled.ok) return pulled;
+  const { used: _used, ...outcome } = pulled;
+  return outcome;
+}
+
+type CredentialLookup =
+  { ok: true; credentials: TrackedAuthConfig[]; missingSecrets: string[] } | { ok: false; message: string };
+const NO_CREDENTIALS: CredentialLookup = { ok: true, credentials: [], missingSecrets: [] };
+
+/**
+ * The pod's imagePullSecrets (kubelet getPullSecretsForPod: unnamed entries skipped, unreadable ones named as
+ * missing) in a keyring with the node's credential providers after them, looked up for the image's repository.
+ */
+async function lookupPullCredentials(
+  ctx: ManagerContext,
+  pod: Pod,
+  image: string,
+): Promise<CredentialLookup> {
+  const namespace = pod.metadata.namespace ?? 'default';
+  const secrets: PullSecret[] = [];
+  const missingSecrets: string[] = [];
+  for (const ref of pod.spec.imagePullSecrets ?? []) {
+    if (!ref.name) continue;
+    let got: PullSecret | undefined;
+    try {
+      got = ctx.getPullSecret ? await ctx.getPullSecret(namespace, ref.name) : undefined;
+    } catch (err) {
+      ctx.logger.info('Unable to retrieve pull secret, the image pull may not succeed.', {
+        pod: `${namespace}/${pod.metadata.name ?? ''}`,
+        secret: `${namespace}/${ref.name}`,
+        err: errorMessage(err),
+      });
+    }
+    if (got) secrets.push(got);
+    else missingSecrets.push(ref.name);
+  }
+  const repository = repositoryToPull(image);
+  let fromSecrets: TrackedAuthConfig[];
+  try {
+    fromSecrets = keyringFromSecrets(secrets, new DockerKeyring(sha256Hex)).lookup(repository);
+  } catch (err) {
+    return { ok: false, message: errorMessage(err) };
+  }
+  let fromProviders: TrackedAuthConfig[] = [];
+  if (ctx.credentialProviders) {
+    try {
+      fromProviders = await ctx.credentialProviders(pod, image, repository);
+    } catch (err) {
+      // A failing plugin gives no credentials; the kubelet logs it and pulls without them.
+      ctx.logger.warn('Failed to get credentials from the credential provider plugins', {
+        image,
+        err: errorMessage(err),
+      });
+    }
+  }
+  return { ok: true, credentials: [...fromSecrets, ...fromProviders], missingSecrets };
+}
+
+/** A pull secret that does not parse fails the image as the kubelet does: with the parse error. */
+function credentialError(
+  event: (type: 'Normal' | 'Warning', reason: string, message: string) => void,
+  message: string,
+): EnsureImageOutcome {
+  event('Warning', 'Failed', `Failed to pull image: ${message}`);
+  return { ok: false, error: 'ErrImagePull', message };
+}
+
+/** CRI's AuthConfig for one set of credentials. */
+function runtimeAuth(c: TrackedAuthConfig): RuntimeAuthConfig {
+  return { ...c.auth };
+}
+
+/**
+ * The pull itself behind the per-pod/image back-off (kubelet imageManager.pullImage): each credential in
+ * order until one works (kubelet PullImage), without any when there are none.
+ */
+async function pullWithBackOff(
+  ctx: ManagerContext,
+  pod: Pod,
+  requested: string,
+  image: string,
+  credentials: readonly TrackedAuthConfig[],
+  at: {
+    sandboxConfig: PodSandboxConfig;
+    event: (type: 'Normal' | 'Warning', reason: string, message: string) => void;
+  },
+): Promise<
+  | (EnsureImageOutcome & { ok: false })
+  | { ok: true; imageRef: string; image?: Image; used?: TrackedAuthConfig }
+> {
+  const quoted = JSON.stringify(requested);
+  const { event, sandboxConfig } = at;
   const uid = pod.metadata.uid ?? '';
   const decision = ctx.imagePullBackOff.check(uid, requested, ctx.clock.now());
   if (decision.inBackOff) {
@@ -124,9 +278,24 @@ async function ensureImage(
 
   event('Normal', 'Pulling', `Pulling image ${quoted}`);
   const start = ctx.clock.now();
-  let imageRef: string;
+  let imageRef = '';
+  let used: TrackedAuthConfig | undefined;
   try {
-    imageRef = await ctx.runtime.pullImage(image, sandboxConfig);
+    if (credentials.length === 0) imageRef = await ctx.runtime.pullImage(image, sandboxConfig);
+    else {
+      const errors: string[] = [];
+      for (const c of credentials) {
+        try {
+          imageRef = await ctx.runtime.pullImage(image, sandboxConfig, runtimeAuth(c));
+          used = c;
+          break;
+        } catch (err) {
+          errors.push(errorMessage(err));
+        }
+      }
+      // Go's aggregate error: the one message, or all of them in brackets.
+      if (!used) throw new Error(errors.length === 1 ? errors[0] : `[${errors.join(', ')}]`);
+    }
   } catch (err) {
     const text = errorMessage(err);
     event('Warning', 'Failed', `Failed to pull image ${quoted}: ${text}`);
@@ -149,7 +318,7 @@ async function ensureImage(
     'Pulled',
     `Successfully pulled image ${quoted} in ${took} (${took} including waiting). Image size: ${size} bytes.`,
   );
-  return { ok: true, imageRef, ...(pulled ? { image: pulled } : {}) };
+  return { ok: true, imageRef, ...(pulled ? { image: pulled } : {}), ...(used ? { used } : {}) };
 }
 
 /** kubelet getImageVolumes: every image volume of the pod, whether a container mounts it or not. */

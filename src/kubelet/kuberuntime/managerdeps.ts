@@ -48,6 +48,8 @@ export interface KubeGenericRuntimeManagerDeps {
   /** The kubelet's crash-loop back-off (newCrashLoopBackOff). */
   crashLoopBackOff: Backoff;
   imagePullBackOff: ImagePullBackOff;
+  /** Pull secrets, credential provider plugins and pull records (ManagerContext's fields of the same names). */
+  imageCredentials?: Pick<ManagerContext, 'getPullSecret' | 'credentialProviders' | 'imagePullManager'>;
   /** Updated from every syncPod's StartContainer results. */
   reasonCache: ReasonCache;
   logger: RuntimeManagerLogger;
@@ -163,5 +165,6 @@ export function managerContext(
     runtimeHandlers: deps.runtimeHandlers ?? (() => NO_HANDLERS),
     ...(deps.runtimeHelper ? { runtimeHelper: deps.runtimeHelper } : {}),
     ...(deps.files ? { files: deps.files } : {}),
+    ...deps.imageCredentials,
   };
 }

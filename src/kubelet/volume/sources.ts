@@ -18,9 +18,11 @@ export interface ConfigMapObject {
   binaryData?: Record<string, string>;
 }
 
-/** A Secret's contents as the API returns them (values in base64). */
+/** A Secret's contents as the API returns them (values in base64); type and identity for image pull secrets. */
 export interface SecretObject {
   data?: Record<string, string>;
+  type?: string;
+  metadata?: { uid?: string; namespace?: string; name?: string };
 }
 
 export interface VolumeSources {

@@ -17,6 +17,7 @@
  */
 import { KindError } from '../../util/errors.js';
 import type {
+  AuthConfig,
   Container,
   ContainerConfig,
   ContainerFilter,
@@ -385,9 +386,10 @@ export class CriRuntime implements Runtime {
 
   // ---------------------------------------------------------------------------------- images
 
-  async pullImage(image: string, sandboxConfig?: PodSandboxConfig): Promise<string> {
+  async pullImage(image: string, sandboxConfig?: PodSandboxConfig, auth?: AuthConfig): Promise<string> {
     const request: Record<string, unknown> = { image: { image } };
     if (sandboxConfig) request.sandbox_config = sandboxConfigToWire(sandboxConfig);
+    if (auth) request.auth = authConfigToWire(auth);
     const r = await this.conn.call<{ image_ref: string }>(
       'image',
       'PullImage',
@@ -457,4 +459,15 @@ export class CriRuntime implements Runtime {
       if (!(err instanceof KindError && err.kind === 'NotFound')) throw err;
     }
   }
+}
+
+function authConfigToWire(a: AuthConfig): Record<string, string> {
+  const wire: Record<string, string> = {};
+  if (a.username) wire.username = a.username;
+  if (a.password) wire.password = a.password;
+  if (a.auth) wire.auth = a.auth;
+  if (a.serverAddress) wire.server_address = a.serverAddress;
+  if (a.identityToken) wire.identity_token = a.identityToken;
+  if (a.registryToken) wire.registry_token = a.registryToken;
+  return wire;
 }

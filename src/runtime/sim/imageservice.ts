@@ -5,10 +5,36 @@
  * closing before it calls in.
  */
 import { KindError } from '../../util/errors.js';
-import type { Image, ImageFsInfo, PodSandboxConfig } from '../types.js';
+import type { AuthConfig, Image, ImageFsInfo, PodSandboxConfig } from '../types.js';
 import type { BehaviourResolver } from './behaviour.js';
 import { pullFailed } from './errors.js';
-import { imageUser, parseImageReference, unreachableRegistryMessage, type ImageStore } from './images.js';
+import {
+  imageUser,
+  parseImageReference,
+  unreachableRegistryMessage,
+  type ImageReference,
+  type ImageStore,
+} from './images.js';
+
+/** Whether a pull's credentials are the registry's (username and password, or the `auth` field). */
+function basicAuthMatches(
+  required: { username: string; password: string },
+  auth: AuthConfig | undefined,
+): boolean {
+  if (!auth) return false;
+  let { username, password } = auth;
+  if (auth.auth) {
+    const decoded = Buffer.from(auth.auth, 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    if (colon >= 0) [username, password] = [decoded.slice(0, colon), decoded.slice(colon + 1)];
+  }
+  return username === required.username && (password ?? '') === required.password;
+}
+
+/** containerd 1.6's words when a registry answers 401 to the manifest request (as the e2e registry does). */
+function unauthorizedMessage(r: ImageReference): string {
+  return `failed to resolve reference "${r.ref}": pulling from host ${r.host} failed with status code [manifests ${r.tag}]: 401 Unauthorized`;
+}
 
 /** Where the simulated runtime says its images live (a name only: no such directory exists). */
 export const SimImageFsMountpoint = '/var/lib/sim/images';
@@ -22,7 +48,7 @@ export class SimImageService {
   ) {}
 
   /** Resolves to the image ID; InvalidArgument for a malformed reference, the profile's pull error else. */
-  async pull(image: string, sandboxConfig?: PodSandboxConfig): Promise<string> {
+  async pull(image: string, sandboxConfig?: PodSandboxConfig, auth?: AuthConfig): Promise<string> {
     const r = parseImageReference(image);
     if (!r) {
       throw new KindError(
@@ -32,8 +58,11 @@ export class SimImageService {
     }
     const profile = this.behaviours.pullProfile(r, sandboxConfig);
     if (profile.pullLatencyMs) await this.delay(profile.pullLatencyMs);
+    const required = this.behaviours.imageProfile(r).pullCredentials;
     const cause =
-      profile.pullError ?? (r.host.endsWith('.invalid') ? unreachableRegistryMessage(r) : undefined);
+      profile.pullError ??
+      (r.host.endsWith('.invalid') ? unreachableRegistryMessage(r) : undefined) ??
+      (required && !basicAuthMatches(required, auth) ? unauthorizedMessage(r) : undefined);
     if (cause !== undefined) throw pullFailed(r.ref, cause);
     return this.images.add(r);
   }

@@ -173,6 +173,11 @@ export const SimProfileSchema = z
     pullLatencyMs: ms,
     /** Every pull of the image fails with this message (after containerd's prefix). */
     pullError: z.string().min(1),
+    /**
+     * The image sits in a private registry: a pull without these basic-auth credentials fails as containerd's
+     * does on a 401. Read from the node's image profiles only (a pod's annotation cannot grant itself access).
+     */
+    pullCredentials: z.strictObject({ username: z.string().min(1), password: z.string() }),
     /** CreateContainer fails with this message. */
     createError: z.string().min(1),
     /** StartContainer fails with this message; the container is left exited 128, reason StartError. */

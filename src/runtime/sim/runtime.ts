@@ -20,6 +20,7 @@
 import { KindError } from '../../util/errors.js';
 import type { Clock } from '../../util/clock.js';
 import type {
+  AuthConfig,
   Container,
   ContainerConfig,
   ContainerFilter,
@@ -379,9 +380,9 @@ export class SimRuntime implements Runtime {
 
   // --------------------------------------------------------------------------------------------- images
 
-  async pullImage(image: string, sandboxConfig?: PodSandboxConfig): Promise<string> {
+  async pullImage(image: string, sandboxConfig?: PodSandboxConfig, auth?: AuthConfig): Promise<string> {
     this.enter('pullImage', { image });
-    return this.imageService.pull(image, sandboxConfig);
+    return this.imageService.pull(image, sandboxConfig, auth);
   }
 
   async imageStatus(image: string): Promise<Image | null> {

@@ -470,6 +470,39 @@ describe('KubeletManagedNode clients and sources', () => {
     }
   });
 
+  it('says so on the VirtualNode when image pull credential settings or the credential provider config are refused', async () => {
+    let events!: FakeKubeClient;
+    const s = setup(
+      (sibling) => {
+        events = sibling();
+        return { eventClient: () => events as unknown as KubeClient };
+      },
+      spec({
+        kubelet: {
+          imagePullCredentialsVerificationPolicy: 'AlwaysVerify',
+          preloadedImagesVerificationAllowlist: ['registry.io/*'],
+          imageCredentialProviderConfigPath: '/nonexistent/credential-provider-config.yaml',
+          imageCredentialProviderBinDir: '/nonexistent',
+        },
+      }),
+    );
+    try {
+      await start(s);
+      await advance(s.clock, 5_000, 500);
+      const refused = events.requests
+        .map((r) => r.body as { reason?: string; message?: string; involvedObject?: { kind?: string } })
+        .filter((e) => e?.involvedObject?.kind === 'VirtualNode')
+        .map((e) => `${e.reason}: ${e.message}`);
+      expect(refused).to.deep.equal([
+        'InvalidImagePullCredentialsSettings: spec.kubelet image pull credentials settings refused, the kubelet\'s defaults are used: invalid configuration: can\'t set `preloadedImagesVerificationAllowlist` if `imagePullCredentialsVertificationPolicy` is not "NeverVerifyAllowlistedImages"',
+        "InvalidCredentialProviderConfig: spec.kubelet image credential provider settings refused, the kubelet's defaults are used: failed to load external credential provider config: ENOENT: no such file or directory, open '/nonexistent/credential-provider-config.yaml'",
+      ]);
+    } finally {
+      await s.node.stop();
+      await s.informer.stop();
+    }
+  });
+
   it('reads container env references through the shared sources, never by GETs of its own', async () => {
     const asked: string[] = [];
     const sources: VolumeSources = {

@@ -92,6 +92,8 @@ export interface HarnessOptions {
   profiles?: unknown;
   /** A real directory: the manager makes and removes pod log directories there, as on a containerd node. */
   logRoot?: string;
+  /** Pull secrets, credential providers and pull records (KubeGenericRuntimeManagerDeps.imageCredentials). */
+  imageCredentials?: KubeGenericRuntimeManagerDeps['imageCredentials'];
 }
 
 export class Harness {
@@ -148,6 +150,7 @@ export class Harness {
       reasonCache: new ReasonCache(),
       logger: { info: () => undefined, warn: () => undefined },
       ...(this.opts.logRoot ? { manageLogDirectories: true } : {}),
+      ...(this.opts.imageCredentials ? { imageCredentials: this.opts.imageCredentials } : {}),
     };
     this.manager = new KubeGenericRuntimeManager(this.deps);
     return this.manager;
