@@ -42,6 +42,7 @@ import { restVolumeSources, type VolumeSources } from './kubelet/volume/sources.
 import { nodeLogDir, nodeRootDir, podEnvironmentFor, type NodePodEnvironment } from './podenvironment.js';
 import { kubeletLocalApis, type KubeletLocalApis } from './kubelet/apis/server.js';
 import { startNodePluginManager, type NodePluginManager } from './kubelet/pluginmanager/node.js';
+import { DRAManager } from './kubelet/cm/dra/manager.js';
 import { nodeKubeletSettings } from './nodeconfigz.js';
 import { statsProviderFor } from './nodestats.js';
 import type { StatsProvider } from './kubelet/stats/provider.js';
@@ -193,6 +194,7 @@ export class KubeletManagedNode implements ManagedNode {
   private localApis: KubeletLocalApis | undefined;
   /** The plugin watcher and its CSI and DRA handlers, from start to stop (with the local APIs). */
   private pluginManager: NodePluginManager | undefined;
+  private readonly dra: DRAManager | undefined;
   private readonly podEnv: NodePodEnvironment;
   private readonly stats: StatsProvider;
   /** This node's pods (the controller's informer), indexed by PodsByNodeIndex. */
@@ -320,7 +322,18 @@ export class KubeletManagedNode implements ManagedNode {
     const imageGC = imageGCPolicyFrom(spec.kubelet);
     if (imageGC.error !== undefined) settingsRefused('InvalidImageGCSettings', 'image GC', imageGC.error);
     this.imageGCPolicy = imageGC.policy;
+    // The DRA manager calls the DRA drivers' kubelet plugins the plugin manager registers (with the local APIs).
+    this.dra =
+      deps.localApis !== false
+        ? new DRAManager({
+            client: deps.client,
+            rootDir: nodeRootDir(deps.stateDir ?? DEFAULT_STATE_DIR, nodeName),
+            plugin: (driver) => this.pluginManager?.dra.plugin(driver),
+            logger: this.log,
+          })
+        : undefined;
     this.kubelet = new Kubelet({
+      ...(this.dra ? { dynamicResources: this.dra } : {}),
       imageGC: {
         policy: imageGC.policy,
         imageFsStats: async () => (await this.stats.imageFsStats()).imageFs,
@@ -511,6 +524,18 @@ export class KubeletManagedNode implements ManagedNode {
         logger: this.log,
       });
       this.deps.metrics?.pluginManagers.set(this.nodeName, this.pluginManager.manager);
+      // Its checkpoint, then claims of pods that went while nobody watched are unprepared (reconcileLoop).
+      await this.dra?.start({
+        activePodUIDs: () =>
+          this.pods.hasSynced()
+            ? new Set(
+                this.pods
+                  .byIndex(PodsByNodeIndex, this.nodeName)
+                  .filter((p) => p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed')
+                  .map((p) => p.metadata.uid ?? ''),
+              )
+            : undefined,
+      });
     }
     this.unregisterNodeApi = this.deps.nodeApi?.register({
       nodeName: this.nodeName,
@@ -596,6 +621,7 @@ export class KubeletManagedNode implements ManagedNode {
     this.unregisterNodeApi?.();
     await this.localApis?.stop();
     await this.pluginManager?.stop();
+    this.dra?.stop();
     if (
       this.pluginManager &&
       this.deps.metrics?.pluginManagers.get(this.nodeName) === this.pluginManager.manager

@@ -68,6 +68,9 @@ const SHELL = new Set([
   'pluginmanager/csihandler.ts',
   'pluginmanager/drahandler.ts',
   'pluginmanager/node.ts',
+  // The DRA manager's claim reads, plugin calls, checkpoint and CDI spec reads around the pure
+  // cm/dra/claiminfo.ts and cm/dra/cdi.ts.
+  'cm/dra/manager.ts',
 ]);
 
 const FORBIDDEN_PACKAGES = [/^node:/, /^@kubernetes\//, /^@grpc\//, /^winston$/, /^p-queue$/];
