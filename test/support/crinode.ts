@@ -70,6 +70,8 @@ export async function startCriNodeEnv(o: {
   logger?: Logger;
   /** The node's image GC period (default the kubelet's 5 minutes). */
   imageGCPeriodMs?: number;
+  /** Also run kube-scheduler (pods created without a node are placed by it; DRA claims are allocated). */
+  scheduler?: boolean;
 }): Promise<CriNodeEnv> {
   const dir = await mkdtemp(path.join(tmpdir(), `ko-${o.node}-`));
   const stateDir = path.join(dir, 'state');
@@ -101,6 +103,7 @@ export async function startCriNodeEnv(o: {
     const pki = net ? await servingPki(dir, [{ name: o.node, ip: nodeIP }]) : undefined;
     const [cpStart, ctdStart] = await Promise.allSettled([
       startControlPlane({
+        ...(o.scheduler ? { scheduler: true } : {}),
         apiserverArgs: [...(pki ? nodeApiApiserverArgs(pki.ca) : []), ...(o.apiserverArgs ?? [])],
       }),
       startContainerd(),
