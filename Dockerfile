@@ -21,6 +21,8 @@ RUN npm run build \
     && cp src/kubelet/apis/pods/k8s/pod.json dist/kubelet/apis/pods/k8s/pod.json \
     && mkdir -p dist/kubelet/pluginmanager/proto \
     && cp src/kubelet/pluginmanager/proto/*.proto dist/kubelet/pluginmanager/proto/ \
+    && mkdir -p dist/kubelet/cm/dra/proto \
+    && cp src/kubelet/cm/dra/proto/*.proto dist/kubelet/cm/dra/proto/ \
     && mkdir -p dist/util/prometheus \
     && cp src/util/prometheus/metrics.proto dist/util/prometheus/metrics.proto
 

@@ -50,6 +50,7 @@ import { nodeLogDir, nodeRootDir, podEnvironmentFor, type NodePodEnvironment } f
 import { kubeletLocalApis, type KubeletLocalApis } from '../kubelet/apis/server.js';
 import { startNodePluginManager, type NodePluginManager } from '../kubelet/pluginmanager/node.js';
 import { csiHostFor } from '../kubelet/volume/csihost.js';
+import { DRAManager } from '../kubelet/cm/dra/manager.js';
 import { nodeKubeletSettings } from './nodeconfigz.js';
 import { resourceManagersFor } from './cpumanager.js';
 import { statsProviderFor } from './nodestats.js';
@@ -202,6 +203,7 @@ export class KubeletManagedNode implements ManagedNode {
   private localApis: KubeletLocalApis | undefined;
   /** The plugin watcher and its CSI and DRA handlers, from start to stop (with the local APIs). */
   private pluginManager: NodePluginManager | undefined;
+  private readonly dra: DRAManager | undefined;
   private readonly podEnv: NodePodEnvironment;
   private readonly stats: StatsProvider;
   /** This node's pods (the controller's informer), indexed by PodsByNodeIndex. */
@@ -358,8 +360,19 @@ export class KubeletManagedNode implements ManagedNode {
     if ('error' in plugins)
       settingsRefused('InvalidCredentialProviderConfig', 'image credential provider', plugins.error);
     else if (plugins.providers) this.kubeletSettings.credentialProviders = plugins.providers;
+    // The DRA manager calls the DRA drivers' kubelet plugins the plugin manager registers (with the local APIs).
+    this.dra =
+      deps.localApis !== false
+        ? new DRAManager({
+            client: deps.client,
+            rootDir: nodeRootDir(deps.stateDir ?? DEFAULT_STATE_DIR, nodeName),
+            plugin: (driver) => this.pluginManager?.dra.plugin(driver),
+            logger: this.log,
+          })
+        : undefined;
     this.kubelet = new Kubelet({
       ...(resourceManagers ? { resourceManagers } : {}),
+      ...(this.dra ? { dynamicResources: this.dra } : {}),
       imageGC: {
         policy: imageGC.policy,
         imageFsStats: async () => (await this.stats.imageFsStats()).imageFs,
@@ -550,6 +563,18 @@ export class KubeletManagedNode implements ManagedNode {
         logger: this.log,
       });
       this.deps.metrics?.pluginManagers.set(this.nodeName, this.pluginManager.manager);
+      // Its checkpoint, then claims of pods that went while nobody watched are unprepared (reconcileLoop).
+      await this.dra?.start({
+        activePodUIDs: () =>
+          this.pods.hasSynced()
+            ? new Set(
+                this.pods
+                  .byIndex(PodsByNodeIndex, this.nodeName)
+                  .filter((p) => p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed')
+                  .map((p) => p.metadata.uid ?? ''),
+              )
+            : undefined,
+      });
     }
     this.unregisterNodeApi = this.deps.nodeApi?.register({
       nodeName: this.nodeName,
@@ -635,6 +660,7 @@ export class KubeletManagedNode implements ManagedNode {
     this.unregisterNodeApi?.();
     await this.localApis?.stop();
     await this.pluginManager?.stop();
+    this.dra?.stop();
     if (
       this.pluginManager &&
       this.deps.metrics?.pluginManagers.get(this.nodeName) === this.pluginManager.manager

@@ -338,6 +338,7 @@ export class Kubelet {
       resizeConditions: this.resizeConditions,
       runtimeHandlers: () => deps.runtimeState?.runtimeHandlers?.() ?? [],
       runtimeFeatures: () => deps.runtimeState?.runtimeFeatures?.(),
+      ...(deps.dynamicResources ? { dra: deps.dynamicResources } : {}),
       volumes: {
         mountPod: (pod) => this.volumeManager.mountPod(pod),
         unmountPod: async (uid) => {

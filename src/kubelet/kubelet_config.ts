@@ -5,6 +5,7 @@
  */
 import type { ImagePullCredentialsVerificationPolicy } from './images/pullcredentials.js';
 import type { CredentialProvider } from './credentialprovider/plugin.js';
+import type { DynamicResources } from './cm/dra/manager.js';
 import { isIP } from 'node:net';
 import { release } from 'node:os';
 import type { Pod } from '../api/core.js';
@@ -166,6 +167,8 @@ export interface KubeletDeps {
   hookHttpGet?: HookHttpGet;
   /** Where pods' volumes and files live; defaults to memory with simulated tokens (a simulated node). */
   podEnvironment?: PodEnvironment;
+  /** The node's DRA manager (src/kubelet/cm/dra/manager.ts); absent: pods' ResourceClaims are not prepared. */
+  dynamicResources?: DynamicResources;
   /**
    * podCertificate sources of projected volumes (the kubelet's podcertificate manager): the node's
    * PodCertificateRequests (an informer with the field selector spec.nodeName, started and stopped by its

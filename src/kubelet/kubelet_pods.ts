@@ -19,6 +19,7 @@ import type { Container, Pod } from '../api/core.js';
 import type { Service } from '../api/service.js';
 import type { Mount, RuntimeHandler, UserNamespace } from '../runtime/types.js';
 import { errorMessage, KindError } from '../util/errors.js';
+import type { ContainerDynamicResources, DynamicResources } from './cm/dra/manager.js';
 import type { ContainerMountOptions, RuntimeHelper, SandboxOptions } from './container/runtimehelper.js';
 import { getServiceEnvVarMap } from './envvars_services.js';
 import type { EnvFileRead, EnvVarValue } from './envvars.js';
@@ -57,6 +58,8 @@ export interface KubeletPodsDeps {
   recordNode?: (type: 'Normal' | 'Warning', reason: string, message: string) => void;
   /** [0, 1), for the termination-message file names. */
   random: () => number;
+  /** The node's DRA manager; absent: pods' ResourceClaims are not prepared. */
+  dra?: DynamicResources;
 }
 
 function configError(message: string, pod: Pod): KindError {
@@ -72,6 +75,20 @@ export class KubeletPods implements RuntimeHelper {
 
   userNamespace(pod: Pod, handlers: readonly RuntimeHandler[]): Promise<UserNamespace> {
     return this.userns.getOrCreate(pod, handlers);
+  }
+
+  prepareDynamicResources(pod: Pod): Promise<void> {
+    return this.d.dra ? this.d.dra.prepareResources(pod) : Promise.resolve();
+  }
+
+  containerDynamicResources(
+    pod: Pod,
+    container: Container,
+    applyCDI: boolean,
+  ): Promise<ContainerDynamicResources> {
+    return this.d.dra
+      ? this.d.dra.containerResources(pod, container, applyCDI)
+      : Promise.resolve({ cdiDevices: [] });
   }
 
   async sandboxOptions(pod: Pod, opts?: { quiet?: boolean }): Promise<SandboxOptions> {

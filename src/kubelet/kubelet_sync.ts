@@ -36,6 +36,7 @@ import { isPodResizeInProgress } from './kuberuntime/resize.js';
 import type { CPUAffinity } from './kuberuntime/sandboxconfig.js';
 import type { PodResizeConditions } from './status/resizeconditions.js';
 import { SettledSyncs, type SyncInputs } from './settledsyncs.js';
+import type { DynamicResources } from './cm/dra/manager.js';
 
 export interface KubeletPodSyncerDeps {
   /**
@@ -100,6 +101,8 @@ export interface KubeletPodSyncerDeps {
    */
   runtimeHandlers?: () => readonly RuntimeHandler[];
   runtimeFeatures?: () => RuntimeFeatures | undefined;
+  /** The node's DRA manager: a terminating pod's claims are unprepared. Absent: none prepared. */
+  dra?: Pick<DynamicResources, 'unprepareResources'>;
 }
 
 type Rejection = { reason: string; message: string };
@@ -349,6 +352,9 @@ export class KubeletPodSyncer implements PodSyncer {
         },
       );
     }
+    // Its claims are unprepared once nothing runs and before the terminal status is written, so the claim is
+    // not handed to another pod while a driver still holds it (kubelet SyncTerminatingPod).
+    if (this.d.dra) await this.d.dra.unprepareResources(pod);
     // The final status is computed here, while the exited containers (exit codes) are still there.
     const final = this.generate(pod, stopped, true);
     if (kill?.reason) {

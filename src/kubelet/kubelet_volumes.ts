@@ -123,6 +123,7 @@ export function newPodEnvironment(
         }
       : {}),
     random: Math.random,
+    ...(deps.dynamicResources ? { dra: deps.dynamicResources } : {}),
   });
   return { env, volumes, helper, files: env.files ?? fileReaderFor(env.fs, deps.runtime) };
 }

@@ -134,6 +134,13 @@ export interface ContainerMetadata {
   attempt: number;
 }
 
+/** A host device node made available in a container (CRI Device); permissions: any of "rwm". */
+export interface Device {
+  containerPath: string;
+  hostPath: string;
+  permissions: string;
+}
+
 export interface LinuxContainerResources {
   cpuPeriod?: number;
   cpuQuota?: number;
@@ -156,6 +163,10 @@ export interface ContainerConfig {
   workingDir?: string;
   envs?: KeyValue[];
   mounts?: Mount[];
+  /** Device nodes (CRI devices; here those of CDI specs the kubelet applied for a runtime without CDI). */
+  devices?: Device[];
+  /** Fully qualified CDI device names the runtime resolves (CRI CDI_devices), from DRA drivers. */
+  cdiDevices?: string[];
   labels: Record<string, string>;
   annotations: Record<string, string>;
   /** Relative to the sandbox's logDirectory (kubelet: `<container>/<attempt>.log`). */
@@ -492,6 +503,12 @@ export interface RuntimeCapabilities {
    * without a source. Absent: it cannot, and the kubelet does not hand it such a mount.
    */
   readonly imageVolumes?: boolean;
+  /**
+   * True when the runtime resolves CDI device names (ContainerConfig.cdiDevices) into the container itself
+   * (containerd 1.7+ with enable_cdi, 2.x). Absent: it ignores them (Debian's containerd 1.6; the simulated
+   * runtime), and the kubelet applies the CDI specs' env, device nodes and mounts to the config itself.
+   */
+  readonly cdi?: boolean;
 }
 
 /** How the sandbox being adopted was: its pod IP (pod network only) and when it was created. */

@@ -72,6 +72,8 @@ export async function startCriNodeEnv(o: {
   imageGCPeriodMs?: number;
   /** Registries the node's containerd trusts, by `host:port`, with their CA file (test/support/registry.ts). */
   registryCAs?: Record<string, string>;
+  /** Also run kube-scheduler (pods created without a node are placed by it; DRA claims are allocated). */
+  scheduler?: boolean;
 }): Promise<CriNodeEnv> {
   const dir = await mkdtemp(path.join(tmpdir(), `ko-${o.node}-`));
   const stateDir = path.join(dir, 'state');
@@ -103,6 +105,7 @@ export async function startCriNodeEnv(o: {
     const pki = net ? await servingPki(dir, [{ name: o.node, ip: nodeIP }]) : undefined;
     const [cpStart, ctdStart] = await Promise.allSettled([
       startControlPlane({
+        ...(o.scheduler ? { scheduler: true } : {}),
         apiserverArgs: [...(pki ? nodeApiApiserverArgs(pki.ca) : []), ...(o.apiserverArgs ?? [])],
       }),
       startContainerd(o.registryCAs ? { registryCAs: o.registryCAs } : {}),

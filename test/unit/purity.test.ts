@@ -77,6 +77,9 @@ const SHELL = new Set([
   // The CSI volume plugin's gRPC client and API reads around the pure volume/csi.ts and csimounter.ts.
   'volume/csiclient.ts',
   'volume/csihost.ts',
+  // The DRA manager's claim reads, plugin calls, checkpoint and CDI spec reads around the pure
+  // cm/dra/claiminfo.ts and cm/dra/cdi.ts.
+  'cm/dra/manager.ts',
 ]);
 
 const FORBIDDEN_PACKAGES = [/^node:/, /^@kubernetes\//, /^@grpc\//, /^winston$/, /^p-queue$/];

@@ -5,6 +5,7 @@
  */
 import type { Container, Pod } from '../../api/core.js';
 import type { Mount, PodSandboxConfig, RuntimeHandler, UserNamespace } from '../../runtime/types.js';
+import type { ContainerDynamicResources } from '../cm/dra/manager.js';
 import type { EnvFileRead, EnvVarValue } from '../envvars.js';
 
 export interface SandboxOptions {
@@ -55,4 +56,18 @@ export interface RuntimeHelper {
   envFile(pod: Pod, volumeName: string, path: string): Promise<EnvFileRead>;
   /** The service link variables of the pod (kubelet getServiceEnvVarMap). */
   serviceEnv(pod: Pod): Readonly<Record<string, string>>;
+  /**
+   * PrepareDynamicResources: the pod's ResourceClaims prepared by their DRA drivers, before its sandbox.
+   * Rejects with the DRA manager's message. Absent: no DRA manager, nothing prepared.
+   */
+  prepareDynamicResources?(pod: Pod): Promise<void>;
+  /**
+   * The CDI devices of the claims one container references (the DRA manager's GetResources), with the CDI
+   * specs' edits when `applyCDI` (the runtime lacks CDI). Rejects with the kubelet's message.
+   */
+  containerDynamicResources?(
+    pod: Pod,
+    container: Container,
+    applyCDI: boolean,
+  ): Promise<ContainerDynamicResources>;
 }

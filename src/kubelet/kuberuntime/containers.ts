@@ -35,6 +35,9 @@ import {
 } from './imagevolumes.js';
 import type { SyncErrorReason } from './syncresult.js';
 import { handlerSupportsRecursiveReadOnly } from '../volumemanager/makemounts.js';
+import { mergeEnv } from '../cm/dra/cdi.js';
+import { containerResourceClaims } from '../cm/dra/claiminfo.js';
+import type { ContainerDynamicResources } from '../cm/dra/manager.js';
 
 export type StartOutcome =
   { ok: true; containerId: string } | { ok: false; error: SyncErrorReason; message: string };
@@ -160,12 +163,22 @@ async function generateContainerConfig(
     const denied = verifyRunAsNonRoot(pod, container, user.uid, user.username);
     if (denied) throw new KindError('Forbidden', denied, { container: container.name });
   }
+  // The CDI devices of the claims it references; a runtime without CDI gets their edits applied here.
+  const dra =
+    ctx.runtimeHelper?.containerDynamicResources && containerResourceClaims(container).length > 0
+      ? await ctx.runtimeHelper.containerDynamicResources(
+          pod,
+          container,
+          ctx.runtime.capabilities.cdi !== true,
+        )
+      : undefined;
   const config = buildContainerConfig(
     pod,
     container,
     { restartCount, envs: toKeyValues(env), ...(mounts ? { mounts } : {}) },
     ctx.node,
   );
+  if (dra) applyDynamicResources(config, dra);
   // The sandbox's user namespace is the containers' too (kubelet NamespacesForPod in both configs).
   const userns = a.sandboxConfig.linux?.securityContext?.namespaceOptions?.userNamespace;
   const csc = config.linux?.securityContext;
@@ -201,6 +214,16 @@ export function adoptedContainerConfig(
   restartCount: number,
 ): Promise<ContainerConfig> {
   return generateContainerConfig(ctx, a, restartCount, undefined);
+}
+
+/** The claims' CDI devices into the config, and the CDI edits when the kubelet applies them. */
+function applyDynamicResources(config: ContainerConfig, dra: ContainerDynamicResources): void {
+  if (dra.cdiDevices.length > 0) config.cdiDevices = [...dra.cdiDevices];
+  const e = dra.edits;
+  if (!e) return;
+  if (e.env.length > 0) config.envs = mergeEnv(config.envs ?? [], e.env);
+  if (e.mounts.length > 0) config.mounts = [...(config.mounts ?? []), ...e.mounts];
+  if (e.devices.length > 0) config.devices = [...(config.devices ?? []), ...e.devices];
 }
 
 function toKeyValues(env: readonly EnvVarValue[]): { key: string; value: string }[] {

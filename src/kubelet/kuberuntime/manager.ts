@@ -295,6 +295,21 @@ export class KubeGenericRuntimeManager {
     let sandboxConfig: PodSandboxConfig | undefined;
     if (actions.createSandbox) {
       const r = b.add('CreatePodSandbox', podDesc);
+      // The pod's ResourceClaims are prepared before its sandbox (kubelet SyncPod: PrepareDynamicResources);
+      // a failure is retried with the sync's back-off where the kubelet waits for its next resync.
+      const prepared = await prepareDynamicResources(ctx, pod);
+      if (!prepared.ok) {
+        failResult(r, 'CreatePodSandboxError', prepared.message);
+        ctx.logger.warn('Failed to prepare dynamic resources', { pod: podDesc, err: prepared.message });
+        recordPodEvent(
+          ctx,
+          original,
+          'Warning',
+          'FailedPrepareDynamicResources',
+          `Failed to prepare dynamic resources: ${prepared.message}`,
+        );
+        return;
+      }
       this.startMetrics?.podStarted();
       const created = await createPodSandbox(ctx, pod, podDesc, actions.attempt);
       if (!created.ok) {
@@ -580,5 +595,19 @@ export class KubeGenericRuntimeManager {
   ): Promise<string[]> {
     if (this.ctx.leftovers.size === 0) return [];
     return removeOrphanedPodLeftovers(this.ctx, removable, inRuntime);
+  }
+}
+
+/** PrepareDynamicResources through the runtime helper; without a DRA manager there is nothing to prepare. */
+async function prepareDynamicResources(
+  ctx: ManagerContext,
+  pod: Pod,
+): Promise<{ ok: true } | { ok: false; message: string }> {
+  if (!ctx.runtimeHelper?.prepareDynamicResources) return { ok: true };
+  try {
+    await ctx.runtimeHelper.prepareDynamicResources(pod);
+    return { ok: true };
+  } catch (err) {
+    return { ok: false, message: errorMessage(err) };
   }
 }

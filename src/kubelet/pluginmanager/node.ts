@@ -36,6 +36,9 @@ export async function startNodePluginManager(o: {
     resolveEndpoint: (endpoint) => resolveKubeletHostPath(endpoint, o.rootDir),
   });
   await manager.start();
+  // No driver has registered yet after a start: the node's ResourceSlices are wiped, in the background, so no
+  // pod is scheduled onto devices whose driver may never come back (the kubelet's DRA plugin manager start).
+  void dra.wipeResourceSlices('');
   return {
     manager,
     csi,

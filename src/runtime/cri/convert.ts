@@ -310,6 +310,14 @@ export function containerConfigToWire(c: ContainerConfig, sandbox: PodSandboxCon
     linux: { security_context: security },
   };
   if (c.linux?.resources) wire.linux.resources = resourcesToWire(c.linux.resources);
+  if (c.devices && c.devices.length > 0) {
+    wire.devices = c.devices.map((d) => ({
+      container_path: d.containerPath,
+      host_path: d.hostPath,
+      permissions: d.permissions,
+    }));
+  }
+  if (c.cdiDevices && c.cdiDevices.length > 0) wire.CDI_devices = c.cdiDevices.map((name) => ({ name }));
   return wire;
 }
 

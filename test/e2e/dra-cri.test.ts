@@ -1,0 +1,250 @@
+/**
+ * Dynamic Resource Allocation on a real containerd with a real DRA driver: Kubernetes' own test driver
+ * (scripts/dra-plugins.sh) runs its kubelet plugin as a host process against the VirtualNode's kubelet root,
+ * registers through plugins_registry/ and publishes the node's devices; the real kube-scheduler allocates a
+ * ResourceClaim of a DeviceClass to a pod; the node prepares it (NodePrepareResources), the container gets the
+ * driver's CDI env (`user_a=b` from the claim's opaque parameters) applied by the kubelet (containerd 1.6 lacks
+ * CDI); a restarted operator keeps the claim from its checkpoint, and deleting the pod unprepares the claim
+ * (the driver removes its CDI spec, the checkpoint empties).
+ *
+ * Root on Linux is required (containerd); Go for the first build of the driver.
+ */
+import { expect } from 'chai';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
+import { mkdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { Pod } from '../../src/api/core.js';
+import type { KubeClient } from '../../src/kube/client.js';
+import { nodeRootDir } from '../../src/app/podenvironment.js';
+import { REPO_ROOT } from '../support/controlplane.js';
+import { startCriNodeEnv, type CriNodeEnv } from '../support/crinode.js';
+import { eventsOf } from '../support/events.js';
+import { eventually } from '../support/eventually.js';
+import { isGone } from '../support/operator.js';
+
+const NS = 'dra-e2e';
+const NODE = 'vn-dra';
+const DRIVER = 'test-driver.cdi.k8s.io';
+
+describe('DRA on containerd (real scheduler, the upstream DRA test driver)', function () {
+  this.timeout(8 * 60_000);
+  let env: CriNodeEnv | undefined;
+  let client: KubeClient;
+  let driver: ChildProcess | undefined;
+  let driverLog = '';
+  let root = '';
+  let outDir = '';
+
+  before(async function () {
+    this.timeout(20 * 60_000);
+    const built = spawnSync(path.join(REPO_ROOT, 'scripts/dra-plugins.sh'), { encoding: 'utf8' });
+    if (built.status === 2) this.skip();
+    if (built.status !== 0) throw new Error(`dra-plugins.sh: ${built.stderr}`);
+    const bin = built.stdout.trim();
+    env = await startCriNodeEnv({ node: NODE, namespace: NS, scheduler: true });
+    client = env.client;
+    root = nodeRootDir(env.stateDir, NODE);
+    outDir = path.join(env.dir, 'out');
+    await mkdir(outDir);
+    // Its socket directory, as its DaemonSet's hostPath (DirectoryOrCreate) would make it.
+    await mkdir(path.join(root, 'plugins', DRIVER), { recursive: true });
+    driver = spawn(
+      bin,
+      [
+        `--kubeconfig=${env.cp.kubeconfigPath}`,
+        '-v=5',
+        'kubelet-plugin',
+        `--node-name=${NODE}`,
+        `--plugin-registration-path=${path.join(root, 'plugins_registry')}`,
+        `--datadir=${path.join(root, 'plugins')}`,
+        `--cdi-dir=${path.join(root, 'cdi')}`,
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    const keep = (b: Buffer) => {
+      driverLog = (driverLog + b.toString()).slice(-20_000);
+    };
+    driver.stdout!.on('data', keep);
+    driver.stderr!.on('data', keep);
+  });
+
+  afterEach(function () {
+    if (this.currentTest?.state === 'failed') console.log(`DRA test driver's log:\n${driverLog}`);
+  });
+
+  after(async () => {
+    driver?.kill('SIGTERM');
+    await env?.stop();
+  });
+
+  const checkpoint = async (): Promise<{ claimName: string; podUIDs: string[]; prepared: boolean }[]> =>
+    (
+      JSON.parse(await readFile(path.join(root, 'dra_manager_state'), 'utf8')) as {
+        entries: { claimName: string; podUIDs: string[]; prepared: boolean }[];
+      }
+    ).entries;
+  const cdiFiles = (): string[] =>
+    existsSync(path.join(root, 'cdi')) ? readdirSync(path.join(root, 'cdi')).sort() : [];
+
+  it('prepares an allocated claim, gives the container its CDI env, unprepares it when the pod is gone', async () => {
+    // The driver registers with the node and publishes its devices.
+    await eventually(
+      async () => {
+        if (driver?.exitCode !== null) throw new Error(`the driver exited (${driver?.exitCode})`);
+        const l = await client.request<{ items: unknown[] }>({
+          method: 'GET',
+          path: '/apis/resource.k8s.io/v1/resourceslices',
+          query: { fieldSelector: `spec.nodeName=${NODE},spec.driver=${DRIVER}` },
+        });
+        return l.items.length > 0;
+      },
+      90_000,
+      "the driver's ResourceSlice",
+      500,
+    );
+
+    await client.request({
+      method: 'POST',
+      path: '/apis/resource.k8s.io/v1/deviceclasses',
+      body: {
+        apiVersion: 'resource.k8s.io/v1',
+        kind: 'DeviceClass',
+        metadata: { name: 'dra-e2e-class' },
+        spec: { selectors: [{ cel: { expression: `device.driver == "${DRIVER}"` } }] },
+      },
+    });
+    await client.request({
+      method: 'POST',
+      path: `/apis/resource.k8s.io/v1/namespaces/${NS}/resourceclaims`,
+      body: {
+        apiVersion: 'resource.k8s.io/v1',
+        kind: 'ResourceClaim',
+        metadata: { name: 'claim' },
+        spec: {
+          devices: {
+            requests: [{ name: 'req', exactly: { deviceClassName: 'dra-e2e-class' } }],
+            config: [{ opaque: { driver: DRIVER, parameters: { a: 'b' } } }],
+          },
+        },
+      },
+    });
+    // No nodeName: the scheduler allocates the claim on the node and reserves it for the pod.
+    const created = await client.request<Pod>({
+      method: 'POST',
+      path: `/api/v1/namespaces/${NS}/pods`,
+      body: {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'dra' },
+        spec: {
+          terminationGracePeriodSeconds: 1,
+          // Whatever the fresh Node carries (no node lifecycle controller runs here to lift its taints).
+          tolerations: [{ operator: 'Exists' }],
+          resourceClaims: [{ name: 'gpu', resourceClaimName: 'claim' }],
+          containers: [
+            {
+              name: 'c',
+              image: 'busybox',
+              imagePullPolicy: 'IfNotPresent',
+              command: ['sh', '-c', 'env > /out/env; sleep 3600'],
+              resources: { claims: [{ name: 'gpu' }] },
+              volumeMounts: [{ name: 'out', mountPath: '/out' }],
+            },
+          ],
+          volumes: [{ name: 'out', hostPath: { path: outDir } }],
+        },
+      },
+    });
+    const uid = created.metadata.uid!;
+
+    const running = await env!
+      .waitPod('dra', (s) => s.phase === 'Running', 'the DRA pod running', 120_000)
+      .catch(async (err: Error) => {
+        const p = await env!.getPod('dra');
+        const c = await client.request({
+          method: 'GET',
+          path: `/apis/resource.k8s.io/v1/namespaces/${NS}/resourceclaims/claim`,
+        });
+        const ev = (await eventsOf(client, NS, 'dra')).map((e) => `${e.reason}: ${e.message}`);
+        throw new Error(
+          `${err.message}\npod: ${JSON.stringify({ nodeName: p.spec.nodeName, status: p.status })}\nclaim: ${JSON.stringify(c)}\nevents: ${ev.join('\n')}`,
+        );
+      });
+    expect(running.spec.nodeName).to.equal(NODE);
+    const containerEnv = await eventually(
+      async () => {
+        const t = await readFile(path.join(outDir, 'env'), 'utf8');
+        return t.includes('user_a=') ? t : undefined;
+      },
+      30_000,
+      "the container's env",
+    );
+    expect(containerEnv).to.match(/^user_a=b$/m);
+    expect(containerEnv).to.match(/^claim_claim_req=true$/m);
+
+    const claim = await client.request<{ metadata: { uid: string } }>({
+      method: 'GET',
+      path: `/apis/resource.k8s.io/v1/namespaces/${NS}/resourceclaims/claim`,
+    });
+    expect(cdiFiles().join(' ')).to.contain(claim.metadata.uid);
+    expect((await checkpoint()).map((e) => [e.claimName, e.podUIDs, e.prepared])).to.deep.equal([
+      ['claim', [uid], true],
+    ]);
+
+    // A new operator process keeps the claim prepared (its checkpoint) and the pod running.
+    await env!.restartOperator();
+    await new Promise((r) => setTimeout(r, 3_000));
+    expect((await env!.getPod('dra')).status?.phase).to.equal('Running');
+    expect((await checkpoint()).map((e) => e.podUIDs)).to.deep.equal([[uid]]);
+
+    await client.request({ method: 'DELETE', path: `/api/v1/namespaces/${NS}/pods/dra` });
+    await eventually(() => isGone(client, `/api/v1/namespaces/${NS}/pods/dra`), 90_000, 'the pod gone', 500);
+    expect(await checkpoint()).to.deep.equal([]);
+    expect(cdiFiles().join(' ')).not.to.contain(claim.metadata.uid);
+    const warnings = (await eventsOf(client, NS, 'dra')).filter(
+      (e) => e.reason === 'FailedPrepareDynamicResources',
+    );
+    expect(warnings.map((e) => e.message)).to.deep.equal([]);
+  });
+
+  it('a pod whose claim is not reserved for it gets FailedPrepareDynamicResources and no sandbox', async () => {
+    await client.request({
+      method: 'POST',
+      path: `/apis/resource.k8s.io/v1/namespaces/${NS}/resourceclaims`,
+      body: {
+        apiVersion: 'resource.k8s.io/v1',
+        kind: 'ResourceClaim',
+        metadata: { name: 'unreserved' },
+        spec: { devices: { requests: [{ name: 'req', exactly: { deviceClassName: 'dra-e2e-class' } }] } },
+      },
+    });
+    // Bound directly (no scheduler): nothing allocates or reserves the claim.
+    await env!.createPod('unreserved', {
+      terminationGracePeriodSeconds: 1,
+      resourceClaims: [{ name: 'gpu', resourceClaimName: 'unreserved' }],
+      containers: [
+        { name: 'c', image: 'busybox', command: ['sleep', '3600'], resources: { claims: [{ name: 'gpu' }] } },
+      ],
+    });
+    const ev = await eventually(
+      async () =>
+        (await eventsOf(client, NS, 'unreserved')).find((e) => e.reason === 'FailedPrepareDynamicResources'),
+      60_000,
+      'FailedPrepareDynamicResources',
+      500,
+    );
+    expect(ev.type).to.equal('Warning');
+    expect(ev.message).to.match(
+      /^Failed to prepare dynamic resources: prepare dynamic resources: pod unreserved \([0-9a-f-]+\) is not allowed to use ResourceClaim unreserved \(/,
+    );
+    expect((await env!.getPod('unreserved')).status?.phase).to.equal('Pending');
+    await client.request({ method: 'DELETE', path: `/api/v1/namespaces/${NS}/pods/unreserved` });
+    await eventually(
+      () => isGone(client, `/api/v1/namespaces/${NS}/pods/unreserved`),
+      60_000,
+      'the pod gone',
+      500,
+    );
+  });
+});
