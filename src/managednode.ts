@@ -42,6 +42,9 @@ import { restVolumeSources, type VolumeSources } from './kubelet/volume/sources.
 import { nodeLogDir, nodeRootDir, podEnvironmentFor, type NodePodEnvironment } from './podenvironment.js';
 import { kubeletLocalApis, type KubeletLocalApis } from './kubelet/apis/server.js';
 import { startNodePluginManager, type NodePluginManager } from './kubelet/pluginmanager/node.js';
+import { DeviceManager } from './kubelet/cm/devicemanager/manager.js';
+import { findContainerStatusByName } from './kubelet/container/types.js';
+import { kubeletRootPaths } from './kubelet/rootdir.js';
 import { nodeKubeletSettings } from './nodeconfigz.js';
 import { statsProviderFor } from './nodestats.js';
 import type { StatsProvider } from './kubelet/stats/provider.js';
@@ -193,6 +196,8 @@ export class KubeletManagedNode implements ManagedNode {
   private localApis: KubeletLocalApis | undefined;
   /** The plugin watcher and its CSI and DRA handlers, from start to stop (with the local APIs). */
   private pluginManager: NodePluginManager | undefined;
+  /** The device manager: device plugins' registration socket and a sim node's simulated devices. */
+  private readonly devices: DeviceManager;
   private readonly podEnv: NodePodEnvironment;
   private readonly stats: StatsProvider;
   /** This node's pods (the controller's informer), indexed by PodsByNodeIndex. */
@@ -263,6 +268,18 @@ export class KubeletManagedNode implements ManagedNode {
       timeoutMs: Math.min(spec.heartbeat.statusUpdateFrequencySeconds * 1000, 5_000),
       healthChecks: () => this.kubelet.health(),
       logger: this.log,
+    });
+    this.devices = new DeviceManager({
+      // With the local APIs (as the plugin manager): the registration socket and the checkpoint on disk.
+      ...(deps.localApis !== false
+        ? { dir: kubeletRootPaths(nodeRootDir(deps.stateDir ?? DEFAULT_STATE_DIR, nodeName)).devicePlugins }
+        : {}),
+      clock: deps.clock,
+      logger: this.log,
+      activePods: () => this.kubelet.activePods(),
+      containerRunning: (uid, name) =>
+        findContainerStatusByName(this.kubelet.podCache.get(uid).status, name)?.state === 'running',
+      onPodsNeedSync: (uids) => this.kubelet.resourceHealthChanged(uids),
     });
     this.agent = this.newAgent(spec);
     this.shutdownConfig = this.shutdownConfigOf(spec);
@@ -361,6 +378,7 @@ export class KubeletManagedNode implements ManagedNode {
           }
         : {}),
       podEnvironment: this.podEnv.env,
+      devices: this.devices,
       yieldToLoop: () => processSlicer.yield(),
       settings: this.kubeletSettings,
     });
@@ -390,6 +408,7 @@ export class KubeletManagedNode implements ManagedNode {
       firstStatusAfter: () => this.kubelet.runtimeListed,
       pressure: () => this.kubelet.pressureConditions(),
       shutdown: () => this.kubelet.shutdownErrors(),
+      devicePlugins: () => this.devices.capacity(),
       ...(this.deps.leaseHold ? { leaseHold: this.deps.leaseHold } : {}),
     });
   }
@@ -477,6 +496,9 @@ export class KubeletManagedNode implements ManagedNode {
     // and node API route would outlive it.
     if (this.stopped)
       throw new KindError('Unavailable', 'node stopped while starting', { node: this.nodeName });
+    // The device manager before the Kubelet admits a pod: its checkpoint read, its simulated plugins listed.
+    await this.devices.start();
+    this.devices.setSimDevices(this.spec.devices);
     // While nodes start, Events wait for their first status (bounded): registration and readiness go first.
     this.deps.eventHold?.track(this.agent.ready);
     // The Kubelet first: its PLEG relists at once, before the node's pods are listed, and the first node
@@ -501,6 +523,7 @@ export class KubeletManagedNode implements ManagedNode {
             watchEventDropped: () => series.podWatchEventsDropped.inc(),
           },
         }),
+        devices: this.devices,
       });
       await this.localApis.start();
       // The plugin manager (CSI and DRA node plugins) on the node root's plugins_registry/.
@@ -545,6 +568,7 @@ export class KubeletManagedNode implements ManagedNode {
   async update(spec: VirtualNodeSpec): Promise<void> {
     const shutdownChanged = spec.shutdown !== this.spec.shutdown;
     this.spec = spec;
+    this.devices.setSimDevices(spec.devices);
     // spec.shutdown is the host's shutdown event, and clearing it the cancellation.
     if (shutdownChanged) {
       if (spec.shutdown) this.kubelet.shutdown();
@@ -596,6 +620,7 @@ export class KubeletManagedNode implements ManagedNode {
     this.unregisterNodeApi?.();
     await this.localApis?.stop();
     await this.pluginManager?.stop();
+    await this.devices.stop();
     if (
       this.pluginManager &&
       this.deps.metrics?.pluginManagers.get(this.nodeName) === this.pluginManager.manager

@@ -154,6 +154,10 @@ export interface ContainerConfig {
   workingDir?: string;
   envs?: KeyValue[];
   mounts?: Mount[];
+  /** Host device nodes to give the container (a device plugin's Allocate answer). */
+  devices?: { containerPath: string; hostPath: string; permissions: string }[];
+  /** Fully qualified CDI device names the runtime resolves (CRI CDI_devices). */
+  cdiDevices?: string[];
   labels: Record<string, string>;
   annotations: Record<string, string>;
   /** Relative to the sandbox's logDirectory (kubelet: `<container>/<attempt>.log`). */

@@ -68,6 +68,10 @@ const SHELL = new Set([
   'pluginmanager/csihandler.ts',
   'pluginmanager/drahandler.ts',
   'pluginmanager/node.ts',
+  // The device manager's registration socket, plugin connections and checkpoint file; its decisions are in
+  // cm/devicemanager/state.ts.
+  'cm/devicemanager/manager.ts',
+  'cm/devicemanager/endpoint.ts',
 ]);
 
 const FORBIDDEN_PACKAGES = [/^node:/, /^@kubernetes\//, /^@grpc\//, /^winston$/, /^p-queue$/];

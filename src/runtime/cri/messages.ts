@@ -156,6 +156,8 @@ export interface WireContainerConfig {
   working_dir: string;
   envs: WireKeyValue[];
   mounts: WireMount[];
+  devices: { container_path: string; host_path: string; permissions: string }[];
+  CDI_devices: { name: string }[];
   labels: Record<string, string>;
   annotations: Record<string, string>;
   log_path: string;
