@@ -486,10 +486,8 @@ export class Kubelet {
    */
   resourceHealthChanged(podUIDs: readonly string[]): void {
     if (this.phase === 'stopped') return;
-    for (const uid of podUIDs) {
-      this.syncer.devicesChanged(uid);
-      void this.loop.handle({ source: 'resync', podUID: asPodUID(uid) });
-    }
+    for (const uid of podUIDs) this.syncer.devicesChanged(uid);
+    void this.loop.handle({ source: 'resourceHealth', podUIDs: podUIDs.map(asPodUID) });
   }
 
   /** The node's pressure conditions as the eviction manager last found them (none without one). */

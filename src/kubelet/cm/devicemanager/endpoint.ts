@@ -4,7 +4,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import type * as grpc from '@grpc/grpc-js';
-import { grpcJs, loadProtoPackage } from '../../../util/grpcmodules.js';
+import { loadProtoPackage } from '../../../util/grpcmodules.js';
 import { dialUnix, unary } from '../../pluginmanager/manager.js';
 import type {
   ContainerAllocateResponse,
@@ -16,14 +16,14 @@ import type {
 /** The deadline of the kubelet's calls to a plugin (pluginapi / devicemanager connection timeout: 10 s). */
 const CALL_TIMEOUT_MS = 10_000;
 
-interface DeviceplugingPackage {
+interface DevicePluginPackage {
   v1beta1: { Registration: grpc.ServiceClientConstructor; DevicePlugin: grpc.ServiceClientConstructor };
 }
 
 /** The device plugin API's services, loaded once. */
-export function devicePluginServices(): DeviceplugingPackage['v1beta1'] {
+export function devicePluginServices(): DevicePluginPackage['v1beta1'] {
   const p = fileURLToPath(new URL('./proto/deviceplugin_v1beta1.proto', import.meta.url));
-  return (loadProtoPackage(p) as unknown as DeviceplugingPackage).v1beta1;
+  return (loadProtoPackage(p) as unknown as DevicePluginPackage).v1beta1;
 }
 
 export class GrpcDevicePluginEndpoint implements DevicePluginEndpoint {
@@ -95,11 +95,4 @@ export class GrpcDevicePluginEndpoint implements DevicePluginEndpoint {
     this.stream?.cancel();
     this.client.close();
   }
-}
-
-/** A gRPC status error's code name for log lines. */
-export function grpcCodeName(err: unknown): string {
-  const code = (err as { code?: number }).code;
-  if (typeof code !== 'number') return '';
-  return grpcJs().status[code] ?? String(code);
 }

@@ -297,9 +297,21 @@ export class DeviceManager {
     return { capacity: c.capacity, allocatable: c.allocatable, removed: [...this.removed].sort() };
   }
 
-  /** Admission's allocatable with at least the devices assigned already (sanitizeNodeAllocatable). */
+  /**
+   * Admission's allocatable with the device resources as the Node will show them (the healthy devices,
+   * whatever the Node last published) and at least the devices assigned already (sanitizeNodeAllocatable).
+   */
   sanitizeAllocatable(allocatable: ReadonlyMap<string, number>): ReadonlyMap<string, number> {
-    return sanitizeAllocatable(allocatable, this.podDevices.devices()) ?? allocatable;
+    let out: Map<string, number> | undefined;
+    const now = this.d.clock.now();
+    for (const [name, r] of this.resources) {
+      if (r.stoppedAt !== undefined && now - r.stoppedAt > EndpointStopGracePeriodMs) continue;
+      if (allocatable.get(name) === r.healthy.size) continue;
+      out ??= new Map(allocatable);
+      out.set(name, r.healthy.size);
+    }
+    const base = out ?? allocatable;
+    return sanitizeAllocatable(base, this.podDevices.devices()) ?? base;
   }
 
   /** Whether `resource` is the device manager's (registered, or assigned to a pod: isDevicePluginResource). */
