@@ -3,6 +3,22 @@ import tseslint from 'typescript-eslint';
 
 const TOP_LEVEL_FILE = '[a-z_]+\\.js$';
 
+/** Folders of src/kubelet that hold pure decisions only: no file system, network, timers or API client. */
+const PURE_KUBELET_FOLDERS = [
+  'allocation',
+  'config',
+  'container',
+  'lifecycle',
+  'pleg',
+  'podfiles',
+  'status',
+  'token',
+  'types',
+  'userns',
+  'util',
+  'volumemanager',
+];
+
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'coverage/**', '**/*.cjs'] },
   js.configs.recommended,
@@ -30,19 +46,25 @@ export default tseslint.config(
     rules: { '@typescript-eslint/no-explicit-any': 'error' },
   },
   // Layering between the folders of src/ (bottom first): util; api, kube, runtime; node; kubelet; server,
-  // operator; the process's own files (main.ts, managednode.ts, ...). A folder imports values only from the
+  // operator; app (one node's assembly, the kubelet's NewMainKubelet); the process's own files (main.ts,
+  // config.ts, metrics.ts). A folder imports values only from the
   // layers below it; type-only imports may go anywhere (they vanish at run time). Cycles between files are
   // refused by `npm run lint:cycles`.
-  ...layer('util', ['api', 'kube', 'runtime', 'node', 'kubelet', 'server', 'operator'], true),
-  ...layer('api', ['kube', 'runtime', 'node', 'kubelet', 'server', 'operator'], true),
-  ...layer('kube', ['runtime', 'node', 'kubelet', 'server', 'operator'], true),
+  ...layer('util', ['api', 'kube', 'runtime', 'node', 'kubelet', 'server', 'operator', 'app'], true),
+  ...layer('api', ['kube', 'runtime', 'node', 'kubelet', 'server', 'operator', 'app'], true),
+  ...layer('kube', ['runtime', 'node', 'kubelet', 'server', 'operator', 'app'], true),
   // The runtime layer knows sandboxes and containers, never pods, the kubelet or the API (the kubelet builds
   // the configs it runs).
-  ...layer('runtime', ['kube', 'node', 'kubelet', 'server', 'operator'], true, false),
-  ...layer('node', ['kubelet', 'server', 'operator'], true),
-  ...layer('kubelet', ['server', 'operator'], true),
+  ...layer('runtime', ['kube', 'node', 'kubelet', 'server', 'operator', 'app'], true, false),
+  ...layer('node', ['kubelet', 'server', 'operator', 'app'], true),
+  ...layer('kubelet', ['server', 'operator', 'app'], true),
+  // The kubelet's pure folders: decisions only, no I/O module (test/unit/purity.test.ts also follows what
+  // they import; its list names the shell files of the mixed folders).
+  ...pure('kubelet', ['server', 'operator', 'app'], PURE_KUBELET_FOLDERS),
   // The node API shows the process's flags on /configz (config.ts) and nothing else of the process's files.
-  ...layer('server', ['operator'], 'config'),
+  ...layer('server', ['operator', 'app'], 'config'),
+  // The operator drives nodes through the ManagedNode seam; their assembly (src/app/) is handed to it by main.ts.
+  ...layer('operator', ['app'], true),
   {
     files: ['test/**/*.ts', 'bench/**/*.ts'],
     rules: {
@@ -79,6 +101,49 @@ function layer(folder, above, topFiles, allowTypes = true) {
                 regex: top,
                 allowTypeImports: allowTypes,
                 message: `src/${folder} must not import the process's own files (src/*.ts).`,
+              },
+            ],
+          },
+        ],
+      },
+    });
+  }
+  return entries;
+}
+
+/**
+ * `layer` for the files of src/<folder>/<sub> for each pure `sub`, plus no value import of an I/O module: a
+ * Node built-in, gRPC, the Kubernetes or HTTP clients, the API client's I/O (kube client, informer, events),
+ * the runtimes' implementations, or the kubelet's shell files at its root (kubelet.ts, kubelet_*.ts).
+ */
+function pure(folder, above, subs) {
+  const entries = [];
+  for (let depth = 2; depth <= 5; depth++) {
+    const up = '(\\.\\./){' + depth + '}';
+    const [layerEntry] = layer(folder, above, true).slice(depth - 1, depth);
+    const patterns = layerEntry.rules['no-restricted-imports'][1].patterns;
+    entries.push({
+      files: subs.map((sub) => `src/${folder}/${sub}/${'*/'.repeat(depth - 2)}*.ts`),
+      rules: {
+        'no-restricted-imports': [
+          'error',
+          {
+            patterns: [
+              ...patterns,
+              {
+                regex: '^(node:|@grpc/|@kubernetes/|undici$|winston$|p-queue$)',
+                allowTypeImports: true,
+                message: `a pure folder of src/${folder} does no I/O: no Node built-in, gRPC or HTTP client.`,
+              },
+              {
+                regex: `^${up}(kube/(client|informer|events|transport|h2watches)\\.js$|runtime/(cri|sim)/)`,
+                allowTypeImports: true,
+                message: `a pure folder of src/${folder} does no I/O: no API client or runtime implementation.`,
+              },
+              {
+                regex: `^(\\.\\./){${depth - 1}}kubelet(_[a-z]+)?\\.js$`,
+                allowTypeImports: true,
+                message: `a pure folder of src/${folder} does no I/O: not the kubelet's shell (kubelet*.ts).`,
               },
             ],
           },

@@ -6,7 +6,7 @@ import { hostname } from 'node:os';
 import { EVENT_CONNECTIONS, HEARTBEAT_CONNECTIONS, loadConfig, usage } from './config.js';
 import { KubeClient, connectionOf } from './kube/client.js';
 import { loadPlainKubeConfig, type KubeConnection } from './kube/kubeconfig.js';
-import { kubeletNodeFactory } from './managednode.js';
+import { kubeletNodeFactory } from './app/kubeletnode.js';
 import { restVolumeSources } from './kubelet/volume/sources.js';
 import { Metrics } from './metrics.js';
 import { Operator } from './operator.js';

@@ -2,7 +2,7 @@
 // VirtualNodes that carry one label value, and VirtualNodes created and awaited through the API only.
 import type { Node } from '../../src/api/node.js';
 import type { KubeClient } from '../../src/kube/client.js';
-import { kubeletNodeFactory } from '../../src/managednode.js';
+import { kubeletNodeFactory } from '../../src/app/kubeletnode.js';
 import { restVolumeSources } from '../../src/kubelet/volume/sources.js';
 import type { Metrics } from '../../src/metrics.js';
 import { Operator } from '../../src/operator.js';

@@ -2,11 +2,11 @@
  * Watches over HTTP/2: every watch of a client family shares one connection (another one past the server's
  * stream limit), as client-go multiplexes its watches over its one connection to the API server. On HTTP/1.1
  * a watch holds a TLS connection of its own for its whole life, and the operator keeps one per served node
- * (its pods) besides the VirtualNode, Service and shard watches. Idle, such a connection measured 110 to 160
- * KiB of the process's memory against 30 to 50 KiB for a stream (100 and 400 of each, loopback).
+ * (its pods) besides the VirtualNode, Service and shard watches; an idle connection costs several times the
+ * memory of an idle stream.
  *
- * Requests stay on HTTP/1.1: they were tried on HTTP/2 and cost the same CPU (bench/README.md, 2026-11-26
- * night), and their pools bound how many run at once (client.ts). A server that does not speak HTTP/2 (its
+ * Requests stay on HTTP/1.1: on HTTP/2 they cost the same CPU, and their pools bound how many run at once
+ * (client.ts). A server that does not speak HTTP/2 (its
  * TLS refuses the `h2` protocol, chooses none, or agrees to `h2` and then sends no SETTINGS) gets the watches
  * over HTTP/1.1 for five minutes, then is asked again. A connection that fails for another reason (the server
  * down, a reset) fails the watches waiting for it, as an HTTP/1.1 connection would fail its watch: the caller

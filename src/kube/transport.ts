@@ -1,9 +1,9 @@
 /**
  * The connections a client family talks over: HTTP/1.1 keep-alive pools to one API server (one per kind of
  * traffic, `KubeClient.withPool`), all built from one TLS context, and the HTTP/2 connection its watches
- * share (h2watches.ts). The pools are undici's (`Pool`, the HTTP client Node's own fetch is built on): an
- * Event costs the process about a quarter less CPU than through node:http's agent and ClientRequest (116 to
- * 125 us against 163, bench/README.md), and the API server sees the same HTTP/1.1 requests.
+ * share (h2watches.ts). The pools are undici's (`Pool`, the HTTP client Node's own fetch is built on): a
+ * request costs less CPU than through node:http's agent and ClientRequest, and the API server sees the same
+ * HTTP/1.1 requests.
  */
 import tls from 'node:tls';
 import type https from 'node:https';

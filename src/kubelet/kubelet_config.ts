@@ -173,7 +173,7 @@ export interface KubeletDeps {
   /**
    * Awaited before every pod sync, to let timers and I/O run between the syncs of a burst: the simulated
    * runtime answers without I/O, so thousands of syncs would otherwise run as one unbroken chain of
-   * microtasks (the event loop stalled 0.7 s while 10,000 pods started). The operator passes the process's
+   * microtasks that stalls the event loop. The operator passes the process's
    * TimeSlicer (util/timeslice.ts); default none (tests under a FakeClock).
    */
   yieldToLoop?: () => Promise<void>;

@@ -32,8 +32,8 @@ export function podRef(pod: Pod, fieldPath?: string): ObjectReference {
   const namespace = pod.metadata.namespace ?? 'default';
   const name = pod.metadata.name ?? '';
   const uid = pod.metadata.uid;
-  // Each shape as one literal: V8 keeps a literal's fields inside the object, while fields added after the
-  // fourth go to a property array of their own (the event correlator keeps a pod's first ref).
+  // Each shape as one literal, so its fields stay inside the object (the event correlator keeps a pod's
+  // first ref).
   if (uid && fieldPath) return { kind: 'Pod', apiVersion: 'v1', namespace, name, uid, fieldPath };
   if (uid) return { kind: 'Pod', apiVersion: 'v1', namespace, name, uid };
   if (fieldPath) return { kind: 'Pod', apiVersion: 'v1', namespace, name, fieldPath };

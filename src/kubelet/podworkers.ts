@@ -196,8 +196,8 @@ export class PodWorkers {
     const uid = asPodUID(given);
     let status = this.pods.get(uid);
     if (!status) {
-      // Every field a running pod's worker sets, in one literal: V8 then keeps them all inside the object
-      // (fields added later go to a separate property array, 40 bytes more per pod). A runtime-only pod
+      // Every field a running pod's worker sets, in one literal, so all stay inside the object (fields added
+      // later go to a separate property array). A runtime-only pod
       // starts out terminating: it is never synced, only stopped.
       status = {
         uid,

@@ -10,7 +10,7 @@
  *   <root>/pod-resources/, <root>/pods-api/   the local gRPC APIs (src/kubelet/apis/server.ts)
  *
  * One kubelet owns one `/var/lib/kubelet`; one operator process plays many kubelets on one host, so each
- * VirtualNode has its own root (`<stateDir>/nodes/<node>`, src/podenvironment.ts nodeRootDir) and node-plugin
+ * VirtualNode has its own root (`<stateDir>/nodes/<node>`, src/app/podenvironment.ts nodeRootDir) and node-plugin
  * pods bound to it find their `/var/lib/kubelet/...` hostPaths there (resolveKubeletHostPath).
  *
  * Pure path arithmetic; nothing here touches the disk.

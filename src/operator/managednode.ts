@@ -1,6 +1,6 @@
 /**
  * The seam between the VirtualNode controller and one served node. The controller decides when a node
- * starts, changes, drains and goes; a ManagedNode (src/managednode.ts: Runtime + NodeAgent + Kubelet) does
+ * starts, changes, drains and goes; a ManagedNode (src/app/kubeletnode.ts: Runtime + NodeAgent + Kubelet) does
  * it. Tests pass recording fakes.
  */
 import type { Pod } from '../api/core.js';

@@ -4,8 +4,7 @@
  * mount, whose volume name is random per pod), tolerations, security contexts and volume sources, and the
  * pods of a node equal statuses in many parts (see src/kubelet/status/intern.ts). Without a service-account
  * token (or another volume, a hostname) nothing in a replica's spec is its own, and the replicas of one node
- * share the whole spec. At 10,000 pods the informer's copies were the largest owner of live memory, 3.4 KB a
- * pod; 670 bytes now, most of it the pod's own metadata and status (bench/README.md).
+ * share the whole spec. The informer's copies would otherwise be the largest owner of live memory.
  *
  * `internPod` runs after the informer shared the unchanged subtrees with the pod's previous version
  * (src/kube/structshare.ts), so it only looks at parts that are new: a status patch costs the interning of the

@@ -1,7 +1,7 @@
 /**
  * Which VirtualNode watch updates need a sync. A change of the status alone does not: the operator writes
- * that status itself, and syncing on it made every status write trigger the next one (at 10,000 pods
- * starting, a third of a VirtualNode status patch per pod, bench/README.md). What the status shows is
+ * that status itself, and syncing on it would make every status write trigger the next one. What the status
+ * shows is
  * refreshed every status period anyway, so a status edited by someone else is put right within one.
  */
 import type { VirtualNode } from '../api/virtualnode.js';

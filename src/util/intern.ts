@@ -1,7 +1,7 @@
 /**
  * Interning: values that many objects hold equal copies of are kept once. The status manager's cache and the
- * pod informer use it for what pods have in common (bench/README.md: at 10,000 pods most of a pod's objects
- * had an identical twin in another pod).
+ * pod informer use it for what pods have in common: most of a pod's objects have an identical twin in
+ * another pod.
  *
  * Values are identified by their JSON text and deep-frozen when first stored: the holders' contract is that
  * what they keep is never mutated, only replaced, and a shared value that someone modified would change

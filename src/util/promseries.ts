@@ -2,9 +2,8 @@
  * Counters and histograms whose label sets are found by their values, one map per label, with no key string
  * or label check per call, and whose series a caller may keep to skip even that: counting on a series touches
  * numbers only. prom-client's own Counter and Histogram take a label object on every call, check it, build a
- * key string from it and look the bucket up by a number-keyed property; at 10,000 pods (a request, a pod
- * sync, a relist or a probe each counted) that was 3 % of the operator's busy time in a create phase
- * (bench/README.md). These register in a prom-client Registry like its own metrics and answer it in the same
+ * key string from it and look the bucket up by a number-keyed property, on hot paths (every request, pod
+ * sync, relist and probe is counted). These register in a prom-client Registry like its own metrics and answer it in the same
  * shape, so the exposition text is the same line for line.
  */
 import type { Metric, Registry } from 'prom-client';

@@ -2,9 +2,8 @@
  * Pending timers in one binary min-heap, earliest due first and equal due times in creation order. Every
  * timer of the process lives in one: the FakeClock fires its heap as it is advanced, and a TimerQueue
  * (timerqueue.ts) keeps one underlying timer armed for its heap's earliest entry: the RealClock's on a Node
- * timeout, the prober's on its Clock. A Node timeout per timer cost about 400 bytes with its closures; at
- * 10,000 pods, each with a resync timer and a probe ticker, that was megabytes (bench/README.md). An entry
- * here is one small object that is also its own cancel handle, and its callback is called with the entry's
+ * timeout, the prober's on its Clock. A Node timeout per timer (every pod has a resync timer and probe
+ * tickers) costs far more memory than an entry here: one small object that is also its own cancel handle, and its callback is called with the entry's
  * argument, so a caller with many timers can share one function instead of a closure per timer.
  *
  * Invariants: an entry is in the heap exactly while it is pending (`index >= 0`); cancelling a fired or

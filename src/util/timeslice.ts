@@ -1,10 +1,10 @@
 /**
  * Cooperative time slicing for long chains of microtasks. Work that never waits for real I/O (pod syncs on
  * the simulated runtime) runs as one unbroken chain of promise callbacks, and the event loop cannot fire a
- * timer or read a socket until the chain ends: at 10,000 pods starting, 0.7 s at the 99th percentile. A
+ * timer or read a socket until the chain ends (long stalls while thousands of pods start). A
  * `TimeSlicer` hands out a promise that resolves at once while the current slice is young, and otherwise
  * parks the caller until the loop has turned, so the loop turns at least every `sliceMs` without paying a
- * macrotask per call (one per call cost a fifth more CPU and broke up the I/O batching).
+ * macrotask per call (which would cost CPU and break up the I/O batching).
  *
  * The slice belongs to the loop turn, not to the caller: parked callers are released by one macrotask per
  * turn, in the order they parked, only while that turn's slice lasts; the rest wait for the next turn. (Each

@@ -31,22 +31,15 @@ import {
   readySince,
   waitNodeReady,
 } from '../support/operator.js';
-import { killLive, OperatorProcess } from '../support/operatorprocess.js';
-import {
-  createPod,
-  listPods,
-  nodeLeaseRenewals,
-  probedPod,
-  shardHolders,
-  sleeperPod,
-  splitOf,
-} from './lib/cluster.js';
+import type { OperatorProcess } from '../support/operatorprocess.js';
+import { killLive } from '../support/operatorprocess.js';
+import { SHARD_NS, shardReplica, shardHolders, splitOf, waitSplit } from '../support/shards.js';
+import { createPod, listPods, nodeLeaseRenewals, probedPod, sleeperPod } from './lib/cluster.js';
 import { podIsReady, PodLedger } from './lib/ledger.js';
 import { Measurements } from './lib/report.js';
 import { ResumingWatch } from './lib/watch.js';
 
 const NS = 'chaos-apiserver';
-const SHARD_NS = 'kubelet-operator-system';
 const NODES = Array.from({ length: 6 }, (_, i) => `vn-api-${i}`);
 const DOWN_MS = 60_000;
 const NODE_LEASE_RENEW_MS = 10_000;
@@ -98,24 +91,12 @@ describe('chaos: kube-apiserver down for 60 s (2 replicas, 6 sim nodes)', functi
   it('two replicas serve six VirtualNodes 3/3 with 24 pods Running and Ready', async () => {
     await Promise.all(
       ['replica-a', 'replica-b'].map(async (id) => {
-        const proc = new OperatorProcess(path.join(dir, `${id}.log`), cp!.kubeconfigPath, [
-          '--log-level=info',
-          '--shard-leases',
-          `--shard-identity=${id}`,
-          `--shard-namespace=${SHARD_NS}`,
-          '--shard-lease-duration-seconds=15',
-          '--shard-renew-interval-seconds=5',
-          `--state-dir=${path.join(dir, id)}`,
-        ]);
+        const proc = shardReplica(dir, cp!.kubeconfigPath, id);
         replicas.set(id, { proc, port: await proc.waitReady() });
       }),
     );
     for (const name of NODES) await postVirtualNode(client, name, { runtime: { type: 'sim' } });
-    await eventually(
-      async () => (splitOf(await shardHolders(client, SHARD_NS)) === '3/3' ? true : undefined),
-      60_000,
-      'a 3/3 split',
-    );
+    await waitSplit(client, '3/3');
     for (const n of NODES) await waitNodeReady(client, n, 60_000);
     for (const node of NODES)
       for (let i = 0; i < 4; i++) {

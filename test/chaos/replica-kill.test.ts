@@ -23,23 +23,16 @@ import type { KubeClient } from '../../src/kube/client.js';
 import { startControlPlane, type ControlPlane } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
 import { adminClient, createNamespace, postVirtualNode, waitNodeReady } from '../support/operator.js';
-import { killLive, OperatorProcess } from '../support/operatorprocess.js';
+import type { OperatorProcess } from '../support/operatorprocess.js';
+import { killLive } from '../support/operatorprocess.js';
+import { SHARD_NS, shardReplica, shardHolders, waitSplit } from '../support/shards.js';
 import { Churn } from './lib/churn.js';
-import {
-  createPod,
-  deletePod,
-  listPods,
-  probedPod,
-  shardHolders,
-  sleeperPod,
-  splitOf,
-} from './lib/cluster.js';
+import { createPod, deletePod, listPods, probedPod, sleeperPod } from './lib/cluster.js';
 import { NodeLedger, podIsReady, PodLedger } from './lib/ledger.js';
 import { Measurements, percentile } from './lib/report.js';
 import { ResumingWatch } from './lib/watch.js';
 
 const NS = 'chaos-kill';
-const SHARD_NS = 'kubelet-operator-system';
 const NODES = Array.from({ length: 10 }, (_, i) => `vn-kill-${i}`);
 const TOTAL_PODS = 1000;
 const MAX_ALIVE = 250;
@@ -69,15 +62,7 @@ describe('chaos: a replica SIGKILLed under pod churn (2 replicas, 10 sim nodes, 
   let activeChurn: Churn | undefined;
 
   const startReplica = (id: string): OperatorProcess => {
-    const p = new OperatorProcess(path.join(dir, `${id}.log`), cp!.kubeconfigPath, [
-      '--log-level=info',
-      '--shard-leases',
-      `--shard-identity=${id}`,
-      `--shard-namespace=${SHARD_NS}`,
-      '--shard-lease-duration-seconds=15',
-      '--shard-renew-interval-seconds=5',
-      `--state-dir=${path.join(dir, id)}`,
-    ]);
+    const p = shardReplica(dir, cp!.kubeconfigPath, id);
     replicas.set(id, p);
     return p;
   };
@@ -118,11 +103,7 @@ describe('chaos: a replica SIGKILLed under pod churn (2 replicas, 10 sim nodes, 
   it('two replicas split ten VirtualNodes 5/5 and the Nodes go Ready', async () => {
     await Promise.all([startReplica('replica-a').waitReady(), startReplica('replica-b').waitReady()]);
     for (const name of NODES) await postVirtualNode(client, name, { runtime: { type: 'sim' } });
-    await eventually(
-      async () => (splitOf(await shardHolders(client, SHARD_NS)) === '5/5' ? true : undefined),
-      60_000,
-      'a 5/5 split',
-    );
+    await waitSplit(client, '5/5');
     for (const n of NODES) await waitNodeReady(client, n, 60_000);
   });
 

@@ -5,7 +5,8 @@
  * workloads are created with kubectl, the scheduler binds them, the controllers react to what our kubelet
  * reports. Resource metrics through metrics-server (metrics-scenarios.ts), Jobs (job-scenarios.ts), in-place
  * resize (resize-scenarios.ts), node failure (node-failure.ts) and the containerd-backed scenarios
- * (cri-scenarios.ts) and node-pressure eviction (eviction-scenarios.ts) run on the same cluster, after the
+ * (cri-scenarios.ts), node-pressure eviction (eviction-scenarios.ts) and graceful node shutdown
+ * (nodeshutdown-scenarios.ts) run on the same cluster, after the
  * tests here.
  */
 import { expect } from 'chai';
@@ -14,6 +15,7 @@ import { kubectl } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
 import { criScenarios } from './cri-scenarios.js';
 import { evictionScenarios } from './eviction-scenarios.js';
+import { nodeShutdownScenario } from './nodeshutdown-scenarios.js';
 import { jobScenarios } from './job-scenarios.js';
 import { hpaScenarios } from './hpa-scenarios.js';
 import { metricsScenarios } from './metrics-scenarios.js';
@@ -379,4 +381,5 @@ describe('cluster: kubelet-operator as the only node agent (scheduler + controll
   tokenScenario(() => env);
   criScenarios(() => env);
   evictionScenarios(() => env);
+  nodeShutdownScenario(() => env);
 });

@@ -15,7 +15,7 @@ import { KubeClient } from '../../src/kube/client.js';
 import { nodeReady } from '../../scripts/lib/cluster.js';
 import { kubectl } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
-import { shardHolders } from '../chaos/lib/cluster.js';
+import { shardHolders } from '../support/shards.js';
 import { podReady } from './env.js';
 import {
   EXAMPLE_SIM_VIRTUAL_NODE,

@@ -4,7 +4,9 @@
  * leaves less than that puts the node under MemoryPressure (KubeletHasInsufficientMemory, Event
  * NodeHasInsufficientMemory); a BestEffort pod created then is refused as the kubelet refuses it; the hog is
  * evicted (Failed, Evicted, the kubelet's message, DisruptionTarget TerminationByKubelet, Warning Event
- * Evicted); with it gone the condition turns False after the transition period (15 s here).
+ * Evicted); with it gone the condition turns False after the transition period (15 s here). A second sim node
+ * with a 1Gi declared disk and `nodefs.available: 300Mi` comes under DiskPressure when a container's writable
+ * layer fills it, and evicts that pod for ephemeral-storage.
  */
 import { expect } from 'chai';
 import type { Pod } from '../../src/api/core.js';
@@ -21,6 +23,8 @@ import {
 } from '../support/operator.js';
 
 const NODE = 'vn-evict';
+/** A sim node with a 1Gi declared disk. */
+const DISK_NODE = 'vn-evict-disk';
 const NS = 'default';
 
 interface EventList {
@@ -38,9 +42,12 @@ describe('eviction manager (real apiserver, sim node)', function () {
   let env: SimNodeEnv | undefined;
   let client: KubeClient;
 
-  const condition = async (): Promise<{ status?: string; reason?: string; message?: string } | undefined> =>
-    (await client.request<Node>({ method: 'GET', path: `/api/v1/nodes/${NODE}` })).status?.conditions?.find(
-      (c) => c.type === 'MemoryPressure',
+  const condition = async (
+    type = 'MemoryPressure',
+    node = NODE,
+  ): Promise<{ status?: string; reason?: string; message?: string } | undefined> =>
+    (await client.request<Node>({ method: 'GET', path: `/api/v1/nodes/${node}` })).status?.conditions?.find(
+      (c) => c.type === type,
     );
   const events = async (name: string): Promise<EventList['items']> =>
     (
@@ -62,7 +69,13 @@ describe('eviction manager (real apiserver, sim node)', function () {
         evictionPressureTransitionPeriod: '15s',
       },
     });
+    await postVirtualNode(client, DISK_NODE, {
+      capacity: { cpu: '4', memory: '4Gi', pods: 110, 'ephemeral-storage': '1Gi' },
+      runtime: { type: 'sim', sim: { podCIDR: '10.83.2.0/24' } },
+      kubelet: { evictionHard: { 'nodefs.available': '300Mi' }, evictionPressureTransitionPeriod: '15s' },
+    });
     await waitNodeReady(client, NODE);
+    await waitNodeReady(client, DISK_NODE);
   });
 
   after(async () => {
@@ -172,5 +185,59 @@ describe('eviction manager (real apiserver, sim node)', function () {
       30_000,
       'NodeHasSufficientMemory Event',
     );
+  });
+
+  it('DiskPressure on a declared disk: a container whose writable layer fills it is evicted for ephemeral-storage', async () => {
+    expect(await condition('DiskPressure', DISK_NODE)).to.deep.include({ status: 'False' });
+    // 800Mi in its writable layer leaves less than 300Mi of the node's 1Gi (the images take some too).
+    await client.request({
+      method: 'POST',
+      path: `/api/v1/namespaces/${NS}/pods`,
+      body: {
+        metadata: {
+          name: 'filler',
+          annotations: { 'sim.kubelet-operator.dev/behaviour': '{"usage": {"disk": "800Mi"}}' },
+        },
+        spec: {
+          nodeName: DISK_NODE,
+          containers: [{ name: 'c', image: 'busybox', command: ['sleep', 'infinity'] }],
+        },
+      },
+    });
+    const pressured = await eventually(
+      async () => {
+        const c = await condition('DiskPressure', DISK_NODE);
+        return c?.status === 'True' ? c : undefined;
+      },
+      60_000,
+      'DiskPressure=True',
+    );
+    expect(pressured).to.deep.include({
+      reason: 'KubeletHasDiskPressure',
+      message: 'kubelet has disk pressure',
+    });
+    const filler: Pod = await waitPodStatus(
+      client,
+      NS,
+      'filler',
+      (s) => s.phase === 'Failed',
+      'evicted',
+      60_000,
+    );
+    expect(filler.status?.reason).to.equal('Evicted');
+    // No container is named: as the kubelet, it names one only with both its rootfs and its log usage, and a
+    // sim container keeps its logs in memory (no log stats).
+    expect(filler.status?.message).to.match(
+      /^The node was low on resource: ephemeral-storage\. Threshold quantity: 300Mi, available: \d+(Ki|Mi)?\. $/,
+    );
+    const relieved = await eventually(
+      async () => {
+        const c = await condition('DiskPressure', DISK_NODE);
+        return c?.status === 'False' ? c : undefined;
+      },
+      90_000,
+      'DiskPressure=False',
+    );
+    expect(relieved).to.deep.include({ reason: 'KubeletHasNoDiskPressure' });
   });
 });

@@ -16,7 +16,7 @@ import { localApiSockets } from '../../src/kubelet/apis/server.js';
 import { Metrics } from '../../src/metrics.js';
 import { decodePod } from '../../src/kubelet/apis/pods/podproto.js';
 import type { KubeClient } from '../../src/kube/client.js';
-import { nodeRootDir } from '../../src/podenvironment.js';
+import { nodeRootDir } from '../../src/app/podenvironment.js';
 import { grpcJs, grpcProtoLoader } from '../../src/util/grpcmodules.js';
 import { eventually } from '../support/eventually.js';
 import {

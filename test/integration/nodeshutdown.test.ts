@@ -80,6 +80,22 @@ describe('graceful node shutdown (real apiserver, sim nodes)', function () {
     });
     return p!;
   };
+  /** A pod bound to `node` that ignores SIGTERM: it stops only when its grace period is up. */
+  const postSlowPod = (node: string, name: string, priorityClassName?: string): Promise<unknown> =>
+    client.request({
+      method: 'POST',
+      path: '/api/v1/namespaces/default/pods',
+      body: {
+        metadata: { name, annotations: slow },
+        spec: {
+          nodeName: node,
+          priorityClassName,
+          containers: [{ name: 'c', image: 'busybox', command: ['sleep', 'infinity'] }],
+        },
+      },
+    });
+  const waitFailed = (name: string, what: string, timeoutMs: number): Promise<Pod> =>
+    waitPodStatus(client, 'default', name, (s) => s.phase === 'Failed', what, timeoutMs);
   const finishedAt = (p: Pod): number =>
     Date.parse(p.status?.containerStatuses?.[0]?.state?.terminated?.finishedAt ?? '');
 
@@ -109,30 +125,9 @@ describe('graceful node shutdown (real apiserver, sim nodes)', function () {
     await waitNodeReady(client, NODE);
     const running = (s: { phase?: string }): boolean => s.phase === 'Running';
     // Ignores SIGTERM: stops only when its grace period, the group's 5 s, is up.
-    await client.request({
-      method: 'POST',
-      path: '/api/v1/namespaces/default/pods',
-      body: {
-        metadata: { name: 'normal-slow', annotations: slow },
-        spec: {
-          nodeName: NODE,
-          containers: [{ name: 'c', image: 'busybox', command: ['sleep', 'infinity'] }],
-        },
-      },
-    });
+    await postSlowPod(NODE, 'normal-slow');
     await createPodOn(client, 'default', NODE, 'normal-quick');
-    await client.request({
-      method: 'POST',
-      path: '/api/v1/namespaces/default/pods',
-      body: {
-        metadata: { name: 'critical', annotations: slow },
-        spec: {
-          nodeName: NODE,
-          priorityClassName: 'system-node-critical',
-          containers: [{ name: 'c', image: 'busybox', command: ['sleep', 'infinity'] }],
-        },
-      },
-    });
+    await postSlowPod(NODE, 'critical', 'system-node-critical');
     for (const [ns, name] of [
       ['default', 'normal-slow'],
       ['default', 'normal-quick'],
@@ -213,29 +208,8 @@ describe('graceful node shutdown (real apiserver, sim nodes)', function () {
       },
     });
     await waitNodeReady(client, NODE);
-    await client.request({
-      method: 'POST',
-      path: '/api/v1/namespaces/default/pods',
-      body: {
-        metadata: { name: 'flag-low', annotations: slow },
-        spec: {
-          nodeName: NODE,
-          containers: [{ name: 'c', image: 'busybox', command: ['sleep', 'infinity'] }],
-        },
-      },
-    });
-    await client.request({
-      method: 'POST',
-      path: '/api/v1/namespaces/default/pods',
-      body: {
-        metadata: { name: 'flag-high', annotations: slow },
-        spec: {
-          nodeName: NODE,
-          priorityClassName: 'shutdown-high',
-          containers: [{ name: 'c', image: 'busybox', command: ['sleep', 'infinity'] }],
-        },
-      },
-    });
+    await postSlowPod(NODE, 'flag-low');
+    await postSlowPod(NODE, 'flag-high', 'shutdown-high');
     for (const name of ['flag-low', 'flag-high'])
       await waitPodStatus(client, 'default', name, (s) => s.phase === 'Running', 'running', 30_000);
 
@@ -248,22 +222,8 @@ describe('graceful node shutdown (real apiserver, sim nodes)', function () {
       });
     await patchShutdown(true);
 
-    const low = await waitPodStatus(
-      client,
-      'default',
-      'flag-low',
-      (s) => s.phase === 'Failed',
-      'terminated',
-      30_000,
-    );
-    const high = await waitPodStatus(
-      client,
-      'default',
-      'flag-high',
-      (s) => s.phase === 'Failed',
-      'terminated',
-      30_000,
-    );
+    const low = await waitFailed('flag-low', 'terminated', 30_000);
+    const high = await waitFailed('flag-high', 'terminated', 30_000);
     for (const p of [low, high]) {
       expect(p.status).to.deep.include({ reason: 'Terminated', message: MESSAGE });
       expect(p.status?.conditions?.find((c) => c.type === 'DisruptionTarget')).to.deep.include({
@@ -279,14 +239,7 @@ describe('graceful node shutdown (real apiserver, sim nodes)', function () {
     await new Promise((r) => setTimeout(r, 2_000));
     expect(await ready(NODE)).to.deep.include({ status: 'False', message: 'node is shutting down' });
     await createPodOn(client, 'default', NODE, 'flag-late');
-    const refused = await waitPodStatus(
-      client,
-      'default',
-      'flag-late',
-      (s) => s.phase === 'Failed',
-      'refused',
-      15_000,
-    );
+    const refused = await waitFailed('flag-late', 'refused', 15_000);
     expect(refused.status?.reason).to.equal('NodeShutdown');
 
     // Cleared: the cancellation; Ready again and admitting.

@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { KubeClient } from '../../src/kube/client.js';
 import { kubeletRootPaths, pluginDir } from '../../src/kubelet/rootdir.js';
-import { nodeRootDir } from '../../src/podenvironment.js';
+import { nodeRootDir } from '../../src/app/podenvironment.js';
 import { csiPluginBinaries } from '../support/csiplugins.js';
 import { eventually } from '../support/eventually.js';
 import { postVirtualNode, type SimNodeEnv, startSimNodeEnv, waitNodeReady } from '../support/operator.js';

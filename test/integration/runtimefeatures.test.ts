@@ -22,7 +22,7 @@ import type { Pod } from '../../src/api/core.js';
 import type { Node } from '../../src/api/node.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import type { CoreEvent } from '../../src/kube/events.js';
-import { kubeletNodeFactory } from '../../src/managednode.js';
+import { kubeletNodeFactory } from '../../src/app/kubeletnode.js';
 import { Operator } from '../../src/operator.js';
 import { SimRuntime } from '../../src/runtime/sim/index.js';
 import { RealClock } from '../../src/util/clock.js';

@@ -31,10 +31,11 @@ import {
   postVirtualNode,
   readySince,
 } from '../support/operator.js';
-import { killLive, OperatorProcess } from '../support/operatorprocess.js';
+import type { OperatorProcess } from '../support/operatorprocess.js';
+import { killLive } from '../support/operatorprocess.js';
+import { SHARD_NS, shardReplica, shardHolders, splitOf, waitSplit } from '../support/shards.js';
 
 const NS = 'shard-it';
-const SHARD_NS = 'kubelet-operator-system';
 const NODES = Array.from({ length: 10 }, (_, i) => `vn-shard-${i}`);
 const LEASE_DURATION_S = 15;
 
@@ -57,38 +58,12 @@ describe('sharding VirtualNodes across operator replicas (real apiserver, real p
   const replicas = new Map<string, OperatorProcess>();
 
   const startReplica = (id: string): OperatorProcess => {
-    const p = new OperatorProcess(path.join(dir, `${id}.log`), cp!.kubeconfigPath, [
-      '--shard-leases',
-      `--shard-identity=${id}`,
-      `--shard-namespace=${SHARD_NS}`,
-      `--shard-lease-duration-seconds=${LEASE_DURATION_S}`,
-      '--shard-renew-interval-seconds=5',
-      `--state-dir=${path.join(dir, id)}`,
-    ]);
+    const p = shardReplica(dir, cp!.kubeconfigPath, id, []);
     replicas.set(id, p);
     return p;
   };
 
-  /** VirtualNode -> holder, from the shard Leases. */
-  async function holders(): Promise<Map<string, string>> {
-    const list = await client.request<{ items: Lease[] }>({
-      method: 'GET',
-      path: `/apis/coordination.k8s.io/v1/namespaces/${SHARD_NS}/leases`,
-    });
-    const out = new Map<string, string>();
-    for (const l of list.items) {
-      const role = leaseRole(l);
-      if (role?.role === 'virtualnode' && l.spec.holderIdentity) out.set(role.node, l.spec.holderIdentity);
-    }
-    return out;
-  }
-
-  const split = async (): Promise<number[]> => {
-    const h = await holders();
-    const counts = new Map<string, number>();
-    for (const holder of h.values()) counts.set(holder, (counts.get(holder) ?? 0) + 1);
-    return [...counts.values()].sort((a, b) => b - a);
-  };
+  const holders = (): Promise<Map<string, string>> => shardHolders(client, SHARD_NS);
 
   const pods = async (): Promise<Pod[]> =>
     (await client.request<{ items: Pod[] }>({ method: 'GET', path: `/api/v1/namespaces/${NS}/pods` })).items;
@@ -163,7 +138,7 @@ describe('sharding VirtualNodes across operator replicas (real apiserver, real p
         },
       });
     }
-    await eventually(async () => ((await split()).join('/') === '5/5' ? true : undefined), 60_000, '5/5');
+    await waitSplit(client, '5/5');
     await eventually(allReady, 90_000, 'all 20 pods Ready');
     await expectNodesReady();
   });
@@ -171,7 +146,7 @@ describe('sharding VirtualNodes across operator replicas (real apiserver, real p
   it('a third replica joins: 4/3/3, no pod restarts, Nodes stay Ready', async () => {
     const before = (await allReady())!;
     await startReplica('replica-c').waitReady();
-    await eventually(async () => ((await split()).join('/') === '4/3/3' ? true : undefined), 60_000, '4/3/3');
+    await waitSplit(client, '4/3/3');
     // The moved nodes' pods are adopted, and stay so.
     await eventually(allReady, 30_000, 'all pods Ready after the move');
     await new Promise((r) => setTimeout(r, 5_000));
@@ -199,7 +174,7 @@ describe('sharding VirtualNodes across operator replicas (real apiserver, real p
       'the nodes to move',
     );
     console.log(`      moved ${4} nodes in ${movedAt - sent} ms after SIGTERM`);
-    expect((await split()).join('/')).to.equal('5/5');
+    expect(splitOf(await holders())).to.equal('5/5');
     await eventually(allReady, 30_000, 'all pods Ready after the move');
     await new Promise((r) => setTimeout(r, 5_000));
     await expectNoRestart(before);

@@ -11,13 +11,21 @@ export async function applyCrd(cp: Pick<ControlPlane, 'kubeconfigPath'>): Promis
 
 /** Waits until the VirtualNode CRD (applied by whatever means) is Established and served. */
 export async function waitForCrd(cp: Pick<ControlPlane, 'kubeconfigPath'>): Promise<void> {
-  const wait = await kubectl(cp, [
-    'wait',
-    '--for=condition=Established',
-    '--timeout=60s',
-    'crd/virtualnodes.kubelet-operator.dev',
-  ]);
-  if (wait.code !== 0) throw new Error(`the CRD was not Established: ${wait.stderr}`);
+  // Polled rather than `kubectl wait`: that fails at once ("accessor error") while a just-created CRD has no
+  // status.conditions yet.
+  const established = Date.now() + 60_000;
+  for (;;) {
+    const got = await kubectl(cp, [
+      'get',
+      'crd/virtualnodes.kubelet-operator.dev',
+      '-o',
+      'jsonpath={.status.conditions[?(@.type=="Established")].status}',
+    ]);
+    if (got.code === 0 && got.stdout.trim() === 'True') break;
+    if (Date.now() > established)
+      throw new Error(`the CRD was not Established: ${got.code === 0 ? got.stdout : got.stderr}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
   // Established comes a moment before the resource's storage serves lists (429 "storage is
   // (re)initializing"); an operator started in between would begin with a list back-off.
   const deadline = Date.now() + 30_000;

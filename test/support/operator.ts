@@ -11,7 +11,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ContainerStatus, Pod, PodStatus } from '../../src/api/core.js';
 import { KubeClient, type KubeClientOptions } from '../../src/kube/client.js';
-import { kubeletNodeFactory } from '../../src/managednode.js';
+import { kubeletNodeFactory } from '../../src/app/kubeletnode.js';
 import type { Metrics } from '../../src/metrics.js';
 import { Operator } from '../../src/operator.js';
 import type { ShardGate } from '../../src/operator/shard/coordinator.js';

@@ -57,8 +57,8 @@ export function toSandboxStatus(s: PodSandboxStatus): SandboxStatus {
   const ip = s.network ? s.network.ip : null;
   const netns = s.networkMode === 'NODE' ? 'node' : 'pod';
   const createdAt = nsToMs(s.createdAt);
-  // The usual record (a creation time, one IP) as one literal: V8 keeps a literal's fields inside the
-  // object, where a field added later takes a property array of its own (the pod cache holds one per pod).
+  // The usual record (a creation time, one IP) as one literal, so its fields stay inside the object (the pod
+  // cache holds one per pod).
   if (createdAt !== undefined && !(s.network && s.network.additionalIps.length > 0))
     return { id, state: s.state, attempt: s.metadata.attempt, ip, netns, createdAt };
   const out: SandboxStatus = { id, state: s.state, attempt: s.metadata.attempt, ip, netns };
@@ -240,7 +240,7 @@ const sandboxState = (sb: PodSandbox): ListedContainer['state'] =>
  * `memo` holds the pods of the previous call by UID: a pod listed again with the same name, sandboxes and
  * containers (ids and states, in order) is answered with that very object, and the memo is updated to this
  * listing. The PLEG lists every second while most pods stay as they were; without it each call built every
- * pod of the node anew (the largest allocation of a pod start in the scale benchmark, bench/README.md).
+ * pod of the node anew.
  */
 export async function listRuntimePods(
   runtime: Runtime,

@@ -358,7 +358,7 @@ export class GenericPLEG {
     const stale = this.updateFailed.has(uid);
     if (events.length === 0 && conditions.length === 0 && !force && !stale) {
       // No event means every container and sandbox has the same state in both listings, so the new one
-      // diffs exactly like the old: keep one of them, not two listings per pod (bench/README.md).
+      // diffs exactly like the old: keep one of them, not two listings per pod.
       if (record.current) record.old = record.current;
       record.current = undefined;
       return { inspected: false, inspection: NOT_INSPECTED, sent: 0, dropped: 0 };

@@ -19,7 +19,7 @@ export interface NodePluginManager {
 export async function startNodePluginManager(o: {
   client: KubeClient;
   nodeName: string;
-  /** The node's kubelet root directory (src/podenvironment.ts nodeRootDir). */
+  /** The node's kubelet root directory (src/app/podenvironment.ts nodeRootDir). */
   rootDir: string;
   logger: Logger;
 }): Promise<NodePluginManager> {

@@ -51,8 +51,8 @@ function noPodIP(): KindError {
 
 /**
  * One execution of `probe` against the container; throws or rejects when the probe cannot be run at all. A
- * runtime that answers port probes itself answers at once, without a promise (a thousand probes a second
- * at 10,000 pods).
+ * runtime that answers port probes itself answers at once, without a promise (probes run by the thousand a
+ * second on a large sim fleet).
  */
 function runProbeOnce(
   deps: ProbeRunnerDeps,

@@ -88,6 +88,13 @@ const EPHEMERAL_PLUGINS = [
   PluginDirs.projected,
 ];
 
+/**
+ * The volume plugins whose data sits on the node's disk: an emptyDir, and the configMap and downwardAPI
+ * volumes the kubelet backs by one; secrets and projected volumes live on tmpfs. (An emptyDir of medium
+ * Memory is counted too: the directory does not say its medium.)
+ */
+const ON_DISK_PLUGINS = new Set<string>([PluginDirs.emptyDir, PluginDirs.configMap, PluginDirs.downwardAPI]);
+
 function defaultProcessUsage(): ProcessUsage {
   const u = process.cpuUsage();
   return { cpuMicros: u.user + u.system, rssBytes: process.memoryUsage.rss() };
@@ -99,6 +106,8 @@ export class StatsProvider {
   private share = { lastCpuMicros: -1, coreNanoSeconds: 0 };
   /** Volume names per pod, listed in the background like the usage itself. */
   private readonly volumeNames = new Map<string, { plugin: string; name: string }[]>();
+  /** A declared disk's bytes besides the images (writable layers, volumes), as the last Summary found. */
+  private declaredDiskOtherBytes = 0;
 
   constructor(private readonly d: StatsProviderDeps) {}
 
@@ -200,9 +209,10 @@ export class StatsProvider {
       usedBytes: r.usedBytes,
       inodesUsed: r.inodesUsed,
     });
+    const disk = this.d.statfsPath ? capacity : await this.declaredDisk(nowMs, sandboxStats);
     return {
-      node: { ...capacity, time: nowMs },
-      containerFs: { ...capacity, time: nowMs },
+      node: disk,
+      containerFs: disk,
       volumes: (uid): VolumeStats[] | undefined => {
         if (!volumes) return undefined;
         const out: VolumeStats[] = [];
@@ -238,10 +248,38 @@ export class StatsProvider {
   }
 
   /**
+   * A node without a real disk (sim) has one disk of its declared ephemeral storage, holding what a kubelet's
+   * disk holds: the images (the runtime's ImageFsInfo), the containers' writable layers and the on-disk
+   * volumes. Used and available follow from them, so the nodefs and imagefs signals see a filling disk.
+   */
+  private async declaredDisk(nowMs: number, sandboxStats: readonly PodSandboxStats[]): Promise<FsStats> {
+    let other = 0;
+    for (const s of sandboxStats) for (const c of s.containers) other += c.writableLayer?.usedBytes ?? 0;
+    const volumes = this.d.volumes;
+    if (volumes)
+      for (const [uid, names] of this.volumeNames)
+        for (const v of names)
+          if (ON_DISK_PLUGINS.has(v.plugin))
+            other +=
+              volumes.usage.get(joinPath(volumes.podsDir, uid, 'volumes', v.plugin, v.name))?.usedBytes ?? 0;
+    this.declaredDiskOtherBytes = other;
+    const info = this.d.imageFsInfo ? await this.d.imageFsInfo().catch(() => undefined) : undefined;
+    const images = info?.imageFilesystems[0]?.usedBytes ?? 0;
+    const capacity = this.d.ephemeralStorageCapacityBytes;
+    const used = images + other;
+    return {
+      time: nowMs,
+      capacityBytes: capacity,
+      usedBytes: used,
+      availableBytes: Math.max(0, capacity - used),
+    };
+  }
+
+  /**
    * The image filesystem (kubelet ImageFsStats): the first one the runtime's ImageFsInfo names, its usage as
    * the runtime reports it; capacity and available by statfs of its mountpoint on a node with a real disk
-   * (of the node's path when the mountpoint cannot be read), else the node's declared ephemeral storage less
-   * that usage. The container filesystem likewise, and the layout the devices under them make
+   * (of the node's path when the mountpoint cannot be read), else the declared disk's (declaredDisk) less
+   * that usage and the rest of that disk's contents. The container filesystem likewise, and the layout the devices under them make
    * (KubeletSeparateDiskGC). Throws when the runtime names no image filesystem.
    */
   async imageFsStats(): Promise<ImageFsReading> {
@@ -284,11 +322,12 @@ export class StatsProvider {
         }
       }
     }
+    // The declared disk: the images share it with the writable layers and volumes the last Summary found.
     const capacity = this.d.ephemeralStorageCapacityBytes;
     return {
       time: timeMs,
       capacityBytes: capacity,
-      availableBytes: Math.max(0, capacity - (u.usedBytes ?? 0)),
+      availableBytes: Math.max(0, capacity - (u.usedBytes ?? 0) - this.declaredDiskOtherBytes),
       ...used,
       ...inodesUsed,
     };

@@ -185,8 +185,8 @@ export class StatusManager {
 
   /**
    * The cached status itself, not a copy, for readers that only read (the probe workers on every tick, the
-   * status generator on every sync): a deep copy per call was the status manager's largest CPU cost at
-   * 10,000 pods (bench/README.md). Safe because a cached entry is never mutated, only replaced (the cache
+   * status generator on every sync): a deep copy per call would be the status manager's largest CPU cost.
+   * Safe because a cached entry is never mutated, only replaced (the cache
    * holds normalizeStatus's own deep copies); a caller must not modify what it gets.
    */
   peekPodStatus(uid: PodUID): Readonly<PodStatus> | undefined {
@@ -195,7 +195,7 @@ export class StatusManager {
 
   /**
    * The cached phase alone, without copying the status: admission asks it of every other pod on the node for
-   * each new pod, and a deep copy each time made that quadratic in pods per node (bench/README.md).
+   * each new pod, and a deep copy each time would make that quadratic in pods per node.
    */
   getPodPhase(uid: PodUID): PodStatus['phase'] | undefined {
     return this.podStatuses.get(this.podManager.translatePodUID(uid))?.status.phase;

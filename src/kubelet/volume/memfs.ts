@@ -265,9 +265,8 @@ export class MemoryVolumeFS implements VolumeFS {
   /**
    * A file's bytes to keep: everything up to its last line in one copy shared by every file that begins alike,
    * then its last line. Pods' files differ in their last line when at all: each pod's hosts file has the same
-   * header and local entries before the line naming the pod (a string of 200 bytes, 60 of them its own), and a
-   * projected CA bundle is the same file in every pod. V8 keeps `head + last` as a pair of the two (a cons
-   * string) until something reads the file whole; a file that is read (the atomic writer compares its
+   * header and local entries before the line naming the pod, and a projected CA bundle is the same file in
+   * every pod. `head + last` stays a pair of the two (a cons string) until something reads the file whole; a file that is read (the atomic writer compares its
    * projections) is flattened into a copy of its own again, as it was before.
    */
   private fileBytes(data: Buffer): string {

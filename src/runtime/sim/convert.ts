@@ -57,9 +57,8 @@ export function toContainer(c: ContainerRecord): Container {
 
 /**
  * As ContainerStatus reports it: the image's repo tag and repo digest, as containerd does. One literal with
- * every field, toContainer's included: spreading toContainer's answer and adding eight fields after it cost
- * about 5 KB of garbage per call on Node 20 (V8 builds new hidden classes for each such object); this takes
- * a few hundred bytes.
+ * every field, toContainer's included: spreading toContainer's answer and adding fields after it builds new
+ * hidden classes, and garbage, on every call.
  */
 export function toContainerStatus(c: ContainerRecord): ContainerStatus {
   const out: ContainerStatus = {

@@ -51,8 +51,8 @@ function isPlain(v: unknown, depth: number): boolean {
 }
 
 /**
- * `s` as one contiguous string. V8 keeps a string built by concatenation (a template literal, `a + b`) as a
- * tree of its pieces, 32 bytes a join, for as long as it lives; a JSON round trip copies it flat.
+ * `s` as one contiguous string: a string built by concatenation is kept as a tree of its pieces for as long
+ * as it lives; a JSON round trip copies it flat.
  */
 export function flatString(s: string): string {
   return s.length < 13 ? s : (JSON.parse(JSON.stringify(s)) as string);
@@ -63,9 +63,8 @@ const IN_OBJECT = 4;
 
 /**
  * Copies of small string maps (labels) laid out compactly. `{ ...o }` gives the copy room for four properties
- * in itself and puts the rest in a separate array with spare room (96 bytes for five labels); a copy of an
- * object that JSON.parse made is sized exactly (64 bytes), so each distinct list of keys gets such a template
- * once, and a copy is the template spread with `o`'s values written over it, key by key, in `o`'s order.
+ * in itself and puts the rest in a separate array with spare room; a copy of an object that JSON.parse made
+ * is sized exactly, so each distinct list of keys gets such a template once, and a copy is the template spread with `o`'s values written over it, key by key, in `o`'s order.
  */
 export class CompactCopies {
   private readonly templates: SharedValues<Readonly<Record<string, string>>>;
@@ -77,8 +76,8 @@ export class CompactCopies {
   /**
    * Equal to `{ ...o }`: the same own enumerable properties in the same order, values as read once. The
    * runtime's answers hand it out as it is (convert.ts); the Runtime's answer types make it read-only. It is
-   * not frozen: a frozen copy got a hidden class of its own in V8 (two per pod in the scale benchmark, 0.45 KB
-   * per pod, and property loads on them no longer cached, which slowed every relist).
+   * not frozen: a frozen copy gets a hidden class of its own, which costs memory per pod and slows the
+   * property loads of every relist.
    */
   copy(o: Readonly<Record<string, string>> | undefined): Readonly<Record<string, string>> {
     return this.plainCopy(o);

@@ -6,7 +6,7 @@
  * command-line flags.
  *
  * Ours list only what a node really applies, each from the setting in force: the node's own settings
- * (NodeKubeletSettings, from its VirtualNode and the operator's defaults, see src/nodeconfigz.ts) and the node
+ * (NodeKubeletSettings, from its VirtualNode and the operator's defaults, see src/app/nodeconfigz.ts) and the node
  * API server's (NodeApiSettings, from the operator's flags). Fields are in the v1beta1 type's order and
  * follow its JSON rules (an omitempty field at its zero value is left out, as `readOnlyPort: 0` is on a
  * kubelet). /flagz has the operator's own flags, then, under the kubelet's flag names, what the node's

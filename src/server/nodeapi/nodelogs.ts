@@ -3,7 +3,7 @@
  * `enableSystemLogQuery` off, its default): Go's http.FileServer under the prefix `/logs/`. A directory is
  * listed as Go lists one (sorted names, `/` after a directory, as HTML), a file is sent whole, the query is
  * not read (`?query=` lists the directory, as the kubelet's plain file server answers), only GET is allowed.
- * A VirtualNode's log directory is `<stateDir>/nodes/<node>/logs` (src/podenvironment.ts nodeLogDir), beside
+ * A VirtualNode's log directory is `<stateDir>/nodes/<node>/logs` (src/app/podenvironment.ts nodeLogDir), beside
  * its pod directories.
  *
  * Differences from Go's file server: no Range or If-Modified-Since (the whole file, always 200); a name that

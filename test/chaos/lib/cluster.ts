@@ -1,12 +1,10 @@
 /**
  * The cluster side of the chaos scenarios: the pods they run (a busybox sleeper, an agnhost server with a TCP
- * readiness probe), who holds which VirtualNode by the shard Leases, the Node Leases' renew times, and the
- * pods/status writes of the API server's audit log.
+ * readiness probe), the Node Leases' renew times, and the pods/status writes of the API server's audit log.
  */
 import type { Pod } from '../../../src/api/core.js';
 import type { Lease } from '../../../src/api/node.js';
 import type { KubeClient } from '../../../src/kube/client.js';
-import { leaseRole, SHARD_LABEL } from '../../../src/operator/shard/api.js';
 import { SimBehaviourAnnotation } from '../../../src/runtime/sim/profile.js';
 
 /** `sleep 3600` in busybox: running as soon as it starts, ready without a probe. */
@@ -58,28 +56,6 @@ export async function deletePod(client: KubeClient, ns: string, name: string): P
 export async function listPods(client: KubeClient, ns: string): Promise<Pod[]> {
   return (await client.request<{ items: Pod[] }>({ method: 'GET', path: `/api/v1/namespaces/${ns}/pods` }))
     .items;
-}
-
-/** VirtualNode -> holder, from the `virtualnode` shard Leases of `ns` (a Lease without a holder is left out). */
-export async function shardHolders(client: KubeClient, ns: string): Promise<Map<string, string>> {
-  const list = await client.request<{ items: Lease[] }>({
-    method: 'GET',
-    path: `/apis/coordination.k8s.io/v1/namespaces/${ns}/leases`,
-    query: { labelSelector: `${SHARD_LABEL}=virtualnode` },
-  });
-  const out = new Map<string, string>();
-  for (const l of list.items) {
-    const role = leaseRole(l);
-    if (role?.role === 'virtualnode' && l.spec.holderIdentity) out.set(role.node, l.spec.holderIdentity);
-  }
-  return out;
-}
-
-/** How many VirtualNodes each holder has, largest first: `5/5`. */
-export function splitOf(holders: Map<string, string>): string {
-  const counts = new Map<string, number>();
-  for (const h of holders.values()) counts.set(h, (counts.get(h) ?? 0) + 1);
-  return [...counts.values()].sort((a, b) => b - a).join('/');
 }
 
 /** Node name -> the renewTime (epoch ms) of its Lease in kube-node-lease. */

@@ -1,12 +1,12 @@
 /**
  * /configz and /flagz content: a node's effective KubeletConfiguration (kubelet.config.k8s.io/v1beta1 under
  * the name "kubeletconfig", as component-base's configz writes it) and its flags, from the node's settings
- * (src/nodeconfigz.ts) and the node API server's.
+ * (src/app/nodeconfigz.ts) and the node API server's.
  */
 import { expect } from 'chai';
 import { parseVirtualNodeSpec, type VirtualNodeSpec } from '../../../src/api/virtualnode.js';
 import { loadConfig } from '../../../src/config.js';
-import { nodeKubeletSettings } from '../../../src/nodeconfigz.js';
+import { nodeKubeletSettings } from '../../../src/app/nodeconfigz.js';
 import {
   configzBody,
   kubeletConfiguration,

@@ -10,7 +10,7 @@ import {
 } from '../../../../src/kubelet/nodeshutdown/config.js';
 import { validateShutdownSettings, type ShutdownSettings } from '../../../../src/api/shutdownsettings.js';
 import { parseVirtualNodeSpec } from '../../../../src/api/virtualnode.js';
-import { nodeKubeletSettings } from '../../../../src/nodeconfigz.js';
+import { nodeKubeletSettings } from '../../../../src/app/nodeconfigz.js';
 import { kubeletConfiguration } from '../../../../src/server/nodeapi/configz.js';
 
 describe('nodeshutdown config', () => {

@@ -141,7 +141,20 @@ describe('native histograms: schema, bucket index, spans', () => {
 });
 
 describe('native histograms: observations as client_golang counts them', () => {
-  const none = { negativeSpan: [], negativeDelta: [] };
+  /** A snapshot with positive buckets only: spans as [offset, length]. */
+  const positive = (
+    schema: number,
+    spans: [number, number][],
+    positiveDelta: number[],
+    zeroCount = 0,
+  ): Omit<NativeHistogramSnapshot, 'zeroThreshold'> => ({
+    schema,
+    zeroCount,
+    positiveSpan: spans.map(([offset, length]) => ({ offset, length })),
+    positiveDelta,
+    negativeSpan: [],
+    negativeDelta: [],
+  });
   const cases: {
     name: string;
     factor: number;
@@ -154,19 +167,17 @@ describe('native histograms: observations as client_golang counts them', () => {
       factor: 1.1,
       max: 160,
       values: [0.005, 0.005, 0.0052, 0.0057, 0.1, 1, 1, 2.5, 30],
-      want: {
-        schema: 3,
-        zeroCount: 0,
-        positiveSpan: [
-          { offset: -61, length: 3 },
-          { offset: 32, length: 1 },
-          { offset: 25, length: 1 },
-          { offset: 10, length: 1 },
-          { offset: 28, length: 1 },
+      want: positive(
+        3,
+        [
+          [-61, 3],
+          [32, 1],
+          [25, 1],
+          [10, 1],
+          [28, 1],
         ],
-        positiveDelta: [2, -1, 0, 0, 1, -1, 0],
-        ...none,
-      },
+        [2, -1, 0, 0, 1, -1, 0],
+      ),
     },
     {
       name: 'zeros, values under the zero threshold, negatives',
@@ -174,10 +185,7 @@ describe('native histograms: observations as client_golang counts them', () => {
       max: 160,
       values: [0, -0, 1e-40, -0.25, -0.3, 4],
       want: {
-        schema: 3,
-        zeroCount: 3,
-        positiveSpan: [{ offset: 16, length: 1 }],
-        positiveDelta: [1],
+        ...positive(3, [[16, 1]], [1], 3),
         negativeSpan: [{ offset: -16, length: 4 }],
         negativeDelta: [1, -1, 0, 1],
       },
@@ -187,86 +195,73 @@ describe('native histograms: observations as client_golang counts them', () => {
       factor: 1.1,
       max: 4,
       values: [1, 2, 3, 4, 5],
-      want: {
-        schema: 2,
-        zeroCount: 0,
-        positiveSpan: [
-          { offset: 0, length: 1 },
-          { offset: 3, length: 7 },
+      want: positive(
+        2,
+        [
+          [0, 1],
+          [3, 7],
         ],
-        positiveDelta: [1, 0, -1, 0, 1, 0, -1, 1],
-        ...none,
-      },
+        [1, 0, -1, 0, 1, 0, -1, 1],
+      ),
     },
     {
       name: 'halved once, then more buckets at the lower schema',
       factor: 1.1,
       max: 4,
       values: [0.001, 1000, 1, 2, 3],
-      want: {
-        schema: 2,
-        zeroCount: 0,
-        positiveSpan: [
-          { offset: -39, length: 1 },
-          { offset: 38, length: 1 },
-          { offset: 3, length: 4 },
-          { offset: 32, length: 1 },
+      want: positive(
+        2,
+        [
+          [-39, 1],
+          [38, 1],
+          [3, 4],
+          [32, 1],
         ],
-        positiveDelta: [1, 0, 0, -1, 0, 1, 0],
-        ...none,
-      },
+        [1, 0, 0, -1, 0, 1, 0],
+      ),
     },
     {
       name: 'no limit',
       factor: 1.1,
       max: 0,
       values: [1, 1000000],
-      want: {
-        schema: 3,
-        zeroCount: 0,
-        positiveSpan: [
-          { offset: 0, length: 1 },
-          { offset: 159, length: 1 },
+      want: positive(
+        3,
+        [
+          [0, 1],
+          [159, 1],
         ],
-        positiveDelta: [1, 0],
-        ...none,
-      },
+        [1, 0],
+      ),
     },
     {
       name: 'factor 2 (schema 0), a power of two closing its bucket',
       factor: 2,
       max: 160,
       values: [1, 2, 3, 4, 0.5],
-      want: {
-        schema: 0,
-        zeroCount: 0,
-        positiveSpan: [{ offset: -1, length: 4 }],
-        positiveDelta: [1, 0, 0, 1],
-        ...none,
-      },
+      want: positive(0, [[-1, 4]], [1, 0, 0, 1]),
     },
     {
       name: 'a limit of one bucket halves per new bucket',
       factor: 1.1,
       max: 1,
       values: [1, 1e300, 1e-300],
-      want: {
-        schema: 1,
-        zeroCount: 1,
-        positiveSpan: [
-          { offset: 0, length: 1 },
-          { offset: 1993, length: 1 },
+      want: positive(
+        1,
+        [
+          [0, 1],
+          [1993, 1],
         ],
-        positiveDelta: [1, 0],
-        ...none,
-      },
+        [1, 0],
+        1,
+      ),
     },
     {
       name: 'no observations',
       factor: 1.1,
       max: 160,
       values: [],
-      want: { schema: 3, zeroCount: 0, positiveSpan: [], positiveDelta: [], ...none },
+      want: positive(3, [], []),
     },
   ];
   for (const c of cases) {

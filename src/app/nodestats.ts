@@ -6,14 +6,14 @@
  * - sim: volumes measured in the in-memory tree the simulated runtime reads, no log files (the runtime
  *   keeps logs in memory), the filesystem's capacity the node's declared ephemeral storage.
  */
-import type { VirtualNodeSpec } from './api/virtualnode.js';
-import type { PodEnvironment } from './kubelet/kubelet_config.js';
-import { DirUsage } from './kubelet/stats/du.js';
-import { StatsProvider, type StatsRuntime } from './kubelet/stats/provider.js';
-import type { Runtime } from './runtime/types.js';
-import { joinPath } from './kubelet/volume/paths.js';
-import type { Clock } from './util/clock.js';
-import { quantityValue } from './util/quantity.js';
+import type { VirtualNodeSpec } from '../api/virtualnode.js';
+import type { PodEnvironment } from '../kubelet/kubelet_config.js';
+import { DirUsage } from '../kubelet/stats/du.js';
+import { StatsProvider, type StatsRuntime } from '../kubelet/stats/provider.js';
+import type { Runtime } from '../runtime/types.js';
+import { joinPath } from '../kubelet/volume/paths.js';
+import type { Clock } from '../util/clock.js';
+import { quantityValue } from '../util/quantity.js';
 
 export function statsProviderFor(opts: {
   spec: VirtualNodeSpec;

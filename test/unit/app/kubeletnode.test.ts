@@ -3,21 +3,29 @@
 // the NodeAgent and runs the node's pods; a spec update keeps the kubelet (and its containers); drain deletes
 // the node's pods; stop leaves the runtime and the API objects alone; remove deletes the Node and Lease.
 import { expect } from 'chai';
-import type { Pod } from '../../src/api/core.js';
-import type { Node } from '../../src/api/node.js';
-import { parseVirtualNodeSpec, type VirtualNode, type VirtualNodeSpec } from '../../src/api/virtualnode.js';
-import type { KubeClient, RequestOptions } from '../../src/kube/client.js';
-import { Informer, stripManagedFields } from '../../src/kube/informer.js';
-import { PodsByNodeIndex } from '../../src/kubelet/podmanager.js';
-import type { VolumeSources } from '../../src/kubelet/volume/sources.js';
-import { KubeletManagedNode, kubeletNodeFactory, type ManagedNodeDeps } from '../../src/managednode.js';
-import { SimRuntime } from '../../src/runtime/sim/index.js';
-import { NodeApiRegistry } from '../../src/server/nodeapi/registry.js';
-import { FakeClock } from '../../src/util/clock.js';
-import { KindError } from '../../src/util/errors.js';
-import { silentLogger } from '../../src/util/logger.js';
-import { FakeNodeAPI } from './node/fakeapi.js';
-import { FakeCollection } from './operator/fakeapi.js';
+import type { Pod } from '../../../src/api/core.js';
+import type { Node } from '../../../src/api/node.js';
+import {
+  parseVirtualNodeSpec,
+  type VirtualNode,
+  type VirtualNodeSpec,
+} from '../../../src/api/virtualnode.js';
+import type { KubeClient, RequestOptions } from '../../../src/kube/client.js';
+import { Informer, stripManagedFields } from '../../../src/kube/informer.js';
+import { PodsByNodeIndex } from '../../../src/kubelet/podmanager.js';
+import type { VolumeSources } from '../../../src/kubelet/volume/sources.js';
+import {
+  KubeletManagedNode,
+  kubeletNodeFactory,
+  type ManagedNodeDeps,
+} from '../../../src/app/kubeletnode.js';
+import { SimRuntime } from '../../../src/runtime/sim/index.js';
+import { NodeApiRegistry } from '../../../src/server/nodeapi/registry.js';
+import { FakeClock } from '../../../src/util/clock.js';
+import { KindError } from '../../../src/util/errors.js';
+import { silentLogger } from '../../../src/util/logger.js';
+import { FakeNodeAPI } from '../node/fakeapi.js';
+import { FakeCollection } from '../operator/fakeapi.js';
 
 const NODE = 'vn-test';
 const IMAGE = 'registry.local/app:1';

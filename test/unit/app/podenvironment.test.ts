@@ -2,22 +2,22 @@ import { expect } from 'chai';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { Pod } from '../../src/api/core.js';
-import { VirtualNodeSpecSchema, type VirtualNodeSpec } from '../../src/api/virtualnode.js';
-import type { KubeClient, RequestOptions } from '../../src/kube/client.js';
-import { MemoryVolumeFS } from '../../src/kubelet/volume/memfs.js';
-import { RealVolumeFS } from '../../src/kubelet/volume/realfs.js';
-import { MemoryMounter, RealMounter } from '../../src/kubelet/volume/mounter.js';
-import type { VolumeSources } from '../../src/kubelet/volume/sources.js';
+import type { Pod } from '../../../src/api/core.js';
+import { VirtualNodeSpecSchema, type VirtualNodeSpec } from '../../../src/api/virtualnode.js';
+import type { KubeClient, RequestOptions } from '../../../src/kube/client.js';
+import { MemoryVolumeFS } from '../../../src/kubelet/volume/memfs.js';
+import { RealVolumeFS } from '../../../src/kubelet/volume/realfs.js';
+import { MemoryMounter, RealMounter } from '../../../src/kubelet/volume/mounter.js';
+import type { VolumeSources } from '../../../src/kubelet/volume/sources.js';
 import {
   defaultPodsDir,
   podEnvironmentFor,
   type NodePodEnvironment,
   type PodEnvironmentSettings,
-} from '../../src/podenvironment.js';
-import { FakeClock } from '../../src/util/clock.js';
-import { MemoryLogger } from '../../src/util/logger.js';
-import { formatRFC3339 } from '../../src/util/rfc3339.js';
+} from '../../../src/app/podenvironment.js';
+import { FakeClock } from '../../../src/util/clock.js';
+import { MemoryLogger } from '../../../src/util/logger.js';
+import { formatRFC3339 } from '../../../src/util/rfc3339.js';
 
 const SIM = { runtime: { type: 'sim' } };
 const CRI = { runtime: { type: 'cri', cri: { endpoint: 'unix:///run/containerd/containerd.sock' } } };

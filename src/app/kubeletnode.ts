@@ -10,59 +10,59 @@
  * on `eventClient`, everything else (registration, pods, volumes, env references) on `client`.
  */
 import { randomBytes } from 'node:crypto';
-import type { Pod } from './api/core.js';
-import type { VirtualNode, VirtualNodeSpec } from './api/virtualnode.js';
-import { parseGoDuration } from './util/duration.js';
-import { hostThermalThrottlePaths } from './node/hostcpu.js';
-import { hostSwapCapacityBytes, hostSwapController, type SwapController } from './node/swap.js';
-import { quantityMilliValue, quantityValue } from './util/quantity.js';
-import type { KubeClient } from './kube/client.js';
-import { EventRecorder } from './kube/events.js';
-import type { Informer } from './kube/informer.js';
-import { MaxCrashLoopBackOffMs } from './kubelet/backoff.js';
-import { QUOTA_PERIOD_US } from './kubelet/cm/cpu.js';
-import { Kubelet } from './kubelet/kubelet.js';
-import { evictionConfigFrom } from './kubelet/eviction/settings.js';
-import { shutdownConfigFrom, ShutdownDisabled, type ShutdownConfig } from './kubelet/nodeshutdown/config.js';
-import { imageGCPolicyFrom, type ImageGCPolicy } from './kubelet/images/imagegc.js';
-import type { KubeletSettings } from './kubelet/kubelet_config.js';
-import { PodsByNodeIndex } from './kubelet/podmanager.js';
-import { asPodUID } from './kubelet/container/types.js';
-import { podRef } from './kubelet/kubelet_shell.js';
-import { memoByIdentity } from './util/memo.js';
-import { processSlicer } from './util/timeslice.js';
-import type { Metrics } from './metrics.js';
-import { withLiveNode, type AdmissionNode } from './kubelet/lifecycle/admission.js';
-import type { Node } from './api/node.js';
-import { NodeAgent } from './node/agent.js';
-import { RuntimeState } from './node/runtimestate.js';
-import { nodeRef, restEventSink, restNodeAPI, type NodeAPI, type NodeHeartbeatAPI } from './node/api.js';
-import { StartupHold } from './kube/startuphold.js';
-import { restVolumeSources, type VolumeSources } from './kubelet/volume/sources.js';
+import type { Pod } from '../api/core.js';
+import type { VirtualNode, VirtualNodeSpec } from '../api/virtualnode.js';
+import { parseGoDuration } from '../util/duration.js';
+import { hostThermalThrottlePaths } from '../node/hostcpu.js';
+import { hostSwapCapacityBytes, hostSwapController, type SwapController } from '../node/swap.js';
+import { quantityMilliValue, quantityValue } from '../util/quantity.js';
+import type { KubeClient } from '../kube/client.js';
+import { EventRecorder } from '../kube/events.js';
+import type { Informer } from '../kube/informer.js';
+import { MaxCrashLoopBackOffMs } from '../kubelet/backoff.js';
+import { QUOTA_PERIOD_US } from '../kubelet/cm/cpu.js';
+import { Kubelet } from '../kubelet/kubelet.js';
+import { evictionConfigFrom } from '../kubelet/eviction/settings.js';
+import { shutdownConfigFrom, ShutdownDisabled, type ShutdownConfig } from '../kubelet/nodeshutdown/config.js';
+import { imageGCPolicyFrom, type ImageGCPolicy } from '../kubelet/images/imagegc.js';
+import type { KubeletSettings } from '../kubelet/kubelet_config.js';
+import { PodsByNodeIndex } from '../kubelet/podmanager.js';
+import { asPodUID } from '../kubelet/container/types.js';
+import { podRef } from '../kubelet/kubelet_shell.js';
+import { memoByIdentity } from '../util/memo.js';
+import { processSlicer } from '../util/timeslice.js';
+import type { Metrics } from '../metrics.js';
+import { withLiveNode, type AdmissionNode } from '../kubelet/lifecycle/admission.js';
+import type { Node } from '../api/node.js';
+import { NodeAgent } from '../node/agent.js';
+import { RuntimeState } from '../node/runtimestate.js';
+import { nodeRef, restEventSink, restNodeAPI, type NodeAPI, type NodeHeartbeatAPI } from '../node/api.js';
+import { StartupHold } from '../kube/startuphold.js';
+import { restVolumeSources, type VolumeSources } from '../kubelet/volume/sources.js';
 import { nodeLogDir, nodeRootDir, podEnvironmentFor, type NodePodEnvironment } from './podenvironment.js';
-import { kubeletLocalApis, type KubeletLocalApis } from './kubelet/apis/server.js';
-import { startNodePluginManager, type NodePluginManager } from './kubelet/pluginmanager/node.js';
-import { DeviceManager } from './kubelet/cm/devicemanager/manager.js';
-import { findContainerStatusByName } from './kubelet/container/types.js';
-import { kubeletRootPaths } from './kubelet/rootdir.js';
+import { kubeletLocalApis, type KubeletLocalApis } from '../kubelet/apis/server.js';
+import { startNodePluginManager, type NodePluginManager } from '../kubelet/pluginmanager/node.js';
+import { DeviceManager } from '../kubelet/cm/devicemanager/manager.js';
+import { findContainerStatusByName } from '../kubelet/container/types.js';
+import { kubeletRootPaths } from '../kubelet/rootdir.js';
 import { nodeKubeletSettings } from './nodeconfigz.js';
 import { statsProviderFor } from './nodestats.js';
-import type { StatsProvider } from './kubelet/stats/provider.js';
-import type { SimRuntimeOptions } from './runtime/sim/runtime.js';
-import { deleteNode, desiredLabels } from './node/registration.js';
+import type { StatsProvider } from '../kubelet/stats/provider.js';
+import type { SimRuntimeOptions } from '../runtime/sim/runtime.js';
+import { deleteNode, desiredLabels } from '../node/registration.js';
 import type {
   ManagedNode,
   ManagedNodeFactory,
   ManagedNodeObservation,
   NodeWatches,
-} from './operator/managednode.js';
-import { CriRuntime } from './runtime/cri/index.js';
-import { SimRuntime } from './runtime/sim/index.js';
-import type { Runtime } from './runtime/types.js';
-import type { NodeApiRegistry } from './server/nodeapi/registry.js';
-import type { Clock } from './util/clock.js';
-import { errorMessage, isNotFound, KindError } from './util/errors.js';
-import type { Logger } from './util/logger.js';
+} from '../operator/managednode.js';
+import { CriRuntime } from '../runtime/cri/index.js';
+import { SimRuntime } from '../runtime/sim/index.js';
+import type { Runtime } from '../runtime/types.js';
+import type { NodeApiRegistry } from '../server/nodeapi/registry.js';
+import type { Clock } from '../util/clock.js';
+import { errorMessage, isNotFound, KindError } from '../util/errors.js';
+import type { Logger } from '../util/logger.js';
 
 export interface ManagedNodeDeps {
   /** Registration, pods, volumes, drain: the process's rate-limited client. */

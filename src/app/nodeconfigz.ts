@@ -3,12 +3,12 @@
  * (src/server/nodeapi/configz.ts): read from what the node was built with (its Kubelet's settings and pod
  * environment) and from the spec in force (labels, taints, capacity and heartbeat change in place).
  */
-import type { VirtualNodeSpec } from './api/virtualnode.js';
-import { MaxCrashLoopBackOffMs } from './kubelet/backoff.js';
-import { QUOTA_PERIOD_US } from './kubelet/cm/cpu.js';
-import { kubeletPeriods, type KubeletSettings, type PodEnvironment } from './kubelet/kubelet_config.js';
-import type { ShutdownConfig } from './kubelet/nodeshutdown/config.js';
-import type { NodeKubeletSettings } from './server/nodeapi/configz.js';
+import type { VirtualNodeSpec } from '../api/virtualnode.js';
+import { MaxCrashLoopBackOffMs } from '../kubelet/backoff.js';
+import { QUOTA_PERIOD_US } from '../kubelet/cm/cpu.js';
+import { kubeletPeriods, type KubeletSettings, type PodEnvironment } from '../kubelet/kubelet_config.js';
+import type { ShutdownConfig } from '../kubelet/nodeshutdown/config.js';
+import type { NodeKubeletSettings } from '../server/nodeapi/configz.js';
 
 export function nodeKubeletSettings(o: {
   spec: VirtualNodeSpec;

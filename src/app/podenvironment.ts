@@ -9,20 +9,20 @@
  *   kubelet's token manager; `Simulated` (default on sim) writes unsigned placeholders and asks nothing.
  */
 import { readFile } from 'node:fs/promises';
-import type { VirtualNodeSpec } from './api/virtualnode.js';
-import type { Service } from './api/service.js';
-import type { KubeClient } from './kube/client.js';
-import type { PodEnvironment } from './kubelet/kubelet_config.js';
-import { parseResolvConf, type DNSConfig } from './kubelet/podfiles/dns.js';
-import { RestTokenRequester } from './kubelet/token/resttokenrequester.js';
-import { TokenManager } from './kubelet/token/tokenmanager.js';
-import { MemoryVolumeFS } from './kubelet/volume/memfs.js';
-import { RealVolumeFS } from './kubelet/volume/realfs.js';
-import { MemoryMounter, RealMounter } from './kubelet/volume/mounter.js';
-import type { VolumeSources } from './kubelet/volume/sources.js';
-import type { Clock } from './util/clock.js';
-import { errorMessage } from './util/errors.js';
-import type { Logger } from './util/logger.js';
+import type { VirtualNodeSpec } from '../api/virtualnode.js';
+import type { Service } from '../api/service.js';
+import type { KubeClient } from '../kube/client.js';
+import type { PodEnvironment } from '../kubelet/kubelet_config.js';
+import { parseResolvConf, type DNSConfig } from '../kubelet/podfiles/dns.js';
+import { RestTokenRequester } from '../kubelet/token/resttokenrequester.js';
+import { TokenManager } from '../kubelet/token/tokenmanager.js';
+import { MemoryVolumeFS } from '../kubelet/volume/memfs.js';
+import { RealVolumeFS } from '../kubelet/volume/realfs.js';
+import { MemoryMounter, RealMounter } from '../kubelet/volume/mounter.js';
+import type { VolumeSources } from '../kubelet/volume/sources.js';
+import type { Clock } from '../util/clock.js';
+import { errorMessage } from '../util/errors.js';
+import type { Logger } from '../util/logger.js';
 
 export interface PodEnvironmentSettings {
   client: KubeClient;
