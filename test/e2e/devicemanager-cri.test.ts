@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import type { Node } from '../../src/api/node.js';
 import { kubeletRootPaths } from '../../src/kubelet/rootdir.js';
-import { nodeRootDir } from '../../src/podenvironment.js';
+import { nodeRootDir } from '../../src/app/podenvironment.js';
 import { startCriNodeEnv, type CriNodeEnv } from '../support/crinode.js';
 import { eventually } from '../support/eventually.js';
 
