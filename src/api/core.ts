@@ -319,6 +319,14 @@ export interface ContainerStatus {
   volumeMounts?: VolumeMountStatus[];
   /** Who the process runs as, when the runtime reports it (SupplementalGroupsPolicy). */
   user?: { linux?: { uid: number; gid: number; supplementalGroups?: number[] } };
+  /** The health of the devices the container holds, per resource (ResourceHealthStatus). */
+  allocatedResourcesStatus?: ResourceStatus[];
+}
+
+/** core/v1 ResourceStatus: one resource's devices and their health. */
+export interface ResourceStatus {
+  name: string;
+  resources?: { resourceID: string; health?: string; message?: string }[];
 }
 
 /** core/v1 VolumeMountStatus. */

@@ -54,6 +54,33 @@ export const VirtualNodeSpecSchema = z
       .default({ cpu: '4', memory: '16Gi', 'ephemeral-storage': '100Gi', pods: 110 }),
     internalIP: z.ipv4().or(z.ipv6()).optional(),
     /**
+     * Simulated devices (a sim node's in-process device plugin per resource, src/kubelet/cm/devicemanager/):
+     * `count` devices `<name>-0`... of the extended resource, the last `unhealthy` of them reported Unhealthy.
+     * They go through the node's device manager as a real plugin's would.
+     */
+    devices: z
+      .array(
+        z
+          .object({
+            resource: z
+              .string()
+              .max(253)
+              .regex(
+                /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/,
+                'an extended resource name (vendor-domain/resourcetype)',
+              )
+              .refine(
+                (r) => !/(^|\.)kubernetes\.io\//.test(r),
+                'an extended resource may not be in the kubernetes.io domain',
+              ),
+            count: z.number().int().min(0).max(1024),
+            unhealthy: z.number().int().min(0).max(1024).default(0),
+          })
+          .strict(),
+      )
+      .max(16)
+      .default([]),
+    /**
      * The node's host is shutting down: with a shutdown grace period configured (kubelet.shutdownGracePeriod
      * or shutdownGracePeriodByPodPriority) the node refuses new pods, turns NotReady and terminates its pods
      * as a kubelet does on a host shutdown, then stays NotReady until this is cleared.

@@ -51,6 +51,9 @@ import { kubeletLocalApis, type KubeletLocalApis } from '../kubelet/apis/server.
 import { startNodePluginManager, type NodePluginManager } from '../kubelet/pluginmanager/node.js';
 import { csiHostFor } from '../kubelet/volume/csihost.js';
 import { DRAManager } from '../kubelet/cm/dra/manager.js';
+import { DeviceManager } from '../kubelet/cm/devicemanager/manager.js';
+import { findContainerStatusByName } from '../kubelet/container/types.js';
+import { kubeletRootPaths } from '../kubelet/rootdir.js';
 import { nodeKubeletSettings } from './nodeconfigz.js';
 import { resourceManagersFor } from './cpumanager.js';
 import { statsProviderFor } from './nodestats.js';
@@ -204,6 +207,8 @@ export class KubeletManagedNode implements ManagedNode {
   /** The plugin watcher and its CSI and DRA handlers, from start to stop (with the local APIs). */
   private pluginManager: NodePluginManager | undefined;
   private readonly dra: DRAManager | undefined;
+  /** The device manager: device plugins' registration socket and a sim node's simulated devices. */
+  private readonly devices: DeviceManager;
   private readonly podEnv: NodePodEnvironment;
   private readonly stats: StatsProvider;
   /** This node's pods (the controller's informer), indexed by PodsByNodeIndex. */
@@ -285,6 +290,18 @@ export class KubeletManagedNode implements ManagedNode {
       timeoutMs: Math.min(spec.heartbeat.statusUpdateFrequencySeconds * 1000, 5_000),
       healthChecks: () => this.kubelet.health(),
       logger: this.log,
+    });
+    this.devices = new DeviceManager({
+      // With the local APIs (as the plugin manager): the registration socket and the checkpoint on disk.
+      ...(deps.localApis !== false
+        ? { dir: kubeletRootPaths(nodeRootDir(deps.stateDir ?? DEFAULT_STATE_DIR, nodeName)).devicePlugins }
+        : {}),
+      clock: deps.clock,
+      logger: this.log,
+      activePods: () => this.kubelet.activePods(),
+      containerRunning: (uid, name) =>
+        findContainerStatusByName(this.kubelet.podCache.get(uid).status, name)?.state === 'running',
+      onPodsNeedSync: (uids) => this.kubelet.resourceHealthChanged(uids),
     });
     this.agent = this.newAgent(spec);
     this.shutdownConfig = this.shutdownConfigOf(spec);
@@ -413,6 +430,7 @@ export class KubeletManagedNode implements ManagedNode {
           }
         : {}),
       podEnvironment: this.podEnv.env,
+      devices: this.devices,
       yieldToLoop: () => processSlicer.yield(),
       settings: this.kubeletSettings,
     });
@@ -442,6 +460,7 @@ export class KubeletManagedNode implements ManagedNode {
       firstStatusAfter: () => this.kubelet.runtimeListed,
       pressure: () => this.kubelet.pressureConditions(),
       shutdown: () => this.kubelet.shutdownErrors(),
+      devicePlugins: () => this.devices.capacity(),
       ...(this.deps.leaseHold ? { leaseHold: this.deps.leaseHold } : {}),
     });
   }
@@ -529,6 +548,9 @@ export class KubeletManagedNode implements ManagedNode {
     // and node API route would outlive it.
     if (this.stopped)
       throw new KindError('Unavailable', 'node stopped while starting', { node: this.nodeName });
+    // The device manager before the Kubelet admits a pod: its checkpoint read, its simulated plugins listed.
+    await this.devices.start();
+    this.devices.setSimDevices(this.spec.devices);
     // While nodes start, Events wait for their first status (bounded): registration and readiness go first.
     this.deps.eventHold?.track(this.agent.ready);
     // The Kubelet first: its PLEG relists at once, before the node's pods are listed, and the first node
@@ -553,6 +575,7 @@ export class KubeletManagedNode implements ManagedNode {
             watchEventDropped: () => series.podWatchEventsDropped.inc(),
           },
         }),
+        devices: this.devices,
       });
       await this.localApis.start();
       // The plugin manager (CSI and DRA node plugins) on the node root's plugins_registry/.
@@ -609,6 +632,7 @@ export class KubeletManagedNode implements ManagedNode {
   async update(spec: VirtualNodeSpec): Promise<void> {
     const shutdownChanged = spec.shutdown !== this.spec.shutdown;
     this.spec = spec;
+    this.devices.setSimDevices(spec.devices);
     // spec.shutdown is the host's shutdown event, and clearing it the cancellation.
     if (shutdownChanged) {
       if (spec.shutdown) this.kubelet.shutdown();
@@ -661,6 +685,7 @@ export class KubeletManagedNode implements ManagedNode {
     await this.localApis?.stop();
     await this.pluginManager?.stop();
     this.dra?.stop();
+    await this.devices.stop();
     if (
       this.pluginManager &&
       this.deps.metrics?.pluginManagers.get(this.nodeName) === this.pluginManager.manager

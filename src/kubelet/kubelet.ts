@@ -20,13 +20,14 @@
  * parks the pod workers without touching the runtime or the API (a crash and a shutdown look the same to the
  * next Kubelet). Time comes only from the injected Clock.
  */
-import { isTerminalPhase, type Pod } from '../api/core.js';
+import { isTerminalPhase, type ContainerStatus, type Pod } from '../api/core.js';
 import type { NodeMetricSeries } from '../metrics.js';
 import type { ContainerTermination } from './status/terminations.js';
 import { errorMessage, KindError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import { memoByIdentity } from '../util/memo.js';
 import type { AdmissionNode } from './lifecycle/admission.js';
+import { activePods as activePodsOf } from './apis/podresources/answers.js';
 import { declaredFeatures, podUpdateFeaturesWarning } from '../node/declaredfeatures.js';
 import { PeriodicLoops } from '../util/periodic.js';
 import { ActiveDeadlineHandler } from './activedeadline.js';
@@ -339,6 +340,19 @@ export class Kubelet {
       runtimeHandlers: () => deps.runtimeState?.runtimeHandlers?.() ?? [],
       runtimeFeatures: () => deps.runtimeState?.runtimeFeatures?.(),
       ...(deps.dynamicResources ? { dra: deps.dynamicResources } : {}),
+      ...(deps.devices
+        ? {
+            devices: {
+              admit: (pod: Pod) => deps.devices!.admit(pod),
+              admissionNode: (n: AdmissionNode) => {
+                const allocatable = deps.devices!.sanitizeAllocatable(n.allocatable);
+                return allocatable === n.allocatable ? n : { ...n, allocatable: new Map(allocatable) };
+              },
+              allocatedResourcesStatus: (pod: Pod, statuses: ContainerStatus[]) =>
+                deps.devices!.allocatedResourcesStatus(pod, statuses),
+            },
+          }
+        : {}),
       volumes: {
         mountPod: (pod) => this.volumeManager.mountPod(pod),
         unmountPod: async (uid) => {
@@ -461,6 +475,29 @@ export class Kubelet {
     }
     this.log.info('kubelet stopped');
     this.resolveDone();
+  }
+
+  /**
+   * The kubelet's GetActivePods: the pod manager's pods that are not inactive (terminated by their worker,
+   * or terminal and not terminating), admitted or not yet.
+   */
+  activePods(): Pod[] {
+    return activePodsOf({
+      pods: () => this.podManager.getPods(),
+      podByName: (namespace, name) => this.podManager.getPodByFullName(namespace, name),
+      workerState: (uid) => this.podWorkers.state(asPodUID(uid)),
+      statusPhase: (uid) => this.statusManager.getPodPhase(asPodUID(uid)),
+    });
+  }
+
+  /**
+   * The device manager's resource health updates (kubelet syncLoopIteration on ContainerManager().Updates()):
+   * the pods are synced again, their statuses generated anew.
+   */
+  resourceHealthChanged(podUIDs: readonly string[]): void {
+    if (this.phase === 'stopped') return;
+    for (const uid of podUIDs) this.syncer.devicesChanged(uid);
+    void this.loop.handle({ source: 'resourceHealth', podUIDs: podUIDs.map(asPodUID) });
   }
 
   /** The node's pressure conditions as the eviction manager last found them (none without one). */

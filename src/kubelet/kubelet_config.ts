@@ -8,12 +8,13 @@ import type { CredentialProvider } from './credentialprovider/plugin.js';
 import type { DynamicResources } from './cm/dra/manager.js';
 import { isIP } from 'node:net';
 import { release } from 'node:os';
-import type { Pod } from '../api/core.js';
+import type { ContainerStatus, Pod } from '../api/core.js';
 import type { PodCertificateRequest } from '../api/podcertificaterequest.js';
 import type { KubeClient } from '../kube/client.js';
 import type { Informer } from '../kube/informer.js';
 import type { Metrics } from '../metrics.js';
-import type { AdmissionNode } from './lifecycle/admission.js';
+import type { AdmissionNode, AdmitResult } from './lifecycle/admission.js';
+import type { DeviceRunContainerOptionsSource } from './cm/devicemanager/types.js';
 import { SysctlAllowlist } from './lifecycle/sysctl.js';
 import type { PodSandboxConfig, Runtime, RuntimeFeatures, RuntimeHandler } from '../runtime/types.js';
 import type { Clock } from '../util/clock.js';
@@ -198,6 +199,18 @@ export interface KubeletDeps {
    * TimeSlicer (util/timeslice.ts); default none (tests under a FakeClock).
    */
   yieldToLoop?: () => Promise<void>;
+  /**
+   * The node's device manager (src/kubelet/cm/devicemanager/): device allocation at admission, the devices'
+   * part of container configs, allocatedResourcesStatus. Absent: no device plugins.
+   */
+  devices?: KubeletDevices;
+}
+
+/** What the Kubelet asks of its device manager. */
+export interface KubeletDevices extends DeviceRunContainerOptionsSource {
+  admit(pod: Pod): Promise<AdmitResult>;
+  sanitizeAllocatable(allocatable: ReadonlyMap<string, number>): ReadonlyMap<string, number>;
+  allocatedResourcesStatus(pod: Pod, statuses: ContainerStatus[]): ContainerStatus[];
 }
 
 /**

@@ -65,6 +65,7 @@ export function newRuntimeManager(deps: KubeletDeps, p: RuntimeManagerParts): Ku
     reasonCache: p.reasonCache,
     logger: p.log.child({ component: 'kuberuntime' }),
     runtimeHelper: p.podEnv.helper,
+    ...(deps.devices ? { devices: deps.devices } : {}),
     files: p.podEnv.files,
     runtimeHandlers: () => deps.runtimeState?.runtimeHandlers?.() ?? [],
   });

@@ -4,8 +4,19 @@
  * tells the status manager the pod's status, and asks the runtime manager to act; nothing here writes to the
  * API server or keeps runtime state across calls, so a restarted operator resumes where the last one stopped.
  */
-import { AllContainersRestarting, isTerminalPhase, type Pod, type PodStatus } from '../api/core.js';
-import { admitPod, type AdmissionNode, type AdmitResult } from './lifecycle/admission.js';
+import {
+  AllContainersRestarting,
+  isTerminalPhase,
+  type ContainerStatus,
+  type Pod,
+  type PodStatus,
+} from '../api/core.js';
+import {
+  admitBeforeResourceAllocation,
+  admitPod,
+  type AdmissionNode,
+  type AdmitResult,
+} from './lifecycle/admission.js';
 import type { RuntimeFeatures, RuntimeHandler } from '../runtime/types.js';
 import type { Clock } from '../util/clock.js';
 import { errorMessage, KindError } from '../util/errors.js';
@@ -103,6 +114,17 @@ export interface KubeletPodSyncerDeps {
   runtimeFeatures?: () => RuntimeFeatures | undefined;
   /** The node's DRA manager: a terminating pod's claims are unprepared. Absent: none prepared. */
   dra?: Pick<DynamicResources, 'unprepareResources'>;
+  /**
+   * The device manager (src/kubelet/cm/devicemanager/): it allocates a pod's devices at admission, after the
+   * eviction and sysctl handlers and before the resource fit (the kubelet's order), and fills the container
+   * statuses' allocatedResourcesStatus. Absent: no device plugins.
+   */
+  devices?: {
+    admit(pod: Pod): Promise<AdmitResult>;
+    /** The node with its device resources as the device manager holds them now (sanitizeNodeAllocatable). */
+    admissionNode(node: AdmissionNode): AdmissionNode;
+    allocatedResourcesStatus(pod: Pod, statuses: ContainerStatus[]): ContainerStatus[];
+  };
 }
 
 type Rejection = { reason: string; message: string };
@@ -464,7 +486,15 @@ export class KubeletPodSyncer implements PodSyncer {
     // no room from the others.
     if (isTerminalPhase(pod.status?.phase)) return false;
     const asAllocated = this.d.allocation.podForAdmission(pod);
-    let result = this.admitAgainst(asAllocated, this.withFeatures(this.d.node()));
+    let result: AdmitResult = { admit: true };
+    if (this.d.devices) {
+      // kubelet: the container manager's allocation handler runs after eviction and sysctls, before the fit.
+      result = admitBeforeResourceAllocation(asAllocated, this.withFeatures(this.d.node()));
+      if (result.admit) result = await this.d.devices.admit(asAllocated);
+      if (this.rejected.has(uid)) return true;
+      if (this.admitted.has(uid)) return false;
+    }
+    if (result.admit) result = this.admitAgainst(asAllocated, this.withFeatures(this.d.node()));
     if (!result.admit && result.reason === 'NodeAffinity' && this.d.freshNode) {
       // kubelet predicateAdmitHandler: node affinity alone refused it; read the Node itself and look again
       // (decided afresh after the read, so the pods admitted meanwhile count).
@@ -508,7 +538,8 @@ export class KubeletPodSyncer implements PodSyncer {
    * The node with the runtime features its status reports (kubelet: admission reads the Node's
    * `status.features`, which the NodeFeatures setter fills from the same runtime answer).
    */
-  private withFeatures(node: AdmissionNode): AdmissionNode {
+  private withFeatures(given: AdmissionNode): AdmissionNode {
+    const node = this.d.devices ? this.d.devices.admissionNode(given) : given;
     const f = this.d.runtimeFeatures?.();
     return f ? { ...node, features: { supplementalGroupsPolicy: f.supplementalGroupsPolicy } } : node;
   }
@@ -580,7 +611,7 @@ export class KubeletPodSyncer implements PodSyncer {
       const previous = (cached ?? asRun.status)?.podIPs?.map((p) => p.ip) ?? [];
       if (previous.length > 0) rs = { ...rs, ips: previous };
     }
-    return generateAPIPodStatus(asRun, rs, {
+    const status = generateAPIPodStatus(asRun, rs, {
       podIsTerminal,
       cachedStatus: cached ?? null,
       reasonCache: this.d.reasonCache,
@@ -594,6 +625,15 @@ export class KubeletPodSyncer implements PodSyncer {
       },
       supportsRecursiveReadOnly: handlerSupportsRecursiveReadOnly(this.d.runtimeHandlers?.() ?? []),
     });
+    // kubelet generateAPIPodStatus: UpdateAllocatedResourcesStatus (ResourceHealthStatus).
+    if (this.d.devices && status.containerStatuses)
+      status.containerStatuses = this.d.devices.allocatedResourcesStatus(asRun, status.containerStatuses);
+    return status;
+  }
+
+  /** A pod's device health changed: its next sync generates its status again (not a settled one). */
+  devicesChanged(uid: string): void {
+    this.settled.forget(uid);
   }
 
   private observeStart(uid: string, pod: Pod, status: PodStatus): void {

@@ -45,6 +45,8 @@ export type SyncLoopInput =
   | { source: 'probe'; update: ProbeResultUpdate }
   | { source: 'housekeeping' }
   | { source: 'resync'; podUID: PodUID }
+  /** The device manager's resource health updates (kubelet: ContainerManager().Updates(), HandlePodSyncs). */
+  | { source: 'resourceHealth'; podUIDs: readonly PodUID[] }
   | { source: 'status' };
 
 export interface SyncLoopDeps {
@@ -174,6 +176,9 @@ export class SyncLoop {
         return this.housekeeping();
       case 'resync':
         return this.d.podWorkers.resync(input.podUID);
+      case 'resourceHealth':
+        for (const uid of input.podUIDs) this.syncByUID(uid);
+        return;
       case 'status':
         return this.d.statusSignal();
       default: {

@@ -23,6 +23,7 @@ import {
   type NodeLogger,
 } from './api.js';
 import { LeaseController } from './lease.js';
+import type { DevicePluginResources } from './setters.js';
 import {
   DEFAULT_KUBELET_PORT,
   KUBELET_VERSION,
@@ -68,6 +69,8 @@ export interface NodeAgentConfig {
   runningInUserNamespace?: boolean;
   /** The node's swap in bytes (nodeInfo.swap): the host's for cri nodes, the declared one for sim; default 0. */
   swapCapacityBytes?: number;
+  /** The device manager's resources in capacity and allocatable (kubelet devicePluginResourceCapacityFunc). */
+  devicePlugins?: () => DevicePluginResources;
   logger?: NodeLogger;
   /** Called after each (re-)registration with the Node as the API server returned it. Errors are logged. */
   onRegistered?: (node: Node) => void | Promise<void>;
@@ -198,6 +201,7 @@ export class NodeAgent {
       osImage: cfg.osImage ?? 'kubelet-operator virtual node',
       runningInUserNamespace: cfg.runningInUserNamespace ?? runningInUserNamespace(),
       swapCapacityBytes: cfg.swapCapacityBytes ?? 0,
+      ...(cfg.devicePlugins ? { devicePlugins: cfg.devicePlugins } : {}),
     });
     const hb = cfg.spec.heartbeat;
     const heartbeatApi = cfg.heartbeatApi ?? cfg.api;

@@ -18,6 +18,7 @@ import {
   computeNodeStatus,
   daemonEndpoints,
   machineInfo,
+  type DevicePluginResources,
   nodeAddresses,
   nodeFeatures,
   nodeStatusChanged,
@@ -115,6 +116,8 @@ export interface NodeStatusParams {
   runningInUserNamespace?: boolean;
   /** The node's swap in bytes (NodeSwap: nodeInfo.swap.capacity when not 0). */
   swapCapacityBytes?: number;
+  /** The device manager's resources, read at each status computation (absent: no device manager). */
+  devicePlugins?: () => DevicePluginResources;
 }
 
 /** What the runtime's last answered Status reported besides its conditions. */
@@ -133,7 +136,7 @@ export function nodeStatusSetters(
 ): Setter[] {
   return [
     nodeAddresses(p.internalIP, p.nodeName),
-    machineInfo(p.capacity, p.allocatable),
+    machineInfo(p.capacity, p.allocatable, p.devicePlugins?.()),
     versionInfo(systemInfo({ ...p, runtimeVersion })),
     daemonEndpoints(p.daemonPort),
     pressureConditions(pressure),

@@ -27,15 +27,35 @@ export function nodeAddresses(internalIP: string, hostname: string): Setter {
  * capacity (an extended resource nobody reserves: all of it). Extended resources gone from capacity leave
  * allocatable too.
  */
-export function machineInfo(capacity: Record<string, string>, allocatable: Record<string, string>): Setter {
+export function machineInfo(
+  capacity: Record<string, string>,
+  allocatable: Record<string, string>,
+  devicePlugins?: DevicePluginResources,
+): Setter {
   return (s) => {
     const cap: Record<string, string> = {};
     for (const [k, v] of Object.entries(s.capacity ?? {})) if (isExtendedResourceName(k)) cap[k] = String(v);
     Object.assign(cap, capacity);
+    // The device manager's resources (kubelet GetCapacity); a removed one stays at 0, which tells it was a
+    // device plugin's.
+    if (devicePlugins) {
+      Object.assign(cap, devicePlugins.capacity);
+      for (const k of devicePlugins.removed) if (!(k in devicePlugins.capacity)) cap[k] = '0';
+    }
     const alloc: Record<string, string> = {};
-    for (const [k, v] of Object.entries(cap)) alloc[k] = allocatable[k] ?? v;
+    for (const [k, v] of Object.entries(cap)) alloc[k] = allocatable[k] ?? devicePlugins?.allocatable[k] ?? v;
     return { ...s, capacity: cap, allocatable: alloc };
   };
+}
+
+/**
+ * The device manager's resources for the node status: capacity counts every device, allocatable the healthy
+ * ones, and `removed` names resources whose plugin has gone for good.
+ */
+export interface DevicePluginResources {
+  capacity: Record<string, string>;
+  allocatable: Record<string, string>;
+  removed: readonly string[];
 }
 
 /**

@@ -80,6 +80,10 @@ const SHELL = new Set([
   // The DRA manager's claim reads, plugin calls, checkpoint and CDI spec reads around the pure
   // cm/dra/claiminfo.ts and cm/dra/cdi.ts.
   'cm/dra/manager.ts',
+  // The device manager's registration socket, plugin connections and checkpoint file; its decisions are in
+  // cm/devicemanager/state.ts.
+  'cm/devicemanager/manager.ts',
+  'cm/devicemanager/endpoint.ts',
 ]);
 
 const FORBIDDEN_PACKAGES = [/^node:/, /^@kubernetes\//, /^@grpc\//, /^winston$/, /^p-queue$/];

@@ -123,6 +123,8 @@ export function kubeletLocalApis(
     logger: Logger;
     podResourcesMetrics?: PodResourcesMetrics;
     podsApiMetrics?: PodsApiMetrics;
+    /** The device manager's devices for the pod-resources API; absent: none. */
+    devices?: KubeletPodsView['devices'];
   },
 ): KubeletLocalApis {
   const { podManager, podWorkers, statusManager } = kubelet;
@@ -135,6 +137,7 @@ export function kubeletLocalApis(
       podByName: (namespace, name) => podManager.getPodByFullName(namespace, name),
       workerState: (uid) => podWorkers.state(asPodUID(uid)),
       statusPhase: (uid) => statusManager.getPodPhase(asPodUID(uid)),
+      ...(o.devices ? { devices: o.devices } : {}),
     },
     pods: {
       pods: () => podManager.getPods(),
@@ -175,7 +178,7 @@ export class KubeletLocalApis {
         List: limit(counted('v1', 'list', () => ({ ok: listPodResources(v) }))),
         Get: limit(counted('v1', 'get', (req) => getPodResources(v, req as GetPodResourcesRequest))),
         GetAllocatableResources: limit(
-          counted('v1', 'get_allocatable', () => ({ ok: allocatableResources() })),
+          counted('v1', 'get_allocatable', () => ({ ok: allocatableResources(v) })),
         ),
       });
       // The kubelet's v1alpha1 List counts only kubelet_pod_resources_endpoint_requests_total.

@@ -9,6 +9,7 @@ import { buildContainerConfig } from './containerconfig.js';
 import { podLogsDirectory } from './sandboxconfig.js';
 import { PreStopHandlerAnnotation } from '../../runtime/labels.js';
 import type { ContainerConfig, Image, PodSandboxConfig } from '../../runtime/types.js';
+import type { DeviceRunContainerOptions } from '../cm/devicemanager/types.js';
 import { errorMessage, KindError } from '../../util/errors.js';
 import { formatPod } from '../backoff.js';
 import { findContainerStatusByName, type RuntimePodStatus } from '../container/types.js';
@@ -126,6 +127,9 @@ async function generateContainerConfig(
 ): Promise<ContainerConfig> {
   const { pod, container } = a;
   const namespace = pod.metadata.namespace ?? '';
+  // kubelet GenerateRunContainerOptions: the device manager's options first (PreStartContainer runs here).
+  // Adoption (no image) of a running container asks nothing of plugins that may not be back yet.
+  const devices = ctx.devices && image ? await ctx.devices.runContainerOptions(pod, container) : undefined;
   const sources = await fetchEnvSources(ctx, pod, container);
   const nodeIPs = ctx.node.nodeIPs && ctx.node.nodeIPs.length > 0 ? ctx.node.nodeIPs : [ctx.node.nodeIP];
   // A host-network pod has the node's addresses, whatever the sandbox reports.
@@ -179,6 +183,7 @@ async function generateContainerConfig(
     ctx.node,
   );
   if (dra) applyDynamicResources(config, dra);
+  if (devices) applyDeviceOptions(config, devices);
   // The sandbox's user namespace is the containers' too (kubelet NamespacesForPod in both configs).
   const userns = a.sandboxConfig.linux?.securityContext?.namespaceOptions?.userNamespace;
   const csc = config.linux?.securityContext;
@@ -201,6 +206,31 @@ async function generateContainerConfig(
     await mkdir(join(a.sandboxConfig.logDirectory, container.name), { recursive: true, mode: 0o755 });
   }
   return config;
+}
+
+/**
+ * The device manager's options in the config as the kubelet puts them: its environment before the
+ * container's own, its mounts before the volumes', its device nodes and CDI devices, its annotations under
+ * the kubelet's own.
+ */
+function applyDeviceOptions(config: ContainerConfig, d: DeviceRunContainerOptions): void {
+  config.envs = [...d.envs.map((e) => ({ key: e.name, value: e.value })), ...(config.envs ?? [])];
+  if (d.mounts.length > 0)
+    config.mounts = [
+      ...d.mounts.map((m) => ({
+        containerPath: m.containerPath,
+        hostPath: m.hostPath,
+        readonly: m.readOnly,
+      })),
+      ...(config.mounts ?? []),
+    ];
+  if (d.devices.length > 0) config.devices = d.devices.map((x) => ({ ...x }));
+  if (d.cdiDevices.length > 0) config.cdiDevices = [...d.cdiDevices];
+  if (d.annotations.length > 0)
+    config.annotations = {
+      ...Object.fromEntries(d.annotations.map((x) => [x.name, x.value])),
+      ...config.annotations,
+    };
 }
 
 /**

@@ -8,6 +8,7 @@ import type { Clock } from '../../util/clock.js';
 import type { Backoff } from '../backoff.js';
 import type { ImagePullBackOff } from '../images/pullbackoff.js';
 import type { RuntimeHelper } from '../container/runtimehelper.js';
+import type { DeviceRunContainerOptionsSource } from '../cm/devicemanager/types.js';
 import { containerFieldPath, type EventRecorderFunc, type EventType } from '../container/ref.js';
 import type { HookHttpGet, HookRunnerDeps } from './hooks.js';
 import type { PodLeftovers } from './podleftovers.js';
@@ -82,6 +83,8 @@ export interface ManagerContext {
   credentialProviders?(pod: Pod, image: string, repository: string): Promise<TrackedAuthConfig[]>;
   /** KubeletEnsureSecretPulledImages: the node's pull records and verification policy; without it, off. */
   imagePullManager?: ImagePullManager;
+  /** The device manager's part of a container's config (GetDeviceRunContainerOptions); absent: none. */
+  devices?: DeviceRunContainerOptionsSource;
 }
 
 /**

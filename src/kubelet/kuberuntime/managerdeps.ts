@@ -8,6 +8,7 @@ import type { Clock } from '../../util/clock.js';
 import { KindError } from '../../util/errors.js';
 import type { Backoff } from '../backoff.js';
 import type { RuntimeHelper } from '../container/runtimehelper.js';
+import type { DeviceRunContainerOptionsSource } from '../cm/devicemanager/types.js';
 import type { ImagePullBackOff } from '../images/pullbackoff.js';
 import type { ReasonCache } from '../reasoncache.js';
 import type { EventRecorderFunc } from '../container/ref.js';
@@ -73,6 +74,8 @@ export interface KubeGenericRuntimeManagerDeps {
    * user namespaces and recursive read-only mounts can be asked for. Default: none (an old runtime).
    */
   runtimeHandlers?: () => readonly RuntimeHandler[];
+  /** The device manager's part of each container's config (env, mounts, device nodes, CDI devices). */
+  devices?: DeviceRunContainerOptionsSource;
 }
 
 const NO_HANDLERS: readonly RuntimeHandler[] = Object.freeze([]);
@@ -166,5 +169,6 @@ export function managerContext(
     ...(deps.runtimeHelper ? { runtimeHelper: deps.runtimeHelper } : {}),
     ...(deps.files ? { files: deps.files } : {}),
     ...deps.imageCredentials,
+    ...(deps.devices ? { devices: deps.devices } : {}),
   };
 }

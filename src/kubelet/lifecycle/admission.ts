@@ -230,17 +230,10 @@ export function admissionShare(spec: Pod['spec']): {
 }
 
 /**
- * Decides whether `pod` may run on `node` next to `admitted` (pods already running or admitted there, not
- * terminal). The first failing check gives the reason, in the kubelet's order: node pressure (the eviction
- * manager's handler), sysctls, OS label, OS field,
- * supplemental groups policy, resources (pods count first, then cpu, memory, ephemeral storage, extended), node affinity, node name, host
- * ports, NoExecute taints, declared features, node shutdown.
+ * The admit handlers the kubelet runs before its container manager's resource allocation (the device
+ * manager's): the eviction manager's, then the sysctl allowlist.
  */
-export function admitPod(
-  pod: Pod,
-  node: AdmissionNode,
-  admitted: readonly Pod[] | AdmissionPeers,
-): AdmitResult {
+export function admitBeforeResourceAllocation(pod: Pod, node: AdmissionNode): AdmitResult {
   // The eviction manager's admit handler is the kubelet's first.
   if (node.pressureConditions && node.pressureConditions.length > 0) {
     const verdict = admitUnderPressure(pod, node.pressureConditions);
@@ -256,6 +249,23 @@ export function admitPod(
     }
     if (!verdict.admit) return verdict;
   }
+  return { admit: true };
+}
+
+/**
+ * Decides whether `pod` may run on `node` next to `admitted` (pods already running or admitted there, not
+ * terminal). The first failing check gives the reason, in the kubelet's order: node pressure (the eviction
+ * manager's handler), sysctls, OS label, OS field,
+ * supplemental groups policy, resources (pods count first, then cpu, memory, ephemeral storage, extended), node affinity, node name, host
+ * ports, NoExecute taints, declared features, node shutdown.
+ */
+export function admitPod(
+  pod: Pod,
+  node: AdmissionNode,
+  admitted: readonly Pod[] | AdmissionPeers,
+): AdmitResult {
+  const early = admitBeforeResourceAllocation(pod, node);
+  if (!early.admit) return early;
   // Checks that preemption cannot help come first. The kubelet compares the pod's *label* (not its node
   // selector) with the node's OS, taking its own OS when the node's label is missing or different.
   const osLabel = pod.metadata.labels?.[LabelOSStable];

@@ -301,6 +301,12 @@ export function containerConfigToWire(c: ContainerConfig, sandbox: PodSandboxCon
     working_dir: c.workingDir ?? '',
     envs: (c.envs ?? []).map((e) => ({ key: e.key, value: e.value })),
     mounts: (c.mounts ?? []).map(mountToWire),
+    devices: (c.devices ?? []).map((d) => ({
+      container_path: d.containerPath,
+      host_path: d.hostPath,
+      permissions: d.permissions,
+    })),
+    CDI_devices: (c.cdiDevices ?? []).map((name) => ({ name })),
     labels: { ...c.labels },
     annotations: { ...c.annotations },
     log_path: c.logPath ?? '',

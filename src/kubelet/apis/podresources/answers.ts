@@ -4,9 +4,9 @@
  * decodes requests and sends these back.
  *
  * What a VirtualNode's kubelet holds, and so answers: its CPU manager and memory manager run the `none`
- * policies, it has no device plugins and no DRA manager. A kubelet so configured answers every container with
- * no devices, no CPU ids, no memory blocks and no dynamic resources, and GetAllocatableResources with nothing;
- * these answers say the same, and never make up any. Pod-level CPU ids and memory (PodLevelResourceManagers)
+ * policies, its device manager holds what device plugins (real or a sim node's simulated ones) gave, and it
+ * has no DRA manager. A kubelet so configured answers every container with its devices, no CPU ids, no memory
+ * blocks and no dynamic resources, and GetAllocatableResources with the healthy devices only. Pod-level CPU ids and memory (PodLevelResourceManagers)
  * are off by default in v1.37 and are left out as the kubelet leaves them out.
  *
  * Which pods: List answers the active pods (KubeletPodResourcesListUseActivePods, on since 1.34), Get finds a
@@ -108,6 +108,11 @@ export interface KubeletPodsView {
   workerState(uid: string): WorkerState | undefined;
   /** The status manager's cached phase for a UID. */
   statusPhase(uid: string): PodPhase | undefined;
+  /** The device manager's devices: a container's by resource, and every allocatable one. Absent: none. */
+  devices?: {
+    containerDevices(podUID: string, container: string): { resource: string; ids: string[] }[];
+    allocatableDevices(): { resource: string; ids: string[] }[];
+  };
 }
 
 /**
@@ -127,17 +132,30 @@ export function activePods(view: KubeletPodsView): Pod[] {
   return view.pods().filter((p) => !isPodInactive(p, view));
 }
 
-/** One container's resources: none are exclusive on a node with the none policies and no device plugins. */
-function containerResources(c: Pick<Container, 'name'>): ContainerResources {
-  return { name: c.name, devices: [], cpu_ids: [], memory: [], dynamic_resources: [] };
+/** Devices as the API lists them (containerDevicesFromResourceDeviceInstances): without NUMA topology here. */
+function devicesOf(list: { resource: string; ids: string[] }[]): ContainerDevices[] {
+  return list.map((d) => ({ resource_name: d.resource, device_ids: [...d.ids] }));
+}
+
+/**
+ * One container's resources: its devices (the device manager's); CPU ids and memory are never exclusive on a
+ * node with the none policies.
+ */
+function containerResources(
+  pod: Pod,
+  c: Pick<Container, 'name'>,
+  devices: KubeletPodsView['devices'],
+): ContainerResources {
+  const held = devices ? devicesOf(devices.containerDevices(pod.metadata.uid ?? '', c.name)) : [];
+  return { name: c.name, devices: held, cpu_ids: [], memory: [], dynamic_resources: [] };
 }
 
 /** A pod's resources: its sidecars (restartable init containers) first, then its containers. */
-export function podResources(pod: Pod): PodResources {
+export function podResources(pod: Pod, devices?: KubeletPodsView['devices']): PodResources {
   const containers: ContainerResources[] = [];
   for (const c of pod.spec?.initContainers ?? [])
-    if (isRestartableInitContainer(c)) containers.push(containerResources(c));
-  for (const c of pod.spec?.containers ?? []) containers.push(containerResources(c));
+    if (isRestartableInitContainer(c)) containers.push(containerResources(pod, c, devices));
+  for (const c of pod.spec?.containers ?? []) containers.push(containerResources(pod, c, devices));
   return {
     name: pod.metadata.name ?? '',
     namespace: pod.metadata.namespace ?? '',
@@ -149,7 +167,7 @@ export function podResources(pod: Pod): PodResources {
 
 /** v1 List: the active pods' resources, in the pod manager's order. */
 export function listPodResources(view: KubeletPodsView): ListPodResourcesResponse {
-  return { pod_resources: activePods(view).map(podResources) };
+  return { pod_resources: activePods(view).map((p) => podResources(p, view.devices)) };
 }
 
 /** v1 Get: an active pod's resources; any other pod is refused in the kubelet's words (code Unknown). */
@@ -162,12 +180,12 @@ export function getPodResources(
   const pod = view.podByName(namespace, name);
   if (!pod || isPodInactive(pod, view))
     return { error: { code: 'Unknown', message: `pod ${name} in namespace ${namespace} not found` } };
-  return { ok: { pod_resources: podResources(pod) } };
+  return { ok: { pod_resources: podResources(pod, view.devices) } };
 }
 
-/** v1 GetAllocatableResources: no devices, no exclusive CPUs and no memory blocks to hand out. */
-export function allocatableResources(): AllocatableResourcesResponse {
-  return { devices: [], cpu_ids: [], memory: [] };
+/** v1 GetAllocatableResources: the device manager's healthy devices; no exclusive CPUs or memory blocks. */
+export function allocatableResources(view?: Pick<KubeletPodsView, 'devices'>): AllocatableResourcesResponse {
+  return { devices: devicesOf(view?.devices?.allocatableDevices() ?? []), cpu_ids: [], memory: [] };
 }
 
 /**
@@ -179,7 +197,13 @@ export function listPodResourcesV1alpha1(view: KubeletPodsView): V1alpha1ListPod
     pod_resources: view.pods().map((pod) => ({
       name: pod.metadata.name ?? '',
       namespace: pod.metadata.namespace ?? '',
-      containers: (pod.spec?.containers ?? []).map((c) => ({ name: c.name, devices: [] })),
+      containers: (pod.spec?.containers ?? []).map((c) => ({
+        name: c.name,
+        devices: devicesOf(view.devices?.containerDevices(pod.metadata.uid ?? '', c.name) ?? []).map((d) => ({
+          resource_name: d.resource_name,
+          device_ids: d.device_ids,
+        })),
+      })),
     })),
   };
 }
