@@ -14,7 +14,7 @@
  * bind mounts).
  */
 import { expect } from 'chai';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -29,7 +29,8 @@ import { stagingDataDir } from '../../src/kubelet/volume/csi.js';
 import { nodeRootDir } from '../../src/app/podenvironment.js';
 import { loadProtoPackage } from '../../src/util/grpcmodules.js';
 import { startCriNodeEnv, type CriNodeEnv } from '../support/crinode.js';
-import { csiPluginBinaries } from '../support/csiplugins.js';
+import { busybox } from '../support/podspec.js';
+import { csiPluginBinaries, startHostpathPlugin, stopProcess } from '../support/csiplugins.js';
 import { eventsOf } from '../support/events.js';
 import { eventually } from '../support/eventually.js';
 import { isGone } from '../support/operator.js';
@@ -37,24 +38,6 @@ import { isGone } from '../support/operator.js';
 const NS = 'csi-e2e';
 const NODE = 'vn-csi';
 const DRIVER = 'hostpath.csi.k8s.io';
-
-function run(bin: string, args: string[], logs: string[]): ChildProcess {
-  const p = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  const keep = (b: Buffer): void => {
-    logs.push(b.toString());
-  };
-  p.stdout?.on('data', keep);
-  p.stderr?.on('data', keep);
-  return p;
-}
-
-async function stopProcess(p: ChildProcess | undefined): Promise<void> {
-  if (!p || p.exitCode !== null || p.signalCode !== null) return;
-  const exited = new Promise((r) => p.once('exit', r));
-  p.kill('SIGTERM');
-  await Promise.race([exited, new Promise((r) => setTimeout(r, 5_000))]);
-  if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
-}
 
 function controllerCtor(): grpc.ServiceClientConstructor {
   const pkg = loadProtoPackage(
@@ -130,6 +113,12 @@ describe('CSI volumes on containerd (real hostpath driver and registrar)', funct
     await client.request({ method: 'DELETE', path: `/api/v1/namespaces/${NS}/pods/${name}` });
     await eventually(() => isGone(client, `/api/v1/namespaces/${NS}/pods/${name}`), 60_000, `${name} gone`);
   };
+  /** A pod that sleeps with the claim `data` mounted at /data. */
+  const createSleeperOnClaim = (name: string): Promise<unknown> =>
+    env!.createPod(name, {
+      volumes: [{ name: 'data', persistentVolumeClaim: { claimName: 'data' } }],
+      containers: [busybox('c', ['sleep', '3600'], { volumeMounts: [{ name: 'data', mountPath: '/data' }] })],
+    });
   const runPod = async (name: string, volume: Record<string, unknown>, script: string): Promise<void> => {
     await env!.createPod(name, {
       restartPolicy: 'Never',
@@ -162,27 +151,16 @@ describe('CSI volumes on containerd (real hostpath driver and registrar)', funct
     csiSocket = path.join(pluginDir(root, 'csi-hostpath'), 'csi.sock');
     await mkdir(path.dirname(csiSocket), { recursive: true });
     driverState = await mkdtemp(path.join(tmpdir(), 'ko-hostpath-'));
-    driver = run(
-      bins.hostpath,
-      [
-        `--endpoint=unix://${csiSocket}`,
-        `--nodeid=${NODE}`,
-        `--drivername=${DRIVER}`,
-        `--statedir=${driverState}`,
-        '--v=4',
-      ],
+    ({ driver, registrar } = await startHostpathPlugin({
+      bins,
+      socket: csiSocket,
+      node: NODE,
+      driver: DRIVER,
+      stateDir: driverState,
+      registrationDir: kubeletRootPaths(root).pluginsRegistry,
       logs,
-    );
-    await eventually(() => existsSync(csiSocket), 30_000, 'the driver socket');
-    registrar = run(
-      bins.registrar,
-      [
-        `--csi-address=${csiSocket}`,
-        '--kubelet-registration-path=/var/lib/kubelet/plugins/csi-hostpath/csi.sock',
-        `--plugin-registration-path=${kubeletRootPaths(root).pluginsRegistry}`,
-      ],
-      logs,
-    );
+      verbosity: 4,
+    }));
     // As the driver's deployment declares it: no attach, pod info, both lifecycle modes.
     await client.request({
       method: 'POST',
@@ -288,18 +266,7 @@ describe('CSI volumes on containerd (real hostpath driver and registrar)', funct
   });
 
   it("a running pod's CSI volume in /stats/summary with its claim (NodeGetVolumeStats)", async () => {
-    await env!.createPod('stats', {
-      volumes: [{ name: 'data', persistentVolumeClaim: { claimName: 'data' } }],
-      containers: [
-        {
-          name: 'c',
-          image: 'busybox',
-          imagePullPolicy: 'IfNotPresent',
-          command: ['sleep', '3600'],
-          volumeMounts: [{ name: 'data', mountPath: '/data' }],
-        },
-      ],
-    });
+    await createSleeperOnClaim('stats');
     await waitPod('stats', (s) => s.phase === 'Running', 'stats running');
     interface Vol {
       name: string;
@@ -326,18 +293,7 @@ describe('CSI volumes on containerd (real hostpath driver and registrar)', funct
   });
 
   it('node expansion of a mounted claim: NodeResizePending -> NodeExpandVolume -> the new capacity, status cleared', async () => {
-    await env!.createPod('grow', {
-      volumes: [{ name: 'data', persistentVolumeClaim: { claimName: 'data' } }],
-      containers: [
-        {
-          name: 'c',
-          image: 'busybox',
-          imagePullPolicy: 'IfNotPresent',
-          command: ['sleep', '3600'],
-          volumeMounts: [{ name: 'data', mountPath: '/data' }],
-        },
-      ],
-    });
+    await createSleeperOnClaim('grow');
     await waitPod('grow', (s) => s.phase === 'Running', 'grow running');
     // The external-resizer's part, by hand: the volume and the PV grown, the claim asking the node.
     await controllerExpand(csiSocket, volumeID, 2 << 20);

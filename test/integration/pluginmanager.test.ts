@@ -9,7 +9,7 @@
  * process sees none of it (its own root).
  */
 import { expect } from 'chai';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -17,7 +17,7 @@ import path from 'node:path';
 import type { KubeClient } from '../../src/kube/client.js';
 import { kubeletRootPaths, pluginDir } from '../../src/kubelet/rootdir.js';
 import { nodeRootDir } from '../../src/app/podenvironment.js';
-import { csiPluginBinaries } from '../support/csiplugins.js';
+import { csiPluginBinaries, startHostpathPlugin, stopProcess } from '../support/csiplugins.js';
 import { eventually } from '../support/eventually.js';
 import { postVirtualNode, type SimNodeEnv, startSimNodeEnv, waitNodeReady } from '../support/operator.js';
 import { testStateDir } from '../support/statedir.js';
@@ -45,24 +45,6 @@ function getNode(client: KubeClient, name: string): Promise<NodeObj> {
   return client.request<NodeObj>({ method: 'GET', path: `/api/v1/nodes/${name}` });
 }
 
-function run(bin: string, args: string[], logs: string[]): ChildProcess {
-  const p = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  const keep = (b: Buffer): void => {
-    logs.push(b.toString());
-  };
-  p.stdout?.on('data', keep);
-  p.stderr?.on('data', keep);
-  return p;
-}
-
-async function stopProcess(p: ChildProcess | undefined): Promise<void> {
-  if (!p || p.exitCode !== null || p.signalCode !== null) return;
-  const exited = new Promise((r) => p.once('exit', r));
-  p.kill('SIGTERM');
-  await Promise.race([exited, new Promise((r) => setTimeout(r, 5_000))]);
-  if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
-}
-
 describe('plugin manager: CSI node plugin registration (real registrar and hostpath driver)', function () {
   this.timeout(180_000);
   let env: SimNodeEnv;
@@ -85,29 +67,16 @@ describe('plugin manager: CSI node plugin registration (real registrar and hostp
     await waitNodeReady(client, NODE);
     await mkdir(path.dirname(csiSocket), { recursive: true });
     driverState = await mkdtemp(path.join(tmpdir(), 'ko-hostpath-'));
-    driver = run(
-      bins.hostpath,
-      [
-        `--endpoint=unix://${csiSocket}`,
-        `--nodeid=${NODE}`,
-        `--drivername=${DRIVER}`,
-        `--statedir=${driverState}`,
-        '--v=2',
-      ],
+    ({ driver, registrar } = await startHostpathPlugin({
+      bins,
+      socket: csiSocket,
+      node: NODE,
+      driver: DRIVER,
+      stateDir: driverState,
+      registrationDir: paths.pluginsRegistry,
       logs,
-    );
-    await eventually(() => existsSync(csiSocket), 30_000, 'the driver socket');
-    registrar = run(
-      bins.registrar,
-      [
-        `--csi-address=${csiSocket}`,
-        // As in its DaemonSet: the driver's socket as a kubelet's host has it, which is the node root here.
-        '--kubelet-registration-path=/var/lib/kubelet/plugins/csi-hostpath/csi.sock',
-        `--plugin-registration-path=${paths.pluginsRegistry}`,
-        '--v=2',
-      ],
-      logs,
-    );
+      verbosity: 2,
+    }));
   });
 
   after(async () => {

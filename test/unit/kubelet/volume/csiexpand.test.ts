@@ -22,6 +22,14 @@ function claim(
 
 describe('volume/csiexpand (node expansion, RecoverVolumeExpansionFailure)', () => {
   const GI = 1024 ** 3;
+  /** An expansion to `gi` GiB, marked in progress first. */
+  const expandTo = (gi: number, infeasibleOnFailure = false): NodeExpansionDecision => ({
+    action: 'expand',
+    newSize: `${gi}Gi`,
+    newSizeBytes: gi * GI,
+    markInProgress: true,
+    infeasibleOnFailure,
+  });
   const cases: [string, ExpandableClaim, string | undefined, boolean, boolean, NodeExpansionDecision][] = [
     [
       'the PV is no bigger than the claim',
@@ -50,13 +58,7 @@ describe('volume/csiexpand (node expansion, RecoverVolumeExpansionFailure)', () 
       '2Gi',
       false,
       false,
-      {
-        action: 'expand',
-        newSize: '2Gi',
-        newSizeBytes: 2 * GI,
-        markInProgress: true,
-        infeasibleOnFailure: false,
-      },
+      expandTo(2),
     ],
     [
       'NodeResizeInProgress (a restart in the middle): expanded again',
@@ -68,13 +70,7 @@ describe('volume/csiexpand (node expansion, RecoverVolumeExpansionFailure)', () 
       '2Gi',
       false,
       false,
-      {
-        action: 'expand',
-        newSize: '2Gi',
-        newSizeBytes: 2 * GI,
-        markInProgress: true,
-        infeasibleOnFailure: false,
-      },
+      expandTo(2),
     ],
     [
       'after a final failure, a smaller size asked by the user: a failure now is infeasible',
@@ -89,13 +85,7 @@ describe('volume/csiexpand (node expansion, RecoverVolumeExpansionFailure)', () 
       '3Gi',
       false,
       true,
-      {
-        action: 'expand',
-        newSize: '3Gi',
-        newSizeBytes: 3 * GI,
-        markInProgress: true,
-        infeasibleOnFailure: true,
-      },
+      expandTo(3, true),
     ],
     [
       'the controller is still resizing',
