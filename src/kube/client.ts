@@ -36,7 +36,7 @@ export { apiError, MAX_RETRIES, retryAfterSeconds } from './apierrors.js';
 export { requestDeadline, type RequestDeadline } from './deadline.js';
 export { connectionOf, IDLE_CONNECTION_TIMEOUT_MS } from './transport.js';
 
-export type Verb = 'GET' | 'LIST' | 'WATCH' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+export type Verb = 'GET' | 'LIST' | 'WATCH' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'DELETECOLLECTION';
 
 export interface RequestOptions {
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -232,7 +232,14 @@ export class KubeClient {
     await this.opts.yieldToLoop?.();
     const url = requestPath(this.transport, req.path, req.query);
     const target = pathTarget(req.path);
-    const verb: Verb = req.method === 'GET' && target.collection ? 'LIST' : req.method;
+    // The API verb, as RBAC names it: a GET or DELETE of a collection is a list or a deletecollection.
+    const verb: Verb = !target.collection
+      ? req.method
+      : req.method === 'GET'
+        ? 'LIST'
+        : req.method === 'DELETE'
+          ? 'DELETECOLLECTION'
+          : req.method;
     const started = Date.now();
     const body = req.body === undefined ? undefined : JSON.stringify(req.body);
     const what = `${req.method} ${req.path}`;

@@ -73,6 +73,18 @@ function capability(c: CSIVolumeCapability): unknown {
   };
 }
 
+/** The fields that stage, publish and expand requests share. */
+function volumeFields(
+  r: Pick<NodeStageRequest, 'volumeId' | 'stagingTargetPath' | 'capability' | 'secrets'>,
+): Record<string, unknown> {
+  return {
+    volume_id: r.volumeId,
+    staging_target_path: r.stagingTargetPath,
+    volume_capability: capability(r.capability),
+    secrets: r.secrets,
+  };
+}
+
 /** The Node service client of the driver serving on `socket` (a path on this host). */
 export function grpcCSINodeClient(socket: string, timeoutMs = CSITimeoutMs): CSINodeClient {
   const call = async <T>(method: string, req: unknown): Promise<T> => {
@@ -100,11 +112,8 @@ export function grpcCSINodeClient(socket: string, timeoutMs = CSITimeoutMs): CSI
     },
     async nodeStageVolume(r: NodeStageRequest) {
       await call('NodeStageVolume', {
-        volume_id: r.volumeId,
+        ...volumeFields(r),
         publish_context: r.publishContext,
-        staging_target_path: r.stagingTargetPath,
-        volume_capability: capability(r.capability),
-        secrets: r.secrets,
         volume_context: r.volumeContext,
       });
     },
@@ -113,13 +122,10 @@ export function grpcCSINodeClient(socket: string, timeoutMs = CSITimeoutMs): CSI
     },
     async nodePublishVolume(r: NodePublishRequest) {
       await call('NodePublishVolume', {
-        volume_id: r.volumeId,
+        ...volumeFields(r),
         publish_context: r.publishContext,
-        staging_target_path: r.stagingTargetPath,
         target_path: r.targetPath,
-        volume_capability: capability(r.capability),
         readonly: r.readOnly,
-        secrets: r.secrets,
         volume_context: r.volumeContext,
       });
     },
@@ -128,12 +134,9 @@ export function grpcCSINodeClient(socket: string, timeoutMs = CSITimeoutMs): CSI
     },
     async nodeExpandVolume(r: NodeExpandRequest) {
       await call('NodeExpandVolume', {
-        volume_id: r.volumeId,
+        ...volumeFields(r),
         volume_path: r.volumePath,
         capacity_range: { required_bytes: String(r.requiredBytes) },
-        staging_target_path: r.stagingTargetPath,
-        volume_capability: capability(r.capability),
-        secrets: r.secrets,
       });
     },
     async nodeGetVolumeStats(volumeId, volumePath, stagingTargetPath) {
