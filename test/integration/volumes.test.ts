@@ -104,7 +104,7 @@ describe('volumes on a simulated VirtualNode (real apiserver)', function () {
       'Unable to attach or mount volumes: unmounted volumes=[share], unattached volumes=[], failed to process ' +
         'volumes=[share]: failed to get Plugin from volumeSpec for volume "share" err=no volume plugin matched: ' +
         'kubelet-operator does not support nfs volumes (supported: emptyDir, hostPath, configMap, secret, ' +
-        'downwardAPI, projected, persistentVolumeClaim, image)',
+        'downwardAPI, projected, persistentVolumeClaim, csi, image)',
     );
     await expectContainerCreating(client, NS, 'wants-nfs');
   });
