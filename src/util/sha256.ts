@@ -1,7 +1,9 @@
 /**
- * SHA-256 of a UTF-8 string as lowercase hex, in plain TypeScript (FIPS 180-4). Pure decisions that name
- * things by a hash (the CSI plugin's staging directories and attachment names) use it; the kubelet core may
- * import no `node:` module (test/unit/purity.test.ts). Inputs are short names, so speed does not matter.
+ * SHA-256 of a UTF-8 string as lowercase hex, in plain TypeScript (FIPS 180-4), the project's one SHA-256:
+ * pure decisions that name things by a hash (the CSI plugin's staging directories and attachment names) use
+ * it, since the kubelet core may import no `node:` module (test/unit/purity.test.ts), and so do the pull
+ * records' file names, the DRA checkpoint and the sim runtime's image IDs. Inputs are names and small files,
+ * hashed off the hot paths, so speed does not matter.
  */
 const K = new Uint32Array([
   0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5, 0xd807aa98,

@@ -7,7 +7,7 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import type { KubeClient } from '../../kube/client.js';
 import type { Clock } from '../../util/clock.js';
-import { sha256Hex } from '../images/pullrecords.js';
+import { sha256Hex } from '../../util/sha256.js';
 import type { PluginIO } from './plugin.js';
 
 const PLUGIN_TIMEOUT_MS = 60_000;

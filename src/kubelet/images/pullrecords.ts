@@ -4,7 +4,7 @@
  * ImagePulledRecord per image ID after (`<root>/image_manager/pulled`), files named `sha256-<hex of the
  * name>`. The decisions are pullcredentials.ts's; this keeps the files and the in-flight counts.
  */
-import { createHash } from 'node:crypto';
+import { sha256Hex } from '../../util/sha256.js';
 import path from 'node:path';
 import type { VolumeFS } from '../volume/fs.js';
 import type { Clock } from '../../util/clock.js';
@@ -23,10 +23,6 @@ import {
 } from './pullcredentials.js';
 
 const NEED_POD_CREDENTIALS = new Error('the pod credentials are needed');
-
-export function sha256Hex(text: string): string {
-  return createHash('sha256').update(text).digest('hex');
-}
 
 function cacheFilename(name: string): string {
   return `sha256-${sha256Hex(name)}`;

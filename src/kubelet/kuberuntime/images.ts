@@ -18,7 +18,7 @@ import {
   type PullSecret,
   type TrackedAuthConfig,
 } from '../credentialprovider/keyring.js';
-import { sha256Hex } from '../images/pullrecords.js';
+import { sha256Hex } from '../../util/sha256.js';
 
 export type EnsureImageOutcome =
   | {

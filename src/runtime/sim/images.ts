@@ -3,7 +3,7 @@
  * `docker.io/library/busybox:latest` name the same image, an image can also be named by its ID, and a pull
  * from a registry that cannot be reached fails with containerd's wording.
  */
-import { createHash } from 'node:crypto';
+import { sha256Hex } from '../../util/sha256.js';
 import type { Image } from '../types.js';
 
 export interface ImageReference {
@@ -60,8 +60,6 @@ export function unreachableRegistryMessage(r: ImageReference): string {
   );
 }
 
-const sha256 = (s: string): string => createHash('sha256').update(s).digest('hex');
-
 interface ImageRecord {
   id: string;
   ref: string;
@@ -79,11 +77,11 @@ export class ImageStore {
   add(r: ImageReference): string {
     const existing = this.byRef.get(r.ref);
     if (existing) return existing.id;
-    const digest = sha256(`image:${r.ref}`);
+    const digest = sha256Hex(`image:${r.ref}`);
     const rec: ImageRecord = {
       id: `sha256:${digest}`,
       ref: r.ref,
-      repoDigest: `${r.host}/${r.repository}@sha256:${sha256(`manifest:${r.ref}`)}`,
+      repoDigest: `${r.host}/${r.repository}@sha256:${sha256Hex(`manifest:${r.ref}`)}`,
       size: 1_048_576 + (parseInt(digest.slice(0, 6), 16) % 8_388_608),
     };
     this.byRef.set(rec.ref, rec);

@@ -5,6 +5,7 @@
  * (FNV-1a of the data), so it guards against corruption but a kubelet would not accept the file. Pure.
  */
 import { CPUSet } from './cpuset.js';
+import { fnv1a32 } from '../../../util/fnv.js';
 
 export const CPU_MANAGER_STATE_FILE = 'cpu_manager_state';
 
@@ -47,15 +48,6 @@ interface CheckpointData {
   policyName: string;
   defaultCpuSet: string;
   entries?: Record<string, Record<string, string>>;
-}
-
-function fnv1a32(s: string): number {
-  let h = 0x811c9dc5;
-  for (const b of Buffer.from(s, 'utf8')) {
-    h ^= b;
-    h = Math.imul(h, 0x01000193) >>> 0;
-  }
-  return h >>> 0;
 }
 
 function dataOf(policyName: string, s: CPUManagerState): CheckpointData {

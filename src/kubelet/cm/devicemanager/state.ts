@@ -15,6 +15,7 @@ import {
   type DevicePluginOptions,
   type PluginDevice,
 } from './types.js';
+import { fnv1a32 } from '../../../util/fnv.js';
 
 /** What the manager knows of one resource (kubelet: healthyDevices, unhealthyDevices, allDevices, endpoints). */
 export interface ResourceState {
@@ -443,10 +444,5 @@ export function decodeCheckpoint(text: string): { data: CheckpointData } | { err
 
 /** FNV-1a (32 bits) of the data's JSON, as the kubelet's checkpoint checksum is an FNV-32a of its data. */
 function checksumOf(data: CheckpointData): string {
-  let h = 0x811c9dc5;
-  for (const b of new TextEncoder().encode(JSON.stringify(data))) {
-    h ^= b;
-    h = Math.imul(h, 0x01000193) >>> 0;
-  }
-  return String(h);
+  return String(fnv1a32(JSON.stringify(data)));
 }

@@ -9,7 +9,6 @@
  * One lock for the cache and its calls: the kubelet drops its lock around the gRPC calls; holding it keeps
  * this simpler at the cost of one pod's prepare waiting for another's.
  */
-import { createHash } from 'node:crypto';
 import { readdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -43,6 +42,7 @@ import {
   type PreparedDevice,
   type ResourceClaim,
 } from './claiminfo.js';
+import { sha256Hex } from '../../../util/sha256.js';
 
 /** How long one NodePrepareResources / NodeUnprepareResources call may take (defaultClientCallTimeout). */
 const CLIENT_CALL_TIMEOUT_MS = 45_000;
@@ -122,7 +122,7 @@ export class DRAManager implements DynamicResources {
       }
     }
     if (text !== undefined) {
-      const got = decodeCheckpoint(text, sha256);
+      const got = decodeCheckpoint(text, sha256Hex);
       if (got.ok) {
         this.cache = new ClaimInfoCache(got.entries);
         this.log.info('Restored DRA claim info from the checkpoint', { claims: got.entries.length });
@@ -350,16 +350,12 @@ export class DRAManager implements DynamicResources {
   private async checkpoint(what: string): Promise<void> {
     const tmp = `${this.checkpointPath}.tmp`;
     try {
-      await writeFile(tmp, encodeCheckpoint(this.cache.entries(), sha256), { mode: 0o600 });
+      await writeFile(tmp, encodeCheckpoint(this.cache.entries(), sha256Hex), { mode: 0o600 });
       await rename(tmp, this.checkpointPath);
     } catch (err) {
       throw new Error(`${what}: ${errorMessage(err)}`);
     }
   }
-}
-
-function sha256(s: string): string {
-  return createHash('sha256').update(s).digest('hex');
 }
 
 /** The gRPC client constructor of a DRA service the kubelet speaks (`v1.DRAPlugin`, `v1beta1.DRAPlugin`). */
