@@ -10,21 +10,10 @@ COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-# tsc emits only .js: the CRI client, the kubelet's local APIs and /metrics load their protos at run time from beside
-# the compiled modules.
+# tsc emits only .js: the CRI client, the kubelet's local APIs and plugin clients and /metrics load their
+# protos (and the pods API its pod.json) at run time from beside the compiled modules, so every one is copied.
 RUN npm run build \
-    && mkdir -p dist/runtime/cri/proto \
-    && cp src/runtime/cri/proto/api.proto dist/runtime/cri/proto/api.proto \
-    && mkdir -p dist/kubelet/apis/podresources dist/kubelet/apis/pods/k8s \
-    && cp src/kubelet/apis/podresources/*.proto dist/kubelet/apis/podresources/ \
-    && cp src/kubelet/apis/pods/*.proto dist/kubelet/apis/pods/ \
-    && cp src/kubelet/apis/pods/k8s/pod.json dist/kubelet/apis/pods/k8s/pod.json \
-    && mkdir -p dist/kubelet/pluginmanager/proto \
-    && cp src/kubelet/pluginmanager/proto/*.proto dist/kubelet/pluginmanager/proto/ \
-    && mkdir -p dist/kubelet/cm/dra/proto \
-    && cp src/kubelet/cm/dra/proto/*.proto dist/kubelet/cm/dra/proto/ \
-    && mkdir -p dist/util/prometheus \
-    && cp src/util/prometheus/metrics.proto dist/util/prometheus/metrics.proto
+    && cd src && find . \( -name '*.proto' -o -name 'pod.json' \) -exec cp --parents {} ../dist/ \;
 
 # ---- runtime: production dependencies + dist ----------------------------------------------------
 FROM node:22-bookworm-slim

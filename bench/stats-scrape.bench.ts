@@ -8,7 +8,7 @@
  *   npx tsx bench/stats-scrape.bench.ts [pods] [iterations]      (npm run bench:stats)
  */
 import { summaryJSON } from '../src/kubelet/stats/json.js';
-import { StatsProvider } from '../src/kubelet/stats/provider.js';
+import { StatsProvider } from '../src/kubelet/stats/shell/provider.js';
 import { renderResourceMetrics } from '../src/kubelet/stats/resourcemetrics.js';
 import { ContainerNameLabel, PodUIDLabel } from '../src/runtime/labels.js';
 import { SimBehaviourAnnotation, SimRuntime } from '../src/runtime/sim/index.js';

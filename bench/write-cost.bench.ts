@@ -21,7 +21,7 @@ import type { PodStatus } from '../src/api/core.js';
 import { EVENT_CONNECTIONS } from '../src/config.js';
 import { KubeClient, PatchTypes } from '../src/kube/client.js';
 import { EventRecorder } from '../src/kube/events.js';
-import { restPodStatusClient } from '../src/kubelet/statusclient.js';
+import { restPodStatusClient } from '../src/kubelet/shell/statusclient.js';
 import { createPodStatusPatch, type PodStatusPatch } from '../src/kubelet/status/patch.js';
 import { restEventSink } from '../src/node/api.js';
 import { RealClock } from '../src/util/clock.js';

@@ -6,7 +6,7 @@
 //
 // Measured from the driver's watches: every pod Failed by an eviction (its reason, its DisruptionTarget), the
 // time from the node's threshold crossing to that Failed, the crossing computed from the declared ramp and the
-// operator's sampled resident memory per node (the Summary's `kubelet` container, src/kubelet/stats/provider.ts);
+// operator's sampled resident memory per node (the Summary's `kubelet` container, src/kubelet/stats/shell/provider.ts);
 // whether each evicted pod is the one the kubelet's memory ranking picks; the nodes under MemoryPressure over
 // time (node watch); the operator's API writes in the window (audit log). kwok has no eviction manager.
 import { countRequests, readAuditLog, type RequestCounts } from '../lib/audit.js';

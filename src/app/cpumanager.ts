@@ -7,7 +7,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { VirtualNodeSpec } from '../api/virtualnode.js';
-import { fileCheckpointStore, readHostCPUTopology } from '../kubelet/cm/cpumanager/shell.js';
+import { fileCheckpointStore, readHostCPUTopology } from '../kubelet/cm/cpumanager/shell/host.js';
 import { CPU_MANAGER_STATE_FILE } from '../kubelet/cm/cpumanager/state.js';
 import {
   declaredTopology,

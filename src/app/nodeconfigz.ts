@@ -6,7 +6,11 @@
 import type { VirtualNodeSpec } from '../api/virtualnode.js';
 import { MaxCrashLoopBackOffMs } from '../kubelet/backoff.js';
 import { QUOTA_PERIOD_US } from '../kubelet/cm/cpu.js';
-import { kubeletPeriods, type KubeletSettings, type PodEnvironment } from '../kubelet/kubelet_config.js';
+import {
+  kubeletPeriods,
+  type KubeletSettings,
+  type PodEnvironment,
+} from '../kubelet/shell/kubelet_config.js';
 import type { ShutdownConfig } from '../kubelet/nodeshutdown/config.js';
 import type { NodeKubeletSettings } from '../server/nodeapi/configz.js';
 

@@ -7,9 +7,9 @@
  *   keeps logs in memory), the filesystem's capacity the node's declared ephemeral storage.
  */
 import type { VirtualNodeSpec } from '../api/virtualnode.js';
-import type { PodEnvironment } from '../kubelet/kubelet_config.js';
-import { DirUsage } from '../kubelet/stats/du.js';
-import { StatsProvider, type StatsRuntime } from '../kubelet/stats/provider.js';
+import type { PodEnvironment } from '../kubelet/shell/kubelet_config.js';
+import { DirUsage } from '../kubelet/stats/shell/du.js';
+import { StatsProvider, type StatsRuntime } from '../kubelet/stats/shell/provider.js';
 import type { Runtime } from '../runtime/types.js';
 import { joinPath } from '../kubelet/volume/paths.js';
 import type { Clock } from '../util/clock.js';

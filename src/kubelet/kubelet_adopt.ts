@@ -22,9 +22,9 @@ import type { Clock } from '../util/clock.js';
 import { errorMessage, KindError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import { parseRFC3339 } from '../util/rfc3339.js';
-import type { KubeletDeps } from './kubelet_config.js';
-import type { NodePodEnvironment } from './kubelet_volumes.js';
-import type { KubeGenericRuntimeManager } from './kuberuntime/manager.js';
+import type { KubeletDeps } from './shell/kubelet_config.js';
+import type { NodePodEnvironment } from './shell/kubelet_volumes.js';
+import type { KubeGenericRuntimeManager } from './kuberuntime/shell/manager.js';
 import { DEFAULT_TERMINATION_MESSAGE_PATH, TERMINATION_MESSAGE_FILE_MODE } from './podfiles/termination.js';
 import type { VolumeFS } from './volume/fs.js';
 import type { VolumeManager } from './volumemanager/volumemanager.js';
@@ -205,7 +205,7 @@ export class PodAdoption {
       createdAtMs: timeOf(status.startTime, 'startTime') ?? this.d.clock.now(),
     });
     try {
-      // The IPs a start reads from the sandbox (kuberuntime/podstatus.ts sandboxIPs), as the containers saw them.
+      // The IPs a start reads from the sandbox (kuberuntime/shell/podstatus.ts sandboxIPs), as the containers saw them.
       const network = (await this.d.runtime.podSandboxStatus(sandboxId)).network;
       const podIPs = network ? [network.ip, ...network.additionalIps].filter((ip) => ip !== '') : [];
       for (const { container, restartCount, fixed } of plan) {

@@ -19,7 +19,7 @@ import type { Container, Pod } from '../api/core.js';
 import type { Service } from '../api/service.js';
 import type { Mount, RuntimeHandler, UserNamespace } from '../runtime/types.js';
 import { errorMessage, KindError } from '../util/errors.js';
-import type { ContainerDynamicResources, DynamicResources } from './cm/dra/manager.js';
+import type { ContainerDynamicResources, DynamicResources } from './cm/dra/shell/manager.js';
 import type { ContainerMountOptions, RuntimeHelper, SandboxOptions } from './container/runtimehelper.js';
 import { getServiceEnvVarMap } from './envvars_services.js';
 import type { EnvFileRead, EnvVarValue } from './envvars.js';

@@ -7,7 +7,7 @@
  *   <root>/plugins/<name>/       a node plugin's own data (CSI drivers' sockets, `csi.sock`)
  *   <root>/device-plugins/       the device manager's `kubelet.sock` and device plugins' sockets
  *   <root>/checkpoints/          checkpoints
- *   <root>/pod-resources/, <root>/pods-api/   the local gRPC APIs (src/kubelet/apis/server.ts)
+ *   <root>/pod-resources/, <root>/pods-api/   the local gRPC APIs (src/kubelet/apis/shell/server.ts)
  *
  * One kubelet owns one `/var/lib/kubelet`; one operator process plays many kubelets on one host, so each
  * VirtualNode has its own root (`<stateDir>/nodes/<node>`, src/app/podenvironment.ts nodeRootDir) and node-plugin

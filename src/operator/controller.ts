@@ -25,7 +25,7 @@ import {
 import type { KubeClient } from '../kube/client.js';
 import { Informer, objectKey, stripManagedFields } from '../kube/informer.js';
 import { WorkQueue, runWorkers } from '../kube/workqueue.js';
-import { PodsByNodeIndex } from '../kubelet/podmanager.js';
+import { PodsByNodeIndex } from '../kubelet/shell/podmanager.js';
 import { canonicalJSON } from '../util/canonical.js';
 import { needsSync } from './predicates.js';
 import type { Clock } from '../util/clock.js';

@@ -493,7 +493,7 @@ export interface RuntimeCapabilities {
   /**
    * Present when the runtime can tell that nothing its listings report has changed (the simulated runtime):
    * a number that moves whenever a sandbox or container is added or removed or changes state. While it stands,
-   * the kubelet's relist reuses its last listing without asking (kuberuntime/manager.ts getPods). Undefined
+   * the kubelet's relist reuses its last listing without asking (kuberuntime/shell/manager.ts getPods). Undefined
    * from it: ask this time. Absent (cri): every relist lists.
    */
   readonly listingRevision?: () => number | undefined;

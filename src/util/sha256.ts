@@ -1,7 +1,7 @@
 /**
  * SHA-256 of a UTF-8 string as lowercase hex, in plain TypeScript (FIPS 180-4), the project's one SHA-256:
  * pure decisions that name things by a hash (the CSI plugin's staging directories and attachment names) use
- * it, since the kubelet core may import no `node:` module (test/unit/purity.test.ts), and so do the pull
+ * it, since the kubelet core (outside its shell/ folders) may import no `node:` module (eslint, test/unit/purity.test.ts), and so do the pull
  * records' file names, the DRA checkpoint and the sim runtime's image IDs. Inputs are names and small files,
  * hashed off the hot paths, so speed does not matter.
  */

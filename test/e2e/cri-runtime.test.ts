@@ -11,7 +11,7 @@ import type { Container, Pod } from '../../src/api/core.js';
 import { CriRuntime, type CriLogger } from '../../src/runtime/cri/client.js';
 import { buildContainerConfig } from '../../src/kubelet/kuberuntime/containerconfig.js';
 import { buildPodSandboxConfig, type NodeSettings } from '../../src/kubelet/kuberuntime/sandboxconfig.js';
-import { StatsProvider } from '../../src/kubelet/stats/provider.js';
+import { StatsProvider } from '../../src/kubelet/stats/shell/provider.js';
 import { ContainerNameLabel, PodUIDLabel } from '../../src/runtime/labels.js';
 import { RealClock } from '../../src/util/clock.js';
 import type { ContainerStatus, PodSandboxConfig } from '../../src/runtime/types.js';

@@ -23,7 +23,7 @@ import { fileURLToPath } from 'node:url';
 import type * as grpc from '@grpc/grpc-js';
 import type { PodStatus } from '../../src/api/core.js';
 import { PatchTypes, type KubeClient } from '../../src/kube/client.js';
-import { dialUnix, unary } from '../../src/kubelet/pluginmanager/manager.js';
+import { dialUnix, unary } from '../../src/kubelet/pluginmanager/shell/manager.js';
 import { kubeletRootPaths, pluginDir } from '../../src/kubelet/rootdir.js';
 import { stagingDataDir } from '../../src/kubelet/volume/csi.js';
 import { nodeRootDir } from '../../src/app/podenvironment.js';

@@ -12,7 +12,7 @@ import type { Pod } from '../../src/api/core.js';
 import { newCrashLoopBackOff } from '../../src/kubelet/backoff.js';
 import type { RuntimePodStatus } from '../../src/kubelet/container/types.js';
 import { ImagePullBackOff } from '../../src/kubelet/images/pullbackoff.js';
-import { KubeGenericRuntimeManager } from '../../src/kubelet/kuberuntime/manager.js';
+import { KubeGenericRuntimeManager } from '../../src/kubelet/kuberuntime/shell/manager.js';
 import { ReasonCache } from '../../src/kubelet/reasoncache.js';
 import { CriRuntime } from '../../src/runtime/cri/client.js';
 import { podLogsDirectory } from '../../src/kubelet/kuberuntime/sandboxconfig.js';

@@ -12,9 +12,9 @@ import type { ContainerStatus, Pod, PodCondition, PodStatus } from '../../src/ap
 import { KubeClient, type RequestOptions } from '../../src/kube/client.js';
 import { EventRecorder, type CoreEvent } from '../../src/kube/events.js';
 import { Informer, restListWatcher } from '../../src/kube/informer.js';
-import { Kubelet } from '../../src/kubelet/kubelet.js';
-import { KubeletDefaults } from '../../src/kubelet/kubelet_config.js';
-import { PodsByNodeIndex, podNodeNameIndexFunc } from '../../src/kubelet/podmanager.js';
+import { Kubelet } from '../../src/kubelet/shell/kubelet.js';
+import { KubeletDefaults } from '../../src/kubelet/shell/kubelet_config.js';
+import { PodsByNodeIndex, podNodeNameIndexFunc } from '../../src/kubelet/shell/podmanager.js';
 import { Metrics } from '../../src/metrics.js';
 import type { AdmissionNode } from '../../src/kubelet/lifecycle/admission.js';
 import { restEventSink } from '../../src/node/api.js';

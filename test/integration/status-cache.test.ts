@@ -7,9 +7,9 @@
 import { expect } from 'chai';
 import type { Pod, PodCondition, PodStatus } from '../../src/api/core.js';
 import { asPodUID } from '../../src/kubelet/container/types.js';
-import { KubeletPodManager } from '../../src/kubelet/podmanager.js';
+import { KubeletPodManager } from '../../src/kubelet/shell/podmanager.js';
 import { StatusManager } from '../../src/kubelet/status/manager.js';
-import { restPodStatusClient } from '../../src/kubelet/statusclient.js';
+import { restPodStatusClient } from '../../src/kubelet/shell/statusclient.js';
 import { KubeClient, PatchTypes } from '../../src/kube/client.js';
 import { RealClock } from '../../src/util/clock.js';
 import { startControlPlane, type ControlPlane } from '../support/controlplane.js';

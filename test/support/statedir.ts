@@ -7,7 +7,7 @@ import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { parseMountInfo } from '../../src/kubelet/volume/mounter.js';
+import { parseMountInfo } from '../../src/kubelet/volume/shell/mounter.js';
 
 export async function removeStateDir(dir: string): Promise<void> {
   const mounts = [...parseMountInfo(await readFile('/proc/self/mountinfo', 'utf8')).keys()]

@@ -9,7 +9,7 @@ import type { Pod } from '../../api/core.js';
 import type { RuntimePodStatus } from '../container/types.js';
 import { isPodResizeInProgress } from '../kuberuntime/resize.js';
 import type { NodeSettings } from '../kuberuntime/sandboxconfig.js';
-import type { PodSyncResult } from '../kuberuntime/syncresult.js';
+import type { PodSyncResult } from '../kuberuntime/shell/syncresult.js';
 import type { PodResizeConditions } from '../status/resizeconditions.js';
 import { podGeneration } from './allocation.js';
 import { podResizeCompletedMsg, podResizeErrorMsg, ResizeCompleted, ResizeError } from './messages.js';

@@ -5,7 +5,7 @@
  */
 import type { Container, Pod } from '../../api/core.js';
 import type { Mount, PodSandboxConfig, RuntimeHandler, UserNamespace } from '../../runtime/types.js';
-import type { ContainerDynamicResources } from '../cm/dra/manager.js';
+import type { ContainerDynamicResources } from '../cm/dra/shell/manager.js';
 import type { EnvFileRead, EnvVarValue } from '../envvars.js';
 
 export interface SandboxOptions {

@@ -5,7 +5,7 @@
  *
  * Three "container status" concepts meet in the kubelet, one name each:
  * - `KubeContainerStatus` (here; kubelet: `kubecontainer.Status`): the kubelet's record of one container
- *   instance, converted from the runtime's answer (kuberuntime/podstatus.ts toKubeContainerStatus);
+ *   instance, converted from the runtime's answer (kuberuntime/shell/podstatus.ts toKubeContainerStatus);
  * - the Runtime seam's `ContainerStatus` (runtime/types.ts; CRI `ContainerStatus`), imported under the alias
  *   `RuntimeContainerStatus` where the API's name is also in scope;
  * - the API's `ContainerStatus` (api/core.ts; `v1.ContainerStatus`), what pods/status carries.

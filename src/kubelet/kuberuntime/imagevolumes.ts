@@ -12,7 +12,7 @@
  */
 import type { Container } from '../../api/core.js';
 import type { Mount } from '../../runtime/types.js';
-import type { SyncErrorReason } from './syncresult.js';
+import type { SyncErrorReason } from './shell/syncresult.js';
 
 /** One pull per image volume: the image ID, or the image manager's error and message. */
 export type ImageVolumePull =

@@ -17,11 +17,11 @@ import type {
   ManagerContext,
   RuntimeManagerLogger,
   RuntimeManagerNodeSettings,
-} from './context.js';
-import type { HookHttpGet } from './hooks.js';
+} from './shell/context.js';
+import type { HookHttpGet } from './shell/hooks.js';
 import type { ContainerMetricType } from '../status/terminations.js';
 import { PodLeftovers } from './podleftovers.js';
-import type { PodCgroupAccess } from '../cm/podcgroup.js';
+import type { PodCgroupAccess } from '../cm/shell/podcgroup.js';
 import type { ContainerFileReader } from './terminationmessage.js';
 
 /**

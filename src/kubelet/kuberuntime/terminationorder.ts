@@ -2,7 +2,7 @@
  * Shutdown order of a pod's containers when it has sidecars (kubelet: kuberuntime_termination_order.go).
  */
 import { isRestartableInitContainer, type Pod } from '../../api/core.js';
-import type { ManagerContext } from './context.js';
+import type { ManagerContext } from './shell/context.js';
 
 /**
  * Shutdown order of a pod with sidecars (kubelet: terminationOrdering): regular containers stop first; each

@@ -3,7 +3,7 @@
  * active pod falls in, the grace period each pod gets, what a pod is told once terminated, what a pod
  * arriving meanwhile is told, what the node's Ready condition says, and, per group, whether to go on waiting.
  *
- * Pure: pods, the config and times (ms) in, data out. `shell.ts` carries the decisions out on a node.
+ * Pure: pods, the config and times (ms) in, data out. `shell/loop.ts` carries the decisions out on a node.
  */
 import type { Pod } from '../../api/core.js';
 import {

@@ -9,7 +9,7 @@ import type { ServiceAccountTokenProjection, Volume } from '../../api/volumes.js
 import type { Clock } from '../../util/clock.js';
 import type { CSIHost } from './csi.js';
 import type { VolumeFS } from './fs.js';
-import type { Mounter } from './mounter.js';
+import type { Mounter } from './shell/mounter.js';
 import type { VolumeKind } from './plugins.js';
 import type { VolumeSources } from './sources.js';
 

@@ -12,7 +12,7 @@ import {
 } from '../../../src/api/virtualnode.js';
 import type { KubeClient, RequestOptions } from '../../../src/kube/client.js';
 import { Informer, stripManagedFields } from '../../../src/kube/informer.js';
-import { PodsByNodeIndex } from '../../../src/kubelet/podmanager.js';
+import { PodsByNodeIndex } from '../../../src/kubelet/shell/podmanager.js';
 import type { VolumeSources } from '../../../src/kubelet/volume/sources.js';
 import {
   KubeletManagedNode,

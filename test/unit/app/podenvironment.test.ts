@@ -6,8 +6,8 @@ import type { Pod } from '../../../src/api/core.js';
 import { VirtualNodeSpecSchema, type VirtualNodeSpec } from '../../../src/api/virtualnode.js';
 import type { KubeClient, RequestOptions } from '../../../src/kube/client.js';
 import { MemoryVolumeFS } from '../../../src/kubelet/volume/memfs.js';
-import { RealVolumeFS } from '../../../src/kubelet/volume/realfs.js';
-import { MemoryMounter, RealMounter } from '../../../src/kubelet/volume/mounter.js';
+import { RealVolumeFS } from '../../../src/kubelet/volume/shell/realfs.js';
+import { MemoryMounter, RealMounter } from '../../../src/kubelet/volume/shell/mounter.js';
 import type { VolumeSources } from '../../../src/kubelet/volume/sources.js';
 import {
   defaultPodsDir,

@@ -2,10 +2,10 @@
 // Kubelet tests share.
 import type { Pod } from '../../../src/api/core.js';
 import type { RequestOptions } from '../../../src/kube/client.js';
-import type { KubeletDeps } from '../../../src/kubelet/kubelet.js';
-import type { Kubelet } from '../../../src/kubelet/kubelet.js';
+import type { KubeletDeps } from '../../../src/kubelet/shell/kubelet.js';
+import type { Kubelet } from '../../../src/kubelet/shell/kubelet.js';
 import { MemoryVolumeFS } from '../../../src/kubelet/volume/memfs.js';
-import { MemoryMounter } from '../../../src/kubelet/volume/mounter.js';
+import { MemoryMounter } from '../../../src/kubelet/volume/shell/mounter.js';
 import { SimRuntime } from '../../../src/runtime/sim/index.js';
 import type { ContainerConfig, PodSandboxConfig } from '../../../src/runtime/types.js';
 import { FakeClock } from '../../../src/util/clock.js';

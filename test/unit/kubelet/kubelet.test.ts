@@ -5,8 +5,8 @@ import { expect } from 'chai';
 import type { Pod } from '../../../src/api/core.js';
 import type { VolumeMount } from '../../../src/api/volumes.js';
 import { asPodUID } from '../../../src/kubelet/container/types.js';
-import { Kubelet, meaningfulChange } from '../../../src/kubelet/kubelet.js';
-import type { KubeletDeps } from '../../../src/kubelet/kubelet.js';
+import { Kubelet, meaningfulChange } from '../../../src/kubelet/shell/kubelet.js';
+import type { KubeletDeps } from '../../../src/kubelet/shell/kubelet.js';
 import { KindError } from '../../../src/util/errors.js';
 import { advance, mkPod, setup, start } from './kubelet-fixtures.js';
 

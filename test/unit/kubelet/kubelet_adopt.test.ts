@@ -5,10 +5,10 @@
 import { expect } from 'chai';
 import type { Pod, PodStatus } from '../../../src/api/core.js';
 import type { RequestOptions } from '../../../src/kube/client.js';
-import { Kubelet, type KubeletDeps } from '../../../src/kubelet/kubelet.js';
+import { Kubelet, type KubeletDeps } from '../../../src/kubelet/shell/kubelet.js';
 import { adoptionPlan } from '../../../src/kubelet/kubelet_adopt.js';
 import { MemoryVolumeFS } from '../../../src/kubelet/volume/memfs.js';
-import { MemoryMounter } from '../../../src/kubelet/volume/mounter.js';
+import { MemoryMounter } from '../../../src/kubelet/volume/shell/mounter.js';
 import { SimRuntime } from '../../../src/runtime/sim/index.js';
 import { FakeClock } from '../../../src/util/clock.js';
 import { KindError } from '../../../src/util/errors.js';

@@ -5,8 +5,11 @@
 // starts once the kubelet is inactive, and nothing here ever stops a container.
 import { expect } from 'chai';
 import { asContainerID, asPodUID, type RuntimePodStatus } from '../../../src/kubelet/container/types.js';
-import type { GarbageCollectOptions, GarbageCollectResult } from '../../../src/kubelet/kuberuntime/gc.js';
-import { CONTAINER_DELETOR_BUFFER, RuntimeCleanup } from '../../../src/kubelet/kubelet_cleanup.js';
+import type {
+  GarbageCollectOptions,
+  GarbageCollectResult,
+} from '../../../src/kubelet/kuberuntime/shell/gc.js';
+import { CONTAINER_DELETOR_BUFFER, RuntimeCleanup } from '../../../src/kubelet/shell/kubelet_cleanup.js';
 import { ContainerNameLabel, PodUIDLabel } from '../../../src/runtime/labels.js';
 import { SimRuntime } from '../../../src/runtime/sim/index.js';
 import type { ContainerConfig, PodSandboxConfig } from '../../../src/runtime/types.js';

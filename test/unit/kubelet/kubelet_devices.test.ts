@@ -3,8 +3,8 @@
 // the pod's allocatedResourcesStatus through a sync of the pod (kubelet HandlePodSyncs).
 import { expect } from 'chai';
 import type { Pod } from '../../../src/api/core.js';
-import { DeviceManager } from '../../../src/kubelet/cm/devicemanager/manager.js';
-import { Kubelet } from '../../../src/kubelet/kubelet.js';
+import { DeviceManager } from '../../../src/kubelet/cm/devicemanager/shell/manager.js';
+import { Kubelet } from '../../../src/kubelet/shell/kubelet.js';
 import { silentLogger } from '../../../src/util/logger.js';
 import { advance, mkPod, setup, start } from './kubelet-fixtures.js';
 

@@ -3,7 +3,7 @@
 import { expect } from 'chai';
 import type { Container } from '../../../src/api/core.js';
 import { asPodUID } from '../../../src/kubelet/container/types.js';
-import { Kubelet } from '../../../src/kubelet/kubelet.js';
+import { Kubelet } from '../../../src/kubelet/shell/kubelet.js';
 import { advance, mkPod, setup, start } from './kubelet-fixtures.js';
 import { fileKeyRefVar, sh } from '../../support/podspec.js';
 

@@ -3,7 +3,7 @@
 // unused images (DeleteUnusedImages) before it would evict a pod.
 import { expect } from 'chai';
 import { evictionConfigFrom } from '../../../src/kubelet/eviction/settings.js';
-import { Kubelet } from '../../../src/kubelet/kubelet.js';
+import { Kubelet } from '../../../src/kubelet/shell/kubelet.js';
 import type { Summary } from '../../../src/kubelet/stats/types.js';
 import { advance, mkPod, setup, start } from './kubelet-fixtures.js';
 import { summary } from './eviction/fixtures.js';

@@ -3,7 +3,7 @@
 // kubelet_started_containers_errors_total and kubelet_terminated_containers_total, as the upstream
 // "ContainerTerminationMetrics ... should report terminated_containers_total metric" reads them.
 import { expect } from 'chai';
-import { Kubelet } from '../../../src/kubelet/kubelet.js';
+import { Kubelet } from '../../../src/kubelet/shell/kubelet.js';
 import { Metrics } from '../../../src/metrics.js';
 import { KindError } from '../../../src/util/errors.js';
 import { advance, mkPod, NODE, setup, start } from './kubelet-fixtures.js';

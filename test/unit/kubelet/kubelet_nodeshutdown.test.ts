@@ -4,7 +4,7 @@
 import { expect } from 'chai';
 import type { Pod } from '../../../src/api/core.js';
 import { asPodUID } from '../../../src/kubelet/container/types.js';
-import { Kubelet } from '../../../src/kubelet/kubelet.js';
+import { Kubelet } from '../../../src/kubelet/shell/kubelet.js';
 import { shutdownConfigFrom } from '../../../src/kubelet/nodeshutdown/config.js';
 import { advance, flush, mkPod, setup, start } from './kubelet-fixtures.js';
 

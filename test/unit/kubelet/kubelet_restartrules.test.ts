@@ -2,7 +2,7 @@
 // their own restartPolicy and restartPolicyRules over the pod's, and the pod's phase follows.
 import { expect } from 'chai';
 import { asPodUID } from '../../../src/kubelet/container/types.js';
-import { Kubelet } from '../../../src/kubelet/kubelet.js';
+import { Kubelet } from '../../../src/kubelet/shell/kubelet.js';
 import { advance, mkPod, setup, start } from './kubelet-fixtures.js';
 
 const sh = (script: string) => ['sh', '-c', script];

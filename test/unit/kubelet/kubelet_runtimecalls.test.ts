@@ -2,7 +2,7 @@
 // that changed something inspects its pod once more; a sync with nothing to do makes no runtime call at all.
 // The runtime is the simulated one with every method counted.
 import { expect } from 'chai';
-import { Kubelet } from '../../../src/kubelet/kubelet.js';
+import { Kubelet } from '../../../src/kubelet/shell/kubelet.js';
 import type { SyncLoopInput } from '../../../src/kubelet/kubelet_syncloop.js';
 import type { SimRuntime } from '../../../src/runtime/sim/index.js';
 import { advance, flush, mkPod, setup, start } from './kubelet-fixtures.js';

@@ -1,4 +1,4 @@
-// KubeletPodSyncer (src/kubelet/kubelet_sync.ts) with fakes around it: admission, the order of status and
+// KubeletPodSyncer (src/kubelet/shell/kubelet_sync.ts) with fakes around it: admission, the order of status and
 // runtime calls in syncPod / syncTerminatingPod / syncTerminatedPod, and the node's view of pod IPs.
 import { expect } from 'chai';
 import type { Pod, PodStatus } from '../../../src/api/core.js';
@@ -16,8 +16,8 @@ import {
   changedRuntime,
   KubeletPodSyncer,
   type KubeletPodSyncerDeps,
-} from '../../../src/kubelet/kubelet_sync.js';
-import { PodSyncError, type PodSyncResult } from '../../../src/kubelet/kuberuntime/manager.js';
+} from '../../../src/kubelet/shell/kubelet_sync.js';
+import { PodSyncError, type PodSyncResult } from '../../../src/kubelet/kuberuntime/shell/manager.js';
 import type { KillPodOptions, WorkerState } from '../../../src/kubelet/podworkers.js';
 import { ResultsManager } from '../../../src/kubelet/prober/results.js';
 import { ReasonCache } from '../../../src/kubelet/reasoncache.js';

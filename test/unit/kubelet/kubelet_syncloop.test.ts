@@ -3,7 +3,7 @@
 // manager told of every pod copy the loop takes.
 import { expect } from 'chai';
 import type { Pod } from '../../../src/api/core.js';
-import { Kubelet } from '../../../src/kubelet/kubelet.js';
+import { Kubelet } from '../../../src/kubelet/shell/kubelet.js';
 import type { RequestOptions } from '../../../src/kube/client.js';
 import { advance, mkPod, setup, start } from './kubelet-fixtures.js';
 

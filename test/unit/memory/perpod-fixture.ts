@@ -5,7 +5,7 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 import type { Pod } from '../../../src/api/core.js';
 import { EventRecorder } from '../../../src/kube/events.js';
-import { Kubelet } from '../../../src/kubelet/kubelet.js';
+import { Kubelet } from '../../../src/kubelet/shell/kubelet.js';
 import { SimBehaviourAnnotation } from '../../../src/runtime/sim/profile.js';
 import { advance, mkPod, setup, start } from '../kubelet/kubelet-fixtures.js';
 import { EchoingAPI } from './echoapi.js';

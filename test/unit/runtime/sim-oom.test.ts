@@ -3,7 +3,7 @@
 // for expressions), through the same exit as any other; and the kubelet above it sees an ordinary OOM kill.
 import { expect } from 'chai';
 import { asPodUID } from '../../../src/kubelet/container/types.js';
-import { Kubelet } from '../../../src/kubelet/kubelet.js';
+import { Kubelet } from '../../../src/kubelet/shell/kubelet.js';
 import { SimBehaviourAnnotation, parseSimProfilesYaml } from '../../../src/runtime/sim/index.js';
 import { SCAN_SECONDS } from '../../../src/runtime/sim/usage.js';
 import { advance, mkPod, setup, start } from '../kubelet/kubelet-fixtures.js';

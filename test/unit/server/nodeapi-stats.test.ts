@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { ProbeMetrics } from '../../../src/kubelet/prober/metrics.js';
-import { StatsProvider } from '../../../src/kubelet/stats/provider.js';
+import { StatsProvider } from '../../../src/kubelet/stats/shell/provider.js';
 import type { PodSandboxStats, Runtime } from '../../../src/runtime/types.js';
 import type { NodeApiServer } from '../../../src/server/nodeapi/server.js';
 import { KindError } from '../../../src/util/errors.js';

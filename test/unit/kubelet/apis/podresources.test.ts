@@ -11,7 +11,7 @@ import {
   type KubeletPodsView,
 } from '../../../../src/kubelet/apis/podresources/answers.js';
 import type { WorkerState } from '../../../../src/kubelet/podworkers.js';
-import { podResourcesCounted } from '../../../../src/kubelet/apis/server.js';
+import { podResourcesCounted } from '../../../../src/kubelet/apis/shell/server.js';
 import { Metrics } from '../../../../src/metrics.js';
 
 function pod(name: string, over: { phase?: PodPhase; init?: Pod['spec']['initContainers'] } = {}): Pod {

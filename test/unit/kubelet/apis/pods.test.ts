@@ -10,8 +10,8 @@ import {
   type KubeletPodsAPIView,
   type PodWatchEvent,
 } from '../../../../src/kubelet/apis/pods/answers.js';
-import { decodePod, encodePod, timeMessage } from '../../../../src/kubelet/apis/pods/podproto.js';
-import { countPodsApiRequest, podsApiCounted } from '../../../../src/kubelet/apis/server.js';
+import { decodePod, encodePod, timeMessage } from '../../../../src/kubelet/apis/pods/shell/podproto.js';
+import { countPodsApiRequest, podsApiCounted } from '../../../../src/kubelet/apis/shell/server.js';
 import { Metrics } from '../../../../src/metrics.js';
 
 function pod(uid: string, status?: PodStatus): Pod {

@@ -1,4 +1,4 @@
-// Reading a pod cgroup back and writing some of its limits (src/kubelet/cm/podcgroup.ts parsePodCgroupFiles,
+// Reading a pod cgroup back and writing some of its limits (src/kubelet/cm/shell/podcgroup.ts parsePodCgroupFiles,
 // readPodCgroup, setPodCgroupConfig): cgroup v1 and v2 files, "no limit" in each one's words. Fake host.
 import { expect } from 'chai';
 import {
@@ -9,7 +9,7 @@ import {
   setPodCgroupConfig,
   type CgroupReader,
   type CgroupWriter,
-} from '../../../../src/kubelet/cm/podcgroup.js';
+} from '../../../../src/kubelet/cm/shell/podcgroup.js';
 
 const MiB = 1024 * 1024;
 

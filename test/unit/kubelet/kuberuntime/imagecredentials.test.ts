@@ -9,7 +9,7 @@ import {
   credentialVerificationPolicy,
   type ImagePullCredentialsVerificationPolicy,
 } from '../../../../src/kubelet/images/pullcredentials.js';
-import { ImagePullManager, MemPullRecordFiles } from '../../../../src/kubelet/images/pullrecords.js';
+import { ImagePullManager, MemPullRecordFiles } from '../../../../src/kubelet/images/shell/pullrecords.js';
 import type { AuthConfig } from '../../../../src/runtime/types.js';
 import { container, Harness, IMAGE, makePod, summary } from './manager-fixtures.js';
 

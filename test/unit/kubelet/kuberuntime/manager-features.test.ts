@@ -5,7 +5,7 @@
 import { expect } from 'chai';
 import type { Container, Pod } from '../../../../src/api/core.js';
 import { KubeletPods } from '../../../../src/kubelet/kubelet_pods.js';
-import { KubeGenericRuntimeManager } from '../../../../src/kubelet/kuberuntime/manager.js';
+import { KubeGenericRuntimeManager } from '../../../../src/kubelet/kuberuntime/shell/manager.js';
 import { MemoryVolumeFS } from '../../../../src/kubelet/volume/memfs.js';
 import type { MountedVolume } from '../../../../src/kubelet/volume/plugin.js';
 import type { RuntimeHandler } from '../../../../src/runtime/types.js';

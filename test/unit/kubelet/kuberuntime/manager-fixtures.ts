@@ -8,7 +8,7 @@ import {
   type KubeGenericRuntimeManagerDeps,
   type PodSyncResult,
   type SyncPodProbes,
-} from '../../../../src/kubelet/kuberuntime/manager.js';
+} from '../../../../src/kubelet/kuberuntime/shell/manager.js';
 import type { ProbeResult } from '../../../../src/kubelet/prober/types.js';
 import { ReasonCache } from '../../../../src/kubelet/reasoncache.js';
 import { SimRuntime } from '../../../../src/runtime/sim/index.js';

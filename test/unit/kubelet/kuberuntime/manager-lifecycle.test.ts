@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Pod } from '../../../../src/api/core.js';
 import { PodCache } from '../../../../src/kubelet/container/cache.js';
-import { KubeGenericRuntimeManager } from '../../../../src/kubelet/kuberuntime/manager.js';
+import { KubeGenericRuntimeManager } from '../../../../src/kubelet/kuberuntime/shell/manager.js';
 import { RecheckAfterMs } from '../../../../src/kubelet/kuberuntime/podleftovers.js';
 import { GenericPLEG } from '../../../../src/kubelet/pleg/generic.js';
 import { ManagedByLabel, PodUIDLabel } from '../../../../src/runtime/labels.js';

@@ -1,7 +1,7 @@
 // What the runtime manager is built from (src/kubelet/kuberuntime/managerdeps.ts): the runtime's
 // capabilities decide what the kubelet does on the host, and the container ID scheme, unless deps override.
 import { expect } from 'chai';
-import { KubeGenericRuntimeManager } from '../../../../src/kubelet/kuberuntime/manager.js';
+import { KubeGenericRuntimeManager } from '../../../../src/kubelet/kuberuntime/shell/manager.js';
 import { managerContext, validateDeps } from '../../../../src/kubelet/kuberuntime/managerdeps.js';
 import type { Runtime, RuntimeCapabilities, RuntimeVersion } from '../../../../src/runtime/types.js';
 import { KindError } from '../../../../src/util/errors.js';

@@ -4,7 +4,7 @@
 import { expect } from 'chai';
 import type { Pod, ResourceRequirements } from '../../../../src/api/core.js';
 import type { PodResourceConfig } from '../../../../src/kubelet/cm/resourceconfig.js';
-import type { PodCgroupAccess } from '../../../../src/kubelet/cm/podcgroup.js';
+import type { PodCgroupAccess } from '../../../../src/kubelet/cm/shell/podcgroup.js';
 import { asContainerID } from '../../../../src/kubelet/container/types.js';
 import {
   computePodLevelResourcesResizeAction,
@@ -12,8 +12,11 @@ import {
   podCgroupResizeSteps,
 } from '../../../../src/kubelet/kuberuntime/podlevelresize.js';
 import type { ContainerToUpdate } from '../../../../src/kubelet/kuberuntime/resize.js';
-import { doPodResizeAction, type PodCgroupResize } from '../../../../src/kubelet/kuberuntime/resizepod.js';
-import { SyncResultBuilder } from '../../../../src/kubelet/kuberuntime/syncresult.js';
+import {
+  doPodResizeAction,
+  type PodCgroupResize,
+} from '../../../../src/kubelet/kuberuntime/shell/resizepod.js';
+import { SyncResultBuilder } from '../../../../src/kubelet/kuberuntime/shell/syncresult.js';
 import type { ContainerStats, LinuxContainerResources } from '../../../../src/runtime/types.js';
 import { silentLogger } from '../../../../src/util/logger.js';
 import { container, Harness, makePod, summary } from './manager-fixtures.js';

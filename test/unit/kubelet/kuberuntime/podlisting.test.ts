@@ -5,7 +5,7 @@
  * a pod listed as before is the same object, and every answer equals one without it.
  */
 import { expect } from 'chai';
-import { listRuntimePods } from '../../../../src/kubelet/kuberuntime/podstatus.js';
+import { listRuntimePods } from '../../../../src/kubelet/kuberuntime/shell/podstatus.js';
 import {
   ManagedByLabel,
   PodNameLabel,

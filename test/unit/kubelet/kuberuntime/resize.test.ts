@@ -11,8 +11,8 @@ import {
   memoryDecreaseError,
   type ContainerToUpdate,
 } from '../../../../src/kubelet/kuberuntime/resize.js';
-import { doPodResizeAction } from '../../../../src/kubelet/kuberuntime/resizepod.js';
-import { SyncResultBuilder } from '../../../../src/kubelet/kuberuntime/syncresult.js';
+import { doPodResizeAction } from '../../../../src/kubelet/kuberuntime/shell/resizepod.js';
+import { SyncResultBuilder } from '../../../../src/kubelet/kuberuntime/shell/syncresult.js';
 import type { ContainerStats, LinuxContainerResources } from '../../../../src/runtime/types.js';
 import { asContainerID } from '../../../../src/kubelet/container/types.js';
 import { silentLogger } from '../../../../src/util/logger.js';

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { fileReaderFor } from '../../../../src/kubelet/kubelet_volumes.js';
+import { fileReaderFor } from '../../../../src/kubelet/shell/kubelet_volumes.js';
 import {
   terminationMessageOf,
   type ContainerFileReader,

@@ -7,7 +7,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Metrics, type PluginManagerView } from '../../../../src/metrics.js';
-import { PluginManager } from '../../../../src/kubelet/pluginmanager/manager.js';
+import { PluginManager } from '../../../../src/kubelet/pluginmanager/shell/manager.js';
 import { silentLogger } from '../../../../src/util/logger.js';
 
 async function scrape(metrics: Metrics): Promise<string[]> {

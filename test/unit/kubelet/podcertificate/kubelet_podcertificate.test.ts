@@ -4,9 +4,9 @@
 import { expect } from 'chai';
 import type { Pod } from '../../../../src/api/core.js';
 import type { PodCertificateRequest } from '../../../../src/api/podcertificaterequest.js';
-import { Kubelet } from '../../../../src/kubelet/kubelet.js';
+import { Kubelet } from '../../../../src/kubelet/shell/kubelet.js';
 import { MemoryVolumeFS } from '../../../../src/kubelet/volume/memfs.js';
-import { MemoryMounter } from '../../../../src/kubelet/volume/mounter.js';
+import { MemoryMounter } from '../../../../src/kubelet/volume/shell/mounter.js';
 import { PluginDirs, podVolumeDir } from '../../../../src/kubelet/volume/podpaths.js';
 import type { FakeClock } from '../../../../src/util/clock.js';
 import { advance, mkPod, setup, start } from '../kubelet-fixtures.js';

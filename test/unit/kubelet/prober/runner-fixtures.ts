@@ -1,9 +1,9 @@
-/** Shared builders for the probe protocol and runner tests (prober/runner.ts and the protocols it runs). */
+/** Shared builders for the probe protocol and runner tests (prober/shell/runner.ts and the protocols it runs). */
 import type http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import type { Container, ContainerStatus, Pod } from '../../../../src/api/core.js';
-import { createProbeRunner } from '../../../../src/kubelet/prober/runner.js';
+import { createProbeRunner } from '../../../../src/kubelet/prober/shell/runner.js';
 import type { ProbeType } from '../../../../src/kubelet/prober/types.js';
 import type { ExecSyncResult, PortProber } from '../../../../src/runtime/types.js';
 

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
-import { StatsProvider, type StatsRuntime } from '../../../../src/kubelet/stats/provider.js';
-import { DirUsage } from '../../../../src/kubelet/stats/du.js';
+import { StatsProvider, type StatsRuntime } from '../../../../src/kubelet/stats/shell/provider.js';
+import { DirUsage } from '../../../../src/kubelet/stats/shell/du.js';
 import { MemoryVolumeFS } from '../../../../src/kubelet/volume/memfs.js';
 import { PluginDirs } from '../../../../src/kubelet/volume/podpaths.js';
 import type { ImageFsInfo, PodSandboxStats } from '../../../../src/runtime/types.js';

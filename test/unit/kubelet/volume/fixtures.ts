@@ -9,7 +9,7 @@ import path from 'node:path';
 import type { VolumeFS } from '../../../../src/kubelet/volume/fs.js';
 import { MemoryVolumeFS } from '../../../../src/kubelet/volume/memfs.js';
 import type { PayloadResult } from '../../../../src/kubelet/volume/payload.js';
-import { RealVolumeFS } from '../../../../src/kubelet/volume/realfs.js';
+import { RealVolumeFS } from '../../../../src/kubelet/volume/shell/realfs.js';
 
 export interface FsFixture {
   fs: VolumeFS;

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { fsErrorCode, type VolumeFS } from '../../../../src/kubelet/volume/fs.js';
 import { MemoryVolumeFS } from '../../../../src/kubelet/volume/memfs.js';
 import { managedHostsFileContent } from '../../../../src/kubelet/podfiles/etchosts.js';
-import { RealVolumeFS } from '../../../../src/kubelet/volume/realfs.js';
+import { RealVolumeFS } from '../../../../src/kubelet/volume/shell/realfs.js';
 import { heapUsedAfterGC } from '../../memory/perpod-fixture.js';
 import { UMASK } from './fixtures.js';
 import { rejection } from '../../../support/throws.js';

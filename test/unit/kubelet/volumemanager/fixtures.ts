@@ -12,7 +12,7 @@ import type {
 import type { EntryStat } from '../../../../src/kubelet/volume/fs.js';
 import { VolumeFSError } from '../../../../src/kubelet/volume/fs.js';
 import { MemoryVolumeFS } from '../../../../src/kubelet/volume/memfs.js';
-import { MemoryMounter } from '../../../../src/kubelet/volume/mounter.js';
+import { MemoryMounter } from '../../../../src/kubelet/volume/shell/mounter.js';
 import type { PluginContext } from '../../../../src/kubelet/volume/plugin.js';
 import type { ConfigMapObject, SecretObject, VolumeSources } from '../../../../src/kubelet/volume/sources.js';
 import {

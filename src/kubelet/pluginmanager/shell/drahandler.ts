@@ -1,0 +1,128 @@
+/**
+ * The DRA plugin manager's registration half (kubelet: pkg/kubelet/cm/dra/plugin dra_plugin_manager.go): a
+ * DRA driver's kubelet plugin that registers through `plugins_registry/` is recorded with its endpoint and the
+ * DRA service chosen (dradrivers.ts), for the DRA manager to call. When a driver's last plugin goes, its
+ * ResourceSlices of this node are deleted after 30 s unless it comes back meanwhile, as the kubelet wipes
+ * them (DeleteCollection by spec.nodeName and spec.driver, retried with a back-off).
+ */
+import type { KubeClient } from '../../../kube/client.js';
+import { errorKind, errorMessage } from '../../../util/errors.js';
+import type { Logger } from '../../../util/logger.js';
+import {
+  chooseDRAHealthService,
+  chooseDRAService,
+  DRAPluginStore,
+  DRAWipingDelayMs,
+  invalidDRAServicesMessage,
+  type DRAPlugin,
+} from '../dradrivers.js';
+import type { PluginHandler } from './manager.js';
+
+export interface DRAPluginHandlerDeps {
+  client: Pick<KubeClient, 'request'>;
+  nodeName: string;
+  logger: Logger;
+  /** Default DRAWipingDelayMs. */
+  wipingDelayMs?: number;
+  now?: () => number;
+}
+
+const WIPE_TRIES = 8;
+
+export class DRAPluginHandler implements PluginHandler {
+  readonly store = new DRAPluginStore();
+  private readonly pendingWipes = new Map<string, NodeJS.Timeout>();
+  private stopped = false;
+  private readonly log: Logger;
+
+  constructor(private readonly d: DRAPluginHandlerDeps) {
+    this.log = d.logger.child({ component: 'dra_plugin_manager' });
+  }
+
+  /** The plugin to call for a driver (GetPlugin). */
+  plugin(driverName: string): DRAPlugin | undefined {
+    return this.store.get(driverName);
+  }
+
+  validatePlugin(name: string, endpoint: string, versions: readonly string[]): Promise<void> {
+    const c = chooseDRAService(versions);
+    if (!c.ok) return Promise.reject(new Error(invalidDRAServicesMessage(name, endpoint, c.error)));
+    return Promise.resolve();
+  }
+
+  registerPlugin(name: string, endpoint: string, versions: readonly string[]): Promise<void> {
+    const c = chooseDRAService(versions);
+    if (!c.ok) return Promise.reject(new Error(invalidDRAServicesMessage(name, endpoint, c.error)));
+    const p: DRAPlugin = {
+      driverName: name,
+      endpoint,
+      chosenService: c.service,
+      chosenHealthService: chooseDRAHealthService(versions),
+      registeredAt: (this.d.now ?? Date.now)(),
+    };
+    const added = this.store.add(p);
+    if (!added.ok) return Promise.reject(new Error(added.error));
+    this.cancelWipe(name);
+    this.log.info('Registered DRA plugin', {
+      driverName: name,
+      endpoint,
+      chosenService: c.service,
+    });
+    return Promise.resolve();
+  }
+
+  deregisterPlugin(name: string, endpoint: string): Promise<void> {
+    const left = this.store.remove(name, endpoint);
+    this.log.info('Unregistered DRA plugin', { driverName: name, endpoint, numPlugins: left });
+    if (left === 0) this.scheduleWipe(name);
+    return Promise.resolve();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const t of this.pendingWipes.values()) clearTimeout(t);
+    this.pendingWipes.clear();
+  }
+
+  private cancelWipe(driver: string): void {
+    const t = this.pendingWipes.get(driver);
+    if (t) clearTimeout(t);
+    this.pendingWipes.delete(driver);
+  }
+
+  private scheduleWipe(driver: string): void {
+    if (this.stopped || this.pendingWipes.has(driver)) return;
+    const t = setTimeout(() => {
+      this.pendingWipes.delete(driver);
+      void this.wipeResourceSlices(driver);
+    }, this.d.wipingDelayMs ?? DRAWipingDelayMs);
+    t.unref();
+    this.pendingWipes.set(driver, t);
+  }
+
+  /** wipeResourceSlices: this node's slices of a driver ('' every driver) deleted, retried with a back-off. */
+  async wipeResourceSlices(driver: string): Promise<void> {
+    const selector = `spec.nodeName=${this.d.nodeName}${driver ? `,spec.driver=${driver}` : ''}`;
+    let delay = 1_000;
+    for (let i = 0; i < WIPE_TRIES && !this.stopped; i++) {
+      try {
+        await this.d.client.request({
+          method: 'DELETE',
+          path: '/apis/resource.k8s.io/v1/resourceslices',
+          query: { fieldSelector: selector },
+          ignoreAnswer: true,
+        });
+        this.log.info('Deleted ResourceSlices', { fieldSelector: selector });
+        return;
+      } catch (err) {
+        if (errorKind(err) === 'NotFound') return;
+        this.log.info('Deleting ResourceSlice failed, retrying', {
+          fieldSelector: selector,
+          err: errorMessage(err),
+        });
+      }
+      await new Promise((r) => setTimeout(r, delay).unref());
+      delay = Math.min(delay * 2, 5 * 60_000);
+    }
+  }
+}
