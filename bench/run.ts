@@ -53,6 +53,9 @@ async function scenario(
         agentAuth: a.agentAuth,
         kwokFirst: a.kwokFirst,
         auditEvents: a.auditEvents,
+        kwokEvents: a.kwokEvents,
+        ...(a.holdMinutes ? { holdMinutes: a.holdMinutes } : {}),
+        ...(a.rate ? { ratePerSec: a.rate } : {}),
       };
       if (a.runs === 1) return runScale(opts, log);
       const each: Record<string, unknown>[] = [];

@@ -2,12 +2,23 @@
 // compiled by tsc (`dist/main.js`, run by plain node as the container image runs it) and kwok, a Go binary
 // built once from the Go module proxy by scripts/kwok-binary.sh.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, copyFileSync, existsSync, mkdirSync, openSync, readFileSync, rmSync } from 'node:fs';
+import {
+  closeSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+} from 'node:fs';
 import { readdir, readFile, rename, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
+import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { REPO_ROOT, run } from '../../test/support/controlplane.js';
+import { POD_START_EVENTS } from './pods.js';
 
 export interface AgentProcess {
   name: string;
@@ -117,9 +128,7 @@ export async function buildOperator(nodeArgs: readonly string[] = []): Promise<n
     if (!existsSync(main)) throw new Error(`tsc failed (${r.code}):\n${r.stdout}${r.stderr}`);
     console.warn(`warning: tsc reported errors; running the code it emitted anyway:\n${r.stdout.trim()}`);
   }
-  const protoDir = path.join(REPO_ROOT, 'dist/runtime/cri/proto');
-  mkdirSync(protoDir, { recursive: true });
-  copyFileSync(path.join(REPO_ROOT, 'src/runtime/cri/proto/api.proto'), path.join(protoDir, 'api.proto'));
+  copyRuntimeAssets();
   const cache = process.env.NODE_COMPILE_CACHE;
   if (cache) {
     rmSync(cache, { recursive: true, force: true });
@@ -128,6 +137,25 @@ export async function buildOperator(nodeArgs: readonly string[] = []): Promise<n
       throw new Error(`filling the compile cache: --help exited ${fill.code}\n${fill.stderr}`);
   }
   return Date.now() - t0;
+}
+
+/**
+ * Every .proto under src/ and the pods API's pod.json, beside their compiled modules (a superset of what the
+ * Dockerfile copies): without them each node logs that it cannot serve its device plugin, pod-resources and pods
+ * sockets, and runs without the gRPC servers a deployed node keeps.
+ */
+function copyRuntimeAssets(): void {
+  const walk = (dir: string): string[] =>
+    readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+      e.isDirectory() ? walk(path.join(dir, e.name)) : [path.join(dir, e.name)],
+    );
+  const src = path.join(REPO_ROOT, 'src');
+  for (const file of walk(src)) {
+    const rel = path.relative(src, file);
+    if (!rel.endsWith('.proto') && rel !== path.join('kubelet/apis/pods/k8s/pod.json')) continue;
+    mkdirSync(path.join(REPO_ROOT, 'dist', path.dirname(rel)), { recursive: true });
+    copyFileSync(file, path.join(REPO_ROOT, 'dist', rel));
+  }
 }
 
 /** The node that runs the operator: BENCH_OPERATOR_NODE (see ensureImageNode), else this process's. */
@@ -222,6 +250,29 @@ export async function ensureKwok(): Promise<{ dir: string; ms: number }> {
   return { dir, ms: Date.now() - t0 };
 }
 
+/**
+ * kwok's pod-ready Stage made to send the Events a kubelet sends for the benchmark pod's start (Pulled,
+ * Created, Started), then patch the status as before: its deprecated `next` becomes `steps` (kwok v0.8.0's
+ * StageStep: an event, then the status patch kwok itself converts `next.statusTemplate` into). What kwok's
+ * Events still lack against the kubelet's: kwok sends the same three per pod whatever its containers (a
+ * Stage's event is fixed text, not a template, so no container name or image in it), with no
+ * involvedObject.fieldPath (`spec.containers{app}`) and with source kwok_controller and no host.
+ */
+export function kwokEventsStage(podReadyYaml: string): string {
+  const stage = parseYaml(podReadyYaml) as {
+    spec: { next?: { statusTemplate?: string }; steps?: unknown[] };
+  };
+  const template = stage.spec.next?.statusTemplate;
+  if (!template || stage.spec.steps)
+    throw new Error("kwok's pod-ready stage has no next.statusTemplate to turn into steps");
+  delete stage.spec.next;
+  stage.spec.steps = [
+    ...POD_START_EVENTS.map(([reason, message]) => ({ event: { type: 'Normal', reason, message } })),
+    { patch: { subresource: 'status', root: 'status', template } },
+  ];
+  return toYaml(stage);
+}
+
 /** The node annotation our kwok instance manages. */
 export const KWOK_NODE_ANNOTATION = { key: 'kwok.x-k8s.io/node', value: 'fake' };
 
@@ -235,10 +286,17 @@ export async function startKwok(opts: {
   kubeconfig: string;
   logPath: string;
   configPath: string;
+  /** Its pod-ready stage also sends the kubelet's three start Events (kwokEventsStage). */
+  events?: boolean;
+  /** The KWOK_NODE_ANNOTATION value of the Nodes it manages (default `fake`): two kwok sides, two sets. */
+  nodeAnnotationValue?: string;
 }): Promise<AgentProcess> {
   const stages = ['node-initialize', 'node-heartbeat-with-lease', 'pod-ready', 'pod-complete', 'pod-delete'];
   const docs = await Promise.all(
-    stages.map((s) => readFile(path.join(opts.kwokDir, 'stages', `${s}.yaml`), 'utf8')),
+    stages.map(async (s) => {
+      const text = await readFile(path.join(opts.kwokDir, 'stages', `${s}.yaml`), 'utf8');
+      return s === 'pod-ready' && opts.events ? kwokEventsStage(text) : text;
+    }),
   );
   await writeFile(opts.configPath, docs.map((d) => d.trim()).join('\n---\n') + '\n');
   const port = await freePort();
@@ -250,7 +308,7 @@ export async function startKwok(opts: {
       `--kubeconfig=${opts.kubeconfig}`,
       `--config=${opts.configPath}`,
       '--manage-all-nodes=false',
-      `--manage-nodes-with-annotation-selector=${KWOK_NODE_ANNOTATION.key}=${KWOK_NODE_ANNOTATION.value}`,
+      `--manage-nodes-with-annotation-selector=${KWOK_NODE_ANNOTATION.key}=${opts.nodeAnnotationValue ?? KWOK_NODE_ANNOTATION.value}`,
       '--node-ip=127.0.0.1',
       '--cidr=10.200.0.1/16',
       `--server-address=127.0.0.1:${port}`,

@@ -46,6 +46,13 @@ export interface BenchArgs {
   kwokFirst: boolean;
   /** scale: the audit log records Event writes too (left out by default, see bench/lib/audit.ts). */
   auditEvents: boolean;
+  /** scale: at most this many pod creates started per second (unset: only --concurrency bounds them). */
+  rate?: number;
+  /**
+   * scale: kwok's sides. `default`: kwokctl's default stages; `events`: its pod-ready stage also sends the
+   * kubelet's three start Events; `both`: one side of each, in that order (issue #58's fair peer).
+   */
+  kwokEvents: 'default' | 'events' | 'both';
 }
 
 export const USAGE = `usage: npm run bench -- <${SCENARIOS.join('|')}> [flags]
@@ -53,7 +60,12 @@ export const USAGE = `usage: npm run bench -- <${SCENARIOS.join('|')}> [flags]
                      resize 200 pods, eviction 10x20)
   --nodes N          nodes per side
   --pods M           pods per node
-  --hold-minutes H   steady: how long to hold the pods (default 10, quick 1)
+  --hold-minutes H   steady: how long to hold the pods (default 10, quick 1); scale: hold them Ready this
+                     long before the delete (default 0), Leases and Node readiness watched throughout
+  --rate R           scale: at most R pod creates started per second (default: --concurrency alone)
+  --kwok-events      scale: kwok's pod-ready stage also sends Pulled, Created and Started, as a kubelet does
+                     for the benchmark pod (bench/lib/agents.ts kwokEventsStage says what they still lack)
+  --kwok-both        scale: two kwok sides, kwokctl's default stages and --kwok-events' (ours first)
   --concurrency C    concurrent pod creates from the driver (default 64)
   --no-kwok          scale: skip the kwok side
   --json PATH        where to write the results (default bench/results/<scenario>-<timestamp>.json)
@@ -119,6 +131,7 @@ export function parseBenchArgs(argv: readonly string[]): ParsedArgs {
     runs: 1,
     kwokFirst: false,
     auditEvents: false,
+    kwokEvents: 'default',
   };
   const positive = (flag: string, v: string | undefined): number | string => {
     const n = Number(v);
@@ -149,6 +162,12 @@ export function parseBenchArgs(argv: readonly string[]): ParsedArgs {
         break;
       case '--audit-events':
         args.auditEvents = true;
+        break;
+      case '--kwok-events':
+        args.kwokEvents = 'events';
+        break;
+      case '--kwok-both':
+        args.kwokEvents = 'both';
         break;
       case '--json': {
         const v = value();
@@ -192,6 +211,7 @@ export function parseBenchArgs(argv: readonly string[]): ParsedArgs {
       case '--pods':
       case '--hold-minutes':
       case '--runs':
+      case '--rate':
       case '--concurrency': {
         const n = positive(flag, value());
         if (typeof n === 'string') return { ok: false, message: n };
@@ -199,6 +219,7 @@ export function parseBenchArgs(argv: readonly string[]): ParsedArgs {
         else if (flag === '--pods') args.pods = n;
         else if (flag === '--hold-minutes') args.holdMinutes = n;
         else if (flag === '--runs') args.runs = n;
+        else if (flag === '--rate') args.rate = n;
         else args.concurrency = n;
         break;
       }
@@ -215,6 +236,8 @@ export function parseBenchArgs(argv: readonly string[]): ParsedArgs {
     return { ok: false, message: '--metrics-server is a flag of the steady scenario' };
   if (args.runs > 1 && scenario !== 'scale')
     return { ok: false, message: '--runs is a flag of the scale scenario' };
+  if (args.kwokEvents !== 'default' && !args.kwok)
+    return { ok: false, message: '--kwok-events and --kwok-both need the kwok side (not with --no-kwok)' };
   return { ok: true, args: { scenario, ...args } };
 }
 

@@ -63,6 +63,8 @@ export async function createKwokNodes(
   names: readonly string[],
   podsPerNode: number,
   concurrency = NODE_CREATE_CONCURRENCY,
+  /** The KWOK_NODE_ANNOTATION value, which the kwok side selects its Nodes by. */
+  annotationValue = KWOK_NODE_ANNOTATION.value,
 ) {
   const resources = { cpu: '64', memory: '256Gi', pods: String(podCapacity(podsPerNode)) };
   await forEachConcurrently(names, concurrency, async (name) => {
@@ -74,7 +76,7 @@ export async function createKwokNodes(
         kind: 'Node',
         metadata: {
           name,
-          annotations: { [KWOK_NODE_ANNOTATION.key]: KWOK_NODE_ANNOTATION.value },
+          annotations: { [KWOK_NODE_ANNOTATION.key]: annotationValue },
           labels: { type: 'kwok', 'kubernetes.io/hostname': name },
         },
         status: { capacity: resources, allocatable: resources },

@@ -5,6 +5,7 @@ import { httpGet, type AgentProcess } from './agents.js';
 import type { BenchCluster } from './cluster.js';
 import { createPods, deletePods, ensureNamespace, PodWatch } from './pods.js';
 import { promValue } from './prom.js';
+import { histogramBuckets } from './scalehealth.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -13,6 +14,17 @@ export interface Scraped {
   heapMiB: number;
   heapCommittedMiB: number;
   youngCommittedMiB: number;
+  /** kubelet_operator_event_loop_delay_seconds, cumulative (phaseQuantile reads a phase from two of these). */
+  loopDelayBuckets: Map<number, number>;
+  /** Event writes so far by outcome (kubelet_operator_events_total), and those waiting in the recorders. */
+  events: {
+    created: number;
+    patched: number;
+    filtered: number;
+    droppedQueueFull: number;
+    failed: number;
+    pending: number;
+  };
 }
 
 export const NOT_SCRAPED: Scraped = {
@@ -20,6 +32,15 @@ export const NOT_SCRAPED: Scraped = {
   heapMiB: Number.NaN,
   heapCommittedMiB: Number.NaN,
   youngCommittedMiB: Number.NaN,
+  loopDelayBuckets: new Map(),
+  events: {
+    created: Number.NaN,
+    patched: Number.NaN,
+    filtered: Number.NaN,
+    droppedQueueFull: Number.NaN,
+    failed: Number.NaN,
+    pending: Number.NaN,
+  },
 };
 
 /** Event-loop lag p99 and V8 heap in use, from the agent's /metrics; NaN for an agent without them. */
@@ -28,6 +49,9 @@ export async function scrape(agent: AgentProcess, hasMetrics: boolean): Promise<
   // prom-client resets its event-loop delay histogram on every scrape: this p99 covers the time since the
   // previous scrape.
   const res = await httpGet(`${agent.httpBase}/metrics`, 30_000).catch(() => undefined);
+  if (!res) return NOT_SCRAPED;
+  const events = (outcome: string): number =>
+    promValue(res.body, 'kubelet_operator_events_total', { outcome }) || 0;
   return {
     lagP99Ms: res ? promValue(res.body, 'nodejs_eventloop_lag_p99_seconds') * 1000 : Number.NaN,
     heapMiB: res ? promValue(res.body, 'nodejs_heap_size_used_bytes') / 2 ** 20 : Number.NaN,
@@ -37,6 +61,15 @@ export async function scrape(agent: AgentProcess, hasMetrics: boolean): Promise<
     youngCommittedMiB: res
       ? promValue(res.body, 'nodejs_heap_space_size_total_bytes', { space: 'new' }) / 2 ** 20
       : Number.NaN,
+    loopDelayBuckets: histogramBuckets(res.body, 'kubelet_operator_event_loop_delay_seconds'),
+    events: {
+      created: events('created'),
+      patched: events('patched'),
+      filtered: events('filtered'),
+      droppedQueueFull: events('dropped_queue_full'),
+      failed: events('failed'),
+      pending: promValue(res.body, 'kubelet_operator_events_pending') || 0,
+    },
   };
 }
 
@@ -46,7 +79,13 @@ export async function podRound(
   ns: string,
   plan: { name: string; node: string }[],
   concurrency: number,
-  hooks: { afterReady?: () => Promise<void> } = {},
+  hooks: {
+    afterReady?: () => Promise<void>;
+    /** Called once the watch runs, before the first create (the growth table watches the Ready count). */
+    onWatch?: (watch: PodWatch) => void;
+    /** At most this many creates started per second (unset: `concurrency` alone bounds them). */
+    ratePerSec?: number;
+  } = {},
 ): Promise<{
   watch: PodWatch;
   t0: number;
@@ -62,8 +101,9 @@ export async function podRound(
   const watch = new PodWatch(bc.driver, ns);
   await watch.start();
   try {
+    hooks.onWatch?.(watch);
     const t0 = Date.now();
-    await createPods(bc.driver, watch, plan, concurrency);
+    await createPods(bc.driver, watch, plan, concurrency, undefined, hooks.ratePerSec);
     const created = Date.now();
     const ready = await watch.waitFor((r) => r.readyAt !== undefined, plan.length, 60_000 + plan.length * 60);
     const t1 = Date.now();

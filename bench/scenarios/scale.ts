@@ -19,6 +19,7 @@ import {
   heapSnapshot,
   heapSnapshotNodeArgs,
   pinnedKwokVersion,
+  KWOK_NODE_ANNOTATION,
   startKwok,
   startOperatorProcess,
   type AgentProcess,
@@ -33,12 +34,22 @@ import {
   warmVirtualNodeStorage,
   waitNodesReady,
 } from '../lib/nodes.js';
-import { ProcSampler, readMachine, windowUsage } from '../lib/procstat.js';
+import { ProcSampler, readMachine, readProc, windowUsage } from '../lib/procstat.js';
 import { podPlan } from '../lib/pods.js';
 import { APISERVER_PROFILING_FLAG, apiserverCpuProfile, pprofTop } from '../lib/apiserverprofile.js';
 import { AllocWindow, allocProfileNodeArgs, logAllocations, type ProfileNode } from '../lib/allocprofile.js';
-import { NOT_SCRAPED, podRound, scrape, tallyEvents, waitEventsSettled } from '../lib/scaleround.js';
-import { snapshotLiveBytes, targetsTable } from '../lib/scaletargets.js';
+import { leaseCadence, LeaseWatch, type LeaseCadence } from '../lib/leases.js';
+import type { PodWatch } from '../lib/pods.js';
+import { growthMilestones, NodeReadyWatch, phaseQuantile } from '../lib/scalehealth.js';
+import {
+  NOT_SCRAPED,
+  podRound,
+  scrape,
+  tallyEvents,
+  waitEventsSettled,
+  type Scraped,
+} from '../lib/scaleround.js';
+import { ceilingTargetsTable, snapshotLiveBytes, targetsTable } from '../lib/scaletargets.js';
 import { ratio, summarize } from '../lib/stats.js';
 import { duration, formatTable, num, times } from '../lib/table.js';
 
@@ -64,6 +75,31 @@ export interface ScaleOptions {
   kwokFirst?: boolean;
   /** The audit log records Event writes too (default: left out, see bench/lib/audit.ts). */
   auditEvents?: boolean;
+  /** Minutes the pods are held Ready (their start's Events written) before the delete; default 0. */
+  holdMinutes?: number;
+  /** At most this many creates started per second (default: the concurrency alone bounds them). */
+  ratePerSec?: number;
+  /** kwok's sides: kwokctl's default stages, with the kubelet's start Events, or one of each (args.ts). */
+  kwokEvents?: 'default' | 'events' | 'both';
+}
+
+/** One row of the growth table: the operator when `pods` pods were Ready, CPU counted from the first create. */
+export interface GrowthPoint {
+  pods: number;
+  atMs: number;
+  rssMiB: number;
+  heapUsedMiB: number;
+  cpuSec: number;
+}
+
+/** Whether the nodes stayed alive from all Ready after start until the last pod was gone. */
+export interface NodeHealth {
+  /** Lease gaps over 12 s (a renewal 2 s behind its 10 s interval) and over 20 s (10 s behind). */
+  leases: LeaseCadence;
+  leasesLateBy10s: number;
+  /** The most Nodes NotReady at one moment, and how many went NotReady at all. */
+  maxNotReady: number;
+  nodesWentNotReady: number;
 }
 
 /** Seconds of the API server's CPU profile from a side's first create (kwok's creates take 17 to 22 s). */
@@ -120,11 +156,71 @@ export interface SideRun {
   startupRequests?: RequestCounts;
   createRequests?: RequestCounts;
   deleteRequests?: RequestCounts;
+  /** CPU seconds from the agent's start until all nodes were Ready (absent in older results). */
+  startupCpuSec?: { agent: number; apiserver: number; etcd: number; machine: number };
+  /** The operator at 10k, 25k, 50k, 100k pods Ready and at all Ready (absent in older results). */
+  growth?: GrowthPoint[];
+  health?: NodeHealth;
+  /** Event-loop delay p99 of each phase, from the cumulative histogram (its bucket bound), ms. */
+  lagP99ByPhaseMs?: { startup: number; create: number; hold: number; delete: number };
+  /** How long the pods were held, and the operator's CPU and RSS at its end. */
+  holdMs?: number;
+  holdCpuSec?: number;
+  rssEndOfHoldMiB?: number;
+  /** The operator's Event writes by outcome at the end (kubelet_operator_events_total). */
+  eventWrites?: Scraped['events'];
 }
 
 /** The pods' readiness probe period (benchPod's default). */
 const PROBE_PERIOD_MS = 10_000;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Samples the operator as the Ready count passes each milestone: RSS from /proc, V8 heap used from its
+ * /metrics, CPU since the first create. A milestone passed while the previous sample is being taken is
+ * sampled right after it (one scrape at a time).
+ */
+class GrowthRecorder {
+  readonly points: GrowthPoint[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private busy = false;
+  private next = 0;
+  private t0 = 0;
+
+  constructor(
+    private readonly milestones: readonly number[],
+    private readonly sampler: ProcSampler,
+    private readonly read: () => Promise<Scraped>,
+  ) {}
+
+  follow(watch: PodWatch): void {
+    this.t0 = Date.now();
+    this.timer = setInterval(() => void this.tick(watch), 250);
+  }
+
+  private async tick(watch: PodWatch): Promise<void> {
+    if (this.busy || this.next >= this.milestones.length) return;
+    const pods = this.milestones[this.next]!;
+    if (watch.readyCount < pods) return;
+    this.busy = true;
+    this.next++;
+    try {
+      const atMs = Date.now() - this.t0;
+      const rssMiB = this.sampler.sample()?.rssMiB ?? Number.NaN;
+      const cpuSec = windowUsage(this.sampler.between(this.t0, Date.now())).cpuSec;
+      // The last one is all Ready, where the run scrapes anyway (a scrape resets prom-client's lag p99).
+      const last = this.next === this.milestones.length;
+      const heapUsedMiB = last ? Number.NaN : (await this.read()).heapMiB;
+      this.points.push({ pods, atMs, rssMiB, heapUsedMiB, cpuSec });
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+}
 
 async function runSide(
   bc: BenchCluster,
@@ -144,19 +240,40 @@ async function runSide(
   log: (s: string) => void,
 ): Promise<SideRun> {
   const tSetup = Date.now();
+  // The start-up's CPU: the API server's, etcd's and the machine's over the window; the agent's is all it used.
+  const pidOf = (name: string): number | undefined => bc.cp.processes().find((p) => p.name === name)?.pid;
+  const cpuOf = (pid: number | undefined): number =>
+    pid === undefined ? Number.NaN : (readProc(pid)?.cpuSec ?? Number.NaN);
+  const startupFrom = {
+    apiserver: cpuOf(pidOf('kube-apiserver')),
+    etcd: cpuOf(pidOf('etcd')),
+    machine: readMachine()?.cpuSec ?? Number.NaN,
+  };
   const agent = await side.start();
   const upSince = Date.now();
   try {
     if (!(await waitNodesReady(bc.driver, nodes, 120_000)))
       throw new Error(`${side.name}: not all ${nodes.length} nodes Ready after 120 s`);
     const nodesReadyMs = Date.now() - tSetup;
+    const startupCpuSec = {
+      agent: cpuOf(agent.pid),
+      apiserver: cpuOf(pidOf('kube-apiserver')) - startupFrom.apiserver,
+      etcd: cpuOf(pidOf('etcd')) - startupFrom.etcd,
+      machine: (readMachine()?.cpuSec ?? Number.NaN) - startupFrom.machine,
+    };
     log(
       `${side.name}: ${nodes.length} nodes Ready in ${duration(nodesReadyMs)} ` +
         `(process ready after ${duration(upSince - tSetup)}); warm-up round`,
     );
+    const nodesReadyAt = Date.now();
+    const leases = new LeaseWatch(bc.driver, new Set(nodes));
+    const readiness = new NodeReadyWatch(bc.driver, new Set(nodes));
+    leases.start();
+    readiness.start();
+    // The delay histogram is cumulative since the process started: this reading closes the start-up phase.
+    const atNodesReady = await scrape(agent, side.hasMetrics);
     const sampler = new ProcSampler(agent.pid, 1000).start();
     // The agent shares two cores with these: what it and its requests cost them sets the creates' pace.
-    const pidOf = (name: string): number | undefined => bc.cp.processes().find((p) => p.name === name)?.pid;
     const apiserverPid = pidOf('kube-apiserver');
     const etcdPid = pidOf('etcd');
     const others = {
@@ -170,7 +287,7 @@ async function runSide(
     // A kubelet delays the first probe of a pod by a random part of the period while it has been up for
     // less than one period (after a restart); measure a settled agent, not that start-up jitter.
     await sleep(Math.max(2000, PROBE_PERIOD_MS + 1000 - (Date.now() - upSince)));
-    await scrape(agent, side.hasMetrics);
+    const beforeCreate = await scrape(agent, side.hasMetrics);
     const rssIdle = sampler.sample()?.rssMiB ?? Number.NaN;
     const snapBase = await side.snapshot?.(agent, 'nodes-only');
     let snapReady: string | undefined;
@@ -182,6 +299,14 @@ async function runSide(
     let rssAtReady = Number.NaN;
     let allocated: ProfileNode | undefined;
     let startEventsAt: number | undefined;
+    let beforeHold = NOT_SCRAPED;
+    let beforeDelete = NOT_SCRAPED;
+    let holdMs = 0;
+    let holdCpuSec = Number.NaN;
+    let rssEndOfHold = Number.NaN;
+    const growth = new GrowthRecorder(growthMilestones(plan.length), sampler, () =>
+      scrape(agent, side.hasMetrics),
+    );
     await side.allocations?.open();
     const serverProfile = opts.apiserverProfile
       ? path.join(opts.apiserverProfile, `apiserver-create-${side.tag}.pprof`)
@@ -210,9 +335,47 @@ async function runSide(
           log(`${side.name}: the start's Events written ${duration(written.ms)} after all were Ready`);
         // The pods' Events still queued at Ready are in flight, not kept per pod: snapshot again once written.
         snapSettled = await side.snapshot?.(agent, `settled-${plan.length}`);
+        beforeHold = await scrape(agent, side.hasMetrics);
+        if (opts.holdMinutes) {
+          log(`${side.name}: ${plan.length} pods Ready; holding them ${opts.holdMinutes} min`);
+          const h0 = Date.now();
+          await sleep(opts.holdMinutes * 60_000);
+          holdMs = Date.now() - h0;
+          holdCpuSec = windowUsage(sampler.between(h0, Date.now())).cpuSec;
+          rssEndOfHold = sampler.sample()?.rssMiB ?? Number.NaN;
+        }
+        beforeDelete = await scrape(agent, side.hasMetrics);
         log(`${side.name}: ${plan.length} pods Ready; deleting them`);
       },
+      onWatch: (w) => growth.follow(w),
+      ...(opts.ratePerSec ? { ratePerSec: opts.ratePerSec } : {}),
     });
+    growth.stop();
+    const lastPoint = growth.points[growth.points.length - 1];
+    if (lastPoint?.pods === plan.length) lastPoint.heapUsedMiB = atReady.heapMiB;
+    const afterDelete = await scrape(agent, side.hasMetrics);
+    await Promise.all([leases.stop(), readiness.stop()]);
+    const healthEnd = r.t3;
+    const cadence = (lateMs: number): LeaseCadence =>
+      leaseCadence(leases.renewals, nodesReadyAt, healthEnd, {
+        intervalMs: 10_000,
+        lateMs,
+        durationMs: 40_000,
+      });
+    const health: NodeHealth = {
+      leases: cadence(12_000),
+      leasesLateBy10s: cadence(20_000).late,
+      maxNotReady: readiness.timeline.maxBetween(nodesReadyAt, healthEnd),
+      nodesWentNotReady: readiness.timeline.wentNotReady.size,
+    };
+    const p99 = (a: Scraped, b: Scraped): number =>
+      phaseQuantile(a.loopDelayBuckets, b.loopDelayBuckets, 0.99) * 1000;
+    const lagP99ByPhaseMs = {
+      startup: p99(NOT_SCRAPED, atNodesReady),
+      create: p99(beforeCreate, beforeHold),
+      hold: opts.holdMinutes ? p99(beforeHold, beforeDelete) : Number.NaN,
+      delete: p99(beforeDelete, afterDelete),
+    };
     sampler.stop();
     for (const o of Object.values(others)) o?.stop();
     const profileFile = await profiled;
@@ -308,6 +471,12 @@ async function runSide(
       statusUpdatesPerPod: updates / pods,
       stateChangesPerPod: changes / pods,
       windows: { startup: [tSetup, tSetup + nodesReadyMs], create: [r.t0, r.t1], delete: [r.t2, r.t3] },
+      startupCpuSec,
+      growth: growth.points,
+      health,
+      lagP99ByPhaseMs,
+      ...(opts.holdMinutes ? { holdMs, holdCpuSec, rssEndOfHoldMiB: rssEndOfHold } : {}),
+      eventWrites: afterDelete.events,
     };
   } finally {
     await agent.stop();
@@ -328,11 +497,13 @@ export function attachCounts(runs: SideRun[], audit: readonly AuditRecord[]): vo
 export function scaleTable(runs: SideRun[]): string {
   const cols = runs.map((r) => r.name);
   const rows: string[][] = [];
+  // ours / each other side (kwok, and kwok with Events when both ran).
   const row = (label: string, f: (r: SideRun) => number, fmt: (v: number) => string): void => {
     const vals = runs.map(f);
-    rows.push([label, ...vals.map(fmt), ...(runs.length === 2 ? [times(ratio(vals[0]!, vals[1]!))] : [])]);
+    rows.push([label, ...vals.map(fmt), ...vals.slice(1).map((v) => times(ratio(vals[0]!, v)))]);
   };
   const ms = duration;
+  const lag = (v: number): string => (v === Infinity ? '> 5 s' : num(v, 0, 'ms'));
   const mib = (v: number): string => num(v, 0, 'MiB');
   const sec = (v: number): string => num(v, 1, 's');
   const n2 = (v: number): string => num(v, 2);
@@ -344,6 +515,10 @@ export function scaleTable(runs: SideRun[]): string {
   const spec: [string, (r: SideRun) => number, (v: number) => string][] = [
     ['nodes Ready after start', (r) => r.nodesReadyMs, ms],
     ['API requests / node, start-up', (r) => (r.startupRequests?.total ?? Number.NaN) / r.nodes, n2],
+    ['CPU, start-up: the agent', (r) => r.startupCpuSec?.agent ?? Number.NaN, sec],
+    ['  kube-apiserver', (r) => r.startupCpuSec?.apiserver ?? Number.NaN, sec],
+    ['  etcd', (r) => r.startupCpuSec?.etcd ?? Number.NaN, sec],
+    ['  the whole machine', (r) => r.startupCpuSec?.machine ?? Number.NaN, sec],
     ['pods Running+Ready', (r) => r.ready, (v) => num(v)],
     ['all create calls answered', (r) => r.allCreatedMs, ms],
     ['time until all Ready', (r) => r.allReadyMs, ms],
@@ -388,9 +563,55 @@ export function scaleTable(runs: SideRun[]): string {
     ],
     ['status changes seen by watch / pod', (r) => r.statusUpdatesPerPod, n2],
     ['  of which new states', (r) => r.stateChangesPerPod, n2],
+    ['event-loop delay p99, start-up (histogram)', (r) => r.lagP99ByPhaseMs?.startup ?? Number.NaN, lag],
+    ['event-loop delay p99, create with its Events', (r) => r.lagP99ByPhaseMs?.create ?? Number.NaN, lag],
+    ['event-loop delay p99, hold', (r) => r.lagP99ByPhaseMs?.hold ?? Number.NaN, lag],
+    ['event-loop delay p99, delete', (r) => r.lagP99ByPhaseMs?.delete ?? Number.NaN, lag],
+    ['hold', (r) => r.holdMs ?? Number.NaN, ms],
+    ['CPU, hold', (r) => r.holdCpuSec ?? Number.NaN, sec],
+    ['RSS at the end of the hold', (r) => r.rssEndOfHoldMiB ?? Number.NaN, mib],
+    ['Lease renewals seen, ready -> all gone', (r) => r.health?.leases.renewals ?? Number.NaN, (v) => num(v)],
+    ['  of a perfect 10 s heartbeat', (r) => r.health?.leases.expected ?? Number.NaN, (v) => num(v)],
+    ['Lease gaps > 12 s', (r) => r.health?.leases.late ?? Number.NaN, (v) => num(v)],
+    ['Lease gaps > 20 s (10 s late)', (r) => r.health?.leasesLateBy10s ?? Number.NaN, (v) => num(v)],
+    ['longest Lease gap', (r) => r.health?.leases.maxGapMs ?? Number.NaN, ms],
+    ['Nodes NotReady at once, most', (r) => r.health?.maxNotReady ?? Number.NaN, (v) => num(v)],
+    ['Nodes that went NotReady', (r) => r.health?.nodesWentNotReady ?? Number.NaN, (v) => num(v)],
+    ['Event writes created (operator)', (r) => r.eventWrites?.created ?? Number.NaN, (v) => num(v)],
+    ['  dropped, queue full', (r) => r.eventWrites?.droppedQueueFull ?? Number.NaN, (v) => num(v)],
+    ['  dropped by the spam filter', (r) => r.eventWrites?.filtered ?? Number.NaN, (v) => num(v)],
+    ['  failed', (r) => r.eventWrites?.failed ?? Number.NaN, (v) => num(v)],
+    ['  still queued at the end', (r) => r.eventWrites?.pending ?? Number.NaN, (v) => num(v)],
   ];
   for (const [label, f, fmt] of spec) row(label, f, fmt);
-  return formatTable(['', ...cols, ...(runs.length === 2 ? ['ours/kwok'] : [])], rows);
+  return formatTable(['', ...cols, ...runs.slice(1).map((r) => `ours/${r.name}`)], rows);
+}
+
+/**
+ * The growth table: each side when 10k, 25k, 50k and 100k pods (as reached) and all were Ready: RSS, V8 heap
+ * used and CPU per pod since the first create.
+ */
+export function growthTable(runs: SideRun[]): string {
+  const sizes = [...new Set(runs.flatMap((r) => (r.growth ?? []).map((g) => g.pods)))].sort((a, b) => a - b);
+  const rows = sizes.map((pods) => [
+    num(pods),
+    ...runs.flatMap((r) => {
+      const g = r.growth?.find((p) => p.pods === pods);
+      return g
+        ? [
+            duration(g.atMs),
+            num(g.rssMiB, 0, 'MiB'),
+            num(g.heapUsedMiB, 0, 'MiB'),
+            num((g.cpuSec * 1000) / pods, 2, 'ms'),
+          ]
+        : ['', '', '', ''];
+    }),
+  ]);
+  const header = [
+    'pods Ready',
+    ...runs.flatMap((r) => [`${r.name}: after`, 'RSS', 'heap used', 'CPU / pod']),
+  ];
+  return formatTable(header, rows);
 }
 
 export async function runScale(
@@ -459,24 +680,30 @@ export async function runScale(
         opts,
         log,
       );
-    const kwokSide = (): Promise<SideRun> => {
+    // With Events, kwok manages Nodes of its own annotation value and names: the first kwok's Nodes stay
+    // behind on the API server, and the second must not heartbeat them too.
+    const kwokSide = (events: boolean): Promise<SideRun> => {
       const kwokIdentity = bc.kwok;
       if (!kwokIdentity) throw new Error('the benchmark cluster was started without an identity for kwok');
-      const kwokNodes = nodeNames('kwok', opts.nodes);
+      const tag = events ? 'kwokev' : 'kwok';
+      const annotation = events ? 'fake-events' : KWOK_NODE_ANNOTATION.value;
+      const kwokNodes = nodeNames(tag, opts.nodes);
       return runSide(
         bc,
         {
-          name: 'kwok',
+          name: events ? 'kwok+Events' : 'kwok',
           user: kwokIdentity.user,
-          tag: 'kwok',
+          tag,
           hasMetrics: false,
           start: async () => {
-            await createKwokNodes(bc.driver, kwokNodes, opts.podsPerNode);
+            await createKwokNodes(bc.driver, kwokNodes, opts.podsPerNode, undefined, annotation);
             return startKwok({
               kwokDir,
               kubeconfig: kwokIdentity.kubeconfig,
-              logPath: path.join(bc.dir, 'kwok.log'),
-              configPath: path.join(bc.dir, 'kwok.yaml'),
+              logPath: path.join(bc.dir, `${tag}.log`),
+              configPath: path.join(bc.dir, `${tag}.yaml`),
+              events,
+              nodeAnnotationValue: annotation,
             });
           },
         },
@@ -485,17 +712,26 @@ export async function runScale(
         log,
       );
     };
-    // The table reads ours first and kwok second, whichever ran first.
+    const kwokSides = async (): Promise<SideRun[]> => {
+      const which = opts.kwokEvents ?? 'default';
+      const out: SideRun[] = [];
+      if (which !== 'events') out.push(await kwokSide(false));
+      if (which !== 'default') out.push(await kwokSide(true));
+      return out;
+    };
+    // The table reads ours first and kwok after, whichever ran first.
     if (!opts.kwok) runs.push(await oursSide());
     else if (opts.kwokFirst) {
-      const theirs = await kwokSide();
-      runs.push(await oursSide(), theirs);
-    } else runs.push(await oursSide(), await kwokSide());
+      const theirs = await kwokSides();
+      runs.push(await oursSide(), ...theirs);
+    } else runs.push(await oursSide(), ...(await kwokSides()));
     attachCounts(runs, await readAuditLog(bc.auditLog));
   } finally {
     await bc.stop();
   }
   meta.totalMs = Date.now() - t;
-  const table = `${scaleTable(runs)}\n\n${targetsTable(runs[0]!, runs[1])}`;
+  const table =
+    `${scaleTable(runs)}\n\nGrowth, sampled as the Ready count passed each size:\n${growthTable(runs)}\n\n` +
+    `${targetsTable(runs[0]!, runs[1])}\n\n${ceilingTargetsTable(runs[0]!)}`;
   return { scenario: 'scale', ...meta, sides: runs, table };
 }

@@ -345,6 +345,7 @@ describe('bench helpers', () => {
           runs: 1,
           kwokFirst: false,
           auditEvents: false,
+          kwokEvents: 'default',
         },
       });
       expect(parseBenchArgs(['steady', '--hold-minutes', '2', '--no-kwok'])).to.deep.include({ ok: true });

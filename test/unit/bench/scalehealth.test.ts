@@ -1,0 +1,193 @@
+import { expect } from 'chai';
+import { parse as parseYaml } from 'yaml';
+import { kwokEventsStage } from '../../../bench/lib/agents.js';
+import { parseBenchArgs } from '../../../bench/lib/args.js';
+import { POD_START_EVENTS } from '../../../bench/lib/pods.js';
+import {
+  growthMilestones,
+  histogramBuckets,
+  NotReadyTimeline,
+  phaseQuantile,
+} from '../../../bench/lib/scalehealth.js';
+import {
+  ceilingTargetsTable,
+  nodesReadyTargetMs,
+  type CeilingInputs,
+} from '../../../bench/lib/scaletargets.js';
+
+describe('bench: the ceiling run (issue #58)', () => {
+  describe('growth milestones', () => {
+    const cases: [number, number[]][] = [
+      [1_000, [1_000]],
+      [10_000, [10_000]],
+      [30_000, [10_000, 25_000, 30_000]],
+      [100_000, [10_000, 25_000, 50_000, 100_000]],
+      [150_000, [10_000, 25_000, 50_000, 100_000, 150_000]],
+    ];
+    for (const [total, want] of cases)
+      it(`samples ${total} pods at ${want.join(', ')}`, () => {
+        expect(growthMilestones(total)).to.deep.equal(want);
+      });
+  });
+
+  describe('NotReady nodes at every moment', () => {
+    it('counts a node only once it has been Ready, and keeps the most at once', () => {
+      const t = new NotReadyTimeline();
+      t.observe(1, 'a', false); // registering: not counted
+      t.observe(2, 'a', true);
+      t.observe(3, 'b', true);
+      t.observe(10, 'a', false);
+      t.observe(11, 'b', false);
+      t.observe(12, 'a', true);
+      t.observe(13, 'a', true); // a repeat changes nothing
+      t.observe(20, 'b', true);
+      expect(t.maxBetween(0, 9)).to.equal(0);
+      expect(t.maxBetween(0, 100)).to.equal(2);
+      expect(t.maxBetween(12, 19)).to.equal(1); // b stood NotReady from 11 on
+      expect(t.maxBetween(21, 100)).to.equal(0);
+      expect([...t.wentNotReady].sort()).to.deep.equal(['a', 'b']);
+    });
+
+    it('finds none when every node stays Ready', () => {
+      const t = new NotReadyTimeline();
+      for (let i = 0; i < 5; i++) t.observe(i, `n${i}`, true);
+      for (let i = 0; i < 5; i++) t.observe(100 + i, `n${i}`, true);
+      expect(t.maxBetween(0, 1000)).to.equal(0);
+      expect(t.wentNotReady.size).to.equal(0);
+    });
+  });
+
+  describe("a phase's p99 from a cumulative histogram", () => {
+    const text = (counts: number[]): string =>
+      ['0.01', '0.05', '0.1', '+Inf']
+        .map((le, i) => `kubelet_operator_event_loop_delay_seconds_bucket{le="${le}"} ${counts[i]}`)
+        .join('\n');
+
+    it('reads the buckets and takes the bound the p99 falls under, between two scrapes', () => {
+      const before = histogramBuckets(
+        text([100, 100, 100, 100]),
+        'kubelet_operator_event_loop_delay_seconds',
+      );
+      expect(before.get(Infinity)).to.equal(100);
+      // 1,000 samples in the phase: 985 under 10 ms, 10 under 50 ms, 5 under 100 ms.
+      const after = histogramBuckets(
+        text([1085, 1095, 1100, 1100]),
+        'kubelet_operator_event_loop_delay_seconds',
+      );
+      expect(phaseQuantile(before, after, 0.99)).to.equal(0.05);
+      expect(phaseQuantile(before, after, 0.5)).to.equal(0.01);
+      expect(phaseQuantile(before, after, 0.999)).to.equal(0.1);
+    });
+
+    it('says Infinity above the last bound and NaN for an empty phase', () => {
+      const a = histogramBuckets(text([0, 0, 0, 0]), 'kubelet_operator_event_loop_delay_seconds');
+      const b = histogramBuckets(text([0, 0, 0, 10]), 'kubelet_operator_event_loop_delay_seconds');
+      expect(phaseQuantile(a, b, 0.99)).to.equal(Infinity);
+      expect(phaseQuantile(b, b, 0.99)).to.be.NaN;
+    });
+  });
+
+  describe('targets', () => {
+    it('holds 100 nodes to 2 s and 1,000 to 10 s', () => {
+      expect(nodesReadyTargetMs(100)).to.equal(2000);
+      expect(nodesReadyTargetMs(1000)).to.equal(10_000);
+    });
+
+    const run = (over: Partial<CeilingInputs> = {}): CeilingInputs => ({
+      nodes: 1000,
+      pods: 100_000,
+      ready: 100_000,
+      nodesReadyMs: 9000,
+      rssAtAllReadyMiB: 1400,
+      health: { leases: { late: 3, maxGapMs: 12_500 }, leasesLateBy10s: 0, maxNotReady: 0 },
+      lagP99ByPhaseMs: { startup: 50, create: 100, hold: Number.NaN, delete: 25 },
+      ...over,
+    });
+    const met = (table: string, figure: string): string =>
+      table
+        .split('\n')
+        .find((l) => l.startsWith(figure))!
+        .trim()
+        .split(/\s+/)
+        .pop()!;
+
+    it('meets every target of a healthy run', () => {
+      const t = ceilingTargetsTable(run());
+      for (const f of [
+        'pods Running',
+        'RSS',
+        'Nodes NotReady',
+        'Lease renewals',
+        'event-loop',
+        '1,000 Virtual',
+      ])
+        expect(met(t, f), f).to.equal('met');
+    });
+
+    it('fails each target on its own figure', () => {
+      expect(met(ceilingTargetsTable(run({ ready: 99_999 })), 'pods Running')).to.equal('no');
+      expect(met(ceilingTargetsTable(run({ rssAtAllReadyMiB: 1600 })), 'RSS')).to.equal('no');
+      const sick = { leases: { late: 3, maxGapMs: 41_000 }, leasesLateBy10s: 2, maxNotReady: 1 };
+      expect(met(ceilingTargetsTable(run({ health: sick })), 'Nodes NotReady')).to.equal('no');
+      expect(met(ceilingTargetsTable(run({ health: sick })), 'Lease renewals')).to.equal('no');
+      const slow = { startup: 50, create: 250, hold: 10, delete: 25 };
+      expect(met(ceilingTargetsTable(run({ lagP99ByPhaseMs: slow })), 'event-loop')).to.equal('no');
+      expect(met(ceilingTargetsTable(run({ nodesReadyMs: 18_400 })), '1,000 Virtual')).to.equal('no');
+    });
+  });
+
+  describe("kwok's pod-ready stage with the kubelet's start Events", () => {
+    const stage = `apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-ready
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  next:
+    statusTemplate: |
+      phase: Running
+`;
+
+    it('sends Pulled, Created and Started, then patches the status as kwok converts next.statusTemplate', () => {
+      const out = parseYaml(kwokEventsStage(stage)) as {
+        spec: { next?: unknown; steps: Record<string, Record<string, string>>[]; resourceRef: unknown };
+      };
+      expect(out.spec.next).to.equal(undefined);
+      expect(out.spec.resourceRef).to.deep.equal({ apiGroup: 'v1', kind: 'Pod' });
+      expect(out.spec.steps.slice(0, 3).map((s) => s.event)).to.deep.equal(
+        POD_START_EVENTS.map(([reason, message]) => ({ type: 'Normal', reason, message })),
+      );
+      expect(out.spec.steps[3]!.patch).to.deep.equal({
+        subresource: 'status',
+        root: 'status',
+        template: 'phase: Running\n',
+      });
+    });
+
+    it('refuses a stage it cannot convert', () => {
+      expect(() => kwokEventsStage(stage.replace('statusTemplate', 'other'))).to.throw(/statusTemplate/);
+    });
+  });
+
+  describe('arguments', () => {
+    it('takes --rate, --hold-minutes and the kwok sides for scale', () => {
+      const r = parseBenchArgs([
+        'scale',
+        '--nodes',
+        '1000',
+        '--rate',
+        '500',
+        '--hold-minutes',
+        '3',
+        '--kwok-both',
+      ]);
+      expect(r.ok && r.args).to.include({ nodes: 1000, rate: 500, holdMinutes: 3, kwokEvents: 'both' });
+      const e = parseBenchArgs(['scale', '--kwok-events']);
+      expect(e.ok && e.args.kwokEvents).to.equal('events');
+      expect(parseBenchArgs(['scale', '--rate', '0']).ok).to.equal(false);
+      expect(parseBenchArgs(['scale', '--no-kwok', '--kwok-events']).ok).to.equal(false);
+    });
+  });
+});
