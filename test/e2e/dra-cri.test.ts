@@ -7,7 +7,7 @@
  * CDI); a restarted operator keeps the claim from its checkpoint, and deleting the pod unprepares the claim
  * (the driver removes its CDI spec, the checkpoint empties). A DeviceClass with an `extendedResourceName`: a pod
  * asking for that resource gets the scheduler's claim (DRAExtendedResource), prepared like its own, its device
- * in the asking container only.
+ * in the asking container only. The pod-resources API lists each container's claims (dynamicResources).
  *
  * Root on Linux is required (containerd); Go for the first build of the driver.
  */
@@ -16,9 +16,12 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
+import type * as grpc from '@grpc/grpc-js';
 import type { Pod } from '../../src/api/core.js';
+import { localApiSockets } from '../../src/kubelet/apis/server.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { nodeRootDir } from '../../src/app/podenvironment.js';
+import { grpcJs, grpcProtoLoader } from '../../src/util/grpcmodules.js';
 import { REPO_ROOT } from '../support/controlplane.js';
 import { startCriNodeEnv, type CriNodeEnv } from '../support/crinode.js';
 import { eventsOf } from '../support/events.js';
@@ -86,6 +89,44 @@ describe('DRA on containerd (real scheduler, the upstream DRA test driver)', fun
         entries: { claimName: string; podUIDs: string[]; prepared: boolean }[];
       }
     ).entries;
+  /** pod-resources v1 Get over the node's socket: each container's dynamic resources. */
+  const podResourcesGet = async (
+    name: string,
+  ): Promise<
+    {
+      name: string;
+      dynamic_resources: {
+        claim_name: string;
+        claim_namespace: string;
+        claim_resources: { driver_name: string; pool_name: string; cdi_devices: { name: string }[] }[];
+      }[];
+    }[]
+  > => {
+    const g = grpcJs();
+    const def = grpcProtoLoader().loadSync(path.join(REPO_ROOT, 'src/kubelet/apis/podresources/v1.proto'), {
+      keepCase: true,
+      longs: String,
+      enums: String,
+      defaults: true,
+    });
+    const Ctor = (
+      g.loadPackageDefinition(def) as unknown as Record<string, Record<string, grpc.ServiceClientConstructor>>
+    ).v1!.PodResourcesLister!;
+    const c = new Ctor(
+      `unix:${localApiSockets(root).podResources}`,
+      g.credentials.createInsecure(),
+    ) as grpc.Client & Record<string, (req: object, cb: (err: Error | null, res: unknown) => void) => void>;
+    try {
+      const res = await new Promise<{ pod_resources: { containers: never[] } }>((resolve, reject) =>
+        c.Get!.call(c, { pod_name: name, pod_namespace: NS }, (err, r) =>
+          err ? reject(err) : resolve(r as { pod_resources: { containers: never[] } }),
+        ),
+      );
+      return res.pod_resources.containers;
+    } finally {
+      c.close();
+    }
+  };
   const cdiFiles = (): string[] =>
     existsSync(path.join(root, 'cdi')) ? readdirSync(path.join(root, 'cdi')).sort() : [];
 
@@ -193,6 +234,10 @@ describe('DRA on containerd (real scheduler, the upstream DRA test driver)', fun
     expect((await checkpoint()).map((e) => [e.claimName, e.podUIDs, e.prepared])).to.deep.equal([
       ['claim', [uid], true],
     ]);
+    const [listed] = await podResourcesGet('dra');
+    expect(
+      listed!.dynamic_resources.map((d) => [d.claim_name, d.claim_resources[0]?.cdi_devices]),
+    ).to.deep.equal([['claim', [{ name: `${DRIVER}/test=claim-${claim.metadata.uid}-req` }]]]);
 
     // A new operator process keeps the claim prepared (its checkpoint) and the pod running.
     await env!.restartOperator();
@@ -315,6 +360,19 @@ describe('DRA on containerd (real scheduler, the upstream DRA test driver)', fun
       path: `/apis/resource.k8s.io/v1/namespaces/${NS}/resourceclaims/${claimName}`,
     });
     expect(cdiFiles().join(' ')).to.contain(claim.metadata.uid);
+    // The pod-resources API names the claim and its device for the asking container only.
+    const listed = await podResourcesGet('extended');
+    expect(
+      listed.map((c) => [c.name, c.dynamic_resources.map((d) => [d.claim_name, d.claim_namespace])]),
+    ).to.deep.equal([
+      ['gpu', [[claimName, NS]]],
+      ['plain', []],
+    ]);
+    const [device] = listed[0]!.dynamic_resources[0]!.claim_resources;
+    expect(device).to.deep.include({ driver_name: DRIVER, pool_name: NODE });
+    expect(device!.cdi_devices.map((d) => d.name)).to.deep.equal([
+      `${DRIVER}/test=claim-${claim.metadata.uid}-${st!.requestMappings[0]!.requestName}`,
+    ]);
     expect((await checkpoint()).map((e) => [e.claimName, e.podUIDs, e.prepared])).to.deep.equal([
       [claimName, [uid], true],
     ]);

@@ -341,6 +341,45 @@ export function containerCDIDevices(
 }
 
 /**
+ * The cached claims one container uses (GetContainerClaimInfos, for the pod-resources API): the pod claims it
+ * references, each once, in the pod's order, then the extended resource claim when a request of it is mapped to
+ * the container. A claim not in the cache is the kubelet's error.
+ */
+export function containerClaimInfos(
+  pod: Pod,
+  container: Container,
+  cache: Pick<ClaimInfoCache, 'get'>,
+): { ok: true; infos: ClaimInfoState[] } | { ok: false; error: string } {
+  const referenced = new Set(containerResourceClaims(container).map((c) => c.name));
+  const names: string[] = [];
+  for (const podClaim of podResourceClaims(pod)) {
+    if (!referenced.has(podClaim.name)) continue;
+    const n = podClaimName(pod, podClaim);
+    if (!n.ok) return n;
+    if (n.name !== undefined) names.push(n.name);
+  }
+  const namespace = pod.metadata.namespace ?? '';
+  const infos: ClaimInfoState[] = [];
+  for (const name of names) {
+    const info = cache.get(namespace, name);
+    if (!info) return { ok: false, error: `unable to get information for ResourceClaim ${name}` };
+    infos.push(info);
+  }
+  const extended = extendedResourceClaimStatus(pod);
+  if (extended && containerUsesExtendedResourceClaim(pod, container.name)) {
+    const info = cache.get(namespace, extended.resourceClaimName);
+    if (!info) {
+      return {
+        ok: false,
+        error: `unable to get claim info for claim ${extended.resourceClaimName} in namespace ${namespace}`,
+      };
+    }
+    infos.push(info);
+  }
+  return { ok: true, infos };
+}
+
+/**
  * What unpreparing a pod's claims does to each cached claim (unprepareResources): a claim other pods still use
  * only drops the pod; a claim it alone used is unprepared with its drivers; claims not cached or not
  * referencing the pod are left alone.

@@ -29,6 +29,7 @@ import {
   checkDriverResponse,
   ClaimInfoCache,
   containerCDIDevices,
+  containerClaimInfos,
   decodeCheckpoint,
   DRACheckpointFile,
   encodeCheckpoint,
@@ -147,6 +148,21 @@ export class DRAManager implements DynamicResources {
   /** Some cached claim still references the pod (PodMightNeedToUnprepareResources). */
   podMightNeedToUnprepareResources(podUID: string): boolean {
     return this.cache.hasPodReference(podUID);
+  }
+
+  /**
+   * The cached claims a container uses, for the pod-resources API; on an error none, logged (the container
+   * manager's GetDynamicResources).
+   */
+  containerClaimInfos(pod: Pod, container: Container): ClaimInfoState[] {
+    const got = containerClaimInfos(pod, container, this.cache);
+    if (got.ok) return got.infos;
+    this.log.error('Unable to get container claim info state', {
+      pod: `${pod.metadata.namespace}/${pod.metadata.name}`,
+      container: container.name,
+      err: got.error,
+    });
+    return [];
   }
 
   /** The cache's entries, for the pod-resources API and tests. */
