@@ -371,6 +371,8 @@ export interface PodStatus {
   nominatedNodeName?: string;
   observedGeneration?: number;
   resourceClaimStatuses?: unknown[];
+  /** The scheduler's claim for the pod's DRA extended resources (src/kubelet/cm/dra/extendedresource.ts). */
+  extendedResourceClaimStatus?: unknown;
   /** The pod's requests as allocated, pod-level resources over the containers' sum (in-place resize). */
   allocatedResources?: Record<string, string | number>;
   /** The pod-level resources applied (the pod cgroup's, for a running pod), else as allocated. */

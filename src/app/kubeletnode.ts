@@ -576,6 +576,7 @@ export class KubeletManagedNode implements ManagedNode {
           },
         }),
         devices: this.devices,
+        ...(this.dra ? { dynamicResources: this.dra } : {}),
       });
       await this.localApis.start();
       // The plugin manager (CSI and DRA node plugins) on the node root's plugins_registry/.

@@ -5,7 +5,9 @@
  * ResourceClaim of a DeviceClass to a pod; the node prepares it (NodePrepareResources), the container gets the
  * driver's CDI env (`user_a=b` from the claim's opaque parameters) applied by the kubelet (containerd 1.6 lacks
  * CDI); a restarted operator keeps the claim from its checkpoint, and deleting the pod unprepares the claim
- * (the driver removes its CDI spec, the checkpoint empties).
+ * (the driver removes its CDI spec, the checkpoint empties). A DeviceClass with an `extendedResourceName`: a pod
+ * asking for that resource gets the scheduler's claim (DRAExtendedResource), prepared like its own, its device
+ * in the asking container only. The pod-resources API lists each container's claims (dynamicResources).
  *
  * Root on Linux is required (containerd); Go for the first build of the driver.
  */
@@ -14,9 +16,12 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
+import type * as grpc from '@grpc/grpc-js';
 import type { Pod } from '../../src/api/core.js';
+import { localApiSockets } from '../../src/kubelet/apis/server.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { nodeRootDir } from '../../src/app/podenvironment.js';
+import { grpcJs, grpcProtoLoader } from '../../src/util/grpcmodules.js';
 import { REPO_ROOT } from '../support/controlplane.js';
 import { startCriNodeEnv, type CriNodeEnv } from '../support/crinode.js';
 import { eventsOf } from '../support/events.js';
@@ -84,6 +89,44 @@ describe('DRA on containerd (real scheduler, the upstream DRA test driver)', fun
         entries: { claimName: string; podUIDs: string[]; prepared: boolean }[];
       }
     ).entries;
+  /** pod-resources v1 Get over the node's socket: each container's dynamic resources. */
+  const podResourcesGet = async (
+    name: string,
+  ): Promise<
+    {
+      name: string;
+      dynamic_resources: {
+        claim_name: string;
+        claim_namespace: string;
+        claim_resources: { driver_name: string; pool_name: string; cdi_devices: { name: string }[] }[];
+      }[];
+    }[]
+  > => {
+    const g = grpcJs();
+    const def = grpcProtoLoader().loadSync(path.join(REPO_ROOT, 'src/kubelet/apis/podresources/v1.proto'), {
+      keepCase: true,
+      longs: String,
+      enums: String,
+      defaults: true,
+    });
+    const Ctor = (
+      g.loadPackageDefinition(def) as unknown as Record<string, Record<string, grpc.ServiceClientConstructor>>
+    ).v1!.PodResourcesLister!;
+    const c = new Ctor(
+      `unix:${localApiSockets(root).podResources}`,
+      g.credentials.createInsecure(),
+    ) as grpc.Client & Record<string, (req: object, cb: (err: Error | null, res: unknown) => void) => void>;
+    try {
+      const res = await new Promise<{ pod_resources: { containers: never[] } }>((resolve, reject) =>
+        c.Get!.call(c, { pod_name: name, pod_namespace: NS }, (err, r) =>
+          err ? reject(err) : resolve(r as { pod_resources: { containers: never[] } }),
+        ),
+      );
+      return res.pod_resources.containers;
+    } finally {
+      c.close();
+    }
+  };
   const cdiFiles = (): string[] =>
     existsSync(path.join(root, 'cdi')) ? readdirSync(path.join(root, 'cdi')).sort() : [];
 
@@ -191,6 +234,10 @@ describe('DRA on containerd (real scheduler, the upstream DRA test driver)', fun
     expect((await checkpoint()).map((e) => [e.claimName, e.podUIDs, e.prepared])).to.deep.equal([
       ['claim', [uid], true],
     ]);
+    const [listed] = await podResourcesGet('dra');
+    expect(
+      listed!.dynamic_resources.map((d) => [d.claim_name, d.claim_resources[0]?.cdi_devices]),
+    ).to.deep.equal([['claim', [{ name: `${DRIVER}/test=claim-${claim.metadata.uid}-req` }]]]);
 
     // A new operator process keeps the claim prepared (its checkpoint) and the pod running.
     await env!.restartOperator();
@@ -206,6 +253,143 @@ describe('DRA on containerd (real scheduler, the upstream DRA test driver)', fun
       (e) => e.reason === 'FailedPrepareDynamicResources',
     );
     expect(warnings.map((e) => e.message)).to.deep.equal([]);
+  });
+
+  it("a DeviceClass's extended resource: the scheduler's claim is prepared, only the asking container gets its device", async () => {
+    await eventually(
+      async () => {
+        const l = await client.request<{ items: unknown[] }>({
+          method: 'GET',
+          path: '/apis/resource.k8s.io/v1/resourceslices',
+          query: { fieldSelector: `spec.nodeName=${NODE},spec.driver=${DRIVER}` },
+        });
+        return l.items.length > 0;
+      },
+      90_000,
+      "the driver's ResourceSlice",
+      500,
+    );
+    // The class's own config reaches the driver as admin parameters (`admin_kind=extended` in the env).
+    await client.request({
+      method: 'POST',
+      path: '/apis/resource.k8s.io/v1/deviceclasses',
+      body: {
+        apiVersion: 'resource.k8s.io/v1',
+        kind: 'DeviceClass',
+        metadata: { name: 'dra-e2e-extended' },
+        spec: {
+          extendedResourceName: 'example.com/gpu',
+          selectors: [{ cel: { expression: `device.driver == "${DRIVER}"` } }],
+          config: [{ opaque: { driver: DRIVER, parameters: { kind: 'extended' } } }],
+        },
+      },
+    });
+    const extOut = path.join(env!.dir, 'out-extended');
+    await mkdir(extOut);
+    const sh = (name: string) => ['sh', '-c', `env > /out/${name}; sleep 3600`];
+    const created = await client.request<Pod>({
+      method: 'POST',
+      path: `/api/v1/namespaces/${NS}/pods`,
+      body: {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'extended' },
+        spec: {
+          terminationGracePeriodSeconds: 1,
+          tolerations: [{ operator: 'Exists' }],
+          containers: [
+            {
+              name: 'gpu',
+              image: 'busybox',
+              imagePullPolicy: 'IfNotPresent',
+              command: sh('gpu'),
+              resources: { limits: { 'example.com/gpu': '1' } },
+              volumeMounts: [{ name: 'out', mountPath: '/out' }],
+            },
+            {
+              name: 'plain',
+              image: 'busybox',
+              imagePullPolicy: 'IfNotPresent',
+              command: sh('plain'),
+              volumeMounts: [{ name: 'out', mountPath: '/out' }],
+            },
+          ],
+          volumes: [{ name: 'out', hostPath: { path: extOut } }],
+        },
+      },
+    });
+    const uid = created.metadata.uid!;
+    const running = await env!
+      .waitPod('extended', (s) => s.phase === 'Running', 'the extended-resource pod running', 120_000)
+      .catch(async (err: Error) => {
+        const p = await env!.getPod('extended');
+        const ev = (await eventsOf(client, NS, 'extended')).map((e) => `${e.reason}: ${e.message}`);
+        throw new Error(
+          `${err.message}\npod: ${JSON.stringify({ nodeName: p.spec.nodeName, status: p.status })}\nevents: ${ev.join('\n')}`,
+        );
+      });
+    expect(running.spec.nodeName).to.equal(NODE);
+    // The scheduler's claim, still named in the status the node has been writing.
+    const st = running.status?.extendedResourceClaimStatus as
+      | {
+          resourceClaimName: string;
+          requestMappings: { containerName: string; resourceName: string; requestName: string }[];
+        }
+      | undefined;
+    expect(st?.requestMappings.map((m) => [m.containerName, m.resourceName])).to.deep.equal([
+      ['gpu', 'example.com/gpu'],
+    ]);
+    const claimName = st!.resourceClaimName;
+    const readEnv = (name: string) =>
+      eventually(
+        async () => {
+          const t = await readFile(path.join(extOut, name), 'utf8');
+          return t.includes('PATH=') ? t : undefined;
+        },
+        30_000,
+        `the env of ${name}`,
+      );
+    const gpuEnv = await readEnv('gpu');
+    expect(gpuEnv, gpuEnv).to.match(/^admin_kind=extended$/m);
+    expect(gpuEnv).to.match(new RegExp(`^claim_${claimName.replace(/[^a-zA-Z0-9]/g, '_')}_\\w+=true$`, 'm'));
+    const plainEnv = await readEnv('plain');
+    expect(plainEnv, plainEnv).not.to.match(/admin_kind|^claim_/m);
+
+    const claim = await client.request<{ metadata: { uid: string } }>({
+      method: 'GET',
+      path: `/apis/resource.k8s.io/v1/namespaces/${NS}/resourceclaims/${claimName}`,
+    });
+    expect(cdiFiles().join(' ')).to.contain(claim.metadata.uid);
+    // The pod-resources API names the claim and its device for the asking container only.
+    const listed = await podResourcesGet('extended');
+    expect(
+      listed.map((c) => [c.name, c.dynamic_resources.map((d) => [d.claim_name, d.claim_namespace])]),
+    ).to.deep.equal([
+      ['gpu', [[claimName, NS]]],
+      ['plain', []],
+    ]);
+    const [device] = listed[0]!.dynamic_resources[0]!.claim_resources;
+    expect(device).to.deep.include({ driver_name: DRIVER, pool_name: NODE });
+    expect(device!.cdi_devices.map((d) => d.name)).to.deep.equal([
+      `${DRIVER}/test=claim-${claim.metadata.uid}-${st!.requestMappings[0]!.requestName}`,
+    ]);
+    expect((await checkpoint()).map((e) => [e.claimName, e.podUIDs, e.prepared])).to.deep.equal([
+      [claimName, [uid], true],
+    ]);
+
+    await client.request({ method: 'DELETE', path: `/api/v1/namespaces/${NS}/pods/extended` });
+    await eventually(
+      () => isGone(client, `/api/v1/namespaces/${NS}/pods/extended`),
+      90_000,
+      'the pod gone',
+      500,
+    );
+    expect(await checkpoint()).to.deep.equal([]);
+    expect(cdiFiles().join(' ')).not.to.contain(claim.metadata.uid);
+    const refused = (await eventsOf(client, NS, 'extended')).filter(
+      (e) => e.reason === 'FailedPrepareDynamicResources' || e.reason.startsWith('OutOf'),
+    );
+    expect(refused.map((e) => `${e.reason}: ${e.message}`)).to.deep.equal([]);
   });
 
   it('a pod whose claim is not reserved for it gets FailedPrepareDynamicResources and no sandbox', async () => {

@@ -21,6 +21,7 @@ import { quantityValue } from '../../util/quantity.js';
 import { admitDeclaredFeatures, declaredFeatures } from '../../node/declaredfeatures.js';
 import { isExtendedResourceName } from '../../node/setters.js';
 import { admitSysctls, safeSysctlAllowlist, SysctlAllowlist } from './sysctl.js';
+import { withoutDRAExtendedResources } from '../cm/dra/extendedresource.js';
 import { admitUnderPressure } from '../eviction/admit.js';
 import type { PressureCondition } from '../eviction/signals.js';
 import { admitWhileShuttingDown } from '../nodeshutdown/manager.js';
@@ -298,7 +299,8 @@ export function admitPod(
 
   let requests: ResourceAmounts;
   try {
-    requests = requestsOf(pod.spec);
+    // The requests its DRA extended resource claim serves are not the node's to fit (DRAExtendedResource).
+    requests = requestsOf(withoutDRAExtendedResources(pod).spec);
   } catch (err) {
     return invalidRequest(err);
   }

@@ -33,7 +33,7 @@ import { cloneData } from '../../util/clone.js';
  *   from `newStatus`. DisruptionTarget (shared) from `newStatus` replaces or joins the server's only when
  *   the pod is moving into a terminal phase and no container can still run; its lastTransitionTime is
  *   then re-stamped against the server's (the cached one is stale by the time it is sent).
- * - resourceClaimStatuses always come from the server (written by others).
+ * - resourceClaimStatuses and extendedResourceClaimStatus always come from the server (written by others).
  * - moving non-terminal -> terminal while containers could still run: phase, reason and message stay the
  *   server's, so the terminal phase is published only once it is true.
  * - a terminal result never carries Ready or ContainersReady True: both are forced to False with reason
@@ -76,6 +76,12 @@ export function mergePodStatus(
     merged.resourceClaimStatuses = cloneData(oldStatus.resourceClaimStatuses);
   } else {
     delete merged.resourceClaimStatuses;
+  }
+  // The scheduler's, never the kubelet's (status_manager: not owned and not modified by kubelet).
+  if (oldStatus.extendedResourceClaimStatus !== undefined) {
+    merged.extendedResourceClaimStatus = cloneData(oldStatus.extendedResourceClaimStatus);
+  } else {
+    delete merged.extendedResourceClaimStatus;
   }
 
   if (transitioningToTerminalPhase && couldHaveRunningContainers) {

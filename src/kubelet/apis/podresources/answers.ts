@@ -4,9 +4,10 @@
  * decodes requests and sends these back.
  *
  * What a VirtualNode's kubelet holds, and so answers: its CPU manager and memory manager run the `none`
- * policies, its device manager holds what device plugins (real or a sim node's simulated ones) gave, and it
- * has no DRA manager. A kubelet so configured answers every container with its devices, no CPU ids, no memory
- * blocks and no dynamic resources, and GetAllocatableResources with the healthy devices only. Pod-level CPU ids and memory (PodLevelResourceManagers)
+ * policies, its device manager holds what device plugins (real or a sim node's simulated ones) gave, and its
+ * DRA manager the claims it prepared. A kubelet so configured answers every container with its devices and its
+ * claims (dynamic resources), no CPU ids and no memory blocks, and GetAllocatableResources with the healthy
+ * devices only. Pod-level CPU ids and memory (PodLevelResourceManagers)
  * are off by default in v1.37 and are left out as the kubelet leaves them out.
  *
  * Which pods: List answers the active pods (KubeletPodResourcesListUseActivePods, on since 1.34), Get finds a
@@ -20,6 +21,7 @@ import {
   type Pod,
   type PodPhase,
 } from '../../../api/core.js';
+import type { ClaimInfoState } from '../../cm/dra/claiminfo.js';
 import type { WorkerState } from '../../podworkers.js';
 
 /** The socket's directory under the node's root (kubelet: DefaultKubeletPodResourcesDirName). */
@@ -45,10 +47,16 @@ export interface ContainerMemory {
   size: string;
   topology?: TopologyInfo;
 }
+export interface ClaimResource {
+  cdi_devices: { name: string }[];
+  driver_name: string;
+  pool_name: string;
+  device_name: string;
+}
 export interface DynamicResource {
   claim_name: string;
   claim_namespace: string;
-  claim_resources: unknown[];
+  claim_resources: ClaimResource[];
 }
 export interface ContainerResources {
   name: string;
@@ -108,6 +116,10 @@ export interface KubeletPodsView {
   workerState(uid: string): WorkerState | undefined;
   /** The status manager's cached phase for a UID. */
   statusPhase(uid: string): PodPhase | undefined;
+  /** The DRA manager's prepared claims a container uses (GetContainerClaimInfos). Absent: none. */
+  dynamicResources?: {
+    containerClaimInfos(pod: Pod, container: Container): readonly ClaimInfoState[];
+  };
   /** The device manager's devices: a container's by resource, and every allocatable one. Absent: none. */
   devices?: {
     containerDevices(podUID: string, container: string): { resource: string; ids: string[] }[];
@@ -138,24 +150,55 @@ function devicesOf(list: { resource: string; ids: string[] }[]): ContainerDevice
 }
 
 /**
- * One container's resources: its devices (the device manager's); CPU ids and memory are never exclusive on a
- * node with the none policies.
+ * A container's claims as the API lists them (the container manager's GetDynamicResources): per claim, one
+ * entry per prepared device with its driver, pool and name. Its CDI devices are those of the driver's devices
+ * so far, this one's last: the kubelet collects them per driver, not per device, and so answers. Drivers in
+ * name order (the kubelet's are in map order).
+ */
+export function dynamicResourcesOf(infos: readonly ClaimInfoState[]): DynamicResource[] {
+  return infos.map((info) => {
+    const claimResources: ClaimResource[] = [];
+    for (const driver of Object.keys(info.driverState).sort()) {
+      const cdi: { name: string }[] = [];
+      for (const d of info.driverState[driver]?.devices ?? []) {
+        for (const id of d.cdiDeviceIDs) cdi.push({ name: id });
+        claimResources.push({
+          cdi_devices: [...cdi],
+          driver_name: driver,
+          pool_name: d.poolName,
+          device_name: d.deviceName,
+        });
+      }
+    }
+    return { claim_name: info.claimName, claim_namespace: info.namespace, claim_resources: claimResources };
+  });
+}
+
+/**
+ * One container's resources: its devices (the device manager's) and its claims (the DRA manager's); CPU ids
+ * and memory are never exclusive on a node with the none policies.
  */
 function containerResources(
   pod: Pod,
-  c: Pick<Container, 'name'>,
-  devices: KubeletPodsView['devices'],
+  c: Container,
+  view: Pick<KubeletPodsView, 'devices' | 'dynamicResources'>,
 ): ContainerResources {
-  const held = devices ? devicesOf(devices.containerDevices(pod.metadata.uid ?? '', c.name)) : [];
-  return { name: c.name, devices: held, cpu_ids: [], memory: [], dynamic_resources: [] };
+  const held = view.devices ? devicesOf(view.devices.containerDevices(pod.metadata.uid ?? '', c.name)) : [];
+  const claims = view.dynamicResources
+    ? dynamicResourcesOf(view.dynamicResources.containerClaimInfos(pod, c))
+    : [];
+  return { name: c.name, devices: held, cpu_ids: [], memory: [], dynamic_resources: claims };
 }
 
 /** A pod's resources: its sidecars (restartable init containers) first, then its containers. */
-export function podResources(pod: Pod, devices?: KubeletPodsView['devices']): PodResources {
+export function podResources(
+  pod: Pod,
+  view: Pick<KubeletPodsView, 'devices' | 'dynamicResources'> = {},
+): PodResources {
   const containers: ContainerResources[] = [];
   for (const c of pod.spec?.initContainers ?? [])
-    if (isRestartableInitContainer(c)) containers.push(containerResources(pod, c, devices));
-  for (const c of pod.spec?.containers ?? []) containers.push(containerResources(pod, c, devices));
+    if (isRestartableInitContainer(c)) containers.push(containerResources(pod, c, view));
+  for (const c of pod.spec?.containers ?? []) containers.push(containerResources(pod, c, view));
   return {
     name: pod.metadata.name ?? '',
     namespace: pod.metadata.namespace ?? '',
@@ -167,7 +210,7 @@ export function podResources(pod: Pod, devices?: KubeletPodsView['devices']): Po
 
 /** v1 List: the active pods' resources, in the pod manager's order. */
 export function listPodResources(view: KubeletPodsView): ListPodResourcesResponse {
-  return { pod_resources: activePods(view).map((p) => podResources(p, view.devices)) };
+  return { pod_resources: activePods(view).map((p) => podResources(p, view)) };
 }
 
 /** v1 Get: an active pod's resources; any other pod is refused in the kubelet's words (code Unknown). */
@@ -180,7 +223,7 @@ export function getPodResources(
   const pod = view.podByName(namespace, name);
   if (!pod || isPodInactive(pod, view))
     return { error: { code: 'Unknown', message: `pod ${name} in namespace ${namespace} not found` } };
-  return { ok: { pod_resources: podResources(pod, view.devices) } };
+  return { ok: { pod_resources: podResources(pod, view) } };
 }
 
 /** v1 GetAllocatableResources: the device manager's healthy devices; no exclusive CPUs or memory blocks. */

@@ -125,6 +125,8 @@ export function kubeletLocalApis(
     podsApiMetrics?: PodsApiMetrics;
     /** The device manager's devices for the pod-resources API; absent: none. */
     devices?: KubeletPodsView['devices'];
+    /** The DRA manager's claims for the pod-resources API; absent: none. */
+    dynamicResources?: KubeletPodsView['dynamicResources'];
   },
 ): KubeletLocalApis {
   const { podManager, podWorkers, statusManager } = kubelet;
@@ -138,6 +140,7 @@ export function kubeletLocalApis(
       workerState: (uid) => podWorkers.state(asPodUID(uid)),
       statusPhase: (uid) => statusManager.getPodPhase(asPodUID(uid)),
       ...(o.devices ? { devices: o.devices } : {}),
+      ...(o.dynamicResources ? { dynamicResources: o.dynamicResources } : {}),
     },
     pods: {
       pods: () => podManager.getPods(),

@@ -5,6 +5,11 @@
  * terminated pod leaves to unprepare. Pure: manager.ts does the API reads, the gRPC calls and the file.
  */
 import type { Container, Pod } from '../../../api/core.js';
+import {
+  containerExtendedResourceRequests,
+  containerUsesExtendedResourceClaim,
+  extendedResourceClaimStatus,
+} from './extendedresource.js';
 
 /** A pod's spec.resourceClaims entry (core/v1 PodResourceClaim). */
 export interface PodResourceClaim {
@@ -70,6 +75,16 @@ export function podResourceClaims(pod: Pod): PodResourceClaim[] {
 export function containerResourceClaims(container: Container): ContainerResourceClaim[] {
   const r = container.resources as { claims?: ContainerResourceClaim[] } | undefined;
   return Array.isArray(r?.claims) ? r.claims : [];
+}
+
+/**
+ * The claims the DRA manager prepares for a pod: its own, then the scheduler's claim for its DRA extended
+ * resources (status.extendedResourceClaimStatus), which is named, so its owner is not checked.
+ */
+export function podClaimsToPrepare(pod: Pod): PodResourceClaim[] {
+  const own = podResourceClaims(pod);
+  const extended = extendedResourceClaimStatus(pod);
+  return extended ? [...own, { name: '', resourceClaimName: extended.resourceClaimName }] : own;
 }
 
 function podRef(pod: Pod): string {
@@ -264,10 +279,21 @@ export function checkDriverResponse(
 }
 
 /**
+ * Whether the container has anything for the DRA manager's GetResources: a claim it references, or a request of
+ * the pod's extended resource claim mapped to it. The kubelet asks for every container; asking only these
+ * spares a lock and a CDI spec read per container start.
+ */
+export function containerNeedsDynamicResources(pod: Pod, container: Container): boolean {
+  return (
+    containerResourceClaims(container).length > 0 || containerUsesExtendedResourceClaim(pod, container.name)
+  );
+}
+
+/**
  * The CDI device IDs of one container (GetResources + cdiDevicesAsList): for each pod claim the container
  * references, the devices of the requests it names (a reference without a request takes every device of the
- * claim; a device without request names serves every request). A claim not in the cache is the kubelet's
- * internal error. Duplicates are kept out.
+ * claim; a device without request names serves every request), then the extended resource claim's requests mapped to
+ * the container. A claim not in the cache is the kubelet's internal error. Duplicates are kept out.
  */
 export function containerCDIDevices(
   pod: Pod,
@@ -278,19 +304,27 @@ export function containerCDIDevices(
   for (const c of containerResourceClaims(container)) {
     byName.set(c.name, [...(byName.get(c.name) ?? []), c.request ?? '']);
   }
-  const out: string[] = [];
-  const namespace = pod.metadata.namespace ?? '';
+  const claimRequests: [string, string[]][] = [];
   for (const podClaim of podResourceClaims(pod)) {
     const requests = byName.get(podClaim.name);
     if (!requests) continue;
     const n = podClaimName(pod, podClaim);
     if (!n.ok) return n;
     if (n.name === undefined) continue;
-    const info = cache.get(namespace, n.name);
+    claimRequests.push([n.name, requests]);
+  }
+  // The extended resource claim: only the requests mapped to this container's DRA extended resources.
+  const extended = containerExtendedResourceRequests(pod, container);
+  if (extended && extended.requestNames.length > 0)
+    claimRequests.push([extended.claimName, extended.requestNames]);
+  const out: string[] = [];
+  const namespace = pod.metadata.namespace ?? '';
+  for (const [name, requests] of claimRequests) {
+    const info = cache.get(namespace, name);
     if (!info) {
       return {
         ok: false,
-        error: `internal error: unable to get claim info for ResourceClaim ${n.name} in namespace ${namespace}`,
+        error: `internal error: unable to get claim info for ResourceClaim ${name} in namespace ${namespace}`,
       };
     }
     for (const request of requests) {
@@ -304,6 +338,45 @@ export function containerCDIDevices(
     }
   }
   return { ok: true, devices: out };
+}
+
+/**
+ * The cached claims one container uses (GetContainerClaimInfos, for the pod-resources API): the pod claims it
+ * references, each once, in the pod's order, then the extended resource claim when a request of it is mapped to
+ * the container. A claim not in the cache is the kubelet's error.
+ */
+export function containerClaimInfos(
+  pod: Pod,
+  container: Container,
+  cache: Pick<ClaimInfoCache, 'get'>,
+): { ok: true; infos: ClaimInfoState[] } | { ok: false; error: string } {
+  const referenced = new Set(containerResourceClaims(container).map((c) => c.name));
+  const names: string[] = [];
+  for (const podClaim of podResourceClaims(pod)) {
+    if (!referenced.has(podClaim.name)) continue;
+    const n = podClaimName(pod, podClaim);
+    if (!n.ok) return n;
+    if (n.name !== undefined) names.push(n.name);
+  }
+  const namespace = pod.metadata.namespace ?? '';
+  const infos: ClaimInfoState[] = [];
+  for (const name of names) {
+    const info = cache.get(namespace, name);
+    if (!info) return { ok: false, error: `unable to get information for ResourceClaim ${name}` };
+    infos.push(info);
+  }
+  const extended = extendedResourceClaimStatus(pod);
+  if (extended && containerUsesExtendedResourceClaim(pod, container.name)) {
+    const info = cache.get(namespace, extended.resourceClaimName);
+    if (!info) {
+      return {
+        ok: false,
+        error: `unable to get claim info for claim ${extended.resourceClaimName} in namespace ${namespace}`,
+      };
+    }
+    infos.push(info);
+  }
+  return { ok: true, infos };
 }
 
 /**
@@ -328,10 +401,13 @@ export function planUnprepare(
   return { dropPod, unprepare };
 }
 
-/** The claims a pod names (unprepareResourcesForPod without a cache entry): those whose names resolve. */
+/**
+ * The claims a pod names (unprepareResourcesForPod without a cache entry): those whose names resolve, and its
+ * extended resource claim.
+ */
 export function podClaimNames(pod: Pod): string[] {
   const out: string[] = [];
-  for (const c of podResourceClaims(pod)) {
+  for (const c of podClaimsToPrepare(pod)) {
     const n = podClaimName(pod, c);
     if (n.ok && n.name !== undefined) out.push(n.name);
   }

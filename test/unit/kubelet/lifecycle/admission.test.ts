@@ -349,3 +349,61 @@ describe('admitPod with pod-level resources (PodLevelResources: admission fits P
     expect(res).to.include({ admit: false, reason: 'OutOfmemory' });
   });
 });
+
+describe('admitPod with DRA extended resources (DRAExtendedResource: removeMissingExtendedResources)', () => {
+  const n = () => node({ cpu: 2000, memory: 1e9, pods: 10, 'example.com/dongle': 1 });
+  const withClaim = (p: Pod, mappings: { containerName: string; resourceName: string }[]): Pod => ({
+    ...p,
+    status: {
+      extendedResourceClaimStatus: {
+        resourceClaimName: 'p-extended-resources-x',
+        requestMappings: mappings.map((m, i) => ({ ...m, requestName: `container-0-request-${i}` })),
+      },
+    },
+  });
+  const gpu = (name = 'a') => c(name, { 'example.com/gpu': '1', cpu: '100m' });
+  const cases: [string, Pod, unknown][] = [
+    [
+      'no claim: counted against the node, which has none',
+      pod('p', [gpu()]),
+      {
+        admit: false,
+        reason: 'OutOfexample.com/gpu',
+        message: "Node didn't have enough resource: example.com/gpu, requested: 1, used: 0, capacity: 0",
+      },
+    ],
+    [
+      "the claim serves the container's resource: admitted",
+      withClaim(pod('p', [gpu()]), [{ containerName: 'a', resourceName: 'example.com/gpu' }]),
+      { admit: true },
+    ],
+    [
+      "the class's implicit name, served by the claim: admitted",
+      withClaim(pod('p', [c('a', { 'deviceclass.resource.kubernetes.io/gpus': '2' })]), [
+        { containerName: 'a', resourceName: 'deviceclass.resource.kubernetes.io/gpus' },
+      ]),
+      { admit: true },
+    ],
+    [
+      'the claim serves another container: still refused',
+      withClaim(pod('p', [gpu('a'), gpu('b')]), [{ containerName: 'a', resourceName: 'example.com/gpu' }]),
+      {
+        admit: false,
+        reason: 'OutOfexample.com/gpu',
+        message: "Node didn't have enough resource: example.com/gpu, requested: 1, used: 0, capacity: 0",
+      },
+    ],
+    [
+      'other resources still fit as before',
+      withClaim(pod('p', [c('a', { 'example.com/gpu': '1', 'example.com/dongle': '2' })]), [
+        { containerName: 'a', resourceName: 'example.com/gpu' },
+      ]),
+      {
+        admit: false,
+        reason: 'OutOfexample.com/dongle',
+        message: "Node didn't have enough resource: example.com/dongle, requested: 2, used: 0, capacity: 1",
+      },
+    ],
+  ];
+  for (const [name, p, want] of cases) it(name, () => expect(admitPod(p, n(), [])).to.deep.equal(want));
+});

@@ -449,6 +449,25 @@ describe('status manager helpers', () => {
       expect(next.conditions?.[0]?.lastTransitionTime).to.equal('2020-01-01T00:00:00Z');
     });
 
+    it("keeps the scheduler's extendedResourceClaimStatus from the server, never the kubelet's copy", () => {
+      const ext = { resourceClaimName: 'p-ext', requestMappings: [] };
+      expect(
+        mergePodStatus(
+          { phase: 'Running', extendedResourceClaimStatus: ext },
+          { phase: 'Running' },
+          true,
+          NOW,
+        ).extendedResourceClaimStatus,
+      ).to.deep.equal(ext);
+      const merged = mergePodStatus(
+        { phase: 'Running' },
+        { phase: 'Running', extendedResourceClaimStatus: ext },
+        true,
+        NOW,
+      );
+      expect('extendedResourceClaimStatus' in merged).to.equal(false);
+    });
+
     it('forces readiness off on a Succeeded pod with PodCompleted', () => {
       const merged = mergePodStatus(
         { phase: 'Succeeded' },

@@ -33,6 +33,7 @@ import type { Logger } from '../../../../util/logger.js';
 import { quantityValue } from '../../../../util/quantity.js';
 import type { AdmitResult } from '../../../lifecycle/admission.js';
 import { DevicePluginKubeletSocket } from '../../../rootdir.js';
+import { isDRAExtendedResource } from '../../dra/extendedresource.js';
 import { devicePluginServices, GrpcDevicePluginEndpoint } from './endpoint.js';
 import { SimDevicePlugin, type SimDevices } from '../simplugin.js';
 import {
@@ -349,7 +350,8 @@ export class DeviceManager {
 
   private needsDevices(pod: Pod): boolean {
     for (const c of [...(pod.spec.initContainers ?? []), ...(pod.spec.containers ?? [])])
-      for (const k of Object.keys(c.resources?.limits ?? {})) if (this.isDevicePluginResource(k)) return true;
+      for (const k of Object.keys(c.resources?.limits ?? {}))
+        if (!isDRAExtendedResource(pod, c.name, k) && this.isDevicePluginResource(k)) return true;
     return false;
   }
 
@@ -364,6 +366,8 @@ export class DeviceManager {
     let freed = false;
     let wrote = false;
     for (const [resource, q] of Object.entries(container.resources?.limits ?? {})) {
+      // Served by the pod's DRA extended resource claim (DRAExtendedResource), not by a device plugin.
+      if (isDRAExtendedResource(pod, container.name, resource)) continue;
       if (!this.isDevicePluginResource(resource)) continue;
       const required = quantityValue(q);
       if (!freed) {

@@ -2,8 +2,9 @@
  * The DRA manager (kubelet: pkg/kubelet/cm/dra manager.go): before a pod's sandbox is created, its
  * ResourceClaims are read, checked (allocated, reserved for the pod), recorded in the claim info cache and its
  * checkpoint, and prepared by each driver's kubelet plugin (NodePrepareResources over the service the plugin
- * registered, dra v1 or v1beta1); a container gets the CDI devices of the claims it references; when a pod has
- * terminated, the claims no other pod uses are unprepared. The checkpoint (`<root>/dra_manager_state`) is what
+ * registered, dra v1 or v1beta1), with the scheduler's claim for its DRA extended resources
+ * (extendedresource.ts); a container gets the CDI devices of the claims it references and of the extended
+ * resource claim's requests mapped to it; when a pod has terminated, the claims no other pod uses are unprepared. The checkpoint (`<root>/dra_manager_state`) is what
  * makes a restarted operator prepare nothing twice and still unprepare what a gone pod used (the reconcile).
  *
  * One lock for the cache and its calls: the kubelet drops its lock around the gRPC calls; holding it keeps
@@ -28,6 +29,7 @@ import {
   checkDriverResponse,
   ClaimInfoCache,
   containerCDIDevices,
+  containerClaimInfos,
   decodeCheckpoint,
   DRACheckpointFile,
   encodeCheckpoint,
@@ -36,7 +38,7 @@ import {
   planUnprepare,
   podClaimName,
   podClaimNames,
-  podResourceClaims,
+  podClaimsToPrepare,
   type ClaimInfoState,
   type DriverBatch,
   type PreparedDevice,
@@ -148,6 +150,21 @@ export class DRAManager implements DynamicResources {
     return this.cache.hasPodReference(podUID);
   }
 
+  /**
+   * The cached claims a container uses, for the pod-resources API; on an error none, logged (the container
+   * manager's GetDynamicResources).
+   */
+  containerClaimInfos(pod: Pod, container: Container): ClaimInfoState[] {
+    const got = containerClaimInfos(pod, container, this.cache);
+    if (got.ok) return got.infos;
+    this.log.error('Unable to get container claim info state', {
+      pod: `${pod.metadata.namespace}/${pod.metadata.name}`,
+      container: container.name,
+      err: got.error,
+    });
+    return [];
+  }
+
   /** The cache's entries, for the pod-resources API and tests. */
   claimInfos(): ClaimInfoState[] {
     return this.cache.entries();
@@ -169,7 +186,7 @@ export class DRAManager implements DynamicResources {
   }
 
   async prepareResources(pod: Pod): Promise<void> {
-    if (podResourceClaims(pod).length === 0) return;
+    if (podClaimsToPrepare(pod).length === 0) return;
     try {
       await this.locked(() => this.prepare(pod));
     } catch (err) {
@@ -179,7 +196,7 @@ export class DRAManager implements DynamicResources {
 
   async unprepareResources(pod: Pod): Promise<void> {
     const uid = pod.metadata.uid ?? '';
-    if (!this.cache.hasPodReference(uid) && podResourceClaims(pod).length === 0) return;
+    if (!this.cache.hasPodReference(uid) && podClaimsToPrepare(pod).length === 0) return;
     try {
       await this.locked(() => {
         let names = this.cache.claimNamesForPod(uid);
@@ -249,7 +266,7 @@ export class DRAManager implements DynamicResources {
     const namespace = pod.metadata.namespace ?? '';
     // A validation pass first, changing nothing: a pod that fails it can be deleted without anything to undo.
     const checked: { claim: ResourceClaim; info: ClaimInfoState }[] = [];
-    for (const podClaim of podResourceClaims(pod)) {
+    for (const podClaim of podClaimsToPrepare(pod)) {
       const n = podClaimName(pod, podClaim);
       if (!n.ok) throw new Error(n.error);
       if (n.name === undefined) continue;

@@ -7,6 +7,7 @@ import {
   checkDriverResponse,
   ClaimInfoCache,
   containerCDIDevices,
+  containerNeedsDynamicResources,
   decodeCheckpoint,
   encodeCheckpoint,
   inactivePodClaims,
@@ -14,6 +15,7 @@ import {
   planUnprepare,
   podClaimName,
   podClaimNames,
+  podClaimsToPrepare,
   type ClaimInfoState,
   type ResourceClaim,
 } from '../../../../../src/kubelet/cm/dra/claiminfo.js';
@@ -248,6 +250,101 @@ describe('cm/dra/claiminfo', () => {
     }
   });
 
+  describe('containerNeedsDynamicResources', () => {
+    const p = pod();
+    p.status = {
+      extendedResourceClaimStatus: {
+        resourceClaimName: 'p-ext',
+        requestMappings: [{ containerName: 'mapped', resourceName: 'example.com/gpu', requestName: 'r' }],
+      },
+    };
+    const cases: [string, Pod, Container, boolean][] = [
+      [
+        'a container referencing a claim',
+        pod(),
+        { name: 'a', resources: { claims: [{ name: 'gpu' }] } } as unknown as Container,
+        true,
+      ],
+      ['a container mapped in the extended resource claim', p, { name: 'mapped' } as Container, true],
+      ['another container of that pod', p, { name: 'other' } as Container, false],
+      ['no claims at all', pod(), { name: 'a' } as Container, false],
+    ];
+    for (const [name, pd, c, want] of cases) {
+      it(name, () => expect(containerNeedsDynamicResources(pd, c)).to.equal(want));
+    }
+  });
+
+  describe('containerCDIDevices with an extended resource claim (DRAExtendedResource)', () => {
+    const ext = (name: string, req: string, dev: string) => ({
+      requestNames: [req],
+      poolName: 'p',
+      deviceName: dev,
+      cdiDeviceIDs: [`k.io/c=${name}-${dev}`],
+    });
+    const cache = new ClaimInfoCache([
+      info({
+        claimName: 'p-ext',
+        claimUID: 'ext-uid',
+        driverState: {
+          'd.example.com': {
+            devices: [ext('ext', 'container-0-request-0', 'd0'), ext('ext', 'container-1-request-0', 'd1')],
+          },
+        },
+      }),
+      info({
+        driverState: { 'd.example.com': { devices: [ext('own', 'r', 'd5')] } },
+      }),
+    ]);
+    const status = (claimName: string) => ({
+      extendedResourceClaimStatus: {
+        resourceClaimName: claimName,
+        requestMappings: [
+          { containerName: 'a', resourceName: 'example.com/gpu', requestName: 'container-0-request-0' },
+          { containerName: 'b', resourceName: 'example.com/gpu', requestName: 'container-1-request-0' },
+        ],
+      },
+    });
+    const withClaim = (claimName: string): Pod => {
+      const p = pod({ claims: [{ name: 'gpu', resourceClaimName: 'c' }] });
+      p.status = status(claimName);
+      return p;
+    };
+    const ctr = (name: string, requests: Record<string, string>, claims: unknown[] = []): Container =>
+      ({ name, resources: { requests, claims } }) as unknown as Container;
+    const cases: [string, Pod, Container, unknown][] = [
+      [
+        'only the requests mapped to the container',
+        withClaim('p-ext'),
+        ctr('a', { 'example.com/gpu': '1' }),
+        { ok: true, devices: ['k.io/c=ext-d0'] },
+      ],
+      [
+        "the pod's own claim first, then the extended one",
+        withClaim('p-ext'),
+        ctr('b', { 'example.com/gpu': '1' }, [{ name: 'gpu' }]),
+        { ok: true, devices: ['k.io/c=own-d5', 'k.io/c=ext-d1'] },
+      ],
+      [
+        'a container not asking for the resource gets nothing from the claim',
+        withClaim('p-ext'),
+        ctr('a', { cpu: '1' }),
+        { ok: true, devices: [] },
+      ],
+      [
+        'an extended resource claim not prepared',
+        withClaim('p-ext-gone'),
+        ctr('a', { 'example.com/gpu': '1' }),
+        {
+          ok: false,
+          error: 'internal error: unable to get claim info for ResourceClaim p-ext-gone in namespace ns',
+        },
+      ],
+    ];
+    for (const [name, p, c, want] of cases) {
+      it(name, () => expect(containerCDIDevices(p, c, cache)).to.deep.equal(want));
+    }
+  });
+
   describe('planUnprepare', () => {
     const cache = new ClaimInfoCache([
       info({ claimName: 'alone' }),
@@ -271,6 +368,26 @@ describe('cm/dra/claiminfo', () => {
       statuses: [{ name: 'b', resourceClaimName: 'p-b' }],
     });
     expect(podClaimNames(p)).to.deep.equal(['x', 'p-b']);
+  });
+
+  it("podClaimsToPrepare and podClaimNames: the pod's claims, then its extended resource claim", () => {
+    const p = pod({ claims: [{ name: 'a', resourceClaimName: 'x' }] });
+    expect(podClaimsToPrepare(p)).to.deep.equal([{ name: 'a', resourceClaimName: 'x' }]);
+    p.status = { extendedResourceClaimStatus: { resourceClaimName: 'p-ext', requestMappings: [] } };
+    expect(podClaimsToPrepare(p)).to.deep.equal([
+      { name: 'a', resourceClaimName: 'x' },
+      { name: '', resourceClaimName: 'p-ext' },
+    ]);
+    expect(podClaimNames(p)).to.deep.equal(['x', 'p-ext']);
+    // Named, so its owner is not checked (the kubelet prepares it as it would a named claim).
+    expect(podClaimName(p, podClaimsToPrepare(p)[1]!)).to.deep.equal({
+      ok: true,
+      name: 'p-ext',
+      mustCheckOwner: false,
+    });
+    const onlyExtended = pod();
+    onlyExtended.status = { extendedResourceClaimStatus: { resourceClaimName: 'p-ext' } };
+    expect(podClaimNames(onlyExtended)).to.deep.equal(['p-ext']);
   });
 
   describe('checkpoint', () => {

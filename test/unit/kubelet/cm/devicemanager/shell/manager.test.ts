@@ -123,6 +123,23 @@ describe('devicemanager/manager', () => {
     expect(m.containerDevices('u4', 'c')).to.deep.equal([{ resource: R, ids: ['gpu-0'] }]);
   });
 
+  it("skips a resource the pod's DRA extended resource claim serves (DRAExtendedResource)", async () => {
+    const plugin = new FakePlugin('/dp/a.sock', opts(), healthy('gpu-0'));
+    const { m } = await managerWith(plugin);
+    const p = pod('u1', [container('a', 5), container('b', 1)]);
+    p.status = {
+      extendedResourceClaimStatus: {
+        resourceClaimName: 'u1-extended-resources-x',
+        requestMappings: [{ containerName: 'a', resourceName: R, requestName: 'container-0-request-0' }],
+      },
+    };
+    // Five for `a` would not fit the plugin's one device: the claim serves them; `b` still gets the plugin's.
+    expect(await m.admit(p)).to.deep.equal({ admit: true });
+    expect(plugin.calls).to.deep.equal(['allocate gpu-0']);
+    expect(m.containerDevices('u1', 'a')).to.deep.equal([]);
+    expect(m.containerDevices('u1', 'b')).to.deep.equal([{ resource: R, ids: ['gpu-0'] }]);
+  });
+
   it('the preferred allocation is asked when offered and followed', async () => {
     const plugin = new FakePlugin(
       '/dp/a.sock',

@@ -166,6 +166,57 @@ describe('cm/dra/manager', () => {
     });
   }
 
+  it("prepares the pod's extended resource claim, gives its mapped container the devices, unprepares it", async () => {
+    const calls = new FakeCalls();
+    const paths: string[] = [];
+    const ext = { ...claim(['u1']), metadata: { name: 'p-ext', namespace: 'ns', uid: 'ext-uid' } };
+    const m = new DRAManager({
+      client: {
+        request: <T>(r: { path: string }) => {
+          paths.push(r.path);
+          return Promise.resolve(ext as T);
+        },
+      },
+      rootDir: dir,
+      plugin: () => plugin,
+      logger: silentLogger,
+      calls,
+    });
+    await m.start();
+    const p = {
+      metadata: { name: 'p', namespace: 'ns', uid: 'u1' },
+      spec: { containers: [] },
+      status: {
+        extendedResourceClaimStatus: {
+          resourceClaimName: 'p-ext',
+          requestMappings: [{ containerName: 'a', resourceName: 'example.com/gpu', requestName: 'r' }],
+        },
+      },
+    } as unknown as Pod;
+    await m.prepareResources(p);
+    expect(paths).to.deep.equal(['/apis/resource.k8s.io/v1/namespaces/ns/resourceclaims/p-ext']);
+    expect(calls.prepared).to.deep.equal(['ext-uid']);
+    const asking = { name: 'a', resources: { requests: { 'example.com/gpu': '1' } } } as unknown as Container;
+    const other = { name: 'b', resources: { requests: { 'example.com/gpu': '1' } } } as unknown as Container;
+    expect((await m.containerResources(p, asking, false)).cdiDevices).to.deep.equal([
+      `${DRIVER}/test=ext-uid`,
+    ]);
+    expect((await m.containerResources(p, other, false)).cdiDevices).to.deep.equal([]);
+    // A restarted process unprepares it from its checkpoint.
+    const m2 = new DRAManager({
+      client: { request: <T>() => Promise.resolve(ext as T) },
+      rootDir: dir,
+      plugin: () => plugin,
+      logger: silentLogger,
+      calls,
+    });
+    await m2.start();
+    expect(m2.podMightNeedToUnprepareResources('u1')).to.equal(true);
+    await m2.unprepareResources(p);
+    expect(calls.unprepared).to.deep.equal(['ext-uid']);
+    expect(m2.podMightNeedToUnprepareResources('u1')).to.equal(false);
+  });
+
   it('a failed validation leaves nothing to unprepare', async () => {
     const calls = new FakeCalls();
     const m = manager({ claim: claim(['other']), calls });
