@@ -34,6 +34,11 @@ import { dialUnix, unary, type PluginHandler } from './manager.js';
 /** csiTimeout: how long a NodeGetInfo may take. */
 const CSI_TIMEOUT_MS = 2 * 60_000;
 const CONFLICT_RETRIES = 5;
+/**
+ * initializeCSINode's waits between attempts (the kubelet's 30 ms times 8 per step, about 140 s in all);
+ * after the last the kubelet exits to start again, we keep trying at the last step's pace.
+ */
+const INIT_RETRY_MS = [30, 240, 1_920, 15_360, 122_880];
 
 function csiNodeClientCtor(): grpc.ServiceClientConstructor {
   const pkg = loadProtoPackage(
@@ -96,6 +101,7 @@ export class CSIPluginHandler implements PluginHandler {
   /** Drivers whose updater has read their CSIDriver once: the next tick refreshes. */
   private readonly refreshed = new Map<string, boolean>();
   private readonly log: Logger;
+  private initTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly d: CSIPluginHandlerDeps) {
     this.log = d.logger.child({ component: 'csi_plugin' });
@@ -182,9 +188,37 @@ export class CSIPluginHandler implements PluginHandler {
     return true;
   }
 
-  /** Stops the drivers' periodic refreshes. */
+  /**
+   * kubelet initializeCSINode (csi_plugin.go): the node's CSINode is created, owned by its Node, once the
+   * Node is there (a CSINode another Node of the name owned is replaced), whether or not a driver ever
+   * registers. The kubelet also holds its Node NotReady until then (a storage error); ours does not: its first
+   * status would wait for a round trip after registration, and a Node taken over from another replica would
+   * drop from Ready.
+   */
+  initializeCSINode(onInitialized?: () => void): void {
+    let attempt = 0;
+    const run = async (): Promise<void> => {
+      this.initTimer = undefined;
+      if (this.stopped) return;
+      try {
+        // No in-tree plugin is migrated on our nodes, so the migrated-plugins annotation asks no update.
+        await this.updateCSINode(() => undefined, true);
+        onInitialized?.();
+        return;
+      } catch (err) {
+        this.log.warn(`Failed to initialize CSINode: ${errorMessage(err)}`);
+      }
+      if (this.stopped) return;
+      const wait = INIT_RETRY_MS[Math.min(attempt++, INIT_RETRY_MS.length - 1)]!;
+      this.initTimer = setTimeout(() => void run(), wait);
+    };
+    void run();
+  }
+
+  /** Stops the drivers' periodic refreshes and the CSINode's initialization. */
   stop(): void {
     this.stopped = true;
+    if (this.initTimer) clearTimeout(this.initTimer);
     for (const t of this.updaters.values()) clearTimeout(t);
     this.updaters.clear();
   }

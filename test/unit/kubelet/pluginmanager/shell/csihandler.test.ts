@@ -213,4 +213,59 @@ describe('pluginmanager/csihandler', () => {
       h.stop();
     });
   });
+
+  describe('initializeCSINode (at start, with no driver)', () => {
+    const initialized = (h: CSIPluginHandler) => new Promise<void>((r) => h.initializeCSINode(r));
+
+    it('creates the CSINode owned by the Node, with no drivers and no migrated plugins', async () => {
+      const api = new FakeApi();
+      const h = handler(api, INFO);
+      await initialized(h);
+      expect(api.csiNode?.metadata.ownerReferences).to.deep.equal([
+        { apiVersion: 'v1', kind: 'Node', name: 'vn-a', uid: 'uid-1' },
+      ]);
+      expect(api.csiNode?.spec.drivers).to.deep.equal([]);
+      expect(api.csiNode?.metadata.annotations).to.deep.equal({
+        'storage.alpha.kubernetes.io/migrated-plugins': '',
+      });
+      h.stop();
+    });
+
+    it("keeps this Node's CSINode as it is (a restart), and replaces another Node's", async () => {
+      const api = new FakeApi();
+      const h = handler(api, INFO);
+      await initialized(h);
+      const mine = structuredClone(api.csiNode);
+      api.calls = [];
+      await initialized(h);
+      expect(api.csiNode).to.deep.equal(mine);
+      expect(api.calls.filter((c) => !c.startsWith('GET'))).to.deep.equal([]);
+      api.node.metadata.uid = 'uid-2';
+      await initialized(h);
+      expect(api.csiNode?.metadata.ownerReferences?.[0]?.uid).to.equal('uid-2');
+      h.stop();
+    });
+
+    it('retries while the Node is not registered yet, and stops retrying on stop', async () => {
+      const api = new FakeApi();
+      const real = api.request;
+      let missing = 2;
+      api.request = (req) =>
+        req.path === '/api/v1/nodes/vn-a' && missing-- > 0
+          ? Promise.reject(new KindError('NotFound', 'nodes "vn-a" not found'))
+          : real(req);
+      const h = handler(api, INFO);
+      await initialized(h); // after 30 ms and 240 ms
+      expect(api.csiNode?.metadata.ownerReferences?.[0]?.uid).to.equal('uid-1');
+      const stopped = new FakeApi();
+      stopped.request = () => Promise.reject(new KindError('Unavailable', 'connection refused'));
+      const h2 = handler(stopped, INFO);
+      let done = false;
+      h2.initializeCSINode(() => (done = true));
+      h2.stop();
+      await sleep(100);
+      expect(done).to.equal(false);
+      h.stop();
+    });
+  });
 });
