@@ -18,7 +18,7 @@ import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type * as grpc from '@grpc/grpc-js';
 import type { Pod } from '../../src/api/core.js';
-import { localApiSockets } from '../../src/kubelet/apis/server.js';
+import { localApiSockets } from '../../src/kubelet/apis/shell/server.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { nodeRootDir } from '../../src/app/podenvironment.js';
 import { grpcJs, grpcProtoLoader } from '../../src/util/grpcmodules.js';
