@@ -252,6 +252,49 @@ export function admitBeforeResourceAllocation(pod: Pod, node: AdmissionNode): Ad
   return { admit: true };
 }
 
+/** Implicit extended resources of a DeviceClass (DRAExtendedResource). */
+const DeviceClassResourcePrefix = 'deviceclass.resource.kubernetes.io/';
+
+/**
+ * kubelet removeMissingExtendedResources: the spec whose requests the resource check reads. A container's
+ * extended resources that the node does not advertise are not the node's to count (cluster-level ones), and
+ * neither are those the pod's extended resource claim maps to that container (DRAExtendedResource: the
+ * scheduler allocated them as devices, which the DRA manager prepares). The pod's own spec when nothing goes.
+ */
+export function withoutMissingExtendedResources(
+  pod: Pod,
+  allocatable: ReadonlyMap<string, number>,
+): Pod['spec'] {
+  const mappings =
+    (
+      pod.status as
+        | {
+            extendedResourceClaimStatus?: {
+              requestMappings?: { containerName?: string; resourceName?: string }[];
+            };
+          }
+        | undefined
+    )?.extendedResourceClaimStatus?.requestMappings ?? [];
+  const backedByDRA = (resource: string, container: string): boolean =>
+    (isExtendedResourceName(resource) || resource.startsWith(DeviceClassResourcePrefix)) &&
+    mappings.some((m) => m.resourceName === resource && m.containerName === container);
+  const drops = (resource: string, container: string): boolean =>
+    backedByDRA(resource, container) || (isExtendedResourceName(resource) && !allocatable.has(resource));
+  let changed = false;
+  const filter = <C extends Pod['spec']['containers'][number]>(cs: C[] | undefined): C[] | undefined =>
+    cs?.map((c) => {
+      const req = c.resources?.requests;
+      if (!req || !Object.keys(req).some((r) => drops(r, c.name))) return c;
+      changed = true;
+      const kept = Object.fromEntries(Object.entries(req).filter(([r]) => !drops(r, c.name)));
+      return { ...c, resources: { ...c.resources, requests: kept } };
+    });
+  const containers = filter(pod.spec.containers) ?? [];
+  const initContainers = filter(pod.spec.initContainers);
+  if (!changed) return pod.spec;
+  return { ...pod.spec, containers, ...(initContainers ? { initContainers } : {}) };
+}
+
 /**
  * Decides whether `pod` may run on `node` next to `admitted` (pods already running or admitted there, not
  * terminal). The first failing check gives the reason, in the kubelet's order: node pressure (the eviction
@@ -298,7 +341,7 @@ export function admitPod(
 
   let requests: ResourceAmounts;
   try {
-    requests = requestsOf(pod.spec);
+    requests = requestsOf(withoutMissingExtendedResources(pod, node.allocatable));
   } catch (err) {
     return invalidRequest(err);
   }

@@ -33,6 +33,7 @@ import type { Logger } from '../../../util/logger.js';
 import { quantityValue } from '../../../util/quantity.js';
 import type { AdmitResult } from '../../lifecycle/admission.js';
 import { DevicePluginKubeletSocket } from '../../rootdir.js';
+import { isDRAExtendedResource } from '../dra/claiminfo.js';
 import { devicePluginServices, GrpcDevicePluginEndpoint } from './endpoint.js';
 import { SimDevicePlugin, type SimDevices } from './simplugin.js';
 import {
@@ -365,6 +366,8 @@ export class DeviceManager {
     let wrote = false;
     for (const [resource, q] of Object.entries(container.resources?.limits ?? {})) {
       if (!this.isDevicePluginResource(resource)) continue;
+      // The scheduler allocated it through DRA (the pod's extended resource claim): not a device plugin's.
+      if (isDRAExtendedResource(pod, container.name, resource)) continue;
       const required = quantityValue(q);
       if (!freed) {
         this.updateAllocatedDevices(pod);

@@ -5,6 +5,8 @@
  * terminated pod leaves to unprepare. Pure: manager.ts does the API reads, the gRPC calls and the file.
  */
 import type { Container, Pod } from '../../../api/core.js';
+import { isExtendedResourceName } from '../../../node/setters.js';
+import { quantityValue } from '../../../util/quantity.js';
 
 /** A pod's spec.resourceClaims entry (core/v1 PodResourceClaim). */
 export interface PodResourceClaim {
@@ -62,9 +64,78 @@ export interface ClaimInfoState {
   prepared: boolean;
 }
 
+/** A pod's status.extendedResourceClaimStatus: the claim the scheduler made for DRA-backed extended resources. */
+export interface PodExtendedResourceClaimStatus {
+  resourceClaimName: string;
+  requestMappings: { containerName: string; resourceName: string; requestName: string }[];
+}
+
+/** The pod's extended resource claim (DRAExtendedResource), when the scheduler made one. */
+export function extendedResourceClaimStatus(pod: Pod): PodExtendedResourceClaimStatus | undefined {
+  const st = (
+    pod.status as { extendedResourceClaimStatus?: Partial<PodExtendedResourceClaimStatus> } | undefined
+  )?.extendedResourceClaimStatus;
+  if (!st || typeof st.resourceClaimName !== 'string' || st.resourceClaimName === '') return undefined;
+  return {
+    resourceClaimName: st.resourceClaimName,
+    requestMappings: Array.isArray(st.requestMappings) ? st.requestMappings : [],
+  };
+}
+
+/**
+ * The pod claim that stands for the extended resource claim: no name (a real pod claim always has one, so the
+ * two never mix), the claim by its name, so no owner check (as the kubelet's resourceclaim.Name).
+ */
+function extendedPodClaim(st: PodExtendedResourceClaimStatus): PodResourceClaim {
+  return { name: '', resourceClaimName: st.resourceClaimName };
+}
+
+/** The pod's claims: spec.resourceClaims, then the extended resource claim (the kubelet's PrepareResources). */
 export function podResourceClaims(pod: Pod): PodResourceClaim[] {
   const spec = pod.spec as { resourceClaims?: PodResourceClaim[] };
-  return Array.isArray(spec.resourceClaims) ? spec.resourceClaims : [];
+  const claims = Array.isArray(spec.resourceClaims) ? spec.resourceClaims : [];
+  const ext = extendedResourceClaimStatus(pod);
+  return ext ? [...claims, extendedPodClaim(ext)] : claims;
+}
+
+/**
+ * The requests of the extended resource claim that serve `container`: the mappings for it of the DRA-backed
+ * extended resources it requests (non-zero), as the kubelet's GetResources.
+ */
+export function extendedResourceRequests(pod: Pod, container: Container): string[] {
+  const ext = extendedResourceClaimStatus(pod);
+  if (!ext) return [];
+  const requested = new Set(
+    Object.entries(container.resources?.requests ?? {})
+      .filter(([name, q]) => isDRAExtendedResourceName(name) && !isZeroQuantity(q))
+      .map(([name]) => name),
+  );
+  return ext.requestMappings
+    .filter((m) => m.containerName === container.name && requested.has(m.resourceName))
+    .map((m) => m.requestName);
+}
+
+/** The device manager's isDRAExtendedResource: the pod's extended resource claim maps `resource` to the container. */
+export function isDRAExtendedResource(pod: Pod, containerName: string, resource: string): boolean {
+  return (extendedResourceClaimStatus(pod)?.requestMappings ?? []).some(
+    (m) => m.containerName === containerName && m.resourceName === resource,
+  );
+}
+
+/** Implicit extended resources of a DeviceClass (`deviceclass.resource.kubernetes.io/<class>`). */
+const DeviceClassResourcePrefix = 'deviceclass.resource.kubernetes.io/';
+
+/** schedutil.IsDRAExtendedResourceName: an extended resource name, or a DeviceClass's implicit one. */
+export function isDRAExtendedResourceName(name: string): boolean {
+  return isExtendedResourceName(name) || name.startsWith(DeviceClassResourcePrefix);
+}
+
+function isZeroQuantity(q: unknown): boolean {
+  try {
+    return quantityValue(String(q)) === 0;
+  } catch {
+    return false;
+  }
 }
 
 export function containerResourceClaims(container: Container): ContainerResourceClaim[] {
@@ -278,6 +349,9 @@ export function containerCDIDevices(
   for (const c of containerResourceClaims(container)) {
     byName.set(c.name, [...(byName.get(c.name) ?? []), c.request ?? '']);
   }
+  // The extended resource claim (name ''): only the requests mapped to this container, never all devices.
+  const extended = extendedResourceRequests(pod, container);
+  if (extended.length > 0) byName.set('', extended);
   const out: string[] = [];
   const namespace = pod.metadata.namespace ?? '';
   for (const podClaim of podResourceClaims(pod)) {

@@ -261,6 +261,85 @@ describe('cm/dra/claiminfo', () => {
     });
   });
 
+  describe("the pod's extended resource claim (DRAExtendedResource: status.extendedResourceClaimStatus)", () => {
+    const p = {
+      metadata: { name: 'p', namespace: 'ns', uid: 'pod-uid' },
+      spec: { containers: [], resourceClaims: [{ name: 'gpu', resourceClaimName: 'c' }] },
+      status: {
+        extendedResourceClaimStatus: {
+          resourceClaimName: 'p-extended-resources-x',
+          requestMappings: [
+            { containerName: 'a', resourceName: 'example.com/gpu', requestName: 'container-0-request-0' },
+            {
+              containerName: 'a',
+              resourceName: 'deviceclass.resource.kubernetes.io/nic',
+              requestName: 'nic-0',
+            },
+            { containerName: 'b', resourceName: 'example.com/gpu', requestName: 'container-1-request-0' },
+          ],
+        },
+      },
+    } as unknown as Pod;
+    const cache = new ClaimInfoCache([
+      info({ claimName: 'c', driverState: { 'd.example.com': { devices: [] } } }),
+      info({
+        claimName: 'p-extended-resources-x',
+        claimUID: 'ext-uid',
+        driverState: {
+          'd.example.com': {
+            devices: [
+              {
+                requestNames: ['container-0-request-0'],
+                poolName: 'p',
+                deviceName: 'g0',
+                cdiDeviceIDs: ['k.io/c=g0'],
+              },
+              {
+                requestNames: ['container-1-request-0'],
+                poolName: 'p',
+                deviceName: 'g1',
+                cdiDeviceIDs: ['k.io/c=g1'],
+              },
+              { requestNames: ['nic-0'], poolName: 'p', deviceName: 'n0', cdiDeviceIDs: ['k.io/c=n0'] },
+            ],
+          },
+        },
+      }),
+    ]);
+    const ctr = (name: string, requests: Record<string, string>): Container =>
+      ({ name, resources: { requests } }) as unknown as Container;
+
+    it('is prepared and unprepared with the pod claims, named, no owner check', () => {
+      expect(podClaimNames(p)).to.deep.equal(['c', 'p-extended-resources-x']);
+      expect(podClaimName(p, { name: '', resourceClaimName: 'p-extended-resources-x' })).to.deep.equal({
+        ok: true,
+        name: 'p-extended-resources-x',
+        mustCheckOwner: false,
+      });
+    });
+
+    const cases: [string, Container, string[]][] = [
+      [
+        'the devices of the requests mapped to the container',
+        ctr('a', { 'example.com/gpu': '1' }),
+        ['k.io/c=g0'],
+      ],
+      [
+        "a DeviceClass's implicit resource too",
+        ctr('a', { 'example.com/gpu': '1', 'deviceclass.resource.kubernetes.io/nic': '1' }),
+        ['k.io/c=g0', 'k.io/c=n0'],
+      ],
+      ['another container: its own', ctr('b', { 'example.com/gpu': '2' }), ['k.io/c=g1']],
+      ['a zero request: none', ctr('a', { 'example.com/gpu': '0' }), []],
+      ['no extended resources: none (never the whole claim)', ctr('a', { cpu: '1' }), []],
+    ];
+    for (const [name, container, want] of cases) {
+      it(name, () =>
+        expect(containerCDIDevices(p, container, cache)).to.deep.equal({ ok: true, devices: want }),
+      );
+    }
+  });
+
   it('podClaimNames: names that resolve', () => {
     const p = pod({
       claims: [
