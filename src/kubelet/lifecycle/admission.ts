@@ -281,13 +281,20 @@ export function withoutMissingExtendedResources(
   const drops = (resource: string, container: string): boolean =>
     backedByDRA(resource, container) || (isExtendedResourceName(resource) && !allocatable.has(resource));
   let changed = false;
+  // Limits too: podRequests takes a limit without a request as the request (the API server's defaulting).
+  const keep = (list: Record<string, string | number> | undefined, container: string) =>
+    list && Object.fromEntries(Object.entries(list).filter(([r]) => !drops(r, container)));
   const filter = <C extends Pod['spec']['containers'][number]>(cs: C[] | undefined): C[] | undefined =>
     cs?.map((c) => {
-      const req = c.resources?.requests;
-      if (!req || !Object.keys(req).some((r) => drops(r, c.name))) return c;
+      const named = [...Object.keys(c.resources?.requests ?? {}), ...Object.keys(c.resources?.limits ?? {})];
+      if (!named.some((r) => drops(r, c.name))) return c;
       changed = true;
-      const kept = Object.fromEntries(Object.entries(req).filter(([r]) => !drops(r, c.name)));
-      return { ...c, resources: { ...c.resources, requests: kept } };
+      const requests = keep(c.resources?.requests, c.name);
+      const limits = keep(c.resources?.limits, c.name);
+      return {
+        ...c,
+        resources: { ...c.resources, ...(requests ? { requests } : {}), ...(limits ? { limits } : {}) },
+      };
     });
   const containers = filter(pod.spec.containers) ?? [];
   const initContainers = filter(pod.spec.initContainers);

@@ -371,6 +371,18 @@ describe('admitPod: extended resources the node does not count (removeMissingExt
       true,
     ],
     ['cpu is never dropped', pod('p', [c('a', { cpu: '3' })]), false],
+    [
+      'a limit alone (the request the API server defaults from it): the same',
+      withClaim(pod('p', [c('a', {}, { resources: { limits: { 'example.com/gpu': '2' } } })]), [
+        { containerName: 'a', resourceName: 'example.com/gpu' },
+      ]),
+      true,
+    ],
+    [
+      'a limit alone, not backed: counted',
+      pod('p', [c('a', {}, { resources: { limits: { 'example.com/gpu': '2' } } })]),
+      false,
+    ],
   ];
   for (const [name, p, admit] of table) {
     it(name, () => expect(admitPod(p, n(), []).admit).to.equal(admit));
