@@ -37,7 +37,7 @@ import {
 import type { SyncErrorReason } from './syncresult.js';
 import { handlerSupportsRecursiveReadOnly } from '../volumemanager/makemounts.js';
 import { mergeEnv } from '../cm/dra/cdi.js';
-import { containerResourceClaims } from '../cm/dra/claiminfo.js';
+import { containerResourceClaims, extendedResourceRequests } from '../cm/dra/claiminfo.js';
 import type { ContainerDynamicResources } from '../cm/dra/manager.js';
 
 export type StartOutcome =
@@ -167,9 +167,11 @@ async function generateContainerConfig(
     const denied = verifyRunAsNonRoot(pod, container, user.uid, user.username);
     if (denied) throw new KindError('Forbidden', denied, { container: container.name });
   }
-  // The CDI devices of the claims it references; a runtime without CDI gets their edits applied here.
+  // The CDI devices of the claims it references (and of the DRA-backed extended resources it requests); a
+  // runtime without CDI gets their edits applied here.
   const dra =
-    ctx.runtimeHelper?.containerDynamicResources && containerResourceClaims(container).length > 0
+    ctx.runtimeHelper?.containerDynamicResources &&
+    (containerResourceClaims(container).length > 0 || extendedResourceRequests(pod, container).length > 0)
       ? await ctx.runtimeHelper.containerDynamicResources(
           pod,
           container,

@@ -9,6 +9,7 @@ import {
   containerCDIDevices,
   decodeCheckpoint,
   encodeCheckpoint,
+  extendedResourceRequests,
   inactivePodClaims,
   newClaimInfo,
   planUnprepare,
@@ -316,6 +317,14 @@ describe('cm/dra/claiminfo', () => {
         name: 'p-extended-resources-x',
         mustCheckOwner: false,
       });
+    });
+
+    it('extendedResourceRequests: what makes a container without resources.claims get CDI devices', () => {
+      expect(extendedResourceRequests(p, ctr('a', { 'example.com/gpu': '1' }))).to.deep.equal([
+        'container-0-request-0',
+      ]);
+      expect(extendedResourceRequests(p, ctr('c', { 'example.com/gpu': '1' }))).to.deep.equal([]);
+      expect(extendedResourceRequests(pod(), ctr('a', { 'example.com/gpu': '1' }))).to.deep.equal([]);
     });
 
     const cases: [string, Container, string[]][] = [
