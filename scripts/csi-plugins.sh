@@ -15,10 +15,17 @@
 # serve GetPluginInfo without one). Progress goes to stderr; stdout is two lines: the registrar's path, then the driver's.
 # Exit 2: a prerequisite (Go 1.26, the sources) is missing. Override the pins with REGISTRAR_VERSION /
 # HOSTPATH_VERSION.
+#
+# `csi-plugins.sh sidecars` builds also the controller sidecars the upstream CSI mock specs deploy
+# (external-provisioner, -attacher, -resizer, at the tags Kubernetes v1.37.2's manifests name) and prints
+# `<image short name> <path>` per binary instead, for scripts/upstream-e2e.sh's images.
 set -euo pipefail
 
 REGISTRAR_VERSION="${REGISTRAR_VERSION:-v2.17.0}"
 HOSTPATH_VERSION="${HOSTPATH_VERSION:-v1.18.0}"
+PROVISIONER_VERSION="${PROVISIONER_VERSION:-v6.3.0}"
+ATTACHER_VERSION="${ATTACHER_VERSION:-v4.12.0}"
+RESIZER_VERSION="${RESIZER_VERSION:-v2.2.0}"
 CACHE_ROOT="${KUBELET_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubelet-operator}"
 MIRROR="${CSI_SRC_MIRROR:-/work/.mirror}"
 
@@ -60,5 +67,20 @@ build() {
 
 exec 9>"$CACHE_ROOT/.csi-lock" 2>/dev/null || { mkdir -p "$CACHE_ROOT" && exec 9>"$CACHE_ROOT/.csi-lock"; }
 flock 9
-build kubernetes-csi+node-driver-registrar "$REGISTRAR_VERSION" csi-node-driver-registrar ./cmd/csi-node-driver-registrar
-build kubernetes-csi+csi-driver-host-path "$HOSTPATH_VERSION" hostpathplugin ./cmd/hostpathplugin
+case "${1:-}" in
+  '')
+    build kubernetes-csi+node-driver-registrar "$REGISTRAR_VERSION" csi-node-driver-registrar ./cmd/csi-node-driver-registrar
+    build kubernetes-csi+csi-driver-host-path "$HOSTPATH_VERSION" hostpathplugin ./cmd/hostpathplugin
+    ;;
+  sidecars)
+    echo "csi-node-driver-registrar $(build kubernetes-csi+node-driver-registrar "$REGISTRAR_VERSION" csi-node-driver-registrar ./cmd/csi-node-driver-registrar)"
+    echo "hostpathplugin $(build kubernetes-csi+csi-driver-host-path "$HOSTPATH_VERSION" hostpathplugin ./cmd/hostpathplugin)"
+    echo "csi-provisioner $(build kubernetes-csi+external-provisioner "$PROVISIONER_VERSION" csi-provisioner ./cmd/csi-provisioner)"
+    echo "csi-attacher $(build kubernetes-csi+external-attacher "$ATTACHER_VERSION" csi-attacher ./cmd/csi-attacher)"
+    echo "csi-resizer $(build kubernetes-csi+external-resizer "$RESIZER_VERSION" csi-resizer ./cmd/csi-resizer)"
+    ;;
+  *)
+    echo "usage: $0 [sidecars]" >&2
+    exit 64
+    ;;
+esac

@@ -4,8 +4,9 @@
 #
 #   upstream-e2e.sh build           builds e2e.test, agnhost, kubectl, the ginkgo CLI and sample-apiserver from
 #                                   the Go module proxy
-#   upstream-e2e.sh images          builds the e2e test images as OCI image layout tars (needs `build`)
+#   upstream-e2e.sh images [--csi]  builds the e2e test images as OCI image layout tars (needs `build`)
 #   upstream-e2e.sh import <sock>   imports those images into containerd's k8s.io namespace at <sock>
+#   upstream-e2e.sh import <sock> --csi   the same plus the sig-storage images of the DRA and CSI mock specs
 #
 # build: k8s.io/kubernetes at KUBE_VERSION (default: the pin in scripts/kube-binaries.sh), built in a
 #   throwaway module like kube-binaries.sh does, cached outside the repo:
@@ -28,6 +29,10 @@
 #   Cached in $CACHE/e2e-images/<recipe key>/; prints one line per tar: `<path> <name> [alias...]`.
 # import: `images`, then `ctr -n k8s.io images import` of every tar whose names are not all present
 #   with the same digest already.
+# --csi: also registry.k8s.io/sig-storage/{hostpathplugin,csi-node-driver-registrar,csi-provisioner,
+#   csi-attacher,csi-resizer} under the tags e2e.test lists, each holding the binary that scripts/csi-plugins.sh
+#   builds from the pinned upstream sources (hostpathplugin over the busybox root: the DRA specs run a shell
+#   in it). Built here, never pulled; cached in $CACHE/e2e-images/csi-<key>/.
 #
 # Progress goes to stderr. Exit 0: done; 1: a step failed; 2: a prerequisite (Go, root, a package, the
 # `build` output) is missing; 64: usage.
@@ -54,7 +59,7 @@ die() {
   exit 2
 }
 usage() {
-  echo "usage: $0 build | images | import <containerd-socket>" >&2
+  echo "usage: $0 build | images [--csi] | import <containerd-socket> [--csi]" >&2
   exit 64
 }
 
@@ -899,6 +904,71 @@ ensure_images() {
 cmd_images() {
   ensure_images
   print_images "$IMAGES_DIR"
+  if [[ "${1:-}" == --csi ]]; then
+    ensure_busybox
+    ensure_csi_images
+    print_images "$CSI_IMAGES_DIR"
+  elif [[ -n "${1:-}" ]]; then
+    usage
+  fi
+}
+
+# ---- the sig-storage images of the DRA and CSI mock specs
+#
+# Upstream's are distroless (alpine for hostpathplugin) with one binary as entrypoint. Here each binary comes
+# from scripts/csi-plugins.sh (upstream's sources at a pinned tag): the hostpath driver's proxy mode relays
+# the kubelet's and the sidecars' unix-socket connections to the TCP port that e2e.test port-forwards to,
+# where the specs' own CSI driver and DRA kubelet plugin answer.
+readonly CSI_IMAGES_RECIPE='1'
+readonly CSI_REGISTRY='registry.k8s.io/sig-storage'
+CSI_IMAGES_DIR=""
+
+ensure_csi_images() {
+  local bins key dir name bin
+  ensure_images
+  bins="$(bash "$SCRIPTS_DIR/csi-plugins.sh" sidecars)" || die "scripts/csi-plugins.sh sidecars failed"
+  # The binaries' cache paths name their repositories and tags: part of the key.
+  key="csi-r${CSI_IMAGES_RECIPE}_$(printf '%s\n' "$bins" "$(basename "$IMAGES_DIR")" | sha256sum | cut -c1-16)"
+  dir="$IMAGES_ROOT/$key"
+  CSI_IMAGES_DIR="$dir"
+  [[ -s "$dir/images.txt" ]] && return 0
+  exec 8>"$IMAGES_ROOT/.lock"
+  flock 8
+  [[ -s "$dir/images.txt" ]] && return 0
+  log "building the sig-storage images (once; cached in $dir)"
+  local stage work listed tags tag names diff_id digest size
+  new_stage "$IMAGES_ROOT"
+  stage="$DIR"
+  work="$stage/.work"
+  mkdir -p "$work"
+  listed="$(cut -d' ' -f1 <"$IMAGES_DIR/list-images.txt" 2>/dev/null || "$E2E_DIR/bin/e2e.test" --list-images 2>/dev/null)"
+  : >"$stage/images.txt"
+  while read -r name bin; do
+    [[ -x "$bin" ]] || fail "csi-plugins.sh printed no binary for $name"
+    tags="$(sed -n "s#^$CSI_REGISTRY/$name:##p" <<<"$listed" | sort -u -r -V | tr '\n' ' ')"
+    [[ -n "$tags" ]] || { log "e2e.test lists no $CSI_REGISTRY/$name; not built"; continue; }
+    names=()
+    for tag in $tags; do names+=("$CSI_REGISTRY/$name:$tag"); done
+    rm -rf "$work/root"
+    if [[ "$name" == hostpathplugin ]]; then
+      make_rootfs "$work/root" "$BUSYBOX_BIN"
+    else
+      mkdir -p "$work/root/tmp"
+      chmod 1777 "$work/root/tmp"
+    fi
+    cp "$bin" "$work/root/$name"
+    chmod 0755 "$work/root/$name"
+    read -r diff_id digest size < <(make_layer "$work/root" "$work/layer-$name")
+    LAYER_FILE="$work/layer-$name.tar.gz"
+    OCI_UPPER_LAYERS=()
+    build_image "$stage/$name.tar" "${names[0]}" "$digest" "$size" "$diff_id" "\"Entrypoint\":[\"/$name\"]" "${names[@]:1}"
+    digest="$(tar -xOf "$stage/$name.tar" index.json | sed -n 's/^{"schemaVersion":2,"manifests":\[{[^}]*"digest":"\(sha256:[0-9a-f]*\)".*/\1/p')"
+    [[ -n "$digest" ]] || fail "no manifest digest in $stage/$name.tar"
+    echo "$name.tar $digest ${names[*]}" >>"$stage/images.txt"
+  done <<<"$bins"
+  rm -rf "$work"
+  rm -rf "$dir"
+  mv -T "$stage" "$dir"
 }
 
 # ---------------------------------------------------------------------------------------------- import
@@ -908,38 +978,47 @@ cmd_import() {
   [[ -n "$sock" ]] || usage
   [[ -S "$sock" ]] || fail "no containerd socket at $sock"
   command -v ctr >/dev/null || die "ctr (from the containerd package) is not installed"
-  local dir
+  local dirs=()
   ensure_images
-  dir="$IMAGES_DIR"
+  dirs=("$IMAGES_DIR")
+  if [[ "${2:-}" == --csi ]]; then
+    ensure_busybox
+    ensure_csi_images
+    dirs+=("$CSI_IMAGES_DIR")
+  elif [[ -n "${2:-}" ]]; then
+    usage
+  fi
   # What the namespace holds already: "<ref> <digest>" per image.
   local present
   present="$(ctr --address "$sock" -n "$NAMESPACE" images ls 2>/dev/null | awk 'NR > 1 {print $1, $3}')" ||
     fail "cannot list the images at $sock"
-  local file digest names name missing imported=0 skipped=0 t0
-  while read -r file digest names; do
-    missing=0
-    for name in $names; do
-      grep -qxF "$name $digest" <<<"$present" || missing=1
-    done
-    if ((missing == 0)); then
-      skipped=$((skipped + 1))
-      continue
-    fi
-    t0=$SECONDS
-    ctr --address "$sock" -n "$NAMESPACE" images import "$dir/$file" >/dev/null ||
-      fail "importing $dir/$file failed"
-    imported=$((imported + 1))
-    log "imported $file ($names) in $((SECONDS - t0))s"
-  done <"$dir/images.txt"
+  local dir file digest names name missing imported=0 skipped=0 t0
+  for dir in "${dirs[@]}"; do
+    while read -r file digest names; do
+      missing=0
+      for name in $names; do
+        grep -qxF "$name $digest" <<<"$present" || missing=1
+      done
+      if ((missing == 0)); then
+        skipped=$((skipped + 1))
+        continue
+      fi
+      t0=$SECONDS
+      ctr --address "$sock" -n "$NAMESPACE" images import "$dir/$file" >/dev/null ||
+        fail "importing $dir/$file failed"
+      imported=$((imported + 1))
+      log "imported $file ($names) in $((SECONDS - t0))s"
+    done <"$dir/images.txt"
+  done
   log "imported $imported image tars, $skipped already present"
-  print_images "$dir"
+  for dir in "${dirs[@]}"; do print_images "$dir"; done
 }
 
 # ---------------------------------------------------------------------------------------------- main
 
 case "${1:-}" in
   build) cmd_build ;;
-  images) cmd_images ;;
-  import) cmd_import "${2:-}" ;;
+  images) cmd_images "${2:-}" ;;
+  import) cmd_import "${2:-}" "${3:-}" ;;
   *) usage ;;
 esac

@@ -1,4 +1,4 @@
-// `npm run test:upstream -- [--preset quick|node|sim|resize] [--focus REGEX] [--skip REGEX] [--procs N] [--nodes N]`:
+// `npm run test:upstream -- [--preset quick|node|sim|resize|plugins] [--focus REGEX] [--skip REGEX] [--procs N] [--nodes N]`:
 // the kubelet's own upstream e2e suite (Kubernetes' e2e.test, built from the Go module proxy by
 // scripts/upstream-e2e.sh) against a cluster whose only node agent is kubelet-operator (test/upstream/cluster.ts).
 //
@@ -7,9 +7,12 @@
 //   node   every NodeConformance spec of [sig-node], [sig-storage] and [sig-network], non-Slow and the like
 //   sim    the specs in test/upstream/sim.txt against simulated VirtualNodes: what needs no real process
 //   resize the in-place resize and pod generation specs of [sig-node] (test/upstream/resize.txt), on cri
+//   plugins the [sig-node] [DRA] and [sig-storage] CSI Mock specs (test/upstream/plugins.txt), on cri, with the
+//          sig-storage images (hostpathplugin's proxy mode and the CSI sidecars) imported too
 //   conformance  every [Conformance] spec of the suite (the one that certifies a cluster): the parallel ones on
 //          --procs processes, then the [Serial] and [Disruptive] ones in one process
-// `--focus REGEX` runs the matching specs instead (with the suite's default skip of Slow/Serial/... specs).
+// `--focus REGEX` runs the matching specs instead (with the suite's default skip of Slow/Serial/... specs);
+// `--plugin-images` imports the plugins preset's sig-storage images for it too.
 // Specs listed in test/upstream/excluded.yaml are not run; each is reported with the reason.
 //
 // Prints a table per spec (passed, or failed with the first lines of its failure), a table per area, and a
@@ -42,8 +45,17 @@ import {
 const SCRIPT = path.join(REPO_ROOT, 'scripts/upstream-e2e.sh');
 const HERE = path.join(REPO_ROOT, 'test/upstream');
 
+const PRESETS = ['quick', 'node', 'sim', 'resize', 'plugins', 'conformance'] as const;
+/** The presets that are lists of specs, and their files in test/upstream/. */
+const PRESET_FILES = {
+  quick: 'quick.txt',
+  sim: 'sim.txt',
+  resize: 'resize.txt',
+  plugins: 'plugins.txt',
+} as const;
+
 interface Args {
-  preset?: 'quick' | 'node' | 'sim' | 'resize' | 'conformance';
+  preset?: (typeof PRESETS)[number];
   focus?: string;
   skip: string[];
   procs: number;
@@ -53,12 +65,14 @@ interface Args {
   keep: boolean;
   /** --focus without the suite's default skip ([Serial], [Slow], ...): the focus alone decides. */
   defaultSkip: boolean;
+  /** Import the sig-storage images too (hostpathplugin, CSI sidecars): the plugins preset, or --plugin-images. */
+  pluginImages: boolean;
 }
 
 function usage(msg?: string): never {
   if (msg) console.error(`test:upstream: ${msg}`);
   console.error(
-    'usage: npm run test:upstream -- [--preset quick|node|sim|resize|conformance | --focus REGEX] [--skip REGEX]... [--procs N] [--nodes N] [--runtime cri|sim] [--timeout 2h] [--keep]',
+    'usage: npm run test:upstream -- [--preset quick|node|sim|resize|plugins|conformance | --focus REGEX] [--skip REGEX]... [--procs N] [--nodes N] [--runtime cri|sim] [--timeout 2h] [--keep] [--plugin-images]',
   );
   process.exit(64);
 }
@@ -72,6 +86,7 @@ export function parseArgs(argv: readonly string[]): Args {
     timeout: '3h',
     keep: false,
     defaultSkip: true,
+    pluginImages: false,
   };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!;
@@ -83,9 +98,9 @@ export function parseArgs(argv: readonly string[]): Args {
     switch (flag) {
       case '--preset': {
         const v = value();
-        if (v !== 'quick' && v !== 'node' && v !== 'sim' && v !== 'resize' && v !== 'conformance')
-          usage(`unknown preset ${v}`);
-        a.preset = v;
+        const preset = PRESETS.find((p) => p === v);
+        if (!preset) usage(`unknown preset ${v}`);
+        a.preset = preset;
         break;
       }
       case '--focus':
@@ -115,6 +130,9 @@ export function parseArgs(argv: readonly string[]): Args {
       case '--keep':
         a.keep = true;
         break;
+      case '--plugin-images':
+        a.pluginImages = true;
+        break;
       default:
         usage(`unknown argument ${flag}`);
     }
@@ -122,6 +140,7 @@ export function parseArgs(argv: readonly string[]): Args {
   if (!a.preset && !a.focus) a.preset = 'quick';
   if (a.preset && a.focus) usage('--preset and --focus exclude each other');
   if (a.preset === 'sim') a.runtime = 'sim';
+  if (a.preset === 'plugins') a.pluginImages = true;
   if (!Number.isInteger(a.procs) || a.procs < 1) usage('--procs must be a positive integer');
   if (!Number.isInteger(a.nodes) || a.nodes < 1 || a.nodes > 20) usage('--nodes must be 1-20');
   return a;
@@ -195,7 +214,7 @@ async function phasesFor(a: Args): Promise<Phase[]> {
       { selection: conformance('parallel', a.skip) },
       { selection: conformance('serial', a.skip), serial: true },
     ];
-  const file = a.preset === 'sim' ? 'sim.txt' : a.preset === 'resize' ? 'resize.txt' : 'quick.txt';
+  const file = PRESET_FILES[a.preset as keyof typeof PRESET_FILES];
   return [{ selection: listed(a.preset!, await readList(file), a.skip) }];
 }
 
@@ -248,7 +267,9 @@ async function main(): Promise<void> {
       nodes: a.nodes,
       logDir: outDir,
       say,
-      importImages: (sock) => runScript(['import', sock]).then(() => undefined),
+      // The plugins preset's drivers need the sig-storage images as well (hostpathplugin, CSI sidecars).
+      importImages: (sock) =>
+        runScript(['import', sock, ...(a.pluginImages ? ['--csi'] : [])]).then(() => undefined),
       ...(kubectl ? { kubectl } : {}),
     });
     for (const [i, phase] of phases.entries()) {

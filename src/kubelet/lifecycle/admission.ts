@@ -254,6 +254,38 @@ export function admitBeforeResourceAllocation(pod: Pod, node: AdmissionNode): Ad
 }
 
 /**
+ * kubelet removeMissingExtendedResources: the spec whose requests the resource check reads. A container's
+ * extended resources that the node does not advertise are not the node's to count (cluster-level ones). The
+ * pod's own spec when nothing goes.
+ */
+export function withoutMissingExtendedResources(
+  pod: Pod,
+  allocatable: ReadonlyMap<string, number>,
+): Pod['spec'] {
+  const drops = (resource: string): boolean => isExtendedResourceName(resource) && !allocatable.has(resource);
+  let changed = false;
+  // Limits too: podRequests takes a limit without a request as the request (the API server's defaulting).
+  const keep = (list: Record<string, string | number> | undefined) =>
+    list && Object.fromEntries(Object.entries(list).filter(([r]) => !drops(r)));
+  const filter = <C extends Pod['spec']['containers'][number]>(cs: C[] | undefined): C[] | undefined =>
+    cs?.map((c) => {
+      const named = [...Object.keys(c.resources?.requests ?? {}), ...Object.keys(c.resources?.limits ?? {})];
+      if (!named.some(drops)) return c;
+      changed = true;
+      const requests = keep(c.resources?.requests);
+      const limits = keep(c.resources?.limits);
+      return {
+        ...c,
+        resources: { ...c.resources, ...(requests ? { requests } : {}), ...(limits ? { limits } : {}) },
+      };
+    });
+  const containers = filter(pod.spec.containers) ?? [];
+  const initContainers = filter(pod.spec.initContainers);
+  if (!changed) return pod.spec;
+  return { ...pod.spec, containers, ...(initContainers ? { initContainers } : {}) };
+}
+
+/**
  * Decides whether `pod` may run on `node` next to `admitted` (pods already running or admitted there, not
  * terminal). The first failing check gives the reason, in the kubelet's order: node pressure (the eviction
  * manager's handler), sysctls, OS label, OS field,
@@ -299,8 +331,11 @@ export function admitPod(
 
   let requests: ResourceAmounts;
   try {
-    // The requests its DRA extended resource claim serves are not the node's to fit (DRAExtendedResource).
-    requests = requestsOf(withoutDRAExtendedResources(pod).spec);
+    // The requests its DRA extended resource claim serves, and extended resources the node does not
+    // advertise, are not the node's to fit.
+    requests = requestsOf(
+      withoutMissingExtendedResources(withoutDRAExtendedResources(pod), node.allocatable),
+    );
   } catch (err) {
     return invalidRequest(err);
   }

@@ -101,5 +101,13 @@ export async function setUpHostPath(
     }
     if (err) return mountFailure(err);
   }
-  return { ok: true, volume: { hostPath: path, readOnly, selinuxRelabel: false } };
+  return {
+    ok: true,
+    volume: {
+      hostPath: path,
+      readOnly,
+      selinuxRelabel: false,
+      ...(path !== source.path ? { kubeletPath: source.path } : {}),
+    },
+  };
 }

@@ -21,6 +21,11 @@ export interface MountedVolume {
   readOnly: boolean;
   /** The runtime may relabel it for SELinux (volumes the kubelet manages). */
   selinuxRelabel: boolean;
+  /**
+   * A hostPath the pod named under `/var/lib/kubelet` that is this node's own root (`hostPath` elsewhere): the
+   * path the pod named, for makeMounts' mirror mount (a node plugin's pod sees the node's real paths too).
+   */
+  kubeletPath?: string;
 }
 
 /**

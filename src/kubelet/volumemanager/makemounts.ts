@@ -15,6 +15,11 @@
  *   where the handler supports it, plain read-only elsewhere;
  * - an image volume (ImageVolume) mounts the pulled image (its ID) with no host path, `subPath` naming the
  *   directory of the image to mount.
+ *
+ * Not in the kubelet: a node's `/var/lib/kubelet` is a directory of its own here (src/kubelet/rootdir.ts), and
+ * the paths the node hands a CSI driver (staging and target paths) are its real ones. A container that mounts
+ * a hostPath under `/var/lib/kubelet` at that same path (a node plugin's pod, written for a kubelet) gets the
+ * directory at its real path as well, so those paths resolve in the plugin's container too.
  */
 import { isAbsolutePath, joinPath } from '../volume/paths.js';
 import type { Container } from '../../api/core.js';
@@ -121,6 +126,25 @@ export function subPathError(subPath: string): string | undefined {
   return undefined;
 }
 
+/**
+ * Where a container mounting `vol` at `containerPath` also gets it mounted: at its real host path, when the
+ * volume is a hostPath the pod named under `/var/lib/kubelet` (resolved to this node's root) and mounted at
+ * that very path, whole. Undefined otherwise.
+ */
+function kubeletRootMirror(
+  vol: MountedVolume,
+  m: VolumeMount,
+  containerPath: string,
+  subPath: string,
+  image: boolean,
+): string | undefined {
+  if (vol.kubeletPath === undefined || image || subPath !== '' || m.subPathExpr) return undefined;
+  const trim = (p: string): string => p.replace(/\/+$/, '') || '/';
+  if (trim(containerPath) !== trim(vol.kubeletPath) || trim(vol.hostPath) === trim(containerPath))
+    return undefined;
+  return vol.hostPath;
+}
+
 export function makeMounts(input: MakeMountsInput): MakeMountsResult {
   const mounts: Mount[] = [];
   const subPaths: SubPathToCreate[] = [];
@@ -181,6 +205,8 @@ export function makeMounts(input: MakeMountsInput): MakeMountsResult {
     }
     if (vol.selinuxRelabel) mount.selinuxRelabel = true;
     mounts.push(mount);
+    const mirror = kubeletRootMirror(vol, m, containerPath, subPath, image !== undefined);
+    if (mirror) mounts.push({ ...mount, containerPath: mirror });
   }
   if (mountEtcHosts && input.etcHostsPath) {
     mounts.push({

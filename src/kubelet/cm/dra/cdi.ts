@@ -9,6 +9,7 @@
  */
 import { parse as parseYaml } from 'yaml';
 import type { Device, KeyValue, Mount } from '../../../runtime/types.js';
+import { resolveKubeletHostPath } from '../../rootdir.js';
 
 /** The CDI spec directories, lowest priority first (CDI's defaults: /etc/cdi, then /var/run/cdi). */
 export const DefaultCDISpecDirs = ['/etc/cdi', '/var/run/cdi'] as const;
@@ -94,6 +95,19 @@ export interface CDIEdits {
   devices: Device[];
   /** Edits a runtime must apply that the kubelet cannot (hooks, additional GIDs), by device. */
   notApplied: string[];
+}
+
+/**
+ * The edits with their mounts' host paths under `/var/lib/kubelet` in this node's root (resolveKubeletHostPath):
+ * a driver's pod wrote the files there through its hostPath, and its CDI spec names them as a kubelet would
+ * see them (the DRA device metadata files, say).
+ */
+export function inKubeletRoot(edits: CDIEdits, root: string): CDIEdits {
+  const mounts = edits.mounts.map((m) => {
+    const hostPath = resolveKubeletHostPath(m.hostPath, root);
+    return hostPath === m.hostPath ? m : { ...m, hostPath };
+  });
+  return { ...edits, mounts };
 }
 
 /**

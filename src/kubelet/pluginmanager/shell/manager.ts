@@ -8,11 +8,13 @@
  * back-off (500 ms doubling to about 2 min, the kubelet's).
  */
 import { watch, type FSWatcher } from 'node:fs';
-import { lstat, mkdir, readdir } from 'node:fs/promises';
+import { lstat, mkdir, readdir, readlink, rename, symlink } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type * as grpc from '@grpc/grpc-js';
 import { errorMessage } from '../../../util/errors.js';
+import { sha256Hex } from '../../../util/sha256.js';
 import { grpcJs, loadProtoPackage } from '../../../util/grpcmodules.js';
 import type { Logger } from '../../../util/logger.js';
 import {
@@ -82,6 +84,32 @@ export function unary<T>(client: grpc.Client, method: string, req: unknown, time
   });
 }
 
+/** The longest socket path connect(2) takes: sun_path is 108 bytes with its NUL. */
+export const MaxUnixSocketPath = 107;
+
+/**
+ * Where to connect for `socketPath`: itself when it fits sun_path, else a symlink to it under a short directory
+ * (named by the path's hash, so one per socket). A node's root here is longer than `/var/lib/kubelet`, so a
+ * plugin's socket path that fits in its pod (a rolling update's `<driver>-<uid>-reg.sock`) may not fit on the
+ * host; connect(2) follows the link.
+ */
+export async function dialablePath(
+  socketPath: string,
+  linkDir = path.join(tmpdir(), 'ko-sockets'),
+): Promise<string> {
+  if (Buffer.byteLength(socketPath) <= MaxUnixSocketPath) return socketPath;
+  const link = path.join(linkDir, `${sha256Hex(socketPath).slice(0, 24)}.sock`);
+  if (Buffer.byteLength(link) > MaxUnixSocketPath)
+    throw new Error(`socket path ${socketPath} is too long, and so is ${link}`);
+  if ((await readlink(link).catch(() => undefined)) === socketPath) return link;
+  await mkdir(linkDir, { recursive: true, mode: 0o700 });
+  // A new link under a unique name, renamed over the old: concurrent dials never see a missing link.
+  const tmp = `${link}.${process.pid}.${Math.random().toString(36).slice(2)}`;
+  await symlink(socketPath, tmp);
+  await rename(tmp, link);
+  return link;
+}
+
 /** A gRPC client of a unix socket, ready (or rejected) within `timeoutMs` (the kubelet's blocking dial). */
 export async function dialUnix(
   ctor: grpc.ServiceClientConstructor,
@@ -89,7 +117,7 @@ export async function dialUnix(
   timeoutMs = DIAL_TIMEOUT_MS,
 ): Promise<grpc.Client> {
   const g = grpcJs();
-  const client = new ctor(`unix://${socketPath}`, g.credentials.createInsecure());
+  const client = new ctor(`unix://${await dialablePath(socketPath)}`, g.credentials.createInsecure());
   await new Promise<void>((resolve, reject) =>
     client.waitForReady(Date.now() + timeoutMs, (err) =>
       err ? reject(new Error(`failed to dial socket ${socketPath}, err: ${err.message}`)) : resolve(),

@@ -318,7 +318,9 @@ describe('withLiveNode: admission reads the Node as the API server has it now', 
       'example.com/dongle': 2,
     });
     const wants = (k: string, v: string) => pod(`p-${k}`, [c('a', { [k]: v })]);
-    expect(admitPod(wants('scheduling.k8s.io/foo', '2'), own, [])).to.deep.include({
+    // Not advertised at all: not the node's to count (removeMissingExtendedResources); advertised: counted.
+    expect(admitPod(wants('scheduling.k8s.io/foo', '6'), own, [])).to.deep.equal({ admit: true });
+    expect(admitPod(wants('scheduling.k8s.io/foo', '6'), n, [])).to.deep.include({
       reason: 'OutOfscheduling.k8s.io/foo',
     });
     expect(admitPod(wants('scheduling.k8s.io/foo', '2'), n, [])).to.deep.equal({ admit: true });
@@ -326,6 +328,65 @@ describe('withLiveNode: admission reads the Node as the API server has it now', 
       reason: 'OutOfexample.com/dongle',
     });
   });
+});
+
+describe('admitPod: extended resources the node does not count (removeMissingExtendedResources)', () => {
+  const n = () => node({ cpu: 2000, memory: 4 * 2 ** 30, pods: 10, 'example.com/gpu': 1 });
+  const withClaim = (p: Pod, mappings: { containerName: string; resourceName: string }[]): Pod => ({
+    ...p,
+    status: {
+      extendedResourceClaimStatus: {
+        resourceClaimName: 'p-extended-resources-x',
+        requestMappings: mappings.map((m) => ({ ...m, requestName: 'r' })),
+      },
+    } as Pod['status'],
+  });
+  const table: [string, Pod, boolean][] = [
+    ['not advertised: not counted', pod('p', [c('a', { 'example.com/fpga': '4' })]), true],
+    ['advertised: counted', pod('p', [c('a', { 'example.com/gpu': '2' })]), false],
+    [
+      "advertised but backed by the pod's extended resource claim for that container: not counted",
+      withClaim(pod('p', [c('a', { 'example.com/gpu': '2' })]), [
+        { containerName: 'a', resourceName: 'example.com/gpu' },
+      ]),
+      true,
+    ],
+    [
+      'backed by the claim for another container only: counted',
+      withClaim(pod('p', [c('a', { 'example.com/gpu': '2' })]), [
+        { containerName: 'b', resourceName: 'example.com/gpu' },
+      ]),
+      false,
+    ],
+    [
+      "a DeviceClass's implicit resource the claim backs: not counted",
+      withClaim(pod('p', [c('a', { 'deviceclass.resource.kubernetes.io/gpu': '1' })]), [
+        { containerName: 'a', resourceName: 'deviceclass.resource.kubernetes.io/gpu' },
+      ]),
+      true,
+    ],
+    [
+      'an init container the same',
+      pod('p', [c('a')], { initContainers: [c('i', { 'example.com/fpga': '4' })] }),
+      true,
+    ],
+    ['cpu is never dropped', pod('p', [c('a', { cpu: '3' })]), false],
+    [
+      'a limit alone (the request the API server defaults from it): the same',
+      withClaim(pod('p', [c('a', {}, { resources: { limits: { 'example.com/gpu': '2' } } })]), [
+        { containerName: 'a', resourceName: 'example.com/gpu' },
+      ]),
+      true,
+    ],
+    [
+      'a limit alone, not backed: counted',
+      pod('p', [c('a', {}, { resources: { limits: { 'example.com/gpu': '2' } } })]),
+      false,
+    ],
+  ];
+  for (const [name, p, admit] of table) {
+    it(name, () => expect(admitPod(p, n(), []).admit).to.equal(admit));
+  }
 });
 
 describe('admitPod with pod-level resources (PodLevelResources: admission fits PodRequests)', () => {
@@ -351,7 +412,9 @@ describe('admitPod with pod-level resources (PodLevelResources: admission fits P
 });
 
 describe('admitPod with DRA extended resources (DRAExtendedResource: removeMissingExtendedResources)', () => {
-  const n = () => node({ cpu: 2000, memory: 1e9, pods: 10, 'example.com/dongle': 1 });
+  // The node advertises example.com/gpu with none allocatable (a device plugin's, all unhealthy), so a request
+  // for it is the node's to fit unless the claim serves it.
+  const n = () => node({ cpu: 2000, memory: 1e9, pods: 10, 'example.com/dongle': 1, 'example.com/gpu': 0 });
   const withClaim = (p: Pod, mappings: { containerName: string; resourceName: string }[]): Pod => ({
     ...p,
     status: {
@@ -364,7 +427,7 @@ describe('admitPod with DRA extended resources (DRAExtendedResource: removeMissi
   const gpu = (name = 'a') => c(name, { 'example.com/gpu': '1', cpu: '100m' });
   const cases: [string, Pod, unknown][] = [
     [
-      'no claim: counted against the node, which has none',
+      'no claim: counted against the node, which has none free',
       pod('p', [gpu()]),
       {
         admit: false,

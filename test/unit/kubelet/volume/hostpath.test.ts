@@ -142,9 +142,15 @@ describe('volumemanager/hostpath', () => {
         it(`${path} with root ${rootDir ?? '(none)'} -> ${want}`, async () => {
           const h = await node();
           const ctx = { ...ctxOf(h), ...(rootDir !== undefined ? { kubeletRootDir: rootDir } : {}) };
+          // A path the node root resolved elsewhere keeps the pod's own, for makeMounts' mirror mount.
           expect(await setUpHostPath(ctx, { path })).to.deep.equal({
             ok: true,
-            volume: { hostPath: want, readOnly: false, selinuxRelabel: false },
+            volume: {
+              hostPath: want,
+              readOnly: false,
+              selinuxRelabel: false,
+              ...(want !== path ? { kubeletPath: path } : {}),
+            },
           });
         });
       }

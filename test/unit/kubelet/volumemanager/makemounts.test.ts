@@ -226,4 +226,65 @@ describe('volumemanager/makemounts', () => {
       expect(r).to.deep.equal({ ok: true, mounts: [], subPaths: [] });
     });
   });
+
+  describe("a node plugin's /var/lib/kubelet hostPaths: mounted at the node root's real path as well", () => {
+    const root = '/state/nodes/vn-a';
+    const volumes = new Map<string, MountedVolume>([
+      [
+        'pods',
+        {
+          hostPath: `${root}/pods`,
+          readOnly: false,
+          selinuxRelabel: false,
+          kubeletPath: '/var/lib/kubelet/pods',
+        },
+      ],
+      [
+        'sockets',
+        {
+          hostPath: `${root}/plugins/csi-mock`,
+          readOnly: false,
+          selinuxRelabel: false,
+          kubeletPath: '/var/lib/kubelet/plugins/csi-mock',
+        },
+      ],
+      ['plain', { hostPath: '/var/lib/kubelet/pods', readOnly: false, selinuxRelabel: false }],
+    ]);
+    const table: [string, VolumeMount, string[]][] = [
+      [
+        'at the path the pod named: both',
+        { name: 'pods', mountPath: '/var/lib/kubelet/pods', mountPropagation: 'Bidirectional' },
+        ['/var/lib/kubelet/pods', `${root}/pods`],
+      ],
+      [
+        'at the path the pod named, with a trailing slash: both',
+        { name: 'pods', mountPath: '/var/lib/kubelet/pods/' },
+        ['/var/lib/kubelet/pods/', `${root}/pods`],
+      ],
+      ['elsewhere (/csi): only there', { name: 'sockets', mountPath: '/csi' }, ['/csi']],
+      [
+        'a subPath of it: only there',
+        { name: 'pods', mountPath: '/var/lib/kubelet/pods', subPath: 'x' },
+        ['/var/lib/kubelet/pods'],
+      ],
+      [
+        'a node whose root is /var/lib/kubelet: once',
+        { name: 'plain', mountPath: '/var/lib/kubelet/pods' },
+        ['/var/lib/kubelet/pods'],
+      ],
+    ];
+    for (const [name, m, want] of table) {
+      it(name, () => {
+        const r = makeMounts(input([m], { volumes }));
+        if (!r.ok) throw new Error(r.message);
+        expect(r.mounts.map((x) => x.containerPath)).to.deep.equal(want);
+        // The mirror is the same mount: source, propagation, read-only.
+        for (const x of r.mounts) {
+          expect(x.hostPath).to.equal(r.mounts[0]!.hostPath);
+          expect(x.propagation).to.equal(r.mounts[0]!.propagation);
+          expect(x.readonly).to.equal(r.mounts[0]!.readonly);
+        }
+      });
+    }
+  });
 });

@@ -21,7 +21,13 @@ import { loadProtoPackage } from '../../../../util/grpcmodules.js';
 import type { Logger } from '../../../../util/logger.js';
 import type { DRAPlugin } from '../../../pluginmanager/dradrivers.js';
 import { dialUnix, unary } from '../../../pluginmanager/shell/manager.js';
-import { buildCDIRegistry, resolveCDIDevices, type CDIEdits, type CDISpecFile } from '../cdi.js';
+import {
+  buildCDIRegistry,
+  inKubeletRoot,
+  resolveCDIDevices,
+  type CDIEdits,
+  type CDISpecFile,
+} from '../cdi.js';
 import {
   attachPod,
   batchesByDriver,
@@ -227,7 +233,7 @@ export class DRAManager implements DynamicResources {
         edits: resolved.edits.notApplied,
       });
     }
-    return { cdiDevices: got.devices, edits: resolved.edits };
+    return { cdiDevices: got.devices, edits: inKubeletRoot(resolved.edits, this.d.rootDir) };
   }
 
   private cdiSpecDirs(): readonly string[] {

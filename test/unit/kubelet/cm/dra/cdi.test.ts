@@ -1,5 +1,10 @@
 import { expect } from 'chai';
-import { buildCDIRegistry, mergeEnv, resolveCDIDevices } from '../../../../../src/kubelet/cm/dra/cdi.js';
+import {
+  buildCDIRegistry,
+  inKubeletRoot,
+  mergeEnv,
+  resolveCDIDevices,
+} from '../../../../../src/kubelet/cm/dra/cdi.js';
 
 // As the DRA test driver writes one per claim.
 const driverSpec = JSON.stringify({
@@ -112,6 +117,29 @@ describe('cm/dra/cdi', () => {
     ]);
     const got = resolveCDIDevices(r, ['v.io/c=d']);
     expect(got.ok && got.edits.env).to.deep.equal([{ key: 'X', value: 'run' }]);
+  });
+
+  it("inKubeletRoot: mounts of /var/lib/kubelet files come from the node's root, others stay", () => {
+    const edits = {
+      env: [{ key: 'A', value: 'b' }],
+      mounts: [
+        {
+          containerPath: '/var/run/kubernetes.io/dra-device-attributes/x',
+          hostPath: '/var/lib/kubelet/plugins/d/m',
+        },
+        { containerPath: '/data', hostPath: '/srv/data', readonly: true },
+      ],
+      devices: [],
+      notApplied: [],
+    };
+    expect(inKubeletRoot(edits, '/state/nodes/vn-a').mounts).to.deep.equal([
+      {
+        containerPath: '/var/run/kubernetes.io/dra-device-attributes/x',
+        hostPath: '/state/nodes/vn-a/plugins/d/m',
+      },
+      { containerPath: '/data', hostPath: '/srv/data', readonly: true },
+    ]);
+    expect(inKubeletRoot(edits, '/var/lib/kubelet').mounts).to.deep.equal(edits.mounts);
   });
 
   it('mergeEnv: CDI replaces a variable of the same name', () => {
