@@ -130,9 +130,9 @@ describe('DRA on containerd (real scheduler, the upstream DRA test driver)', fun
   const cdiFiles = (): string[] =>
     existsSync(path.join(root, 'cdi')) ? readdirSync(path.join(root, 'cdi')).sort() : [];
 
-  it('prepares an allocated claim, gives the container its CDI env, unprepares it when the pod is gone', async () => {
-    // The driver registers with the node and publishes its devices.
-    await eventually(
+  /** Waits for the driver's ResourceSlice of the node: it has registered and published its devices. */
+  const driverSlicePublished = () =>
+    eventually(
       async () => {
         if (driver?.exitCode !== null) throw new Error(`the driver exited (${driver?.exitCode})`);
         const l = await client.request<{ items: unknown[] }>({
@@ -146,6 +146,10 @@ describe('DRA on containerd (real scheduler, the upstream DRA test driver)', fun
       "the driver's ResourceSlice",
       500,
     );
+
+  it('prepares an allocated claim, gives the container its CDI env, unprepares it when the pod is gone', async () => {
+    // The driver registers with the node and publishes its devices.
+    await driverSlicePublished();
 
     await client.request({
       method: 'POST',
@@ -256,19 +260,7 @@ describe('DRA on containerd (real scheduler, the upstream DRA test driver)', fun
   });
 
   it("a DeviceClass's extended resource: the scheduler's claim is prepared, only the asking container gets its device", async () => {
-    await eventually(
-      async () => {
-        const l = await client.request<{ items: unknown[] }>({
-          method: 'GET',
-          path: '/apis/resource.k8s.io/v1/resourceslices',
-          query: { fieldSelector: `spec.nodeName=${NODE},spec.driver=${DRIVER}` },
-        });
-        return l.items.length > 0;
-      },
-      90_000,
-      "the driver's ResourceSlice",
-      500,
-    );
+    await driverSlicePublished();
     // The class's own config reaches the driver as admin parameters (`admin_kind=extended` in the env).
     await client.request({
       method: 'POST',
