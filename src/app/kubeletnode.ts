@@ -47,6 +47,7 @@ import {
   type CredentialProvider,
 } from '../kubelet/credentialprovider/plugin.js';
 import { nodeLogDir, nodeRootDir, podEnvironmentFor, type NodePodEnvironment } from './podenvironment.js';
+import { ShutdownStateFile } from '../kubelet/nodeshutdown/state.js';
 import { kubeletLocalApis, type KubeletLocalApis } from '../kubelet/apis/shell/server.js';
 import { startNodePluginManager, type NodePluginManager } from '../kubelet/pluginmanager/shell/node.js';
 import { csiHostFor } from '../kubelet/volume/shell/csihost.js';
@@ -403,6 +404,10 @@ export class KubeletManagedNode implements ManagedNode {
       },
       shutdown: {
         config: this.shutdownConfig,
+        stateFile: path.join(
+          nodeRootDir(this.deps.stateDir ?? DEFAULT_STATE_DIR, nodeName),
+          ShutdownStateFile,
+        ),
         recordNode: (type, reason, message) => this.recorder.event(nodeRef(nodeName), type, reason, message),
         syncNodeStatus: () => void this.agent.syncStatus(),
       },

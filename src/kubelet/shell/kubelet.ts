@@ -596,6 +596,7 @@ export class Kubelet {
         },
       }),
       config: sd.config,
+      ...(sd.stateFile ? { stateFile: sd.stateFile } : {}),
       clock: this.d.clock,
       activePods: () => this.syncer.activePods(),
       killPod: (p, status) =>

@@ -140,6 +140,8 @@ export interface KubeletDeps {
     recordNode?: (type: 'Normal' | 'Warning', reason: string, message: string) => void;
     /** Writes the node status now (Ready=False while shutting down); must not block. */
     syncNodeStatus?: () => void;
+    /** The state file keeping the last shutdown's times (`<root>/graceful_node_shutdown_state`). */
+    stateFile?: string;
   };
   /**
    * The image garbage collector's policy (src/kubelet/images/imagegc.ts) and the image filesystem it reads.

@@ -11,10 +11,14 @@
  * with no configuration (the feature off) every method is a no-op and the node is never shutting down;
  * after stop() no kill is sent.
  */
+import { readFileSync } from 'node:fs';
+import { mkdir, rename, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import type { Pod } from '../../../api/core.js';
 import type { Clock } from '../../../util/clock.js';
 import { errorMessage } from '../../../util/errors.js';
 import { shutdownEnabled, type ShutdownConfig } from '../config.js';
+import { decodeShutdownState, encodeShutdownState, type ShutdownState } from '../state.js';
 import {
   admitWhileShuttingDown,
   ExceededGracePeriodMessage,
@@ -60,6 +64,11 @@ export interface NodeShutdownManagerDeps {
    * in seconds since the epoch; none without metrics.
    */
   metrics?: { started(epochSeconds: number): void; ended(epochSeconds: number): void };
+  /**
+   * The state file (`<root>/graceful_node_shutdown_state`): the last shutdown's times, written as it starts
+   * and ends and read back into the gauges at start (with metrics only, as the kubelet's).
+   */
+  stateFile?: string;
 }
 
 /** The kubelet's timestamp of the gauges: whole seconds since the epoch. */
@@ -83,7 +92,43 @@ export class NodeShutdownManager {
         shutdownGracePeriodCriticalPodsMs: c.shutdownGracePeriodCriticalPodsMs,
         shutdownGracePeriodByPodPriority: c.groups,
       });
+      this.restoreMetrics();
     }
+  }
+
+  /** kubelet setMetrics: the gauges as the state file left them (a missing file leaves them alone). */
+  private restoreMetrics(): void {
+    const { metrics, stateFile } = this.d;
+    if (!metrics || !stateFile) return;
+    let state: ShutdownState;
+    try {
+      state = decodeShutdownState(readFileSync(stateFile, 'utf8'));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
+        this.d.logger.warn('Failed to load graceful shutdown state', {
+          err: errorMessage(err),
+          path: stateFile,
+        });
+      return;
+    }
+    if (state.startMs !== undefined) metrics.started(epochSeconds(state.startMs));
+    if (state.endMs !== undefined) metrics.ended(epochSeconds(state.endMs));
+  }
+
+  /** Writes the state file whole (a temporary file renamed over it); a failure is logged, as the kubelet's. */
+  private storeState(state: ShutdownState): Promise<void> {
+    const { metrics, stateFile } = this.d;
+    if (!metrics || !stateFile) return Promise.resolve();
+    const tmp = `${stateFile}.tmp`;
+    return mkdir(path.dirname(stateFile), { recursive: true })
+      .then(() => writeFile(tmp, encodeShutdownState(state), { mode: 0o644 }))
+      .then(() => rename(tmp, stateFile))
+      .catch((err: unknown) =>
+        this.d.logger.warn('Failed to store graceful shutdown state', {
+          err: errorMessage(err),
+          path: stateFile,
+        }),
+      );
   }
 
   /** The configuration it runs with. */
@@ -162,6 +207,7 @@ export class NodeShutdownManager {
   private async processShutdownEvent(): Promise<void> {
     this.d.logger.info('shutdown manager processing shutdown event');
     const started = this.d.clock.now();
+    const stored = this.storeState({ startMs: started });
     this.d.metrics?.started(epochSeconds(started));
     try {
       for (const group of shutdownPlan(this.d.config.groups, this.d.activePods())) {
@@ -216,6 +262,9 @@ export class NodeShutdownManager {
         this.d.logger.warn('shutdown manager failed to process shutdown event', { err: errorMessage(err) });
     } finally {
       const ended = this.d.clock.now();
+      // After the start's write, so the end's is the one that stays.
+      await stored;
+      await this.storeState({ startMs: started, endMs: ended });
       this.d.metrics?.ended(epochSeconds(ended));
       this.d.logger.info('shutdown manager completed processing shutdown event', {
         durationMs: ended - started,

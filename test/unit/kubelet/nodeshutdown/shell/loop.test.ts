@@ -1,6 +1,9 @@
 // The node shutdown manager's shell on a fake clock: the shutdown event, the groups in order with their
 // waits, the Events, admission and readiness while shutting down, the cancellation, and the feature off.
 import { expect } from 'chai';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import type { Pod } from '../../../../../src/api/core.js';
 import type { ShutdownSettings } from '../../../../../src/api/shutdownsettings.js';
 import { shutdownConfigFrom } from '../../../../../src/kubelet/nodeshutdown/config.js';
@@ -37,7 +40,7 @@ interface Harness {
 function harness(
   pods: Pod[],
   settings: ShutdownSettings,
-  extra: Pick<NodeShutdownManagerDeps, 'metrics'> = {},
+  extra: Pick<NodeShutdownManagerDeps, 'metrics' | 'stateFile'> = {},
 ): Harness {
   const clock = new FakeClock();
   const h = {
@@ -129,6 +132,62 @@ describe('NodeShutdownManager (shell)', () => {
     expect(lines[0]).to.equal(`kubelet_graceful_shutdown_start_time_seconds{node="n1"} ${start}`);
     // Cleaned up 3 s after the kill, seen at the next 500 ms poll.
     expect(lines[1]).to.equal(`kubelet_graceful_shutdown_end_time_seconds{node="n1"} ${start + 3}`);
+  });
+
+  it('keeps the times in the state file, and a restarted manager sets the gauges from it', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'ko-shutdown-state-'));
+    const stateFile = path.join(dir, 'root', 'graceful_node_shutdown_state');
+    try {
+      const wired = (metrics: Metrics) => {
+        const series = metrics.forNode('n1');
+        return {
+          started: (t: number) => {
+            series.gracefulShutdownStartTime(t);
+            series.gracefulShutdownEndTime(0);
+          },
+          ended: (t: number) => series.gracefulShutdownEndTime(t),
+        };
+      };
+      const scrape = async (m: Metrics): Promise<string[]> =>
+        (await m.registry.metrics()).split('\n').filter((l) => l.startsWith('kubelet_graceful_shutdown_'));
+      const settings = { shutdownGracePeriod: '30s', shutdownGracePeriodCriticalPods: '10s' };
+      const h = harness([normal], settings, { metrics: wired(new Metrics()), stateFile });
+      h.cleanAfter.set('normal', 2_000);
+      const start = h.clock.now();
+      h.manager.shutdown();
+      // Real file writes between fake clock steps: run until the end time is in the file.
+      for (let i = 0; i < 200 && !h.manager.completed(); i++) {
+        h.clock.advance(100);
+        await new Promise((r) => setTimeout(r, 2));
+      }
+      expect(h.manager.completed()).to.equal(true);
+      const file = JSON.parse(readFileSync(stateFile, 'utf8')) as Record<string, string>;
+      expect(Object.keys(file)).to.deep.equal(['startTime', 'endTime']);
+      expect(Date.parse(file.startTime!)).to.equal(start);
+      expect(Date.parse(file.endTime!)).to.equal(start + 2_500);
+
+      const restarted = new Metrics();
+      harness([], settings, { metrics: wired(restarted), stateFile });
+      expect(await scrape(restarted)).to.deep.equal([
+        `kubelet_graceful_shutdown_start_time_seconds{node="n1"} ${Math.floor(start / 1000)}`,
+        `kubelet_graceful_shutdown_end_time_seconds{node="n1"} ${Math.floor((start + 2_500) / 1000)}`,
+      ]);
+      // A shutdown the process did not see end: the start, and the end at 0.
+      writeFileSync(
+        stateFile,
+        JSON.stringify({ startTime: file.startTime, endTime: '0001-01-01T00:00:00Z' }),
+      );
+      const midway = new Metrics();
+      harness([], settings, { metrics: wired(midway), stateFile });
+      expect((await scrape(midway))[1]).to.equal('kubelet_graceful_shutdown_end_time_seconds{node="n1"} 0');
+      // A garbled file sets nothing (logged), and no file at all neither.
+      writeFileSync(stateFile, '{"startTime": 7');
+      const garbled = new Metrics();
+      harness([], settings, { metrics: wired(garbled), stateFile });
+      expect(await scrape(garbled)).to.deep.equal([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('kills non-critical pods first, then critical ones once the first group is done', async () => {
