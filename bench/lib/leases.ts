@@ -1,6 +1,7 @@
 // Node Lease renewals seen by a watch, and whether each node renewed on time during a window. Pure analysis
 // plus a small watcher.
 import type { KubeClient } from '../../src/kube/client.js';
+import { keepWatching, type KeptWatch } from './watch.js';
 
 export interface LeaseCadence {
   nodes: number;
@@ -56,8 +57,7 @@ export function leaseCadence(
 /** Records every renewTime of the Leases in kube-node-lease whose name is in `nodes`. */
 export class LeaseWatch {
   readonly renewals = new Map<string, number[]>();
-  private readonly abort = new AbortController();
-  private done: Promise<void> = Promise.resolve();
+  private watch: KeptWatch | undefined;
 
   constructor(
     private readonly client: KubeClient,
@@ -65,33 +65,22 @@ export class LeaseWatch {
   ) {}
 
   start(): void {
-    const path = '/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases';
-    const loop = async (): Promise<void> => {
-      while (!this.abort.signal.aborted) {
-        // Each (re)start lists the current state first (a watch without resourceVersion sends ADDED for all).
-        await this.client
-          .watch(
-            path,
-            { timeoutSeconds: 3600 },
-            (e) => {
-              const l = e.object as { metadata?: { name?: string }; spec?: { renewTime?: string } };
-              const name = l.metadata?.name;
-              if (!name || !this.nodes.has(name) || !l.spec?.renewTime) return;
-              const t = Date.parse(l.spec.renewTime);
-              const list = this.renewals.get(name) ?? [];
-              if (list[list.length - 1] !== t) list.push(t);
-              this.renewals.set(name, list);
-            },
-            this.abort.signal,
-          )
-          .catch(() => new Promise((r) => setTimeout(r, 1000)));
-      }
-    };
-    this.done = loop();
+    this.watch = keepWatching(
+      this.client,
+      '/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases',
+      (e) => {
+        const l = e.object as { metadata?: { name?: string }; spec?: { renewTime?: string } };
+        const name = l.metadata?.name;
+        if (!name || !this.nodes.has(name) || !l.spec?.renewTime) return;
+        const t = Date.parse(l.spec.renewTime);
+        const list = this.renewals.get(name) ?? [];
+        if (list[list.length - 1] !== t) list.push(t);
+        this.renewals.set(name, list);
+      },
+    );
   }
 
   async stop(): Promise<void> {
-    this.abort.abort();
-    await this.done;
+    await this.watch?.stop();
   }
 }

@@ -5,6 +5,7 @@
 import type { Node } from '../../src/api/node.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { nodeReady } from '../../scripts/lib/cluster.js';
+import { keepWatching, type KeptWatch } from './watch.js';
 
 /** Ready pods at which the growth table samples RSS, heap and CPU: the issue's sizes below `total`, and `total`. */
 export function growthMilestones(total: number): number[] {
@@ -82,8 +83,7 @@ export function phaseQuantile(
 /** Records every Ready report of the named Nodes into a NotReadyTimeline; a broken watch starts over. */
 export class NodeReadyWatch {
   readonly timeline = new NotReadyTimeline();
-  private readonly abort = new AbortController();
-  private done: Promise<void> = Promise.resolve();
+  private watch: KeptWatch | undefined;
 
   constructor(
     private readonly client: KubeClient,
@@ -91,29 +91,15 @@ export class NodeReadyWatch {
   ) {}
 
   start(): void {
-    const loop = async (): Promise<void> => {
-      while (!this.abort.signal.aborted) {
-        // A watch without a resourceVersion lists every Node first (ADDED), so a restart misses no state.
-        await this.client
-          .watch(
-            '/api/v1/nodes',
-            { timeoutSeconds: 3600 },
-            (e) => {
-              const n = e.object as Node;
-              const name = n.metadata?.name ?? '';
-              if (!this.nodes.has(name)) return;
-              this.timeline.observe(Date.now(), name, e.type !== 'DELETED' && nodeReady(n));
-            },
-            this.abort.signal,
-          )
-          .catch(() => new Promise((r) => setTimeout(r, 1000)));
-      }
-    };
-    this.done = loop();
+    this.watch = keepWatching(this.client, '/api/v1/nodes', (e) => {
+      const n = e.object as Node;
+      const name = n.metadata?.name ?? '';
+      if (!this.nodes.has(name)) return;
+      this.timeline.observe(Date.now(), name, e.type !== 'DELETED' && nodeReady(n));
+    });
   }
 
   async stop(): Promise<void> {
-    this.abort.abort();
-    await this.done;
+    await this.watch?.stop();
   }
 }

@@ -27,6 +27,7 @@ import { createPods, ensureNamespace, podPlan, PodWatch, BENCH_IMAGE, type PodLi
 import { ProcSampler } from '../lib/procstat.js';
 import { summarize } from '../lib/stats.js';
 import { duration, formatTable, num } from '../lib/table.js';
+import { keepWatching } from '../lib/watch.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import type { Node } from '../../src/api/node.js';
 import { SimBehaviourAnnotation } from '../../src/runtime/sim/profile.js';
@@ -107,37 +108,23 @@ function evictionPod(plan: RampPlan, index: number) {
 /** Node -> MemoryPressure transitions seen, from one watch of all Nodes (restarted if it breaks). */
 function watchPressure(client: KubeClient, names: ReadonlySet<string>) {
   const transitions = new Map<string, { atMs: number; pressure: boolean }[]>();
-  const abort = new AbortController();
-  const loop = async (): Promise<void> => {
-    while (!abort.signal.aborted) {
-      await client
-        .watch(
-          '/api/v1/nodes',
-          { timeoutSeconds: 3600 },
-          (e) => {
-            const n = e.object as Node;
-            const name = n.metadata?.name ?? '';
-            if (!names.has(name) || e.type === 'DELETED') return;
-            const on =
-              n.status?.conditions?.some((c) => c.type === 'MemoryPressure' && c.status === 'True') ?? false;
-            const list = transitions.get(name) ?? [];
-            if ((list[list.length - 1]?.pressure ?? false) !== on)
-              list.push({ atMs: Date.now(), pressure: on });
-            transitions.set(name, list);
-          },
-          abort.signal,
-        )
-        .catch(() => undefined);
-    }
-  };
-  const done = loop();
-  return {
-    transitions,
-    stop: async () => {
-      abort.abort();
-      await done;
+  // Restarted at once when it breaks (no pause), as this scenario always has.
+  const watch = keepWatching(
+    client,
+    '/api/v1/nodes',
+    (e) => {
+      const n = e.object as Node;
+      const name = n.metadata?.name ?? '';
+      if (!names.has(name) || e.type === 'DELETED') return;
+      const on =
+        n.status?.conditions?.some((c) => c.type === 'MemoryPressure' && c.status === 'True') ?? false;
+      const list = transitions.get(name) ?? [];
+      if ((list[list.length - 1]?.pressure ?? false) !== on) list.push({ atMs: Date.now(), pressure: on });
+      transitions.set(name, list);
     },
-  };
+    0,
+  );
+  return { transitions, stop: () => watch.stop() };
 }
 
 export function evictionTable(r: EvictionRun, plan: RampPlan, nodes: number): string {
