@@ -124,3 +124,31 @@ export function podLimits(
   if (isPodLevelResourcesSet(spec)) applyPodLevel(out, spec.resources?.limits);
   return out;
 }
+
+/**
+ * `spec` with the resources `drop` names taken out of its containers' and init containers' requests and
+ * limits (the kubelet's copies of a pod it hands to the resource fit); the same object when nothing goes.
+ */
+export function withoutContainerResources(
+  spec: PodSpec,
+  drop: (containerName: string, resource: string) => boolean,
+): PodSpec {
+  let changed = false;
+  const strip = <C extends Container>(c: C): C => {
+    const named = [...Object.keys(c.resources?.requests ?? {}), ...Object.keys(c.resources?.limits ?? {})];
+    if (!named.some((r) => drop(c.name, r))) return c;
+    changed = true;
+    const keep = (l: Record<string, string | number> | undefined) =>
+      l && Object.fromEntries(Object.entries(l).filter(([r]) => !drop(c.name, r)));
+    const requests = keep(c.resources?.requests);
+    const limits = keep(c.resources?.limits);
+    return {
+      ...c,
+      resources: { ...c.resources, ...(requests ? { requests } : {}), ...(limits ? { limits } : {}) },
+    };
+  };
+  const containers = spec.containers.map(strip);
+  const initContainers = spec.initContainers?.map(strip);
+  if (!changed) return spec;
+  return { ...spec, containers, ...(initContainers ? { initContainers } : {}) };
+}

@@ -14,7 +14,7 @@
 import type { Pod, Toleration } from '../../api/core.js';
 import { setRequirementMatches } from '../../api/labelselector.js';
 import type { Node } from '../../api/node.js';
-import { podRequests, type ResourceAmounts } from '../../api/resources.js';
+import { podRequests, withoutContainerResources, type ResourceAmounts } from '../../api/resources.js';
 import { errorMessage } from '../../util/errors.js';
 import { memoByIdentity } from '../../util/memo.js';
 import { quantityValue } from '../../util/quantity.js';
@@ -262,27 +262,11 @@ export function withoutMissingExtendedResources(
   pod: Pod,
   allocatable: ReadonlyMap<string, number>,
 ): Pod['spec'] {
-  const drops = (resource: string): boolean => isExtendedResourceName(resource) && !allocatable.has(resource);
-  let changed = false;
   // Limits too: podRequests takes a limit without a request as the request (the API server's defaulting).
-  const keep = (list: Record<string, string | number> | undefined) =>
-    list && Object.fromEntries(Object.entries(list).filter(([r]) => !drops(r)));
-  const filter = <C extends Pod['spec']['containers'][number]>(cs: C[] | undefined): C[] | undefined =>
-    cs?.map((c) => {
-      const named = [...Object.keys(c.resources?.requests ?? {}), ...Object.keys(c.resources?.limits ?? {})];
-      if (!named.some(drops)) return c;
-      changed = true;
-      const requests = keep(c.resources?.requests);
-      const limits = keep(c.resources?.limits);
-      return {
-        ...c,
-        resources: { ...c.resources, ...(requests ? { requests } : {}), ...(limits ? { limits } : {}) },
-      };
-    });
-  const containers = filter(pod.spec.containers) ?? [];
-  const initContainers = filter(pod.spec.initContainers);
-  if (!changed) return pod.spec;
-  return { ...pod.spec, containers, ...(initContainers ? { initContainers } : {}) };
+  return withoutContainerResources(
+    pod.spec,
+    (_, resource) => isExtendedResourceName(resource) && !allocatable.has(resource),
+  );
 }
 
 /**

@@ -11,6 +11,7 @@
  * Pure: the pod in, data out.
  */
 import type { Container, Pod } from '../../../api/core.js';
+import { withoutContainerResources } from '../../../api/resources.js';
 import { isExtendedResourceName } from '../../../node/setters.js';
 import { quantityValue } from '../../../util/quantity.js';
 
@@ -122,31 +123,11 @@ export function containerExtendedResourceRequests(
 export function withoutDRAExtendedResources(pod: Pod): Pod {
   const st = extendedResourceClaimStatus(pod);
   if (!st || st.requestMappings.length === 0) return pod;
-  const backed = (containerName: string, resource: string): boolean =>
-    isDRAExtendedResourceName(resource) &&
-    st.requestMappings.some((m) => m.containerName === containerName && m.resourceName === resource);
-  let changed = false;
-  const strip = (c: Container): Container => {
-    const names = new Set([
-      ...Object.keys(c.resources?.requests ?? {}),
-      ...Object.keys(c.resources?.limits ?? {}),
-    ]);
-    if (![...names].some((n) => backed(c.name, n))) return c;
-    changed = true;
-    const keep = (l: Record<string, string | number> | undefined) =>
-      l && Object.fromEntries(Object.entries(l).filter(([n]) => !backed(c.name, n)));
-    const requests = keep(c.resources?.requests);
-    const limits = keep(c.resources?.limits);
-    return {
-      ...c,
-      resources: { ...c.resources, ...(requests ? { requests } : {}), ...(limits ? { limits } : {}) },
-    };
-  };
-  const containers = pod.spec.containers.map(strip);
-  const initContainers = pod.spec.initContainers?.map(strip);
-  if (!changed) return pod;
-  return {
-    ...pod,
-    spec: { ...pod.spec, containers, ...(initContainers ? { initContainers } : {}) },
-  };
+  const spec = withoutContainerResources(
+    pod.spec,
+    (containerName, resource) =>
+      isDRAExtendedResourceName(resource) &&
+      st.requestMappings.some((m) => m.containerName === containerName && m.resourceName === resource),
+  );
+  return spec === pod.spec ? pod : { ...pod, spec };
 }
