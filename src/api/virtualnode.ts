@@ -208,6 +208,11 @@ export const VirtualNodeSpecSchema = z
         /** The longest grace period a soft eviction grants, in seconds (default 0). */
         evictionMaxPodGracePeriod: z.number().int().min(0).max(86400).optional(),
         /**
+         * The kubelet's volumeStatsAggPeriod (Go duration): how often pods' volumes are measured for the
+         * Summary and the emptyDir sizeLimit check. Default 1m0s (also for 0s); negative: no volume stats.
+         */
+        volumeStatsAggPeriod: z.string().max(64).optional(),
+        /**
          * The kubelet's image garbage collection (src/kubelet/images/imagegc.ts): percentages of the image
          * filesystem (default 85 and 80; low below high), and Go durations (default 2m0s and 0s, off). Checked
          * with the kubelet's rules when the node starts: a refused combination is a Warning Event

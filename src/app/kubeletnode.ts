@@ -58,6 +58,7 @@ import { kubeletRootPaths } from '../kubelet/rootdir.js';
 import { nodeKubeletSettings } from './nodeconfigz.js';
 import { resourceManagersFor } from './cpumanager.js';
 import { statsProviderFor } from './nodestats.js';
+import { volumeStatsAggPeriodFrom } from '../kubelet/stats/settings.js';
 import type { StatsProvider } from '../kubelet/stats/shell/provider.js';
 import type { SimRuntimeOptions } from '../runtime/sim/runtime.js';
 import { deleteNode, desiredLabels } from '../node/registration.js';
@@ -306,9 +307,11 @@ export class KubeletManagedNode implements ManagedNode {
     });
     this.agent = this.newAgent(spec);
     this.shutdownConfig = this.shutdownConfigOf(spec);
+    const volumeStats = volumeStatsAggPeriodFrom(spec.kubelet.volumeStatsAggPeriod);
     this.stats = statsProviderFor({
       spec,
       nodeName,
+      volumeStatsAggPeriodMs: volumeStats.periodMs,
       env: this.podEnv.env,
       runtime: this.runtime,
       clock: deps.clock,
@@ -358,6 +361,8 @@ export class KubeletManagedNode implements ManagedNode {
         `spec.kubelet ${what} settings refused, the kubelet's defaults are used: ${error}`,
       );
     };
+    if (volumeStats.error !== undefined)
+      settingsRefused('InvalidVolumeStatsSettings', 'volume stats', volumeStats.error);
     const eviction = evictionConfigFrom(spec.kubelet);
     // A kubelet with bad eviction flags does not start; a VirtualNode keeps its node on the defaults.
     if (eviction.error !== undefined) settingsRefused('InvalidEvictionSettings', 'eviction', eviction.error);

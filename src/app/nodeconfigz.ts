@@ -13,6 +13,7 @@ import {
 } from '../kubelet/shell/kubelet_config.js';
 import type { ShutdownConfig } from '../kubelet/nodeshutdown/config.js';
 import type { NodeKubeletSettings } from '../server/nodeapi/configz.js';
+import { volumeStatsAggPeriodFrom } from '../kubelet/stats/settings.js';
 
 export function nodeKubeletSettings(o: {
   spec: VirtualNodeSpec;
@@ -46,6 +47,7 @@ export function nodeKubeletSettings(o: {
     nodeLeaseDurationSeconds: spec.heartbeat.leaseDurationSeconds,
     allowedUnsafeSysctls: settings.allowedUnsafeSysctls ?? [],
     cpuCFSQuotaPeriodMs: (settings.cpuCFSQuotaPeriodUs ?? QUOTA_PERIOD_US) / 1000,
+    volumeStatsAggPeriodMs: volumeStatsAggPeriodFrom(spec.kubelet.volumeStatsAggPeriod).periodMs,
     ...(o.shutdown
       ? {
           shutdown: {

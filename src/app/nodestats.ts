@@ -8,6 +8,7 @@
  */
 import type { VirtualNodeSpec } from '../api/virtualnode.js';
 import type { PodEnvironment } from '../kubelet/shell/kubelet_config.js';
+import { DefaultVolumeStatsAggPeriodMs } from '../kubelet/stats/settings.js';
 import { DirUsage } from '../kubelet/stats/shell/du.js';
 import { StatsProvider, type StatsRuntime } from '../kubelet/stats/shell/provider.js';
 import type { Runtime } from '../runtime/types.js';
@@ -26,12 +27,16 @@ export function statsProviderFor(opts: {
   ownsPod(uid: string): boolean;
   /** The Node's capacity as its status last had it (huge pages, HugepageAwareEviction). */
   nodeCapacity?: () => Readonly<Record<string, string | number>> | undefined;
+  /** kubelet volumeStatsAggPeriod in milliseconds (≤ 0: no volume stats); default a minute. */
+  volumeStatsAggPeriodMs?: number;
   /** A pod's CSI volumes' stats (the volume manager's NodeGetVolumeStats). */
   persistentVolumes?: (podUID: string) => Promise<VolumeStats[]>;
 }): StatsProvider {
   const { spec, env, clock } = opts;
   const cri = spec.runtime.type === 'cri' ? spec.runtime.cri : undefined;
-  const usage = new DirUsage(env.fs, clock);
+  const periodMs = opts.volumeStatsAggPeriodMs ?? DefaultVolumeStatsAggPeriodMs;
+  // Container logs are measured at the default pace when volume stats are off.
+  const usage = new DirUsage(env.fs, clock, periodMs > 0 ? periodMs : DefaultVolumeStatsAggPeriodMs);
   return new StatsProvider({
     nodeName: opts.nodeName,
     runtime: opts.runtime,
@@ -45,7 +50,7 @@ export function statsProviderFor(opts: {
     ...(opts.runtime.imageFsInfo
       ? { imageFsInfo: opts.runtime.imageFsInfo.bind(opts.runtime) as Runtime['imageFsInfo'] }
       : {}),
-    volumes: { podsDir: env.podsDir, fs: env.fs, usage },
+    ...(periodMs > 0 ? { volumes: { podsDir: env.podsDir, fs: env.fs, usage } } : {}),
     ...(opts.persistentVolumes ? { persistentVolumes: opts.persistentVolumes } : {}),
     ...(cri
       ? {

@@ -14,6 +14,7 @@ import type { Pod } from '../../src/api/core.js';
 import { kubectl } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
 import { criScenarios } from './cri-scenarios.js';
+import { devicePluginScenario } from './deviceplugin-scenarios.js';
 import { evictionScenarios } from './eviction-scenarios.js';
 import { nodeShutdownScenario } from './nodeshutdown-scenarios.js';
 import { imageGCScenario } from './imagegc-scenarios.js';
@@ -381,6 +382,7 @@ describe('cluster: kubelet-operator as the only node agent (scheduler + controll
   nodeFailureScenario(() => env);
   tokenScenario(() => env);
   criScenarios(() => env);
+  devicePluginScenario(() => env);
   evictionScenarios(() => env);
   nodeShutdownScenario(() => env);
   imageGCScenario(() => env);

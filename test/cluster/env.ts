@@ -106,6 +106,8 @@ export interface ClusterEnv {
   main: Operator;
   /** metrics-server, its APIService `v1beta1.metrics.k8s.io` Available. */
   metricsServer: MetricsServer;
+  /** The operators' state directory: each node's kubelet root is `nodeRootDir(stateDir, node)`. */
+  stateDir: string;
   /** The operator serving `sim-3`; undefined while the node-failure scenario has it stopped. */
   spare: Operator | undefined;
   startSpare(): Promise<Operator>;
@@ -275,6 +277,7 @@ export async function startClusterEnv(): Promise<ClusterEnv> {
     cri,
     main,
     metricsServer,
+    stateDir,
     spare,
     startSpare: () => startServing('spare'),
     k,
@@ -330,6 +333,9 @@ async function createNodes(client: KubeClient, containerd: TestContainerd, logRo
             podNetwork: 'cni',
           },
         },
+        // Volumes measured every 10 s instead of the kubelet's minute: the emptyDir sizeLimit eviction
+        // scenario sees a filled volume within a round or two whatever the first walk found.
+        kubelet: { volumeStatsAggPeriod: '10s' },
         heartbeat: HEARTBEAT,
       }),
     ),

@@ -242,7 +242,21 @@ export function evictionScenarios(getEnv: () => ClusterEnv): void {
           ],
         },
       });
-      const p = await waitPod('fill-emptydir', (x) => x.status?.phase === 'Failed', 'evicted', 120_000);
+      const p = await waitPod('fill-emptydir', (x) => x.status?.phase === 'Failed', 'evicted', 120_000).catch(
+        async (err: Error) => {
+          // What the node measured: the volume's usage in its Summary, the eviction manager's input.
+          const on = (await env().pod('fill-emptydir')).spec.nodeName;
+          const summary = on
+            ? await env()
+                .k(['get', '--raw', `/api/v1/nodes/${on}/proxy/stats/summary`])
+                .catch((e: Error) => e.message)
+            : 'not scheduled';
+          const pod = /"podRef":\{"name":"fill-emptydir"[\s\S]*?"volume":\[[\s\S]*?\]/.exec(
+            summary.replace(/\s+/g, ''),
+          );
+          throw new Error(`${err.message}; its Summary: ${pod?.[0] ?? summary.slice(0, 2000)}`);
+        },
+      );
       expect(p.status).to.deep.include({
         reason: 'Evicted',
         message: 'Usage of EmptyDir volume "scratch" exceeds the limit "4Mi". ',

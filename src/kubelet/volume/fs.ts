@@ -23,6 +23,16 @@ export interface EntryStat {
   size: number;
   /** What an `other` entry is, when the implementation knows (hostPath type checks need it). */
   special?: 'socket' | 'charDevice' | 'blockDevice' | 'fifo';
+  /** Where the entry sits on a real disk (absent in memory): what disk usage counts, as `du` does. */
+  disk?: EntryDisk;
+}
+
+/** stat(2)'s device, inode, link count and 512-byte blocks of an entry on a real disk. */
+export interface EntryDisk {
+  dev: number;
+  ino: number;
+  nlink: number;
+  blocks: number;
 }
 
 /** A change of owner; an absent id stays as it is (chown(2)'s -1). */

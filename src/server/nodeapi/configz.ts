@@ -55,6 +55,8 @@ export interface NodeKubeletSettings {
   maxContainerRestartPeriodMs?: number;
   /** cpuCFSQuotaPeriod in force (default 100 ms). */
   cpuCFSQuotaPeriodMs: number;
+  /** volumeStatsAggPeriod in force (default a minute; negative: volume stats off). */
+  volumeStatsAggPeriodMs?: number;
   /** The image GC policy in force (imageGCHigh/LowThresholdPercent, imageMinimum/MaximumGCAge); absent: none. */
   imageGC?: { highThresholdPercent: number; lowThresholdPercent: number; minAgeMs: number; maxAgeMs: number };
   /** The node's labels and taints from its VirtualNode (kubelet --node-labels, --register-with-taints). */
@@ -132,6 +134,7 @@ export function kubeletConfiguration(n: NodeKubeletSettings, api: NodeApiSetting
     c.imageGCHighThresholdPercent = n.imageGC.highThresholdPercent;
     c.imageGCLowThresholdPercent = n.imageGC.lowThresholdPercent;
   }
+  if (n.volumeStatsAggPeriodMs !== undefined) c.volumeStatsAggPeriod = duration(n.volumeStatsAggPeriodMs);
   if (n.allowedUnsafeSysctls.length > 0) c.allowedUnsafeSysctls = [...n.allowedUnsafeSysctls];
   // Durations are structs in v1beta1, so a kubelet prints them even at 0s; the list only when set.
   if (n.shutdown) {
@@ -199,6 +202,9 @@ function nodeFlags(n: NodeKubeletSettings, api: NodeApiSettings): Record<string,
     'allowed-unsafe-sysctls': stringSliceFlag(n.allowedUnsafeSysctls),
     'cpu-cfs-quota': 'true',
     'cpu-cfs-quota-period': duration(n.cpuCFSQuotaPeriodMs),
+    ...(n.volumeStatsAggPeriodMs !== undefined
+      ? { 'volume-stats-agg-period': duration(n.volumeStatsAggPeriodMs) }
+      : {}),
     'serialize-image-pulls': 'false',
     'enable-server': 'true',
     'enable-debugging-handlers': 'true',

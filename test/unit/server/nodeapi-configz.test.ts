@@ -134,6 +134,7 @@ describe('node API: /configz and /flagz content', () => {
           cpuCFSQuota: true,
           cpuCFSQuotaPeriod: '50ms',
           serializeImagePulls: false,
+          volumeStatsAggPeriod: '1m0s',
           allowedUnsafeSysctls: ['net.core.somaxconn', 'kernel.msg*'],
           crashLoopBackOff: { maxContainerRestartPeriod: '30s' },
           registerWithTaints: [
@@ -216,6 +217,19 @@ describe('node API: /configz and /flagz content', () => {
       imageGCLowThresholdPercent: 80,
     });
     expect(kubeletConfiguration(simNode, CSR)).to.not.have.property('imageGCHighThresholdPercent');
+  });
+
+  it('volumeStatsAggPeriod: the one in force, negative when volume stats are off', () => {
+    const at = (v: string | undefined) =>
+      kubeletConfiguration(
+        simNodeWith({}, { spec: { ...SIM, kubelet: { ...SIM.kubelet, volumeStatsAggPeriod: v } } }),
+        CSR,
+      ).volumeStatsAggPeriod;
+    expect(at(undefined)).to.equal('1m0s');
+    expect(at('0s')).to.equal('1m0s');
+    expect(at('5s')).to.equal('5s');
+    expect(at('-1s')).to.equal('-1s');
+    expect(kubeletFlags(simNodeWith(), CSR)['volume-stats-agg-period']).to.equal('1m0s');
   });
 
   it("escapes <, > and & as Go's encoding/json does", () => {

@@ -13,22 +13,37 @@ export interface DirUsageReading {
   inodesUsed: number;
 }
 
-/** Walks `dir` (which must exist) and sums the sizes of its files and the entries in it, itself included. */
+/**
+ * Walks `dir` (which must exist) as the kubelet's DiskUsage does: every entry counts an inode, itself included;
+ * on a real disk the bytes are the entries' allocated blocks (directories and links too), a hard-linked file
+ * counts once and nothing on another device is entered (a mount inside a volume is not the volume's usage).
+ * In memory (no disk figures) the bytes are the files' sizes.
+ */
 export async function walkUsage(
   fs: Pick<VolumeFS, 'lstat' | 'readdir'>,
   dir: string,
 ): Promise<Omit<DirUsageReading, 'timeMs'>> {
   let usedBytes = 0;
   let inodesUsed = 0;
+  const top = await fs.lstat(dir);
+  const linked = new Set<number>();
   const stack = [dir];
   while (stack.length > 0) {
     const path = stack.pop()!;
-    const st = await fs.lstat(path);
+    const st = path === dir ? top : await fs.lstat(path);
     if (!st) continue;
+    const disk = st.disk;
+    if (disk && top?.disk && disk.dev !== top.disk.dev) continue;
+    if (disk && disk.nlink > 1 && st.kind !== 'dir') {
+      if (linked.has(disk.ino)) continue;
+      linked.add(disk.ino);
+    }
     inodesUsed++;
+    if (disk) usedBytes += disk.blocks * 512;
+    else if (st.kind === 'file') usedBytes += st.size;
     if (st.kind === 'dir') {
       for (const name of await fs.readdir(path).catch(() => [] as string[])) stack.push(`${path}/${name}`);
-    } else if (st.kind === 'file') usedBytes += st.size;
+    }
   }
   return { usedBytes, inodesUsed };
 }

@@ -27,6 +27,7 @@ function toEntryStat(st: Stats): EntryStat {
     uid: st.uid,
     gid: st.gid,
     size: st.size,
+    disk: { dev: st.dev, ino: st.ino, nlink: st.nlink, blocks: st.blocks },
   };
   const special = specialOf(st);
   if (special) out.special = special;
