@@ -5,7 +5,7 @@
  * driver without the service (UNIMPLEMENTED) is asked once.
  */
 import { expect } from 'chai';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -243,6 +243,35 @@ describe('cm/dra/shell/healthstream: device health from a plugin', () => {
       await m.stop();
       srv.server.forceShutdown();
     }
+  });
+
+  it('an unreadable health checkpoint is logged and the cache starts empty', async () => {
+    await writeFile(path.join(dir, 'dra_health_state'), '{"gpu.example.com": {"Devices": ');
+    const log = new MemoryLogger();
+    const m = new DRAManager({
+      client: { request: <T>() => Promise.resolve(claim as T) },
+      rootDir: dir,
+      plugin: () => ({
+        driverName: DRIVER,
+        endpoint: '/unused',
+        chosenService: 'v1.DRAPlugin',
+        chosenHealthService: '',
+        registeredAt: 0,
+      }),
+      logger: log,
+      calls,
+    });
+    await m.start();
+    await m.prepareResources(pod);
+    expect(
+      m.allocatedResourcesStatus(pod, [{ name: 'c' } as ContainerStatus])[0]!.allocatedResourcesStatus,
+    ).to.deep.equal([
+      { name: 'claim:gpu', resources: [{ resourceID: `${DRIVER}/node/gpu-0`, health: 'Unknown' }] },
+    ]);
+    expect(log.lines.filter((l) => l.level === 'error').map((l) => l.msg)).to.deep.equal([
+      'Failed to load health checkpoint, proceeding with empty cache',
+    ]);
+    await m.stop();
   });
 
   it('a plugin without the service (UNIMPLEMENTED): asked once, one debug line, nothing else', async () => {
