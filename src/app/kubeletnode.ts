@@ -391,6 +391,8 @@ export class KubeletManagedNode implements ManagedNode {
             rootDir: nodeRootDir(deps.stateDir ?? DEFAULT_STATE_DIR, nodeName),
             plugin: (driver) => this.pluginManager?.dra.plugin(driver),
             logger: this.log,
+            // A claim's device health changed: its pods' statuses are generated again (as the device manager's).
+            onPodsNeedSync: (uids) => this.kubelet.resourceHealthChanged(uids),
           })
         : undefined;
     this.kubelet = new Kubelet({
@@ -589,15 +591,8 @@ export class KubeletManagedNode implements ManagedNode {
         ...(this.dra ? { dynamicResources: this.dra } : {}),
       });
       await this.localApis.start();
-      // The plugin manager (CSI and DRA node plugins) on the node root's plugins_registry/.
-      this.pluginManager = await startNodePluginManager({
-        client: this.deps.client,
-        nodeName: this.nodeName,
-        rootDir: nodeRootDir(this.deps.stateDir ?? DEFAULT_STATE_DIR, this.nodeName),
-        logger: this.log,
-      });
-      this.deps.metrics?.pluginManagers.set(this.nodeName, this.pluginManager.manager);
-      // Its checkpoint, then claims of pods that went while nobody watched are unprepared (reconcileLoop).
+      // Its checkpoints (claims, device health) read before any DRA plugin registers and reports; then claims
+      // of pods that went while nobody watched are unprepared (reconcileLoop).
       await this.dra?.start({
         activePodUIDs: () =>
           this.pods.hasSynced()
@@ -609,6 +604,15 @@ export class KubeletManagedNode implements ManagedNode {
               )
             : undefined,
       });
+      // The plugin manager (CSI and DRA node plugins) on the node root's plugins_registry/.
+      this.pluginManager = await startNodePluginManager({
+        client: this.deps.client,
+        nodeName: this.nodeName,
+        rootDir: nodeRootDir(this.deps.stateDir ?? DEFAULT_STATE_DIR, this.nodeName),
+        logger: this.log,
+        ...(this.dra ? { draHealth: this.dra } : {}),
+      });
+      this.deps.metrics?.pluginManagers.set(this.nodeName, this.pluginManager.manager);
     }
     this.unregisterNodeApi = this.deps.nodeApi?.register({
       nodeName: this.nodeName,
@@ -695,7 +699,7 @@ export class KubeletManagedNode implements ManagedNode {
     this.unregisterNodeApi?.();
     await this.localApis?.stop();
     await this.pluginManager?.stop();
-    this.dra?.stop();
+    await this.dra?.stop();
     await this.devices.stop();
     if (
       this.pluginManager &&

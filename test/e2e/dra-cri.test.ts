@@ -8,6 +8,10 @@
  * (the driver removes its CDI spec, the checkpoint empties). A DeviceClass with an `extendedResourceName`: a pod
  * asking for that resource gets the scheduler's claim (DRAExtendedResource), prepared like its own, its device
  * in the asking container only. The pod-resources API lists each container's claims (dynamicResources).
+ * Device health (ResourceHealthStatus): the upstream driver streams health reports without devices, so its
+ * claim's device reads Unknown in allocatedResourcesStatus; a second driver of ours in the test process
+ * (test/support/draplugin.ts, since the upstream one takes health changes only in its own process) reports its
+ * device Healthy, then Unhealthy with a message, and the container's `claim:` entry follows.
  *
  * Root on Linux is required (containerd); Go for the first build of the driver.
  */
@@ -24,6 +28,7 @@ import { nodeRootDir } from '../../src/app/podenvironment.js';
 import { grpcJs, grpcProtoLoader } from '../../src/util/grpcmodules.js';
 import { REPO_ROOT } from '../support/controlplane.js';
 import { startCriNodeEnv, type CriNodeEnv } from '../support/crinode.js';
+import { startTestDRAPlugin } from '../support/draplugin.js';
 import { eventsOf } from '../support/events.js';
 import { eventually } from '../support/eventually.js';
 import { isGone } from '../support/operator.js';
@@ -242,6 +247,18 @@ describe('DRA on containerd (real scheduler, the upstream DRA test driver)', fun
     expect(
       listed!.dynamic_resources.map((d) => [d.claim_name, d.claim_resources[0]?.cdi_devices]),
     ).to.deep.equal([['claim', [{ name: `${DRIVER}/test=claim-${claim.metadata.uid}-req` }]]]);
+    // Its health: the driver streams reports that name no device, so Unknown, under the first CDI ID.
+    const health = await eventually(
+      async () => (await env!.getPod('dra')).status?.containerStatuses?.[0]?.allocatedResourcesStatus,
+      30_000,
+      'allocatedResourcesStatus',
+    );
+    expect(health).to.deep.equal([
+      {
+        name: 'claim:gpu',
+        resources: [{ resourceID: `${DRIVER}/test=claim-${claim.metadata.uid}-req`, health: 'Unknown' }],
+      },
+    ]);
 
     // A new operator process keeps the claim prepared (its checkpoint) and the pod running.
     await env!.restartOperator();
@@ -382,6 +399,137 @@ describe('DRA on containerd (real scheduler, the upstream DRA test driver)', fun
       (e) => e.reason === 'FailedPrepareDynamicResources' || e.reason.startsWith('OutOf'),
     );
     expect(refused.map((e) => `${e.reason}: ${e.message}`)).to.deep.equal([]);
+  });
+
+  it("a driver's health reports reach the container's allocatedResourcesStatus: Healthy, then Unhealthy with its message", async () => {
+    const HEALTH_DRIVER = 'health.example.com';
+    const plugin = await startTestDRAPlugin({
+      client,
+      driver: HEALTH_DRIVER,
+      nodeName: NODE,
+      root,
+      devices: ['gpu-0'],
+    });
+    try {
+      await Promise.race([
+        plugin.registered,
+        new Promise((_, reject) => setTimeout(() => reject(new Error('the plugin not registered')), 60_000)),
+      ]);
+      await plugin.publish();
+      await client.request({
+        method: 'POST',
+        path: '/apis/resource.k8s.io/v1/deviceclasses',
+        body: {
+          apiVersion: 'resource.k8s.io/v1',
+          kind: 'DeviceClass',
+          metadata: { name: 'dra-e2e-health' },
+          spec: { selectors: [{ cel: { expression: `device.driver == "${HEALTH_DRIVER}"` } }] },
+        },
+      });
+      await client.request({
+        method: 'POST',
+        path: `/apis/resource.k8s.io/v1/namespaces/${NS}/resourceclaims`,
+        body: {
+          apiVersion: 'resource.k8s.io/v1',
+          kind: 'ResourceClaim',
+          metadata: { name: 'health' },
+          spec: { devices: { requests: [{ name: 'req', exactly: { deviceClassName: 'dra-e2e-health' } }] } },
+        },
+      });
+      await client.request({
+        method: 'POST',
+        path: `/api/v1/namespaces/${NS}/pods`,
+        body: {
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { name: 'health' },
+          spec: {
+            terminationGracePeriodSeconds: 1,
+            tolerations: [{ operator: 'Exists' }],
+            resourceClaims: [{ name: 'gpu', resourceClaimName: 'health' }],
+            containers: [
+              {
+                name: 'c',
+                image: 'busybox',
+                imagePullPolicy: 'IfNotPresent',
+                command: ['sleep', '3600'],
+                resources: { claims: [{ name: 'gpu', request: 'req' }] },
+              },
+              {
+                name: 'plain',
+                image: 'busybox',
+                imagePullPolicy: 'IfNotPresent',
+                command: ['sleep', '3600'],
+              },
+            ],
+          },
+        },
+      });
+      await env!
+        .waitPod('health', (s) => s.phase === 'Running', 'the health pod running', 120_000)
+        .catch(async (err: Error) => {
+          const p = await env!.getPod('health');
+          const ev = (await eventsOf(client, NS, 'health')).map((e) => `${e.reason}: ${e.message}`);
+          throw new Error(`${err.message}\npod: ${JSON.stringify(p.status)}\nevents: ${ev.join('\n')}`);
+        });
+      const entries = async () => {
+        const st = (await env!.getPod('health')).status?.containerStatuses ?? [];
+        return Object.fromEntries(st.map((c) => [c.name, c.allocatedResourcesStatus]));
+      };
+      const want = (health: string, message?: string) => ({
+        c: [
+          {
+            name: 'claim:gpu/req',
+            resources: [
+              { resourceID: `${HEALTH_DRIVER}/${NODE}/gpu-0`, health, ...(message ? { message } : {}) },
+            ],
+          },
+        ],
+        plain: undefined,
+      });
+      await eventually(
+        async () => JSON.stringify(await entries()) === JSON.stringify(want('Healthy')),
+        30_000,
+        'the claim Healthy',
+        500,
+      ).catch(async (err: Error) => {
+        throw new Error(`${err.message}: ${JSON.stringify(await entries())}`);
+      });
+      expect(plugin.streamsOpened()).to.be.at.least(1);
+      // The driver finds its device broken: the pod is synced at once, the message goes with the health.
+      const changedAt = Date.now();
+      plugin.setHealth('gpu-0', 'UNHEALTHY', 'XID 79: GPU has fallen off the bus');
+      await eventually(
+        async () =>
+          JSON.stringify(await entries()) ===
+          JSON.stringify(want('Unhealthy', 'XID 79: GPU has fallen off the bus')),
+        30_000,
+        'the claim Unhealthy',
+        200,
+      ).catch(async (err: Error) => {
+        throw new Error(`${err.message}: ${JSON.stringify(await entries())}`);
+      });
+      // Not the next periodic resync (a minute): the health change synced the pod.
+      expect(Date.now() - changedAt).to.be.below(15_000);
+      const healthState = JSON.parse(await readFile(path.join(root, 'dra_health_state'), 'utf8')) as Record<
+        string,
+        { Devices: Record<string, { Health: string; Message: string }> }
+      >;
+      expect(healthState[HEALTH_DRIVER]?.Devices[`${NODE}/gpu-0`]).to.deep.include({
+        Health: 'Unhealthy',
+        Message: 'XID 79: GPU has fallen off the bus',
+      });
+
+      await client.request({ method: 'DELETE', path: `/api/v1/namespaces/${NS}/pods/health` });
+      await eventually(
+        () => isGone(client, `/api/v1/namespaces/${NS}/pods/health`),
+        90_000,
+        'the pod gone',
+        500,
+      );
+    } finally {
+      await plugin.stop();
+    }
   });
 
   it('a pod whose claim is not reserved for it gets FailedPrepareDynamicResources and no sandbox', async () => {

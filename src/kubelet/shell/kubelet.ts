@@ -491,7 +491,7 @@ export class Kubelet {
   }
 
   /**
-   * The device manager's resource health updates (kubelet syncLoopIteration on ContainerManager().Updates()):
+   * The device and DRA managers' resource health updates (kubelet syncLoopIteration on ContainerManager().Updates()):
    * the pods are synced again, their statuses generated anew.
    */
   resourceHealthChanged(podUIDs: readonly string[]): void {

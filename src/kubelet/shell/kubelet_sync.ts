@@ -112,8 +112,12 @@ export interface KubeletPodSyncerDeps {
    */
   runtimeHandlers?: () => readonly RuntimeHandler[];
   runtimeFeatures?: () => RuntimeFeatures | undefined;
-  /** The node's DRA manager: a terminating pod's claims are unprepared. Absent: none prepared. */
-  dra?: Pick<DynamicResources, 'unprepareResources'>;
+  /**
+   * The node's DRA manager: a terminating pod's claims are unprepared, and the claims' device health goes into
+   * the container statuses' allocatedResourcesStatus. Absent: none prepared.
+   */
+  dra?: Pick<DynamicResources, 'unprepareResources'> &
+    Partial<Pick<DynamicResources, 'allocatedResourcesStatus'>>;
   /**
    * The device manager (src/kubelet/cm/devicemanager/): it allocates a pod's devices at admission, after the
    * eviction and sysctl handlers and before the resource fit (the kubelet's order), and fills the container
@@ -628,10 +632,13 @@ export class KubeletPodSyncer implements PodSyncer {
     // kubelet generateAPIPodStatus: UpdateAllocatedResourcesStatus (ResourceHealthStatus).
     if (this.d.devices && status.containerStatuses)
       status.containerStatuses = this.d.devices.allocatedResourcesStatus(asRun, status.containerStatuses);
+    // Then the DRA manager's, as the container manager calls the two.
+    if (this.d.dra?.allocatedResourcesStatus && status.containerStatuses)
+      status.containerStatuses = this.d.dra.allocatedResourcesStatus(asRun, status.containerStatuses);
     return status;
   }
 
-  /** A pod's device health changed: its next sync generates its status again (not a settled one). */
+  /** A pod's device health (device plugin or DRA) changed: its next sync generates its status again. */
   devicesChanged(uid: string): void {
     this.settled.forget(uid);
   }

@@ -3,7 +3,8 @@
  * DRA driver's kubelet plugin that registers through `plugins_registry/` is recorded with its endpoint and the
  * DRA service chosen (dradrivers.ts), for the DRA manager to call. When a driver's last plugin goes, its
  * ResourceSlices of this node are deleted after 30 s unless it comes back meanwhile, as the kubelet wipes
- * them (DeleteCollection by spec.nodeName and spec.driver, retried with a back-off).
+ * them (DeleteCollection by spec.nodeName and spec.driver, retried with a back-off). A plugin that offers a
+ * health service is handed to the stream handler (the DRA manager) to watch its devices' health until it goes.
  */
 import type { KubeClient } from '../../../kube/client.js';
 import { errorKind, errorMessage } from '../../../util/errors.js';
@@ -25,6 +26,14 @@ export interface DRAPluginHandlerDeps {
   /** Default DRAWipingDelayMs. */
   wipingDelayMs?: number;
   now?: () => number;
+  /** Watches a registered plugin's device health (the kubelet's streamHandler, the DRA manager). */
+  streamHandler?: DRAHealthStreamHandler;
+}
+
+/** The DRA manager's health half as the plugin manager sees it. */
+export interface DRAHealthStreamHandler {
+  watchHealth(plugin: DRAPlugin): void;
+  unwatchHealth(driverName: string, endpoint: string): Promise<void>;
 }
 
 const WIPE_TRIES = 8;
@@ -63,16 +72,19 @@ export class DRAPluginHandler implements PluginHandler {
     const added = this.store.add(p);
     if (!added.ok) return Promise.reject(new Error(added.error));
     this.cancelWipe(name);
+    if (p.chosenHealthService) this.d.streamHandler?.watchHealth(p);
     this.log.info('Registered DRA plugin', {
       driverName: name,
       endpoint,
       chosenService: c.service,
+      ...(p.chosenHealthService ? { chosenHealthService: p.chosenHealthService } : {}),
     });
     return Promise.resolve();
   }
 
   deregisterPlugin(name: string, endpoint: string): Promise<void> {
     const left = this.store.remove(name, endpoint);
+    void this.d.streamHandler?.unwatchHealth(name, endpoint);
     this.log.info('Unregistered DRA plugin', { driverName: name, endpoint, numPlugins: left });
     if (left === 0) this.scheduleWipe(name);
     return Promise.resolve();

@@ -6,7 +6,7 @@ import type { KubeClient } from '../../../kube/client.js';
 import type { Logger } from '../../../util/logger.js';
 import { kubeletRootPaths, resolveKubeletHostPath } from '../../rootdir.js';
 import { CSIPluginHandler } from './csihandler.js';
-import { DRAPluginHandler } from './drahandler.js';
+import { DRAPluginHandler, type DRAHealthStreamHandler } from './drahandler.js';
 import { PluginManager, type PluginHandler } from './manager.js';
 
 export interface NodePluginManager {
@@ -22,9 +22,16 @@ export async function startNodePluginManager(o: {
   /** The node's kubelet root directory (src/app/podenvironment.ts nodeRootDir). */
   rootDir: string;
   logger: Logger;
+  /** Watches DRA plugins' device health (the node's DRA manager). */
+  draHealth?: DRAHealthStreamHandler;
 }): Promise<NodePluginManager> {
   const csi = new CSIPluginHandler({ client: o.client, nodeName: o.nodeName, logger: o.logger });
-  const dra = new DRAPluginHandler({ client: o.client, nodeName: o.nodeName, logger: o.logger });
+  const dra = new DRAPluginHandler({
+    client: o.client,
+    nodeName: o.nodeName,
+    logger: o.logger,
+    ...(o.draHealth ? { streamHandler: o.draHealth } : {}),
+  });
   const handlers = new Map<string, PluginHandler>([
     ['CSIPlugin', csi],
     ['DRAPlugin', dra],

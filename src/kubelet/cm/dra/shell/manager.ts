@@ -6,6 +6,9 @@
  * (extendedresource.ts); a container gets the CDI devices of the claims it references and of the extended
  * resource claim's requests mapped to it; when a pod has terminated, the claims no other pod uses are unprepared. The checkpoint (`<root>/dra_manager_state`) is what
  * makes a restarted operator prepare nothing twice and still unprepare what a gone pod used (the reconcile).
+ * Device health (ResourceHealthStatus): each plugin's NodeWatchResources stream (healthstream.ts) fills the
+ * health cache (healthinfo.ts, checkpointed in `<root>/dra_health_state`); a change re-syncs the pods whose
+ * prepared claims hold the device, and their containers' allocatedResourcesStatus gets `claim:` entries.
  *
  * One lock for the cache and its calls: the kubelet drops its lock around the gRPC calls; holding it keeps
  * this simpler at the cost of one pod's prepare waiting for another's.
@@ -14,7 +17,7 @@ import { readdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type * as grpc from '@grpc/grpc-js';
-import type { Container, Pod } from '../../../../api/core.js';
+import type { Container, ContainerStatus, Pod } from '../../../../api/core.js';
 import type { KubeClient } from '../../../../kube/client.js';
 import { errorMessage } from '../../../../util/errors.js';
 import { loadProtoPackage } from '../../../../util/grpcmodules.js';
@@ -51,6 +54,15 @@ import {
   type ResourceClaim,
 } from '../claiminfo.js';
 import { sha256Hex } from '../../../../util/sha256.js';
+import {
+  deviceHealthFromWire,
+  DRAHealthCheckpointFile,
+  HealthInfoCache,
+  podsUsingDevices,
+  withClaimsAllocatedResourcesStatus,
+  type WireDeviceHealth,
+} from '../healthinfo.js';
+import { DRAHealthStreams, type OpenHealthStream } from './healthstream.js';
 
 /** How long one NodePrepareResources / NodeUnprepareResources call may take (defaultClientCallTimeout). */
 const CLIENT_CALL_TIMEOUT_MS = 45_000;
@@ -73,6 +85,8 @@ export interface DynamicResources {
   unprepareResources(pod: Pod): Promise<void>;
   /** GetResources, plus the CDI edits resolved from the node's CDI specs when `applyCDI`. */
   containerResources(pod: Pod, container: Container, applyCDI: boolean): Promise<ContainerDynamicResources>;
+  /** UpdateAllocatedResourcesStatus: the claims' device health into the generated container statuses. */
+  allocatedResourcesStatus(pod: Pod, statuses: ContainerStatus[]): ContainerStatus[];
 }
 
 export interface DRAManagerDeps {
@@ -86,6 +100,15 @@ export interface DRAManagerDeps {
   cdiSpecDirs?: readonly string[];
   /** The calls to a plugin; default over gRPC. */
   calls?: DRAPluginCalls;
+  /** Pods whose claims' device health changed, to be synced again (the container manager's Updates()). */
+  onPodsNeedSync?: (podUIDs: string[]) => void;
+  /** ResourceHealthStatusMessage (beta, on by default): the drivers' messages in the status entries. */
+  resourceHealthStatusMessage?: boolean;
+  /** The health streams' opening and retry period; default over gRPC, every 5 s. */
+  openHealthStream?: OpenHealthStream;
+  healthRetryMs?: number;
+  /** Wall clock (ms) for the health cache; default Date.now. */
+  now?: () => number;
 }
 
 /** NodePrepareResources / NodeUnprepareResources on a plugin; answers keyed by claim UID. */
@@ -103,14 +126,35 @@ export class DRAManager implements DynamicResources {
   private readonly log: Logger;
   private readonly calls: DRAPluginCalls;
   private reconcileTimer: NodeJS.Timeout | undefined;
+  private health = new HealthInfoCache();
+  private readonly healthStreams: DRAHealthStreams;
+  /** The health checkpoint's writes, one after the other. */
+  private healthWrites: Promise<void> = Promise.resolve();
 
   constructor(private readonly d: DRAManagerDeps) {
     this.log = d.logger.child({ component: 'dra_manager' });
     this.calls = d.calls ?? grpcPluginCalls;
+    this.healthStreams = new DRAHealthStreams({
+      logger: d.logger,
+      onReport: (driver, devices) => this.healthReport(driver, devices),
+      onStreamEnd: (driver) => {
+        if (this.health.clearDriver(driver)) this.saveHealth();
+      },
+      ...(d.openHealthStream ? { open: d.openHealthStream } : {}),
+      ...(d.healthRetryMs !== undefined ? { retryMs: d.healthRetryMs } : {}),
+    });
   }
 
   private get checkpointPath(): string {
     return path.join(this.d.rootDir, DRACheckpointFile);
+  }
+
+  private get healthCheckpointPath(): string {
+    return path.join(this.d.rootDir, DRAHealthCheckpointFile);
+  }
+
+  private now(): number {
+    return (this.d.now ?? Date.now)();
   }
 
   /**
@@ -139,6 +183,7 @@ export class DRAManager implements DynamicResources {
         await rename(this.checkpointPath, `${this.checkpointPath}.corrupt`).catch(() => undefined);
       }
     }
+    await this.loadHealth();
     const active = o?.activePodUIDs;
     if (active) {
       this.reconcileTimer = setInterval(() => void this.reconcile(active()), RECONCILE_PERIOD_MS);
@@ -146,9 +191,98 @@ export class DRAManager implements DynamicResources {
     }
   }
 
-  stop(): void {
+  async stop(): Promise<void> {
     if (this.reconcileTimer) clearInterval(this.reconcileTimer);
     this.reconcileTimer = undefined;
+    await this.healthStreams.stop();
+    await this.healthWrites;
+  }
+
+  /** A DRA plugin registered (the DRA plugin manager's streamHandler): its device health is watched. */
+  watchHealth(plugin: DRAPlugin): void {
+    this.healthStreams.watch(plugin);
+  }
+
+  /** A DRA plugin deregistered: its health stream is cancelled (its health forgotten as the stream ends). */
+  unwatchHealth(driverName: string, endpoint: string): Promise<void> {
+    return this.healthStreams.unwatch(driverName, endpoint);
+  }
+
+  allocatedResourcesStatus(pod: Pod, statuses: ContainerStatus[]): ContainerStatus[] {
+    const now = this.now();
+    return withClaimsAllocatedResourcesStatus(
+      pod,
+      statuses,
+      {
+        claimInfo: (namespace, name) => this.cache.get(namespace, name),
+        health: (driver, pool, device) => this.health.get(driver, pool, device, now),
+      },
+      this.d.resourceHealthStatusMessage ?? true,
+    );
+  }
+
+  /** One NodeWatchResources report: the cache updated, and the pods holding a changed device synced again. */
+  private healthReport(driver: string, wire: WireDeviceHealth[]): void {
+    const now = this.now();
+    const devices = wire.map((w) => {
+      const got = deviceHealthFromWire(w, now);
+      if (got.negativeTimeout) {
+        this.log.debug('Ignoring negative health check timeout, using default', {
+          driverName: driver,
+          poolName: got.device.poolName,
+          deviceName: got.device.deviceName,
+        });
+      }
+      return got.device;
+    });
+    const u = this.health.update(driver, devices, now);
+    if (u.ignored > 0) {
+      this.log.error(
+        'Health report contains more devices than the cache keeps per driver, ignoring new devices beyond the limit',
+        { driverName: driver, ignoredDevices: u.ignored },
+      );
+    }
+    if (u.dirty) this.saveHealth();
+    if (u.changed.length === 0) return;
+    const pods = podsUsingDevices(this.cache.entries(), driver, u.changed);
+    if (pods.length === 0) return;
+    this.log.info('Sending health update notification for pods', { driverName: driver, pods });
+    this.d.onPodsNeedSync?.(pods);
+  }
+
+  /** The health checkpoint (loadFromCheckpoint): an unreadable one is logged and the cache starts empty. */
+  private async loadHealth(): Promise<void> {
+    let text: string;
+    try {
+      text = await readFile(this.healthCheckpointPath, 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
+        this.log.error('Failed to load health checkpoint, proceeding with empty cache', {
+          err: errorMessage(err),
+        });
+      }
+      return;
+    }
+    const got = HealthInfoCache.decode(text);
+    if (got.ok) this.health = got.cache;
+    else this.log.error('Failed to load health checkpoint, proceeding with empty cache', { err: got.error });
+  }
+
+  /** Writes the health cache as it is now, after the writes before it (renamed over, as the claim checkpoint). */
+  private saveHealth(): void {
+    const text = this.health.encode();
+    const file = this.healthCheckpointPath;
+    this.healthWrites = this.healthWrites.then(async () => {
+      try {
+        await writeFile(`${file}.tmp`, text, { mode: 0o600 });
+        await rename(`${file}.tmp`, file);
+      } catch (err) {
+        this.log.error(
+          'Failed to save health checkpoint after update. Kubelet restart may lose the device health information.',
+          { err: errorMessage(err) },
+        );
+      }
+    });
   }
 
   /** Some cached claim still references the pod (PodMightNeedToUnprepareResources). */
