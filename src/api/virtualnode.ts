@@ -116,6 +116,19 @@ export const VirtualNodeSpecSchema = z
              * (NodeSwap); unset or 0: no swap, as on a host without it. cri nodes report their host's.
              */
             swapCapacity: quantity.optional(),
+            /**
+             * A disk of the simulated host's own for the runtime's images (the kubelet's imagefs), of
+             * `capacity`; unset, images share the node's disk (`capacity.ephemeral-storage`). `containerFs`:
+             * where containers' writable layers live, with the images (`imageFs`, default) or on the node's
+             * disk (`nodeFs`: the runtime names a container filesystem of its own, KubeletSeparateDiskGC).
+             */
+            imageFs: z
+              .object({
+                capacity: quantity,
+                containerFs: z.enum(['imageFs', 'nodeFs']).default('imageFs'),
+              })
+              .strict()
+              .optional(),
           })
           .default({}),
       }),

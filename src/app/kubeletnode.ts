@@ -164,6 +164,8 @@ function defaultRuntime(
       // replica serving this node before) handed out, even for containers no status remembers.
       idSeed: `${nodeName}/${PROCESS_SALT}`,
       ...(files ? { files } : {}),
+      // Writable layers on the node's disk: the runtime names a container filesystem apart from the images'.
+      ...(rt.sim.imageFs?.containerFs === 'nodeFs' ? { containerFilesystem: 'separate' as const } : {}),
     });
   }
   return new CriRuntime({ endpoint: rt.cri.endpoint, logger: deps.logger.child({ node: nodeName }) });
@@ -366,7 +368,7 @@ export class KubeletManagedNode implements ManagedNode {
     const eviction = evictionConfigFrom(spec.kubelet);
     // A kubelet with bad eviction flags does not start; a VirtualNode keeps its node on the defaults.
     if (eviction.error !== undefined) settingsRefused('InvalidEvictionSettings', 'eviction', eviction.error);
-    for (const w of eviction.warnings) this.log.info('eviction settings', { warning: w });
+    // The containerfs warnings come from the eviction manager once it knows the node's filesystem layout.
     const imageGC = imageGCPolicyFrom(spec.kubelet);
     if (imageGC.error !== undefined) settingsRefused('InvalidImageGCSettings', 'image GC', imageGC.error);
     this.imageGCPolicy = imageGC.policy;
@@ -407,6 +409,7 @@ export class KubeletManagedNode implements ManagedNode {
       eviction: {
         config: eviction.config,
         summary: () => this.stats.summary(),
+        filesystemLayout: () => this.stats.filesystemLayout(),
         recordNode: (type, reason, message) => this.recorder.event(nodeRef(nodeName), type, reason, message),
       },
       shutdown: {

@@ -4,7 +4,8 @@
  * - cri: volumes and container logs measured on the node's disk (the log directory is the kubelet's
  *   `<logRoot>/<namespace>_<pod>_<uid>/<container>`), the node's filesystem by statfs of its pods directory;
  * - sim: volumes measured in the in-memory tree the simulated runtime reads, no log files (the runtime
- *   keeps logs in memory), the filesystem's capacity the node's declared ephemeral storage.
+ *   keeps logs in memory), the filesystem's capacity the node's declared ephemeral storage, and an image
+ *   disk of its own when `runtime.sim.imageFs` declares one.
  */
 import type { VirtualNodeSpec } from '../api/virtualnode.js';
 import type { PodEnvironment } from '../kubelet/shell/kubelet_config.js';
@@ -49,6 +50,9 @@ export function statsProviderFor(opts: {
     ownsPod: opts.ownsPod,
     ...(opts.runtime.imageFsInfo
       ? { imageFsInfo: opts.runtime.imageFsInfo.bind(opts.runtime) as Runtime['imageFsInfo'] }
+      : {}),
+    ...(spec.runtime.type === 'sim' && spec.runtime.sim.imageFs
+      ? { imageFsCapacityBytes: quantityValue(spec.runtime.sim.imageFs.capacity) }
       : {}),
     ...(periodMs > 0 ? { volumes: { podsDir: env.podsDir, fs: env.fs, usage } } : {}),
     ...(opts.persistentVolumes ? { persistentVolumes: opts.persistentVolumes } : {}),

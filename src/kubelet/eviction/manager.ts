@@ -44,6 +44,8 @@ import {
 export interface EvictionConfig {
   /** As parseThresholdConfig returns them, then updateContainerFsThresholds for the node's layout. */
   thresholds: readonly Threshold[];
+  /** As parseThresholdConfig returns them: what configForLayout starts from once the layout is known. */
+  configuredThresholds?: readonly Threshold[];
   /** evictionPressureTransitionPeriod (default 5 minutes). */
   pressureTransitionPeriodMs: number;
   /** evictionMaxPodGracePeriod, the most a soft eviction grants (default 0). */

@@ -46,15 +46,31 @@ function build(
   maxPodGracePeriodSeconds: number,
   layout: FsLayout,
 ): { config: EvictionConfig; warnings: string[] } {
-  const fs = updateContainerFsThresholds(thresholds, layout.dedicatedImageFs, layout.splitContainerImageFs);
+  const config: EvictionConfig = {
+    thresholds,
+    configuredThresholds: thresholds,
+    pressureTransitionPeriodMs,
+    maxPodGracePeriodSeconds,
+    localStorageCapacityIsolation: true,
+    layout,
+  };
+  return configForLayout(config, layout);
+}
+
+/**
+ * The config for a filesystem layout (kubelet: the first synchronize, once HasDedicatedImageFs and
+ * HasDedicatedContainerFs have answered): the configured thresholds with containerfs ones following the
+ * filesystem that holds the writable layers (updateContainerFsThresholds), and the layout that picks rank
+ * and node-level reclaim per signal. The warnings are the kubelet's for configured containerfs thresholds.
+ */
+export function configForLayout(
+  config: EvictionConfig,
+  layout: FsLayout,
+): { config: EvictionConfig; warnings: string[] } {
+  const configured = config.configuredThresholds ?? config.thresholds;
+  const fs = updateContainerFsThresholds(configured, layout.dedicatedImageFs, layout.splitContainerImageFs);
   return {
-    config: {
-      thresholds: fs.thresholds,
-      pressureTransitionPeriodMs,
-      maxPodGracePeriodSeconds,
-      localStorageCapacityIsolation: true,
-      layout,
-    },
+    config: { ...config, thresholds: fs.thresholds, configuredThresholds: configured, layout },
     warnings: fs.warnings,
   };
 }

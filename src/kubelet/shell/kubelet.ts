@@ -514,6 +514,7 @@ export class Kubelet {
   private newEvictionManager(e: NonNullable<KubeletDeps['eviction']>): EvictionManager {
     return new EvictionManager({
       config: e.config,
+      ...(e.filesystemLayout ? { filesystemLayout: e.filesystemLayout } : {}),
       clock: this.d.clock,
       summary: e.summary,
       activePods: () => this.syncer.activePods(),

@@ -35,6 +35,7 @@ import type { ServiceAccountTokenSource } from '../volume/plugin.js';
 import type { CSIHost } from '../volume/csi.js';
 import type { VolumeSources } from '../volume/sources.js';
 import type { EvictionConfig } from '../eviction/manager.js';
+import type { FsLayout } from '../eviction/rank.js';
 import type { PressureCondition } from '../eviction/signals.js';
 import type { ShutdownConfig } from '../nodeshutdown/config.js';
 import type { ImageFsFigures, ImageGCPolicy } from '../images/imagegc.js';
@@ -125,6 +126,11 @@ export interface KubeletDeps {
   eviction?: {
     config: EvictionConfig;
     summary: () => Promise<Summary>;
+    /**
+     * The node's filesystem layout from the stats provider (HasDedicatedImageFs, HasDedicatedContainerFs),
+     * asked at the manager's first round. Absent: `config`'s layout as given.
+     */
+    filesystemLayout?: () => Promise<FsLayout>;
     /** The node's pressure conditions changed (the node status reports them at its next update). */
     onPressureChange?: (conditions: readonly PressureCondition[]) => void;
     /** Records an Event about the Node (EvictionThresholdMet). */

@@ -38,6 +38,8 @@ function unauthorizedMessage(r: ImageReference): string {
 
 /** Where the simulated runtime says its images live (a name only: no such directory exists). */
 export const SimImageFsMountpoint = '/var/lib/sim/images';
+/** Where it says containers' writable layers live when they have a filesystem of their own. */
+export const SimContainerFsMountpoint = '/var/lib/sim/containers';
 
 export class SimImageService {
   constructor(
@@ -81,11 +83,12 @@ export class SimImageService {
   }
 
   /**
-   * One image filesystem, also the containers' (as containerd's on one disk): the images' sizes summed,
-   * one inode per image. Its capacity is not the runtime's to say (CRI reports usage only): the kubelet
-   * takes it from the node (the VirtualNode's declared ephemeral storage).
+   * The image filesystem: the images' sizes summed, one inode per image. The containers' filesystem is the
+   * same one (as containerd's on one disk), or, given `writableLayers` (a runtime whose containers' layers
+   * live apart), SimContainerFsMountpoint with those layers' bytes and inodes. Capacity is
+   * not the runtime's to say (CRI reports usage only): the kubelet takes it from the node's disks.
    */
-  fsInfo(timestampNs: bigint): ImageFsInfo {
+  fsInfo(timestampNs: bigint, writableLayers?: { bytes: number; inodes: number }): ImageFsInfo {
     const images = this.images.list();
     const fs = {
       timestamp: timestampNs,
@@ -93,7 +96,15 @@ export class SimImageService {
       usedBytes: images.reduce((sum, i) => sum + i.size, 0),
       inodesUsed: images.length,
     };
-    return { imageFilesystems: [fs], containerFilesystems: [{ ...fs }] };
+    const containers = writableLayers
+      ? {
+          timestamp: timestampNs,
+          mountpoint: SimContainerFsMountpoint,
+          usedBytes: writableLayers.bytes,
+          inodesUsed: writableLayers.inodes,
+        }
+      : { ...fs };
+    return { imageFilesystems: [fs], containerFilesystems: [containers] };
   }
 
   /** The image's USER from its profile (default root: neither uid nor username). */

@@ -29,6 +29,12 @@ export interface SimRuntimeOptions {
    */
   files?: NodeFiles;
   runtimeVersion?: string;
+  /**
+   * Where containers' writable layers live: with the images (default, as containerd on one disk: ImageFsInfo
+   * names one filesystem for both), or on a filesystem of their own (`separate`: ImageFsInfo names
+   * SimContainerFsMountpoint for them, KubeletSeparateDiskGC's split layout).
+   */
+  containerFilesystem?: 'images' | 'separate';
 }
 
 export interface RuntimeSetup {
@@ -40,6 +46,7 @@ export interface RuntimeSetup {
   idSeed: string;
   files: NodeFiles | undefined;
   runtimeVersion: string;
+  containerFilesystem: 'images' | 'separate';
 }
 
 /** Throws InvalidArgument for a missing clock, a bad CIDR, node IP, image reference or profile data. */
@@ -68,5 +75,6 @@ export function setUp(opts: SimRuntimeOptions): RuntimeSetup {
     idSeed: opts.idSeed ?? 'sim',
     files: opts.files,
     runtimeVersion: opts.runtimeVersion ?? '0.1.0',
+    containerFilesystem: opts.containerFilesystem ?? 'images',
   };
 }

@@ -106,6 +106,7 @@ export class SimRuntime implements Runtime {
   private readonly ids: Record<IdKind, IdSource>;
   private readonly files: NodeFiles | undefined;
   private readonly runtimeVersion: string;
+  private readonly containerFilesystem: 'images' | 'separate';
   private readonly processes: Processes;
   private readonly adopter: SimAdopter;
   private seq = 0;
@@ -125,6 +126,7 @@ export class SimRuntime implements Runtime {
     };
     this.files = setup.files;
     this.runtimeVersion = setup.runtimeVersion;
+    this.containerFilesystem = setup.containerFilesystem;
     this.processes = new Processes(this.clock, () => this.store.touch());
     this.imageService = new SimImageService(this.images, this.behaviours, (ms) => this.processes.delay(ms));
     this.adopter = new SimAdopter({
@@ -402,7 +404,17 @@ export class SimRuntime implements Runtime {
 
   async imageFsInfo(): Promise<ImageFsInfo> {
     this.enter('imageFsInfo');
-    return this.imageService.fsInfo(BigInt(this.clock.now()) * 1_000_000n);
+    const now = this.clock.now();
+    if (this.containerFilesystem === 'images') return this.imageService.fsInfo(BigInt(now) * 1_000_000n);
+    // Every container's layer, exited ones too: they stay on disk until the container is removed.
+    let bytes = 0;
+    let inodes = 0;
+    for (const c of this.store.containers.values()) {
+      const layer = containerStatsOf(c, now).writableLayer;
+      bytes += layer?.usedBytes ?? 0;
+      inodes += layer?.inodesUsed ?? 0;
+    }
+    return this.imageService.fsInfo(BigInt(now) * 1_000_000n, { bytes, inodes });
   }
 
   async close(): Promise<void> {

@@ -582,6 +582,27 @@ images:
       expect(after.imageFilesystems[0]).to.deep.include({ usedBytes: sizes - nginx, inodesUsed: 2 });
       expect(after.containerFilesystems[0]?.mountpoint).to.equal(after.imageFilesystems[0]?.mountpoint);
     });
+
+    it('names a container filesystem of its own when told: every container’s layer, until it is removed', async () => {
+      const { sim, clock, pod, run } = newSim({
+        containerFilesystem: 'separate',
+        profiles: parseSimProfilesYaml('images: { busybox: { usage: { disk: 100Mi } } }'),
+      });
+      const p = await pod();
+      const short = await run(p, 'short', ['sleep', '5']);
+      await run(p, 'long', ['sleep', 'infinity']);
+      clock.advance(10_000);
+      await sim.stopContainer(short, 0);
+      const info = await sim.imageFsInfo();
+      expect(info.imageFilesystems[0]?.mountpoint).to.equal('/var/lib/sim/images');
+      // The exited container's layer stays on disk with the running one's.
+      expect(info.containerFilesystems[0]).to.deep.include({
+        mountpoint: '/var/lib/sim/containers',
+        usedBytes: 200 * 2 ** 20,
+      });
+      await sim.removeContainer(short);
+      expect((await sim.imageFsInfo()).containerFilesystems[0]?.usedBytes).to.equal(100 * 2 ** 20);
+    });
   });
 
   describe('scale', () => {

@@ -21,7 +21,8 @@ import {
   type EvictionState,
 } from '../manager.js';
 import type { PodEviction } from '../message.js';
-import type { NodeReclaim } from '../rank.js';
+import type { FsLayout, NodeReclaim } from '../rank.js';
+import { configForLayout } from '../settings.js';
 import type { PressureCondition } from '../signals.js';
 
 /** The kubelet's evictionMonitoringPeriod. */
@@ -32,7 +33,13 @@ export const PodCleanupTimeoutMs = 30_000;
 export const PodCleanupPollMs = 1_000;
 
 export interface EvictionManagerDeps {
+  /** With filesystemLayout, the thresholds as configured; the layout's containerfs ones come at detection. */
   config: EvictionConfig;
+  /**
+   * The node's filesystem layout (kubelet HasDedicatedImageFs, HasDedicatedContainerFs), asked before the
+   * first round and again each round until it answers (no round runs before). Absent: `config` as given.
+   */
+  filesystemLayout?: () => Promise<FsLayout>;
   clock: Clock;
   /** The node's stats Summary now (the stats provider's, filesystems included). */
   summary: () => Promise<Summary>;
@@ -82,8 +89,39 @@ export class EvictionManager {
   private running: Promise<void> | undefined;
   /** Node-level reclaims already logged as not possible here (each logged once). */
   private readonly unsupportedLogged = new Set<NodeReclaim>();
+  /** The config for the node's filesystem layout; undefined until the layout is known. */
+  private config: EvictionConfig | undefined;
 
-  constructor(private readonly d: EvictionManagerDeps) {}
+  constructor(private readonly d: EvictionManagerDeps) {
+    if (!d.filesystemLayout) this.config = d.config;
+  }
+
+  /** The config this node's rounds run with (its filesystem layout's), once known. */
+  effectiveConfig(): EvictionConfig | undefined {
+    return this.config;
+  }
+
+  /** The layout once, as the kubelet's first synchronize detects it; a failure skips the round. */
+  private async configForRound(): Promise<EvictionConfig | undefined> {
+    if (this.config) return this.config;
+    let layout: FsLayout;
+    try {
+      layout = await this.d.filesystemLayout!();
+    } catch (err) {
+      this.d.logger.warn('eviction manager: failed to get HasDedicatedImageFs', { err: errorMessage(err) });
+      return undefined;
+    }
+    const { config, warnings } = configForLayout(this.d.config, layout);
+    // The kubelet logs its containerfs warnings as one error and goes on with the replaced thresholds.
+    for (const w of warnings)
+      this.d.logger.warn('eviction manager: found conflicting containerfs eviction. Ignoring.', { err: w });
+    this.d.logger.info('eviction manager: filesystem detection', {
+      dedicatedImageFs: layout.dedicatedImageFs,
+      splitImageFs: layout.splitContainerImageFs,
+    });
+    this.config = config;
+    return config;
+  }
 
   /** The pressure conditions the last round found (also while a round runs). */
   nodeConditions(): readonly PressureCondition[] {
@@ -119,6 +157,8 @@ export class EvictionManager {
 
   /** One round: synchronize, then act. Never throws. */
   async synchronizeOnce(): Promise<void> {
+    const config = await this.configForRound();
+    if (!config || this.stopped) return;
     let summary: Summary;
     try {
       summary = await this.d.summary();
@@ -129,7 +169,7 @@ export class EvictionManager {
     if (this.stopped) return;
     const before = this.state.nodeConditions;
     const result = synchronize({
-      config: this.d.config,
+      config,
       state: this.state,
       summary,
       activePods: this.d.activePods(),

@@ -26,6 +26,12 @@ import type { VolumeFS } from '../../volume/fs.js';
 import { joinPath } from '../../volume/paths.js';
 import type { DirUsage, DirUsageReading } from './du.js';
 import { SummaryBuilder, hugePageCapacityBytes, type SummaryInput } from '../summary.js';
+import {
+  declaredFilesystems,
+  type DeclaredContents,
+  type DeclaredFilesystems,
+  type FsLayoutReading,
+} from '../declareddisks.js';
 import type { FsStats, Summary, VolumeStats } from '../types.js';
 
 export type StatsRuntime = Pick<
@@ -71,15 +77,23 @@ export interface StatsProviderDeps {
   statfsPath?: string;
   /** The runtime's CRI ImageFsInfo (the image filesystem the image GC reads); absent: no image filesystem. */
   imageFsInfo?: () => Promise<ImageFsInfo>;
+  /**
+   * A node without a real disk that declares an image disk of its own (sim `runtime.sim.imageFs`): its
+   * capacity. Absent: the images share the node's declared disk.
+   */
+  imageFsCapacityBytes?: number;
 }
 
 /** The image and container filesystems as the image GC and the eviction manager see them. */
 export interface ImageFsReading {
   imageFs: FsStats;
   containerFs: FsStats;
-  /** The runtime reports containers' writable layers on another filesystem than the images' (and device). */
-  layout: { dedicatedImageFs: boolean; splitContainerImageFs: boolean };
+  /** Images off the node's filesystem; containers' writable layers on another one than the images'. */
+  layout: FsLayoutReading;
 }
+
+/** One filesystem for everything: what a node whose runtime names no image filesystem is taken to have. */
+const OneFilesystem: FsLayoutReading = { dedicatedImageFs: false, splitContainerImageFs: false };
 
 /** The volume plugins whose directories hold the pod's ephemeral data (the kubelet's ephemeral volumes). */
 const EPHEMERAL_PLUGINS = [
@@ -108,8 +122,8 @@ export class StatsProvider {
   private share = { lastCpuMicros: -1, coreNanoSeconds: 0 };
   /** Volume names per pod, listed in the background like the usage itself. */
   private readonly volumeNames = new Map<string, { plugin: string; name: string }[]>();
-  /** A declared disk's bytes besides the images (writable layers, volumes), as the last Summary found. */
-  private declaredDiskOtherBytes = 0;
+  /** A declared disk's contents besides the runtime's own figures, as the last Summary found them. */
+  private declaredContents: DeclaredContents = { volumeBytes: 0, writableBytes: 0 };
 
   constructor(private readonly d: StatsProviderDeps) {}
 
@@ -221,10 +235,15 @@ export class StatsProvider {
       usedBytes: r.usedBytes,
       inodesUsed: r.inodesUsed,
     });
-    const disk = this.d.statfsPath ? capacity : await this.declaredDisk(nowMs, sandboxStats);
+    const disks = this.d.statfsPath
+      ? { node: capacity, ...(await this.realRuntimeFs().catch(() => undefined)) }
+      : await this.declaredDisks(nowMs, sandboxStats);
     return {
-      node: disk,
-      containerFs: disk,
+      node: disks.node,
+      // The kubelet's Summary: the runtime's image and container filesystems (ImageFsStats); a runtime that
+      // cannot say keeps its containers' rootfs on the node's.
+      ...(disks.imageFs ? { imageFs: disks.imageFs } : {}),
+      containerFs: disks.containerFs ?? disks.node,
       volumes: (uid): VolumeStats[] | undefined => {
         if (!volumes) return undefined;
         const out: VolumeStats[] = [];
@@ -261,47 +280,72 @@ export class StatsProvider {
   }
 
   /**
-   * A node without a real disk (sim) has one disk of its declared ephemeral storage, holding what a kubelet's
-   * disk holds: the images (the runtime's ImageFsInfo), the containers' writable layers and the on-disk
-   * volumes. Used and available follow from them, so the nodefs and imagefs signals see a filling disk.
+   * A node without a real disk (sim): its declared disks (declareddisks.ts) holding what a kubelet's disks
+   * hold: the images (the runtime's ImageFsInfo), the containers' writable layers and the on-disk volumes.
+   * Used and available follow from them, so nodefs, imagefs and containerfs fill as a kubelet's do.
    */
-  private async declaredDisk(nowMs: number, sandboxStats: readonly PodSandboxStats[]): Promise<FsStats> {
-    let other = 0;
-    for (const s of sandboxStats) for (const c of s.containers) other += c.writableLayer?.usedBytes ?? 0;
+  private async declaredDisks(
+    nowMs: number,
+    sandboxStats: readonly PodSandboxStats[],
+  ): Promise<DeclaredFilesystems> {
+    let writableBytes = 0;
+    for (const s of sandboxStats)
+      for (const c of s.containers) writableBytes += c.writableLayer?.usedBytes ?? 0;
+    let volumeBytes = 0;
     const volumes = this.d.volumes;
     if (volumes)
       for (const [uid, names] of this.volumeNames)
         for (const v of names)
           if (ON_DISK_PLUGINS.has(v.plugin))
-            other +=
+            volumeBytes +=
               volumes.usage.get(joinPath(volumes.podsDir, uid, 'volumes', v.plugin, v.name))?.usedBytes ?? 0;
-    this.declaredDiskOtherBytes = other;
+    this.declaredContents = { volumeBytes, writableBytes };
     const info = this.d.imageFsInfo ? await this.d.imageFsInfo().catch(() => undefined) : undefined;
-    const images = info?.imageFilesystems[0]?.usedBytes ?? 0;
-    const capacity = this.d.ephemeralStorageCapacityBytes;
-    const used = images + other;
+    return declaredFilesystems(this.declaredDisksOf(), info, this.declaredContents, nowMs);
+  }
+
+  private declaredDisksOf(): { nodeCapacityBytes: number; imageCapacityBytes?: number } {
     return {
-      time: nowMs,
-      capacityBytes: capacity,
-      usedBytes: used,
-      availableBytes: Math.max(0, capacity - used),
+      nodeCapacityBytes: this.d.ephemeralStorageCapacityBytes,
+      ...(this.d.imageFsCapacityBytes !== undefined
+        ? { imageCapacityBytes: this.d.imageFsCapacityBytes }
+        : {}),
     };
   }
 
   /**
    * The image filesystem (kubelet ImageFsStats): the first one the runtime's ImageFsInfo names, its usage as
    * the runtime reports it; capacity and available by statfs of its mountpoint on a node with a real disk
-   * (of the node's path when the mountpoint cannot be read), else the declared disk's (declaredDisk) less
-   * that usage and the rest of that disk's contents. The container filesystem likewise, and the layout the devices under them make
-   * (KubeletSeparateDiskGC). Throws when the runtime names no image filesystem.
+   * (of the node's path when the mountpoint cannot be read), else of the declared disk that holds it. The
+   * container filesystem is the same one unless the runtime names another on another device (the split
+   * layout of KubeletSeparateDiskGC); the layout is what the devices under them make. Throws when the
+   * runtime names no image filesystem.
    */
   async imageFsStats(): Promise<ImageFsReading> {
+    if (!this.d.imageFsInfo) throw new Error('imageFs information is unavailable');
+    if (this.d.statfsPath) return this.realRuntimeFs();
+    const info = await this.d.imageFsInfo();
+    const r = declaredFilesystems(this.declaredDisksOf(), info, this.declaredContents, this.d.clock.now());
+    if (!r.imageFs || !r.containerFs) throw new Error('imageFs information is unavailable');
+    return { imageFs: r.imageFs, containerFs: r.containerFs, layout: r.layout };
+  }
+
+  /**
+   * The node's filesystem layout (kubelet HasDedicatedImageFs and HasDedicatedContainerFs): one filesystem
+   * when the runtime has no ImageFsInfo; throws when it cannot answer it.
+   */
+  async filesystemLayout(): Promise<FsLayoutReading> {
+    if (!this.d.imageFsInfo) return OneFilesystem;
+    return (await this.imageFsStats()).layout;
+  }
+
+  /** imageFsStats on a node with a real disk: statfs and stat of the mountpoints the runtime names. */
+  private async realRuntimeFs(): Promise<ImageFsReading> {
     if (!this.d.imageFsInfo) throw new Error('imageFs information is unavailable');
     const info = await this.d.imageFsInfo();
     const image = info.imageFilesystems[0];
     if (!image) throw new Error('imageFs information is unavailable');
     const container = info.containerFilesystems[0] ?? image;
-    const [imageFs, containerFs] = await Promise.all([this.fsOf(image), this.fsOf(container)]);
     const [rootDevice, imageDevice, containerDevice] = await Promise.all([
       this.deviceOf(this.d.statfsPath),
       this.deviceOf(image.mountpoint),
@@ -318,6 +362,8 @@ export class StatsProvider {
         ...(containerDevice !== undefined ? { device: containerDevice } : {}),
       },
     });
+    const imageFs = await this.fsOf(image);
+    const containerFs = layout.splitContainerImageFs ? await this.fsOf(container) : imageFs;
     return { imageFs, containerFs, layout };
   }
 
@@ -325,25 +371,16 @@ export class StatsProvider {
     const timeMs = Number(u.timestamp / 1_000_000n) || this.d.clock.now();
     const used = { ...(u.usedBytes !== undefined ? { usedBytes: u.usedBytes } : {}) };
     const inodesUsed = { ...(u.inodesUsed !== undefined ? { inodesUsed: u.inodesUsed } : {}) };
-    if (this.d.statfsPath) {
-      for (const path of [u.mountpoint, this.d.statfsPath]) {
-        if (!path) continue;
-        try {
-          return { time: timeMs, ...statfsFigures(await statfs(path)), ...used, ...inodesUsed };
-        } catch {
-          // the next candidate
-        }
+    for (const path of [u.mountpoint, this.d.statfsPath]) {
+      if (!path) continue;
+      try {
+        return { time: timeMs, ...statfsFigures(await statfs(path)), ...used, ...inodesUsed };
+      } catch {
+        // the next candidate
       }
     }
-    // The declared disk: the images share it with the writable layers and volumes the last Summary found.
-    const capacity = this.d.ephemeralStorageCapacityBytes;
-    return {
-      time: timeMs,
-      capacityBytes: capacity,
-      availableBytes: Math.max(0, capacity - (u.usedBytes ?? 0) - this.declaredDiskOtherBytes),
-      ...used,
-      ...inodesUsed,
-    };
+    // Neither can be read: the runtime's usage alone, as the kubelet's best-effort partial figures.
+    return { time: timeMs, ...used, ...inodesUsed };
   }
 
   /** The device of a real path (stat's dev); undefined on a node without a disk or an unreadable path. */

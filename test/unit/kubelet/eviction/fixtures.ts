@@ -50,6 +50,7 @@ export interface NodeFigures {
   memWorkingSet?: number;
   nodefs?: { available: number; capacity: number; inodesFree?: number; inodes?: number };
   imagefs?: { available: number; capacity: number; inodesFree?: number; inodes?: number };
+  containerfs?: { available: number; capacity: number; inodesFree?: number; inodes?: number };
   pids?: { max: number; used: number };
 }
 
@@ -70,7 +71,14 @@ export function summary(n: NodeFigures, pods: PodStats[] = []): Summary {
         ? { memory: { time, availableBytes: n.memAvailable, workingSetBytes: n.memWorkingSet ?? 0 } }
         : {}),
       ...(n.nodefs ? { fs: fs(n.nodefs) } : {}),
-      ...(n.imagefs ? { runtime: { imageFs: fs(n.imagefs) } } : {}),
+      ...(n.imagefs || n.containerfs
+        ? {
+            runtime: {
+              ...(n.imagefs ? { imageFs: fs(n.imagefs) } : {}),
+              ...(n.containerfs ? { containerFs: fs(n.containerfs) } : {}),
+            },
+          }
+        : {}),
       ...(n.pids ? { rlimit: { time, maxpid: n.pids.max, curproc: n.pids.used } } : {}),
     },
     pods,

@@ -290,6 +290,150 @@ describe('eviction manager shell', () => {
   });
 });
 
+describe('eviction manager shell: the filesystem layout (KubeletSeparateDiskGC)', () => {
+  // `layers` fills its writable layer (rootfs), `logger` its logs: which goes first says what was measured.
+  const layers = pod('layers', [ctr('app')]);
+  const logger = pod('logger', [ctr('app')]);
+  const podStats = [
+    pstats(layers, [cstats('app', { rootfs: 8 * Gi, logs: 0 })]),
+    pstats(logger, [cstats('app', { rootfs: 0, logs: 4 * Gi })]),
+  ];
+  const oneFs = { dedicatedImageFs: false, splitContainerImageFs: false };
+  const imageFs = { dedicatedImageFs: true, splitContainerImageFs: false };
+  const split = { dedicatedImageFs: true, splitContainerImageFs: true };
+  const ok = { available: 90 * Gi, capacity: 100 * Gi };
+  const low = { available: 5 * Gi, capacity: 100 * Gi };
+  // Under imagefs.available's 15% but over nodefs.available's 10%: met only where containerfs follows imagefs.
+  const between = { available: 12 * Gi, capacity: 100 * Gi };
+  const hard = { 'nodefs.available': '10%', 'imagefs.available': '15%' };
+
+  const cases: {
+    name: string;
+    layout: typeof oneFs;
+    figures: Parameters<typeof summary>[0];
+    signal: string;
+    reclaims: NodeReclaim[];
+    evicted: string;
+  }[] = [
+    {
+      name: 'one filesystem, imagefs low: dead containers and images, then the largest user of all',
+      layout: oneFs,
+      figures: { nodefs: ok, imagefs: low, containerfs: low },
+      signal: 'imagefs.available',
+      reclaims: ['DeleteAllUnusedContainers', 'DeleteUnusedImages'],
+      evicted: 'layers',
+    },
+    {
+      name: 'image filesystem, nodefs low: nothing to reclaim, the largest logs and volumes go',
+      layout: imageFs,
+      figures: { nodefs: low, imagefs: ok, containerfs: ok },
+      signal: 'nodefs.available',
+      reclaims: [],
+      evicted: 'logger',
+    },
+    {
+      name: 'image filesystem, imagefs low: dead containers and images, then the largest writable layer',
+      layout: imageFs,
+      figures: { nodefs: ok, imagefs: low, containerfs: low },
+      signal: 'imagefs.available',
+      reclaims: ['DeleteAllUnusedContainers', 'DeleteUnusedImages'],
+      evicted: 'layers',
+    },
+    {
+      name: 'image filesystem, containerfs between: its threshold is imagefs’s 15%, met',
+      layout: imageFs,
+      figures: { nodefs: ok, imagefs: ok, containerfs: between },
+      signal: 'containerfs.available',
+      reclaims: ['DeleteAllUnusedContainers', 'DeleteUnusedImages'],
+      evicted: 'layers',
+    },
+    {
+      name: 'split, imagefs low: unused images only; no pod uses the image filesystem, so the first goes',
+      layout: split,
+      figures: { nodefs: ok, imagefs: low, containerfs: ok },
+      signal: 'imagefs.available',
+      reclaims: ['DeleteUnusedImages'],
+      evicted: 'logger',
+    },
+    {
+      name: 'split, nodefs low: dead containers only, then the largest of layers, logs and volumes',
+      layout: split,
+      figures: { nodefs: low, imagefs: ok, containerfs: low },
+      signal: 'nodefs.available',
+      reclaims: ['DeleteAllUnusedContainers'],
+      evicted: 'layers',
+    },
+  ];
+  for (const c of cases) {
+    it(c.name, async () => {
+      const h = harness([logger, layers], { evictionHard: hard }, { filesystemLayout: async () => c.layout });
+      h.set(summary({ memAvailable: 4 * Gi, ...c.figures }, podStats));
+      h.cleaned.add('uid-layers').add('uid-logger');
+      await h.manager.synchronizeOnce();
+      expect(h.manager.nodeConditions()).to.deep.equal(['DiskPressure']);
+      expect(h.reclaims).to.deep.equal(c.reclaims);
+      expect(h.killed.map((k) => [k.pod.metadata.name, k.signal])).to.deep.equal([[c.evicted, c.signal]]);
+    });
+  }
+
+  it('split: containerfs between the two thresholds is not met (it follows nodefs’s 10%)', async () => {
+    const h = harness([logger, layers], { evictionHard: hard }, { filesystemLayout: async () => split });
+    h.set(summary({ memAvailable: 4 * Gi, nodefs: ok, imagefs: ok, containerfs: between }, podStats));
+    await h.manager.synchronizeOnce();
+    expect(h.manager.nodeConditions()).to.deep.equal([]);
+    expect(h.manager.effectiveConfig()?.thresholds.map((t) => t.signal)).to.deep.equal([
+      'nodefs.available',
+      'imagefs.available',
+      'containerfs.available',
+      'containerfs.available',
+      'containerfs.inodesFree',
+      'containerfs.inodesFree',
+    ]);
+  });
+
+  it('asks the layout once; a failure skips the round (no pressure seen) and is asked again', async () => {
+    let asked = 0;
+    const answers: (typeof imageFs | Error)[] = [new Error('imageFs information is unavailable'), imageFs];
+    const h = harness(
+      [logger, layers],
+      {
+        evictionHard: hard,
+        evictionSoft: { 'containerfs.available': '20%' },
+        evictionSoftGracePeriod: { 'containerfs.available': '1m' },
+      },
+      {
+        filesystemLayout: () => {
+          const a = answers[asked++]!;
+          return a instanceof Error ? Promise.reject(a) : Promise.resolve(a);
+        },
+      },
+    );
+    h.cleaned.add('uid-layers').add('uid-logger');
+    h.set(summary({ memAvailable: 4 * Gi, nodefs: ok, imagefs: low, containerfs: low }, podStats));
+    await h.manager.synchronizeOnce();
+    expect(h.manager.nodeConditions()).to.deep.equal([]);
+    expect(h.manager.effectiveConfig()).to.equal(undefined);
+    expect(h.logs).to.include('eviction manager: failed to get HasDedicatedImageFs');
+    h.set(
+      summary({ time: 2000, memAvailable: 4 * Gi, nodefs: ok, imagefs: low, containerfs: low }, podStats),
+    );
+    await h.manager.synchronizeOnce();
+    expect(h.manager.nodeConditions()).to.deep.equal(['DiskPressure']);
+    expect(h.manager.effectiveConfig()?.layout).to.deep.equal(imageFs);
+    // The configured soft containerfs threshold is replaced by imagefs's (none soft: a zero one), with the
+    // kubelet's warning.
+    expect(h.logs.filter((l) => l.includes('conflicting containerfs'))).to.have.length(1);
+    h.set(summary({ time: 3000, memAvailable: 4 * Gi, nodefs: ok, imagefs: ok, containerfs: ok }, podStats));
+    await h.manager.synchronizeOnce();
+    expect(asked).to.equal(2);
+  });
+
+  it('without a layout source: the config as given', async () => {
+    const h = harness([logger, layers], { evictionHard: hard });
+    expect(h.manager.effectiveConfig()?.layout).to.deep.equal(oneFs);
+  });
+});
+
 describe('eviction settings of a VirtualNode', () => {
   it('defaults to the kubelet evictionHard, 5 min transition, 0 s max grace', () => {
     const r = evictionConfigFrom(undefined);
