@@ -136,6 +136,48 @@ describe('DRA on containerd (real scheduler, the upstream DRA test driver)', fun
     existsSync(path.join(root, 'cdi')) ? readdirSync(path.join(root, 'cdi')).sort() : [];
 
   /** Waits for the driver's ResourceSlice of the node: it has registered and published its devices. */
+  const createDeviceClass = (name: string, driver: string, spec: Record<string, unknown> = {}) =>
+    client.request({
+      method: 'POST',
+      path: '/apis/resource.k8s.io/v1/deviceclasses',
+      body: {
+        apiVersion: 'resource.k8s.io/v1',
+        kind: 'DeviceClass',
+        metadata: { name },
+        spec: { selectors: [{ cel: { expression: `device.driver == "${driver}"` } }], ...spec },
+      },
+    });
+  /** A claim with one request `req` of the class. */
+  const createClaim = (name: string, className: string, config?: unknown[]) =>
+    client.request({
+      method: 'POST',
+      path: `/apis/resource.k8s.io/v1/namespaces/${NS}/resourceclaims`,
+      body: {
+        apiVersion: 'resource.k8s.io/v1',
+        kind: 'ResourceClaim',
+        metadata: { name },
+        spec: {
+          devices: {
+            requests: [{ name: 'req', exactly: { deviceClassName: className } }],
+            ...(config ? { config } : {}),
+          },
+        },
+      },
+    });
+  /** A pod for the scheduler to place (no nodeName), tolerating whatever the fresh Node carries. */
+  const createScheduledPod = (name: string, spec: Record<string, unknown>) =>
+    client.request<Pod>({
+      method: 'POST',
+      path: `/api/v1/namespaces/${NS}/pods`,
+      body: {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name },
+        // No node lifecycle controller runs here to lift the fresh Node's taints.
+        spec: { terminationGracePeriodSeconds: 1, tolerations: [{ operator: 'Exists' }], ...spec },
+      },
+    });
+
   const driverSlicePublished = () =>
     eventually(
       async () => {
@@ -156,57 +198,22 @@ describe('DRA on containerd (real scheduler, the upstream DRA test driver)', fun
     // The driver registers with the node and publishes its devices.
     await driverSlicePublished();
 
-    await client.request({
-      method: 'POST',
-      path: '/apis/resource.k8s.io/v1/deviceclasses',
-      body: {
-        apiVersion: 'resource.k8s.io/v1',
-        kind: 'DeviceClass',
-        metadata: { name: 'dra-e2e-class' },
-        spec: { selectors: [{ cel: { expression: `device.driver == "${DRIVER}"` } }] },
-      },
-    });
-    await client.request({
-      method: 'POST',
-      path: `/apis/resource.k8s.io/v1/namespaces/${NS}/resourceclaims`,
-      body: {
-        apiVersion: 'resource.k8s.io/v1',
-        kind: 'ResourceClaim',
-        metadata: { name: 'claim' },
-        spec: {
-          devices: {
-            requests: [{ name: 'req', exactly: { deviceClassName: 'dra-e2e-class' } }],
-            config: [{ opaque: { driver: DRIVER, parameters: { a: 'b' } } }],
-          },
-        },
-      },
-    });
+    await createDeviceClass('dra-e2e-class', DRIVER);
+    await createClaim('claim', 'dra-e2e-class', [{ opaque: { driver: DRIVER, parameters: { a: 'b' } } }]);
     // No nodeName: the scheduler allocates the claim on the node and reserves it for the pod.
-    const created = await client.request<Pod>({
-      method: 'POST',
-      path: `/api/v1/namespaces/${NS}/pods`,
-      body: {
-        apiVersion: 'v1',
-        kind: 'Pod',
-        metadata: { name: 'dra' },
-        spec: {
-          terminationGracePeriodSeconds: 1,
-          // Whatever the fresh Node carries (no node lifecycle controller runs here to lift its taints).
-          tolerations: [{ operator: 'Exists' }],
-          resourceClaims: [{ name: 'gpu', resourceClaimName: 'claim' }],
-          containers: [
-            {
-              name: 'c',
-              image: 'busybox',
-              imagePullPolicy: 'IfNotPresent',
-              command: ['sh', '-c', 'env > /out/env; sleep 3600'],
-              resources: { claims: [{ name: 'gpu' }] },
-              volumeMounts: [{ name: 'out', mountPath: '/out' }],
-            },
-          ],
-          volumes: [{ name: 'out', hostPath: { path: outDir } }],
+    const created = await createScheduledPod('dra', {
+      resourceClaims: [{ name: 'gpu', resourceClaimName: 'claim' }],
+      containers: [
+        {
+          name: 'c',
+          image: 'busybox',
+          imagePullPolicy: 'IfNotPresent',
+          command: ['sh', '-c', 'env > /out/env; sleep 3600'],
+          resources: { claims: [{ name: 'gpu' }] },
+          volumeMounts: [{ name: 'out', mountPath: '/out' }],
         },
-      },
+      ],
+      volumes: [{ name: 'out', hostPath: { path: outDir } }],
     });
     const uid = created.metadata.uid!;
 
@@ -279,53 +286,32 @@ describe('DRA on containerd (real scheduler, the upstream DRA test driver)', fun
   it("a DeviceClass's extended resource: the scheduler's claim is prepared, only the asking container gets its device", async () => {
     await driverSlicePublished();
     // The class's own config reaches the driver as admin parameters (`admin_kind=extended` in the env).
-    await client.request({
-      method: 'POST',
-      path: '/apis/resource.k8s.io/v1/deviceclasses',
-      body: {
-        apiVersion: 'resource.k8s.io/v1',
-        kind: 'DeviceClass',
-        metadata: { name: 'dra-e2e-extended' },
-        spec: {
-          extendedResourceName: 'example.com/gpu',
-          selectors: [{ cel: { expression: `device.driver == "${DRIVER}"` } }],
-          config: [{ opaque: { driver: DRIVER, parameters: { kind: 'extended' } } }],
-        },
-      },
+    await createDeviceClass('dra-e2e-extended', DRIVER, {
+      extendedResourceName: 'example.com/gpu',
+      config: [{ opaque: { driver: DRIVER, parameters: { kind: 'extended' } } }],
     });
     const extOut = path.join(env!.dir, 'out-extended');
     await mkdir(extOut);
     const sh = (name: string) => ['sh', '-c', `env > /out/${name}; sleep 3600`];
-    const created = await client.request<Pod>({
-      method: 'POST',
-      path: `/api/v1/namespaces/${NS}/pods`,
-      body: {
-        apiVersion: 'v1',
-        kind: 'Pod',
-        metadata: { name: 'extended' },
-        spec: {
-          terminationGracePeriodSeconds: 1,
-          tolerations: [{ operator: 'Exists' }],
-          containers: [
-            {
-              name: 'gpu',
-              image: 'busybox',
-              imagePullPolicy: 'IfNotPresent',
-              command: sh('gpu'),
-              resources: { limits: { 'example.com/gpu': '1' } },
-              volumeMounts: [{ name: 'out', mountPath: '/out' }],
-            },
-            {
-              name: 'plain',
-              image: 'busybox',
-              imagePullPolicy: 'IfNotPresent',
-              command: sh('plain'),
-              volumeMounts: [{ name: 'out', mountPath: '/out' }],
-            },
-          ],
-          volumes: [{ name: 'out', hostPath: { path: extOut } }],
+    const created = await createScheduledPod('extended', {
+      containers: [
+        {
+          name: 'gpu',
+          image: 'busybox',
+          imagePullPolicy: 'IfNotPresent',
+          command: sh('gpu'),
+          resources: { limits: { 'example.com/gpu': '1' } },
+          volumeMounts: [{ name: 'out', mountPath: '/out' }],
         },
-      },
+        {
+          name: 'plain',
+          image: 'busybox',
+          imagePullPolicy: 'IfNotPresent',
+          command: sh('plain'),
+          volumeMounts: [{ name: 'out', mountPath: '/out' }],
+        },
+      ],
+      volumes: [{ name: 'out', hostPath: { path: extOut } }],
     });
     const uid = created.metadata.uid!;
     const running = await env!
@@ -416,54 +402,25 @@ describe('DRA on containerd (real scheduler, the upstream DRA test driver)', fun
         new Promise((_, reject) => setTimeout(() => reject(new Error('the plugin not registered')), 60_000)),
       ]);
       await plugin.publish();
-      await client.request({
-        method: 'POST',
-        path: '/apis/resource.k8s.io/v1/deviceclasses',
-        body: {
-          apiVersion: 'resource.k8s.io/v1',
-          kind: 'DeviceClass',
-          metadata: { name: 'dra-e2e-health' },
-          spec: { selectors: [{ cel: { expression: `device.driver == "${HEALTH_DRIVER}"` } }] },
-        },
-      });
-      await client.request({
-        method: 'POST',
-        path: `/apis/resource.k8s.io/v1/namespaces/${NS}/resourceclaims`,
-        body: {
-          apiVersion: 'resource.k8s.io/v1',
-          kind: 'ResourceClaim',
-          metadata: { name: 'health' },
-          spec: { devices: { requests: [{ name: 'req', exactly: { deviceClassName: 'dra-e2e-health' } }] } },
-        },
-      });
-      await client.request({
-        method: 'POST',
-        path: `/api/v1/namespaces/${NS}/pods`,
-        body: {
-          apiVersion: 'v1',
-          kind: 'Pod',
-          metadata: { name: 'health' },
-          spec: {
-            terminationGracePeriodSeconds: 1,
-            tolerations: [{ operator: 'Exists' }],
-            resourceClaims: [{ name: 'gpu', resourceClaimName: 'health' }],
-            containers: [
-              {
-                name: 'c',
-                image: 'busybox',
-                imagePullPolicy: 'IfNotPresent',
-                command: ['sleep', '3600'],
-                resources: { claims: [{ name: 'gpu', request: 'req' }] },
-              },
-              {
-                name: 'plain',
-                image: 'busybox',
-                imagePullPolicy: 'IfNotPresent',
-                command: ['sleep', '3600'],
-              },
-            ],
+      await createDeviceClass('dra-e2e-health', HEALTH_DRIVER);
+      await createClaim('health', 'dra-e2e-health');
+      await createScheduledPod('health', {
+        resourceClaims: [{ name: 'gpu', resourceClaimName: 'health' }],
+        containers: [
+          {
+            name: 'c',
+            image: 'busybox',
+            imagePullPolicy: 'IfNotPresent',
+            command: ['sleep', '3600'],
+            resources: { claims: [{ name: 'gpu', request: 'req' }] },
           },
-        },
+          {
+            name: 'plain',
+            image: 'busybox',
+            imagePullPolicy: 'IfNotPresent',
+            command: ['sleep', '3600'],
+          },
+        ],
       });
       await env!
         .waitPod('health', (s) => s.phase === 'Running', 'the health pod running', 120_000)
@@ -533,16 +490,7 @@ describe('DRA on containerd (real scheduler, the upstream DRA test driver)', fun
   });
 
   it('a pod whose claim is not reserved for it gets FailedPrepareDynamicResources and no sandbox', async () => {
-    await client.request({
-      method: 'POST',
-      path: `/apis/resource.k8s.io/v1/namespaces/${NS}/resourceclaims`,
-      body: {
-        apiVersion: 'resource.k8s.io/v1',
-        kind: 'ResourceClaim',
-        metadata: { name: 'unreserved' },
-        spec: { devices: { requests: [{ name: 'req', exactly: { deviceClassName: 'dra-e2e-class' } }] } },
-      },
-    });
+    await createClaim('unreserved', 'dra-e2e-class');
     // Bound directly (no scheduler): nothing allocates or reserves the claim.
     await env!.createPod('unreserved', {
       terminationGracePeriodSeconds: 1,
