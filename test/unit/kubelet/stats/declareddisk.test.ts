@@ -91,6 +91,17 @@ describe('stats provider: a declared disk (sim) holds images, writable layers an
   });
 });
 
+/** The provider's parts these cases share: one node, 1 GiB of memory and of declared disk, an idle process. */
+const fixedDeps = () => ({
+  nodeName: 'n1',
+  clock: new FakeClock(1_000_000),
+  startTimeMs: 0,
+  memoryCapacityBytes: 1 << 30,
+  ephemeralStorageCapacityBytes: 1024 * MiB,
+  nodesServed: () => 1,
+  processUsage: () => ({ cpuMicros: 0, rssBytes: 0 }),
+});
+
 describe('stats provider: the Summary’s runtime filesystems and the layout (KubeletSeparateDiskGC)', () => {
   const images = 300 * MiB;
   const imageFsInfo = (layers?: number) => async (): Promise<ImageFsInfo> => {
@@ -100,17 +111,7 @@ describe('stats provider: the Summary’s runtime filesystems and the layout (Ku
     return { imageFilesystems: [image], containerFilesystems: [container] };
   };
   const provider = (o: { imageFsInfo?: () => Promise<ImageFsInfo>; imageFsCapacityBytes?: number }) =>
-    new StatsProvider({
-      nodeName: 'n1',
-      runtime: runtimeWith({ bytes: 200 * MiB }, true),
-      clock: new FakeClock(1_000_000),
-      startTimeMs: 0,
-      memoryCapacityBytes: 1 << 30,
-      ephemeralStorageCapacityBytes: 1024 * MiB,
-      nodesServed: () => 1,
-      processUsage: () => ({ cpuMicros: 0, rssBytes: 0 }),
-      ...o,
-    });
+    new StatsProvider({ ...fixedDeps(), runtime: runtimeWith({ bytes: 200 * MiB }, true), ...o });
 
   it('one disk: runtime.imageFs and containerFs are the node disk’s figures with the images’ usage', async () => {
     const p = provider({ imageFsInfo: imageFsInfo() });
@@ -188,14 +189,8 @@ describe('stats provider: a real disk (cri)', () => {
       await mkdir(path.join(dir, 'images'));
       await mkdir(path.join(dir, 'containers'));
       const p = new StatsProvider({
-        nodeName: 'n1',
+        ...fixedDeps(),
         runtime: runtimeWith({ bytes: 0 }),
-        clock: new FakeClock(1_000_000),
-        startTimeMs: 0,
-        memoryCapacityBytes: 1 << 30,
-        ephemeralStorageCapacityBytes: 1024 * MiB,
-        nodesServed: () => 1,
-        processUsage: () => ({ cpuMicros: 0, rssBytes: 0 }),
         statfsPath: dir,
         imageFsInfo: async () => ({
           imageFilesystems: [{ timestamp: 1n, mountpoint: path.join(dir, 'images'), usedBytes: 5 * MiB }],

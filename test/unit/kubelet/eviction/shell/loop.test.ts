@@ -307,72 +307,34 @@ describe('eviction manager shell: the filesystem layout (KubeletSeparateDiskGC)'
   const between = { available: 12 * Gi, capacity: 100 * Gi };
   const hard = { 'nodefs.available': '10%', 'imagefs.available': '15%' };
 
-  const cases: {
-    name: string;
-    layout: typeof oneFs;
-    figures: Parameters<typeof summary>[0];
-    signal: string;
-    reclaims: NodeReclaim[];
-    evicted: string;
-  }[] = [
-    {
-      name: 'one filesystem, imagefs low: dead containers and images, then the largest user of all',
-      layout: oneFs,
-      figures: { nodefs: ok, imagefs: low, containerfs: low },
-      signal: 'imagefs.available',
-      reclaims: ['DeleteAllUnusedContainers', 'DeleteUnusedImages'],
-      evicted: 'layers',
-    },
-    {
-      name: 'image filesystem, nodefs low: nothing to reclaim, the largest logs and volumes go',
-      layout: imageFs,
-      figures: { nodefs: low, imagefs: ok, containerfs: ok },
-      signal: 'nodefs.available',
-      reclaims: [],
-      evicted: 'logger',
-    },
-    {
-      name: 'image filesystem, imagefs low: dead containers and images, then the largest writable layer',
-      layout: imageFs,
-      figures: { nodefs: ok, imagefs: low, containerfs: low },
-      signal: 'imagefs.available',
-      reclaims: ['DeleteAllUnusedContainers', 'DeleteUnusedImages'],
-      evicted: 'layers',
-    },
-    {
-      name: 'image filesystem, containerfs between: its threshold is imagefs’s 15%, met',
-      layout: imageFs,
-      figures: { nodefs: ok, imagefs: ok, containerfs: between },
-      signal: 'containerfs.available',
-      reclaims: ['DeleteAllUnusedContainers', 'DeleteUnusedImages'],
-      evicted: 'layers',
-    },
-    {
-      name: 'split, imagefs low: unused images only; no pod uses the image filesystem, so the first goes',
-      layout: split,
-      figures: { nodefs: ok, imagefs: low, containerfs: ok },
-      signal: 'imagefs.available',
-      reclaims: ['DeleteUnusedImages'],
-      evicted: 'logger',
-    },
-    {
-      name: 'split, nodefs low: dead containers only, then the largest of layers, logs and volumes',
-      layout: split,
-      figures: { nodefs: low, imagefs: ok, containerfs: low },
-      signal: 'nodefs.available',
-      reclaims: ['DeleteAllUnusedContainers'],
-      evicted: 'layers',
-    },
+  const both: NodeReclaim[] = ['DeleteAllUnusedContainers', 'DeleteUnusedImages'];
+  const dead: NodeReclaim[] = ['DeleteAllUnusedContainers'];
+  type Figure = typeof ok;
+  const fs = (nodefs: Figure, imagefs: Figure, containerfs: Figure) => ({ nodefs, imagefs, containerfs });
+  // [layout, nodefs / imagefs / containerfs, the signal met, the node-level reclaims run, the pod evicted]
+  const cases: [string, typeof oneFs, Parameters<typeof summary>[0], string, NodeReclaim[], string][] = [
+    // dead containers and images, then the largest user of all
+    ['one filesystem, imagefs low', oneFs, fs(ok, low, low), 'imagefs.available', both, 'layers'],
+    // nothing to reclaim, the largest logs and volumes go
+    ['image filesystem, nodefs low', imageFs, fs(low, ok, ok), 'nodefs.available', [], 'logger'],
+    // dead containers and images, then the largest writable layer
+    ['image filesystem, imagefs low', imageFs, fs(ok, low, low), 'imagefs.available', both, 'layers'],
+    // its threshold is imagefs’s 15%, met
+    ['image fs, containerfs between', imageFs, fs(ok, ok, between), 'containerfs.available', both, 'layers'],
+    // unused images only; no pod uses the image filesystem, so the first goes
+    ['split, imagefs low', split, fs(ok, low, ok), 'imagefs.available', ['DeleteUnusedImages'], 'logger'],
+    // dead containers only, then the largest of layers, logs and volumes
+    ['split, nodefs low', split, fs(low, ok, low), 'nodefs.available', dead, 'layers'],
   ];
-  for (const c of cases) {
-    it(c.name, async () => {
-      const h = harness([logger, layers], { evictionHard: hard }, { filesystemLayout: async () => c.layout });
-      h.set(summary({ memAvailable: 4 * Gi, ...c.figures }, podStats));
+  for (const [name, layout, figures, signal, reclaims, evicted] of cases) {
+    it(`${name}: ${reclaims.join(', ') || 'no reclaim'}, then ${evicted} evicted`, async () => {
+      const h = harness([logger, layers], { evictionHard: hard }, { filesystemLayout: async () => layout });
+      h.set(summary({ memAvailable: 4 * Gi, ...figures }, podStats));
       h.cleaned.add('uid-layers').add('uid-logger');
       await h.manager.synchronizeOnce();
       expect(h.manager.nodeConditions()).to.deep.equal(['DiskPressure']);
-      expect(h.reclaims).to.deep.equal(c.reclaims);
-      expect(h.killed.map((k) => [k.pod.metadata.name, k.signal])).to.deep.equal([[c.evicted, c.signal]]);
+      expect(h.reclaims).to.deep.equal(reclaims);
+      expect(h.killed.map((k) => [k.pod.metadata.name, k.signal])).to.deep.equal([[evicted, signal]]);
     });
   }
 
