@@ -40,7 +40,16 @@ export interface ResourceClaim {
   };
   status?: {
     allocation?: {
-      devices?: { results?: { request?: string; driver?: string; pool?: string; device?: string }[] };
+      devices?: {
+        results?: {
+          request?: string;
+          driver?: string;
+          pool?: string;
+          device?: string;
+          /** DRAOptionalNodeOperations (alpha, off in v1.37): node operations the driver asks to skip. */
+          skipNodeOperations?: string[];
+        }[];
+      };
     };
     reservedFor?: { resource?: string; name?: string; uid?: string }[];
   };
@@ -154,7 +163,32 @@ export function checkClaimForPod(
   if (!allocation) return { ok: false, error: `ResourceClaim ${cname}: not allocated` };
   const drivers = new Set<string>();
   for (const r of allocation.devices?.results ?? []) if (r.driver) drivers.add(r.driver);
+  if ([...drivers].some((d) => skipsNodeOperations(allocation.devices?.results ?? [], d))) {
+    return { ok: false, error: `ResourceClaim ${cname}: ${OptionalNodeOperationsOff}` };
+  }
   return { ok: true, drivers: [...drivers].sort() };
+}
+
+/** The kubelet's refusal of skipped node operations while DRAOptionalNodeOperations is off (its v1.37 default). */
+export const OptionalNodeOperationsOff = 'DRAOptionalNodeOperations feature gate is disabled on kubelet';
+
+/**
+ * Whether the driver's results skip some node operation on every one of its devices (computeDriverStates: an
+ * operation counts when each result names it or `All`), which a kubelet without the gate refuses.
+ */
+function skipsNodeOperations(
+  results: readonly { driver?: string; skipNodeOperations?: string[] }[],
+  driver: string,
+): boolean {
+  const mine = results.filter((r) => r.driver === driver);
+  const counts = new Map<string, number>();
+  for (const r of mine) {
+    const ops = r.skipNodeOperations ?? [];
+    for (const op of ops.includes('All') ? ['All'] : new Set(ops)) counts.set(op, (counts.get(op) ?? 0) + 1);
+  }
+  const all = counts.get('All') ?? 0;
+  if (all === mine.length && all > 0) return true;
+  return [...counts].some(([op, n]) => op !== 'All' && n + all === mine.length);
 }
 
 /** A new cache entry for a checked claim (newClaimInfoFromClaim): no pod yet, nothing prepared. */

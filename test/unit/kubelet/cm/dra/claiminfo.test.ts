@@ -135,6 +135,40 @@ describe('cm/dra/claiminfo', () => {
     }
   });
 
+  describe('checkClaimForPod: skipped node operations (DRAOptionalNodeOperations off, as v1.37 defaults)', () => {
+    const skipping = (skips: (string[] | undefined)[]): ResourceClaim => {
+      const c = claim();
+      c.status!.allocation = {
+        devices: {
+          results: skips.map((ops, i) => ({
+            driver: 'd.example.com',
+            request: 'r',
+            device: `dev-${i}`,
+            ...(ops ? { skipNodeOperations: ops } : {}),
+          })),
+        },
+      };
+      return c;
+    };
+    const refused = {
+      ok: false,
+      error: 'ResourceClaim c: DRAOptionalNodeOperations feature gate is disabled on kubelet',
+    };
+    const cases: [string, (string[] | undefined)[], unknown][] = [
+      ['no result skips anything', [undefined, []], { ok: true, drivers: ['d.example.com'] }],
+      ['every device skips All', [['All'], ['All']], refused],
+      ['every device skips one operation, by name or All', [['NodePrepareResources'], ['All']], refused],
+      [
+        'only some devices skip: nothing is skipped for the driver',
+        [['All'], undefined],
+        { ok: true, drivers: ['d.example.com'] },
+      ],
+    ];
+    for (const [name, skips, want] of cases) {
+      it(name, () => expect(checkClaimForPod(pod(), skipping(skips), false)).to.deep.equal(want));
+    }
+  });
+
   describe('attachPod', () => {
     const fresh = newClaimInfo(claim(), ['d.example.com']);
     it('a new claim gets the pod and is not prepared', () => {
