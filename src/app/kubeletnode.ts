@@ -50,6 +50,10 @@ import { nodeLogDir, nodeRootDir, podEnvironmentFor, type NodePodEnvironment } f
 import { ShutdownStateFile } from '../kubelet/nodeshutdown/state.js';
 import { kubeletLocalApis, type KubeletLocalApis } from '../kubelet/apis/shell/server.js';
 import { startNodePluginManager, type NodePluginManager } from '../kubelet/pluginmanager/shell/node.js';
+import {
+  restNodeResourceSlices,
+  type NodeResourceSlices,
+} from '../kubelet/pluginmanager/shell/resourceslices.js';
 import { csiHostFor } from '../kubelet/volume/shell/csihost.js';
 import { DRAManager } from '../kubelet/cm/dra/shell/manager.js';
 import { DeviceManager } from '../kubelet/cm/devicemanager/shell/manager.js';
@@ -135,6 +139,12 @@ export interface ManagedNodeDeps {
    * kubeletNodeFactory makes one for all its nodes. None: each Lease is created right after its Node.
    */
   leaseHold?: StartupHold;
+  /**
+   * Which nodes have ResourceSlices, listed for all the process's nodes (resourceslices.ts): a node's start
+   * wipes its slices only when it has some. kubeletNodeFactory makes one over `client`. None: every node's
+   * start sends its DeleteCollection, as a kubelet's.
+   */
+  resourceSlices?: NodeResourceSlices;
 }
 
 const DEFAULT_STATE_DIR = '/var/lib/kubelet-operator';
@@ -207,6 +217,12 @@ export class KubeletManagedNode implements ManagedNode {
   private localApis: KubeletLocalApis | undefined;
   /** The plugin watcher and its CSI and DRA handlers, from start to stop (with the local APIs). */
   private pluginManager: NodePluginManager | undefined;
+  /** Resolved when the Node is first registered (or the node stops): the start's ResourceSlice wipe waits. */
+  private readonly nodeRegistered = ((): { promise: Promise<void>; resolve: () => void } => {
+    let resolve!: () => void;
+    const promise = new Promise<void>((r) => (resolve = r));
+    return { promise, resolve };
+  })();
   private readonly dra: DRAManager | undefined;
   /** The device manager: device plugins' registration socket and a sim node's simulated devices. */
   private readonly devices: DeviceManager;
@@ -467,6 +483,7 @@ export class KubeletManagedNode implements ManagedNode {
       shutdown: () => this.kubelet.shutdownErrors(),
       devicePlugins: () => this.devices.capacity(),
       ...(this.deps.leaseHold ? { leaseHold: this.deps.leaseHold } : {}),
+      onRegistered: () => this.nodeRegistered.resolve(),
     });
   }
 
@@ -590,6 +607,8 @@ export class KubeletManagedNode implements ManagedNode {
         nodeName: this.nodeName,
         rootDir: nodeRootDir(this.deps.stateDir ?? DEFAULT_STATE_DIR, this.nodeName),
         logger: this.log,
+        nodeRegistered: this.nodeRegistered.promise,
+        ...(this.deps.resourceSlices ? { resourceSlices: this.deps.resourceSlices } : {}),
       });
       this.deps.metrics?.pluginManagers.set(this.nodeName, this.pluginManager.manager);
       // Its checkpoint, then claims of pods that went while nobody watched are unprepared (reconcileLoop).
@@ -687,6 +706,8 @@ export class KubeletManagedNode implements ManagedNode {
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
+    // Whoever waits for the registration stops waiting (and sees the node stopped).
+    this.nodeRegistered.resolve();
     this.unregisterNodeApi?.();
     await this.localApis?.stop();
     await this.pluginManager?.stop();
@@ -755,6 +776,7 @@ export function kubeletNodeFactory(deps: ManagedNodeDeps): ManagedNodeFactory {
     ...deps,
     eventHold: deps.eventHold ?? new StartupHold(deps.clock),
     leaseHold: deps.leaseHold ?? new StartupHold(deps.clock, LEASE_HOLD_MAX_MS),
+    resourceSlices: deps.resourceSlices ?? restNodeResourceSlices(deps.client),
   };
   return {
     create: (vn, spec, nodeName, watches) => new KubeletManagedNode(vn, spec, nodeName, shared, watches),

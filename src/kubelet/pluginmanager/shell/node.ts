@@ -8,6 +8,7 @@ import { kubeletRootPaths, resolveKubeletHostPath } from '../../rootdir.js';
 import { CSIPluginHandler } from './csihandler.js';
 import { DRAPluginHandler } from './drahandler.js';
 import { PluginManager, type PluginHandler } from './manager.js';
+import type { NodeResourceSlices } from './resourceslices.js';
 
 export interface NodePluginManager {
   manager: PluginManager;
@@ -22,6 +23,10 @@ export async function startNodePluginManager(o: {
   /** The node's kubelet root directory (src/app/podenvironment.ts nodeRootDir). */
   rootDir: string;
   logger: Logger;
+  /** Resolves once the node's Node exists (or the node stops): the start's ResourceSlice wipe waits for it. */
+  nodeRegistered: Promise<void>;
+  /** The process's lists of which nodes have ResourceSlices (absent: the wipe is always sent). */
+  resourceSlices?: NodeResourceSlices;
 }): Promise<NodePluginManager> {
   const csi = new CSIPluginHandler({ client: o.client, nodeName: o.nodeName, logger: o.logger });
   const dra = new DRAPluginHandler({ client: o.client, nodeName: o.nodeName, logger: o.logger });
@@ -38,7 +43,7 @@ export async function startNodePluginManager(o: {
   await manager.start();
   // No driver has registered yet after a start: the node's ResourceSlices are wiped, in the background, so no
   // pod is scheduled onto devices whose driver may never come back (the kubelet's DRA plugin manager start).
-  void dra.wipeResourceSlices('');
+  void dra.wipeAtStart(o.nodeRegistered, o.resourceSlices);
   // The node's CSINode, whether or not a CSI driver ever registers (the kubelet's CSI plugin init).
   csi.initializeCSINode();
   return {
