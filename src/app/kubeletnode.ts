@@ -706,11 +706,11 @@ export class KubeletManagedNode implements ManagedNode {
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
-    // Whoever waits for the registration stops waiting (and sees the node stopped).
-    this.nodeRegistered.resolve();
     this.unregisterNodeApi?.();
     await this.localApis?.stop();
     await this.pluginManager?.stop();
+    // Whatever waited for the registration (the plugin handlers, stopped above) stops waiting.
+    this.nodeRegistered.resolve();
     this.dra?.stop();
     await this.devices.stop();
     if (

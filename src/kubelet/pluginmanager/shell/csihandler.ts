@@ -193,9 +193,11 @@ export class CSIPluginHandler implements PluginHandler {
    * Node is there (a CSINode another Node of the name owned is replaced), whether or not a driver ever
    * registers. The kubelet also holds its Node NotReady until then (a storage error); ours does not: its first
    * status would wait for a round trip after registration, and a Node taken over from another replica would
-   * drop from Ready.
+   * drop from Ready. Its first attempt waits for `nodeRegistered` (the registration's own): the kubelet's
+   * attempts before its Node exists only find no Node (a GET of the CSINode and one of the Node each) and
+   * retry, which at 1,000 nodes starting at once was thousands of requests in front of the registrations.
    */
-  initializeCSINode(onInitialized?: () => void): void {
+  initializeCSINode(onInitialized?: () => void, nodeRegistered?: Promise<void>): void {
     let attempt = 0;
     const run = async (): Promise<void> => {
       this.initTimer = undefined;
@@ -212,7 +214,8 @@ export class CSIPluginHandler implements PluginHandler {
       const wait = INIT_RETRY_MS[Math.min(attempt++, INIT_RETRY_MS.length - 1)]!;
       this.initTimer = setTimeout(() => void run(), wait);
     };
-    void run();
+    if (nodeRegistered) void nodeRegistered.then(run);
+    else void run();
   }
 
   /** Stops the drivers' periodic refreshes and the CSINode's initialization. */

@@ -44,8 +44,9 @@ export async function startNodePluginManager(o: {
   // No driver has registered yet after a start: the node's ResourceSlices are wiped, in the background, so no
   // pod is scheduled onto devices whose driver may never come back (the kubelet's DRA plugin manager start).
   void dra.wipeAtStart(o.nodeRegistered, o.resourceSlices);
-  // The node's CSINode, whether or not a CSI driver ever registers (the kubelet's CSI plugin init).
-  csi.initializeCSINode();
+  // The node's CSINode, whether or not a CSI driver ever registers (the kubelet's CSI plugin init), once
+  // its Node exists.
+  csi.initializeCSINode(undefined, o.nodeRegistered);
   return {
     manager,
     csi,

@@ -267,5 +267,22 @@ describe('pluginmanager/csihandler', () => {
       expect(done).to.equal(false);
       h.stop();
     });
+
+    it('sends nothing before the registration it is given says the Node exists', async () => {
+      const api = new FakeApi();
+      const h = handler(api, INFO);
+      let registered!: () => void;
+      const nodeRegistered = new Promise<void>((r) => (registered = r));
+      const done = new Promise<void>((r) => h.initializeCSINode(r, nodeRegistered));
+      await sleep(50);
+      expect(api.calls).to.deep.equal([]);
+      registered();
+      await done;
+      expect(api.calls.filter((c) => c.includes('csinodes'))).to.deep.equal([
+        'GET /apis/storage.k8s.io/v1/csinodes/vn-a',
+        'POST /apis/storage.k8s.io/v1/csinodes',
+      ]);
+      h.stop();
+    });
   });
 });
