@@ -50,6 +50,7 @@ import { nodeLogDir, nodeRootDir, podEnvironmentFor, type NodePodEnvironment } f
 import { ShutdownStateFile } from '../kubelet/nodeshutdown/state.js';
 import { kubeletLocalApis, type KubeletLocalApis } from '../kubelet/apis/shell/server.js';
 import { startNodePluginManager, type NodePluginManager } from '../kubelet/pluginmanager/shell/node.js';
+import type { RegisteredNode } from '../kubelet/pluginmanager/shell/csihandler.js';
 import {
   restNodeResourceSlices,
   type NodeResourceSlices,
@@ -217,10 +218,16 @@ export class KubeletManagedNode implements ManagedNode {
   private localApis: KubeletLocalApis | undefined;
   /** The plugin watcher and its CSI and DRA handlers, from start to stop (with the local APIs). */
   private pluginManager: NodePluginManager | undefined;
-  /** Resolved when the Node is first registered (or the node stops): the start's ResourceSlice wipe waits. */
-  private readonly nodeRegistered = ((): { promise: Promise<void>; resolve: () => void } => {
-    let resolve!: () => void;
-    const promise = new Promise<void>((r) => (resolve = r));
+  /**
+   * Resolved when the Node is first registered (undefined if the node stops first): the start's CSINode and
+   * ResourceSlice wipe wait for it.
+   */
+  private readonly nodeRegistered = ((): {
+    promise: Promise<RegisteredNode | undefined>;
+    resolve: (r: RegisteredNode | undefined) => void;
+  } => {
+    let resolve!: (r: RegisteredNode | undefined) => void;
+    const promise = new Promise<RegisteredNode | undefined>((r) => (resolve = r));
     return { promise, resolve };
   })();
   private readonly dra: DRAManager | undefined;
@@ -483,7 +490,7 @@ export class KubeletManagedNode implements ManagedNode {
       shutdown: () => this.kubelet.shutdownErrors(),
       devicePlugins: () => this.devices.capacity(),
       ...(this.deps.leaseHold ? { leaseHold: this.deps.leaseHold } : {}),
-      onRegistered: () => this.nodeRegistered.resolve(),
+      onRegistered: (node, created) => this.nodeRegistered.resolve({ uid: node.metadata.uid ?? '', created }),
     });
   }
 
@@ -710,7 +717,7 @@ export class KubeletManagedNode implements ManagedNode {
     await this.localApis?.stop();
     await this.pluginManager?.stop();
     // Whatever waited for the registration (the plugin handlers, stopped above) stops waiting.
-    this.nodeRegistered.resolve();
+    this.nodeRegistered.resolve(undefined);
     this.dra?.stop();
     await this.devices.stop();
     if (

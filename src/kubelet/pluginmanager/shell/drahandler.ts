@@ -109,7 +109,7 @@ export class DRAPluginHandler implements PluginHandler {
    * `slices` is given and a list of it begun now shows none for this node, there is nothing to delete and no
    * DeleteCollection is sent; a failed list falls back to it.
    */
-  async wipeAtStart(nodeRegistered: Promise<void>, slices?: NodeResourceSlices): Promise<void> {
+  async wipeAtStart(nodeRegistered: Promise<unknown>, slices?: NodeResourceSlices): Promise<void> {
     await nodeRegistered;
     if (this.stopped) return;
     if (slices) {

@@ -5,7 +5,7 @@
 import type { KubeClient } from '../../../kube/client.js';
 import type { Logger } from '../../../util/logger.js';
 import { kubeletRootPaths, resolveKubeletHostPath } from '../../rootdir.js';
-import { CSIPluginHandler } from './csihandler.js';
+import { CSIPluginHandler, type RegisteredNode } from './csihandler.js';
 import { DRAPluginHandler } from './drahandler.js';
 import { PluginManager, type PluginHandler } from './manager.js';
 import type { NodeResourceSlices } from './resourceslices.js';
@@ -23,8 +23,11 @@ export async function startNodePluginManager(o: {
   /** The node's kubelet root directory (src/app/podenvironment.ts nodeRootDir). */
   rootDir: string;
   logger: Logger;
-  /** Resolves once the node's Node exists (or the node stops): the start's ResourceSlice wipe waits for it. */
-  nodeRegistered: Promise<void>;
+  /**
+   * Resolves once the node's Node exists, with its UID and whether the registration created it (undefined
+   * when the node stops first): the start's CSINode and ResourceSlice wipe wait for it.
+   */
+  nodeRegistered: Promise<RegisteredNode | undefined>;
   /** The process's lists of which nodes have ResourceSlices (absent: the wipe is always sent). */
   resourceSlices?: NodeResourceSlices;
 }): Promise<NodePluginManager> {
