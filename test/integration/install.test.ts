@@ -408,6 +408,18 @@ describe('install manifests (real apiserver)', function () {
       });
       const slices = '/apis/resource.k8s.io/v1/resourceslices';
       await admin.request({ method: 'POST', path: slices, body: slice('stale', VN) });
+      // A CSINode of this name without an owner (an earlier kubelet's): the new Node's create finds the name
+      // taken, so the start reads it (get csinodes) and, owned by no other Node, keeps it.
+      await admin.request({
+        method: 'POST',
+        path: '/apis/storage.k8s.io/v1/csinodes',
+        body: {
+          apiVersion: 'storage.k8s.io/v1',
+          kind: 'CSINode',
+          metadata: { name: VN },
+          spec: { drivers: [] },
+        },
+      });
       await admin.request({ method: 'POST', path: slices, body: slice('elsewhere', 'another-node') });
       await postVirtualNode(admin, VN, {
         runtime: { type: 'sim' },
