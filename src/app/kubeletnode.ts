@@ -50,6 +50,11 @@ import { nodeLogDir, nodeRootDir, podEnvironmentFor, type NodePodEnvironment } f
 import { ShutdownStateFile } from '../kubelet/nodeshutdown/state.js';
 import { kubeletLocalApis, type KubeletLocalApis } from '../kubelet/apis/shell/server.js';
 import { startNodePluginManager, type NodePluginManager } from '../kubelet/pluginmanager/shell/node.js';
+import type { RegisteredNode } from '../kubelet/pluginmanager/shell/csihandler.js';
+import {
+  restNodeResourceSlices,
+  type NodeResourceSlices,
+} from '../kubelet/pluginmanager/shell/resourceslices.js';
 import { csiHostFor } from '../kubelet/volume/shell/csihost.js';
 import { DRAManager } from '../kubelet/cm/dra/shell/manager.js';
 import { DeviceManager } from '../kubelet/cm/devicemanager/shell/manager.js';
@@ -136,6 +141,12 @@ export interface ManagedNodeDeps {
    * kubeletNodeFactory makes one for all its nodes. None: each Lease is created right after its Node.
    */
   leaseHold?: StartupHold;
+  /**
+   * Which nodes have ResourceSlices, listed for all the process's nodes (resourceslices.ts): a node's start
+   * wipes its slices only when it has some. kubeletNodeFactory makes one over `client`. None: every node's
+   * start sends its DeleteCollection, as a kubelet's.
+   */
+  resourceSlices?: NodeResourceSlices;
 }
 
 const DEFAULT_STATE_DIR = '/var/lib/kubelet-operator';
@@ -210,6 +221,18 @@ export class KubeletManagedNode implements ManagedNode {
   private localApis: KubeletLocalApis | undefined;
   /** The plugin watcher and its CSI and DRA handlers, from start to stop (with the local APIs). */
   private pluginManager: NodePluginManager | undefined;
+  /**
+   * Resolved when the Node is first registered (undefined if the node stops first): the start's CSINode and
+   * ResourceSlice wipe wait for it.
+   */
+  private readonly nodeRegistered = ((): {
+    promise: Promise<RegisteredNode | undefined>;
+    resolve: (r: RegisteredNode | undefined) => void;
+  } => {
+    let resolve!: (r: RegisteredNode | undefined) => void;
+    const promise = new Promise<RegisteredNode | undefined>((r) => (resolve = r));
+    return { promise, resolve };
+  })();
   private readonly dra: DRAManager | undefined;
   /** The device manager: device plugins' registration socket and a sim node's simulated devices. */
   private readonly devices: DeviceManager;
@@ -477,6 +500,7 @@ export class KubeletManagedNode implements ManagedNode {
       shutdown: () => this.kubelet.shutdownErrors(),
       devicePlugins: () => this.devices.capacity(),
       ...(this.deps.leaseHold ? { leaseHold: this.deps.leaseHold } : {}),
+      onRegistered: (node, created) => this.nodeRegistered.resolve({ uid: node.metadata.uid ?? '', created }),
     });
   }
 
@@ -613,6 +637,8 @@ export class KubeletManagedNode implements ManagedNode {
         nodeName: this.nodeName,
         rootDir: nodeRootDir(this.deps.stateDir ?? DEFAULT_STATE_DIR, this.nodeName),
         logger: this.log,
+        nodeRegistered: this.nodeRegistered.promise,
+        ...(this.deps.resourceSlices ? { resourceSlices: this.deps.resourceSlices } : {}),
         ...(this.dra ? { draHealth: this.dra } : {}),
       });
       this.deps.metrics?.pluginManagers.set(this.nodeName, this.pluginManager.manager);
@@ -702,6 +728,8 @@ export class KubeletManagedNode implements ManagedNode {
     this.unregisterNodeApi?.();
     await this.localApis?.stop();
     await this.pluginManager?.stop();
+    // Whatever waited for the registration (the plugin handlers, stopped above) stops waiting.
+    this.nodeRegistered.resolve(undefined);
     await this.dra?.stop();
     await this.devices.stop();
     if (
@@ -767,6 +795,7 @@ export function kubeletNodeFactory(deps: ManagedNodeDeps): ManagedNodeFactory {
     ...deps,
     eventHold: deps.eventHold ?? new StartupHold(deps.clock),
     leaseHold: deps.leaseHold ?? new StartupHold(deps.clock, LEASE_HOLD_MAX_MS),
+    resourceSlices: deps.resourceSlices ?? restNodeResourceSlices(deps.client),
   };
   return {
     create: (vn, spec, nodeName, watches) => new KubeletManagedNode(vn, spec, nodeName, shared, watches),

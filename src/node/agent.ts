@@ -72,8 +72,11 @@ export interface NodeAgentConfig {
   /** The device manager's resources in capacity and allocatable (kubelet devicePluginResourceCapacityFunc). */
   devicePlugins?: () => DevicePluginResources;
   logger?: NodeLogger;
-  /** Called after each (re-)registration with the Node as the API server returned it. Errors are logged. */
-  onRegistered?: (node: Node) => void | Promise<void>;
+  /**
+   * Called after each (re-)registration with the Node as the API server returned it, and whether this
+   * registration created it (false: it was there, and was taken over). Errors are logged.
+   */
+  onRegistered?: (node: Node, created: boolean) => void | Promise<void>;
   /** See NodeStatusLoopConfig.firstStatusAfter (the kubelet's first PLEG relist). */
   firstStatusAfter?: () => Promise<unknown>;
   /** See NodeStatusLoopConfig.pressure (the eviction manager's node conditions). */
@@ -375,7 +378,7 @@ export class NodeAgent {
         this.status.seed(node, created);
         this.logger.info('node registered', { node: this.nodeName, uid: node.metadata.uid });
         try {
-          await this.cfg.onRegistered?.(node);
+          await this.cfg.onRegistered?.(node, created);
         } catch (err) {
           this.logger.warn('onRegistered hook failed', { node: this.nodeName, error: errorMessage(err) });
         }

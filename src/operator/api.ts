@@ -1,7 +1,8 @@
 /**
- * The VirtualNode controller's I/O: what it watches (VirtualNodes, Services, each served node's pods, its
- * Node and its PodCertificateRequests) and the two writes it makes to a VirtualNode (its finalizers, its
- * status subresource). `restOperatorAPI` builds them over the KubeClient; unit tests pass in-memory fakes.
+ * The VirtualNode controller's I/O: what it watches (VirtualNodes, Services, the Nodes of VirtualNodes, each
+ * served node's pods and its PodCertificateRequests) and the two writes it makes to a VirtualNode (its
+ * finalizers, its status subresource). `restOperatorAPI` builds them over the KubeClient; unit tests pass
+ * in-memory fakes.
  */
 import type { Pod } from '../api/core.js';
 import type { Node } from '../api/node.js';
@@ -10,6 +11,7 @@ import type { Service } from '../api/service.js';
 import { GROUP, PLURAL, VERSION, type VirtualNode, type VirtualNodeStatus } from '../api/virtualnode.js';
 import { PatchTypes, type KubeClient } from '../kube/client.js';
 import { restListWatcher, type ListWatcher } from '../kube/informer.js';
+import { VIRTUAL_NODE_LABEL } from '../node/registration.js';
 import { isNotFound } from '../util/errors.js';
 
 export const VIRTUAL_NODES_PATH = `/apis/${GROUP}/${VERSION}/${PLURAL}`;
@@ -35,13 +37,16 @@ export interface OperatorAPI {
    */
   podsOfNode(nodeName: string): ListWatcher<Pod>;
   /**
-   * One Node (field selector metadata.name=`nodeName`), as each kubelet watches its own: admission reads its
-   * labels, taints and allocatable as they are now, not as the last status round saw them.
+   * The Nodes VirtualNodes registered (label selector VIRTUAL_NODE_LABEL), one watch for the process: each
+   * served node reads its own by name, as a kubelet reads its node informer (field selector metadata.name),
+   * so admission sees its labels, taints and allocatable as they are now. One watch, not one per node: at
+   * 1,000 nodes their lists and watches were a third of the API server's requests while the nodes started.
    */
-  nodeNamed(nodeName: string): ListWatcher<Node>;
+  virtualNodeNodes: ListWatcher<Node>;
   /**
    * The PodCertificateRequests of one node (field selector spec.nodeName=`nodeName`), as each kubelet watches
    * its own: the podCertificate sources of its pods' projected volumes read their signers' answers there.
+   * Listed and watched from the node's first pod with such a source (the only reader).
    */
   podCertificateRequestsOfNode(nodeName: string): ListWatcher<PodCertificateRequest>;
   /** Every Service: pods' service link variables. */
@@ -76,15 +81,14 @@ export function restOperatorAPI(client: KubeClient, virtualNodeSelector?: string
         { dropManagedFields: true },
         watchClient,
       ),
-    nodeNamed: (nodeName) =>
-      restListWatcher(
-        client,
-        '/api/v1/nodes',
-        { fieldSelector: `metadata.name=${nodeName}` },
-        Math.random,
-        {},
-        watchClient,
-      ),
+    virtualNodeNodes: restListWatcher(
+      client,
+      '/api/v1/nodes',
+      { labelSelector: VIRTUAL_NODE_LABEL },
+      Math.random,
+      {},
+      watchClient,
+    ),
     podCertificateRequestsOfNode: (nodeName) =>
       restListWatcher(
         client,

@@ -26,6 +26,7 @@ import type { KubeClient } from '../kube/client.js';
 import { Informer, objectKey, stripManagedFields } from '../kube/informer.js';
 import { WorkQueue, runWorkers } from '../kube/workqueue.js';
 import { PodsByNodeIndex } from '../kubelet/shell/podmanager.js';
+import { hasPodCertificateProjections } from '../kubelet/podcertificate/projection.js';
 import { canonicalJSON } from '../util/canonical.js';
 import { needsSync } from './predicates.js';
 import type { Clock } from '../util/clock.js';
@@ -34,7 +35,7 @@ import type { Logger } from '../util/logger.js';
 import { restOperatorAPI, type OperatorAPI, type VirtualNodeWriter } from './api.js';
 import type { ManagedNode, ManagedNodeFactory } from './managednode.js';
 import { PodCIDRDefaulter } from './podcidr.js';
-import { nodeNameHolder, nodeNameProblem } from './nodeclaims.js';
+import { claimedNodeName, nodeNameHolder, nodeNameProblem } from './nodeclaims.js';
 import { drainingStatus, notStartedStatus, observedStatus, VirtualNodeStatusWriter } from './status.js';
 import { internPod } from './podintern.js';
 import { processInterner } from '../util/intern.js';
@@ -64,14 +65,16 @@ export interface OperatorOptions {
 }
 
 const ServicesByNamespaceIndex = 'namespace';
+const ClaimedNodeNameIndex = 'claimedNodeName';
 
 interface Served {
   node: ManagedNode;
   /** The pods bound to the node; started with the node, stopped before it. */
   pods: Informer<Pod>;
-  /** The Node itself; started and stopped with `pods`. */
-  nodeInformer: Informer<Node>;
-  /** The node's PodCertificateRequests; started and stopped with `pods`. */
+  /**
+   * The node's PodCertificateRequests; started with its first pod that has a podCertificate source (their
+   * only reader, the podcertificate manager, waits for it), stopped with `pods`.
+   */
   requestInformer: Informer<PodCertificateRequest>;
   spec: VirtualNodeSpec;
   started: Promise<void>;
@@ -98,6 +101,8 @@ export class Operator {
   readonly vnInformer: Informer<VirtualNode>;
   /** Every Service, by namespace: the service link variables of pods (as the kubelet's service informer). */
   readonly serviceInformer: Informer<Service>;
+  /** The Nodes of VirtualNodes, by name: each served node reads its own, as a kubelet its node informer. */
+  readonly nodeInformer: Informer<Node>;
   private readonly queue: WorkQueue<string>;
   private readonly served = new Map<string, Served>();
   /** Node name -> VirtualNode name. */
@@ -132,12 +137,23 @@ export class Operator {
     this.vnInformer = new Informer<VirtualNode>(api.virtualNodes, { ...common, name: 'virtualnodes' });
     this.serviceInformer = new Informer<Service>(api.services, { ...common, name: 'services' });
     this.serviceInformer.addIndex(ServicesByNamespaceIndex, (svc) => [svc.metadata.namespace ?? '']);
+    this.nodeInformer = new Informer<Node>(api.virtualNodeNodes, { ...common, name: 'nodes' });
+    // Which VirtualNodes claim a Node name, and the pod CIDRs they hold: a sync reads the few that may
+    // conflict with its own, not every VirtualNode (at 1,000 nodes that was a million reads per round).
+    this.vnInformer.addIndex(ClaimedNodeNameIndex, (vn) => [claimedNodeName(vn)]);
     this.vnInformer.addHandlers({
-      add: (vn) => this.queue.add(objectKey(vn)),
+      add: (vn) => {
+        this.podCIDRs.track(vn);
+        this.queue.add(objectKey(vn));
+      },
       update: (old, vn) => {
+        this.podCIDRs.track(vn);
         if (needsSync(old, vn)) this.queue.add(objectKey(vn));
       },
-      delete: (vn) => this.queue.add(objectKey(vn)),
+      delete: (vn) => {
+        this.podCIDRs.untrack(vn.metadata.name ?? '');
+        this.queue.add(objectKey(vn));
+      },
     });
   }
 
@@ -166,6 +182,8 @@ export class Operator {
   async start(): Promise<void> {
     this.vnInformer.start();
     this.serviceInformer.start();
+    // Not waited for: before it has a node's Node, that node's admission reads its last status round.
+    this.nodeInformer.start();
     await Promise.all([this.vnInformer.waitForSync(), this.serviceInformer.waitForSync()]);
     await this.opts.shard?.start(
       () => this.shardNodes(),
@@ -207,7 +225,7 @@ export class Operator {
     this.stopping = true;
     this.queue.shutDown();
     await this.workersDone;
-    await Promise.all([this.vnInformer.stop(), this.serviceInformer.stop()]);
+    await Promise.all([this.vnInformer.stop(), this.serviceInformer.stop(), this.nodeInformer.stop()]);
     await Promise.all([...this.served.values()].map((s) => stopServed(s).catch(() => undefined)));
     this.served.clear();
     this.finalized.clear();
@@ -311,8 +329,8 @@ export class Operator {
     const nodeName = nodeNameOf(vn, parsed.spec);
     const problem = nodeNameProblem(nodeName);
     if (problem) return { ok: false, reason: 'InvalidSpec', message: problem, recheck: false };
-    const all = this.vnInformer.list();
-    const holder = nodeNameHolder(vn, parsed.spec, all, (o) => parseVirtualNodeSpec(o.spec).ok);
+    const claimants = this.vnInformer.byIndex(ClaimedNodeNameIndex, nodeName);
+    const holder = nodeNameHolder(vn, parsed.spec, claimants, (o) => parseVirtualNodeSpec(o.spec).ok);
     if (holder) {
       return {
         ok: false,
@@ -322,7 +340,7 @@ export class Operator {
       };
     }
     try {
-      return { ok: true, spec: this.podCIDRs.withPodCIDR(vn, parsed.spec, all) };
+      return { ok: true, spec: this.podCIDRs.withPodCIDR(vn, parsed.spec) };
     } catch (err) {
       return { ok: false, reason: 'PodCIDRUnavailable', message: errorMessage(err), recheck: true };
     }
@@ -345,12 +363,6 @@ export class Operator {
       return { ok: false, message: `Node ${nodeName} is served here by VirtualNode ${current}` };
     }
     const pods = this.podInformerFor(nodeName);
-    const nodeInformer = new Informer<Node>(this.api.nodeNamed(nodeName), {
-      clock: this.opts.clock,
-      logger: this.opts.logger,
-      transform: stripManagedFields,
-      name: `node ${nodeName}`,
-    });
     const requestInformer = new Informer<PodCertificateRequest>(
       this.api.podCertificateRequestsOfNode(nodeName),
       {
@@ -364,7 +376,7 @@ export class Operator {
     try {
       node = this.opts.factory.create(vn, spec, nodeName, {
         pods,
-        node: nodeInformer,
+        node: this.nodeInformer,
         podCertificateRequests: requestInformer,
         services: (ns) => this.serviceInformer.byIndex(ServicesByNamespaceIndex, ns),
       });
@@ -376,7 +388,6 @@ export class Operator {
     const entry: Served = {
       node,
       pods,
-      nodeInformer,
       requestInformer,
       spec,
       started: Promise.resolve(),
@@ -397,8 +408,6 @@ export class Operator {
         // queue in front of the registrations. The first list hands over the pods already bound (restart
         // safety); the Kubelet's PLEG has listed the runtime meanwhile, and its pod workers wait for it.
         pods.start();
-        nodeInformer.start();
-        requestInformer.start();
         // Its status now tells how the start went.
         this.queue.add(name);
       });
@@ -406,7 +415,11 @@ export class Operator {
     this.byNode.set(nodeName, name);
     // Its events go to this node alone.
     pods.addHandlers({
-      add: (p) => node.podAdded(p),
+      add: (p) => {
+        // Before the node hears of the pod: its podcertificate manager then finds the watch on its way.
+        if (hasPodCertificateProjections(p) && this.served.get(name) === entry) requestInformer.start();
+        node.podAdded(p);
+      },
       update: (o, p) => node.podUpdated(o, p),
       delete: (p) => node.podDeleted(p),
     });
@@ -477,6 +490,6 @@ export class Operator {
 
 /** Stops a served node's informers (no event reaches a stopping node), then the node. */
 async function stopServed(served: Served): Promise<void> {
-  await Promise.all([served.pods.stop(), served.nodeInformer.stop(), served.requestInformer.stop()]);
+  await Promise.all([served.pods.stop(), served.requestInformer.stop()]);
   await served.node.stop();
 }

@@ -393,6 +393,34 @@ describe('install manifests (real apiserver)', function () {
           spec: { holderIdentity: 'an-earlier-node', leaseDurationSeconds: 40 },
         },
       });
+      // A ResourceSlice an earlier node of this name published, and another node's: the start deletes its
+      // node's stale slices (the kubelet's DRA plugin manager), and only those.
+      const slice = (name: string, nodeName: string) => ({
+        apiVersion: 'resource.k8s.io/v1',
+        kind: 'ResourceSlice',
+        metadata: { name },
+        spec: {
+          driver: 'gone.example.com',
+          nodeName,
+          pool: { name: nodeName, generation: 1, resourceSliceCount: 1 },
+          devices: [],
+        },
+      });
+      const slices = '/apis/resource.k8s.io/v1/resourceslices';
+      await admin.request({ method: 'POST', path: slices, body: slice('stale', VN) });
+      // A CSINode of this name without an owner (an earlier kubelet's): the new Node's create finds the name
+      // taken, so the start reads it (get csinodes) and, owned by no other Node, keeps it.
+      await admin.request({
+        method: 'POST',
+        path: '/apis/storage.k8s.io/v1/csinodes',
+        body: {
+          apiVersion: 'storage.k8s.io/v1',
+          kind: 'CSINode',
+          metadata: { name: VN },
+          spec: { drivers: [] },
+        },
+      });
+      await admin.request({ method: 'POST', path: slices, body: slice('elsewhere', 'another-node') });
       await postVirtualNode(admin, VN, {
         runtime: { type: 'sim' },
         heartbeat: { renewIntervalSeconds: 2, leaseDurationSeconds: 10 },
@@ -400,6 +428,8 @@ describe('install manifests (real apiserver)', function () {
         kubelet: { serviceAccountTokens: 'Request' },
       });
       await waitNodeReady(admin, VN, 30_000);
+      await eventually(() => isGone(admin, `${slices}/stale`), 20_000, "the node's stale ResourceSlice gone");
+      await admin.request({ method: 'GET', path: `${slices}/elsewhere` });
       const lease = await eventually(
         async () => {
           const l = await admin.request<{

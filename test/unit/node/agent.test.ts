@@ -253,7 +253,8 @@ describe('NodeAgent', () => {
   });
 
   it('a Node it adopts (already there) gets its first status written at once; one it created does not', async () => {
-    const first = setup();
+    const created: boolean[] = [];
+    const first = setup({ onRegistered: (_n, c) => void created.push(c) });
     first.agent.start();
     await first.agent.ready;
     // Created NotReady (the runtime unchecked here), so the first round wrote the change to Ready.
@@ -266,6 +267,8 @@ describe('NodeAgent', () => {
     await second.ready;
     expect(first.api.count('createNode')).to.equal(2);
     expect(first.api.count('patchNodeStatus'), 'adopted: written at once').to.equal(2);
+    // The registration hook tells the two apart (the CSINode of a created Node is created at once).
+    expect(created).to.deep.equal([true, false]);
     await second.stop();
   });
 

@@ -6,6 +6,7 @@ import { expect } from 'chai';
 import type { Pod } from '../../../src/api/core.js';
 import { FINALIZER, type VirtualNode } from '../../../src/api/virtualnode.js';
 import { Operator } from '../../../src/operator/controller.js';
+import { VIRTUAL_NODE_LABEL } from '../../../src/node/registration.js';
 import { FakeClock } from '../../../src/util/clock.js';
 import { isInvalidArgument } from '../../../src/util/errors.js';
 import { MemoryLogger } from '../../../src/util/logger.js';
@@ -143,22 +144,65 @@ describe('operator: VirtualNode controller', () => {
     expect(api.vns.get('vn-a')!.status?.nodeName).to.equal('node-a');
   });
 
-  it("hands each served node a watch of its own Node (as the kubelet's node informer), ended when the node stops", async () => {
-    api.nodeStore.create({ metadata: { name: 'vn-a', labels: { color: 'blue' } } });
+  it("hands every served node one watch of the VirtualNodes' Nodes, each reading its own by name", async () => {
+    const label = { [VIRTUAL_NODE_LABEL]: 'vn-a', color: 'blue' };
+    api.nodeStore.create({ metadata: { name: 'vn-a', labels: label } });
     api.nodeStore.create({ metadata: { name: 'real-node' } });
     api.vns.create(virtualNode('vn-a'));
+    api.vns.create(virtualNode('vn-b', { runtime: { type: 'sim', sim: { podCIDR: '10.2.0.0/24' } } }));
     await startOperator();
     const informer = factory.node('vn-a').watches!.node!;
+    expect(factory.node('vn-b').watches!.node, 'one informer for all').to.equal(informer);
+    // A Node no VirtualNode registered is not cached here.
     expect(informer.list().map((n) => n.metadata.name)).to.deep.equal(['vn-a']);
     expect(api.nodeStore.watching).to.equal(1);
-    api.nodeStore.update('vn-a', (n) => (n.metadata.labels = { color: 'red' }));
+    api.nodeStore.update('vn-a', (n) => (n.metadata.labels = { ...label, color: 'red' }));
+    api.nodeStore.create({ metadata: { name: 'vn-b', labels: { [VIRTUAL_NODE_LABEL]: 'vn-b' } } });
     await flush();
-    expect(informer.get('vn-a')?.metadata.labels).to.deep.equal({ color: 'red' });
+    expect(informer.get('vn-a')?.metadata.labels?.color).to.equal('red');
+    expect(informer.get('vn-b')).to.not.equal(undefined);
+
+    // A node that stops leaves the watch to the others; the process's stop ends it.
+    api.vns.update('vn-a', (o) => (o.metadata.finalizers = []));
+    api.vns.delete('vn-a');
+    await flush();
+    expect(api.nodeStore.watching).to.equal(1);
+    await op!.stop();
+    op = undefined;
+    expect(api.nodeStore.watching).to.equal(0);
+  });
+
+  it("lists and watches a node's PodCertificateRequests from its first pod with a podCertificate source", async () => {
+    api.vns.create(virtualNode('vn-a'));
+    api.podStore.create(pod('plain', 'vn-a'));
+    await startOperator();
+    const view = api.requestViews.get('vn-a')!;
+    expect(view.lists, 'no pod reads them yet').to.equal(0);
+    expect(api.requestStore.watching).to.equal(0);
+
+    const withCert = pod('cert', 'vn-a');
+    withCert.spec.volumes = [
+      {
+        name: 'creds',
+        projected: {
+          sources: [
+            {
+              podCertificate: { signerName: 'example.com/s', keyType: 'ED25519', credentialBundlePath: 'b' },
+            },
+          ],
+        },
+      },
+    ];
+    api.podStore.create(withCert);
+    await flush();
+    expect(view.lists).to.equal(1);
+    expect(api.requestStore.watching).to.equal(1);
+    expect(factory.node('vn-a').events).to.deep.equal(['start', 'add plain', 'add cert']);
 
     api.vns.update('vn-a', (o) => (o.metadata.finalizers = []));
     api.vns.delete('vn-a');
     await flush();
-    expect(api.nodeStore.watching).to.equal(0);
+    expect(api.requestStore.watching).to.equal(0);
   });
 
   it('watches the pods of served nodes only, one watch per node, ended when the node stops', async () => {

@@ -10,6 +10,7 @@ import type { Service } from '../../../src/api/service.js';
 import type { VirtualNode, VirtualNodeStatus } from '../../../src/api/virtualnode.js';
 import { objectKey, type KObject, type ListWatcher, type WatchEvent } from '../../../src/kube/informer.js';
 import type { OperatorAPI, VirtualNodeWriter } from '../../../src/operator/api.js';
+import { VIRTUAL_NODE_LABEL } from '../../../src/node/registration.js';
 import { KindError } from '../../../src/util/errors.js';
 
 const clone = <T>(v: T): T => structuredClone(v);
@@ -219,12 +220,17 @@ export class FakeOperatorAPI implements OperatorAPI {
     this.podViews.set(nodeName, view);
     return view;
   }
-  nodeNamed(nodeName: string): ListWatcher<Node> {
-    return this.nodeStore.where((n) => n.metadata.name === nodeName);
-  }
+  /** The label selector VIRTUAL_NODE_LABEL (exists). */
+  readonly virtualNodeNodes: ListWatcher<Node> = this.nodeStore.where(
+    (n) => n.metadata.labels?.[VIRTUAL_NODE_LABEL] !== undefined,
+  );
   readonly requestStore = new FakeCollection<PodCertificateRequest & Stored>(this.rev);
+  /** Every node's PodCertificateRequest view handed out, by node name. */
+  readonly requestViews = new Map<string, ListWatcher<PodCertificateRequest> & { lists: number }>();
   podCertificateRequestsOfNode(nodeName: string): ListWatcher<PodCertificateRequest> {
-    return this.requestStore.where((r) => r.spec.nodeName === nodeName);
+    const view = this.requestStore.where((r) => r.spec.nodeName === nodeName);
+    this.requestViews.set(nodeName, view);
+    return view;
   }
   /** Every write, in order. */
   readonly writes: { method: WriteMethod; name: string; body: unknown }[] = [];

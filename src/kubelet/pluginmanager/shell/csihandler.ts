@@ -73,6 +73,12 @@ interface ObjectWithMeta {
   metadata: { uid?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
 }
 
+/** What a registration told about the node's Node: its UID, and whether this registration created it. */
+export interface RegisteredNode {
+  uid: string;
+  created: boolean;
+}
+
 export interface CSIPluginHandlerDeps {
   client: KubeClient;
   nodeName: string;
@@ -193,16 +199,23 @@ export class CSIPluginHandler implements PluginHandler {
    * Node is there (a CSINode another Node of the name owned is replaced), whether or not a driver ever
    * registers. The kubelet also holds its Node NotReady until then (a storage error); ours does not: its first
    * status would wait for a round trip after registration, and a Node taken over from another replica would
-   * drop from Ready.
+   * drop from Ready. Its first attempt waits for `nodeRegistered` (the registration's own): the kubelet's
+   * attempts before its Node exists only find no Node (a GET of the CSINode and one of the Node each) and
+   * retry, which at 1,000 nodes starting at once was thousands of requests in front of the registrations.
+   * A Node this registration created has no CSINode of its own yet: the first attempt creates it at once,
+   * owned by the UID the registration returned, and reads what is there only when the name is taken.
    */
-  initializeCSINode(onInitialized?: () => void): void {
+  initializeCSINode(onInitialized?: () => void, nodeRegistered?: Promise<RegisteredNode | undefined>): void {
     let attempt = 0;
+    let fresh: RegisteredNode | undefined;
     const run = async (): Promise<void> => {
       this.initTimer = undefined;
       if (this.stopped) return;
       try {
+        const created = fresh?.created && fresh.uid ? await this.createCSINode(fresh.uid) : false;
+        fresh = undefined;
         // No in-tree plugin is migrated on our nodes, so the migrated-plugins annotation asks no update.
-        await this.updateCSINode(() => undefined, true);
+        if (!created) await this.updateCSINode(() => undefined, true);
         onInitialized?.();
         return;
       } catch (err) {
@@ -212,7 +225,28 @@ export class CSIPluginHandler implements PluginHandler {
       const wait = INIT_RETRY_MS[Math.min(attempt++, INIT_RETRY_MS.length - 1)]!;
       this.initTimer = setTimeout(() => void run(), wait);
     };
-    void run();
+    if (nodeRegistered)
+      void nodeRegistered.then((r) => {
+        fresh = r;
+        return run();
+      });
+    else void run();
+  }
+
+  /** A new CSINode owned by `nodeUID`; false when the name is taken (the caller looks at what is there). */
+  private async createCSINode(nodeUID: string): Promise<boolean> {
+    try {
+      await this.d.client.request({
+        method: 'POST',
+        path: '/apis/storage.k8s.io/v1/csinodes',
+        body: newCSINode(this.d.nodeName, nodeUID),
+        ignoreAnswer: true,
+      });
+      return true;
+    } catch (err) {
+      if (isStatus(err, 409)) return false;
+      throw err;
+    }
   }
 
   /** Stops the drivers' periodic refreshes and the CSINode's initialization. */

@@ -3,8 +3,10 @@
  * DRA driver's kubelet plugin that registers through `plugins_registry/` is recorded with its endpoint and the
  * DRA service chosen (dradrivers.ts), for the DRA manager to call. When a driver's last plugin goes, its
  * ResourceSlices of this node are deleted after 30 s unless it comes back meanwhile, as the kubelet wipes
- * them (DeleteCollection by spec.nodeName and spec.driver, retried with a back-off). A plugin that offers a
- * health service is handed to the stream handler (the DRA manager) to watch its devices' health until it goes.
+ * them (DeleteCollection by spec.nodeName and spec.driver, retried with a back-off). At start, once the Node
+ * exists, every driver's slices of the node are wiped (wipeAtStart), unless a list of the process's shows the
+ * node has none (resourceslices.ts). A plugin that offers a health service is handed to the stream handler
+ * (the DRA manager) to watch its devices' health until it goes.
  */
 import type { KubeClient } from '../../../kube/client.js';
 import { errorKind, errorMessage } from '../../../util/errors.js';
@@ -18,6 +20,7 @@ import {
   type DRAPlugin,
 } from '../dradrivers.js';
 import type { PluginHandler } from './manager.js';
+import type { NodeResourceSlices } from './resourceslices.js';
 
 export interface DRAPluginHandlerDeps {
   client: Pick<KubeClient, 'request'>;
@@ -110,6 +113,26 @@ export class DRAPluginHandler implements PluginHandler {
     }, this.d.wipingDelayMs ?? DRAWipingDelayMs);
     t.unref();
     this.pendingWipes.set(driver, t);
+  }
+
+  /**
+   * The start's wipe of every driver's slices (the kubelet's DRA plugin manager, in the background): once the
+   * Node exists (`nodeRegistered`; the kubelet polls its node informer), the node's slices are deleted. When
+   * `slices` is given and a list of it begun now shows none for this node, there is nothing to delete and no
+   * DeleteCollection is sent; a failed list falls back to it.
+   */
+  async wipeAtStart(nodeRegistered: Promise<unknown>, slices?: NodeResourceSlices): Promise<void> {
+    await nodeRegistered;
+    if (this.stopped) return;
+    if (slices) {
+      const nodes = await slices.nodesWithSlices().catch(() => undefined);
+      if (this.stopped) return;
+      if (nodes && !nodes.has(this.d.nodeName)) {
+        this.log.debug('No ResourceSlices of the node to delete', { node: this.d.nodeName });
+        return;
+      }
+    }
+    await this.wipeResourceSlices('');
   }
 
   /** wipeResourceSlices: this node's slices of a driver ('' every driver) deleted, retried with a back-off. */

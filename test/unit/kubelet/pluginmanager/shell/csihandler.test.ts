@@ -52,6 +52,7 @@ class FakeApi {
             ? Promise.resolve(structuredClone(this.csiNode))
             : Promise.reject(new KindError('NotFound', 'not found'));
         case 'POST':
+          if (this.csiNode) return Promise.reject(new KindError('AlreadyExists', 'already exists'));
           this.csiNode = structuredClone(req.body as CSINode);
           return Promise.resolve(structuredClone(this.csiNode));
         case 'PUT':
@@ -266,6 +267,52 @@ describe('pluginmanager/csihandler', () => {
       await sleep(100);
       expect(done).to.equal(false);
       h.stop();
+    });
+
+    it('sends nothing before the registration says the Node exists; then reads first a Node it found', async () => {
+      const api = new FakeApi();
+      const h = handler(api, INFO);
+      let registered!: (r: { uid: string; created: boolean }) => void;
+      const nodeRegistered = new Promise<{ uid: string; created: boolean }>((r) => (registered = r));
+      const done = new Promise<void>((r) => h.initializeCSINode(r, nodeRegistered));
+      await sleep(50);
+      expect(api.calls).to.deep.equal([]);
+      registered({ uid: 'uid-1', created: false });
+      await done;
+      expect(api.calls).to.deep.equal([
+        'GET /apis/storage.k8s.io/v1/csinodes/vn-a',
+        'GET /api/v1/nodes/vn-a',
+        'POST /apis/storage.k8s.io/v1/csinodes',
+      ]);
+      h.stop();
+    });
+
+    it('creates the CSINode of a Node the registration created at once, and replaces a stale one', async () => {
+      const api = new FakeApi();
+      const h = handler(api, INFO);
+      await new Promise<void>((r) =>
+        h.initializeCSINode(r, Promise.resolve({ uid: 'uid-1', created: true })),
+      );
+      expect(api.calls).to.deep.equal(['POST /apis/storage.k8s.io/v1/csinodes']);
+      expect(api.csiNode?.metadata.ownerReferences?.[0]?.uid).to.equal('uid-1');
+      // The name still held by the CSINode of the Node this one replaced (its garbage collection pending).
+      api.calls = [];
+      api.node.metadata.uid = 'uid-2';
+      const h2 = handler(api, INFO);
+      await new Promise<void>((r) =>
+        h2.initializeCSINode(r, Promise.resolve({ uid: 'uid-2', created: true })),
+      );
+      expect(api.calls).to.deep.equal([
+        'POST /apis/storage.k8s.io/v1/csinodes',
+        'GET /apis/storage.k8s.io/v1/csinodes/vn-a',
+        'GET /api/v1/nodes/vn-a',
+        'DELETE /apis/storage.k8s.io/v1/csinodes/vn-a',
+        'GET /api/v1/nodes/vn-a',
+        'POST /apis/storage.k8s.io/v1/csinodes',
+      ]);
+      expect(api.csiNode?.metadata.ownerReferences?.[0]?.uid).to.equal('uid-2');
+      h.stop();
+      h2.stop();
     });
   });
 });
