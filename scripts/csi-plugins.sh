@@ -18,7 +18,8 @@
 #
 # `csi-plugins.sh sidecars` builds also the controller sidecars the upstream CSI mock specs deploy
 # (external-provisioner, -attacher, -resizer, at the tags Kubernetes v1.37.2's manifests name) and prints
-# `<image short name> <path>` per binary instead, for scripts/upstream-e2e.sh's images.
+# `<image short name> <path>` per binary instead, for scripts/upstream-e2e.sh's images. `csi-plugins.sh node`
+# prints the same lines for the two node plugins only (the driver and the registrar, for a DaemonSet of them).
 set -euo pipefail
 
 REGISTRAR_VERSION="${REGISTRAR_VERSION:-v2.17.0}"
@@ -72,6 +73,10 @@ case "${1:-}" in
     build kubernetes-csi+node-driver-registrar "$REGISTRAR_VERSION" csi-node-driver-registrar ./cmd/csi-node-driver-registrar
     build kubernetes-csi+csi-driver-host-path "$HOSTPATH_VERSION" hostpathplugin ./cmd/hostpathplugin
     ;;
+  node)
+    echo "csi-node-driver-registrar $(build kubernetes-csi+node-driver-registrar "$REGISTRAR_VERSION" csi-node-driver-registrar ./cmd/csi-node-driver-registrar)"
+    echo "hostpathplugin $(build kubernetes-csi+csi-driver-host-path "$HOSTPATH_VERSION" hostpathplugin ./cmd/hostpathplugin)"
+    ;;
   sidecars)
     echo "csi-node-driver-registrar $(build kubernetes-csi+node-driver-registrar "$REGISTRAR_VERSION" csi-node-driver-registrar ./cmd/csi-node-driver-registrar)"
     echo "hostpathplugin $(build kubernetes-csi+csi-driver-host-path "$HOSTPATH_VERSION" hostpathplugin ./cmd/hostpathplugin)"
@@ -80,7 +85,7 @@ case "${1:-}" in
     echo "csi-resizer $(build kubernetes-csi+external-resizer "$RESIZER_VERSION" csi-resizer ./cmd/csi-resizer)"
     ;;
   *)
-    echo "usage: $0 [sidecars]" >&2
+    echo "usage: $0 [sidecars | node]" >&2
     exit 64
     ;;
 esac

@@ -7,6 +7,8 @@
 #   upstream-e2e.sh images [--csi]  builds the e2e test images as OCI image layout tars (needs `build`)
 #   upstream-e2e.sh import <sock>   imports those images into containerd's k8s.io namespace at <sock>
 #   upstream-e2e.sh import <sock> --csi   the same plus the sig-storage images of the DRA and CSI mock specs
+#   upstream-e2e.sh images --csi-node / import <sock> --csi-node   only the hostpathplugin and
+#                                   csi-node-driver-registrar images (a CSI node DaemonSet's), not the e2e images
 #
 # build: k8s.io/kubernetes at KUBE_VERSION (default: the pin in scripts/kube-binaries.sh), built in a
 #   throwaway module like kube-binaries.sh does, cached outside the repo:
@@ -33,6 +35,8 @@
 #   csi-attacher,csi-resizer} under the tags e2e.test lists, each holding the binary that scripts/csi-plugins.sh
 #   builds from the pinned upstream sources (hostpathplugin over the busybox root: the DRA specs run a shell
 #   in it). Built here, never pulled; cached in $CACHE/e2e-images/csi-<key>/.
+# --csi-node: the same recipe for hostpathplugin and csi-node-driver-registrar alone (the controller sidecars
+#   are not built); `images` prints only their lines and `import` imports only them.
 #
 # Progress goes to stderr. Exit 0: done; 1: a step failed; 2: a prerequisite (Go, root, a package, the
 # `build` output) is missing; 64: usage.
@@ -59,7 +63,7 @@ die() {
   exit 2
 }
 usage() {
-  echo "usage: $0 build | images [--csi] | import <containerd-socket> [--csi]" >&2
+  echo "usage: $0 build | images [--csi | --csi-node] | import <containerd-socket> [--csi | --csi-node]" >&2
   exit 64
 }
 
@@ -902,6 +906,12 @@ ensure_images() {
 }
 
 cmd_images() {
+  if [[ "${1:-}" == --csi-node ]]; then
+    ensure_busybox
+    ensure_csi_images node
+    print_images "$CSI_IMAGES_DIR"
+    return 0
+  fi
   ensure_images
   print_images "$IMAGES_DIR"
   if [[ "${1:-}" == --csi ]]; then
@@ -923,10 +933,11 @@ readonly CSI_IMAGES_RECIPE='1'
 readonly CSI_REGISTRY='registry.k8s.io/sig-storage'
 CSI_IMAGES_DIR=""
 
+# ensure_csi_images [node]: every sig-storage image (csi-plugins.sh sidecars), or the two node plugins' only.
 ensure_csi_images() {
-  local bins key dir name bin
+  local set="${1:-sidecars}" bins key dir name bin
   ensure_images
-  bins="$(bash "$SCRIPTS_DIR/csi-plugins.sh" sidecars)" || die "scripts/csi-plugins.sh sidecars failed"
+  bins="$(bash "$SCRIPTS_DIR/csi-plugins.sh" "$set")" || die "scripts/csi-plugins.sh $set failed"
   # The binaries' cache paths name their repositories and tags: part of the key.
   key="csi-r${CSI_IMAGES_RECIPE}_$(printf '%s\n' "$bins" "$(basename "$IMAGES_DIR")" | sha256sum | cut -c1-16)"
   dir="$IMAGES_ROOT/$key"
@@ -979,9 +990,17 @@ cmd_import() {
   [[ -S "$sock" ]] || fail "no containerd socket at $sock"
   command -v ctr >/dev/null || die "ctr (from the containerd package) is not installed"
   local dirs=()
-  ensure_images
-  dirs=("$IMAGES_DIR")
-  if [[ "${2:-}" == --csi ]]; then
+  if [[ "${2:-}" == --csi-node ]]; then
+    ensure_busybox
+    ensure_csi_images node
+    dirs=("$CSI_IMAGES_DIR")
+  else
+    ensure_images
+    dirs=("$IMAGES_DIR")
+  fi
+  if [[ "${2:-}" == --csi-node ]]; then
+    :
+  elif [[ "${2:-}" == --csi ]]; then
     ensure_busybox
     ensure_csi_images
     dirs+=("$CSI_IMAGES_DIR")

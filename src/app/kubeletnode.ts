@@ -56,6 +56,7 @@ import {
   type NodeResourceSlices,
 } from '../kubelet/pluginmanager/shell/resourceslices.js';
 import { csiHostFor } from '../kubelet/volume/shell/csihost.js';
+import { makeRShared } from '../kubelet/volume/shell/mounter.js';
 import { DRAManager } from '../kubelet/cm/dra/shell/manager.js';
 import { DeviceManager } from '../kubelet/cm/devicemanager/shell/manager.js';
 import { findContainerStatusByName } from '../kubelet/container/types.js';
@@ -587,6 +588,24 @@ export class KubeletManagedNode implements ManagedNode {
     // and node API route would outlive it.
     if (this.stopped)
       throw new KindError('Unavailable', 'node stopped while starting', { node: this.nodeName });
+    // A node with real volumes makes its root a shared mount, as a kubelet does at start (setupDataDirs):
+    // a node plugin's Bidirectional hostPath mounts (a CSI driver's pods/ and plugins/) need it. Not fatal
+    // here: without CAP_SYS_ADMIN only those mounts fail, with containerd's "not a shared mount".
+    if (!this.podEnv.memory) {
+      const root = nodeRootDir(this.deps.stateDir ?? DEFAULT_STATE_DIR, this.nodeName);
+      try {
+        const steps = await makeRShared(root);
+        if (steps !== 'none') this.log.info('made the kubelet root directory rshared', { root, steps });
+      } catch (err) {
+        this.log.warn(
+          'cannot make the kubelet root directory rshared: Bidirectional mounts of it will fail',
+          {
+            root,
+            err: errorMessage(err),
+          },
+        );
+      }
+    }
     // The device manager before the Kubelet admits a pod: its checkpoint read, its simulated plugins listed.
     await this.devices.start();
     this.devices.setSimDevices(this.spec.devices);

@@ -5,7 +5,8 @@
  * workloads are created with kubectl, the scheduler binds them, the controllers react to what our kubelet
  * reports. Resource metrics through metrics-server (metrics-scenarios.ts), Jobs (job-scenarios.ts), in-place
  * resize (resize-scenarios.ts), node failure (node-failure.ts) and the containerd-backed scenarios
- * (cri-scenarios.ts), node-pressure eviction (eviction-scenarios.ts), graceful node shutdown
+ * (cri-scenarios.ts), a device plugin (deviceplugin-scenarios.ts), a CSI driver DaemonSet (csi-scenarios.ts),
+ * node-pressure eviction (eviction-scenarios.ts), graceful node shutdown
  * (nodeshutdown-scenarios.ts) and image GC on a containerd of its own (imagegc-scenarios.ts) run on the same
  * cluster, after the tests here.
  */
@@ -14,6 +15,7 @@ import type { Pod } from '../../src/api/core.js';
 import { kubectl } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
 import { criScenarios } from './cri-scenarios.js';
+import { csiDaemonSetScenario } from './csi-scenarios.js';
 import { devicePluginScenario } from './deviceplugin-scenarios.js';
 import { evictionScenarios } from './eviction-scenarios.js';
 import { nodeShutdownScenario } from './nodeshutdown-scenarios.js';
@@ -383,6 +385,7 @@ describe('cluster: kubelet-operator as the only node agent (scheduler + controll
   tokenScenario(() => env);
   criScenarios(() => env);
   devicePluginScenario(() => env);
+  csiDaemonSetScenario(() => env);
   evictionScenarios(() => env);
   nodeShutdownScenario(() => env);
   imageGCScenario(() => env);

@@ -1,7 +1,7 @@
 /**
  * CSI volumes on a containerd-backed VirtualNode (issue #59 item 4) with the real hostpath CSI driver and
  * node-driver-registrar, run as host processes on the node's kubelet root (as test/integration/
- * pluginmanager.test.ts runs them; a DaemonSet would need Bidirectional mount propagation into the node root).
+ * pluginmanager.test.ts runs them; test/cluster/csi-scenarios.ts runs them as a DaemonSet).
  *
  * A volume is made through the driver's controller service (CreateVolume on its socket, as an
  * external-provisioner would), then a static CSI PersistentVolume and its claim: a pod writes a file, is
@@ -19,18 +19,15 @@ import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import type * as grpc from '@grpc/grpc-js';
 import type { PodStatus } from '../../src/api/core.js';
 import { PatchTypes, type KubeClient } from '../../src/kube/client.js';
-import { dialUnix, unary } from '../../src/kubelet/pluginmanager/shell/manager.js';
 import { kubeletRootPaths, pluginDir } from '../../src/kubelet/rootdir.js';
 import { stagingDataDir } from '../../src/kubelet/volume/csi.js';
 import { nodeRootDir } from '../../src/app/podenvironment.js';
-import { loadProtoPackage } from '../../src/util/grpcmodules.js';
 import { startCriNodeEnv, type CriNodeEnv } from '../support/crinode.js';
 import { busybox } from '../support/podspec.js';
 import { csiPluginBinaries, startHostpathPlugin, stopProcess } from '../support/csiplugins.js';
+import { controllerExpand, createVolume, mountsUnder } from '../support/csicontroller.js';
 import { eventsOf } from '../support/events.js';
 import { eventually } from '../support/eventually.js';
 import { isGone } from '../support/operator.js';
@@ -38,61 +35,6 @@ import { isGone } from '../support/operator.js';
 const NS = 'csi-e2e';
 const NODE = 'vn-csi';
 const DRIVER = 'hostpath.csi.k8s.io';
-
-function controllerCtor(): grpc.ServiceClientConstructor {
-  const pkg = loadProtoPackage(
-    fileURLToPath(new URL('../support/csi_controller.proto', import.meta.url)),
-  ) as unknown as { csi: { v1: { Controller: grpc.ServiceClientConstructor } } };
-  return pkg.csi.v1.Controller;
-}
-
-/** CreateVolume on the driver's controller service: the volume's ID. */
-async function createVolume(socket: string, name: string): Promise<string> {
-  const c = await dialUnix(controllerCtor(), socket);
-  try {
-    const res = await unary<{ volume: { volume_id: string } }>(
-      c,
-      'CreateVolume',
-      {
-        name,
-        capacity_range: { required_bytes: String(1 << 20) },
-        volume_capabilities: [{ mount: { fs_type: '' }, access_mode: { mode: 'SINGLE_NODE_WRITER' } }],
-      },
-      30_000,
-    );
-    return res.volume.volume_id;
-  } finally {
-    c.close();
-  }
-}
-
-/** ControllerExpandVolume on the driver's controller service. */
-async function controllerExpand(socket: string, volumeID: string, bytes: number): Promise<void> {
-  const c = await dialUnix(controllerCtor(), socket);
-  try {
-    await unary(
-      c,
-      'ControllerExpandVolume',
-      {
-        volume_id: volumeID,
-        capacity_range: { required_bytes: String(bytes) },
-        volume_capability: { mount: { fs_type: '' }, access_mode: { mode: 'SINGLE_NODE_WRITER' } },
-      },
-      30_000,
-    );
-  } finally {
-    c.close();
-  }
-}
-
-/** Mount points of this host under `dir`. */
-async function mountsUnder(dir: string): Promise<string[]> {
-  const info = await readFile('/proc/self/mountinfo', 'utf8');
-  return info
-    .split('\n')
-    .map((l) => l.split(' ')[4] ?? '')
-    .filter((m) => m.startsWith(`${dir}/`));
-}
 
 describe('CSI volumes on containerd (real hostpath driver and registrar)', function () {
   this.timeout(5 * 60_000);

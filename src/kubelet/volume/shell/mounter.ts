@@ -6,8 +6,9 @@
  * Bidirectional propagation, or the operator running on the host): see docs/features.md, Volumes.
  */
 import { execFile } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { rsharedSteps } from '../sharedroot.js';
 
 export interface MountPoint {
   fstype: string;
@@ -56,6 +57,19 @@ export function parseMountInfo(text: string): Map<string, MountPoint> {
     if (mountPoint && fstype) out.set(unescapeMountPath(mountPoint), { fstype });
   }
   return out;
+}
+
+/**
+ * Makes `dir` (created if missing) a shared mount, as a kubelet makes its root directory at start (mount-utils
+ * MakeRShared): pods' Bidirectional mounts of it then propagate both ways. What it did: the steps taken.
+ */
+export async function makeRShared(dir: string): Promise<ReturnType<typeof rsharedSteps>> {
+  const abs = path.resolve(dir);
+  await mkdir(abs, { recursive: true });
+  const steps = rsharedSteps(await readFile('/proc/self/mountinfo', 'utf8'), abs);
+  if (steps === 'bind-then-make-rshared') await run('mount', ['--rbind', abs, abs]);
+  if (steps !== 'none') await run('mount', ['--make-rshared', abs]);
+  return steps;
 }
 
 export class RealMounter implements Mounter {
