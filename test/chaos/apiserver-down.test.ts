@@ -15,7 +15,7 @@
  */
 import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Pod } from '../../src/api/core.js';
@@ -23,6 +23,7 @@ import type { KubeClient } from '../../src/kube/client.js';
 import { auditLogIn, POD_STATUS_AUDIT_POLICY, podStatusWrites } from '../support/audit.js';
 import { startControlPlane, type ControlPlane } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
+import { removeStateDir } from '../support/statedir.js';
 import {
   adminClient,
   containerIdentity,
@@ -85,7 +86,7 @@ describe('chaos: kube-apiserver down for 60 s (2 replicas, 6 sim nodes)', functi
     client?.close();
     await cp?.stop();
     if (failed || process.env.KEEP_OPERATOR_LOGS) console.log(`      operator logs kept in ${dir}`);
-    else await rm(dir, { recursive: true, force: true });
+    else await removeStateDir(dir); // the mounts under it first (a cri node root is a shared bind mount)
   });
 
   it('two replicas serve six VirtualNodes 3/3 with 24 pods Running and Ready', async () => {

@@ -15,7 +15,7 @@
  *   containerd.
  */
 import { expect } from 'chai';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Pod } from '../../src/api/core.js';
@@ -26,6 +26,7 @@ import { ContainerNameLabel, PodUIDLabel } from '../../src/runtime/labels.js';
 import { criRuntimeSpec, startContainerd, type TestContainerd } from '../support/containerd.js';
 import { startControlPlane, type ControlPlane } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
+import { removeStateDir } from '../support/statedir.js';
 import { adminClient, postVirtualNode, waitNodeReady } from '../support/operator.js';
 import { killLive, OperatorProcess } from '../support/operatorprocess.js';
 import { Churn } from './lib/churn.js';
@@ -107,7 +108,7 @@ describe('chaos: containerd restarted under pod churn (cri, 1 operator process)'
     client?.close();
     await Promise.allSettled([cp?.stop(), ctd?.stop()]);
     if (failed || process.env.KEEP_OPERATOR_LOGS) console.log(`      operator logs kept in ${dir}`);
-    else await rm(dir, { recursive: true, force: true });
+    else await removeStateDir(dir); // the mounts under it first (a cri node root is a shared bind mount)
   });
 
   it('serves a cri VirtualNode with four steady pods Running and Ready', async () => {

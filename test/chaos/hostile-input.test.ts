@@ -27,7 +27,7 @@
  */
 import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Pod } from '../../src/api/core.js';
@@ -36,6 +36,7 @@ import type { KubeClient } from '../../src/kube/client.js';
 import { httpGet } from '../../bench/lib/agents.js';
 import { startControlPlane, type ControlPlane } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
+import { removeStateDir } from '../support/statedir.js';
 import { adminClient, isGone, postVirtualNode, VN_PATH, waitNodeReady } from '../support/operator.js';
 import { killLive, OperatorProcess } from '../support/operatorprocess.js';
 import {
@@ -116,7 +117,7 @@ describe('chaos: hostile pod and VirtualNode specs (1 operator process, 4 sim no
     await cp?.stop();
     if (failed || process.env.KEEP_OPERATOR_LOGS || process.env.CHAOS_DIAG)
       console.log(`      operator logs kept in ${dir}`);
-    else await rm(dir, { recursive: true, force: true });
+    else await removeStateDir(dir); // the mounts under it first (a cri node root is a shared bind mount)
   });
 
   it('serves four VirtualNodes with eight control pods Running and Ready', async () => {

@@ -14,7 +14,7 @@
  * The kube-controller-manager runs its node lifecycle controller only (the others cost CPU and play no part).
  */
 import { expect } from 'chai';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Pod } from '../../src/api/core.js';
@@ -22,6 +22,7 @@ import type { Node } from '../../src/api/node.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { startControlPlane, type ControlPlane } from '../support/controlplane.js';
 import { eventually } from '../support/eventually.js';
+import { removeStateDir } from '../support/statedir.js';
 import { adminClient, createNamespace, postVirtualNode, waitNodeReady } from '../support/operator.js';
 import type { OperatorProcess } from '../support/operatorprocess.js';
 import { killLive } from '../support/operatorprocess.js';
@@ -97,7 +98,7 @@ describe('chaos: a replica SIGKILLed under pod churn (2 replicas, 10 sim nodes, 
     client?.close();
     await cp?.stop();
     if (failed || process.env.KEEP_OPERATOR_LOGS) console.log(`      operator logs kept in ${dir}`);
-    else await rm(dir, { recursive: true, force: true });
+    else await removeStateDir(dir); // the mounts under it first (a cri node root is a shared bind mount)
   });
 
   it('two replicas split ten VirtualNodes 5/5 and the Nodes go Ready', async () => {
