@@ -66,7 +66,8 @@ build() {
   echo "$dir/bin/$bin"
 }
 
-exec 9>"$CACHE_ROOT/.csi-lock" 2>/dev/null || { mkdir -p "$CACHE_ROOT" && exec 9>"$CACHE_ROOT/.csi-lock"; }
+mkdir -p "$CACHE_ROOT"
+exec 9>"$CACHE_ROOT/.csi-lock"
 flock 9
 case "${1:-}" in
   '')
