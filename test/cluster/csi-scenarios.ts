@@ -24,6 +24,7 @@ import { nodeRootDir } from '../../src/app/podenvironment.js';
 import { kubeletRootPaths, pluginDir } from '../../src/kubelet/rootdir.js';
 import { stagingDataDir } from '../../src/kubelet/volume/csi.js';
 import { createVolume, mountsUnder } from '../support/csicontroller.js';
+import { busybox, sh } from '../support/podspec.js';
 import { eventually } from '../support/eventually.js';
 import { CRI_TAINT, NS, type ClusterEnv } from './env.js';
 
@@ -143,15 +144,7 @@ export function csiDaemonSetScenario(getEnv: () => ClusterEnv): void {
           tolerations: TOLERATE_CRI,
           nodeSelector: ON_NODE,
           volumes: [{ name: 'data', ...volume }],
-          containers: [
-            {
-              name: 'c',
-              image: 'busybox',
-              imagePullPolicy: 'IfNotPresent',
-              command: ['sh', '-c', script],
-              volumeMounts: [{ name: 'data', mountPath: '/data' }],
-            },
-          ],
+          containers: [busybox('c', sh(script), { volumeMounts: [{ name: 'data', mountPath: '/data' }] })],
         },
       });
       const pod = await eventually(

@@ -12,6 +12,7 @@ import { expect } from 'chai';
 import type { Pod } from '../../src/api/core.js';
 import { nodeRootDir } from '../../src/app/podenvironment.js';
 import { kubeletRootPaths } from '../../src/kubelet/rootdir.js';
+import { busybox, sh } from '../support/podspec.js';
 import { eventually } from '../support/eventually.js';
 import { CRI_TAINT, NS, type ClusterEnv } from './env.js';
 
@@ -38,15 +39,7 @@ export function devicePluginScenario(getEnv: () => ClusterEnv): void {
             { key: CRI_TAINT.key, operator: 'Equal', value: CRI_TAINT.value, effect: 'NoSchedule' },
           ],
           nodeSelector: { 'cluster-test/pool': 'cri' },
-          containers: [
-            {
-              name: 'c',
-              image: 'busybox',
-              imagePullPolicy: 'IfNotPresent',
-              command: ['sh', '-c', script],
-              resources: { limits: { [R]: String(gpus) } },
-            },
-          ],
+          containers: [busybox('c', sh(script), { resources: { limits: { [R]: String(gpus) } } })],
         },
       });
     const waitPod = (name: string, pred: (p: Pod) => boolean, what: string): Promise<Pod> =>

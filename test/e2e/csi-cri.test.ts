@@ -25,7 +25,7 @@ import { kubeletRootPaths, pluginDir } from '../../src/kubelet/rootdir.js';
 import { stagingDataDir } from '../../src/kubelet/volume/csi.js';
 import { nodeRootDir } from '../../src/app/podenvironment.js';
 import { startCriNodeEnv, type CriNodeEnv } from '../support/crinode.js';
-import { busybox } from '../support/podspec.js';
+import { busybox, sh } from '../support/podspec.js';
 import { csiPluginBinaries, startHostpathPlugin, stopProcess } from '../support/csiplugins.js';
 import { controllerExpand, createVolume, mountsUnder } from '../support/csicontroller.js';
 import { eventsOf } from '../support/events.js';
@@ -65,15 +65,7 @@ describe('CSI volumes on containerd (real hostpath driver and registrar)', funct
     await env!.createPod(name, {
       restartPolicy: 'Never',
       volumes: [{ name: 'data', ...volume }],
-      containers: [
-        {
-          name: 'c',
-          image: 'busybox',
-          imagePullPolicy: 'IfNotPresent',
-          command: ['sh', '-c', script],
-          volumeMounts: [{ name: 'data', mountPath: '/data' }],
-        },
-      ],
+      containers: [busybox('c', sh(script), { volumeMounts: [{ name: 'data', mountPath: '/data' }] })],
     });
     const pod = await waitPod(name, succeeded, `${name} finished`);
     if (pod.status?.phase !== 'Succeeded') {
