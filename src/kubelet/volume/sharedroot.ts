@@ -8,34 +8,10 @@
  * Pure: reads a /proc/self/mountinfo text; the mounting is in shell/mounter.ts (makeRShared).
  */
 
+import { parseMountInfo, type MountInfoEntry } from './mountinfo.js';
+
 /** What a directory needs to be in a shared peer group: nothing, the propagation flag, or a bind mount first. */
 export type RSharedSteps = 'none' | 'make-rshared' | 'bind-then-make-rshared';
-
-interface MountInfoEntry {
-  mountPoint: string;
-  shared: boolean;
-}
-
-const unescape = (s: string): string =>
-  s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
-
-/** The mount point and its `shared:N` optional field per mountinfo line, in table order. */
-function entries(mountinfo: string): MountInfoEntry[] {
-  const out: MountInfoEntry[] = [];
-  for (const line of mountinfo.split('\n')) {
-    const sep = line.indexOf(' - ');
-    if (sep < 0) continue;
-    const fields = line.slice(0, sep).split(' ');
-    const mountPoint = fields[4];
-    if (!mountPoint) continue;
-    // Fields 7.. are the optional ones: shared:N, master:N, propagate_from:N, unbindable.
-    out.push({
-      mountPoint: unescape(mountPoint),
-      shared: fields.slice(6).some((f) => f.startsWith('shared:')),
-    });
-  }
-  return out;
-}
 
 const contains = (mountPoint: string, dir: string): boolean =>
   mountPoint === '/' || dir === mountPoint || dir.startsWith(`${mountPoint}/`);
@@ -45,11 +21,12 @@ const contains = (mountPoint: string, dir: string): boolean =>
  * is the deepest mount point containing it (the last listed of equal ones: it is on top).
  */
 export function rsharedSteps(mountinfo: string, dir: string): RSharedSteps {
-  let on: MountInfoEntry | undefined;
-  for (const e of entries(mountinfo)) {
-    if (!contains(e.mountPoint, dir)) continue;
-    if (!on || e.mountPoint.length >= on.mountPoint.length) on = e;
+  // The table keeps the last (top) mount of each path, so the longest containing mount point is the one.
+  let on: [string, MountInfoEntry] | undefined;
+  for (const e of parseMountInfo(mountinfo)) {
+    if (!contains(e[0], dir)) continue;
+    if (!on || e[0].length > on[0].length) on = e;
   }
-  if (on?.shared) return 'none';
-  return on?.mountPoint === dir ? 'make-rshared' : 'bind-then-make-rshared';
+  if (on?.[1].shared) return 'none';
+  return on?.[0] === dir ? 'make-rshared' : 'bind-then-make-rshared';
 }

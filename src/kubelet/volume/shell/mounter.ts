@@ -8,11 +8,10 @@
 import { execFile } from 'node:child_process';
 import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { parseMountInfo, type MountPoint } from '../mountinfo.js';
 import { rsharedSteps } from '../sharedroot.js';
 
-export interface MountPoint {
-  fstype: string;
-}
+export { parseMountInfo, type MountPoint } from '../mountinfo.js';
 
 export interface Mounter {
   /** Mounts a tmpfs on the existing directory `dir`; `sizeBytes` caps it (kernel default: half the RAM). */
@@ -37,26 +36,6 @@ function run(cmd: string, args: string[]): Promise<void> {
       else resolve();
     });
   });
-}
-
-/** Decodes the octal escapes of /proc/self/mountinfo paths (`\040` for a space). */
-function unescapeMountPath(s: string): string {
-  return s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
-}
-
-/** The mount point -> fstype table of a mountinfo text; the last mount of a path wins (it is on top). */
-export function parseMountInfo(text: string): Map<string, MountPoint> {
-  const out = new Map<string, MountPoint>();
-  for (const line of text.split('\n')) {
-    const sep = line.indexOf(' - ');
-    if (sep < 0) continue;
-    const fields = line.slice(0, sep).split(' ');
-    const after = line.slice(sep + 3).split(' ');
-    const mountPoint = fields[4];
-    const fstype = after[0];
-    if (mountPoint && fstype) out.set(unescapeMountPath(mountPoint), { fstype });
-  }
-  return out;
 }
 
 /**
@@ -84,8 +63,8 @@ export class RealMounter implements Mounter {
   }
 
   async mountPoint(dir: string): Promise<MountPoint | undefined> {
-    const table = parseMountInfo(await readFile('/proc/self/mountinfo', 'utf8'));
-    return table.get(path.resolve(dir));
+    const m = parseMountInfo(await readFile('/proc/self/mountinfo', 'utf8')).get(path.resolve(dir));
+    return m && { fstype: m.fstype };
   }
 
   async mountsUnder(dir: string): Promise<string[]> {
