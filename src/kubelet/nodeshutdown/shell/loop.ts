@@ -12,7 +12,7 @@
  * after stop() no kill is sent.
  */
 import { readFileSync } from 'node:fs';
-import { mkdir, rename, writeFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Pod } from '../../../api/core.js';
 import type { Clock } from '../../../util/clock.js';
@@ -35,6 +35,7 @@ import {
   type PodShutdown,
   type PodShutdownStatus,
 } from '../manager.js';
+import { replaceFile } from '../../../util/replacefile.js';
 
 /** How often a group's pods are looked at while the manager waits for them. */
 export const ShutdownPollMs = 500;
@@ -119,10 +120,8 @@ export class NodeShutdownManager {
   private storeState(state: ShutdownState): Promise<void> {
     const { metrics, stateFile } = this.d;
     if (!metrics || !stateFile) return Promise.resolve();
-    const tmp = `${stateFile}.tmp`;
     return mkdir(path.dirname(stateFile), { recursive: true })
-      .then(() => writeFile(tmp, encodeShutdownState(state), { mode: 0o644 }))
-      .then(() => rename(tmp, stateFile))
+      .then(() => replaceFile(stateFile, encodeShutdownState(state), 0o644))
       .catch((err: unknown) =>
         this.d.logger.warn('Failed to store graceful shutdown state', {
           err: errorMessage(err),

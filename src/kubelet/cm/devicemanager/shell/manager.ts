@@ -16,7 +16,7 @@
  *
  * Devices of pods no longer active are freed before each allocation (kubelet UpdateAllocatedDevices).
  */
-import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type * as grpc from '@grpc/grpc-js';
 import {
@@ -59,6 +59,7 @@ import {
   type DeviceRunContainerOptions,
   type PluginDevice,
 } from '../types.js';
+import { replaceFile } from '../../../../util/replacefile.js';
 
 export interface DeviceManagerDeps {
   /** The node's `device-plugins/` (src/kubelet/rootdir.ts); absent: no socket and no checkpoint (tests). */
@@ -538,8 +539,7 @@ export class DeviceManager {
     this.writes = this.writes.then(async () => {
       const file = path.join(dir, DeviceManagerCheckpointFile);
       try {
-        await writeFile(`${file}.tmp`, text, { mode: 0o600 });
-        await rename(`${file}.tmp`, file);
+        await replaceFile(file, text, 0o600);
       } catch (err) {
         this.log.warn('Failed to write checkpoint file', { checkpoint: file, err: errorMessage(err) });
       }

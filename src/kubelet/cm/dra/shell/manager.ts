@@ -13,7 +13,7 @@
  * One lock for the cache and its calls: the kubelet drops its lock around the gRPC calls; holding it keeps
  * this simpler at the cost of one pod's prepare waiting for another's.
  */
-import { readdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { readdir, readFile, rename } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type * as grpc from '@grpc/grpc-js';
@@ -63,6 +63,7 @@ import {
   type WireDeviceHealth,
 } from '../healthinfo.js';
 import { DRAHealthStreams, type OpenHealthStream } from './healthstream.js';
+import { replaceFile } from '../../../../util/replacefile.js';
 
 /** How long one NodePrepareResources / NodeUnprepareResources call may take (defaultClientCallTimeout). */
 const CLIENT_CALL_TIMEOUT_MS = 45_000;
@@ -274,8 +275,7 @@ export class DRAManager implements DynamicResources {
     const file = this.healthCheckpointPath;
     this.healthWrites = this.healthWrites.then(async () => {
       try {
-        await writeFile(`${file}.tmp`, text, { mode: 0o600 });
-        await rename(`${file}.tmp`, file);
+        await replaceFile(file, text, 0o600);
       } catch (err) {
         this.log.error(
           'Failed to save health checkpoint after update. Kubelet restart may lose the device health information.',
@@ -505,10 +505,8 @@ export class DRAManager implements DynamicResources {
 
   /** Writes the cache to the checkpoint: a new file renamed over the old, so a crash leaves one or the other. */
   private async checkpoint(what: string): Promise<void> {
-    const tmp = `${this.checkpointPath}.tmp`;
     try {
-      await writeFile(tmp, encodeCheckpoint(this.cache.entries(), sha256Hex), { mode: 0o600 });
-      await rename(tmp, this.checkpointPath);
+      await replaceFile(this.checkpointPath, encodeCheckpoint(this.cache.entries(), sha256Hex), 0o600);
     } catch (err) {
       throw new Error(`${what}: ${errorMessage(err)}`);
     }
