@@ -36,7 +36,14 @@ import { withLiveNode, type AdmissionNode } from '../kubelet/lifecycle/admission
 import type { Node } from '../api/node.js';
 import { NodeAgent } from '../node/agent.js';
 import { RuntimeState } from '../node/runtimestate.js';
-import { nodeRef, restEventSink, restNodeAPI, type NodeAPI, type NodeHeartbeatAPI } from '../node/api.js';
+import {
+  nodeRef,
+  restEventSink,
+  restNodeAPI,
+  withCachedNodeReads,
+  type NodeAPI,
+  type NodeHeartbeatAPI,
+} from '../node/api.js';
 import { StartupHold } from '../kube/startuphold.js';
 import { restVolumeSources, type VolumeSources } from '../kubelet/volume/sources.js';
 import { existsSync, readFileSync } from 'node:fs';
@@ -263,7 +270,9 @@ export class KubeletManagedNode implements ManagedNode {
     this.internalIP = spec.internalIP ?? deps.defaultInternalIP;
     this.log = deps.logger.child({ node: nodeName, virtualNode: vn.metadata.name });
     this.api = restNodeAPI(deps.client);
-    this.heartbeatApi = restNodeAPI(deps.heartbeatClient ?? deps.client);
+    this.heartbeatApi = withCachedNodeReads(restNodeAPI(deps.heartbeatClient ?? deps.client), (name) =>
+      this.liveNode?.hasSynced() ? this.liveNode.get(name) : undefined,
+    );
     this.recorder = new EventRecorder(
       restEventSink(
         typeof deps.eventClient === 'function' ? deps.eventClient() : (deps.eventClient ?? deps.client),

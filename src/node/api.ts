@@ -62,6 +62,26 @@ export function nodeRef(nodeName: string): ObjectReference {
 
 const enc = encodeURIComponent;
 
+/**
+ * `api` with its reads of the API server's cache (`fromCache`, the status loop's first try each round) answered
+ * from `cached` when it holds the Node: the process's Node watch holds what that read would answer, and a
+ * thousand nodes each reading their Node every 10 s sent a hundred GETs a second through the heartbeat pool.
+ * Reads that must see the latest write (retries, registration) still go to the API server. The Node handed
+ * out is the watch's own object: callers only read it (the status setters copy what they change).
+ */
+export function withCachedNodeReads<A extends Pick<NodeAPI, 'getNode'>>(
+  api: A,
+  cached: (name: string) => Node | undefined,
+): A {
+  return {
+    ...api,
+    getNode: (name, opts) => {
+      const node = opts?.fromCache ? cached(name) : undefined;
+      return node ? Promise.resolve(node) : api.getNode(name, opts);
+    },
+  };
+}
+
 /** NodeAPI over the REST API. */
 export function restNodeAPI(client: KubeClient): NodeAPI {
   const nodePath = (name: string): string => `/api/v1/nodes/${enc(name)}`;

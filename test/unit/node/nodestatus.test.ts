@@ -9,6 +9,7 @@ import {
   systemInfo,
   type NodeStatusParams,
 } from '../../../src/node/nodestatus.js';
+import { withCachedNodeReads } from '../../../src/node/api.js';
 import { RuntimeState } from '../../../src/node/runtimestate.js';
 import { nodeStatusChanged } from '../../../src/node/setters.js';
 import { FakeClock } from '../../../src/util/clock.js';
@@ -398,5 +399,30 @@ describe('NodeStatusLoop', () => {
     await advance(clock, 10_000 + 5_000);
     expect(readyOf(api)).to.include({ status: 'False', message: RUNTIME_DOWN });
     await loop.stop();
+  });
+});
+
+describe('withCachedNodeReads', () => {
+  const node = (rv: string): Node => ({ metadata: { name: 'n1', resourceVersion: rv }, status: {} }) as Node;
+
+  it("answers the API server's cache reads from the watch and sends the others on", async () => {
+    const sent: { name: string; fromCache: boolean }[] = [];
+    const api = {
+      getNode: (name: string, opts?: { fromCache?: boolean }) => {
+        sent.push({ name, fromCache: !!opts?.fromCache });
+        return Promise.resolve(node('server'));
+      },
+    };
+    const watched = new Map([['n1', node('watch')]]);
+    const cached = withCachedNodeReads(api, (name) => watched.get(name));
+    expect((await cached.getNode('n1', { fromCache: true })).metadata.resourceVersion).to.equal('watch');
+    expect(sent).to.deep.equal([]);
+    // A retry reads the latest write; a node the watch has not seen yet is read from the server's cache.
+    expect((await cached.getNode('n1')).metadata.resourceVersion).to.equal('server');
+    expect((await cached.getNode('n2', { fromCache: true })).metadata.resourceVersion).to.equal('server');
+    expect(sent).to.deep.equal([
+      { name: 'n1', fromCache: false },
+      { name: 'n2', fromCache: true },
+    ]);
   });
 });
