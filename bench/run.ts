@@ -54,6 +54,7 @@ async function scenario(
         kwokFirst: a.kwokFirst,
         auditEvents: a.auditEvents,
         kwokEvents: a.kwokEvents,
+        replicas: a.replicas,
         ...(a.holdMinutes ? { holdMinutes: a.holdMinutes } : {}),
         ...(a.rate ? { ratePerSec: a.rate } : {}),
       };

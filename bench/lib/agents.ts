@@ -28,6 +28,8 @@ export interface AgentProcess {
   httpBase: string;
   /** SIGTERM, then SIGKILL after graceMs. */
   stop(graceMs?: number): Promise<void>;
+  /** Operator replicas sharing the nodes (bench/lib/replicas.ts): the group's processes; unset for one. */
+  members?: AgentProcess[];
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

@@ -53,6 +53,11 @@ export interface BenchArgs {
    * kubelet's three start Events; `both`: one side of each, in that order (issue #58's fair peer).
    */
   kwokEvents: 'default' | 'events' | 'both';
+  /**
+   * scale: our side as this many operator replicas sharing the VirtualNodes by shard Leases (default 1); with
+   * 2 or more, one replica is killed after the hold and the fail-over is timed (bench/lib/replicas.ts).
+   */
+  replicas: number;
 }
 
 export const USAGE = `usage: npm run bench -- <${SCENARIOS.join('|')}> [flags]
@@ -62,11 +67,14 @@ export const USAGE = `usage: npm run bench -- <${SCENARIOS.join('|')}> [flags]
   --pods M           pods per node
   --hold-minutes H   steady: how long to hold the pods (default 10, quick 1); scale: hold them Ready this
                      long before the delete (default 0), Leases and Node readiness watched throughout
-  --rate R           scale: at most R pod creates started per second (default: --concurrency alone)
+  --rate R           scale: at most R pod creates (and then deletes) started per second (default:
+                     --concurrency alone)
   --kwok-events      scale: kwok's pod-ready stage also sends Pulled, Created and Started, as a kubelet does
                      for the benchmark pod (bench/lib/agents.ts kwokEventsStage says what they still lack)
   --kwok-both        scale: two kwok sides, kwokctl's default stages and --kwok-events' (ours first)
   --concurrency C    concurrent pod creates from the driver (default 64)
+  --replicas N       scale: our side as N operator processes sharing the nodes by shard Leases; after the
+                     hold one replica is killed (SIGKILL) and the fail-over to the others is timed
   --no-kwok          scale: skip the kwok side
   --json PATH        where to write the results (default bench/results/<scenario>-<timestamp>.json)
   --node-arg FLAG    a flag for the operator's node process (repeatable; e.g. --node-arg=--max-semi-space-size=4),
@@ -132,6 +140,7 @@ export function parseBenchArgs(argv: readonly string[]): ParsedArgs {
     kwokFirst: false,
     auditEvents: false,
     kwokEvents: 'default',
+    replicas: 1,
   };
   const positive = (flag: string, v: string | undefined): number | string => {
     const n = Number(v);
@@ -212,6 +221,7 @@ export function parseBenchArgs(argv: readonly string[]): ParsedArgs {
       case '--hold-minutes':
       case '--runs':
       case '--rate':
+      case '--replicas':
       case '--concurrency': {
         const n = positive(flag, value());
         if (typeof n === 'string') return { ok: false, message: n };
@@ -220,6 +230,7 @@ export function parseBenchArgs(argv: readonly string[]): ParsedArgs {
         else if (flag === '--hold-minutes') args.holdMinutes = n;
         else if (flag === '--runs') args.runs = n;
         else if (flag === '--rate') args.rate = n;
+        else if (flag === '--replicas') args.replicas = n;
         else args.concurrency = n;
         break;
       }
@@ -236,6 +247,8 @@ export function parseBenchArgs(argv: readonly string[]): ParsedArgs {
     return { ok: false, message: '--metrics-server is a flag of the steady scenario' };
   if (args.runs > 1 && scenario !== 'scale')
     return { ok: false, message: '--runs is a flag of the scale scenario' };
+  if (args.replicas > 1 && scenario !== 'scale')
+    return { ok: false, message: '--replicas is a flag of the scale scenario' };
   if (args.kwokEvents !== 'default' && !args.kwok)
     return { ok: false, message: '--kwok-events and --kwok-both need the kwok side (not with --no-kwok)' };
   return { ok: true, args: { scenario, ...args } };

@@ -54,6 +54,19 @@ export function leaseCadence(
   };
 }
 
+/** The cadences of several windows of the same nodes as one: counts added, the longest gap of all. */
+export function joinCadences(parts: readonly LeaseCadence[]): LeaseCadence {
+  if (parts.length === 1) return parts[0]!;
+  return {
+    nodes: Math.max(0, ...parts.map((p) => p.nodes)),
+    renewals: parts.reduce((a, p) => a + p.renewals, 0),
+    expected: parts.reduce((a, p) => a + p.expected, 0),
+    maxGapMs: Math.max(0, ...parts.map((p) => p.maxGapMs)),
+    late: parts.reduce((a, p) => a + p.late, 0),
+    expired: parts.reduce((a, p) => a + p.expired, 0),
+  };
+}
+
 /** Records every renewTime of the Leases in kube-node-lease whose name is in `nodes`. */
 export class LeaseWatch {
   readonly renewals = new Map<string, number[]>();

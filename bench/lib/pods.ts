@@ -226,14 +226,10 @@ export async function createPods(
   ratePerSec?: number,
 ): Promise<void> {
   const path = `/api/v1/namespaces/${watch.namespace}/pods`;
-  const start = Date.now();
-  let started = 0;
+  // A steady stream, as a real cluster's scheduler would bind them.
+  const slot = pacer(ratePerSec);
   await forEachConcurrently(pods, concurrency, async ({ name, node }) => {
-    if (ratePerSec) {
-      // The i-th create waits for its slot: a steady stream a real cluster's scheduler would bind.
-      const due = start + (started++ * 1000) / ratePerSec;
-      if (due > Date.now()) await new Promise((r) => setTimeout(r, due - Date.now()));
-    }
+    await slot();
     const sent = Date.now();
     await client.request({ method: 'POST', path, body: makePod(name, watch.namespace, node) });
     watch.record(name).createdAt ??= sent;
@@ -241,16 +237,35 @@ export async function createPods(
 }
 
 /**
- * Deletes the pods one DELETE each (graceful: the pods' own grace period), at most `concurrency` at once. A
- * single deletecollection of 10,000 pods outlasts the API server's request timeout.
+ * Waits for the next of evenly spaced slots, `ratePerSec` a second from the first call (no wait when unset):
+ * the i-th caller starts at first + i / rate.
+ */
+export function pacer(ratePerSec: number | undefined): () => Promise<void> {
+  let start = 0;
+  let started = 0;
+  return async () => {
+    if (!ratePerSec) return;
+    if (started === 0) start = Date.now();
+    const due = start + (started++ * 1000) / ratePerSec;
+    if (due > Date.now()) await new Promise((r) => setTimeout(r, due - Date.now()));
+  };
+}
+
+/**
+ * Deletes the pods one DELETE each (graceful: the pods' own grace period), at most `concurrency` at once and
+ * `ratePerSec` started a second when set. A single deletecollection of 10,000 pods outlasts the API server's
+ * request timeout.
  */
 export async function deletePods(
   client: KubeClient,
   namespace: string,
   names: readonly string[],
   concurrency: number,
+  ratePerSec?: number,
 ): Promise<void> {
+  const slot = pacer(ratePerSec);
   await forEachConcurrently(names, concurrency, async (name) => {
+    await slot();
     await client
       .request({ method: 'DELETE', path: `/api/v1/namespaces/${namespace}/pods/${name}` })
       .catch((err: unknown) => {

@@ -43,9 +43,51 @@ export const NOT_SCRAPED: Scraped = {
   },
 };
 
-/** Event-loop lag p99 and V8 heap in use, from the agent's /metrics; NaN for an agent without them. */
+/**
+ * The replicas' readings as one: heaps and Event counts summed, the cumulative delay histograms added up (a
+ * phase's p99 is then over all replicas' samples), the prom-client lag p99 the worst of them.
+ */
+export function mergeScrapes(list: readonly Scraped[]): Scraped {
+  if (list.length === 1) return list[0]!;
+  const sum = (f: (s: Scraped) => number): number => list.reduce((a, s) => a + f(s), 0);
+  const buckets = new Map<number, number>();
+  for (const s of list) for (const [le, n] of s.loopDelayBuckets) buckets.set(le, (buckets.get(le) ?? 0) + n);
+  return {
+    lagP99Ms: Math.max(...list.map((s) => s.lagP99Ms)),
+    heapMiB: sum((s) => s.heapMiB),
+    heapCommittedMiB: sum((s) => s.heapCommittedMiB),
+    youngCommittedMiB: sum((s) => s.youngCommittedMiB),
+    loopDelayBuckets: buckets,
+    events: {
+      created: sum((s) => s.events.created),
+      patched: sum((s) => s.events.patched),
+      filtered: sum((s) => s.events.filtered),
+      droppedQueueFull: sum((s) => s.events.droppedQueueFull),
+      failed: sum((s) => s.events.failed),
+      pending: sum((s) => s.events.pending),
+    },
+  };
+}
+
+/** A replica's last reading: one that is gone (killed in a fail-over) still counts with what it last showed. */
+const lastScrape = new WeakMap<AgentProcess, Scraped>();
+
+/**
+ * Event-loop lag p99 and V8 heap in use, from the agent's /metrics (every replica's, merged, for a group);
+ * NaN for an agent without them.
+ */
 export async function scrape(agent: AgentProcess, hasMetrics: boolean): Promise<Scraped> {
   if (!hasMetrics) return NOT_SCRAPED;
+  if (agent.members) {
+    const each = await Promise.all(
+      agent.members.map(async (m) => {
+        const s = await scrape(m, true);
+        if (!Number.isNaN(s.heapMiB)) lastScrape.set(m, s);
+        return lastScrape.get(m) ?? s;
+      }),
+    );
+    return mergeScrapes(each);
+  }
   // prom-client resets its event-loop delay histogram on every scrape: this p99 covers the time since the
   // previous scrape.
   const res = await httpGet(`${agent.httpBase}/metrics`, 30_000).catch(() => undefined);
@@ -83,7 +125,7 @@ export async function podRound(
     afterReady?: () => Promise<void>;
     /** Called once the watch runs, before the first create (the growth table watches the Ready count). */
     onWatch?: (watch: PodWatch) => void;
-    /** At most this many creates started per second (unset: `concurrency` alone bounds them). */
+    /** At most this many creates, and then deletes, started per second (unset: `concurrency` alone bounds them). */
     ratePerSec?: number;
   } = {},
 ): Promise<{
@@ -114,6 +156,7 @@ export async function podRound(
       ns,
       plan.map((p) => p.name),
       concurrency,
+      hooks.ratePerSec,
     );
     const deleted = Date.now();
     const gone = await watch.waitFor((r) => r.goneAt !== undefined, plan.length, 60_000 + plan.length * 40);

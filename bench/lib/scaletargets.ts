@@ -173,14 +173,23 @@ export interface CeilingInputs {
   rssAtAllReadyMiB: number;
   health?: { leases: { late: number; maxGapMs: number }; leasesLateBy10s: number; maxNotReady: number };
   lagP99ByPhaseMs?: { startup: number; create: number; hold: number; delete: number };
+  /** With replicas: each one's RSS peak. */
+  replicas?: { maxRssMiB: number[] };
+  podsPerSec?: number;
+  createWithEventsCpuSec?: number;
 }
+
+/** kwok with the kubelet's start Events, the fair peer of issue #58 (its side in the same run). */
+export type FairPeer = Pick<CeilingInputs, 'pods' | 'podsPerSec' | 'createWithEventsCpuSec'>;
 
 /**
  * Issue #58's targets for the ceiling run (100,000 pods on 1,000 VirtualNodes in one process), read at
  * whatever size this run had: all Ready, RSS at Ready <= 1.5 GiB, no Node NotReady at any moment, no Lease
- * renewal 10 s late, the event-loop delay p99 <= 100 ms in every phase, the nodes Ready <= 10 s after start.
+ * renewal 10 s late, the event-loop delay p99 <= 100 ms in every phase, the nodes Ready <= 10 s after start;
+ * with replicas each one's RSS <= 600 MiB; with kwok's Events side, throughput >= 1.2x and CPU per pod <= 1.0x
+ * of it.
  */
-export function ceilingTargetsTable(r: CeilingInputs): string {
+export function ceilingTargetsTable(r: CeilingInputs, peer?: FairPeer): string {
   const nan = Number.NaN;
   const lag = r.lagP99ByPhaseMs;
   const worstLag = lag
@@ -224,6 +233,37 @@ export function ceilingTargetsTable(r: CeilingInputs): string {
       r.nodesReadyMs <= nodesReadyTargetMs(r.nodes),
     ],
   ];
+  if (r.replicas) {
+    const worst = Math.max(...r.replicas.maxRssMiB.filter((v) => !Number.isNaN(v)));
+    rows.push([
+      `RSS peak of each of ${r.replicas.maxRssMiB.length} replicas, most`,
+      worst,
+      num(worst, 0, 'MiB'),
+      '<= 600 MiB',
+      worst <= 600,
+    ]);
+  }
+  if (peer) {
+    const throughput = (r.podsPerSec ?? nan) / (peer.podsPerSec ?? nan);
+    const perPod = (x: FairPeer): number => (x.createWithEventsCpuSec ?? nan) / x.pods;
+    const cpu = perPod(r) / perPod(peer);
+    rows.push(
+      [
+        'throughput against kwok with Events',
+        throughput,
+        `${num(throughput, 2)}x`,
+        '>= 1.2x',
+        throughput >= 1.2,
+      ],
+      [
+        'CPU per pod (with its Events) against kwok with Events',
+        cpu,
+        `${num(cpu, 2)}x`,
+        '<= 1.0x',
+        cpu <= 1.0,
+      ],
+    );
+  }
   return formatTable(
     ['target (issue #58)', 'measured', 'target', 'met'],
     rows.map(([f, v, shown, t, met]) => [f, shown, t, Number.isNaN(v) ? 'n/a' : met ? 'met' : 'no']),

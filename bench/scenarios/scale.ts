@@ -38,7 +38,8 @@ import { ProcSampler, readMachine, readProc, windowUsage } from '../lib/procstat
 import { podPlan } from '../lib/pods.js';
 import { APISERVER_PROFILING_FLAG, apiserverCpuProfile, pprofTop } from '../lib/apiserverprofile.js';
 import { AllocWindow, allocProfileNodeArgs, logAllocations, type ProfileNode } from '../lib/allocprofile.js';
-import { leaseCadence, LeaseWatch, type LeaseCadence } from '../lib/leases.js';
+import { joinCadences, leaseCadence, LeaseWatch, type LeaseCadence } from '../lib/leases.js';
+import { failOver, groupProcReader, replicaArgs, replicaGroup, type Failover } from '../lib/replicas.js';
 import type { PodWatch } from '../lib/pods.js';
 import { growthMilestones, NodeReadyWatch, phaseQuantile } from '../lib/scalehealth.js';
 import {
@@ -81,6 +82,18 @@ export interface ScaleOptions {
   ratePerSec?: number;
   /** kwok's sides: kwokctl's default stages, with the kubelet's start Events, or one of each (args.ts). */
   kwokEvents?: 'default' | 'events' | 'both';
+  /** Our side as this many replicas sharing the nodes by shard Leases; one is killed after the hold (default 1). */
+  replicas?: number;
+}
+
+/** Our side as replicas: each one's RSS, and the fail-over of the one killed after the hold. */
+export interface ReplicaRun {
+  count: number;
+  /** Per replica (in start order): RSS with the nodes alone, when all pods were Ready, and its peak. */
+  rssIdleMiB: number[];
+  rssAtAllReadyMiB: number[];
+  maxRssMiB: number[];
+  failover?: Failover;
 }
 
 /** One row of the growth table: the operator when `pods` pods were Ready, CPU counted from the first create. */
@@ -169,6 +182,8 @@ export interface SideRun {
   rssEndOfHoldMiB?: number;
   /** The operator's Event writes by outcome at the end (kubelet_operator_events_total). */
   eventWrites?: Scraped['events'];
+  /** With --replicas N (N > 1): the replicas one by one; the side's CPU, RSS and metrics are their sums. */
+  replicas?: ReplicaRun;
 }
 
 /** The pods' readiness probe period (benchPod's default). */
@@ -234,6 +249,8 @@ async function runSide(
     snapshot?(agent: AgentProcess, label: string): Promise<string>;
     /** The window of the agent's allocation profile, if this run counts allocations. */
     allocations?: AllocWindow;
+    /** Replicas only: kills one after the hold and times the fail-over (bench/lib/replicas.ts failOver). */
+    failover?(agent: AgentProcess, leases: LeaseWatch, readiness: NodeReadyWatch): Promise<Failover>;
   },
   nodes: string[],
   opts: ScaleOptions,
@@ -272,7 +289,14 @@ async function runSide(
     readiness.start();
     // The delay histogram is cumulative since the process started: this reading closes the start-up phase.
     const atNodesReady = await scrape(agent, side.hasMetrics);
-    const sampler = new ProcSampler(agent.pid, 1000).start();
+    const members = agent.members ?? [];
+    const sampler = new ProcSampler(
+      agent.pid,
+      1000,
+      members.length ? groupProcReader(members.map((m) => m.pid)) : undefined,
+    ).start();
+    const memberSamplers = members.map((m) => new ProcSampler(m.pid, 1000).start());
+    let failover: Failover | undefined;
     // The agent shares two cores with these: what it and its requests cost them sets the creates' pace.
     const apiserverPid = pidOf('kube-apiserver');
     const etcdPid = pidOf('etcd');
@@ -289,6 +313,8 @@ async function runSide(
     await sleep(Math.max(2000, PROBE_PERIOD_MS + 1000 - (Date.now() - upSince)));
     const beforeCreate = await scrape(agent, side.hasMetrics);
     const rssIdle = sampler.sample()?.rssMiB ?? Number.NaN;
+    const membersIdle = memberSamplers.map((m) => m.sample()?.rssMiB ?? Number.NaN);
+    let membersAtReady: number[] = [];
     const snapBase = await side.snapshot?.(agent, 'nodes-only');
     let snapReady: string | undefined;
     let snapSettled: string | undefined;
@@ -323,6 +349,7 @@ async function runSide(
     const r = await podRound(bc, `bench-${side.tag}`, plan, opts.concurrency, {
       afterReady: async () => {
         rssAtReady = sampler.sample()?.rssMiB ?? Number.NaN;
+        membersAtReady = memberSamplers.map((m) => m.sample()?.rssMiB ?? Number.NaN);
         atReady = await scrape(agent, side.hasMetrics);
         allocated = await side.allocations?.close();
         snapReady = await side.snapshot?.(agent, `all-ready-${plan.length}`);
@@ -344,6 +371,7 @@ async function runSide(
           holdCpuSec = windowUsage(sampler.between(h0, Date.now())).cpuSec;
           rssEndOfHold = sampler.sample()?.rssMiB ?? Number.NaN;
         }
+        if (side.failover) failover = await side.failover(agent, leases, readiness);
         beforeDelete = await scrape(agent, side.hasMetrics);
         log(`${side.name}: ${plan.length} pods Ready; deleting them`);
       },
@@ -356,16 +384,24 @@ async function runSide(
     const afterDelete = await scrape(agent, side.hasMetrics);
     await Promise.all([leases.stop(), readiness.stop()]);
     const healthEnd = r.t3;
+    // With a fail-over, the nodes' health outside it: before the kill, and after every node was served again.
+    const healthWindows: [number, number][] = failover
+      ? [
+          [nodesReadyAt, failover.killedAt],
+          // From just after the last node's first renewal: each node's gap is then measured from its return.
+          [failover.servedAt + 1, healthEnd],
+        ]
+      : [[nodesReadyAt, healthEnd]];
     const cadence = (lateMs: number): LeaseCadence =>
-      leaseCadence(leases.renewals, nodesReadyAt, healthEnd, {
-        intervalMs: 10_000,
-        lateMs,
-        durationMs: 40_000,
-      });
+      joinCadences(
+        healthWindows.map(([from, to]) =>
+          leaseCadence(leases.renewals, from, to, { intervalMs: 10_000, lateMs, durationMs: 40_000 }),
+        ),
+      );
     const health: NodeHealth = {
       leases: cadence(12_000),
       leasesLateBy10s: cadence(20_000).late,
-      maxNotReady: readiness.timeline.maxBetween(nodesReadyAt, healthEnd),
+      maxNotReady: Math.max(...healthWindows.map(([from, to]) => readiness.timeline.maxBetween(from, to))),
       nodesWentNotReady: readiness.timeline.wentNotReady.size,
     };
     const p99 = (a: Scraped, b: Scraped): number =>
@@ -377,6 +413,7 @@ async function runSide(
       delete: p99(beforeDelete, afterDelete),
     };
     sampler.stop();
+    for (const m of memberSamplers) m.stop();
     for (const o of Object.values(others)) o?.stop();
     const profileFile = await profiled;
     if (profileFile)
@@ -477,6 +514,17 @@ async function runSide(
       lagP99ByPhaseMs,
       ...(opts.holdMinutes ? { holdMs, holdCpuSec, rssEndOfHoldMiB: rssEndOfHold } : {}),
       eventWrites: afterDelete.events,
+      ...(members.length
+        ? {
+            replicas: {
+              count: members.length,
+              rssIdleMiB: membersIdle,
+              rssAtAllReadyMiB: membersAtReady,
+              maxRssMiB: memberSamplers.map((m) => windowUsage(m.between(r.t0, r.t3 + 1000)).maxRssMiB),
+              ...(failover ? { failover } : {}),
+            },
+          }
+        : {}),
     };
   } finally {
     await agent.stop();
@@ -614,6 +662,41 @@ export function growthTable(runs: SideRun[]): string {
   return formatTable(header, rows);
 }
 
+/** Our replicas one by one (RSS), and the fail-over of the one killed; '' for one process. */
+export function replicaTable(run: SideRun): string {
+  const r = run.replicas;
+  if (!r) return '';
+  const mib = (v: number | undefined): string => num(v ?? Number.NaN, 0, 'MiB');
+  const rows = Array.from({ length: r.count }, (_, i) => [
+    `replica ${i}`,
+    mib(r.rssIdleMiB[i]),
+    mib(r.rssAtAllReadyMiB[i]),
+    mib(r.maxRssMiB[i]),
+  ]);
+  let out = formatTable(['', 'RSS, nodes only', 'RSS when all Ready', 'RSS peak (create+delete)'], rows);
+  const f = r.failover;
+  if (f) {
+    out +=
+      '\n\n' +
+      formatTable(
+        ['fail-over (SIGKILL after the hold)', ''],
+        [
+          ['replica killed, VirtualNodes it held', `${f.replica}, ${num(f.nodes)}`],
+          ['split before -> after', `${f.splitBefore} -> ${f.splitAfter}`],
+          ["all its nodes' shard Leases held by others after", duration(f.takenMs)],
+          ["all its nodes' Node Leases renewed after", duration(f.servedMs)],
+          ['longest Node Lease gap of its nodes', duration(f.maxLeaseGapMs)],
+          [
+            '  gaps > 20 s / > 40 s (the Node Lease duration)',
+            `${num(f.leaseGapsOver20s)} / ${num(f.leaseGapsOver40s)}`,
+          ],
+          ['Nodes NotReady at once, most (kill -> served + 1 min)', num(f.maxNotReady)],
+        ],
+      );
+  }
+  return out;
+}
+
 export async function runScale(
   opts: ScaleOptions,
   log: (s: string) => void,
@@ -642,6 +725,7 @@ export async function runScale(
   try {
     await warmVirtualNodeStorage(bc.driver);
     const ourNodes = nodeNames('vn', opts.nodes);
+    const replicas = opts.replicas ?? 1;
     const allocFile = opts.allocProfile
       ? path.join(opts.allocProfile, `create-${new Date().toISOString().replace(/[:.]/g, '-')}.heapprofile`)
       : undefined;
@@ -654,19 +738,49 @@ export async function runScale(
           tag: 'ours',
           hasMetrics: true,
           start: async () => {
-            const agent = await startOperatorProcess({
-              kubeconfig: bc.operator.kubeconfig,
-              selector: `kubelet-operator.dev/served-by=${SERVED_BY}`,
-              logPath: path.join(bc.dir, 'operator.log'),
-              nodeArgs: [
-                ...(opts.nodeArgs ?? []),
-                ...(opts.heapSnapshots ? heapSnapshotNodeArgs(opts.heapSnapshots) : []),
-                ...(allocFile ? allocProfileNodeArgs(allocFile) : []),
-              ],
-            });
+            const nodeArgs = [
+              ...(opts.nodeArgs ?? []),
+              ...(opts.heapSnapshots ? heapSnapshotNodeArgs(opts.heapSnapshots) : []),
+              ...(allocFile ? allocProfileNodeArgs(allocFile) : []),
+            ];
+            const selector = `kubelet-operator.dev/served-by=${SERVED_BY}`;
+            let agent: AgentProcess;
+            if (replicas > 1) {
+              // All replicas announce themselves before the first VirtualNode exists, so none takes more than
+              // its share at the start.
+              const ids = Array.from({ length: replicas }, (_, i) => `bench-replica-${i}`);
+              const members = await Promise.all(
+                ids.map(async (id) => ({
+                  ...(await startOperatorProcess({
+                    kubeconfig: bc.operator.kubeconfig,
+                    selector,
+                    logPath: path.join(bc.dir, `operator-${id}.log`),
+                    nodeArgs,
+                    extraArgs: replicaArgs(id),
+                  })),
+                  name: id,
+                })),
+              );
+              agent = replicaGroup(members);
+            } else {
+              agent = await startOperatorProcess({
+                kubeconfig: bc.operator.kubeconfig,
+                selector,
+                logPath: path.join(bc.dir, 'operator.log'),
+                nodeArgs,
+              });
+            }
             await createSimVirtualNodes(bc.driver, ourNodes, opts.podsPerNode);
             return agent;
           },
+          ...(replicas > 1
+            ? {
+                failover: (agent: AgentProcess, leases: LeaseWatch, readiness: NodeReadyWatch) =>
+                  failOver(bc.driver, agent.members ?? [], leases, readiness, (s) =>
+                    log(`kubelet-operator: ${s}`),
+                  ),
+              }
+            : {}),
           ...(allocFile ? { allocations: new AllocWindow(allocFile) } : {}),
           snapshot: opts.heapSnapshots
             ? async (agent, label) => {
@@ -730,8 +844,13 @@ export async function runScale(
     await bc.stop();
   }
   meta.totalMs = Date.now() - t;
+  const replicas = replicaTable(runs[0]!);
   const table =
     `${scaleTable(runs)}\n\nGrowth, sampled as the Ready count passed each size:\n${growthTable(runs)}\n\n` +
-    `${targetsTable(runs[0]!, runs[1])}\n\n${ceilingTargetsTable(runs[0]!)}`;
+    (replicas ? `Our replicas:\n${replicas}\n\n` : '') +
+    `${targetsTable(runs[0]!, runs[1])}\n\n${ceilingTargetsTable(
+      runs[0]!,
+      runs.find((r) => r.name === 'kwok+Events'),
+    )}`;
   return { scenario: 'scale', ...meta, sides: runs, table };
 }

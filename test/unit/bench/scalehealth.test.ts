@@ -2,7 +2,11 @@ import { expect } from 'chai';
 import { parse as parseYaml } from 'yaml';
 import { kwokEventsStage } from '../../../bench/lib/agents.js';
 import { parseBenchArgs } from '../../../bench/lib/args.js';
+import { joinCadences, leaseCadence } from '../../../bench/lib/leases.js';
 import { POD_START_EVENTS } from '../../../bench/lib/pods.js';
+import type { ProcSample } from '../../../bench/lib/procstat.js';
+import { failoverLeaseGaps, groupProcReader } from '../../../bench/lib/replicas.js';
+import { mergeScrapes, NOT_SCRAPED } from '../../../bench/lib/scaleround.js';
 import {
   growthMilestones,
   histogramBuckets,
@@ -134,6 +138,92 @@ describe('bench: the ceiling run (issue #58)', () => {
       expect(met(ceilingTargetsTable(run({ lagP99ByPhaseMs: slow })), 'event-loop')).to.equal('no');
       expect(met(ceilingTargetsTable(run({ nodesReadyMs: 18_400 })), '1,000 Virtual')).to.equal('no');
     });
+
+    it('holds each replica to 600 MiB and reads ours against kwok with Events', () => {
+      expect(
+        met(ceilingTargetsTable(run({ replicas: { maxRssMiB: [580, 600, 590] } })), 'RSS peak of each'),
+      ).to.equal('met');
+      expect(
+        met(ceilingTargetsTable(run({ replicas: { maxRssMiB: [580, 601, 590] } })), 'RSS peak of each'),
+      ).to.equal('no');
+      expect(ceilingTargetsTable(run())).not.to.match(/replicas|kwok/);
+      const ours = run({ podsPerSec: 360, createWithEventsCpuSec: 100 });
+      const peer = { pods: 100_000, podsPerSec: 300, createWithEventsCpuSec: 100 };
+      const t = ceilingTargetsTable(ours, peer);
+      expect(met(t, 'throughput against kwok')).to.equal('met');
+      expect(met(t, 'CPU per pod')).to.equal('met');
+      const t2 = ceilingTargetsTable(ours, { ...peer, podsPerSec: 301, createWithEventsCpuSec: 99 });
+      expect(met(t2, 'throughput against kwok')).to.equal('no');
+      expect(met(t2, 'CPU per pod')).to.equal('no');
+    });
+  });
+
+  describe('replicas', () => {
+    it("times the fail-over from the kill to the last node's first renewal after it", () => {
+      const renewals = new Map([
+        ['a', [0, 10_000, 30_000]],
+        ['b', [5_000, 11_000, 38_000]],
+        ['c', [9_000, 19_000]],
+      ]);
+      const g = failoverLeaseGaps(['a', 'b'], renewals, 12_000);
+      expect(g).to.deep.equal({ servedMs: 26_000, maxGapMs: 27_000, over20s: 1, over40s: 0, waiting: 0 });
+      const w = failoverLeaseGaps(['a', 'c'], renewals, 20_000);
+      expect(w.waiting).to.equal(1);
+      expect(w.servedMs).to.be.NaN;
+    });
+
+    it("sums the replicas' CPU and RSS, and keeps a dead one's CPU", () => {
+      const live = new Map<number, ProcSample>([
+        [1, { t: 0, cpuSec: 10, rssMiB: 300, hwmMiB: 310 }],
+        [2, { t: 0, cpuSec: 5, rssMiB: 200, hwmMiB: 220 }],
+      ]);
+      const read = groupProcReader([1, 2], (pid) => live.get(pid));
+      expect(read()).to.include({ cpuSec: 15, rssMiB: 500, hwmMiB: 530 });
+      live.delete(2);
+      live.set(1, { t: 0, cpuSec: 12, rssMiB: 320, hwmMiB: 330 });
+      expect(read()).to.include({ cpuSec: 17, rssMiB: 320 });
+      live.clear();
+      expect(read()).to.equal(undefined);
+    });
+
+    it("merges the replicas' metrics: heaps and Events summed, histograms added, the worst lag", () => {
+      const one = (heap: number, lag: number, b: [number, number][]) => ({
+        ...NOT_SCRAPED,
+        heapMiB: heap,
+        heapCommittedMiB: heap * 2,
+        youngCommittedMiB: 16,
+        lagP99Ms: lag,
+        loopDelayBuckets: new Map(b),
+        events: { created: 3, patched: 0, filtered: 0, droppedQueueFull: 0, failed: 1, pending: 2 },
+      });
+      const m = mergeScrapes([
+        one(100, 20, [
+          [0.01, 5],
+          [0.1, 9],
+        ]),
+        one(50, 40, [
+          [0.01, 1],
+          [0.1, 2],
+        ]),
+      ]);
+      expect(m).to.include({ heapMiB: 150, heapCommittedMiB: 300, youngCommittedMiB: 32, lagP99Ms: 40 });
+      expect([...m.loopDelayBuckets]).to.deep.equal([
+        [0.01, 6],
+        [0.1, 11],
+      ]);
+      expect(m.events).to.include({ created: 6, failed: 2, pending: 4 });
+    });
+
+    it('joins the Lease cadence of the windows around a fail-over (the second from just after the last return)', () => {
+      const renewals = new Map([['a', [0, 10_000, 20_000, 50_000, 60_000]]]);
+      const opts = { intervalMs: 10_000, lateMs: 12_000, durationMs: 40_000 };
+      const j = joinCadences([
+        leaseCadence(renewals, 0, 25_000, opts),
+        leaseCadence(renewals, 50_001, 60_000, opts),
+      ]);
+      expect(j).to.include({ nodes: 1, late: 0, maxGapMs: 10_000 });
+      expect(leaseCadence(renewals, 0, 60_000, opts).late).to.equal(1);
+    });
   });
 
   describe("kwok's pod-ready stage with the kubelet's start Events", () => {
@@ -188,6 +278,9 @@ spec:
       expect(e.ok && e.args.kwokEvents).to.equal('events');
       expect(parseBenchArgs(['scale', '--rate', '0']).ok).to.equal(false);
       expect(parseBenchArgs(['scale', '--no-kwok', '--kwok-events']).ok).to.equal(false);
+      const rp = parseBenchArgs(['scale', '--replicas', '3']);
+      expect(rp.ok && rp.args.replicas).to.equal(3);
+      expect(parseBenchArgs(['steady', '--replicas', '3']).ok).to.equal(false);
     });
   });
 });
