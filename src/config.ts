@@ -8,12 +8,17 @@ import { isIP } from 'node:net';
 import { z } from 'zod';
 
 /**
- * The Event writes' and the heartbeats' own connections (the rest: --kube-api-connections). Sixteen keep up
- * with 100 nodes' Leases and node statuses, and with a burst's Events as fast as the API server takes them.
+ * The Event writes' and the heartbeats' own connections (the rest: --kube-api-connections). Sixteen Event
+ * connections keep up with a burst's Events as fast as the API server takes them (32 and 4 were both slower
+ * at 100 nodes). Heartbeats need one renewal per node every 10 s whatever the load: a pool of sixteen renews
+ * at most 16 / latency Leases a second, which at 1,000 nodes (100 a second) falls behind once a busy API
+ * server answers in more than 160 ms (a 1000 x 100 run renewed 4,504 of 6,000 Leases a minute while pods
+ * were created). A kubelet has a connection of its own; here the pool opens up to 128 as the queue needs
+ * them and closes idle ones after 90 s, so a hundred nodes still use a handful.
  * Exported for bench:events, which measures the Event client as main.ts sets it up.
  */
 export const EVENT_CONNECTIONS = 16;
-export const HEARTBEAT_CONNECTIONS = 16;
+export const HEARTBEAT_CONNECTIONS = 128;
 
 // Label selector syntax (apimachinery labels.Parse): requirements separated by commas, each `key`, `!key`,
 // `key=v`, `key==v`, `key!=v`, `key in (v,...)`, `key notin (v,...)`, `key > n` or `key < n`. Checked here so
