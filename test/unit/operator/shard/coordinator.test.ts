@@ -220,6 +220,30 @@ describe('ShardCoordinator', () => {
     expect(a.serving.size).to.equal(10);
   });
 
+  it("on a slow API server, takes a dead replica's 200 nodes side by side and keeps renewing its own", async () => {
+    nodes = Array.from({ length: 400 }, (_, i) => ({ name: `vn-${i}` }));
+    const [a, b] = await twoReplicas();
+    expect(counts()).to.deep.equal([200, 200]);
+    a.api.latencyMs = 500;
+    b.api.cut = true;
+    b.serving.clear();
+    const lastWrite = Math.max(...store.writes.filter((w) => w.by === 'b').map((w) => w.at));
+    const from = store.writes.length;
+    let takenAt: number | undefined;
+    for (let t = 0; t < 60_000 && takenAt === undefined; t += 100) {
+      await run(100);
+      if (a.serving.size === 400) takenAt = clock.now();
+    }
+    expect(takenAt, 'a took them all').to.not.equal(undefined);
+    // One at a time, 200 writes of 500 ms would take 100 s; side by side, one write's latency after expiry.
+    expect(takenAt! - lastWrite).to.be.within(15_000, 17_000);
+    // Meanwhile each of a's own 200 Leases was renewed at least once every renew interval or so.
+    const renewedSince = new Map<string, number>();
+    for (const w of store.writes.slice(from))
+      if (w.by === 'a' && w.verb === 'update' && w.holder === 'a') renewedSince.set(w.name, w.at);
+    expect(renewedSince.size).to.be.at.least(200);
+  });
+
   for (const downMs of [12_000, 60_000, 120_000])
     it(`after ${downMs / 1000} s without an API server, each replica takes back only its share: 5/5, nothing moved twice`, async () => {
       await twoReplicas();
