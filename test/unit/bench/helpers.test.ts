@@ -346,6 +346,7 @@ describe('bench helpers', () => {
           kwokFirst: false,
           auditEvents: false,
           kwokEvents: 'default',
+          replicas: 1,
         },
       });
       expect(parseBenchArgs(['steady', '--hold-minutes', '2', '--no-kwok'])).to.deep.include({ ok: true });
