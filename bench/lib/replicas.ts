@@ -10,11 +10,6 @@ import type { NodeReadyWatch } from './scalehealth.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** The flags of replica `id`: the image's defaults for the Leases (15 s, renewed every 5 s). */
-export function replicaArgs(id: string): string[] {
-  return ['--shard-leases', `--shard-identity=${id}`, `--shard-namespace=${SHARD_NS}`];
-}
-
 /** The replicas as one agent: its pid, log and HTTP server are the first replica's; `members` has them all. */
 export function replicaGroup(members: AgentProcess[]): AgentProcess {
   const first = members[0];
@@ -153,12 +148,13 @@ export async function failOver(
   let takenAt = Number.NaN;
   let after = before;
   const deadline = killedAt + timeoutMs;
+  let gaps: ReturnType<typeof failoverLeaseGaps>;
   for (;;) {
     if (Number.isNaN(takenAt)) {
       after = await shardHolders(driver, SHARD_NS);
       if ([...nodes].every((n) => (after.get(n) ?? victim.name) !== victim.name)) takenAt = Date.now();
     }
-    const gaps = failoverLeaseGaps(nodes, leases.renewals, killedAt);
+    gaps = failoverLeaseGaps(nodes, leases.renewals, killedAt);
     if (!Number.isNaN(takenAt) && gaps.waiting === 0) break;
     if (Date.now() > deadline) {
       log(`fail-over: after ${timeoutMs / 1000} s ${gaps.waiting} of its nodes not served again`);
@@ -166,7 +162,6 @@ export async function failOver(
     }
     await sleep(250);
   }
-  const gaps = failoverLeaseGaps(nodes, leases.renewals, killedAt);
   const servedAt = Number.isNaN(gaps.servedMs) ? Date.now() : killedAt + gaps.servedMs;
   log(
     `fail-over: shard Leases taken after ${((takenAt - killedAt) / 1000).toFixed(1)} s, ` +

@@ -39,7 +39,8 @@ import { podPlan } from '../lib/pods.js';
 import { APISERVER_PROFILING_FLAG, apiserverCpuProfile, pprofTop } from '../lib/apiserverprofile.js';
 import { AllocWindow, allocProfileNodeArgs, logAllocations, type ProfileNode } from '../lib/allocprofile.js';
 import { joinCadences, leaseCadence, LeaseWatch, type LeaseCadence } from '../lib/leases.js';
-import { failOver, groupProcReader, replicaArgs, replicaGroup, type Failover } from '../lib/replicas.js';
+import { failOver, groupProcReader, replicaGroup, type Failover } from '../lib/replicas.js';
+import { shardFlags } from '../../test/support/shards.js';
 import type { PodWatch } from '../lib/pods.js';
 import { growthMilestones, NodeReadyWatch, phaseQuantile } from '../lib/scalehealth.js';
 import {
@@ -756,7 +757,7 @@ export async function runScale(
                     selector,
                     logPath: path.join(bc.dir, `operator-${id}.log`),
                     nodeArgs,
-                    extraArgs: replicaArgs(id),
+                    extraArgs: shardFlags(id),
                   })),
                   name: id,
                 })),

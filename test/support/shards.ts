@@ -12,6 +12,11 @@ import { OperatorProcess } from './operatorprocess.js';
 /** The namespace of the replicas' shard Leases. */
 export const SHARD_NS = 'kubelet-operator-system';
 
+/** The flags that make a process replica `id`, sharing VirtualNodes by Leases in SHARD_NS. */
+export function shardFlags(id: string): string[] {
+  return ['--shard-leases', `--shard-identity=${id}`, `--shard-namespace=${SHARD_NS}`];
+}
+
 /** A replica `id` logging into `dir/<id>.log`, its state in `dir/<id>`; `extraArgs` go after the shard flags. */
 export function shardReplica(
   dir: string,
@@ -21,9 +26,7 @@ export function shardReplica(
 ): OperatorProcess {
   return new OperatorProcess(path.join(dir, `${id}.log`), kubeconfig, [
     ...extraArgs,
-    '--shard-leases',
-    `--shard-identity=${id}`,
-    `--shard-namespace=${SHARD_NS}`,
+    ...shardFlags(id),
     '--shard-lease-duration-seconds=15',
     '--shard-renew-interval-seconds=5',
     `--state-dir=${path.join(dir, id)}`,

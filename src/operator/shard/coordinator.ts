@@ -296,14 +296,15 @@ export class ShardCoordinator implements ShardGate {
     // Taken side by side, not one after another: a round waits for its takes, and one replica's 358 nodes taken
     // over one at a time on a busy API server (about 0.6 s a write) took minutes, while the Leases already held
     // went unrenewed and ran out.
-    await Promise.all(plan.acquirePinned.filter((n) => !this.held.has(n)).map((n) => this.acquire(n)));
+    if (!this.stopped_)
+      await Promise.all(plan.acquirePinned.filter((n) => !this.held.has(n)).map((n) => this.acquire(n)));
     // The free ones in order, `room` at a time: where another replica was quicker, the next ones stand in.
     const free = plan.acquire.filter((n) => !this.held.has(n));
     let room = plan.room;
     for (let i = 0; room > 0 && i < free.length && !this.stopped_;) {
       const batch = free.slice(i, i + room);
       i += batch.length;
-      const taken = await Promise.all(batch.map((n) => (this.held.has(n) ? false : this.acquire(n))));
+      const taken = await Promise.all(batch.map((n) => this.acquire(n)));
       room -= taken.filter(Boolean).length;
     }
     await this.collectGarbage(now, graceUntil, new Set(nodes.map((n) => n.name)));
