@@ -46,6 +46,8 @@ async function scenario(
         podsPerNode: a.pods ?? 100,
         concurrency: a.concurrency,
         kwok: a.kwok,
+        ...(a.ours ? {} : { ours: false }),
+        ...(a.planePerSide ? { planePerSide: true } : {}),
         nodeArgs: a.nodeArgs,
         heapSnapshots: a.heapSnapshots,
         allocProfile: a.allocProfile,

@@ -14,30 +14,33 @@ export const APISERVER_PROFILING_FLAG = '--profiling=true';
 
 /** Reads `seconds` of the API server's CPU profile into `file`; resolves when the window has ended. */
 export async function apiserverCpuProfile(bc: BenchCluster, seconds: number, file: string): Promise<void> {
+  await writeFile(
+    file,
+    await driverGet(bc, `/debug/pprof/profile?seconds=${seconds}`, (seconds + 30) * 1000),
+  );
+}
+
+/** GET `urlPath` of the API server as the driver (system:masters); rejects on anything but 200. */
+export async function driverGet(bc: BenchCluster, urlPath: string, timeoutMs: number): Promise<Buffer> {
   const [ca, cert, key] = await Promise.all([
     readFile(path.join(bc.cp.dir, 'pki', 'ca.crt')),
     readFile(path.join(bc.dir, `${DRIVER_USER}.crt`)),
     readFile(path.join(bc.dir, `${DRIVER_USER}.key`)),
   ]);
-  const body = await new Promise<Buffer>((resolve, reject) => {
-    const req = https.get(
-      `${bc.cp.server}/debug/pprof/profile?seconds=${seconds}`,
-      { ca, cert, key, timeout: (seconds + 30) * 1000 },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () =>
-          res.statusCode === 200
-            ? resolve(Buffer.concat(chunks))
-            : reject(new Error(`API server profile: HTTP ${res.statusCode}: ${Buffer.concat(chunks)}`)),
-        );
-        res.on('error', reject);
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error('API server profile: timed out')));
+  return new Promise<Buffer>((resolve, reject) => {
+    const req = https.get(`${bc.cp.server}${urlPath}`, { ca, cert, key, timeout: timeoutMs }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () =>
+        res.statusCode === 200
+          ? resolve(Buffer.concat(chunks))
+          : reject(new Error(`API server ${urlPath}: HTTP ${res.statusCode}: ${Buffer.concat(chunks)}`)),
+      );
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error(`API server ${urlPath}: timed out`)));
     req.on('error', reject);
   });
-  await writeFile(file, body);
 }
 
 /** `go tool pprof -top` of a profile, its first `lines` lines; a note instead when Go is not on PATH. */

@@ -21,6 +21,10 @@ export interface BenchArgs {
   json?: string;
   /** scale: also run the same scenario with kwok (default true). */
   kwok: boolean;
+  /** scale: run our side (default true; false with --kwok-only). */
+  ours: boolean;
+  /** scale: each side on a fresh control plane of its own (default: one for all sides). */
+  planePerSide: boolean;
   /**
    * Flags for the operator's node process (e.g. --max-old-space-size=384), in order, after the image's own
    * (see imageNodeFlags; a V8 flag given twice takes the later value).
@@ -76,6 +80,9 @@ export const USAGE = `usage: npm run bench -- <${SCENARIOS.join('|')}> [flags]
   --replicas N       scale: our side as N operator processes sharing the nodes by shard Leases; after the
                      hold one replica is killed (SIGKILL) and the fail-over to the others is timed
   --no-kwok          scale: skip the kwok side
+  --plane-per-side   scale: each side on a fresh control plane of its own (etcd and kube-apiserver), for
+                     sizes where one cannot hold both sides one after the other (1,000 x 100)
+  --kwok-only        scale: kwok's sides alone, without ours
   --json PATH        where to write the results (default bench/results/<scenario>-<timestamp>.json)
   --node-arg FLAG    a flag for the operator's node process (repeatable; e.g. --node-arg=--max-semi-space-size=4),
                      after the image's own flags
@@ -132,6 +139,8 @@ export function parseBenchArgs(argv: readonly string[]): ParsedArgs {
     quick: false,
     concurrency: 64,
     kwok: true,
+    ours: true,
+    planePerSide: false,
     nodeArgs: [],
     imageNodeFlags: true,
     imageNode: false,
@@ -156,6 +165,12 @@ export function parseBenchArgs(argv: readonly string[]): ParsedArgs {
         break;
       case '--no-kwok':
         args.kwok = false;
+        break;
+      case '--plane-per-side':
+        args.planePerSide = true;
+        break;
+      case '--kwok-only':
+        args.ours = false;
         break;
       case '--no-image-node-flags':
         args.imageNodeFlags = false;
@@ -249,6 +264,11 @@ export function parseBenchArgs(argv: readonly string[]): ParsedArgs {
     return { ok: false, message: '--runs is a flag of the scale scenario' };
   if (args.replicas > 1 && scenario !== 'scale')
     return { ok: false, message: '--replicas is a flag of the scale scenario' };
+  if (!args.ours && (scenario !== 'scale' || !args.kwok || args.replicas > 1 || args.runs > 1))
+    return {
+      ok: false,
+      message: '--kwok-only is a flag of the scale scenario, not with --no-kwok, --replicas or --runs',
+    };
   if (args.kwokEvents !== 'default' && !args.kwok)
     return { ok: false, message: '--kwok-events and --kwok-both need the kwok side (not with --no-kwok)' };
   return { ok: true, args: { scenario, ...args } };

@@ -37,6 +37,13 @@ import {
 import { ProcSampler, readMachine, readProc, windowUsage } from '../lib/procstat.js';
 import { podPlan } from '../lib/pods.js';
 import { APISERVER_PROFILING_FLAG, apiserverCpuProfile, pprofTop } from '../lib/apiserverprofile.js';
+import {
+  apiserverPhase,
+  readApiserver,
+  worstLevel,
+  type ApiserverPhase,
+  type ApiserverReading,
+} from '../lib/apiservermetrics.js';
 import { AllocWindow, allocProfileNodeArgs, logAllocations, type ProfileNode } from '../lib/allocprofile.js';
 import { joinCadences, leaseCadence, LeaseWatch, type LeaseCadence } from '../lib/leases.js';
 import { failOver, groupProcReader, replicaGroup, type Failover } from '../lib/replicas.js';
@@ -60,6 +67,13 @@ export interface ScaleOptions {
   podsPerNode: number;
   concurrency: number;
   kwok: boolean;
+  /** Run our side (default true); false runs kwok's sides alone, and the table has no ratios to ours. */
+  ours?: boolean;
+  /**
+   * Each side on a fresh control plane of its own (default: one for all), for sizes where one API server and
+   * etcd cannot hold both sides one after the other.
+   */
+  planePerSide?: boolean;
   /** Flags for the operator's node process. */
   nodeArgs?: string[];
   /** Write the operator's heap snapshots (nodes only, all Ready, all Ready with Events written) here; off when unset. */
@@ -122,6 +136,11 @@ const APISERVER_PROFILE_SECONDS = 20;
 /** What one side measured; times are epoch ms, durations ms. */
 export interface SideRun {
   name: string;
+  /**
+   * What the API server measured in each phase: its Lease PUTs' latency, API Priority and Fairness' queue
+   * waits and rejections by priority level (absent in older results).
+   */
+  apiserverByPhase?: Record<'create' | 'hold' | 'delete', ApiserverPhase>;
   user: string;
   nodes: number;
   nodesReadyMs: number;
@@ -313,6 +332,13 @@ async function runSide(
     // less than one period (after a restart); measure a settled agent, not that start-up jitter.
     await sleep(Math.max(2000, PROBE_PERIOD_MS + 1000 - (Date.now() - upSince)));
     const beforeCreate = await scrape(agent, side.hasMetrics);
+    const first = await readApiserver(bc, log);
+    const server: Record<'beforeCreate' | 'beforeHold' | 'beforeDelete' | 'afterDelete', ApiserverReading> = {
+      beforeCreate: first,
+      beforeHold: first,
+      beforeDelete: first,
+      afterDelete: first,
+    };
     const rssIdle = sampler.sample()?.rssMiB ?? Number.NaN;
     const membersIdle = memberSamplers.map((m) => m.sample()?.rssMiB ?? Number.NaN);
     let membersAtReady: number[] = [];
@@ -364,6 +390,7 @@ async function runSide(
         // The pods' Events still queued at Ready are in flight, not kept per pod: snapshot again once written.
         snapSettled = await side.snapshot?.(agent, `settled-${plan.length}`);
         beforeHold = await scrape(agent, side.hasMetrics);
+        server.beforeHold = await readApiserver(bc, log);
         if (opts.holdMinutes) {
           log(`${side.name}: ${plan.length} pods Ready; holding them ${opts.holdMinutes} min`);
           const h0 = Date.now();
@@ -374,6 +401,7 @@ async function runSide(
         }
         if (side.failover) failover = await side.failover(agent, leases, readiness);
         beforeDelete = await scrape(agent, side.hasMetrics);
+        server.beforeDelete = await readApiserver(bc, log);
         log(`${side.name}: ${plan.length} pods Ready; deleting them`);
       },
       onWatch: (w) => growth.follow(w),
@@ -383,7 +411,24 @@ async function runSide(
     const lastPoint = growth.points[growth.points.length - 1];
     if (lastPoint?.pods === plan.length) lastPoint.heapUsedMiB = atReady.heapMiB;
     const afterDelete = await scrape(agent, side.hasMetrics);
+    server.afterDelete = await readApiserver(bc, log);
     await Promise.all([leases.stop(), readiness.stop()]);
+    const apiserverByPhase = {
+      create: apiserverPhase(server.beforeCreate, server.beforeHold),
+      hold: apiserverPhase(server.beforeHold, server.beforeDelete),
+      delete: apiserverPhase(server.beforeDelete, server.afterDelete),
+    };
+    for (const [phase, p] of Object.entries(apiserverByPhase)) {
+      const levels = Object.entries(p.levels)
+        .map(
+          ([l, v]) =>
+            `${l} ${v.executed} (p99 wait ${v.waitP99Ms} ms${v.rejected ? `, ${v.rejected} rejected` : ''})`,
+        )
+        .join(', ');
+      log(
+        `${side.name}, ${phase}: Lease PUTs ${p.leasePuts} (server p99 ${p.leasePutP99Ms} ms); APF levels: ${levels || 'none'}`,
+      );
+    }
     const healthEnd = r.t3;
     // With a fail-over, the nodes' health outside it: before the kill, and after every node was served again.
     const healthWindows: [number, number][] = failover
@@ -513,6 +558,7 @@ async function runSide(
       growth: growth.points,
       health,
       lagP99ByPhaseMs,
+      apiserverByPhase,
       ...(opts.holdMinutes ? { holdMs, holdCpuSec, rssEndOfHoldMiB: rssEndOfHold } : {}),
       eventWrites: afterDelete.events,
       ...(members.length
@@ -553,6 +599,8 @@ export function scaleTable(runs: SideRun[]): string {
   };
   const ms = duration;
   const lag = (v: number): string => (v === Infinity ? '> 5 s' : num(v, 0, 'ms'));
+  // The API server's histograms end at 60 s (request latency) and 30 s (APF waits).
+  const served = (v: number): string => (v === Infinity ? 'over its top bucket' : num(v, 0, 'ms'));
   const mib = (v: number): string => num(v, 0, 'MiB');
   const sec = (v: number): string => num(v, 1, 's');
   const n2 = (v: number): string => num(v, 2);
@@ -616,6 +664,26 @@ export function scaleTable(runs: SideRun[]): string {
     ['event-loop delay p99, create with its Events', (r) => r.lagP99ByPhaseMs?.create ?? Number.NaN, lag],
     ['event-loop delay p99, hold', (r) => r.lagP99ByPhaseMs?.hold ?? Number.NaN, lag],
     ['event-loop delay p99, delete', (r) => r.lagP99ByPhaseMs?.delete ?? Number.NaN, lag],
+    [
+      'Lease PUT at the API server p99, create',
+      (r) => r.apiserverByPhase?.create.leasePutP99Ms ?? Number.NaN,
+      served,
+    ],
+    ['  hold', (r) => r.apiserverByPhase?.hold.leasePutP99Ms ?? Number.NaN, served],
+    ['  delete', (r) => r.apiserverByPhase?.delete.leasePutP99Ms ?? Number.NaN, served],
+    [
+      'APF queue wait p99, longest of its levels, create',
+      (r) => (r.apiserverByPhase ? worstLevel(r.apiserverByPhase.create).waitP99Ms : Number.NaN),
+      served,
+    ],
+    [
+      'requests APF rejected (429), create to gone',
+      (r) =>
+        r.apiserverByPhase
+          ? Object.values(r.apiserverByPhase).reduce((a, p) => a + worstLevel(p).rejected, 0)
+          : Number.NaN,
+      (v) => num(v),
+    ],
     ['hold', (r) => r.holdMs ?? Number.NaN, ms],
     ['CPU, hold', (r) => r.holdCpuSec ?? Number.NaN, sec],
     ['RSS at the end of the hold', (r) => r.rssEndOfHoldMiB ?? Number.NaN, mib],
@@ -633,7 +701,8 @@ export function scaleTable(runs: SideRun[]): string {
     ['  still queued at the end', (r) => r.eventWrites?.pending ?? Number.NaN, (v) => num(v)],
   ];
   for (const [label, f, fmt] of spec) row(label, f, fmt);
-  return formatTable(['', ...cols, ...runs.slice(1).map((r) => `ours/${r.name}`)], rows);
+  const first = runs[0]?.name === 'kubelet-operator' ? 'ours' : runs[0]?.name;
+  return formatTable(['', ...cols, ...runs.slice(1).map((r) => `${first}/${r.name}`)], rows);
 }
 
 /**
@@ -715,143 +784,172 @@ export async function runScale(
     log(`kwok ${meta.kwokVersion} ready in ${duration(k.ms)} (${kwokDir})`);
   }
   if (opts.apiserverProfile) await mkdir(opts.apiserverProfile, { recursive: true });
-  const bc = await startBenchCluster({
-    apiserverArgs: opts.apiserverProfile ? [APISERVER_PROFILING_FLAG] : [],
-    auth: opts.agentAuth ?? 'token',
-    auditEvents: !!opts.auditEvents,
-    ...(opts.kwok ? { kwokDir } : {}),
-  });
-  log(`control plane up in ${duration(bc.cp.startMs)} (${bc.dir}); agents authenticate with ${bc.auth}s`);
-  const runs: SideRun[] = [];
-  try {
-    await warmVirtualNodeStorage(bc.driver);
-    const ourNodes = nodeNames('vn', opts.nodes);
-    const replicas = opts.replicas ?? 1;
-    const allocFile = opts.allocProfile
-      ? path.join(opts.allocProfile, `create-${new Date().toISOString().replace(/[:.]/g, '-')}.heapprofile`)
-      : undefined;
-    const oursSide = (): Promise<SideRun> =>
-      runSide(
-        bc,
-        {
-          name: 'kubelet-operator',
-          user: bc.operator.user,
-          tag: 'ours',
-          hasMetrics: true,
-          start: async () => {
-            const nodeArgs = [
-              ...(opts.nodeArgs ?? []),
-              ...(opts.heapSnapshots ? heapSnapshotNodeArgs(opts.heapSnapshots) : []),
-              ...(allocFile ? allocProfileNodeArgs(allocFile) : []),
-            ];
-            const selector = `kubelet-operator.dev/served-by=${SERVED_BY}`;
-            let agent: AgentProcess;
-            if (replicas > 1) {
-              // All replicas announce themselves before the first VirtualNode exists, so none takes more than
-              // its share at the start.
-              const ids = Array.from({ length: replicas }, (_, i) => `bench-replica-${i}`);
-              const members = await Promise.all(
-                ids.map(async (id) => ({
-                  ...(await startOperatorProcess({
-                    kubeconfig: bc.operator.kubeconfig,
-                    selector,
-                    logPath: path.join(bc.dir, `operator-${id}.log`),
-                    nodeArgs,
-                    extraArgs: shardFlags(id),
-                  })),
-                  name: id,
+  const startCluster = async (): Promise<BenchCluster> => {
+    const bc = await startBenchCluster({
+      apiserverArgs: opts.apiserverProfile ? [APISERVER_PROFILING_FLAG] : [],
+      auth: opts.agentAuth ?? 'token',
+      auditEvents: !!opts.auditEvents,
+      ...(opts.kwok ? { kwokDir } : {}),
+    });
+    log(`control plane up in ${duration(bc.cp.startMs)} (${bc.dir}); agents authenticate with ${bc.auth}s`);
+    try {
+      await warmVirtualNodeStorage(bc.driver);
+    } catch (err) {
+      await bc.stop();
+      throw err;
+    }
+    return bc;
+  };
+  const ourNodes = nodeNames('vn', opts.nodes);
+  const replicas = opts.replicas ?? 1;
+  const allocFile = opts.allocProfile
+    ? path.join(opts.allocProfile, `create-${new Date().toISOString().replace(/[:.]/g, '-')}.heapprofile`)
+    : undefined;
+  const oursSide = (bc: BenchCluster): Promise<SideRun> =>
+    runSide(
+      bc,
+      {
+        name: 'kubelet-operator',
+        user: bc.operator.user,
+        tag: 'ours',
+        hasMetrics: true,
+        start: async () => {
+          const nodeArgs = [
+            ...(opts.nodeArgs ?? []),
+            ...(opts.heapSnapshots ? heapSnapshotNodeArgs(opts.heapSnapshots) : []),
+            ...(allocFile ? allocProfileNodeArgs(allocFile) : []),
+          ];
+          const selector = `kubelet-operator.dev/served-by=${SERVED_BY}`;
+          let agent: AgentProcess;
+          if (replicas > 1) {
+            // All replicas announce themselves before the first VirtualNode exists, so none takes more than
+            // its share at the start.
+            const ids = Array.from({ length: replicas }, (_, i) => `bench-replica-${i}`);
+            const members = await Promise.all(
+              ids.map(async (id) => ({
+                ...(await startOperatorProcess({
+                  kubeconfig: bc.operator.kubeconfig,
+                  selector,
+                  logPath: path.join(bc.dir, `operator-${id}.log`),
+                  nodeArgs,
+                  extraArgs: shardFlags(id),
                 })),
-              );
-              agent = replicaGroup(members);
-            } else {
-              agent = await startOperatorProcess({
-                kubeconfig: bc.operator.kubeconfig,
-                selector,
-                logPath: path.join(bc.dir, 'operator.log'),
-                nodeArgs,
-              });
-            }
-            await createSimVirtualNodes(bc.driver, ourNodes, opts.podsPerNode);
-            return agent;
-          },
-          ...(replicas > 1
-            ? {
-                failover: (agent: AgentProcess, leases: LeaseWatch, readiness: NodeReadyWatch) =>
-                  failOver(bc.driver, agent.members ?? [], leases, readiness, (s) =>
-                    log(`kubelet-operator: ${s}`),
-                  ),
-              }
-            : {}),
-          ...(allocFile ? { allocations: new AllocWindow(allocFile) } : {}),
-          snapshot: opts.heapSnapshots
-            ? async (agent, label) => {
-                const file = await heapSnapshot(agent, opts.heapSnapshots!, label);
-                log(`kubelet-operator: heap snapshot ${file}`);
-                return file;
-              }
-            : undefined,
-        },
-        ourNodes,
-        opts,
-        log,
-      );
-    // With Events, kwok manages Nodes of its own annotation value and names: the first kwok's Nodes stay
-    // behind on the API server, and the second must not heartbeat them too.
-    const kwokSide = (events: boolean): Promise<SideRun> => {
-      const kwokIdentity = bc.kwok;
-      if (!kwokIdentity) throw new Error('the benchmark cluster was started without an identity for kwok');
-      const tag = events ? 'kwokev' : 'kwok';
-      const annotation = events ? 'fake-events' : KWOK_NODE_ANNOTATION.value;
-      const kwokNodes = nodeNames(tag, opts.nodes);
-      return runSide(
-        bc,
-        {
-          name: events ? 'kwok+Events' : 'kwok',
-          user: kwokIdentity.user,
-          tag,
-          hasMetrics: false,
-          start: async () => {
-            await createKwokNodes(bc.driver, kwokNodes, opts.podsPerNode, undefined, annotation);
-            return startKwok({
-              kwokDir,
-              kubeconfig: kwokIdentity.kubeconfig,
-              logPath: path.join(bc.dir, `${tag}.log`),
-              configPath: path.join(bc.dir, `${tag}.yaml`),
-              events,
-              nodeAnnotationValue: annotation,
+                name: id,
+              })),
+            );
+            agent = replicaGroup(members);
+          } else {
+            agent = await startOperatorProcess({
+              kubeconfig: bc.operator.kubeconfig,
+              selector,
+              logPath: path.join(bc.dir, 'operator.log'),
+              nodeArgs,
             });
-          },
+          }
+          await createSimVirtualNodes(bc.driver, ourNodes, opts.podsPerNode);
+          return agent;
         },
-        kwokNodes,
-        opts,
-        log,
-      );
-    };
-    const kwokSides = async (): Promise<SideRun[]> => {
-      const which = opts.kwokEvents ?? 'default';
-      const out: SideRun[] = [];
-      if (which !== 'events') out.push(await kwokSide(false));
-      if (which !== 'default') out.push(await kwokSide(true));
-      return out;
-    };
-    // The table reads ours first and kwok after, whichever ran first.
-    if (!opts.kwok) runs.push(await oursSide());
-    else if (opts.kwokFirst) {
-      const theirs = await kwokSides();
-      runs.push(await oursSide(), ...theirs);
-    } else runs.push(await oursSide(), ...(await kwokSides()));
-    attachCounts(runs, await readAuditLog(bc.auditLog));
-  } finally {
-    await bc.stop();
+        ...(replicas > 1
+          ? {
+              failover: (agent: AgentProcess, leases: LeaseWatch, readiness: NodeReadyWatch) =>
+                failOver(bc.driver, agent.members ?? [], leases, readiness, (s) =>
+                  log(`kubelet-operator: ${s}`),
+                ),
+            }
+          : {}),
+        ...(allocFile ? { allocations: new AllocWindow(allocFile) } : {}),
+        snapshot: opts.heapSnapshots
+          ? async (agent, label) => {
+              const file = await heapSnapshot(agent, opts.heapSnapshots!, label);
+              log(`kubelet-operator: heap snapshot ${file}`);
+              return file;
+            }
+          : undefined,
+      },
+      ourNodes,
+      opts,
+      log,
+    );
+  // With Events, kwok manages Nodes of its own annotation value and names: the first kwok's Nodes stay
+  // behind on the API server, and the second must not heartbeat them too.
+  const kwokSide = (bc: BenchCluster, events: boolean): Promise<SideRun> => {
+    const kwokIdentity = bc.kwok;
+    if (!kwokIdentity) throw new Error('the benchmark cluster was started without an identity for kwok');
+    const tag = events ? 'kwokev' : 'kwok';
+    const annotation = events ? 'fake-events' : KWOK_NODE_ANNOTATION.value;
+    const kwokNodes = nodeNames(tag, opts.nodes);
+    return runSide(
+      bc,
+      {
+        name: events ? 'kwok+Events' : 'kwok',
+        user: kwokIdentity.user,
+        tag,
+        hasMetrics: false,
+        start: async () => {
+          await createKwokNodes(bc.driver, kwokNodes, opts.podsPerNode, undefined, annotation);
+          return startKwok({
+            kwokDir,
+            kubeconfig: kwokIdentity.kubeconfig,
+            logPath: path.join(bc.dir, `${tag}.log`),
+            configPath: path.join(bc.dir, `${tag}.yaml`),
+            events,
+            nodeAnnotationValue: annotation,
+          });
+        },
+      },
+      kwokNodes,
+      opts,
+      log,
+    );
+  };
+  const which = opts.kwokEvents ?? 'default';
+  const kwokSides: ((bc: BenchCluster) => Promise<SideRun>)[] = !opts.kwok
+    ? []
+    : [
+        ...(which !== 'events' ? [(bc: BenchCluster) => kwokSide(bc, false)] : []),
+        ...(which !== 'default' ? [(bc: BenchCluster) => kwokSide(bc, true)] : []),
+      ];
+  const ours = opts.ours === false ? [] : [oursSide];
+  const order = opts.kwokFirst ? [...kwokSides, ...ours] : [...ours, ...kwokSides];
+  // The sides in the order they ran; each side's requests are read from its own control plane's audit log.
+  const ran: SideRun[] = [];
+  if (opts.planePerSide) {
+    for (const side of order) {
+      const bc = await startCluster();
+      try {
+        const r = await side(bc);
+        attachCounts([r], await readAuditLog(bc.auditLog));
+        ran.push(r);
+      } finally {
+        await bc.stop();
+      }
+    }
+  } else {
+    const bc = await startCluster();
+    try {
+      for (const side of order) ran.push(await side(bc));
+      attachCounts(ran, await readAuditLog(bc.auditLog));
+    } finally {
+      await bc.stop();
+    }
   }
+  // The table reads ours first and kwok after, whichever ran first.
+  const runs = [
+    ...ran.filter((r) => r.name === 'kubelet-operator'),
+    ...ran.filter((r) => r.name !== 'kubelet-operator'),
+  ];
   meta.totalMs = Date.now() - t;
-  const replicas = replicaTable(runs[0]!);
+  const replicaRows = replicaTable(runs[0]!);
+  const growth = `${scaleTable(runs)}\n\nGrowth, sampled as the Ready count passed each size:\n${growthTable(runs)}`;
+  // The targets are ours: without our side the table stops at the growth.
   const table =
-    `${scaleTable(runs)}\n\nGrowth, sampled as the Ready count passed each size:\n${growthTable(runs)}\n\n` +
-    (replicas ? `Our replicas:\n${replicas}\n\n` : '') +
-    `${targetsTable(runs[0]!, runs[1])}\n\n${ceilingTargetsTable(
-      runs[0]!,
-      runs.find((r) => r.name === 'kwok+Events'),
-    )}`;
+    opts.ours === false
+      ? growth
+      : `${growth}\n\n` +
+        (replicaRows ? `Our replicas:\n${replicaRows}\n\n` : '') +
+        `${targetsTable(runs[0]!, runs[1])}\n\n${ceilingTargetsTable(
+          runs[0]!,
+          runs.find((r) => r.name === 'kwok+Events'),
+        )}`;
   return { scenario: 'scale', ...meta, sides: runs, table };
 }

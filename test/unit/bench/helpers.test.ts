@@ -338,6 +338,8 @@ describe('bench helpers', () => {
           json: 'x.json',
           concurrency: 64,
           kwok: true,
+          ours: true,
+          planePerSide: false,
           nodeArgs: [],
           imageNodeFlags: true,
           imageNode: false,
@@ -350,6 +352,16 @@ describe('bench helpers', () => {
         },
       });
       expect(parseBenchArgs(['steady', '--hold-minutes', '2', '--no-kwok'])).to.deep.include({ ok: true });
+      const kwokOnly = parseBenchArgs(['scale', '--kwok-only', '--kwok-events']);
+      expect(kwokOnly.ok && kwokOnly.args.ours).to.equal(false);
+      const perSide = parseBenchArgs(['scale', '--plane-per-side']);
+      expect(perSide.ok && perSide.args.planePerSide).to.equal(true);
+      for (const bad of [
+        ['scale', '--kwok-only', '--no-kwok'],
+        ['scale', '--kwok-only', '--replicas', '3'],
+        ['steady', '--kwok-only'],
+      ])
+        expect(parseBenchArgs(bad)).to.deep.include({ ok: false });
       const audited = parseBenchArgs(['scale', '--audit-events']);
       expect(audited.ok && audited.args.auditEvents).to.equal(true);
     });

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { parse as parseYaml } from 'yaml';
 import { kwokEventsStage } from '../../../bench/lib/agents.js';
 import { parseBenchArgs } from '../../../bench/lib/args.js';
+import { apiserverPhase, apiserverReading, worstLevel } from '../../../bench/lib/apiservermetrics.js';
 import { joinCadences, leaseCadence } from '../../../bench/lib/leases.js';
 import { POD_START_EVENTS } from '../../../bench/lib/pods.js';
 import type { ProcSample } from '../../../bench/lib/procstat.js';
@@ -281,6 +282,53 @@ spec:
       const rp = parseBenchArgs(['scale', '--replicas', '3']);
       expect(rp.ok && rp.args.replicas).to.equal(3);
       expect(parseBenchArgs(['steady', '--replicas', '3']).ok).to.equal(false);
+    });
+  });
+
+  describe("the API server's metrics", () => {
+    // Lines as kube-apiserver v1.37 writes them (label order included).
+    const exposition = (o: { nodeHigh: number[]; leases: number[]; rejected?: number }): string =>
+      [
+        '# TYPE apiserver_flowcontrol_request_wait_duration_seconds histogram',
+        ...['0', '0.005', '0.02', '0.05', '+Inf'].map(
+          (le, i) =>
+            `apiserver_flowcontrol_request_wait_duration_seconds_bucket{execute="true",flow_schema="kubelet-operator-node-high",priority_level="node-high",le="${le}"} ${o.nodeHigh[i]}`,
+        ),
+        // A request that never executed (it timed out in the queue) is not a wait of one that ran.
+        'apiserver_flowcontrol_request_wait_duration_seconds_bucket{execute="false",flow_schema="kubelet-operator-node-high",priority_level="node-high",le="+Inf"} 40',
+        ...['0.005', '0.1', '1', '60', '+Inf'].map(
+          (le, i) =>
+            `apiserver_request_duration_seconds_bucket{component="apiserver",dry_run="",group="coordination.k8s.io",resource="leases",scope="resource",subresource="",verb="PUT",version="v1",le="${le}"} ${o.leases[i]}`,
+        ),
+        // Lease GETs and pod PUTs are not Lease writes.
+        'apiserver_request_duration_seconds_bucket{component="apiserver",dry_run="",group="coordination.k8s.io",resource="leases",scope="resource",subresource="",verb="GET",version="v1",le="+Inf"} 500',
+        'apiserver_request_duration_seconds_bucket{component="apiserver",dry_run="",group="",resource="pods",scope="resource",subresource="",verb="PUT",version="v1",le="+Inf"} 700',
+        ...(o.rejected
+          ? [
+              `apiserver_flowcontrol_rejected_requests_total{flow_schema="kubelet-operator-nodes",priority_level="system",reason="queue-full"} ${o.rejected}`,
+            ]
+          : []),
+      ].join('\n');
+
+    it("reads a phase's Lease writes, queue waits and rejections from two readings", () => {
+      const before = apiserverReading(
+        exposition({ nodeHigh: [0, 10, 10, 10, 10], leases: [10, 10, 10, 10, 10] }),
+      );
+      const after = apiserverReading(
+        exposition({ nodeHigh: [0, 60, 100, 110, 110], leases: [10, 900, 1000, 1010, 1010], rejected: 7 }),
+      );
+      const p = apiserverPhase(before, after);
+      expect(p.leasePuts).to.equal(1000);
+      // 990 of the 1,000 PUTs within 1 s: the p99 (990th) is in the 1 s bucket.
+      expect(p.leasePutP99Ms).to.equal(1000);
+      expect(p.levels['node-high']).to.deep.equal({ executed: 100, waitP99Ms: 50, rejected: 0 });
+      expect(p.levels['system']).to.deep.equal({ executed: 0, waitP99Ms: Number.NaN, rejected: 7 });
+      expect(worstLevel(p)).to.deep.equal({ level: 'node-high', waitP99Ms: 50, rejected: 7 });
+      // Nothing in the window: no level, no p99.
+      const idle = apiserverPhase(after, after);
+      expect(idle.leasePuts).to.equal(0);
+      expect(idle.leasePutP99Ms).to.be.NaN;
+      expect(idle.levels).to.deep.equal({});
     });
   });
 });
