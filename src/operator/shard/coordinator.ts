@@ -1,10 +1,15 @@
 /**
  * The shard coordinator: which VirtualNodes this replica serves, kept in Leases (plan.ts decides, this
- * writes). Each round (every renew interval, and soon after a shard Lease changes):
- * 1. renew this replica's membership Lease;
- * 2. renew the Lease of every VirtualNode held; one that cannot be renewed for the renew deadline (well
- *    inside the Lease duration) is dropped here at once, so its node stops before anyone else may take it;
- *    one another replica took (Conflict with another holder) is dropped too;
+ * writes). A VirtualNode's Lease binds only while its holder's membership Lease does (plan.ts
+ * `nodeLeaseExpiry`), so the membership Lease is what keeps a replica's nodes its own: it is renewed every
+ * renew interval, the VirtualNodes' Leases only every `NODE_LEASE_FACTOR` intervals and last that many Lease
+ * durations (at 1,000 nodes, 50 writes a second instead of 200). Each round (every renew interval, and soon
+ * after a shard Lease changes):
+ * 1. renew this replica's membership Lease; while it has not been renewed for the renew deadline (well inside
+ *    its duration) every node held is dropped at once, so they stop before anyone may count them free, and
+ *    none is taken;
+ * 2. renew the Lease of every VirtualNode held that is due; one that cannot be renewed for its own renew
+ *    deadline is dropped, and one another replica took (Conflict with another holder) is dropped too;
  * 3. hand back what the plan says is over the share: the node is stopped first (the controller calls
  *    `stopped`), then the Lease is written with no holder, so another replica can take it at once;
  * 4. take free Leases up to the share, side by side (a create, or an update with the observed
@@ -16,8 +21,12 @@
  * they are accepted again it also lists the Leases at once, rather than when its watch's back-off ends.
  * `stop()` hands everything back (after the controller stopped the nodes) and deletes the membership Lease.
  *
- * Invariants: `owns(n)` is true only while this replica's Lease on n was renewed within the renew deadline;
- * a Lease is written free only after the controller reported n stopped; rounds never overlap.
+ * Replicas of an earlier version judge a VirtualNode's Lease by its own duration alone: during a rolling
+ * update they take a dead new replica's nodes after that longer duration, and never sooner.
+ *
+ * Invariants: `owns(n)` is true only while this replica's membership Lease was renewed within the renew
+ * deadline and its Lease on n within the node renew deadline; a Lease is written free only after the
+ * controller reported n stopped; rounds never overlap.
  */
 import type { Lease } from '../../api/node.js';
 import { Informer } from '../../kube/informer.js';
@@ -36,6 +45,7 @@ import {
 import {
   memberExpiry,
   membershipGraceUntil,
+  nodeLeaseExpiry,
   membershipRenewed,
   NO_MEMBERSHIP_RENEWALS,
   planShard,
@@ -43,6 +53,12 @@ import {
   type ObservedLease,
   type ShardNode,
 } from './plan.js';
+
+/**
+ * A VirtualNode's Lease lasts this many membership Lease durations and is renewed every this many renew
+ * intervals (15 s and 5 s by default: 60 s, every 20 s).
+ */
+export const NODE_LEASE_FACTOR = 4;
 
 /** When a Lease last seen to change at `seenAt` (local clock) runs out, judged on the local clock. */
 function localExpiry(lease: Lease, seenAt: number): number {
@@ -91,8 +107,12 @@ interface Seen {
 export class ShardCoordinator implements ShardGate {
   private readonly durationMs: number;
   private readonly renewMs: number;
-  /** Past this without an accepted renewal, a held node is dropped (before its Lease can expire). */
+  /** Past this without an accepted membership renewal, every held node is dropped (before others count it free). */
   private readonly renewDeadlineMs: number;
+  /** A VirtualNode's Lease: its duration, renew interval and renew deadline (NODE_LEASE_FACTOR). */
+  private readonly nodeDurationMs: number;
+  private readonly nodeRenewMs: number;
+  private readonly nodeRenewDeadlineMs: number;
   private readonly informer: Informer<Lease>;
   private readonly seen = new Map<string, Seen>();
   private readonly held = new Map<string, Held>();
@@ -112,6 +132,9 @@ export class ShardCoordinator implements ShardGate {
     this.durationMs = o.leaseDurationMs ?? 15_000;
     this.renewMs = o.renewIntervalMs ?? 5_000;
     this.renewDeadlineMs = Math.max(this.renewMs, this.durationMs - this.renewMs - 2_000);
+    this.nodeDurationMs = NODE_LEASE_FACTOR * this.durationMs;
+    this.nodeRenewMs = NODE_LEASE_FACTOR * this.renewMs;
+    this.nodeRenewDeadlineMs = Math.max(this.nodeRenewMs, this.nodeDurationMs - this.nodeRenewMs - 2_000);
     this.log = o.logger.child({ component: 'shard', replica: o.identity });
     this.informer = new Informer<Lease>(o.api.leases, {
       clock: o.clock,
@@ -245,18 +268,38 @@ export class ShardCoordinator implements ShardGate {
     return membershipGraceUntil(this.renewals, this.durationMs);
   }
 
-  /** When `lease`, last seen to change at `seenAt`, runs out here: a replica's not before `graceUntil`. */
+  /**
+   * When `lease`, last seen to change at `seenAt`, runs out here: a replica's not before `graceUntil`, a
+   * VirtualNode's no later than its holder's.
+   */
   private expiresAt(lease: Lease, seenAt: number, graceUntil: number): number {
     const at = localExpiry(lease, seenAt);
-    return leaseRole(lease)?.role === 'replica' ? memberExpiry(at, graceUntil) : at;
+    const role = leaseRole(lease)?.role;
+    if (role === 'replica') return memberExpiry(at, graceUntil);
+    if (role !== 'virtualnode') return at;
+    const holder = lease.spec.holderIdentity ?? '';
+    const member = holder ? this.seen.get(replicaLeaseName(holder)) : undefined;
+    return nodeLeaseExpiry(at, member && memberExpiry(localExpiry(member.lease, member.seenAt), graceUntil));
+  }
+
+  /** Whether the membership Lease was renewed within the renew deadline (this replica may hold nodes). */
+  private memberInTime(): boolean {
+    return this.o.clock.now() - this.renewals.acceptedAt < this.renewDeadlineMs;
   }
 
   private async doRound(): Promise<void> {
     // A round soon after another (a Lease changed) renews only what is half way to its next renewal.
     const due = this.o.clock.now() - this.renewMs / 2;
     if (this.renewals.acceptedAt <= due) await this.renewMember();
+    if (!this.memberInTime()) {
+      const since = this.o.clock.now() - this.renewals.acceptedAt;
+      for (const name of [...this.held.keys()]) this.drop(name, `replica Lease not renewed for ${since} ms`);
+      return;
+    }
+    // A node Lease is due when the next periodic round would come after its renew interval.
+    const nodeDue = this.o.clock.now() - (this.nodeRenewMs - this.renewMs / 2);
     await Promise.all(
-      [...this.held].filter(([, h]) => h.renewedAt <= due).map(([name, h]) => this.renew(name, h)),
+      [...this.held].filter(([, h]) => h.renewedAt <= nodeDue).map(([name, h]) => this.renew(name, h)),
     );
     if (this.stopped_) return;
     const now = this.o.clock.now();
@@ -265,10 +308,12 @@ export class ShardCoordinator implements ShardGate {
     const leases = new Map<string, ObservedLease>();
     for (const { lease, seenAt } of this.seen.values()) {
       const role = leaseRole(lease);
-      const expiresAt = localExpiry(lease, seenAt);
-      if (role?.role === 'replica') members.set(role.identity, expiresAt);
+      if (role?.role === 'replica') members.set(role.identity, localExpiry(lease, seenAt));
       else if (role?.role === 'virtualnode')
-        leases.set(role.node, { holder: lease.spec.holderIdentity ?? '', expiresAt });
+        leases.set(role.node, {
+          holder: lease.spec.holderIdentity ?? '',
+          expiresAt: this.expiresAt(lease, seenAt, graceUntil),
+        });
     }
     const nodes = this.nodes();
     const held = new Set([...this.held].filter(([, h]) => !h.releasing).map(([n]) => n));
@@ -392,7 +437,7 @@ export class ShardCoordinator implements ShardGate {
         this.drop(name, `its Lease changed under this replica (${kind})`);
         return;
       }
-      if (this.o.clock.now() - h.renewedAt >= this.renewDeadlineMs)
+      if (this.o.clock.now() - h.renewedAt >= this.nodeRenewDeadlineMs)
         this.drop(name, `no renewal for ${this.o.clock.now() - h.renewedAt} ms: ${errorMessage(err)}`);
     }
   }
@@ -412,10 +457,14 @@ export class ShardCoordinator implements ShardGate {
     const observed = seen?.lease;
     // The plan may be older than what the watch has shown since: take it only if it is still free.
     const holder = observed?.spec.holderIdentity ?? '';
-    // When it runs out here, if another replica holds it.
+    // When it runs out here (or its holder's membership), if another replica holds it.
     const expiresAt =
-      seen && holder !== '' && holder !== this.o.identity ? localExpiry(seen.lease, seen.seenAt) : undefined;
+      seen && holder !== '' && holder !== this.o.identity
+        ? this.expiresAt(seen.lease, seen.seenAt, this.graceUntil())
+        : undefined;
     if (expiresAt !== undefined && expiresAt > now) return false;
+    // Not a member in time: the others would count this Lease free.
+    if (!this.memberInTime()) return false;
     const base = observed ?? this.leaseBody(name, 'virtualnode', node);
     const next: Lease = {
       ...base,
@@ -426,7 +475,7 @@ export class ShardCoordinator implements ShardGate {
       },
       spec: {
         holderIdentity: this.o.identity,
-        leaseDurationSeconds: Math.ceil(this.durationMs / 1000),
+        leaseDurationSeconds: Math.ceil(this.nodeDurationMs / 1000),
         acquireTime: formatMicroTime(now),
         renewTime: formatMicroTime(now),
         leaseTransitions:

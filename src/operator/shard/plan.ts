@@ -11,7 +11,9 @@
  * their views of the membership differ, which the next rounds settle.
  *
  * Expiry is judged on this replica's clock from when it last saw a Lease change (client-go's leader
- * election does the same), never from the renewTime written by another machine's clock.
+ * election does the same), never from the renewTime written by another machine's clock. A VirtualNode's
+ * Lease also ends with its holder's membership (`nodeLeaseExpiry`): a dead replica's nodes are free one
+ * membership Lease duration after its last renewal, however long their own Leases last.
  *
  * A replica that could not renew its own membership Lease may have been cut off from the API server along
  * with everyone else: the others' Leases going unrenewed then proves nothing. So while its renewals fail,
@@ -117,6 +119,16 @@ export function membershipRenewed(r: MembershipRenewals, at: number, accepted: b
  */
 export function membershipGraceUntil(r: MembershipRenewals, leaseDurationMs: number): number {
   return r.failingSince !== undefined ? Infinity : r.recoveredAt + leaseDurationMs;
+}
+
+/**
+ * When a VirtualNode's Lease stops binding here: at its own expiry, or when its holder's membership Lease
+ * runs out (`holderLiveUntil`, from `memberExpiry`; undefined when no membership Lease of the holder is known:
+ * a replica that left), whichever comes first. A holder stops serving its nodes when its membership renewals
+ * lapse, well inside the membership Lease, so the node Leases need renewing only seldom (coordinator.ts).
+ */
+export function nodeLeaseExpiry(own: number, holderLiveUntil: number | undefined): number {
+  return Math.min(own, holderLiveUntil ?? -Infinity);
 }
 
 /** The clock time after which a replica whose membership Lease runs out at `expiresAt` counts as dead. */

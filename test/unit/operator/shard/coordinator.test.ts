@@ -194,13 +194,16 @@ describe('ShardCoordinator', () => {
     expect(store.store.has('vn-vn-3')).to.equal(false);
   });
 
-  it('renews each held Lease once per interval, not per Lease event', async () => {
+  it('renews each membership Lease once per interval and each node Lease once per four, not per Lease event', async () => {
     await twoReplicas();
     const before = store.writes.length;
-    await run(20_000);
+    await run(60_000);
     const renewals = store.writes.slice(before).filter((w) => w.verb === 'update');
-    // 10 node Leases + 2 replica Leases, every 5 s, for 20 s.
-    expect(renewals.length).to.be.within(44, 52);
+    const members = renewals.filter((w) => w.name.startsWith('replica-'));
+    // 2 replica Leases every 5 s and 10 node Leases every 20 s, for 60 s (a 60 s node Lease).
+    expect(members.length).to.be.within(22, 26);
+    expect(renewals.length - members.length).to.be.within(28, 32);
+    expect(store.store.get('vn-vn-0')?.spec.leaseDurationSeconds).to.equal(60);
   });
   it('a replica that dies with the API server up is taken over one Lease duration after its last renewal', async () => {
     const [a, b] = await twoReplicas();
@@ -220,6 +223,30 @@ describe('ShardCoordinator', () => {
     expect(a.serving.size).to.equal(10);
   });
 
+  it('a replica whose membership Lease is refused drops its nodes though their own Leases are renewed, and takes none', async () => {
+    const [a, b] = await twoReplicas();
+    const bNodes = [...b.serving];
+    const from = store.writes.length;
+    const cutAt = clock.now();
+    b.api.refuse = (name) => name === 'replica-b';
+    let droppedAt: number | undefined;
+    let takenAt: number | undefined;
+    for (let t = 0; t < 30_000 && takenAt === undefined; t += 100) {
+      await run(100);
+      if (droppedAt === undefined && b.serving.size === 0) droppedAt = clock.now();
+      if (bNodes.every((n) => a.serving.has(n))) takenAt = clock.now();
+    }
+    expect(droppedAt, 'b dropped its nodes').to.not.equal(undefined);
+    expect(takenAt, 'a took them').to.not.equal(undefined);
+    // At b's membership renew deadline (8 s after its last accepted renewal, seen at a round), well before a
+    // counts it gone (15 s after it saw that renewal) and long before its node Leases (60 s) run out.
+    expect(droppedAt! - cutAt).to.be.below(15_000);
+    expect(takenAt! - cutAt).to.be.at.most(16_000);
+    await run(30_000);
+    expect(takesSince(from).b, 'b took nothing').to.equal(undefined);
+    expect(counts()).to.deep.equal([10, 0]);
+  });
+
   it("on a slow API server, takes a dead replica's 200 nodes side by side and keeps renewing its own", async () => {
     nodes = Array.from({ length: 400 }, (_, i) => ({ name: `vn-${i}` }));
     const [a, b] = await twoReplicas();
@@ -237,7 +264,8 @@ describe('ShardCoordinator', () => {
     expect(takenAt, 'a took them all').to.not.equal(undefined);
     // One at a time, 200 writes of 500 ms would take 100 s; side by side, one write's latency after expiry.
     expect(takenAt! - lastWrite).to.be.within(15_000, 17_000);
-    // Meanwhile each of a's own 200 Leases was renewed at least once every renew interval or so.
+    // Meanwhile each of a's own 200 Leases was renewed at least once every node renew interval (20 s) or so.
+    await run(Math.max(0, lastWrite + 21_000 - clock.now()));
     const renewedSince = new Map<string, number>();
     for (const w of store.writes.slice(from))
       if (w.by === 'a' && w.verb === 'update' && w.holder === 'a') renewedSince.set(w.name, w.at);

@@ -86,16 +86,23 @@ export class FakeLeaseStore {
 
 /**
  * One replica's handle: `cut` = the API server is away for it; `latencyMs` = how long each write takes;
- * `listedAt` = when each list it made was answered.
+ * `listedAt` = when each list it made was answered; `refuse` = writes of the Leases it names are refused
+ * (Forbidden) while the rest go through.
  */
-export type ReplicaLeaseAPI = ShardLeaseAPI & { cut: boolean; latencyMs: number; listedAt: number[] };
+export type ReplicaLeaseAPI = ShardLeaseAPI & {
+  cut: boolean;
+  latencyMs: number;
+  listedAt: number[];
+  refuse: ((name: string) => boolean) | undefined;
+};
 
 function replicaHandle(self: FakeLeaseStore, id: string): ReplicaLeaseAPI {
   let cut = false;
-  /** Before a write is applied: its latency, then whether the API server is there. */
-  const reach = async (): Promise<void> => {
+  /** Before a write of `name` is applied: its latency, then whether the API server is there and takes it. */
+  const reach = async (name: string): Promise<void> => {
     if (handle.latencyMs > 0) await self.clock.sleep(handle.latencyMs);
     if (cut) throw unavailable();
+    if (handle.refuse?.(name)) throw new KindError('Forbidden', `writes of ${name} refused`);
   };
   /** Ends each open watch with an error (the connection is gone). */
   const breakers = new Set<(err: Error) => void>();
@@ -110,6 +117,7 @@ function replicaHandle(self: FakeLeaseStore, id: string): ReplicaLeaseAPI {
     },
     latencyMs: 0,
     listedAt: [] as number[],
+    refuse: undefined as ((name: string) => boolean) | undefined,
     leases: {
       async list() {
         if (cut) throw unavailable();
@@ -135,8 +143,8 @@ function replicaHandle(self: FakeLeaseStore, id: string): ReplicaLeaseAPI {
       },
     } satisfies ListWatcher<Lease>,
     async create(lease: Lease) {
-      await reach();
       const name = lease.metadata.name ?? '';
+      await reach(name);
       if (self.store.has(name)) throw new KindError('AlreadyExists', `${name} exists`);
       const stored = clone(lease);
       stored.metadata.resourceVersion = self.bump();
@@ -145,8 +153,8 @@ function replicaHandle(self: FakeLeaseStore, id: string): ReplicaLeaseAPI {
       return clone(stored);
     },
     async update(lease: Lease) {
-      await reach();
       const name = lease.metadata.name ?? '';
+      await reach(name);
       const cur = self.store.get(name);
       if (!cur) throw new KindError('NotFound', `${name} not found`);
       if (lease.metadata.resourceVersion !== cur.metadata.resourceVersion)
@@ -158,7 +166,7 @@ function replicaHandle(self: FakeLeaseStore, id: string): ReplicaLeaseAPI {
       return clone(stored);
     },
     async delete(name: string) {
-      await reach();
+      await reach(name);
       const cur = self.store.get(name);
       if (!cur) return;
       self.store.delete(name);

@@ -5,6 +5,7 @@ import {
   membershipGraceUntil,
   membershipRenewed,
   NO_MEMBERSHIP_RENEWALS,
+  nodeLeaseExpiry,
   planShard,
   type MembershipRenewals,
   type ShardView,
@@ -44,6 +45,15 @@ describe('shard plan', () => {
     ]);
     expect(liveMembers({ now: NOW, self: 'a', members, graceUntil: -Infinity })).to.deep.equal(['a', 'b']);
     expect(liveMembers({ now: NOW, self: 'a', members, graceUntil: NOW })).to.deep.equal(['a', 'b']);
+  });
+
+  it("ends a node Lease with its holder's membership, never later than its own expiry", () => {
+    // Its own Lease lasts longer than the holder's membership: the membership decides.
+    expect(nodeLeaseExpiry(NOW + 60_000, NOW + 15_000)).to.equal(NOW + 15_000);
+    // A membership kept live longer (a grace window) does not stretch the node Lease.
+    expect(nodeLeaseExpiry(NOW + 10_000, NOW + 40_000)).to.equal(NOW + 10_000);
+    // A holder with no membership Lease known has left: free now.
+    expect(nodeLeaseExpiry(NOW + 60_000, undefined)).to.equal(-Infinity);
   });
 
   it('counts every known replica live until the grace window ends', () => {
