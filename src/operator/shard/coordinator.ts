@@ -21,8 +21,10 @@
  * they are accepted again it also lists the Leases at once, rather than when its watch's back-off ends.
  * `stop()` hands everything back (after the controller stopped the nodes) and deletes the membership Lease.
  *
- * Replicas of an earlier version judge a VirtualNode's Lease by its own duration alone: during a rolling
- * update they take a dead new replica's nodes after that longer duration, and never sooner.
+ * During a rolling update the versions stay apart: a VirtualNode's Lease written by an earlier version (as
+ * long as a membership Lease) is judged by its own expiry alone, as that version keeps serving while it
+ * renews it; an earlier version judges ours by their own 60 s too, so it takes a dead new replica's nodes
+ * later, never sooner.
  *
  * Invariants: `owns(n)` is true only while this replica's membership Lease was renewed within the renew
  * deadline and its Lease on n within the node renew deadline; a Lease is written free only after the
@@ -279,7 +281,13 @@ export class ShardCoordinator implements ShardGate {
     if (role !== 'virtualnode') return at;
     const holder = lease.spec.holderIdentity ?? '';
     const member = holder ? this.seen.get(replicaLeaseName(holder)) : undefined;
-    return nodeLeaseExpiry(at, member && memberExpiry(localExpiry(member.lease, member.seenAt), graceUntil));
+    // Written by this version: it lasts longer than a membership Lease (an earlier one wrote them equal).
+    const bound = (lease.spec.leaseDurationSeconds ?? 0) * 1000 > this.durationMs;
+    return nodeLeaseExpiry(
+      at,
+      bound,
+      member && memberExpiry(localExpiry(member.lease, member.seenAt), graceUntil),
+    );
   }
 
   /** Whether the membership Lease was renewed within the renew deadline (this replica may hold nodes). */

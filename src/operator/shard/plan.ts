@@ -122,13 +122,15 @@ export function membershipGraceUntil(r: MembershipRenewals, leaseDurationMs: num
 }
 
 /**
- * When a VirtualNode's Lease stops binding here: at its own expiry, or when its holder's membership Lease
+ * When a VirtualNode's Lease stops binding here. One written to outlast a membership Lease (`bound`: its
+ * holder renews it only seldom, coordinator.ts) ends at its own expiry or when its holder's membership Lease
  * runs out (`holderLiveUntil`, from `memberExpiry`; undefined when no membership Lease of the holder is known:
- * a replica that left), whichever comes first. A holder stops serving its nodes when its membership renewals
- * lapse, well inside the membership Lease, so the node Leases need renewing only seldom (coordinator.ts).
+ * a replica that left), whichever comes first. One as short as a membership Lease was written by a replica of
+ * an earlier version, which renews it as often as its own and keeps serving while only that one is renewed:
+ * it ends at its own expiry alone.
  */
-export function nodeLeaseExpiry(own: number, holderLiveUntil: number | undefined): number {
-  return Math.min(own, holderLiveUntil ?? -Infinity);
+export function nodeLeaseExpiry(own: number, bound: boolean, holderLiveUntil: number | undefined): number {
+  return bound ? Math.min(own, holderLiveUntil ?? -Infinity) : own;
 }
 
 /** The clock time after which a replica whose membership Lease runs out at `expiresAt` counts as dead. */

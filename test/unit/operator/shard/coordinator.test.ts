@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import type { Lease } from '../../../../src/api/node.js';
 import { ShardCoordinator } from '../../../../src/operator/shard/coordinator.js';
 import type { ShardNode } from '../../../../src/operator/shard/plan.js';
 import { FakeClock } from '../../../../src/util/clock.js';
@@ -245,6 +246,46 @@ describe('ShardCoordinator', () => {
     await run(30_000);
     expect(takesSince(from).b, 'b took nothing').to.equal(undefined);
     expect(counts()).to.deep.equal([10, 0]);
+  });
+
+  it("leaves a Lease of an earlier version's replica until it expires, though that replica's own Lease lapsed", async () => {
+    // An earlier version renews each node Lease as often as its own (15 s Leases) and serves while it does.
+    const old = store.forReplica('old');
+    const body: Lease = {
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: {
+        name: 'vn-vn-0',
+        namespace: 'ops',
+        labels: { 'kubelet-operator.dev/shard': 'virtualnode' },
+        annotations: { 'kubelet-operator.dev/virtualnode': 'vn-0' },
+      },
+      spec: { holderIdentity: 'old', leaseDurationSeconds: 15, renewTime: '2026-12-07T00:00:00.000000Z' },
+    };
+    let lease = await old.create(body);
+    const a = add('a');
+    let renewing = true;
+    let stoppedAt = 0;
+    for (let t = 0; t < 45_000; t += 5_000) {
+      await run(5_000);
+      if (renewing) {
+        lease = await old.update({
+          ...lease,
+          spec: { ...lease.spec, renewTime: new Date(clock.now()).toISOString().replace('Z', '000Z') },
+        });
+      }
+      // No membership Lease of 'old' anywhere, yet its node Lease is renewed: not a's to take.
+      if (renewing) expect(a.serving.has('vn-0'), `taken at ${t} ms`).to.equal(false);
+      if (t === 20_000) {
+        renewing = false;
+        stoppedAt = clock.now();
+      }
+    }
+    // Once it stopped renewing, taken when its own 15 s ran out.
+    expect(a.serving.has('vn-0')).to.equal(true);
+    const taken = store.writes.find((w) => w.name === 'vn-vn-0' && w.by === 'a' && w.take)!;
+    expect(taken.at - stoppedAt).to.be.within(15_000, 15_300);
+    expect(a.serving.size).to.equal(10);
   });
 
   it("on a slow API server, takes a dead replica's 200 nodes side by side and keeps renewing its own", async () => {

@@ -49,11 +49,14 @@ describe('shard plan', () => {
 
   it("ends a node Lease with its holder's membership, never later than its own expiry", () => {
     // Its own Lease lasts longer than the holder's membership: the membership decides.
-    expect(nodeLeaseExpiry(NOW + 60_000, NOW + 15_000)).to.equal(NOW + 15_000);
+    expect(nodeLeaseExpiry(NOW + 60_000, true, NOW + 15_000)).to.equal(NOW + 15_000);
     // A membership kept live longer (a grace window) does not stretch the node Lease.
-    expect(nodeLeaseExpiry(NOW + 10_000, NOW + 40_000)).to.equal(NOW + 10_000);
+    expect(nodeLeaseExpiry(NOW + 10_000, true, NOW + 40_000)).to.equal(NOW + 10_000);
     // A holder with no membership Lease known has left: free now.
-    expect(nodeLeaseExpiry(NOW + 60_000, undefined)).to.equal(-Infinity);
+    expect(nodeLeaseExpiry(NOW + 60_000, true, undefined)).to.equal(-Infinity);
+    // An earlier version's Lease (as short as a membership Lease) ends at its own expiry only.
+    expect(nodeLeaseExpiry(NOW + 15_000, false, NOW + 5_000)).to.equal(NOW + 15_000);
+    expect(nodeLeaseExpiry(NOW + 15_000, false, undefined)).to.equal(NOW + 15_000);
   });
 
   it('counts every known replica live until the grace window ends', () => {
