@@ -3,7 +3,8 @@
 // kept requests queued, by priority level. It tells a late Lease that waited in an APF queue (the agent's
 // priority level full of its own requests) from one the server was slow to serve, and a side whose requests
 // were refused (429) from one whose requests were only slow. The reading is pure; only the fetch is I/O.
-import { histogramBuckets, phaseQuantile } from './scalehealth.js';
+import { promSamples, type PromSample } from './prom.js';
+import { bucketsOf, histogramBuckets, phaseQuantile } from './scalehealth.js';
 import { driverGet } from './apiserverprofile.js';
 import type { BenchCluster } from './cluster.js';
 
@@ -28,48 +29,28 @@ export const NO_READING: ApiserverReading = {
   apfRejected: new Map(),
 };
 
-/** The label pairs of one exposition line (`name{a="x",b="y"} v`). */
-function labelsOf(line: string): Record<string, string> {
-  const open = line.indexOf('{');
-  const close = line.lastIndexOf('}');
-  const out: Record<string, string> = {};
-  if (open < 0 || close < open) return out;
-  for (const m of line.slice(open + 1, close).matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g))
-    out[m[1]!] = m[2]!;
-  return out;
-}
-
 /** Reads the figures above out of kube-apiserver's /metrics text. */
 export function apiserverReading(text: string): ApiserverReading {
-  const apfWaitLines = new Map<string, string[]>();
-  const leaseLines: string[] = [];
-  const apfRejected = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    if (line.startsWith(`${APF_WAIT}_bucket{`)) {
-      const l = labelsOf(line);
-      if (l.execute !== 'true') continue;
-      const level = l.priority_level ?? '';
-      const list = apfWaitLines.get(level) ?? [];
-      list.push(line);
-      apfWaitLines.set(level, list);
-    } else if (line.startsWith(`${REQUEST_DURATION}_bucket{`)) {
-      const l = labelsOf(line);
-      if (l.group === LEASE_PUT.group && l.resource === LEASE_PUT.resource && l.verb === LEASE_PUT.verb)
-        leaseLines.push(line);
-    } else if (line.startsWith(`${APF_REJECTED}{`)) {
-      const level = labelsOf(line).priority_level ?? '';
-      const v = Number(
-        line
-          .slice(line.lastIndexOf('}') + 1)
-          .trim()
-          .split(' ')[0],
-      );
-      if (!Number.isNaN(v)) apfRejected.set(level, (apfRejected.get(level) ?? 0) + v);
-    }
+  const waitsByLevel = new Map<string, PromSample[]>();
+  for (const s of promSamples(text, `${APF_WAIT}_bucket`)) {
+    if (s.labels.execute !== 'true') continue;
+    const level = s.labels.priority_level ?? '';
+    const list = waitsByLevel.get(level) ?? [];
+    list.push(s);
+    waitsByLevel.set(level, list);
   }
-  const apfWait = new Map<string, Map<number, number>>();
-  for (const [level, lines] of apfWaitLines) apfWait.set(level, histogramBuckets(lines.join('\n'), APF_WAIT));
-  return { leasePut: histogramBuckets(leaseLines.join('\n'), REQUEST_DURATION), apfWait, apfRejected };
+  const apfWait = new Map([...waitsByLevel].map(([level, samples]) => [level, bucketsOf(samples)]));
+  const apfRejected = new Map<string, number>();
+  for (const { labels, value } of promSamples(text, APF_REJECTED)) {
+    const level = labels.priority_level ?? '';
+    apfRejected.set(level, (apfRejected.get(level) ?? 0) + value);
+  }
+  const leasePut = histogramBuckets(
+    text,
+    REQUEST_DURATION,
+    (l) => l.group === LEASE_PUT.group && l.resource === LEASE_PUT.resource && l.verb === LEASE_PUT.verb,
+  );
+  return { leasePut, apfWait, apfRejected };
 }
 
 /** Between two readings: the Lease PUTs and each priority level's queue waits and rejections. */

@@ -5,6 +5,7 @@
 import type { Node } from '../../src/api/node.js';
 import type { KubeClient } from '../../src/kube/client.js';
 import { nodeReady } from '../../scripts/lib/cluster.js';
+import { promSamples, type PromSample } from './prom.js';
 import { keepWatching, type KeptWatch } from './watch.js';
 
 /** Ready pods at which the growth table samples RSS, heap and CPU: the issue's sizes below `total`, and `total`. */
@@ -48,16 +49,25 @@ export class NotReadyTimeline {
   }
 }
 
-/** Cumulative bucket counts of a Prometheus histogram, by upper bound (`+Inf` as Infinity), from text. */
-export function histogramBuckets(text: string, name: string): Map<number, number> {
+/**
+ * Cumulative bucket counts of a Prometheus histogram, by upper bound (`+Inf` as Infinity), from text; summed
+ * over its series, or over those whose labels `where` accepts.
+ */
+export function histogramBuckets(
+  text: string,
+  name: string,
+  where: (labels: Record<string, string>) => boolean = () => true,
+): Map<number, number> {
+  return bucketsOf(promSamples(text, `${name}_bucket`).filter((s) => where(s.labels)));
+}
+
+/** Bucket samples (`le` labels) summed by upper bound (`+Inf` as Infinity); a sample without `le` is left out. */
+export function bucketsOf(samples: readonly PromSample[]): Map<number, number> {
   const out = new Map<number, number>();
-  const prefix = `${name}_bucket{`;
-  for (const line of text.split('\n')) {
-    if (!line.startsWith(prefix)) continue;
-    const m = /le="([^"]+)"\}\s+(\S+)/.exec(line);
-    if (!m) continue;
-    const le = m[1] === '+Inf' ? Infinity : Number(m[1]);
-    out.set(le, (out.get(le) ?? 0) + Number(m[2]));
+  for (const { labels, value } of samples) {
+    if (labels.le === undefined) continue;
+    const le = labels.le === '+Inf' ? Infinity : Number(labels.le);
+    out.set(le, (out.get(le) ?? 0) + value);
   }
   return out;
 }

@@ -62,6 +62,14 @@ import {
  */
 export const NODE_LEASE_FACTOR = 4;
 
+/**
+ * How long a holder goes on without an accepted renewal before it lets go: a renew interval and 2 s short of
+ * the Lease's duration (others count it free only after the whole duration), and never under one interval.
+ */
+function renewDeadline(durationMs: number, renewMs: number): number {
+  return Math.max(renewMs, durationMs - renewMs - 2_000);
+}
+
 /** When a Lease last seen to change at `seenAt` (local clock) runs out, judged on the local clock. */
 function localExpiry(lease: Lease, seenAt: number): number {
   return seenAt + (lease.spec.leaseDurationSeconds ?? 0) * 1000;
@@ -133,10 +141,10 @@ export class ShardCoordinator implements ShardGate {
   constructor(private readonly o: ShardCoordinatorOptions) {
     this.durationMs = o.leaseDurationMs ?? 15_000;
     this.renewMs = o.renewIntervalMs ?? 5_000;
-    this.renewDeadlineMs = Math.max(this.renewMs, this.durationMs - this.renewMs - 2_000);
+    this.renewDeadlineMs = renewDeadline(this.durationMs, this.renewMs);
     this.nodeDurationMs = NODE_LEASE_FACTOR * this.durationMs;
     this.nodeRenewMs = NODE_LEASE_FACTOR * this.renewMs;
-    this.nodeRenewDeadlineMs = Math.max(this.nodeRenewMs, this.nodeDurationMs - this.nodeRenewMs - 2_000);
+    this.nodeRenewDeadlineMs = renewDeadline(this.nodeDurationMs, this.nodeRenewMs);
     this.log = o.logger.child({ component: 'shard', replica: o.identity });
     this.informer = new Informer<Lease>(o.api.leases, {
       clock: o.clock,
