@@ -441,7 +441,7 @@ export class KubeletManagedNode implements ManagedNode {
       },
       eviction: {
         config: eviction.config,
-        summary: () => this.stats.summary(),
+        summary: ({ pods }) => this.stats.summary({ fs: true, pods }),
         filesystemLayout: () => this.stats.filesystemLayout(),
         recordNode: (type, reason, message) => this.recorder.event(nodeRef(nodeName), type, reason, message),
       },

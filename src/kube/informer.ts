@@ -134,12 +134,19 @@ class GoneError extends KindError {
   }
 }
 
+const noObjects: readonly never[] = [];
+
 export class Informer<T extends KObject> {
   private readonly store = new Map<string, T>();
   private readonly handlers: InformerHandlers<T>[] = [];
   private readonly indexers = new Map<string, (obj: T) => string[]>();
   /** By index name, then index value: the objects under it by key (the objects themselves, no second lookup). */
   private readonly indexes = new Map<string, Map<string, Map<string, T>>>();
+  /**
+   * An index value's objects as the array byIndex last handed out, until they change: callers that ask
+   * every few seconds (housekeeping) get the same array, and can tell by its identity that nothing changed.
+   */
+  private readonly indexLists = new WeakMap<Map<string, T>, readonly T[]>();
   private resourceVersion = '';
   private synced = false;
   private syncWaiters: (() => void)[] = [];
@@ -180,10 +187,16 @@ export class Informer<T extends KObject> {
     return [...this.store.values()];
   }
 
-  /** Objects whose index `name` yields `value`. */
-  byIndex(name: string, value: string): T[] {
+  /**
+   * Objects whose index `name` yields `value`. The same array until one of them changes (or one is added or
+   * removed): callers must not modify it.
+   */
+  byIndex(name: string, value: string): readonly T[] {
     const objects = this.indexes.get(name)?.get(value);
-    return objects ? [...objects.values()] : [];
+    if (!objects) return noObjects;
+    let list = this.indexLists.get(objects);
+    if (!list) this.indexLists.set(objects, (list = [...objects.values()]));
+    return list;
   }
 
   get size(): number {
@@ -389,6 +402,7 @@ export class Informer<T extends KObject> {
         let objects = idx.get(v);
         if (!objects) idx.set(v, (objects = new Map()));
         objects.set(key, obj);
+        this.indexLists.delete(objects);
       }
     }
   }
@@ -405,8 +419,10 @@ export class Informer<T extends KObject> {
       const idx = this.indexes.get(name)!;
       for (const v of fn(obj)) {
         const objects = idx.get(v);
-        objects?.delete(key);
-        if (objects && objects.size === 0) idx.delete(v);
+        if (!objects) continue;
+        objects.delete(key);
+        this.indexLists.delete(objects);
+        if (objects.size === 0) idx.delete(v);
       }
     }
   }

@@ -82,7 +82,7 @@ export interface SyncLoopDeps {
   podCertificates?: Pick<PodCertificateManager, 'trackPod' | 'forgetPod'>;
   onPodUnmounted?: (uid: string) => void;
   /** This node's pods in the API (the informer's index). */
-  desiredPods: () => Pod[];
+  desiredPods: () => readonly Pod[];
   /** The runtime as the last successful relist listed it. */
   runtimePods: () => readonly RuntimePod[];
   /**
@@ -111,6 +111,8 @@ export class SyncLoop {
   private readonly deferredResyncs = new Set<PodUID>();
   private deferredHousekeeping = false;
   private lastGateError = '';
+  /** countListing's last listing and the pods of it that run. */
+  private counted: { listed: readonly RuntimePod[]; running: readonly RuntimePod[] } | undefined;
 
   constructor(private readonly d: SyncLoopDeps) {}
 
@@ -334,33 +336,47 @@ export class SyncLoop {
   }
 
   /**
+   * The runtime pods of a listing that still run something, counted once per listing (the relist hands out
+   * the same array while nothing changed) rather than at every housekeeping; the running pods / containers
+   * gauges are set when the listing is new.
+   */
+  private countListing(listed: readonly RuntimePod[]): { running: readonly RuntimePod[] } {
+    if (this.counted?.listed === listed) return this.counted;
+    // Counted in loops: no closure per pod.
+    let runningPods = 0;
+    let runningContainers = 0;
+    const running: RuntimePod[] = [];
+    for (const rp of listed) {
+      const sandboxRuns = countRunning(rp.sandboxes) > 0;
+      const containersRunning = countRunning(rp.containers);
+      if (sandboxRuns) runningPods++;
+      runningContainers += containersRunning;
+      if (sandboxRuns || containersRunning > 0) running.push(rp);
+    }
+    this.d.metrics?.runningPods.set({ node: this.d.nodeName }, runningPods);
+    this.d.metrics?.runningContainers.set({ node: this.d.nodeName }, runningContainers);
+    this.counted = { listed, running };
+    return this.counted;
+  }
+
+  /**
    * Runtime pods that still run something and that neither the API nor a pod worker knows (their API object
    * went while nobody watched) go to a pod worker to be stopped, confirmed on a fresh listing first. Sets the
    * running pods / containers gauges from the last relist's listing.
    */
   private async killOrphanedRuntimePods(desired: ReadonlySet<PodUID>): Promise<void> {
     const orphaned = (rp: RuntimePod): boolean =>
-      runs(rp) && !desired.has(rp.uid) && this.d.podWorkers.state(rp.uid) === undefined;
-    // Counted in loops: no array or closure per pod at every housekeeping.
-    let runningPods = 0;
-    let runningContainers = 0;
-    let anyOrphan = false;
+      !desired.has(rp.uid) && this.d.podWorkers.state(rp.uid) === undefined;
     const listed = this.d.runtimePods();
-    for (const rp of listed) {
-      const sandboxRuns = countRunning(rp.sandboxes) > 0;
-      const containersRunning = countRunning(rp.containers);
-      if (sandboxRuns) runningPods++;
-      runningContainers += containersRunning;
-      if ((sandboxRuns || containersRunning > 0) && !anyOrphan) anyOrphan = orphaned(rp);
-    }
-    this.d.metrics?.runningPods.set({ node: this.d.nodeName }, runningPods);
-    this.d.metrics?.runningContainers.set({ node: this.d.nodeName }, runningContainers);
+    const { running } = this.countListing(listed);
+    let anyOrphan = false;
+    for (const rp of running) if ((anyOrphan = orphaned(rp))) break;
     if (!anyOrphan) return;
 
-    let orphans = listed.filter(orphaned);
+    let orphans = running.filter(orphaned);
     if (this.d.listRuntimePods) {
       try {
-        orphans = (await this.d.listRuntimePods()).filter(orphaned);
+        orphans = (await this.d.listRuntimePods()).filter((rp) => runs(rp) && orphaned(rp));
       } catch (err) {
         this.d.log.warn('listing the runtime for orphaned pods failed', { err: errorMessage(err) });
         return;

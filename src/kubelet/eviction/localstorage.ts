@@ -106,6 +106,21 @@ function containerLimitBreach(stats: PodStats, pod: Pod, dedicatedImageFs: boole
   return undefined;
 }
 
+/**
+ * Whether the pod sets a local storage limit a round checks: an emptyDir's sizeLimit, or an ephemeral-storage
+ * limit on any container (init containers included, as the pod's limit counts them). A pod without one is
+ * never evicted by localStorageEvictions, whatever its stats.
+ */
+export function hasLocalStorageLimit(pod: Pod): boolean {
+  for (const v of pod.spec.volumes ?? []) {
+    const size = v.emptyDir ? specQuantity(v.emptyDir.sizeLimit) : undefined;
+    if (size && size.nano > 0n) return true;
+  }
+  for (const c of pod.spec.containers) if (limitOf(c)) return true;
+  for (const c of pod.spec.initContainers ?? []) if (limitOf(c)) return true;
+  return false;
+}
+
 /** The pods to evict for breaking a local ephemeral storage limit, in the order given. */
 export function localStorageEvictions(
   pods: readonly Pod[],

@@ -19,7 +19,11 @@
  */
 import type { Pod } from '../../api/core.js';
 import type { Summary } from '../stats/types.js';
-import { ImmediateEvictionGracePeriodSeconds, localStorageEvictions } from './localstorage.js';
+import {
+  hasLocalStorageLimit,
+  ImmediateEvictionGracePeriodSeconds,
+  localStorageEvictions,
+} from './localstorage.js';
 import { evictionMessage, podEviction, type PodEviction } from './message.js';
 import { makeSignalObservations, type Observations } from './observations.js';
 import { isCriticalPod } from './pods.js';
@@ -163,6 +167,22 @@ export function evictionGracePeriodSeconds(
   if (isHardThreshold(threshold)) return ImmediateEvictionGracePeriodSeconds;
   const own = pod.spec.terminationGracePeriodSeconds;
   return own === undefined ? maxPodGracePeriodSeconds : Math.min(maxPodGracePeriodSeconds, own);
+}
+
+/**
+ * Whether this round's `synchronize` may read the pods' stats, judged from a Summary with the node's figures
+ * alone: when local storage isolation is on and an active pod sets a limit it checks, or when a threshold is
+ * met now or was acted on last round (its ranking and message read them). Otherwise synchronize gives the
+ * same result without them, and the shell spares building every pod's stats each round (the kubelet reads
+ * them from cadvisor's cache).
+ */
+export function needsPodStats(input: Omit<SynchronizeInput, 'now'>): boolean {
+  const { config, state, summary, activePods } = input;
+  if (config.thresholds.length === 0 && !config.localStorageCapacityIsolation) return false;
+  if (config.localStorageCapacityIsolation && activePods.some(hasLocalStorageLimit)) return true;
+  if (state.thresholdsMet.length > 0) return true;
+  const { observations } = makeSignalObservations(summary);
+  return thresholdsMet(config.thresholds, observations, false).length > 0;
 }
 
 /** One synchronize round. Pure: the same input gives the same result. */

@@ -138,6 +138,9 @@ export class Kubelet {
   private readonly adoption: PodAdoption | undefined;
   private phase: 'new' | 'starting' | 'running' | 'stopped' = 'new';
   private statusDraining = false;
+  /** desiredPods: the informer's array it last filtered, and what that gave. */
+  private desiredFrom: readonly Pod[] | undefined;
+  private desired: readonly Pod[] = [];
   /** Ends the start-up's waits when the Kubelet is stopped first. */
   private readonly startAbort = new AbortController();
   private resolveReady!: () => void;
@@ -875,10 +878,17 @@ export class Kubelet {
 
   // ---- internals: pods ----
 
-  private desiredPods(): Pod[] {
-    return this.d.podInformer
-      .byIndex(this.d.podIndexName ?? PodsByNodeIndex, this.nodeName)
-      .filter((p) => this.podConfig.isMine(p));
+  /**
+   * This node's pods in the API: the same array while the informer's is the same (housekeeping asks every
+   * 2 s, and the pod manager then sees by its identity that nothing changed).
+   */
+  private desiredPods(): readonly Pod[] {
+    const all = this.d.podInformer.byIndex(this.d.podIndexName ?? PodsByNodeIndex, this.nodeName);
+    if (all !== this.desiredFrom) {
+      this.desiredFrom = all;
+      this.desired = all.filter((p) => this.podConfig.isMine(p));
+    }
+    return this.desired;
   }
 }
 

@@ -125,7 +125,8 @@ export interface KubeletDeps {
    */
   eviction?: {
     config: EvictionConfig;
-    summary: () => Promise<Summary>;
+    /** With `pods` false, the node's figures alone (no pod's stats, no CPU). */
+    summary: (opts: { pods: boolean }) => Promise<Summary>;
     /**
      * The node's filesystem layout from the stats provider (HasDedicatedImageFs, HasDedicatedContainerFs),
      * asked at the manager's first round. Absent: `config`'s layout as given.

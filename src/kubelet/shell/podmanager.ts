@@ -36,11 +36,14 @@ export class KubeletPodManager implements StatusPodManager {
   private readonly byName = new Map<string, Map<string, Pod>>();
   /** How many pods `byName` holds. */
   private named = 0;
+  /** The array the last setPods was given, while nothing else has changed the maps since. */
+  private setFrom: readonly Pod[] | undefined;
 
   /** Adds or replaces a pod. Pods without a UID and mirror pods are ignored. */
   upsert(pod: Pod): void {
     const uid = pod.metadata?.uid;
     if (!uid || isMirrorPod(pod)) return;
+    this.setFrom = undefined;
     this.byUID.set(uid, pod);
     const ns = pod.metadata.namespace ?? '';
     let names = this.byName.get(ns);
@@ -54,6 +57,7 @@ export class KubeletPodManager implements StatusPodManager {
   remove(pod: Pod): void {
     const uid = pod.metadata?.uid;
     if (!uid) return;
+    this.setFrom = undefined;
     const known = (this.byUID.get(uid) ?? pod).metadata;
     this.byUID.delete(uid);
     const ns = known.namespace ?? '';
@@ -67,14 +71,20 @@ export class KubeletPodManager implements StatusPodManager {
 
   /**
    * Replaces the whole set (housekeeping, level-triggered from the informer). When `pods` are exactly the
-   * objects held, one per UID and per name, nothing would change: the maps stay as they are.
+   * objects held, one per UID and per name, nothing would change: the maps stay as they are. The same
+   * array as last time, with no change in between, is not looked through again.
    */
   setPods(pods: readonly Pod[]): void {
-    if (this.holdsExactly(pods)) return;
+    if (pods === this.setFrom) return;
+    if (this.holdsExactly(pods)) {
+      this.setFrom = pods;
+      return;
+    }
     this.byUID.clear();
     this.byName.clear();
     this.named = 0;
     for (const p of pods) this.upsert(p);
+    this.setFrom = pods;
   }
 
   private holdsExactly(pods: readonly Pod[]): boolean {

@@ -47,6 +47,12 @@ export interface SummaryInput {
   /** Running containers (their creation times). */
   containers: readonly Container[];
   sandboxStats: readonly PodSandboxStats[];
+  /**
+   * False: the node's figures alone (memory, filesystems), no pod's stats and no CPU at all, the CPU state
+   * (rates, sums) left as it was. What the eviction manager's round reads when no pod's stats can matter to
+   * it. Default true.
+   */
+  withPods?: boolean;
   /** This node's share of the operator process: cumulative CPU and resident memory. */
   kubelet?: { cpu: CpuSample; memoryBytes: number };
   /** Filesystem figures; absent in a build for the resource metrics, which need none. */
@@ -106,19 +112,47 @@ function memoryStats(m: MemoryUsage | undefined, nowMs: number): MemoryStats | u
   return out;
 }
 
-/** Adds `b`'s byte figures into `a` (a figure only one side reports counts as that side's). */
+const memoryFigures = ['usageBytes', 'workingSetBytes', 'rssBytes', 'pageFaults', 'majorPageFaults'] as const;
+
+/** Adds `b`'s byte figures into `a` (a figure only one side reports counts as that side's); never `available`. */
 function addMemory(
   a: MemoryStats | undefined,
   b: MemoryStats | undefined,
   time: number,
 ): MemoryStats | undefined {
   if (!b) return a;
-  const out: MemoryStats = { ...(a ?? {}), time: Math.max(a?.time ?? 0, b.time, 0) || time };
-  for (const k of ['usageBytes', 'workingSetBytes', 'rssBytes', 'pageFaults', 'majorPageFaults'] as const) {
-    if (b[k] !== undefined) out[k] = (out[k] ?? 0) + b[k];
+  // A new object with the figures in one order (no spread of `a` and no delete: one shape for every sum).
+  const out: MemoryStats = { time: Math.max(a?.time ?? 0, b.time, 0) || time };
+  for (const k of memoryFigures) {
+    const x = a?.[k];
+    const y = b[k];
+    if (x !== undefined || y !== undefined) out[k] = (x ?? 0) + (y ?? 0);
   }
-  delete out.availableBytes;
   return out;
+}
+
+/** A sandbox's running containers: the newest of each name, with when it was created. */
+type RunningContainers = ReadonlyMap<string, { stats: RuntimeContainerStats; created: number }>;
+
+function newestRunning(s: PodSandboxStats, containerCreated: ReadonlyMap<string, number>): RunningContainers {
+  const newest = new Map<string, { stats: RuntimeContainerStats; created: number }>();
+  for (const c of s.containers) {
+    const id = c.attributes?.id;
+    const created = id === undefined ? undefined : containerCreated.get(id);
+    if (!c.attributes || created === undefined) continue; // not running
+    const other = newest.get(c.attributes.metadata.name);
+    if (!other || other.created < created) newest.set(c.attributes.metadata.name, { stats: c, created });
+  }
+  return newest;
+}
+
+/** A pod's memory: its sandbox's own figures, or else the sum of its running containers'. */
+function podMemory(s: PodSandboxStats, running: RunningContainers, nowMs: number): MemoryStats | undefined {
+  if (s.memory) return memoryStats(s.memory, nowMs);
+  let summed: MemoryStats | undefined;
+  for (const { stats } of running.values())
+    summed = addMemory(summed, memoryStats(stats.memory, nowMs), nowMs);
+  return summed;
 }
 
 function addFs(into: FsStats, f: FsStats | undefined): void {
@@ -128,7 +162,11 @@ function addFs(into: FsStats, f: FsStats | undefined): void {
 }
 
 export class SummaryBuilder {
+  /** Rates of the node's own figures ('pods', 'kubelet', 'node'). */
   private readonly rates = new CpuRates();
+  /** Containers' rates by container ID, pods' by pod UID: keyed by the runtime's own strings, none made per scrape. */
+  private readonly containerRates = new CpuRates();
+  private readonly podRates = new CpuRates();
   /** Per pod whose sandbox is not measured: its containers' cpu as one counter. */
   private podSums = new Map<string, MonotonicSum>();
   private readonly nodeSum = new MonotonicSum();
@@ -150,12 +188,20 @@ export class SummaryBuilder {
       if (!other || (sandboxCreated.get(other.attributes.id) ?? 0) < created) byPod.set(uid, s);
     }
 
+    if (input.withPods === false) {
+      let podsMemory: MemoryStats | undefined;
+      for (const sb of byPod.values()) {
+        podsMemory = addMemory(podsMemory, podMemory(sb, newestRunning(sb, containerCreated), nowMs), nowMs);
+      }
+      return this.summaryOf(input, podsMemory, [], undefined);
+    }
+
     const pods: PodStats[] = [];
     const podSums = new Map<string, MonotonicSum>();
     const podCpu: [string, number][] = [];
     let podsMemory: MemoryStats | undefined;
-    for (const [uid, s] of byPod) {
-      const pod = this.podStats(input, s, sandboxCreated, containerCreated, podSums);
+    for (const [uid, sb] of byPod) {
+      const pod = this.podStats(input, sb, sandboxCreated, containerCreated, podSums);
       pods.push(pod);
       if (pod.cpu?.usageCoreNanoSeconds !== undefined) podCpu.push([uid, pod.cpu.usageCoreNanoSeconds]);
       podsMemory = addMemory(podsMemory, pod.memory, nowMs);
@@ -166,15 +212,36 @@ export class SummaryBuilder {
     const podsCpu: CPUStats = { time: nowMs, usageCoreNanoSeconds: podsCum };
     const podsRate = this.rates.rate('pods', { timeMs: nowMs, coreNanoSeconds: podsCum });
     if (podsRate !== undefined) podsCpu.usageNanoCores = podsRate;
+    let nodeCpu = podsCpu;
+    let kubeletCpu: CPUStats | undefined;
+    const kubelet = input.kubelet;
+    if (kubelet) {
+      kubeletCpu = { time: kubelet.cpu.timeMs, usageCoreNanoSeconds: kubelet.cpu.coreNanoSeconds };
+      const kRate = this.rates.rate('kubelet', kubelet.cpu);
+      if (kRate !== undefined) kubeletCpu.usageNanoCores = kRate;
+      const cum = podsCum + kubelet.cpu.coreNanoSeconds;
+      nodeCpu = { time: nowMs, usageCoreNanoSeconds: cum };
+      const rate = this.rates.rate('node', { timeMs: nowMs, coreNanoSeconds: cum });
+      if (rate !== undefined) nodeCpu.usageNanoCores = rate;
+    }
+    this.rates.endRound();
+    this.containerRates.endRound();
+    this.podRates.endRound();
+    return this.summaryOf(input, podsMemory, pods, { node: nodeCpu, pods: podsCpu, kubelet: kubeletCpu });
+  }
 
+  /** The Summary around the pods' figures: the node's memory and system containers, its filesystems. */
+  private summaryOf(
+    input: SummaryInput,
+    podsMemory: MemoryStats | undefined,
+    pods: PodStats[],
+    cpu: { node: CPUStats; pods: CPUStats; kubelet: CPUStats | undefined } | undefined,
+  ): Summary {
+    const { nowMs } = input;
     const systemContainers: ContainerStats[] = [];
     const kubelet = input.kubelet;
-    let nodeCpu = podsCpu;
     let nodeMemory: MemoryStats = { ...(podsMemory ?? { workingSetBytes: 0, usageBytes: 0 }), time: nowMs };
     if (kubelet) {
-      const kCpu: CPUStats = { time: kubelet.cpu.timeMs, usageCoreNanoSeconds: kubelet.cpu.coreNanoSeconds };
-      const kRate = this.rates.rate('kubelet', kubelet.cpu);
-      if (kRate !== undefined) kCpu.usageNanoCores = kRate;
       const kMem: MemoryStats = {
         time: nowMs,
         usageBytes: kubelet.memoryBytes,
@@ -184,22 +251,17 @@ export class SummaryBuilder {
       systemContainers.push({
         name: SystemContainerKubelet,
         startTime: input.nodeStartTimeMs,
-        cpu: kCpu,
+        ...(cpu?.kubelet ? { cpu: cpu.kubelet } : {}),
         memory: kMem,
       });
-      const cum = podsCum + kubelet.cpu.coreNanoSeconds;
-      nodeCpu = { time: nowMs, usageCoreNanoSeconds: cum };
-      const rate = this.rates.rate('node', { timeMs: nowMs, coreNanoSeconds: cum });
-      if (rate !== undefined) nodeCpu.usageNanoCores = rate;
       nodeMemory = addMemory(nodeMemory, kMem, nowMs)!;
     }
     systemContainers.push({
       name: SystemContainerPods,
       startTime: input.nodeStartTimeMs,
-      cpu: podsCpu,
+      ...(cpu ? { cpu: cpu.pods } : {}),
       memory: { ...(podsMemory ?? { workingSetBytes: 0 }), time: nowMs },
     });
-    this.rates.endRound();
 
     nodeMemory.availableBytes = Math.max(0, input.memoryCapacityBytes - (nodeMemory.workingSetBytes ?? 0));
     nodeMemory = adjustForHugePages(nodeMemory, input.hugePageCapacityBytes ?? 0);
@@ -208,7 +270,7 @@ export class SummaryBuilder {
         nodeName: input.nodeName,
         systemContainers,
         startTime: input.nodeStartTimeMs,
-        cpu: nodeCpu,
+        ...(cpu ? { cpu: cpu.node } : {}),
         memory: nodeMemory,
       },
       pods,
@@ -233,24 +295,15 @@ export class SummaryBuilder {
     const { nowMs } = input;
     const meta = s.attributes.metadata;
     const ref = { name: meta.name, namespace: meta.namespace, uid: meta.uid };
-    // The newest running container per name.
-    const newest = new Map<string, { stats: RuntimeContainerStats; created: number }>();
-    for (const c of s.containers) {
-      const id = c.attributes?.id;
-      const created = id === undefined ? undefined : containerCreated.get(id);
-      if (!c.attributes || created === undefined) continue; // not running
-      const other = newest.get(c.attributes.metadata.name);
-      if (!other || other.created < created) newest.set(c.attributes.metadata.name, { stats: c, created });
-    }
+    const newest = newestRunning(s, containerCreated);
     const containers: ContainerStats[] = [];
-    let summed: MemoryStats | undefined;
     const cpuMembers: [string, number][] = [];
     let cpuTime = 0;
     const ephemeral: FsStats = { time: nowMs };
     for (const [name, { stats, created }] of newest) {
       const id = stats.attributes!.id;
       const c: ContainerStats = { name, startTime: created };
-      const cpu = this.cpuStats(`c/${id}`, stats.cpu, nowMs);
+      const cpu = this.cpuStats(this.containerRates, id, stats.cpu, nowMs);
       if (cpu) {
         c.cpu = cpu;
         if (cpu.usageCoreNanoSeconds !== undefined) cpuMembers.push([id, cpu.usageCoreNanoSeconds]);
@@ -258,7 +311,6 @@ export class SummaryBuilder {
       }
       const mem = memoryStats(stats.memory, nowMs);
       if (mem) c.memory = mem;
-      summed = addMemory(summed, mem, nowMs);
       if (input.fs) {
         const w = stats.writableLayer;
         const cfs = input.fs.containerFs;
@@ -286,7 +338,7 @@ export class SummaryBuilder {
       containers,
     };
 
-    const whole = this.cpuStats(`p/${meta.uid}`, s.cpu, nowMs);
+    const whole = this.cpuStats(this.podRates, meta.uid, s.cpu, nowMs);
     if (whole?.usageCoreNanoSeconds !== undefined) pod.cpu = whole;
     else if (cpuMembers.length > 0) {
       const sum = this.podSums.get(meta.uid) ?? new MonotonicSum();
@@ -294,10 +346,10 @@ export class SummaryBuilder {
       const cum = sum.round(cpuMembers);
       const time = cpuTime || nowMs;
       pod.cpu = { time, usageCoreNanoSeconds: cum };
-      const rate = this.rates.rate(`p/${meta.uid}`, { timeMs: time, coreNanoSeconds: cum });
+      const rate = this.podRates.rate(meta.uid, { timeMs: time, coreNanoSeconds: cum });
       if (rate !== undefined) pod.cpu.usageNanoCores = rate;
     }
-    const mem = s.memory ? memoryStats(s.memory, nowMs) : summed;
+    const mem = podMemory(s, newest, nowMs);
     if (mem) pod.memory = mem;
 
     if (s.network) {
@@ -321,14 +373,19 @@ export class SummaryBuilder {
   }
 
   /** A container's or pod's cpu as the Summary reports it, the rate filled in when the runtime gave none. */
-  private cpuStats(key: string, cpu: CpuUsage | undefined, nowMs: number): CPUStats | undefined {
+  private cpuStats(
+    rates: CpuRates,
+    key: string,
+    cpu: CpuUsage | undefined,
+    nowMs: number,
+  ): CPUStats | undefined {
     if (!cpu) return undefined;
     const out: CPUStats = { time: nsToMs(cpu.timestamp, nowMs) };
     if (cpu.usageCoreNanoSeconds !== undefined) out.usageCoreNanoSeconds = cpu.usageCoreNanoSeconds;
     const rate =
       cpu.usageCoreNanoSeconds === undefined
         ? undefined
-        : this.rates.rate(key, { timeMs: out.time, coreNanoSeconds: cpu.usageCoreNanoSeconds });
+        : rates.rate(key, { timeMs: out.time, coreNanoSeconds: cpu.usageCoreNanoSeconds });
     const nano = cpu.usageNanoCores ?? rate;
     if (nano !== undefined) out.usageNanoCores = nano;
     return out;

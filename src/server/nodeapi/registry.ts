@@ -14,7 +14,7 @@ export interface NodeApiTarget {
   readonly internalIP: string;
   readonly runtime: Runtime;
   /** Pods bound to this node, from the informer cache (not copies: do not mutate). */
-  pods(): Pod[];
+  pods(): readonly Pod[];
   /** A pod bound to this node, or undefined. */
   pod(namespace: string, name: string): Pod | undefined;
   /** `/stats/summary`, `/metrics/resource` and `/metrics/probes`; absent: those paths answer 404. */

@@ -199,6 +199,41 @@ describe('Informer', () => {
     await inf.stop();
   });
 
+  it('hands out the same index array until an object under it changes, then a new one', async () => {
+    const clock = new FakeClock(0);
+    const lw = new ScriptedLW();
+    lw.lists.push({ items: [obj('a', '1', 'n1'), obj('b', '1', 'n2')], resourceVersion: '1' });
+    const emits: ((e: WatchEvent) => void)[] = [];
+    lw.watches.push((emit, signal) => {
+      emits.push(emit);
+      return hang(emit, signal);
+    });
+    const inf = new Informer(lw, { clock, name: 't' });
+    inf.addIndex('node', (o) => (o.spec?.node ? [o.spec.node] : []));
+    inf.start();
+    await flush(10);
+    const n1 = inf.byIndex('node', 'n1');
+    const n2 = inf.byIndex('node', 'n2');
+    expect(inf.byIndex('node', 'n1')).to.equal(n1, 'asked again, nothing changed');
+    emits[0]!({ type: 'MODIFIED', object: obj('b', '2', 'n2') });
+    expect(inf.byIndex('node', 'n1')).to.equal(n1, 'a change under another value');
+    const n2b = inf.byIndex('node', 'n2');
+    expect(n2b).to.not.equal(n2);
+    expect(n2b.map((o) => o.metadata!.resourceVersion)).to.deep.equal(['2']);
+    expect(n2.map((o) => o.metadata!.resourceVersion)).to.deep.equal(
+      ['1'],
+      'an array handed out stays as it was',
+    );
+    emits[0]!({ type: 'ADDED', object: obj('c', '3', 'n1') });
+    expect(inf.byIndex('node', 'n1').map((o) => o.metadata!.name)).to.deep.equal(['a', 'c']);
+    emits[0]!({ type: 'DELETED', object: obj('a', '4', 'n1') });
+    expect(inf.byIndex('node', 'n1').map((o) => o.metadata!.name)).to.deep.equal(['c']);
+    emits[0]!({ type: 'MODIFIED', object: obj('c', '5', 'n2') });
+    expect(inf.byIndex('node', 'n1')).to.deep.equal([], 'moved to another value');
+    expect(inf.byIndex('node', 'n2').map((o) => o.metadata!.name)).to.deep.equal(['b', 'c']);
+    await inf.stop();
+  });
+
   it('survives a throwing handler and keeps indexes current', async () => {
     const clock = new FakeClock(0);
     const lw = new ScriptedLW();

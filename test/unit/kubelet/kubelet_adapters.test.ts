@@ -111,6 +111,26 @@ describe('kubelet shell adapters', () => {
       expect(pm.getPodByFullName('ns', 'p-a')).to.equal(a2);
     });
 
+    it('setPods with the array it was last given applies it again after an upsert or a remove in between', () => {
+      const pm = new KubeletPodManager();
+      const [a, b] = [pod('a'), pod('b')];
+      const set = [a, b];
+      pm.setPods(set);
+      pm.setPods(set);
+      expect(pm.getPods()).to.have.members([a, b]);
+      pm.upsert(pod('c'));
+      pm.setPods(set);
+      expect(pm.getPods()).to.have.members([a, b], 'the pod upserted since is gone');
+      pm.remove(a);
+      pm.setPods(set);
+      expect(pm.getPodByUID(asPodUID('a'))).to.equal(a, 'the pod removed since is back');
+      const a2 = pod('a');
+      pm.upsert(a2);
+      pm.setPods(set);
+      expect(pm.getPodByUID(asPodUID('a'))).to.equal(a, 'the set version again');
+      expect(pm.getPodByFullName('ns', 'p-a')).to.equal(a);
+    });
+
     it('has no static pods: identity translation and empty maps', () => {
       const pm = new KubeletPodManager();
       expect(pm.translatePodUID('x')).to.equal('x');

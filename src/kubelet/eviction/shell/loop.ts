@@ -15,6 +15,7 @@ import type { Summary } from '../../stats/types.js';
 import { admitUnderPressure, type EvictionAdmitResult } from '../admit.js';
 import {
   initialEvictionState,
+  needsPodStats,
   reclaimResolved,
   synchronize,
   type EvictionConfig,
@@ -41,8 +42,11 @@ export interface EvictionManagerDeps {
    */
   filesystemLayout?: () => Promise<FsLayout>;
   clock: Clock;
-  /** The node's stats Summary now (the stats provider's, filesystems included). */
-  summary: () => Promise<Summary>;
+  /**
+   * The node's stats Summary now (the stats provider's, filesystems included); with `pods` false the node's
+   * figures alone (no pod's stats, no CPU).
+   */
+  summary: (opts: { pods: boolean }) => Promise<Summary>;
   /** The pods admitted and not terminal (kubelet: GetActivePods). */
   activePods: () => readonly Pod[];
   /**
@@ -160,8 +164,15 @@ export class EvictionManager {
     const config = await this.configForRound();
     if (!config || this.stopped) return;
     let summary: Summary;
+    let activePods: readonly Pod[];
     try {
-      summary = await this.d.summary();
+      // The node's figures first; the pods' stats only when this round may read them (needsPodStats).
+      summary = await this.d.summary({ pods: false });
+      activePods = this.d.activePods();
+      if (needsPodStats({ config, state: this.state, summary, activePods })) {
+        summary = await this.d.summary({ pods: true });
+        activePods = this.d.activePods();
+      }
     } catch (err) {
       this.d.logger.warn('eviction manager: failed to get summary stats', { err: errorMessage(err) });
       return;
@@ -172,7 +183,7 @@ export class EvictionManager {
       config,
       state: this.state,
       summary,
-      activePods: this.d.activePods(),
+      activePods,
       now: this.d.clock.now(),
     });
     this.state = result.state;
@@ -189,7 +200,7 @@ export class EvictionManager {
     this.d.recordNode(reclaim.event.type, reclaim.event.reason, reclaim.event.message);
     if (reclaim.nodeReclaim.length > 0 && (await this.reclaimNodeLevel(reclaim.nodeReclaim))) {
       try {
-        if (reclaimResolved(result.thresholds, await this.d.summary())) {
+        if (reclaimResolved(result.thresholds, await this.d.summary({ pods: false }))) {
           this.d.logger.info('eviction manager: able to reduce resource pressure without evicting pods', {
             resource: reclaim.resource,
           });

@@ -118,7 +118,7 @@ function defaultProcessUsage(): ProcessUsage {
 
 export class StatsProvider {
   private readonly builder = new SummaryBuilder();
-  private inflight: { fs: boolean; promise: Promise<Summary> } | undefined;
+  private inflight: { fs: boolean; pods: boolean; promise: Promise<Summary> } | undefined;
   private share = { lastCpuMicros: -1, coreNanoSeconds: 0 };
   /** Volume names per pod, listed in the background like the usage itself. */
   private readonly volumeNames = new Map<string, { plugin: string; name: string }[]>();
@@ -127,18 +127,24 @@ export class StatsProvider {
 
   constructor(private readonly d: StatsProviderDeps) {}
 
-  /** The Summary now; with `fs` false the filesystem figures are skipped (the resource metrics need none). */
-  summary(opts: { fs: boolean } = { fs: true }): Promise<Summary> {
+  /**
+   * The Summary now; with `fs` false the filesystem figures are skipped (the resource metrics need none),
+   * with `pods` false the pods' stats and all CPU figures (the eviction manager's round without pressure or
+   * local storage limits needs the node's memory and filesystems alone). A build in flight that has what
+   * is asked for answers.
+   */
+  summary(opts: { fs: boolean; pods?: boolean } = { fs: true }): Promise<Summary> {
+    const pods = opts.pods !== false;
     const cur = this.inflight;
-    if (cur && (cur.fs || !opts.fs)) return cur.promise;
-    const promise = this.build(opts.fs).finally(() => {
+    if (cur && (cur.fs || !opts.fs) && (cur.pods || !pods)) return cur.promise;
+    const promise = this.build(opts.fs, pods).finally(() => {
       if (this.inflight?.promise === promise) this.inflight = undefined;
     });
-    this.inflight = { fs: opts.fs, promise };
+    this.inflight = { fs: opts.fs, pods, promise };
     return promise;
   }
 
-  private async build(withFs: boolean): Promise<Summary> {
+  private async build(withFs: boolean, withPods: boolean): Promise<Summary> {
     const { runtime, clock } = this.d;
     const [sandboxes, containers, reported] = await Promise.all([
       runtime.listPodSandbox({ state: 'ready' }),
@@ -162,6 +168,7 @@ export class StatsProvider {
       containers,
       sandboxStats,
       kubelet: this.kubeletShare(nowMs),
+      withPods,
     };
     if (withFs) input.fs = await this.filesystems(nowMs, sandboxStats);
     return this.builder.build(input);

@@ -6,6 +6,7 @@ import { expect } from 'chai';
 import type { Pod } from '../../../../src/api/core.js';
 import {
   initialEvictionState,
+  needsPodStats,
   reclaimResolved,
   synchronize,
   type EvictionConfig,
@@ -441,5 +442,86 @@ describe('eviction manager: disk and pids', () => {
     expect(r?.nodeConditions).to.deep.equal(['MemoryPressure', 'DiskPressure']);
     expect(r?.thresholds.map((t) => t.signal)).to.deep.equal(['memory.available', 'nodefs.available']);
     expect(r?.reclaim?.resource).to.equal('memory');
+  });
+});
+
+describe('eviction manager: when a round needs the pods stats (needsPodStats)', () => {
+  const cfg = config({ evictionHard: { 'memory.available': '100Mi', 'nodefs.available': '10%' } });
+  const plain = pod('plain', [ctr('app', { memory: '1Gi' })]);
+  const limited = pod('limited', [ctr('app', {}, { 'ephemeral-storage': '1Gi' })]);
+  const initLimited = pod('init', [ctr('app')], {
+    initContainers: [ctr('setup', {}, { 'ephemeral-storage': '1Gi' })],
+  });
+  const sized = pod('sized', [ctr('app')], {
+    volumes: [{ name: 'scratch', emptyDir: { sizeLimit: '1Gi' } }],
+  });
+  const unsized = pod('unsized', [ctr('app')], { volumes: [{ name: 'scratch', emptyDir: {} }] });
+  const fine = (time: number, podStats: ReturnType<typeof pstats>[] = []) =>
+    summary(
+      { time, memAvailable: 2 * Gi, memWorkingSet: Gi, nodefs: { available: 50 * Gi, capacity: 100 * Gi } },
+      podStats,
+    );
+  const low = (time: number) =>
+    summary({
+      time,
+      memAvailable: 50 * Mi,
+      memWorkingSet: 8 * Gi,
+      nodefs: { available: 50 * Gi, capacity: 100 * Gi },
+    });
+
+  it('no pressure and no local storage limit: not needed, and the round is the same with the pods stats', () => {
+    const pods = [plain, unsized];
+    expect(
+      needsPodStats({ config: cfg, state: initialEvictionState, summary: fine(1000), activePods: pods }),
+    ).to.equal(false);
+    // The pods far over any disk figure: with no limit set and no threshold met, nothing reads them.
+    const heavy = [plain, unsized].map((p) =>
+      pstats(p, [cstats('app', { ws: 9 * Gi, rootfs: 90 * Gi, logs: 9 * Gi })]),
+    );
+    const lean = synchronize({
+      config: cfg,
+      state: initialEvictionState,
+      summary: fine(1000),
+      activePods: pods,
+      now: 1000,
+    });
+    const full = synchronize({
+      config: cfg,
+      state: initialEvictionState,
+      summary: fine(1000, heavy),
+      activePods: pods,
+      now: 1000,
+    });
+    expect({ ...lean, state: { ...lean.state, lastObservations: undefined } }).to.deep.equal({
+      ...full,
+      state: { ...full.state, lastObservations: undefined },
+    });
+  });
+
+  it('a pod with an ephemeral-storage limit (an init container too) or an emptyDir sizeLimit: needed', () => {
+    for (const p of [limited, initLimited, sized]) {
+      const input = { config: cfg, state: initialEvictionState, summary: fine(1000), activePods: [plain, p] };
+      expect(needsPodStats(input), p.metadata.name).to.equal(true);
+      const off = { ...input, config: { ...cfg, localStorageCapacityIsolation: false } };
+      expect(needsPodStats(off), `${p.metadata.name}, isolation off`).to.equal(false);
+    }
+  });
+
+  it('a threshold met now, or acted on last round: needed', () => {
+    expect(
+      needsPodStats({ config: cfg, state: initialEvictionState, summary: low(1000), activePods: [plain] }),
+    ).to.equal(true);
+    const [r] = rounds(cfg, [{ at: 1000, summary: low, pods: [plain] }]);
+    expect(r!.state.thresholdsMet).to.have.length(1);
+    expect(
+      needsPodStats({ config: cfg, state: r!.state, summary: fine(2000), activePods: [plain] }),
+    ).to.equal(true);
+  });
+
+  it('no thresholds and isolation off: never needed', () => {
+    const none = config({}, { localStorageCapacityIsolation: false });
+    expect(
+      needsPodStats({ config: none, state: initialEvictionState, summary: low(1000), activePods: [limited] }),
+    ).to.equal(false);
   });
 });

@@ -128,6 +128,42 @@ describe('stats/summary', () => {
     expect(third.node.cpu?.usageCoreNanoSeconds).to.equal(6.5e9);
   });
 
+  it("without pods: the node's memory and filesystems as a full build has them, no CPU, and no CPU state moved", () => {
+    const s1 = sandbox('s1', 'u1', T - 10_000);
+    const c1 = container('c1', 's1', 'app', T - 9_000);
+    const at = (ms: number, cpuNs: number, over: Partial<SummaryInput> = {}): SummaryInput =>
+      input(ms, {
+        sandboxes: [s1],
+        containers: [c1],
+        sandboxStats: [sstats(s1, [cstats('c1', 'app', ms, cpuNs, 100)])],
+        kubelet: { cpu: { timeMs: ms, coreNanoSeconds: cpuNs }, memoryBytes: 1000 },
+        fs: {
+          node: { time: ms, availableBytes: 5, capacityBytes: 10, usedBytes: 5 },
+          volumes: () => undefined,
+          logs: () => undefined,
+        },
+        ...over,
+      });
+    const full = new SummaryBuilder().build(at(T, 1e9));
+    const lean = new SummaryBuilder().build(at(T, 1e9, { withPods: false }));
+    expect(lean.pods).to.deep.equal([]);
+    expect(lean.node.cpu).to.equal(undefined);
+    expect(lean.node.memory).to.deep.equal(full.node.memory);
+    expect(lean.node.fs).to.deep.equal(full.node.fs);
+    const memories = (x: typeof full) => x.node.systemContainers?.map((c) => [c.name, c.memory]);
+    expect(memories(lean)).to.deep.equal(memories(full));
+    expect(lean.node.systemContainers?.some((c) => c.cpu)).to.equal(false);
+
+    // Node-only builds between two full ones: the rates span from the first full build.
+    const b = new SummaryBuilder();
+    b.build(at(T, 1e9));
+    b.build(at(T + 5_000, 2e9, { withPods: false }));
+    const next = b.build(at(T + 10_000, 3e9));
+    expect(next.pods[0]!.containers[0]!.cpu?.usageNanoCores).to.equal(200_000_000);
+    expect(next.pods[0]!.cpu?.usageNanoCores).to.equal(200_000_000);
+    expect(next.node.cpu?.usageNanoCores).to.equal(400_000_000);
+  });
+
   it("takes the sandbox's own figures when the runtime measures it, and the newest ready sandbox and container", () => {
     const b = new SummaryBuilder();
     const old = sandbox('s-old', 'u1', T - 20_000);

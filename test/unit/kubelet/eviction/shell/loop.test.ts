@@ -140,6 +140,33 @@ describe('eviction manager shell', () => {
     expect(h.metrics).to.deep.equal(['stats age memory.available 1.5', 'evictions memory.available']);
   });
 
+  it("reads the node's figures alone without pressure or limits, and the pods' stats as well under pressure", async () => {
+    const asked: boolean[] = [];
+    const withPods = summary({ time: 2000, memAvailable: 200 * Mi, memWorkingSet: 3 * Gi }, [
+      pstats(bestEffort, [cstats('app', { ws: Gi })]),
+    ]);
+    let current = summary({ memAvailable: 4 * Gi, memWorkingSet: Gi });
+    const h = harness(
+      [bestEffort],
+      { evictionHard: { 'memory.available': '500Mi' } },
+      {
+        summary: ({ pods }) => {
+          asked.push(pods);
+          // A node-only Summary has no pod in it, as the stats provider builds it.
+          return Promise.resolve(pods ? current : { ...current, pods: [] });
+        },
+      },
+    );
+    await h.manager.synchronizeOnce();
+    expect(asked).to.deep.equal([false]);
+    current = withPods;
+    h.cleaned.add('uid-be');
+    await h.manager.synchronizeOnce();
+    expect(asked).to.deep.equal([false, false, true]);
+    expect(h.killed.map((e) => e.pod.metadata.name)).to.deep.equal(['be']);
+    expect(h.killed[0]!.status.message).to.include('Container app was using 1Gi');
+  });
+
   it('admits under memory pressure what the kubelet admits, with its reason and message', async () => {
     const h = harness([], { evictionHard: { 'memory.available': '500Mi' } });
     expect(h.manager.admit(bestEffort)).to.deep.equal({ admit: true });
@@ -182,12 +209,12 @@ describe('eviction manager shell', () => {
       memAvailable: 4 * Gi,
       nodefs: { available: 50 * Gi, capacity: 100 * Gi },
     });
-    let reads = 0;
-    const h2 = harness(
+    // Full until the node-level reclaim has run (the round reads the node's figures, then the pods' too).
+    const h2: ReturnType<typeof harness> = harness(
       [bestEffort],
       { evictionHard: { 'nodefs.available': '10%' } },
       {
-        summary: () => Promise.resolve(reads++ === 0 ? full : relieved),
+        summary: () => Promise.resolve(h2.reclaims.length === 0 ? full : relieved),
       },
     );
     await h2.manager.synchronizeOnce();
