@@ -111,8 +111,21 @@ export class SyncLoop {
   private readonly deferredResyncs = new Set<PodUID>();
   private deferredHousekeeping = false;
   private lastGateError = '';
+  /**
+   * What housekeeping derived from the desired pods and the pod workers (its desired, kept and syncing UIDs),
+   * for as long as both are as they were: the informer's same array and the workers' same generation.
+   */
+  private derived:
+    | {
+        pods: readonly Pod[];
+        generation: number;
+        desired: ReadonlySet<PodUID>;
+        kept: ReadonlySet<PodUID>;
+        syncing: ReadonlySet<PodUID>;
+      }
+    | undefined;
   /** countListing's last listing and the pods of it that run. */
-  private counted: { listed: readonly RuntimePod[]; running: readonly RuntimePod[] } | undefined;
+  private counted: CountedListing | undefined;
 
   constructor(private readonly d: SyncLoopDeps) {}
 
@@ -305,20 +318,34 @@ export class SyncLoop {
   private async housekeeping(): Promise<void> {
     const pods = this.d.desiredPods();
     this.d.podManager.setPods(pods);
-    const desired = new Set<PodUID>();
-    for (const p of pods) {
-      const uid = asPodUID(p.metadata.uid ?? '');
-      desired.add(uid);
-      const state = this.d.podWorkers.state(uid);
-      if (state === undefined) this.dispatch(p, 'create');
-      else if (state === 'syncing' && p.metadata.deletionTimestamp) this.dispatch(p, 'update');
-    }
     const workers = this.d.podWorkers;
+    // The same desired pods (the informer's array) and workers in the same states as last time: every pod has
+    // its worker and every deleted one is terminating already, so the loop would hand nothing over.
+    let derived = this.derived;
+    let desired: ReadonlySet<PodUID>;
+    if (derived?.pods === pods && derived.generation === workers.generation) desired = derived.desired;
+    else {
+      derived = undefined;
+      const uids = new Set<PodUID>();
+      for (const p of pods) {
+        const uid = asPodUID(p.metadata.uid ?? '');
+        uids.add(uid);
+        const state = workers.state(uid);
+        if (state === undefined) this.dispatch(p, 'create');
+        else if (state === 'syncing' && p.metadata.deletionTimestamp) this.dispatch(p, 'update');
+      }
+      desired = uids;
+    }
     workers.syncKnownPods(desired);
-    const kept = new Set<PodUID>(desired);
-    const syncing = new Set<PodUID>();
-    for (const uid of workers.knownPods()) kept.add(asPodUID(uid));
-    for (const uid of desired) if (workers.state(uid) === 'syncing') syncing.add(uid);
+    if (derived?.generation !== workers.generation) {
+      const kept = new Set<PodUID>(desired);
+      const syncing = new Set<PodUID>();
+      for (const uid of workers.knownPods()) kept.add(asPodUID(uid));
+      for (const uid of desired) if (workers.state(uid) === 'syncing') syncing.add(uid);
+      derived = { pods, generation: workers.generation, desired, kept, syncing };
+      this.derived = derived;
+    }
+    const { kept, syncing } = derived!;
     this.d.syncer.retain(kept);
     this.d.statusManager.removeOrphanedStatuses(desired);
     this.d.prober.cleanupPods(syncing);
@@ -340,7 +367,7 @@ export class SyncLoop {
    * the same array while nothing changed) rather than at every housekeeping; the running pods / containers
    * gauges are set when the listing is new.
    */
-  private countListing(listed: readonly RuntimePod[]): { running: readonly RuntimePod[] } {
+  private countListing(listed: readonly RuntimePod[]): CountedListing {
     if (this.counted?.listed === listed) return this.counted;
     // Counted in loops: no closure per pod.
     let runningPods = 0;
@@ -355,7 +382,7 @@ export class SyncLoop {
     }
     this.d.metrics?.runningPods.set({ node: this.d.nodeName }, runningPods);
     this.d.metrics?.runningContainers.set({ node: this.d.nodeName }, runningContainers);
-    this.counted = { listed, running };
+    this.counted = { listed, running, clearFor: undefined, clearAt: -1 };
     return this.counted;
   }
 
@@ -367,11 +394,18 @@ export class SyncLoop {
   private async killOrphanedRuntimePods(desired: ReadonlySet<PodUID>): Promise<void> {
     const orphaned = (rp: RuntimePod): boolean =>
       !desired.has(rp.uid) && this.d.podWorkers.state(rp.uid) === undefined;
-    const listed = this.d.runtimePods();
-    const { running } = this.countListing(listed);
+    const counted = this.countListing(this.d.runtimePods());
+    const generation = this.d.podWorkers.generation;
+    // Found none in this listing for these desired pods and workers in these states: none now either.
+    if (counted.clearFor === desired && counted.clearAt === generation) return;
+    const running = counted.running;
     let anyOrphan = false;
     for (const rp of running) if ((anyOrphan = orphaned(rp))) break;
-    if (!anyOrphan) return;
+    if (!anyOrphan) {
+      counted.clearFor = desired;
+      counted.clearAt = generation;
+      return;
+    }
 
     let orphans = running.filter(orphaned);
     if (this.d.listRuntimePods) {
@@ -389,6 +423,16 @@ export class SyncLoop {
       });
     }
   }
+}
+
+/** A relist's listing as housekeeping counted it (SyncLoop.countListing). */
+interface CountedListing {
+  listed: readonly RuntimePod[];
+  /** The runtime pods that run a sandbox or a container. */
+  running: readonly RuntimePod[];
+  /** The desired UIDs and the pod workers' generation with which none of them was an orphan. */
+  clearFor: ReadonlySet<PodUID> | undefined;
+  clearAt: number;
 }
 
 /** How many of the sandboxes or containers are running. */

@@ -171,6 +171,7 @@ function describe(s: PodSyncStatus): string {
 
 export class PodWorkers {
   private readonly pods = new Map<PodUID, PodSyncStatus>();
+  private gen = 0;
   /** Set by the first syncKnownPods: from then on, a UID no worker knows has nothing running. */
   private podsSynced = false;
   private readonly resyncMs: number;
@@ -215,6 +216,7 @@ export class PodWorkers {
       };
       if (update.runningPod && !update.pod) status.runningPod = update.runningPod;
       this.pods.set(uid, status);
+      this.gen++;
     }
     if (status.state === 'terminated') return;
 
@@ -244,6 +246,19 @@ export class PodWorkers {
 
   isWorking(uid: PodUID): boolean {
     return this.pods.get(uid)?.working ?? false;
+  }
+
+  /**
+   * Counts every change of which workers exist and of their states: two equal readings mean `state` and
+   * `knownPods` answer as they did (housekeeping keeps what it derived from them until this moves).
+   */
+  get generation(): number {
+    return this.gen;
+  }
+
+  private setState(status: PodSyncStatus, state: WorkerState): void {
+    status.state = state;
+    this.gen++;
   }
 
   /** UIDs whose worker still exists. */
@@ -290,6 +305,7 @@ export class PodWorkers {
       if (s.state === 'terminated' && !s.working) {
         s.timer?.cancel();
         this.pods.delete(uid);
+        this.gen++;
       } else if (s.state === 'syncing' && s.pod) {
         this.updatePod({ type: 'kill', pod: s.pod, kill: { gracePeriodSeconds: 1 } });
       }
@@ -315,7 +331,7 @@ export class PodWorkers {
   private beginTermination(status: PodSyncStatus, update: UpdatePodOptions & { pod: Pod }): void {
     const grace = effectiveGracePeriod(update.pod, update.kill);
     if (status.state === 'syncing') {
-      status.state = 'terminating';
+      this.setState(status, 'terminating');
       status.terminatingAt = this.opts.clock.now();
       status.gracePeriodSeconds = grace;
       status.kill = update.kill;
@@ -341,7 +357,7 @@ export class PodWorkers {
           if (status.runningPod && !status.pod) {
             op = 'terminating';
             await this.syncer.syncTerminatingRuntimePod(ctx, status.runningPod);
-            status.state = 'terminated';
+            this.setState(status, 'terminated');
             status.terminatedAt = this.opts.clock.now();
           } else if (status.state === 'syncing') {
             const runtime = await this.runtimeStatus(uid, status.lastSyncTime, ctx);
@@ -349,7 +365,7 @@ export class PodWorkers {
             const { isTerminal } = await this.syncer.syncPod(ctx, update.type, pod, runtime);
             if (isTerminal && status.state === 'syncing') {
               // The pod finished on its own: stop what remains without waiting for a grace period.
-              status.state = 'terminating';
+              this.setState(status, 'terminating');
               status.terminatingAt = this.opts.clock.now();
               status.gracePeriodSeconds = 1;
               status.pending ??= { type: 'sync', pod: status.pod! };
@@ -366,7 +382,7 @@ export class PodWorkers {
               status.gracePeriodSeconds ?? 0,
               status.kill,
             );
-            status.state = 'terminated';
+            this.setState(status, 'terminated');
             status.terminatedAt = this.opts.clock.now();
             op = 'terminated';
             const stopped = await this.runtimeStatus(uid, since, undefined);

@@ -25,6 +25,7 @@ import {
   isFile,
   isLink,
   setEntry,
+  sortedEntryNames,
   type Meta,
   type MemDir,
   type MemNode,
@@ -157,7 +158,7 @@ export class MemoryVolumeFS implements VolumeFS {
   async readdir(path: string): Promise<string[]> {
     const node = this.existing(path, true, 'scandir');
     if (!isDir(node)) throw new VolumeFSError('ENOTDIR', 'scandir', path);
-    return entryNames(node).sort();
+    return sortedEntryNames(node);
   }
 
   async lstat(path: string): Promise<EntryStat | undefined> {
@@ -223,7 +224,7 @@ export class MemoryVolumeFS implements VolumeFS {
   /** A directory's sorted entry names following symlinks, or undefined when it is not a directory. */
   listSync(path: string): string[] | undefined {
     const node = this.tryResolve(path, true)?.node;
-    return node && isDir(node) ? entryNames(node).sort() : undefined;
+    return node && isDir(node) ? sortedEntryNames(node) : undefined;
   }
 
   /** Whether the path leads somewhere (a dangling symlink does not). */

@@ -70,8 +70,23 @@ function isNameAt(name: string | MemNode | undefined, path: string, i: number, e
   return typeof name === 'string' && name.length === end - i && path.startsWith(name, i);
 }
 
+/**
+ * A directory of more than SMALL_DIR entries: its names in order as the last readdir sorted them, until one is
+ * added or removed (a node's pods directory is read at every housekeeping, every 2 s).
+ */
+const sortedNames = new WeakMap<MemDir, readonly string[]>();
+
+/** The directory's names, sorted (a new array each call). */
+export function sortedEntryNames(d: MemDir): string[] {
+  if (!(d.more instanceof Map)) return entryNames(d).sort();
+  let names = sortedNames.get(d);
+  if (!names) sortedNames.set(d, (names = entryNames(d).sort()));
+  return names.slice();
+}
+
 /** Adds the entry, or replaces the node of an entry of that name. */
 export function setEntry(d: MemDir, name: string, node: MemNode): void {
+  sortedNames.delete(d);
   const more = d.more;
   if (d.name0 === name || (d.name0 === undefined && getEntry(d, name) === undefined)) {
     d.name0 = name;
@@ -89,6 +104,7 @@ export function setEntry(d: MemDir, name: string, node: MemNode): void {
 }
 
 export function deleteEntry(d: MemDir, name: string): void {
+  sortedNames.delete(d);
   const more = d.more;
   if (d.name0 === name) {
     d.name0 = d.node0 = undefined;

@@ -156,6 +156,39 @@ describe('PodWorkers', () => {
     expect(w.state(asPodUID('a'))).to.equal(undefined);
   });
 
+  it('moves its generation with every worker made or forgotten and every state change, and only then', async () => {
+    const clock = new FakeClock(0);
+    const s = new FakeSyncer();
+    const w = new PodWorkers(s, { podCache: freshCache, clock, ...RESYNC_AND_BACKOFF });
+    const seen: number[] = [w.generation];
+    const moved = (): boolean => {
+      const g = w.generation;
+      const changed = g !== seen[seen.length - 1];
+      seen.push(g);
+      return changed;
+    };
+    w.updatePod({ type: 'create', pod: pod('a', {}, 5) });
+    expect(moved(), 'a worker made').to.equal(true);
+    await w.waitIdle();
+    expect(moved(), 'a sync that changes no state').to.equal(false);
+    w.updatePod({ type: 'update', pod: pod('a', { resourceVersion: '2' }, 5) });
+    await w.waitIdle();
+    expect(moved(), 'an update').to.equal(false);
+    clock.advance(60_000);
+    await w.waitIdle();
+    expect(moved(), 'a resync').to.equal(false);
+    w.syncKnownPods(new Set([asPodUID('a')]));
+    expect(moved(), 'a pod still desired').to.equal(false);
+    w.updatePod({ type: 'kill', pod: pod('a', {}, 5), kill: { gracePeriodSeconds: 1 } });
+    expect(moved(), 'terminating').to.equal(true);
+    await w.waitIdle();
+    expect(w.state(asPodUID('a'))).to.equal('terminated');
+    expect(moved(), 'terminated').to.equal(true);
+    w.syncKnownPods(new Set<PodUID>());
+    expect(moved(), 'forgotten').to.equal(true);
+    w.stop();
+  });
+
   it('a pod that became terminal moves to termination without a second syncPod', async () => {
     const clock = new FakeClock(0);
     const s = new FakeSyncer();

@@ -90,6 +90,12 @@ export class MemPullRecordFiles implements PullRecordFiles {
 export class ImagePullManager {
   /** Pulls in flight per image (the intent file stays while any is). */
   private readonly intents = new Map<string, number>();
+  /**
+   * Pulled records by image ID as last read or written, absent ones too (kubelet: the cached accessor in
+   * front of the files): this manager is the only writer of its node's records, and every container start
+   * asks. A file that is no record is read again each time.
+   */
+  private readonly pulled = new Map<string, ImagePulledRecord | undefined>();
 
   constructor(
     private readonly files: PullRecordFiles,
@@ -100,15 +106,17 @@ export class ImagePullManager {
 
   /** The image's record; 'unreadable' when a file is there but is no record (the kubelet then pulls). */
   private async pulledRecord(imageRef: string): Promise<ImagePulledRecord | undefined | 'unreadable'> {
+    if (this.pulled.has(imageRef)) return this.pulled.get(imageRef);
     const text = await this.files.read('pulled', cacheFilename(imageRef));
-    if (text === undefined) return undefined;
-    const r = parsePulledRecord(text);
-    if (!r) {
+    const r = text === undefined ? undefined : parsePulledRecord(text);
+    if (text !== undefined && !r) {
       this.log.warn('unreadable image pulled record', { imageRef });
       return 'unreadable';
     }
     // A record of another image under this name (a hash collision, a hand edit) is none.
-    return r.imageRef === imageRef ? r : undefined;
+    const record = r?.imageRef === imageRef ? r : undefined;
+    this.pulled.set(imageRef, record);
+    return record;
   }
 
   private async intentExists(image: string): Promise<boolean> {
@@ -150,7 +158,11 @@ export class ImagePullManager {
       credentials,
       new Date(this.clock.now()).toISOString().replace(/\.\d{3}Z$/, 'Z'),
     );
-    if (changed) await this.files.write('pulled', cacheFilename(imageRef), JSON.stringify(record));
+    if (!changed) return;
+    // Forgotten first: a failed write leaves the file as it was, read again next time.
+    this.pulled.delete(imageRef);
+    await this.files.write('pulled', cacheFilename(imageRef), JSON.stringify(record));
+    this.pulled.set(imageRef, record);
   }
 
   /** After a successful pull with `used` (undefined: anonymous or node credentials). */

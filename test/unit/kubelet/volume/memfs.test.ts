@@ -41,6 +41,39 @@ describe('MemoryVolumeFS', () => {
     expect(fs.readFileSync('/f')?.toString()).to.equal('abc');
   });
 
+  it('lists a large directory sorted after every change, and hands out a copy of its names', async () => {
+    const fs = new MemoryVolumeFS();
+    await fs.mkdir('/pods');
+    const names = ['k', 'c', 'a', 'j', 'e', 'i', 'b', 'h', 'd', 'g', 'f'];
+    for (const n of names) await fs.mkdir(`/pods/${n}`);
+    const listed = await fs.readdir('/pods');
+    expect(listed).to.deep.equal([...names].sort());
+    listed.length = 0;
+    expect(await fs.readdir('/pods')).to.have.length(
+      names.length,
+      'a caller changing its copy changes nothing',
+    );
+    await fs.rm('/pods/c');
+    await fs.mkdir('/pods/0');
+    await fs.writeFile('/pods/z', Buffer.from('x'));
+    expect(await fs.readdir('/pods')).to.deep.equal([
+      '0',
+      'a',
+      'b',
+      'd',
+      'e',
+      'f',
+      'g',
+      'h',
+      'i',
+      'j',
+      'k',
+      'z',
+    ]);
+    await fs.rename('/pods/z', '/pods/y');
+    expect(fs.listSync('/pods')).to.deep.equal(['0', 'a', 'b', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'y']);
+  });
+
   it('stops a symlink loop with ELOOP and treats a dangling link as missing', async () => {
     const fs = new MemoryVolumeFS();
     await fs.symlink('b', '/a');

@@ -80,11 +80,57 @@ describe("image pull records on the node's file system (kubelet fs_pullrecords)"
     expect(
       record.credentialMapping['registry.io/team/app'].kubernetesSecrets.map((s: { name: string }) => s.name),
     ).to.deep.equal(['a', 'b']);
-    // A record that cannot be read: pull, to be safe (the kubelet's answer to a cache it cannot read).
+    // A record that cannot be read: pull, to be safe (the kubelet's answer to a cache it cannot read). The
+    // manager keeps what it read and wrote, as the kubelet's cached accessor: a restarted one reads the file.
     await fs.writeFile(`${ROOT}/image_manager/pulled/sha256-${sha(REF)}`, Buffer.from('garbage'));
-    expect(await m.mustAttemptImagePull(IMAGE, REF, none)).to.deep.equal({
-      pull: true,
-      why: 'unreadable-record',
-    });
+    expect((await m.mustAttemptImagePull(IMAGE, REF, async () => [other])).pull).to.equal(false);
+    const restarted = new ImagePullManager(
+      fsPullRecordFiles(fs, ROOT),
+      credentialVerificationPolicy('NeverVerifyPreloadedImages'),
+      { now: () => 0 },
+      { warn: () => undefined },
+    );
+    for (let i = 0; i < 2; i++) {
+      expect(await restarted.mustAttemptImagePull(IMAGE, REF, none)).to.deep.equal({
+        pull: true,
+        why: 'unreadable-record',
+      });
+    }
+  });
+
+  it('reads a record from the files once, and keeps what it writes', async () => {
+    const fs = new MemoryVolumeFS();
+    const files = fsPullRecordFiles(fs, ROOT);
+    const reads: string[] = [];
+    const counted = {
+      ...files,
+      read: (dir: 'pulling' | 'pulled', name: string) => (reads.push(dir), files.read(dir, name)),
+    };
+    const m = new ImagePullManager(
+      counted,
+      credentialVerificationPolicy('NeverVerifyPreloadedImages'),
+      { now: () => 0 },
+      { warn: () => undefined },
+    );
+    const none = async () => [];
+    await m.mustAttemptImagePull(IMAGE, REF, none);
+    await m.mustAttemptImagePull(IMAGE, REF, none);
+    expect(
+      reads.filter((d) => d === 'pulled'),
+      'an absent record is remembered too',
+    ).to.have.length(1);
+    await m.recordPullIntent(IMAGE);
+    await m.recordImagePulled(IMAGE, REF, secretCreds);
+    expect((await m.mustAttemptImagePull(IMAGE, REF, async () => [secretCreds])).pull).to.equal(false);
+    expect(reads.filter((d) => d === 'pulled')).to.have.length(1);
+    // What it wrote is what a new manager reads.
+    const again = new ImagePullManager(
+      files,
+      credentialVerificationPolicy('NeverVerifyPreloadedImages'),
+      { now: () => 0 },
+      { warn: () => undefined },
+    );
+    expect((await again.mustAttemptImagePull(IMAGE, REF, async () => [secretCreds])).pull).to.equal(false);
+    expect((await again.mustAttemptImagePull(IMAGE, REF, none)).why).to.equal('must-authenticate');
   });
 });
