@@ -170,19 +170,28 @@ export function evictionGracePeriodSeconds(
 }
 
 /**
- * Whether this round's `synchronize` may read the pods' stats, judged from a Summary with the node's figures
- * alone: when local storage isolation is on and an active pod sets a limit it checks, or when a threshold is
- * met now or was acted on last round (its ranking and message read them). Otherwise synchronize gives the
- * same result without them, and the shell spares building every pod's stats each round (the kubelet reads
- * them from cadvisor's cache).
+ * Whether this round's `synchronize` reads the pods' stats whatever the node's figures say: local storage
+ * isolation is on and an active pod sets a limit it checks, or a threshold was acted on last round (its
+ * ranking and message read them). Known before any Summary is read.
  */
-export function needsPodStats(input: Omit<SynchronizeInput, 'now'>): boolean {
-  const { config, state, summary, activePods } = input;
+export function podStatsNeededRegardless(input: Omit<SynchronizeInput, 'now' | 'summary'>): boolean {
+  const { config, state, activePods } = input;
   if (config.thresholds.length === 0 && !config.localStorageCapacityIsolation) return false;
   if (config.localStorageCapacityIsolation && activePods.some(hasLocalStorageLimit)) return true;
-  if (state.thresholdsMet.length > 0) return true;
-  const { observations } = makeSignalObservations(summary);
-  return thresholdsMet(config.thresholds, observations, false).length > 0;
+  return state.thresholdsMet.length > 0;
+}
+
+/**
+ * Whether this round's `synchronize` may read the pods' stats, judged from a Summary with the node's figures
+ * alone: podStatsNeededRegardless, or a threshold met now. Otherwise synchronize gives the same result without
+ * them, and the shell spares building every pod's stats each round (the kubelet reads them from cadvisor's
+ * cache).
+ */
+export function needsPodStats(input: Omit<SynchronizeInput, 'now'>): boolean {
+  if (input.config.thresholds.length === 0 && !input.config.localStorageCapacityIsolation) return false;
+  if (podStatsNeededRegardless(input)) return true;
+  const { observations } = makeSignalObservations(input.summary);
+  return thresholdsMet(input.config.thresholds, observations, false).length > 0;
 }
 
 /** One synchronize round. Pure: the same input gives the same result. */

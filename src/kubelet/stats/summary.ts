@@ -146,12 +146,15 @@ function newestRunning(s: PodSandboxStats, containerCreated: ReadonlyMap<string,
   return newest;
 }
 
-/** A pod's memory: its sandbox's own figures, or else the sum of its running containers'. */
-function podMemory(s: PodSandboxStats, running: RunningContainers, nowMs: number): MemoryStats | undefined {
+/** A pod's memory: its sandbox's own figures, or else the sum of its running containers' (`containers`). */
+function podMemory(
+  s: PodSandboxStats,
+  containers: Iterable<MemoryStats | undefined>,
+  nowMs: number,
+): MemoryStats | undefined {
   if (s.memory) return memoryStats(s.memory, nowMs);
   let summed: MemoryStats | undefined;
-  for (const { stats } of running.values())
-    summed = addMemory(summed, memoryStats(stats.memory, nowMs), nowMs);
+  for (const m of containers) summed = addMemory(summed, m, nowMs);
   return summed;
 }
 
@@ -191,7 +194,9 @@ export class SummaryBuilder {
     if (input.withPods === false) {
       let podsMemory: MemoryStats | undefined;
       for (const sb of byPod.values()) {
-        podsMemory = addMemory(podsMemory, podMemory(sb, newestRunning(sb, containerCreated), nowMs), nowMs);
+        const running = newestRunning(sb, containerCreated).values();
+        const memories = Array.from(running, (r) => memoryStats(r.stats.memory, nowMs));
+        podsMemory = addMemory(podsMemory, podMemory(sb, memories, nowMs), nowMs);
       }
       return this.summaryOf(input, podsMemory, [], undefined);
     }
@@ -297,6 +302,7 @@ export class SummaryBuilder {
     const ref = { name: meta.name, namespace: meta.namespace, uid: meta.uid };
     const newest = newestRunning(s, containerCreated);
     const containers: ContainerStats[] = [];
+    const memories: (MemoryStats | undefined)[] = [];
     const cpuMembers: [string, number][] = [];
     let cpuTime = 0;
     const ephemeral: FsStats = { time: nowMs };
@@ -311,6 +317,7 @@ export class SummaryBuilder {
       }
       const mem = memoryStats(stats.memory, nowMs);
       if (mem) c.memory = mem;
+      memories.push(mem);
       if (input.fs) {
         const w = stats.writableLayer;
         const cfs = input.fs.containerFs;
@@ -349,7 +356,7 @@ export class SummaryBuilder {
       const rate = this.podRates.rate(meta.uid, { timeMs: time, coreNanoSeconds: cum });
       if (rate !== undefined) pod.cpu.usageNanoCores = rate;
     }
-    const mem = podMemory(s, newest, nowMs);
+    const mem = podMemory(s, memories, nowMs);
     if (mem) pod.memory = mem;
 
     if (s.network) {

@@ -16,6 +16,7 @@ import { admitUnderPressure, type EvictionAdmitResult } from '../admit.js';
 import {
   initialEvictionState,
   needsPodStats,
+  podStatsNeededRegardless,
   reclaimResolved,
   synchronize,
   type EvictionConfig,
@@ -166,10 +167,13 @@ export class EvictionManager {
     let summary: Summary;
     let activePods: readonly Pod[];
     try {
-      // The node's figures first; the pods' stats only when this round may read them (needsPodStats).
-      summary = await this.d.summary({ pods: false });
+      // The pods' stats only when this round may read them: known at once (a pod with a local storage limit,
+      // last round's thresholds), or else from the node's figures (a threshold met now).
       activePods = this.d.activePods();
-      if (needsPodStats({ config, state: this.state, summary, activePods })) {
+      const pods = podStatsNeededRegardless({ config, state: this.state, activePods });
+      summary = await this.d.summary({ pods });
+      activePods = this.d.activePods();
+      if (!pods && needsPodStats({ config, state: this.state, summary, activePods })) {
         summary = await this.d.summary({ pods: true });
         activePods = this.d.activePods();
       }

@@ -167,6 +167,23 @@ describe('eviction manager shell', () => {
     expect(h.killed[0]!.status.message).to.include('Container app was using 1Gi');
   });
 
+  it("reads the pods' stats at once, in one Summary, when a pod sets a local storage limit", async () => {
+    const asked: boolean[] = [];
+    const limited = pod('limited', [ctr('app', {}, { 'ephemeral-storage': '1Gi' })]);
+    const h = harness(
+      [bestEffort, limited],
+      { evictionHard: { 'memory.available': '500Mi' } },
+      {
+        summary: ({ pods }) => {
+          asked.push(pods);
+          return Promise.resolve(summary({ memAvailable: 4 * Gi, memWorkingSet: Gi }));
+        },
+      },
+    );
+    await h.manager.synchronizeOnce();
+    expect(asked).to.deep.equal([true]);
+  });
+
   it('admits under memory pressure what the kubelet admits, with its reason and message', async () => {
     const h = harness([], { evictionHard: { 'memory.available': '500Mi' } });
     expect(h.manager.admit(bestEffort)).to.deep.equal({ admit: true });
