@@ -279,5 +279,20 @@ export function nodeStatusChanged(
   reportFrequencyMs = 5 * 60_000,
 ): boolean {
   if (lastReportMs === undefined || nowMs - lastReportMs >= reportFrequencyMs) return true;
-  return comparable(reported) !== comparable(next);
+  return reportedComparable(reported) !== comparable(next);
+}
+
+/**
+ * The reported status's comparable form, once per object: the Node as last read is the node informer's
+ * object, the same until the Node changes, and every node compares against it every 10 s.
+ */
+const reportedForms = new WeakMap<NodeStatus, string>();
+function reportedComparable(s: NodeStatus | undefined): string {
+  if (!s) return comparable(s);
+  let form = reportedForms.get(s);
+  if (form === undefined) {
+    form = comparable(s);
+    reportedForms.set(s, form);
+  }
+  return form;
 }

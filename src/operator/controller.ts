@@ -19,6 +19,7 @@ import {
   FINALIZER,
   nodeNameOf,
   parseVirtualNodeSpec,
+  type ParsedSpec,
   type VirtualNode,
   type VirtualNodeSpec,
 } from '../api/virtualnode.js';
@@ -77,12 +78,23 @@ interface Served {
    */
   requestInformer: Informer<PodCertificateRequest>;
   spec: VirtualNodeSpec;
+  /**
+   * The VirtualNode's own spec object `spec` was parsed from (the informer keeps one object until it
+   * changes): the same object, with the same pod CIDR defaulted, gives the same spec, so a status round
+   * skips the comparisons.
+   */
+  source: unknown;
   started: Promise<void>;
   /** `started` has settled (a worker never waits on a start that may take long). */
   settled: boolean;
   /** When the start began (clock ms). */
   since: number;
   startError?: string;
+}
+
+/** The pod CIDR of a simulated runtime's spec (the one part `withPodCIDR` fills in). */
+function simPodCIDR(spec: VirtualNodeSpec): string | undefined {
+  return spec.runtime.type === 'sim' ? spec.runtime.sim.podCIDR : undefined;
 }
 
 /**
@@ -105,6 +117,11 @@ export class Operator {
   readonly nodeInformer: Informer<Node>;
   private readonly queue: WorkQueue<string>;
   private readonly served = new Map<string, Served>();
+  /**
+   * Each VirtualNode spec object's parse, kept while the object lives: the informer hands out one object
+   * until the VirtualNode changes, and every status round (and every claim check) would parse it again.
+   */
+  private readonly parses = new WeakMap<object, ParsedSpec>();
   /** Node name -> VirtualNode name. */
   private readonly byNode = new Map<string, string>();
   /**
@@ -278,7 +295,9 @@ export class Operator {
     }
     const spec = servable.spec;
     let served = this.served.get(name);
-    if (served && this.opts.factory.needsRestart(served.spec, spec)) {
+    const unchanged =
+      served !== undefined && served.source === vn.spec && simPodCIDR(served.spec) === simPodCIDR(spec);
+    if (served && !unchanged && this.opts.factory.needsRestart(served.spec, spec)) {
       await this.forget(name);
       served = undefined;
     }
@@ -290,9 +309,12 @@ export class Operator {
         return;
       }
       served = started.served;
-    } else if (canonicalJSON(served.spec) !== canonicalJSON(spec)) {
-      served.spec = spec;
-      await served.node.update(spec);
+    } else if (!unchanged) {
+      served.source = vn.spec;
+      if (canonicalJSON(served.spec) !== canonicalJSON(spec)) {
+        served.spec = spec;
+        await served.node.update(spec);
+      }
     }
     if (!served.settled) {
       const waited = this.opts.clock.now() - served.since;
@@ -316,6 +338,18 @@ export class Operator {
     this.queue.addAfter(name, this.statusPeriodMs);
   }
 
+  /** `vn.spec` parsed, once per spec object (see `parses`). */
+  private parsed(vn: VirtualNode): ParsedSpec {
+    const raw = vn.spec as unknown;
+    if (raw === null || typeof raw !== 'object') return parseVirtualNodeSpec(raw);
+    let parsed = this.parses.get(raw);
+    if (!parsed) {
+      parsed = parseVirtualNodeSpec(raw);
+      this.parses.set(raw, parsed);
+    }
+    return parsed;
+  }
+
   /**
    * The spec a VirtualNode is served with (parsed, its pod CIDR defaulted), or why it cannot serve its Node:
    * an invalid spec, a name no Node can register, a Node another (older) VirtualNode serves, no pod CIDR.
@@ -324,13 +358,13 @@ export class Operator {
   private servableSpec(
     vn: VirtualNode,
   ): { ok: true; spec: VirtualNodeSpec } | { ok: false; reason: string; message: string; recheck: boolean } {
-    const parsed = parseVirtualNodeSpec(vn.spec);
+    const parsed = this.parsed(vn);
     if (!parsed.ok) return { ok: false, reason: 'InvalidSpec', message: parsed.message, recheck: false };
     const nodeName = nodeNameOf(vn, parsed.spec);
     const problem = nodeNameProblem(nodeName);
     if (problem) return { ok: false, reason: 'InvalidSpec', message: problem, recheck: false };
     const claimants = this.vnInformer.byIndex(ClaimedNodeNameIndex, nodeName);
-    const holder = nodeNameHolder(vn, parsed.spec, claimants, (o) => parseVirtualNodeSpec(o.spec).ok);
+    const holder = nodeNameHolder(vn, parsed.spec, claimants, (o) => this.parsed(o).ok);
     if (holder) {
       return {
         ok: false,
@@ -390,6 +424,7 @@ export class Operator {
       pods,
       requestInformer,
       spec,
+      source: vn.spec,
       started: Promise.resolve(),
       settled: false,
       since: this.opts.clock.now(),

@@ -104,9 +104,25 @@ export function nextStatus(vn: VirtualNode, u: StatusUpdate, nowMs: number): Vir
  * renewal and alone do not justify a write more often than the status period.
  */
 export function statusChanged(stored: VirtualNodeStatus | undefined, next: VirtualNodeStatus): boolean {
-  const comparable = (x: VirtualNodeStatus | undefined): string =>
-    canonicalJSON({ ...(x ?? {}), lastHeartbeatTime: undefined });
-  return comparable(stored) !== comparable(next);
+  return storedComparable(stored) !== comparable(next);
+}
+
+const comparable = (x: VirtualNodeStatus | undefined): string =>
+  canonicalJSON({ ...(x ?? {}), lastHeartbeatTime: undefined });
+
+/**
+ * The stored status's comparable form, once per object: the informer keeps one object until the
+ * VirtualNode changes, and each node's status round compares against it every 10 s.
+ */
+const storedForms = new WeakMap<VirtualNodeStatus, string>();
+function storedComparable(x: VirtualNodeStatus | undefined): string {
+  if (!x) return comparable(x);
+  let form = storedForms.get(x);
+  if (form === undefined) {
+    form = comparable(x);
+    storedForms.set(x, form);
+  }
+  return form;
 }
 
 /** The only writer of VirtualNode status. */

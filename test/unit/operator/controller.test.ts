@@ -278,6 +278,25 @@ describe('operator: VirtualNode controller', () => {
     expect(api.vns.get('vn-a')!.status?.podCIDR).to.equal('10.9.0.0/24');
   });
 
+  it('compares specs only when the VirtualNode object changed, not every status round', async () => {
+    api.vns.create(virtualNode('vn-a'));
+    await startOperator();
+    const node = factory.node('vn-a');
+    await advance(STATUS_PERIOD);
+    const checks = factory.restartChecks;
+    await advance(3 * STATUS_PERIOD);
+    expect(factory.restartChecks, 'same object: rounds skip the comparison').to.equal(checks);
+
+    api.vns.update('vn-a', (o) => ((o.spec as { labels?: unknown }).labels = { tier: 'gold' }));
+    await flush();
+    expect(node.events).to.deep.equal(['start', 'update {"tier":"gold"}']);
+    const changed = factory.restartChecks;
+    expect(changed, 'a new spec object is compared').to.be.greaterThan(checks);
+    await advance(3 * STATUS_PERIOD);
+    expect(factory.restartChecks).to.equal(changed);
+    expect(node.events).to.have.length(2);
+  });
+
   it('writes status only when it changed, not for a heartbeat alone', async () => {
     api.vns.create(virtualNode('vn-a'));
     await startOperator();

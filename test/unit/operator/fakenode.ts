@@ -85,7 +85,11 @@ export class FakeFactory implements ManagedNodeFactory {
     return n;
   }
 
+  /** needsRestart calls so far: each is a comparison of a served spec with a VirtualNode's. */
+  restartChecks = 0;
+
   needsRestart(a: VirtualNodeSpec, b: VirtualNodeSpec): boolean {
+    this.restartChecks++;
     return JSON.stringify(a.runtime) !== JSON.stringify(b.runtime);
   }
 
