@@ -6,6 +6,7 @@
 import type { NodeAddress, NodeCondition, NodeStatus, NodeSystemInfo } from '../api/node.js';
 import type { RuntimeFeatures, RuntimeHandler } from '../runtime/types.js';
 import { parseQuantityNano } from '../util/quantity.js';
+import { memoByIdentity } from '../util/memo.js';
 
 export type Setter = (status: NodeStatus, now: string) => NodeStatus;
 
@@ -286,13 +287,5 @@ export function nodeStatusChanged(
  * The reported status's comparable form, once per object: the Node as last read is the node informer's
  * object, the same until the Node changes, and every node compares against it every 10 s.
  */
-const reportedForms = new WeakMap<NodeStatus, string>();
-function reportedComparable(s: NodeStatus | undefined): string {
-  if (!s) return comparable(s);
-  let form = reportedForms.get(s);
-  if (form === undefined) {
-    form = comparable(s);
-    reportedForms.set(s, form);
-  }
-  return form;
-}
+const reportedForm = memoByIdentity((s: NodeStatus) => comparable(s));
+const reportedComparable = (s: NodeStatus | undefined): string => (s ? reportedForm(s) : comparable(s));

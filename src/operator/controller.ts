@@ -29,6 +29,7 @@ import { WorkQueue, runWorkers } from '../kube/workqueue.js';
 import { PodsByNodeIndex } from '../kubelet/shell/podmanager.js';
 import { hasPodCertificateProjections } from '../kubelet/podcertificate/projection.js';
 import { canonicalJSON } from '../util/canonical.js';
+import { memoByIdentity } from '../util/memo.js';
 import { needsSync } from './predicates.js';
 import type { Clock } from '../util/clock.js';
 import { KindError, errorMessage } from '../util/errors.js';
@@ -121,7 +122,7 @@ export class Operator {
    * Each VirtualNode spec object's parse, kept while the object lives: the informer hands out one object
    * until the VirtualNode changes, and every status round (and every claim check) would parse it again.
    */
-  private readonly parses = new WeakMap<object, ParsedSpec>();
+  private readonly parses = memoByIdentity((raw: object) => parseVirtualNodeSpec(raw));
   /** Node name -> VirtualNode name. */
   private readonly byNode = new Map<string, string>();
   /**
@@ -341,13 +342,7 @@ export class Operator {
   /** `vn.spec` parsed, once per spec object (see `parses`). */
   private parsed(vn: VirtualNode): ParsedSpec {
     const raw = vn.spec as unknown;
-    if (raw === null || typeof raw !== 'object') return parseVirtualNodeSpec(raw);
-    let parsed = this.parses.get(raw);
-    if (!parsed) {
-      parsed = parseVirtualNodeSpec(raw);
-      this.parses.set(raw, parsed);
-    }
-    return parsed;
+    return raw !== null && typeof raw === 'object' ? this.parses(raw) : parseVirtualNodeSpec(raw);
   }
 
   /**

@@ -6,6 +6,7 @@
  */
 import type { VirtualNode, VirtualNodeCondition, VirtualNodeStatus } from '../api/virtualnode.js';
 import { canonicalJSON } from '../util/canonical.js';
+import { memoByIdentity } from '../util/memo.js';
 import type { Clock } from '../util/clock.js';
 import type { VirtualNodeWriter } from './api.js';
 import type { ManagedNodeObservation } from './managednode.js';
@@ -114,16 +115,8 @@ const comparable = (x: VirtualNodeStatus | undefined): string =>
  * The stored status's comparable form, once per object: the informer keeps one object until the
  * VirtualNode changes, and each node's status round compares against it every 10 s.
  */
-const storedForms = new WeakMap<VirtualNodeStatus, string>();
-function storedComparable(x: VirtualNodeStatus | undefined): string {
-  if (!x) return comparable(x);
-  let form = storedForms.get(x);
-  if (form === undefined) {
-    form = comparable(x);
-    storedForms.set(x, form);
-  }
-  return form;
-}
+const storedForm = memoByIdentity((x: VirtualNodeStatus) => comparable(x));
+const storedComparable = (x: VirtualNodeStatus | undefined): string => (x ? storedForm(x) : comparable(x));
 
 /** The only writer of VirtualNode status. */
 export class VirtualNodeStatusWriter {
