@@ -146,6 +146,18 @@ function newestRunning(s: PodSandboxStats, containerCreated: ReadonlyMap<string,
   return newest;
 }
 
+/**
+ * The memory of a sandbox's running containers, worked out only as it is read (podMemory reads it only for a
+ * sandbox without figures of its own).
+ */
+function* runningMemories(
+  s: PodSandboxStats,
+  containerCreated: ReadonlyMap<string, number>,
+  nowMs: number,
+): Generator<MemoryStats | undefined> {
+  for (const { stats } of newestRunning(s, containerCreated).values()) yield memoryStats(stats.memory, nowMs);
+}
+
 /** A pod's memory: its sandbox's own figures, or else the sum of its running containers' (`containers`). */
 function podMemory(
   s: PodSandboxStats,
@@ -193,11 +205,12 @@ export class SummaryBuilder {
 
     if (input.withPods === false) {
       let podsMemory: MemoryStats | undefined;
-      for (const sb of byPod.values()) {
-        const running = newestRunning(sb, containerCreated).values();
-        const memories = Array.from(running, (r) => memoryStats(r.stats.memory, nowMs));
-        podsMemory = addMemory(podsMemory, podMemory(sb, memories, nowMs), nowMs);
-      }
+      for (const sb of byPod.values())
+        podsMemory = addMemory(
+          podsMemory,
+          podMemory(sb, runningMemories(sb, containerCreated, nowMs), nowMs),
+          nowMs,
+        );
       return this.summaryOf(input, podsMemory, [], undefined);
     }
 
